@@ -1,0 +1,120 @@
+"""AndroidGen trajectory folders: `<root>/<trace_id>/record.jsonl`, one JSON object per step with
+`instruction`, `index`, `image` (Set-of-Mark screenshot), `raw` (plain screenshot), `state` (UI
+tree), `parsed_action`; the final `exit` action's message is the answer. Image paths are relative
+to `<root>`. An optional `<root>/labels.jsonl` (`trace_id`, `label`) supplies labels.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+from ..types import Step, Trajectory
+from .base import DataError, LoadResult, check_nonempty, iter_json_lines, parse_label, resolve_image
+
+_ELEMENT = re.compile(r'<element id="(\d+)"[^>]*>(.*?)</element>', re.S)
+
+
+def _element_label(state: Any, element_id: Any) -> Optional[str]:
+    if not isinstance(state, str) or element_id is None:
+        return None
+    for eid, text in _ELEMENT.findall(state):
+        if eid == str(element_id):
+            text = " ".join(text.split())
+            return text[:60] or None
+    return None
+
+
+def describe_action(pa: Any, state: Any) -> tuple[str, Optional[str], Optional[str], Optional[str]]:
+    """(action text, action_type, typed text, answer) for one AndroidGen `parsed_action`."""
+    if not isinstance(pa, dict):
+        return (json.dumps(pa, ensure_ascii=False), None, None, None)
+    op, act, kw = pa.get("operation"), pa.get("action"), pa.get("kwargs") or {}
+    if op == "exit":
+        msg = kw.get("message")
+        return (f"finish(answer={json.dumps(msg, ensure_ascii=False)})", "answer", None, msg)
+    if op == "open_app":
+        return (f"open_app({kw.get('app_name')!r})", "open_app", None, None)
+    if op == "quote":
+        return (f"quote({json.dumps(kw.get('content'), ensure_ascii=False)})", "read", None, None)
+    name = (act or op or "unknown").lower().replace(" ", "_")
+    if name == "input_text":
+        text = kw.get("text")
+        return (f"type({json.dumps(text, ensure_ascii=False)}) into element {kw.get('element_id')}",
+                "type", text, None)
+    if name in ("click", "long_press", "tap"):
+        label = _element_label(state, kw.get("element_id"))
+        suffix = f" {json.dumps(label, ensure_ascii=False)}" if label else ""
+        return (f"{name}(element {kw.get('element_id')}{suffix})", "tap" if name != "long_press" else name,
+                None, None)
+    args = ", ".join(f"{k}={v!r}" for k, v in kw.items())
+    return (f"{name}({args})", name, None, None)
+
+
+def _labels(root: Path) -> dict[str, int]:
+    path = root / "labels.jsonl"
+    if not path.is_file():
+        return {}
+    out, scratch = {}, LoadResult()
+    for record, obj in iter_json_lines(path, scratch):
+        try:
+            out[str(obj["trace_id"])] = parse_label(obj.get("label"), path, record, "label")
+        except (KeyError, TypeError, DataError):
+            continue
+    return out
+
+
+def load_trace(record_file: Path, root: Path, labels: dict[str, int], check_images: bool = True) -> LoadResult:
+    """Load one `record.jsonl` (one trajectory) into a LoadResult."""
+    result = LoadResult()
+    rows = []
+    for record, obj in iter_json_lines(record_file, result):
+        if not isinstance(obj, dict):
+            result.errors.append(DataError(record_file, "step is not a JSON object", record))
+            return result
+        rows.append((record, obj))
+    if result.errors:
+        return result  # a step we could not read would silently shorten the trajectory
+    rows.sort(key=lambda r: r[1].get("index", 0) if isinstance(r[1].get("index"), int) else 0)
+    trace_id = record_file.parent.name
+    try:
+        if not rows:
+            raise DataError(record_file, "no steps", None, "steps")
+        steps, answer = [], None
+        fallback = 0
+        for record, obj in rows:
+            shot_key = "raw" if obj.get("raw") and (root / str(obj["raw"])).is_file() else "image"
+            fallback += shot_key == "image" and bool(obj.get("raw"))
+            shot = resolve_image(root, obj.get(shot_key), record_file, record, shot_key, check_images)
+            action, atype, text, ans = describe_action(obj.get("parsed_action"), obj.get("state"))
+            answer = ans if ans is not None else answer
+            steps.append(Step(screenshot=shot, action=action, action_type=atype, text=text,
+                              thought=obj.get("response") if isinstance(obj.get("response"), str) else None))
+        if fallback:
+            result.warnings.append(f"{record_file}: {fallback} step(s) have no plain 'raw' screenshot; "
+                                   "used the annotated 'image' instead")
+        instruction = rows[0][1].get("instruction")
+        if not isinstance(instruction, str):
+            raise DataError(record_file, "required field missing", rows[0][0], "instruction")
+        traj = Trajectory(id=str(rows[0][1].get("trace_id", trace_id)), instruction=instruction,
+                          steps=steps, answer=answer, platform="android",
+                          label=labels.get(str(rows[0][1].get("trace_id", trace_id))), source=str(record_file))
+        result.trajectories.append(check_nonempty(traj, record_file, f"trace {trace_id}"))
+    except DataError as exc:
+        result.errors.append(exc)
+    return result
+
+
+def load(path: Path, check_images: bool = True) -> LoadResult:
+    """Load an AndroidGen folder of traces (or a single trace folder)."""
+    path = Path(path)
+    if (path / "record.jsonl").is_file():
+        files, root = [path / "record.jsonl"], path.parent
+    else:
+        files, root = sorted(path.glob("*/record.jsonl")), path
+    labels = _labels(root)
+    result = LoadResult()
+    for f in files:
+        result.extend(load_trace(f, root, labels, check_images))
+    return result

@@ -1,0 +1,143 @@
+"""Shared pieces for the trajectory loaders: errors that name file/record/field, a tolerant JSONL
+reader, and image-path resolution that refuses to leave the dataset folder.
+
+Knows nothing about any one on-disk format; each format module builds on these.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from ..types import Trajectory
+
+
+class DataError(ValueError):
+    """A problem with one record of the input, naming the file, the record and the field."""
+
+    def __init__(self, file: str | os.PathLike, problem: str, record: Optional[str] = None,
+                 field: Optional[str] = None):
+        self.file, self.record, self.field, self.problem = str(file), record, field, problem
+        where = self.file
+        if record is not None:
+            where += f", record {record}"
+        if field is not None:
+            where += f", field '{field}'"
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclass
+class LoadResult:
+    """What a loader produced: good trajectories, per-record errors, and warnings."""
+
+    trajectories: list[Trajectory] = field(default_factory=list)
+    errors: list[DataError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def extend(self, other: "LoadResult") -> None:
+        """Append another result's contents to this one."""
+        self.trajectories += other.trajectories
+        self.errors += other.errors
+        self.warnings += other.warnings
+
+
+def iter_json_lines(path: Path, result: LoadResult) -> Iterator[tuple[str, Any]]:
+    """Yield (record name, object) per JSON object; bad lines become errors, several objects on
+    one line are split with a warning naming the file."""
+    decoder = json.JSONDecoder()
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            line = line.strip(" \t\r\n")
+            if not line.strip():
+                continue
+            objs, pos, junk = [], 0, False
+            try:
+                while pos < len(line):
+                    obj, pos = decoder.raw_decode(line, pos)
+                    objs.append(obj)
+                    while pos < len(line) and line[pos].isspace():
+                        junk = junk or line[pos] not in " \t"
+                        pos += 1
+            except json.JSONDecodeError as exc:
+                result.errors.append(DataError(path, f"malformed JSON ({exc.msg} at column {exc.colno})",
+                                               record=f"line {lineno}"))
+                continue
+            if len(objs) > 1:
+                result.warnings.append(f"{path}: line {lineno} holds {len(objs)} JSON objects; "
+                                       "read them as separate records")
+            elif junk:
+                result.warnings.append(f"{path}: line {lineno} is not strict JSONL (stray characters "
+                                       "after the object); read the object and ignored them")
+            for obj in objs:
+                yield f"line {lineno}", obj
+
+
+def load_json(path: Path) -> Any:
+    """Read one JSON document, raising DataError on a parse failure."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise DataError(path, f"malformed JSON ({exc.msg} at line {exc.lineno})") from None
+    except OSError as exc:
+        raise DataError(path, f"cannot read: {exc.strerror}") from None
+
+
+def resolve_image(root: Path, rel: Any, file: Path, record: str, field_name: str,
+                  must_exist: bool = True) -> str:
+    """Turn an image path from a record into an absolute path inside `root`, or raise DataError."""
+    if not isinstance(rel, str) or not rel.strip():
+        raise DataError(file, "image path missing or not a string", record, field_name)
+    if rel.startswith("file://"):
+        rel = rel[len("file://"):]
+    root_r = root.resolve()
+    full = (root_r / rel).resolve()
+    if full != root_r and root_r not in full.parents:
+        raise DataError(file, f"image path '{rel}' escapes the dataset folder {root_r}", record,
+                        field_name)
+    if must_exist and not full.is_file():
+        raise DataError(file, f"image not found: {full}", record, field_name)
+    return str(full)
+
+
+def require(obj: dict, key: str, file: Path, record: str, kind: type | tuple = str) -> Any:
+    """Return obj[key], raising DataError when it is missing or of the wrong type."""
+    if not isinstance(obj, dict):
+        raise DataError(file, f"expected a JSON object, got {type(obj).__name__}", record)
+    if key not in obj or obj[key] is None:
+        raise DataError(file, "required field missing", record, key)
+    val = obj[key]
+    if not isinstance(val, kind):
+        raise DataError(file, f"expected {getattr(kind, '__name__', kind)}, got {type(val).__name__}",
+                        record, key)
+    return val
+
+
+def parse_label(value: Any, file: Path, record: str, field_name: str) -> Optional[int]:
+    """Read a success label: 0/1, booleans, SUCCESS/FAIL style strings, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return int(value)
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in ("1", "success", "successful", "pass", "passed", "true", "yes"):
+            return 1
+        if v in ("0", "fail", "failed", "failure", "false", "no"):
+            return 0
+    raise DataError(file, f"label must be 0/1 (or SUCCESS/FAIL), got {value!r}", record, field_name)
+
+
+def check_nonempty(traj: Trajectory, file: Path, record: str) -> Trajectory:
+    """Reject a trajectory with no steps or no screenshot at all."""
+    if not traj.steps:
+        raise DataError(file, "trajectory has no steps", record, "steps")
+    if not traj.screenshots:
+        raise DataError(file, "trajectory has no screenshots", record, "steps")
+    if not traj.instruction.strip():
+        raise DataError(file, "instruction is empty", record, "instruction")
+    return traj

@@ -1,0 +1,192 @@
+"""Loaders for three more public trajectory layouts, each mapped onto Trajectory/Step:
+
+- ZeroGUI / OSWorld result folders: `traj.jsonl` (`step_num`, `action`, `screenshot_file`),
+  `step_N*.png`, `result.txt` (the evaluator's score; > 0.5 is success). The instruction comes from
+  `traj.jsonl` (`instruction`), a task JSON beside it (`instruction`), or `instruction.txt`.
+- OSReward-style trace JSON: `trace_id`, `instruction`, `platform`,
+  `trajectory[].screenshot_path/action/thought`, `human_label` SUCCESS|FAIL.
+- ClawGUI `episode.json`: `meta_data.task_goal/success`, `episode[].image_path/model_response`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ..types import Step, Trajectory
+from .base import (DataError, LoadResult, check_nonempty, iter_json_lines, load_json, parse_label, require,
+                   resolve_image)
+
+_TYPE_RE = re.compile(r"(?:typewrite|write|type|input_text)\s*\(\s*(?:text\s*=\s*)?(['\"])(.*?)\1", re.S)
+_ANSWER_RE = re.compile(r"(?:answer|finished|terminate|exit)\s*\(\s*(?:content|answer|message)?\s*=?\s*(['\"])(.*?)\1", re.S)
+
+
+def _action_text(action: Any) -> str:
+    return action if isinstance(action, str) else json.dumps(action, ensure_ascii=False)
+
+
+def classify_code_action(action: str) -> tuple[str | None, str | None, str | None]:
+    """(action_type, typed text, answer) read off a pyautogui/function-call action string."""
+    m = _ANSWER_RE.search(action)
+    if m:
+        return "answer", None, m.group(2)
+    m = _TYPE_RE.search(action)
+    if m:
+        return "type", m.group(2), None
+    low = action.lower()
+    for key, kind in (("hotkey", "hotkey"), ("press", "key"), ("scroll", "scroll"), ("drag", "drag"),
+                      ("click", "tap"), ("tap", "tap"), ("swipe", "swipe"), ("wait", "wait"), ("done", "done")):
+        if key in low:
+            return kind, None, None
+    return None, None, None
+
+
+# ---------------------------------------------------------------- ZeroGUI / OSWorld
+def _zerogui_instruction(folder: Path, rows: list[dict]) -> str | None:
+    for r in rows:
+        if isinstance(r.get("instruction"), str):
+            return r["instruction"]
+    if (folder / "instruction.txt").is_file():
+        return (folder / "instruction.txt").read_text(encoding="utf-8").strip()
+    for cand in sorted(folder.glob("*.json")):
+        try:
+            obj = json.loads(cand.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("instruction"), str):
+            return obj["instruction"]
+    return None
+
+
+def load_zerogui_folder(folder: Path, root: Path, check_images: bool = True) -> LoadResult:
+    """Load one OSWorld/ZeroGUI result folder holding `traj.jsonl`."""
+    result, file = LoadResult(), folder / "traj.jsonl"
+    rows = [obj for _, obj in iter_json_lines(file, result)]
+    if result.errors:
+        return result
+    rec = f"folder {folder.name}"
+    try:
+        instruction = _zerogui_instruction(folder, rows)
+        if instruction is None:
+            raise DataError(file, "no instruction in traj.jsonl, instruction.txt or a task JSON", rec, "instruction")
+        steps, answer = [], None
+        first = folder / "step_0.png"
+        if first.is_file():
+            steps.append(Step(screenshot=resolve_image(root, str(first.relative_to(root)), file, rec, "step_0.png"),
+                              action="(initial screen)", action_type="observe"))
+        for i, r in enumerate(sorted(rows, key=lambda r: r.get("step_num", 0) or 0)):
+            name = r.get("screenshot_file") or f"step_{r.get('step_num', i + 1)}.png"
+            rel = str((folder / name).relative_to(root)) if not Path(name).is_absolute() else name
+            shot = resolve_image(root, rel, file, f"step_num {r.get('step_num', i + 1)}", "screenshot_file",
+                                 check_images)
+            action = _action_text(r.get("action", ""))
+            atype, text, ans = classify_code_action(action)
+            answer = ans if ans is not None else answer
+            steps.append(Step(screenshot=shot, action=action, action_type=atype, text=text,
+                              thought=r.get("response") if isinstance(r.get("response"), str) else None))
+        label = None
+        if (folder / "result.txt").is_file():
+            raw = (folder / "result.txt").read_text(encoding="utf-8").strip()
+            try:
+                label = int(float(raw) > 0.5)
+            except ValueError:
+                raise DataError(folder / "result.txt", f"expected a number, got {raw[:40]!r}", rec) from None
+        traj = Trajectory(id=str(folder.relative_to(root)) if folder != root else folder.name,
+                          instruction=instruction, steps=steps, answer=answer, platform="ubuntu",
+                          task_id=folder.name, label=label, source=str(file))
+        result.trajectories.append(check_nonempty(traj, file, rec))
+    except DataError as exc:
+        result.errors.append(exc)
+    return result
+
+
+def load_zerogui(path: Path, check_images: bool = True) -> LoadResult:
+    """Load every `traj.jsonl` result folder under `path`."""
+    folders = [path] if (path / "traj.jsonl").is_file() else sorted(p.parent for p in path.rglob("traj.jsonl"))
+    root = path.parent if folders == [path] else path
+    result = LoadResult()
+    for f in folders:
+        result.extend(load_zerogui_folder(f, root, check_images))
+    return result
+
+
+# ---------------------------------------------------------------- OSReward traces
+def parse_osreward(obj: Any, file: Path, root: Path, check_images: bool = True) -> Trajectory:
+    """One OSReward-style trace object -> Trajectory."""
+    rec = f"trace {obj.get('trace_id')}" if isinstance(obj, dict) else "trace"
+    steps_in = require(obj, "trajectory", file, rec, list)
+    steps, answer = [], None
+    for i, s in enumerate(steps_in):
+        if not isinstance(s, dict):
+            raise DataError(file, "step must be an object", rec, f"trajectory[{i}]")
+        shot = resolve_image(root, s.get("screenshot_path"), file, rec, f"trajectory[{i}].screenshot_path",
+                             check_images)
+        action = _action_text(s.get("action", ""))
+        atype, text, ans = classify_code_action(action)
+        answer = ans if ans is not None else answer
+        steps.append(Step(screenshot=shot, action=action, action_type=atype, text=text,
+                          thought=s.get("thought") if isinstance(s.get("thought"), str) else None))
+    traj = Trajectory(id=str(require(obj, "trace_id", file, rec, (str, int))),
+                      instruction=require(obj, "instruction", file, rec), steps=steps,
+                      answer=obj.get("answer") if isinstance(obj.get("answer"), str) else answer,
+                      platform=obj.get("platform"), task_id=obj.get("task_id"),
+                      label=parse_label(obj.get("human_label"), file, rec, "human_label"), source=str(file))
+    return check_nonempty(traj, file, rec)
+
+
+def load_osreward(path: Path, check_images: bool = True) -> LoadResult:
+    """Load one trace JSON, a list of traces, or a folder of trace JSON files."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*.json"))
+    root = path.parent if path.is_file() else path
+    result = LoadResult()
+    for f in files:
+        try:
+            doc = load_json(f)
+        except DataError as exc:
+            result.errors.append(exc)
+            continue
+        items = doc if isinstance(doc, list) else [doc]
+        for obj in items:
+            if isinstance(obj, dict) and "trace_id" not in obj and path.is_dir():
+                continue  # some other JSON in the folder
+            try:
+                result.trajectories.append(parse_osreward(obj, f, root, check_images))
+            except DataError as exc:
+                result.errors.append(exc)
+    return result
+
+
+# ---------------------------------------------------------------- ClawGUI episodes
+def parse_clawgui(doc: Any, file: Path, root: Path, check_images: bool = True) -> Trajectory:
+    """One ClawGUI `episode.json` -> Trajectory."""
+    rec = f"episode {file.parent.name}"
+    meta = require(doc, "meta_data", file, rec, dict)
+    episode = require(doc, "episode", file, rec, list)
+    steps, answer = [], None
+    for i, s in enumerate(episode):
+        if not isinstance(s, dict):
+            raise DataError(file, "step must be an object", rec, f"episode[{i}]")
+        shot = resolve_image(root, s.get("image_path"), file, rec, f"episode[{i}].image_path", check_images)
+        action = _action_text(s.get("action") or s.get("model_response") or "")
+        atype, text, ans = classify_code_action(action)
+        answer = ans if ans is not None else answer
+        steps.append(Step(screenshot=shot, action=action, action_type=atype, text=text))
+    goal = require(meta, "task_goal", file, rec)
+    traj = Trajectory(id=str(meta.get("episode_id") or file.parent.name), instruction=goal, steps=steps,
+                      answer=answer, platform=meta.get("platform", "android"),
+                      task_id=meta.get("task_id") or meta.get("task_name"),
+                      label=parse_label(meta.get("success"), file, rec, "meta_data.success"), source=str(file))
+    return check_nonempty(traj, file, rec)
+
+
+def load_clawgui(path: Path, check_images: bool = True) -> LoadResult:
+    """Load one `episode.json` or every one under a folder (image paths relative to each file)."""
+    files = [path] if path.is_file() else sorted(path.rglob("episode.json"))
+    result = LoadResult()
+    for f in files:
+        try:
+            result.trajectories.append(parse_clawgui(load_json(f), f, f.parent, check_images))
+        except DataError as exc:
+            result.errors.append(exc)
+    return result

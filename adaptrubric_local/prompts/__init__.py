@@ -1,0 +1,91 @@
+"""Prompt templates as data (paper Appendix H.2-H.3) and a renderer that fails loudly.
+
+`render` fills `{name}` placeholders and raises TemplateError for any placeholder left unfilled.
+Knows nothing about rubrics or trajectories: callers pass plain strings.
+"""
+from __future__ import annotations
+
+import string
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from ..schema import load_yaml_model
+
+DEFAULT_PROMPTS = Path(__file__).parent / "default.yaml"
+
+
+class TemplateError(KeyError):
+    """A template placeholder that was not given a value, or a malformed template."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0])
+
+
+class Headings(BaseModel):
+    """Headings printed above each rubric section in the verifier prompt."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    verification_steps: str
+    common_pitfalls: str
+    special_rules: str
+    meta_rule: str
+
+
+class PromptSet(BaseModel):
+    """The four prompts of the method plus section headings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    version: int
+    source: Optional[str] = None
+    router: str
+    verifier: str
+    fine_cue: str
+    cue_block: str
+    headings: Headings
+
+
+REQUIRED_PLACEHOLDERS = {
+    "router": {"instruction"},
+    "verifier": {"instruction", "agent_answer", "typed_texts", "key_actions", "action_trace",
+                 "verification_steps", "common_pitfalls", "special_rules", "additional_attention",
+                 "output_format"},
+    "fine_cue": {"instruction", "category", "rubric_items_block"},
+    "cue_block": {"cue_bullets"},
+}
+
+
+def placeholders(template: str) -> set[str]:
+    """The placeholder names used in a template."""
+    try:
+        return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as exc:
+        raise TemplateError(f"malformed template: {exc}") from None
+
+
+def render(template: str, name: str = "template", **values: str) -> str:
+    """Fill every placeholder of `template`; raise TemplateError naming any that has no value."""
+    missing = sorted(p for p in placeholders(template) if p not in values)
+    if missing:
+        raise TemplateError(f"{name}: no value for placeholder(s) {', '.join('{' + m + '}' for m in missing)}")
+    bad = sorted(p for p in placeholders(template) if not p.isidentifier())
+    if bad:
+        raise TemplateError(f"{name}: placeholder(s) {bad} are not plain names")
+    return template.format(**values)
+
+
+@lru_cache(maxsize=8)
+def _load_cached(path: str) -> PromptSet:
+    ps = load_yaml_model(path, PromptSet)
+    for key, needed in REQUIRED_PLACEHOLDERS.items():
+        have = placeholders(getattr(ps, key))
+        if have != needed:
+            raise TemplateError(f"{path}: field '{key}': placeholders {sorted(have)} must be exactly {sorted(needed)}")
+    return ps
+
+
+def load_prompts(path: str | Path | None = None) -> PromptSet:
+    """Load and check a prompt set (default: the bundled one)."""
+    return _load_cached(str(Path(path or DEFAULT_PROMPTS).resolve()))

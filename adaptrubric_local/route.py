@@ -1,0 +1,291 @@
+"""The coarse stage's router g(I): pick one of the 8 task families for an instruction (paper §4.1).
+
+Two modes. `model`: render the paper's router prompt (H.2) for an engine and parse its single
+`CATEGORY:` line; anything else falls back to `general` and is recorded as unparsed. `rules`:
+deterministic, model-free rules over the instruction: split it into clauses, classify each clause by
+its head verb and object, treat look-ups and navigation as steps toward the outcome, and call it
+composite only when independent sub-goals remain. Knows nothing about engines or trajectories.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .types import FAMILIES, RouteResult
+
+# ----------------------------------------------------------------------------- model mode
+_CATEGORY_LINE = re.compile(r"^\W*category\W*[:=]\s*\W*([a-z_]+)", re.I | re.M)
+
+
+def parse_router_output(text: str) -> RouteResult:
+    """Read the last `CATEGORY: <family>` line; unknown or missing -> general, parsed=False."""
+    hits = [m.group(1).lower() for m in _CATEGORY_LINE.finditer(text or "")]
+    if hits and hits[-1] in FAMILIES:
+        return RouteResult(category=hits[-1], mode="model", raw=text, parsed=True)
+    return RouteResult(category="general", mode="model", raw=text, parsed=False)
+
+
+# ----------------------------------------------------------------------------- rules mode
+_QUOTED = re.compile(r'"[^"]*"|“[^”]*”|‘[^’]*’|(?<![A-Za-z])\'[^\']{1,200}\'(?![A-Za-z])')
+_PAYLOAD = re.compile(r"\b(?:with (?:the )?(?:message|text|content|body)|the following (?:text|content|songs)"
+                      r"|saying|that says)\b\s*:?.*$", re.I)
+_BOUNDARY = re.compile(r"(?P<b>[.;!?](?:\s+|(?=(?-i:[A-Z])))|[:]\s+|,\s*(?:and\s+)?(?:then\s+)?|\s+and\s+then\s+|\s+then\s+"
+                       r"|\s+and\s+(?:also\s+)?|\s+or\s+|\s+otherwise\s+)", re.I)
+_PREFIX = re.compile(
+    r"^(?:(?:hey|hi|hello|computer|ok(?:ay)?|now|also|then|first|finally|next|just|so)\b[,!]?\s*)*"
+    r"(?:(?:please|kindly)\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"(?:(?:please\s+)?(?:help|assist)\s+(?:me\s+)?(?:to\s+)?)?(?:please\s+)?"
+    r"(?:i\s+(?:want|need|would\s+like|'d\s+like|wish)\s+(?:you\s+)?to\s+)?(?:please\s+)?"
+    r"(?:(?:go\s+ahead\s+and|try\s+to|make\s+sure\s+to)\s+)?"
+    r"(?:(?:recursively|quickly|carefully|immediately|permanently|manually|simply|only|directly|kindly|"
+    r"successfully|completely|individually|separately)\s+)?", re.I)
+
+_QUESTION = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|does|do|did|"
+                       r"has|have|had)\b(?!\s+(?:not|n't)\b)", re.I)
+_QUESTION_NO_MARK = re.compile(r"^(?:what|which|who|whom|whose|how (?:many|much|long|far|often|old))\b", re.I)
+_INFO_ANYWHERE = re.compile(r"\b(?:to (?:check|see|find out) (?:if|whether)|respond with|express your answer|"
+                            r"answer (?:with|in)|only respon\w* (?:with )?the)\b", re.I)
+
+SETTING_WORDS = re.compile(
+    r"\b(?:settings?|preferences?|default|home ?page|start ?page|wallpaper|desktop background|background "
+    r"(?:picture|image|photo)|lock ?screen|theme|dark mode|light mode|night light|font size|language|"
+    r"brightness|volume|ringtone|notifications?|wi-?fi|bluetooth|airplane|hotspot|auto-?save|autosave|"
+    r"auto-?correct|time ?zone|display|resolution|screen timeout|shortcut|key ?binding|hotkey|indentation|"
+    r"pop-?ups?|permissions?|automatically|every time|whenever|in the future|by default|zoom|dock|"
+    r"do not disturb|location services|vibration|keyboard|cookies)\b", re.I)
+TEXT_EDIT_OBJECTS = re.compile(r"\b(?:whitespaces?|spaces?|highlight\w*|formatting|blank lines?|line breaks?|"
+                               r"letters?|characters?|punctuation|words?|sentences?|paragraphs?|text|cells?|"
+                               r"columns?|rows?|bold|italic|underline)\b", re.I)
+FILE_OBJECT = re.compile(r"\.(?:png|jpe?g|gif|bmp|svg|pdf|docx?|xlsx?|pptx?|csv|txt|md|mp3|mp4|wav|zip|eml)\b",
+                         re.I)
+CHART = re.compile(r"\b(?:chart|bars?|graph|plot|diagram|table)\b", re.I)
+
+_VERBS: dict[str, str] = {}
+for fam, words in {
+    "communication": "reply respond send text message email e-mail forward notify post re-post repost comment "
+                     "share tweet remind invite dm tell_him tell_her tell_them call",
+    "delete_cleanup": "delete remove clear uninstall erase empty discard trash purge wipe get_rid_of unsubscribe "
+                      "cancel clean",
+    "transfer": "move copy paste import export extract clone unzip unpack download upload back_up backup restore "
+                "recover merge duplicate sync transfer attach save_as",
+    "state_navigation": "turn_on turn_off turn switch toggle enable disable activate deactivate configure set_up "
+                        "mute unmute zoom pull_up show display navigate go_to open launch visit browse search",
+    "create_modify": "create add make new write type edit update modify rename change set fill enter input insert "
+                     "schedule install rate review assign reduce increase decrease sort format capitalize "
+                     "canonicalize calculate compute highlight bold crop resize rotate replace draft compose "
+                     "record log mark save star_rating register book reorder convert adjust apply resolve "
+                     "archive label tag pin bookmark favorite favourite sign fix_typo align",
+    "info_query": "tell_me show_me get_me give_me list count find_out answer identify check find look locate "
+                  "determine return report",
+    "general_step": "use",
+    "general": "run start play stream watch listen kill force_quit terminate stop pause star upvote like boost "
+               "follow buy purchase order checkout debug solve win",
+}.items():
+    for w in words.split():
+        _VERBS[w.replace("_", " ")] = fam.replace("_step", "")
+
+STEP_VERBS = {"open", "go to", "navigate", "launch", "visit", "browse", "search", "find", "look", "locate",
+              "check", "use", "log", "login", "sign", "click", "tap", "select", "choose", "fill", "enter",
+              "type", "input", "follow", "scroll", "access", "pull up", "go"}
+_VERB_KEYS = sorted(_VERBS, key=len, reverse=True)
+_ANSWER_VERBS = {"tell", "tell me", "show me", "give me", "get me", "answer", "report", "return", "list", "count"}
+_PRONOUN = re.compile(r"\b(?:it|its|them|they|their|this|that|these|those|him|her|each|the same|one)\b", re.I)
+_STOP = set("the a an to of in on for from with and or my your our their this that these those all any each "
+            "new into at by as be is are it them me i you he she his her its out up about".split())
+
+
+def _strip_prefix(clause: str) -> str:
+    prev = None
+    clause = clause.strip().strip("\"'“”‘’ ")
+    while prev != clause:
+        prev = clause
+        clause = _PREFIX.sub("", clause, count=1).strip().strip("\"'“”‘’ ")
+    return clause
+
+
+def _head_verb(clause: str) -> Optional[str]:
+    low = clause.lower()
+    for v in _VERB_KEYS:
+        if low.startswith(v) and (len(low) == len(v) or not low[len(v)].isalnum()):
+            return v
+    return None
+
+
+def _words(text: str) -> set[str]:
+    out = set()
+    for w in re.findall(r"[a-z][a-z0-9]+", text.lower()):
+        if w in _STOP or w in _VERBS:
+            continue
+        out.add(w[:-1] if w.endswith("s") and len(w) > 4 else w)
+    return out
+
+
+def _classify_clause(verb: str, clause: str) -> str:
+    """Family of one clause from its head verb, refined by its object."""
+    low = clause.lower()
+    obj = low[len(verb):]
+    fam = _VERBS[verb]
+    if verb == "use":
+        m = re.search(r"\bto\s+(.*)$", obj)
+        inner = _strip_prefix(m.group(1)) if m else ""
+        v2 = _head_verb(inner)
+        return _classify_clause(v2, inner) if v2 else "general"
+    if verb in ("tell", "tell me", "show me", "get me", "give me") or _INFO_ANYWHERE.search(low):
+        return "info_query"
+    if fam == "delete_cleanup":
+        if verb in ("clear", "remove", "delete", "disable") and SETTING_WORDS.search(obj) and not re.search(
+                r"\b(?:data|history|cache|files?|items?|messages?|notes?|accounts?|apps?)\b", obj):
+            return "state_navigation"
+        if verb == "remove" and TEXT_EDIT_OBJECTS.search(obj) and not re.search(r"\b(?:files?|folders?)\b", obj):
+            return "create_modify"
+        if verb == "cancel" and not re.search(r"\b(?:order|subscription|event|appointment|meeting)\b", obj):
+            return "general"
+        return fam
+    if fam == "create_modify":
+        if verb in ("set", "change", "update", "make", "adjust", "configure", "switch", "apply") and \
+                SETTING_WORDS.search(obj) and not TEXT_EDIT_OBJECTS.search(obj.split(" to ")[0]):
+            return "state_navigation"
+        if verb in ("add", "insert", "attach") and FILE_OBJECT.search(obj) and " to " in obj:
+            return "transfer"
+        if verb == "save" and re.search(r"\b(?:as|to)\b.*(?:/|~|folder|directory|path)", obj) and "file" in obj \
+                and "new file" not in obj:
+            return "transfer"
+        return fam
+    if fam == "state_navigation":
+        if verb in ("show", "display") and CHART.search(obj):
+            return "create_modify"
+        if verb in ("set up",) and re.search(r"\bforward", obj):
+            return "state_navigation"
+        return fam
+    if fam == "transfer" and verb == "export" and re.search(r"\bas (?:a |an )?(?:pdf|csv|png|image)\b", obj) \
+            and " to " not in obj:
+        return "create_modify"
+    if fam == "general" and verb in ("start", "run", "play", "stop") and re.search(
+            r"\b(?:recording|new (?:note|file|document|chat))\b", obj):
+        return "create_modify"
+    if verb == "order" and not re.search(r"\b(?:buy|purchase|food|pizza|taxi|ride)\b", low) and re.search(
+            r"\border (?:the|them|by|in)\b", low):
+        return "create_modify"
+    return fam
+
+
+def _mask_quote(m: re.Match) -> str:
+    inner = m.group(0)[1:-1].strip()
+    if FILE_OBJECT.search(inner) and " " not in inner:
+        return f" {inner} "  # a file name is part of the object, not a payload
+    if re.fullmatch(r"[A-Za-z][A-Za-z -]{0,30}", inner) and len(inner.split()) <= 3 and _head_verb(inner.lower()):
+        return f" {inner} "  # an emphasised action word such as "turn off"
+    return " QUOTED "
+
+
+def _clauses(instruction: str) -> list[tuple[str, str]]:
+    """(boundary kind, clause text) pieces, with quoted payloads masked."""
+    text = _QUOTED.sub(_mask_quote, instruction)
+    text = _PAYLOAD.sub(" QUOTED", text)
+    pieces, last, kind = [], 0, "start"
+    for m in _BOUNDARY.finditer(text):
+        pieces.append((kind, text[last:m.start()]))
+        b = m.group("b").strip().lower()
+        kind = "then" if "then" in b else "sentence" if b[:1] in ".;!?:" else "and" if b.startswith(
+            ("and", ",")) else "or"
+        last = m.end()
+    pieces.append((kind, text[last:]))
+    return [(k, p.strip()) for k, p in pieces if p.strip()]
+
+
+def route_rules(instruction: str) -> RouteResult:
+    """Deterministic family for `instruction` (no model)."""
+    first = _strip_prefix(instruction)
+    first_sentence = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0]
+    if (_QUESTION.match(first) and (first_sentence.rstrip().endswith("?") or _QUESTION_NO_MARK.match(first))) \
+            or re.match(r"^tel+ me\b", first, re.I):
+        return RouteResult(category="info_query", mode="rules")
+    parsed, pending = [], None
+    for kind, clause in _clauses(instruction):
+        body = _strip_prefix(clause)
+        pending = _stronger(pending, kind)
+        if re.match(r"^(?:do not|don'?t|never|without)\b", body, re.I):
+            continue
+        verb = _head_verb(body)
+        if verb == "use":  # "use X to <verb> ...": the inner verb is the action
+            m = re.search(r"\bto\s+(.*)$", body, re.I)
+            inner = _strip_prefix(m.group(1)) if m else ""
+            verb, body = (_head_verb(inner.lower()), inner) if _head_verb(inner.lower()) else (verb, body)
+        if verb:
+            parsed.append((pending, verb, body, _classify_clause(verb, body)))
+            pending = None
+    if not parsed:
+        return RouteResult(category="info_query" if "?" in instruction else "general", mode="rules")
+    outcomes, carry = [], None
+    for p in parsed:  # a step's boundary carries over to the next outcome clause
+        if not _is_step(p) or (p[1] == "check" and _INFO_ANYWHERE.search(p[2])):
+            outcomes.append((_stronger(carry, p[0]),) + p[1:])
+            carry = None
+        else:
+            carry = _stronger(carry, p[0])
+    # "..., then open the X app" ends the task in that app: an outcome, not a step
+    if parsed[-1][1] in ("open", "launch") and parsed[-1][0] == "then" and _is_step(parsed[-1]):
+        outcomes.append(parsed[-1])
+    if not outcomes:
+        return RouteResult(category=_step_family(parsed[0]), mode="rules")
+    return RouteResult(category=_combine(outcomes, instruction), mode="rules")
+
+
+_STRENGTH = {None: -1, "start": 0, "and": 1, "or": 1, "then": 2, "sentence": 3}
+
+
+def _stronger(a: Optional[str], b: str) -> str:
+    return a if _STRENGTH[a] > _STRENGTH[b] else b
+
+
+def _is_step(p) -> bool:
+    """A clause that only leads to the outcome (open, find, follow the pattern, ...)."""
+    verb, body = p[1], p[2]
+    if verb == "follow":
+        return bool(re.search(r"\b(?:pattern|format|instructions?|steps?|naming|convention|template|guide)", body, re.I))
+    return verb in STEP_VERBS
+
+
+def _step_family(p) -> str:
+    _, verb, body, fam = p
+    if verb in ("find", "check", "look", "locate"):
+        return "info_query"
+    if verb in ("fill", "enter", "type", "input", "select", "choose", "click", "tap"):
+        return "create_modify"
+    return fam if fam != "general" else "state_navigation"
+
+
+def _combine(outcomes, instruction: str) -> str:
+    """One family for the outcome clauses: a single goal, or composite_workflow."""
+    fams = [o[3] for o in outcomes]
+    if len(set(fams)) == 1 and len(outcomes) == 1:
+        return fams[0]
+    if _INFO_ANYWHERE.search(instruction) and "info_query" not in fams and len(set(fams)) == 1:
+        return fams[0]
+    if len(set(fams)) >= 3:
+        return "composite_workflow"
+    seen_words: set[str] = set()
+    independent = False
+    for i, (kind, verb, body, fam) in enumerate(outcomes):
+        words = _words(body)
+        if i > 0:
+            refers_back = bool(_PRONOUN.search(body)) or bool(words & seen_words)
+            prev_fams = {o[3] for o in outcomes[:i]}
+            if fam == "communication" and prev_fams - {"communication"} and not (words & seen_words):
+                independent = True
+            elif fam == "info_query" and verb in _ANSWER_VERBS and prev_fams - {"info_query"}:
+                independent = True  # an explicit answer request is a deliverable of its own
+            elif not refers_back and kind in ("then", "sentence") and fam != "info_query":
+                independent = True
+        seen_words |= words
+    if independent:
+        return "composite_workflow"
+    # one goal reached through several actions: a setting outcome wins, else the first outcome
+    if "state_navigation" in fams and fams[0] == "transfer":
+        return "state_navigation"
+    return fams[0]
+
+
+def route(instruction: str) -> RouteResult:
+    """Alias of `route_rules`, the model-free router."""
+    return route_rules(instruction)

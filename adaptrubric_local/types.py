@@ -1,0 +1,124 @@
+"""The core values that flow through the pipeline: trajectories in, verdicts out.
+
+Plain dataclasses with no behaviour beyond (de)serialisation. This module knows nothing about
+file formats (see `formats/`), rubrics, prompts or models.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+FAMILIES = (
+    "info_query",
+    "create_modify",
+    "delete_cleanup",
+    "communication",
+    "transfer",
+    "state_navigation",
+    "composite_workflow",
+    "general",
+)
+
+MISSING_EVIDENCE_VALUES = (
+    "source_missing",
+    "sink_missing",
+    "final_state_ambiguous",
+    "answer_format_mismatch",
+    "global_count_unverified",
+    "subgoal_unverified",
+    "none",
+)
+
+
+@dataclass
+class Step:
+    """One agent step: the screenshot seen before acting, and the action taken."""
+
+    screenshot: Optional[str]
+    action: str
+    action_type: Optional[str] = None
+    text: Optional[str] = None
+    thought: Optional[str] = None
+
+
+@dataclass
+class Trajectory:
+    """A task instruction and the agent's steps; screenshot paths are absolute once loaded."""
+
+    id: str
+    instruction: str
+    steps: list[Step]
+    answer: Optional[str] = None
+    platform: Optional[str] = None
+    task_id: Optional[str] = None
+    label: Optional[int] = None
+    source: Optional[str] = field(default=None, compare=False)
+
+    @property
+    def screenshots(self) -> list[str]:
+        """Paths of the steps that carry a screenshot, in order."""
+        return [s.screenshot for s in self.steps if s.screenshot]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical JSONL record (without the loader-only `source`)."""
+        d = asdict(self)
+        d.pop("source")
+        d["steps"] = [{k: v for k, v in s.items() if v is not None} for s in d["steps"]]
+        return {k: v for k, v in d.items() if v is not None}
+
+
+@dataclass
+class RouteResult:
+    """The task family chosen for an instruction, and how it was chosen."""
+
+    category: str
+    mode: str  # "rules" | "model" | "fixed"
+    raw: Optional[str] = None
+    parsed: bool = True
+
+
+@dataclass
+class CueResult:
+    """The fine rubric: 0-2 instruction-grounded cues, plus what was dropped and why."""
+
+    cues: list[str] = field(default_factory=list)
+    abstained: bool = False
+    reason: Optional[str] = None
+    dropped: list[dict[str, str]] = field(default_factory=list)
+    raw: Optional[str] = None
+    parsed: bool = True
+
+
+@dataclass
+class Verdict:
+    """The verifier's judgement of one trajectory; `score` is None unless status is "ok"."""
+
+    id: Optional[str] = None
+    score: Optional[int] = None
+    p_success: Optional[float] = None
+    status: str = "ok"  # "ok" | "unparsed" | "error"
+    category: Optional[str] = None
+    cues: list[str] = field(default_factory=list)
+    evidence_sufficient: Optional[bool] = None
+    missing_evidence: Optional[str] = None
+    raw: Optional[str] = None
+    n_images: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: Optional[str] = None
+    bank_sha: Optional[str] = None
+    error: Optional[str] = None
+    parse_error: Optional[str] = None
+    label: Optional[int] = None
+    platform: Optional[str] = None
+    task_id: Optional[str] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict with every field (None kept, so lines share one shape)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Verdict":
+        """Rebuild from a verdict line, ignoring keys this version does not know."""
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in d.items() if k in known})
