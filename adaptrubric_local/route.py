@@ -145,7 +145,7 @@ def _classify_clause(verb: str, clause: str) -> str:
         if verb in ("set", "change", "update", "make", "adjust", "configure", "switch", "apply") and \
                 SETTING_WORDS.search(obj) and not TEXT_EDIT_OBJECTS.search(obj.split(" to ")[0]):
             return "state_navigation"
-        if verb in ("add", "insert", "attach") and FILE_OBJECT.search(obj) and " to " in obj:
+        if verb in ("add", "insert", "attach") and " to " in obj and FILE_OBJECT.search(obj.split(" to ")[0]):
             return "transfer"
         if verb == "save" and re.search(r"\b(?:as|to)\b.*(?:/|~|folder|directory|path)", obj) and "file" in obj \
                 and "new file" not in obj:

@@ -94,5 +94,8 @@ def write(trajectories: Iterable[Trajectory], path: Path) -> None:
             for s in d["steps"]:
                 if s.get("screenshot"):
                     p = Path(s["screenshot"])
+                    if p.is_absolute() and base not in p.resolve().parents:
+                        raise ValueError(f"{path}: screenshot {p} of trajectory {t.id} lies outside {base}; "
+                                         "write the JSONL into a folder that contains its images")
                     s["screenshot"] = str(p.resolve().relative_to(base)) if p.is_absolute() else str(p)
             fh.write(json.dumps(d, ensure_ascii=False) + "\n")

@@ -1,0 +1,84 @@
+"""The fine stage h(I, c, Rc): 0-2 instruction-grounded attention cues, or abstention (paper §4.2, H.3).
+
+Renders the paper's fine-cue prompt, parses `NO_HINT: ...` or `CUE_1:` / `CUE_2:`, and enforces the
+paper's constraints that can be checked mechanically: at most 2 cues, at most 40 words each, and
+rule 4 (no over-constraining words the instruction itself does not use). Every dropped cue is
+recorded with its reason. Knows nothing about engines or trajectories.
+"""
+from __future__ import annotations
+
+import re
+
+from .bank import RubricSet
+from .prompts import PromptSet, render
+from .types import CueResult
+
+MAX_CUES = 2
+MAX_WORDS = 40
+
+_LINE = re.compile(r"^[\s>*#`\-]*(NO_HINT|CUE_\d+)\s*\**\s*[:：]\s*(.*?)[\s*`]*$", re.I)
+
+# rule 4 of H.3: (pattern in the cue, pattern the instruction must contain to allow it, label)
+OVERCONSTRAINING = [
+    (r"\bvisibl[ey]\b", r"\bvisibl[ey]\b", "visibly"),
+    (r"\bexact(?:ly)?\b", r"\bexact(?:ly)?\b", "exactly"),
+    (r"\bevery\b", r"\bevery\b", "every"),
+    (r"\ball\b", r"\ball\b", "all"),
+    (r"\b(?:saved|persisted|persist(?:s|ence)?)\b", r"\bsav(?:e|ed|ing)\b|\bpersist", "saved/persisted"),
+    (r"\bfinal state must show\b", r"(?!x)x", "final state must show"),
+]
+
+
+def rubric_items_block(rs: RubricSet) -> str:
+    """The critical rubric items, one per line, as the fine-cue prompt receives them."""
+    return "\n".join(f"- {i.id}: {i.name}" for i in rs.critical_items)
+
+
+def cue_prompt(prompts: PromptSet, instruction: str, category: str, rs: RubricSet) -> str:
+    """The rendered fine-cue prompt for one instruction."""
+    return render(prompts.fine_cue, "fine_cue", instruction=instruction, category=category,
+                  rubric_items_block=rubric_items_block(rs))
+
+
+def check_cue(cue: str, instruction: str) -> str | None:
+    """Why a cue must be dropped (None if it may stay)."""
+    words = len(cue.split())
+    if words > MAX_WORDS:
+        return f"over {MAX_WORDS} words ({words})"
+    low_i = instruction.lower()
+    for pat, allow, label in OVERCONSTRAINING:
+        if re.search(pat, cue, re.I) and not re.search(allow, low_i, re.I):
+            return f"over-constraining word '{label}' not used by the instruction (H.3 rule 4)"
+    return None
+
+
+def parse_cues(text: str, instruction: str) -> CueResult:
+    """Parse the fine-cue output; unparseable output abstains with parsed=False."""
+    found: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        m = _LINE.match(line.strip())
+        if m:
+            key = m.group(1).upper()
+            found.setdefault(key, m.group(2).strip())
+    if "NO_HINT" in found and not any(k.startswith("CUE") for k in found):
+        return CueResult(abstained=True, reason=found["NO_HINT"] or None, raw=text)
+    raw_cues = [v for k, v in sorted(found.items()) if k.startswith("CUE") and v]
+    if not raw_cues:
+        return CueResult(abstained=True, reason="unparseable cue output", raw=text, parsed=False)
+    result = CueResult(raw=text)
+    for n, cue in enumerate(raw_cues):
+        why = check_cue(cue, instruction) if n < MAX_CUES else f"more than {MAX_CUES} cues"
+        if why:
+            result.dropped.append({"cue": cue, "reason": why})
+        else:
+            result.cues.append(cue)
+    result.abstained = not result.cues
+    if result.abstained:
+        result.reason = "every cue was dropped"
+    return result
+
+
+def manual_cues(cues: list[str], instruction: str) -> CueResult:
+    """Cues given by a user (e.g. `--cue`), held to the same checks as generated ones."""
+    text = "\n".join(f"CUE_{i + 1}: {c}" for i, c in enumerate(cues))
+    return parse_cues(text, instruction) if cues else CueResult(abstained=True, reason="no cues given")

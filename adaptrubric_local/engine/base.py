@@ -1,0 +1,68 @@
+"""The one batched engine interface every backend implements.
+
+A Request is a text prompt, the images that follow it, and optional text after the images; a batch
+of requests goes in, one Output per request comes out, in order. A request that fails on its own
+(a corrupt image, say) comes back as an Output with `error` set; it never sinks the batch.
+`watch` asks the engine to report, at every generated position whose token is one of the watched
+strings, the probabilities of all of them (how P(SCORE=1) is read without a second forward pass);
+`next_token_probs` gives the probability of given next tokens after a prompt and an assistant prefix.
+The engine knows nothing about rubrics, routing or verdicts.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass
+class Request:
+    """One model call: prompt text, then images in order, then suffix text."""
+
+    prompt: str
+    images: list[str] = field(default_factory=list)
+    suffix: str = ""
+    max_new_tokens: Optional[int] = None
+    watch: tuple[str, ...] = ()
+    kind: str = "verify"  # accounting label: "route" | "cue" | "verify"
+    tag: Optional[str] = None  # caller's id for error messages
+
+
+@dataclass
+class TokenProbs:
+    """Probabilities of the watched tokens at one generated position; `offset` is the character
+    offset in the output text where the generated token starts."""
+
+    offset: int
+    probs: dict[str, float]
+
+
+@dataclass
+class Output:
+    """What the engine produced for one Request."""
+
+    text: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    token_probs: list[TokenProbs] = field(default_factory=list)
+    n_images: int = 0
+    visual_tokens: int = 0
+    error: Optional[str] = None
+
+
+class Engine(ABC):
+    """A batched text(+image) generator."""
+
+    name: str = "engine"
+
+    @abstractmethod
+    def generate(self, requests: list[Request]) -> list[Output]:
+        """Generate one Output per Request, in order."""
+
+    def next_token_probs(self, requests: list[Request], prefixes: list[str],
+                         candidates: tuple[str, ...] = ("0", "1")) -> list[dict[str, float]]:
+        """P(next token = c) for each candidate c, after each request and assistant prefix."""
+        raise NotImplementedError(f"{type(self).__name__} does not expose next-token probabilities")
+
+    def close(self) -> None:
+        """Release resources (threads, GPU memory)."""

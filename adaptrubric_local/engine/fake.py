@@ -1,0 +1,67 @@
+"""A scripted engine for tests and dry runs: no model, deterministic answers, real accounting.
+
+`script(request) -> str` decides each output (default: a rules-routed CATEGORY line for router
+prompts, NO_HINT for cue prompts, and a passing verdict for verifier prompts). Token counts are
+whitespace words (+ a fixed cost per image), and P(SCORE=1) is reported through `watch` using
+`p_score(request, text) -> float`. Every batch is recorded in `batches` so tests can check batching.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional
+
+from .base import Engine, Output, Request, TokenProbs
+
+TOKENS_PER_IMAGE = 100
+
+
+def default_script(req: Request) -> str:
+    """Plausible canned answers for the three kinds of request."""
+    if req.kind == "route":
+        from ..route import route_rules
+
+        m = re.search(r"TASK INSTRUCTION:\n(.*?)\n\nCATEGORIES", req.prompt, re.S)
+        return f"CATEGORY: {route_rules(m.group(1) if m else '').category}"
+    if req.kind == "cue":
+        return "NO_HINT: the coarse rubric already covers this task."
+    return ("The final screen shows the requested outcome.\n"
+            "SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none")
+
+
+class FakeEngine(Engine):
+    """Deterministic scripted engine with call and token accounting."""
+
+    def __init__(self, script: Optional[Callable[[Request], str]] = None,
+                 p_score: Optional[Callable[[Request, str], float]] = None, name: str = "fake",
+                 fail: Optional[Callable[[Request], Optional[str]]] = None):
+        self.script = script or default_script
+        self.p_score = p_score or (lambda req, digit: 0.9 if digit == "1" else 0.1)
+        self.fail = fail
+        self.name = name
+        self.batches: list[list[Request]] = []
+
+    def _one(self, req: Request) -> Output:
+        if self.fail is not None:
+            err = self.fail(req)
+            if err:
+                return Output(error=err, n_images=len(req.images))
+        text = self.script(req)
+        probs = []
+        if req.watch:
+            for m in re.finditer(r"(?i)score\W*[:=]\W*([01])", text):
+                p1 = self.p_score(req, m.group(1))
+                probs.append(TokenProbs(offset=m.start(1), probs={"1": p1, "0": 1.0 - p1}))
+        n_prompt = len((req.prompt + " " + req.suffix).split()) + TOKENS_PER_IMAGE * len(req.images)
+        return Output(text=text, prompt_tokens=n_prompt, completion_tokens=len(text.split()),
+                      token_probs=probs, n_images=len(req.images), visual_tokens=TOKENS_PER_IMAGE * len(req.images))
+
+    def generate(self, requests: list[Request]) -> list[Output]:
+        self.batches.append(list(requests))
+        return [self._one(r) for r in requests]
+
+    def next_token_probs(self, requests, prefixes, candidates=("0", "1")):
+        out = []
+        for req, prefix in zip(requests, prefixes):
+            p1 = self.p_score(req, "1")
+            out.append({c: (p1 if c == "1" else 1.0 - p1) if c in ("0", "1") else 0.0 for c in candidates})
+        return out

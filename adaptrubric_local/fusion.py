@@ -1,0 +1,77 @@
+"""Criterion fusion R = Rc (+) Rf and the verifier prompt (paper §4.3, Appendix H.2-H.3).
+
+The coarse rubric Rc (the family's verification steps, pitfalls and special rules, plus the shared
+meta rule) is the body; the fine cues Rf are appended as the separate cue block, which is omitted
+when there are no cues. Two switches give the four rows of Table 4: coarse off blanks the rubric
+sections, fine off blanks the cue block; with both off the verifier sees only the instruction, the
+evidence and the screenshots. The output-format lines are always kept (the verdict parser needs
+them). Knows nothing about routing, models or images beyond their count.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .bank import RubricBank, RubricSet
+from .evidence import Evidence
+from .prompts import PromptSet, render
+
+ABLATIONS = {
+    "full": (True, True),
+    "no_fine": (True, False),
+    "no_coarse": (False, True),
+    "no_both": (False, False),
+}
+
+
+@dataclass
+class VerifierPrompt:
+    """The verifier prompt split around where the screenshots go: text, [images], suffix."""
+
+    text: str
+    suffix: str
+
+    @property
+    def full(self) -> str:
+        """Prompt text with the screenshots' place marked, as one string."""
+        return f"{self.text}\n\n{self.suffix}"
+
+
+def _section(heading: str, items: list[str], numbered: bool = False) -> str:
+    lines = [f"{n}. {it}" if numbered else f"- {it}" for n, it in enumerate(items, start=1)]
+    return "\n".join([heading, *lines])
+
+
+def coarse_sections(prompts: PromptSet, bank: RubricBank, rs: RubricSet) -> dict[str, str]:
+    """The rendered Rc: verification steps, pitfalls, and special rules followed by the meta rule."""
+    h = prompts.headings
+    return {
+        "verification_steps": _section(h.verification_steps, list(rs.verification_steps), numbered=True),
+        "common_pitfalls": _section(h.common_pitfalls, list(rs.common_pitfalls)),
+        "special_rules": _section(h.special_rules, list(rs.special_rules)) + "\n\n"
+        + _section(h.meta_rule, list(bank.meta_rule)),
+    }
+
+
+def cue_block(prompts: PromptSet, cues: list[str]) -> str:
+    """The rendered Rf block, or "" when there are no cues (Phi(Rc, {}) = Rc)."""
+    if not cues:
+        return ""
+    bullets = "\n".join(f"- {c}" for c in cues)
+    return render(prompts.cue_block, "cue_block", cue_bullets=bullets)
+
+
+def fuse(prompts: PromptSet, bank: RubricBank, rs: RubricSet, instruction: str, evidence: Evidence,
+         cues: list[str], coarse: bool = True, fine: bool = True) -> VerifierPrompt:
+    """Render the verifier prompt for one trajectory under the given ablation switches."""
+    sections = coarse_sections(prompts, bank, rs) if coarse else dict.fromkeys(
+        ("verification_steps", "common_pitfalls", "special_rules"), "")
+    output_format = bank.output_format(rs)
+    text = render(prompts.verifier, "verifier", instruction=instruction,
+                  agent_answer=evidence.agent_answer, typed_texts=evidence.typed_texts,
+                  key_actions=evidence.key_actions, action_trace=evidence.action_trace,
+                  additional_attention=cue_block(prompts, cues) if fine else "",
+                  output_format=output_format, **sections)
+    text = re.sub(r"\n{3,}", "\n\n", text).strip()
+    head = text[: text.rindex(output_format)].rstrip()
+    return VerifierPrompt(text=head, suffix=output_format)

@@ -1,0 +1,271 @@
+"""Synthetic GUI trajectories with labels known by construction, for demos, tests and benchmarks.
+
+Draws phone-like screens with PIL for every task family and writes canonical JSONL. Each task has
+several candidates (same `task_id`, same instruction); failures mimic the paper's failure modes:
+text added below instead of at the top, a draft left unsent, one of "all" items left, a wrong
+recipient, a settings page visited but the toggle not switched, an answer in the wrong format, a
+source read but the destination left empty, a sub-goal dropped. Knows nothing about models.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from PIL import Image, ImageDraw, ImageFont
+
+from .types import Step, Trajectory
+
+
+@dataclass
+class Screen:
+    """What one synthetic screen shows."""
+
+    app: str
+    rows: list[str] = field(default_factory=list)
+    toggles: list[tuple[str, bool]] = field(default_factory=list)
+    input_text: Optional[str] = None
+    bubbles: list[str] = field(default_factory=list)
+    dialog: Optional[str] = None
+    keyboard: bool = False
+
+
+_FONTS: dict[int, ImageFont.ImageFont] = {}
+
+
+def _font(px: int):
+    if px not in _FONTS:
+        try:
+            _FONTS[px] = ImageFont.load_default(size=px)
+        except TypeError:  # Pillow < 10.1
+            _FONTS[px] = ImageFont.load_default()
+    return _FONTS[px]
+
+
+def draw(screen: Screen, size: tuple[int, int]) -> Image.Image:
+    """Render a Screen to an RGB image of `size` (width, height)."""
+    w, h = size
+    u = max(1, h // 100)  # layout unit
+    im = Image.new("RGB", size, (250, 250, 250))
+    d = ImageDraw.Draw(im)
+    f, fb = _font(max(8, 3 * u)), _font(max(9, 4 * u))
+    d.rectangle([0, 0, w, 3 * u], fill=(30, 30, 30))
+    d.text((u, 0), "12:00", fill=(255, 255, 255), font=_font(max(6, 2 * u)))
+    hue = sum(map(ord, screen.app)) % 200
+    d.rectangle([0, 3 * u, w, 10 * u], fill=(40 + hue // 2, 90, 160 - hue // 3))
+    d.text((2 * u, 4 * u), screen.app, fill=(255, 255, 255), font=fb)
+    y = 12 * u
+    for row in screen.rows:
+        d.rectangle([u, y, w - u, y + 6 * u], outline=(200, 200, 200))
+        d.text((2 * u, y + u), row, fill=(20, 20, 20), font=f)
+        y += 7 * u
+    for label, on in screen.toggles:
+        d.text((2 * u, y + u), label, fill=(20, 20, 20), font=f)
+        x0 = w - 14 * u
+        d.rounded_rectangle([x0, y + u, x0 + 10 * u, y + 5 * u], radius=2 * u,
+                            fill=(40, 160, 60) if on else (170, 170, 170))
+        knob = x0 + (6 * u if on else 0)
+        d.ellipse([knob, y + u, knob + 4 * u, y + 5 * u], fill=(255, 255, 255))
+        d.text((x0 - 8 * u, y + u), "ON" if on else "OFF", fill=(20, 20, 20), font=f)
+        y += 7 * u
+    for b in screen.bubbles:
+        d.rounded_rectangle([w // 3, y, w - u, y + 6 * u], radius=2 * u, fill=(60, 130, 230))
+        d.text((w // 3 + u, y + u), b, fill=(255, 255, 255), font=f)
+        y += 7 * u
+    if screen.input_text is not None:
+        top = h - (40 if screen.keyboard else 12) * u
+        d.rectangle([u, top, w - 12 * u, top + 8 * u], outline=(80, 80, 80), fill=(255, 255, 255))
+        d.text((2 * u, top + 2 * u), screen.input_text, fill=(0, 0, 0), font=f)
+        d.rectangle([w - 11 * u, top, w - u, top + 8 * u], fill=(60, 130, 230))
+        d.text((w - 10 * u, top + 2 * u), "Send", fill=(255, 255, 255), font=f)
+    if screen.keyboard:
+        d.rectangle([0, h - 30 * u, w, h], fill=(210, 210, 215))
+        for r in range(3):
+            for c in range(10):
+                d.rectangle([c * w // 10 + 2, h - 28 * u + r * 9 * u, (c + 1) * w // 10 - 2, h - 21 * u + r * 9 * u],
+                            fill=(255, 255, 255))
+    if screen.dialog:
+        d.rectangle([w // 8, h // 3, w - w // 8, h // 2], fill=(255, 255, 255), outline=(0, 0, 0), width=max(1, u // 2))
+        d.text((w // 8 + 2 * u, h // 3 + 2 * u), screen.dialog, fill=(0, 0, 0), font=f)
+        d.text((w - w // 8 - 12 * u, h // 2 - 6 * u), "OK", fill=(30, 90, 200), font=fb)
+    return im
+
+
+# A task is: family, instruction, and a function (success, rng) -> (steps as (screen, action,
+# action_type, typed text), answer). Each builder's failure branch is one of the paper's failure modes.
+Built = tuple[list[tuple[Screen, str, str, Optional[str]]], Optional[str]]
+
+
+def _home(rng) -> Screen:
+    return Screen("Home", rows=["Messages", "Settings", "Notes", "Files", "Clock", "Contacts"][: rng.randint(4, 6)])
+
+
+def _note_top(v: dict) -> Callable[[bool, random.Random], Built]:
+    def build(ok, rng):
+        old = "Water the plants while I am away."
+        final = [v["text"], old] if ok else [old, v["text"]]
+        return ([(_home(rng), "open_app('Notes')", "open_app", None),
+                 (Screen("Notes", rows=[v["note"], "groceries.txt"]), f"tap('{v['note']}')", "tap", None),
+                 (Screen(v["note"], rows=[old], keyboard=True), f"type('{v['text']}')", "type", v["text"]),
+                 (Screen(v["note"], rows=final, keyboard=True), "tap('Save')", "tap", None),
+                 (Screen(v["note"], rows=final), "finish()", "answer", None)], None)
+    return build
+
+
+def _send(v: dict, fail: str) -> Callable[[bool, random.Random], Built]:
+    def build(ok, rng):
+        to = v["to"] if ok or fail != "wrong_recipient" else v["other"]
+        steps = [(_home(rng), "open_app('Messages')", "open_app", None),
+                 (Screen("Messages", rows=[v["other"], v["to"], "Alex"]), f"tap('{to}')", "tap", None),
+                 (Screen(to, bubbles=["hi"], input_text="", keyboard=True), f"type('{v['msg']}')", "type", v["msg"])]
+        if ok or fail == "wrong_recipient":
+            steps += [(Screen(to, bubbles=["hi"], input_text=v["msg"], keyboard=True), "tap('Send')", "tap", None),
+                      (Screen(to, bubbles=["hi", v["msg"]], input_text=""), "finish()", "answer", None)]
+        else:  # draft left unsent
+            steps += [(Screen(to, bubbles=["hi"], input_text=v["msg"], keyboard=True), "press_back()", "back", None),
+                      (Screen(to, bubbles=["hi"], input_text=v["msg"]), "finish()", "answer", None)]
+        return steps, None
+    return build
+
+
+def _delete_all(v: dict) -> Callable[[bool, random.Random], Built]:
+    def build(ok, rng):
+        items = [f"{v['item']} $4", "Lunch $12", f"{v['item']} $3", "Taxi $20"]
+        steps = [(_home(rng), "open_app('Expenses')", "open_app", None),
+                 (Screen("Expenses", rows=items), f"long_press('{items[0]}')", "long_press", None),
+                 (Screen("Expenses", rows=items, dialog="Delete 1 item?"), "tap('OK')", "tap", None)]
+        after = items[1:]
+        if ok:
+            steps += [(Screen("Expenses", rows=after), f"long_press('{after[1]}')", "long_press", None),
+                      (Screen("Expenses", rows=after, dialog="Delete 1 item?"), "tap('OK')", "tap", None)]
+            after = [r for r in after if not r.startswith(v["item"])]
+        steps.append((Screen("Expenses", rows=after), "finish()", "answer", None))  # failure: one of "all" left
+        return steps, None
+    return build
+
+
+def _toggle(v: dict) -> Callable[[bool, random.Random], Built]:
+    def build(ok, rng):
+        others = [("Airplane mode", False), ("Location", True)]
+        steps = [(_home(rng), "open_app('Settings')", "open_app", None),
+                 (Screen("Settings", rows=["Network", "Connected devices", "Display"]), "tap('Connected devices')",
+                  "tap", None),
+                 (Screen("Connected devices", toggles=[(v["setting"], False)] + others), f"tap('{v['setting']}')",
+                  "tap", None)]
+        # failure: page visited, toggle tapped, state not changed
+        steps.append((Screen("Connected devices", toggles=[(v["setting"], ok)] + others), "finish()", "answer", None))
+        return steps, None
+    return build
+
+
+def _answer(v: dict) -> Callable[[bool, random.Random], Built]:
+    def build(ok, rng):
+        steps = [(_home(rng), "open_app('Notes')", "open_app", None),
+                 (Screen("Notes", rows=[v["note"], "Budget"]), f"tap('{v['note']}')", "tap", None),
+                 (Screen(v["note"], rows=[f"{v['n']} individuals were present", "Agenda: review"]),
+                  f"quote('{v['n']} individuals were present')", "read", None)]
+        answer = str(v["n"]) if ok else f"There were {v['n']} people in the meeting"  # wrong format
+        steps.append((Screen(v["note"], rows=[f"{v['n']} individuals were present", "Agenda: review"]),
+                      f"finish(answer='{answer}')", "answer", None))
+        return steps, answer
+    return build
+
+
+def _move(v: dict) -> Callable[[bool, random.Random], Built]:
+    def build(ok, rng):
+        src = [v["file"], "photo.jpg", "notes.md"]
+        steps = [(_home(rng), "open_app('Files')", "open_app", None),
+                 (Screen("Files: Desktop", rows=src), f"long_press('{v['file']}')", "long_press", None),
+                 (Screen("Files: Desktop", rows=src, dialog="Move to..."), "tap('Move to')", "tap", None),
+                 (Screen(f"Files: {v['dst']}", rows=["(empty)"]), "tap('Move here')", "tap", None)]
+        dst_rows = [v["file"]] if ok else ["(empty)"]  # failure: source read, destination left empty
+        steps.append((Screen(f"Files: {v['dst']}", rows=dst_rows), "finish()", "answer", None))
+        return steps, None
+    return build
+
+
+def _composite(v: dict) -> Callable[[bool, random.Random], Built]:
+    def build(ok, rng):
+        steps = [(_home(rng), "open_app('Settings')", "open_app", None),
+                 (Screen("Network", toggles=[("Wi-Fi", False), ("Mobile data", True)]), "tap('Wi-Fi')", "tap", None),
+                 (Screen("Network", toggles=[("Wi-Fi", True), ("Mobile data", True)]), "press_home()", "home", None)]
+        if ok:
+            steps += [(_home(rng), f"open_app('{v['app']}')", "open_app", None),
+                      (Screen(v["app"], rows=["Recent", "Favourites", "Keypad"]), "finish()", "answer", None)]
+        else:  # second sub-goal dropped
+            steps.append((_home(rng), "finish()", "answer", None))
+        return steps, None
+    return build
+
+
+def _stopwatch(v: dict) -> Callable[[bool, random.Random], Built]:
+    def build(ok, rng):
+        steps = [(_home(rng), "open_app('Clock')", "open_app", None),
+                 (Screen("Clock", rows=["Alarm", "Timer", "Stopwatch"]), "tap('Stopwatch')", "tap", None),
+                 (Screen("Stopwatch", rows=["00:00.00", "Start"]), "tap('Start')" if ok else "tap('Reset')",
+                  "tap", None)]
+        steps.append((Screen("Stopwatch", rows=["00:05.12" if ok else "00:00.00", "Pause" if ok else "Start"]),
+                      "finish()", "answer", None))
+        return steps, None
+    return build
+
+
+def task_bank(rng: random.Random, i: int) -> tuple[str, str, Callable]:
+    """The i-th synthetic task: (family, instruction, builder), cycling through all 8 families."""
+    names = ["Ana", "Ben", "Chen", "Dana", "Eli", "Fay", "Gus", "Hana"]
+    k = i // 8
+    fam = i % 8
+    if fam == 0:
+        v = {"note": f"note_{k}.txt", "text": f"Hello {names[k % 8]}!"}
+        return "create_modify", f"Add the text '{v['text']}' to the top of {v['note']} in Notes.", _note_top(v)
+    if fam == 1:
+        v = {"to": names[k % 8], "other": names[(k + 3) % 8], "msg": f"See you at {k % 12 + 1} pm"}
+        return "communication", f"Send a text message to {v['to']} saying '{v['msg']}'.", _send(
+            v, "draft" if k % 2 == 0 else "wrong_recipient")
+    if fam == 2:
+        v = {"item": ["Coffee", "Snacks", "Parking"][k % 3]}
+        return "delete_cleanup", f"Delete all expenses named {v['item']} in the Expenses app.", _delete_all(v)
+    if fam == 3:
+        v = {"setting": ["Bluetooth", "NFC", "Hotspot"][k % 3]}
+        return "state_navigation", f"Turn on {v['setting']}.", _toggle(v)
+    if fam == 4:
+        v = {"note": f"Meeting {k}", "n": 10 + k * 3}
+        return ("info_query", f"How many attendees were present in the meeting titled '{v['note']}' in the Notes "
+                "app? Express your answer as just a single number.", _answer(v))
+    if fam == 5:
+        v = {"file": f"todo_{k}.txt", "dst": "done"}
+        return "transfer", f"Move the file {v['file']} on the Desktop to the folder done.", _move(v)
+    if fam == 6:
+        v = {"app": ["Phone", "Contacts", "Camera"][k % 3]}
+        return "composite_workflow", f"Turn on Wi-Fi, then open the {v['app']} app.", _composite(v)
+    return "general", "Run the stopwatch.", _stopwatch({})
+
+
+def synthesize(out: Path, n_tasks: int = 16, candidates: int = 4, size: tuple[int, int] = (360, 800),
+               seed: int = 0, platform: str = "android") -> Path:
+    """Write `n_tasks` x `candidates` labelled trajectories under `out`; returns the JSONL path."""
+    from .formats import canonical
+
+    out = Path(out)
+    (out / "screens").mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    trajs = []
+    for i in range(n_tasks):
+        family, instruction, build = task_bank(rng, i)
+        labels = [j % 2 for j in range(candidates)]
+        random.Random(seed * 1000 + i).shuffle(labels)
+        for j, ok in enumerate(labels):
+            built, answer = build(bool(ok), random.Random(seed * 7919 + i * 31 + j))
+            pad = random.Random(i * 13 + j).randint(0, 2)  # a few idle steps, so lengths differ
+            built = [(_home(rng), "swipe(direction='up')", "scroll", None)] * pad + built
+            steps = []
+            for n, (screen, action, atype, text) in enumerate(built):
+                path = out / "screens" / f"t{i:03d}_c{j}_s{n:02d}.png"
+                draw(screen, size).save(path, optimize=False, compress_level=1)
+                steps.append(Step(screenshot=str(path.resolve()), action=action, action_type=atype, text=text))
+            trajs.append(Trajectory(id=f"t{i:03d}_c{j}", instruction=instruction, steps=steps, answer=answer,
+                                    platform=platform, task_id=f"t{i:03d}", label=int(ok)))
+    path = out / "trajectories.jsonl"
+    canonical.write(trajs, path)
+    return path

@@ -1,0 +1,68 @@
+"""Shared fixtures: small generated screenshots and trajectory files in every supported format."""
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+
+
+def make_png(path: Path, seed: int, size=(90, 200)) -> str:
+    """A small phone-like frame whose content depends on `seed` (distinct seeds, distinct frames)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    im = Image.new("RGB", size, (240, 240, 240))
+    d = ImageDraw.Draw(im)
+    d.rectangle([0, 0, size[0], 20], fill=((seed * 37) % 255, (seed * 91) % 255, (seed * 53) % 255))
+    d.rectangle([10, 30 + (seed * 7) % 120, 80, 50 + (seed * 7) % 120], fill=(20, 20, 20))
+    d.text((5, 170), f"frame {seed}", fill=(0, 0, 0))
+    im.save(path)
+    return str(path)
+
+
+def canonical_record(root: Path, tid: str, n_steps: int, instruction="Turn on Wi-Fi.", **extra) -> dict:
+    steps = []
+    for i in range(n_steps):
+        rel = f"img/{tid}_{i}.png"
+        make_png(root / rel, seed=hash((tid, i)) % 1000 + i)
+        steps.append({"screenshot": rel, "action": f"tap(step {i})", "action_type": "tap"})
+    return {"id": tid, "instruction": instruction, "steps": steps, **extra}
+
+
+def write_jsonl(path: Path, records) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        for r in records:
+            fh.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+    return path
+
+
+@pytest.fixture
+def canonical_file(tmp_path):
+    recs = [canonical_record(tmp_path, f"t{i}", 3 + i, label=i % 2, platform="android", task_id=f"task{i // 2}")
+            for i in range(4)]
+    return write_jsonl(tmp_path / "trajs.jsonl", recs)
+
+
+@pytest.fixture
+def long_traj(tmp_path):
+    """A 25-step create_modify trajectory with typing, a save and an answer, loaded from disk."""
+    from adaptrubric_local import load_trajectories
+
+    rec = canonical_record(tmp_path, "long", 25, instruction="Add the text 'Hello, World!' to the top of note_SiFbv.txt in Markor.")
+    rec["steps"][5].update(action="open note_SiFbv.txt", action_type="tap")
+    rec["steps"][12].update(action='type("Hello, World!")', action_type="type", text="Hello, World!")
+    rec["steps"][13].update(action="tap(Save)", action_type="tap")
+    rec["steps"][24].update(action="finish()", action_type="answer")
+    path = write_jsonl(tmp_path / "long.jsonl", [rec])
+    res = load_trajectories(path)
+    assert not res.errors, res.errors
+    return res.trajectories[0]
+
+
+@pytest.fixture
+def shared_androidgen():
+    path = SHARED / "androidgen-democase"
+    if not path.is_dir():
+        pytest.skip("../shared/data/androidgen-democase not present")
+    return path

@@ -1,0 +1,82 @@
+"""The orchestrator on the fake engine: batching, caching, accounting, and failure isolation."""
+import copy
+
+import pytest
+
+from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, Verdict, load_trajectories
+from adaptrubric_local.cli import main
+
+from conftest import canonical_record, write_jsonl
+
+
+@pytest.fixture
+def groups(tmp_path):
+    """12 trajectories: 3 tasks x 4 rollouts sharing an instruction."""
+    recs = []
+    for task, ins in enumerate(["Turn on Bluetooth.", "Delete the note Foo.", "How many contacts do I have?"]):
+        for k in range(4):
+            recs.append(canonical_record(tmp_path, f"g{task}_{k}", 3 + k, instruction=ins, task_id=f"task{task}",
+                                         label=k % 2))
+    return load_trajectories(write_jsonl(tmp_path / "g.jsonl", recs)).trajectories
+
+
+def test_calls_per_traj_with_route_and_cue_cache(groups):
+    eng = FakeEngine()
+    pipe = AdaptRubric(eng, PipelineConfig(router="model", batch_size=8))
+    verdicts = pipe.score(groups)
+    s = pipe.summary()
+    assert len(verdicts) == 12 and all(v.status == "ok" for v in verdicts)
+    assert s["calls_by_kind"] == {"route": 3, "cue": 3, "verify": 12}
+    assert s["calls_per_traj"] <= 1.5
+    assert [len(b) for b in eng.batches if b[0].kind == "verify"] == [8, 4]
+
+
+def test_verdict_fields(groups):
+    v = AdaptRubric(FakeEngine()).score(groups[:1])[0]
+    assert isinstance(v, Verdict) and v.score == 1 and v.p_success == pytest.approx(0.9)
+    assert v.category == "state_navigation" and v.bank_sha and v.model == "fake"
+    assert v.label == 0 and v.task_id == "task0" and v.n_images == 3
+
+
+def test_unparsed_output_is_not_a_score(groups):
+    eng = FakeEngine(script=lambda r: "I think it worked." if r.kind == "verify" else "NO_HINT: fine")
+    v = AdaptRubric(eng).score(groups[:2])
+    assert all(x.status == "unparsed" and x.score is None and x.p_success is None for x in v)
+
+
+def test_one_bad_trajectory_keeps_the_others(groups):
+    bad = copy.deepcopy(groups[1])
+    bad.steps[0].screenshot = "/nonexistent/corrupt.png"
+    eng = FakeEngine(fail=lambda r: "cannot decode image" if "/nonexistent/corrupt.png" in r.images else None)
+    verdicts = AdaptRubric(eng, PipelineConfig(dedupe_frames=False)).score([groups[0], bad, groups[2]])
+    assert [v.status for v in verdicts] == ["ok", "error", "ok"]
+    assert "cannot decode image" in verdicts[1].error and bad.id in verdicts[1].error
+    assert verdicts[1].score is None
+
+
+def test_prepare_failure_becomes_error_verdict(groups):
+    bad = copy.deepcopy(groups[0])
+    bad.steps[1].screenshot = "/nonexistent/x.png"  # fingerprinting for dedupe cannot open it
+    verdicts = AdaptRubric(FakeEngine()).score([bad, groups[1]])
+    assert verdicts[0].status == "error" and "x.png" in verdicts[0].error and verdicts[1].status == "ok"
+
+
+def test_config_validation_and_json(tmp_path):
+    with pytest.raises(ValueError, match="router"):
+        PipelineConfig(router="llm")
+    with pytest.raises(ValueError, match="max_images"):
+        PipelineConfig(max_images=1)
+    PipelineConfig(coarse=False).to_json(tmp_path / "c.json")
+    assert '"coarse": false' in (tmp_path / "c.json").read_text()
+
+
+def test_prompt_cli_json(tmp_path, capsys):
+    import json
+
+    rec = canonical_record(tmp_path, "p1", 14, instruction="Delete all notes in Joplin.")
+    path = write_jsonl(tmp_path / "p.jsonl", [rec])
+    assert main(["prompt", str(path), "--id", "p1", "--cue", "Check if the note list is empty.", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["category"] == "delete_cleanup" and len(out["images"]) <= 10
+    assert "Check if the note list is empty." in out["prompt"]
+    assert main(["prompt", str(path), "--id", "nope"]) == 2
