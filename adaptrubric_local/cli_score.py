@@ -1,6 +1,228 @@
-"""Subcommands that run models or make data: registered into the main parser by `cli.py`."""
+"""Subcommands that run models or make data (`score`, `synth`, `make-tiny-model`, `demo`),
+registered into the main parser by `cli.py`. Argument handling and file I/O only; the work is done
+by the pipeline and the engines.
+"""
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Iterable
 
+from .types import Verdict
+
+
+# ----------------------------------------------------------------------------- verdict files
+def read_done_ids(path: Path) -> set[str]:
+    """Ids already in a verdict file; a torn last line (killed mid-write) is cut off."""
+    if not path.is_file():
+        return set()
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with open(path, "r+b") as fh:
+            fh.truncate(cut)
+        data = data[:cut]
+    done = set()
+    for n, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                done.add(str(json.loads(line)["id"]))
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise ValueError(f"{path}: line {n} is not a verdict line; cannot resume into it") from None
+    return done
+
+
+def summarize(verdicts: list[Verdict], stats: dict, seconds: float) -> dict:
+    """The run summary printed at the end and written to --summary-json."""
+    n = len(verdicts)
+    denom = max(1, stats.get("trajectories", 0))
+    return {
+        "n": n,
+        "scored": sum(v.status == "ok" for v in verdicts),
+        "unparsed": sum(v.status == "unparsed" for v in verdicts),
+        "errors": sum(v.status == "error" for v in verdicts),
+        "positives": sum(v.score == 1 for v in verdicts),
+        "s_per_traj": seconds / max(1, n),
+        "calls_per_traj": stats.get("calls", 0) / denom,
+        "tokens_per_traj": (stats.get("prompt_tokens", 0) + stats.get("completion_tokens", 0)) / denom,
+    }
+
+
+def cmd_score(args) -> int:
+    from tqdm import tqdm
+
+    from .formats import load_trajectories
+    from .pipeline import AdaptRubric, PipelineConfig
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    loaded = load_trajectories(args.data, fmt=args.format)
+    for w in loaded.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    done = read_done_ids(out) if args.resume else set()
+    if not args.resume and out.exists() and out.stat().st_size:
+        raise ValueError(f"{out} exists; pass --resume to continue it or choose another --out")
+    todo = [t for t in loaded.trajectories if t.id not in done]
+    bad = [e for e in loaded.errors if _error_id(e) not in done]
+    cfg = PipelineConfig(router=args.router, coarse=not args.no_coarse, fine=not args.no_fine,
+                         max_images=args.max_images, batch_size=max(args.batch_size * 4, args.batch_size),
+                         bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
+    engine = _engine(args)
+    pipe = AdaptRubric(engine, cfg)
+    cfg.to_json(out.with_suffix(".config.json"))
+    if done:
+        print(f"resuming: {len(done)} id(s) already in {out}, {len(todo)} to score", file=sys.stderr)
+    verdicts: list[Verdict] = []
+    t0 = time.perf_counter()
+    with open(out, "a", encoding="utf-8") as fh:
+        for e in bad:
+            _write(fh, Verdict(id=_error_id(e), status="error", error=str(e), bank_sha=pipe.bank.sha,
+                               model=engine.name), verdicts)
+        bar = tqdm(total=len(todo), unit="traj", desc="scoring", disable=args.quiet, dynamic_ncols=True)
+        for v in pipe.iter_score(todo):
+            _write(fh, v, verdicts)
+            bar.update(1)
+            bar.set_postfix(unparsed=sum(x.status == "unparsed" for x in verdicts),
+                            errors=sum(x.status == "error" for x in verdicts))
+        bar.close()
+    summary = summarize(verdicts, dict(pipe.stats), time.perf_counter() - t0)
+    summary.update(model=engine.name, bank_sha=pipe.bank.sha, ablation=cfg.ablation, out=str(out),
+                   skipped_resume=len(done))
+    print(json.dumps(summary, indent=2))
+    if args.summary_json:
+        Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
+    engine.close()
+    return 0
+
+
+def _error_id(e) -> str:
+    return f"{Path(e.file).name}:{e.record}" if e.record else Path(e.file).name
+
+
+def _write(fh, v: Verdict, sink: list) -> None:
+    fh.write(json.dumps(v.to_dict(), ensure_ascii=False) + "\n")
+    fh.flush()
+    sink.append(v)
+
+
+def _engine(args):
+    from .engine.hf import HFEngine, HFEngineConfig
+
+    cfg = HFEngineConfig(model=args.model, adapter=args.adapter, load_in_4bit=args.load_in_4bit, dtype=args.dtype,
+                         device_map=args.device_map, votes=args.votes, max_batch_size=args.batch_size,
+                         max_new_tokens=args.max_new_tokens, max_visual_tokens=args.max_visual_tokens or None)
+    return HFEngine(cfg)
+
+
+# ----------------------------------------------------------------------------- synth / tiny / demo
+def cmd_synth(args) -> int:
+    from .synth import synthesize
+
+    w, h = (int(x) for x in args.size.lower().split("x"))
+    path = synthesize(Path(args.out), n_tasks=args.tasks, candidates=args.candidates, size=(w, h), seed=args.seed)
+    print(f"wrote {args.tasks * args.candidates} trajectories ({args.tasks} tasks x {args.candidates} candidates) "
+          f"-> {path}")
+    return 0
+
+
+def cmd_make_tiny(args) -> int:
+    from .engine.tiny import make_tiny_model
+
+    path = make_tiny_model(args.dir, seed=args.seed)
+    print(f"tiny random-weight Qwen3-VL saved to {path} (outputs are noise; for tests and smoke runs)")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .engine.tiny import make_tiny_model
+    from .synth import synthesize
+
+    out = Path(args.out)
+    print("== SMOKE RUN: a tiny Qwen3-VL with RANDOM weights; its verdicts are noise. ==")
+    print("   It exercises the real path: from_pretrained, image pipeline, batched generation, parsing.\n")
+    model = out / "tiny-qwen3-vl"
+    if not (model / "config.json").is_file():
+        make_tiny_model(model)
+    data = synthesize(out / "synth", n_tasks=8, candidates=3, size=(360, 800))
+    verdict_file = out / "verdicts.jsonl"
+    if verdict_file.exists():
+        verdict_file.unlink()
+    ns = argparse.Namespace(data=str(data), format="auto", out=str(verdict_file), resume=False, router="rules",
+                            no_coarse=False, no_fine=False, max_images=10, batch_size=8, bank=None,
+                            max_new_tokens=32, model=str(model), adapter=None, load_in_4bit=False, dtype="auto",
+                            device_map="auto", votes=1, max_visual_tokens=6144, summary_json=str(out / "summary.json"),
+                            quiet=True)
+    cmd_score(ns)
+    rows = [json.loads(x) for x in verdict_file.read_text().splitlines()]
+    print(f"\n{'id':<10}{'family':<20}{'label':>6}{'score':>7}{'p_success':>11}  {'status':<9}{'images':>7}")
+    for r in rows:
+        p = "-" if r["p_success"] is None else f"{r['p_success']:.2f}"
+        print(f"{r['id']:<10}{r['category'] or '-':<20}{r['label']!s:>6}{r['score']!s:>7}{p:>11}  "
+              f"{r['status']:<9}{r['n_images']:>7}")
+    print(f"\nverdicts: {verdict_file}\nsummary:  {out / 'summary.json'}")
+    print("\nFor real scoring, the same command with a real checkpoint:\n"
+          f"  adaptrubric score {data} --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl")
+    return 0
+
+
+# ----------------------------------------------------------------------------- registration
 def add_subcommands(sub, add_model_args, examples: str) -> None:
     """Register the scoring-related subcommands."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("score", help="score trajectories with Qwen3-VL, writing one verdict line each",
+                       description="Score every trajectory in DATA and stream verdict lines to --out as they "
+                                   "complete. A bad record becomes a line with status=error; an output that "
+                                   "does not parse becomes status=unparsed (score null).",
+                       epilog=examples, formatter_class=fmt)
+    p.add_argument("data", help="trajectory file or folder (any supported format)")
+    p.add_argument("--out", required=True, help="verdict JSONL to write")
+    p.add_argument("--format", default="auto", help="input format (default auto)")
+    p.add_argument("--batch-size", type=int, default=8, help="trajectories per GPU batch (default 8)")
+    p.add_argument("--max-images", type=int, default=10, help="screenshot budget per trajectory (default 10)")
+    p.add_argument("--max-visual-tokens", type=int, default=6144,
+                   help="visual-token budget per trajectory (default 6144; 0 for none)")
+    p.add_argument("--max-new-tokens", type=int, default=256, help="cap on verifier output tokens (default 256)")
+    p.add_argument("--router", choices=["rules", "model"], default="rules", help="task router (default rules)")
+    p.add_argument("--no-coarse", action="store_true", help="ablation: no family rubric")
+    p.add_argument("--no-fine", action="store_true", help="ablation: no fine cues")
+    p.add_argument("--bank", help="rubric bank YAML (default: bundled)")
+    p.add_argument("--resume", action="store_true", help="skip ids already in --out and append the rest")
+    p.add_argument("--summary-json", help="also write the run summary here")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_model_args(p, required=True)
+    p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("synth", help="write labelled synthetic trajectories for every task family",
+                       formatter_class=fmt, epilog="example:\n  adaptrubric synth --out runs/synth --tasks 16")
+    p.add_argument("--out", required=True, help="output folder (trajectories.jsonl + screens/)")
+    p.add_argument("--tasks", type=int, default=16, help="distinct tasks (cycling through the 8 families)")
+    p.add_argument("--candidates", type=int, default=4, help="candidates per task (same task_id)")
+    p.add_argument("--size", default="360x800", help="screen size WxH (default 360x800)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_synth)
+
+    p = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL offline and save it",
+                       formatter_class=fmt, epilog="example:\n  adaptrubric make-tiny-model runs/tiny")
+    p.add_argument("dir", help="output folder")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_make_tiny)
+
+    p = sub.add_parser("demo", help="smoke run: tiny random model + synthetic data, scored end to end",
+                       formatter_class=fmt, epilog="example:\n  adaptrubric demo --out runs/demo")
+    p.add_argument("--out", default="runs/demo", help="working folder (default runs/demo)")
+    p.set_defaults(func=cmd_demo)
+
+
+def iter_verdicts(path: Path) -> Iterable[Verdict]:
+    """Read a verdict JSONL file."""
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield Verdict.from_dict(json.loads(line))
+
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

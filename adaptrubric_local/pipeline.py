@@ -36,7 +36,8 @@ class PipelineConfig:
     coarse: bool = field(default=True, metadata={"help": "include the family rubric (Rc) in the verifier prompt"})
     fine: bool = field(default=True, metadata={"help": "generate and include fine cues (Rf)"})
     max_images: int = field(default=DEFAULT_BUDGET, metadata={"help": "screenshot budget M per trajectory"})
-    batch_size: int = field(default=8, metadata={"help": "trajectories per engine batch"})
+    batch_size: int = field(default=32, metadata={"help": "trajectories handed to the engine per call (the engine "
+                                                              "splits them into GPU batches and overlaps their images)"})
     dedupe_frames: bool = field(default=True, metadata={"help": "drop near-duplicate neighbouring frames"})
     route_max_new_tokens: int = field(default=16, metadata={"help": "token cap for router outputs"})
     cue_max_new_tokens: int = field(default=128, metadata={"help": "token cap for cue outputs"})
@@ -191,6 +192,8 @@ class AdaptRubric:
     def _verdict(self, p: Prepared, out: Output) -> Verdict:
         if out.error:
             v = Verdict(status="error", error=f"{p.traj.source or '?'}, record {p.traj.id}: {out.error}")
+        elif out.samples:
+            v = vote([parse_verdict(t) for t, _ in out.samples], out.text)
         else:
             v = parse_verdict(out.text)
             v.p_success = p_success(out)
@@ -263,3 +266,20 @@ def p_success(out: Output) -> Optional[float]:
             p0, p1 = tp.probs.get("0", 0.0), tp.probs.get("1", 0.0)
             return p1 / (p0 + p1) if p0 + p1 > 0 else None
     return None
+
+
+def vote(verdicts: list[Verdict], raw: str) -> Verdict:
+    """Majority vote over k sampled verdicts (ZeroGUI-style); ties and all-unparsed stay unparsed.
+    `p_success` is the fraction of parsed samples that voted 1."""
+    parsed = [v for v in verdicts if v.status == "ok"]
+    ones = sum(v.score for v in parsed)
+    zeros = len(parsed) - ones
+    if not parsed or ones == zeros:
+        why = "no sample was parseable" if not parsed else f"tied vote ({ones} vs {zeros})"
+        return Verdict(status="unparsed", raw=raw, parse_error=why,
+                       p_success=ones / len(parsed) if parsed else None)
+    winner = 1 if ones > zeros else 0
+    best = next(v for v in parsed if v.score == winner)
+    best.p_success = ones / len(parsed)
+    best.raw = "\n\n----- sample -----\n".join(v.raw or "" for v in verdicts)
+    return best

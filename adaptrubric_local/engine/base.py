@@ -48,6 +48,7 @@ class Output:
     n_images: int = 0
     visual_tokens: int = 0
     error: Optional[str] = None
+    samples: list[tuple[str, list[TokenProbs]]] = field(default_factory=list)  # all k texts when voting
 
 
 class Engine(ABC):
