@@ -66,3 +66,29 @@ def shared_androidgen():
     if not path.is_dir():
         pytest.skip("../shared/data/androidgen-democase not present")
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """A tiny random Qwen3-VL saved to disk, built once per test session."""
+    from adaptrubric_local.engine.tiny import make_tiny_model
+
+    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="session")
+def tiny_engine(tiny_model):
+    """The transformers engine on the tiny model, loaded once per session through from_pretrained."""
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    engine = HFEngine(HFEngineConfig(model=str(tiny_model), max_new_tokens=12, max_batch_size=8))
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def synth_set(tmp_path_factory):
+    """24 synthetic trajectories (8 tasks x 3 candidates, all 8 families), small screens."""
+    from adaptrubric_local.synth import synthesize
+
+    return synthesize(tmp_path_factory.mktemp("synth"), n_tasks=8, candidates=3, size=(180, 400))

@@ -34,7 +34,7 @@ class HFEngineConfig:
     dtype: str = field(default="auto", metadata={"help": "auto (bf16 on GPU, fp32 on CPU) | bf16 | fp16 | fp32"})
     device_map: Optional[str] = field(default="auto", metadata={"help": "transformers device_map; ignored on CPU"})
     attn_implementation: Optional[str] = field(default=None, metadata={
-        "help": "sdpa (default) or flash_attention_2 (used by default when installed and on GPU)"})
+        "help": "default: flash_attention_2 on GPU when installed, else sdpa; on CPU sdpa_padded_prefill"})
     load_in_4bit: bool = field(default=False, metadata={"help": "bitsandbytes nf4 quantisation"})
     load_in_8bit: bool = field(default=False, metadata={"help": "bitsandbytes int8 quantisation"})
     adapter: Optional[str] = field(default=None, metadata={"help": "LoRA adapter folder (peft)"})
@@ -167,14 +167,31 @@ class HFEngine(Engine):
             return (self._run_split(reqs[:half], _subset(imgs, range(half)))
                     + self._run_split(reqs[half:], _subset(imgs, range(half, len(reqs)))))
 
+    def encode(self, reqs: list[Request], imgs: BatchImages, prefixes: Optional[list[str]] = None) -> dict:
+        """Model inputs for a batch, exactly as the Qwen3-VL processor would build them: left-padded
+        ids with each image's pad token repeated once per visual token, the attention mask,
+        `mm_token_type_ids` (which M-RoPE needs to place image tokens), pixels and grids."""
+        texts = [self._expand_images(self._chat_text(r), imgs.tokens_per_image[k]) + (prefixes[k] if prefixes else "")
+                 for k, r in enumerate(reqs)]
+        enc = self.tokenizer(texts, padding=True, return_tensors="pt", add_special_tokens=False)
+        ids = enc["input_ids"]
+        cfg = self.model.config
+        types = torch.zeros_like(ids)
+        types[ids == cfg.image_token_id] = 1
+        types[ids == cfg.video_token_id] = 2
+        inputs = {"input_ids": ids, "attention_mask": enc["attention_mask"], "mm_token_type_ids": types}
+        if imgs.pixel_values is not None:
+            inputs["pixel_values"] = imgs.pixel_values
+            inputs["image_grid_thw"] = imgs.image_grid_thw
+        return inputs
+
+    def _to_device(self, inputs: dict) -> dict:
+        return {k: v.to(self.device, non_blocking=k == "pixel_values") for k, v in inputs.items()}
+
     @torch.inference_mode()
     def _run(self, reqs: list[Request], imgs: BatchImages) -> list[Output]:
-        texts = [self._expand_images(self._chat_text(r), imgs.tokens_per_image[k]) for k, r in enumerate(reqs)]
-        enc = self.tokenizer(texts, padding=True, return_tensors="pt", add_special_tokens=False)
-        inputs = {"input_ids": enc["input_ids"].to(self.device), "attention_mask": enc["attention_mask"].to(self.device)}
-        if imgs.pixel_values is not None:
-            inputs["pixel_values"] = imgs.pixel_values.to(self.device, non_blocking=True)
-            inputs["image_grid_thw"] = imgs.image_grid_thw.to(self.device)
+        enc = self.encode(reqs, imgs)
+        inputs = self._to_device(enc)
         k = self.config.votes
         max_new = max(r.max_new_tokens or self.config.max_new_tokens for r in reqs)
         gen_kwargs = dict(max_new_tokens=min(max_new, self.config.max_new_tokens) if reqs[0].kind == "verify" else max_new,
@@ -228,15 +245,9 @@ class HFEngine(Engine):
         imgs = self.images.process([r.images for r in requests])
         for k, (r, prefix) in enumerate(zip(requests, prefixes)):
             if k in imgs.errors:
-                out.append({c: float("nan") for c in candidates})
-                continue
-            sub = _subset(imgs, [k])
-            text = self._expand_images(self._chat_text(r), sub.tokens_per_image[0]) + prefix
-            enc = self.tokenizer([text], return_tensors="pt", add_special_tokens=False).to(self.device)
-            kw = {}
-            if sub.pixel_values is not None:
-                kw = {"pixel_values": sub.pixel_values.to(self.device), "image_grid_thw": sub.image_grid_thw.to(self.device)}
-            logits = self.model(**enc, **kw, logits_to_keep=1).logits[0, -1].float()
+                raise ValueError(f"request {r.tag or k}: {imgs.errors[k]}")
+            inputs = self._to_device(self.encode([r], _subset(imgs, [k]), [prefix]))
+            logits = self.model(**inputs, logits_to_keep=1).logits[0, -1].float()
             p = torch.softmax(logits, dim=-1)
             out.append({c: float(p[i]) for c, i in cid.items()})
         return out
@@ -305,7 +316,13 @@ def load_model(cfg: HFEngineConfig):
     cuda = torch.cuda.is_available()
     if cuda and cfg.device_map:
         kwargs["device_map"] = cfg.device_map
-    attn = cfg.attn_implementation or ("flash_attention_2" if cuda and importlib.util.find_spec("flash_attn") else "sdpa")
+    attn = cfg.attn_implementation
+    if attn is None and cuda:
+        attn = "flash_attention_2" if importlib.util.find_spec("flash_attn") else "sdpa"
+    if attn is None or attn == "sdpa_padded_prefill":  # the CPU default: see engine/attention.py
+        from .attention import register
+
+        attn = register()
     kwargs["attn_implementation"] = attn
     if cfg.load_in_4bit or cfg.load_in_8bit:
         from transformers import BitsAndBytesConfig

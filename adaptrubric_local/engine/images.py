@@ -105,12 +105,16 @@ def target_sizes(sizes: list[tuple[int, int]], cfg: ImageConfig) -> list[tuple[i
 
 def decode_resize(path: str, size: tuple[int, int]) -> torch.Tensor:
     """Decode an image to RGB uint8 (C, H, W) and resize it (bicubic, antialiased) to `size`."""
+    import warnings
+
     from torchvision.io import ImageReadMode, decode_image, read_file
     from torchvision.transforms.v2 import InterpolationMode
     from torchvision.transforms.v2 import functional as tvF
 
     try:
-        img = decode_image(read_file(path), mode=ImageReadMode.RGB)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # torchvision 0.29 points to torchcodec
+            img = decode_image(read_file(path), mode=ImageReadMode.RGB)
     except RuntimeError:  # formats torchvision cannot decode: fall back to PIL
         import numpy as np
         from PIL import Image
@@ -188,7 +192,8 @@ class ImagePipeline:
         starts = [0]
         for i, j in order:
             starts.append(starts[-1] + (plans[i][j][0] // cfg.patch_size) * (plans[i][j][1] // cfg.patch_size))
-        out = torch.empty(starts[-1], 3 * cfg.temporal_patch_size * cfg.patch_size ** 2, dtype=torch.float32)
+        with torch.inference_mode(False):  # worker threads write into it in place, whatever the caller's mode
+            out = torch.empty(starts[-1], 3 * cfg.temporal_patch_size * cfg.patch_size ** 2, dtype=torch.float32)
         jobs = {key: self._pool.submit(self._one, requests[key[0]][key[1]], plans[key[0]][key[1]],
                                        out[starts[n]:starts[n + 1]]) for n, key in enumerate(order)}
         for key, fut in jobs.items():

@@ -1,0 +1,225 @@
+"""The transformers engine on the tiny random Qwen3-VL, loaded from disk like a real checkpoint."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from adaptrubric_local import AdaptRubric, PipelineConfig, load_trajectories
+from adaptrubric_local.engine.base import Request
+from adaptrubric_local.engine.images import ImageConfig, ImagePipeline, target_sizes
+from adaptrubric_local.pipeline import vote
+from adaptrubric_local.types import Verdict
+
+from conftest import make_png
+
+
+def _score(engine, trajs, bs):
+    engine.config.max_batch_size = bs
+    pipe = AdaptRubric(engine, PipelineConfig(batch_size=max(8, 4 * bs), verify_max_new_tokens=12,
+                                              cue_max_new_tokens=12))
+    return pipe, pipe.score(trajs)
+
+
+def test_tiny_model_loads_and_scores_end_to_end(tiny_engine, synth_set):
+    from transformers import Qwen3VLForConditionalGeneration
+
+    assert isinstance(tiny_engine.model, Qwen3VLForConditionalGeneration)
+    trajs = load_trajectories(synth_set).trajectories
+    pipe, verdicts = _score(tiny_engine, trajs, 8)
+    assert len(verdicts) == 24
+    assert {v.status for v in verdicts} <= {"ok", "unparsed"}  # random weights: mostly unparsed, never error
+    assert all(v.score is None for v in verdicts if v.status == "unparsed")
+    assert all(v.prompt_tokens > 0 and v.completion_tokens > 0 and 2 <= v.n_images <= 10 for v in verdicts)
+    assert all(v.model == str(tiny_engine.config.model) and v.bank_sha for v in verdicts)
+    assert pipe.summary()["calls_per_traj"] < 1.5
+
+
+def test_batched_equals_batch_size_one(tiny_engine, synth_set):
+    trajs = load_trajectories(synth_set).trajectories
+    assert len(trajs) >= 20
+    _, one = _score(tiny_engine, trajs, 1)
+    _, many = _score(tiny_engine, trajs, 8)
+    assert [v.raw for v in one] == [v.raw for v in many]
+    assert [v.status for v in one] == [v.status for v in many]
+    assert [v.prompt_tokens for v in one] == [v.prompt_tokens for v in many]
+
+
+def test_injected_oom_splits_and_keeps_every_verdict(tiny_engine, synth_set):
+    trajs = load_trajectories(synth_set).trajectories[:10]
+    _, clean = _score(tiny_engine, trajs, 8)
+    tiny_engine.inject_oom = lambda n: n > 2  # any batch above 2 "runs out of memory"
+    before = tiny_engine.oom_splits
+    try:
+        _, hit = _score(tiny_engine, trajs, 8)
+    finally:
+        tiny_engine.inject_oom = None
+    assert tiny_engine.oom_splits > before
+    assert len(hit) == 10 and all(v.status != "error" for v in hit)
+    assert [v.raw for v in hit] == [v.raw for v in clean]
+
+
+def test_oom_at_batch_one_is_an_error_not_a_crash(tiny_engine, synth_set):
+    trajs = load_trajectories(synth_set).trajectories[:3]
+    tiny_engine.inject_oom = lambda n: True
+    try:
+        _, v = _score(tiny_engine, trajs, 4)
+    finally:
+        tiny_engine.inject_oom = None
+    assert all(x.status == "error" and "out of memory" in x.error for x in v)
+
+
+def test_corrupt_image_is_an_error_verdict(tiny_engine, synth_set, tmp_path):
+    trajs = load_trajectories(synth_set).trajectories[:3]
+    bad = tmp_path / "corrupt.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\nthis is not an image")
+    trajs[1].steps[-1].screenshot = str(bad)
+    pipe = AdaptRubric(tiny_engine, PipelineConfig(dedupe_frames=False, verify_max_new_tokens=8, cue_max_new_tokens=8))
+    v = pipe.score(trajs)
+    assert [x.status for x in v][1] == "error" and "corrupt.png" in v[1].error and trajs[1].id in v[1].error
+    assert v[0].status != "error" and v[2].status != "error"
+
+
+def test_visual_token_budget(tmp_path):
+    paths = [make_png(tmp_path / f"{i}.png", i, size=(1080, 2400)) for i in range(10)]
+    cfg = ImageConfig(max_visual_tokens=6144)
+    sizes = target_sizes([(2400, 1080)] * 10, cfg)
+    assert all(h % 32 == 0 and w % 32 == 0 for h, w in sizes)
+    pipe = ImagePipeline(cfg)
+    try:
+        b = pipe.process([paths])
+        assert b.visual_tokens(0) <= 6144 and len(b.tokens_per_image[0]) == 10
+        unbounded = ImagePipeline(ImageConfig(max_visual_tokens=None)).process([paths[:1]])
+        assert unbounded.visual_tokens(0) > 614  # the budget, not the image, limited the first
+    finally:
+        pipe.close()
+
+
+def test_pipeline_matches_processor(tiny_engine, tmp_path):
+    from PIL import Image
+
+    paths = [make_png(tmp_path / f"{i}.png", i, size=(300 + 40 * i, 500)) for i in range(4)]
+    pipe = ImagePipeline(ImageConfig.from_processor(tiny_engine.processor.image_processor, max_visual_tokens=None))
+    try:
+        ours = pipe.process([paths[:2], paths[2:]])
+    finally:
+        pipe.close()
+    ref = tiny_engine.processor.image_processor(images=[Image.open(p).convert("RGB") for p in paths],
+                                                return_tensors="pt")
+    assert torch.equal(ours.image_grid_thw, ref["image_grid_thw"])
+    assert torch.allclose(ours.pixel_values, ref["pixel_values"], atol=1e-5)
+
+
+def test_watched_token_probabilities_align_with_text(tiny_engine):
+    tok = tiny_engine.tokenizer
+    ids = tok.encode("Looks done.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none", add_special_tokens=False)
+    vocab = tiny_engine.model.config.text_config.vocab_size
+    logits = torch.zeros(len(ids), vocab)
+    one, zero = tok.convert_tokens_to_ids("1"), tok.convert_tokens_to_ids("0")
+    logits[:, one], logits[:, zero] = 3.0, 1.0
+    text, probs, n = tiny_engine._decode(torch.tensor(ids), logits, ("0", "1"))
+    assert n == len(ids) and text.endswith("MISSING_EVIDENCE: none")
+    hit = [p for p in probs if text[p.offset] == "1"]
+    assert hit and hit[0].probs["1"] > hit[0].probs["0"]
+    from adaptrubric_local.engine.base import Output
+    from adaptrubric_local.pipeline import p_success
+
+    p = p_success(Output(text=text, token_probs=probs))
+    assert p == pytest.approx(torch.softmax(torch.tensor([1.0, 3.0]), 0)[1].item(), rel=1e-4)
+
+
+def test_next_token_probs(tiny_engine, synth_set):
+    t = load_trajectories(synth_set).trajectories[0]
+    req = Request(prompt="Judge this.", images=[s.screenshot for s in t.steps[:2]])
+    (p,) = tiny_engine.next_token_probs([req], ["SCORE: "], ("0", "1"))
+    assert 0 < p["0"] < 1 and 0 < p["1"] < 1
+
+
+def test_vote():
+    ok = lambda s: Verdict(status="ok", score=s, evidence_sufficient=True, missing_evidence="none", raw=str(s))
+    bad = Verdict(status="unparsed", raw="?")
+    v = vote([ok(1), ok(1), ok(0), bad], "x")
+    assert v.score == 1 and v.p_success == pytest.approx(2 / 3)
+    assert vote([ok(1), ok(0)], "x").status == "unparsed"
+    assert vote([bad, bad], "x").status == "unparsed"
+
+
+def test_score_cli_resume_after_sigkill(tiny_model, synth_set, tmp_path):
+    out = tmp_path / "v.jsonl"
+    cmd = [sys.executable, "-m", "adaptrubric_local.cli", "score", str(synth_set), "--model", str(tiny_model),
+           "--out", str(out), "--batch-size", "1", "--max-new-tokens", "8", "--quiet", "--resume"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if out.exists() and out.read_text().count("\n") >= 4:
+            os.kill(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.02)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+    partial = out.read_text().count("\n")
+    assert 4 <= partial < 24
+    with open(out, "a") as fh:  # a torn line, as a kill during a write leaves
+        fh.write('{"id": "t00')
+    done = subprocess.run(cmd + ["--summary-json", str(tmp_path / "s.json")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ids = [json.loads(x)["id"] for x in out.read_text().splitlines()]
+    assert len(ids) == 24 and len(set(ids)) == 24
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["n"] == 24 - partial and summary["skipped_resume"] == partial
+    assert set(summary) >= {"n", "scored", "unparsed", "errors", "s_per_traj", "calls_per_traj", "tokens_per_traj"}
+
+
+def test_engine_inputs_equal_the_processors(tiny_model, synth_set):
+    """ids, mask, mm_token_type_ids (M-RoPE needs them), pixels and grids, exactly as the processor builds them."""
+    from PIL import Image
+
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    eng = HFEngine(HFEngineConfig(model=str(tiny_model), max_visual_tokens=None))
+    try:
+        t = load_trajectories(synth_set).trajectories
+        reqs = [Request(prompt="Judge A.", images=[s.screenshot for s in t[0].steps[:2]], suffix="END"),
+                Request(prompt="Judge this longer one, please.", images=[s.screenshot for s in t[1].steps[:3]])]
+        ours = eng.encode(reqs, eng.images.process([r.images for r in reqs]))
+        ref = eng.processor(text=[eng._chat_text(r) for r in reqs], padding=True, return_tensors="pt",
+                            images=[Image.open(p).convert("RGB") for r in reqs for p in r.images])
+        assert set(ref) == set(ours)
+        for key in ("input_ids", "attention_mask", "mm_token_type_ids", "image_grid_thw"):
+            assert torch.equal(ours[key], ref[key]), key
+        assert torch.allclose(ours["pixel_values"], ref["pixel_values"], atol=1e-5)
+        assert int(ours["mm_token_type_ids"].sum()) > 0
+    finally:
+        eng.close()
+
+
+def test_padded_prefill_attention_matches_stock_sdpa(monkeypatch):
+    from types import SimpleNamespace
+
+    from transformers.integrations import sdpa_attention
+
+    from adaptrubric_local.engine import attention
+
+    torch.manual_seed(0)
+    b, h, kv, L, d = 3, 4, 2, 12, 8
+    q, k, v = torch.randn(b, h, L, d), torch.randn(b, kv, L, d), torch.randn(b, kv, L, d)
+    pads = torch.tensor([0, 3, 7])
+    ar = torch.arange(L)
+    mask = (ar[None, None, :] <= ar[None, :, None]) & (ar[None, None, :] >= pads[:, None, None])
+    mask = mask[:, None]  # (B, 1, Q, K): left padding + causal
+    module = SimpleNamespace(num_key_value_groups=h // kv, is_causal=True)
+    ref, _ = sdpa_attention.sdpa_attention_forward(module, q, k, v, mask)
+    calls = []
+    monkeypatch.setattr(sdpa_attention, "sdpa_attention_forward", lambda *a, **kw: calls.append(1) or ref)
+    out, _ = attention.padded_prefill_sdpa(module, q, k, v, mask)
+    assert not calls  # the per-row fast path was taken
+    for i in range(b):
+        p = int(pads[i])
+        assert torch.allclose(out[i, p:], ref[i, p:], atol=1e-5)
+    # a mask that is not left padding + causal goes to stock SDPA
+    attention.padded_prefill_sdpa(module, q, k, v, torch.ones_like(mask))
+    assert calls == [1]
