@@ -20,6 +20,10 @@ EXAMPLES = """examples:
   adaptrubric make-tiny-model runs/tiny
   adaptrubric score runs/synth/trajectories.jsonl --model runs/tiny --out runs/verdicts.jsonl
   adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl --resume
+  adaptrubric eval --data DATA --verdicts verdicts.jsonl --out runs/eval
+  adaptrubric ablate --data DATA --model runs/tiny --out runs/ablate
+  adaptrubric tts --data DATA --verdicts verdicts.jsonl --out runs/tts
+  adaptrubric compare runs/eval-a runs/eval-b
 """
 
 
@@ -199,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     from . import cli_score
 
     cli_score.add_subcommands(sub, _add_model_args, EXAMPLES)
+    from . import cli_eval
+
+    cli_eval.add_subcommands(sub, _add_model_args)
     return ap
 
 

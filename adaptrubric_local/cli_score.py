@@ -7,106 +7,26 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
-import time
 from pathlib import Path
-from typing import Iterable
-
-from .types import Verdict
-
-
-# ----------------------------------------------------------------------------- verdict files
-def read_done_ids(path: Path) -> set[str]:
-    """Ids already in a verdict file; a torn last line (killed mid-write) is cut off."""
-    if not path.is_file():
-        return set()
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with open(path, "r+b") as fh:
-            fh.truncate(cut)
-        data = data[:cut]
-    done = set()
-    for n, line in enumerate(data.decode("utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                done.add(str(json.loads(line)["id"]))
-            except (json.JSONDecodeError, KeyError, TypeError):
-                raise ValueError(f"{path}: line {n} is not a verdict line; cannot resume into it") from None
-    return done
-
-
-def summarize(verdicts: list[Verdict], stats: dict, seconds: float) -> dict:
-    """The run summary printed at the end and written to --summary-json."""
-    n = len(verdicts)
-    denom = max(1, stats.get("trajectories", 0))
-    return {
-        "n": n,
-        "scored": sum(v.status == "ok" for v in verdicts),
-        "unparsed": sum(v.status == "unparsed" for v in verdicts),
-        "errors": sum(v.status == "error" for v in verdicts),
-        "positives": sum(v.score == 1 for v in verdicts),
-        "s_per_traj": seconds / max(1, n),
-        "calls_per_traj": stats.get("calls", 0) / denom,
-        "tokens_per_traj": (stats.get("prompt_tokens", 0) + stats.get("completion_tokens", 0)) / denom,
-    }
 
 
 def cmd_score(args) -> int:
-    from tqdm import tqdm
-
-    from .formats import load_trajectories
     from .pipeline import AdaptRubric, PipelineConfig
+    from .scoring import score_file
 
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    loaded = load_trajectories(args.data, fmt=args.format)
-    for w in loaded.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    done = read_done_ids(out) if args.resume else set()
-    if not args.resume and out.exists() and out.stat().st_size:
-        raise ValueError(f"{out} exists; pass --resume to continue it or choose another --out")
-    todo = [t for t in loaded.trajectories if t.id not in done]
-    bad = [e for e in loaded.errors if _error_id(e) not in done]
     cfg = PipelineConfig(router=args.router, coarse=not args.no_coarse, fine=not args.no_fine,
-                         max_images=args.max_images, batch_size=max(args.batch_size * 4, args.batch_size),
+                         max_images=args.max_images, batch_size=max(args.batch_size * 4, 8),
                          bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
     engine = _engine(args)
-    pipe = AdaptRubric(engine, cfg)
-    cfg.to_json(out.with_suffix(".config.json"))
-    if done:
-        print(f"resuming: {len(done)} id(s) already in {out}, {len(todo)} to score", file=sys.stderr)
-    verdicts: list[Verdict] = []
-    t0 = time.perf_counter()
-    with open(out, "a", encoding="utf-8") as fh:
-        for e in bad:
-            _write(fh, Verdict(id=_error_id(e), status="error", error=str(e), bank_sha=pipe.bank.sha,
-                               model=engine.name), verdicts)
-        bar = tqdm(total=len(todo), unit="traj", desc="scoring", disable=args.quiet, dynamic_ncols=True)
-        for v in pipe.iter_score(todo):
-            _write(fh, v, verdicts)
-            bar.update(1)
-            bar.set_postfix(unparsed=sum(x.status == "unparsed" for x in verdicts),
-                            errors=sum(x.status == "error" for x in verdicts))
-        bar.close()
-    summary = summarize(verdicts, dict(pipe.stats), time.perf_counter() - t0)
-    summary.update(model=engine.name, bank_sha=pipe.bank.sha, ablation=cfg.ablation, out=str(out),
-                   skipped_resume=len(done))
+    try:
+        summary = score_file(AdaptRubric(engine, cfg), args.data, args.out, resume=args.resume, fmt=args.format,
+                             progress=not args.quiet)
+    finally:
+        engine.close()
     print(json.dumps(summary, indent=2))
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
-    engine.close()
     return 0
-
-
-def _error_id(e) -> str:
-    return f"{Path(e.file).name}:{e.record}" if e.record else Path(e.file).name
-
-
-def _write(fh, v: Verdict, sink: list) -> None:
-    fh.write(json.dumps(v.to_dict(), ensure_ascii=False) + "\n")
-    fh.flush()
-    sink.append(v)
 
 
 def _engine(args):
@@ -215,14 +135,6 @@ def add_subcommands(sub, add_model_args, examples: str) -> None:
                        formatter_class=fmt, epilog="example:\n  adaptrubric demo --out runs/demo")
     p.add_argument("--out", default="runs/demo", help="working folder (default runs/demo)")
     p.set_defaults(func=cmd_demo)
-
-
-def iter_verdicts(path: Path) -> Iterable[Verdict]:
-    """Read a verdict JSONL file."""
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield Verdict.from_dict(json.loads(line))
 
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

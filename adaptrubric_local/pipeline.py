@@ -144,11 +144,10 @@ class AdaptRubric:
     def cues_many(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], CueResult]:
         """Fine cues for each distinct (instruction, category), generated once (cached)."""
         pairs = list(dict.fromkeys(pairs))
+        if not self.config.fine:  # not cached: a later run with the fine stage on must generate them
+            return {p: CueResult(abstained=True, reason="fine stage off") for p in pairs}
         todo = [p for p in pairs if p not in self._cues]
-        if not self.config.fine:
-            for p in todo:
-                self._cues[p] = CueResult(abstained=True, reason="fine stage off")
-        elif self.config.manual_cues is not None or self.engine is None:
+        if self.config.manual_cues is not None or self.engine is None:
             for ins, cat in todo:
                 self._cues[(ins, cat)] = manual_cues(self.config.manual_cues or [], ins)
         else:

@@ -1,0 +1,150 @@
+"""Evaluation subcommands (`eval`, `ablate`, `tts`, `compare`), registered by `cli.py`.
+Argument handling only; the work is in `evaluation.harness`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+EXAMPLES = """examples:
+  adaptrubric eval --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/eval
+  adaptrubric eval --data ../data/androidgen --model Qwen/Qwen3-VL-8B-Instruct --out runs/eval-8b
+  adaptrubric ablate --data runs/synth/trajectories.jsonl --model runs/tiny --out runs/ablate
+  adaptrubric tts --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/tts
+  adaptrubric compare runs/eval-4b runs/eval-8b
+"""
+
+
+def _score_first(args, out: Path) -> Path:
+    from .pipeline import AdaptRubric, PipelineConfig
+    from .scoring import score_file
+
+    from .cli_score import _engine
+
+    cfg = PipelineConfig(router=args.router, max_images=args.max_images, batch_size=max(4 * args.batch_size, 8),
+                         bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
+    engine = _engine(args)
+    try:
+        vpath = out / "verdicts.jsonl"
+        if vpath.exists():
+            vpath.unlink()
+        score_file(AdaptRubric(engine, cfg), args.data, vpath, progress=not args.quiet)
+    finally:
+        engine.close()
+    return vpath
+
+
+def cmd_eval(args) -> int:
+    from .evaluation.harness import run_eval
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if bool(args.verdicts) == bool(args.model):
+        raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
+    vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
+    m = run_eval(vpath, out, args.data)
+    o = m["overall"]
+    print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']}  "
+          f"acc={_f(o['acc'])} prec={_f(o['prec'])} rec={_f(o['rec'])} f1={_f(o['f1'])} fpr={_f(o['fpr'])}")
+    print(f"wrote {out}/metrics.json, report.md, confusion.png, per_platform.png")
+    return 0
+
+
+def cmd_tts(args) -> int:
+    from .evaluation.harness import run_tts
+
+    if bool(args.verdicts) == bool(args.model):
+        raise ValueError("give exactly one of --verdicts V.jsonl or --model M")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
+    res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed)
+    n = max(res["random"])
+    print(f"{res['pool']['tasks']} tasks; SR@{n}: EarlyStop {res['earlystop'][n]:.2f}, BestOfN {res['bestofn'][n]:.2f}, "
+          f"Random {res['random'][n]:.2f}, Oracle {res['oracle'][n]:.2f}")
+    print(f"wrote {out}/tts.json, report.md, tts.png")
+    return 0
+
+
+def cmd_ablate(args) -> int:
+    from .evaluation.harness import run_ablation
+    from .pipeline import AdaptRubric, PipelineConfig
+
+    from .cli_score import _engine
+
+    cfg = PipelineConfig(router=args.router, max_images=args.max_images, batch_size=max(4 * args.batch_size, 8),
+                         bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
+    engine = _engine(args)
+    try:
+        res = run_ablation(AdaptRubric(engine, cfg), args.data, args.out, progress=not args.quiet)
+    finally:
+        engine.close()
+    for name, row in res["settings"].items():
+        o, d = row["overall"], row["delta"]
+        print(f"{name:<10} acc={_f(o['acc'])} ({_f(d['acc'], signed=True)})  f1={_f(o['f1'])} "
+              f"({_f(d['f1'], signed=True)})  unparsed={o['unparsed']}")
+    print(f"wrote {args.out}/ablation.json, report.md (routes and cues computed once: {res['run']['shared_calls']})")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .evaluation.harness import compare
+
+    print(compare(args.dir_a, args.dir_b))
+    return 0
+
+
+def _f(x, signed=False):
+    return "-" if x is None else (f"{x:+.1f}" if signed else f"{x:.1f}")
+
+
+def add_subcommands(sub, add_model_args) -> None:
+    """Register eval, ablate, tts and compare."""
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    def scoring_opts(p):
+        p.add_argument("--router", choices=["rules", "model"], default="rules", help="task router (default rules)")
+        p.add_argument("--max-images", type=int, default=10, help="screenshot budget (default 10)")
+        p.add_argument("--max-visual-tokens", type=int, default=6144, help="visual-token budget per trajectory")
+        p.add_argument("--batch-size", type=int, default=8, help="trajectories per GPU batch")
+        p.add_argument("--max-new-tokens", type=int, default=256, help="cap on verifier output tokens")
+        p.add_argument("--bank", help="rubric bank YAML (default: bundled)")
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
+        add_model_args(p)
+
+    p = sub.add_parser("eval", help="accuracy/precision/recall/F1/FPR overall and per platform, with a report",
+                       description="Evaluate verdicts against the data set's labels (or score first with --model). "
+                                   "Writes metrics.json, report.md, confusion.png and per_platform.png to --out.",
+                       epilog=EXAMPLES, formatter_class=fmt)
+    p.add_argument("--data", required=True, help="labelled trajectories (any supported format)")
+    p.add_argument("--verdicts", help="verdict JSONL from `adaptrubric score`")
+    p.add_argument("--out", required=True, help="output folder")
+    scoring_opts(p)
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("ablate", help="the four coarse/fine settings of Table 4 in one run, with deltas",
+                       epilog=EXAMPLES, formatter_class=fmt)
+    p.add_argument("--data", required=True, help="labelled trajectories")
+    p.add_argument("--out", required=True, help="output folder (one subfolder per setting)")
+    scoring_opts(p)
+    p.set_defaults(func=cmd_ablate)
+
+    p = sub.add_parser("tts", help="test-time scaling: EarlyStop/BestOfN/Random/Oracle SR@N by task_id",
+                       epilog=EXAMPLES, formatter_class=fmt)
+    p.add_argument("--data", help="labelled trajectories with task_id (labels in the verdicts are used otherwise)")
+    p.add_argument("--verdicts", help="verdict JSONL")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--max-n", type=int, help="largest N (default: most candidates of any task)")
+    p.add_argument("--seed", type=int, default=42, help="per-task shuffle seed (default 42, as in the paper)")
+    scoring_opts(p)
+    p.set_defaults(func=cmd_tts)
+
+    p = sub.add_parser("compare", help="print the differences between two eval/tts/ablate result folders",
+                       epilog=EXAMPLES, formatter_class=fmt)
+    p.add_argument("dir_a")
+    p.add_argument("dir_b")
+    p.set_defaults(func=cmd_compare)
+
+
+

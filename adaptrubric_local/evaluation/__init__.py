@@ -1,0 +1,1 @@
+"""Evaluation: metrics, test-time scaling, reports, and the harness that ties them to files."""

@@ -1,0 +1,211 @@
+"""The evaluation harness: the paper's protocols on any labelled data set, written as files a person
+reads (metrics.json / tts.json / ablation.json, report.md, PNG plots) plus `run.json` recording what
+produced them, so two result folders can be compared.
+
+Reads verdict files and data sets, calls `metrics`, `tts` and `report`; scoring (for `--model`)
+goes through `scoring.score_file`. Knows nothing about argument parsing.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+from typing import Optional
+
+from .. import __version__
+from ..formats import load_trajectories
+from ..types import Verdict
+from . import metrics as M
+from . import report as R
+from . import tts as T
+
+
+# ----------------------------------------------------------------------------- inputs
+def load_verdicts(path: str | Path) -> list[Verdict]:
+    """Read a verdict JSONL file; a malformed line is an error naming the file and line."""
+    path = Path(path)
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {n}: malformed JSON ({exc.msg})") from None
+            if not isinstance(d, dict) or "id" not in d or "status" not in d:
+                raise ValueError(f"{path}: line {n}: not a verdict line (needs 'id' and 'status')")
+            out.append(Verdict.from_dict(d))
+    return out
+
+
+def attach_labels(verdicts: list[Verdict], data: Optional[str | Path]) -> list[Verdict]:
+    """Take label, platform and task_id from the data set (the source of truth) by trajectory id."""
+    if data is None:
+        return verdicts
+    loaded = load_trajectories(data, check_images=False)
+    by_id = {t.id: t for t in loaded.trajectories}
+    for v in verdicts:
+        t = by_id.get(str(v.id))
+        if t is not None:
+            v.label, v.platform, v.task_id = t.label, t.platform, t.task_id
+    return verdicts
+
+
+def run_meta(verdicts_path: Optional[Path], verdicts: list[Verdict], **extra) -> dict:
+    """What produced a result: the scoring run's config sidecar, the verdicts' model/bank, and more."""
+    meta: dict = {}
+    if verdicts_path is not None:
+        cfg = Path(verdicts_path).with_suffix(".config.json")
+        if cfg.is_file():
+            meta.update(json.loads(cfg.read_text()))
+        meta["verdicts"] = str(verdicts_path)
+    models = sorted({v.model for v in verdicts if v.model})
+    banks = sorted({v.bank_sha for v in verdicts if v.bank_sha})
+    meta.setdefault("model", models[0] if len(models) == 1 else models or None)
+    meta.setdefault("bank_sha", banks[0] if len(banks) == 1 else banks or None)
+    meta.setdefault("package_version", __version__)
+    meta.update({k: v for k, v in extra.items() if v is not None})
+    meta["created"] = datetime.datetime.now().isoformat(timespec="seconds")
+    return meta
+
+
+def _summary(verdicts_path: Optional[Path]) -> Optional[dict]:
+    if verdicts_path is None:
+        return None
+    p = Path(verdicts_path).with_suffix(".summary.json")
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+def _dump(path: Path, obj) -> None:
+    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+# ----------------------------------------------------------------------------- eval
+def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None) -> dict:
+    """Metrics, report and plots for one verdict file; returns metrics.json's content."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    verdicts = attach_labels(load_verdicts(verdicts_path), data)
+    m = M.evaluate(verdicts)
+    m["efficiency"] = M.efficiency(verdicts, _summary(Path(verdicts_path)))
+    m["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None)
+    _dump(out / "metrics.json", m)
+    _dump(out / "run.json", m["run"])
+    title = f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"
+    R.plot_confusion(m["overall"]["confusion"], out / "confusion.png", f"Confusion matrix: {title}")
+    R.plot_per_platform(m["per_platform"], out / "per_platform.png", f"Per-platform metrics: {title}")
+    (out / "report.md").write_text(R.metrics_markdown(m, m["run"]))
+    return m
+
+
+# ----------------------------------------------------------------------------- tts
+def run_tts(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None,
+            max_n: Optional[int] = None, seed: int = T.SEED) -> dict:
+    """Test-time-scaling curves, pool composition, report and figure; returns tts.json's content."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    verdicts = attach_labels(load_verdicts(verdicts_path), data)
+    res = T.curves(verdicts, max_n=max_n, seed=seed)
+    res["classification"] = M.classification([v for v in verdicts if v.label in (0, 1)])
+    res["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None, seed=seed)
+    _dump(out / "tts.json", res)
+    _dump(out / "run.json", res["run"])
+    R.plot_tts(res, out / "tts.png", f"Reward-guided selection: {res['run'].get('model') or Path(verdicts_path).name} "
+                                     f"({res['pool']['tasks']} tasks, seed {seed})")
+    (out / "report.md").write_text(R.tts_markdown(res, res["run"]))
+    return res
+
+
+# ----------------------------------------------------------------------------- ablate
+def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True) -> dict:
+    """The four settings of Table 4 with one pipeline, so routes and cues are computed once and
+    shared; writes each setting's verdicts and metrics and the deltas against the full model."""
+    from dataclasses import replace
+
+    from ..scoring import score_file
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    loaded = load_trajectories(data)
+    base = pipe.config
+    rows = {}
+    for name, (coarse, fine) in (("full", (True, True)), ("no_fine", (True, False)),
+                                 ("no_coarse", (False, True)), ("no_both", (False, False))):
+        pipe.config = replace(base, coarse=coarse, fine=fine)
+        vpath = out / name / "verdicts.jsonl"
+        if vpath.exists():
+            vpath.unlink()
+        score_file(pipe, data, vpath, loaded=loaded, progress=progress)
+        rows[name] = run_eval(vpath, out / name, data)
+    pipe.config = base
+    full = rows["full"]["overall"]
+    table = {}
+    for name, m in rows.items():
+        o = m["overall"]
+        delta = {k: (o[k] - full[k]) if name != "full" and o[k] is not None and full[k] is not None else None
+                 for k in ("acc", "prec", "rec", "f1", "fpr")}
+        table[name] = {"overall": o, "delta": delta}
+    run = run_meta(None, [], data=str(data), model=getattr(pipe.engine, "name", None), bank_sha=pipe.bank.sha,
+                   max_images=base.max_images, router=base.router,
+                   shared_calls={"route": pipe.stats.get("calls_route", 0), "cue": pipe.stats.get("calls_cue", 0)})
+    result = {"settings": table, "run": run}
+    _dump(out / "ablation.json", result)
+    _dump(out / "run.json", run)
+    (out / "report.md").write_text(R.ablation_markdown(table, run))
+    return result
+
+
+# ----------------------------------------------------------------------------- compare
+COMPARED_SETTINGS = ("data", "model", "adapter", "bank_sha", "max_images", "max_visual_tokens", "router", "coarse",
+                     "fine", "ablation", "package_version")
+
+
+def _load_result(d: Path) -> tuple[dict, dict]:
+    for name in ("metrics.json", "tts.json", "ablation.json"):
+        if (d / name).is_file():
+            obj = json.loads((d / name).read_text())
+            return name, obj
+    raise ValueError(f"{d}: no metrics.json, tts.json or ablation.json (is it an eval/tts/ablate output folder?)")
+
+
+def _flat(kind: str, obj: dict) -> dict[str, float]:
+    out = {}
+    if kind == "metrics.json":
+        for k in ("acc", "prec", "rec", "f1", "fpr", "acc_strict", "unparsed", "errors", "n"):
+            out[f"overall.{k}"] = obj["overall"].get(k)
+        for p, r in obj.get("per_platform", {}).items():
+            for k in ("acc", "f1"):
+                out[f"{p}.{k}"] = r.get(k)
+        for k in ("calls_per_traj", "tokens_per_traj", "s_per_traj"):
+            out[f"efficiency.{k}"] = obj.get("efficiency", {}).get(k)
+    elif kind == "tts.json":
+        for proto in ("earlystop", "bestofn", "bestofn_soft", "random", "oracle"):
+            for n, sr in obj[proto].items():
+                out[f"{proto}@{n}"] = sr
+    else:
+        for name, row in obj["settings"].items():
+            for k in ("acc", "f1"):
+                out[f"{name}.{k}"] = row["overall"].get(k)
+    return out
+
+
+def compare(dir_a: str | Path, dir_b: str | Path) -> str:
+    """A plain-text table of the settings and metrics that differ between two result folders."""
+    (ka, a), (kb, b) = _load_result(Path(dir_a)), _load_result(Path(dir_b))
+    if ka != kb:
+        raise ValueError(f"cannot compare {ka} ({dir_a}) with {kb} ({dir_b})")
+    ra, rb = a.get("run", {}), b.get("run", {})
+    lines = [f"{'setting':<22}{'A':<40}{'B':<40}"]
+    for k in COMPARED_SETTINGS:
+        va, vb = ra.get(k), rb.get(k)
+        mark = "" if va == vb else "  <- differs"
+        lines.append(f"{k:<22}{str(va)[:38]:<40}{str(vb)[:38]:<40}{mark}")
+    fa, fb = _flat(ka, a), _flat(kb, b)
+    lines += ["", f"{'metric':<28}{'A':>10}{'B':>10}{'B - A':>10}"]
+    for k in sorted(set(fa) | set(fb), key=lambda s: (s.split(".")[0] != "overall", s)):
+        va, vb = fa.get(k), fb.get(k)
+        diff = f"{vb - va:+.2f}" if isinstance(va, (int, float)) and isinstance(vb, (int, float)) else "-"
+        lines.append(f"{k:<28}{R.fmt(va, 2) if va is not None else '-':>10}"
+                     f"{R.fmt(vb, 2) if vb is not None else '-':>10}{diff:>10}")
+    return "\n".join(lines)

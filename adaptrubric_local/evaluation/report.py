@@ -1,0 +1,185 @@
+"""Human-readable output of the evaluation harness: markdown reports and PNG plots (matplotlib).
+
+Takes the plain dicts that `metrics` and `tts` compute plus the run metadata; knows nothing about
+how they were computed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+
+def fmt(x: Optional[float], digits: int = 1) -> str:
+    """A percentage or '-' when undefined."""
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def run_block(run: dict) -> list[str]:
+    """The 'what produced this' lines every report starts with."""
+    keys = [("data", "data"), ("verdicts", "verdicts"), ("model", "model"), ("adapter", "adapter"),
+            ("bank_sha", "rubric bank sha"), ("max_images", "image budget (screenshots)"),
+            ("max_visual_tokens", "visual-token budget"), ("router", "router"), ("coarse", "coarse rubric"),
+            ("fine", "fine cues"), ("ablation", "ablation setting"), ("package_version", "adaptrubric-local"),
+            ("created", "created")]
+    return [f"- {label}: `{run.get(k)}`" for k, label in keys if k in run]
+
+
+def metrics_markdown(m: dict, run: dict) -> str:
+    """report.md for `adaptrubric eval`."""
+    o = m["overall"]
+    lines = ["# Reward-model evaluation", "", "## Run", *run_block(run), "",
+             "## Overall", "",
+             "| n | scored | unparsed | errors | Acc | Prec | Rec | F1 | FPR | Acc (unparsed/errors as wrong) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+             f"| {o['n']} | {o['scored']} | {o['unparsed']} | {o['errors']} | {fmt(o['acc'])} | {fmt(o['prec'])} | "
+             f"{fmt(o['rec'])} | {fmt(o['f1'])} | {fmt(o['fpr'])} | {fmt(o['acc_strict'])} |", "",
+             "Metrics are percentages over scored verdicts; unparsed and error verdicts are counted, not classified. "
+             "'-' marks an undefined value (no positives, or none predicted).", "",
+             "## Per platform (Table 1 layout)", "",
+             "| platform | n | positives | Acc | Prec | Rec | F1 | FPR | unparsed | errors |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for p, r in m["per_platform"].items():
+        lines.append(f"| {p} | {r['n']} | {r['positives']} | {fmt(r['acc'])} | {fmt(r['prec'])} | {fmt(r['rec'])} | "
+                     f"{fmt(r['f1'])} | {fmt(r['fpr'])} | {r['unparsed']} | {r['errors']} |")
+    c = o["confusion"]
+    lines += ["", "## Confusion matrix (scored verdicts)", "", "| | predicted 1 | predicted 0 |", "|---|---:|---:|",
+              f"| label 1 | {c['tp']} | {c['fn']} |", f"| label 0 | {c['fp']} | {c['tn']} |", "",
+              "![confusion matrix](confusion.png)", "", "![per-platform metrics](per_platform.png)", ""]
+    e = m.get("efficiency", {})
+    if e:
+        lines += ["## Efficiency (Table 5 layout)", "", "| trajectories | calls/traj | tokens/traj | s/traj | images/traj |",
+                  "|---:|---:|---:|---:|---:|",
+                  f"| {e['trajectories']} | {fmt(e.get('calls_per_traj'), 2)} | {fmt(e.get('tokens_per_traj'), 0)} | "
+                  f"{fmt(e.get('s_per_traj'), 3)} | {fmt(e.get('images_per_traj'), 1)} |", ""]
+    if m.get("unlabelled"):
+        lines.append(f"{m['unlabelled']} verdict(s) had no label in the data and were left out.")
+    return "\n".join(lines) + "\n"
+
+
+def plot_confusion(c: dict, path: Path, title: str) -> None:
+    """Confusion-matrix heat map with counts."""
+    plt = _plt()
+    grid = [[c["tp"], c["fn"]], [c["fp"], c["tn"]]]
+    fig, ax = plt.subplots(figsize=(5.2, 4.2), dpi=120)
+    im = ax.imshow(grid, cmap="Blues", vmin=0)
+    hi = max(max(r) for r in grid) or 1
+    for i in range(2):
+        for j in range(2):
+            ax.text(j, i, str(grid[i][j]), ha="center", va="center", fontsize=14,
+                    color="white" if grid[i][j] > hi / 2 else "black")
+    ax.set_xticks([0, 1], ["predicted\nsuccess (1)", "predicted\nfailure (0)"])
+    ax.set_yticks([0, 1], ["label\nsuccess (1)", "label\nfailure (0)"])
+    ax.set_xlabel("verifier verdict (scored only)")
+    ax.set_ylabel("ground-truth label")
+    ax.set_title(title, fontsize=9, wrap=True)
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="trajectories")
+    fig.tight_layout()
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
+
+
+def plot_per_platform(per: dict, path: Path, title: str) -> None:
+    """Grouped bars of Acc / Prec / Rec / F1 per platform."""
+    plt = _plt()
+    names = list(per) or ["(none)"]
+    keys = [("acc", "Accuracy"), ("prec", "Precision"), ("rec", "Recall"), ("f1", "F1")]
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(names) + 2), 3.8), dpi=120)
+    width = 0.8 / len(keys)
+    for k, (key, label) in enumerate(keys):
+        vals = [per[p][key] if p in per and per[p][key] is not None else 0.0 for p in names]
+        xs = [i + (k - 1.5) * width for i in range(len(names))]
+        bars = ax.bar(xs, vals, width, label=label)
+        for b, p in zip(bars, names):
+            if p in per and per[p][key] is None:
+                ax.text(b.get_x() + b.get_width() / 2, 1, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
+    ax.set_xticks(range(len(names)), [f"{p}\n(n={per[p]['n']}, scored {per[p]['scored']})" if p in per else p
+                                      for p in names])
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("%")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.22))
+    fig.tight_layout()
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
+
+
+def plot_tts(res: dict, path: Path, title: str) -> None:
+    """SR@N curves like the paper's Figure 4: EarlyStop and BestOfN panels with Random and Oracle."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.9), dpi=120, sharey=True)
+    ns = sorted(res["random"])
+    panels = [("EarlyStop SR@N", [("earlystop", "EarlyStop", "o-")]),
+              ("BestOfN SR@N", [("bestofn", "BestOfN (last tie)", "s-"), ("bestofn_soft", "BestOfN (p_success ties)", "^--")])]
+    for ax, (name, series) in zip(axes, panels):
+        for key, label, style in series:
+            ax.plot(ns, [res[key][n] for n in ns], style, label=label)
+        ax.plot(ns, [res["random"][n] for n in ns], ":", color="gray", label="Random (expected)")
+        ax.plot(ns, [res["oracle"][n] for n in ns], "--", color="black", label="Oracle")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("N (candidates per task)")
+        ax.set_xticks(ns)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("task success rate (%)")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
+
+
+def tts_markdown(res: dict, run: dict) -> str:
+    """report.md for `adaptrubric tts`."""
+    ns = sorted(res["random"])
+    p = res["pool"]
+    lines = ["# Reward-guided test-time scaling", "", "## Run", *run_block(run), "",
+             f"Candidates grouped by task_id and shuffled once per task (seed {run.get('seed', 42)}). "
+             "EarlyStop: first predicted success, else the last scanned. BestOfN: last tied best "
+             "(soft: ties broken by p_success). Random: expected value of a uniform pick. Unparsed/error "
+             "verdicts never count as predicted success.", "",
+             "## Pool composition (Table 12 layout)", "",
+             "| tasks | trials/task | all-fail | all-pass | mixed | trial SR | Oracle@max | headroom |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|",
+             f"| {p['tasks']} | {p['trials_per_task']['min']}-{p['trials_per_task']['max']} | "
+             f"{p['all_fail']} ({fmt(p['all_fail_pct'])}%) | {p['all_pass']} ({fmt(p['all_pass_pct'])}%) | "
+             f"{p['mixed']} ({fmt(p['mixed_pct'])}%) | {fmt(p['trial_sr'], 2)} | {fmt(p['oracle_at_max'], 2)} | "
+             f"{fmt(p['headroom'], 2)} |", "",
+             "## SR@N (%)", "", "| N | EarlyStop | BestOfN | BestOfN (soft) | Random | Oracle |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for n in ns:
+        lines.append(f"| {n} | {fmt(res['earlystop'][n], 2)} | {fmt(res['bestofn'][n], 2)} | "
+                     f"{fmt(res['bestofn_soft'][n], 2)} | {fmt(res['random'][n], 2)} | {fmt(res['oracle'][n], 2)} |")
+    last = ns[-1]
+    g = res["gain_over_random"]
+    lines += ["", f"Gains over Random at N={last}: EarlyStop {g['earlystop'][last]:+.2f}, BestOfN {g['bestofn'][last]:+.2f}, "
+              f"BestOfN (soft) {g['bestofn_soft'][last]:+.2f} points.", "", "![SR@N](tts.png)", ""]
+    if res.get("classification"):
+        c = res["classification"]
+        lines += [f"Verdicts on this pool: Acc {fmt(c['acc'])}, F1 {fmt(c['f1'])}, FPR {fmt(c['fpr'])}, "
+                  f"unparsed {c['unparsed']}, errors {c['errors']}."]
+    return "\n".join(lines) + "\n"
+
+
+def ablation_markdown(rows: dict, run: dict) -> str:
+    """report.md for `adaptrubric ablate` (Table 4 layout)."""
+    names = {"full": ("yes", "yes", "Full (Coarse + Fine)"), "no_fine": ("yes", "no", "w/o Fine"),
+             "no_coarse": ("no", "yes", "w/o Coarse"), "no_both": ("no", "no", "w/o Both")}
+    lines = ["# Ablation of rubric construction", "", "## Run", *run_block(run), "",
+             "| Coarse | Fine | Setting | Acc | ΔAcc | F1 | ΔF1 | unparsed | errors |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for key, r in rows.items():
+        c, f, label = names[key]
+        o = r["overall"]
+        d = r.get("delta", {})
+        lines.append(f"| {c} | {f} | {label} | {fmt(o['acc'])} | {fmt(d.get('acc'))} | {fmt(o['f1'])} | "
+                     f"{fmt(d.get('f1'))} | {o['unparsed']} | {o['errors']} |")
+    lines += ["", "Δ is the difference to the full model in points ('-' for the full model or when undefined).", ""]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,113 @@
+"""Reward-guided test-time scaling (paper §5.3, Appendix F): selecting one of N candidates per task.
+
+Candidates are grouped by `task_id`, sorted by id, then shuffled once per task with a fixed seed
+(42), the same order for every verifier. For each budget N (a task with fewer candidates uses all
+of them):
+- EarlyStop@N: the first candidate predicted successful, else the last one scanned;
+- BestOfN@N: the highest score, ties to the last candidate (binary scores: last predicted success,
+  else the last candidate); `bestofn_soft` breaks score ties with p_success before position;
+- Random@N: the expected success of a uniform pick from the prefix (not a sample);
+- Oracle@N: success if any candidate in the prefix succeeded.
+Unparsed and error verdicts are never "predicted success": they rank below a parsed 0 and are
+counted. Success rates are percentages over tasks. Knows nothing about models or files.
+"""
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from typing import Optional
+
+from ..types import Verdict
+
+SEED = 42
+
+
+def groups(verdicts: list[Verdict], seed: Optional[int] = SEED) -> dict[str, list[Verdict]]:
+    """task_id -> labelled candidates in the fixed shuffled order (tasks in sorted order);
+    seed None keeps the candidates sorted by id."""
+    by_task: dict[str, list[Verdict]] = defaultdict(list)
+    for v in verdicts:
+        if v.task_id is not None and v.label in (0, 1):
+            by_task[str(v.task_id)].append(v)
+    rng = random.Random(seed)
+    out = {}
+    for task in sorted(by_task):
+        cands = sorted(by_task[task], key=lambda v: str(v.id))
+        if seed is not None:
+            rng.shuffle(cands)
+        out[task] = cands
+    return out
+
+
+def _rank(v: Verdict) -> int:
+    return v.score if v.status == "ok" and v.score is not None else -1
+
+
+def earlystop(cands: list[Verdict], n: int) -> Verdict:
+    """First predicted success among the first n, else the last scanned."""
+    prefix = cands[:n]
+    return next((v for v in prefix if _rank(v) == 1), prefix[-1])
+
+
+def bestofn(cands: list[Verdict], n: int, soft: bool = False) -> Verdict:
+    """Highest score among the first n; ties go to p_success (soft) and then to the last candidate."""
+    prefix = cands[:n]
+
+    def key(item):
+        pos, v = item
+        p = v.p_success if soft and v.p_success is not None else -1.0
+        return (_rank(v), p if soft else 0.0, pos)
+
+    return max(enumerate(prefix), key=key)[1]
+
+
+def random_expected(cands: list[Verdict], n: int) -> float:
+    """Expected success of a uniform pick from the first n."""
+    prefix = cands[:n]
+    return sum(v.label for v in prefix) / len(prefix)
+
+
+def oracle(cands: list[Verdict], n: int) -> int:
+    """1 if any of the first n candidates succeeded."""
+    return int(any(v.label == 1 for v in cands[:n]))
+
+
+def curves(verdicts: list[Verdict], max_n: Optional[int] = None, seed: Optional[int] = SEED) -> dict:
+    """SR@N for N = 1..max_n for every protocol, gains over Random, and the pool composition."""
+    tasks = groups(verdicts, seed)
+    if not tasks:
+        raise ValueError("no labelled verdicts with a task_id: test-time scaling needs candidates grouped by task")
+    max_n = max_n or max(len(c) for c in tasks.values())
+    out: dict = {k: {} for k in ("earlystop", "bestofn", "bestofn_soft", "random", "oracle")}
+    t = len(tasks)
+    for n in range(1, max_n + 1):
+        out["earlystop"][n] = 100.0 * sum(earlystop(c, n).label for c in tasks.values()) / t
+        out["bestofn"][n] = 100.0 * sum(bestofn(c, n).label for c in tasks.values()) / t
+        out["bestofn_soft"][n] = 100.0 * sum(bestofn(c, n, soft=True).label for c in tasks.values()) / t
+        out["random"][n] = 100.0 * sum(random_expected(c, n) for c in tasks.values()) / t
+        out["oracle"][n] = 100.0 * sum(oracle(c, n) for c in tasks.values()) / t
+    out["gain_over_random"] = {k: {n: out[k][n] - out["random"][n] for n in out[k]}
+                               for k in ("earlystop", "bestofn", "bestofn_soft", "oracle")}
+    out["pool"] = pool(tasks, max_n)
+    return out
+
+
+def pool(tasks: dict[str, list[Verdict]], max_n: int) -> dict:
+    """Pool composition as in Table 12: all-fail / all-pass / mixed tasks, trial SR, headroom."""
+    t = len(tasks)
+    all_fail = sum(all(v.label == 0 for v in c) for c in tasks.values())
+    all_pass = sum(all(v.label == 1 for v in c) for c in tasks.values())
+    mixed = t - all_fail - all_pass
+    labels = [v.label for c in tasks.values() for v in c]
+    oracle_max = 100.0 * sum(oracle(c, max_n) for c in tasks.values()) / t
+    random1 = 100.0 * sum(random_expected(c, 1) for c in tasks.values()) / t
+    cands = [v for c in tasks.values() for v in c]
+    return {
+        "tasks": t,
+        "trials_per_task": {"min": min(len(c) for c in tasks.values()), "max": max(len(c) for c in tasks.values())},
+        "all_fail": all_fail, "all_pass": all_pass, "mixed": mixed,
+        "all_fail_pct": 100.0 * all_fail / t, "all_pass_pct": 100.0 * all_pass / t, "mixed_pct": 100.0 * mixed / t,
+        "trial_sr": 100.0 * sum(labels) / len(labels),
+        "oracle_at_max": oracle_max, "random_at_1": random1, "headroom": oracle_max - random1,
+        "unparsed": sum(v.status == "unparsed" for v in cands), "errors": sum(v.status == "error" for v in cands),
+    }
