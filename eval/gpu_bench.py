@@ -131,7 +131,8 @@ def run_arch(name, model, pipe, frames, args, device, label):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"))
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "gpu-benchmarks.md"),
+                    help="markdown table to write (default docs/gpu-benchmarks.md)")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--n-batch1", type=int, default=3, help="trajectories timed one at a time")
     ap.add_argument("--new-tokens", type=int, default=256)
