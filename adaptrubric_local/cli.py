@@ -6,6 +6,7 @@ Heavy modules (torch, transformers) are imported inside the subcommands that nee
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -60,7 +61,7 @@ def cmd_route(args) -> int:
     good = [obj for _, obj in rows if isinstance(obj, dict) and isinstance(obj.get("instruction"), str)]
     routes = pipe.route_many(o["instruction"] for o in good)
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
-    with out if args.output else _nullctx(out):
+    with out if args.output else contextlib.nullcontext(out):
         for obj in good:
             out.write(json.dumps({**obj, "category": routes[obj["instruction"]].category}, ensure_ascii=False) + "\n")
     for e in result.errors:
@@ -70,17 +71,6 @@ def cmd_route(args) -> int:
               + (f"; {bad + len(result.errors)} bad record(s) skipped" if bad or result.errors else ""),
               file=sys.stderr)
     return 0 if not (bad or result.errors) else 1
-
-
-class _nullctx:
-    def __init__(self, f):
-        self.f = f
-
-    def __enter__(self):
-        return self.f
-
-    def __exit__(self, *exc):
-        return False
 
 
 # ----------------------------------------------------------------------------- prompt
@@ -141,13 +131,16 @@ def cmd_validate_bank(args) -> int:
 
 # ----------------------------------------------------------------------------- engine helpers
 def _make_engine(args):
+    """The transformers engine from parsed --model/--adapter/... options (absent ones take defaults)."""
     from .engine.hf import HFEngine, HFEngineConfig
 
-    cfg = HFEngineConfig(model=args.model, adapter=getattr(args, "adapter", None),
-                         load_in_4bit=getattr(args, "load_in_4bit", False),
-                         device_map=getattr(args, "device_map", "auto"), dtype=getattr(args, "dtype", "auto"),
-                         votes=getattr(args, "votes", 1))
-    return HFEngine(cfg)
+    opt = lambda name, default: getattr(args, name, default)  # noqa: E731
+    visual = opt("max_visual_tokens", 6144)
+    return HFEngine(HFEngineConfig(
+        model=args.model, adapter=opt("adapter", None), load_in_4bit=opt("load_in_4bit", False),
+        dtype=opt("dtype", "auto"), device_map=opt("device_map", "auto"), votes=opt("votes", 1),
+        max_batch_size=opt("batch_size", 8), max_new_tokens=opt("max_new_tokens", 256),
+        max_visual_tokens=visual or None))
 
 
 def _add_model_args(p, required=False):

@@ -20,11 +20,11 @@ def _score_first(args, out: Path) -> Path:
     from .pipeline import AdaptRubric, PipelineConfig
     from .scoring import score_file
 
-    from .cli_score import _engine
+    from .cli import _make_engine
 
     cfg = PipelineConfig(router=args.router, max_images=args.max_images, batch_size=max(4 * args.batch_size, 8),
                          bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
-    engine = _engine(args)
+    engine = _make_engine(args)
     try:
         vpath = out / "verdicts.jsonl"
         if vpath.exists():
@@ -71,11 +71,11 @@ def cmd_ablate(args) -> int:
     from .evaluation.harness import run_ablation
     from .pipeline import AdaptRubric, PipelineConfig
 
-    from .cli_score import _engine
+    from .cli import _make_engine
 
     cfg = PipelineConfig(router=args.router, max_images=args.max_images, batch_size=max(4 * args.batch_size, 8),
                          bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
-    engine = _engine(args)
+    engine = _make_engine(args)
     try:
         res = run_ablation(AdaptRubric(engine, cfg), args.data, args.out, progress=not args.quiet)
     finally:

@@ -11,13 +11,14 @@ from pathlib import Path
 
 
 def cmd_score(args) -> int:
+    from .cli import _make_engine
     from .pipeline import AdaptRubric, PipelineConfig
     from .scoring import score_file
 
     cfg = PipelineConfig(router=args.router, coarse=not args.no_coarse, fine=not args.no_fine,
                          max_images=args.max_images, batch_size=max(args.batch_size * 4, 8),
                          bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
-    engine = _engine(args)
+    engine = _make_engine(args)
     try:
         summary = score_file(AdaptRubric(engine, cfg), args.data, args.out, resume=args.resume, fmt=args.format,
                              progress=not args.quiet)
@@ -27,15 +28,6 @@ def cmd_score(args) -> int:
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
     return 0
-
-
-def _engine(args):
-    from .engine.hf import HFEngine, HFEngineConfig
-
-    cfg = HFEngineConfig(model=args.model, adapter=args.adapter, load_in_4bit=args.load_in_4bit, dtype=args.dtype,
-                         device_map=args.device_map, votes=args.votes, max_batch_size=args.batch_size,
-                         max_new_tokens=args.max_new_tokens, max_visual_tokens=args.max_visual_tokens or None)
-    return HFEngine(cfg)
 
 
 # ----------------------------------------------------------------------------- synth / tiny / demo

@@ -273,12 +273,13 @@ def vote(verdicts: list[Verdict], raw: str) -> Verdict:
     parsed = [v for v in verdicts if v.status == "ok"]
     ones = sum(v.score for v in parsed)
     zeros = len(parsed) - ones
+    joined = "\n\n----- sample -----\n".join(v.raw or "" for v in verdicts) if verdicts else raw
     if not parsed or ones == zeros:
         why = "no sample was parseable" if not parsed else f"tied vote ({ones} vs {zeros})"
-        return Verdict(status="unparsed", raw=raw, parse_error=why,
+        return Verdict(status="unparsed", raw=joined, parse_error=why,
                        p_success=ones / len(parsed) if parsed else None)
     winner = 1 if ones > zeros else 0
     best = next(v for v in parsed if v.score == winner)
     best.p_success = ones / len(parsed)
-    best.raw = "\n\n----- sample -----\n".join(v.raw or "" for v in verdicts)
+    best.raw = joined
     return best

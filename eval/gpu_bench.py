@@ -199,7 +199,9 @@ def run_4bit(name, model, pipe, frames, args, device, tmp):
     torch.cuda.empty_cache()
     q = Qwen3VLForConditionalGeneration.from_pretrained(
         path, quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                                                     bnb_4bit_compute_dtype=torch.bfloat16),
+                                                     bnb_4bit_compute_dtype=torch.bfloat16,
+                                                     bnb_4bit_use_double_quant=True,
+                                                     llm_int8_skip_modules=["model.visual", "lm_head"]),
         device_map="cuda", local_files_only=True).eval()
     print(f"  4-bit reload in {time.perf_counter() - t0:.0f} s", flush=True)
     rows = run_arch(name, q, pipe, frames, args, device, "nf4")

@@ -223,3 +223,51 @@ def test_padded_prefill_attention_matches_stock_sdpa(monkeypatch):
     # a mask that is not left padding + causal goes to stock SDPA
     attention.padded_prefill_sdpa(module, q, k, v, torch.ones_like(mask))
     assert calls == [1]
+
+
+def test_votes_sample_k_outputs(tiny_model, synth_set):
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    eng = HFEngine(HFEngineConfig(model=str(tiny_model), votes=3, max_new_tokens=6))
+    try:
+        t = load_trajectories(synth_set).trajectories[:2]
+        v = AdaptRubric(eng, PipelineConfig(fine=False, verify_max_new_tokens=6)).score(t)
+        assert all(x.status in ("ok", "unparsed") for x in v)
+        assert all(x.raw.count("----- sample -----") == 2 for x in v)  # 3 samples kept in raw
+    finally:
+        eng.close()
+
+
+def test_lora_adapter_loads_through_peft(tiny_model, synth_set, tmp_path):
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import Qwen3VLForConditionalGeneration
+
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    base = Qwen3VLForConditionalGeneration.from_pretrained(tiny_model, local_files_only=True)
+    lora = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=r".*language_model.*\.(q_proj|v_proj)",
+                                           init_lora_weights=False))
+    lora.save_pretrained(tmp_path / "adapter")
+    eng = HFEngine(HFEngineConfig(model=str(tiny_model), adapter=str(tmp_path / "adapter"), max_new_tokens=6))
+    try:
+        assert isinstance(eng.model, PeftModel) and eng.name.endswith("adapter")
+        t = load_trajectories(synth_set).trajectories[:1]
+        assert AdaptRubric(eng, PipelineConfig(fine=False, verify_max_new_tokens=6)).score(t)[0].status != "error"
+    finally:
+        eng.close()
+
+
+def test_4bit_loading(tiny_model, synth_set):
+    pytest.importorskip("bitsandbytes")
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    eng = HFEngine(HFEngineConfig(model=str(tiny_model), load_in_4bit=True, max_new_tokens=4))
+    try:
+        import bitsandbytes as bnb
+
+        quantised = {n for n, m in eng.model.named_modules() if isinstance(m, bnb.nn.Linear4bit)}
+        assert any("language_model" in n for n in quantised) and not any("visual" in n for n in quantised)
+        t = load_trajectories(synth_set).trajectories[:1]
+        assert AdaptRubric(eng, PipelineConfig(fine=False, verify_max_new_tokens=4)).score(t)[0].status != "error"
+    finally:
+        eng.close()

@@ -329,7 +329,8 @@ def load_model(cfg: HFEngineConfig):
 
         kwargs["quantization_config"] = BitsAndBytesConfig(
             load_in_4bit=cfg.load_in_4bit, load_in_8bit=cfg.load_in_8bit, bnb_4bit_quant_type="nf4",
-            bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32, bnb_4bit_use_double_quant=True)
+            bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32, bnb_4bit_use_double_quant=True,
+            llm_int8_skip_modules=["model.visual", "lm_head"])  # quantise the language model only
     model = AutoModelForImageTextToText.from_pretrained(cfg.model, **kwargs)
     if cfg.adapter:
         from peft import PeftModel

@@ -42,6 +42,14 @@ def classify_code_action(action: str) -> tuple[str | None, str | None, str | Non
     return None, None, None
 
 
+def code_step(shot: str, raw_action, thought) -> tuple[Step, str | None]:
+    """A Step from a code-like action (pyautogui / function call), and the answer it submits, if any."""
+    action = _action_text(raw_action or "")
+    atype, text, answer = classify_code_action(action)
+    return Step(screenshot=shot, action=action, action_type=atype, text=text,
+                thought=thought if isinstance(thought, str) else None), answer
+
+
 # ---------------------------------------------------------------- ZeroGUI / OSWorld
 def _zerogui_instruction(folder: Path, rows: list[dict]) -> str | None:
     for r in rows:
@@ -80,11 +88,9 @@ def load_zerogui_folder(folder: Path, root: Path, check_images: bool = True) -> 
             rel = str((folder / name).relative_to(root)) if not Path(name).is_absolute() else name
             shot = resolve_image(root, rel, file, f"step_num {r.get('step_num', i + 1)}", "screenshot_file",
                                  check_images)
-            action = _action_text(r.get("action", ""))
-            atype, text, ans = classify_code_action(action)
+            step, ans = code_step(shot, r.get("action"), r.get("response"))
+            steps.append(step)
             answer = ans if ans is not None else answer
-            steps.append(Step(screenshot=shot, action=action, action_type=atype, text=text,
-                              thought=r.get("response") if isinstance(r.get("response"), str) else None))
         label = None
         if (folder / "result.txt").is_file():
             raw = (folder / "result.txt").read_text(encoding="utf-8").strip()
@@ -122,11 +128,9 @@ def parse_osreward(obj: Any, file: Path, root: Path, check_images: bool = True) 
             raise DataError(file, "step must be an object", rec, f"trajectory[{i}]")
         shot = resolve_image(root, s.get("screenshot_path"), file, rec, f"trajectory[{i}].screenshot_path",
                              check_images)
-        action = _action_text(s.get("action", ""))
-        atype, text, ans = classify_code_action(action)
+        step, ans = code_step(shot, s.get("action"), s.get("thought"))
+        steps.append(step)
         answer = ans if ans is not None else answer
-        steps.append(Step(screenshot=shot, action=action, action_type=atype, text=text,
-                          thought=s.get("thought") if isinstance(s.get("thought"), str) else None))
     traj = Trajectory(id=str(require(obj, "trace_id", file, rec, (str, int))),
                       instruction=require(obj, "instruction", file, rec), steps=steps,
                       answer=obj.get("answer") if isinstance(obj.get("answer"), str) else answer,
@@ -168,10 +172,9 @@ def parse_clawgui(doc: Any, file: Path, root: Path, check_images: bool = True) -
         if not isinstance(s, dict):
             raise DataError(file, "step must be an object", rec, f"episode[{i}]")
         shot = resolve_image(root, s.get("image_path"), file, rec, f"episode[{i}].image_path", check_images)
-        action = _action_text(s.get("action") or s.get("model_response") or "")
-        atype, text, ans = classify_code_action(action)
+        step, ans = code_step(shot, s.get("action") or s.get("model_response"), None)
+        steps.append(step)
         answer = ans if ans is not None else answer
-        steps.append(Step(screenshot=shot, action=action, action_type=atype, text=text))
     goal = require(meta, "task_goal", file, rec)
     traj = Trajectory(id=str(meta.get("episode_id") or file.parent.name), instruction=goal, steps=steps,
                       answer=answer, platform=meta.get("platform", "android"),
