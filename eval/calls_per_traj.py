@@ -20,7 +20,7 @@ from adaptrubric_local.synth import synthesize  # noqa: E402
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tasks", type=int, default=25, help="number of distinct instructions")
+    ap.add_argument("--tasks", type=int, default=25, help="number of tasks (synthetic; some share an instruction)")
     ap.add_argument("--group", type=int, default=4, help="rollouts per instruction (GRPO group size)")
     ap.add_argument("--batch-size", type=int, default=8)
     args = ap.parse_args()
@@ -37,7 +37,10 @@ def main() -> int:
             uncached_calls += fresh.stats["calls"]
     s = cached.summary()
     n = len(trajs)
-    print(f"trajectories: {n} ({args.tasks} instructions x {args.group} rollouts), batch size {args.batch_size}")
+    distinct = len({t.instruction for t in trajs})
+    print(f"trajectories: {n} ({args.tasks} tasks x {args.group} rollouts, {distinct} distinct instructions), "
+          f"batch size {args.batch_size}")
+    print(f"floor with one router + one cue call per distinct instruction: {1 + 2 * distinct / n:.2f} calls/traj")
     print(f"calls by kind with cache: {s['calls_by_kind']}")
     print(f"{'':<22}{'calls/traj':>12}{'tokens/traj':>13}")
     print(f"{'without cache':<22}{uncached_calls / n:>12.2f}{'':>13}")

@@ -40,7 +40,8 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
 
 
 def attach_labels(verdicts: list[Verdict], data: Optional[str | Path]) -> list[Verdict]:
-    """Take label, platform and task_id from the data set (the source of truth) by trajectory id."""
+    """Take label, platform and task_id from the data set (the source of truth) by trajectory id;
+    a trajectory without a task_id is grouped with the others that share its instruction."""
     if data is None:
         return verdicts
     loaded = load_trajectories(data, check_images=False)
@@ -48,7 +49,7 @@ def attach_labels(verdicts: list[Verdict], data: Optional[str | Path]) -> list[V
     for v in verdicts:
         t = by_id.get(str(v.id))
         if t is not None:
-            v.label, v.platform, v.task_id = t.label, t.platform, t.task_id
+            v.label, v.platform, v.task_id = t.label, t.platform, t.task_id or f"instruction: {t.instruction}"
     return verdicts
 
 
@@ -123,7 +124,7 @@ def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True)
     shared; writes each setting's verdicts and metrics and the deltas against the full model."""
     from dataclasses import replace
 
-    from ..scoring import score_file
+    from ..scoring import score_file, vars_of
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -146,8 +147,8 @@ def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True)
         delta = {k: (o[k] - full[k]) if name != "full" and o[k] is not None and full[k] is not None else None
                  for k in ("acc", "prec", "rec", "f1", "fpr")}
         table[name] = {"overall": o, "delta": delta}
-    run = run_meta(None, [], data=str(data), model=getattr(pipe.engine, "name", None), bank_sha=pipe.bank.sha,
-                   max_images=base.max_images, router=base.router,
+    settings = {k: v for k, v in vars_of(pipe).items() if k not in ("coarse", "fine", "ablation")}
+    run = run_meta(None, [], **settings, data=str(data),
                    shared_calls={"route": pipe.stats.get("calls_route", 0), "cue": pipe.stats.get("calls_cue", 0)})
     result = {"settings": table, "run": run}
     _dump(out / "ablation.json", result)

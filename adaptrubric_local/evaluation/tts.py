@@ -1,6 +1,6 @@
 """Reward-guided test-time scaling (paper §5.3, Appendix F): selecting one of N candidates per task.
 
-Candidates are grouped by `task_id`, sorted by id, then shuffled once per task with a fixed seed
+Candidates are grouped by `task_id` (the harness uses the instruction when the data has none), sorted by id, then shuffled once per task with a fixed seed
 (42), the same order for every verifier. For each budget N (a task with fewer candidates uses all
 of them):
 - EarlyStop@N: the first candidate predicted successful, else the last one scanned;
