@@ -1,0 +1,38 @@
+"""RL reward adapters: their docstring examples run, and failures are reported, not turned into 0/1."""
+import doctest
+
+import pytest
+
+from adaptrubric_local import FakeEngine, load_trajectories, rewards
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(rewards, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 3 and result.failed == 0
+
+
+@pytest.fixture
+def trajs(synth_set):
+    return load_trajectories(synth_set).trajectories[:3]
+
+
+def test_unparsed_and_bad_items(trajs):
+    eng = FakeEngine(script=lambda r: "I think it worked." if r.kind == "verify" else "NO_HINT: fine")
+    rewards.configure(engine=eng, unparsed_reward=-1.0)
+    items = [trajs[0].to_dict(), {"id": "x", "instruction": "i", "steps": []}]
+    assert rewards.trl_reward(completions=["", ""], trajectory=items) == [None, None]
+    out = rewards.compute_score("gui", "", None, {"trajectory": items[1]})
+    assert out["score"] == -1.0 and out["status"] == "error" and "no steps" in out["error"]
+    res = rewards.reward_func(["q", "q"], ["p", "p"], items)
+    assert res["rewards"].tolist() == [-1.0, -1.0]
+    assert res["extra_logs"]["unparsed"].tolist() == [1.0, 0.0] and res["extra_logs"]["errors"].tolist() == [0.0, 1.0]
+
+
+def test_soft_reward_and_batches(trajs):
+    rewards.configure(engine=FakeEngine(p_score=lambda req, d: 0.8 if d == "1" else 0.2), reward="soft")
+    assert rewards.trl_reward(completions=[""] * 3, trajectory=[t.to_dict() for t in trajs]) == [0.8, 0.8, 0.8]
+    batch = rewards.compute_score(["gui"] * 2, ["", ""], [None, None], [{"trajectory": t.to_dict()} for t in trajs[:2]])
+    assert [b["score"] for b in batch] == [0.8, 0.8]
+    with pytest.raises(ValueError, match="trajectory"):
+        rewards.trl_reward(completions=[""])
+    rewards.configure(engine=FakeEngine())
