@@ -147,12 +147,12 @@ def _is_dup(a, b, near_dup: Optional[Callable]) -> bool:
 
 
 def thumbnail_fingerprint(path: str, size: int = 32):
-    """A small grayscale thumbnail (tuple of ints) for near-duplicate checks."""
+    """A small grayscale thumbnail (bytes, box-averaged so a small local change such as a typed
+    word still moves its cell) for near-duplicate checks."""
     from PIL import Image
 
     with Image.open(path) as im:
-        im.draft("L", (size * 8, size * 8))
-        return tuple(im.convert("L").resize((size, size)).tobytes())
+        return im.convert("L").resize((size, size), Image.BOX).tobytes()
 
 
 def thumbnails_close(a, b, tol: int = 6) -> bool:

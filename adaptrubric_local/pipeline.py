@@ -9,8 +9,10 @@ others still get theirs. Only this module talks to the engine; it knows nothing 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
@@ -107,6 +109,7 @@ class AdaptRubric:
         self._routes: dict[str, RouteResult] = {}
         self._cues: dict[tuple[str, str], CueResult] = {}
         self._fp = (thumbnail_fingerprint, thumbnails_close) if self.config.dedupe_frames else (None, None)
+        self._pool: Optional[ThreadPoolExecutor] = None
 
     # ------------------------------------------------------------------ engine accounting
     def _call(self, requests: list[Request]) -> list[Output]:
@@ -168,8 +171,7 @@ class AdaptRubric:
         """Prepare a batch; a trajectory that fails comes back as its exception."""
         routes = self.route_many(t.instruction for t in trajs)
         cues = self.cues_many((t.instruction, routes[t.instruction].category) for t in trajs)
-        out: list[Prepared | Exception] = []
-        for t in trajs:
+        def one(t: Trajectory) -> Prepared | Exception:
             try:
                 r = routes[t.instruction]
                 rs = self.bank.lookup(r.category)
@@ -177,10 +179,18 @@ class AdaptRubric:
                 sel = select_context(t, r.category, self.config.max_images, *self._fp)
                 prompt = fuse(self.prompts, self.bank, rs, t.instruction, compile_evidence(t), c.cues,
                               coarse=self.config.coarse, fine=self.config.fine)
-                out.append(Prepared(t, r, rs, c, sel, prompt))
+                return Prepared(t, r, rs, c, sel, prompt)
             except Exception as exc:  # one bad trajectory must not sink the batch
-                out.append(exc)
-        return out
+                return exc
+
+        if not self.config.dedupe_frames or len(trajs) == 1:
+            return [one(t) for t in trajs]
+        return list(self._workers().map(one, trajs))  # frame fingerprints decode images: use the cores
+
+    def _workers(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1), thread_name_prefix="prep")
+        return self._pool
 
     def verifier_request(self, p: Prepared) -> Request:
         """The engine request for one prepared trajectory."""

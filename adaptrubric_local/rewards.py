@@ -19,11 +19,12 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from .engine.base import Engine
-from .formats import load_trajectories
-from .formats.canonical import parse_record
-from .pipeline import AdaptRubric, PipelineConfig
-from .types import Trajectory, Verdict
+# absolute imports: verl and OpenRLHF load this file by path, outside the package
+from adaptrubric_local.engine.base import Engine
+from adaptrubric_local.formats import load_trajectories
+from adaptrubric_local.formats.canonical import parse_record
+from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+from adaptrubric_local.types import Trajectory, Verdict
 
 _STATE: dict[str, Any] = {"pipe": None, "reward": "binary", "unparsed_reward": 0.0, "data_root": "/"}
 
@@ -35,7 +36,7 @@ def configure(engine: Optional[Engine] = None, model: Optional[str] = None, adap
     if reward not in ("binary", "soft"):
         raise ValueError(f"reward must be 'binary' or 'soft', got {reward!r}")
     if engine is None:
-        from .engine.hf import HFEngine, HFEngineConfig
+        from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
 
         engine = HFEngine(HFEngineConfig(model=model or "Qwen/Qwen3-VL-8B-Instruct", adapter=adapter,
                                          load_in_4bit=load_in_4bit))

@@ -36,3 +36,15 @@ def test_soft_reward_and_batches(trajs):
     with pytest.raises(ValueError, match="trajectory"):
         rewards.trl_reward(completions=[""])
     rewards.configure(engine=FakeEngine())
+
+
+def test_loads_by_file_path_like_verl_and_openrlhf(trajs):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("custom_module", rewards.__file__)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.configure(engine=FakeEngine())
+    out = mod.reward_func(["q"], ["p"], [trajs[0].to_dict()])
+    assert out["rewards"].tolist() == [1.0]
+    assert mod.compute_score("gui", "", None, {"trajectory": trajs[0].to_dict()})["score"] == 1.0
