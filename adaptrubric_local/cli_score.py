@@ -18,10 +18,13 @@ def cmd_score(args) -> int:
     cfg = PipelineConfig(router=args.router, coarse=not args.no_coarse, fine=not args.no_fine,
                          max_images=args.max_images, batch_size=max(args.batch_size * 4, 8),
                          bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
+    from .formats import load_trajectories
+
+    loaded = load_trajectories(args.data, fmt=args.format)  # bad data fails before the model loads
     engine = _make_engine(args)
     try:
         summary = score_file(AdaptRubric(engine, cfg), args.data, args.out, resume=args.resume, fmt=args.format,
-                             progress=not args.quiet)
+                             progress=not args.quiet, loaded=loaded)
     finally:
         engine.close()
     print(json.dumps(summary, indent=2))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -308,8 +309,22 @@ def load_model(cfg: HFEngineConfig):
         # decode step); transformers keeps it off by default because CUDA's masked GQA hits the math kernel
         os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
     local = Path(cfg.model).is_dir()
-    common = dict(trust_remote_code=False, local_files_only=local)
-    processor = AutoProcessor.from_pretrained(cfg.model, **common)
+    if not local and (cfg.model.startswith((".", "/", "~")) or os.sep in cfg.model.strip("/").replace("/", "", 1)):
+        raise ValueError(f"model folder not found: {cfg.model} (give a local folder saved with save_pretrained, "
+                         "or a hub id such as Qwen/Qwen3-VL-8B-Instruct)")
+    common = dict(trust_remote_code=False, local_files_only=True)
+    try:  # a local folder, or a hub id already in the local cache: no network at all
+        processor = AutoProcessor.from_pretrained(cfg.model, **common)
+    except OSError as exc:
+        if local or os.environ.get("HF_HUB_OFFLINE") == "1":
+            raise ValueError(f"cannot load {cfg.model!r} from local files: {exc}") from None
+        print(f"{cfg.model}: not in the local cache; downloading from the hub (set HF_HUB_OFFLINE=1 to fail "
+              "instead on machines without network)", file=sys.stderr)
+        common["local_files_only"] = False
+        try:
+            processor = AutoProcessor.from_pretrained(cfg.model, **common)
+        except OSError as exc2:
+            raise ValueError(f"cannot load {cfg.model!r}: {exc2}") from None
     if not hasattr(processor, "image_processor"):
         raise ValueError(f"{cfg.model}: AutoProcessor gave {type(processor).__name__}, not a vision processor")
     kwargs = dict(common, dtype=_dtype(cfg), use_safetensors=True)
