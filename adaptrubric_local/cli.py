@@ -46,6 +46,9 @@ def cmd_route(args) -> int:
     if args.instruction:
         res = pipe.route_many([args.instruction])[args.instruction]
         print(res.category)
+        if not res.parsed:
+            print(f"note: the router's output had no valid CATEGORY line; fell back to general. Output: "
+                  f"{(res.raw or '')[:200]!r}", file=sys.stderr)
         return 0
     if not args.input:
         return _die("give an INSTRUCTION or --input FILE.jsonl")
@@ -107,8 +110,9 @@ def cmd_prompt(args) -> int:
         print(f"  step {i + 1}: {traj.steps[i].screenshot}  ({p.selection.reasons[i]})")
     print()
     print(p.prompt.suffix)
-    print(f"\n# category={p.route.category} cues={len(p.cues.cues)} images={len(p.images)} "
-          f"ablation={cfg.ablation} bank={pipe.bank.sha}", file=sys.stderr)
+    print(f"\n# category={p.route.category} ({p.route.mode} router{'' if p.route.parsed else ', unparsed: fell back'}) "
+          f"cues={len(p.cues.cues)} images={len(p.images)} ablation={cfg.ablation} bank={pipe.bank.sha}",
+          file=sys.stderr)
     for d in p.cues.dropped:
         print(f"# dropped cue: {d['cue']!r}: {d['reason']}", file=sys.stderr)
     return 0

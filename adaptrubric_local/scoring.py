@@ -107,11 +107,14 @@ def vars_of(pipe: AdaptRubric) -> dict:
     """What produced a verdict file: pipeline settings, model, adapter, bank hash, version."""
     from dataclasses import asdict
 
+    from dataclasses import is_dataclass
+
     eng = pipe.engine
     ecfg = getattr(eng, "config", None)
     return {**asdict(pipe.config), "ablation": pipe.config.ablation, "model": getattr(eng, "name", None),
             "adapter": getattr(ecfg, "adapter", None), "max_visual_tokens": getattr(ecfg, "max_visual_tokens", None),
-            "bank_sha": pipe.bank.sha, "package_version": __version__}
+            "engine": asdict(ecfg) if is_dataclass(ecfg) else None, "bank_sha": pipe.bank.sha,
+            "package_version": __version__}
 
 
 def _write(fh, v: Verdict, sink: list) -> None:
