@@ -271,3 +271,30 @@ def test_4bit_loading(tiny_model, synth_set):
         assert AdaptRubric(eng, PipelineConfig(fine=False, verify_max_new_tokens=4)).score(t)[0].status != "error"
     finally:
         eng.close()
+
+
+def test_odd_inputs(tiny_engine, tmp_path):
+    from PIL import Image
+
+    from adaptrubric_local import Step, Trajectory
+
+    rgba = tmp_path / "rgba.png"
+    Image.new("RGBA", (120, 260), (10, 200, 30, 128)).save(rgba)
+    pal = tmp_path / "pal.png"
+    Image.new("P", (100, 220), 3).save(pal)
+    gray = tmp_path / "gray.png"
+    Image.new("L", (90, 200), 77).save(gray)
+    jpg = tmp_path / "shot.jpg"
+    Image.new("RGB", (140, 300), (1, 2, 3)).save(jpg)
+    wide = tmp_path / "wide.png"
+    Image.new("RGB", (4000, 10), (0, 0, 0)).save(wide)  # aspect ratio > 200: Qwen's resize rule rejects it
+    trajs = [
+        Trajectory(id="one", instruction="Open Settings.", steps=[Step(screenshot=str(rgba), action="finish()")]),
+        Trajectory(id="mixed", instruction="Open Files.", steps=[Step(screenshot=str(p), action=f"tap({i})")
+                                                                   for i, p in enumerate([pal, gray, jpg, rgba])]),
+        Trajectory(id="wide", instruction="Open Files.", steps=[Step(screenshot=str(wide), action="tap()")]),
+    ]
+    v = AdaptRubric(tiny_engine, PipelineConfig(verify_max_new_tokens=4, cue_max_new_tokens=4)).score(trajs)
+    assert v[0].status != "error" and v[0].n_images == 1
+    assert v[1].status != "error" and v[1].n_images == 4
+    assert v[2].status == "error" and "wide.png: aspect ratio 400:1" in v[2].error, v[2].error

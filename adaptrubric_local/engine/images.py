@@ -183,9 +183,9 @@ class ImagePipeline:
         plans: list[list[tuple[int, int]]] = []
         for i, paths in enumerate(requests):
             try:
-                plans.append(target_sizes([image_size(p) for p in paths], cfg))
-            except Exception as exc:  # unreadable header, missing file, absurd aspect ratio
-                errors[i] = _describe(paths, exc)
+                plans.append(self._plan(paths))
+            except ValueError as exc:  # missing or unreadable file, absurd aspect ratio
+                errors[i] = str(exc)
                 plans.append([])
         # every image's rows in one preallocated tensor, known before any pixel is decoded
         order = [(i, j) for i in range(len(requests)) if i not in errors for j in range(len(requests[i]))]
@@ -202,6 +202,22 @@ class ImagePipeline:
             except Exception as exc:
                 errors.setdefault(key[0], f"{requests[key[0]][key[1]]}: cannot decode image ({exc})")
         return self._assemble(requests, plans, order, starts, out, errors)
+
+    def _plan(self, paths: list[str]) -> list[tuple[int, int]]:
+        """Target sizes for one request, or ValueError naming the image that cannot be used."""
+        sizes = []
+        for p in paths:
+            if not os.path.isfile(p):
+                raise ValueError(f"{p}: image not found")
+            try:
+                sizes.append(image_size(p))
+            except Exception as exc:
+                raise ValueError(f"{p}: cannot read image ({type(exc).__name__}: {exc})") from None
+            h, w = sizes[-1]
+            if max(h, w) > 200 * max(1, min(h, w)):
+                raise ValueError(f"{p}: aspect ratio {max(h, w) / max(1, min(h, w)):.0f}:1 ({w}x{h}) is beyond "
+                                 "Qwen3-VL's limit of 200:1")
+        return target_sizes(sizes, self.cfg)
 
     def _one(self, path: str, size: tuple[int, int], out: torch.Tensor) -> None:
         patchify(decode_resize(path, size).unsqueeze(0), self.cfg, out)
@@ -228,10 +244,3 @@ def pin(batch: BatchImages) -> BatchImages:
     if batch.pixel_values is not None and torch.cuda.is_available():
         batch.pixel_values = batch.pixel_values.pin_memory()
     return batch
-
-
-def _describe(paths: list[str], exc: Exception) -> str:
-    for p in paths:
-        if not os.path.isfile(p):
-            return f"{p}: image not found"
-    return f"cannot read image header ({type(exc).__name__}: {exc})"
