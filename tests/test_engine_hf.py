@@ -115,21 +115,49 @@ def test_pipeline_matches_processor(tiny_engine, tmp_path):
 
 
 def test_watched_token_probabilities_align_with_text(tiny_engine):
+    from adaptrubric_local.engine.base import Output
+    from adaptrubric_local.engine.hf import WatchRecorder
+    from adaptrubric_local.pipeline import p_success
+
     tok = tiny_engine.tokenizer
     ids = tok.encode("Looks done.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none", add_special_tokens=False)
     vocab = tiny_engine.model.config.text_config.vocab_size
-    logits = torch.zeros(len(ids), vocab)
     one, zero = tok.convert_tokens_to_ids("1"), tok.convert_tokens_to_ids("0")
-    logits[:, one], logits[:, zero] = 3.0, 1.0
-    text, probs, n = tiny_engine._decode(torch.tensor(ids), logits, ("0", "1"))
+    rec = WatchRecorder([zero, one])
+    for _ in ids:  # what generate would feed it, step by step
+        scores = torch.zeros(1, vocab)
+        scores[0, one], scores[0, zero] = 3.0, 1.0
+        assert rec(None, scores) is scores
+    probs = rec.stacked()[0]
+    assert probs.shape == (len(ids), 2)
+    text, token_probs, n = tiny_engine._decode(torch.tensor(ids), probs, ["0", "1"], ("0", "1"))
     assert n == len(ids) and text.endswith("MISSING_EVIDENCE: none")
-    hit = [p for p in probs if text[p.offset] == "1"]
+    hit = [p for p in token_probs if text[p.offset] == "1"]
     assert hit and hit[0].probs["1"] > hit[0].probs["0"]
-    from adaptrubric_local.engine.base import Output
-    from adaptrubric_local.pipeline import p_success
-
-    p = p_success(Output(text=text, token_probs=probs))
+    p = p_success(Output(text=text, token_probs=token_probs))
     assert p == pytest.approx(torch.softmax(torch.tensor([1.0, 3.0]), 0)[1].item(), rel=1e-4)
+
+
+def test_generated_probabilities_match_a_forward_pass(tiny_engine, synth_set):
+    """What the recorder saw during generation equals P(next token) recomputed from scratch."""
+    t = load_trajectories(synth_set).trajectories[0]
+    req = Request(prompt="Judge this.", images=[s.screenshot for s in t.steps[:2]], watch=("0", "1"),
+                  max_new_tokens=6, kind="verify")
+    out = tiny_engine.generate([req])[0]
+    imgs = tiny_engine.images.process([req.images])
+    enc = tiny_engine.encode([req], imgs)
+    gen = tiny_engine.tokenizer(out.text, add_special_tokens=False)["input_ids"]
+    rec_first = tiny_engine.next_token_probs([req], [""], ("0", "1"))[0]
+    from adaptrubric_local.engine.hf import WatchRecorder
+
+    rec = WatchRecorder([tiny_engine.tokenizer.convert_tokens_to_ids(c) for c in ("0", "1")])
+    with torch.inference_mode():
+        tiny_engine.model.generate(**tiny_engine._to_device(enc), max_new_tokens=1, do_sample=False,
+                                   logits_processor=[rec], pad_token_id=tiny_engine.tokenizer.pad_token_id)
+    first = rec.stacked()[0, 0]
+    assert first[0].item() == pytest.approx(rec_first["0"], rel=1e-4)
+    assert first[1].item() == pytest.approx(rec_first["1"], rel=1e-4)
+    assert len(gen) >= 1
 
 
 def test_next_token_probs(tiny_engine, synth_set):

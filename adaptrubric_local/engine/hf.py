@@ -20,6 +20,8 @@ from typing import Callable, Optional
 
 import torch
 
+from transformers import LogitsProcessorList
+
 from .base import Engine, Output, Request, TokenProbs
 from .images import BatchImages, ImageConfig, ImagePipeline, image_size, pin, target_sizes
 
@@ -61,6 +63,25 @@ class HFEngineConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.adapter and not Path(self.adapter).is_dir():
             raise ValueError(f"adapter folder not found: {self.adapter}")
+
+
+class WatchRecorder:
+    """A logits processor that records, at every generation step, the softmax probabilities of a few
+    watched token ids and passes the scores through unchanged (instead of keeping every step's full
+    vocabulary logits, which for a batch of 16 x 256 steps is gigabytes)."""
+
+    def __init__(self, token_ids: list[int]):
+        self.ids = torch.tensor(token_ids, dtype=torch.long)
+        self.steps: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        ids = self.ids.to(scores.device)
+        self.steps.append(torch.softmax(scores.float(), dim=-1).index_select(-1, ids))
+        return scores
+
+    def stacked(self) -> Optional[torch.Tensor]:
+        """(batch, steps, watched) on the CPU, or None before the first step."""
+        return torch.stack(self.steps, dim=1).cpu() if self.steps else None
 
 
 class OutOfMemory(RuntimeError):
@@ -195,9 +216,12 @@ class HFEngine(Engine):
         inputs = self._to_device(enc)
         k = self.config.votes
         max_new = max(r.max_new_tokens or self.config.max_new_tokens for r in reqs)
+        watch = sorted({w for r in reqs for w in r.watch})
+        recorder = WatchRecorder([self.tokenizer.convert_tokens_to_ids(w) for w in watch]) if watch else None
         gen_kwargs = dict(max_new_tokens=min(max_new, self.config.max_new_tokens) if reqs[0].kind == "verify" else max_new,
-                          do_sample=k > 1, num_return_sequences=k, output_logits=True, return_dict_in_generate=True,
-                          pad_token_id=self.tokenizer.pad_token_id, eos_token_id=self.eos_ids)
+                          do_sample=k > 1, num_return_sequences=k, return_dict_in_generate=True,
+                          pad_token_id=self.tokenizer.pad_token_id, eos_token_id=self.eos_ids,
+                          logits_processor=LogitsProcessorList([recorder]) if recorder else None)
         if k > 1:
             torch.manual_seed(self.config.seed)
             gen_kwargs.update(temperature=self.config.temperature, top_k=0, top_p=1.0)
@@ -206,19 +230,21 @@ class HFEngine(Engine):
         res = self.model.generate(**inputs, **gen_kwargs)
         prompt_len = enc["input_ids"].shape[1]
         gen = res.sequences[:, prompt_len:].cpu()
-        logits = torch.stack(res.logits, dim=1).float().cpu() if res.logits else None  # (B*k, steps, vocab)
+        probs = recorder.stacked() if recorder else None  # (B*k, steps, len(watch)): small, unlike full logits
         outs = []
         for b, r in enumerate(reqs):
-            samples = [self._decode(gen[b * k + s], logits[b * k + s] if logits is not None else None, r.watch)
+            samples = [self._decode(gen[b * k + s], probs[b * k + s] if probs is not None else None, watch, r.watch)
                        for s in range(k)]
-            text, probs, n_gen = samples[0]
+            text, token_probs, _ = samples[0]
             outs.append(Output(text=text, prompt_tokens=int(enc["attention_mask"][b].sum()),
-                               completion_tokens=sum(s[2] for s in samples), token_probs=probs,
+                               completion_tokens=sum(s[2] for s in samples), token_probs=token_probs,
                                n_images=len(r.images), visual_tokens=imgs.visual_tokens(b),
                                samples=[(t, p) for t, p, _ in samples] if k > 1 else []))
         return outs
 
-    def _decode(self, ids: torch.Tensor, logits: Optional[torch.Tensor], watch: tuple[str, ...]):
+    def _decode(self, ids: torch.Tensor, probs: Optional[torch.Tensor], columns: list[str], watch: tuple[str, ...]):
+        """(text, watched-token probabilities at the positions where a watched token was generated,
+        number of generated tokens); `probs` is (steps, len(columns))."""
         ids = ids.tolist()
         n = len(ids)
         for j, t in enumerate(ids):
@@ -227,16 +253,15 @@ class HFEngine(Engine):
                 break
         ids = ids[:n]
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        probs: list[TokenProbs] = []
-        if watch and logits is not None:
-            wid = {w: self.tokenizer.convert_tokens_to_ids(w) for w in watch}
-            wanted = set(wid.values())
+        out: list[TokenProbs] = []
+        if watch and probs is not None:
+            wanted = {self.tokenizer.convert_tokens_to_ids(w) for w in watch}
             for j, t in enumerate(ids):
-                if t in wanted:
-                    p = torch.softmax(logits[j], dim=-1)
+                if t in wanted and j < probs.shape[0]:
                     offset = len(self.tokenizer.decode(ids[:j], skip_special_tokens=True))
-                    probs.append(TokenProbs(offset=offset, probs={w: float(p[i]) for w, i in wid.items()}))
-        return text, probs, n
+                    out.append(TokenProbs(offset=offset, probs={w: float(probs[j, c]) for c, w in enumerate(columns)
+                                                                if w in watch}))
+        return text, out, n
 
     @torch.inference_mode()
     def next_token_probs(self, requests, prefixes, candidates=("0", "1")):
