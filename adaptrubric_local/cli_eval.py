@@ -4,7 +4,6 @@ Argument handling only; the work is in `evaluation.harness`.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 EXAMPLES = """examples:

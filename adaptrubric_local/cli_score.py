@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 
 def cmd_score(args) -> int:
     from .cli import _make_engine
+    from .formats import load_trajectories
     from .pipeline import AdaptRubric, PipelineConfig
     from .scoring import score_file
 
     cfg = PipelineConfig(router=args.router, coarse=not args.no_coarse, fine=not args.no_fine,
                          max_images=args.max_images, batch_size=max(args.batch_size * 4, 8),
                          bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
-    from .formats import load_trajectories
-
     loaded = load_trajectories(args.data, fmt=args.format)  # bad data fails before the model loads
     engine = _make_engine(args)
     try:
@@ -130,6 +128,3 @@ def add_subcommands(sub, add_model_args, examples: str) -> None:
                        formatter_class=fmt, epilog="example:\n  adaptrubric demo --out runs/demo")
     p.add_argument("--out", default="runs/demo", help="working folder (default runs/demo)")
     p.set_defaults(func=cmd_demo)
-
-
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -171,6 +171,7 @@ class AdaptRubric:
         """Prepare a batch; a trajectory that fails comes back as its exception."""
         routes = self.route_many(t.instruction for t in trajs)
         cues = self.cues_many((t.instruction, routes[t.instruction].category) for t in trajs)
+
         def one(t: Trajectory) -> Prepared | Exception:
             try:
                 r = routes[t.instruction]

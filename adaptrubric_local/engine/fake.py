@@ -61,7 +61,7 @@ class FakeEngine(Engine):
 
     def next_token_probs(self, requests, prefixes, candidates=("0", "1")):
         out = []
-        for req, prefix in zip(requests, prefixes):
+        for req, _prefix in zip(requests, prefixes):
             p1 = self.p_score(req, "1")
             out.append({c: (p1 if c == "1" else 1.0 - p1) if c in ("0", "1") else 0.0 for c in candidates})
         return out

@@ -26,6 +26,7 @@ from .base import Engine, Output, Request, TokenProbs
 from .images import BatchImages, ImageConfig, ImagePipeline, image_size, pin, target_sizes
 
 DEFAULT_MODEL = "Qwen/Qwen3-VL-4B-Instruct"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we use our own threads; avoid fork warnings
 IMAGE_PAD = "<|image_pad|>"
 
 
