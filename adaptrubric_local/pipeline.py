@@ -208,6 +208,7 @@ class AdaptRubric:
             v = parse_verdict(out.text)
             v.p_success = p_success(out)
         v.id, v.category, v.cues = p.traj.id, p.route.category, list(p.cues.cues)
+        v.route_parsed, v.dropped_cues = p.route.parsed, list(p.cues.dropped)
         v.n_images, v.prompt_tokens, v.completion_tokens = len(p.images), out.prompt_tokens, out.completion_tokens
         return v
 

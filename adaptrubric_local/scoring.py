@@ -55,6 +55,8 @@ def summarize(verdicts: list[Verdict], stats: dict, seconds: float) -> dict:
         "s_per_traj": seconds / max(1, n),
         "calls_per_traj": stats.get("calls", 0) / denom,
         "tokens_per_traj": (stats.get("prompt_tokens", 0) + stats.get("completion_tokens", 0)) / denom,
+        "route_unparsed": stats.get("route_unparsed", 0),
+        "cue_unparsed": stats.get("cue_unparsed", 0),
     }
 
 

@@ -112,6 +112,8 @@ class Verdict:
     label: Optional[int] = None
     platform: Optional[str] = None
     task_id: Optional[str] = None
+    route_parsed: Optional[bool] = None  # False: the model router's output was unparseable -> general
+    dropped_cues: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with every field (None kept, so lines share one shape)."""
