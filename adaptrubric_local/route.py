@@ -284,8 +284,3 @@ def _combine(outcomes, instruction: str) -> str:
     if "state_navigation" in fams and fams[0] == "transfer":
         return "state_navigation"
     return fams[0]
-
-
-def route(instruction: str) -> RouteResult:
-    """Alias of `route_rules`, the model-free router."""
-    return route_rules(instruction)
