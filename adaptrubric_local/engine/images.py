@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -83,13 +84,19 @@ class BatchImages:
         return sum(self.tokens_per_image[i])
 
 
-def image_size(path: str) -> tuple[int, int]:
-    """(height, width) from the file header, without decoding the pixels."""
+@lru_cache(maxsize=8192)
+def _header_size(path: str, mtime_ns: int) -> tuple[int, int]:
     from PIL import Image
 
     with Image.open(path) as im:
         w, h = im.size
     return h, w
+
+
+def image_size(path: str) -> tuple[int, int]:
+    """(height, width) from the file header, without decoding the pixels (cached per file version,
+    since the engine reads it twice: to bucket requests by length and to plan the resize)."""
+    return _header_size(path, os.stat(path).st_mtime_ns)
 
 
 def target_sizes(sizes: list[tuple[int, int]], cfg: ImageConfig) -> list[tuple[int, int]]:

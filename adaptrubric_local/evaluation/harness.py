@@ -39,12 +39,12 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
     return out
 
 
-def attach_labels(verdicts: list[Verdict], data: Optional[str | Path]) -> list[Verdict]:
+def attach_labels(verdicts: list[Verdict], data: Optional[str | Path], loaded=None) -> list[Verdict]:
     """Take label, platform and task_id from the data set (the source of truth) by trajectory id;
     a trajectory without a task_id is grouped with the others that share its instruction."""
     if data is None:
         return verdicts
-    loaded = load_trajectories(data, check_images=False)
+    loaded = loaded or load_trajectories(data, check_images=False)
     by_id = {t.id: t for t in loaded.trajectories}
     for v in verdicts:
         t = by_id.get(str(v.id))
@@ -83,11 +83,12 @@ def _dump(path: Path, obj) -> None:
 
 
 # ----------------------------------------------------------------------------- eval
-def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None) -> dict:
-    """Metrics, report and plots for one verdict file; returns metrics.json's content."""
+def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None) -> dict:
+    """Metrics, report and plots for one verdict file; returns metrics.json's content. `loaded`:
+    the data set already loaded, to avoid reading it again."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    verdicts = attach_labels(load_verdicts(verdicts_path), data)
+    verdicts = attach_labels(load_verdicts(verdicts_path), data, loaded)
     m = M.evaluate(verdicts)
     m["efficiency"] = M.efficiency(verdicts, _summary(Path(verdicts_path)))
     m["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None)
@@ -138,7 +139,7 @@ def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True)
         if vpath.exists():
             vpath.unlink()
         score_file(pipe, data, vpath, loaded=loaded, progress=progress)
-        rows[name] = run_eval(vpath, out / name, data)
+        rows[name] = run_eval(vpath, out / name, data, loaded)
     pipe.config = base
     full = rows["full"]["overall"]
     table = {}
