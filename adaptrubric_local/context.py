@@ -148,7 +148,9 @@ def _is_dup(a, b, near_dup: Optional[Callable]) -> bool:
 
 def thumbnail_fingerprint(path: str, size: int = 32):
     """A small grayscale thumbnail (bytes, box-averaged so a small local change such as a typed
-    word still moves its cell) for near-duplicate checks."""
+    word still moves its cell) for near-duplicate checks. This decode repeats the image pipeline's
+    decode of the frames that get selected; sharing it would mean holding every candidate frame in
+    memory until selection is done, so the pipeline runs these in a thread pool instead."""
     from PIL import Image
 
     with Image.open(path) as im:
