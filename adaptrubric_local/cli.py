@@ -144,7 +144,7 @@ def _make_engine(args):
         model=args.model, adapter=opt("adapter", None), load_in_4bit=opt("load_in_4bit", False),
         dtype=opt("dtype", "auto"), device_map=opt("device_map", "auto"), votes=opt("votes", 1),
         max_batch_size=opt("batch_size", 8), max_new_tokens=opt("max_new_tokens", 256),
-        max_visual_tokens=visual or None))
+        max_visual_tokens=visual or None, attn_implementation=opt("attn_implementation", None)))
 
 
 def _add_model_args(p, required=False):
@@ -155,6 +155,9 @@ def _add_model_args(p, required=False):
     p.add_argument("--dtype", default="auto", choices=["auto", "bf16", "fp16", "fp32"], help="weights dtype")
     p.add_argument("--device-map", default="auto", help="transformers device_map (default auto)")
     p.add_argument("--votes", type=int, default=1, help="k samples per trajectory, majority vote (default 1: greedy)")
+    p.add_argument("--attn-implementation", default=None,
+                   help="sdpa | flash_attention_2 | sdpa_padded_prefill (default: flash_attention_2 on GPU when "
+                        "installed, else sdpa; sdpa_padded_prefill on CPU)")
 
 
 # ----------------------------------------------------------------------------- parser
