@@ -16,21 +16,12 @@ EXAMPLES = """examples:
 
 
 def _score_first(args, out: Path) -> Path:
-    from .pipeline import AdaptRubric, PipelineConfig
-    from .scoring import score_file
+    from .cli_score import pipeline_config, score_with_model
 
-    from .cli import _make_engine
-
-    cfg = PipelineConfig(router=args.router, max_images=args.max_images, batch_size=max(4 * args.batch_size, 8),
-                         bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
-    engine = _make_engine(args)
-    try:
-        vpath = out / "verdicts.jsonl"
-        if vpath.exists():
-            vpath.unlink()
-        score_file(AdaptRubric(engine, cfg), args.data, vpath, progress=not args.quiet)
-    finally:
-        engine.close()
+    vpath = out / "verdicts.jsonl"
+    if vpath.exists():
+        vpath.unlink()
+    score_with_model(args, vpath, pipeline_config(args))
     return vpath
 
 
@@ -67,13 +58,12 @@ def cmd_tts(args) -> int:
 
 
 def cmd_ablate(args) -> int:
-    from .evaluation.harness import run_ablation
-    from .pipeline import AdaptRubric, PipelineConfig
-
     from .cli import _make_engine
+    from .cli_score import pipeline_config
+    from .evaluation.harness import run_ablation
+    from .pipeline import AdaptRubric
 
-    cfg = PipelineConfig(router=args.router, max_images=args.max_images, batch_size=max(4 * args.batch_size, 8),
-                         bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
+    cfg = pipeline_config(args)
     engine = _make_engine(args)
     try:
         res = run_ablation(AdaptRubric(engine, cfg), args.data, args.out, progress=not args.quiet)

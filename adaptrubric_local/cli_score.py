@@ -9,22 +9,34 @@ import json
 from pathlib import Path
 
 
-def cmd_score(args) -> int:
+def pipeline_config(args, **overrides):
+    """The PipelineConfig that the scoring options of `score`, `eval`, `tts` and `ablate` describe."""
+    from .pipeline import PipelineConfig
+
+    kw = dict(router=args.router, max_images=args.max_images, batch_size=max(4 * args.batch_size, 8),
+              bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
+    return PipelineConfig(**{**kw, **overrides})
+
+
+def score_with_model(args, out, cfg, resume: bool = False, fmt: str = "auto") -> dict:
+    """Load args.data (failing before the model loads), build the engine, score into `out`."""
     from .cli import _make_engine
     from .formats import load_trajectories
-    from .pipeline import AdaptRubric, PipelineConfig
+    from .pipeline import AdaptRubric
     from .scoring import score_file
 
-    cfg = PipelineConfig(router=args.router, coarse=not args.no_coarse, fine=not args.no_fine,
-                         max_images=args.max_images, batch_size=max(args.batch_size * 4, 8),
-                         bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
-    loaded = load_trajectories(args.data, fmt=args.format)  # bad data fails before the model loads
+    loaded = load_trajectories(args.data, fmt=fmt)
     engine = _make_engine(args)
     try:
-        summary = score_file(AdaptRubric(engine, cfg), args.data, args.out, resume=args.resume, fmt=args.format,
-                             progress=not args.quiet, loaded=loaded)
+        return score_file(AdaptRubric(engine, cfg), args.data, out, resume=resume, fmt=fmt,
+                          progress=not args.quiet, loaded=loaded)
     finally:
         engine.close()
+
+
+def cmd_score(args) -> int:
+    cfg = pipeline_config(args, coarse=not args.no_coarse, fine=not args.no_fine)
+    summary = score_with_model(args, args.out, cfg, resume=args.resume, fmt=args.format)
     print(json.dumps(summary, indent=2))
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")

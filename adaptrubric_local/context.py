@@ -104,10 +104,9 @@ def select_context(traj: Trajectory, family: str = "general", budget: int = DEFA
         raise ValueError(f"trajectory {traj.id}: no screenshots to select from")
     first, last = frames[0], frames[-1]
     scores = _score_frames(traj, family, frames)
-    n = len(frames)
     # later frames break ties: outcome evidence accumulates toward the end
     ranked = sorted((f for f in frames if f not in (first, last)),
-                    key=lambda f: (scores.get(f, (0.0,))[0], frames.index(f) / n), reverse=True)
+                    key=lambda f: (scores.get(f, (0.0,))[0], f), reverse=True)
     reasons = {first: "first frame", last: "final frame"}
     chosen, dropped = {first, last}, []
     cache: dict[str, object] = {}

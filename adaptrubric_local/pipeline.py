@@ -23,7 +23,7 @@ from .context import DEFAULT_BUDGET, Selection, select_context, thumbnail_finger
 from .cues import cue_prompt, manual_cues, parse_cues
 from .engine.base import Engine, Output, Request
 from .evidence import compile_evidence
-from .fusion import VerifierPrompt, fuse
+from .fusion import ABLATIONS, VerifierPrompt, fuse
 from .prompts import PromptSet, load_prompts, render
 from .route import parse_router_output, route_rules
 from .types import FAMILIES, CueResult, RouteResult, Trajectory, Verdict
@@ -64,8 +64,7 @@ class PipelineConfig:
     @property
     def ablation(self) -> str:
         """The Table 4 row these switches give."""
-        return {(True, True): "full", (True, False): "no_fine", (False, True): "no_coarse",
-                (False, False): "no_both"}[(self.coarse, self.fine)]
+        return next(name for name, switches in ABLATIONS.items() if switches == (self.coarse, self.fine))
 
     def to_json(self, path: str | Path) -> None:
         """Write the config (and package version) as JSON."""

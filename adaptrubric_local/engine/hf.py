@@ -216,10 +216,11 @@ class HFEngine(Engine):
         enc = self.encode(reqs, imgs)
         inputs = self._to_device(enc)
         k = self.config.votes
-        max_new = max(r.max_new_tokens or self.config.max_new_tokens for r in reqs)
+        cap = self.config.max_new_tokens
+        max_new = min(cap, max(r.max_new_tokens or cap for r in reqs))
         watch = sorted({w for r in reqs for w in r.watch})
         recorder = WatchRecorder([self.tokenizer.convert_tokens_to_ids(w) for w in watch]) if watch else None
-        gen_kwargs = dict(max_new_tokens=min(max_new, self.config.max_new_tokens) if reqs[0].kind == "verify" else max_new,
+        gen_kwargs = dict(max_new_tokens=max_new,
                           do_sample=k > 1, num_return_sequences=k, return_dict_in_generate=True,
                           pad_token_id=self.tokenizer.pad_token_id, eos_token_id=self.eos_ids,
                           logits_processor=LogitsProcessorList([recorder]) if recorder else None)
@@ -286,6 +287,8 @@ class HFEngine(Engine):
 def _subset(imgs: BatchImages, idx) -> BatchImages:
     """The images of some requests of a batch (rows are contiguous per request, in order)."""
     idx = list(idx)
+    if idx == list(range(len(imgs.tokens_per_image))):
+        return BatchImages(imgs.pixel_values, imgs.image_grid_thw, list(imgs.tokens_per_image), {})
     per_image_rows = []
     if imgs.image_grid_thw is not None:
         per_image_rows = (imgs.image_grid_thw[:, 1] * imgs.image_grid_thw[:, 2]).tolist()
@@ -301,8 +304,6 @@ def _subset(imgs: BatchImages, idx) -> BatchImages:
             pv.append(imgs.pixel_values[row_start[a]:row_start[b]])
             grids.append(imgs.image_grid_thw[a:b])
         tokens.append(imgs.tokens_per_image[i])
-    if len(idx) == len(counts) and idx == list(range(len(counts))):
-        return BatchImages(imgs.pixel_values, imgs.image_grid_thw, tokens, {})
     return BatchImages(torch.cat(pv) if pv else None, torch.cat(grids) if grids else None, tokens, {})
 
 

@@ -14,6 +14,8 @@ from typing import Optional
 
 from .. import __version__
 from ..formats import load_trajectories
+from ..fusion import ABLATIONS
+from ..scoring import sidecar
 from ..types import Verdict
 from . import metrics as M
 from . import report as R
@@ -57,7 +59,7 @@ def run_meta(verdicts_path: Optional[Path], verdicts: list[Verdict], **extra) ->
     """What produced a result: the scoring run's config sidecar, the verdicts' model/bank, and more."""
     meta: dict = {}
     if verdicts_path is not None:
-        cfg = Path(verdicts_path).with_suffix(".config.json")
+        cfg = sidecar(Path(verdicts_path), "config")
         if cfg.is_file():
             meta.update(json.loads(cfg.read_text()))
         meta["verdicts"] = str(verdicts_path)
@@ -74,7 +76,7 @@ def run_meta(verdicts_path: Optional[Path], verdicts: list[Verdict], **extra) ->
 def _summary(verdicts_path: Optional[Path]) -> Optional[dict]:
     if verdicts_path is None:
         return None
-    p = Path(verdicts_path).with_suffix(".summary.json")
+    p = sidecar(Path(verdicts_path), "summary")
     return json.loads(p.read_text()) if p.is_file() else None
 
 
@@ -132,8 +134,7 @@ def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True)
     loaded = load_trajectories(data)
     base = pipe.config
     rows = {}
-    for name, (coarse, fine) in (("full", (True, True)), ("no_fine", (True, False)),
-                                 ("no_coarse", (False, True)), ("no_both", (False, False))):
+    for name, (coarse, fine) in ABLATIONS.items():
         pipe.config = replace(base, coarse=coarse, fine=fine)
         vpath = out / name / "verdicts.jsonl"
         if vpath.exists():

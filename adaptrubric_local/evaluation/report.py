@@ -170,13 +170,15 @@ def tts_markdown(res: dict, run: dict) -> str:
 
 def ablation_markdown(rows: dict, run: dict) -> str:
     """report.md for `adaptrubric ablate` (Table 4 layout)."""
-    names = {"full": ("yes", "yes", "Full (Coarse + Fine)"), "no_fine": ("yes", "no", "w/o Fine"),
-             "no_coarse": ("no", "yes", "w/o Coarse"), "no_both": ("no", "no", "w/o Both")}
+    from ..fusion import ABLATIONS
+
+    labels = {"full": "Full (Coarse + Fine)", "no_fine": "w/o Fine", "no_coarse": "w/o Coarse", "no_both": "w/o Both"}
     lines = ["# Ablation of rubric construction", "", "## Run", *run_block(run), "",
              "| Coarse | Fine | Setting | Acc | ΔAcc | F1 | ΔF1 | unparsed | errors |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for key, r in rows.items():
-        c, f, label = names[key]
+        c, f = ("yes" if on else "no" for on in ABLATIONS[key])
+        label = labels[key]
         o = r["overall"]
         d = r.get("delta", {})
         lines.append(f"| {c} | {f} | {label} | {fmt(o['acc'])} | {fmt(d.get('acc'))} | {fmt(o['f1'])} | "
