@@ -11,11 +11,15 @@ import json
 import sys
 from pathlib import Path
 
+from .cli_common import FORMATTER, add_data_options, add_model_options, add_pipeline_options, die, make_engine, \
+    needs_engine, pipeline_config
+
 EXAMPLES = """examples:
-  adaptrubric route "Turn on Wi-Fi, then open the dialer app"
-  adaptrubric route --router rules --input tasks.jsonl --output routed.jsonl
-  adaptrubric prompt data/trajs.jsonl --id traj-3 --cue "Check if the text is at the top of the note."
-  adaptrubric prompt data/androidgen --id 1720533256 --no-fine --json
+  adaptrubric route --router rules "Turn on Wi-Fi, then open the dialer app"
+  adaptrubric route --model Qwen/Qwen3-VL-4B-Instruct --input tasks.jsonl --output routed.jsonl
+  adaptrubric prompt data/trajs.jsonl --id traj-3 --model Qwen/Qwen3-VL-8B-Instruct
+  adaptrubric prompt data/trajs.jsonl --id traj-3 --router rules --cue "Check if the text is at the top."
+  adaptrubric prompt data/androidgen --id 1720533256 --router rules --no-fine --json
   adaptrubric validate-bank rubric_bank/default.yaml
   adaptrubric synth --out runs/synth
   adaptrubric make-tiny-model runs/tiny
@@ -28,21 +32,18 @@ EXAMPLES = """examples:
 """
 
 
-def _die(msg: str, code: int = 2) -> int:
-    print(f"adaptrubric: error: {msg}", file=sys.stderr)
-    return code
-
-
 # ----------------------------------------------------------------------------- route
 def cmd_route(args) -> int:
     from .pipeline import AdaptRubric, PipelineConfig
 
+    cfg = PipelineConfig(router=args.router, fine=False, bank_path=args.bank)
     engine = None
     if args.router == "model":
         if not args.model:
-            return _die("--router model needs --model (a hub id or a local folder)")
-        engine = _make_engine(args)
-    pipe = AdaptRubric(engine, PipelineConfig(router=args.router, fine=False, dedupe_frames=False))
+            return die("the model router (the default) needs --model (a hub id or a local folder); "
+                       "--router rules routes without a model")
+        engine = make_engine(args, cfg)
+    pipe = AdaptRubric(engine, cfg)
     if args.instruction:
         res = pipe.route_many([args.instruction])[args.instruction]
         print(res.category)
@@ -51,7 +52,7 @@ def cmd_route(args) -> int:
                   f"{(res.raw or '')[:200]!r}", file=sys.stderr)
         return 0
     if not args.input:
-        return _die("give an INSTRUCTION or --input FILE.jsonl")
+        return die("give an INSTRUCTION or --input FILE.jsonl")
     from .formats.base import LoadResult, iter_json_lines
 
     result = LoadResult()
@@ -78,38 +79,42 @@ def cmd_route(args) -> int:
 
 # ----------------------------------------------------------------------------- prompt
 def cmd_prompt(args) -> int:
-    from .formats import DataError, load_trajectories
-    from .pipeline import AdaptRubric, PipelineConfig
+    from .formats import load_trajectories
+    from .pipeline import AdaptRubric
 
-    try:
-        loaded = load_trajectories(args.data, fmt=args.format)
-    except DataError as exc:
-        return _die(str(exc))
+    cfg = pipeline_config(args)
+    if needs_engine(cfg) and not args.model:
+        return die("the paper's method routes and writes cues with the model: give --model (what `score` would "
+                   "use), or --router rules with --no-fine or --cue TEXT to render without a model")
+    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
     for w in loaded.warnings:
         print(f"warning: {w}", file=sys.stderr)
     traj = next((t for t in loaded.trajectories if t.id == args.id), None)
     if traj is None:
         err = next((e for e in loaded.errors if args.id in str(e)), None)
         known = ", ".join(t.id for t in loaded.trajectories[:10])
-        return _die(str(err) if err else f"no trajectory with id {args.id!r} in {args.data} (ids: {known}...)")
-    engine = _make_engine(args) if args.model else None
-    cfg = PipelineConfig(router="model" if args.model else "rules", coarse=not args.no_coarse, fine=not args.no_fine,
-                         max_images=args.max_images, manual_cues=args.cue if (args.cue or not args.model) else None,
-                         bank_path=args.bank)
-    pipe = AdaptRubric(engine, cfg)
-    p = pipe.prepare(traj)
+        return die(str(err) if err else f"no trajectory with id {args.id!r} in {args.data} (ids: {known}...)")
+    engine = make_engine(args, cfg) if needs_engine(cfg) else None
+    try:
+        pipe = AdaptRubric(engine, cfg)
+        p = pipe.prepare(traj)
+        req = pipe.verifier_request(p)
+    finally:
+        if engine is not None:
+            engine.close()
     if args.json:
-        print(json.dumps({"prompt": p.prompt.full, "category": p.route.category, "images": p.images,
-                          "cues": p.cues.cues, "dropped_cues": p.cues.dropped,
+        print(json.dumps({"prompt": req.prompt, "suffix": req.suffix, "images": req.images,
+                          "category": p.route.category, "router": p.route.mode, "route_parsed": p.route.parsed,
+                          "cues": p.cues.cues, "dropped_cues": p.cues.dropped, "ablation": cfg.ablation,
                           "selection_reasons": {str(k): v for k, v in p.selection.reasons.items()}},
                          ensure_ascii=False, indent=2))
         return 0
-    print(p.prompt.text)
+    print(req.prompt)
     print("\n[screenshots]")
     for i in p.selection.indices:
         print(f"  step {i + 1}: {traj.steps[i].screenshot}  ({p.selection.reasons[i]})")
     print()
-    print(p.prompt.suffix)
+    print(req.suffix)
     print(f"\n# category={p.route.category} ({p.route.mode} router{'' if p.route.parsed else ', unparsed: fell back'}) "
           f"cues={len(p.cues.cues)} images={len(p.images)} ablation={cfg.ablation} bank={pipe.bank.sha}",
           file=sys.stderr)
@@ -133,79 +138,68 @@ def cmd_validate_bank(args) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- engine helpers
-def _make_engine(args):
-    """The transformers engine from parsed --model/--adapter/... options (absent ones take defaults)."""
-    from .engine.hf import HFEngine, HFEngineConfig
-
-    opt = lambda name, default: getattr(args, name, default)  # noqa: E731
-    visual = opt("max_visual_tokens", 6144)
-    return HFEngine(HFEngineConfig(
-        model=args.model, adapter=opt("adapter", None), load_in_4bit=opt("load_in_4bit", False),
-        dtype=opt("dtype", "auto"), device_map=opt("device_map", "auto"), votes=opt("votes", 1),
-        max_batch_size=opt("batch_size", 8), max_new_tokens=opt("max_new_tokens", 256),
-        max_visual_tokens=visual or None, attn_implementation=opt("attn_implementation", None)))
-
-
-def _add_model_args(p, required=False):
-    p.add_argument("--model", required=required,
-                   help="Qwen3-VL checkpoint: a hub id (e.g. Qwen/Qwen3-VL-4B-Instruct) or a local folder")
-    p.add_argument("--adapter", help="LoRA adapter folder to apply (peft)")
-    p.add_argument("--load-in-4bit", action="store_true", help="load the model in 4-bit (bitsandbytes nf4)")
-    p.add_argument("--dtype", default="auto", choices=["auto", "bf16", "fp16", "fp32"], help="weights dtype")
-    p.add_argument("--device-map", default="auto", help="transformers device_map (default auto)")
-    p.add_argument("--votes", type=int, default=1, help="k samples per trajectory, majority vote (default 1: greedy)")
-    p.add_argument("--attn-implementation", default=None,
-                   help="sdpa | flash_attention_2 | sdpa_padded_prefill (default: flash_attention_2 on GPU when "
-                        "installed, else sdpa; sdpa_padded_prefill on CPU)")
-
-
 # ----------------------------------------------------------------------------- parser
+VALIDATE_EXAMPLES = """examples:
+  adaptrubric validate-bank rubric_bank/default.yaml
+  adaptrubric validate-bank my_bank.yaml && adaptrubric score DATA --model M --bank my_bank.yaml --out v.jsonl
+
+A valid bank has the eight families, each with a description, verification steps, common pitfalls,
+special rules, an output format and rubric items, plus the shared meta rule; unknown keys are errors
+naming the file and field.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__, cli_eval, cli_score
+
     ap = argparse.ArgumentParser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent "
                                  "trajectories, run in-process with Qwen3-VL.", epilog=EXAMPLES,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    from . import __version__
-
+                                 formatter_class=FORMATTER)
     ap.add_argument("--version", action="version", version=f"adaptrubric-local {__version__}")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
 
     p = sub.add_parser("route", help="route instructions to one of the 8 task families",
                        description="Print the family of one instruction, or add \"category\" to each line of a "
-                                   "JSONL file.", epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                   "JSONL file. The default router is the paper's: the model answers the router "
+                                   "prompt (H.2).", epilog=EXAMPLES, formatter_class=FORMATTER)
     p.add_argument("instruction", nargs="?", help="an instruction to route")
-    p.add_argument("--router", choices=["rules", "model"], default="rules", help="rules (default, no model) or model")
+    p.add_argument("--router", choices=["model", "rules"], default="model",
+                   help="model (default, the paper's router prompt; needs --model) or rules (no model)")
     p.add_argument("--input", help="JSONL file whose lines have \"instruction\"")
     p.add_argument("--output", help="where to write the routed JSONL (default stdout)")
-    _add_model_args(p)
+    p.add_argument("--bank", help="rubric bank YAML (default: bundled)")
+    add_model_options(p)
     p.set_defaults(func=cmd_route)
 
     p = sub.add_parser("prompt", help="show exactly what the verifier would see for one trajectory",
-                       description="Render the fused verifier prompt and the selected screenshots. Without --model "
-                                   "no model is needed: the rules router picks the family and cues come only "
-                                   "from --cue.", epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description="Render the fused verifier prompt and the selected screenshots exactly as "
+                                   "`score` would send them with the same flags (the router and cue calls run on "
+                                   "--model). Without a model: --router rules and --no-fine or --cue TEXT.",
+                       epilog=EXAMPLES, formatter_class=FORMATTER)
     p.add_argument("data", help="trajectory file or folder (any supported format)")
     p.add_argument("--id", required=True, help="trajectory id")
-    p.add_argument("--format", default="auto", help="input format (default auto)")
-    p.add_argument("--no-coarse", action="store_true", help="leave out the family rubric (ablation)")
-    p.add_argument("--no-fine", action="store_true", help="leave out the fine cues (ablation)")
-    p.add_argument("--cue", action="append", default=[], help="a fine cue to include (repeatable, at most 2 kept)")
-    p.add_argument("--max-images", type=int, default=10, help="screenshot budget (default 10)")
-    p.add_argument("--bank", help="rubric bank YAML (default: bundled)")
-    p.add_argument("--json", action="store_true", help="print {prompt, category, images} as JSON")
-    _add_model_args(p)
+    p.add_argument("--json", action="store_true", help="print the request (prompt, suffix, images, route, cues) as JSON")
+    add_data_options(p)
+    add_pipeline_options(p)
+    add_model_options(p)
     p.set_defaults(func=cmd_prompt)
 
-    p = sub.add_parser("validate-bank", help="check a rubric bank YAML against the schema")
+    p = sub.add_parser("validate-bank", help="check a rubric bank YAML against the schema",
+                       description="Load a rubric bank into the strict schema and print its hash, or every "
+                                   "problem with file and field.", epilog=VALIDATE_EXAMPLES, formatter_class=FORMATTER)
     p.add_argument("path", help="bank YAML file")
     p.set_defaults(func=cmd_validate_bank)
 
-    from . import cli_score
-
-    cli_score.add_subcommands(sub, _add_model_args, EXAMPLES)
-    from . import cli_eval
-
-    cli_eval.add_subcommands(sub, _add_model_args)
+    cli_score.add_subcommands(sub)
+    cli_eval.add_subcommands(sub)
+    for name in ("cli_distill", "cli_serve"):  # optional command groups
+        try:
+            module = __import__(f"{__package__}.{name}", fromlist=["add_subcommands"])
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__package__}.{name}":
+                raise
+            continue
+        module.add_subcommands(sub)
     return ap
 
 
@@ -218,9 +212,22 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except KeyboardInterrupt:
-        return _die("interrupted", 130)
-    except (ValueError, FileNotFoundError) as exc:
-        return _die(str(exc))
+        return die("interrupted", 130)
+    except BrokenPipeError:
+        _silence_stdout()
+        return die("output closed early (broken pipe); the rest of the output was not written", 1)
+    except (ValueError, FileNotFoundError, ImportError) as exc:
+        return die(str(exc))
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush stays quiet."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@ Argument handling only; the work is in `evaluation.harness`.
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
+
+from .cli_common import FORMATTER, add_scoring_options, make_engine, pipeline_config
 
 EXAMPLES = """examples:
   adaptrubric eval --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/eval
@@ -16,12 +17,21 @@ EXAMPLES = """examples:
 
 
 def _score_first(args, out: Path) -> Path:
-    from .cli_score import pipeline_config, score_with_model
+    from .formats import load_trajectories
+    from .pipeline import AdaptRubric
+    from .scoring import score_file
 
     vpath = out / "verdicts.jsonl"
     if vpath.exists():
         vpath.unlink()
-    score_with_model(args, vpath, pipeline_config(args))
+    cfg = pipeline_config(args)
+    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
+    engine = make_engine(args, cfg)
+    try:
+        score_file(AdaptRubric(engine, cfg), args.data, vpath, fmt=args.format, progress=not args.quiet,
+                   loaded=loaded)
+    finally:
+        engine.close()
     return vpath
 
 
@@ -58,13 +68,11 @@ def cmd_tts(args) -> int:
 
 
 def cmd_ablate(args) -> int:
-    from .cli import _make_engine
-    from .cli_score import pipeline_config
     from .evaluation.harness import run_ablation
     from .pipeline import AdaptRubric
 
     cfg = pipeline_config(args)
-    engine = _make_engine(args)
+    engine = make_engine(args, cfg)
     try:
         res = run_ablation(AdaptRubric(engine, cfg), args.data, args.out, progress=not args.quiet)
     finally:
@@ -88,19 +96,13 @@ def _f(x, signed=False):
     return "-" if x is None else (f"{x:+.1f}" if signed else f"{x:.1f}")
 
 
-def add_subcommands(sub, add_model_args) -> None:
+def add_subcommands(sub) -> None:
     """Register eval, ablate, tts and compare."""
-    fmt = argparse.RawDescriptionHelpFormatter
+    fmt = FORMATTER
 
     def scoring_opts(p):
-        p.add_argument("--router", choices=["rules", "model"], default="rules", help="task router (default rules)")
-        p.add_argument("--max-images", type=int, default=10, help="screenshot budget (default 10)")
-        p.add_argument("--max-visual-tokens", type=int, default=6144, help="visual-token budget per trajectory")
-        p.add_argument("--batch-size", type=int, default=8, help="trajectories per GPU batch")
-        p.add_argument("--max-new-tokens", type=int, default=256, help="cap on verifier output tokens")
-        p.add_argument("--bank", help="rubric bank YAML (default: bundled)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
-        add_model_args(p)
+        add_scoring_options(p)
 
     p = sub.add_parser("eval", help="accuracy/precision/recall/F1/FPR overall and per platform, with a report",
                        description="Evaluate verdicts against the data set's labels (or score first with --model). "

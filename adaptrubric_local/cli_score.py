@@ -1,45 +1,54 @@
 """Subcommands that run models or make data (`score`, `synth`, `make-tiny-model`, `demo`),
 registered into the main parser by `cli.py`. Argument handling and file I/O only; the work is done
-by the pipeline and the engines.
+by the pipeline, the engines and `scoring`.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
+from .cli_common import FORMATTER, add_scoring_options, make_engine, pipeline_config
 
-def pipeline_config(args, **overrides):
-    """The PipelineConfig that the scoring options of `score`, `eval`, `tts` and `ablate` describe."""
-    from .pipeline import PipelineConfig
+EXAMPLES = """examples:
+  adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl
+  adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl --resume
+  adaptrubric score DATA --model Qwen/Qwen3-VL-4B-Instruct --adapter checkpoints/my-student --out v.jsonl
+  adaptrubric score DATA --model M --out v.jsonl --max-visual-tokens 6144 --dedupe-frames   # faster, not faithful
+  adaptrubric score DATA --model M --out v.jsonl --router rules --no-fine                 # verifier calls only
+  adaptrubric score /data/records.jsonl --image-root /mnt/screenshots --model M --out v.jsonl
 
-    kw = dict(router=args.router, max_images=args.max_images, batch_size=max(4 * args.batch_size, 8),
-              bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens)
-    return PipelineConfig(**{**kw, **overrides})
+Defaults are the paper's method: the model router, fine cues, up to 10 screenshots at the processor's
+own resolution, up to 1024 verifier tokens (stopping once the verdict block is complete).
+"""
 
 
-def score_with_model(args, out, cfg, resume: bool = False, fmt: str = "auto") -> dict:
+def score_with_model(args, out, cfg, resume: bool = False, **score_kw) -> dict:
     """Load args.data (failing before the model loads), build the engine, score into `out`."""
-    from .cli import _make_engine
     from .formats import load_trajectories
     from .pipeline import AdaptRubric
     from .scoring import score_file
 
-    loaded = load_trajectories(args.data, fmt=fmt)
-    engine = _make_engine(args)
+    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
+    engine = make_engine(args, cfg)
     try:
-        return score_file(AdaptRubric(engine, cfg), args.data, out, resume=resume, fmt=fmt,
-                          progress=not args.quiet, loaded=loaded)
+        return score_file(AdaptRubric(engine, cfg), args.data, out, resume=resume, fmt=args.format,
+                          progress=not args.quiet, loaded=loaded, **score_kw)
     finally:
         engine.close()
 
 
 def cmd_score(args) -> int:
-    cfg = pipeline_config(args, coarse=not args.no_coarse, fine=not args.no_fine)
-    summary = score_with_model(args, args.out, cfg, resume=args.resume, fmt=args.format)
+    cfg = pipeline_config(args)
+    summary = score_with_model(args, args.out, cfg, resume=args.resume, retry_errors=args.retry_errors,
+                               force_settings=args.force_settings)
     print(json.dumps(summary, indent=2))
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
+    if summary.get("hit_cap"):
+        print(f"note: {summary['hit_cap']} output(s) hit the --max-new-tokens cap ({cfg.verify_max_new_tokens}); "
+              "cut-off outputs are usually unparsed: raise the cap", file=sys.stderr)
     return 0
 
 
@@ -63,10 +72,20 @@ def cmd_make_tiny(args) -> int:
 
 
 def cmd_demo(args) -> int:
+    try:
+        from .demo import run_demo
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__package__}.demo":
+            raise
+        return smoke_demo(Path(args.out))
+    return run_demo(Path(args.out))
+
+
+def smoke_demo(out: Path) -> int:
+    """The whole scoring path on a tiny random model: its verdicts are noise."""
     from .engine.tiny import make_tiny_model
     from .synth import synthesize
 
-    out = Path(args.out)
     print("== SMOKE RUN: a tiny Qwen3-VL with RANDOM weights; its verdicts are noise. ==")
     print("   It exercises the real path: from_pretrained, image pipeline, batched generation, parsing.\n")
     model = out / "tiny-qwen3-vl"
@@ -76,12 +95,9 @@ def cmd_demo(args) -> int:
     verdict_file = out / "verdicts.jsonl"
     if verdict_file.exists():
         verdict_file.unlink()
-    ns = argparse.Namespace(data=str(data), format="auto", out=str(verdict_file), resume=False, router="rules",
-                            no_coarse=False, no_fine=False, max_images=10, batch_size=8, bank=None,
-                            max_new_tokens=32, model=str(model), adapter=None, load_in_4bit=False, dtype="auto",
-                            device_map="auto", votes=1, max_visual_tokens=6144, summary_json=str(out / "summary.json"),
-                            quiet=True)
-    cmd_score(ns)
+    args = score_parser().parse_args([str(data), "--out", str(verdict_file), "--model", str(model), "--router", "rules",
+                                      "--max-new-tokens", "32", "--summary-json", str(out / "summary.json"), "--quiet"])
+    cmd_score(args)
     rows = [json.loads(x) for x in verdict_file.read_text().splitlines()]
     print(f"\n{'id':<10}{'family':<20}{'label':>6}{'score':>7}{'p_success':>11}  {'status':<9}{'images':>7}")
     for r in rows:
@@ -89,40 +105,46 @@ def cmd_demo(args) -> int:
         print(f"{r['id']:<10}{r['category'] or '-':<20}{r['label']!s:>6}{r['score']!s:>7}{p:>11}  "
               f"{r['status']:<9}{r['n_images']:>7}")
     print(f"\nverdicts: {verdict_file}\nsummary:  {out / 'summary.json'}")
-    print("\nFor real scoring, the same command with a real checkpoint:\n"
-          f"  adaptrubric score {data} --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl")
     return 0
 
 
 # ----------------------------------------------------------------------------- registration
-def add_subcommands(sub, add_model_args, examples: str) -> None:
-    """Register the scoring-related subcommands."""
-    fmt = argparse.RawDescriptionHelpFormatter
-    p = sub.add_parser("score", help="score trajectories with Qwen3-VL, writing one verdict line each",
-                       description="Score every trajectory in DATA and stream verdict lines to --out as they "
-                                   "complete. A bad record becomes a line with status=error; an output that "
-                                   "does not parse becomes status=unparsed (score null).",
-                       epilog=examples, formatter_class=fmt)
+def add_score_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of `score`."""
     p.add_argument("data", help="trajectory file or folder (any supported format)")
     p.add_argument("--out", required=True, help="verdict JSONL to write")
-    p.add_argument("--format", default="auto", help="input format (default auto)")
-    p.add_argument("--batch-size", type=int, default=8, help="trajectories per GPU batch (default 8)")
-    p.add_argument("--max-images", type=int, default=10, help="screenshot budget per trajectory (default 10)")
-    p.add_argument("--max-visual-tokens", type=int, default=6144,
-                   help="visual-token budget per trajectory (default 6144; 0 for none)")
-    p.add_argument("--max-new-tokens", type=int, default=256, help="cap on verifier output tokens (default 256)")
-    p.add_argument("--router", choices=["rules", "model"], default="rules", help="task router (default rules)")
-    p.add_argument("--no-coarse", action="store_true", help="ablation: no family rubric")
-    p.add_argument("--no-fine", action="store_true", help="ablation: no fine cues")
-    p.add_argument("--bank", help="rubric bank YAML (default: bundled)")
-    p.add_argument("--resume", action="store_true", help="skip ids already in --out and append the rest")
+    p.add_argument("--resume", action="store_true",
+                   help="continue --out: skip ids already scored (the settings must match the file's)")
+    p.add_argument("--retry-errors", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --resume, score again the ids whose last line is an error (default on)")
+    p.add_argument("--force-settings", action="store_true",
+                   help="with --resume, continue even if the settings differ from the file's (recorded in the "
+                        "config sidecar)")
     p.add_argument("--summary-json", help="also write the run summary here")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_model_args(p, required=True)
+    add_scoring_options(p, model_required=True)
+
+
+def score_parser() -> argparse.ArgumentParser:
+    """A parser with exactly `score`'s flags (for callers that build a score run in code)."""
+    p = argparse.ArgumentParser(prog="adaptrubric score")
+    add_score_arguments(p)
+    return p
+
+
+def add_subcommands(sub) -> None:
+    """Register the scoring-related subcommands."""
+    p = sub.add_parser("score", help="score trajectories with Qwen3-VL, writing one verdict line each",
+                       description="Score every trajectory in DATA and stream verdict lines to --out as they "
+                                   "complete. A bad record becomes a line with status=error (its id kept); an "
+                                   "output that does not parse becomes status=unparsed (score null). Writes "
+                                   "OUT.config.json (settings) and OUT.summary.json beside it.",
+                       epilog=EXAMPLES, formatter_class=FORMATTER)
+    add_score_arguments(p)
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("synth", help="write labelled synthetic trajectories for every task family",
-                       formatter_class=fmt, epilog="example:\n  adaptrubric synth --out runs/synth --tasks 16")
+                       formatter_class=FORMATTER, epilog="example:\n  adaptrubric synth --out runs/synth --tasks 16")
     p.add_argument("--out", required=True, help="output folder (trajectories.jsonl + screens/)")
     p.add_argument("--tasks", type=int, default=16, help="distinct tasks (cycling through the 8 families)")
     p.add_argument("--candidates", type=int, default=4, help="candidates per task (same task_id)")
@@ -131,12 +153,12 @@ def add_subcommands(sub, add_model_args, examples: str) -> None:
     p.set_defaults(func=cmd_synth)
 
     p = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL offline and save it",
-                       formatter_class=fmt, epilog="example:\n  adaptrubric make-tiny-model runs/tiny")
+                       formatter_class=FORMATTER, epilog="example:\n  adaptrubric make-tiny-model runs/tiny")
     p.add_argument("dir", help="output folder")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_make_tiny)
 
-    p = sub.add_parser("demo", help="smoke run: tiny random model + synthetic data, scored end to end",
-                       formatter_class=fmt, epilog="example:\n  adaptrubric demo --out runs/demo")
+    p = sub.add_parser("demo", help="the product end to end on generated data, on the CPU",
+                       formatter_class=FORMATTER, epilog="example:\n  adaptrubric demo --out runs/demo")
     p.add_argument("--out", default="runs/demo", help="working folder (default runs/demo)")
     p.set_defaults(func=cmd_demo)

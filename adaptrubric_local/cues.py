@@ -40,11 +40,13 @@ def cue_prompt(prompts: PromptSet, instruction: str, category: str, rs: RubricSe
                   rubric_items_block=rubric_items_block(rs))
 
 
-def check_cue(cue: str, instruction: str) -> str | None:
+def check_cue(cue: str, instruction: str, filter_words: bool = False) -> str | None:
     """Why a cue must be dropped (None if it may stay)."""
     words = len(cue.split())
     if words > MAX_WORDS:
         return f"over {MAX_WORDS} words ({words})"
+    if not filter_words:
+        return None
     low_i = instruction.lower()
     for pat, allow, label in OVERCONSTRAINING:
         if re.search(pat, cue, re.I) and not re.search(allow, low_i, re.I):
@@ -52,7 +54,7 @@ def check_cue(cue: str, instruction: str) -> str | None:
     return None
 
 
-def parse_cues(text: str, instruction: str) -> CueResult:
+def parse_cues(text: str, instruction: str, filter_words: bool = False) -> CueResult:
     """Parse the fine-cue output; unparseable output abstains with parsed=False."""
     found: dict[str, str] = {}
     for line in (text or "").splitlines():
@@ -67,7 +69,7 @@ def parse_cues(text: str, instruction: str) -> CueResult:
         return CueResult(abstained=True, reason="unparseable cue output", raw=text, parsed=False)
     result = CueResult(raw=text)
     for n, cue in enumerate(raw_cues):
-        why = check_cue(cue, instruction) if n < MAX_CUES else f"more than {MAX_CUES} cues"
+        why = check_cue(cue, instruction, filter_words) if n < MAX_CUES else f"more than {MAX_CUES} cues"
         if why:
             result.dropped.append({"cue": cue, "reason": why})
         else:
@@ -78,7 +80,7 @@ def parse_cues(text: str, instruction: str) -> CueResult:
     return result
 
 
-def manual_cues(cues: list[str], instruction: str) -> CueResult:
+def manual_cues(cues: list[str], instruction: str, filter_words: bool = False) -> CueResult:
     """Cues given by a user (e.g. `--cue`), held to the same checks as generated ones."""
     text = "\n".join(f"CUE_{i + 1}: {c}" for i, c in enumerate(cues))
-    return parse_cues(text, instruction) if cues else CueResult(abstained=True, reason="no cues given")
+    return parse_cues(text, instruction, filter_words) if cues else CueResult(abstained=True, reason="no cues given")

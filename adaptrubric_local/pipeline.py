@@ -1,10 +1,11 @@
 """The AdaptRubric orchestrator: runs the stages for a list of trajectories, in batches.
 
-route (rules or model) -> bank lookup -> fine cues (model, cached) -> context selection -> evidence
--> fusion -> engine -> verdict. Routes and cues are cached per instruction, so the candidates of a
-GRPO group or a best-of-N pool share one router call and one cue call. Counts model calls and
-tokens per request kind. A failure in one trajectory becomes a Verdict with status "error"; the
-others still get theirs. Only this module talks to the engine; it knows nothing about tensors.
+route and cue (`criteria`, cached per instruction) -> bank lookup -> context selection -> evidence
+-> fusion -> engine -> verdict. Every model call is counted by kind, and its tokens are charged to
+the trajectories that used it (shared router and cue calls split evenly), so a verdict file's
+costs add up to the run's. A failure in one trajectory becomes a Verdict with status "error"; the
+others still get theirs. Only this module and `criteria` talk to the engine; it knows nothing about
+tensors or file formats.
 """
 from __future__ import annotations
 
@@ -20,30 +21,37 @@ from typing import Iterable, Iterator, Optional
 from . import __version__
 from .bank import RubricBank, RubricSet, load_bank
 from .context import DEFAULT_BUDGET, Selection, select_context, thumbnail_fingerprint, thumbnails_close
-from .cues import cue_prompt, manual_cues, parse_cues
+from .criteria import Criteria
 from .engine.base import Engine, Output, Request
 from .evidence import compile_evidence
 from .fusion import ABLATIONS, VerifierPrompt, fuse
-from .prompts import PromptSet, load_prompts, render
-from .route import parse_router_output, route_rules
+from .prompts import PromptSet, load_prompts
 from .types import FAMILIES, CueResult, RouteResult, Trajectory, Verdict
 from .verdict import parse_verdict, score_value_offset
+
+VERDICT_LAST_LINE = "MISSING_EVIDENCE:"  # generation may stop once this line is complete
 
 
 @dataclass
 class PipelineConfig:
-    """Settings of one AdaptRubric run; saved as JSON next to what it produced."""
+    """Settings of one AdaptRubric run; saved as JSON next to what it produced. The defaults are the
+    paper's method; every setting that changes what the verifier sees is an opt-in."""
 
-    router: str = field(default="rules", metadata={"help": "rules (no model) or model (the paper's router prompt)"})
+    router: str = field(default="model", metadata={
+        "help": "model (the paper's router prompt, H.2) or rules (no model call; see route.RULES_ESTIMATE)"})
     coarse: bool = field(default=True, metadata={"help": "include the family rubric (Rc) in the verifier prompt"})
     fine: bool = field(default=True, metadata={"help": "generate and include fine cues (Rf)"})
-    max_images: int = field(default=DEFAULT_BUDGET, metadata={"help": "screenshot budget M per trajectory"})
+    max_images: int = field(default=DEFAULT_BUDGET, metadata={"help": "screenshot budget M per trajectory (paper: 10)"})
     batch_size: int = field(default=32, metadata={"help": "trajectories handed to the engine per call (the engine "
                                                               "splits them into GPU batches and overlaps their images)"})
-    dedupe_frames: bool = field(default=True, metadata={"help": "drop near-duplicate neighbouring frames"})
+    dedupe_frames: bool = field(default=False, metadata={
+        "help": "opt-in: skip near-duplicate frames when selecting screenshots (not in the paper)"})
+    cue_filter: bool = field(default=False, metadata={
+        "help": "opt-in: drop cues with over-constraining words the instruction does not use (not in the paper)"})
     route_max_new_tokens: int = field(default=16, metadata={"help": "token cap for router outputs"})
-    cue_max_new_tokens: int = field(default=128, metadata={"help": "token cap for cue outputs"})
-    verify_max_new_tokens: int = field(default=256, metadata={"help": "token cap for verifier outputs"})
+    cue_max_new_tokens: int = field(default=160, metadata={"help": "token cap for cue outputs"})
+    verify_max_new_tokens: int = field(default=1024, metadata={
+        "help": "token cap for verifier outputs; generation stops once the verdict block is complete"})
     fixed_category: Optional[str] = field(default=None, metadata={"help": "skip routing; use this family"})
     manual_cues: Optional[list[str]] = field(default=None, metadata={"help": "use these cues instead of generating"})
     bank_path: Optional[str] = field(default=None, metadata={"help": "rubric bank YAML (default: bundled)"})
@@ -102,13 +110,23 @@ class AdaptRubric:
         self.config = config or PipelineConfig()
         self.bank = bank or load_bank(self.config.bank_path)
         self.prompts = prompts or load_prompts()
-        if engine is None and self.config.router == "model":
-            raise ValueError("router='model' needs an engine; use router='rules' to run without a model")
+        if engine is None and self.config.router == "model" and not self.config.fixed_category:
+            raise ValueError("router='model' (the paper's default) needs an engine; use router='rules' to run "
+                             "without a model")
         self.stats: Counter = Counter()
-        self._routes: dict[str, RouteResult] = {}
-        self._cues: dict[tuple[str, str], CueResult] = {}
-        self._fp = (thumbnail_fingerprint, thumbnails_close) if self.config.dedupe_frames else (None, None)
+        self.criteria = Criteria(self._call if engine is not None else None, self.config, self.bank, self.prompts)
         self._pool: Optional[ThreadPoolExecutor] = None
+
+    @property
+    def config(self) -> PipelineConfig:
+        """The run's settings (replaceable between runs, e.g. for the ablation rows)."""
+        return self._config
+
+    @config.setter
+    def config(self, cfg: PipelineConfig) -> None:
+        self._config = cfg
+        if hasattr(self, "criteria"):
+            self.criteria.config = cfg
 
     # ------------------------------------------------------------------ engine accounting
     def _call(self, requests: list[Request]) -> list[Output]:
@@ -125,58 +143,31 @@ class AdaptRubric:
     # ------------------------------------------------------------------ stages
     def route_many(self, instructions: Iterable[str]) -> dict[str, RouteResult]:
         """Route each distinct instruction once (cached across calls)."""
-        instructions = list(instructions)
-        todo = [i for i in dict.fromkeys(instructions) if i not in self._routes]
-        if self.config.fixed_category:
-            for ins in todo:
-                self._routes[ins] = RouteResult(category=self.config.fixed_category, mode="fixed")
-        elif self.config.router == "rules":
-            for ins in todo:
-                self._routes[ins] = route_rules(ins)
-        else:
-            reqs = [Request(prompt=render(self.prompts.router, "router", instruction=ins), kind="route",
-                            max_new_tokens=self.config.route_max_new_tokens) for ins in todo]
-            for ins, out in zip(todo, self._call(reqs)):
-                res = parse_router_output(out.text) if not out.error else RouteResult(
-                    category="general", mode="model", raw=out.error, parsed=False)
-                self.stats["route_unparsed"] += not res.parsed
-                self._routes[ins] = res
-        return {i: self._routes[i] for i in instructions}
+        return self.criteria.route_many(instructions)
 
     def cues_many(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], CueResult]:
         """Fine cues for each distinct (instruction, category), generated once (cached)."""
-        pairs = list(dict.fromkeys(pairs))
-        if not self.config.fine:  # not cached: a later run with the fine stage on must generate them
-            return {p: CueResult(abstained=True, reason="fine stage off") for p in pairs}
-        todo = [p for p in pairs if p not in self._cues]
-        if self.config.manual_cues is not None or self.engine is None:
-            for ins, cat in todo:
-                self._cues[(ins, cat)] = manual_cues(self.config.manual_cues or [], ins)
-        else:
-            reqs = [Request(prompt=cue_prompt(self.prompts, ins, cat, self.bank.lookup(cat)), kind="cue",
-                            max_new_tokens=self.config.cue_max_new_tokens) for ins, cat in todo]
-            for p, out in zip(todo, self._call(reqs)):
-                res = parse_cues(out.text, p[0]) if not out.error else CueResult(
-                    abstained=True, reason=f"cue call failed: {out.error}", parsed=False)
-                self.stats["cue_unparsed"] += not res.parsed
-                self._cues[p] = res
-        return {p: self._cues[p] for p in pairs}
+        return self.criteria.cues_many(pairs)
 
     def prepare(self, traj: Trajectory) -> Prepared:
-        """Route, cue, select and fuse for one trajectory (uses the caches)."""
-        return self.prepare_many([traj])[0]
+        """Route, cue, select and fuse for one trajectory (uses the caches); raises on failure."""
+        p = self.prepare_many([traj])[0]
+        if isinstance(p, Exception):
+            raise p
+        return p
 
     def prepare_many(self, trajs: list[Trajectory]) -> list[Prepared | Exception]:
         """Prepare a batch; a trajectory that fails comes back as its exception."""
         routes = self.route_many(t.instruction for t in trajs)
         cues = self.cues_many((t.instruction, routes[t.instruction].category) for t in trajs)
+        fp = (thumbnail_fingerprint, thumbnails_close) if self.config.dedupe_frames else (None, None)
 
         def one(t: Trajectory) -> Prepared | Exception:
             try:
                 r = routes[t.instruction]
                 rs = self.bank.lookup(r.category)
                 c = cues[(t.instruction, r.category)]
-                sel = select_context(t, r.category, self.config.max_images, *self._fp)
+                sel = select_context(t, r.category, self.config.max_images, *fp)
                 prompt = fuse(self.prompts, self.bank, rs, t.instruction, compile_evidence(t), c.cues,
                               coarse=self.config.coarse, fine=self.config.fine)
                 return Prepared(t, r, rs, c, sel, prompt)
@@ -195,7 +186,8 @@ class AdaptRubric:
     def verifier_request(self, p: Prepared) -> Request:
         """The engine request for one prepared trajectory."""
         return Request(prompt=p.prompt.text, images=p.images, suffix=p.prompt.suffix, watch=("0", "1"),
-                       max_new_tokens=self.config.verify_max_new_tokens, kind="verify", tag=p.traj.id)
+                       max_new_tokens=self.config.verify_max_new_tokens, kind="verify", tag=p.traj.id,
+                       stop_after_line=VERDICT_LAST_LINE)
 
     # ------------------------------------------------------------------ scoring
     def _verdict(self, p: Prepared, out: Output) -> Verdict:
@@ -209,6 +201,7 @@ class AdaptRubric:
         v.id, v.category, v.cues = p.traj.id, p.route.category, list(p.cues.cues)
         v.route_parsed, v.dropped_cues = p.route.parsed, list(p.cues.dropped)
         v.n_images, v.prompt_tokens, v.completion_tokens = len(p.images), out.prompt_tokens, out.completion_tokens
+        v.hit_cap = bool(getattr(out, "hit_cap", False))
         return v
 
     def _stamp(self, v: Verdict, t: Optional[Trajectory]) -> Verdict:
@@ -242,28 +235,49 @@ class AdaptRubric:
                 v = Verdict(id=t.id, status="error", error=f"{t.source or '?'}, record {t.id}: {p}")
             else:
                 v = self._verdict(p, next(outs))
+                v.cost_tokens, v.cost_calls = float(v.prompt_tokens + v.completion_tokens), 1.0
             verdicts.append(self._stamp(v, t))
+        self._charge_shared(batch, verdicts)
         self.stats["trajectories"] += len(batch)
+        self.stats["hit_cap"] += sum(v.hit_cap for v in verdicts)
         self.stats["seconds"] += time.perf_counter() - t0
         return verdicts
+
+    def _charge_shared(self, batch: list[Trajectory], verdicts: list[Verdict]) -> None:
+        """Add each trajectory's share of this batch's router and cue calls to its costs."""
+        routes = self.criteria.routes
+
+        def keys(i: int) -> list[tuple]:
+            ins = batch[i].instruction
+            r = routes.get(ins)
+            return [("route", ins)] + ([("cue", ins, r.category)] if r else [])
+
+        for v, (tokens, calls) in zip(verdicts, self.criteria.take_costs(keys, len(batch))):
+            v.cost_tokens += tokens
+            v.cost_calls += calls
 
     def score(self, trajs: Iterable[Trajectory]) -> list[Verdict]:
         """Score every trajectory; one Verdict each, in input order."""
         return list(self.iter_score(trajs))
 
     def summary(self) -> dict:
-        """Calls, tokens and seconds per trajectory so far."""
+        """Calls, tokens and seconds per trajectory so far (all model calls, amortised as in Table 5)."""
         n = max(1, self.stats["trajectories"])
-        return {
+        out = {
             "trajectories": self.stats["trajectories"],
             "calls": self.stats["calls"],
             "calls_per_traj": self.stats["calls"] / n,
             "calls_by_kind": {k[6:]: v for k, v in self.stats.items() if k.startswith("calls_")},
             "tokens_per_traj": (self.stats["prompt_tokens"] + self.stats["completion_tokens"]) / n,
             "s_per_traj": self.stats["seconds"] / n,
-            "route_unparsed": self.stats["route_unparsed"],
-            "cue_unparsed": self.stats["cue_unparsed"],
+            "route_unparsed": self.criteria.unparsed["route"],
+            "cue_unparsed": self.criteria.unparsed["cue"],
+            "hit_cap": self.stats["hit_cap"],
         }
+        engine_stats = getattr(self.engine, "stats", None)
+        if isinstance(engine_stats, dict) and engine_stats:
+            out["engine"] = dict(engine_stats)
+        return out
 
 
 def p_success(out: Output) -> Optional[float]:

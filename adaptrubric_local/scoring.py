@@ -1,13 +1,20 @@
 """Scoring a data set into a verdict file: streaming lines as they complete, resuming after a
-crash, recording bad records as error lines, and writing the run's config and summary beside it
-(`<out>.config.json`, `<out>.summary.json`). Used by `adaptrubric score`, `eval --model` and
-`ablate`. Knows nothing about argument parsing.
+crash, recording bad records as error lines under their own ids, and writing the run's config and
+summary beside it (`<out>.config.json`, `<out>.summary.json`).
+
+A verdict file holds one configuration: `--resume` refuses settings that differ from the ones the
+file was begun with (unless forced, which is recorded). Resuming scores again the ids whose last
+line is an error; readers take the last line per id. Used by `adaptrubric score`, `eval --model`
+and `ablate`. Knows nothing about argument parsing.
 """
 from __future__ import annotations
 
+import datetime
+import hashlib
 import json
 import sys
 import time
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -16,57 +23,138 @@ from .formats import LoadResult, load_trajectories
 from .pipeline import AdaptRubric
 from .types import Verdict
 
+# settings that change how fast a run goes, never what the verifier sees or says
+RUNTIME_ONLY = {"batch_size", "max_batch_size", "max_batch_tokens", "image_workers", "device_map",
+                "attn_implementation", "compile", "package_version", "data"}
+
 
 def sidecar(out: Path, kind: str) -> Path:
     """`verdicts.jsonl` -> `verdicts.<kind>.json`."""
     return out.with_suffix(f".{kind}.json")
 
 
-def read_done_ids(path: Path) -> set[str]:
-    """Ids already in a verdict file; a torn last line (killed mid-write) is cut off."""
-    if not path.is_file():
-        return set()
+def _repair_torn_tail(path: Path) -> bytes:
+    """The file's bytes, with a torn last line (killed mid-write) cut off the file."""
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         cut = data.rfind(b"\n") + 1
         with open(path, "r+b") as fh:
             fh.truncate(cut)
         data = data[:cut]
-    done = set()
-    for n, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+    return data
+
+
+def read_last_lines(path: Path) -> dict[str, dict]:
+    """id -> the last verdict line (as a dict) for that id; a torn last line is cut off first."""
+    if not path.is_file():
+        return {}
+    last: dict[str, dict] = {}
+    for n, line in enumerate(_repair_torn_tail(path).decode("utf-8").splitlines(), start=1):
         if line.strip():
             try:
-                done.add(str(json.loads(line)["id"]))
+                d = json.loads(line)
+                last[str(d["id"])] = d
             except (json.JSONDecodeError, KeyError, TypeError):
                 raise ValueError(f"{path}: line {n} is not a verdict line; cannot resume into it") from None
-    return done
+    return last
 
 
-def summarize(verdicts: list[Verdict], stats: dict, seconds: float) -> dict:
-    """The run summary printed at the end and written beside the verdicts."""
+def read_done_ids(path: Path, retry_errors: bool = False) -> set[str]:
+    """Ids already in a verdict file (with `retry_errors`, not those whose last line is an error)."""
+    return {i for i, d in read_last_lines(path).items() if not (retry_errors and d.get("status") == "error")}
+
+
+def last_per_id(verdicts: list[Verdict]) -> list[Verdict]:
+    """One verdict per id, the last one written, in the order ids first appear."""
+    last: dict[str, Verdict] = {}
+    for v in verdicts:
+        last[str(v.id)] = v
+    return list(last.values())
+
+
+def summarize(verdicts: list[Verdict], unparsed_calls: dict, seconds: float) -> dict:
+    """The run summary printed at the end and written beside the verdicts. Calls and tokens per
+    trajectory are the verdicts' own costs (router and cue calls shared out), so `eval` on the
+    same file gives the same figures."""
     n = len(verdicts)
-    denom = max(1, stats.get("trajectories", 0))
+    denom = max(1, n)
     return {
         "n": n,
         "scored": sum(v.status == "ok" for v in verdicts),
         "unparsed": sum(v.status == "unparsed" for v in verdicts),
         "errors": sum(v.status == "error" for v in verdicts),
         "positives": sum(v.score == 1 for v in verdicts),
+        "hit_cap": sum(v.hit_cap for v in verdicts),
         "s_per_traj": seconds / max(1, n),
-        "calls_per_traj": stats.get("calls", 0) / denom,
-        "tokens_per_traj": (stats.get("prompt_tokens", 0) + stats.get("completion_tokens", 0)) / denom,
-        "route_unparsed": stats.get("route_unparsed", 0),
-        "cue_unparsed": stats.get("cue_unparsed", 0),
+        "calls_per_traj": sum(v.cost_calls for v in verdicts) / denom,
+        "tokens_per_traj": sum(v.cost_tokens for v in verdicts) / denom,
+        "route_unparsed": unparsed_calls.get("route", 0),
+        "cue_unparsed": unparsed_calls.get("cue", 0),
     }
 
 
 def error_id(e) -> str:
-    """A stable id for a record that could not be loaded."""
+    """The id of a record that could not be loaded: its own id when it has one, else its location."""
+    own = getattr(e, "record_id", None)
+    if own:
+        return str(own)
     return f"{Path(e.file).name}:{e.record}" if e.record else Path(e.file).name
 
 
+def prompts_sha(pipe: AdaptRubric) -> str:
+    """Content hash of the prompt set in use."""
+    blob = json.dumps(pipe.prompts.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def vars_of(pipe: AdaptRubric) -> dict:
+    """What produced a verdict file: pipeline settings, model, adapter, bank and prompt hashes, version."""
+    eng = pipe.engine
+    ecfg = getattr(eng, "config", None)
+    return {**asdict(pipe.config), "ablation": pipe.config.ablation, "model": getattr(eng, "name", None),
+            "adapter": getattr(ecfg, "adapter", None), "max_visual_tokens": getattr(ecfg, "max_visual_tokens", None),
+            "engine": asdict(ecfg) if is_dataclass(ecfg) else None, "bank_sha": pipe.bank.sha,
+            "prompts_sha": prompts_sha(pipe), "package_version": __version__}
+
+
+def verdict_settings(meta: dict) -> dict:
+    """The part of a run's config that decides its verdicts (flattened, runtime-only keys left out)."""
+    out = {}
+    for k, v in meta.items():
+        if k == "engine" and isinstance(v, dict):
+            out.update({f"engine.{ek}": ev for ek, ev in v.items() if ek not in RUNTIME_ONLY})
+        elif k not in RUNTIME_ONLY and k not in ("forced_resumes", "created"):
+            out[k] = v
+    return out
+
+
+def settings_diff(old: dict, new: dict) -> list[str]:
+    """'key: old -> new' for each verdict-deciding setting that differs."""
+    a, b = verdict_settings(old), verdict_settings(new)
+    return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def _check_resume(out: Path, meta: dict, force: bool) -> dict:
+    """The config to keep in the sidecar when resuming `out` with `meta`'s settings, or ValueError."""
+    path = sidecar(out, "config")
+    if not path.is_file():
+        return meta
+    old = json.loads(path.read_text())
+    diff = settings_diff(old, meta)
+    if not diff:
+        return {**old, "data": meta.get("data", old.get("data"))}
+    if not force:
+        raise ValueError(f"--resume: {out} was begun with other settings ({'; '.join(diff)}). Use the original "
+                         "flags, write to a new --out, or pass --force-settings to mix them (recorded in "
+                         f"{path.name})")
+    when = datetime.datetime.now().isoformat(timespec="seconds")
+    old.setdefault("forced_resumes", []).append({"at": when, "differences": diff})
+    return old
+
+
 def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: bool = False, fmt: str = "auto",
-               loaded: Optional[LoadResult] = None, progress: bool = True, extra: Optional[dict] = None) -> dict:
+               loaded: Optional[LoadResult] = None, progress: bool = True, extra: Optional[dict] = None,
+               retry_errors: bool = True, force_settings: bool = False) -> dict:
     """Score every trajectory of `data` into `out`; returns the summary."""
     from tqdm import tqdm
 
@@ -75,51 +163,50 @@ def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: boo
     loaded = loaded or load_trajectories(data, fmt=fmt)
     for w in loaded.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    done = read_done_ids(out) if resume else set()
     if not resume and out.exists() and out.stat().st_size:
         raise ValueError(f"{out} exists; pass --resume to continue it or choose another output")
+    meta = {**vars_of(pipe), "data": str(data), **(extra or {})}
+    if resume:
+        meta = _check_resume(out, meta, force_settings)
+    last = read_last_lines(out) if resume else {}
+    done = {i for i, d in last.items() if not (retry_errors and d.get("status") == "error")}
     todo = [t for t in loaded.trajectories if t.id not in done]
     bad = [e for e in loaded.errors if error_id(e) not in done]
-    meta = {**vars_of(pipe), "data": str(data), **(extra or {})}
     sidecar(out, "config").write_text(json.dumps(meta, indent=2) + "\n")
-    if done:
-        print(f"resuming: {len(done)} id(s) already in {out}, {len(todo)} to score", file=sys.stderr)
+    retried = sum(1 for t in todo if t.id in last) + sum(1 for e in bad if error_id(e) in last)
+    if last:
+        print(f"resuming: {len(done)} id(s) already in {out}, {len(todo) + len(bad)} to do"
+              + (f" ({retried} error line(s) retried)" if retried else ""), file=sys.stderr)
     verdicts: list[Verdict] = []
     t0 = time.perf_counter()
+    unparsed0 = dict(pipe.criteria.unparsed)
     model = getattr(pipe.engine, "name", None)
     with open(out, "a", encoding="utf-8") as fh:
         for e in bad:
-            _write(fh, Verdict(id=error_id(e), status="error", error=str(e), bank_sha=pipe.bank.sha, model=model),
-                   verdicts)
+            v = Verdict(id=error_id(e), status="error", error=str(e), bank_sha=pipe.bank.sha, model=model)
+            _write(fh, v, verdicts, last.get(v.id))
         bar = tqdm(total=len(todo), unit="traj", desc="scoring", disable=not progress, dynamic_ncols=True)
         for v in pipe.iter_score(todo):
-            _write(fh, v, verdicts)
+            _write(fh, v, verdicts, last.get(str(v.id)))
             bar.update(1)
             bar.set_postfix(unparsed=sum(x.status == "unparsed" for x in verdicts),
                             errors=sum(x.status == "error" for x in verdicts))
         bar.close()
-    summary = summarize(verdicts, dict(pipe.stats), time.perf_counter() - t0)
+    summary = summarize(verdicts, {k: pipe.criteria.unparsed[k] - unparsed0[k] for k in unparsed0},
+                        time.perf_counter() - t0)
     summary.update(model=model, bank_sha=pipe.bank.sha, ablation=pipe.config.ablation, out=str(out),
-                   skipped_resume=len(done))
+                   skipped_resume=len(done), retried_errors=retried)
+    engine_stats = pipe.summary().get("engine")
+    if engine_stats:
+        summary["engine"] = engine_stats
     sidecar(out, "summary").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
-def vars_of(pipe: AdaptRubric) -> dict:
-    """What produced a verdict file: pipeline settings, model, adapter, bank hash, version."""
-    from dataclasses import asdict
-
-    from dataclasses import is_dataclass
-
-    eng = pipe.engine
-    ecfg = getattr(eng, "config", None)
-    return {**asdict(pipe.config), "ablation": pipe.config.ablation, "model": getattr(eng, "name", None),
-            "adapter": getattr(ecfg, "adapter", None), "max_visual_tokens": getattr(ecfg, "max_visual_tokens", None),
-            "engine": asdict(ecfg) if is_dataclass(ecfg) else None, "bank_sha": pipe.bank.sha,
-            "package_version": __version__}
-
-
-def _write(fh, v: Verdict, sink: list) -> None:
+def _write(fh, v: Verdict, sink: list, previous: Optional[dict]) -> None:
+    """Append a verdict line, unless it repeats the id's last line's error word for word."""
+    sink.append(v)
+    if previous and v.status == "error" and previous.get("status") == "error" and previous.get("error") == v.error:
+        return
     fh.write(json.dumps(v.to_dict(), ensure_ascii=False) + "\n")
     fh.flush()
-    sink.append(v)

@@ -56,8 +56,8 @@ def test_one_bad_trajectory_keeps_the_others(groups):
 
 def test_prepare_failure_becomes_error_verdict(groups):
     bad = copy.deepcopy(groups[0])
-    bad.steps[1].screenshot = "/nonexistent/x.png"  # fingerprinting for dedupe cannot open it
-    verdicts = AdaptRubric(FakeEngine()).score([bad, groups[1]])
+    bad.steps[1].screenshot = "/nonexistent/x.png"  # fingerprinting for (opt-in) dedupe cannot open it
+    verdicts = AdaptRubric(FakeEngine(), PipelineConfig(dedupe_frames=True)).score([bad, groups[1]])
     assert verdicts[0].status == "error" and "x.png" in verdicts[0].error and verdicts[1].status == "ok"
 
 
@@ -75,8 +75,12 @@ def test_prompt_cli_json(tmp_path, capsys):
 
     rec = canonical_record(tmp_path, "p1", 14, instruction="Delete all notes in Joplin.")
     path = write_jsonl(tmp_path / "p.jsonl", [rec])
-    assert main(["prompt", str(path), "--id", "p1", "--cue", "Check if the note list is empty.", "--json"]) == 0
+    assert main(["prompt", str(path), "--id", "p1", "--router", "rules", "--cue", "Check if the note list is empty.",
+                 "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["category"] == "delete_cleanup" and len(out["images"]) <= 10
+    assert out["category"] == "delete_cleanup" and len(out["images"]) == 10 and out["router"] == "rules"
     assert "Check if the note list is empty." in out["prompt"]
-    assert main(["prompt", str(path), "--id", "nope"]) == 2
+    assert main(["prompt", str(path), "--id", "nope", "--router", "rules", "--no-fine"]) == 2
+    # the paper's default routes and writes cues with the model: without one, say so instead of guessing
+    assert main(["prompt", str(path), "--id", "p1"]) == 2
+    assert "give --model" in capsys.readouterr().err

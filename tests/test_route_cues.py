@@ -65,7 +65,8 @@ def test_route_cli_file(tmp_path, capsys):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [(r["id"], r["category"]) for r in rows] == [(1, "delete_cleanup"), (3, "state_navigation")]
     assert rc == 1 and "record line 2, field 'instruction'" in capsys.readouterr().err
-    assert main(["route", "Delete the note Foo."]) == 0
+    assert main(["route", "--router", "rules", "Delete the note Foo."]) == 0
+    assert main(["route", "Delete the note Foo."]) == 2  # the default model router needs --model
     assert capsys.readouterr().out.strip() == "delete_cleanup"
 
 

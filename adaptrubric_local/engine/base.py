@@ -26,6 +26,7 @@ class Request:
     watch: tuple[str, ...] = ()
     kind: str = "verify"  # accounting label: "route" | "cue" | "verify"
     tag: Optional[str] = None  # caller's id for error messages
+    stop_after_line: Optional[str] = None  # end the row once a complete line starting with this is generated
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Output:
     visual_tokens: int = 0
     error: Optional[str] = None
     samples: list[tuple[str, list[TokenProbs]]] = field(default_factory=list)  # all k texts when voting
+    hit_cap: bool = False  # stopped by max_new_tokens, not by EOS or stop_after_line
 
 
 class Engine(ABC):

@@ -73,7 +73,7 @@ def detect_format(path: str | Path) -> str:
                        "(ZeroGUI/OSWorld), episode.json (ClawGUI), *.jsonl (canonical), trace JSON (OSReward)")
 
 
-def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = True) -> LoadResult:
+def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = True, image_roots=()) -> LoadResult:
     """Load every trajectory under `path`; `fmt` is one of FORMATS or "auto"."""
     p = Path(path)
     if fmt == "auto":

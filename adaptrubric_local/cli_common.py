@@ -1,0 +1,97 @@
+"""Options shared by the `adaptrubric` subcommands: data, pipeline and engine flags, and the config
+they describe. Every command that scores, shows a prompt or evaluates takes the same flags, so
+`prompt` shows exactly what `score` sends. Parsing only; imports no model code.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .engine.build import add_engine_arguments, engine_kwargs
+
+FORMATTER = argparse.RawDescriptionHelpFormatter
+
+
+def die(msg: str, code: int = 2) -> int:
+    """Print one error line and return the exit code."""
+    print(f"adaptrubric: error: {msg}", file=sys.stderr)
+    return code
+
+
+def rules_estimate() -> str:
+    """The rules router's measured generalisation, for help texts."""
+    from . import route
+
+    return getattr(route, "RULES_ESTIMATE", "")
+
+
+def add_data_options(p: argparse.ArgumentParser) -> None:
+    """--format and --image-root."""
+    p.add_argument("--format", default="auto",
+                   help="input format: auto, canonical, androidgen, zerogui, osreward, clawgui (default auto)")
+    p.add_argument("--image-root", action="append", default=[], metavar="DIR",
+                   help="a folder screenshots may also live in (repeatable); the data folder is always allowed. "
+                        "Needed when records hold absolute paths outside the data folder")
+
+
+def add_pipeline_options(p: argparse.ArgumentParser) -> None:
+    """The AdaptRubric settings; defaults are the paper's method."""
+    g = p.add_argument_group("AdaptRubric (defaults: the paper's method)")
+    g.add_argument("--router", choices=["model", "rules"], default="model",
+                   help="model: the paper's router prompt (H.2), one call per distinct instruction (default); "
+                        "rules: no model call. " + rules_estimate())
+    g.add_argument("--no-coarse", action="store_true", help="ablation: leave out the family rubric and meta rule")
+    g.add_argument("--no-fine", action="store_true", help="ablation: leave out the fine cues")
+    g.add_argument("--cue", action="append", default=None, metavar="TEXT",
+                   help="use this fine cue instead of generating cues (repeatable, at most 2 kept)")
+    g.add_argument("--max-images", type=int, default=10, help="screenshot budget per trajectory (paper: 10)")
+    g.add_argument("--max-new-tokens", type=int, default=1024,
+                   help="cap on verifier output tokens (default 1024; generation stops once the verdict block "
+                        "is complete, so a long cap costs nothing when the model is brief)")
+    g.add_argument("--dedupe-frames", action="store_true",
+                   help="opt-in speed setting: skip near-duplicate frames when selecting screenshots (not in the "
+                        "paper; changes what the verifier sees)")
+    g.add_argument("--cue-filter", action="store_true",
+                   help="opt-in: drop generated cues that use over-constraining words (exactly, all, visibly, ...) "
+                        "the instruction does not use (not in the paper)")
+    g.add_argument("--bank", help="rubric bank YAML (default: the bundled paper bank)")
+
+
+def add_model_options(p: argparse.ArgumentParser, required: bool = False) -> None:
+    """--model and every engine option."""
+    add_engine_arguments(p, required=required)
+
+
+def add_scoring_options(p: argparse.ArgumentParser, model_required: bool = False) -> None:
+    """Data, pipeline and engine options, for every command that scores."""
+    add_data_options(p)
+    add_pipeline_options(p)
+    add_model_options(p, required=model_required)
+
+
+def pipeline_config(args, **overrides):
+    """The PipelineConfig the pipeline options describe."""
+    from .pipeline import PipelineConfig
+
+    kw = dict(router=args.router, coarse=not args.no_coarse, fine=not args.no_fine, max_images=args.max_images,
+              bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens, dedupe_frames=args.dedupe_frames,
+              cue_filter=args.cue_filter, manual_cues=args.cue,
+              batch_size=max(4 * getattr(args, "max_batch_size", 8), 8))
+    kw.update(overrides)
+    return PipelineConfig(**kw)
+
+
+def make_engine(args, cfg=None):
+    """The transformers engine the engine options describe (its token cap covers the pipeline's)."""
+    from .engine.build import build_engine
+
+    cap = max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens, cfg.route_max_new_tokens) if cfg else None
+    kw = engine_kwargs(args)
+    if cap:
+        kw["max_new_tokens"] = cap
+    return build_engine(**kw)
+
+
+def needs_engine(cfg) -> bool:
+    """Whether a pipeline config calls the model before the verifier (router or cues)."""
+    return (cfg.router == "model" and not cfg.fixed_category) or (cfg.fine and cfg.manual_cues is None)

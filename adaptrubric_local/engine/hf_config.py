@@ -1,0 +1,51 @@
+"""How to load and run a Qwen3-VL checkpoint: the transformers engine's settings.
+
+A plain dataclass with help text and validation, kept apart from `hf.py` so that command-line
+parsing can read the options without importing torch or transformers. Knows nothing about models
+beyond their names and paths.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+DEFAULT_MODEL = "Qwen/Qwen3-VL-4B-Instruct"
+
+
+@dataclass
+class HFEngineConfig:
+    """How to load and run a Qwen3-VL checkpoint."""
+
+    model: str = field(default=DEFAULT_MODEL, metadata={"help": "hub id or local folder"})
+    dtype: str = field(default="auto", metadata={"help": "auto (bf16 on GPU, fp32 on CPU) | bf16 | fp16 | fp32"})
+    device_map: Optional[str] = field(default="auto", metadata={"help": "transformers device_map; ignored on CPU"})
+    attn_implementation: Optional[str] = field(default=None, metadata={
+        "help": "default: flash_attention_2 on GPU when installed, else sdpa; on CPU sdpa_padded_prefill"})
+    load_in_4bit: bool = field(default=False, metadata={"help": "bitsandbytes nf4 quantisation"})
+    load_in_8bit: bool = field(default=False, metadata={"help": "bitsandbytes int8 quantisation"})
+    adapter: Optional[str] = field(default=None, metadata={"help": "LoRA adapter folder (peft)"})
+    max_new_tokens: int = field(default=1024, metadata={"help": "cap on generated tokens per request"})
+    votes: int = field(default=1, metadata={"help": "samples per request; >1 samples (temperature) for majority vote"})
+    temperature: float = field(default=0.7, metadata={"help": "sampling temperature when votes > 1"})
+    max_batch_size: int = field(default=16, metadata={"help": "most requests in one generate call"})
+    max_batch_tokens: int = field(default=65536, metadata={"help": "padded prompt tokens per generate call"})
+    max_pixels: Optional[int] = field(default=None, metadata={"help": "per-image pixel cap (default: processor's)"})
+    max_visual_tokens: Optional[int] = field(default=None, metadata={
+        "help": "opt-in speed setting: visual-token budget per trajectory, shared by its screenshots (e.g. 6144); "
+                "none keeps the processor's own resolution, as the paper ran"})
+    image_workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1),
+                               metadata={"help": "threads for image decode/resize"})
+    seed: int = field(default=0, metadata={"help": "random seed for sampling"})
+
+    def __post_init__(self):
+        if self.dtype not in ("auto", "bf16", "fp16", "fp32"):
+            raise ValueError(f"dtype must be auto, bf16, fp16 or fp32, got {self.dtype!r}")
+        if self.load_in_4bit and self.load_in_8bit:
+            raise ValueError("choose one of load_in_4bit and load_in_8bit")
+        for name in ("max_new_tokens", "votes", "max_batch_size", "max_batch_tokens", "image_workers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.adapter and not Path(self.adapter).is_dir():
+            raise ValueError(f"adapter folder not found: {self.adapter}")
