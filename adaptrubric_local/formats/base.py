@@ -128,14 +128,13 @@ def resolve_image(root: Path, rel: Any, file: Path, record: str, field_name: str
         raise DataError(file, "image path missing or not a string", record, field_name)
     if rel.startswith("file://"):
         rel = rel[len("file://"):]
-    allowed = (Path(root).resolve(), *(Path(r).resolve() for r in image_roots))
+    allowed = tuple(dict.fromkeys([Path(root).resolve(), *(Path(r).resolve() for r in image_roots)]))
     full = (allowed[0] / rel).resolve()
     if not any(full.is_relative_to(a) for a in allowed):
-        extra = f"; extra image roots: {', '.join(map(str, allowed[1:]))}" if len(allowed) > 1 else ""
         raise DataError(file, f"image path '{rel}' escapes the dataset folder: it resolves to {full}, outside "
-                              f"the allowed folders (dataset folder: {allowed[0]}{extra}). If these images are "
-                              "meant to be read, pass --image-root DIR (Python: image_roots=[DIR])",
-                        record, field_name)
+                              f"the allowed folders ({', '.join(map(str, allowed))}: the dataset folder and any "
+                              "extra image roots). If these images are meant to be read, pass --image-root DIR "
+                              "(Python: image_roots=[DIR])", record, field_name)
     if must_exist and not full.is_file():
         raise DataError(file, f"image not found: {full}", record, field_name)
     return str(full)
