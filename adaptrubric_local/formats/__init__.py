@@ -1,15 +1,20 @@
 """Load trajectories from any supported on-disk format, detecting which one it is.
 
 Formats: `canonical` (JSONL), `androidgen`, `zerogui`, `osreward`, `clawgui`. Each loader returns a
-LoadResult: one bad record becomes a DataError in `errors` and never loses the other records.
+LoadResult: one bad record becomes a DataError in `errors` (with the record's own id in `record_id`
+when it has one) and never loses the other records. Loading nothing at all is an error naming what
+was looked for; verdict files (what `score` writes) are recognised and never read as data.
+Screenshots must lie in the data folder or in a folder the caller allows (`image_roots`).
 """
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Iterable
 
 from . import androidgen, canonical, others
-from .base import DataError, LoadResult
+from .base import DataError, LoadResult, check_image_roots
 
 FORMATS = ("canonical", "androidgen", "zerogui", "osreward", "clawgui")
 
@@ -32,6 +37,41 @@ def _first_object(path: Path):
                 except json.JSONDecodeError:
                     return None
     return None
+
+
+LOOKED_FOR = {
+    "canonical": "one JSON trajectory per line ({\"id\", \"instruction\", \"steps\": [...]}) in *.jsonl",
+    "androidgen": "record.jsonl (AndroidGen) in the folder or in its sub-folders",
+    "zerogui": "traj.jsonl (ZeroGUI/OSWorld result folders) anywhere below",
+    "osreward": "trace JSON files (objects with trace_id and trajectory) anywhere below",
+    "clawgui": "episode.json (ClawGUI) anywhere below",
+}
+
+
+def _data_jsonl(folder: Path, warnings: list[str] | None = None) -> list[Path]:
+    """The folder's own *.jsonl files that are not verdict files (noted in `warnings`)."""
+    out = []
+    for f in sorted(folder.glob("*.jsonl")):
+        if f.is_file() and canonical.looks_like_verdicts(f):
+            if warnings is not None:
+                warnings.append(f"{f}: this looks like a verdict file, not trajectory data; skipped it")
+            continue
+        out.append(f)
+    return out
+
+
+def _hints(folder: Path) -> str:
+    """What a folder that is not data holds instead: verdict files, and data files further down."""
+    verdicts = [f.name for f in sorted(folder.glob("*.jsonl")) if canonical.looks_like_verdicts(f)]
+    deeper = [f for f in sorted(folder.glob("*/*.jsonl")) + sorted(folder.glob("*/*/*.jsonl"))
+              if f.name not in ("record.jsonl", "traj.jsonl") and not canonical.looks_like_verdicts(f)]
+    out = ""
+    if verdicts:
+        out += (f". {', '.join(verdicts)} looks like a verdict file (what `score` writes), not trajectory "
+                "data")
+    if deeper:
+        out += f". Trajectory data may be in: {', '.join(map(str, deeper[:5]))}; pass that path instead"
+    return out
 
 
 def detect_format(path: str | Path) -> str:
@@ -57,8 +97,7 @@ def detect_format(path: str | Path) -> str:
         return "zerogui"
     if any(p.rglob("episode.json")):
         return "clawgui"
-    jsonl = sorted(p.glob("*.jsonl"))
-    if jsonl:
+    if _data_jsonl(p):
         return "canonical"
     for f in sorted(p.rglob("*.json"))[:20]:
         try:
@@ -70,22 +109,35 @@ def detect_format(path: str | Path) -> str:
         if isinstance(obj, dict) and "trace_id" in obj and "trajectory" in obj:
             return "osreward"
     raise DataError(p, "could not detect the format: looked for */record.jsonl (AndroidGen), traj.jsonl "
-                       "(ZeroGUI/OSWorld), episode.json (ClawGUI), *.jsonl (canonical), trace JSON (OSReward)")
+                       "(ZeroGUI/OSWorld), episode.json (ClawGUI), *.jsonl (canonical), trace JSON (OSReward)"
+                       + _hints(p))
 
 
-def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = True, image_roots=()) -> LoadResult:
-    """Load every trajectory under `path`; `fmt` is one of FORMATS or "auto"."""
+def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = True,
+                      image_roots: Iterable[str | os.PathLike] = ()) -> LoadResult:
+    """Load every trajectory under `path`; `fmt` is one of FORMATS or "auto".
+
+    Screenshots may lie in the data folder or in one of `image_roots` (extra folders the caller
+    allows; the CLI's `--image-root DIR`). Raises DataError when the path cannot be read as data
+    or holds no trajectory and no bad record at all."""
     p = Path(path)
     if fmt == "auto":
         fmt = detect_format(p)
     if fmt not in _LOADERS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)} or auto")
+    if not p.exists():
+        raise DataError(p, "no such file or folder")
+    roots = check_image_roots(image_roots)
     if fmt == "canonical" and p.is_dir():
         result = LoadResult()
-        for f in sorted(p.glob("*.jsonl")):
-            result.extend(canonical.load(f, check_images))
-        return result
-    return _LOADERS[fmt](p, check_images=check_images)
+        for f in _data_jsonl(p, result.warnings):
+            result.extend(canonical.load(f, check_images, roots))
+    else:
+        result = _LOADERS[fmt](p, check_images=check_images, image_roots=roots)
+    if not result.trajectories and not result.errors:
+        hint = _hints(p) if p.is_dir() else ""
+        raise DataError(p, f"no trajectories found: the {fmt} loader looked for {LOOKED_FOR[fmt]}{hint}")
+    return result
 
 
 __all__ = ["DataError", "LoadResult", "FORMATS", "detect_format", "load_trajectories", "canonical"]

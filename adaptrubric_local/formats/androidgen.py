@@ -1,17 +1,19 @@
 """AndroidGen trajectory folders: `<root>/<trace_id>/record.jsonl`, one JSON object per step with
 `instruction`, `index`, `image` (Set-of-Mark screenshot), `raw` (plain screenshot), `state` (UI
 tree), `parsed_action`; the final `exit` action's message is the answer. Image paths are relative
-to `<root>`. An optional `<root>/labels.jsonl` (`trace_id`, `label`) supplies labels.
+to `<root>`. An optional `<root>/labels.jsonl` (`trace_id`, `label`) supplies labels. A trace's id
+is its `trace_id` field, else its folder name; a `record.jsonl` given directly is read as its folder.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from ..types import Step, Trajectory
-from .base import DataError, LoadResult, check_nonempty, iter_json_lines, parse_label, resolve_image
+from .base import DataError, LoadResult, check_nonempty, iter_json_lines, own_id, parse_label, resolve_image, tag
 
 _ELEMENT = re.compile(r'<element id="(\d+)"[^>]*>(.*?)</element>', re.S)
 
@@ -65,50 +67,57 @@ def _labels(root: Path) -> dict[str, int]:
     return out
 
 
-def load_trace(record_file: Path, root: Path, labels: dict[str, int], check_images: bool = True) -> LoadResult:
-    """Load one `record.jsonl` (one trajectory) into a LoadResult."""
+def load_trace(record_file: Path, root: Path, labels: dict[str, int], check_images: bool = True,
+               image_roots: Iterable[str | os.PathLike] = ()) -> LoadResult:
+    """Load one `record.jsonl` (one trajectory) into a LoadResult; its errors carry the trace id."""
     result = LoadResult()
-    rows = []
-    for record, obj in iter_json_lines(record_file, result):
-        if not isinstance(obj, dict):
-            result.errors.append(DataError(record_file, "step is not a JSON object", record))
-            return result
-        rows.append((record, obj))
-    if result.errors:
-        return result  # a step we could not read would silently shorten the trajectory
-    rows.sort(key=lambda r: r[1].get("index", 0) if isinstance(r[1].get("index"), int) else 0)
-    trace_id = record_file.parent.name
+    rows = list(iter_json_lines(record_file, result))
+    ids = [own_id(obj.get("trace_id")) for _, obj in rows if isinstance(obj, dict)]
+    trace_id = next((i for i in ids if i is not None), record_file.parent.name)
+    bad = next((rec for rec, obj in rows if not isinstance(obj, dict)), None)
+    if bad is not None:
+        result.errors.append(DataError(record_file, "step is not a JSON object", bad))
+    if result.errors:  # a step we could not read would silently shorten the trajectory
+        result.errors = [tag(e, trace_id) for e in result.errors]
+        return result
     try:
-        if not rows:
-            raise DataError(record_file, "no steps", None, "steps")
-        steps, answer = [], None
-        fallback = 0
-        for record, obj in rows:
-            shot_key = "raw" if obj.get("raw") and (root / str(obj["raw"])).is_file() else "image"
-            fallback += shot_key == "image" and bool(obj.get("raw"))
-            shot = resolve_image(root, obj.get(shot_key), record_file, record, shot_key, check_images)
-            action, atype, text, ans = describe_action(obj.get("parsed_action"), obj.get("state"))
-            answer = ans if ans is not None else answer
-            steps.append(Step(screenshot=shot, action=action, action_type=atype, text=text,
-                              thought=obj.get("response") if isinstance(obj.get("response"), str) else None))
-        if fallback:
-            result.warnings.append(f"{record_file}: {fallback} step(s) have no plain 'raw' screenshot; "
-                                   "used the annotated 'image' instead")
-        instruction = rows[0][1].get("instruction")
-        if not isinstance(instruction, str):
-            raise DataError(record_file, "required field missing", rows[0][0], "instruction")
-        traj = Trajectory(id=str(rows[0][1].get("trace_id", trace_id)), instruction=instruction,
-                          steps=steps, answer=answer, platform="android",
-                          label=labels.get(str(rows[0][1].get("trace_id", trace_id))), source=str(record_file))
-        result.trajectories.append(check_nonempty(traj, record_file, f"trace {trace_id}"))
+        result.trajectories.append(_trace(rows, record_file, root, trace_id, labels, check_images,
+                                          tuple(image_roots), result))
     except DataError as exc:
-        result.errors.append(exc)
+        result.errors.append(tag(exc, trace_id))
     return result
 
 
-def load(path: Path, check_images: bool = True) -> LoadResult:
-    """Load an AndroidGen folder of traces (or a single trace folder)."""
+def _trace(rows: list, record_file: Path, root: Path, trace_id: str, labels: dict[str, int], check_images: bool,
+           image_roots: tuple, result: LoadResult) -> Trajectory:
+    if not rows:
+        raise DataError(record_file, "no steps", None, "steps")
+    rows.sort(key=lambda r: r[1].get("index", 0) if isinstance(r[1].get("index"), int) else 0)
+    steps, answer, fallback = [], None, 0
+    for record, obj in rows:
+        shot_key = "raw" if obj.get("raw") and (root / str(obj["raw"])).is_file() else "image"
+        fallback += shot_key == "image" and bool(obj.get("raw"))
+        shot = resolve_image(root, obj.get(shot_key), record_file, record, shot_key, check_images, image_roots)
+        action, atype, text, ans = describe_action(obj.get("parsed_action"), obj.get("state"))
+        answer = ans if ans is not None else answer
+        steps.append(Step(screenshot=shot, action=action, action_type=atype, text=text,
+                          thought=obj.get("response") if isinstance(obj.get("response"), str) else None))
+    if fallback:
+        result.warnings.append(f"{record_file}: {fallback} step(s) have no plain 'raw' screenshot; "
+                               "used the annotated 'image' instead")
+    instruction = rows[0][1].get("instruction")
+    if not isinstance(instruction, str):
+        raise DataError(record_file, "required field missing", rows[0][0], "instruction")
+    traj = Trajectory(id=trace_id, instruction=instruction, steps=steps, answer=answer, platform="android",
+                      label=labels.get(trace_id), source=str(record_file))
+    return check_nonempty(traj, record_file, f"trace {trace_id}")
+
+
+def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = ()) -> LoadResult:
+    """Load an AndroidGen folder of traces, a single trace folder, or its `record.jsonl`."""
     path = Path(path)
+    if path.is_file() and path.name == "record.jsonl":
+        path = path.parent
     if (path / "record.jsonl").is_file():
         files, root = [path / "record.jsonl"], path.parent
     else:
@@ -116,5 +125,5 @@ def load(path: Path, check_images: bool = True) -> LoadResult:
     labels = _labels(root)
     result = LoadResult()
     for f in files:
-        result.extend(load_trace(f, root, labels, check_images))
+        result.extend(load_trace(f, root, labels, check_images, image_roots))
     return result

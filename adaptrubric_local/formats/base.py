@@ -1,5 +1,6 @@
-"""Shared pieces for the trajectory loaders: errors that name file/record/field, a tolerant JSONL
-reader, and image-path resolution that refuses to leave the dataset folder.
+"""Shared pieces for the trajectory loaders: errors that name file/record/field (and keep the
+record's own id), a tolerant JSONL reader, and image-path resolution that refuses any path outside
+the allowed folders (the dataset folder plus the roots the caller allows explicitly).
 
 Knows nothing about any one on-disk format; each format module builds on these.
 """
@@ -9,23 +10,43 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from ..types import Trajectory
 
 
 class DataError(ValueError):
-    """A problem with one record of the input, naming the file, the record and the field."""
+    """A problem with one record of the input, naming the file, the record and the field;
+    `record_id` is the record's own id when it has one (the id its trajectory would have had)."""
 
     def __init__(self, file: str | os.PathLike, problem: str, record: Optional[str] = None,
-                 field: Optional[str] = None):
+                 field: Optional[str] = None, record_id: Optional[str] = None):
         self.file, self.record, self.field, self.problem = str(file), record, field, problem
+        self.record_id = record_id
         where = self.file
         if record is not None:
             where += f", record {record}"
         if field is not None:
             where += f", field '{field}'"
         super().__init__(f"{where}: {problem}")
+
+    def __reduce__(self):
+        return (DataError, (self.file, self.problem, self.record, self.field, self.record_id))
+
+
+def own_id(value: Any) -> Optional[str]:
+    """A record's id as a string when it is a usable one (a non-empty string or an integer)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    value = str(value)
+    return value if value.strip() else None
+
+
+def tag(exc: DataError, record_id: Any) -> DataError:
+    """Give `exc` the record's own id (unless it already has one); returns `exc`."""
+    if exc.record_id is None:
+        exc.record_id = own_id(record_id)
+    return exc
 
 
 @dataclass
@@ -85,18 +106,35 @@ def load_json(path: Path) -> Any:
         raise DataError(path, f"cannot read: {exc.strerror}") from None
 
 
+def check_image_roots(roots: Iterable[str | os.PathLike]) -> tuple[Path, ...]:
+    """The extra image folders a caller allows, resolved; DataError for one that is not a folder."""
+    out = []
+    for r in roots:
+        p = Path(r).expanduser()
+        if not p.is_dir():
+            raise DataError(p, "image root is not a folder (given as an extra folder screenshots may live in)")
+        out.append(p.resolve())
+    return tuple(out)
+
+
 def resolve_image(root: Path, rel: Any, file: Path, record: str, field_name: str,
-                  must_exist: bool = True) -> str:
-    """Turn an image path from a record into an absolute path inside `root`, or raise DataError."""
+                  must_exist: bool = True, image_roots: Iterable[str | os.PathLike] = ()) -> str:
+    """Turn an image path from a record into an absolute, resolved path, or raise DataError.
+
+    A relative path is taken from `root` (the dataset folder); an absolute one as it is. After
+    following symlinks and `..`, the file must lie inside `root` or one of `image_roots`: this keeps
+    a record (or a reward-service request) from naming an arbitrary file."""
     if not isinstance(rel, str) or not rel.strip():
         raise DataError(file, "image path missing or not a string", record, field_name)
     if rel.startswith("file://"):
         rel = rel[len("file://"):]
-    root_r = root.resolve()
-    full = (root_r / rel).resolve()
-    if full != root_r and root_r not in full.parents:
-        raise DataError(file, f"image path '{rel}' escapes the dataset folder {root_r}", record,
-                        field_name)
+    allowed = tuple(dict.fromkeys([Path(root).resolve(), *(Path(r).resolve() for r in image_roots)]))
+    full = (allowed[0] / rel).resolve()
+    if not any(full.is_relative_to(a) for a in allowed):
+        raise DataError(file, f"image path '{rel}' escapes the dataset folder: it resolves to {full}, outside "
+                              f"the allowed folders ({', '.join(map(str, allowed))}: the dataset folder and any "
+                              "extra image roots). If these images are meant to be read, pass --image-root DIR "
+                              "(Python: image_roots=[DIR])", record, field_name)
     if must_exist and not full.is_file():
         raise DataError(file, f"image not found: {full}", record, field_name)
     return str(full)

@@ -2,15 +2,20 @@
 
 `{"id", "instruction", "steps": [{"screenshot", "action", "action_type"?, "text"?, "thought"?}],
   "answer"?, "platform"?, "task_id"?, "label"? (0/1)}`
+
+A verdict file (what `score` writes) is also JSONL; `looks_like_verdicts` tells the two apart so a
+verdict file is never read as (empty) data.
 """
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Iterable
 
 from ..types import Step, Trajectory
-from .base import DataError, LoadResult, check_nonempty, iter_json_lines, parse_label, require, resolve_image
+from .base import (DataError, LoadResult, check_nonempty, iter_json_lines, parse_label, require, resolve_image,
+                   tag)
 
 TOP_KEYS = {"id", "instruction", "steps", "answer", "platform", "task_id", "label"}
 STEP_KEYS = {"screenshot", "action", "action_type", "text", "thought"}
@@ -27,8 +32,38 @@ def _opt_str(obj: dict, key: str, file: Path, record: str):
     return val
 
 
-def parse_record(obj: dict, root: Path, file: Path, record: str, check_images: bool = True) -> Trajectory:
-    """Build a Trajectory from one canonical record, or raise DataError."""
+def looks_like_verdicts(path: Path) -> bool:
+    """True when the file's first JSON object is a verdict line (status/score, no steps)."""
+    scratch = LoadResult()
+    try:
+        for _, obj in iter_json_lines(Path(path), scratch):
+            return (isinstance(obj, dict) and "steps" not in obj and "status" in obj
+                    and bool({"score", "p_success"} & set(obj)))
+    except (OSError, UnicodeDecodeError):
+        return False
+    return False
+
+
+def verdict_file_error(path: Path) -> DataError:
+    """The error for a verdict file given where trajectory data was expected."""
+    return DataError(path, "this looks like a verdict file (its lines have status/score fields and no "
+                           "steps), not trajectory data; give the data that was scored (a canonical JSONL "
+                           "with id, instruction and steps, or a folder in a supported format)")
+
+
+def parse_record(obj: dict, root: Path, file: Path, record: str, check_images: bool = True,
+                 image_roots: Iterable[str | os.PathLike] = ()) -> Trajectory:
+    """Build a Trajectory from one canonical record, or raise DataError (with `record_id` set to
+    the record's own id when it has one). Relative screenshots are taken from `root`; every
+    screenshot must lie inside `root` or one of `image_roots`."""
+    try:
+        return _parse_record(obj, root, file, record, check_images, tuple(image_roots))
+    except DataError as exc:
+        raise tag(exc, obj.get("id") if isinstance(obj, dict) else None)
+
+
+def _parse_record(obj: dict, root: Path, file: Path, record: str, check_images: bool,
+                  image_roots: tuple) -> Trajectory:
     tid = obj.get("id") if isinstance(obj, dict) else None
     rec = f"{record} (id {tid})" if tid is not None else record
     steps_in = require(obj, "steps", file, rec, list)
@@ -44,7 +79,7 @@ def parse_record(obj: dict, root: Path, file: Path, record: str, check_images: b
         if bad:
             raise DataError(file, f"unknown step keys {sorted(bad)}; allowed: {sorted(STEP_KEYS)}", rec, fname)
         shot = s.get("screenshot")
-        shot = (resolve_image(root, shot, file, rec, f"{fname}.screenshot", check_images)
+        shot = (resolve_image(root, shot, file, rec, f"{fname}.screenshot", check_images, image_roots)
                 if shot is not None else None)
         action = s.get("action", "")
         if not isinstance(action, str):
@@ -65,17 +100,22 @@ def parse_record(obj: dict, root: Path, file: Path, record: str, check_images: b
     return check_nonempty(traj, file, rec)
 
 
-def load(path: Path, check_images: bool = True) -> LoadResult:
-    """Load a canonical JSONL file; bad records become errors, the rest still load."""
+def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = ()) -> LoadResult:
+    """Load a canonical JSONL file; bad records become errors, the rest still load. A verdict
+    file raises DataError (it is not data)."""
+    path = Path(path)
+    if looks_like_verdicts(path):
+        raise verdict_file_error(path)
     result = LoadResult()
     seen: set[str] = set()
     for record, obj in iter_json_lines(path, result):
         try:
-            traj = parse_record(obj, path.parent, path, record, check_images)
+            traj = parse_record(obj, path.parent, path, record, check_images, image_roots)
         except DataError as exc:
             result.errors.append(exc)
             continue
         if traj.id in seen:
+            # no record_id: the id belongs to the record that loaded; this error keeps its line
             result.errors.append(DataError(path, f"duplicate id {traj.id!r}", record, "id"))
             continue
         seen.add(traj.id)
@@ -83,19 +123,29 @@ def load(path: Path, check_images: bool = True) -> LoadResult:
     return result
 
 
+def relative_screenshot(shot: str, base: Path, where: str) -> str:
+    """`shot` as a POSIX path relative to the folder `base` (a relative `shot` is taken from the
+    working folder, as open() would); ValueError when it lies outside `base`."""
+    full = Path(shot).resolve()
+    if not full.is_relative_to(base):
+        raise ValueError(f"{where}: screenshot {shot} lies outside {base}; write the JSONL into a folder "
+                         "that contains its images")
+    return full.relative_to(base).as_posix()
+
+
 def write(trajectories: Iterable[Trajectory], path: Path) -> None:
-    """Write trajectories as canonical JSONL with screenshot paths relative to `path`'s folder."""
+    """Write trajectories as canonical JSONL with screenshot paths relative to `path`'s folder
+    (never absolute), so the folder can be moved or copied as a whole. Nothing is written when a
+    screenshot lies outside that folder."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     base = path.parent.resolve()
+    lines = []
+    for t in trajectories:
+        d = t.to_dict()
+        for s in d["steps"]:
+            if s.get("screenshot"):
+                s["screenshot"] = relative_screenshot(s["screenshot"], base, f"{path}, trajectory {t.id}")
+        lines.append(json.dumps(d, ensure_ascii=False) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
-        for t in trajectories:
-            d = t.to_dict()
-            for s in d["steps"]:
-                if s.get("screenshot"):
-                    p = Path(s["screenshot"])
-                    if p.is_absolute() and base not in p.resolve().parents:
-                        raise ValueError(f"{path}: screenshot {p} of trajectory {t.id} lies outside {base}; "
-                                         "write the JSONL into a folder that contains its images")
-                    s["screenshot"] = str(p.resolve().relative_to(base)) if p.is_absolute() else str(p)
-            fh.write(json.dumps(d, ensure_ascii=False) + "\n")
+        fh.writelines(lines)

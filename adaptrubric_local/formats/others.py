@@ -6,17 +6,24 @@
 - OSReward-style trace JSON: `trace_id`, `instruction`, `platform`,
   `trajectory[].screenshot_path/action/thought`, `human_label` SUCCESS|FAIL.
 - ClawGUI `episode.json`: `meta_data.task_goal/success`, `episode[].image_path/model_response`.
+
+A format's own file (`traj.jsonl`, `episode.json`) given directly is read as its folder. Every
+screenshot must lie in the data folder or one of the caller's `image_roots`; errors carry the id the
+trajectory would have had (`DataError.record_id`).
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ..types import Step, Trajectory
-from .base import (DataError, LoadResult, check_nonempty, iter_json_lines, load_json, parse_label, require,
-                   resolve_image)
+from .base import (DataError, LoadResult, check_nonempty, iter_json_lines, load_json, own_id, parse_label,
+                   require, resolve_image, tag)
+
+Roots = Iterable[str | os.PathLike]
 
 _TYPE_RE = re.compile(r"(?:typewrite|write|type|input_text)\s*\(\s*(?:text\s*=\s*)?(['\"])(.*?)\1", re.S)
 _ANSWER_RE = re.compile(r"(?:answer|finished|terminate|exit)\s*\(\s*(?:content|answer|message)?\s*=?\s*(['\"])(.*?)\1", re.S)
@@ -67,59 +74,76 @@ def _zerogui_instruction(folder: Path, rows: list[dict]) -> str | None:
     return None
 
 
-def load_zerogui_folder(folder: Path, root: Path, check_images: bool = True) -> LoadResult:
-    """Load one OSWorld/ZeroGUI result folder holding `traj.jsonl`."""
+def load_zerogui_folder(folder: Path, root: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
+    """Load one OSWorld/ZeroGUI result folder holding `traj.jsonl`; its id is the folder's path
+    below `root`."""
     result, file = LoadResult(), folder / "traj.jsonl"
+    tid = str(folder.relative_to(root)) if folder != root else folder.name
     rows = [obj for _, obj in iter_json_lines(file, result)]
     if result.errors:
+        result.errors = [tag(e, tid) for e in result.errors]
         return result
-    rec = f"folder {folder.name}"
     try:
-        instruction = _zerogui_instruction(folder, rows)
-        if instruction is None:
-            raise DataError(file, "no instruction in traj.jsonl, instruction.txt or a task JSON", rec, "instruction")
-        steps, answer = [], None
-        first = folder / "step_0.png"
-        if first.is_file():
-            steps.append(Step(screenshot=resolve_image(root, str(first.relative_to(root)), file, rec, "step_0.png"),
-                              action="(initial screen)", action_type="observe"))
-        for i, r in enumerate(sorted(rows, key=lambda r: r.get("step_num", 0) or 0)):
-            name = r.get("screenshot_file") or f"step_{r.get('step_num', i + 1)}.png"
-            rel = str((folder / name).relative_to(root)) if not Path(name).is_absolute() else name
-            shot = resolve_image(root, rel, file, f"step_num {r.get('step_num', i + 1)}", "screenshot_file",
-                                 check_images)
-            step, ans = code_step(shot, r.get("action"), r.get("response"))
-            steps.append(step)
-            answer = ans if ans is not None else answer
-        label = None
-        if (folder / "result.txt").is_file():
-            raw = (folder / "result.txt").read_text(encoding="utf-8").strip()
-            try:
-                label = int(float(raw) > 0.5)
-            except ValueError:
-                raise DataError(folder / "result.txt", f"expected a number, got {raw[:40]!r}", rec) from None
-        traj = Trajectory(id=str(folder.relative_to(root)) if folder != root else folder.name,
-                          instruction=instruction, steps=steps, answer=answer, platform="ubuntu",
-                          task_id=folder.name, label=label, source=str(file))
-        result.trajectories.append(check_nonempty(traj, file, rec))
+        result.trajectories.append(_zerogui_traj(folder, root, tid, rows, check_images, (root, *image_roots)))
     except DataError as exc:
-        result.errors.append(exc)
+        result.errors.append(tag(exc, tid))
     return result
 
 
-def load_zerogui(path: Path, check_images: bool = True) -> LoadResult:
-    """Load every `traj.jsonl` result folder under `path`."""
+def _zerogui_traj(folder: Path, root: Path, tid: str, rows: list, check_images: bool, roots: tuple) -> Trajectory:
+    file, rec = folder / "traj.jsonl", f"folder {folder.name}"
+    bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict)), None)
+    if bad is not None:
+        raise DataError(file, "step is not a JSON object", rec, f"step {bad + 1}")
+    instruction = _zerogui_instruction(folder, rows)
+    if instruction is None:
+        raise DataError(file, "no instruction in traj.jsonl, instruction.txt or a task JSON", rec, "instruction")
+    steps, answer = [], None
+    if (folder / "step_0.png").is_file():
+        steps.append(Step(screenshot=resolve_image(folder, "step_0.png", file, rec, "step_0.png", True, roots),
+                          action="(initial screen)", action_type="observe"))
+    for i, r in enumerate(sorted(rows, key=lambda r: r.get("step_num", 0) or 0)):
+        name = r.get("screenshot_file") or f"step_{r.get('step_num', i + 1)}.png"
+        shot = resolve_image(folder, name, file, f"step_num {r.get('step_num', i + 1)}", "screenshot_file",
+                             check_images, roots)
+        step, ans = code_step(shot, r.get("action"), r.get("response"))
+        steps.append(step)
+        answer = ans if ans is not None else answer
+    label = None
+    if (folder / "result.txt").is_file():
+        raw = (folder / "result.txt").read_text(encoding="utf-8").strip()
+        try:
+            label = int(float(raw) > 0.5)
+        except ValueError:
+            raise DataError(folder / "result.txt", f"expected a number, got {raw[:40]!r}", rec) from None
+    traj = Trajectory(id=tid, instruction=instruction, steps=steps, answer=answer, platform="ubuntu",
+                      task_id=folder.name, label=label, source=str(file))
+    return check_nonempty(traj, file, rec)
+
+
+def load_zerogui(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
+    """Load every `traj.jsonl` result folder under `path` (a folder, or one `traj.jsonl`)."""
+    path = Path(path)
+    if path.is_file() and path.name == "traj.jsonl":
+        path = path.parent
     folders = [path] if (path / "traj.jsonl").is_file() else sorted(p.parent for p in path.rglob("traj.jsonl"))
     root = path.parent if folders == [path] else path
     result = LoadResult()
     for f in folders:
-        result.extend(load_zerogui_folder(f, root, check_images))
+        result.extend(load_zerogui_folder(f, root, check_images, image_roots))
     return result
 
 
 # ---------------------------------------------------------------- OSReward traces
-def parse_osreward(obj: Any, file: Path, root: Path, check_images: bool = True) -> Trajectory:
-    """One OSReward-style trace object -> Trajectory."""
+def parse_osreward(obj: Any, file: Path, root: Path, check_images: bool = True, image_roots: Roots = ()) -> Trajectory:
+    """One OSReward-style trace object -> Trajectory; a DataError carries the trace_id."""
+    try:
+        return _osreward(obj, file, root, check_images, tuple(image_roots))
+    except DataError as exc:
+        raise tag(exc, obj.get("trace_id") if isinstance(obj, dict) else None)
+
+
+def _osreward(obj: Any, file: Path, root: Path, check_images: bool, image_roots: tuple) -> Trajectory:
     rec = f"trace {obj.get('trace_id')}" if isinstance(obj, dict) else "trace"
     steps_in = require(obj, "trajectory", file, rec, list)
     steps, answer = [], None
@@ -127,7 +151,7 @@ def parse_osreward(obj: Any, file: Path, root: Path, check_images: bool = True) 
         if not isinstance(s, dict):
             raise DataError(file, "step must be an object", rec, f"trajectory[{i}]")
         shot = resolve_image(root, s.get("screenshot_path"), file, rec, f"trajectory[{i}].screenshot_path",
-                             check_images)
+                             check_images, image_roots)
         step, ans = code_step(shot, s.get("action"), s.get("thought"))
         steps.append(step)
         answer = ans if ans is not None else answer
@@ -139,7 +163,7 @@ def parse_osreward(obj: Any, file: Path, root: Path, check_images: bool = True) 
     return check_nonempty(traj, file, rec)
 
 
-def load_osreward(path: Path, check_images: bool = True) -> LoadResult:
+def load_osreward(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
     """Load one trace JSON, a list of traces, or a folder of trace JSON files."""
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*.json"))
     root = path.parent if path.is_file() else path
@@ -155,15 +179,30 @@ def load_osreward(path: Path, check_images: bool = True) -> LoadResult:
             if isinstance(obj, dict) and "trace_id" not in obj and path.is_dir():
                 continue  # some other JSON in the folder
             try:
-                result.trajectories.append(parse_osreward(obj, f, root, check_images))
+                result.trajectories.append(parse_osreward(obj, f, root, check_images, image_roots))
             except DataError as exc:
                 result.errors.append(exc)
     return result
 
 
 # ---------------------------------------------------------------- ClawGUI episodes
-def parse_clawgui(doc: Any, file: Path, root: Path, check_images: bool = True) -> Trajectory:
-    """One ClawGUI `episode.json` -> Trajectory."""
+def clawgui_id(doc: Any, file: Path) -> str:
+    """An episode's id: `meta_data.episode_id`, else its folder name."""
+    meta = doc.get("meta_data") if isinstance(doc, dict) else None
+    eid = meta.get("episode_id") if isinstance(meta, dict) else None
+    return own_id(eid) or file.parent.name
+
+
+def parse_clawgui(doc: Any, file: Path, root: Path, check_images: bool = True, image_roots: Roots = ()) -> Trajectory:
+    """One ClawGUI `episode.json` -> Trajectory; image paths are relative to `root` (the episode's
+    folder) and must lie there or in `image_roots`. A DataError carries the episode's id."""
+    try:
+        return _clawgui(doc, file, root, check_images, tuple(image_roots))
+    except DataError as exc:
+        raise tag(exc, clawgui_id(doc, file))
+
+
+def _clawgui(doc: Any, file: Path, root: Path, check_images: bool, image_roots: tuple) -> Trajectory:
     rec = f"episode {file.parent.name}"
     meta = require(doc, "meta_data", file, rec, dict)
     episode = require(doc, "episode", file, rec, list)
@@ -171,25 +210,34 @@ def parse_clawgui(doc: Any, file: Path, root: Path, check_images: bool = True) -
     for i, s in enumerate(episode):
         if not isinstance(s, dict):
             raise DataError(file, "step must be an object", rec, f"episode[{i}]")
-        shot = resolve_image(root, s.get("image_path"), file, rec, f"episode[{i}].image_path", check_images)
+        shot = resolve_image(root, s.get("image_path"), file, rec, f"episode[{i}].image_path", check_images,
+                             image_roots)
         step, ans = code_step(shot, s.get("action") or s.get("model_response"), None)
         steps.append(step)
         answer = ans if ans is not None else answer
     goal = require(meta, "task_goal", file, rec)
-    traj = Trajectory(id=str(meta.get("episode_id") or file.parent.name), instruction=goal, steps=steps,
+    traj = Trajectory(id=clawgui_id(doc, file), instruction=goal, steps=steps,
                       answer=answer, platform=meta.get("platform", "android"),
                       task_id=meta.get("task_id") or meta.get("task_name"),
                       label=parse_label(meta.get("success"), file, rec, "meta_data.success"), source=str(file))
     return check_nonempty(traj, file, rec)
 
 
-def load_clawgui(path: Path, check_images: bool = True) -> LoadResult:
-    """Load one `episode.json` or every one under a folder (image paths relative to each file)."""
+def load_clawgui(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
+    """Load one `episode.json` or every one under a folder (image paths relative to each file; any
+    file under the data folder is allowed)."""
+    path = Path(path)
     files = [path] if path.is_file() else sorted(path.rglob("episode.json"))
+    roots = (path.parent if path.is_file() else path, *image_roots)
     result = LoadResult()
     for f in files:
         try:
-            result.trajectories.append(parse_clawgui(load_json(f), f, f.parent, check_images))
+            doc = load_json(f)
+        except DataError as exc:
+            result.errors.append(tag(exc, f.parent.name))
+            continue
+        try:
+            result.trajectories.append(parse_clawgui(doc, f, f.parent, check_images, roots))
         except DataError as exc:
             result.errors.append(exc)
     return result
