@@ -80,33 +80,21 @@ class Block:
 
 def last_block(text: str) -> Optional[Block]:
     """The last run of consecutive key lines in `text` and the text after it; None if there is none."""
-    runs: list[list[KeyLine]] = []
-    current: Optional[list[KeyLine]] = None
-    end_of_run: list[int] = []
-    offset = 0
+    block: list[KeyLine] = []
+    in_run, end, offset = False, 0, 0
     for line in (text or "").splitlines(keepends=True):
         start, offset = offset, offset + len(line)
         if _DECOR_ONLY.match(line):
             continue
         m = _KEY_LINE.match(_clean(line))
         if not m:
-            current = None
+            in_run = False
             continue
-        if current is None:
-            current = []
-            runs.append(current)
-            end_of_run.append(0)
-        current.append(KeyLine(m.group(1).upper().replace(" ", "_"), m.group(2), start, line))
-        end_of_run[-1] = offset
-    if not runs:
-        return None
-    return Block(lines=runs[-1], trailing=text[end_of_run[-1]:])
-
-
-def final_block(text: str) -> list[tuple[str, str]]:
-    """The last block's key lines as (KEY, raw value), in order; [] if there is no block."""
-    block = last_block(text)
-    return [(k.key, k.raw) for k in block.lines] if block else []
+        if not in_run:
+            block, in_run = [], True
+        block.append(KeyLine(m.group(1).upper().replace(" ", "_"), m.group(2), start, line))
+        end = offset
+    return Block(lines=block, trailing=text[end:]) if block else None
 
 
 def parse_verdict(text: str) -> Verdict:
