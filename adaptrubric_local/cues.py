@@ -1,9 +1,16 @@
 """The fine stage h(I, c, Rc): 0-2 instruction-grounded attention cues, or abstention (paper §4.2, H.3).
 
-Renders the paper's fine-cue prompt, parses `NO_HINT: ...` or `CUE_1:` / `CUE_2:`, and enforces the
-paper's constraints that can be checked mechanically: at most 2 cues, at most 40 words each, and
-rule 4 (no over-constraining words the instruction itself does not use). Every dropped cue is
-recorded with its reason. Knows nothing about engines or trajectories.
+Renders the paper's fine-cue prompt and parses `NO_HINT: ...` or `CUE_1:` / `CUE_2:`.
+
+What is dropped, and whether the paper does it:
+- By default only cues beyond the second (CUE_3, ...) are dropped: the paper's output format and
+  its cue block have exactly two cue slots ("0, 1, or 2" cues).
+- Off by default, not in the paper (the paper passes generated cues on as they are; H.3's rules 4
+  and 8 are instructions to the generator, not filters): `filter_words=True` drops a cue that uses
+  an over-constraining word of rule 4 ("visibly", "exactly", "every/all", "saved/persisted", "final
+  state must show") that the instruction itself does not use; `limit_length=True` drops a cue over
+  40 words (rule 8). Each changes what the verifier sees, so each is an option.
+Every dropped cue is recorded with its reason. Knows nothing about engines or trajectories.
 """
 from __future__ import annotations
 
@@ -40,10 +47,10 @@ def cue_prompt(prompts: PromptSet, instruction: str, category: str, rs: RubricSe
                   rubric_items_block=rubric_items_block(rs))
 
 
-def check_cue(cue: str, instruction: str, filter_words: bool = False) -> str | None:
-    """Why a cue must be dropped (None if it may stay)."""
+def check_cue(cue: str, instruction: str, filter_words: bool = False, limit_length: bool = False) -> str | None:
+    """Why a cue must be dropped under the optional filters (None if it may stay)."""
     words = len(cue.split())
-    if words > MAX_WORDS:
+    if limit_length and words > MAX_WORDS:
         return f"over {MAX_WORDS} words ({words})"
     if not filter_words:
         return None
@@ -54,8 +61,13 @@ def check_cue(cue: str, instruction: str, filter_words: bool = False) -> str | N
     return None
 
 
-def parse_cues(text: str, instruction: str, filter_words: bool = False) -> CueResult:
-    """Parse the fine-cue output; unparseable output abstains with parsed=False."""
+def _cue_number(key: str) -> int:
+    return int(key.split("_", 1)[1])
+
+
+def parse_cues(text: str, instruction: str, filter_words: bool = False, limit_length: bool = False) -> CueResult:
+    """Parse the fine-cue output; unparseable output abstains with parsed=False. The two filters
+    are off by default (not in the paper; see the module docstring)."""
     found: dict[str, str] = {}
     for line in (text or "").splitlines():
         m = _LINE.match(line.strip())
@@ -64,12 +76,12 @@ def parse_cues(text: str, instruction: str, filter_words: bool = False) -> CueRe
             found.setdefault(key, m.group(2).strip())
     if "NO_HINT" in found and not any(k.startswith("CUE") for k in found):
         return CueResult(abstained=True, reason=found["NO_HINT"] or None, raw=text)
-    raw_cues = [v for k, v in sorted(found.items()) if k.startswith("CUE") and v]
+    raw_cues = [found[k] for k in sorted((k for k in found if k.startswith("CUE")), key=_cue_number) if found[k]]
     if not raw_cues:
         return CueResult(abstained=True, reason="unparseable cue output", raw=text, parsed=False)
     result = CueResult(raw=text)
     for n, cue in enumerate(raw_cues):
-        why = check_cue(cue, instruction, filter_words) if n < MAX_CUES else f"more than {MAX_CUES} cues"
+        why = check_cue(cue, instruction, filter_words, limit_length) if n < MAX_CUES else f"more than {MAX_CUES} cues"
         if why:
             result.dropped.append({"cue": cue, "reason": why})
         else:
@@ -80,7 +92,10 @@ def parse_cues(text: str, instruction: str, filter_words: bool = False) -> CueRe
     return result
 
 
-def manual_cues(cues: list[str], instruction: str, filter_words: bool = False) -> CueResult:
+def manual_cues(cues: list[str], instruction: str, filter_words: bool = False,
+                limit_length: bool = False) -> CueResult:
     """Cues given by a user (e.g. `--cue`), held to the same checks as generated ones."""
     text = "\n".join(f"CUE_{i + 1}: {c}" for i, c in enumerate(cues))
-    return parse_cues(text, instruction, filter_words) if cues else CueResult(abstained=True, reason="no cues given")
+    if not cues:
+        return CueResult(abstained=True, reason="no cues given")
+    return parse_cues(text, instruction, filter_words=filter_words, limit_length=limit_length)

@@ -2,16 +2,20 @@
 
 The coarse rubric Rc (the family's verification steps, pitfalls and special rules, plus the shared
 meta rule) is the body; the fine cues Rf are appended as the separate cue block, which is omitted
-when there are no cues. Two switches give the four rows of Table 4: coarse off blanks the rubric
-sections, fine off blanks the cue block; with both off the verifier sees only the instruction, the
-evidence and the screenshots. The output-format lines are always kept (the verdict parser needs
-them). Knows nothing about routing, models or images beyond their count.
+when there are no cues. Two switches give the four rows of Table 4, each exactly as §5.4 describes
+it (`ABLATION_INPUTS` says what each row's prompt holds):
+- coarse off drops the family rubric and the meta rule, and the cue block then uses the variant
+  that does not refer to "the META RULE above";
+- fine off drops the cue block;
+- both off ("w/o Both (image-only)": "the verifier relies only on the instruction and trajectory
+  screenshots") uses the image-only skeleton: no compiled evidence, no action trace.
+The output-format lines are always kept (the verdict parser needs them). Knows nothing about
+routing, models or images beyond their count.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
 from .bank import RubricBank, RubricSet
 from .evidence import Evidence
 from .prompts import PromptSet, render
@@ -21,6 +25,18 @@ ABLATIONS = {
     "no_fine": (True, False),
     "no_coarse": (False, True),
     "no_both": (False, False),
+}
+
+# What the verifier prompt of each Table 4 row holds, one line each (for reports).
+ABLATION_INPUTS = {
+    "full": "instruction, compiled evidence (answer, typed text, key actions), action trace, family rubric "
+            "+ meta rule, cue block (when cues exist), screenshots, output format",
+    "no_fine": "instruction, compiled evidence, action trace, family rubric + meta rule, screenshots, "
+               "output format (no cue block)",
+    "no_coarse": "instruction, compiled evidence, action trace, cue block (when cues exist; without its "
+                 "META RULE reference), screenshots, output format (no family rubric, no meta rule)",
+    "no_both": "instruction, screenshots, output format only (no compiled evidence, no action trace, "
+               "no rubric, no cues)",
 }
 
 
@@ -53,25 +69,39 @@ def coarse_sections(prompts: PromptSet, bank: RubricBank, rs: RubricSet) -> dict
     }
 
 
-def cue_block(prompts: PromptSet, cues: list[str]) -> str:
-    """The rendered Rf block, or "" when there are no cues (Phi(Rc, {}) = Rc)."""
+def cue_block(prompts: PromptSet, cues: list[str], meta_rule: bool = True) -> str:
+    """The rendered Rf block, or "" when there are no cues (Phi(Rc, {}) = Rc). `meta_rule=False`
+    (the prompt has no meta rule) uses the variant that does not refer to it."""
     if not cues:
         return ""
     bullets = "\n".join(f"- {c}" for c in cues)
-    return render(prompts.cue_block, "cue_block", cue_bullets=bullets)
+    if meta_rule:
+        return render(prompts.cue_block, "cue_block", cue_bullets=bullets)
+    return render(prompts.cue_block_no_meta, "cue_block_no_meta", cue_bullets=bullets)
+
+
+def _tidy(text: str) -> str:
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def _split(text: str, output_format: str) -> VerifierPrompt:
+    head = text[: text.rindex(output_format)].rstrip()
+    return VerifierPrompt(text=head, suffix=output_format)
 
 
 def fuse(prompts: PromptSet, bank: RubricBank, rs: RubricSet, instruction: str, evidence: Evidence,
          cues: list[str], coarse: bool = True, fine: bool = True) -> VerifierPrompt:
     """Render the verifier prompt for one trajectory under the given ablation switches."""
+    output_format = bank.output_format(rs)
+    if not (coarse or fine):  # w/o Both: instruction and screenshots only
+        text = render(prompts.verifier_image_only, "verifier_image_only", instruction=instruction,
+                      output_format=output_format)
+        return _split(_tidy(text), output_format)
     sections = coarse_sections(prompts, bank, rs) if coarse else dict.fromkeys(
         ("verification_steps", "common_pitfalls", "special_rules"), "")
-    output_format = bank.output_format(rs)
     text = render(prompts.verifier, "verifier", instruction=instruction,
                   agent_answer=evidence.agent_answer, typed_texts=evidence.typed_texts,
                   key_actions=evidence.key_actions, action_trace=evidence.action_trace,
-                  additional_attention=cue_block(prompts, cues) if fine else "",
+                  additional_attention=cue_block(prompts, cues, meta_rule=coarse) if fine else "",
                   output_format=output_format, **sections)
-    text = re.sub(r"\n{3,}", "\n\n", text).strip()
-    head = text[: text.rindex(output_format)].rstrip()
-    return VerifierPrompt(text=head, suffix=output_format)
+    return _split(_tidy(text), output_format)

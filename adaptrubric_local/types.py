@@ -109,6 +109,7 @@ class Verdict:
     bank_sha: Optional[str] = None
     error: Optional[str] = None
     parse_error: Optional[str] = None
+    trailing_text: bool = False  # text followed the verdict block (allowed when it names no key)
     label: Optional[int] = None
     platform: Optional[str] = None
     task_id: Optional[str] = None

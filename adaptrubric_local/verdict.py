@@ -1,15 +1,21 @@
 """The verdict parser: the verifier's text -> Verdict (paper §4.3, output spec of H.2).
 
-Only the final block of the output counts: the trailing run of key lines (`SCORE:`,
-`EVIDENCE_SUFFICIENT:`, `MISSING_EVIDENCE:`), after markdown decoration is stripped. All three keys
-must be there with valid values; anything else -- text after the block, a truncated block,
-conflicting duplicates, an unknown value -- gives status "unparsed" and score None, never a silent
-0 or 1. A `SCORE:` line that appears earlier (quoted evidence, reasoning) cannot decide the verdict.
+The verdict is the last block of key lines (`SCORE:`, `EVIDENCE_SUFFICIENT:`, `MISSING_EVIDENCE:`):
+a run of consecutive lines that each start with a key, once markdown decoration is stripped (quote
+markers, list markers, headings, bold, code ticks; blank and decoration-only lines such as code
+fences or rules do not break a run). All three keys must be in it with valid values, and duplicates
+must agree. Text after the block is allowed (the model added chatter such as "Let me know if you
+need anything else.") and is recorded as `trailing_text=True`, but only if it holds no key followed
+by a colon anywhere, even inside a sentence: such text may revise the verdict, so the output is
+unparsed. A key that does not start its line (inside a sentence, or in quotation marks) never counts
+toward a block. Anything else -- no block, a truncated block, conflicting duplicates, an unknown
+value -- gives status "unparsed" and score None with the reason, never a silent 0 or 1.
 Knows nothing about prompts, models or trajectories.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Optional
 
 from .types import MISSING_EVIDENCE_VALUES, Verdict
@@ -17,6 +23,7 @@ from .types import MISSING_EVIDENCE_VALUES, Verdict
 KEYS = ("SCORE", "EVIDENCE_SUFFICIENT", "MISSING_EVIDENCE")
 _DECOR_ONLY = re.compile(r"^[\s`*_#>\-=~|]*$")
 _KEY_LINE = re.compile(r"^(SCORE|EVIDENCE[ _]SUFFICIENT|MISSING[ _]EVIDENCE)\s*[:=：]\s*(.*)$", re.I)
+_KEY_MENTION = re.compile(r"\b(?:SCORE|EVIDENCE[ _]SUFFICIENT|MISSING[ _]EVIDENCE)\W{0,3}[:=：]", re.I)
 _SCORE_VAL = re.compile(r"^\[?\s*([01])\s*\]?(?:\s*(?:/\s*1\b)?\s*(?:\(.*\)|[-–—,;].*)?)?$")
 
 
@@ -48,19 +55,46 @@ def _value(key: str, raw: str) -> tuple[Optional[object], Optional[str]]:
     return None, f"MISSING_EVIDENCE value {raw.strip()!r} is not one of {', '.join(MISSING_EVIDENCE_VALUES)}"
 
 
-def final_block(text: str) -> list[tuple[str, str]]:
-    """The trailing key lines of `text` as (KEY, raw value), in order; [] if the text does not end
-    with one."""
-    block: list[tuple[str, str]] = []
-    for line in reversed((text or "").splitlines()):
+@dataclass
+class KeyLine:
+    """One key line of a verdict block: the key, its raw value, and where the line starts."""
+
+    key: str
+    raw: str
+    offset: int
+    line: str
+
+
+@dataclass
+class Block:
+    """The last block of key lines in a text, and the text that follows it."""
+
+    lines: list[KeyLine]
+    trailing: str
+
+    @property
+    def has_trailing_text(self) -> bool:
+        """Whether anything other than blank or decoration-only lines follows the block."""
+        return any(not _DECOR_ONLY.match(x) for x in self.trailing.splitlines())
+
+
+def last_block(text: str) -> Optional[Block]:
+    """The last run of consecutive key lines in `text` and the text after it; None if there is none."""
+    block: list[KeyLine] = []
+    in_run, end, offset = False, 0, 0
+    for line in (text or "").splitlines(keepends=True):
+        start, offset = offset, offset + len(line)
         if _DECOR_ONLY.match(line):
             continue
         m = _KEY_LINE.match(_clean(line))
         if not m:
-            break
-        key = m.group(1).upper().replace(" ", "_")
-        block.append((key, m.group(2)))
-    return list(reversed(block))
+            in_run = False
+            continue
+        if not in_run:
+            block, in_run = [], True
+        block.append(KeyLine(m.group(1).upper().replace(" ", "_"), m.group(2), start, line))
+        end = offset
+    return Block(lines=block, trailing=text[end:]) if block else None
 
 
 def parse_verdict(text: str) -> Verdict:
@@ -74,17 +108,21 @@ def parse_verdict(text: str) -> Verdict:
 
     if not text or not text.strip():
         return fail("empty output")
-    block = final_block(text)
-    if not block:
-        return fail("output does not end with the SCORE / EVIDENCE_SUFFICIENT / MISSING_EVIDENCE lines")
+    block = last_block(text)
+    if block is None:
+        return fail("output has no SCORE / EVIDENCE_SUFFICIENT / MISSING_EVIDENCE lines")
+    v.trailing_text = block.has_trailing_text
+    mention = _KEY_MENTION.search(block.trailing)
+    if mention:
+        return fail(f"text after the last verdict block mentions {mention.group(0).strip()!r}")
     values: dict[str, object] = {}
-    for key, raw in block:
-        val, err = _value(key, raw)
+    for k in block.lines:
+        val, err = _value(k.key, k.raw)
         if err:
             return fail(err)
-        if key in values and values[key] != val:
-            return fail(f"conflicting {key} lines in the final block")
-        values[key] = val
+        if k.key in values and values[k.key] != val:
+            return fail(f"conflicting {k.key} lines in the final block")
+        values[k.key] = val
     missing = [k for k in KEYS if k not in values]
     if missing:
         return fail(f"final block lacks {', '.join(missing)} (truncated or incomplete output?)")
@@ -95,20 +133,13 @@ def parse_verdict(text: str) -> Verdict:
 
 
 def score_value_offset(text: str) -> Optional[int]:
-    """Character offset of the 0/1 digit on the final block's SCORE line (for P(SCORE=1)), or None."""
-    lines = (text or "").splitlines(keepends=True)
-    block = final_block(text)
-    if not block or not any(k == "SCORE" for k, _ in block):
+    """Character offset of the 0/1 digit on the SCORE line of the block `parse_verdict` judges (its
+    last SCORE line), for P(SCORE=1); None if there is no such block or line."""
+    block = last_block(text)
+    if block is None or _KEY_MENTION.search(block.trailing):
         return None
-    offset = len(text)
-    for line in reversed(lines):
-        offset -= len(line)
-        if _DECOR_ONLY.match(line):
-            continue
-        m = _KEY_LINE.match(_clean(line))
-        if not m:
-            return None
-        if m.group(1).upper() == "SCORE":
-            digit = re.search(r"(?i)score\W*[:=：]\W*([01])", line)
-            return offset + digit.start(1) if digit else None
-    return None
+    scores = [k for k in block.lines if k.key == "SCORE"]
+    if not scores:
+        return None
+    digit = re.search(r"(?i)score\W*[:=：]\W*([01])", scores[-1].line)
+    return scores[-1].offset + digit.start(1) if digit else None

@@ -107,8 +107,8 @@ def test_four_ablation_rows(long_traj):
     has = {name: ("VERIFICATION STEPS:" in t, "META RULE:" in t, "ATTENTION CUES" in t) for name, t in rows.items()}
     assert has == {"full": (True, True, True), "no_fine": (True, True, False), "no_coarse": (False, False, True),
                    "no_both": (False, False, False)}
-    for t in rows.values():
-        assert long_traj.instruction in t and "ACTION TRACE:" in t and t.endswith(THREE_LINES)
+    for name, t in rows.items():  # w/o Both is instruction + screenshots only (Table 4, "image-only")
+        assert long_traj.instruction in t and ("ACTION TRACE:" in t) is (name != "no_both") and t.endswith(THREE_LINES)
     assert PipelineConfig(coarse=False, fine=False).ablation == "no_both"
 
 

@@ -89,18 +89,21 @@ def test_cues_two_kept_and_third_dropped():
 def test_cues_rule4_and_length():
     long = "Check if " + " ".join(["word"] * 45) + "."
     text = f"CUE_1: Check if the text is visibly at the top.\nCUE_2: {long}"
-    r = parse_cues(text, INS)
+    r = parse_cues(text, INS, filter_words=True, limit_length=True)
     assert r.cues == [] and r.abstained
     reasons = [d["reason"] for d in r.dropped]
     assert "visibly" in reasons[0] and "over 40 words" in reasons[1]
 
 
 def test_cues_rule4_allows_words_the_instruction_uses():
-    r = parse_cues("CUE_1: Pay attention to whether all expenses were deleted.", "Delete all expenses.")
+    r = parse_cues("CUE_1: Pay attention to whether all expenses were deleted.", "Delete all expenses.",
+                   filter_words=True)
     assert r.cues and not r.dropped
-    r = parse_cues("CUE_1: Pay attention to whether all expenses were deleted.", "Delete the expense.")
+    r = parse_cues("CUE_1: Pay attention to whether all expenses were deleted.", "Delete the expense.",
+                   filter_words=True)
     assert not r.cues and "'all'" in r.dropped[0]["reason"]
-    r = parse_cues("CUE_1: Check if the file was saved under the new name.", "Rename the file to a.txt.")
+    r = parse_cues("CUE_1: Check if the file was saved under the new name.", "Rename the file to a.txt.",
+                   filter_words=True)
     assert not r.cues and "saved/persisted" in r.dropped[0]["reason"]
 
 

@@ -82,3 +82,53 @@ def test_score_offset_points_at_final_digit():
     off = score_value_offset(text)
     assert text[off] == "1" and off > text.index("earlier")
     assert score_value_offset("no verdict here") is None
+
+
+# trailing text after a complete block (issue 7, item 6)
+@pytest.mark.parametrize("text,score,trailing", [
+    (END1 + "\nLet me know if you need anything else.", 1, True),
+    (END0 + "\n\nI hope this helps!\n", 0, True),
+    ("Reasoning.\n" + END1 + "\n```\n", 1, False),  # a closing fence is decoration, not text
+    ("Reasoning.\n" + END1, 1, False),
+    # an earlier incomplete or quoted block does not matter: the last complete block decides
+    ("Template: SCORE: [0/1]\nSCORE: 0\nso far.\n" + END1 + "\nThanks.", 1, True),
+])
+def test_trailing_chatter_after_a_complete_block_is_parsed(text, score, trailing):
+    v = parse_verdict(text)
+    assert v.status == "ok", v.parse_error
+    assert v.score == score and v.trailing_text is trailing
+    assert text[score_value_offset(text)] == str(score)
+
+
+@pytest.mark.parametrize("text,mention", [
+    (END1 + "\nOn reflection:\nSCORE: 0", False),  # a key line after the block starts a new, incomplete one
+    (END1 + "\nWait.\n**MISSING_EVIDENCE:** final_state_ambiguous\n(added later)", False),
+    (END1 + "\nOn reflection the right answer is SCORE: 0.", True),  # a key inside trailing text
+    (END1 + "\nNote that EVIDENCE_SUFFICIENT: no would also be defensible.", True),
+])
+def test_a_key_in_trailing_text_makes_the_output_unparsed(text, mention):
+    v = parse_verdict(text)
+    assert v.status == "unparsed" and v.score is None and v.parse_error
+    if mention:  # the complete block is followed by text that names a key: no P(SCORE=1) either
+        assert v.trailing_text and "text after the last verdict block" in v.parse_error
+        assert score_value_offset(text) is None
+    else:
+        assert "lacks" in v.parse_error
+
+
+@pytest.mark.parametrize("text", [
+    "The verdict is SCORE: 1 for this one.\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none",
+    'I would write "SCORE: 1"\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none',
+    "In short, SCORE: 1, EVIDENCE_SUFFICIENT: yes, MISSING_EVIDENCE: none.",
+])
+def test_an_inline_or_quoted_key_never_counts(text):
+    v = parse_verdict(text)
+    assert v.status == "unparsed" and v.score is None
+
+
+def test_inline_score_before_the_block_does_not_move_the_offset():
+    text = "I first leaned to SCORE: 1 here.\n" + END0 + "\nDone."
+    v = parse_verdict(text)
+    assert (v.status, v.score, v.trailing_text) == ("ok", 0, True)
+    off = score_value_offset(text)
+    assert off == text.index("\nSCORE: 0") + len("\nSCORE: ")

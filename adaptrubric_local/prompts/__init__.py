@@ -1,5 +1,9 @@
 """Prompt templates as data (paper Appendix H.2-H.3) and a renderer that fails loudly.
 
+The set holds the paper's four prompts (router, verifier skeleton, fine-cue prompt, cue block) and
+two ablation-only variants for Table 4 (`cue_block_no_meta` for w/o Coarse, `verifier_image_only` for
+w/o Both); default.yaml lists every way the bundled text differs from the paper.
+
 `render` fills `{name}` placeholders and raises TemplateError for any placeholder left unfilled.
 Knows nothing about rubrics or trajectories: callers pass plain strings.
 """
@@ -35,7 +39,7 @@ class Headings(BaseModel):
 
 
 class PromptSet(BaseModel):
-    """The four prompts of the method plus section headings."""
+    """The four prompts of the method, the two ablation variants, and section headings."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     version: int
@@ -44,6 +48,8 @@ class PromptSet(BaseModel):
     verifier: str
     fine_cue: str
     cue_block: str
+    cue_block_no_meta: str
+    verifier_image_only: str
     headings: Headings
 
 
@@ -54,6 +60,8 @@ REQUIRED_PLACEHOLDERS = {
                  "output_format"},
     "fine_cue": {"instruction", "category", "rubric_items_block"},
     "cue_block": {"cue_bullets"},
+    "cue_block_no_meta": {"cue_bullets"},
+    "verifier_image_only": {"instruction", "output_format"},
 }
 
 
