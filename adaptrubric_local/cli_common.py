@@ -52,8 +52,9 @@ def add_pipeline_options(p: argparse.ArgumentParser) -> None:
                    help="opt-in speed setting: skip near-duplicate frames when selecting screenshots (not in the "
                         "paper; changes what the verifier sees)")
     g.add_argument("--cue-filter", action="store_true",
-                   help="opt-in: drop generated cues that use over-constraining words (exactly, all, visibly, ...) "
-                        "the instruction does not use (not in the paper)")
+                   help="opt-in: drop generated cues over 40 words or with over-constraining words (exactly, all, "
+                        "visibly, ...) the instruction does not use (the paper states these as rules for the cue "
+                        "writer, not as a filter)")
     g.add_argument("--bank", help="rubric bank YAML (default: the bundled paper bank)")
 
 

@@ -60,12 +60,14 @@ class Criteria:
         todo = [p for p in pairs if p not in self.cues]
         if cfg.manual_cues is not None or self.call is None:
             for ins, cat in todo:
-                self.cues[(ins, cat)] = manual_cues(cfg.manual_cues or [], ins, filter_words=cfg.cue_filter)
+                self.cues[(ins, cat)] = manual_cues(cfg.manual_cues or [], ins, filter_words=cfg.cue_filter,
+                                                    limit_length=cfg.cue_filter)
         elif todo:
             reqs = [Request(prompt=cue_prompt(self.prompts, ins, cat, self.bank.lookup(cat)), kind="cue",
                             max_new_tokens=cfg.cue_max_new_tokens) for ins, cat in todo]
             for p, out in zip(todo, self._call(reqs)):
-                res = parse_cues(out.text, p[0], filter_words=cfg.cue_filter) if not out.error else CueResult(
+                res = parse_cues(out.text, p[0], filter_words=cfg.cue_filter,
+                                 limit_length=cfg.cue_filter) if not out.error else CueResult(
                     abstained=True, reason=f"cue call failed: {out.error}", parsed=False)
                 self.unparsed["cue"] += not res.parsed
                 self.cues[p] = res

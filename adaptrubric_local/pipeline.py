@@ -47,7 +47,8 @@ class PipelineConfig:
     dedupe_frames: bool = field(default=False, metadata={
         "help": "opt-in: skip near-duplicate frames when selecting screenshots (not in the paper)"})
     cue_filter: bool = field(default=False, metadata={
-        "help": "opt-in: drop cues with over-constraining words the instruction does not use (not in the paper)"})
+        "help": "opt-in: drop cues over 40 words or with over-constraining words the instruction does not use "
+                "(the paper gives these as rules to the cue writer, not as a filter)"})
     route_max_new_tokens: int = field(default=16, metadata={"help": "token cap for router outputs"})
     cue_max_new_tokens: int = field(default=160, metadata={"help": "token cap for cue outputs"})
     verify_max_new_tokens: int = field(default=1024, metadata={
