@@ -100,10 +100,17 @@ def efficiency(verdicts: list[Verdict], run_summary: Optional[dict] = None) -> d
     out = {"trajectories": n, "tokens": tokens, "calls": calls,
            "tokens_per_traj": tokens / max(1, n), "calls_per_traj": calls / max(1, n),
            "images_per_traj": sum(v.n_images for v in verdicts) / max(1, n),
-           "accounting": ("all model calls (router, cues, verifier), amortised per trajectory" if full == n
-                          else "verifier calls only (the verdicts carry no cost fields)" if full == 0
-                          else f"mixed: {full} of {n} verdicts carry all model calls, the rest the verifier's only")}
+           "accounting": _accounting(full, n)}
     if run_summary and run_summary.get("s_per_traj") is not None:
         out["s_per_traj"] = run_summary["s_per_traj"]
         out["minutes"] = out["s_per_traj"] * n / 60
     return out
+
+
+def _accounting(full: int, n: int) -> str:
+    """Which model calls the efficiency figures count."""
+    if full == n and n:
+        return "all model calls (router, cues, verifier), amortised per trajectory"
+    if full == 0:
+        return "verifier calls only (the verdicts carry no cost fields)"
+    return f"mixed: {full} of {n} verdicts carry all model calls, the rest the verifier's only"
