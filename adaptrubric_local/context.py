@@ -3,8 +3,11 @@
 Always keeps the first and the final frame; then frames around high-signal actions (text entry,
 submit/confirm/send/save, answer, state-changing taps), with family-aware priorities (transfer keeps
 source- and sink-side frames, info_query the frames where the answer was read, state_navigation the
-final frames); near-duplicate neighbours are dropped and chronological order is kept. Image access
-is limited to an optional fingerprint callable; knows nothing about prompts or models.
+final frames); chronological order is kept. With a fingerprint, a run of consecutive near-identical
+frames (an agent idling, a screen settling) is shown once and the budget is refilled from the next
+candidates, so M distinct screens are shown whenever the trajectory has that many. The paper does
+not describe duplicate handling; without a fingerprint frames are never merged. Image access is
+limited to an optional fingerprint callable; knows nothing about prompts or models.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ class Selection:
 
     indices: list[int]
     reasons: dict[int, str] = field(default_factory=dict)
-    dropped_duplicates: list[int] = field(default_factory=list)
+    dropped_duplicates: list[int] = field(default_factory=list)  # candidates shown by a same-screen neighbour
 
     def paths(self, traj: Trajectory) -> list[str]:
         """Screenshot paths of the selected steps."""
@@ -96,7 +99,12 @@ def _score_frames(traj: Trajectory, family: str, frames: list[int]) -> dict[int,
 
 def select_context(traj: Trajectory, family: str = "general", budget: int = DEFAULT_BUDGET,
                    fingerprint: Optional[Fingerprint] = None, near_dup: Optional[Callable] = None) -> Selection:
-    """Pick at most `budget` screenshot-bearing steps; first and final frame always included."""
+    """Pick at most `budget` screenshot-bearing steps; first and final frame always included.
+
+    With a `fingerprint`, consecutive near-identical frames form a run that is shown once: by its
+    last (settled) frame, or by the first frame for the run the trajectory opens with; a candidate
+    inside a run stands for the run, and the budget is refilled from the next-ranked frames, so it
+    is filled whenever the trajectory has that many distinct screens."""
     if budget < 2:
         raise ValueError(f"budget must be at least 2 (first and final frame), got {budget}")
     frames = [i for i, s in enumerate(traj.steps) if s.screenshot]
@@ -109,40 +117,68 @@ def select_context(traj: Trajectory, family: str = "general", budget: int = DEFA
                     key=lambda f: (scores.get(f, (0.0,))[0], f), reverse=True)
     reasons = {first: "first frame", last: "final frame"}
     chosen, dropped = {first, last}, []
-    cache: dict[str, object] = {}
-
-    def fp(i: int):
-        p = traj.steps[i].screenshot
-        if p not in cache:
-            cache[p] = fingerprint(p)
-        return cache[p]
-
+    runs = _Runs(traj, frames, fingerprint, near_dup)
     for f in ranked:
         if len(chosen) >= budget:
             break
-        chosen.add(f)
-        reasons[f] = scores.get(f, (0.0, "coverage"))[1] or "coverage"
-    if fingerprint is not None:
-        ordered = sorted(chosen)
-        keep = [ordered[0]]
-        for f in ordered[1:]:
-            if not _is_dup(fp(keep[-1]), fp(f), near_dup):
-                keep.append(f)
-            elif keep[-1] == first and f != last:
-                dropped.append(f)  # the first frame stays; its repeat goes
-            elif keep[-1] == first:
-                keep.append(f)  # first and final frame are both always kept
-            else:
-                dropped.append(keep.pop())  # of a run of repeats keep the later, settled frame
-                keep.append(f)
-        chosen = set(keep)
+        rep = runs.representative(f)
+        if rep in chosen:
+            if rep != f:
+                dropped.append(f)
+            continue
+        if rep != f:
+            dropped.append(f)
+        chosen.add(rep)
+        why = scores.get(f, (0.0, "coverage"))[1] or "coverage"
+        reasons[rep] = why if rep == f else f"{why} (settled frame of a repeated screen)"
     indices = sorted(chosen)
     return Selection(indices=indices, reasons={i: reasons.get(i, "coverage") for i in indices},
                      dropped_duplicates=sorted(dropped))
 
 
-def _is_dup(a, b, near_dup: Optional[Callable]) -> bool:
-    return near_dup(a, b) if near_dup else a == b
+class _Runs:
+    """Runs of consecutive near-identical frames, found lazily so only the frames selection looks
+    at (and their neighbours) are fingerprinted. Without a fingerprint every frame is its own run."""
+
+    def __init__(self, traj: Trajectory, frames: list[int], fingerprint: Optional[Fingerprint],
+                 near_dup: Optional[Callable]):
+        self.traj, self.frames, self.fingerprint, self.near_dup = traj, frames, fingerprint, near_dup
+        self.pos = {f: n for n, f in enumerate(frames)}
+        self._fp: dict[str, object] = {}
+        self._same: dict[int, bool] = {}
+        if fingerprint is not None:
+            self.first_run_end = self._walk(0, +1)  # frames shown by the first frame
+            self.last_run_start = self._walk(len(frames) - 1, -1)  # frames shown by the final frame
+
+    def _print(self, n: int):
+        p = self.traj.steps[self.frames[n]].screenshot
+        if p not in self._fp:
+            self._fp[p] = self.fingerprint(p)
+        return self._fp[p]
+
+    def _same_as_next(self, n: int) -> bool:
+        """Whether frame position n and n+1 show the same screen."""
+        if n not in self._same:
+            a, b = self._print(n), self._print(n + 1)
+            self._same[n] = self.near_dup(a, b) if self.near_dup else a == b
+        return self._same[n]
+
+    def _walk(self, n: int, step: int) -> int:
+        """The last position reached from n moving by `step` through same-screen neighbours."""
+        while 0 <= n + step < len(self.frames) and self._same_as_next(min(n, n + step)):
+            n += step
+        return n
+
+    def representative(self, f: int) -> int:
+        """The frame that shows f's screen: the first frame, the final frame, or the run's last frame."""
+        if self.fingerprint is None:
+            return f
+        n = self.pos[f]
+        if n <= self.first_run_end and self.first_run_end < self.last_run_start:
+            return self.frames[0]
+        if n >= self.last_run_start:
+            return self.frames[-1]
+        return self.frames[self._walk(n, +1)]
 
 
 def thumbnail_fingerprint(path: str, size: int = 32):

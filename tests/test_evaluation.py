@@ -28,24 +28,58 @@ METRIC_SET = [
 def test_metrics_by_hand():
     m = metrics.evaluate(METRIC_SET)
     o = m["overall"]
-    assert o["confusion"] == {"tp": 2, "fp": 2, "tn": 3, "fn": 1}
+    # headline: every trajectory classified; u2 (label 1, unparsed) is a false negative, u3 (label 0,
+    # error) a true negative
+    assert o["confusion"] == {"tp": 2, "fp": 2, "tn": 4, "fn": 2}
+    assert o["unanswered_as_fail"] == {"fn": 1, "tn": 1}
     assert (o["n"], o["scored"], o["unparsed"], o["errors"]) == (10, 8, 1, 1)
-    assert o["acc"] == pytest.approx(62.5) and o["prec"] == pytest.approx(50.0)
-    assert o["rec"] == pytest.approx(200 / 3) and o["f1"] == pytest.approx(400 / 7)
-    assert o["fpr"] == pytest.approx(40.0) and o["acc_strict"] == pytest.approx(50.0)
+    assert o["acc"] == pytest.approx(60.0) and o["prec"] == pytest.approx(50.0)
+    assert o["rec"] == pytest.approx(50.0) and o["f1"] == pytest.approx(50.0)
+    assert o["fpr"] == pytest.approx(100 / 3) and o["acc_strict"] == pytest.approx(50.0)
+    s = o["scored_only"]  # the scored verdicts alone
+    assert s["n"] == 8 and s["confusion"] == {"tp": 2, "fp": 2, "tn": 3, "fn": 1}
+    assert s["acc"] == pytest.approx(62.5) and s["prec"] == pytest.approx(50.0)
+    assert s["rec"] == pytest.approx(200 / 3) and s["f1"] == pytest.approx(400 / 7) and s["fpr"] == pytest.approx(40.0)
     a = m["per_platform"]["android"]
     assert (a["acc"], a["prec"], a["rec"], a["f1"], a["fpr"]) == (50.0, 50.0, 50.0, 50.0, 50.0)
     w = m["per_platform"]["web"]  # no positives: recall and F1 undefined, not 0
     assert w["acc"] == pytest.approx(200 / 3) and w["prec"] == 0.0 and w["rec"] is None and w["f1"] is None
     assert w["fpr"] == pytest.approx(100 / 3)
-    u = m["per_platform"]["ubuntu"]  # unparsed and errors are counted, never classified
-    assert (u["scored"], u["unparsed"], u["errors"], u["acc"], u["fpr"]) == (1, 1, 1, 100.0, None)
+    u = m["per_platform"]["ubuntu"]  # unparsed and errors are counted, and classified as predicted failures
+    assert (u["scored"], u["unparsed"], u["errors"]) == (1, 1, 1)
+    assert u["acc"] == pytest.approx(200 / 3) and u["rec"] == pytest.approx(50.0) and u["fpr"] == 0.0
+    assert (u["scored_only"]["acc"], u["scored_only"]["fpr"]) == (100.0, None)
     assert u["acc_strict"] == pytest.approx(100 / 3)
 
 
-def test_efficiency():
-    e = metrics.efficiency(METRIC_SET, {"calls_per_traj": 1.25, "s_per_traj": 0.5})
-    assert e["tokens_per_traj"] == 110 and e["calls"] == 12 and e["minutes"] == pytest.approx(10 * 0.5 / 60)
+def test_headline_never_rewards_an_unanswered_positive():
+    # a verifier that answers only on failures: scored-only it looks perfect, the headline does not
+    vs = [V("p1", 1, status="unparsed"), V("p2", 1, status="error"), V("n1", 0, 0), V("n2", 0, 0)]
+    o = metrics.classification(vs)
+    assert o["scored_only"]["acc"] == 100.0 and o["acc"] == 50.0 and o["rec"] == 0.0 and o["prec"] is None
+    assert o["confusion"] == {"tp": 0, "fp": 0, "tn": 2, "fn": 2}
+
+
+def test_efficiency_falls_back_to_verifier_tokens():
+    e = metrics.efficiency(METRIC_SET, {"calls_per_traj": 1.25, "tokens_per_traj": 9e9, "s_per_traj": 0.5})
+    # no cost fields in these verdicts: each verdict's own call; the summary's counts are not used
+    assert e["tokens_per_traj"] == 110 and e["calls"] == 10 and e["calls_per_traj"] == 1.0
+    assert e["minutes"] == pytest.approx(10 * 0.5 / 60) and e["s_per_traj"] == 0.5
+    assert e["accounting"].startswith("verifier calls only")
+    err = Verdict(id="e", status="error", error="bad record")  # never reached the model
+    assert metrics.efficiency([err])["calls"] == 0
+
+
+def test_efficiency_counts_every_model_call():
+    vs = [V("a", 1, 1), V("b", 0, 0), V("c", 0, 0), V("d", 1, status="error")]
+    costs = [(160.0, 1.5), (160.0, 1.5), (150.0, 1.25), (0.0, 0.0)]
+    for v, (tok, calls) in zip(vs, costs):
+        v.cost_tokens, v.cost_calls = tok, calls  # router and cue calls already split by the pipeline
+    e = metrics.efficiency(vs[:3])
+    assert e["tokens"] == 470 and e["calls"] == 4.25 and e["calls_per_traj"] == pytest.approx(4.25 / 3)
+    assert e["tokens_per_traj"] == pytest.approx(470 / 3) and e["accounting"].startswith("all model calls")
+    mixed = metrics.efficiency(vs)  # the error verdict has no cost fields: it falls back to its own call
+    assert mixed["tokens"] == 470 + 110 and mixed["calls"] == 5.25 and mixed["accounting"].startswith("mixed")
 
 
 TTS_SET = [
@@ -66,8 +100,10 @@ def test_tts_by_hand():
     assert r["gain_over_random"]["earlystop"][3] == pytest.approx(50 - 125 / 3)
     p = r["pool"]
     assert (p["tasks"], p["all_fail"], p["all_pass"], p["mixed"]) == (4, 1, 0, 3)
-    assert p["trial_sr"] == pytest.approx(500 / 12) and p["headroom"] == pytest.approx(25.0)
-    assert p["unparsed"] == 2
+    # equal trials per task: Random@1 (expected, one uniform trial per task) equals the trial SR
+    assert p["trial_sr"] == pytest.approx(500 / 12) and p["random_at_1_expected"] == pytest.approx(500 / 12)
+    assert p["oracle_at_max"] == 75.0 and p["headroom"] == pytest.approx(75 - 500 / 12)
+    assert p["unparsed"] == 2 and p["scored"] == 10 and r["informative"] is True
 
 
 def test_tts_selection_rules():
@@ -107,8 +143,13 @@ def test_eval_and_tts_commands_write_reports(tmp_path, capsys):
         assert (tmp_path / "e" / f).is_file()
     saved = json.loads((tmp_path / "e" / "metrics.json").read_text())
     assert set(saved["overall"]) >= {"acc", "prec", "rec", "f1", "fpr", "n", "unparsed"}
-    assert saved["overall"]["acc"] == m["overall"]["acc"] == 62.5
-    assert "package_version" in saved["run"] and "| web | 3 | 0 |" in (tmp_path / "e" / "report.md").read_text()
+    assert saved["overall"]["acc"] == m["overall"]["acc"] == 60.0
+    assert saved["overall"]["scored_only"]["acc"] == 62.5
+    report = (tmp_path / "e" / "report.md").read_text()
+    assert "package_version" in saved["run"] and "| web | 3 | 0 |" in report
+    assert "| 10 | 8 | 1 | 1 | 60.0 | 50.0 | 50.0 | 50.0 | 33.3 |" in report  # headline row, all n
+    assert "| 8 | 62.5 | 50.0 | 66.7 | 57.1 | 40.0 | 50.0 |" in report  # scored-only row
+    assert "1 of them are successful trajectories (false negatives), 1 failed ones" in report
     tf = _verdict_file(tmp_path / "t.jsonl", TTS_SET)
     r = run_tts(tf, tmp_path / "t", seed=None)
     saved = json.loads((tmp_path / "t" / "tts.json").read_text())
@@ -123,9 +164,12 @@ def test_compare(tmp_path):
     run_eval(_verdict_file(tmp_path / "b.jsonl", changed), tmp_path / "B")
     text = compare(tmp_path / "A", tmp_path / "B")
     row = next(line for line in text.splitlines() if line.startswith("overall.acc "))
-    assert row.split()[1:] == ["62.50", "37.50", "-25.00"]  # all 8 scored predicted 1: the 3 positives right
+    # all 8 scored predicted 1: the 3 scored positives right, plus the error verdict on a failure (predicted 0)
+    assert row.split()[1:] == ["60.00", "40.00", "-20.00"]
+    row = next(line for line in text.splitlines() if line.startswith("overall.scored_only.acc "))
+    assert row.split()[1:] == ["62.50", "37.50", "-25.00"]
     assert next(line for line in text.splitlines() if line.startswith("package_version")).count("0.1.0") == 2
-    assert a["overall"]["acc"] == 62.5
+    assert a["overall"]["acc"] == 60.0
 
 
 def test_ablation_deltas_by_hand(tmp_path):

@@ -23,6 +23,9 @@ from . import tts as T
 
 
 # ----------------------------------------------------------------------------- inputs
+LATER_FIELDS = ("cost_tokens", "cost_calls", "hit_cap")  # verdict fields the metrics read when present
+
+
 def load_verdicts(path: str | Path) -> list[Verdict]:
     """Read a verdict JSONL file; a malformed line is an error naming the file and line."""
     path = Path(path)
@@ -37,7 +40,11 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
                 raise ValueError(f"{path}: line {n}: malformed JSON ({exc.msg})") from None
             if not isinstance(d, dict) or "id" not in d or "status" not in d:
                 raise ValueError(f"{path}: line {n}: not a verdict line (needs 'id' and 'status')")
-            out.append(Verdict.from_dict(d))
+            v = Verdict.from_dict(d)
+            for k in LATER_FIELDS:  # kept even where this version's Verdict lacks the field
+                if k in d and not hasattr(v, k):
+                    setattr(v, k, d[k])
+            out.append(v)
     return out
 
 
@@ -98,7 +105,8 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
     _dump(out / "run.json", m["run"])
     title = f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"
     R.plot_confusion(m["overall"]["confusion"], out / "confusion.png", f"Confusion matrix: {title}")
-    R.plot_per_platform(m["per_platform"], out / "per_platform.png", f"Per-platform metrics: {title}")
+    R.plot_per_platform(m["per_platform"], out / "per_platform.png",
+                        f"Per-platform metrics (unparsed/errors as predicted failures): {title}")
     (out / "report.md").write_text(R.metrics_markdown(m, m["run"]))
     return m
 
@@ -175,21 +183,36 @@ def _load_result(d: Path) -> tuple[dict, dict]:
 def _flat(kind: str, obj: dict) -> dict[str, float]:
     out = {}
     if kind == "metrics.json":
-        for k in ("acc", "prec", "rec", "f1", "fpr", "acc_strict", "unparsed", "errors", "n"):
-            out[f"overall.{k}"] = obj["overall"].get(k)
-        for p, r in obj.get("per_platform", {}).items():
-            for k in ("acc", "f1"):
-                out[f"{p}.{k}"] = r.get(k)
+        for scope, r in [("overall", obj["overall"]), *obj.get("per_platform", {}).items()]:
+            keys = ("acc", "prec", "rec", "f1", "fpr", "acc_strict", "scored", "unparsed", "errors", "n") \
+                if scope == "overall" else ("acc", "f1")
+            for k, v in _headline_and_scored(r, keys).items():
+                out[f"{scope}.{k}"] = v
         for k in ("calls_per_traj", "tokens_per_traj", "s_per_traj"):
             out[f"efficiency.{k}"] = obj.get("efficiency", {}).get(k)
     elif kind == "tts.json":
         for proto in ("earlystop", "bestofn", "bestofn_soft", "random", "oracle"):
             for n, sr in obj[proto].items():
                 out[f"{proto}@{n}"] = sr
+        for k in ("trial_sr", "oracle_at_max", "random_at_1_expected", "headroom", "mixed"):
+            out[f"pool.{k}"] = obj.get("pool", {}).get(k)
     else:
         for name, row in obj["settings"].items():
-            for k in ("acc", "f1"):
-                out[f"{name}.{k}"] = row["overall"].get(k)
+            for k, v in _headline_and_scored(row["overall"], ("acc", "f1", "unparsed", "errors")).items():
+                out[f"{name}.{k}"] = v
+    return out
+
+
+def _headline_and_scored(r: dict, keys: tuple[str, ...]) -> dict:
+    """Headline metrics and their `scored_only.` twins; a metrics.json written before the headline
+    classified every trajectory held scored-only figures, so they are filed as such."""
+    if "scored_only" in r:
+        out = {k: r.get(k) for k in keys}
+        out.update({f"scored_only.{k}": r["scored_only"].get(k) for k in keys if k in ("acc", "prec", "rec", "f1", "fpr")})
+        return out
+    legacy = ("acc", "prec", "rec", "f1", "fpr")
+    out = {k: r.get(k) for k in keys if k not in legacy}
+    out.update({f"scored_only.{k}": r.get(k) for k in keys if k in legacy})
     return out
 
 
@@ -205,10 +228,10 @@ def compare(dir_a: str | Path, dir_b: str | Path) -> str:
         mark = "" if va == vb else "  <- differs"
         lines.append(f"{k:<22}{str(va)[:38]:<40}{str(vb)[:38]:<40}{mark}")
     fa, fb = _flat(ka, a), _flat(kb, b)
-    lines += ["", f"{'metric':<28}{'A':>10}{'B':>10}{'B - A':>10}"]
+    lines += ["", f"{'metric':<32}{'A':>10}{'B':>10}{'B - A':>10}"]
     for k in sorted(set(fa) | set(fb), key=lambda s: (s.split(".")[0] != "overall", s)):
         va, vb = fa.get(k), fb.get(k)
         diff = f"{vb - va:+.2f}" if isinstance(va, (int, float)) and isinstance(vb, (int, float)) else "-"
-        lines.append(f"{k:<28}{R.fmt(va, 2) if va is not None else '-':>10}"
+        lines.append(f"{k:<32}{R.fmt(va, 2) if va is not None else '-':>10}"
                      f"{R.fmt(vb, 2) if vb is not None else '-':>10}{diff:>10}")
     return "\n".join(lines)

@@ -33,33 +33,54 @@ def run_block(run: dict) -> list[str]:
     return [f"- {label}: `{run.get(k)}`" for k, label in keys if k in run]
 
 
+def _metric_row(r: dict) -> str:
+    return f"{fmt(r['acc'])} | {fmt(r['prec'])} | {fmt(r['rec'])} | {fmt(r['f1'])} | {fmt(r['fpr'])}"
+
+
 def metrics_markdown(m: dict, run: dict) -> str:
     """report.md for `adaptrubric eval`."""
     o = m["overall"]
+    s = o["scored_only"]
+    u = o["unanswered_as_fail"]
     lines = ["# Reward-model evaluation", "", "## Run", *run_block(run), "",
-             "## Overall", "",
-             "| n | scored | unparsed | errors | Acc | Prec | Rec | F1 | FPR | Acc (unparsed/errors as wrong) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-             f"| {o['n']} | {o['scored']} | {o['unparsed']} | {o['errors']} | {fmt(o['acc'])} | {fmt(o['prec'])} | "
-             f"{fmt(o['rec'])} | {fmt(o['f1'])} | {fmt(o['fpr'])} | {fmt(o['acc_strict'])} |", "",
-             "Metrics are percentages over scored verdicts; unparsed and error verdicts are counted, not classified. "
-             "'-' marks an undefined value (no positives, or none predicted).", "",
-             "## Per platform (Table 1 layout)", "",
-             "| platform | n | positives | Acc | Prec | Rec | F1 | FPR | unparsed | errors |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "## Overall (every trajectory classified, as in the paper)", "",
+             "| n | scored | unparsed | errors | Acc | Prec | Rec | F1 | FPR |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+             f"| {o['n']} | {o['scored']} | {o['unparsed']} | {o['errors']} | {_metric_row(o)} |", "",
+             f"Percentages over all {o['n']} labelled trajectories. The {o['unparsed']} unparsed and {o['errors']} "
+             f"error verdict(s) count as predicted failures (SCORE 0): {u['fn']} of them are successful trajectories "
+             f"(false negatives), {u['tn']} failed ones (true negatives). '-' marks an undefined value (no positives, "
+             "or none predicted).", ""]
+    if o["n"] and not o["scored"]:
+        lines += ["**No verdict was scored**: these numbers are those of predicting failure for every trajectory "
+                  "and say nothing about the verifier.", ""]
+    lines += ["### Scored verdicts only", "",
+              "| scored | Acc | Prec | Rec | F1 | FPR | Acc (unparsed/errors as wrong, over n) |",
+              "|---:|---:|---:|---:|---:|---:|---:|",
+              f"| {s['n']} | {_metric_row(s)} | {fmt(o['acc_strict'])} |", "",
+              "Not comparable with the paper's figures when some verdicts are unparsed or errors.", ""]
+    if o.get("hit_cap"):
+        lines += [f"{o['hit_cap']} verifier output(s) stopped at the token cap.", ""]
+    lines += ["## Per platform (Table 1 layout; unparsed/errors as predicted failures)", "",
+              "| platform | n | positives | Acc | Prec | Rec | F1 | FPR | unparsed | errors | Acc (scored only) |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for p, r in m["per_platform"].items():
-        lines.append(f"| {p} | {r['n']} | {r['positives']} | {fmt(r['acc'])} | {fmt(r['prec'])} | {fmt(r['rec'])} | "
-                     f"{fmt(r['f1'])} | {fmt(r['fpr'])} | {r['unparsed']} | {r['errors']} |")
+        lines.append(f"| {p} | {r['n']} | {r['positives']} | {_metric_row(r)} | {r['unparsed']} | {r['errors']} | "
+                     f"{fmt(r['scored_only']['acc'])} |")
     c = o["confusion"]
-    lines += ["", "## Confusion matrix (scored verdicts)", "", "| | predicted 1 | predicted 0 |", "|---|---:|---:|",
+    lines += ["", "## Confusion matrix (all trajectories; unparsed/errors as predicted 0)", "",
+              "| | predicted 1 | predicted 0 |", "|---|---:|---:|",
               f"| label 1 | {c['tp']} | {c['fn']} |", f"| label 0 | {c['fp']} | {c['tn']} |", "",
               "![confusion matrix](confusion.png)", "", "![per-platform metrics](per_platform.png)", ""]
     e = m.get("efficiency", {})
     if e:
-        lines += ["## Efficiency (Table 5 layout)", "", "| trajectories | calls/traj | tokens/traj | s/traj | images/traj |",
-                  "|---:|---:|---:|---:|---:|",
-                  f"| {e['trajectories']} | {fmt(e.get('calls_per_traj'), 2)} | {fmt(e.get('tokens_per_traj'), 0)} | "
-                  f"{fmt(e.get('s_per_traj'), 3)} | {fmt(e.get('images_per_traj'), 1)} |", ""]
+        lines += ["## Efficiency (Table 5 layout)", "",
+                  "| trajectories | calls | calls/traj | tokens | tokens/traj | s/traj | images/traj |",
+                  "|---:|---:|---:|---:|---:|---:|---:|",
+                  f"| {e['trajectories']} | {fmt(e.get('calls'), 0)} | {fmt(e.get('calls_per_traj'), 2)} | "
+                  f"{fmt(e.get('tokens'), 0)} | {fmt(e.get('tokens_per_traj'), 0)} | {fmt(e.get('s_per_traj'), 3)} | "
+                  f"{fmt(e.get('images_per_traj'), 1)} |", "",
+                  f"Calls and tokens: {e.get('accounting', 'verifier calls only')}.", ""]
     if m.get("unlabelled"):
         lines.append(f"{m['unlabelled']} verdict(s) had no label in the data and were left out.")
     return "\n".join(lines) + "\n"
@@ -78,7 +99,7 @@ def plot_confusion(c: dict, path: Path, title: str) -> None:
                     color="white" if grid[i][j] > hi / 2 else "black")
     ax.set_xticks([0, 1], ["predicted\nsuccess (1)", "predicted\nfailure (0)"])
     ax.set_yticks([0, 1], ["label\nsuccess (1)", "label\nfailure (0)"])
-    ax.set_xlabel("verifier verdict (scored only)")
+    ax.set_xlabel("verifier verdict (unparsed/error = predicted failure)")
     ax.set_ylabel("ground-truth label")
     ax.set_title(title, fontsize=9, wrap=True)
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="trajectories")
@@ -130,6 +151,8 @@ def plot_tts(res: dict, path: Path, title: str) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     axes[0].set_ylabel("task success rate (%)")
+    if not res.get("informative", True):
+        title += "\nno candidate was scored: the curves reflect candidate order only"
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, bbox_inches="tight")
@@ -141,31 +164,58 @@ def tts_markdown(res: dict, run: dict) -> str:
     ns = sorted(res["random"])
     p = res["pool"]
     lines = ["# Reward-guided test-time scaling", "", "## Run", *run_block(run), "",
-             f"Candidates grouped by task_id and shuffled once per task (seed {run.get('seed', 42)}). "
-             "EarlyStop: first predicted success, else the last scanned. BestOfN: last tied best "
-             "(soft: ties broken by p_success). Random: expected value of a uniform pick. Unparsed/error "
-             "verdicts never count as predicted success.", "",
-             "## Pool composition (Table 12 layout)", "",
-             "| tasks | trials/task | all-fail | all-pass | mixed | trial SR | Oracle@max | headroom |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|",
-             f"| {p['tasks']} | {p['trials_per_task']['min']}-{p['trials_per_task']['max']} | "
-             f"{p['all_fail']} ({fmt(p['all_fail_pct'])}%) | {p['all_pass']} ({fmt(p['all_pass_pct'])}%) | "
-             f"{p['mixed']} ({fmt(p['mixed_pct'])}%) | {fmt(p['trial_sr'], 2)} | {fmt(p['oracle_at_max'], 2)} | "
-             f"{fmt(p['headroom'], 2)} |", "",
-             "## SR@N (%)", "", "| N | EarlyStop | BestOfN | BestOfN (soft) | Random | Oracle |",
-             "|---:|---:|---:|---:|---:|---:|"]
+             f"Candidates grouped by task_id and shuffled per task, each task with its own generator "
+             f"(seed {run.get('seed', 42)}). EarlyStop: first predicted success, else the last scanned. BestOfN: "
+             "last tied best (soft: ties broken by p_success). Random: expected value of a uniform pick from the "
+             "prefix. Unparsed/error verdicts never count as predicted success.", ""]
+    if not res.get("informative", True):
+        lines += [f"**The verdicts carry no information**: {res.get('note', 'no candidate was scored')}.", ""]
+    lines += ["## Pool composition (Table 12 layout)", "",
+              "| tasks | trials/task | all-fail | all-pass | mixed | trial SR | Oracle@max | Random@1 | headroom |",
+              "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+              f"| {p['tasks']} | {p['trials_per_task']['min']}-{p['trials_per_task']['max']} | "
+              f"{p['all_fail']} ({fmt(p['all_fail_pct'])}%) | {p['all_pass']} ({fmt(p['all_pass_pct'])}%) | "
+              f"{p['mixed']} ({fmt(p['mixed_pct'])}%) | {fmt(p['trial_sr'], 2)} | {fmt(p['oracle_at_max'], 2)} | "
+              f"{fmt(p['random_at_1_expected'], 2)} | {p['headroom']:+.2f} |", "",
+              "Headroom is Oracle@max minus Random@1, as Table 12's caption defines it; Random@1 is the expected "
+              "success of one uniformly chosen trial per task, which equals the trial SR (pooled over trials) when "
+              "every task has the same number of trials.", "",
+              "## SR@N (%)", "", "| N | EarlyStop | BestOfN | BestOfN (soft) | Random | Oracle |",
+              "|---:|---:|---:|---:|---:|---:|"]
     for n in ns:
         lines.append(f"| {n} | {fmt(res['earlystop'][n], 2)} | {fmt(res['bestofn'][n], 2)} | "
                      f"{fmt(res['bestofn_soft'][n], 2)} | {fmt(res['random'][n], 2)} | {fmt(res['oracle'][n], 2)} |")
     last = ns[-1]
-    g = res["gain_over_random"]
-    lines += ["", f"Gains over Random at N={last}: EarlyStop {g['earlystop'][last]:+.2f}, BestOfN {g['bestofn'][last]:+.2f}, "
-              f"BestOfN (soft) {g['bestofn_soft'][last]:+.2f} points.", "", "![SR@N](tts.png)", ""]
+    g = res.get("gain_over_random")
+    if g:
+        lines += ["", f"Gains over Random at N={last}: EarlyStop {g['earlystop'][last]:+.2f}, "
+                  f"BestOfN {g['bestofn'][last]:+.2f}, BestOfN (soft) {g['bestofn_soft'][last]:+.2f} points."]
+    else:
+        lines += ["", "No gains over Random are reported: with no scored verdict, EarlyStop and BestOfN pick by "
+                  "position only."]
+    lines += ["", "![SR@N](tts.png)", ""]
     if res.get("classification"):
         c = res["classification"]
-        lines += [f"Verdicts on this pool: Acc {fmt(c['acc'])}, F1 {fmt(c['f1'])}, FPR {fmt(c['fpr'])}, "
-                  f"unparsed {c['unparsed']}, errors {c['errors']}."]
+        lines += [f"Verdicts on this pool (unparsed/errors as predicted failures): Acc {fmt(c['acc'])}, "
+                  f"F1 {fmt(c['f1'])}, FPR {fmt(c['fpr'])}, scored {c['scored']}, unparsed {c['unparsed']}, "
+                  f"errors {c['errors']}."]
     return "\n".join(lines) + "\n"
+
+
+# what the verifier sees in each Table 4 row (paper §5.4); the prompt module's own table wins
+ABLATION_INPUTS_FALLBACK = {
+    "full": "instruction, compiled evidence, action trace, family rubric + meta rule, cues, screenshots",
+    "no_fine": "as full, without the cue block",
+    "no_coarse": "as full, without the family rubric and the meta rule",
+    "no_both": "instruction and screenshots only (no evidence, no action trace, no rubric, no cues)",
+}
+
+
+def ablation_inputs() -> dict[str, str]:
+    """Row name -> one-line description of the verifier's inputs in that row."""
+    from .. import fusion
+
+    return {**ABLATION_INPUTS_FALLBACK, **getattr(fusion, "ABLATION_INPUTS", {})}
 
 
 def ablation_markdown(rows: dict, run: dict) -> str:
@@ -173,15 +223,18 @@ def ablation_markdown(rows: dict, run: dict) -> str:
     from ..fusion import ABLATIONS
 
     labels = {"full": "Full (Coarse + Fine)", "no_fine": "w/o Fine", "no_coarse": "w/o Coarse", "no_both": "w/o Both"}
+    inputs = ablation_inputs()
     lines = ["# Ablation of rubric construction", "", "## Run", *run_block(run), "",
-             "| Coarse | Fine | Setting | Acc | ΔAcc | F1 | ΔF1 | unparsed | errors |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+             "| Coarse | Fine | Setting | Acc | ΔAcc | F1 | ΔF1 | scored | unparsed | errors |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for key, r in rows.items():
         c, f = ("yes" if on else "no" for on in ABLATIONS[key])
-        label = labels[key]
         o = r["overall"]
         d = r.get("delta", {})
-        lines.append(f"| {c} | {f} | {label} | {fmt(o['acc'])} | {fmt(d.get('acc'))} | {fmt(o['f1'])} | "
-                     f"{fmt(d.get('f1'))} | {o['unparsed']} | {o['errors']} |")
-    lines += ["", "Δ is the difference to the full model in points ('-' for the full model or when undefined).", ""]
+        lines.append(f"| {c} | {f} | {labels[key]} | {fmt(o['acc'])} | {fmt(d.get('acc'))} | {fmt(o['f1'])} | "
+                     f"{fmt(d.get('f1'))} | {o.get('scored', '-')} | {o['unparsed']} | {o['errors']} |")
+    lines += ["", "Acc and F1 classify every trajectory (unparsed/errors as predicted failures), as the paper does; "
+              "Δ is the difference to the full model in points ('-' for the full model or when undefined).", "",
+              "## What the verifier sees in each row", ""]
+    lines += [f"- {labels[key]}: {inputs.get(key, '(not described)')}" for key in rows]
     return "\n".join(lines) + "\n"
