@@ -35,6 +35,15 @@ def _score_first(args, out: Path) -> Path:
     return vpath
 
 
+def _labels(args):
+    """The data set, read for its labels (images not opened), or None without --data."""
+    from .formats import load_trajectories
+
+    if not args.data:
+        return None
+    return load_trajectories(args.data, fmt=args.format, check_images=False, image_roots=args.image_root)
+
+
 def cmd_eval(args) -> int:
     from .evaluation.harness import run_eval
 
@@ -43,10 +52,12 @@ def cmd_eval(args) -> int:
     if bool(args.verdicts) == bool(args.model):
         raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
-    m = run_eval(vpath, out, args.data)
-    o = m["overall"]
-    print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']}  "
-          f"acc={_f(o['acc'])} prec={_f(o['prec'])} rec={_f(o['rec'])} f1={_f(o['f1'])} fpr={_f(o['fpr'])}")
+    m = run_eval(vpath, out, args.data, _labels(args))
+    o, e = m["overall"], m["efficiency"]
+    print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} (counted as SCORE 0)  "
+          f"acc={_f(o['acc'])} prec={_f(o['prec'])} rec={_f(o['rec'])} f1={_f(o['f1'])} fpr={_f(o['fpr'])}  "
+          f"| scored only: acc={_f(o['scored_only']['acc'])} f1={_f(o['scored_only']['f1'])}")
+    print(f"calls/traj={e['calls_per_traj']:.2f} tokens/traj={e['tokens_per_traj']:.0f} ({e['accounting']})")
     print(f"wrote {out}/metrics.json, report.md, confusion.png, per_platform.png")
     return 0
 
@@ -59,10 +70,14 @@ def cmd_tts(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
-    res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed)
+    res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed, loaded=_labels(args))
     n = max(res["random"])
-    print(f"{res['pool']['tasks']} tasks; SR@{n}: EarlyStop {res['earlystop'][n]:.2f}, BestOfN {res['bestofn'][n]:.2f}, "
-          f"Random {res['random'][n]:.2f}, Oracle {res['oracle'][n]:.2f}")
+    if not res["informative"]:
+        print(res["note"])
+    else:
+        print(f"{res['pool']['tasks']} tasks; SR@{n}: EarlyStop {res['earlystop'][n]:.2f}, BestOfN "
+              f"{res['bestofn'][n]:.2f}, Random {res['random'][n]:.2f}, Oracle {res['oracle'][n]:.2f}; headroom "
+              f"{res['pool']['headroom']:+.2f}")
     print(f"wrote {out}/tts.json, report.md, tts.png")
     return 0
 
@@ -71,10 +86,13 @@ def cmd_ablate(args) -> int:
     from .evaluation.harness import run_ablation
     from .pipeline import AdaptRubric
 
+    from .formats import load_trajectories
+
     cfg = pipeline_config(args)
+    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
     engine = make_engine(args, cfg)
     try:
-        res = run_ablation(AdaptRubric(engine, cfg), args.data, args.out, progress=not args.quiet)
+        res = run_ablation(AdaptRubric(engine, cfg), args.data, args.out, progress=not args.quiet, loaded=loaded)
     finally:
         engine.close()
     for name, row in res["settings"].items():

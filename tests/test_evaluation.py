@@ -150,7 +150,10 @@ def test_eval_and_tts_commands_write_reports(tmp_path, capsys):
     assert "| 10 | 8 | 1 | 1 | 60.0 | 50.0 | 50.0 | 50.0 | 33.3 |" in report  # headline row, all n
     assert "| 8 | 62.5 | 50.0 | 66.7 | 57.1 | 40.0 | 50.0 |" in report  # scored-only row
     assert "1 of them are successful trajectories (false negatives), 1 failed ones" in report
-    tf = _verdict_file(tmp_path / "t.jsonl", TTS_SET)
+    from dataclasses import replace
+
+    # a verdict file holds one line per id (readers keep the last), so ids are made unique across tasks
+    tf = _verdict_file(tmp_path / "t.jsonl", [replace(v, id=f"{v.task_id}-{v.id}") for v in TTS_SET])
     r = run_tts(tf, tmp_path / "t", seed=None)
     saved = json.loads((tmp_path / "t" / "tts.json").read_text())
     assert saved["oracle"]["2"] == 75.0 and (tmp_path / "t" / "tts.png").is_file() and r["pool"]["mixed"] == 3

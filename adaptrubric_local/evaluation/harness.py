@@ -15,7 +15,7 @@ from typing import Optional
 from .. import __version__
 from ..formats import load_trajectories
 from ..fusion import ABLATIONS
-from ..scoring import sidecar
+from ..scoring import last_per_id, sidecar
 from ..types import Verdict
 from . import metrics as M
 from . import report as R
@@ -27,7 +27,9 @@ LATER_FIELDS = ("cost_tokens", "cost_calls", "hit_cap")  # verdict fields the me
 
 
 def load_verdicts(path: str | Path) -> list[Verdict]:
-    """Read a verdict JSONL file; a malformed line is an error naming the file and line."""
+    """Read a verdict JSONL file, one verdict per id (the last line written for it: a resumed run
+    that retried an error appends the new verdict); a malformed line is an error naming the file
+    and line."""
     path = Path(path)
     out = []
     with open(path, encoding="utf-8") as fh:
@@ -45,7 +47,7 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
                 if k in d and not hasattr(v, k):
                     setattr(v, k, d[k])
             out.append(v)
-    return out
+    return last_per_id(out)
 
 
 def attach_labels(verdicts: list[Verdict], data: Optional[str | Path], loaded=None) -> list[Verdict]:
@@ -113,11 +115,11 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
 
 # ----------------------------------------------------------------------------- tts
 def run_tts(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None,
-            max_n: Optional[int] = None, seed: int = T.SEED) -> dict:
+            max_n: Optional[int] = None, seed: int = T.SEED, loaded=None) -> dict:
     """Test-time-scaling curves, pool composition, report and figure; returns tts.json's content."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    verdicts = attach_labels(load_verdicts(verdicts_path), data)
+    verdicts = attach_labels(load_verdicts(verdicts_path), data, loaded)
     res = T.curves(verdicts, max_n=max_n, seed=seed)
     res["classification"] = M.classification([v for v in verdicts if v.label in (0, 1)])
     res["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None, seed=seed)
@@ -130,7 +132,7 @@ def run_tts(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pat
 
 
 # ----------------------------------------------------------------------------- ablate
-def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True) -> dict:
+def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True, loaded=None) -> dict:
     """The four settings of Table 4 with one pipeline, so routes and cues are computed once and
     shared; writes each setting's verdicts and metrics and the deltas against the full model."""
     from dataclasses import replace
@@ -139,7 +141,7 @@ def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True)
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    loaded = load_trajectories(data)
+    loaded = loaded or load_trajectories(data)
     base = pipe.config
     rows = {}
     for name, (coarse, fine) in ABLATIONS.items():
