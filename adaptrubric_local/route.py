@@ -52,7 +52,20 @@ SETTING_WORDS = re.compile(
     r"brightness|volume|ringtone|notifications?|wi-?fi|bluetooth|airplane|hotspot|auto-?save|autosave|"
     r"auto-?correct|time ?zone|display|resolution|screen timeout|shortcut|key ?binding|hotkey|indentation|"
     r"pop-?ups?|permissions?|automatically|every time|whenever|in the future|by default|zoom|dock|"
-    r"do not disturb|location services|vibration|keyboard|cookies)\b", re.I)
+    r"do not disturb|location services|vibration|keyboard|cookies|taskbar|task bar|toolbar|tool bar|"
+    r"sidebar|side bar|menu bar|status bar|title bar|panel|screen saver|screensaver|cursor|mouse|touchpad|"
+    r"subtitles?|captions?|system sound|sound|power mode|battery saver|sleep|startup|on start|"
+    r"feature|privacy|sync|scaling|orientation|accessibility|dark theme|light theme)\b", re.I)
+# where an object goes: a place (folder, path, drive) or a position inside the same document/screen
+PLACE = re.compile(r"\b(?:to|into|in|onto|under)\s+(?:the\s+|my\s+|a\s+(?:new\s+)?)?(?:[\w.'-]+\s+){0,3}?"
+                   r"(?:folder|director(?:y|ies)|drive|desktop|downloads|documents|pictures|music|videos|home|"
+                   r"trash|recycle bin|disk|usb|cloud|server|repo(?:sitory)?|namespace|album)\b"
+                   r"|\b(?:to|into|in|under)\s+(?:~|/|[a-z]:\\)", re.I)
+POSITION = re.compile(r"\b(?:to|at)\s+(?:the\s+)?(?:top|bottom|left|right|end|beginning|start|front|back|"
+                      r"center|centre|middle)\b", re.I)
+DATA_OBJECT = re.compile(r"\b(?:data|history|cache|files?|items?|messages?|notes?|accounts?|apps?|photos?|"
+                         r"emails?|contacts?|events?|bookmarks?|downloads?|folders?)\b", re.I)
+_POSSESSIVE_PRONOUN_OBJ = re.compile(r"^\s*(?:it|that|this|them|these|those)\b", re.I)
 TEXT_EDIT_OBJECTS = re.compile(r"\b(?:whitespaces?|spaces?|highlight\w*|formatting|blank lines?|line breaks?|"
                                r"letters?|characters?|punctuation|words?|sentences?|paragraphs?|text|cells?|"
                                r"columns?|rows?|bold|italic|underline)\b", re.I)
@@ -63,23 +76,28 @@ CHART = re.compile(r"\b(?:chart|bars?|graph|plot|diagram|table)\b", re.I)
 _VERBS: dict[str, str] = {}
 for fam, words in {
     "communication": "reply respond send text message email e-mail forward notify post re-post repost comment "
-                     "share tweet remind invite dm tell_him tell_her tell_them call",
+                     "share tweet toot remind invite dm tell_him tell_her tell_them call let ping inform ask greet "
+                     "wish leave publish announce mention",
     "delete_cleanup": "delete remove clear uninstall erase empty discard trash purge wipe get_rid_of unsubscribe "
-                      "cancel clean",
+                      "cancel clean dismiss drop",
     "transfer": "move copy paste import export extract clone unzip unpack download upload back_up backup restore "
-                "recover merge duplicate sync transfer attach save_as",
+                "recover merge duplicate sync transfer attach save_as put place drag relocate migrate store",
     "state_navigation": "turn_on turn_off turn switch toggle enable disable activate deactivate configure set_up "
-                        "mute unmute zoom pull_up show display navigate go_to open launch visit browse search",
+                        "mute unmute zoom pull_up show display navigate go_to go_back return_to open launch visit browse search "
+                        "scroll expand collapse maximize minimize hide unhide lock unlock connect disconnect pair "
+                        "allow block grant deny sign_out log_out close",
     "create_modify": "create add make new write type edit update modify rename change set fill enter input insert "
                      "schedule install rate review assign reduce increase decrease sort format capitalize "
                      "canonicalize calculate compute highlight bold crop resize rotate replace draft compose "
                      "record log mark save star_rating register book reorder convert adjust apply resolve "
-                     "archive label tag pin bookmark favorite favourite sign fix_typo align",
+                     "archive label tag pin bookmark favorite favourite sign fix align take draw paint capture design "
+                     "generate append prepend split trim center centre indent translate summarize complete "
+                     "approve reject group ungroup link underline italicize color colour annotate",
     "info_query": "tell_me show_me get_me give_me list count find_out answer identify check find look locate "
                   "determine return report",
     "general_step": "use",
     "general": "run start play stream watch listen kill force_quit terminate stop pause star upvote like boost "
-               "follow buy purchase order checkout debug solve win",
+               "follow buy purchase order checkout check_out pay like dislike vote debug troubleshoot solve win",
 }.items():
     for w in words.split():
         _VERBS[w.replace("_", " ")] = fam.replace("_step", "")
@@ -120,10 +138,34 @@ def _words(text: str) -> set[str]:
     return out
 
 
-def _classify_clause(verb: str, clause: str) -> str:
-    """Family of one clause from its head verb, refined by its object."""
+def _classify_clause(verb: str, clause: str, context: str = "") -> str:
+    """Family of one clause from its head verb, refined by its object.
+
+    `context` is the text of the instruction's background sentences (no action verb); it stands in
+    for a pronoun object ("Could you move it to the bottom?").
+    """
     low = clause.lower()
     obj = low[len(verb):]
+    if context and _POSSESSIVE_PRONOUN_OBJ.match(obj):
+        obj = f"{obj} {context.lower()}"
+    fam = _classify_by_verb(verb, low, obj)
+    # an action on a setting or a piece of the interface (dock, taskbar, volume) changes state, not an item
+    if fam in ("create_modify", "transfer") and verb not in _ITEM_ONLY_VERBS and SETTING_WORDS.search(
+            obj.split(" to ")[0] if verb not in ("move", "put", "place") else obj) \
+            and not TEXT_EDIT_OBJECTS.search(obj.split(" to ")[0]) and not FILE_OBJECT.search(obj) \
+            and not DATA_OBJECT.search(obj.split(" to ")[0]):
+        return "state_navigation"
+    return fam
+
+
+# verbs that always make or edit an item, whatever the object is called
+_ITEM_ONLY_VERBS = {"create", "add", "new", "write", "type", "draft", "compose", "install", "insert", "record",
+                    "rename", "save", "export", "import", "copy", "paste", "download", "upload", "back up",
+                    "backup", "restore", "clone", "merge", "extract", "duplicate", "schedule", "take", "draw",
+                    "sign", "register", "book", "rate", "review", "calculate", "compute", "sort", "format"}
+
+
+def _classify_by_verb(verb: str, low: str, obj: str) -> str:
     fam = _VERBS[verb]
     if verb == "use":
         m = re.search(r"\bto\s+(.*)$", obj)
@@ -141,6 +183,28 @@ def _classify_clause(verb: str, clause: str) -> str:
         if verb == "cancel" and not re.search(r"\b(?:order|subscription|event|appointment|meeting)\b", obj):
             return "general"
         return fam
+    if verb == "let":
+        return "communication" if re.search(r"\bknow\b", obj) else "general"
+    if verb == "leave":
+        return "communication" if re.search(r"^\s+(?:a|an|the|my|your)?\s*(?:\w+\s+)?(?:comments?|repl(?:y|ies)|"
+                                            r"messages?|notes? (?:to|for)|feedback|voice ?mail)\b", obj) \
+            else "create_modify" if re.search(r"\b(?:review|rating)\b", obj) else "general"
+    if verb == "take":
+        if re.match(r"\s+me\s+to\b", obj):
+            return "state_navigation"
+        return "create_modify"
+    if verb == "fix":
+        return "general" if re.search(r"\b(?:error|bug|crash|exception|failing|broken|issue)", obj) and not \
+            re.search(r"\b(?:typo|spelling|grammar|format)", obj) else "create_modify"
+    if verb in ("put", "place"):
+        if re.match(r"\s+(?:an?\s+)?order\b", obj):
+            return "general"
+        return "transfer" if PLACE.search(obj) else "create_modify"
+    if verb == "move" and POSITION.search(obj) and not PLACE.search(obj):
+        return "create_modify"  # moving within the same document or screen is an edit
+    if verb == "save" and (re.search(r"\battachments?\b", obj) or (PLACE.search(obj) and not re.search(
+            r"\b(?:new|as)\b", obj))):
+        return "transfer"
     if fam == "create_modify":
         if verb in ("set", "change", "update", "make", "adjust", "configure", "switch", "apply") and \
                 SETTING_WORDS.search(obj) and not TEXT_EDIT_OBJECTS.search(obj.split(" to ")[0]):
@@ -200,22 +264,20 @@ def route_rules(instruction: str) -> RouteResult:
     if (_QUESTION.match(first) and (first_sentence.rstrip().endswith("?") or _QUESTION_NO_MARK.match(first))) \
             or re.match(r"^tel+ me\b", first, re.I):
         return RouteResult(category="info_query", mode="rules")
-    parsed, pending = [], None
+    parsed, pending, context = [], None, []
     for kind, clause in _clauses(instruction):
         body = _strip_prefix(clause)
         pending = _stronger(pending, kind)
         if re.match(r"^(?:do not|don'?t|never|without)\b", body, re.I):
             continue
-        verb = _head_verb(body)
-        if verb == "use":  # "use X to <verb> ...": the inner verb is the action
-            m = re.search(r"\bto\s+(.*)$", body, re.I)
-            inner = _strip_prefix(m.group(1)) if m else ""
-            verb, body = (_head_verb(inner.lower()), inner) if _head_verb(inner.lower()) else (verb, body)
+        verb, body = _normalise_verb(body)
         if verb:
-            parsed.append((pending, verb, body, _classify_clause(verb, body)))
+            parsed.append((pending, verb, body, _classify_clause(verb, body, " ".join(context))))
             pending = None
+        else:
+            context.append(body)  # a background sentence: what a later "it"/"that" may stand for
     if not parsed:
-        return RouteResult(category="info_query" if "?" in instruction else "general", mode="rules")
+        return RouteResult(category=_fallback_family(instruction), mode="rules")
     outcomes, carry = [], None
     for p in parsed:  # a step's boundary carries over to the next outcome clause
         if not _is_step(p) or (p[1] == "check" and _INFO_ANYWHERE.search(p[2])):
@@ -229,6 +291,38 @@ def route_rules(instruction: str) -> RouteResult:
     if not outcomes:
         return RouteResult(category=_step_family(parsed[0]), mode="rules")
     return RouteResult(category=_combine(outcomes, instruction), mode="rules")
+
+
+def _normalise_verb(body: str) -> tuple[Optional[str], str]:
+    """(head verb, clause) after undoing "re-" (reopen -> open), "use X to <verb>" and "check out X"."""
+    verb = _head_verb(body)
+    if verb is None:
+        m = re.match(r"^re-?(?=[a-z])", body, re.I)
+        if m and _head_verb(body[m.end():].lower()):
+            body = body[m.end():]
+            verb = _head_verb(body.lower())
+    if verb == "use":  # "use X to <verb> ...": the inner verb is the action
+        m = re.search(r"\bto\s+(.*)$", body, re.I)
+        inner = _strip_prefix(m.group(1)) if m else ""
+        if _head_verb(inner.lower()):
+            verb, body = _head_verb(inner.lower()), inner
+    if verb == "check out" and re.match(r"check\s*out\s+(?:the|my|our|their|his|her|its|this|that|these|those|a|an|"
+                                        r"all|any|what|which|who|how|if|whether)\b", body, re.I):
+        verb = "check"  # "check out the issue" looks something up; a bare "check out" pays
+    return verb, body
+
+
+_REQUEST_QUESTION = re.compile(r"^(?:can|could|would|will)\s+you\b", re.I)
+
+
+def _fallback_family(instruction: str) -> str:
+    """Family when no clause has a known action verb."""
+    sentences = [_strip_prefix(x) for x in re.split(r"(?<=[.!?])\s+", instruction) if x.strip()]
+    if any(x.rstrip().endswith("?") and not _REQUEST_QUESTION.match(x) for x in sentences):
+        return "info_query"
+    if SETTING_WORDS.search(instruction):
+        return "state_navigation"
+    return "general"
 
 
 _STRENGTH = {None: -1, "start": 0, "and": 1, "or": 1, "then": 2, "sentence": 3}
