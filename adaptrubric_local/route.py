@@ -349,8 +349,29 @@ def _step_family(p) -> str:
     return fam if fam != "general" else "state_navigation"
 
 
+_PURCHASE_VERBS = {"buy", "purchase", "check out", "checkout", "pay"}
+_CART = re.compile(r"\b(?:cart|basket|shopping bag)\b", re.I)
+_APP = re.compile(r"\b(?:in|on|using|via)\s+(?:the\s+)?((?-i:[A-Z][\w'-]*)(?:\s+(?-i:[A-Z][\w'-]*)){0,2})", re.I)
+_SENDS_PREVIOUS = re.compile(r"^\w+(?:\s+\w+)?\s+(?:it|them|(?:this|that|these|those)(?:\s+\w+)?\s*"
+                             r"(?:$|[.,;]|to\b|with\b|via\b|on\b|in\b|by\b))", re.I)
+
+
+def _app(body: str) -> Optional[str]:
+    """The app or site a clause names ("... in Pro Expense", "on Mastodon"), if any."""
+    m = _APP.search(body)
+    return m.group(1).lower() if m else None
+
+
 def _combine(outcomes, instruction: str) -> str:
-    """One family for the outcome clauses: a single goal, or composite_workflow."""
+    """One family for the outcome clauses: a single goal, or composite_workflow.
+
+    Independent sub-goals (composite) are outcomes of different families that do not build on each
+    other: a message after a change it does not carry, an explicit answer after an action, a new
+    sentence or "then" clause that neither refers back nor shares content words, or actions in two
+    different named apps. Filling a cart before paying is one purchase.
+    """
+    if any(o[1] in _PURCHASE_VERBS for o in outcomes):
+        outcomes = [o for o in outcomes if o[1] in _PURCHASE_VERBS or not _CART.search(o[2])]
     fams = [o[3] for o in outcomes]
     if len(set(fams)) == 1 and len(outcomes) == 1:
         return fams[0]
@@ -365,8 +386,14 @@ def _combine(outcomes, instruction: str) -> str:
         if i > 0:
             refers_back = bool(_PRONOUN.search(body)) or bool(words & seen_words)
             prev_fams = {o[3] for o in outcomes[:i]}
-            if fam == "communication" and prev_fams - {"communication"} and not (words & seen_words):
+            if fam == "communication" and prev_fams - {"communication", "info_query"} \
+                    and not _SENDS_PREVIOUS.match(body):
+                independent = True  # a message beside a change: the change is not just its content
+            elif fam == "communication" and "info_query" in prev_fams and not (words & seen_words):
                 independent = True
+            elif fam not in prev_fams and not refers_back and _app(body) and \
+                    {_app(o[2]) for o in outcomes[:i]} - {None, _app(body)}:
+                independent = True  # two different apps, nothing carried between them
             elif fam == "info_query" and verb in _ANSWER_VERBS and prev_fams - {"info_query"}:
                 independent = True  # an explicit answer request is a deliverable of its own
             elif not refers_back and kind in ("then", "sentence") and fam != "info_query":
