@@ -8,7 +8,9 @@ composite only when independent sub-goals remain. Knows nothing about engines or
 """
 from __future__ import annotations
 
+import contextlib
 import re
+from dataclasses import dataclass, field
 from typing import Optional
 
 from .types import FAMILIES, RouteResult
@@ -259,11 +261,37 @@ def _clauses(instruction: str) -> list[tuple[str, str]]:
 
 def route_rules(instruction: str) -> RouteResult:
     """Deterministic family for `instruction` (no model)."""
+    return RouteResult(category=explain_rules(instruction).category, mode="rules")
+
+
+@dataclass
+class Clause:
+    """One clause of an instruction as the rules router reads it."""
+
+    boundary: str  # what separates it from the clause before: start | and | or | then | sentence
+    verb: str  # its head verb, as the lexicon spells it
+    text: str  # the clause without politeness and adverb prefixes
+    family: str  # the family of this clause alone
+    step: bool = False  # only leads to the outcome (open, find, navigate ...)
+
+
+@dataclass
+class RulesReading:
+    """How the rules router reached its family: the clauses, the background and the deciding rule."""
+
+    category: str
+    rule: str  # question | no_verb | steps_only | single | combined
+    clauses: list[Clause] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)
+
+
+def explain_rules(instruction: str) -> RulesReading:
+    """The rules router's reading of `instruction` (route_rules returns its category)."""
     first = _strip_prefix(instruction)
     first_sentence = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0]
     if (_QUESTION.match(first) and (first_sentence.rstrip().endswith("?") or _QUESTION_NO_MARK.match(first))) \
             or re.match(r"^tel+ me\b", first, re.I):
-        return RouteResult(category="info_query", mode="rules")
+        return RulesReading("info_query", "question")
     parsed, pending, context = [], None, []
     for kind, clause in _clauses(instruction):
         body = _strip_prefix(clause)
@@ -276,8 +304,9 @@ def route_rules(instruction: str) -> RouteResult:
             pending = None
         else:
             context.append(body)  # a background sentence: what a later "it"/"that" may stand for
+    clauses = [Clause(k, v, b, f, _is_step((k, v, b, f))) for k, v, b, f in parsed]
     if not parsed:
-        return RouteResult(category=_fallback_family(instruction), mode="rules")
+        return RulesReading(_fallback_family(instruction), "no_verb", clauses, context)
     outcomes, carry = [], None
     for p in parsed:  # a step's boundary carries over to the next outcome clause
         if not _is_step(p) or (p[1] == "check" and _INFO_ANYWHERE.search(p[2])):
@@ -289,8 +318,25 @@ def route_rules(instruction: str) -> RouteResult:
     if parsed[-1][1] in ("open", "launch") and parsed[-1][0] == "then" and _is_step(parsed[-1]):
         outcomes.append(parsed[-1])
     if not outcomes:
-        return RouteResult(category=_step_family(parsed[0]), mode="rules")
-    return RouteResult(category=_combine(outcomes, instruction), mode="rules")
+        return RulesReading(_step_family(parsed[0]), "steps_only", clauses, context)
+    rule = "single" if len(outcomes) == 1 else "combined"
+    return RulesReading(_combine(outcomes, instruction), rule, clauses, context)
+
+
+@contextlib.contextmanager
+def lexicon_without(verbs):
+    """Route as if the verb lexicon lacked `verbs` (for leave-one-source-out estimates; not thread-safe)."""
+    global _VERB_KEYS
+    saved, saved_keys = dict(_VERBS), _VERB_KEYS
+    for v in verbs:
+        _VERBS.pop(v, None)
+    _VERB_KEYS = sorted(_VERBS, key=len, reverse=True)
+    try:
+        yield
+    finally:
+        _VERBS.clear()
+        _VERBS.update(saved)
+        _VERB_KEYS = saved_keys
 
 
 def _normalise_verb(body: str) -> tuple[Optional[str], str]:
