@@ -408,6 +408,14 @@ def _app(body: str) -> Optional[str]:
     return m.group(1).lower() if m else None
 
 
+# nouns that name a kind of object, not one object: sharing only these is not a back-reference
+_KIND_NOUNS = {"note", "file", "folder", "event", "message", "item", "contact", "app", "page", "document",
+               "email", "photo", "image", "recipe", "expense", "task", "alarm", "song", "playlist", "post",
+               "comment", "product", "order", "issue", "repository", "project", "slide", "sheet", "cell",
+               "column", "row", "tab", "window", "setting", "list", "entry", "record", "account", "called",
+               "named", "titled", "name", "title"}
+
+
 def _combine(outcomes, instruction: str) -> str:
     """One family for the outcome clauses: a single goal, or composite_workflow.
 
@@ -430,7 +438,7 @@ def _combine(outcomes, instruction: str) -> str:
     for i, (kind, verb, body, fam) in enumerate(outcomes):
         words = _words(body)
         if i > 0:
-            refers_back = bool(_PRONOUN.search(body)) or bool(words & seen_words)
+            refers_back = bool(_PRONOUN.search(body)) or bool((words & seen_words) - _KIND_NOUNS)
             prev_fams = {o[3] for o in outcomes[:i]}
             if fam == "communication" and prev_fams - {"communication", "info_query"} \
                     and not _SENDS_PREVIOUS.match(body):
