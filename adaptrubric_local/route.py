@@ -291,6 +291,11 @@ def explain_rules(instruction: str) -> RulesReading:
     first_sentence = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0]
     if (_QUESTION.match(first) and (first_sentence.rstrip().endswith("?") or _QUESTION_NO_MARK.match(first))) \
             or re.match(r"^tel+ me\b", first, re.I):
+        rest = first[len(first_sentence):].strip()
+        if rest and not _REFERS_TO_ANSWER.search(rest):  # "What is X? Then turn on Wi-Fi": a second sub-goal
+            after = explain_rules(rest)
+            if after.category not in ("info_query", "general") and after.rule != "no_verb":
+                return RulesReading("composite_workflow", "question_then_action", after.clauses, after.context)
         return RulesReading("info_query", "question")
     parsed, pending, context = [], None, []
     for kind, clause in _clauses(instruction):
@@ -358,6 +363,8 @@ def _normalise_verb(body: str) -> tuple[Optional[str], str]:
     return verb, body
 
 
+_REFERS_TO_ANSWER = re.compile(r"\b(?:answer|result|number|value|total|count|amount|names?|list|respon\w*|reply|"
+                               r"format|it|that|this|them|those)\b", re.I)
 _REQUEST_QUESTION = re.compile(r"^(?:can|could|would|will)\s+you\b", re.I)
 
 
