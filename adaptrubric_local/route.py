@@ -16,13 +16,22 @@ from typing import Optional
 from .types import FAMILIES, RouteResult
 
 # ----------------------------------------------------------------------------- model mode
-_CATEGORY_LINE = re.compile(r"^\W*category\W*[:=]\s*\W*([a-z_]+)", re.I | re.M)
+_CATEGORY_LINE = re.compile(r"^\W*category\W*[:=][ \t]*(.*)$", re.I | re.M)
+
+
+def _family_named(value: str) -> Optional[str]:
+    """The family a CATEGORY value names, tolerating markdown, case and spaces or hyphens for '_'."""
+    words = [w.replace("-", "_") for w in re.findall(r"[a-z]+(?:[_-][a-z]+)*", value.lower())]
+    for name in words[:1] + ["_".join(words[:2])]:  # "info_query", "state-navigation", "composite workflow"
+        if name in FAMILIES:
+            return name
+    return None
 
 
 def parse_router_output(text: str) -> RouteResult:
     """Read the last `CATEGORY: <family>` line; unknown or missing -> general, parsed=False."""
-    hits = [m.group(1).lower() for m in _CATEGORY_LINE.finditer(text or "")]
-    if hits and hits[-1] in FAMILIES:
+    hits = [_family_named(m.group(1)) for m in _CATEGORY_LINE.finditer(text or "")]
+    if hits and hits[-1]:
         return RouteResult(category=hits[-1], mode="model", raw=text, parsed=True)
     return RouteResult(category="general", mode="model", raw=text, parsed=False)
 
