@@ -66,7 +66,9 @@ SETTING_WORDS = re.compile(
     r"do not disturb|location services|vibration|keyboard|cookies|taskbar|task bar|toolbar|tool bar|"
     r"sidebar|side bar|menu bar|status bar|title bar|panel|screen saver|screensaver|cursor|mouse|touchpad|"
     r"subtitles?|captions?|system sound|sound|power mode|battery saver|sleep|startup|on start|"
-    r"feature|privacy|sync|scaling|orientation|accessibility|dark theme|light theme)\b", re.I)
+    r"feature|privacy|sync|scaling|orientation|accessibility|dark theme|light theme|"
+    r"(?:font|text|icons?)\b[\w' ]{0,30}\b(?:terminal|interface|menus?|system|editor|browser|phone)|"
+    r"(?:terminal|interface|menu|system|editor|browser)(?:'s)? (?:font|text|icons?))\b", re.I)
 # where an object goes: a place (folder, path, drive) or a position inside the same document/screen
 PLACE = re.compile(r"\b(?:to|into|in|onto|under)\s+(?:the\s+|my\s+|a\s+(?:new\s+)?)?(?:[\w.'-]+\s+){0,3}?"
                    r"(?:folder|director(?:y|ies)|drive|desktop|downloads|documents|pictures|music|videos|home|"
@@ -92,7 +94,7 @@ for fam, words in {
     "delete_cleanup": "delete remove clear uninstall erase empty discard trash purge wipe get_rid_of unsubscribe "
                       "cancel clean dismiss drop",
     "transfer": "move copy paste import export extract clone unzip unpack download upload back_up backup restore "
-                "recover merge duplicate sync transfer attach save_as put place drag relocate migrate store",
+                "recover merge duplicate sync transfer attach save_as put place drag relocate migrate store fork",
     "state_navigation": "turn_on turn_off turn switch toggle enable disable activate deactivate configure set_up "
                         "mute unmute zoom pull_up show display navigate go_to go_back return_to open launch visit browse search "
                         "scroll expand collapse maximize minimize hide unhide lock unlock connect disconnect pair "
@@ -157,9 +159,12 @@ def _classify_clause(verb: str, clause: str, context: str = "") -> str:
     """
     low = clause.lower()
     obj = low[len(verb):]
-    if context and _POSSESSIVE_PRONOUN_OBJ.match(obj):
-        obj = f"{obj} {context.lower()}"
+    m = _POSSESSIVE_PRONOUN_OBJ.match(obj)
+    if context and m:  # the pronoun stands for what the background sentence talks about
+        obj = f" {context.lower()}{obj[m.end():]}"
     fam = _classify_by_verb(verb, low, obj)
+    if fam == "create_modify" and _BEHAVIOUR.match(low):
+        return "state_navigation"  # "set VS Code to wrap lines", "make Chrome open a blank page"
     # an action on a setting or a piece of the interface (dock, taskbar, volume) changes state, not an item
     if fam in ("create_modify", "transfer") and verb not in _ITEM_ONLY_VERBS and SETTING_WORDS.search(
             obj.split(" to ")[0] if verb not in ("move", "put", "place") else obj) \
@@ -167,6 +172,13 @@ def _classify_clause(verb: str, clause: str, context: str = "") -> str:
             and not DATA_OBJECT.search(obj.split(" to ")[0]):
         return "state_navigation"
     return fam
+
+
+# "set/configure <app> to <verb>" and "make <App> <verb>": how an app behaves from now on
+_BEHAVIOUR_VERBS = (r"(?:use|wrap|show|open|start|display|remember|ask|stop|run|load|play|save|sync|launch|hide|"
+                    r"always|never|automatically|not)")
+_BEHAVIOUR = re.compile(rf"^(?:set|configure|make)\s+(?:the\s+|my\s+)?(?:[\w.-]+\s+){{0,3}}?(?:to\s+)?"
+                        rf"{_BEHAVIOUR_VERBS}\b", re.I)
 
 
 # verbs that always make or edit an item, whatever the object is called
@@ -183,11 +195,14 @@ def _classify_by_verb(verb: str, low: str, obj: str) -> str:
         inner = _strip_prefix(m.group(1)) if m else ""
         v2 = _head_verb(inner)
         return _classify_clause(v2, inner) if v2 else "general"
+    if verb == "show me" and re.search(r"\b(?:on the map|route|directions|page)\b", obj) and not \
+            re.search(r"\b(?:how|what|which|who|when|where)\b", obj):
+        return "state_navigation"  # a view to reach, not a value to read out
     if verb in ("tell", "tell me", "show me", "get me", "give me") or _INFO_ANYWHERE.search(low):
         return "info_query"
     if fam == "delete_cleanup":
         if verb in ("clear", "remove", "delete", "disable") and SETTING_WORDS.search(obj) and not re.search(
-                r"\b(?:data|history|cache|files?|items?|messages?|notes?|accounts?|apps?)\b", obj):
+                r"\b(?:data|history|cache|cookies|files?|items?|messages?|notes?|accounts?|apps?)\b", obj):
             return "state_navigation"
         if verb == "remove" and TEXT_EDIT_OBJECTS.search(obj) and not re.search(r"\b(?:files?|folders?)\b", obj):
             return "create_modify"
@@ -412,6 +427,7 @@ def _step_family(p) -> str:
 
 
 _PURCHASE_VERBS = {"buy", "purchase", "check out", "checkout", "pay"}
+_MESSAGE_ITEM = re.compile(r"\b(?:e-?mail|message|reply|post|comment|letter|tweet|toot|sms)\b", re.I)
 _CART = re.compile(r"\b(?:cart|basket|shopping bag)\b", re.I)
 _APP = re.compile(r"\b(?:in|on|using|via)\s+(?:the\s+)?((?-i:[A-Z][\w'-]*)(?:\s+(?-i:[A-Z][\w'-]*)){0,2})", re.I)
 _SENDS_PREVIOUS = re.compile(r"^\w+(?:\s+\w+)?\s+(?:it|them|(?:this|that|these|those)(?:\s+\w+)?\s*"
@@ -471,7 +487,13 @@ def _combine(outcomes, instruction: str) -> str:
         seen_words |= words
     if independent:
         return "composite_workflow"
+    if fams[-1] == "communication" and _SENDS_PREVIOUS.match(outcomes[-1][2]) and _MESSAGE_ITEM.search(
+            " ".join(o[2] for o in outcomes[:-1])):
+        return "communication"  # a message written and then sent: the sending is the outcome
     # one goal reached through several actions: a setting outcome wins, else the first outcome
     if "state_navigation" in fams and fams[0] == "transfer":
         return "state_navigation"
     return fams[0]
+
+
+RULES_ESTIMATE = "rules router: TBD"
