@@ -169,3 +169,20 @@ def test_rules_estimate_is_a_sentence_with_numbers():
 def test_model_router_parse_tolerance(text, cat, parsed):
     r = parse_router_output(text)
     assert (r.category, r.parsed, r.mode, r.raw) == (cat, parsed, "model", text)
+
+
+def test_rules_estimate_matches_the_fresh_split():
+    """The stated held-out figure is what the router scores now (update RULES_ESTIMATE when it moves)."""
+    import re
+    m = re.search(r"(\d+)% on (\d+) unseen", RULES_ESTIMATE)
+    rows = _rows(STYLED, "fresh")
+    assert m and int(m.group(2)) == len(rows)
+    assert int(m.group(1)) == round(100 * _accuracy(rows))
+    dev = SHARED / "router_dev.jsonl"
+    if dev.is_file():
+        sys.path.insert(0, str(ROOT / "eval"))
+        import router_accuracy as ra
+        rows = ra.load_rows(dev)
+        res = ra.loso(rows, "repo")
+        loso = round(100 * sum(x[1] for x in res) / sum(x[2] for x in res))
+        assert f"{loso}% leave-one-source-out on {len(rows)} dev" in RULES_ESTIMATE
