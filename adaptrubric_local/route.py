@@ -474,8 +474,6 @@ def _combine(outcomes, instruction: str) -> str:
     fams = [o[3] for o in outcomes]
     if len(set(fams)) == 1 and len(outcomes) == 1:
         return fams[0]
-    if _INFO_ANYWHERE.search(instruction) and "info_query" not in fams and len(set(fams)) == 1:
-        return fams[0]
     if len(set(fams)) >= 3:
         return "composite_workflow"
     seen_words: set[str] = set()
@@ -503,6 +501,8 @@ def _combine(outcomes, instruction: str) -> str:
     if fams[-1] == "communication" and _SENDS_PREVIOUS.match(outcomes[-1][2]) and _MESSAGE_ITEM.search(
             " ".join(o[2] for o in outcomes[:-1])):
         return "communication"  # a message written and then sent: the sending is the outcome
+    if "communication" in fams and set(fams) <= {"communication", "info_query"}:
+        return "communication"  # a look-up whose result only feeds the message
     # one goal reached through several actions: a setting outcome wins, else the first outcome
     if "state_navigation" in fams and fams[0] == "transfer":
         return "state_navigation"

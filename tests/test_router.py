@@ -58,6 +58,17 @@ def _accuracy(rows):
     ("Add the red mug to my cart.", "create_modify"),
     # one goal through several actions: the setting wins over the transfer that fed it
     ("Download the photo sunset.jpg and set it as the wallpaper.", "state_navigation"),
+    # a message written and then sent is communication; a draft kept unsent is an edit
+    ("Compose an email to Ann with the subject Hi and send it.", "communication"),
+    ("Write a reply to Tom in the chat but do not send it.", "create_modify"),
+    # a look-up that feeds the message (shared words) is communication; an unrelated one is a sub-goal
+    ("Identify the cheapest hotel in the app and text the hotel name to Anna.", "communication"),
+    ("Identify the cheapest hotel in the app and text Anna that I am coming.", "composite_workflow"),
+    # a look-up clause without an answer request is not a deliverable of its own, even after "then"
+    ("Turn on Wi-Fi, then determine the battery level.", "state_navigation"),
+    ("Turn off Wi-Fi and determine the battery level.", "state_navigation"),
+    # several actions of one goal: the first outcome decides unless a transfer feeds a setting
+    ("Create a note called A and mute the phone.", "create_modify"),
     # a question followed by an unrelated action is two sub-goals; one that writes the answer is not
     ("What is the battery level? Then turn on Wi-Fi.", "composite_workflow"),
     ("How many unread emails do I have? Write the number in a note called count.", "info_query"),
@@ -81,6 +92,9 @@ def test_composite_decision(instruction, family):
     ("Let my manager know by email that I am sick today.", "communication"),
     ("Fix the crash in main.py.", "general"),
     ("Fix the typo in the first sentence.", "create_modify"),
+    ("Set VS Code to wrap long lines.", "state_navigation"),
+    ("Make Chrome show the home button.", "state_navigation"),
+    ("Set the title of slide 2 to Results.", "create_modify"),
     ("Check out the newest issue in the repo and tell me its title.", "info_query"),
 ])
 def test_general_features(instruction, family):
