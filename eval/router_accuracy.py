@@ -4,7 +4,7 @@
 Usage:
   python eval/router_accuracy.py                      # the dev file (../shared/data/router_dev.jsonl)
   python eval/router_accuracy.py FILE.jsonl --show-errors
-  python eval/router_accuracy.py tests/data/router_styled.jsonl --split final
+  python eval/router_accuracy.py tests/data/router_styled.jsonl --split fresh2   # the untouched split
   python eval/router_accuracy.py --loso               # leave-one-source-out on the dev file
   python eval/router_accuracy.py --loso --group file  # ... with each source file as its own group
 
@@ -18,8 +18,8 @@ added without that group) and routes the group with the smaller lexicon. Verbs t
 router prompt (H.2) names in its family definitions (send, reply, create, edit, move, export ...) are
 kept: they need no data. `--strict` keeps none of them (a pessimistic bound). Refinement rules (object
 types, composite thresholds) are not removed, so the figure is still optimistic on that side. The
-unbiased figure is a held-out file written before the router was run on it
-(tests/data/router_styled.jsonl --split final, and tests/data/router_heldout.jsonl).
+unbiased figure is a split written before the router was run on it and never used to change it
+(tests/data/router_styled.jsonl --split fresh2; see tests/data/router_styled.md).
 """
 import argparse
 import collections

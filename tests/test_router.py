@@ -95,6 +95,15 @@ def test_composite_decision(instruction, family):
     ("Set VS Code to wrap long lines.", "state_navigation"),
     ("Make Chrome show the home button.", "state_navigation"),
     ("Set the title of slide 2 to Results.", "create_modify"),
+    ("Turn the selected lines into a numbered list.", "create_modify"),
+    ("Turn the selected lines off.", "state_navigation"),
+    ("Open a new ticket titled Printer jam in the helpdesk site.", "create_modify"),
+    ("Open the Downloads folder.", "state_navigation"),
+    ("Open the preferences and change the page margins to 2 cm.", "state_navigation"),
+    ("Open the document and change the page margins to 2 cm.", "create_modify"),
+    ("Find out who called me last and add them to my favourites.", "create_modify"),
+    ("Find out who called me last and write the name in caller.txt.", "info_query"),
+    ("Remove the clock widget from the home screen.", "state_navigation"),
     ("Check out the newest issue in the repo and tell me its title.", "info_query"),
 ])
 def test_general_features(instruction, family):
@@ -124,20 +133,22 @@ def test_rules_router_project_heldout_all_but_one():
     assert sum(route_rules(r["instruction"]).category != r["label"] for r in rows) <= 1
 
 
-def test_rules_router_styled_final_split():
-    """Instructions written before the router was run on them and never used to tune it."""
-    assert _accuracy(_rows(STYLED, "final")) >= 0.85
+def test_rules_router_styled_untouched_split():
+    """fresh2: written before the router was run on it, measured once, never used to change the router."""
+    assert _accuracy(_rows(STYLED, "fresh2")) >= 0.78
 
 
-def test_rules_router_styled_tune_split():
-    assert _accuracy(_rows(STYLED, "tune")) >= 0.95
+@pytest.mark.parametrize("split", ["tune", "final", "fresh"])
+def test_rules_router_styled_spent_splits(split):
+    """Splits whose errors have been looked at (each was measured once first; see router_styled.md)."""
+    assert _accuracy(_rows(STYLED, split)) >= 0.95
 
 
 def test_styled_file_labels_are_families():
     from adaptrubric_local.types import FAMILIES
     rows = _rows(STYLED)
     assert len(rows) >= 150 and {r["label"] for r in rows} == set(FAMILIES)
-    assert {r["split"] for r in rows} == {"tune", "final", "fresh"}
+    assert {r["split"] for r in rows} == {"tune", "final", "fresh", "fresh2"}
 
 
 def test_loso_on_dev_file():
@@ -185,11 +196,11 @@ def test_model_router_parse_tolerance(text, cat, parsed):
     assert (r.category, r.parsed, r.mode, r.raw) == (cat, parsed, "model", text)
 
 
-def test_rules_estimate_matches_the_fresh_split():
+def test_rules_estimate_matches_the_untouched_split():
     """The stated held-out figure is what the router scores now (update RULES_ESTIMATE when it moves)."""
     import re
     m = re.search(r"(\d+)% on (\d+) unseen", RULES_ESTIMATE)
-    rows = _rows(STYLED, "fresh")
+    rows = _rows(STYLED, "fresh2")
     assert m and int(m.group(2)) == len(rows)
     assert int(m.group(1)) == round(100 * _accuracy(rows))
     dev = SHARED / "router_dev.jsonl"
