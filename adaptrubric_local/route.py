@@ -110,8 +110,8 @@ for fam, words in {
     "transfer": "move copy paste import export extract clone unzip unpack download upload back_up backup restore "
                 "recover merge duplicate sync transfer attach save_as put place drag relocate migrate store fork",
     "state_navigation": "turn_on turn_off turn switch toggle enable disable activate deactivate configure set_up "
-                        "mute unmute zoom pull_up show display navigate go_to go_back return_to open launch visit browse search "
-                        "scroll expand collapse maximize minimize hide unhide lock unlock connect disconnect pair "
+                        "mute unmute zoom pull_up show display navigate go_to go_back return_to open launch visit "
+                        "browse search scroll expand collapse maximize minimize hide unhide lock unlock connect disconnect pair "
                         "allow block grant deny sign_out log_out close",
     "create_modify": "create add make new write type edit update modify rename change set fill enter input insert "
                      "schedule install rate review assign reduce increase decrease sort format capitalize "
@@ -203,6 +203,7 @@ _ITEM_ONLY_VERBS = {"create", "add", "new", "write", "type", "draft", "compose",
 
 
 def _classify_by_verb(verb: str, low: str, obj: str) -> str:
+    """Family of a clause from its head verb's family and the verb-specific object tests."""
     fam = _VERBS[verb]
     if verb == "use":
         m = re.search(r"\bto\s+(.*)$", obj)
@@ -223,6 +224,45 @@ def _classify_by_verb(verb: str, low: str, obj: str) -> str:
         if verb == "cancel" and not re.search(r"\b(?:order|subscription|event|appointment|meeting)\b", obj):
             return "general"
         return fam
+    special = _by_specific_verb(verb, obj)
+    if special:
+        return special
+    if fam == "create_modify":
+        if verb in ("set", "change", "update", "make", "adjust", "configure", "switch", "apply") and \
+                SETTING_WORDS.search(obj) and not TEXT_EDIT_OBJECTS.search(obj.split(" to ")[0]):
+            return "state_navigation"
+        if verb in ("add", "insert", "attach") and " to " in obj and FILE_OBJECT.search(obj.split(" to ")[0]):
+            return "transfer"
+        if verb == "save" and re.search(r"\b(?:as|to)\b.*(?:/|~|folder|directory|path)", obj) and "file" in obj \
+                and "new file" not in obj:
+            return "transfer"
+        return fam
+    if fam == "state_navigation":
+        if verb in ("show", "display") and CHART.search(obj):
+            return "create_modify"
+        if verb in ("set up",) and re.search(r"\bforward", obj):
+            return "state_navigation"
+        if verb == "turn" and re.search(r"\binto\b", obj):
+            return "create_modify"  # "turn the text into a list" converts an item
+        if verb == "open" and re.match(r"\s+(?:a\s+)?new\s+(?:[\w-]+\s+){0,2}?(?:issue|ticket|account|"
+                                                 r"document|file|note|project|merge request|pull request|"
+                                                 r"conversation|chat|thread|discussion|event)\b", obj):
+            return "create_modify"  # opening a new item of a kind makes it
+        return fam
+    if fam == "transfer" and verb == "export" and re.search(r"\bas (?:a |an )?(?:pdf|csv|png|image)\b", obj) \
+            and " to " not in obj:
+        return "create_modify"
+    if fam == "general" and verb in ("start", "run", "play", "stop") and re.search(
+            r"\b(?:recording|new (?:note|file|document|chat))\b", obj):
+        return "create_modify"
+    if verb == "order" and not re.search(r"\b(?:buy|purchase|food|pizza|taxi|ride)\b", low) and re.search(
+            r"\border (?:the|them|by|in)\b", low):
+        return "create_modify"
+    return fam
+
+
+def _by_specific_verb(verb: str, obj: str) -> Optional[str]:
+    """Verbs whose family depends on what follows them (let X know, leave a comment, take a photo ...)."""
     if verb == "let":
         return "communication" if re.search(r"\bknow\b", obj) else "general"
     if verb == "leave":
@@ -245,38 +285,7 @@ def _classify_by_verb(verb: str, low: str, obj: str) -> str:
     if verb == "save" and (re.search(r"\battachments?\b", obj) or (PLACE.search(obj) and not re.search(
             r"\b(?:new|as)\b", obj))):
         return "transfer"
-    if fam == "create_modify":
-        if verb in ("set", "change", "update", "make", "adjust", "configure", "switch", "apply") and \
-                SETTING_WORDS.search(obj) and not TEXT_EDIT_OBJECTS.search(obj.split(" to ")[0]):
-            return "state_navigation"
-        if verb in ("add", "insert", "attach") and " to " in obj and FILE_OBJECT.search(obj.split(" to ")[0]):
-            return "transfer"
-        if verb == "save" and re.search(r"\b(?:as|to)\b.*(?:/|~|folder|directory|path)", obj) and "file" in obj \
-                and "new file" not in obj:
-            return "transfer"
-        return fam
-    if fam == "state_navigation":
-        if verb in ("show", "display") and CHART.search(obj):
-            return "create_modify"
-        if verb in ("set up",) and re.search(r"\bforward", obj):
-            return "state_navigation"
-        if verb == "turn" and re.search(r"\binto\b", obj):
-            return "create_modify"  # "turn the text into a list" converts an item
-        if verb in ("open", "start") and re.match(r"\s+(?:a\s+)?new\s+(?:[\w-]+\s+){0,2}?(?:issue|ticket|account|"
-                                                 r"document|file|note|project|merge request|pull request|"
-                                                 r"conversation|chat|thread|discussion|event)\b", obj):
-            return "create_modify"  # opening a new item of a kind makes it
-        return fam
-    if fam == "transfer" and verb == "export" and re.search(r"\bas (?:a |an )?(?:pdf|csv|png|image)\b", obj) \
-            and " to " not in obj:
-        return "create_modify"
-    if fam == "general" and verb in ("start", "run", "play", "stop") and re.search(
-            r"\b(?:recording|new (?:note|file|document|chat))\b", obj):
-        return "create_modify"
-    if verb == "order" and not re.search(r"\b(?:buy|purchase|food|pizza|taxi|ride)\b", low) and re.search(
-            r"\border (?:the|them|by|in)\b", low):
-        return "create_modify"
-    return fam
+    return None
 
 
 def _mask_quote(m: re.Match) -> str:
