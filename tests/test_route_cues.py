@@ -22,11 +22,11 @@ def test_rules_router_on_dev_set():
     path = SHARED / "router_dev.jsonl"
     if not path.is_file():
         pytest.skip("../shared/data/router_dev.jsonl not present")
-    assert _accuracy(path) >= 0.85
+    assert _accuracy(path) >= 0.97  # at most 2 of 85
 
 
 def test_rules_router_on_project_heldout_set():
-    assert _accuracy(HERE / "data" / "router_heldout.jsonl") >= 0.85
+    assert _accuracy(HERE / "data" / "router_heldout.jsonl") >= 0.97  # at most 1 of 41
 
 
 @pytest.mark.parametrize("instruction,family", [
