@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .cli_common import FORMATTER, add_data_options, add_model_options, add_pipeline_options, die, make_engine, \
-    needs_engine, pipeline_config
+    needs_engine, pipeline_config, rules_estimate
 
 EXAMPLES = """examples:
   adaptrubric route --router rules "Turn on Wi-Fi, then open the dialer app"
@@ -47,6 +47,14 @@ def cmd_route(args) -> int:
     if args.instruction:
         res = pipe.route_many([args.instruction])[args.instruction]
         print(res.category)
+        if args.explain and args.router == "rules":
+            from .route import explain_rules
+
+            why = explain_rules(args.instruction)
+            print(f"rule: {why.rule}", file=sys.stderr)
+            for c in why.clauses:
+                print(f"  [{c.boundary}] {c.verb!r} -> {c.family}{' (a step toward the outcome)' if c.step else ''}: "
+                      f"{c.text}", file=sys.stderr)
         if not res.parsed:
             print(f"note: the router's output had no valid CATEGORY line; fell back to general. Output: "
                   f"{(res.raw or '')[:200]!r}", file=sys.stderr)
@@ -164,7 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "prompt (H.2).", epilog=EXAMPLES, formatter_class=FORMATTER)
     p.add_argument("instruction", nargs="?", help="an instruction to route")
     p.add_argument("--router", choices=["model", "rules"], default="model",
-                   help="model (default, the paper's router prompt; needs --model) or rules (no model)")
+                   help="model (default, the paper's router prompt; needs --model) or rules (no model). "
+                        + rules_estimate())
+    p.add_argument("--explain", action="store_true", help="with --router rules: print how the rules read the instruction")
     p.add_argument("--input", help="JSONL file whose lines have \"instruction\"")
     p.add_argument("--output", help="where to write the routed JSONL (default stdout)")
     p.add_argument("--bank", help="rubric bank YAML (default: bundled)")

@@ -22,7 +22,7 @@ def rules_estimate() -> str:
     """The rules router's measured generalisation, for help texts."""
     from . import route
 
-    return getattr(route, "RULES_ESTIMATE", "")
+    return getattr(route, "RULES_ESTIMATE", "").replace("%", "%%")  # argparse formats help with %
 
 
 def add_data_options(p: argparse.ArgumentParser) -> None:
@@ -49,8 +49,9 @@ def add_pipeline_options(p: argparse.ArgumentParser) -> None:
                    help="cap on verifier output tokens (default 1024; generation stops once the verdict block "
                         "is complete, so a long cap costs nothing when the model is brief)")
     g.add_argument("--dedupe-frames", action="store_true",
-                   help="opt-in speed setting: skip near-duplicate frames when selecting screenshots (not in the "
-                        "paper; changes what the verifier sees)")
+                   help="opt-in: treat near-identical neighbouring frames as one screen and fill the screenshot "
+                        "budget with distinct screens (not in the paper; changes what the verifier sees; decodes "
+                        "the candidate frames to compare them)")
     g.add_argument("--cue-filter", action="store_true",
                    help="opt-in: drop generated cues over 40 words or with over-constraining words (exactly, all, "
                         "visibly, ...) the instruction does not use (the paper states these as rules for the cue "

@@ -58,7 +58,7 @@ def add_engine_arguments(parser: argparse.ArgumentParser, required: bool = False
         flag = RENAMED.get(f.name, "--" + f.name.replace("_", "-"))
         names = ALIASES.get(f.name, []) + [flag]
         default = _default(f)
-        help_text = f.metadata.get("help", "")
+        help_text = f.metadata.get("help", "").replace("%", "%%")
         kind = _scalar_type(hints[f.name])
         if kind is bool:
             group.add_argument(*names, dest=f.name, action=argparse.BooleanOptionalAction, default=default,
