@@ -84,3 +84,26 @@ def test_prompt_cli_json(tmp_path, capsys):
     # the paper's default routes and writes cues with the model: without one, say so instead of guessing
     assert main(["prompt", str(path), "--id", "p1"]) == 2
     assert "give --model" in capsys.readouterr().err
+
+
+def test_route_and_cue_cache_persists_across_calls(groups):
+    """A GRPO trainer calls the scorer once per step: the second call on the same instructions makes
+    no router or cue call (the cache is not reset between calls), and its verdicts carry only their
+    own verifier cost."""
+    eng = FakeEngine()
+    pipe = AdaptRubric(eng, PipelineConfig(batch_size=4))
+    first = pipe.score(groups[:4])
+    assert pipe.summary()["calls_by_kind"] == {"route": 1, "cue": 1, "verify": 4}
+    assert sum(v.cost_calls for v in first) == pytest.approx(6)
+    second = pipe.score(groups[:4])
+    assert pipe.summary()["calls_by_kind"] == {"route": 1, "cue": 1, "verify": 8}
+    assert all(v.cost_calls == 1.0 for v in second)
+    assert [v.score for v in second] == [v.score for v in first]
+
+
+def test_shared_costs_split_over_the_batch_that_used_them(groups):
+    pipe = AdaptRubric(FakeEngine(), PipelineConfig(batch_size=12))
+    verdicts = pipe.score(groups)
+    total = pipe.stats["prompt_tokens"] + pipe.stats["completion_tokens"]
+    assert sum(v.cost_tokens for v in verdicts) == pytest.approx(total)
+    assert all(v.cost_calls == pytest.approx(1 + 2 / 4) for v in verdicts)  # 3 instructions x 4 rollouts
