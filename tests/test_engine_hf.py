@@ -130,8 +130,8 @@ def test_watched_token_probabilities_align_with_text(tiny_engine):
         assert rec(None, scores) is scores
     probs = rec.stacked()[0]
     assert probs.shape == (len(ids), 2)
-    text, token_probs, n = tiny_engine._decode(torch.tensor(ids), probs, ["0", "1"], ("0", "1"))
-    assert n == len(ids) and text.endswith("MISSING_EVIDENCE: none")
+    text, token_probs, n, eos = tiny_engine._decode(torch.tensor(ids), probs, ["0", "1"], ("0", "1"))
+    assert n == len(ids) and not eos and text.endswith("MISSING_EVIDENCE: none")
     hit = [p for p in token_probs if text[p.offset] == "1"]
     assert hit and hit[0].probs["1"] > hit[0].probs["0"]
     p = p_success(Output(text=text, token_probs=token_probs))
@@ -145,14 +145,14 @@ def test_generated_probabilities_match_a_forward_pass(tiny_engine, synth_set):
                   max_new_tokens=6, kind="verify")
     out = tiny_engine.generate([req])[0]
     imgs = tiny_engine.images.process([req.images])
-    enc = tiny_engine.encode([req], imgs)
+    enc = tiny_engine.encode([req], imgs, device=tiny_engine.device)
     gen = tiny_engine.tokenizer(out.text, add_special_tokens=False)["input_ids"]
     rec_first = tiny_engine.next_token_probs([req], [""], ("0", "1"))[0]
     from adaptrubric_local.engine.hf import WatchRecorder
 
     rec = WatchRecorder([tiny_engine.tokenizer.convert_tokens_to_ids(c) for c in ("0", "1")])
     with torch.inference_mode():
-        tiny_engine.model.generate(**tiny_engine._to_device(enc), max_new_tokens=1, do_sample=False,
+        tiny_engine.model.generate(**enc, max_new_tokens=1, do_sample=False,
                                    logits_processor=[rec], pad_token_id=tiny_engine.tokenizer.pad_token_id)
     first = rec.stacked()[0, 0]
     assert first[0].item() == pytest.approx(rec_first["0"], rel=1e-4)
@@ -326,3 +326,199 @@ def test_odd_inputs(tiny_engine, tmp_path):
     assert v[0].status != "error" and v[0].n_images == 1
     assert v[1].status != "error" and v[1].n_images == 4
     assert v[2].status == "error" and "wide.png: aspect ratio 400:1" in v[2].error, v[2].error
+
+
+# ---------------------------------------------------------------------------------------------- stopping
+class ForceText:
+    """A logits processor that makes row r generate `targets[r]` token by token (then keeps repeating its
+    last token), whatever the random weights would say."""
+
+    def __init__(self, targets, prompt_len):
+        self.targets, self.prompt_len = targets, prompt_len
+
+    def __call__(self, input_ids, scores):
+        j = input_ids.shape[1] - self.prompt_len
+        forced = torch.full_like(scores, float("-inf"))
+        for r, t in enumerate(self.targets):
+            forced[r, t[min(j, len(t) - 1)]] = 0.0
+        return forced
+
+
+def _forcing(monkeypatch, engine, texts):
+    """Make engine.model.generate emit `texts` (one per row, in the group's row order); returns a list
+    that receives (sequences length - prompt length, inputs) of every call."""
+    tok = engine.tokenizer
+    targets = [tok.encode(t, add_special_tokens=False) for t in texts]
+    calls = []
+    real = engine.model.generate
+
+    def generate(**kw):
+        plen = kw["input_ids"].shape[1]
+        kw["logits_processor"] = list(kw.get("logits_processor") or []) + [ForceText(targets, plen)]
+        res = real(**kw)
+        calls.append((res.sequences.shape[1] - plen, kw))
+        return res
+
+    monkeypatch.setattr(engine.model, "generate", generate)
+    return calls
+
+
+BLOCK = "Looks done.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none\n"
+CHATTER = "Let me know if you need anything else. " * 20
+
+
+def test_row_stops_right_after_its_line_and_capped_rows_say_so(tiny_engine, monkeypatch):
+    monkeypatch.setattr(tiny_engine.config, "max_new_tokens", 60)
+    before = dict(tiny_engine.stats)
+    calls = _forcing(monkeypatch, tiny_engine, [BLOCK + CHATTER, "Thinking. " + CHATTER])
+    reqs = [Request(prompt="Judge A, the longer prompt of the two.", stop_after_line="MISSING_EVIDENCE:"),
+            Request(prompt="Judge B.", stop_after_line="MISSING_EVIDENCE:")]
+    a, b = tiny_engine.generate(reqs)
+    assert a.text == BLOCK and not a.hit_cap  # nothing after the line, although generation went on
+    assert a.completion_tokens == len(tiny_engine.tokenizer.encode(BLOCK, add_special_tokens=False))
+    assert b.hit_cap and b.completion_tokens == 60 and b.text.startswith("Thinking. Let me know")
+    assert calls[0][0] == 60  # the capped row kept the batch going
+    stats = tiny_engine.stats
+    assert stats["stopped_at_line"] == before["stopped_at_line"] + 1 and stats["hit_cap"] == before["hit_cap"] + 1
+
+
+def test_batch_ends_when_every_row_has_stopped(tiny_engine, monkeypatch):
+    monkeypatch.setattr(tiny_engine.config, "max_new_tokens", 80)
+    calls = _forcing(monkeypatch, tiny_engine, [BLOCK + CHATTER, "Short.\n" + BLOCK + CHATTER])
+    reqs = [Request(prompt="Judge A, the longer prompt of the two.", stop_after_line="MISSING_EVIDENCE:"),
+            Request(prompt="Judge B.", stop_after_line="MISSING_EVIDENCE:")]
+    a, b = tiny_engine.generate(reqs)
+    assert a.text == BLOCK and b.text == "Short.\n" + BLOCK and not a.hit_cap and not b.hit_cap
+    assert calls[0][0] == b.completion_tokens < 80  # stopped with the slower row, far from the cap
+    # without stop_after_line the same rows run to the cap
+    calls.clear()
+    a, _ = tiny_engine.generate([Request(prompt=r.prompt) for r in reqs])
+    assert calls[0][0] == 80 and a.hit_cap and "Let me know" in a.text
+
+
+def test_row_stop_on_token_ids(tiny_engine):
+    from adaptrubric_local.engine.hf import RowStop, newline_table
+
+    tok = tiny_engine.tokenizer
+    table = newline_table(tok, tiny_engine.model.get_output_embeddings().weight.shape[0])
+    assert table[tok.convert_tokens_to_ids("Ċ")] if "Ċ" in tok.get_vocab() else table.any()
+    texts = ["x\n  MISSING_EVIDENCE: indented\nMISSING_EVIDENCE: none\nmore",  # indented line is not a match
+             "MISSING_EVIDENCE: none",  # no newline yet: not complete
+             "a\nMISSING_EVIDENCE: none\n"]
+    rows = [tok.encode(t, add_special_tokens=False) for t in texts]
+    stop = RowStop(tok, table, ["MISSING_EVIDENCE:", "MISSING_EVIDENCE:", None], [100, 100, 4], prompt_len=2)
+    width = max(map(len, rows))
+    done_at = {}
+    for j in range(1, width + 1):
+        ids = torch.tensor([[0, 0] + (r + r[-1:] * width)[:j] for r in rows])
+        done = stop(ids, None)
+        for b in range(3):
+            if bool(done[b]) and b not in done_at:
+                done_at[b] = j
+    first_line = len(tok.encode("x\n  MISSING_EVIDENCE: indented\nMISSING_EVIDENCE: none\n", add_special_tokens=False))
+    assert done_at[0] == first_line and stop.ends[0] == first_line
+    assert 1 not in done_at  # never completed a line
+    assert done_at[2] == 4 and 2 not in stop.ends  # its own cap, not the line (it watches none)
+
+
+# ---------------------------------------------------------------------------------------------- OOM retry
+def test_oom_retry_holds_nothing_of_the_failed_attempt(tiny_engine, synth_set, monkeypatch):
+    import gc
+    import weakref
+
+    trajs = load_trajectories(synth_set).trajectories[:8]
+    _, clean = _score(tiny_engine, trajs, 8)
+    attempts = []  # (rows, weakrefs of that attempt's input tensors)
+    real_collate = tiny_engine._collate
+
+    def collate(rows, imgs, device=None):
+        inputs = real_collate(rows, imgs, device)
+        attempts.append((len(rows), [weakref.ref(inputs[k]) for k in ("input_ids", "attention_mask", "pixel_values")
+                                     if k in inputs]))
+        return inputs
+
+    alive_at_retry = []
+
+    def inject(n):
+        for rows, refs in attempts[:-1]:
+            if rows >= 8:  # the failed attempt: nothing of it may be alive now
+                alive_at_retry.append(sum(r() is not None for r in refs))
+        return n >= 8
+
+    monkeypatch.setattr(tiny_engine, "_collate", collate)
+    monkeypatch.setattr(tiny_engine, "inject_oom", inject)
+    gc.disable()  # the retry must free the attempt by itself, without waiting for a collection to run
+    try:
+        before = tiny_engine.oom_splits
+        _, hit = _score(tiny_engine, trajs, 8)
+    finally:
+        gc.enable()
+    assert tiny_engine.oom_splits > before and any(rows == 8 for rows, _ in attempts)
+    assert alive_at_retry and set(alive_at_retry) == {0}, alive_at_retry
+    assert len(hit) == 8 and [v.raw for v in hit] == [v.raw for v in clean]
+
+
+# ---------------------------------------------------------------------------------------------- data path
+def test_uint8_frames_reach_the_model_as_the_processors_pixels(tiny_engine, tmp_path, monkeypatch):
+    from PIL import Image
+
+    paths = [make_png(tmp_path / f"{i}.png", i, size=(300 + 40 * i, 500)) for i in range(3)]
+    reqs = [Request(prompt="Judge A.", images=paths[:2]), Request(prompt="Judge B.", images=paths[2:])]
+    imgs = tiny_engine.images.process([r.images for r in reqs])
+    assert imgs.patches.dtype == torch.uint8 and imgs.patches.shape[1] == 3 * 16 * 16  # one frame, one byte each
+    ref = tiny_engine.processor.image_processor(images=[Image.open(p).convert("RGB") for p in paths],
+                                                return_tensors="pt")
+    assert imgs.patches.numel() * 4 * 2 == ref["pixel_values"].numel() * 4 // 1  # float32 x 2 frames before
+    calls = _forcing(monkeypatch, tiny_engine, ["a", "b"])
+    tiny_engine.generate([Request(prompt=r.prompt, images=r.images, max_new_tokens=2) for r in reqs])
+    seen = calls[0][1]["pixel_values"]
+    assert seen.device == tiny_engine.device
+    assert torch.equal(calls[0][1]["image_grid_thw"].cpu(), ref["image_grid_thw"])
+    assert torch.allclose(seen.float().cpu(), ref["pixel_values"], atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------- batching
+def test_groups_fill_to_the_batch_size_under_a_token_budget(tiny_engine, synth_set, monkeypatch):
+    trajs = load_trajectories(synth_set).trajectories[:16]
+    monkeypatch.setattr(tiny_engine, "counts", type(tiny_engine.counts)())
+    _score(tiny_engine, trajs, 8)
+    s = tiny_engine.stats
+    assert set(s) == {"groups", "rows", "rows_per_group", "oom_splits", "hit_cap", "stopped_at_line",
+                      "max_batch_tokens"}
+    verify_groups = 2  # 16 verifier requests at batch 8; route/cue calls add their own groups
+    assert s["rows"] >= 16 and s["groups"] >= verify_groups and s["rows_per_group"] == s["rows"] / s["groups"]
+    est = {i: 1000 for i in range(16)}
+    monkeypatch.setattr(tiny_engine, "max_batch_tokens", 4000)  # 4 rows of 1000 padded tokens
+    assert [len(g) for g in tiny_engine._sub_batches(list(range(16)), est)] == [4, 4, 4, 4]
+
+
+def test_default_token_budget_fits_a_full_batch_of_native_resolution_rows():
+    from transformers import Qwen3VLConfig
+
+    from adaptrubric_local.engine.hf import derived_batch_tokens, kv_bytes_per_token
+
+    cfg = Qwen3VLConfig(text_config=dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
+                                         num_attention_heads=32, num_key_value_heads=8, head_dim=128))
+    assert kv_bytes_per_token(cfg, torch.bfloat16) == 36 * 2 * 8 * 128 * 2
+    free = 120 * 2 ** 30  # an H200 after loading the 8B weights
+    tokens = derived_batch_tokens(cfg, torch.bfloat16, free)
+    assert tokens <= free // kv_bytes_per_token(cfg, torch.bfloat16)  # never more than the KV cache alone allows
+    assert tokens >= 16 * (7_300 + 1024)  # 16 rows at the 6,144-token cap with 1,024 new tokens
+    assert tokens >= 12 * (27_000 + 1024)  # at native resolution (~27K tokens a row) most of a batch of 16
+    assert derived_batch_tokens(cfg, torch.bfloat16, 20 * 2 ** 30) < 4 * (27_000 + 1024)  # a 24 GB card: few rows
+
+
+def test_static_cache_option_gives_the_same_outputs(tiny_model, synth_set):
+    """compile=True: static KV cache (compiled only on CUDA); on the CPU the outputs must not change."""
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    t = load_trajectories(synth_set).trajectories[:3]
+    reqs = [Request(prompt="Judge this.", images=[s.screenshot for s in x.steps[:2]], max_new_tokens=6) for x in t]
+    outs = {}
+    for flag in (False, True):
+        eng = HFEngine(HFEngineConfig(model=str(tiny_model), max_new_tokens=6, compile=flag))
+        try:
+            outs[flag] = [o.text for o in eng.generate(reqs)]
+        finally:
+            eng.close()
+    assert outs[True] == outs[False] and all(outs[True])

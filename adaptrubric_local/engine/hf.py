@@ -1,33 +1,44 @@
 """The transformers backend: Qwen3-VL in-process, batched, on one GPU (or the CPU).
 
 Loads a checkpoint from a hub id or a local folder with `from_pretrained` (safetensors only, never
-`trust_remote_code`), optionally 4/8-bit through bitsandbytes and with a LoRA adapter through peft.
-Requests are bucketed by length into sub-batches under a token budget; the images of the next
-sub-batch are preprocessed in the background while the current one generates; a CUDA
-out-of-memory error splits the sub-batch in half and retries, so every request gets its output.
-Greedy decoding by default, with a `max_new_tokens` cap; `votes > 1` samples k outputs per request.
-P(token) for watched tokens ("0"/"1") is read from the generation logits, no second pass.
+`trust_remote_code`; a hub id whose files are all in the local cache loads without the network),
+optionally 4/8-bit through bitsandbytes and with a LoRA adapter through peft. Requests are sorted
+by length and grouped under a batch size and a padded-token budget (derived from free GPU memory
+and the model's KV-cache bytes per token unless given); the images of the next group are decoded
+in the background (as uint8, in pinned memory on a GPU, normalised on the device) while the
+current one generates, and the first group's prompts are tokenized while its images decode. A
+CUDA out-of-memory error drops the failed attempt (outside the exception handler, so nothing of it
+stays alive), frees the cache and retries the group in halves, so every request gets its output.
+Greedy decoding by default, with a `max_new_tokens` cap per row; a row ends early after a complete
+line starting with its `stop_after_line`; `votes > 1` samples k outputs per request. P(token) for
+watched tokens ("0"/"1") is read from the generation logits on the device, copied once at the end.
+`stats` counts groups and rows (rows per group), out-of-memory splits and rows that hit the cap.
 Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
 import torch
 
-from transformers import LogitsProcessorList
+from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
 from .base import Engine, Output, Request, TokenProbs
-from .images import BatchImages, ImageConfig, ImagePipeline, image_size, pin, target_sizes
+from .images import BatchImages, ImageConfig, ImagePipeline, plan_tokens
 
 DEFAULT_MODEL = "Qwen/Qwen3-VL-4B-Instruct"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we use our own threads; avoid fork warnings
 IMAGE_PAD = "<|image_pad|>"
+CPU_BATCH_TOKENS = 262_144  # padded tokens per group on the CPU, where memory is rarely the limit
+GPU_MEMORY_FRACTION = 0.85  # share of the free GPU memory (after loading) that groups may fill
+MASK_BYTES_PER_TOKEN = 32_768  # SDPA's padded (B, 1, L, L) bool mask, for rows up to 32K tokens
 
 
 @dataclass
@@ -38,20 +49,28 @@ class HFEngineConfig:
     dtype: str = field(default="auto", metadata={"help": "auto (bf16 on GPU, fp32 on CPU) | bf16 | fp16 | fp32"})
     device_map: Optional[str] = field(default="auto", metadata={"help": "transformers device_map; ignored on CPU"})
     attn_implementation: Optional[str] = field(default=None, metadata={
-        "help": "default: flash_attention_2 on GPU when installed, else sdpa; on CPU sdpa_padded_prefill"})
+        "help": "default: flash_attention_2 on GPU when flash-attn is installed, else sdpa; on CPU "
+                "sdpa_padded_prefill"})
     load_in_4bit: bool = field(default=False, metadata={"help": "bitsandbytes nf4 quantisation"})
     load_in_8bit: bool = field(default=False, metadata={"help": "bitsandbytes int8 quantisation"})
     adapter: Optional[str] = field(default=None, metadata={"help": "LoRA adapter folder (peft)"})
-    max_new_tokens: int = field(default=256, metadata={"help": "cap on generated tokens per request"})
+    max_new_tokens: int = field(default=1024, metadata={
+        "help": "cap on generated tokens per request (default 1024; rows that set stop_after_line end earlier)"})
     votes: int = field(default=1, metadata={"help": "samples per request; >1 samples (temperature) for majority vote"})
     temperature: float = field(default=0.7, metadata={"help": "sampling temperature when votes > 1"})
     max_batch_size: int = field(default=16, metadata={"help": "most requests in one generate call"})
-    max_batch_tokens: int = field(default=65536, metadata={"help": "padded prompt tokens per generate call"})
+    max_batch_tokens: Optional[int] = field(default=None, metadata={
+        "help": "padded tokens (prompt + new, times samples) per generate call; default: derived from free GPU "
+                f"memory and the model's KV-cache bytes per token on CUDA, {CPU_BATCH_TOKENS} on the CPU"})
     max_pixels: Optional[int] = field(default=None, metadata={"help": "per-image pixel cap (default: processor's)"})
-    max_visual_tokens: Optional[int] = field(default=6144, metadata={
-        "help": "visual-token budget per request (trajectory); None for no budget"})
+    max_visual_tokens: Optional[int] = field(default=None, metadata={
+        "help": "visual-token budget per request (trajectory), e.g. 6144 for speed; default none: the "
+                "processor's own resolution, as in the paper"})
     image_workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1),
                                metadata={"help": "threads for image decode/resize"})
+    compile: bool = field(default=False, metadata={
+        "help": "static KV cache, with torch.compile of the decode step on CUDA (recompiles per batch shape; "
+                "not yet measured on a GPU)"})
     seed: int = field(default=0, metadata={"help": "random seed for sampling"})
 
     def __post_init__(self):
@@ -59,9 +78,15 @@ class HFEngineConfig:
             raise ValueError(f"dtype must be auto, bf16, fp16 or fp32, got {self.dtype!r}")
         if self.load_in_4bit and self.load_in_8bit:
             raise ValueError("choose one of load_in_4bit and load_in_8bit")
-        for name in ("max_new_tokens", "votes", "max_batch_size", "max_batch_tokens", "image_workers"):
+        for name in ("max_new_tokens", "votes", "max_batch_size", "image_workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_batch_tokens is not None and self.max_batch_tokens < 1:
+            raise ValueError(f"max_batch_tokens must be >= 1 or None, got {self.max_batch_tokens}")
+        if self.max_visual_tokens is not None and self.max_visual_tokens < 4:
+            raise ValueError(f"max_visual_tokens must be >= 4 or None, got {self.max_visual_tokens}")
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature}")
         if self.adapter and not Path(self.adapter).is_dir():
             raise ValueError(f"adapter folder not found: {self.adapter}")
 
@@ -69,20 +94,69 @@ class HFEngineConfig:
 class WatchRecorder:
     """A logits processor that records, at every generation step, the softmax probabilities of a few
     watched token ids and passes the scores through unchanged (instead of keeping every step's full
-    vocabulary logits, which for a batch of 16 x 256 steps is gigabytes)."""
+    vocabulary logits, which for a batch of 16 x 256 steps is gigabytes). Everything stays on the
+    scores' device until `stacked` copies it to the host once."""
 
     def __init__(self, token_ids: list[int]):
         self.ids = torch.tensor(token_ids, dtype=torch.long)
         self.steps: list[torch.Tensor] = []
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        ids = self.ids.to(scores.device)
-        self.steps.append(torch.softmax(scores.float(), dim=-1).index_select(-1, ids))
+        if self.ids.device != scores.device:  # once per generate call, not per step
+            self.ids = self.ids.to(scores.device)
+        self.steps.append(torch.softmax(scores.float(), dim=-1).index_select(-1, self.ids))
         return scores
 
     def stacked(self) -> Optional[torch.Tensor]:
         """(batch, steps, watched) on the CPU, or None before the first step."""
         return torch.stack(self.steps, dim=1).cpu() if self.steps else None
+
+
+class RowStop(StoppingCriteria):
+    """Per-row stopping over token ids: a row is done at its own new-token cap, or right after a
+    complete line (ended by a newline token) that starts with the row's prefix. Each step costs one
+    table lookup on the device and one boolean read; only rows that just produced a newline decode
+    their current line (never the whole text). `ends[row]` is the number of tokens a row kept when
+    its line stopped it; `stopped[row]` says whether it did."""
+
+    def __init__(self, tokenizer, newline: torch.Tensor, prefixes: list[Optional[str]], caps: list[int],
+                 prompt_len: int):
+        self.tok, self.newline, self.prefixes, self.caps = tokenizer, newline, prefixes, caps
+        self.prompt_len = prompt_len
+        self.line_start = [prompt_len] * len(caps)
+        self.fragment = [False] * len(caps)  # the current line starts inside a token that ended the last one
+        self.ends: dict[int, int] = {}
+        self.done: Optional[torch.Tensor] = None
+
+    def __call__(self, input_ids: torch.Tensor, scores=None, **kwargs) -> torch.Tensor:
+        dev = input_ids.device
+        if self.done is None:
+            self.done = torch.zeros(len(self.caps), dtype=torch.bool, device=dev)
+            self._caps = torch.tensor(self.caps, device=dev)
+            self._watch = torch.tensor([p is not None for p in self.prefixes], device=dev)
+            self.newline = self.newline.to(dev)
+        n = input_ids.shape[1] - self.prompt_len
+        self.done |= self._caps <= n
+        last = input_ids[:, -1]
+        hit = self.newline[last.clamp(max=self.newline.numel() - 1)] & self._watch & ~self.done
+        if bool(hit.any()):
+            for b in hit.nonzero().flatten().tolist():
+                self._line(b, input_ids[b, self.line_start[b]:].tolist(), input_ids.shape[1], n)
+        return self.done.clone()
+
+    def _line(self, b: int, ids: list[int], length: int, n: int) -> None:
+        parts = self.tok.decode(ids, skip_special_tokens=True).split("\n")
+        lines = parts[1:-1] if self.fragment[b] else parts[:-1]
+        if any(line.startswith(self.prefixes[b]) for line in lines):
+            self.done[b] = True
+            self.ends[b] = n
+            return
+        self.fragment[b] = bool(parts[-1])  # text after the newline inside the same token
+        self.line_start[b] = length - 1 if self.fragment[b] else length
+
+    @property
+    def stopped(self) -> set[int]:
+        return set(self.ends)
 
 
 class OutOfMemory(RuntimeError):
@@ -91,6 +165,32 @@ class OutOfMemory(RuntimeError):
 
 def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, (torch.OutOfMemoryError, OutOfMemory)) or "out of memory" in str(exc).lower()
+
+
+def newline_table(tokenizer, vocab_size: int) -> torch.Tensor:
+    """(vocab_size,) bool: which token ids decode to text containing a newline."""
+    n = min(vocab_size, len(tokenizer))
+    texts = tokenizer.batch_decode([[i] for i in range(n)], skip_special_tokens=True)
+    table = torch.zeros(vocab_size, dtype=torch.bool)
+    table[:n] = torch.tensor(["\n" in t for t in texts], dtype=torch.bool)
+    return table
+
+
+def kv_bytes_per_token(config, dtype: torch.dtype) -> int:
+    """Bytes of KV cache one token costs in the language model (keys and values of every layer)."""
+    text = getattr(config, "text_config", config)
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    kv_heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
+    return 2 * text.num_hidden_layers * kv_heads * head_dim * torch.finfo(dtype).bits // 8
+
+
+def derived_batch_tokens(config, dtype: torch.dtype, free_bytes: int) -> int:
+    """Padded tokens per group that fit in `free_bytes`: KV cache, the prefill's transient
+    activations (MLP input and hidden states of one layer) and SDPA's padded mask, per token."""
+    text = getattr(config, "text_config", config)
+    act = (2 * text.intermediate_size + 4 * text.hidden_size) * torch.finfo(dtype).bits // 8
+    per_token = kv_bytes_per_token(config, dtype) + act + MASK_BYTES_PER_TOKEN
+    return max(4096, int(free_bytes * GPU_MEMORY_FRACTION) // per_token)
 
 
 class HFEngine(Engine):
@@ -103,13 +203,41 @@ class HFEngine(Engine):
         self.tokenizer = self.processor.tokenizer
         self.tokenizer.padding_side = "left"
         self.device = next(self.model.parameters()).device
-        overrides = {"workers": self.config.image_workers, "max_visual_tokens": self.config.max_visual_tokens}
+        cuda = self.device.type == "cuda"
+        overrides = {"workers": self.config.image_workers, "max_visual_tokens": self.config.max_visual_tokens,
+                     "pin_memory": cuda}
         if self.config.max_pixels:
             overrides["max_pixels"] = self.config.max_pixels
         self.images = ImagePipeline(ImageConfig.from_processor(self.processor.image_processor, **overrides))
         self.eos_ids = _eos_ids(self.model, self.tokenizer)
-        self.inject_oom: Optional[Callable[[int], bool]] = None  # test hook: batch size -> raise OOM?
-        self.oom_splits = 0
+        self.pixel_dtype = next((p.dtype for n, p in self.model.named_parameters()
+                                 if ".visual." in f".{n}" and p.is_floating_point()), torch.float32)
+        self.max_batch_tokens = self.config.max_batch_tokens or self._derive_batch_tokens()
+        self._newline: Optional[torch.Tensor] = None
+        self.inject_oom: Optional[Callable[[int], bool]] = None  # test hook: rows -> raise OOM (inputs built)?
+        self.counts: Counter = Counter()
+
+    @property
+    def oom_splits(self) -> int:
+        return self.counts["oom_splits"]
+
+    @property
+    def stats(self) -> dict:
+        """groups (generate calls), rows (requests in them), rows_per_group, oom_splits, hit_cap (rows
+        cut by max_new_tokens), stopped_at_line (rows ended by stop_after_line), max_batch_tokens."""
+        c = self.counts
+        return {"groups": c["groups"], "rows": c["rows"],
+                "rows_per_group": c["rows"] / c["groups"] if c["groups"] else 0.0,
+                "oom_splits": c["oom_splits"], "hit_cap": c["hit_cap"], "stopped_at_line": c["stopped_at_line"],
+                "max_batch_tokens": self.max_batch_tokens}
+
+    def _derive_batch_tokens(self) -> int:
+        if self.device.type != "cuda":
+            return CPU_BATCH_TOKENS
+        free, _ = torch.cuda.mem_get_info(self.device)
+        dtype = next(p.dtype for p in self.model.parameters() if p.is_floating_point())
+        dtype = dtype if dtype in (torch.bfloat16, torch.float16, torch.float32) else torch.bfloat16
+        return derived_batch_tokens(self.model.config, dtype, free)
 
     # ------------------------------------------------------------------ prompt assembly
     def _chat_text(self, req: Request) -> str:
@@ -126,15 +254,47 @@ class HFEngine(Engine):
             raise ValueError(f"prompt has {len(parts) - 1} image slots for {len(tokens)} images")
         return parts[0] + "".join(IMAGE_PAD * n + rest for n, rest in zip(tokens, parts[1:]))
 
-    def _estimate(self, req: Request) -> int:
-        """Prompt length in tokens: text by characters, images by their planned sizes (headers only)."""
+    def _token_rows(self, reqs: list[Request], tokens: list[list[int]],
+                    prefixes: Optional[list[str]] = None) -> list[list[int]]:
+        """Each request's prompt token ids, with each image's pad token repeated once per visual token."""
+        texts = [self._expand_images(self._chat_text(r), tokens[k]) + (prefixes[k] if prefixes else "")
+                 for k, r in enumerate(reqs)]
+        return self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+
+    def _collate(self, rows: list[list[int]], imgs: BatchImages, device=None) -> dict:
+        """Left-padded ids, attention mask, `mm_token_type_ids` (which M-RoPE needs to place image
+        tokens), pixels and grids; on `device` when given (pixels travel as uint8, normalised there)."""
+        width = max(map(len, rows))
+        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for b, r in enumerate(rows):
+            ids[b, width - len(r):] = torch.tensor(r, dtype=torch.long)
+            mask[b, width - len(r):] = 1
+        cfg = self.model.config
+        types = torch.zeros_like(ids)
+        types[ids == cfg.image_token_id] = 1
+        types[ids == cfg.video_token_id] = 2
+        inputs = {"input_ids": ids, "attention_mask": mask, "mm_token_type_ids": types}
+        if device is not None:
+            inputs = {k: v.to(device) for k, v in inputs.items()}
+        if imgs.patches is not None:
+            inputs["pixel_values"] = imgs.pixel_values_on(device, self.pixel_dtype if device is not None
+                                                          else torch.float32)
+            inputs["image_grid_thw"] = imgs.image_grid_thw.to(device) if device is not None else imgs.image_grid_thw
+        return inputs
+
+    def encode(self, reqs: list[Request], imgs: BatchImages, prefixes: Optional[list[str]] = None,
+               device=None) -> dict:
+        """Model inputs for a batch, exactly as the Qwen3-VL processor would build them (float32
+        pixels on the CPU when `device` is None; the engine's own path passes its device)."""
+        return self._collate(self._token_rows(reqs, imgs.tokens_per_image, prefixes), imgs, device)
+
+    def _estimate(self, req: Request, planned: Optional[list[int]]) -> int:
+        """Padded tokens a request costs: text by characters, images by their planned sizes (headers
+        only), the new tokens it may generate, times the samples drawn."""
         text = len(req.prompt + req.suffix) // 3
-        try:
-            sizes = target_sizes([image_size(p) for p in req.images], self.images.cfg)
-        except Exception:  # unreadable: the image pipeline will report it
-            return text
-        f = self.images.cfg.factor
-        return text + sum((h // f) * (w // f) for h, w in sizes)
+        new = min(self.config.max_new_tokens, req.max_new_tokens or self.config.max_new_tokens)
+        return (text + sum(planned or []) + new) * self.config.votes
 
     # ------------------------------------------------------------------ batching
     def _sub_batches(self, order: list[int], est: dict[int, int]) -> list[list[int]]:
@@ -142,7 +302,7 @@ class HFEngine(Engine):
         groups, cur, longest = [], [], 0
         for i in order:
             new_longest = max(longest, est[i])
-            if cur and (len(cur) >= self.config.max_batch_size or new_longest * (len(cur) + 1) > self.config.max_batch_tokens):
+            if cur and (len(cur) >= self.config.max_batch_size or new_longest * (len(cur) + 1) > self.max_batch_tokens):
                 groups.append(cur)
                 cur, new_longest = [], est[i]
             cur.append(i)
@@ -154,104 +314,120 @@ class HFEngine(Engine):
     def generate(self, requests: list[Request]) -> list[Output]:
         """One Output per Request, in order."""
         outputs: list[Optional[Output]] = [None] * len(requests)
-        est = {i: self._estimate(r) for i, r in enumerate(requests)}
+        planned = plan_tokens([r.images for r in requests], self.images.cfg)  # headers only
+        est = {i: self._estimate(r, planned[i]) for i, r in enumerate(requests)}
         order = sorted(range(len(requests)), key=lambda i: est[i], reverse=True)
         groups = self._sub_batches(order, est)
         pending = self.images.submit([requests[i].images for i in groups[0]]) if groups else None
         for g, group in enumerate(groups):
-            imgs = pin(pending.result())
+            # tokenize this group's prompts while its images decode in the background
+            ready = [k for k, i in enumerate(group) if planned[i] is not None]
+            rows = dict(zip(ready, self._token_rows([requests[group[k]] for k in ready],
+                                                    [planned[group[k]] for k in ready]))) if ready else {}
+            imgs = pending.result()
             if g + 1 < len(groups):  # overlap the next group's preprocessing with this generation
                 pending = self.images.submit([requests[i].images for i in groups[g + 1]])
             for k, i in enumerate(group):
                 if k in imgs.errors:
                     outputs[i] = Output(error=imgs.errors[k], n_images=len(requests[i].images))
             ok = [k for k in range(len(group)) if k not in imgs.errors]
-            for k, out in zip(ok, self._run_split([requests[group[k]] for k in ok], _subset(imgs, ok))):
+            for k in ok:  # the plan and the decoded images agree unless a file changed in between
+                if k not in rows or planned[group[k]] != imgs.tokens_per_image[k]:
+                    rows[k] = self._token_rows([requests[group[k]]], [imgs.tokens_per_image[k]])[0]
+            outs = self._run_split([requests[group[k]] for k in ok], _subset(imgs, ok), [rows[k] for k in ok])
+            for k, out in zip(ok, outs):
                 outputs[group[k]] = out
         return outputs  # type: ignore[return-value]
 
-    def _run_split(self, reqs: list[Request], imgs: BatchImages) -> list[Output]:
-        """Generate, halving the batch on out-of-memory until every request is done."""
+    def _run_split(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]]) -> list[Output]:
+        """Generate, halving the batch on out-of-memory until every request is done. The retry runs
+        after the exception handler has exited, so the failed attempt's tensors are already freed."""
         if not reqs:
             return []
+        outs, oom = self._attempt(reqs, imgs, rows)
+        if oom is None:
+            return outs
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        if len(reqs) == 1:
+            return [Output(error=f"out of memory even at batch size 1 ({oom})", n_images=len(reqs[0].images))]
+        self.counts["oom_splits"] += 1
+        half = len(reqs) // 2
+        return (self._run_split(reqs[:half], _subset(imgs, range(half)), rows[:half])
+                + self._run_split(reqs[half:], _subset(imgs, range(half, len(reqs))), rows[half:]))
+
+    def _attempt(self, reqs, imgs, rows) -> tuple[list[Output], Optional[str]]:
+        """(outputs, None), or ([], message) on out-of-memory; only the message leaves the handler."""
         try:
-            if self.inject_oom is not None and self.inject_oom(len(reqs)):
-                raise OutOfMemory("CUDA out of memory (injected)")
-            return self._run(reqs, imgs)
+            return self._run(reqs, imgs, rows), None
         except Exception as exc:
             if not _is_oom(exc):
                 raise
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
-            if len(reqs) == 1:
-                return [Output(error=f"out of memory even at batch size 1 ({exc})", n_images=len(reqs[0].images))]
-            self.oom_splits += 1
-            half = len(reqs) // 2
-            return (self._run_split(reqs[:half], _subset(imgs, range(half)))
-                    + self._run_split(reqs[half:], _subset(imgs, range(half, len(reqs)))))
+            return [], f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
-    def encode(self, reqs: list[Request], imgs: BatchImages, prefixes: Optional[list[str]] = None) -> dict:
-        """Model inputs for a batch, exactly as the Qwen3-VL processor would build them: left-padded
-        ids with each image's pad token repeated once per visual token, the attention mask,
-        `mm_token_type_ids` (which M-RoPE needs to place image tokens), pixels and grids."""
-        texts = [self._expand_images(self._chat_text(r), imgs.tokens_per_image[k]) + (prefixes[k] if prefixes else "")
-                 for k, r in enumerate(reqs)]
-        enc = self.tokenizer(texts, padding=True, return_tensors="pt", add_special_tokens=False)
-        ids = enc["input_ids"]
-        cfg = self.model.config
-        types = torch.zeros_like(ids)
-        types[ids == cfg.image_token_id] = 1
-        types[ids == cfg.video_token_id] = 2
-        inputs = {"input_ids": ids, "attention_mask": enc["attention_mask"], "mm_token_type_ids": types}
-        if imgs.pixel_values is not None:
-            inputs["pixel_values"] = imgs.pixel_values
-            inputs["image_grid_thw"] = imgs.image_grid_thw
-        return inputs
-
-    def _to_device(self, inputs: dict) -> dict:
-        return {k: v.to(self.device, non_blocking=k == "pixel_values") for k, v in inputs.items()}
+    def _newline_ids(self) -> torch.Tensor:
+        if self._newline is None:
+            vocab = self.model.get_output_embeddings().weight.shape[0]
+            self._newline = newline_table(self.tokenizer, vocab).to(self.device)
+        return self._newline
 
     @torch.inference_mode()
-    def _run(self, reqs: list[Request], imgs: BatchImages) -> list[Output]:
-        enc = self.encode(reqs, imgs)
-        inputs = self._to_device(enc)
+    def _run(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]]) -> list[Output]:
+        inputs = self._collate(rows, imgs, self.device)
+        if self.inject_oom is not None and self.inject_oom(len(reqs)):
+            raise OutOfMemory("CUDA out of memory (injected)")
         k = self.config.votes
-        cap = self.config.max_new_tokens
-        max_new = min(cap, max(r.max_new_tokens or cap for r in reqs))
+        caps = [min(self.config.max_new_tokens, r.max_new_tokens or self.config.max_new_tokens) for r in reqs]
+        row_caps = [c for c in caps for _ in range(k)]  # num_return_sequences repeats each request k times
+        prefixes = [r.stop_after_line for r in reqs for _ in range(k)]
+        prompt_len = inputs["input_ids"].shape[1]
+        stop = RowStop(self.tokenizer, self._newline_ids() if any(prefixes) else torch.zeros(1, dtype=torch.bool),
+                       prefixes, row_caps, prompt_len)
         watch = sorted({w for r in reqs for w in r.watch})
         recorder = WatchRecorder([self.tokenizer.convert_tokens_to_ids(w) for w in watch]) if watch else None
-        gen_kwargs = dict(max_new_tokens=max_new,
-                          do_sample=k > 1, num_return_sequences=k, return_dict_in_generate=True,
-                          pad_token_id=self.tokenizer.pad_token_id, eos_token_id=self.eos_ids,
+        gen_kwargs = dict(max_new_tokens=max(caps), do_sample=k > 1, num_return_sequences=k,
+                          return_dict_in_generate=True, pad_token_id=self.tokenizer.pad_token_id,
+                          eos_token_id=self.eos_ids, stopping_criteria=StoppingCriteriaList([stop]),
                           logits_processor=LogitsProcessorList([recorder]) if recorder else None)
+        if self.config.compile:
+            gen_kwargs["cache_implementation"] = "static"  # transformers compiles the decode step on CUDA
         if k > 1:
             torch.manual_seed(self.config.seed)
             gen_kwargs.update(temperature=self.config.temperature, top_k=0, top_p=1.0)
         else:
             gen_kwargs.update(temperature=None, top_p=None, top_k=None)
         res = self.model.generate(**inputs, **gen_kwargs)
-        prompt_len = enc["input_ids"].shape[1]
         gen = res.sequences[:, prompt_len:].cpu()
         probs = recorder.stacked() if recorder else None  # (B*k, steps, len(watch)): small, unlike full logits
+        self.counts["groups"] += 1
+        self.counts["rows"] += len(reqs)
         outs = []
         for b, r in enumerate(reqs):
-            samples = [self._decode(gen[b * k + s], probs[b * k + s] if probs is not None else None, watch, r.watch)
-                       for s in range(k)]
-            text, token_probs, _ = samples[0]
-            outs.append(Output(text=text, prompt_tokens=int(enc["attention_mask"][b].sum()),
-                               completion_tokens=sum(s[2] for s in samples), token_probs=token_probs,
-                               n_images=len(r.images), visual_tokens=imgs.visual_tokens(b),
-                               samples=[(t, p) for t, p, _ in samples] if k > 1 else []))
+            samples = []
+            for s in range(k):
+                row = b * k + s
+                limit = stop.ends.get(row, row_caps[row])
+                text, token_probs, n, eos = self._decode(gen[row, :limit], probs[row] if probs is not None else None,
+                                                         watch, r.watch)
+                samples.append((text, token_probs, n, not eos and row not in stop.ends and n >= row_caps[row]))
+            hit_cap = any(x[3] for x in samples)
+            self.counts["hit_cap"] += hit_cap
+            self.counts["stopped_at_line"] += any(b * k + s in stop.ends for s in range(k))
+            outs.append(Output(text=samples[0][0], prompt_tokens=len(rows[b]),
+                               completion_tokens=sum(x[2] for x in samples), token_probs=samples[0][1],
+                               n_images=len(r.images), visual_tokens=imgs.visual_tokens(b), hit_cap=hit_cap,
+                               samples=[(x[0], x[1]) for x in samples] if k > 1 else []))
         return outs
 
     def _decode(self, ids: torch.Tensor, probs: Optional[torch.Tensor], columns: list[str], watch: tuple[str, ...]):
         """(text, watched-token probabilities at the positions where a watched token was generated,
-        number of generated tokens); `probs` is (steps, len(columns))."""
+        number of generated tokens, whether it ended with EOS); `probs` is (steps, len(columns))."""
         ids = ids.tolist()
-        n = len(ids)
+        n, eos = len(ids), False
         for j, t in enumerate(ids):
             if t in self.eos_ids or t == self.tokenizer.pad_token_id:
-                n = j
+                n, eos = j, True
                 break
         ids = ids[:n]
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
@@ -263,7 +439,7 @@ class HFEngine(Engine):
                     offset = len(self.tokenizer.decode(ids[:j], skip_special_tokens=True))
                     out.append(TokenProbs(offset=offset, probs={w: float(probs[j, c]) for c, w in enumerate(columns)
                                                                 if w in watch}))
-        return text, out, n
+        return text, out, n, eos
 
     @torch.inference_mode()
     def next_token_probs(self, requests, prefixes, candidates=("0", "1")):
@@ -274,7 +450,7 @@ class HFEngine(Engine):
         for k, (r, prefix) in enumerate(zip(requests, prefixes)):
             if k in imgs.errors:
                 raise ValueError(f"request {r.tag or k}: {imgs.errors[k]}")
-            inputs = self._to_device(self.encode([r], _subset(imgs, [k]), [prefix]))
+            inputs = self.encode([r], _subset(imgs, [k]), [prefix], device=self.device)
             logits = self.model(**inputs, logits_to_keep=1).logits[0, -1].float()
             p = torch.softmax(logits, dim=-1)
             out.append({c: float(p[i]) for c, i in cid.items()})
@@ -288,7 +464,7 @@ def _subset(imgs: BatchImages, idx) -> BatchImages:
     """The images of some requests of a batch (rows are contiguous per request, in order)."""
     idx = list(idx)
     if idx == list(range(len(imgs.tokens_per_image))):
-        return BatchImages(imgs.pixel_values, imgs.image_grid_thw, list(imgs.tokens_per_image), {})
+        return BatchImages(imgs.patches, imgs.image_grid_thw, list(imgs.tokens_per_image), {}, imgs.cfg)
     per_image_rows = []
     if imgs.image_grid_thw is not None:
         per_image_rows = (imgs.image_grid_thw[:, 1] * imgs.image_grid_thw[:, 2]).tolist()
@@ -301,10 +477,13 @@ def _subset(imgs: BatchImages, idx) -> BatchImages:
     for i in idx:
         a, b = img_start[i], img_start[i + 1]
         if b > a:
-            pv.append(imgs.pixel_values[row_start[a]:row_start[b]])
+            pv.append(imgs.patches[row_start[a]:row_start[b]])
             grids.append(imgs.image_grid_thw[a:b])
         tokens.append(imgs.tokens_per_image[i])
-    return BatchImages(torch.cat(pv) if pv else None, torch.cat(grids) if grids else None, tokens, {})
+    patches = torch.cat(pv) if pv else None
+    if patches is not None and imgs.patches.is_pinned():
+        patches = patches.pin_memory()
+    return BatchImages(patches, torch.cat(grids) if grids else None, tokens, {}, imgs.cfg)
 
 
 def _eos_ids(model, tokenizer) -> list[int]:
