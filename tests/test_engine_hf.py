@@ -522,3 +522,87 @@ def test_static_cache_option_gives_the_same_outputs(tiny_model, synth_set):
         finally:
             eng.close()
     assert outs[True] == outs[False] and all(outs[True])
+
+
+# ---------------------------------------------------------------------------------------------- loading
+def test_flash_attention_without_flash_attn_is_one_clear_line(tiny_model, monkeypatch):
+    import importlib.util
+
+    from adaptrubric_local.engine.hf import HFEngineConfig, load_model
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "flash_attn" else real(name, *a))
+    with pytest.raises(ValueError) as e:
+        load_model(HFEngineConfig(model=str(tiny_model), attn_implementation="flash_attention_2"))
+    msg = str(e.value)
+    assert "\n" not in msg and "flash-attn" in msg and "sdpa" in msg
+
+
+def test_bin_only_folder_says_safetensors_are_required(tiny_model, tmp_path):
+    import shutil
+
+    from adaptrubric_local.engine.hf import HFEngineConfig, load_model
+
+    folder = tmp_path / "binmodel"
+    shutil.copytree(tiny_model, folder)
+    (folder / "model.safetensors").unlink()
+    (folder / "pytorch_model.bin").write_bytes(b"not loaded: a pickle is never opened")
+    with pytest.raises(ValueError) as e:
+        load_model(HFEngineConfig(model=str(folder)))
+    msg = str(e.value)
+    assert "\n" not in msg and "safetensors" in msg and "save_pretrained" in msg and str(folder) in msg
+
+
+HUB_SCRIPT = r"""
+import json, socket, sys
+attempts = []
+def guard(*a, **k):
+    attempts.append(repr(a[:1])[:80])
+    raise OSError("network blocked by the test")
+socket.socket.connect = guard
+socket.create_connection = guard
+from huggingface_hub import constants
+from adaptrubric_local.engine.hf import HFEngineConfig, load_model
+res = {}
+for name in sys.argv[1:]:
+    if name == "--offline":
+        constants.HF_HUB_OFFLINE = True  # as HF_HUB_OFFLINE=1 would
+        continue
+    try:
+        model, proc = load_model(HFEngineConfig(model=name))
+        res[name] = "ok " + type(model).__name__
+    except ValueError as e:
+        res[name] = "ValueError " + str(e)
+print(json.dumps({"results": res, "attempts": attempts}))
+"""
+
+
+def _fake_hub_cache(hub, repo, src, skip=()):
+    """The Hugging Face cache layout (refs/main -> snapshots/<commit>/files) for `repo`, from a saved model."""
+    import shutil
+
+    base = hub / f"models--{repo.replace('/', '--')}"
+    snap = base / "snapshots" / ("0123456789abcdef" * 3)[:40]
+    snap.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.name not in skip:
+            shutil.copy(f, snap / f.name)
+    (base / "refs").mkdir()
+    (base / "refs" / "main").write_text(snap.name)
+
+
+def test_cached_hub_id_loads_without_any_network_access(tiny_model, tmp_path):
+    hub = tmp_path / "hf" / "hub"
+    _fake_hub_cache(hub, "tiny-org/cached-vl", tiny_model)
+    _fake_hub_cache(hub, "tiny-org/partial-vl", tiny_model, skip=("model.safetensors",))
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_CACHE=str(hub), PYTHONPATH=os.pathsep.join(sys.path))
+    run = subprocess.run([sys.executable, "-c", HUB_SCRIPT, "tiny-org/cached-vl", "--offline", "tiny-org/partial-vl"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["attempts"] == []  # not one connection, although HF_HUB_OFFLINE was not set
+    assert got["results"]["tiny-org/cached-vl"] == "ok Qwen3VLForConditionalGeneration"
+    partial = got["results"]["tiny-org/partial-vl"]
+    assert partial.startswith("ValueError") and "\n" not in partial
+    assert "hf download tiny-org/partial-vl" in partial and "HF_HUB_OFFLINE=1" in partial

@@ -22,6 +22,7 @@ import importlib.util
 import os
 import sys
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -506,11 +507,105 @@ def _dtype(cfg: HFEngineConfig):
     return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
 
 
+def _offline() -> bool:
+    try:
+        from huggingface_hub import constants
+
+        return bool(constants.HF_HUB_OFFLINE)
+    except Exception:  # pragma: no cover - huggingface_hub is a transformers dependency
+        return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def offline_help(model: str) -> str:
+    """How to make a hub id usable without network."""
+    return (f"to run offline, download it once where the hub is reachable (`hf download {model}`) and copy the "
+            "Hugging Face cache (~/.cache/huggingface/hub, or $HF_HUB_CACHE) to this machine, or save the model "
+            "to a folder and pass the folder; set HF_HUB_OFFLINE=1 to never try the network")
+
+
+def safetensors_help(folder: str) -> str:
+    """How to convert a .bin checkpoint to safetensors."""
+    return (f"{folder}: only .bin weights found; this package loads safetensors only (a .bin file is a pickle "
+            "that can run code). Convert once, where you trust the file: python -c \"from transformers import "
+            "AutoModelForImageTextToText as M, AutoProcessor as P; "
+            f"M.from_pretrained('{folder}', use_safetensors=False).save_pretrained('{folder}-st'); "
+            f"P.from_pretrained('{folder}').save_pretrained('{folder}-st')\" and pass {folder}-st")
+
+
+def _check_weights(folder: Path) -> None:
+    """A local checkpoint must hold safetensors weights; a .bin-only folder gets the conversion recipe."""
+    names = {p.name for p in folder.iterdir()}
+    if any(n.endswith(".safetensors") or n == "model.safetensors.index.json" for n in names):
+        return
+    if any(n.endswith(".bin") or n.endswith(".bin.index.json") for n in names):
+        raise ValueError(safetensors_help(str(folder)))
+
+
+def _attn_implementation(cfg: HFEngineConfig, cuda: bool) -> str:
+    attn = cfg.attn_implementation
+    if attn == "flash_attention_2" and not importlib.util.find_spec("flash_attn"):
+        raise ValueError("--attn-implementation flash_attention_2 needs the flash-attn package, which is not "
+                         "installed (pip install flash-attn --no-build-isolation, on a CUDA machine); or use sdpa")
+    if attn is None and cuda:
+        attn = "flash_attention_2" if importlib.util.find_spec("flash_attn") else "sdpa"
+    if attn is None or attn == "sdpa_padded_prefill":  # the CPU default: see engine/attention.py
+        from .attention import register
+
+        attn = register()
+    return attn
+
+
+@contextmanager
+def _hub_offline():
+    """huggingface_hub's offline switch, on for the duration: `local_files_only` alone still lets it
+    look up optional files (an adapter config) and its own metadata over the network."""
+    try:
+        from huggingface_hub import constants
+    except ImportError:  # pragma: no cover - huggingface_hub is a transformers dependency
+        yield
+        return
+    old = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = old
+
+
+def _from_pretrained(load, model: str, local: bool, what: str, **kwargs):
+    """`load(model, ...)` from local files first (a folder, or a hub id already in the cache: no network
+    at all); a hub id that is not (fully) cached is downloaded unless the hub is offline."""
+    try:
+        with _hub_offline():
+            return load(model, local_files_only=True, **kwargs)
+    except OSError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if local:
+        raise ValueError(f"cannot load the {what} of {model!r} from its folder: {first}") from None
+    if _offline():
+        raise ValueError(f"{model}: {what} not found in the local Hugging Face cache ({first}); "
+                         + offline_help(model)) from None
+    print(f"{model}: {what} not in the local cache; downloading from the hub (set HF_HUB_OFFLINE=1 to "
+          "fail instead on machines without network)", file=sys.stderr)
+    try:
+        return load(model, local_files_only=False, **kwargs)
+    except OSError as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if ".bin" in msg or "use_safetensors" in msg:
+            raise ValueError(f"{model}: no safetensors weights on the hub ({msg}); this package loads "
+                             "safetensors only: convert as described in the README or use a safetensors "
+                             "revision") from None
+        raise ValueError(f"cannot load the {what} of {model!r}: {msg}; {offline_help(model)}") from None
+
+
 def load_model(cfg: HFEngineConfig):
-    """(model, processor) from a hub id or a local folder, the same path for both."""
+    """(model, processor) from a hub id or a local folder, the same path for both. Problems a user can
+    fix (no flash-attn, .bin-only weights, a hub id not cached on an offline machine) are ValueErrors
+    of one line saying how."""
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    if not torch.cuda.is_available():
+    cuda = torch.cuda.is_available()
+    if not cuda:
         # masked grouped-query attention: on the CPU the fused path beats repeating K/V per head (3x on the
         # decode step); transformers keeps it off by default because CUDA's masked GQA hits the math kernel
         os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
@@ -518,33 +613,16 @@ def load_model(cfg: HFEngineConfig):
     if not local and (cfg.model.startswith((".", "/", "~")) or os.sep in cfg.model.strip("/").replace("/", "", 1)):
         raise ValueError(f"model folder not found: {cfg.model} (give a local folder saved with save_pretrained, "
                          "or a hub id such as Qwen/Qwen3-VL-8B-Instruct)")
-    common = dict(trust_remote_code=False, local_files_only=True)
-    try:  # a local folder, or a hub id already in the local cache: no network at all
-        processor = AutoProcessor.from_pretrained(cfg.model, **common)
-    except OSError as exc:
-        if local or os.environ.get("HF_HUB_OFFLINE") == "1":
-            raise ValueError(f"cannot load {cfg.model!r} from local files: {exc}") from None
-        print(f"{cfg.model}: not in the local cache; downloading from the hub (set HF_HUB_OFFLINE=1 to fail "
-              "instead on machines without network)", file=sys.stderr)
-        common["local_files_only"] = False
-        try:
-            processor = AutoProcessor.from_pretrained(cfg.model, **common)
-        except OSError as exc2:
-            raise ValueError(f"cannot load {cfg.model!r}: {exc2}") from None
+    if local:
+        _check_weights(Path(cfg.model))
+    attn = _attn_implementation(cfg, cuda)
+    processor = _from_pretrained(AutoProcessor.from_pretrained, cfg.model, local, "processor",
+                                 trust_remote_code=False)
     if not hasattr(processor, "image_processor"):
         raise ValueError(f"{cfg.model}: AutoProcessor gave {type(processor).__name__}, not a vision processor")
-    kwargs = dict(common, dtype=_dtype(cfg), use_safetensors=True)
-    cuda = torch.cuda.is_available()
+    kwargs = dict(trust_remote_code=False, dtype=_dtype(cfg), use_safetensors=True, attn_implementation=attn)
     if cuda and cfg.device_map:
         kwargs["device_map"] = cfg.device_map
-    attn = cfg.attn_implementation
-    if attn is None and cuda:
-        attn = "flash_attention_2" if importlib.util.find_spec("flash_attn") else "sdpa"
-    if attn is None or attn == "sdpa_padded_prefill":  # the CPU default: see engine/attention.py
-        from .attention import register
-
-        attn = register()
-    kwargs["attn_implementation"] = attn
     if cfg.load_in_4bit or cfg.load_in_8bit:
         from transformers import BitsAndBytesConfig
 
@@ -552,7 +630,8 @@ def load_model(cfg: HFEngineConfig):
             load_in_4bit=cfg.load_in_4bit, load_in_8bit=cfg.load_in_8bit, bnb_4bit_quant_type="nf4",
             bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32, bnb_4bit_use_double_quant=True,
             llm_int8_skip_modules=["model.visual", "lm_head"])  # quantise the language model only
-    model = AutoModelForImageTextToText.from_pretrained(cfg.model, **kwargs)
+    model = _from_pretrained(AutoModelForImageTextToText.from_pretrained, cfg.model, local, "model weights",
+                             **kwargs)
     if cfg.adapter:
         from peft import PeftModel
 
