@@ -606,3 +606,84 @@ def test_cached_hub_id_loads_without_any_network_access(tiny_model, tmp_path):
     partial = got["results"]["tiny-org/partial-vl"]
     assert partial.startswith("ValueError") and "\n" not in partial
     assert "hf download tiny-org/partial-vl" in partial and "HF_HUB_OFFLINE=1" in partial
+
+
+# ---------------------------------------------------------------------------------------------- planted bugs
+def test_visual_token_budget_counts_merged_32px_tokens_not_16px_patches():
+    """10 phone frames under a 5,760-token budget keep ~576 tokens each (a 32x32-pixel merged token),
+    not ~144 (the budget wrongly spent in 16x16-pixel patches)."""
+    sizes = target_sizes([(2400, 1080)] * 10, ImageConfig(max_visual_tokens=5760))
+    tokens = [(h // 32) * (w // 32) for h, w in sizes]
+    assert sum(tokens) <= 5760
+    assert all(0.85 * 576 <= t <= 576 for t in tokens), tokens
+    native = target_sizes([(2400, 1080)], ImageConfig(max_visual_tokens=None))[0]
+    assert (native[0] // 32) * (native[1] // 32) > 576  # the processor's own resolution is larger: the budget bit
+
+
+class ForceByPrompt:
+    """Forces each row's text by what its prompt holds: rows whose prompt contains `marker` get
+    `texts[0]`, the others `texts[1]` (whatever order the rows are in)."""
+
+    def __init__(self, marker, targets, prompt_len):
+        self.marker, self.targets, self.prompt_len = marker, targets, prompt_len
+
+    def __call__(self, input_ids, scores):
+        j = input_ids.shape[1] - self.prompt_len
+        forced = torch.full_like(scores, float("-inf"))
+        for r in range(input_ids.shape[0]):
+            t = self.targets[0 if bool((input_ids[r, :self.prompt_len] == self.marker).any()) else 1]
+            forced[r, t[min(j, len(t) - 1)]] = 0.0
+        return forced
+
+
+def _force_by_prompt(monkeypatch, engine, marker_token, texts):
+    tok = engine.tokenizer
+    marker = tok.convert_tokens_to_ids(marker_token)
+    targets = [tok.encode(t, add_special_tokens=False) + [tok.convert_tokens_to_ids("<|im_end|>")] for t in texts]
+    real = engine.model.generate
+
+    def generate(**kw):
+        kw["logits_processor"] = list(kw.get("logits_processor") or []) + [
+            ForceByPrompt(marker, targets, kw["input_ids"].shape[1])]
+        return real(**kw)
+
+    monkeypatch.setattr(engine.model, "generate", generate)
+
+
+def test_vote_samples_belong_to_their_own_request(tiny_model, synth_set, monkeypatch):
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    yes = "Done.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+    no = "Not done.\nSCORE: 0\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+    eng = HFEngine(HFEngineConfig(model=str(tiny_model), votes=3, max_new_tokens=40))
+    try:
+        _force_by_prompt(monkeypatch, eng, "<|quad_start|>", [yes, no])
+        t = load_trajectories(synth_set).trajectories
+        imgs = [[s.screenshot for s in x.steps[:2]] for x in t[:4]]
+        reqs = [Request(prompt="Judge the first.", images=imgs[0]),
+                Request(prompt="Judge the second <|quad_start|>.", images=imgs[1]),
+                Request(prompt="Judge the third, a longer prompt than the others.", images=imgs[2]),
+                Request(prompt="Judge <|quad_start|> the fourth.", images=imgs[3])]
+        outs = eng.generate(reqs)
+        assert [[s for s, _ in o.samples] for o in outs] == [[no] * 3, [yes] * 3, [no] * 3, [yes] * 3]
+        assert [o.text for o in outs] == [no, yes, no, yes]
+        # through the pipeline: each trajectory's vote comes from its own samples
+        trajs = t[:4]
+        trajs[1].instruction += " <|quad_start|>"
+        trajs[2].instruction += " <|quad_start|>"
+        v = AdaptRubric(eng, PipelineConfig(fine=False, verify_max_new_tokens=40)).score(trajs)
+        assert [x.score for x in v] == [0, 1, 1, 0] and all(x.status == "ok" for x in v)
+    finally:
+        eng.close()
+
+
+def test_fake_engine_stops_after_the_line_and_reports_the_cap():
+    from adaptrubric_local.engine.fake import FakeEngine
+
+    eng = FakeEngine(script=lambda r: BLOCK + CHATTER)
+    stopped, capped, free = eng.generate([Request(prompt="p", stop_after_line="MISSING_EVIDENCE:"),
+                                          Request(prompt="p", max_new_tokens=5),
+                                          Request(prompt="p", max_new_tokens=500)])
+    assert stopped.text == BLOCK and not stopped.hit_cap
+    assert capped.hit_cap and capped.text == "Looks done.\nSCORE: 1\nEVIDENCE_SUFFICIENT:" and capped.completion_tokens == 5
+    assert free.text == BLOCK + CHATTER and not free.hit_cap
