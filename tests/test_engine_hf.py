@@ -687,3 +687,27 @@ def test_fake_engine_stops_after_the_line_and_reports_the_cap():
     assert stopped.text == BLOCK and not stopped.hit_cap
     assert capped.hit_cap and capped.text == "Looks done.\nSCORE: 1\nEVIDENCE_SUFFICIENT:" and capped.completion_tokens == 5
     assert free.text == BLOCK + CHATTER and not free.hit_cap
+
+
+def test_gpu_bench_tiny_runs_the_engine_and_the_reference(tmp_path, capsys):
+    """`eval/gpu_bench.py --tiny`: the GPU benchmark's code path on the CPU, small sizes."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "eval" / "gpu_bench.py"
+    spec = importlib.util.spec_from_file_location("gpu_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_bench"] = bench  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.modules.pop("gpu_bench", None)
+    out = tmp_path / "gpu.md"
+    rc = bench.main(["--tiny", "--n-traj", "4", "--new-tokens", "3", "--no-options", "--out", str(out)])
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert rc == 0 and printed[-1].startswith("ratio=") and float(printed[-1][6:]) > 0
+    report = out.read_text()
+    assert "| native | engine | 3 |" in report and "| native | reference | 3 |" in report and "cap 512" in report
+    assert "not a GPU measurement" in report
+    same = [line.split("|")[9].strip() for line in report.splitlines() if "| reference |" in line]
+    assert same and all(s.split("/")[0] == s.split("/")[1] for s in same), same  # fp32: identical outputs

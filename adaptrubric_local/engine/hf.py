@@ -197,10 +197,12 @@ def derived_batch_tokens(config, dtype: torch.dtype, free_bytes: int) -> int:
 class HFEngine(Engine):
     """Qwen3-VL through transformers, in-process."""
 
-    def __init__(self, config: Optional[HFEngineConfig] = None, **overrides):
+    def __init__(self, config: Optional[HFEngineConfig] = None, loaded: Optional[tuple] = None, **overrides):
+        """`loaded` = (model, processor) already in memory (benchmarks, a served model); otherwise
+        `load_model(config)`."""
         self.config = config or HFEngineConfig(**overrides)
         self.name = self.config.model + (f"+{self.config.adapter}" if self.config.adapter else "")
-        self.model, self.processor = load_model(self.config)
+        self.model, self.processor = loaded if loaded is not None else load_model(self.config)
         self.tokenizer = self.processor.tokenizer
         self.tokenizer.padding_side = "left"
         self.device = next(self.model.parameters()).device
@@ -389,7 +391,7 @@ class HFEngine(Engine):
         recorder = WatchRecorder([self.tokenizer.convert_tokens_to_ids(w) for w in watch]) if watch else None
         gen_kwargs = dict(max_new_tokens=max(caps), do_sample=k > 1, num_return_sequences=k,
                           return_dict_in_generate=True, pad_token_id=self.tokenizer.pad_token_id,
-                          eos_token_id=self.eos_ids, stopping_criteria=StoppingCriteriaList([stop]),
+                          eos_token_id=self.eos_ids or None, stopping_criteria=StoppingCriteriaList([stop]),
                           logits_processor=LogitsProcessorList([recorder]) if recorder else None)
         if self.config.compile:
             gen_kwargs["cache_implementation"] = "static"  # transformers compiles the decode step on CUDA
