@@ -128,6 +128,7 @@ class RowStop(StoppingCriteria):
         self.fragment = [False] * len(caps)  # the current line starts inside a token that ended the last one
         self.ends: dict[int, int] = {}
         self.done: Optional[torch.Tensor] = None
+        self.watching = any(p is not None for p in prefixes)
 
     def __call__(self, input_ids: torch.Tensor, scores=None, **kwargs) -> torch.Tensor:
         dev = input_ids.device
@@ -138,6 +139,8 @@ class RowStop(StoppingCriteria):
             self.newline = self.newline.to(dev)
         n = input_ids.shape[1] - self.prompt_len
         self.done |= self._caps <= n
+        if not self.watching:  # caps only: device work, no host read
+            return self.done.clone()
         last = input_ids[:, -1]
         hit = self.newline[last.clamp(max=self.newline.numel() - 1)] & self._watch & ~self.done
         if bool(hit.any()):
