@@ -1,248 +1,473 @@
 #!/usr/bin/env python3
-"""GPU benchmark: Qwen3-VL-4B and -8B verifier cost per trajectory, with random weights (no download).
+"""GPU benchmark: what `adaptrubric score` runs, against the plain transformers script a user would write.
 
-Both architectures are built from their published configurations (sizes below; the printed
-parameter counts should read about 4.4B and 8.8B) with random bf16 weights on the GPU. Each
-trajectory is a verifier-sized text prompt plus 10 screenshots of 1080x2400 run through the
-package's image pipeline (per-trajectory visual-token budget as in `adaptrubric score`), and
-generation is fixed at 256 new tokens (EOS suppressed), so timings do not depend on what random
-weights say. Reported: seconds per trajectory (generation; preprocessing separately), peak GPU
-memory, batch 1 vs batched, bf16 vs 4-bit nf4 (bitsandbytes; 8B only, loaded from a saved copy).
-Writes a markdown table (default docs/benchmarks.md) with date and hardware, and ends with
-`ratio=<batched speed-up for 8B bf16>`. Meant to finish in under 8 minutes on one H200.
+Builds the Qwen3-VL-8B architecture (published configuration) with random bf16 weights on the GPU
+(no download), with a small offline tokenizer and Qwen3-VL's real image settings. Data: at least 32
+synthetic trajectories of 6-16 real-size 1080x2400 screenshots (varied lengths; the pipeline selects
+up to 10 per trajectory). For each setting it runs, side by side on the same model object:
+- engine: the package's pipeline (routing, cues, selection, fusion, verifier) through `HFEngine`;
+- reference: every request the engine received, replayed as a user would script it: processor
+  (chat template + images at the same resolution) and `model.generate`, in batches of the engine's
+  batch size, in arrival order, halving the batch on out-of-memory.
+Random weights never emit the end token, so both sides decode exactly the fixed number of new
+tokens (64 and 256). Settings: the processor's native resolution (the default) and the
+6,144-token-per-trajectory cap, then engine options (per-row prefill attention, static cache with
+torch.compile) while the time budget lasts. Reported per run: s/trajectory, prefill TFLOP/s (useful
+FLOPs of the real tokens, vision tower included, timed around each prefill forward) against the
+~790 TFLOP/s a bf16 matmul reaches on an H200, peak GPU memory, rows per generate call, and how many
+outputs are identical on both sides. Writes `docs/gpu-benchmarks.md` (date, GPU, versions,
+settings); the last line printed is `ratio=<engine throughput / reference throughput>` for the
+first setting measured (native resolution, 256 new tokens, unless skipped).
 
-`--tiny` runs the same code on the CPU with tiny configurations, to check the script without a GPU.
+`--tiny` runs the same code path on the CPU with a tiny configuration, small frames and few tokens,
+in about a minute on two CPU cores, and writes its report to a temporary folder unless `--out` is given.
 
-Usage: python eval/gpu_bench.py [--out docs/benchmarks.md] [--batch 16] [--n-batch1 3] [--tiny]
+Examples:
+  python eval/gpu_bench.py                      # one H200: under 10 minutes, writes docs/gpu-benchmarks.md
+  python eval/gpu_bench.py --time-budget 300    # fewer settings
+  python eval/gpu_bench.py --tiny               # CPU check of the script (CI)
 """
+from __future__ import annotations
+
 import argparse
 import datetime
 import gc
 import platform
+import random
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# Published Qwen3-VL Instruct configurations (text tower / vision tower).
-ARCHS = {
-    "Qwen3-VL-4B": dict(
-        text=dict(hidden_size=2560, intermediate_size=9728, num_hidden_layers=36, num_attention_heads=32,
-                  num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=True),
-        vision=dict(depth=24, hidden_size=1024, intermediate_size=4096, num_heads=16, out_hidden_size=2560,
-                    deepstack_visual_indexes=[5, 11, 17], num_position_embeddings=2304)),
-    "Qwen3-VL-8B": dict(
-        text=dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32,
-                  num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=False),
-        vision=dict(depth=27, hidden_size=1152, intermediate_size=4304, num_heads=16, out_hidden_size=4096,
-                    deepstack_visual_indexes=[8, 16, 24], num_position_embeddings=2304)),
-}
-TINY = dict(text=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                      num_key_value_heads=2, head_dim=16, vocab_size=151936, tie_word_embeddings=False),
-            vision=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
-                        deepstack_visual_indexes=[1], num_position_embeddings=256))
-IMAGE_TOKEN, VIDEO_TOKEN, VSTART, VEND = 151655, 151656, 151652, 151653
+PRACTICAL_PEAK_TFLOPS = 790.0  # bf16 8192^3 matmul measured on the H200 available for checks
+QWEN3VL_MAX_PIXELS, QWEN3VL_MIN_PIXELS = 16_777_216, 65_536  # Qwen3-VL preprocessor_config "size"
+ARCH_8B = dict(
+    text=dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32,
+              num_key_value_heads=8, head_dim=128, vocab_size=151936),
+    vision=dict(depth=27, hidden_size=1152, intermediate_size=4304, num_heads=16, out_hidden_size=4096,
+                deepstack_visual_indexes=[8, 16, 24], num_position_embeddings=2304))
+ARCH_TINY = dict(
+    text=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+              num_key_value_heads=2, head_dim=16, vocab_size=2048),
+    vision=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
+                deepstack_visual_indexes=[1], num_position_embeddings=256))
 
 
-def build(arch: dict, device, dtype):
+@dataclass
+class Run:
+    """One measured side of one setting."""
+
+    setting: str
+    side: str  # engine | reference
+    new_tokens: int
+    n_traj: int
+    seconds: float = 0.0
+    prefill_s: float = 0.0
+    prefill_flops: float = 0.0
+    peak_gib: float = float("nan")
+    rows_per_group: float = 0.0
+    calls: int = 0
+    texts: list = field(default_factory=list)
+    note: str = ""
+    same: str = ""  # reference only: outputs identical to the engine's
+
+    @property
+    def s_per_traj(self) -> float:
+        return self.seconds / max(1, self.n_traj)
+
+    @property
+    def tflops(self) -> float:
+        return self.prefill_flops / self.prefill_s / 1e12 if self.prefill_s else 0.0
+
+
+# ---------------------------------------------------------------------------------------------- model
+def build_model(arch: dict, tokenizer, device: str, dtype):
+    """The architecture with random weights, token ids from `tokenizer`, no end token (fixed lengths)."""
     import torch
-    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+    from transformers import GenerationConfig, Qwen3VLConfig, Qwen3VLForConditionalGeneration
 
-    text = dict(arch["text"], max_position_embeddings=32768, rms_norm_eps=1e-6,
-                rope_parameters={"rope_type": "default", "rope_theta": 5e6, "mrope_section": [24, 20, 20]
-                                 if arch["text"]["head_dim"] == 128 else [4, 2, 2], "mrope_interleaved": True})
-    tie = text.pop("tie_word_embeddings")
+    from adaptrubric_local.engine.tiny import QWEN_SPECIALS
+
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
+    head_dim = arch["text"]["head_dim"]
+    section = [24, 20, 20] if head_dim == 128 else [head_dim // 4, head_dim // 8, head_dim // 8]
+    text = dict(arch["text"], max_position_embeddings=262144, rms_norm_eps=1e-6, pad_token_id=ids["<|endoftext|>"],
+                rope_parameters={"rope_type": "default", "rope_theta": 5e6, "mrope_section": section,
+                                 "mrope_interleaved": True})
     vision = dict(arch["vision"], patch_size=16, spatial_merge_size=2, temporal_patch_size=2)
-    cfg = Qwen3VLConfig(text_config=text, vision_config=vision, image_token_id=IMAGE_TOKEN, video_token_id=VIDEO_TOKEN,
-                        vision_start_token_id=VSTART, vision_end_token_id=VEND, tie_word_embeddings=tie)
+    cfg = Qwen3VLConfig(text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"],
+                        video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
+                        vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=False)
+    torch.manual_seed(0)
     with torch.device(device):
         model = Qwen3VLForConditionalGeneration._from_config(cfg, dtype=dtype, attn_implementation="sdpa")
+    model.generation_config = GenerationConfig(eos_token_id=None, pad_token_id=ids["<|endoftext|>"], do_sample=False)
     return model.eval()
 
 
-def make_inputs(pipe, frames, n_traj, text_tokens, device):
-    """Batched inputs for n_traj trajectories: text, then 10 images each (real 1080x2400 frames)."""
+def param_counts(model) -> tuple[int, int, int]:
+    """(language-model matmul parameters without embeddings and head, vision parameters, vocab x hidden)."""
+    lm = vis = 0
+    for name, p in model.named_parameters():
+        if ".visual." in f".{name}":
+            vis += p.numel()
+        elif "embed_tokens" not in name and "lm_head" not in name and p.dim() > 1:
+            lm += p.numel()
+    head = model.get_output_embeddings().weight.numel()
+    return lm, vis, head
+
+
+class PrefillMeter:
+    """Times every prefill forward (synchronised) and counts its useful FLOPs: 2 x parameters per real
+    token (language model and vision tower), causal attention per row, full attention per image."""
+
+    def __init__(self, model, cuda: bool):
+        import torch
+
+        self.model, self.cuda = model, cuda
+        self.sync = torch.cuda.synchronize if cuda else (lambda: None)
+        t, v = model.config.text_config, model.config.vision_config
+        self.lm, self.vis, self.head = param_counts(model)
+        self.t_layers, self.q_dim = t.num_hidden_layers, t.num_attention_heads * t.head_dim
+        self.v_layers, self.v_hidden = v.depth, v.hidden_size
+        self.seconds = self.flops = 0.0
+        self._t0 = None
+        self.handles = [model.register_forward_pre_hook(self._pre, with_kwargs=True),
+                        model.register_forward_hook(self._post, with_kwargs=True)]
+
+    def _pre(self, module, args, kwargs):
+        ids = kwargs.get("input_ids")
+        if ids is None or ids.shape[1] <= 1:
+            return
+        self.sync()
+        self._t0 = time.perf_counter()
+        mask = kwargs.get("attention_mask")
+        rows = mask.sum(-1).tolist() if mask is not None and mask.dim() == 2 else [ids.shape[1]] * ids.shape[0]
+        f = sum(2 * self.lm * n + 2 * self.t_layers * n * n * self.q_dim + 2 * self.head for n in rows)
+        grid = kwargs.get("image_grid_thw")
+        if grid is not None:
+            patches = (grid[:, 0] * grid[:, 1] * grid[:, 2]).tolist()
+            f += sum(2 * self.vis * p + 4 * self.v_layers * p * p * self.v_hidden for p in patches)
+        self._flops = f
+
+    def _post(self, module, args, kwargs, out):
+        if self._t0 is None:
+            return
+        self.sync()
+        self.seconds += time.perf_counter() - self._t0
+        self.flops += self._flops
+        self._t0 = None
+
+    def reset(self):
+        self.seconds = self.flops = 0.0
+
+    def close(self):
+        for h in self.handles:
+            h.remove()
+
+
+# ---------------------------------------------------------------------------------------------- data
+def make_data(out: Path, n_traj: int, size: tuple[int, int], seed: int = 0) -> Path:
+    """`n_traj` synthetic trajectories (synth's tasks, lengthened with distinct extra screens to 6-16
+    frames, so selections hold 6-10 images and prompts differ in length), canonical JSONL."""
+    from adaptrubric_local import load_trajectories
+    from adaptrubric_local.formats import canonical
+    from adaptrubric_local.synth import Screen, draw, synthesize
+    from adaptrubric_local.types import Step
+
+    tasks = max(1, n_traj // 4)
+    path = synthesize(out, n_tasks=tasks, candidates=4, size=size, seed=seed)
+    trajs = load_trajectories(path).trajectories[:n_traj]
+    extra = []
+    for k in range(14):
+        p = out / "screens" / f"extra_{k:02d}.png"
+        draw(Screen(app=f"Browse {k}", rows=[f"result {k}.{j}: item with a longer label" for j in range(4 + k % 9)],
+                    keyboard=k % 4 == 0), size).save(p, optimize=False, compress_level=1)
+        extra.append(str(p.resolve()))
+    rng = random.Random(seed)
+    for t in trajs:
+        want = rng.randint(6, 16)
+        picks = rng.sample(extra, k=max(0, min(len(extra), want - len(t.steps))))
+        t.steps[1:1] = [Step(screenshot=p, action="swipe(direction='down')", action_type="scroll") for p in picks]
+    data = out / "bench.jsonl"
+    canonical.write(trajs, data)
+    return data
+
+
+# ---------------------------------------------------------------------------------------------- sides
+def run_engine(engine, trajs, new_tokens: int, setting: str, meter, cuda: bool) -> tuple[Run, list]:
+    """The pipeline over `trajs` through `engine`; returns the run and every request the engine got."""
     import torch
 
+    from adaptrubric_local import AdaptRubric, PipelineConfig
+
+    log: list = []
+    texts: list = []
+    real = engine.generate
+
+    def generate(reqs):
+        log.extend(reqs)
+        outs = real(reqs)
+        texts.extend(o.text for o in outs)
+        return outs
+
+    engine.generate = generate
+    engine.config.max_new_tokens = new_tokens
+    before = dict(engine.stats)
+    pipe = AdaptRubric(engine, PipelineConfig(verify_max_new_tokens=new_tokens, batch_size=len(trajs)))
+    meter.reset()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
-    imgs = pipe.process([frames] * n_traj)
-    prep = (time.perf_counter() - t0) / n_traj
-    g = torch.Generator().manual_seed(0)
-    rows = []
-    for i in range(n_traj):
-        ids = torch.randint(1000, 150000, (text_tokens,), generator=g).tolist()
-        for n in imgs.tokens_per_image[i]:
-            ids += [VSTART] + [IMAGE_TOKEN] * n + [VEND]
-        ids += torch.randint(1000, 150000, (32,), generator=g).tolist()
-        rows.append(ids)
-    width = max(map(len, rows))
-    input_ids = torch.full((n_traj, width), 0, dtype=torch.long)
-    mask = torch.zeros((n_traj, width), dtype=torch.long)
-    for i, r in enumerate(rows):  # left padding
-        input_ids[i, width - len(r):] = torch.tensor(r)
-        mask[i, width - len(r):] = 1
-    types = (input_ids == IMAGE_TOKEN).long()
-    inputs = dict(input_ids=input_ids, attention_mask=mask, mm_token_type_ids=types,
-                  pixel_values=imgs.pixel_values, image_grid_thw=imgs.image_grid_thw)
-    pin = device.startswith("cuda")
-    return {k: (v.pin_memory() if pin and k == "pixel_values" else v).to(device, non_blocking=True)
-            for k, v in inputs.items()}, prep, imgs.visual_tokens(0)
+    try:
+        verdicts = pipe.score(trajs)
+    finally:
+        engine.generate = real
+    if cuda:
+        torch.cuda.synchronize()
+    run = Run(setting, "engine", new_tokens, len(trajs), seconds=time.perf_counter() - t0, prefill_s=meter.seconds,
+              prefill_flops=meter.flops, calls=len(log))
+    after = engine.stats
+    groups, rows = after["groups"] - before["groups"], after["rows"] - before["rows"]
+    run.rows_per_group = rows / groups if groups else 0.0
+    run.peak_gib = torch.cuda.max_memory_allocated() / 2 ** 30 if cuda else float("nan")
+    run.texts = texts
+    errors = [v.error for v in verdicts if v.status == "error"]
+    if errors:
+        run.note = f"{len(errors)} error verdicts, first: {errors[0][:200]}"
+    return run, log
 
 
-def timed_generate(model, inputs, new_tokens, device):
+def run_reference(model, processor, engine, requests, new_tokens: int, batch: int, setting: str, meter,
+                  cuda: bool) -> Run:
+    """The plain script: chat template + processor (images at the engine's resolution) + generate."""
     import torch
 
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-    sync()
+    device = next(model.parameters()).device
+    meter.reset()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
+    texts, i, bs, halvings, calls = [], 0, batch, 0, 0
+    while i < len(requests):
+        chunk = requests[i:i + bs]
+        oom = False
+        try:
+            texts += _reference_batch(model, processor, engine, chunk, new_tokens, device)
+            calls += 1
+            i += len(chunk)
+        except torch.OutOfMemoryError:
+            if bs == 1:
+                raise
+            oom = True  # retried below, once the handler has let go of the failed attempt
+        if oom:
+            bs, halvings = max(1, bs // 2), halvings + 1
+            gc.collect()
+            torch.cuda.empty_cache()
+    if cuda:
+        torch.cuda.synchronize()
+    n_traj = sum(r.kind == "verify" for r in requests)
+    run = Run(setting, "reference", new_tokens, n_traj, seconds=time.perf_counter() - t0, prefill_s=meter.seconds,
+              prefill_flops=meter.flops, calls=calls, rows_per_group=len(requests) / max(1, calls))
+    run.peak_gib = torch.cuda.max_memory_allocated() / 2 ** 30 if cuda else float("nan")
+    run.texts = texts
+    if halvings:
+        run.note = f"batch halved {halvings}x on out-of-memory (to {bs})"
+    return run
+
+
+def _reference_batch(model, processor, engine, chunk, new_tokens, device) -> list[str]:
+    import torch
+    from PIL import Image
+
+    from adaptrubric_local.engine.images import image_size, target_sizes
+
+    texts, images = [], []
+    for r in chunk:
+        content = [{"type": "text", "text": r.prompt}] + [{"type": "image"} for _ in r.images]
+        if r.suffix:
+            content.append({"type": "text", "text": r.suffix})
+        texts.append(processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                                   add_generation_prompt=True))
+        if r.images:  # the engine's resolution for this request (same budget), as a user would resize
+            sizes = target_sizes([image_size(p) for p in r.images], engine.images.cfg)
+            for p, (h, w) in zip(r.images, sizes):
+                with Image.open(p) as im:
+                    im = im.convert("RGB")
+                    images.append(im if im.size == (w, h) else im.resize((w, h), Image.BICUBIC))
+    inputs = processor(text=texts, images=images or None, padding=True, return_tensors="pt").to(device)
+    caps = [min(new_tokens, r.max_new_tokens or new_tokens) for r in chunk]
     with torch.inference_mode():
-        out = model.generate(**inputs, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
-                             eos_token_id=None, pad_token_id=0)
-    sync()
-    assert out.shape[1] - inputs["input_ids"].shape[1] == new_tokens
-    return time.perf_counter() - t0
+        out = model.generate(**inputs, max_new_tokens=max(caps), do_sample=False)
+    gen = out[:, inputs["input_ids"].shape[1]:].cpu()
+    return [processor.tokenizer.decode(gen[b, :caps[b]], skip_special_tokens=True) for b in range(len(chunk))]
 
 
-def run_arch(name, model, pipe, frames, args, device, label):
-    import torch
+# ---------------------------------------------------------------------------------------------- report
+def write_report(path: Path, runs: list, info: dict, skipped: list) -> None:
+    lines = [f"# Verifier throughput on one GPU ({info['date']})", "",
+             f"Produced by `python eval/gpu_bench.py{' --tiny' if info['tiny'] else ''}`"
+             + (" -- **CPU smoke run with a tiny configuration: not a GPU measurement.**" if info["tiny"] else "."),
+             "", f"- Hardware: {info['device']}; torch {info['torch']}, transformers {info['transformers']}, "
+             f"Python {info['python']}.",
+             f"- Model: {info['arch']} architecture with random {info['dtype']} weights ({info['params_b']:.2f}B "
+             "parameters), built on the device; offline tokenizer (more tokens per prompt word than Qwen's).",
+             f"- Data: {info['n_traj']} synthetic trajectories, {info['frames']} frames each of {info['size']}; "
+             f"up to 10 selected per trajectory; engine batch size {info['batch']}, max_batch_tokens "
+             f"{info['max_batch_tokens']}.",
+             "- Both sides decode exactly the stated number of new tokens per request (random weights never "
+             "stop); the reference replays every request the engine received (router, cue and verifier calls) "
+             "through the processor and `model.generate` at the same image resolution.",
+             f"- Prefill TFLOP/s counts useful FLOPs of real tokens (no padding) against a practical peak of "
+             f"{PRACTICAL_PEAK_TFLOPS:.0f} TFLOP/s.", "",
+             "| setting | side | new tokens | s / trajectory | prefill TFLOP/s | % of peak | peak GiB | "
+             "rows / generate call | same text as engine | note |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in runs:
+        same = r.same
+        lines.append(f"| {r.setting} | {r.side} | {r.new_tokens} | {r.s_per_traj:.3f} | {r.tflops:.4g} | "
+                     f"{100 * r.tflops / PRACTICAL_PEAK_TFLOPS:.3g} | {r.peak_gib:.1f} | {r.rows_per_group:.1f} | "
+                     f"{same} | {r.note} |")
+    ratios = [(a, b) for a in runs for b in runs if a.side == "engine" and b.side == "reference"
+              and (a.setting, a.new_tokens) == (b.setting, b.new_tokens)]
+    if ratios:
+        lines += ["", "Throughput ratio engine / reference: " + "; ".join(
+            f"{a.setting}, {a.new_tokens} tokens: {b.s_per_traj / a.s_per_traj:.2f}x" for a, b in ratios) + "."]
+    if skipped:
+        lines += ["", "Not measured (time budget): " + "; ".join(skipped) + "."]
+    lines += ["", "The paper reports 1.56 s per trajectory for Qwen3-VL-8B (Table 5, its own serving setup)."]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
 
-    rows = []
-    if device.startswith("cuda"):
-        torch.cuda.reset_peak_memory_stats()
-    one, prep, vis = make_inputs(pipe, frames, 1, args.text_tokens, device)
-    timed_generate(model, one, 8, device)  # warm-up
-    t1 = sum(timed_generate(model, one, args.new_tokens, device) for _ in range(args.n_batch1)) / args.n_batch1
-    peak1 = torch.cuda.max_memory_allocated() / 2 ** 30 if device.startswith("cuda") else float("nan")
-    rows.append((name, label, 1, t1, peak1, prep, vis))
-    del one
-    if device.startswith("cuda"):
-        torch.cuda.reset_peak_memory_stats()
-    many, prep_b, _ = make_inputs(pipe, frames, args.batch, args.text_tokens, device)
-    tb = timed_generate(model, many, args.new_tokens, device) / args.batch
-    peakb = torch.cuda.max_memory_allocated() / 2 ** 30 if device.startswith("cuda") else float("nan")
-    rows.append((name, label, args.batch, tb, peakb, prep_b, vis))
-    del many
-    for r in rows:
-        print(f"  {r[0]:<12} {r[1]:<5} batch {r[2]:>3}: {r[3]:.3f} s/traj, peak {r[4]:.1f} GiB", flush=True)
-    return rows
 
-
-def main() -> int:
+# ---------------------------------------------------------------------------------------------- main
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "gpu-benchmarks.md"),
-                    help="markdown table to write (default docs/gpu-benchmarks.md)")
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--n-batch1", type=int, default=3, help="trajectories timed one at a time")
-    ap.add_argument("--new-tokens", type=int, default=256)
-    ap.add_argument("--text-tokens", type=int, default=1500, help="verifier prompt text length")
-    ap.add_argument("--no-4bit", action="store_true", help="skip the 4-bit run")
-    ap.add_argument("--tiny", action="store_true", help="CPU smoke run with tiny configs (checks the script)")
-    ap.add_argument("--time-budget", type=float, default=420.0,
-                    help="seconds; phases that would start later are skipped and listed in the report (default 420)")
-    args = ap.parse_args()
-    args.t_start = time.perf_counter()
-    args.skipped = []
+    ap.add_argument("--out", default=None, help="report to write (default docs/gpu-benchmarks.md; with --tiny a "
+                                                "temporary file)")
+    ap.add_argument("--n-traj", type=int, default=32, help="trajectories per run (default 32)")
+    ap.add_argument("--batch", type=int, default=16, help="engine batch size and the reference's (default 16)")
+    ap.add_argument("--new-tokens", default="256,64", help="fixed new tokens per request, in order (default 256,64)")
+    ap.add_argument("--cap", type=int, default=6144, help="visual tokens per trajectory for the capped setting")
+    ap.add_argument("--time-budget", type=float, default=400.0,
+                    help="seconds from the start; runs that would start later are skipped and listed (default 400, "
+                         "so that the whole command ends within 10 minutes on one H200)")
+    ap.add_argument("--no-options", action="store_true", help="skip the engine-option runs (padded prefill, compile)")
+    ap.add_argument("--tiny", action="store_true", help="CPU check with a tiny configuration (CI time)")
+    args = ap.parse_args(argv)
+    t_start = time.perf_counter()
 
     import torch
+    import transformers
 
-    from adaptrubric_local.engine.images import ImageConfig, ImagePipeline
-    from adaptrubric_local.synth import Screen, draw
+    from adaptrubric_local import load_trajectories
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+    from adaptrubric_local.engine.tiny import build_processor, build_tokenizer
 
-    device = "cpu" if args.tiny else "cuda"
-    if not args.tiny and not torch.cuda.is_available():
+    cuda = not args.tiny
+    if cuda and not torch.cuda.is_available():
         print("no CUDA device: run on a GPU, or pass --tiny to check the script on the CPU", file=sys.stderr)
         return 2
     if args.tiny:
-        args.batch, args.n_batch1, args.new_tokens, args.text_tokens = 4, 1, 8, 64
-    tmp = Path(tempfile.mkdtemp())
-    frames = []
-    for i in range(10):
-        p = tmp / f"f{i}.png"
-        draw(Screen(app=f"App {i}", rows=[f"item {i}.{j}" for j in range(14)], keyboard=i % 3 == 0), (1080, 2400)).save(p)
-        frames.append(str(p))
-    pipe = ImagePipeline(ImageConfig(max_visual_tokens=6144))
-    hw = torch.cuda.get_device_name(0) if device == "cuda" else platform.processor() or "CPU"
-    print(f"device: {hw}; torch {torch.__version__}; {args.new_tokens} new tokens; 10 screenshots 1080x2400 "
-          f"per trajectory; text prompt {args.text_tokens} tokens", flush=True)
-    rows, params = [], {}
-    dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    for name, arch in ARCHS.items():
-        if time.perf_counter() - args.t_start > args.time_budget:
-            args.skipped.append(f"{name} (time budget of {args.time_budget:.0f} s reached)")
-            continue
-        arch = TINY if args.tiny else arch
-        t0 = time.perf_counter()
-        model = build(arch, device, dtype)
-        params[name] = sum(p.numel() for p in model.parameters()) / 1e9
-        print(f"{name}: {params[name]:.2f}B parameters, built in {time.perf_counter() - t0:.0f} s", flush=True)
-        rows += run_arch(name, model, pipe, frames, args, device, "bf16" if device == "cuda" else "fp32")
-        if name == "Qwen3-VL-8B" and not args.no_4bit:
-            if time.perf_counter() - args.t_start > args.time_budget * 0.6:
-                args.skipped.append(f"{name} 4-bit (time budget: it needs a save and a reload)")
-            else:
-                rows += run_4bit(name, model, pipe, frames, args, device, tmp)
-        del model
-        gc.collect()
-        if device == "cuda":
-            torch.cuda.empty_cache()
-    if not rows:
-        print(f"nothing was measured within the time budget ({args.time_budget:.0f} s)", file=sys.stderr)
-        return 1
-    write_report(rows, params, hw, args)
-    name = "Qwen3-VL-8B" if any(r[0] == "Qwen3-VL-8B" for r in rows) else rows[0][0]
-    b1 = next(r for r in rows if r[0] == name and r[2] == 1 and r[1] in ("bf16", "fp32"))
-    bb = next(r for r in rows if r[0] == name and r[2] == args.batch and r[1] in ("bf16", "fp32"))
-    print(f"total {time.perf_counter() - args.t_start:.0f} s; skipped: {', '.join(args.skipped) or 'nothing'}")
-    print(f"ratio={b1[3] / bb[3]:.2f}")
-    return 0
+        args.n_traj, args.batch, args.cap = min(args.n_traj, 8), min(args.batch, 4), min(args.cap, 512)
+        args.new_tokens = "6,3" if args.new_tokens == "256,64" else args.new_tokens
+    new_tokens = [int(x) for x in args.new_tokens.split(",")]
+    size = (216, 480) if args.tiny else (1080, 2400)
+    device, dtype = ("cpu", torch.float32) if args.tiny else ("cuda", torch.bfloat16)
+    tmp = Path(tempfile.mkdtemp(prefix="gpu_bench_"))
+    out = Path(args.out) if args.out else (tmp / "gpu-benchmarks-tiny.md" if args.tiny else
+                                           Path(__file__).resolve().parents[1] / "docs" / "gpu-benchmarks.md")
 
-
-def run_4bit(name, model, pipe, frames, args, device, tmp):
-    """Save the random model, reload it in 4-bit nf4, and time it the same way."""
-    import torch
-    from transformers import BitsAndBytesConfig, Qwen3VLForConditionalGeneration
-
-    if device != "cuda":
-        print("  (4-bit skipped on the CPU smoke run)")
-        return []
     t0 = time.perf_counter()
-    path = tmp / "ckpt8b"
-    model.save_pretrained(path, safe_serialization=True)
-    model.to("cpu")
-    torch.cuda.empty_cache()
-    q = Qwen3VLForConditionalGeneration.from_pretrained(
-        path, quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                                                     bnb_4bit_compute_dtype=torch.bfloat16,
-                                                     bnb_4bit_use_double_quant=True,
-                                                     llm_int8_skip_modules=["model.visual", "lm_head"]),
-        device_map="cuda", local_files_only=True).eval()
-    print(f"  4-bit reload in {time.perf_counter() - t0:.0f} s", flush=True)
-    rows = run_arch(name, q, pipe, frames, args, device, "nf4")
-    del q
-    return rows
+    trajs = load_trajectories(make_data(tmp / "data", args.n_traj, size)).trajectories
+    frames = sorted({len(t.steps) for t in trajs})
+    print(f"data: {len(trajs)} trajectories of {frames[0]}-{frames[-1]} frames {size[0]}x{size[1]} "
+          f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    tokenizer = build_tokenizer()
+    processor = build_processor(tokenizer, max_pixels=QWEN3VL_MAX_PIXELS, min_pixels=QWEN3VL_MIN_PIXELS)
+    t0 = time.perf_counter()
+    arch = ARCH_TINY if args.tiny else ARCH_8B
+    model = build_model(arch, tokenizer, device, dtype)
+    params = sum(p.numel() for p in model.parameters()) / 1e9
+    print(f"model: {'tiny' if args.tiny else 'Qwen3-VL-8B'} architecture, {params:.2f}B parameters, built in "
+          f"{time.perf_counter() - t0:.0f} s", flush=True)
+    meter = PrefillMeter(model, cuda)
+    hw = torch.cuda.get_device_name(0) if cuda else (platform.processor() or "CPU")
+    info = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), tiny=args.tiny,
+                device=hw, torch=torch.__version__, transformers=transformers.__version__,
+                python=platform.python_version(), arch="tiny" if args.tiny else "Qwen3-VL-8B",
+                dtype="fp32" if args.tiny else "bf16", params_b=params, n_traj=len(trajs),
+                frames=f"{frames[0]}-{frames[-1]}", size=f"{size[0]}x{size[1]}", batch=args.batch)
 
+    def engine_for(cap, **opts):
+        cfg = HFEngineConfig(model="random-" + info["arch"], max_batch_size=args.batch, max_visual_tokens=cap,
+                             max_new_tokens=max(new_tokens), **opts)
+        eng = HFEngine(cfg, loaded=(model, processor))
+        eng.eos_ids = []  # random weights: no end token, every row decodes its full cap
+        return eng
 
-def write_report(rows, params, hw, args):
-    out = Path(args.out if not args.tiny else Path(tempfile.mkdtemp()) / "benchmarks-tiny.md")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"# Verifier cost on one GPU ({datetime.date.today().isoformat()})", "",
-             f"Hardware: {hw}. Random weights built from the published configurations "
-             f"({', '.join(f'{k} {v:.2f}B params' for k, v in params.items())}); 10 screenshots of 1080x2400 per "
-             f"trajectory through the package's image pipeline (visual tokens per trajectory: {rows[0][6]}), "
-             f"{args.text_tokens} text tokens, exactly {args.new_tokens} generated tokens. Produced by "
-             "`python eval/gpu_bench.py`." + (" **CPU smoke run with tiny configs; not a GPU measurement.**"
-                                              if args.tiny else ""), "",
-             "| model | weights | batch | s / trajectory (generation) | peak GPU memory (GiB) | "
-             "preprocessing s / trajectory |", "|---|---|---:|---:|---:|---:|"]
-    for name, label, bs, t, peak, prep, _ in rows:
-        lines.append(f"| {name} | {label} | {bs} | {t:.3f} | {peak:.1f} | {prep:.3f} |")
-    if args.skipped:
-        lines += ["", "Skipped: " + "; ".join(args.skipped) + "."]
-    lines += ["", "The paper reports 1.56 s per trajectory for Qwen3-VL-8B (Table 5, its own serving setup)."]
-    out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {out}")
+    settings = [("native", None, {}), (f"cap {args.cap}", args.cap, {})]
+    plan = [(s, n) for n in new_tokens for s in settings]
+    if not args.no_options:  # compile last: it may spend minutes compiling, so it starts only early enough
+        plan += [(("native, per-row prefill attention", None, {"attn": "sdpa_padded_prefill"}), new_tokens[0]),
+                 ((f"cap {args.cap}, compile", args.cap, {"compile": True}), new_tokens[-1])]
+    runs, skipped = [], []
+    warm = False
+    for (name, cap, opts), n in plan:
+        elapsed = time.perf_counter() - t_start
+        if elapsed > args.time_budget * (0.6 if opts.get("compile") else 1.0):
+            skipped.append(f"{name}, {n} tokens")
+            continue
+        attn = opts.get("attn")
+        eng = engine_for(cap, **({"compile": True} if opts.get("compile") else {}))
+        info["max_batch_tokens"] = eng.max_batch_tokens
+        try:
+            if attn:
+                from adaptrubric_local.engine.attention import register
+
+                model.set_attn_implementation(register())
+            if not warm:  # first CUDA calls (kernels, allocator) out of the timings
+                run_engine(eng, trajs[:2], 2, "warm-up", meter, cuda)
+                warm = True
+            er, log = run_engine(eng, trajs, n, name, meter, cuda)
+            runs.append(er)
+            print(f"{name:<40} engine    {n:>4} tokens: {er.s_per_traj:.3f} s/traj, prefill {er.prefill_s:.2f} s "
+                  f"{er.tflops:.4g} TFLOP/s, "
+                  f"peak {er.peak_gib:.1f} GiB, {er.rows_per_group:.1f} rows/call {er.note}", flush=True)
+            if not opts:  # the reference for the plain settings
+                rr = run_reference(model, processor, eng, log, n, args.batch, name, meter, cuda)
+                rr.same = f"{sum(a == b for a, b in zip(er.texts, rr.texts))}/{len(log)}"
+                runs.append(rr)
+                print(f"{name:<40} reference {n:>4} tokens: {rr.s_per_traj:.3f} s/traj, prefill {rr.prefill_s:.2f} s "
+                      f"{rr.tflops:.4g} TFLOP/s, peak {rr.peak_gib:.1f} GiB, {rr.rows_per_group:.1f} rows/call {rr.note}", flush=True)
+        except Exception as exc:  # an option that fails is reported, the others still run
+            runs.append(Run(name, "engine", n, len(trajs), note=f"failed: {type(exc).__name__}: {str(exc)[:200]}"))
+            print(f"{name}: failed: {type(exc).__name__}: {exc}", flush=True)
+        finally:
+            eng.close()
+            if attn:
+                model.set_attn_implementation("sdpa")  # back to what the plain settings ran
+            gc.collect()
+            if cuda:
+                torch.cuda.empty_cache()
+        write_report(out, runs, info, skipped)  # after every run, so a cut-off run keeps what it measured
+    meter.close()
+    write_report(out, runs, info, skipped)
+    print(f"wrote {out}; total {time.perf_counter() - t_start:.0f} s; skipped: {', '.join(skipped) or 'nothing'}")
+    pairs = [(a, b) for a in runs for b in runs if a.side == "engine" and b.side == "reference"
+             and (a.setting, a.new_tokens) == (b.setting, b.new_tokens) and a.seconds and b.seconds]
+    if not pairs:
+        print("ratio=nan (no setting was measured on both sides)")
+        return 1
+    a, b = pairs[0]
+    print(f"setting for the ratio: {a.setting}, {a.new_tokens} new tokens")
+    print(f"ratio={b.s_per_traj / a.s_per_traj:.2f}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -131,8 +131,8 @@ def test_watched_token_probabilities_align_with_text(tiny_engine):
         assert rec(None, scores) is scores
     probs = rec.stacked()[0]
     assert probs.shape == (len(ids), 2)
-    text, token_probs, n = tiny_engine._decode(torch.tensor(ids), probs, ["0", "1"], ("0", "1"))
-    assert n == len(ids) and text.endswith("MISSING_EVIDENCE: none")
+    text, token_probs, n, eos = tiny_engine._decode(torch.tensor(ids), probs, ["0", "1"], ("0", "1"))
+    assert n == len(ids) and not eos and text.endswith("MISSING_EVIDENCE: none")
     hit = [p for p in token_probs if text[p.offset] == "1"]
     assert hit and hit[0].probs["1"] > hit[0].probs["0"]
     p = p_success(Output(text=text, token_probs=token_probs))
@@ -146,14 +146,14 @@ def test_generated_probabilities_match_a_forward_pass(tiny_engine, synth_set):
                   max_new_tokens=6, kind="verify")
     out = tiny_engine.generate([req])[0]
     imgs = tiny_engine.images.process([req.images])
-    enc = tiny_engine.encode([req], imgs)
+    enc = tiny_engine.encode([req], imgs, device=tiny_engine.device)
     gen = tiny_engine.tokenizer(out.text, add_special_tokens=False)["input_ids"]
     rec_first = tiny_engine.next_token_probs([req], [""], ("0", "1"))[0]
     from adaptrubric_local.engine.hf import WatchRecorder
 
     rec = WatchRecorder([tiny_engine.tokenizer.convert_tokens_to_ids(c) for c in ("0", "1")])
     with torch.inference_mode():
-        tiny_engine.model.generate(**tiny_engine._to_device(enc), max_new_tokens=1, do_sample=False,
+        tiny_engine.model.generate(**enc, max_new_tokens=1, do_sample=False,
                                    logits_processor=[rec], pad_token_id=tiny_engine.tokenizer.pad_token_id)
     first = rec.stacked()[0, 0]
     assert first[0].item() == pytest.approx(rec_first["0"], rel=1e-4)
@@ -327,3 +327,388 @@ def test_odd_inputs(tiny_engine, tmp_path):
     assert v[0].status != "error" and v[0].n_images == 1
     assert v[1].status != "error" and v[1].n_images == 4
     assert v[2].status == "error" and "wide.png: aspect ratio 400:1" in v[2].error, v[2].error
+
+
+# ---------------------------------------------------------------------------------------------- stopping
+class ForceText:
+    """A logits processor that makes row r generate `targets[r]` token by token (then keeps repeating its
+    last token), whatever the random weights would say."""
+
+    def __init__(self, targets, prompt_len):
+        self.targets, self.prompt_len = targets, prompt_len
+
+    def __call__(self, input_ids, scores):
+        j = input_ids.shape[1] - self.prompt_len
+        forced = torch.full_like(scores, float("-inf"))
+        for r, t in enumerate(self.targets):
+            forced[r, t[min(j, len(t) - 1)]] = 0.0
+        return forced
+
+
+def _forcing(monkeypatch, engine, texts):
+    """Make engine.model.generate emit `texts` (one per row, in the group's row order); returns a list
+    that receives (sequences length - prompt length, inputs) of every call."""
+    tok = engine.tokenizer
+    targets = [tok.encode(t, add_special_tokens=False) for t in texts]
+    calls = []
+    real = engine.model.generate
+
+    def generate(**kw):
+        plen = kw["input_ids"].shape[1]
+        kw["logits_processor"] = list(kw.get("logits_processor") or []) + [ForceText(targets, plen)]
+        res = real(**kw)
+        calls.append((res.sequences.shape[1] - plen, kw))
+        return res
+
+    monkeypatch.setattr(engine.model, "generate", generate)
+    return calls
+
+
+BLOCK = "Looks done.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none\n"
+CHATTER = "Let me know if you need anything else. " * 20
+
+
+def test_row_stops_right_after_its_line_and_capped_rows_say_so(tiny_engine, monkeypatch):
+    monkeypatch.setattr(tiny_engine.config, "max_new_tokens", 60)
+    before = dict(tiny_engine.stats)
+    calls = _forcing(monkeypatch, tiny_engine, [BLOCK + CHATTER, "Thinking. " + CHATTER])
+    reqs = [Request(prompt="Judge A, the longer prompt of the two.", stop_after_line="MISSING_EVIDENCE:"),
+            Request(prompt="Judge B.", stop_after_line="MISSING_EVIDENCE:")]
+    a, b = tiny_engine.generate(reqs)
+    assert a.text == BLOCK and not a.hit_cap  # nothing after the line, although generation went on
+    assert a.completion_tokens == len(tiny_engine.tokenizer.encode(BLOCK, add_special_tokens=False))
+    assert b.hit_cap and b.completion_tokens == 60 and b.text.startswith("Thinking. Let me know")
+    assert calls[0][0] == 60  # the capped row kept the batch going
+    stats = tiny_engine.stats
+    assert stats["stopped_at_line"] == before["stopped_at_line"] + 1 and stats["hit_cap"] == before["hit_cap"] + 1
+
+
+def test_batch_ends_when_every_row_has_stopped(tiny_engine, monkeypatch):
+    monkeypatch.setattr(tiny_engine.config, "max_new_tokens", 80)
+    calls = _forcing(monkeypatch, tiny_engine, [BLOCK + CHATTER, "Short.\n" + BLOCK + CHATTER])
+    reqs = [Request(prompt="Judge A, the longer prompt of the two.", stop_after_line="MISSING_EVIDENCE:"),
+            Request(prompt="Judge B.", stop_after_line="MISSING_EVIDENCE:")]
+    a, b = tiny_engine.generate(reqs)
+    assert a.text == BLOCK and b.text == "Short.\n" + BLOCK and not a.hit_cap and not b.hit_cap
+    assert calls[0][0] == b.completion_tokens < 80  # stopped with the slower row, far from the cap
+    # without stop_after_line the same rows run to the cap
+    calls.clear()
+    a, _ = tiny_engine.generate([Request(prompt=r.prompt) for r in reqs])
+    assert calls[0][0] == 80 and a.hit_cap and "Let me know" in a.text
+
+
+def test_row_stop_on_token_ids(tiny_engine):
+    from adaptrubric_local.engine.hf import RowStop, newline_table
+
+    tok = tiny_engine.tokenizer
+    table = newline_table(tok, tiny_engine.model.get_output_embeddings().weight.shape[0])
+    assert table[tok.convert_tokens_to_ids("Ċ")] if "Ċ" in tok.get_vocab() else table.any()
+    texts = ["x\n  MISSING_EVIDENCE: indented\nMISSING_EVIDENCE: none\nmore",  # indented line is not a match
+             "MISSING_EVIDENCE: none",  # no newline yet: not complete
+             "a\nMISSING_EVIDENCE: none\n"]
+    rows = [tok.encode(t, add_special_tokens=False) for t in texts]
+    stop = RowStop(tok, table, ["MISSING_EVIDENCE:", "MISSING_EVIDENCE:", None], [100, 100, 4], prompt_len=2)
+    width = max(map(len, rows))
+    done_at = {}
+    for j in range(1, width + 1):
+        ids = torch.tensor([[0, 0] + (r + r[-1:] * width)[:j] for r in rows])
+        done = stop(ids, None)
+        for b in range(3):
+            if bool(done[b]) and b not in done_at:
+                done_at[b] = j
+    first_line = len(tok.encode("x\n  MISSING_EVIDENCE: indented\nMISSING_EVIDENCE: none\n", add_special_tokens=False))
+    assert done_at[0] == first_line and stop.ends[0] == first_line
+    assert 1 not in done_at  # never completed a line
+    assert done_at[2] == 4 and 2 not in stop.ends  # its own cap, not the line (it watches none)
+
+
+# ---------------------------------------------------------------------------------------------- OOM retry
+def test_oom_retry_holds_nothing_of_the_failed_attempt(tiny_engine, synth_set, monkeypatch):
+    import gc
+    import weakref
+
+    trajs = load_trajectories(synth_set).trajectories[:8]
+    _, clean = _score(tiny_engine, trajs, 8)
+    attempts = []  # (rows, weakrefs of that attempt's input tensors)
+    real_collate = tiny_engine._collate
+
+    def collate(rows, imgs, device=None):
+        inputs = real_collate(rows, imgs, device)
+        attempts.append((len(rows), [weakref.ref(inputs[k]) for k in ("input_ids", "attention_mask", "pixel_values")
+                                     if k in inputs]))
+        return inputs
+
+    alive_at_retry = []
+
+    def inject(n):
+        for rows, refs in attempts[:-1]:
+            if rows >= 8:  # the failed attempt: nothing of it may be alive now
+                alive_at_retry.append(sum(r() is not None for r in refs))
+        return n >= 8
+
+    monkeypatch.setattr(tiny_engine, "_collate", collate)
+    monkeypatch.setattr(tiny_engine, "inject_oom", inject)
+    gc.disable()  # the retry must free the attempt by itself, without waiting for a collection to run
+    try:
+        before = tiny_engine.oom_splits
+        _, hit = _score(tiny_engine, trajs, 8)
+    finally:
+        gc.enable()
+    assert tiny_engine.oom_splits > before and any(rows == 8 for rows, _ in attempts)
+    assert alive_at_retry and set(alive_at_retry) == {0}, alive_at_retry
+    assert len(hit) == 8 and [v.raw for v in hit] == [v.raw for v in clean]
+
+
+# ---------------------------------------------------------------------------------------------- data path
+def test_uint8_frames_reach_the_model_as_the_processors_pixels(tiny_engine, tmp_path, monkeypatch):
+    from PIL import Image
+
+    paths = [make_png(tmp_path / f"{i}.png", i, size=(300 + 40 * i, 500)) for i in range(3)]
+    reqs = [Request(prompt="Judge A.", images=paths[:2]), Request(prompt="Judge B.", images=paths[2:])]
+    imgs = tiny_engine.images.process([r.images for r in reqs])
+    assert imgs.patches.dtype == torch.uint8 and imgs.patches.shape[1] == 3 * 16 * 16  # one frame, one byte each
+    ref = tiny_engine.processor.image_processor(images=[Image.open(p).convert("RGB") for p in paths],
+                                                return_tensors="pt")
+    assert imgs.patches.numel() * 4 * 2 == ref["pixel_values"].numel() * 4 // 1  # float32 x 2 frames before
+    calls = _forcing(monkeypatch, tiny_engine, ["a", "b"])
+    tiny_engine.generate([Request(prompt=r.prompt, images=r.images, max_new_tokens=2) for r in reqs])
+    seen = calls[0][1]["pixel_values"]
+    assert seen.device == tiny_engine.device
+    assert torch.equal(calls[0][1]["image_grid_thw"].cpu(), ref["image_grid_thw"])
+    assert torch.allclose(seen.float().cpu(), ref["pixel_values"], atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------- batching
+def test_groups_fill_to_the_batch_size_under_a_token_budget(tiny_engine, synth_set, monkeypatch):
+    trajs = load_trajectories(synth_set).trajectories[:16]
+    monkeypatch.setattr(tiny_engine, "counts", type(tiny_engine.counts)())
+    _score(tiny_engine, trajs, 8)
+    s = tiny_engine.stats
+    assert set(s) == {"groups", "rows", "rows_per_group", "oom_splits", "hit_cap", "stopped_at_line",
+                      "max_batch_tokens"}
+    verify_groups = 2  # 16 verifier requests at batch 8; route/cue calls add their own groups
+    assert s["rows"] >= 16 and s["groups"] >= verify_groups and s["rows_per_group"] == s["rows"] / s["groups"]
+    est = {i: 1000 for i in range(16)}
+    monkeypatch.setattr(tiny_engine, "max_batch_tokens", 4000)  # 4 rows of 1000 padded tokens
+    assert [len(g) for g in tiny_engine._sub_batches(list(range(16)), est)] == [4, 4, 4, 4]
+
+
+def test_default_token_budget_fits_a_full_batch_of_native_resolution_rows():
+    from transformers import Qwen3VLConfig
+
+    from adaptrubric_local.engine.hf import derived_batch_tokens, kv_bytes_per_token
+
+    cfg = Qwen3VLConfig(text_config=dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
+                                         num_attention_heads=32, num_key_value_heads=8, head_dim=128))
+    assert kv_bytes_per_token(cfg, torch.bfloat16) == 36 * 2 * 8 * 128 * 2
+    free = 120 * 2 ** 30  # an H200 after loading the 8B weights
+    tokens = derived_batch_tokens(cfg, torch.bfloat16, free)
+    assert tokens <= free // kv_bytes_per_token(cfg, torch.bfloat16)  # never more than the KV cache alone allows
+    assert tokens >= 16 * (7_300 + 1024)  # 16 rows at the 6,144-token cap with 1,024 new tokens
+    assert tokens >= 12 * (27_000 + 1024)  # at native resolution (~27K tokens a row) most of a batch of 16
+    assert derived_batch_tokens(cfg, torch.bfloat16, 20 * 2 ** 30) < 4 * (27_000 + 1024)  # a 24 GB card: few rows
+
+
+def test_static_cache_option_gives_the_same_outputs(tiny_model, synth_set):
+    """compile=True: static KV cache (compiled only on CUDA); on the CPU the outputs must not change."""
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    t = load_trajectories(synth_set).trajectories[:3]
+    reqs = [Request(prompt="Judge this.", images=[s.screenshot for s in x.steps[:2]], max_new_tokens=6) for x in t]
+    outs = {}
+    for flag in (False, True):
+        eng = HFEngine(HFEngineConfig(model=str(tiny_model), max_new_tokens=6, compile=flag))
+        try:
+            outs[flag] = [o.text for o in eng.generate(reqs)]
+        finally:
+            eng.close()
+    assert outs[True] == outs[False] and all(outs[True])
+
+
+# ---------------------------------------------------------------------------------------------- loading
+def test_flash_attention_without_flash_attn_is_one_clear_line(tiny_model, monkeypatch):
+    import importlib.util
+
+    from adaptrubric_local.engine.hf import HFEngineConfig, load_model
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "flash_attn" else real(name, *a))
+    with pytest.raises(ValueError) as e:
+        load_model(HFEngineConfig(model=str(tiny_model), attn_implementation="flash_attention_2"))
+    msg = str(e.value)
+    assert "\n" not in msg and "flash-attn" in msg and "sdpa" in msg
+
+
+def test_bin_only_folder_says_safetensors_are_required(tiny_model, tmp_path):
+    import shutil
+
+    from adaptrubric_local.engine.hf import HFEngineConfig, load_model
+
+    folder = tmp_path / "binmodel"
+    shutil.copytree(tiny_model, folder)
+    (folder / "model.safetensors").unlink()
+    (folder / "pytorch_model.bin").write_bytes(b"not loaded: a pickle is never opened")
+    with pytest.raises(ValueError) as e:
+        load_model(HFEngineConfig(model=str(folder)))
+    msg = str(e.value)
+    assert "\n" not in msg and "safetensors" in msg and "save_pretrained" in msg and str(folder) in msg
+
+
+HUB_SCRIPT = r"""
+import json, socket, sys
+attempts = []
+def guard(*a, **k):
+    attempts.append(repr(a[:1])[:80])
+    raise OSError("network blocked by the test")
+socket.socket.connect = guard
+socket.create_connection = guard
+from huggingface_hub import constants
+from adaptrubric_local.engine.hf import HFEngineConfig, load_model
+res = {}
+for name in sys.argv[1:]:
+    if name == "--offline":
+        constants.HF_HUB_OFFLINE = True  # as HF_HUB_OFFLINE=1 would
+        continue
+    try:
+        model, proc = load_model(HFEngineConfig(model=name))
+        res[name] = "ok " + type(model).__name__
+    except ValueError as e:
+        res[name] = "ValueError " + str(e)
+print(json.dumps({"results": res, "attempts": attempts}))
+"""
+
+
+def _fake_hub_cache(hub, repo, src, skip=()):
+    """The Hugging Face cache layout (refs/main -> snapshots/<commit>/files) for `repo`, from a saved model."""
+    import shutil
+
+    base = hub / f"models--{repo.replace('/', '--')}"
+    snap = base / "snapshots" / ("0123456789abcdef" * 3)[:40]
+    snap.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.name not in skip:
+            shutil.copy(f, snap / f.name)
+    (base / "refs").mkdir()
+    (base / "refs" / "main").write_text(snap.name)
+
+
+def test_cached_hub_id_loads_without_any_network_access(tiny_model, tmp_path):
+    hub = tmp_path / "hf" / "hub"
+    _fake_hub_cache(hub, "tiny-org/cached-vl", tiny_model)
+    _fake_hub_cache(hub, "tiny-org/partial-vl", tiny_model, skip=("model.safetensors",))
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_CACHE=str(hub), PYTHONPATH=os.pathsep.join(sys.path))
+    run = subprocess.run([sys.executable, "-c", HUB_SCRIPT, "tiny-org/cached-vl", "--offline", "tiny-org/partial-vl"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["attempts"] == []  # not one connection, although HF_HUB_OFFLINE was not set
+    assert got["results"]["tiny-org/cached-vl"] == "ok Qwen3VLForConditionalGeneration"
+    partial = got["results"]["tiny-org/partial-vl"]
+    assert partial.startswith("ValueError") and "\n" not in partial
+    assert "hf download tiny-org/partial-vl" in partial and "HF_HUB_OFFLINE=1" in partial
+
+
+# ---------------------------------------------------------------------------------------------- planted bugs
+def test_visual_token_budget_counts_merged_32px_tokens_not_16px_patches():
+    """10 phone frames under a 5,760-token budget keep ~576 tokens each (a 32x32-pixel merged token),
+    not ~144 (the budget wrongly spent in 16x16-pixel patches)."""
+    sizes = target_sizes([(2400, 1080)] * 10, ImageConfig(max_visual_tokens=5760))
+    tokens = [(h // 32) * (w // 32) for h, w in sizes]
+    assert sum(tokens) <= 5760
+    assert all(0.85 * 576 <= t <= 576 for t in tokens), tokens
+    native = target_sizes([(2400, 1080)], ImageConfig(max_visual_tokens=None))[0]
+    assert (native[0] // 32) * (native[1] // 32) > 576  # the processor's own resolution is larger: the budget bit
+
+
+class ForceByPrompt:
+    """Forces each row's text by what its prompt holds: rows whose prompt contains `marker` get
+    `texts[0]`, the others `texts[1]` (whatever order the rows are in)."""
+
+    def __init__(self, marker, targets, prompt_len):
+        self.marker, self.targets, self.prompt_len = marker, targets, prompt_len
+
+    def __call__(self, input_ids, scores):
+        j = input_ids.shape[1] - self.prompt_len
+        forced = torch.full_like(scores, float("-inf"))
+        for r in range(input_ids.shape[0]):
+            t = self.targets[0 if bool((input_ids[r, :self.prompt_len] == self.marker).any()) else 1]
+            forced[r, t[min(j, len(t) - 1)]] = 0.0
+        return forced
+
+
+def _force_by_prompt(monkeypatch, engine, marker_token, texts):
+    tok = engine.tokenizer
+    marker = tok.convert_tokens_to_ids(marker_token)
+    targets = [tok.encode(t, add_special_tokens=False) + [tok.convert_tokens_to_ids("<|im_end|>")] for t in texts]
+    real = engine.model.generate
+
+    def generate(**kw):
+        kw["logits_processor"] = list(kw.get("logits_processor") or []) + [
+            ForceByPrompt(marker, targets, kw["input_ids"].shape[1])]
+        return real(**kw)
+
+    monkeypatch.setattr(engine.model, "generate", generate)
+
+
+def test_vote_samples_belong_to_their_own_request(tiny_model, synth_set, monkeypatch):
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    yes = "Done.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+    no = "Not done.\nSCORE: 0\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+    eng = HFEngine(HFEngineConfig(model=str(tiny_model), votes=3, max_new_tokens=40))
+    try:
+        _force_by_prompt(monkeypatch, eng, "<|quad_start|>", [yes, no])
+        t = load_trajectories(synth_set).trajectories
+        imgs = [[s.screenshot for s in x.steps[:2]] for x in t[:4]]
+        reqs = [Request(prompt="Judge the first.", images=imgs[0]),
+                Request(prompt="Judge the second <|quad_start|>.", images=imgs[1]),
+                Request(prompt="Judge the third, a longer prompt than the others.", images=imgs[2]),
+                Request(prompt="Judge <|quad_start|> the fourth.", images=imgs[3])]
+        outs = eng.generate(reqs)
+        assert [[s for s, _ in o.samples] for o in outs] == [[no] * 3, [yes] * 3, [no] * 3, [yes] * 3]
+        assert [o.text for o in outs] == [no, yes, no, yes]
+        # through the pipeline: each trajectory's vote comes from its own samples
+        trajs = t[:4]
+        trajs[1].instruction += " <|quad_start|>"
+        trajs[2].instruction += " <|quad_start|>"
+        v = AdaptRubric(eng, PipelineConfig(fine=False, verify_max_new_tokens=40)).score(trajs)
+        assert [x.score for x in v] == [0, 1, 1, 0] and all(x.status == "ok" for x in v)
+    finally:
+        eng.close()
+
+
+def test_fake_engine_stops_after_the_line_and_reports_the_cap():
+    from adaptrubric_local.engine.fake import FakeEngine
+
+    eng = FakeEngine(script=lambda r: BLOCK + CHATTER)
+    stopped, capped, free = eng.generate([Request(prompt="p", stop_after_line="MISSING_EVIDENCE:"),
+                                          Request(prompt="p", max_new_tokens=5),
+                                          Request(prompt="p", max_new_tokens=500)])
+    assert stopped.text == BLOCK and not stopped.hit_cap
+    assert capped.hit_cap and capped.text == "Looks done.\nSCORE: 1\nEVIDENCE_SUFFICIENT:" and capped.completion_tokens == 5
+    assert free.text == BLOCK + CHATTER and not free.hit_cap
+
+
+def test_gpu_bench_tiny_runs_the_engine_and_the_reference(tmp_path, capsys):
+    """`eval/gpu_bench.py --tiny`: the GPU benchmark's code path on the CPU, small sizes."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "eval" / "gpu_bench.py"
+    spec = importlib.util.spec_from_file_location("gpu_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_bench"] = bench  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.modules.pop("gpu_bench", None)
+    out = tmp_path / "gpu.md"
+    rc = bench.main(["--tiny", "--n-traj", "4", "--new-tokens", "3", "--no-options", "--out", str(out)])
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert rc == 0 and printed[-1].startswith("ratio=") and float(printed[-1][6:]) > 0
+    report = out.read_text()
+    assert "| native | engine | 3 |" in report and "| native | reference | 3 |" in report and "cap 512" in report
+    assert "not a GPU measurement" in report
+    same = [line.split("|")[9].strip() for line in report.splitlines() if "| reference |" in line]
+    assert same and all(s.split("/")[0] == s.split("/")[1] for s in same), same  # fp32: identical outputs

@@ -6,6 +6,9 @@ of requests goes in, one Output per request comes out, in order. A request that 
 `watch` asks the engine to report, at every generated position whose token is one of the watched
 strings, the probabilities of all of them (how P(SCORE=1) is read without a second forward pass);
 `next_token_probs` gives the probability of given next tokens after a prompt and an assistant prefix.
+`stop_after_line` ends a row as soon as it has produced a complete line (ended by a newline or by
+the end of generation) that starts with the given text; `Output.hit_cap` says a row was cut by its
+new-token cap rather than ending on its own or at that line.
 The engine knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
@@ -26,7 +29,7 @@ class Request:
     watch: tuple[str, ...] = ()
     kind: str = "verify"  # accounting label: "route" | "cue" | "verify"
     tag: Optional[str] = None  # caller's id for error messages
-    stop_after_line: Optional[str] = None  # end the row once a complete line starting with this is generated
+    stop_after_line: Optional[str] = None  # end the row after the first complete line starting with this
 
 
 @dataclass
@@ -50,7 +53,7 @@ class Output:
     visual_tokens: int = 0
     error: Optional[str] = None
     samples: list[tuple[str, list[TokenProbs]]] = field(default_factory=list)  # all k texts when voting
-    hit_cap: bool = False  # stopped by max_new_tokens, not by EOS or stop_after_line
+    hit_cap: bool = False  # stopped by max_new_tokens (any sample, when voting), not by EOS or stop_after_line
 
 
 class Engine(ABC):
@@ -69,3 +72,18 @@ class Engine(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op unless a backend holds resources
         """Release resources (threads, GPU memory)."""
+
+
+def cut_after_line(text: str, prefix: str) -> Optional[str]:
+    """`text` up to and including the first line that starts with `prefix` and is complete (ended by a
+    newline, which is kept, or by the end of the text); None when there is no such line."""
+    start = 0
+    while start <= len(text):
+        end = text.find("\n", start)
+        line_end = len(text) if end < 0 else end + 1
+        if text.startswith(prefix, start):
+            return text[:line_end]
+        if end < 0:
+            return None
+        start = end + 1
+    return None

@@ -4,13 +4,15 @@
 prompts, NO_HINT for cue prompts, and a passing verdict for verifier prompts). Token counts are
 whitespace words (+ a fixed cost per image), and P(SCORE=1) is reported through `watch` using
 `p_score(request, text) -> float`. Every batch is recorded in `batches` so tests can check batching.
+Like a real engine, a scripted text is cut after its first complete line starting with the
+request's `stop_after_line`, and to the request's `max_new_tokens` words (then `hit_cap` is set).
 """
 from __future__ import annotations
 
 import re
 from typing import Callable, Optional
 
-from .base import Engine, Output, Request, TokenProbs
+from .base import Engine, Output, Request, TokenProbs, cut_after_line
 
 TOKENS_PER_IMAGE = 100
 
@@ -45,7 +47,7 @@ class FakeEngine(Engine):
             err = self.fail(req)
             if err:
                 return Output(error=err, n_images=len(req.images))
-        text = self.script(req)
+        text, hit_cap = self._shape(self.script(req), req)
         probs = []
         if req.watch:
             for m in re.finditer(r"(?i)score\W*[:=]\W*([01])", text):
@@ -53,7 +55,20 @@ class FakeEngine(Engine):
                 probs.append(TokenProbs(offset=m.start(1), probs={"1": p1, "0": 1.0 - p1}))
         n_prompt = len((req.prompt + " " + req.suffix).split()) + TOKENS_PER_IMAGE * len(req.images)
         return Output(text=text, prompt_tokens=n_prompt, completion_tokens=len(text.split()),
-                      token_probs=probs, n_images=len(req.images), visual_tokens=TOKENS_PER_IMAGE * len(req.images))
+                      token_probs=probs, n_images=len(req.images), visual_tokens=TOKENS_PER_IMAGE * len(req.images),
+                      hit_cap=hit_cap)
+
+    @staticmethod
+    def _shape(text: str, req: Request) -> tuple[str, bool]:
+        """The scripted text as generation would leave it: stopped after the `stop_after_line` line,
+        then capped at `max_new_tokens` words; and whether the cap cut it."""
+        if req.stop_after_line:
+            text = cut_after_line(text, req.stop_after_line) or text
+        cap = req.max_new_tokens
+        if cap is not None and len(text.split()) > cap:
+            m = re.match(r"\s*(?:\S+\s+){%d}" % cap, text)
+            return (m.group(0).rstrip() if m else text), True
+        return text, False
 
     def generate(self, requests: list[Request]) -> list[Output]:
         self.batches.append(list(requests))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 DEFAULT_MODEL = "Qwen/Qwen3-VL-4B-Instruct"
+CPU_BATCH_TOKENS = 262_144  # padded tokens per group on the CPU, where memory is rarely the limit
 
 
 @dataclass
@@ -22,21 +23,28 @@ class HFEngineConfig:
     dtype: str = field(default="auto", metadata={"help": "auto (bf16 on GPU, fp32 on CPU) | bf16 | fp16 | fp32"})
     device_map: Optional[str] = field(default="auto", metadata={"help": "transformers device_map; ignored on CPU"})
     attn_implementation: Optional[str] = field(default=None, metadata={
-        "help": "default: flash_attention_2 on GPU when installed, else sdpa; on CPU sdpa_padded_prefill"})
+        "help": "default: flash_attention_2 on GPU when flash-attn is installed, else sdpa; on CPU "
+                "sdpa_padded_prefill"})
     load_in_4bit: bool = field(default=False, metadata={"help": "bitsandbytes nf4 quantisation"})
     load_in_8bit: bool = field(default=False, metadata={"help": "bitsandbytes int8 quantisation"})
     adapter: Optional[str] = field(default=None, metadata={"help": "LoRA adapter folder (peft)"})
-    max_new_tokens: int = field(default=1024, metadata={"help": "cap on generated tokens per request"})
+    max_new_tokens: int = field(default=1024, metadata={
+        "help": "cap on generated tokens per request (default 1024; rows that set stop_after_line end earlier)"})
     votes: int = field(default=1, metadata={"help": "samples per request; >1 samples (temperature) for majority vote"})
     temperature: float = field(default=0.7, metadata={"help": "sampling temperature when votes > 1"})
     max_batch_size: int = field(default=16, metadata={"help": "most requests in one generate call"})
-    max_batch_tokens: int = field(default=65536, metadata={"help": "padded prompt tokens per generate call"})
+    max_batch_tokens: Optional[int] = field(default=None, metadata={
+        "help": "padded tokens (prompt + new, times samples) per generate call; default: derived from free GPU "
+                f"memory and the model's KV-cache bytes per token on CUDA, {CPU_BATCH_TOKENS} on the CPU"})
     max_pixels: Optional[int] = field(default=None, metadata={"help": "per-image pixel cap (default: processor's)"})
     max_visual_tokens: Optional[int] = field(default=None, metadata={
-        "help": "opt-in speed setting: visual-token budget per trajectory, shared by its screenshots (e.g. 6144); "
-                "none keeps the processor's own resolution, as the paper ran"})
+        "help": "visual-token budget per request (trajectory), e.g. 6144 for speed; default none: the "
+                "processor's own resolution, as in the paper"})
     image_workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1),
                                metadata={"help": "threads for image decode/resize"})
+    compile: bool = field(default=False, metadata={
+        "help": "static KV cache, with torch.compile of the decode step on CUDA (recompiles per batch shape; "
+                "not yet measured on a GPU)"})
     seed: int = field(default=0, metadata={"help": "random seed for sampling"})
 
     def __post_init__(self):
@@ -44,8 +52,14 @@ class HFEngineConfig:
             raise ValueError(f"dtype must be auto, bf16, fp16 or fp32, got {self.dtype!r}")
         if self.load_in_4bit and self.load_in_8bit:
             raise ValueError("choose one of load_in_4bit and load_in_8bit")
-        for name in ("max_new_tokens", "votes", "max_batch_size", "max_batch_tokens", "image_workers"):
+        for name in ("max_new_tokens", "votes", "max_batch_size", "image_workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_batch_tokens is not None and self.max_batch_tokens < 1:
+            raise ValueError(f"max_batch_tokens must be >= 1 or None, got {self.max_batch_tokens}")
+        if self.max_visual_tokens is not None and self.max_visual_tokens < 4:
+            raise ValueError(f"max_visual_tokens must be >= 4 or None, got {self.max_visual_tokens}")
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature}")
         if self.adapter and not Path(self.adapter).is_dir():
             raise ValueError(f"adapter folder not found: {self.adapter}")

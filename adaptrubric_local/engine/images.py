@@ -3,16 +3,17 @@
 transformers' processor does not get faster when handed a batch, so the work is laid out here:
 1. plan: read each image's size from its header (no decode) and choose its target size with
    qwen-vl-utils' `smart_resize` (sides multiples of patch*merge = 32, pixel bounds), under a
-   per-image pixel cap and a per-request visual-token budget, so ten phone screenshots do not
-   become 25k tokens unless asked;
+   per-image pixel cap and an optional per-request visual-token budget (off by default: the
+   processor's own resolution is what the paper ran);
 2. decode + resize in a thread pool (torchvision's decoder and uint8 antialiased bicubic resize run
    outside the GIL), one task per image;
-3. patchify straight into one preallocated batch tensor (target sizes are known from the headers,
-   so each worker writes its image's rows in place, converting uint8 to float in the same copy and
-   normalising in place), giving the exact `pixel_values` / `image_grid_thw` layout the Qwen2-VL
-   image processor produces;
-4. `submit` runs all of it in the background, so the engine can overlap it with generation;
-   `pin` puts the result in pinned memory for non-blocking copies to the GPU.
+3. patchify straight into one preallocated uint8 batch tensor (target sizes are known from the
+   headers, so each worker writes its image's rows in place), one copy of each frame: the
+   processor's temporal repeat and the float conversion are left to `BatchImages.pixel_values_on`,
+   which runs on the model's device (a GPU gets 1 byte per pixel value instead of 2 x 4 bytes),
+   and gives exactly the Qwen2-VL image processor's `pixel_values` / `image_grid_thw` layout;
+4. `submit` runs all of it in the background, allocating the batch tensor in pinned memory when
+   `pin_memory` is set, so the engine can overlap it with generation and copy without blocking.
 A request whose image cannot be read gets an error naming the file; the others are unaffected.
 Knows nothing about prompts, tokenizers or models.
 """
@@ -40,8 +41,9 @@ class ImageConfig:
     std: tuple[float, float, float] = (0.5, 0.5, 0.5)
     min_pixels: int = 4 * PIXELS_PER_TOKEN_DEFAULT
     max_pixels: int = 1024 * PIXELS_PER_TOKEN_DEFAULT
-    max_visual_tokens: Optional[int] = 6144  # per request (trajectory); None = no budget
+    max_visual_tokens: Optional[int] = None  # per request (trajectory); None = no budget (the processor's own)
     workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
+    pin_memory: bool = False  # allocate batch tensors in pinned memory (for non-blocking copies to a GPU)
 
     def __post_init__(self):
         if self.min_pixels > self.max_pixels:
@@ -74,14 +76,29 @@ class ImageConfig:
 class BatchImages:
     """Preprocessed images of a batch of requests, in request order."""
 
-    pixel_values: Optional[torch.Tensor]  # (sum patches, C*T*P*P) float32
+    patches: Optional[torch.Tensor]  # (sum patches, C*P*P) uint8: one frame, not yet repeated or normalised
     image_grid_thw: Optional[torch.Tensor]  # (n_images, 3) long
     tokens_per_image: list[list[int]]  # per request, visual tokens of each image
     errors: dict[int, str] = field(default_factory=dict)  # request index -> problem
+    cfg: Optional["ImageConfig"] = None  # normalisation settings (mean, std, temporal patch size)
 
     def visual_tokens(self, i: int) -> int:
         """Visual tokens of request i."""
         return sum(self.tokens_per_image[i])
+
+    def pixel_values_on(self, device=None, dtype: torch.dtype = torch.float32) -> Optional[torch.Tensor]:
+        """The processor's `pixel_values` (sum patches, C*T*P*P), built on `device`: the uint8 patches
+        travel (non-blocking from pinned memory), the repeat and normalisation run there."""
+        if self.patches is None:
+            return None
+        cfg = self.cfg or ImageConfig()
+        x = self.patches.to(device, non_blocking=True) if device is not None else self.patches
+        return normalise(x, cfg).to(dtype)
+
+    @property
+    def pixel_values(self) -> Optional[torch.Tensor]:
+        """`pixel_values_on` the CPU, as float32 (what transformers' processor returns)."""
+        return self.pixel_values_on(None)
 
 
 @lru_cache(maxsize=8192)
@@ -134,13 +151,12 @@ def decode_resize(path: str, size: tuple[int, int]) -> torch.Tensor:
 
 
 def _patch_view(images: torch.Tensor, cfg: ImageConfig) -> torch.Tensor:
-    """A (N, gh/m, gw/m, m, m, C, T, P, P) view of (N, C, H, W) images, the patch order of the
-    Qwen2-VL image processor (T repeats the frame)."""
+    """A (N, gh/m, gw/m, m, m, C, P, P) view of (N, C, H, W) images, the patch order of the
+    Qwen2-VL image processor (without its temporal repeat of the frame)."""
     n, c, h, w = images.shape
-    p, m, t = cfg.patch_size, cfg.merge_size, cfg.temporal_patch_size
+    p, m = cfg.patch_size, cfg.merge_size
     gh, gw = h // p, w // p
-    x = images.reshape(n, c, gh // m, m, p, gw // m, m, p).permute(0, 2, 5, 3, 6, 1, 4, 7)
-    return x.unsqueeze(6).expand(-1, -1, -1, -1, -1, -1, t, -1, -1)
+    return images.reshape(n, c, gh // m, m, p, gw // m, m, p).permute(0, 2, 5, 3, 6, 1, 4, 7)
 
 
 def norm_vectors(cfg: ImageConfig, channels: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
@@ -152,18 +168,34 @@ def norm_vectors(cfg: ImageConfig, channels: int = 3) -> tuple[torch.Tensor, tor
     return (1.0 / (255.0 * std)).repeat_interleave(per), (mean / std).repeat_interleave(per)
 
 
+_NORM_CACHE: dict = {}
+
+
+def normalise(patches: torch.Tensor, cfg: ImageConfig) -> torch.Tensor:
+    """uint8 patches (rows, C*P*P) -> the processor's float32 pixel values (rows, C*T*P*P): each
+    frame repeated T times, then `(x / 255 - mean) / std`, on whatever device `patches` is on."""
+    rows, cols = patches.shape
+    c = cols // (cfg.patch_size * cfg.patch_size)
+    t = cfg.temporal_patch_size
+    key = (cfg.mean, cfg.std, t, cfg.patch_size, c, str(patches.device))
+    if key not in _NORM_CACHE:  # a handful of entries: one per device and setting
+        _NORM_CACHE[key] = tuple(v.to(patches.device) for v in norm_vectors(cfg, c))
+    scale, offset = _NORM_CACHE[key]
+    x = patches.view(rows, c, 1, -1).expand(rows, c, t, cols // c).float().reshape(rows, c * t * (cols // c))
+    return x.mul_(scale).sub_(offset)
+
+
 def patchify(images: torch.Tensor, cfg: ImageConfig, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Normalised patches (N * gh * gw, C * T * P * P) of same-size uint8 images (N, C, H, W), in the
-    Qwen2-VL image processor's layout; writes into `out` when given (uint8 -> float in one copy)."""
+    """uint8 patches (N * gh * gw, C * P * P) of same-size uint8 images (N, C, H, W), in the Qwen2-VL
+    image processor's patch order (one frame; `normalise` makes the processor's values); writes into
+    `out` when given."""
     n, c, h, w = images.shape
     rows = n * (h // cfg.patch_size) * (w // cfg.patch_size)
-    cols = c * cfg.temporal_patch_size * cfg.patch_size * cfg.patch_size
     if out is None:
-        out = torch.empty(rows, cols, dtype=torch.float32)
+        out = torch.empty(rows, c * cfg.patch_size * cfg.patch_size, dtype=torch.uint8)
     view = _patch_view(images, cfg)
     out.view(view.shape).copy_(view)
-    scale, offset = norm_vectors(cfg, c)
-    return out.mul_(scale).sub_(offset)
+    return out
 
 
 class ImagePipeline:
@@ -200,7 +232,8 @@ class ImagePipeline:
         for i, j in order:
             starts.append(starts[-1] + (plans[i][j][0] // cfg.patch_size) * (plans[i][j][1] // cfg.patch_size))
         with torch.inference_mode(False):  # worker threads write into it in place, whatever the caller's mode
-            out = torch.empty(starts[-1], 3 * cfg.temporal_patch_size * cfg.patch_size ** 2, dtype=torch.float32)
+            out = torch.empty(starts[-1], 3 * cfg.patch_size ** 2, dtype=torch.uint8,
+                              pin_memory=cfg.pin_memory and torch.cuda.is_available())
         jobs = {key: self._pool.submit(self._one, requests[key[0]][key[1]], plans[key[0]][key[1]],
                                        out[starts[n]:starts[n + 1]]) for n, key in enumerate(order)}
         for key, fut in jobs.items():
@@ -240,14 +273,23 @@ class ImagePipeline:
             grids.append((1, h // cfg.patch_size, w // cfg.patch_size))
             tokens[i].append((h // cfg.patch_size) * (w // cfg.patch_size) // cfg.merge_size ** 2)
         if not keep:
-            return BatchImages(None, None, tokens, errors)
+            return BatchImages(None, None, tokens, errors, cfg)
         if len(keep) < len(order):  # drop the rows of failed requests (rare: costs one copy)
             out = torch.cat([out[starts[n]:starts[n + 1]] for n in keep])
-        return BatchImages(out, torch.tensor(grids, dtype=torch.long), tokens, errors)
+            if cfg.pin_memory and torch.cuda.is_available():
+                out = out.pin_memory()
+        return BatchImages(out, torch.tensor(grids, dtype=torch.long), tokens, errors, cfg)
 
 
-def pin(batch: BatchImages) -> BatchImages:
-    """Move pixel values to pinned memory (only meaningful with a CUDA device)."""
-    if batch.pixel_values is not None and torch.cuda.is_available():
-        batch.pixel_values = batch.pixel_values.pin_memory()
-    return batch
+def plan_tokens(requests: list[list[str]], cfg: ImageConfig) -> list[Optional[list[int]]]:
+    """Visual tokens of each image of each request from the headers alone (None for a request whose
+    images cannot be planned), so that prompts can be tokenized while the pixels are decoded."""
+    out: list[Optional[list[int]]] = []
+    for paths in requests:
+        try:
+            sizes = target_sizes([image_size(p) for p in paths], cfg)
+        except Exception:  # ImagePipeline.process reports it
+            out.append(None)
+            continue
+        out.append([(h // cfg.patch_size) * (w // cfg.patch_size) // cfg.merge_size ** 2 for h, w in sizes])
+    return out
