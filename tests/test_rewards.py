@@ -8,7 +8,7 @@ from adaptrubric_local import FakeEngine, load_trajectories, rewards
 
 def test_docstring_examples_run():
     result = doctest.testmod(rewards, optionflags=doctest.ELLIPSIS)
-    assert result.attempted >= 3 and result.failed == 0
+    assert result.attempted >= 12 and result.failed == 0
 
 
 @pytest.fixture
@@ -22,10 +22,11 @@ def test_unparsed_and_bad_items(trajs):
     items = [trajs[0].to_dict(), {"id": "x", "instruction": "i", "steps": []}]
     assert rewards.trl_reward(completions=["", ""], trajectory=items) == [None, None]
     out = rewards.compute_score("gui", "", None, {"trajectory": items[1]})
-    assert out["score"] == -1.0 and out["status"] == "error" and "no steps" in out["error"]
+    assert out["score"] == -1.0 and out["status"] == "error" and out["error"] == 1.0 and "no steps" in out["detail"]
     res = rewards.reward_func(["q", "q"], ["p", "p"], items)
     assert res["rewards"].tolist() == [-1.0, -1.0]
-    assert res["extra_logs"]["unparsed"].tolist() == [1.0, 0.0] and res["extra_logs"]["errors"].tolist() == [0.0, 1.0]
+    logs = res["extra_logs"]
+    assert logs["adaptrubric_unparsed"].tolist() == [1.0, 0.0] and logs["adaptrubric_error"].tolist() == [0.0, 1.0]
 
 
 def test_soft_reward_and_batches(trajs):
