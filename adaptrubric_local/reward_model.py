@@ -78,6 +78,8 @@ class RewardConfig:
     batch_window_ms: float = field(default=20.0, metadata={
         "help": "how long the scoring thread waits for more concurrent calls before running a batch"})
     max_batch: int = field(default=32, metadata={"help": "most trajectories per engine batch"})
+    max_pending: Optional[int] = field(default=None, metadata={
+        "help": "most trajectories waiting to be scored; more are refused (the service answers 503); None: no limit"})
 
     def __post_init__(self):
         if self.reward == "soft":
@@ -89,6 +91,8 @@ class RewardConfig:
         self.unparsed_reward = float(self.unparsed_reward)
         if self.max_batch < 1 or self.batch_window_ms < 0 or self.service_timeout <= 0:
             raise ValueError("max_batch must be >= 1, batch_window_ms >= 0 and service_timeout > 0")
+        if self.max_pending is not None and self.max_pending < 1:
+            raise ValueError(f"max_pending must be >= 1 or None, got {self.max_pending}")
 
     @property
     def root(self) -> Path:
@@ -331,7 +335,8 @@ class RewardModel:
                     self.loads += 1
                     pipe = AdaptRubric(engine, self.pipeline_config)
                     self._batcher = Batcher(pipe.score, max_batch=self.config.max_batch,
-                                            window_s=self.config.batch_window_ms / 1000)
+                                            window_s=self.config.batch_window_ms / 1000,
+                                            max_pending=self.config.max_pending)
                     self._pipe = pipe
         return self._pipe
 
