@@ -71,8 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--max-batch", type=int, default=32, help="most trajectories per engine batch (default 32)")
-    p.add_argument("--batch-window-ms", type=float, default=20.0,
-                   help="wait this long for more requests before running a batch (default 20)")
+    p.add_argument("--batch-window-ms", type=float, default=50.0,
+                   help="wait this long for more requests before running a batch (default 50)")
     p.add_argument("--max-queue", type=int, default=1024,
                    help="most trajectories waiting; more are answered 503 (default 1024)")
     p.add_argument("--max-request-mb", type=float, default=8.0, help="largest request body in MiB (default 8)")

@@ -75,7 +75,7 @@ class RewardConfig:
     service_url: Optional[str] = field(default=None, metadata={
         "help": "URL(s) of `adaptrubric serve`, comma-separated; when set no model is loaded in this process"})
     service_timeout: float = field(default=600.0, metadata={"help": "seconds to wait for the service per request"})
-    batch_window_ms: float = field(default=20.0, metadata={
+    batch_window_ms: float = field(default=50.0, metadata={
         "help": "how long the scoring thread waits for more concurrent calls before running a batch"})
     max_batch: int = field(default=32, metadata={"help": "most trajectories per engine batch"})
     max_pending: Optional[int] = field(default=None, metadata={
