@@ -424,7 +424,12 @@ class RewardModel:
         n = max(1, out["trajectories"])
         out.update(unparsed_rate=out["unparsed"] / n, error_rate=out["errors"] / n, loads=self.loads)
         if self._pipe is not None:
-            out["pipeline"] = self._pipe.summary()
+            for _ in range(5):  # the scoring thread may be updating the counters; retry the snapshot
+                try:
+                    out["pipeline"] = self._pipe.summary()
+                    break
+                except RuntimeError:
+                    time.sleep(0.001)
             out["batches"] = len(self._batcher.batches) if self._batcher else 0
         return out
 
@@ -514,8 +519,12 @@ CONFIG_ENV = "ADAPTRUBRIC_CONFIG"
 URL_ENV = "ADAPTRUBRIC_SERVICE_URL"
 
 
-def configure(config: Optional[str | Path] = None, **options) -> RewardModel:
-    """Set the process-wide RewardModel from a config file and/or options (replacing any earlier one)."""
+def configure(config: Optional[str | Path | PipelineConfig] = None, **options) -> RewardModel:
+    """Set the process-wide RewardModel from a config file and/or options (replacing any earlier one).
+    A PipelineConfig may stand in for the file: its fields become options."""
+    if isinstance(config, PipelineConfig):
+        options = {**dataclasses.asdict(config), **options}
+        config = None
     rm = RewardModel.from_config(config, **options) if config else RewardModel(**options)
     with _SHARED_LOCK:
         old, _SHARED["rm"] = _SHARED["rm"], rm
