@@ -49,3 +49,24 @@ def test_loads_by_file_path_like_verl_and_openrlhf(trajs):
     out = mod.reward_func(["q"], ["p"], [trajs[0].to_dict()])
     assert out["rewards"].tolist() == [1.0]
     assert mod.compute_score("gui", "", None, {"trajectory": trajs[0].to_dict()})["score"] == 1.0
+
+
+def test_trl_environment_route_and_metrics(trajs):
+    class Env:  # TRL's environment_factory: reward functions get `environments`, one per completion
+        def __init__(self, t, as_method):
+            self._t = t.to_dict()
+            self.trajectory = (lambda: self._t) if as_method else self._t
+
+    ids = [s.screenshot for s in trajs[0].steps]
+    eng = FakeEngine(script=lambda r: "garbled" if r.kind == "verify" and not set(r.images) <= set(ids)
+                     else FakeEngine().script(r))
+    rewards.configure(engine=eng)
+    logged = {}
+    envs = [Env(trajs[0], True), Env(trajs[1], False)]
+    vals = rewards.trl_reward(prompts=["p", "p"], completions=["a", "b"], environments=envs,
+                              log_metric=logged.__setitem__)
+    assert vals == [1.0, None]  # each environment's own episode was scored
+    assert logged["adaptrubric/unparsed_rate"] == 0.5 and logged["adaptrubric/error_rate"] == 0.0
+    with pytest.raises(ValueError, match="no 'trajectory'"):
+        rewards.trl_reward(completions=["a"], environments=[object()])
+    rewards.configure(engine=FakeEngine())
