@@ -5,8 +5,9 @@ environment: the policy's first token picks one of the recorded candidate episod
 real setup would execute the actions on an emulator and record its screenshots) and returns the
 episodes under the extra key `trajectory`, which TRL passes to `rewards.trl_reward`.
 
-    python examples/trl_grpo.py                       # tiny random policy + tiny random verifier, CPU
-    python examples/trl_grpo.py --fake-verifier       # scripted verifier (passes episodes labelled 1)
+    python examples/trl_grpo.py --fake-verifier       # scripted verifier (passes episodes labelled 1): learns
+    python examples/trl_grpo.py                       # tiny RANDOM verifier: its outputs are noise, so every
+                                                      # verdict is unparsed (reward None, adaptrubric/unparsed_rate 1.0)
     ADAPTRUBRIC_CONFIG=reward.yaml python examples/trl_grpo.py   # your verifier settings (model, ...)
     ADAPTRUBRIC_SERVICE_URL=http://127.0.0.1:8000 python examples/trl_grpo.py   # a running `adaptrubric serve`
 
