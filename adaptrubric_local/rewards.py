@@ -1,166 +1,219 @@
-"""Reward adapters with the signatures RL frameworks call: TRL `reward_funcs`, verl
-`compute_score`, OpenRLHF `reward_func`.
+"""Reward adapters with the signatures RL frameworks call, as thin functions over one process-wide
+`RewardModel` (reward_model.py).
 
-A GUI rollout reaches the reward function as a trajectory: a `Trajectory`, a canonical record
-dict (screenshot paths absolute, or relative to `data_root`), or a path to a file or folder in any
-supported format. One process-wide scorer is built on first use from `configure(...)` or, when a
-framework imports this module by path, from environment variables (`ADAPTRUBRIC_MODEL`,
-`ADAPTRUBRIC_ADAPTER`, `ADAPTRUBRIC_LOAD_IN_4BIT=1`, `ADAPTRUBRIC_REWARD=binary|soft`,
-`ADAPTRUBRIC_DATA_ROOT`). Routes and cues are cached per instruction, so a GRPO group shares them.
+For a reward that teaches, each completion must be scored on the policy's OWN rollout, which reaches
+the reward function like this (versions checked: TRL 1.16.0, verl 0.9.1, OpenRLHF 0.11.2):
+
+- TRL `GRPOTrainer(reward_funcs=[trl_reward], rollout_func=...)`: the rollout function returns a
+  `trajectory` list (one per completion) besides prompt_ids/completion_ids/logprobs; TRL passes
+  extra keys to reward functions. With `environment_factory`, each environment's `trajectory`
+  (attribute or method) is used. Unparsed/error rates go to TRL's logs through `log_metric`.
+- verl `custom_reward_function.path=<this file>`, `name=compute_score`: the agent loop stores the
+  rollout in `extra_fields["trajectory"]`, which verl merges into `extra_info`. Works with the
+  reward loop (one sample per call, from threads) and with the legacy batch manager (one call, plural
+  keywords, numpy object arrays). The returned dict's keys become verl's `reward_extra_info`
+  (validation metrics `unparsed`, `error`).
+- OpenRLHF `--train.agent_func_path agent.py`: the agent's `step()` returns
+  `await openrlhf_final_step(trajectory)` when the episode ends. `--reward.remote_url <this file>` (or
+  the service's `/openrlhf` URL) with `--data.label_key`: the label carries a recorded trajectory (per
+  prompt: that route scores fixed data, it does not teach). `extra_logs` reach OpenRLHF's metrics.
+
+Configuration: `configure(config_path, **options)` in the trainer process, or a YAML/JSON file named
+by `$ADAPTRUBRIC_CONFIG` (every option of `adaptrubric score`, plus reward, unparsed_reward,
+data_root, image_roots, service_url); `$ADAPTRUBRIC_SERVICE_URL` sends everything to a running
+`adaptrubric serve`, so trainer processes load no model. The state lives in the package module, so
+frameworks that load this file by path under a fresh module name share the same verifier.
 
 An unparsed or failed verdict is never silently a 0 or 1: TRL gets None (its "no reward" value);
-verl and OpenRLHF need a number, so they get `unparsed_reward` (default 0.0, set it with
-`configure`) with the status reported next to it ("status" key / `extra_logs`).
+verl and OpenRLHF need a number, so they get `unparsed_reward` (default 0.0) with the status next
+to it.
 """
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
+import asyncio
 from typing import Any, Optional, Sequence
 
 # absolute imports: verl and OpenRLHF load this file by path, outside the package
-from adaptrubric_local.engine.base import Engine
-from adaptrubric_local.formats import load_trajectories
-from adaptrubric_local.formats.canonical import parse_record
-from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-from adaptrubric_local.types import Trajectory, Verdict
+from adaptrubric_local import reward_model as _rm
+from adaptrubric_local.reward_model import RewardModel
+from adaptrubric_local.types import Verdict
 
-_STATE: dict[str, Any] = {"pipe": None, "reward": "binary", "unparsed_reward": 0.0, "data_root": "/"}
+METRIC_PREFIX = "adaptrubric"
 
 
-def configure(engine: Optional[Engine] = None, model: Optional[str] = None, adapter: Optional[str] = None,
-              load_in_4bit: bool = False, config: Optional[PipelineConfig] = None, reward: str = "binary",
-              unparsed_reward: float = 0.0, data_root: str = "/") -> AdaptRubric:
-    """Set up the process-wide scorer. `reward`: "binary" (SCORE 0/1) or "soft" (P(SCORE=1))."""
-    if reward not in ("binary", "soft"):
-        raise ValueError(f"reward must be 'binary' or 'soft', got {reward!r}")
-    if engine is None:
-        from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
-
-        engine = HFEngine(HFEngineConfig(model=model or "Qwen/Qwen3-VL-8B-Instruct", adapter=adapter,
-                                         load_in_4bit=load_in_4bit))
-    _STATE.update(pipe=AdaptRubric(engine, config or PipelineConfig()), reward=reward,
-                  unparsed_reward=float(unparsed_reward), data_root=data_root)
-    return _STATE["pipe"]
+def configure(config: Optional[str] = None, **options) -> RewardModel:
+    """Set the process-wide verifier from a YAML/JSON file and/or options (see RewardModel)."""
+    return _rm.configure(config, **options)
 
 
-def _pipe() -> AdaptRubric:
-    if _STATE["pipe"] is None:
-        env = os.environ.get
-        configure(model=env("ADAPTRUBRIC_MODEL"), adapter=env("ADAPTRUBRIC_ADAPTER"),
-                  load_in_4bit=env("ADAPTRUBRIC_LOAD_IN_4BIT") == "1", reward=env("ADAPTRUBRIC_REWARD", "binary"),
-                  data_root=env("ADAPTRUBRIC_DATA_ROOT", "/"))
-    return _STATE["pipe"]
-
-
-def to_trajectory(obj: Any, where: str = "trajectory") -> Trajectory:
-    """A Trajectory from a Trajectory, a canonical dict (or its JSON), or a path to trajectory data."""
-    if isinstance(obj, Trajectory):
-        return obj
-    if isinstance(obj, str) and obj.lstrip().startswith("{"):
-        obj = json.loads(obj)
-    if isinstance(obj, dict):
-        return parse_record(obj, Path(_STATE["data_root"]), Path(f"<{where}>"), where)
-    if isinstance(obj, (str, Path)):
-        loaded = load_trajectories(obj)
-        if not loaded.trajectories:
-            raise ValueError(f"{where}: no trajectory in {obj}: {'; '.join(map(str, loaded.errors)) or 'empty'}")
-        return loaded.trajectories[0]
-    raise TypeError(f"{where}: expected a Trajectory, a canonical dict or a path, got {type(obj).__name__}")
+def reward_model() -> RewardModel:
+    """The process-wide verifier (built once, from $ADAPTRUBRIC_CONFIG when not configured)."""
+    return _rm.shared()
 
 
 def score_trajectories(items: Sequence[Any]) -> list[Verdict]:
-    """Verdicts for a batch of trajectories in any accepted form; bad items become error verdicts."""
-    trajs: list[Optional[Trajectory]] = []
-    errors: dict[int, str] = {}
-    for i, obj in enumerate(items):
-        try:
-            trajs.append(to_trajectory(obj, f"item {i}"))
-        except Exception as exc:  # one bad rollout must not sink the batch
-            trajs.append(None)
-            errors[i] = str(exc)
-    good = iter(_pipe().score([t for t in trajs if t is not None]))
-    return [Verdict(status="error", error=errors[i]) if t is None else next(good) for i, t in enumerate(trajs)]
+    """Verdicts for trajectories in any accepted form; bad items become error verdicts."""
+    return reward_model().score(list(items))
 
 
-def _value(v: Verdict) -> Optional[float]:
-    if v.status != "ok":
-        return None
-    if _STATE["reward"] == "soft" and v.p_success is not None:
-        return float(v.p_success)
-    return float(v.score)
+def _rates(verdicts: Sequence[Verdict]) -> dict[str, float]:
+    n = max(1, len(verdicts))
+    return {"unparsed_rate": sum(v.status == "unparsed" for v in verdicts) / n,
+            "error_rate": sum(v.status == "error" for v in verdicts) / n}
 
 
-def trl_reward(completions: Sequence[Any], trajectory: Optional[Sequence[Any]] = None, **kwargs) -> list[Optional[float]]:
-    """TRL `GRPOTrainer(reward_funcs=[trl_reward])`: one reward per completion; the rollouts come in
-    the dataset column `trajectory`. Unparsed or failed verdicts give None (TRL's "no reward").
+# ----------------------------------------------------------------------------- TRL
+def _env_trajectory(env: Any) -> Any:
+    t = getattr(env, "trajectory", None)
+    if t is None:
+        raise ValueError(f"environment {type(env).__name__} has no 'trajectory' (attribute or method)")
+    return t() if callable(t) else t
+
+
+def trl_reward(prompts: Optional[Sequence[Any]] = None, completions: Optional[Sequence[Any]] = None,
+               trajectory: Optional[Sequence[Any]] = None, environments: Optional[Sequence[Any]] = None,
+               log_metric: Any = None, **kwargs) -> list[Optional[float]]:
+    """TRL reward function: one reward per completion, from the rollout's own trajectory (the
+    `trajectory` key returned by `rollout_func`, or each environment's `trajectory`). Unparsed or
+    failed verdicts give None; their rates are logged as `adaptrubric/unparsed_rate`, `.../error_rate`.
 
     >>> import tempfile
     >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
     >>> from adaptrubric_local.synth import synthesize
     >>> _ = rewards.configure(engine=FakeEngine())
-    >>> trajs = load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=2, size=(90, 200))).trajectories
-    >>> rewards.trl_reward(completions=["", ""], prompts=["p", "p"], trajectory=[t.to_dict() for t in trajs])
-    [1.0, 1.0]
+    >>> trajs = load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=3, size=(90, 200))).trajectories
+    >>> logged = {}
+    >>> rewards.trl_reward(prompts=["p"] * 3, completions=["a", "b", "c"], trajectory=[t.to_dict() for t in trajs],
+    ...                    log_metric=logged.__setitem__)
+    [1.0, 1.0, 1.0]
+    >>> logged
+    {'adaptrubric/unparsed_rate': 0.0, 'adaptrubric/error_rate': 0.0}
     """
+    if trajectory is None and environments is not None:
+        trajectory = [_env_trajectory(e) for e in environments]
     if trajectory is None:
-        raise ValueError("trl_reward needs the rollouts in a dataset column named 'trajectory'")
-    if len(trajectory) != len(completions):
+        raise ValueError("trl_reward needs each completion's own trajectory: return a 'trajectory' list from "
+                         "rollout_func (TRL passes extra keys to reward functions) or give environments a "
+                         "'trajectory'")
+    if completions is not None and len(trajectory) != len(completions):
         raise ValueError(f"{len(trajectory)} trajectories for {len(completions)} completions")
-    return [_value(v) for v in score_trajectories(trajectory)]
+    rm = reward_model()
+    verdicts = rm.score(list(trajectory))
+    if log_metric is not None:
+        for k, v in _rates(verdicts).items():
+            log_metric(f"{METRIC_PREFIX}/{k}", v)
+    return [rm.value(v) for v in verdicts]
 
 
-def compute_score(data_source: Any, solution_str: Any, ground_truth: Any = None, extra_info: Any = None,
-                  **kwargs) -> Any:
-    """verl `custom_reward_function` (`compute_score`): the rollout is `extra_info["trajectory"]`.
-    Returns {"score", "status", "p_success", "category"}; lists in (verl's batch reward manager)
-    give a list out.
-
-    >>> import tempfile
-    >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
-    >>> from adaptrubric_local.synth import synthesize
-    >>> _ = rewards.configure(engine=FakeEngine())
-    >>> t = load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=1, size=(90, 200))).trajectories[0]
-    >>> out = rewards.compute_score("gui", "", None, {"trajectory": t.to_dict()})
-    >>> out["score"], out["status"], out["category"]
-    (1.0, 'ok', 'create_modify')
-    """
-    if isinstance(extra_info, (list, tuple)):
-        return [_verl_result(v) for v in score_trajectories([_traj_of(e) for e in extra_info])]
-    return _verl_result(score_trajectories([_traj_of(extra_info)])[0])
-
-
-def _traj_of(extra_info: Any) -> Any:
+# ----------------------------------------------------------------------------- verl
+def _verl_traj(extra_info: Any) -> Any:
     if not isinstance(extra_info, dict) or "trajectory" not in extra_info:
-        raise ValueError("compute_score needs extra_info['trajectory'] (a canonical dict or a path)")
+        keys = sorted(extra_info) if isinstance(extra_info, dict) else type(extra_info).__name__
+        raise ValueError(f"compute_score needs extra_info['trajectory'] (put it in the agent loop's extra_fields); "
+                         f"got {keys}")
     return extra_info["trajectory"]
 
 
-def _verl_result(v: Verdict) -> dict:
-    value = _value(v)
-    return {"score": _STATE["unparsed_reward"] if value is None else value, "status": v.status,
-            "p_success": v.p_success, "category": v.category, "error": v.error or v.parse_error}
+def _verl_result(rm: RewardModel, v: Verdict) -> dict:
+    # the same keys every time: verl gathers each key into a list as long as the batch
+    return {"score": rm.number(v), "unparsed": float(v.status == "unparsed"), "error": float(v.status == "error"),
+            "p_success": v.p_success, "category": v.category, "status": v.status,
+            "detail": v.error or v.parse_error}
+
+
+def compute_score(data_source: Any = None, solution_str: Any = None, ground_truth: Any = None,
+                  extra_info: Any = None, *, data_sources: Any = None, solution_strs: Any = None,
+                  ground_truths: Any = None, extra_infos: Any = None, **kwargs) -> Any:
+    """verl `compute_score`. One sample (`extra_info`, from the reward loop or the naive manager) gives a
+    dict; the batch manager's plural keywords (`extra_infos`, a numpy object array) give a list of
+    dicts. The rollout is `extra_info["trajectory"]`. Keys: score, unparsed, error, p_success,
+    category, status, detail.
+
+    >>> import tempfile, numpy as np
+    >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
+    >>> from adaptrubric_local.synth import synthesize
+    >>> _ = rewards.configure(engine=FakeEngine())
+    >>> ts = load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=2, size=(90, 200))).trajectories
+    >>> out = rewards.compute_score(data_source="gui", solution_str="", ground_truth=None,
+    ...                             extra_info={"trajectory": ts[0].to_dict()})
+    >>> out["score"], out["status"], out["category"]
+    (1.0, 'ok', 'create_modify')
+    >>> batch = rewards.compute_score(data_sources=np.array(["gui", "gui"], dtype=object), solution_strs=["", ""],
+    ...     ground_truths=[None, None], extra_infos=np.array([{"trajectory": t.to_dict()} for t in ts], dtype=object))
+    >>> [b["score"] for b in batch]
+    [1.0, 1.0]
+    """
+    rm = reward_model()
+    if extra_infos is not None:
+        infos = list(extra_infos)
+    elif isinstance(extra_info, (list, tuple)):  # older callers passed lists in the singular keywords
+        infos = list(extra_info)
+    else:
+        infos = None
+    if infos is None:
+        try:
+            item = _verl_traj(extra_info)
+        except ValueError as exc:
+            return _verl_result(rm, Verdict(status="error", error=str(exc)))
+        return _verl_result(rm, rm.score([item])[0])
+    items, bad = [], {}
+    for i, info in enumerate(infos):
+        try:
+            items.append(_verl_traj(info))
+        except ValueError as exc:
+            bad[i] = Verdict(status="error", error=f"sample {i}: {exc}")
+    good = iter(rm.score(items))
+    return [_verl_result(rm, bad[i] if i in bad else next(good)) for i in range(len(infos))]
+
+
+# ----------------------------------------------------------------------------- OpenRLHF
+def _openrlhf_logs(verdicts: Sequence[Verdict]):
+    import torch
+
+    return {f"{METRIC_PREFIX}_unparsed": torch.tensor([float(v.status == "unparsed") for v in verdicts]),
+            f"{METRIC_PREFIX}_error": torch.tensor([float(v.status == "error") for v in verdicts])}
 
 
 def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any]) -> dict:
-    """OpenRLHF `--remote_rm_url reward_func.py`: each label (`--label_key`) carries the rollout's
+    """OpenRLHF `--reward.remote_url reward_func.py` with `--data.label_key`: each label carries a
     trajectory (a canonical dict, its JSON, or a path). Returns {"rewards", "scores", "extra_logs"}.
+    OpenRLHF 0.11.2 calls this with one sample per call from many threads; the calls share batches.
 
     >>> import tempfile
     >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
     >>> from adaptrubric_local.synth import synthesize
     >>> _ = rewards.configure(engine=FakeEngine())
     >>> trajs = load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=2, size=(90, 200))).trajectories
-    >>> out = rewards.reward_func(["q", "q"], ["p", "p"], [t.to_dict() for t in trajs] )
-    >>> out["rewards"].tolist(), out["extra_logs"]["unparsed"].tolist()
+    >>> out = rewards.reward_func(["q", "q"], ["p", "p"], [t.to_dict() for t in trajs])
+    >>> out["rewards"].tolist(), out["extra_logs"]["adaptrubric_unparsed"].tolist()
     ([1.0, 1.0], [0.0, 0.0])
     """
     import torch
 
-    verdicts = score_trajectories(list(labels))
-    values = [_value(v) for v in verdicts]
-    rewards = torch.tensor([_STATE["unparsed_reward"] if x is None else x for x in values], dtype=torch.float32)
-    return {"rewards": rewards, "scores": rewards.clone(),
-            "extra_logs": {"unparsed": torch.tensor([float(v.status == "unparsed") for v in verdicts]),
-                           "errors": torch.tensor([float(v.status == "error") for v in verdicts])}}
+    rm = reward_model()
+    verdicts = rm.score(list(labels))
+    rewards = torch.tensor([rm.number(v) for v in verdicts], dtype=torch.float32)
+    return {"rewards": rewards, "scores": rewards.clone(), "extra_logs": _openrlhf_logs(verdicts)}
+
+
+async def openrlhf_final_step(trajectory: Any, environment_feedback: str = "") -> dict:
+    """The last `step()` result of an OpenRLHF agent (`--train.agent_func_path`): the verifier's reward
+    for this episode's own trajectory, `done=True`. Scored in a worker thread, so the event loop
+    keeps serving the other rollouts (whose calls share the verifier's batches).
+
+    >>> import asyncio, tempfile
+    >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
+    >>> from adaptrubric_local.synth import synthesize
+    >>> _ = rewards.configure(engine=FakeEngine())
+    >>> t = load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=1, size=(90, 200))).trajectories[0]
+    >>> res = asyncio.run(rewards.openrlhf_final_step(t.to_dict()))
+    >>> res["rewards"].item(), res["done"], res["extra_logs"]["adaptrubric_error"].item()
+    (1.0, True, 0.0)
+    """
+    import torch
+
+    rm = reward_model()
+    v = (await asyncio.to_thread(rm.score, [trajectory]))[0]
+    r = torch.tensor([rm.number(v)], dtype=torch.float32)
+    return {"rewards": r, "scores": r.clone(), "environment_feedback": environment_feedback, "done": True,
+            "extra_logs": _openrlhf_logs([v])}

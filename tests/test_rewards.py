@@ -8,7 +8,7 @@ from adaptrubric_local import FakeEngine, load_trajectories, rewards
 
 def test_docstring_examples_run():
     result = doctest.testmod(rewards, optionflags=doctest.ELLIPSIS)
-    assert result.attempted >= 3 and result.failed == 0
+    assert result.attempted >= 12 and result.failed == 0
 
 
 @pytest.fixture
@@ -22,10 +22,11 @@ def test_unparsed_and_bad_items(trajs):
     items = [trajs[0].to_dict(), {"id": "x", "instruction": "i", "steps": []}]
     assert rewards.trl_reward(completions=["", ""], trajectory=items) == [None, None]
     out = rewards.compute_score("gui", "", None, {"trajectory": items[1]})
-    assert out["score"] == -1.0 and out["status"] == "error" and "no steps" in out["error"]
+    assert out["score"] == -1.0 and out["status"] == "error" and out["error"] == 1.0 and "no steps" in out["detail"]
     res = rewards.reward_func(["q", "q"], ["p", "p"], items)
     assert res["rewards"].tolist() == [-1.0, -1.0]
-    assert res["extra_logs"]["unparsed"].tolist() == [1.0, 0.0] and res["extra_logs"]["errors"].tolist() == [0.0, 1.0]
+    logs = res["extra_logs"]
+    assert logs["adaptrubric_unparsed"].tolist() == [1.0, 0.0] and logs["adaptrubric_error"].tolist() == [0.0, 1.0]
 
 
 def test_soft_reward_and_batches(trajs):
@@ -48,3 +49,24 @@ def test_loads_by_file_path_like_verl_and_openrlhf(trajs):
     out = mod.reward_func(["q"], ["p"], [trajs[0].to_dict()])
     assert out["rewards"].tolist() == [1.0]
     assert mod.compute_score("gui", "", None, {"trajectory": trajs[0].to_dict()})["score"] == 1.0
+
+
+def test_trl_environment_route_and_metrics(trajs):
+    class Env:  # TRL's environment_factory: reward functions get `environments`, one per completion
+        def __init__(self, t, as_method):
+            self._t = t.to_dict()
+            self.trajectory = (lambda: self._t) if as_method else self._t
+
+    ids = [s.screenshot for s in trajs[0].steps]
+    eng = FakeEngine(script=lambda r: "garbled" if r.kind == "verify" and not set(r.images) <= set(ids)
+                     else FakeEngine().script(r))
+    rewards.configure(engine=eng)
+    logged = {}
+    envs = [Env(trajs[0], True), Env(trajs[1], False)]
+    vals = rewards.trl_reward(prompts=["p", "p"], completions=["a", "b"], environments=envs,
+                              log_metric=logged.__setitem__)
+    assert vals == [1.0, None]  # each environment's own episode was scored
+    assert logged["adaptrubric/unparsed_rate"] == 0.5 and logged["adaptrubric/error_rate"] == 0.0
+    with pytest.raises(ValueError, match="no 'trajectory'"):
+        rewards.trl_reward(completions=["a"], environments=[object()])
+    rewards.configure(engine=FakeEngine())

@@ -1,0 +1,126 @@
+"""RewardModel: loads once under concurrency, batches callers together, scores each distinct
+trajectory once, resolves relative screenshots against the data root, counts what failed."""
+import json
+import threading
+import time
+
+import pytest
+
+from adaptrubric_local import FakeEngine, load_trajectories
+from adaptrubric_local.reward_model import RewardModel, default_model, split_options
+
+
+@pytest.fixture
+def trajs(synth_set):
+    return load_trajectories(synth_set).trajectories[:6]
+
+
+def verify_calls(engine):
+    return sum(r.kind == "verify" for b in engine.batches for r in b)
+
+
+def test_many_threads_one_load_and_shared_batches(trajs):
+    made = []
+
+    def factory():
+        time.sleep(0.2)  # a slow load widens the race window
+        eng = FakeEngine()
+        made.append(eng)
+        return eng
+
+    rm = RewardModel(engine_factory=factory, batch_window_ms=50)
+    start = threading.Barrier(12)
+    out = [None] * 12
+
+    def worker(i):
+        start.wait()
+        out[i] = rm.rewards([trajs[i % len(trajs)].to_dict()])
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and rm.loads == 1
+    assert out == [[1.0]] * 12
+    # 12 concurrent single-trajectory calls were gathered: fewer batches than calls, 6 distinct scored
+    assert len(rm.batcher.batches) < 12
+    assert verify_calls(made[0]) <= 12 and rm.stats["trajectories"] == 12
+    rm.close()
+
+
+def test_each_distinct_trajectory_scored_once_per_call(trajs):
+    eng = FakeEngine()
+    rm = RewardModel(engine=eng)
+    a, b = trajs[0], trajs[1]
+    verdicts = rm.score([a, a.to_dict(), b, json.dumps(a.to_dict())])
+    assert [v.id for v in verdicts] == [a.id, a.id, b.id, a.id]
+    assert verify_calls(eng) == 2
+    verdicts[0].score = 0  # copies, not one shared object
+    assert verdicts[1].score == 1
+    rm.close()
+
+
+def test_rewards_modes_and_failure_counts(trajs):
+    eng = FakeEngine(p_score=lambda req, d: 0.75 if d == "1" else 0.25,
+                     script=lambda r: "no verdict here" if r.kind == "verify" and "Wi-Fi" in r.prompt
+                     else FakeEngine().script(r))
+    rm = RewardModel(engine=eng, reward="soft")
+    items = [t.to_dict() for t in trajs[:3]] + [{"id": "bad", "instruction": "x", "steps": []}]
+    vals = rm.rewards(items)
+    assert vals[:3] == [0.75 if "Wi-Fi" not in t.instruction else None for t in trajs[:3]]
+    assert vals[3] is None
+    st = rm.stats
+    assert st["trajectories"] == 4 and st["errors"] == 1 and st["error_rate"] == 0.25
+    assert st["unparsed"] == sum("Wi-Fi" in t.instruction for t in trajs[:3])
+    assert rm.number(rm.score(items[3:])[0]) == 0.0
+    rm.close()
+
+
+def test_relative_screenshots_resolve_against_data_root_not_slash(trajs, tmp_path, monkeypatch):
+    t = trajs[0]
+    root = tmp_path / "data"
+    rel_steps = []
+    for i, s in enumerate(t.steps):
+        dst = root / "shots" / f"{i}.png"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_bytes(open(s.screenshot, "rb").read())
+        rel_steps.append({"screenshot": f"shots/{i}.png", "action": s.action})
+    rec = {"id": "r", "instruction": t.instruction, "steps": rel_steps}
+    rm = RewardModel(engine=FakeEngine(), data_root=str(root))
+    assert rm.score([rec])[0].status == "ok"
+    monkeypatch.chdir(tmp_path)  # default root: the current directory
+    v = RewardModel(engine=FakeEngine()).score([rec])[0]
+    assert v.status == "error" and str(tmp_path / "shots" / "0.png") in v.error
+    assert RewardModel(engine=FakeEngine(), image_roots=[str(root)]).score([rec])[0].status == "ok"
+    escape = {**rec, "steps": [{"screenshot": "../../etc/passwd", "action": "a"}]}
+    assert "escapes" in RewardModel(engine=FakeEngine(), data_root=str(root)).score([escape])[0].error
+
+
+def test_config_file_covers_every_option(tmp_path):
+    cfg = tmp_path / "reward.yaml"
+    cfg.write_text("model: /nowhere/model\nload_in_4bit: true\nmax_batch_size: 4\nrouter: model\nmax_images: 6\n"
+                   "reward: p_success\nunparsed_reward: -1\ndata_root: /data\nimage_roots: [/imgs]\n"
+                   "service_url: null\n")
+    rm = RewardModel.from_config(cfg, max_images=5)
+    assert rm.engine_options["model"] == "/nowhere/model" and rm.engine_options["load_in_4bit"] is True
+    assert rm.engine_options["max_batch_size"] == 4
+    assert rm.pipeline_config.router == "model" and rm.pipeline_config.max_images == 5
+    assert rm.config.reward == "p_success" and rm.config.unparsed_reward == -1.0 and rm.config.image_roots == ["/imgs"]
+    (tmp_path / "bad.json").write_text(json.dumps({"modle": "x"}))
+    with pytest.raises(ValueError, match=r"bad.json: unknown option 'modle'"):
+        RewardModel.from_config(tmp_path / "bad.json")
+    assert RewardModel().engine_options["model"] == default_model() == "Qwen/Qwen3-VL-4B-Instruct"
+    r, p, e = split_options({"votes": 3, "fine": False, "reward": "binary"})
+    assert (r, p, e) == ({"reward": "binary"}, {"fine": False}, {"votes": 3})
+
+
+def test_engine_failure_becomes_error_verdicts(trajs):
+    class Broken(FakeEngine):
+        def generate(self, requests):
+            raise RuntimeError("device lost")
+
+    rm = RewardModel(engine=Broken())
+    vs = rm.score(trajs[:2])
+    assert [v.status for v in vs] == ["error", "error"] and "device lost" in vs[0].error
+    rm.close()

@@ -1,0 +1,141 @@
+"""The reward service as a real server process on 127.0.0.1 with a scripted (slow) verifier:
+dynamic batching, 503 when the queue is full, size limits, OpenRLHF's convention, the client in
+RewardModel, and a graceful shutdown that answers the requests in flight."""
+import json
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from adaptrubric_local import load_trajectories  # noqa: E402
+from adaptrubric_local.reward_model import RewardModel  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVER = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {root!r})
+    from adaptrubric_local import FakeEngine
+    from adaptrubric_local.reward_model import RewardModel
+    from adaptrubric_local.serve import ServeConfig, serve
+
+    class Slow(FakeEngine):
+        def generate(self, requests):
+            time.sleep(0.3)  # a model call costs the same for 1 or 8 trajectories
+            return super().generate(requests)
+
+    rm = RewardModel(engine=Slow(script=lambda r: "SCORE: 0" if r.kind == "verify" and "Wi-Fi" in r.prompt
+                                 else FakeEngine().script(r)), max_pending=8, batch_window_ms=50)
+    serve(rm, ServeConfig(port={port}, max_request_bytes=200_000, max_items=16, graceful_timeout_s=20))
+""")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(url, body, raw=None):
+    req = urllib.request.Request(url, data=raw if raw is not None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def start(tmp_path):
+    port = free_port()
+    script = tmp_path / "server.py"
+    script.write_text(SERVER.format(root=str(ROOT), port=port))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            if get(url + "/health")["loaded"]:
+                break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        proc.kill()
+        raise AssertionError(proc.stdout.read().decode())
+    return url, proc
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    url, proc = start(tmp_path_factory.mktemp("serve"))
+    yield url, proc
+    if proc.poll() is None:
+        proc.terminate()
+        proc.wait(30)
+
+
+@pytest.fixture
+def trajs(synth_set):
+    return [t.to_dict() for t in load_trajectories(synth_set).trajectories[:12]]
+
+
+def test_batches_concurrent_clients_and_limits(server, trajs):
+    url, _ = server
+    with ThreadPoolExecutor(8) as ex:
+        res = list(ex.map(lambda t: post(url + "/score", {"trajectories": [t]}), trajs[:8]))
+    assert [s for s, _ in res] == [200] * 8
+    assert [b["verdicts"][0]["id"] for _, b in res] == [t["id"] for t in trajs[:8]]  # each answered once, right one
+    assert [b["rewards"][0] for _, b in res] == [0.0 if "Wi-Fi" in t["instruction"] else 1.0 for t in trajs[:8]]
+    stats = get(url + "/health")["stats"]
+    assert stats["batches"] < 8 and stats["trajectories"] == 8  # gathered into shared batches
+
+    status, body = post(url + "/openrlhf", {"query": ["q"], "prompts": ["p"], "labels": [json.dumps(trajs[0])]})
+    assert status == 200 and len(body["rewards"]) == 1 and body["extra_logs"]["adaptrubric_error"] == [0.0]
+    status, body = post(url + "/score", {"trajectories": [trajs[0], {"id": "x", "instruction": "i", "steps": []}]})
+    assert status == 200 and body["verdicts"][1]["status"] == "error" and body["rewards"][1] is None
+    assert post(url + "/score", None, raw=b"{not json")[0] == 400
+    assert post(url + "/score", {"trajectories": [trajs[0]] * 17})[0] == 413
+    assert post(url + "/score", {"trajectories": ["x" * 300_000]})[0] == 413
+
+
+def test_full_queue_answers_503_and_recovers(server, trajs):
+    url, _ = server
+    with ThreadPoolExecutor(24) as ex:
+        res = list(ex.map(lambda i: post(url + "/score", {"trajectories": [trajs[i % 12], trajs[(i + 1) % 12]]}),
+                          range(24)))
+    codes = [s for s, _ in res]
+    assert set(codes) <= {200, 503} and 503 in codes and 200 in codes
+    for i, (s, b) in enumerate(res):
+        if s == 200:
+            assert [v["id"] for v in b["verdicts"]] == [trajs[i % 12]["id"], trajs[(i + 1) % 12]["id"]]
+    assert get(url + "/health")["status"] == "ok"
+    # the client in RewardModel retries 503s with back-off
+    rm = RewardModel(service_url=url)
+    with ThreadPoolExecutor(12) as ex:
+        vals = list(ex.map(lambda t: rm.rewards([t])[0], trajs))
+    assert vals == [0.0 if "Wi-Fi" in t["instruction"] else 1.0 for t in trajs]
+
+
+def test_graceful_shutdown_answers_in_flight(tmp_path, trajs):
+    url, proc = start(tmp_path)
+    with ThreadPoolExecutor(4) as ex:
+        futs = [ex.submit(post, url + "/score", {"trajectories": [t]}) for t in trajs[:4]]
+        time.sleep(0.15)
+        proc.send_signal(signal.SIGTERM)
+        res = [f.result() for f in futs]
+    assert [s for s, _ in res] == [200] * 4
+    assert proc.wait(30) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal after its graceful shutdown
