@@ -13,7 +13,8 @@ from .bank import RubricBank, load_bank  # noqa: E402
 from .engine.base import Engine, Output, Request  # noqa: E402
 from .engine.fake import FakeEngine  # noqa: E402
 from .pipeline import AdaptRubric, PipelineConfig  # noqa: E402
+from .reward_model import RewardModel  # noqa: E402
 
 __all__ = ["__version__", "FAMILIES", "Step", "Trajectory", "Verdict", "RouteResult", "CueResult",
            "parse_verdict", "DataError", "detect_format", "load_trajectories", "RubricBank", "load_bank",
-           "Engine", "Request", "Output", "FakeEngine", "AdaptRubric", "PipelineConfig"]
+           "Engine", "Request", "Output", "FakeEngine", "AdaptRubric", "PipelineConfig", "RewardModel"]

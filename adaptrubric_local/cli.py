@@ -29,6 +29,7 @@ EXAMPLES = """examples:
   adaptrubric ablate --data DATA --model runs/tiny --out runs/ablate
   adaptrubric tts --data DATA --verdicts verdicts.jsonl --out runs/tts
   adaptrubric compare runs/eval-a runs/eval-b
+  adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
 """
 
 

@@ -18,6 +18,7 @@ EXAMPLES = """examples:
   adaptrubric score DATA --model M --out v.jsonl --max-visual-tokens 6144 --dedupe-frames   # faster, not faithful
   adaptrubric score DATA --model M --out v.jsonl --router rules --no-fine                 # verifier calls only
   adaptrubric score /data/records.jsonl --image-root /mnt/screenshots --model M --out v.jsonl
+  adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl --workers 4   # 4 GPUs
 
 Defaults are the paper's method: the model router, fine cues, up to 10 screenshots at the processor's
 own resolution, up to 1024 verifier tokens (stopping once the verdict block is complete).
@@ -41,8 +42,11 @@ def score_with_model(args, out, cfg, resume: bool = False, **score_kw) -> dict:
 
 def cmd_score(args) -> int:
     cfg = pipeline_config(args)
-    summary = score_with_model(args, args.out, cfg, resume=args.resume, retry_errors=args.retry_errors,
-                               force_settings=args.force_settings)
+    if args.workers > 1:
+        summary = score_with_workers(args, cfg)
+    else:
+        summary = score_with_model(args, args.out, cfg, resume=args.resume, retry_errors=args.retry_errors,
+                                   force_settings=args.force_settings)
     print(json.dumps(summary, indent=2))
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
@@ -50,6 +54,24 @@ def cmd_score(args) -> int:
         print(f"note: {summary['hit_cap']} output(s) hit the --max-new-tokens cap ({cfg.verify_max_new_tokens}); "
               "cut-off outputs are usually unparsed: raise the cap", file=sys.stderr)
     return 0
+
+
+def score_with_workers(args, cfg) -> dict:
+    """`score --workers N`: one process (and model copy) per worker, shards merged into --out."""
+    from dataclasses import asdict
+
+    from .distributed import score_distributed
+    from .engine.build import engine_kwargs
+    from .scoring import check_resume
+
+    if args.image_root:
+        raise ValueError("--image-root is not supported with --workers > 1 yet; use one worker")
+    options = engine_kwargs(args, max_new_tokens=max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens))
+    if args.resume:  # the same guard as a one-process run: one configuration per verdict file
+        meta = {**asdict(cfg), "engine": options, "workers": args.workers, "data": str(args.data)}
+        check_resume(Path(args.out), meta, args.force_settings)
+    return score_distributed(args.data, args.out, workers=args.workers, pipeline=cfg, engine_options=options,
+                             resume=args.resume, fmt=args.format, progress=not args.quiet)
 
 
 # ----------------------------------------------------------------------------- synth / tiny / demo
@@ -120,6 +142,9 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force-settings", action="store_true",
                    help="with --resume, continue even if the settings differ from the file's (recorded in the "
                         "config sidecar)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="worker processes, one model copy each (one GPU each when there are enough); a killed "
+                        "worker is restarted; with --resume a killed run continues (default 1)")
     p.add_argument("--summary-json", help="also write the run summary here")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_scoring_options(p, model_required=True)

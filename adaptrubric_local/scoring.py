@@ -25,7 +25,7 @@ from .types import Verdict
 
 # settings that change how fast a run goes, never what the verifier sees or says
 RUNTIME_ONLY = {"batch_size", "max_batch_size", "max_batch_tokens", "image_workers", "device_map",
-                "attn_implementation", "compile", "package_version", "data"}
+                "attn_implementation", "compile", "package_version", "data", "workers"}
 
 
 def sidecar(out: Path, kind: str) -> Path:
@@ -134,7 +134,7 @@ def settings_diff(old: dict, new: dict) -> list[str]:
     return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
-def _check_resume(out: Path, meta: dict, force: bool) -> dict:
+def check_resume(out: Path, meta: dict, force: bool) -> dict:
     """The config to keep in the sidecar when resuming `out` with `meta`'s settings, or ValueError."""
     path = sidecar(out, "config")
     if not path.is_file():
@@ -167,7 +167,7 @@ def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: boo
         raise ValueError(f"{out} exists; pass --resume to continue it or choose another output")
     meta = {**vars_of(pipe), "data": str(data), **(extra or {})}
     if resume:
-        meta = _check_resume(out, meta, force_settings)
+        meta = check_resume(out, meta, force_settings)
     last = read_last_lines(out) if resume else {}
     done = {i for i, d in last.items() if not (retry_errors and d.get("status") == "error")}
     todo = [t for t in loaded.trajectories if t.id not in done]
