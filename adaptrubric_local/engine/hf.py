@@ -640,6 +640,7 @@ def load_model(cfg: HFEngineConfig):
     if cfg.adapter:
         from peft import PeftModel
 
-        model = PeftModel.from_pretrained(model, cfg.adapter, is_trainable=False)
+        with _hub_offline():  # a local folder (checked in HFEngineConfig): nothing to fetch
+            model = PeftModel.from_pretrained(model, cfg.adapter, is_trainable=False)
     model.eval()
     return model, processor
