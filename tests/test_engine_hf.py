@@ -712,3 +712,15 @@ def test_gpu_bench_tiny_runs_the_engine_and_the_reference(tmp_path, capsys):
     assert "not a GPU measurement" in report
     same = [line.split("|")[9].strip() for line in report.splitlines() if "| reference |" in line]
     assert same and all(s.split("/")[0] == s.split("/")[1] for s in same), same  # fp32: identical outputs
+
+
+def test_engine_defaults_are_the_papers_and_options_validate():
+    from adaptrubric_local.engine.hf import HFEngineConfig
+
+    cfg = HFEngineConfig()
+    assert cfg.max_visual_tokens is None and ImageConfig().max_visual_tokens is None  # processor resolution
+    assert cfg.max_new_tokens == 1024 and cfg.max_batch_tokens is None and cfg.compile is False
+    for bad in (dict(max_batch_tokens=0), dict(max_visual_tokens=2), dict(max_new_tokens=0), dict(temperature=0)):
+        with pytest.raises(ValueError):
+            HFEngineConfig(**bad)
+    assert HFEngineConfig(max_visual_tokens=6144, max_batch_tokens=100_000, compile=True).max_visual_tokens == 6144

@@ -30,7 +30,7 @@ import torch
 
 from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
-from .base import Engine, Output, Request, TokenProbs
+from .base import Engine, Output, Request, TokenProbs, cut_after_line
 from .hf_config import CPU_BATCH_TOKENS, DEFAULT_MODEL, HFEngineConfig  # noqa: F401 (re-exported)
 from .images import BatchImages, ImageConfig, ImagePipeline, plan_tokens
 
@@ -66,7 +66,7 @@ class RowStop(StoppingCriteria):
     complete line (ended by a newline token) that starts with the row's prefix. Each step costs one
     table lookup on the device and one boolean read; only rows that just produced a newline decode
     their current line (never the whole text). `ends[row]` is the number of tokens a row kept when
-    its line stopped it; `stopped[row]` says whether it did."""
+    its line stopped it (absent for rows the line did not stop)."""
 
     def __init__(self, tokenizer, newline: torch.Tensor, prefixes: list[Optional[str]], caps: list[int],
                  prompt_len: int):
@@ -105,10 +105,6 @@ class RowStop(StoppingCriteria):
             return
         self.fragment[b] = bool(parts[-1])  # text after the newline inside the same token
         self.line_start[b] = length - 1 if self.fragment[b] else length
-
-    @property
-    def stopped(self) -> set[int]:
-        return set(self.ends)
 
 
 class OutOfMemory(RuntimeError):
@@ -364,6 +360,9 @@ class HFEngine(Engine):
                 limit = stop.ends.get(row, row_caps[row])
                 text, token_probs, n, eos = self._decode(gen[row, :limit], probs[row] if probs is not None else None,
                                                          watch, r.watch)
+                if row in stop.ends:  # a token that ended the line may carry text of the next one
+                    text = cut_after_line(text, r.stop_after_line) or text
+                    token_probs = [p for p in token_probs if p.offset < len(text)]
                 samples.append((text, token_probs, n, not eos and row not in stop.ends and n >= row_caps[row]))
             hit_cap = any(x[3] for x in samples)
             self.counts["hit_cap"] += hit_cap
@@ -588,6 +587,7 @@ def load_model(cfg: HFEngineConfig):
     if cfg.adapter:
         from peft import PeftModel
 
-        model = PeftModel.from_pretrained(model, cfg.adapter, is_trainable=False)
+        with _hub_offline():  # a local folder (checked in HFEngineConfig): nothing to fetch
+            model = PeftModel.from_pretrained(model, cfg.adapter, is_trainable=False)
     model.eval()
     return model, processor
