@@ -59,6 +59,13 @@ def router_prompt(prompts, bank, instruction: str) -> str:
 
     if bank.taxonomy == "paper" and not any(rs.router_description for rs in bank.families.values()):
         return render(prompts.router, "router", instruction=instruction)
+    return bank_router_prompt(prompts, bank, instruction)
+
+
+def bank_router_prompt(prompts, bank, instruction: str) -> str:
+    """`prompts.router_bank` filled from `bank` (for the paper's bank this is the paper's text)."""
+    from .prompts import render
+
     fb = bank.fallback
     names = [n for n in bank.families if n != fb] + [fb]
     lines = [f"- {n} : {_router_line(prompts, bank, n)}" for n in names]
