@@ -167,8 +167,9 @@ class ScriptedTeacher:
             m = re.findall(r"^(\w+):\n  description:", req.prompt, re.M)
             return json.dumps({"families": [{"name": n, "description": f"Rewritten for ShopDesk: {n}.",
                                              "verification_steps": ["Check the outcome in ShopDesk."]} for n in m]})
-        if req.kind == "refine":
-            fam = re.search(r"^FAMILY: (\w+)", req.prompt, re.M).group(1)
+        m = re.search(r"^FAMILY: (\w+)", req.prompt, re.M)
+        if m:  # the refine prompt
+            fam = m.group(1)
             self.calls[fam] += 1
             kind = FAMILIES.get(fam, (None, None, None))[2]
             steps = ["Identify the record or order the instruction names.", "Check the task's outcome."]
