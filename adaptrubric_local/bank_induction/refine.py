@@ -236,7 +236,8 @@ class Refiner:
             new_bank, decisions, diffs, alive = self.revise(k + 1, bank, dv, vv)
             if not alive:
                 report["status"] = (f"stopped in round {k + 1}: every teacher call failed "
-                                    f"({next(iter(decisions.values())).get('error', '')}); rounds up to {k} are "
+                                    f"({next(d['error'] for d in decisions.values() if 'error' in d)}); rounds up "
+                                    f"to {k} are "
                                     f"written; rerun with --resume to continue")
                 self._write_report(report)
                 return report
