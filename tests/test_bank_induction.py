@@ -3,7 +3,6 @@ router following the bank in use."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 import yaml

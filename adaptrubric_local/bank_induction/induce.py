@@ -122,7 +122,7 @@ def _chunk_key(chunk: list[Trajectory], cfg: InduceConfig, ps: InductionPrompts)
 
 
 def collect_dimensions(teacher: Teacher, ps: InductionPrompts, picked: list[Trajectory], cfg: InduceConfig,
-                       work: Path, progress: bool = False) -> tuple[list[dict], list[str]]:
+                       work: Path) -> tuple[list[dict], list[str]]:
     """Dimensions from every batch (cached in work/dimensions.jsonl); and the problems met."""
     cache_file = work / "dimensions.jsonl"
     cached = {}
@@ -277,8 +277,7 @@ def write_bank(bank: RubricBank, out: Path, header: str) -> None:
 
 
 def induce(trajs: list[Trajectory], out: str | Path, teacher_engine: Engine, cfg: Optional[InduceConfig] = None,
-           data_desc: str = "", prompts: Optional[InductionPrompts] = None, base_bank: Optional[str] = None,
-           progress: bool = False) -> dict:
+           data_desc: str = "", prompts: Optional[InductionPrompts] = None, base_bank: Optional[str] = None) -> dict:
     """Induce a bank from labelled trajectories and write it to `out`; returns a summary dict.
 
     Raises ValueError when the data has no labelled success or failure, or when the grouping step
@@ -295,7 +294,7 @@ def induce(trajs: list[Trajectory], out: str | Path, teacher_engine: Engine, cfg
     work.mkdir(parents=True, exist_ok=True)
     teacher = Teacher(teacher_engine, log=work / "teacher.jsonl", max_new_tokens=cfg.teacher_max_new_tokens)
     picked, counts = sample(labelled, cfg)
-    dims, problems = collect_dimensions(teacher, ps, picked, cfg, work, progress)
+    dims, problems = collect_dimensions(teacher, ps, picked, cfg, work)
     if not dims:
         raise ValueError("no verification dimensions from the teacher: " + "; ".join(problems[:5])
                          + f" (replies in {work / 'teacher.jsonl'})")
