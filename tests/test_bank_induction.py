@@ -257,3 +257,15 @@ def test_cli_bank_induce_and_refine_need_one_teacher(domain, tmp_path, capsys, m
     assert run(["bank", "refine", "--data", str(path), "--out", str(tmp_path / "r"), "--teacher-url", "http://x/v1",
                 "--teacher-name", "t"]) == 2
     assert "--model" in capsys.readouterr().err
+
+
+def test_refine_and_induce_run_on_the_transformers_engine(tiny_engine, tmp_path, induced):
+    """The real engine path (tiny random Qwen3-VL): its outputs are noise, so routes fall back, verdicts
+    are unparsed, and the teacher's unreadable replies are reported, never guessed at."""
+    path = make_domain(tmp_path / "d", tasks_per_kind=2)
+    trajs = load_trajectories(path).trajectories
+    rep = refine(trajs, induced[0], tmp_path / "r", tiny_engine, scripted_teacher(), RefineConfig(rounds=1))
+    assert rep["status"] == "done" and load_bank(tmp_path / "r" / "round_1.yaml")
+    assert rep["rounds"][0]["val"]["n"] + rep["rounds"][0]["refine"]["n"] == len(trajs)
+    with pytest.raises(ValueError, match="unparseable reply"):
+        induce(trajs, tmp_path / "b.yaml", tiny_engine, InduceConfig(images_per_traj=2))
