@@ -93,3 +93,28 @@ def test_induce_then_refine_through_an_openai_compatible_teacher(server, tmp_pat
     log = [json.loads(x) for x in (tmp_path / "refine" / "teacher.jsonl").read_text().splitlines()]
     assert {x["tag"] for x in log} == {"round1:crm_update", "round1:crm_refund"}
     assert any(x["error"] for x in log if x["tag"] == "round1:crm_refund")
+
+
+def test_cli_induce_and_refine_with_a_served_teacher(server, tmp_path, tiny_model, monkeypatch, capsys):
+    from adaptrubric_local import cli, cli_bank
+
+    build = cli.build_parser
+
+    def build_with_bank():  # cli.py registers cli_bank once it is in its list of optional command groups
+        ap = build()
+        sub = ap._subparsers._group_actions[0]
+        if "bank" not in sub.choices:
+            cli_bank.add_subcommands(sub)
+        return ap
+
+    monkeypatch.setattr(cli, "build_parser", build_with_bank)
+    run = cli.main
+    data = make_domain(tmp_path / "data", tasks_per_kind=2)
+    teacher = ["--teacher-url", server.url, "--teacher-name", "judge-xl", "--max-retries", "0"]
+    assert run(["bank", "induce", str(data), "--out", str(tmp_path / "b.yaml"), "--domain", "ShopDesk", *teacher]) == 0
+    assert "crm_update" in load_bank(tmp_path / "b.yaml").families
+    assert "teacher calls" in capsys.readouterr().err
+    rc = run(["bank", "refine", "--bank", str(tmp_path / "b.yaml"), "--data", str(data), "--out", str(tmp_path / "r"),
+              "--model", str(tiny_model), "--rounds", "1", "--max-new-tokens", "8", *teacher])
+    assert rc == 0 and "| round | refine acc |" in capsys.readouterr().out
+    assert (tmp_path / "r" / "round_1.yaml").exists() and (tmp_path / "r" / "report.json").exists()
