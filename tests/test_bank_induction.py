@@ -269,3 +269,18 @@ def test_refine_and_induce_run_on_the_transformers_engine(tiny_engine, tmp_path,
     assert rep["rounds"][0]["val"]["n"] + rep["rounds"][0]["refine"]["n"] == len(trajs)
     with pytest.raises(ValueError, match="unparseable reply"):
         induce(trajs, tmp_path / "b.yaml", tiny_engine, InduceConfig(images_per_traj=2))
+
+
+def test_induction_prompts_load_strictly(tmp_path):
+    from adaptrubric_local.bank_induction.prompts import DEFAULT_INDUCTION_PROMPTS, load_induction_prompts
+    from adaptrubric_local.prompts import TemplateError
+
+    assert load_induction_prompts().sha and load_induction_prompts().path.endswith("induction.yaml")
+    doc = yaml.safe_load(DEFAULT_INDUCTION_PROMPTS.read_text())
+    p = tmp_path / "p.yaml"
+    p.write_text(yaml.safe_dump({**doc, "grouping_hint": "x"}))
+    with pytest.raises(SchemaError, match="grouping_hint.*unknown key"):
+        load_induction_prompts(p)
+    p.write_text(yaml.safe_dump({**doc, "refine": doc["refine"].replace("{cases}", "")}))
+    with pytest.raises(TemplateError, match="'refine'.*cases"):
+        load_induction_prompts(p)
