@@ -1,17 +1,23 @@
 """The rubric bank: schema, loading, lookup and content hash (paper §4.1, Appendix H.1).
 
-A bank is a YAML file of eight family entries plus a shared meta rule; `lookup` does the paper's
-top-1 retrieval with the `general` fallback. Knows nothing about routing, prompts or models.
+A bank is a YAML file of family entries plus a shared meta rule; `lookup` does the paper's top-1
+retrieval with the fallback family (the one whose categories hold "*", `general` in the paper's bank).
+`taxonomy: paper` (the default) requires exactly the paper's eight families, so a misspelt family
+name is an error; `taxonomy: custom` (a bank built for your own apps, see `bank_induction`) allows
+any snake_case family names and needs one fallback family. `record` says how a bank was built
+(teacher, data, prompts); it is not part of the content hash. Knows nothing about routing, prompts
+or models.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .schema import load_yaml_model
 from .types import FAMILIES
@@ -42,11 +48,28 @@ class RubricSet(_Strict):
     special_rules: list[str] = Field(min_length=1)
     output_format: str
     rubric_items: list[RubricItem] = Field(min_length=1)
+    router_description: Optional[str] = None  # the router prompt's line for this family (default: see prompts)
 
     @property
     def critical_items(self) -> list[RubricItem]:
         """The items marked critical (what the fine-cue prompt receives)."""
         return [i for i in self.rubric_items if i.criticality == "critical"]
+
+
+class BuildStep(_Strict):
+    """One step that made or changed a bank (induce, a refine round): teacher, data, prompts used."""
+
+    step: str
+    teacher: str
+    data: str
+    prompts: str
+    prompts_sha: str
+    created: str
+    teacher_calls: int = 0
+    details: dict[str, Union[str, int, float, bool, None]] = Field(default_factory=dict)
+
+
+FAMILY_NAME = re.compile(r"^[a-z][a-z0-9_]{1,47}$")
 
 
 class RubricBank(_Strict):
@@ -55,20 +78,36 @@ class RubricBank(_Strict):
     version: int
     name: str
     source: Optional[str] = None
+    taxonomy: Literal["paper", "custom"] = "paper"
     output_formats: dict[str, str] = Field(min_length=1)
     meta_rule: list[str] = Field(min_length=1)
     families: dict[str, RubricSet]
+    record: list[BuildStep] = Field(default_factory=list)
 
-    @field_validator("families")
-    @classmethod
-    def _all_families(cls, fams: dict[str, RubricSet]) -> dict[str, RubricSet]:
-        unknown = set(fams) - set(FAMILIES)
-        if unknown:
-            raise ValueError(f"unknown families {sorted(unknown)}; allowed: {', '.join(FAMILIES)}")
-        missing = [f for f in FAMILIES if f not in fams]
-        if missing:
-            raise ValueError(f"missing families {missing}")
-        return fams
+    @model_validator(mode="after")
+    def _family_set(self) -> "RubricBank":
+        fams = self.families
+        if self.taxonomy == "paper":
+            unknown = set(fams) - set(FAMILIES)
+            if unknown:
+                raise ValueError(f"unknown families {sorted(unknown)}; allowed: {', '.join(FAMILIES)} "
+                                 "(a bank with families of its own sets `taxonomy: custom`)")
+            missing = [f for f in FAMILIES if f not in fams]
+            if missing:
+                raise ValueError(f"missing families {missing}")
+            return self
+        if len(fams) < 2:
+            raise ValueError("a custom bank needs at least two families (one of them the fallback)")
+        for name, rs in fams.items():
+            if not FAMILY_NAME.match(name):
+                raise ValueError(f"families.{name}: a family name is snake_case: a-z, 0-9 and _, 2-48 characters")
+            if name not in rs.categories and "*" not in rs.categories:
+                raise ValueError(f"families.{name}.categories must contain {name!r} (or '*' for the fallback)")
+        wild = [n for n, rs in fams.items() if "*" in rs.categories]
+        if len(wild) != 1:
+            raise ValueError(f"a custom bank needs exactly one fallback family (categories: ['*']), found "
+                             f"{len(wild)}{': ' + ', '.join(wild) if wild else ''}")
+        return self
 
     @model_validator(mode="after")
     def _formats_exist(self) -> "RubricBank":
@@ -80,9 +119,27 @@ class RubricBank(_Strict):
 
     @property
     def sha(self) -> str:
-        """Content hash: sha256 of the validated bank as canonical JSON (first 16 hex digits)."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        """Content hash: sha256 of the validated bank as canonical JSON (first 16 hex digits). The build
+        record is left out, and so are fields added after version 1 while at their defaults, so a
+        bank's hash does not change with the package."""
+        doc = self.model_dump(mode="json", exclude={"record"})
+        if doc["taxonomy"] == "paper":
+            del doc["taxonomy"]
+        for fam in doc["families"].values():
+            if fam["router_description"] is None:
+                del fam["router_description"]
+        blob = json.dumps(doc, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def fallback(self) -> str:
+        """The family an unknown category falls back to (categories ['*']; `general` in the paper)."""
+        return next((n for n, rs in self.families.items() if "*" in rs.categories), "general")
+
+    @property
+    def family_names(self) -> list[str]:
+        """The families a router may choose, in bank order."""
+        return list(self.families)
 
     def lookup(self, category: str) -> RubricSet:
         """Top-1 retrieval: the set whose categories contain `category`, else the wildcard set."""

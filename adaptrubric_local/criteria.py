@@ -14,8 +14,8 @@ from typing import Callable, Iterable, Optional
 from .bank import RubricBank
 from .cues import cue_prompt, manual_cues, parse_cues
 from .engine.base import Output, Request
-from .prompts import PromptSet, render
-from .route import parse_router_output, route_rules
+from .prompts import PromptSet
+from .route import parse_router_output, route_rules, router_prompt
 from .types import CueResult, RouteResult
 
 CallFn = Callable[[list[Request]], list[Output]]
@@ -38,14 +38,19 @@ class Criteria:
         cfg = self.config
         if cfg.fixed_category:
             self.routes.update({i: RouteResult(category=cfg.fixed_category, mode="fixed") for i in todo})
-        elif cfg.router == "rules":
-            self.routes.update({i: route_rules(i) for i in todo})
+        elif cfg.router == "rules":  # the rules know the paper's families; others go to the bank's fallback
+            for i in todo:
+                res = route_rules(i)
+                if res.category not in self.bank.families:
+                    res = RouteResult(category=self.bank.fallback, mode=res.mode, raw=res.category, parsed=res.parsed)
+                self.routes[i] = res
         elif todo:
-            reqs = [Request(prompt=render(self.prompts.router, "router", instruction=i), kind="route",
+            reqs = [Request(prompt=router_prompt(self.prompts, self.bank, i), kind="route",
                             max_new_tokens=cfg.route_max_new_tokens) for i in todo]
+            names, fallback = self.bank.family_names, self.bank.fallback
             for ins, out in zip(todo, self._call(reqs)):
-                res = parse_router_output(out.text) if not out.error else RouteResult(
-                    category="general", mode="model", raw=out.error, parsed=False)
+                res = parse_router_output(out.text, names, fallback) if not out.error else RouteResult(
+                    category=fallback, mode="model", raw=out.error, parsed=False)
                 self.unparsed["route"] += not res.parsed
                 self.routes[ins] = res
                 self.fresh[("route", ins)] = (out.prompt_tokens + out.completion_tokens, 1)

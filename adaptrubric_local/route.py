@@ -1,8 +1,9 @@
-"""The coarse stage's router g(I): pick one of the 8 task families for an instruction (paper §4.1).
+"""The coarse stage's router g(I): pick one of the bank's task families for an instruction (paper §4.1).
 
-Two modes. `model`: render the paper's router prompt (H.2) for an engine and parse its single
+Two modes. `model`: render the paper's router prompt (H.2) for an engine (for a bank with families
+of its own, the same prompt listing that bank's families: `router_prompt`) and parse its single
 `CATEGORY:` line (markdown, case and "composite workflow" spellings tolerated); anything else falls
-back to `general` and is recorded as unparsed. `rules`: deterministic, model-free rules over general
+back to the bank's fallback family (`general`) and is recorded as unparsed. `rules`: deterministic, model-free rules over general
 features of the instruction, with no rule keyed to a particular instruction:
 - clause structure: sentences and clauses split at "then", ";", ",", "and", "or", with quoted payloads
   masked; background sentences without an action verb stand in for a later "it"/"that";
@@ -19,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 from .types import FAMILIES, RouteResult
 
@@ -32,21 +33,55 @@ RULES_ESTIMATE = ("rules router: 84% leave-one-source-out on 85 dev instructions
 _CATEGORY_LINE = re.compile(r"^\W*category\W*[:=][ \t]*(.*)$", re.I | re.M)
 
 
-def _family_named(value: str) -> Optional[str]:
+def _family_named(value: str, families: Sequence[str] = FAMILIES) -> Optional[str]:
     """The family a CATEGORY value names, tolerating markdown, case and spaces or hyphens for '_'."""
-    words = [w.replace("-", "_") for w in re.findall(r"[a-z]+(?:[_-][a-z]+)*", value.lower())]
-    for name in words[:1] + ["_".join(words[:2])]:  # "info_query", "state-navigation", "composite workflow"
-        if name in FAMILIES:
+    words = [w.replace("-", "_") for w in re.findall(r"[a-z0-9]+(?:[_-][a-z0-9]+)*", value.lower())]
+    for k in range(min(4, len(words)), 0, -1):  # "info_query", "state-navigation", "composite workflow"
+        name = "_".join(words[:k])
+        if name in families:
             return name
     return None
 
 
-def parse_router_output(text: str) -> RouteResult:
-    """Read the last `CATEGORY: <family>` line; unknown or missing -> general, parsed=False."""
-    hits = [_family_named(m.group(1)) for m in _CATEGORY_LINE.finditer(text or "")]
+def parse_router_output(text: str, families: Sequence[str] = FAMILIES, fallback: str = "general") -> RouteResult:
+    """Read the last `CATEGORY: <family>` line naming one of `families` (the bank's); unknown or
+    missing -> `fallback` (the bank's fallback family), parsed=False."""
+    hits = [_family_named(m.group(1), families) for m in _CATEGORY_LINE.finditer(text or "")]
     if hits and hits[-1]:
         return RouteResult(category=hits[-1], mode="model", raw=text, parsed=True)
-    return RouteResult(category="general", mode="model", raw=text, parsed=False)
+    return RouteResult(category=fallback, mode="model", raw=text, parsed=False)
+
+
+def router_prompt(prompts, bank, instruction: str) -> str:
+    """The router prompt for `bank`: the paper's text (`prompts.router`) for the paper's families,
+    else `prompts.router_bank` listing the bank's families (with the fallback last)."""
+    from .prompts import render
+
+    if bank.taxonomy == "paper" and not any(rs.router_description for rs in bank.families.values()):
+        return render(prompts.router, "router", instruction=instruction)
+    return bank_router_prompt(prompts, bank, instruction)
+
+
+def bank_router_prompt(prompts, bank, instruction: str) -> str:
+    """`prompts.router_bank` filled from `bank` (for the paper's bank this is the paper's text)."""
+    from .prompts import render
+
+    fb = bank.fallback
+    names = [n for n in bank.families if n != fb] + [fb]
+    lines = [f"- {n} : {_router_line(prompts, bank, n)}" for n in names]
+    rules = []
+    for rule in prompts.router_rules:
+        named = {f for f in FAMILIES if re.search(rf"\b{f}\b", rule)}
+        if named <= set(names):
+            rules.append(f"{len(rules) + 1}. {render(rule, 'router_rules', fallback=fb)}")
+    return render(prompts.router_bank, "router_bank", instruction=instruction, n_families=str(len(names)),
+                  category_lines="\n".join(lines), decision_rules="\n".join(rules),
+                  category_choices=" | ".join(names))
+
+
+def _router_line(prompts, bank, name: str) -> str:
+    rs = bank.families[name]
+    return rs.router_description or prompts.router_descriptions.get(name) or rs.description
 
 
 # ----------------------------------------------------------------------------- rules mode

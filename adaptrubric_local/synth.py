@@ -4,7 +4,10 @@ Draws phone-like screens with PIL for every task family and writes canonical JSO
 several candidates (same `task_id`, same instruction); failures mimic the paper's failure modes:
 text added below instead of at the top, a draft left unsent, one of "all" items left, a wrong
 recipient, a settings page visited but the toggle not switched, an answer in the wrong format, a
-source read but the destination left empty, a sub-goal dropped. Knows nothing about models.
+source read but the destination left empty, a sub-goal dropped. With `visible_outcome`, the final
+screen also carries a large outcome banner (green "Done" / red "Not done"), so success and failure
+are visually separable even for a tiny model (distillation demos and tests). Knows nothing about
+models.
 """
 from __future__ import annotations
 
@@ -242,9 +245,19 @@ def task_bank(rng: random.Random, i: int) -> tuple[str, str, Callable]:
     return "general", "Run the stopwatch.", _stopwatch({})
 
 
+def outcome_banner(im: Image.Image, ok: bool) -> Image.Image:
+    """Paint a banner over the lower half of a final screen: green "Done" or red "Not done"."""
+    w, h = im.size
+    d = ImageDraw.Draw(im)
+    d.rectangle([0, h // 2, w, h], fill=(40, 170, 70) if ok else (200, 40, 40))
+    d.text((w // 8, h * 2 // 3), "Done" if ok else "Not done", fill=(255, 255, 255), font=_font(max(9, h // 12)))
+    return im
+
+
 def synthesize(out: Path, n_tasks: int = 16, candidates: int = 4, size: tuple[int, int] = (360, 800),
-               seed: int = 0, platform: str = "android") -> Path:
-    """Write `n_tasks` x `candidates` labelled trajectories under `out`; returns the JSONL path."""
+               seed: int = 0, platform: str = "android", visible_outcome: bool = False) -> Path:
+    """Write `n_tasks` x `candidates` labelled trajectories under `out`; returns the JSONL path.
+    `visible_outcome`: the final screen shows the outcome as a large coloured banner."""
     from .formats import canonical
 
     out = Path(out)
@@ -262,7 +275,10 @@ def synthesize(out: Path, n_tasks: int = 16, candidates: int = 4, size: tuple[in
             steps = []
             for n, (screen, action, atype, text) in enumerate(built):
                 path = out / "screens" / f"t{i:03d}_c{j}_s{n:02d}.png"
-                draw(screen, size).save(path, optimize=False, compress_level=1)
+                im = draw(screen, size)
+                if visible_outcome and n == len(built) - 1:
+                    im = outcome_banner(im, bool(ok))
+                im.save(path, optimize=False, compress_level=1)
                 steps.append(Step(screenshot=str(path.resolve()), action=action, action_type=atype, text=text))
             trajs.append(Trajectory(id=f"t{i:03d}_c{j}", instruction=instruction, steps=steps, answer=answer,
                                     platform=platform, task_id=f"t{i:03d}", label=int(ok)))

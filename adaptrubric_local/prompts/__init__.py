@@ -1,7 +1,8 @@
 """Prompt templates as data (paper Appendix H.2-H.3) and a renderer that fails loudly.
 
-The set holds the paper's four prompts (router, verifier skeleton, fine-cue prompt, cue block) and
-two ablation-only variants for Table 4 (`cue_block_no_meta` for w/o Coarse, `verifier_image_only` for
+The set holds the paper's four prompts (router, verifier skeleton, fine-cue prompt, cue block), the
+router prompt in parts for banks with families of their own (`router_bank`), and two ablation-only
+variants for Table 4 (`cue_block_no_meta` for w/o Coarse, `verifier_image_only` for
 w/o Both); default.yaml lists every way the bundled text differs from the paper.
 
 `render` fills `{name}` placeholders and raises TemplateError for any placeholder left unfilled.
@@ -50,6 +51,9 @@ class PromptSet(BaseModel):
     cue_block: str
     cue_block_no_meta: str
     verifier_image_only: str
+    router_bank: str
+    router_descriptions: dict[str, str]
+    router_rules: list[str]
     headings: Headings
 
 
@@ -62,6 +66,7 @@ REQUIRED_PLACEHOLDERS = {
     "cue_block": {"cue_bullets"},
     "cue_block_no_meta": {"cue_bullets"},
     "verifier_image_only": {"instruction", "output_format"},
+    "router_bank": {"instruction", "n_families", "category_lines", "decision_rules", "category_choices"},
 }
 
 
@@ -91,6 +96,9 @@ def _load_cached(path: str) -> PromptSet:
         have = placeholders(getattr(ps, key))
         if have != needed:
             raise TemplateError(f"{path}: field '{key}': placeholders {sorted(have)} must be exactly {sorted(needed)}")
+    for n, rule in enumerate(ps.router_rules):
+        if not placeholders(rule) <= {"fallback"}:
+            raise TemplateError(f"{path}: field 'router_rules.{n}': the only placeholder allowed is {{fallback}}")
     return ps
 
 

@@ -1,0 +1,62 @@
+"""The induction and refinement prompts as data: strict schema, exact placeholders, content hash.
+
+Knows nothing about trajectories, banks or teachers: callers pass plain strings to `render`.
+"""
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from ..prompts import TemplateError, placeholders
+from ..schema import load_yaml_model
+
+DEFAULT_INDUCTION_PROMPTS = Path(__file__).resolve().parent.parent / "prompts" / "induction.yaml"
+
+REQUIRED = {
+    "trajectory": {"id", "label", "n_images", "instruction", "agent_answer", "typed_texts", "key_actions",
+                   "action_trace"},
+    "dimensions": {"n_trajectories", "domain", "trajectories"},
+    "dimensions_suffix": set(),
+    "grouping": {"domain", "dimensions", "instructions", "max_families", "fallback"},
+    "grouping_keep": {"domain", "families", "dimensions", "instructions"},
+    "refine": {"family", "description", "rubric", "n_agree", "n_cases", "cases"},
+    "case": {"n", "id", "label", "verdict", "instruction", "agent_answer", "typed_texts", "key_actions",
+             "action_trace", "verifier_output"},
+}
+
+
+class InductionPrompts(BaseModel):
+    """The teacher prompts of bank induction and refinement."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    version: int
+    source: Optional[str] = None
+    trajectory: str
+    dimensions: str
+    dimensions_suffix: str
+    grouping: str
+    grouping_keep: str
+    refine: str
+    case: str
+    path: str = ""  # set by the loader
+    sha: str = ""  # set by the loader: sha256 of the file, 16 hex digits
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> InductionPrompts:
+    ps = load_yaml_model(path, InductionPrompts)
+    for key, needed in REQUIRED.items():
+        have = placeholders(getattr(ps, key))
+        if have != needed:
+            raise TemplateError(f"{path}: field '{key}': placeholders {sorted(have)} must be exactly {sorted(needed)}")
+    sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    return ps.model_copy(update={"path": path, "sha": sha})
+
+
+def load_induction_prompts(path: str | Path | None = None) -> InductionPrompts:
+    """Load and check an induction prompt set (default: the bundled one)."""
+    return _load(str(Path(path or DEFAULT_INDUCTION_PROMPTS).resolve()))

@@ -1,0 +1,187 @@
+"""A synthetic app domain with a scripted teacher and a scripted verifier, for the bank demo and tests.
+
+The domain ("ShopDesk", a made-up CRM) has three kinds of task, each with a success and a failed run
+per task: look up a customer's phone number (failure: no answer submitted), change a customer's email
+(failure: typed but never saved), refund an order (failure: the refund dialog never confirmed).
+
+`ScriptedVerifier` stands in for a verifier model that follows its rubric literally: it routes by
+word overlap with the router prompt's category lines, and for the verdict it checks only what the
+family rubric in its prompt tells it to check (a submitted answer, a click on Save, a click on
+Confirm); with none of those it passes the trajectory. `ScriptedTeacher` answers the induction
+prompts from the trajectories they show, and the refine prompt with a fix for the failure pattern
+of the family's cases (the first refund revision it writes is a useless one, so that refinement has
+one revision to reject). Neither is a model: they exist to exercise the procedure end to end.
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+from ..engine.base import Request
+from ..engine.fake import FakeEngine
+
+KINDS = ("lookup", "update", "refund")
+NAMES = ["Ada Lin", "Bo Chen", "Cy Park", "Di Roy", "Ed Kim", "Flo Ng", "Gus Ray", "Hal Ito", "Ivy Sun", "Jo Lee",
+         "Kai Wu", "Lu Ma", "Mo Diaz", "Nia Cole", "Oz Hart", "Pia Dunn"]
+CHECKS = {"lookup": "an answer was submitted", "update": "a click on Save", "refund": "a click on Confirm"}
+FAIL_MARK = {"lookup": None, "update": "click(Save)", "refund": "click(Confirm)"}
+
+
+def _png(path: Path, text: str, seed: int) -> None:
+    from PIL import Image, ImageDraw
+
+    im = Image.new("RGB", (96, 160), (240, 240 - seed % 40, 230))
+    ImageDraw.Draw(im).text((4, 4), text[:14], fill=(0, 0, 0))
+    im.save(path)
+
+
+def _steps(kind: str, ok: bool, name: str, n: int) -> tuple[list[dict], str | None]:
+    if kind == "lookup":
+        steps = [{"action": "open_app(ShopDesk)", "action_type": "open_app"},
+                 {"action": f"click(customer '{name}')", "action_type": "click"},
+                 {"action": "scroll(down)", "action_type": "scroll"}]
+        return steps, (f"+1 555 01{n:02d}" if ok else None)
+    if kind == "update":
+        email = name.split()[0].lower() + "@example.com"
+        steps = [{"action": "open_app(ShopDesk)", "action_type": "open_app"},
+                 {"action": f"click(customer '{name}')", "action_type": "click"},
+                 {"action": f"type('{email}')", "action_type": "type", "text": email}]
+        steps += [{"action": "click(Save)", "action_type": "click"}] if ok else [{"action": "press(back)",
+                                                                                   "action_type": "navigate_back"}]
+        return steps, None
+    steps = [{"action": "open_app(ShopDesk)", "action_type": "open_app"},
+             {"action": f"click(order #{1000 + n})", "action_type": "click"},
+             {"action": "click(Refund)", "action_type": "click"}]
+    steps += [{"action": "click(Confirm)", "action_type": "click"}] if ok else [{"action": "click(Cancel)",
+                                                                                 "action_type": "click"}]
+    return steps, None
+
+
+def instruction(kind: str, name: str, n: int) -> str:
+    """The task instruction of one synthetic task."""
+    if kind == "lookup":
+        return f"What is the phone number of customer {name} in ShopDesk?"
+    if kind == "update":
+        return f"Change the email of customer {name} to {name.split()[0].lower()}@example.com in ShopDesk."
+    return f"Issue a refund for order #{1000 + n} in ShopDesk."
+
+
+def make_domain(out: str | Path, tasks_per_kind: int = 12, seed: int = 0) -> Path:
+    """Write the domain as a canonical JSONL (with small screenshots) under `out`; returns the file."""
+    out = Path(out)
+    (out / "img").mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    rows = []
+    for kind in KINDS:
+        for n in range(tasks_per_kind):
+            name = NAMES[(n + KINDS.index(kind) * 5) % len(NAMES)]
+            for ok in (True, False):
+                tid = f"{kind}-{n:02d}"
+                rid = f"{tid}-{'ok' if ok else 'fail'}"
+                steps, answer = _steps(kind, ok, name, n)
+                for i, s in enumerate(steps):
+                    img = f"img/{rid}-{i}.png"
+                    _png(out / img, s["action"], rng.randrange(1000))
+                    s["screenshot"] = img
+                row = {"id": rid, "task_id": tid, "instruction": instruction(kind, name, n), "steps": steps,
+                       "label": int(ok), "platform": "shopdesk"}
+                if answer:
+                    row["answer"] = answer
+                rows.append(row)
+    path = out / "trajectories.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+# ----------------------------------------------------------------------------- scripted verifier
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 3}
+
+
+def verifier_script(req: Request) -> str:
+    """Route by overlap with the prompt's category lines; judge by the checks the rubric names."""
+    if req.kind == "route":
+        ins = re.search(r"TASK INSTRUCTION:\n(.*?)\n\nCATEGORIES", req.prompt, re.S).group(1)
+        cats = re.findall(r"^- (\w+) : (.*)$", req.prompt, re.M)
+        best = max(cats, key=lambda c: len(_words(ins) & _words(c[1] + " " + c[0].replace("_", " "))))
+        return f"CATEGORY: {best[0]}"
+    if req.kind == "cue":
+        return "NO_HINT: the coarse rubric covers this task."
+    m = re.search(r"VERIFICATION STEPS:\n(.*?)\nMETA RULE:", req.prompt, re.S)
+    rubric = m.group(1).lower() if m else ""
+    ok, why = True, "nothing the rubric asks for is missing"
+    if CHECKS["lookup"].lower() in rubric and 'submitted answer: "' not in req.prompt:
+        ok, why = False, "no answer was submitted"
+    if CHECKS["update"].lower() in rubric and "click(Save)" not in req.prompt:
+        ok, why = False, "the edit was never saved"
+    if CHECKS["refund"].lower() in rubric and "click(Confirm)" not in req.prompt:
+        ok, why = False, "the refund was never confirmed"
+    return f"{why}.\nSCORE: {int(ok)}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+
+
+def scripted_verifier() -> FakeEngine:
+    """The scripted verifier as an engine."""
+    return FakeEngine(verifier_script, name="scripted-verifier")
+
+
+# ----------------------------------------------------------------------------- scripted teacher
+FAMILIES = {
+    "crm_lookup": ("the agent must read a customer's detail (phone number, address) and answer with it",
+                   "Answer a question about a customer record.", "lookup"),
+    "crm_update": ("the agent changes a field of a customer record (email, name, phone)",
+                   "Change a field of a customer record.", "update"),
+    "crm_refund": ("the agent issues a refund for an order", "Refund an order.", "refund"),
+}
+
+
+class ScriptedTeacher:
+    """Answers the induction and refine prompts; counts its calls per family."""
+
+    def __init__(self, useless_first: tuple[str, ...] = ("crm_refund",)):
+        self.calls: Counter = Counter()
+        self.useless_first = set(useless_first)
+
+    def __call__(self, req: Request) -> str:
+        text = req.prompt + "\n" + req.suffix
+        if "List the verification dimensions" in text:
+            kinds = {k for k in KINDS if re.search({"lookup": "phone number", "update": "Change the email",
+                                                    "refund": "refund for order"}[k], req.prompt)}
+            dims = [{"name": f"{k} outcome", "check": f"Check the {k} task reached its outcome.",
+                     "failure_pattern": "stops one step early", "task_kind": k, "evidence": []} for k in sorted(kinds)]
+            return "Here is what I found:\n```json\n" + json.dumps({"dimensions": dims}) + "\n```"
+        if "Group the dimensions" in text:
+            fams = []
+            for name, (router, desc, kind) in FAMILIES.items():
+                steps = ["Identify the record or order the instruction names.", "Check the task's outcome."]
+                if kind == "lookup":
+                    steps.append(f"Check that {CHECKS['lookup']} (the agent's submitted answer is not empty).")
+                fams.append({"name": name, "router_description": router, "description": desc,
+                             "verification_steps": steps, "common_pitfalls": ["Stopping one step early."],
+                             "special_rules": ["Any valid path counts."],
+                             "rubric_items": [{"name": "Outcome Reached", "criticality": "critical"}]})
+            return json.dumps({"families": fams})
+        if "adapting a rubric bank" in text:
+            m = re.findall(r"^(\w+):\n  description:", req.prompt, re.M)
+            return json.dumps({"families": [{"name": n, "description": f"Rewritten for ShopDesk: {n}.",
+                                             "verification_steps": ["Check the outcome in ShopDesk."]} for n in m]})
+        m = re.search(r"^FAMILY: (\w+)", req.prompt, re.M)
+        if m:  # the refine prompt
+            fam = m.group(1)
+            self.calls[fam] += 1
+            kind = FAMILIES.get(fam, (None, None, None))[2]
+            steps = ["Identify the record or order the instruction names.", "Check the task's outcome."]
+            if fam in self.useless_first and self.calls[fam] == 1 or kind is None:
+                steps.append("Be thorough.")
+            else:
+                steps.append(f"Check that the trajectory shows {CHECKS[kind]}.")
+            return json.dumps({"verification_steps": steps, "common_pitfalls": ["Stopping one step early."],
+                               "special_rules": ["Any valid path counts."], "rationale": f"{fam}: name the last step"})
+        return "I do not understand the request."
+
+
+def scripted_teacher(**kw) -> FakeEngine:
+    """The scripted teacher as an engine."""
+    return FakeEngine(ScriptedTeacher(**kw), name="scripted-teacher")

@@ -1,0 +1,333 @@
+"""Collect a teacher's AdaptRubric judgments into a distillation folder.
+
+The teacher runs the full pipeline (route, cues, fused prompt, selected screenshots) through an
+engine that records every request and reply. Per trajectory the folder keeps exactly what the
+verifier saw (prompt, image files copied under `images/`, suffix, the chat messages) and what the
+teacher said (full response, parsed verdict, router and cue responses). Lines are appended to
+`collected.jsonl` as they complete, so nothing is lost when a run dies; `--resume` skips what is
+there. Unparsed teacher outputs (and, with `agree_with_labels`, disagreeing ones) go to
+`rejected.jsonl` with the reason, never into training data. Failed calls go to `failures.jsonl`
+and are retried by the next `--resume`. `finalize` splits by task into `train.jsonl`/`val.jsonl`
+and writes `manifest.json`. Knows nothing about argument parsing or training.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import shutil
+import sys
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from .. import __version__
+from ..cues import cue_prompt
+from ..engine.base import Engine, Output, Request
+from ..engine.fake import FakeEngine
+from ..engine.openai_engine import chat_messages
+from ..formats import load_trajectories
+from ..pipeline import AdaptRubric, PipelineConfig
+from ..prompts import load_prompts, render
+from ..types import Trajectory, Verdict
+
+FILES = {"collected": "collected.jsonl", "rejected": "rejected.jsonl", "failures": "failures.jsonl",
+         "train": "train.jsonl", "val": "val.jsonl", "manifest": "manifest.json"}
+
+
+@dataclass
+class CollectConfig:
+    """How to collect; saved in the manifest."""
+
+    val_fraction: float = field(default=0.2, metadata={"help": "fraction of tasks held out for val"})
+    agree_with_labels: bool = field(default=False, metadata={"help": "keep only verdicts that match the label"})
+    balance: bool = field(default=False, metadata={"help": "downsample the majority class in train"})
+    seed: int = field(default=0, metadata={"help": "seed of the task split and balancing"})
+    copy_images: bool = field(default=True, metadata={"help": "copy the selected screenshots into DIR/images"})
+
+    def __post_init__(self):
+        if not 0.0 <= self.val_fraction < 1.0:
+            raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction}")
+
+
+class RecordingEngine(Engine):
+    """Forwards to a teacher engine and keeps every request with its output."""
+
+    def __init__(self, inner: Engine):
+        self.inner = inner
+        self.name = inner.name
+        self.verify: dict[str, tuple[Request, Output]] = {}
+        self.by_prompt: dict[str, Output] = {}  # route and cue calls, by prompt text
+
+    def generate(self, requests: list[Request]) -> list[Output]:
+        outs = self.inner.generate(requests)
+        for r, o in zip(requests, outs):
+            if r.kind == "verify":
+                self.verify[str(r.tag)] = (r, o)
+            else:
+                self.by_prompt[r.prompt] = o
+        return outs
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def label_block(label: int) -> str:
+    """A data label written as the verifier's output block."""
+    return f"SCORE: {int(label)}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+
+
+def label_teacher(trajs: list[Trajectory]) -> FakeEngine:
+    """A teacher that answers every verifier request with the trajectory's own label."""
+    texts = {t.id: label_block(t.label) for t in trajs if t.label in (0, 1)}
+    return FakeEngine(script=lambda req: texts[req.tag], name="labels",
+                      fail=lambda req: None if req.tag in texts else f"trajectory {req.tag} has no 0/1 label")
+
+
+def verdicts_teacher(verdicts: dict[str, Verdict], name: str) -> FakeEngine:
+    """A teacher that replays verdict lines produced elsewhere (their `raw` text)."""
+    return FakeEngine(script=lambda req: verdicts[req.tag].raw, name=name,
+                      fail=lambda req: None if verdicts.get(req.tag) and verdicts[req.tag].raw else
+                      f"no verdict with 'raw' text for {req.tag}")
+
+
+def load_teacher_verdicts(path: str | Path) -> dict[str, Verdict]:
+    """Verdict lines by id; each must carry `raw` (the teacher's full output)."""
+    from ..evaluation.harness import load_verdicts
+
+    out = {}
+    for n, v in enumerate(load_verdicts(path), start=1):
+        if not v.raw and v.status != "error":
+            raise ValueError(f"{path}: line {n} (id {v.id}): field 'raw' is empty; --teacher-verdicts needs the "
+                             "teacher's full output in 'raw'")
+        out[str(v.id)] = v
+    return out
+
+
+def prompts_sha(prompts) -> str:
+    """Content hash of a prompt set (first 16 hex digits)."""
+    return hashlib.sha256(prompts.model_dump_json().encode("utf-8")).hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------- records
+def _copy_images(paths: list[str], out: Path, tid: str, copy: bool) -> list[str]:
+    if not copy:
+        return [str(Path(p).resolve()) for p in paths]
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in tid)
+    dst_dir = out / "images" / safe
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    rel = []
+    for k, p in enumerate(paths):
+        dst = dst_dir / f"{k:02d}_{Path(p).name}"
+        if not dst.exists():
+            shutil.copy2(p, dst)
+        rel.append(str(dst.relative_to(out)))
+    return rel
+
+
+def build_record(t: Trajectory, v: Verdict, rec: RecordingEngine, pipe: AdaptRubric, out: Path,
+                 copy_images: bool) -> dict:
+    """Everything the distillation keeps for one trajectory."""
+    req, o = rec.verify[t.id]
+    images = _copy_images(req.images, out, t.id, copy_images)
+    shown = Request(prompt=req.prompt, images=images, suffix=req.suffix)
+    route = pipe.route_many([t.instruction])[t.instruction]
+    route_rec = {"category": route.category, "mode": route.mode, "parsed": route.parsed, "prompt": None,
+                 "response": None}
+    if route.mode == "model":
+        rp = render(pipe.prompts.router, "router", instruction=t.instruction)
+        route_rec.update(prompt=rp, response=rec.by_prompt[rp].text if rp in rec.by_prompt else route.raw)
+    cue = pipe.cues_many([(t.instruction, route.category)])[(t.instruction, route.category)]
+    cue_rec = {"cues": list(cue.cues), "abstained": cue.abstained, "parsed": cue.parsed, "prompt": None,
+               "response": None}
+    cp = cue_prompt(pipe.prompts, t.instruction, route.category, pipe.bank.lookup(route.category))
+    if cp in rec.by_prompt:
+        cue_rec.update(prompt=cp, response=rec.by_prompt[cp].text)
+    return {
+        "id": t.id, "task_id": t.task_id or f"instruction: {t.instruction}", "label": t.label,
+        "platform": t.platform, "instruction": t.instruction, "teacher": rec.name,
+        "verify": {"prompt": req.prompt, "images": images, "suffix": req.suffix,
+                   "messages": chat_messages(shown), "response": o.text,
+                   "verdict": {"score": v.score, "evidence_sufficient": v.evidence_sufficient,
+                               "missing_evidence": v.missing_evidence}},
+        "route": route_rec, "cue": cue_rec,
+    }
+
+
+def _side_call_error(t: Trajectory, pipe: AdaptRubric, rec: RecordingEngine) -> Optional[str]:
+    """The error of this trajectory's router or cue call, if one failed: the pipeline falls back
+    (family "general", no cues), but a teacher's fallback is not what the teacher would have said."""
+    route = pipe.route_many([t.instruction])[t.instruction]
+    prompts = [render(pipe.prompts.router, "router", instruction=t.instruction)] if route.mode == "model" else []
+    prompts.append(cue_prompt(pipe.prompts, t.instruction, route.category, pipe.bank.lookup(route.category)))
+    for kind, p in zip(("router", "cue") if route.mode == "model" else ("cue",), prompts):
+        o = rec.by_prompt.get(p)
+        if o is not None and o.error:
+            return f"{kind} call failed: {o.error}"
+    return None
+
+
+def read_ids(path: Path) -> set[str]:
+    """Ids in a JSONL file written by this module; a torn last line is cut off."""
+    from ..scoring import read_done_ids
+
+    return read_done_ids(path)
+
+
+def _append(path: Path, obj: dict) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+# ----------------------------------------------------------------------------- collect
+def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: PipelineConfig,
+            config: Optional[CollectConfig] = None, resume: bool = False, teacher_desc: Optional[dict] = None,
+            groups: Optional[dict[str, PipelineConfig]] = None, progress: bool = True) -> dict:
+    """Run the teacher over `data` into `out`; returns the summary (also in the manifest).
+    `groups` maps trajectory id -> a per-trajectory pipeline config (replayed verdicts fix the
+    teacher's route and cues per trajectory)."""
+    from tqdm import tqdm
+
+    config = config or CollectConfig()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {k: out / v for k, v in FILES.items()}
+    if not resume and any(paths[k].is_file() and paths[k].stat().st_size for k in ("collected", "rejected")):
+        raise ValueError(f"{out} already holds collected data; pass --resume to continue it or choose another --out")
+    loaded = load_trajectories(data)
+    for e in loaded.errors:
+        print(f"skipped: {e}", file=sys.stderr)
+    done = read_ids(paths["collected"]) | read_ids(paths["rejected"])
+    todo = [t for t in loaded.trajectories if t.id not in done]
+    if paths["failures"].exists():
+        paths["failures"].unlink()
+    rec = RecordingEngine(teacher)
+    pipes: dict[str, AdaptRubric] = {}
+    by_cfg: dict[str, list[Trajectory]] = defaultdict(list)
+    for t in todo:
+        cfg = (groups or {}).get(t.id, pipe_config)
+        key = json.dumps(asdict(cfg), sort_keys=True)
+        if key not in pipes:
+            pipes[key] = AdaptRubric(rec, cfg)
+        by_cfg[key].append(t)
+    counts = {"collected": 0, "unparsed": 0, "disagree": 0, "failed": 0}
+    bar = tqdm(total=len(todo), unit="traj", desc="collecting", disable=not progress, dynamic_ncols=True)
+    for key, trajs in by_cfg.items():
+        pipe = pipes[key]
+        by_id = {t.id: t for t in trajs}
+        for v in pipe.iter_score(trajs):
+            t = by_id[str(v.id)]
+            err = v.error if v.status == "error" else _side_call_error(t, pipe, rec)
+            if err:
+                counts["failed"] += 1
+                _append(paths["failures"], {"id": t.id, "error": err})
+            elif v.status == "unparsed":
+                counts["unparsed"] += 1
+                _append(paths["rejected"], {"id": t.id, "reason": "unparsed", "detail": v.parse_error, "raw": v.raw})
+            elif config.agree_with_labels and t.label in (0, 1) and v.score != t.label:
+                counts["disagree"] += 1
+                _append(paths["rejected"], {"id": t.id, "reason": "disagrees with label", "score": v.score,
+                                            "label": t.label, "raw": v.raw})
+            else:
+                counts["collected"] += 1
+                _append(paths["collected"], build_record(t, v, rec, pipe, out, config.copy_images))
+            rec.verify.pop(str(v.id), None)
+            bar.update(1)
+            bar.set_postfix(failed=counts["failed"], unparsed=counts["unparsed"])
+    bar.close()
+    bank_sha = next(iter(pipes.values())).bank.sha if pipes else AdaptRubric(None, pipe_config).bank.sha
+    all_tasks = sorted({t.task_id or f"instruction: {t.instruction}" for t in loaded.trajectories})
+    meta = {"teacher": teacher_desc or {"name": teacher.name}, "pipeline": asdict(pipe_config),
+            "collect": asdict(config), "bank_sha": bank_sha, "prompts_sha": prompts_sha(load_prompts()),
+            "data": str(data), "package_version": __version__,
+            "this_run": {**counts, "resumed_past": len(done), "bad_records": len(loaded.errors)}}
+    return finalize(out, all_tasks, config, meta)
+
+
+def split_tasks(tasks: list[str], val_fraction: float, seed: int) -> set[str]:
+    """The held-out tasks: a seeded shuffle of all tasks of the data set, the first
+    round(n * val_fraction) of them (at least one when the fraction is > 0 and n > 1)."""
+    order = sorted(tasks)
+    random.Random(seed).shuffle(order)
+    n_val = round(len(order) * val_fraction)
+    if val_fraction > 0 and len(order) > 1:
+        n_val = min(max(1, n_val), len(order) - 1)
+    return set(order[:n_val])
+
+
+def read_split(data_dir: str | Path, split: str) -> list[dict]:
+    """The records of one split; a malformed line is an error naming file and line."""
+    path = Path(data_dir) / f"{split}.jsonl"
+    if not path.is_file():
+        raise ValueError(f"{path} not found (is {data_dir} a folder written by `adaptrubric distill collect`?)")
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {n}: malformed JSON ({exc.msg})") from None
+    return out
+
+
+def _read(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def finalize(out: Path, all_tasks: list[str], config: CollectConfig, meta: dict) -> dict:
+    """Write train.jsonl / val.jsonl (split by task) and manifest.json from collected.jsonl."""
+    records = _read(out / FILES["collected"])
+    val_tasks = split_tasks(all_tasks, config.val_fraction, config.seed)
+    train = [r for r in records if r["task_id"] not in val_tasks]
+    val = [r for r in records if r["task_id"] in val_tasks]
+    balanced_out = 0
+    if config.balance:
+        by = defaultdict(list)
+        for r in train:
+            by[r["verify"]["verdict"]["score"]].append(r)
+        if len(by) == 2:
+            k = min(len(x) for x in by.values())
+            rng = random.Random(config.seed)
+            keep = {r["id"] for x in by.values() for r in rng.sample(x, k)}
+            balanced_out = len(train) - len(keep)
+            train = [r for r in train if r["id"] in keep]
+    for name, rows in (("train", train), ("val", val)):
+        with open(out / FILES[name], "w", encoding="utf-8") as fh:
+            for r in rows:
+                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    rejected = _read(out / FILES["rejected"])
+    failures = _read(out / FILES["failures"])
+    counts = {
+        "collected": len(records), "train": len(train), "val": len(val), "balanced_out": balanced_out,
+        "train_positive": sum(r["verify"]["verdict"]["score"] == 1 for r in train),
+        "val_positive": sum(r["verify"]["verdict"]["score"] == 1 for r in val),
+        "unparsed": sum(r["reason"] == "unparsed" for r in rejected),
+        "disagree": sum(r["reason"] != "unparsed" for r in rejected),
+        "failed": len(failures), "tasks": len(all_tasks), "val_tasks": len(val_tasks),
+    }
+    manifest = {**meta, "counts": counts}
+    (out / FILES["manifest"]).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    return manifest
+
+
+def teacher_pipeline(kind: str, router: Optional[str] = None, max_images: int = 10,
+                     verify_max_new_tokens: int = 1024) -> PipelineConfig:
+    """The pipeline a teacher runs: the paper's (model router, generated cues) for model teachers;
+    rules routing and no cues for labels and replayed verdicts, which carry no router/cue answers."""
+    model_teacher = kind in ("model", "url")
+    return PipelineConfig(router=router or ("model" if model_teacher else "rules"), fine=model_teacher,
+                          max_images=max_images, verify_max_new_tokens=verify_max_new_tokens)
+
+
+def verdict_groups(verdicts: dict[str, Verdict], base: PipelineConfig) -> dict[str, PipelineConfig]:
+    """Per-trajectory configs that rebuild what a replayed teacher saw: its family and its cues."""
+    from dataclasses import replace
+
+    out = {}
+    for tid, v in verdicts.items():
+        cat = v.category if v.category else None
+        out[tid] = replace(base, fixed_category=cat, fine=bool(v.cues), manual_cues=list(v.cues) if v.cues else None)
+    return out
