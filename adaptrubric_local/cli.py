@@ -152,9 +152,9 @@ VALIDATE_EXAMPLES = """examples:
   adaptrubric validate-bank rubric_bank/default.yaml
   adaptrubric validate-bank my_bank.yaml && adaptrubric score DATA --model M --bank my_bank.yaml --out v.jsonl
 
-A valid bank has the eight families, each with a description, verification steps, common pitfalls,
-special rules, an output format and rubric items, plus the shared meta rule; unknown keys are errors
-naming the file and field.
+A valid bank has its families (the paper's eight, or your own with `taxonomy: custom` and one fallback
+family), each with a description, verification steps, common pitfalls, special rules, an output format
+and rubric items, plus the shared meta rule; unknown keys are errors naming the file and field.
 """
 
 
@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"adaptrubric-local {__version__}")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
 
-    p = sub.add_parser("route", help="route instructions to one of the 8 task families",
+    p = sub.add_parser("route", help="route instructions to one of the bank's task families",
                        description="Print the family of one instruction, or add \"category\" to each line of a "
                                    "JSONL file. The default router is the paper's: the model answers the router "
                                    "prompt (H.2).", epilog=EXAMPLES, formatter_class=FORMATTER)
@@ -203,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_score.add_subcommands(sub)
     cli_eval.add_subcommands(sub)
-    for name in ("cli_distill", "cli_serve"):  # optional command groups
+    for name in ("cli_distill", "cli_serve", "cli_bank"):  # optional command groups
         try:
             module = __import__(f"{__package__}.{name}", fromlist=["add_subcommands"])
         except ModuleNotFoundError as exc:

@@ -26,7 +26,7 @@ from .engine.base import Engine, Output, Request
 from .evidence import compile_evidence
 from .fusion import ABLATIONS, VerifierPrompt, fuse
 from .prompts import PromptSet, load_prompts
-from .types import FAMILIES, CueResult, RouteResult, Trajectory, Verdict
+from .types import CueResult, RouteResult, Trajectory, Verdict
 from .verdict import parse_verdict, score_value_offset
 
 VERDICT_LAST_LINE = "MISSING_EVIDENCE:"  # generation may stop once this line is complete
@@ -67,8 +67,6 @@ class PipelineConfig:
         for name in ("route_max_new_tokens", "cue_max_new_tokens", "verify_max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-        if self.fixed_category is not None and self.fixed_category not in FAMILIES:
-            raise ValueError(f"fixed_category must be one of {', '.join(FAMILIES)}, got {self.fixed_category!r}")
 
     @property
     def ablation(self) -> str:
@@ -111,6 +109,9 @@ class AdaptRubric:
         self.config = config or PipelineConfig()
         self.bank = bank or load_bank(self.config.bank_path)
         self.prompts = prompts or load_prompts()
+        if self.config.fixed_category and self.config.fixed_category not in self.bank.family_names:
+            raise ValueError(f"fixed_category must be one of the bank's families ({', '.join(self.bank.family_names)}), "
+                             f"got {self.config.fixed_category!r}")
         if engine is None and self.config.router == "model" and not self.config.fixed_category:
             raise ValueError("router='model' (the paper's default) needs an engine; use router='rules' to run "
                              "without a model")

@@ -285,7 +285,7 @@ def _reference_batch(model, processor, engine, chunk, new_tokens, device) -> lis
     import torch
     from PIL import Image
 
-    from adaptrubric_local.engine.images import image_size, target_sizes
+    from adaptrubric_local.engine.images import decode_resize, image_size, target_sizes
 
     texts, images = [], []
     for r in chunk:
@@ -294,12 +294,11 @@ def _reference_batch(model, processor, engine, chunk, new_tokens, device) -> lis
             content.append({"type": "text", "text": r.suffix})
         texts.append(processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
                                                    add_generation_prompt=True))
-        if r.images:  # the engine's resolution for this request (same budget), as a user would resize
+        if r.images:  # the engine's resolution for this request (same budget) and the same resize kernel
+            # (antialiased bicubic on uint8), so both sides see the same pixels and greedy outputs can match
             sizes = target_sizes([image_size(p) for p in r.images], engine.images.cfg)
             for p, (h, w) in zip(r.images, sizes):
-                with Image.open(p) as im:
-                    im = im.convert("RGB")
-                    images.append(im if im.size == (w, h) else im.resize((w, h), Image.BICUBIC))
+                images.append(Image.fromarray(decode_resize(p, (h, w)).permute(1, 2, 0).numpy()))
     inputs = processor(text=texts, images=images or None, padding=True, return_tensors="pt").to(device)
     caps = [min(new_tokens, r.max_new_tokens or new_tokens) for r in chunk]
     with torch.inference_mode():
