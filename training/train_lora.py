@@ -316,7 +316,8 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"train_lora: error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(summary, indent=2))
+    if os.environ.get("RANK", "0") == "0":
+        print(json.dumps(summary, indent=2))
     return 0
 
 
