@@ -20,7 +20,7 @@ class DemoSettings:
     candidates: int = 4
     size: tuple[int, int] = (96, 192)
     val_fraction: float = 0.25
-    epochs: float = 6.0
+    epochs: float = 8.0
     learning_rate: float = 5e-3
     lora_r: int = 16
     batch_size: int = 4

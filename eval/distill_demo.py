@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/distill-demo", help="working folder (default runs/distill-demo)")
     ap.add_argument("--tasks", type=int, default=16, help="synthetic tasks (x4 candidates; default 16)")
-    ap.add_argument("--epochs", type=float, default=6.0, help="training epochs (default 6)")
+    ap.add_argument("--epochs", type=float, default=8.0, help="training epochs (default 8)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     s = DemoSettings(n_tasks=args.tasks, epochs=args.epochs)

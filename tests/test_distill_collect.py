@@ -194,3 +194,22 @@ def test_replayed_verdicts_disagreeing_are_left_out(tmp_path):
     assert man["teacher"]["name"] == "big"
     rec = json.loads((tmp_path / "o" / "collected.jsonl").read_text())
     assert rec["id"] == "v0" and rec["route"]["category"] == "state_navigation" and rec["route"]["mode"] == "fixed"
+
+
+def test_cli_needs_exactly_one_teacher(data, tmp_path):
+    import argparse
+
+    from adaptrubric_local.cli_distill import add_subcommands
+
+    ap = argparse.ArgumentParser()
+    add_subcommands(ap.add_subparsers())
+    for teachers in ([], ["--teacher-labels", "--teacher-model", "m"]):
+        args = ap.parse_args(["distill", "collect", str(data), "--out", str(tmp_path / "x"), *teachers])
+        with pytest.raises(ValueError, match="exactly one teacher"):
+            args.func(args)
+    args = ap.parse_args(["distill", "collect", str(data), "--out", str(tmp_path / "x"), "--teacher-url",
+                          "http://127.0.0.1:9/v1"])
+    with pytest.raises(ValueError, match="--teacher-name"):
+        args.func(args)
+    with pytest.raises(ValueError, match="base_url"):
+        OpenAIEngineConfig(base_url="127.0.0.1:8000", model="m")
