@@ -41,8 +41,8 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/bench-distill-tokens")
-    ap.add_argument("--tasks", type=int, default=8, help="synthetic tasks x4 candidates (default 8)")
-    ap.add_argument("--epochs", type=float, default=6.0)
+    ap.add_argument("--tasks", type=int, default=16, help="synthetic tasks x4 candidates (default 16)")
+    ap.add_argument("--epochs", type=float, default=8.0, help="training epochs (default 8)")
     ap.add_argument("--max-new-tokens", type=int, default=128, help="token cap when scoring (default 128)")
     args = ap.parse_args(argv)
     tl = import_training()
