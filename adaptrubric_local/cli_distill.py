@@ -110,7 +110,7 @@ def cmd_evaluate(args) -> int:
     from .distill.evaluate import evaluate
 
     res = evaluate(args.dir, args.model, args.adapter, args.out, split=args.split, batch_size=args.batch_size,
-                   progress=not args.quiet, base=not args.no_base)
+                   max_new_tokens=args.max_new_tokens, data=args.data, progress=not args.quiet, base=not args.no_base)
     print(json.dumps(res["table"], indent=2))
     return 0
 
@@ -183,6 +183,9 @@ def add_subcommands(sub) -> None:
     p.add_argument("--out", required=True, help="result folder")
     p.add_argument("--split", default="val", choices=["val", "train"], help="which split (default val)")
     p.add_argument("--batch-size", type=int, default=8, help="engine batch size (default 8)")
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help="verifier token cap (default: the collection's, 1024 for model teachers)")
+    p.add_argument("--data", help="the collected data set, if it moved since `collect` (default: manifest's)")
     p.add_argument("--no-base", action="store_true", help="score the adapter only")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_evaluate)

@@ -246,10 +246,10 @@ def task_bank(rng: random.Random, i: int) -> tuple[str, str, Callable]:
 
 
 def outcome_banner(im: Image.Image, ok: bool) -> Image.Image:
-    """Paint a banner over the lower half of a final screen: green "Done" or red "Not done"."""
+    """Cover a final screen below its status bar with a result card: green "Done" or red "Not done"."""
     w, h = im.size
     d = ImageDraw.Draw(im)
-    d.rectangle([0, h // 2, w, h], fill=(40, 170, 70) if ok else (200, 40, 40))
+    d.rectangle([0, max(1, h // 100) * 3, w, h], fill=(40, 170, 70) if ok else (200, 40, 40))
     d.text((w // 8, h * 2 // 3), "Done" if ok else "Not done", fill=(255, 255, 255), font=_font(max(9, h // 12)))
     return im
 

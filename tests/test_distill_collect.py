@@ -154,6 +154,19 @@ def test_collect_against_stub_server_with_failures_then_resume(stub_server, data
     assert val_tasks and not train_tasks & val_tasks  # split by task
     assert man["bank_sha"] and man["prompts_sha"] and man["teacher"] == {"name": "judge"}
 
+    from adaptrubric_local.distill import import_training
+
+    import_training()
+    from training.examples import examples, read_split
+
+    recs = read_split(out, "train") + read_split(out, "val")
+    exs = examples(recs, out, target="verdict", tasks=("verify", "route", "cue"))
+    kinds = Counter(e.kind for e in exs)
+    assert kinds == {"verify": 9, "route": 9, "cue": 9}  # one router and one cue call per instruction
+    v = next(e for e in exs if e.kind == "verify")
+    assert v.target.startswith("SCORE: ") and "final screen" not in v.target and all(Path(p).is_file() for p in v.images)
+    assert next(e for e in exs if e.kind == "route").target == "CATEGORY: state_navigation"
+
 
 def test_labels_teacher_agree_and_balance(tmp_path):
     recs = [canonical_record(tmp_path, f"x{i}", 3, instruction=f"Open the app number {i}.", label=int(i < 3),
@@ -194,3 +207,22 @@ def test_replayed_verdicts_disagreeing_are_left_out(tmp_path):
     assert man["teacher"]["name"] == "big"
     rec = json.loads((tmp_path / "o" / "collected.jsonl").read_text())
     assert rec["id"] == "v0" and rec["route"]["category"] == "state_navigation" and rec["route"]["mode"] == "fixed"
+
+
+def test_cli_needs_exactly_one_teacher(data, tmp_path):
+    import argparse
+
+    from adaptrubric_local.cli_distill import add_subcommands
+
+    ap = argparse.ArgumentParser()
+    add_subcommands(ap.add_subparsers())
+    for teachers in ([], ["--teacher-labels", "--teacher-model", "m"]):
+        args = ap.parse_args(["distill", "collect", str(data), "--out", str(tmp_path / "x"), *teachers])
+        with pytest.raises(ValueError, match="exactly one teacher"):
+            args.func(args)
+    args = ap.parse_args(["distill", "collect", str(data), "--out", str(tmp_path / "x"), "--teacher-url",
+                          "http://127.0.0.1:9/v1"])
+    with pytest.raises(ValueError, match="--teacher-name"):
+        args.func(args)
+    with pytest.raises(ValueError, match="base_url"):
+        OpenAIEngineConfig(base_url="127.0.0.1:8000", model="m")

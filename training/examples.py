@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from adaptrubric_local.distill.collect import read_split  # noqa: F401  (re-exported for training code)
-
 TASKS = ("verify", "route", "cue")
 TARGETS = ("full", "verdict")
 
@@ -29,6 +27,13 @@ class Example:
     images: list[str]
     suffix: str
     target: str
+
+
+def read_split(data_dir: str | Path, split: str) -> list[dict]:
+    """The records of one split of a distillation folder (see adaptrubric_local.distill.collect)."""
+    from adaptrubric_local.distill.collect import read_split as read
+
+    return read(data_dir, split)
 
 
 def verdict_lines(verdict: dict) -> str:

@@ -108,11 +108,12 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
         flag = "--" + f.name.replace("_", "-")
         helptext = f.metadata.get("help", "")
         if f.type in ("bool", bool):
-            p.add_argument(flag, action="store_true", default=None, help=helptext)
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
+                           help=f"{helptext} (default {'on' if f.default else 'off'})")
         else:
             conv = {"float": float, "int": int, "Optional[int]": int}.get(str(f.type), str)
             default = f.default if f.default is not MISSING else None
-            p.add_argument(flag, type=conv, default=None,
+            p.add_argument(flag, type=conv, default=None, choices=TARGETS if f.name == "target" else None,
                            help=f"{helptext} (default {','.join(default) if isinstance(default, tuple) else default})")
 
 
@@ -316,7 +317,8 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"train_lora: error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(summary, indent=2))
+    if os.environ.get("RANK", "0") == "0":
+        print(json.dumps(summary, indent=2))
     return 0
 
 

@@ -1,0 +1,142 @@
+"""Training a LoRA student on a collected folder: inputs built exactly as at scoring time, the
+adapter folder and model card, --resume, two processes, evaluate and merge (tiny random model)."""
+import json
+from pathlib import Path
+
+import pytest
+
+from adaptrubric_local.distill import import_training
+
+tl = import_training()
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory):
+    """A labels-teacher folder over 8 small synthetic trajectories with a visible outcome."""
+    from adaptrubric_local.distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
+    from adaptrubric_local.formats import load_trajectories
+    from adaptrubric_local.synth import synthesize
+
+    root = tmp_path_factory.mktemp("distill")
+    data = synthesize(root / "synth", n_tasks=4, candidates=2, size=(64, 128), visible_outcome=True)
+    trajs = load_trajectories(data).trajectories
+    collect(data, root / "dist", label_teacher(trajs), teacher_pipeline("labels"), CollectConfig(val_fraction=0.25),
+            progress=False)
+    return root / "dist"
+
+
+def _cfg(dist, model, out, **kw):
+    base = dict(data=str(dist), model=str(model), out=str(out), target="verdict", epochs=1, batch_size=2,
+                grad_accum=1, lora_r=4, lora_alpha=8, logging_steps=1, progress=False)
+    return tl.TrainConfig(**{**base, **kw})
+
+
+def test_training_input_is_the_scoring_input(tiny_engine, dist):
+    from adaptrubric_local.distill.evaluate import pipeline_from_manifest, split_data
+    from adaptrubric_local.pipeline import AdaptRubric
+    from training.examples import Collator, examples, read_split
+
+    rec = read_split(dist, "train")[0]
+    ex = examples([rec], dist, target="full")[0]
+    batch = Collator(tiny_engine)([ex])
+    pipe = AdaptRubric(tiny_engine, pipeline_from_manifest(json.loads((dist / "manifest.json").read_text())))
+    _, loaded, _ = split_data(dist, "train")
+    traj = next(t for t in loaded.trajectories if t.id == rec["id"])
+    req = pipe.verifier_request(pipe.prepare(traj))
+    enc = tiny_engine.encode([req], tiny_engine.images.process([req.images]))
+    n = enc["input_ids"].shape[1]
+    assert batch["input_ids"][0, :n].tolist() == enc["input_ids"][0].tolist()  # same chat template and image tokens
+    assert batch["pixel_values"].equal(enc["pixel_values"])  # same images at the same resolution
+    assert batch["image_grid_thw"].equal(enc["image_grid_thw"])
+    labels = batch["labels"][0]
+    assert (labels[:n] == -100).all() and (labels[n:] != -100).all()  # loss on the response only
+    response = tiny_engine.tokenizer.decode(labels[n:].tolist())
+    assert response == rec["verify"]["response"] + "<|im_end|>"
+
+
+def test_config_file_and_flags(dist, tmp_path):
+    import argparse
+
+    cfg_file = tmp_path / "cfg.yaml"
+    cfg_file.write_text("model: some/model\nepochs: 2\nlora-r: 4\ntasks: verify,route\n")
+    ap = argparse.ArgumentParser()
+    tl.add_train_args(ap)
+    cfg = tl.config_from_args(ap.parse_args([str(dist), "--config", str(cfg_file), "--out", "x", "--epochs", "5"]))
+    assert (cfg.model, cfg.epochs, cfg.lora_r, cfg.tasks) == ("some/model", 5.0, 4, ("verify", "route"))
+    cfg_file.write_text("model: m\nlearning_rat: 1\n")
+    with pytest.raises(ValueError, match="learning_rat"):
+        tl.config_from_args(ap.parse_args([str(dist), "--config", str(cfg_file), "--out", "x"]))
+    with pytest.raises(ValueError, match="tasks"):
+        _cfg(dist, "m", "x", tasks="verify,judge")
+
+
+def test_train_resume_evaluate_merge(tiny_model, dist, tmp_path):
+    from adaptrubric_local.distill.evaluate import evaluate, merge
+    from adaptrubric_local.engine.base import Request
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    out = tmp_path / "ckpt"
+    first = tl.train(_cfg(dist, tiny_model, out))
+    for name in ("adapter_config.json", "adapter_model.safetensors", "training_config.json", "loss_log.jsonl",
+                 "README.md"):
+        assert (out / name).is_file(), name
+    assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == str(tiny_model)
+    saved = tl.TrainConfig(**json.loads((out / "training_config.json").read_text()))
+    assert saved.target == "verdict" and saved.tasks == ("verify",)
+    again = tl.train(_cfg(dist, tiny_model, out, epochs=2, resume=True))
+    assert again["resumed"] and again["optimizer_steps"] == 2 * first["optimizer_steps"]
+    assert any("eval_loss" in json.loads(x) for x in (out / "loss_log.jsonl").read_text().splitlines())
+
+    res = evaluate(dist, str(tiny_model), out, tmp_path / "ev", max_new_tokens=8, progress=False)
+    assert set(res["table"]["agreement_with_teacher"]) == {"base", "adapter"}
+    assert (tmp_path / "ev" / "adapter" / "metrics.json").is_file() and (tmp_path / "ev" / "comparison.md").is_file()
+    card = (out / "README.md").read_text()
+    manifest = json.loads((dist / "manifest.json").read_text())
+    for needle in (str(tiny_model), "labels", manifest["bank_sha"], "verdict", "agreement_with_teacher"):
+        assert needle in card, needle
+
+    merged = merge(str(tiny_model), out, tmp_path / "merged")
+    rec = json.loads((dist / "val.jsonl").read_text().splitlines()[0])
+    req = Request(prompt=rec["verify"]["prompt"], images=[str(dist / p) for p in rec["verify"]["images"]],
+                  suffix=rec["verify"]["suffix"], max_new_tokens=6)
+    with_adapter = HFEngine(HFEngineConfig(model=str(tiny_model), adapter=str(out), max_new_tokens=6))
+    alone = HFEngine(HFEngineConfig(model=str(merged), max_new_tokens=6))
+    base = HFEngine(HFEngineConfig(model=str(tiny_model), max_new_tokens=6))
+    probs = [e.next_token_probs([req], ["SCORE: "])[0]["1"] for e in (with_adapter, alone, base)]
+    assert probs[0] == pytest.approx(probs[1], abs=1e-4) and probs[0] != pytest.approx(probs[2], abs=1e-6)
+    for e in (with_adapter, alone, base):
+        e.close()
+
+
+RANKS_SCRIPT = """
+import json, sys
+from accelerate import debug_launcher
+from adaptrubric_local.distill import import_training
+tl = import_training()
+def rank(cfg):
+    tl.train(tl.TrainConfig(**cfg))
+debug_launcher(rank, args=(json.loads(sys.argv[1]),), num_processes=2)
+"""
+
+
+def test_two_processes_make_one_adapter(tiny_model, dist, tmp_path):
+    """Two CPU ranks (gloo) train one adapter. Run in a fresh interpreter: forking this test process,
+    whose OpenMP and image threads have already run, can deadlock the children."""
+    import os
+    import subprocess
+    import sys
+    from dataclasses import asdict
+
+    out = tmp_path / "ddp"
+    cfg = json.dumps(asdict(_cfg(dist, tiny_model, out)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", RANKS_SCRIPT, cfg], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    info = [json.loads(p.read_text()) for p in (out / "processes").glob("rank-*.json")]
+    assert sorted(i["rank"] for i in info) == [0, 1]
+    assert all(i["world_size"] == 2 and i["optimizer_steps"] >= 1 for i in info)
+    assert len({i["pid"] for i in info}) == 2
+    assert (out / "adapter_model.safetensors").is_file() and len(list(out.glob("adapter_model*"))) == 1
+    assert json.loads((out / "train_summary.json").read_text())["world_size"] == 2
