@@ -159,7 +159,7 @@ and rubric items, plus the shared meta rule; unknown keys are errors naming the 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__, cli_eval, cli_score
+    from . import __version__, cli_bank, cli_distill, cli_eval, cli_score, cli_serve
 
     ap = argparse.ArgumentParser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent "
                                  "trajectories, run in-process with Qwen3-VL.", epilog=EXAMPLES,
@@ -201,15 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="bank YAML file")
     p.set_defaults(func=cmd_validate_bank)
 
-    cli_score.add_subcommands(sub)
-    cli_eval.add_subcommands(sub)
-    for name in ("cli_distill", "cli_serve", "cli_bank"):  # optional command groups
-        try:
-            module = __import__(f"{__package__}.{name}", fromlist=["add_subcommands"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__package__}.{name}":
-                raise
-            continue
+    for module in (cli_score, cli_eval, cli_distill, cli_serve, cli_bank):
         module.add_subcommands(sub)
     return ap
 

@@ -94,40 +94,9 @@ def cmd_make_tiny(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    try:
-        from .demo import run_demo
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}.demo":
-            raise
-        return smoke_demo(Path(args.out))
+    from .demo import run_demo
+
     return run_demo(Path(args.out))
-
-
-def smoke_demo(out: Path) -> int:
-    """The whole scoring path on a tiny random model: its verdicts are noise."""
-    from .engine.tiny import make_tiny_model
-    from .synth import synthesize
-
-    print("== SMOKE RUN: a tiny Qwen3-VL with RANDOM weights; its verdicts are noise. ==")
-    print("   It exercises the real path: from_pretrained, image pipeline, batched generation, parsing.\n")
-    model = out / "tiny-qwen3-vl"
-    if not (model / "config.json").is_file():
-        make_tiny_model(model)
-    data = synthesize(out / "synth", n_tasks=8, candidates=3, size=(360, 800))
-    verdict_file = out / "verdicts.jsonl"
-    if verdict_file.exists():
-        verdict_file.unlink()
-    args = score_parser().parse_args([str(data), "--out", str(verdict_file), "--model", str(model), "--router", "rules",
-                                      "--max-new-tokens", "32", "--summary-json", str(out / "summary.json"), "--quiet"])
-    cmd_score(args)
-    rows = [json.loads(x) for x in verdict_file.read_text().splitlines()]
-    print(f"\n{'id':<10}{'family':<20}{'label':>6}{'score':>7}{'p_success':>11}  {'status':<9}{'images':>7}")
-    for r in rows:
-        p = "-" if r["p_success"] is None else f"{r['p_success']:.2f}"
-        print(f"{r['id']:<10}{r['category'] or '-':<20}{r['label']!s:>6}{r['score']!s:>7}{p:>11}  "
-              f"{r['status']:<9}{r['n_images']:>7}")
-    print(f"\nverdicts: {verdict_file}\nsummary:  {out / 'summary.json'}")
-    return 0
 
 
 # ----------------------------------------------------------------------------- registration
@@ -148,13 +117,6 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--summary-json", help="also write the run summary here")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_scoring_options(p, model_required=True)
-
-
-def score_parser() -> argparse.ArgumentParser:
-    """A parser with exactly `score`'s flags (for callers that build a score run in code)."""
-    p = argparse.ArgumentParser(prog="adaptrubric score")
-    add_score_arguments(p)
-    return p
 
 
 def add_subcommands(sub) -> None:

@@ -29,7 +29,8 @@ from ..engine.fake import FakeEngine
 from ..engine.openai_engine import chat_messages
 from ..formats import load_trajectories
 from ..pipeline import AdaptRubric, PipelineConfig
-from ..prompts import load_prompts, render
+from ..prompts import load_prompts
+from ..route import router_prompt
 from ..types import Trajectory, Verdict
 
 FILES = {"collected": "collected.jsonl", "rejected": "rejected.jsonl", "failures": "failures.jsonl",
@@ -136,7 +137,7 @@ def build_record(t: Trajectory, v: Verdict, rec: RecordingEngine, pipe: AdaptRub
     route_rec = {"category": route.category, "mode": route.mode, "parsed": route.parsed, "prompt": None,
                  "response": None}
     if route.mode == "model":
-        rp = render(pipe.prompts.router, "router", instruction=t.instruction)
+        rp = router_prompt(pipe.prompts, pipe.bank, t.instruction)
         route_rec.update(prompt=rp, response=rec.by_prompt[rp].text if rp in rec.by_prompt else route.raw)
     cue = pipe.cues_many([(t.instruction, route.category)])[(t.instruction, route.category)]
     cue_rec = {"cues": list(cue.cues), "abstained": cue.abstained, "parsed": cue.parsed, "prompt": None,
@@ -159,7 +160,7 @@ def _side_call_error(t: Trajectory, pipe: AdaptRubric, rec: RecordingEngine) -> 
     """The error of this trajectory's router or cue call, if one failed: the pipeline falls back
     (family "general", no cues), but a teacher's fallback is not what the teacher would have said."""
     route = pipe.route_many([t.instruction])[t.instruction]
-    prompts = [render(pipe.prompts.router, "router", instruction=t.instruction)] if route.mode == "model" else []
+    prompts = [router_prompt(pipe.prompts, pipe.bank, t.instruction)] if route.mode == "model" else []
     prompts.append(cue_prompt(pipe.prompts, t.instruction, route.category, pipe.bank.lookup(route.category)))
     for kind, p in zip(("router", "cue") if route.mode == "model" else ("cue",), prompts):
         o = rec.by_prompt.get(p)
