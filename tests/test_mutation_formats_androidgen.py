@@ -149,3 +149,51 @@ def test_verdict_file_and_hint_messages(tmp_path):
         load_trajectories(folder, fmt="canonical")
     assert ("v1.jsonl, v2.jsonl looks like a verdict file (what `score` writes), not trajectory data. "
             f"Trajectory data may be in: {listed}; pass that path instead") in str(ei.value)
+
+
+def test_sort_order_answer_and_unicode_labels(tmp_path):
+    rows = [_row(tmp_path, "u", 5, index="late", parsed_action={"operation": "exit", "kwargs": {"message": "fin"}}),
+            _row(tmp_path, "u", 0, index=0, parsed_action={"action": "Click", "kwargs": {"element_id": 8}},
+                 state='<element id="8">Café ✓</element>')]
+    rows.append(_row(tmp_path, "u", 1, index=1))
+    f = _write(tmp_path / "u" / "record.jsonl", rows)
+    res = androidgen.load_trace(f, tmp_path, {})
+    t = res.trajectories[0]
+    assert [s.action for s in t.steps] == ['finish(answer="fin")', 'click(element 8 "Café ✓")', "click(element 1)"]
+    assert t.answer == "fin"  # a later step without an answer keeps it
+
+
+def test_load_trace_checks_images_by_default(tmp_path):
+    r = _row(tmp_path, "m", 0, raw=False)
+    r["image"] = "m/none.png"
+    f = _write(tmp_path / "m" / "record.jsonl", [r])
+    assert [e.field for e in androidgen.load_trace(f, tmp_path, {}).errors] == ["image"]
+
+
+def test_only_a_record_jsonl_file_is_read_as_its_folder(tmp_path):
+    _write(tmp_path / "t" / "record.jsonl", [_row(tmp_path, "t", 0)])
+    other = _write(tmp_path / "t" / "notes.jsonl", ["{}"])
+    assert androidgen.load(other).trajectories == []
+    assert [t.id for t in androidgen.load(tmp_path / "t" / "record.jsonl").trajectories] == ["t"]
+
+
+def test_hint_lists_deeper_data_but_not_other_formats_files(tmp_path):
+    folder = tmp_path / "out"
+    (folder / "a" / "b").mkdir(parents=True)
+    (folder / "a" / "traj.jsonl").write_text("{}\n")
+    (folder / "a" / "b" / "deep.jsonl").write_text("{}\n")
+    with pytest.raises(DataError) as ei:
+        load_trajectories(folder, fmt="canonical")
+    assert str(ei.value) == (f"{folder}: no trajectories found: the canonical loader looked for "
+                             f"{__import__('adaptrubric_local.formats', fromlist=['LOOKED_FOR']).LOOKED_FOR['canonical']}"
+                             f". Trajectory data may be in: {folder / 'a' / 'b' / 'deep.jsonl'}; pass that path instead")
+
+
+def test_verdict_file_sorted_first_does_not_hide_the_data(tmp_path):
+    from conftest import canonical_record
+    (tmp_path / "a_verdicts.jsonl").write_text(json.dumps({"id": "t0", "status": "ok", "score": 1}) + "\n")
+    _write(tmp_path / "b_data.jsonl", [canonical_record(tmp_path, "t0", 2)])
+    res = load_trajectories(tmp_path)
+    assert [t.id for t in res.trajectories] == ["t0"]
+    assert res.warnings == [f"{tmp_path / 'a_verdicts.jsonl'}: this looks like a verdict file, not trajectory data; "
+                            "skipped it"]
