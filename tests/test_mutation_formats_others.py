@@ -357,3 +357,75 @@ def test_clawgui_image_options(tmp_path):
     _dump(path, doc)
     assert others.load_clawgui(tmp_path).errors == []
     assert others.load_clawgui(path).errors
+
+
+def test_zerogui_step_numbers_order_names_and_answers(tmp_path):
+    folder = tmp_path / "z"
+    folder.mkdir()
+    for n in (0, 1, 5):
+        make_png(folder / f"step_{n}.png", n)
+    make_png(folder / "first.png", 9)
+    rows = [{"step_num": 5, "action": "answer('kept')", "instruction": "i"},
+            {"step_num": 1, "action": "click"},
+            {"action": "press", "screenshot_file": "first.png"},
+            {"step_num": 0, "action": "scroll"}]
+    (folder / "traj.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    t = others.load_zerogui(folder).trajectories[0]
+    assert [(Path(s.screenshot).name, s.action_type) for s in t.steps] == [
+        ("step_0.png", "observe"), ("first.png", "key"), ("step_0.png", "scroll"), ("step_1.png", "tap"),
+        ("step_5.png", "answer")]
+    rows[0]["action"] = "click"
+    rows[1]["action"] = "answer('early')"
+    (folder / "traj.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert others.load_zerogui(folder).trajectories[0].answer == "early"
+
+
+def test_zerogui_error_names_the_default_step_number(tmp_path):
+    folder = tmp_path / "z"
+    folder.mkdir()
+    (folder / "traj.jsonl").write_text(json.dumps({"action": "click", "instruction": "i"}) + "\n")
+    (err,) = others.load_zerogui(folder).errors
+    assert (err.record, err.field) == ("step_num 1", "screenshot_file")
+    assert err.problem == f"image not found: {(folder / 'step_1.png').resolve()}"
+
+
+def test_zerogui_given_paths(tmp_path):
+    top = _zerogui(tmp_path / "top", [{"step_num": 1, "action": "click"}])
+    _zerogui(top / "nested", [{"step_num": 1, "action": "click"}])
+    assert [t.id for t in others.load_zerogui(top).trajectories] == ["top"]
+    assert others.load_zerogui(top / "result.txt").trajectories == []
+    # a single folder's images may lie beside it (its parent is the data folder)
+    make_png(tmp_path / "beside.png", 4)
+    (top / "traj.jsonl").write_text(json.dumps({"step_num": 1, "action": "click", "instruction": "i",
+                                                "screenshot_file": "../beside.png"}) + "\n")
+    res = others.load_zerogui(top)
+    assert res.errors == [] and res.trajectories[0].steps[1].screenshot == str((tmp_path / "beside.png").resolve())
+
+
+def test_loader_functions_check_images_by_default(tmp_path):
+    folder = _zerogui(tmp_path / "f", [{"step_num": 1, "action": "click"}], step0=False)
+    (folder / "step_1.png").unlink()
+    assert others.load_zerogui_folder(folder, tmp_path).errors
+    assert [t.id for t in others.load_zerogui_folder(folder, folder, check_images=False).trajectories] == ["f"]
+    obj = _trace(tmp_path, "p")
+    (tmp_path / "img" / "p_0.png").unlink()
+    with pytest.raises(DataError) as ei:
+        others.parse_osreward(obj, tmp_path / "p.json", tmp_path)
+    assert (ei.value.record, ei.value.field) == ("trace p", "trajectory[0].screenshot_path")
+    path = _episode(tmp_path / "ep")
+    (tmp_path / "ep" / "images" / "0.png").unlink()
+    with pytest.raises(DataError):
+        others.parse_clawgui(json.loads(path.read_text()), path, path.parent)
+
+
+def test_osreward_list_with_other_objects_first(tmp_path):
+    _dump(tmp_path / "all.json", [{"name": "not a trace"}, _trace(tmp_path, "later")])
+    assert [t.id for t in others.load_osreward(tmp_path).trajectories] == ["later"]
+
+
+def test_clawgui_answer_kept_across_later_steps(tmp_path):
+    path = _episode(tmp_path / "ep", n=3)
+    doc = json.loads(path.read_text())
+    doc["episode"][0]["action"] = "answer('early')"
+    _dump(path, doc)
+    assert others.load_clawgui(path).trajectories[0].answer == "early"
