@@ -62,7 +62,7 @@ def _labels(root: Path) -> dict[str, int]:
     for record, obj in iter_json_lines(path, scratch):
         try:
             out[str(obj["trace_id"])] = parse_label(obj.get("label"), path, record, "label")
-        except (KeyError, TypeError, DataError):
+        except (KeyError, TypeError, AttributeError, DataError):
             continue
     return out
 
