@@ -63,7 +63,7 @@ def test_verdict_settings_and_diff():
     assert scoring.settings_diff(meta, {**meta, "data": "other", "created": "later"}) == []
 
 
-def testcheck_resume(tmp_path, monkeypatch):
+def test_check_resume(tmp_path, monkeypatch):
     out = tmp_path / "v.jsonl"
     meta = {"router": "model", "data": "new.jsonl"}
     assert scoring.check_resume(out, meta, False) is meta
