@@ -66,20 +66,20 @@ def test_verdict_settings_and_diff():
 def test_check_resume(tmp_path, monkeypatch):
     out = tmp_path / "v.jsonl"
     meta = {"router": "model", "data": "new.jsonl"}
-    assert scoring._check_resume(out, meta, False) is meta
+    assert scoring.check_resume(out, meta, False) is meta
     side = scoring.sidecar(out, "config")
     assert side == tmp_path / "v.config.json"
     side.write_text(json.dumps({"router": "model", "data": "old.jsonl", "note": None}))
-    assert scoring._check_resume(out, meta, False) == {"router": "model", "data": "new.jsonl", "note": None}
-    assert scoring._check_resume(out, {"router": "model"}, False) == {"router": "model", "data": "old.jsonl",
+    assert scoring.check_resume(out, meta, False) == {"router": "model", "data": "new.jsonl", "note": None}
+    assert scoring.check_resume(out, {"router": "model"}, False) == {"router": "model", "data": "old.jsonl",
                                                                       "note": None}
     other = {"router": "rules", "fine": False}
     with pytest.raises(ValueError) as ei:
-        scoring._check_resume(out, other, False)
+        scoring.check_resume(out, other, False)
     assert str(ei.value) == (f"--resume: {out} was begun with other settings (fine: None -> False; router: "
                              "'model' -> 'rules'). Use the original flags, write to a new --out, or pass "
                              "--force-settings to mix them (recorded in v.config.json)")
-    kept = scoring._check_resume(out, other, True)
+    kept = scoring.check_resume(out, other, True)
     assert kept["router"] == "model" and kept["data"] == "old.jsonl"
     (rec,) = kept["forced_resumes"]
     assert set(rec) == {"at", "differences"} and isinstance(rec["at"], str) and len(rec["at"]) == 19
