@@ -1,0 +1,38 @@
+"""Tests for mutants that survived the mutation run of the core modules: the mixed-task share of the
+test-time-scaling pool, the seed reaching the candidate order, and voting over samples without text."""
+import pytest
+
+from adaptrubric_local.evaluation import tts
+from adaptrubric_local.pipeline import vote
+from adaptrubric_local.types import Verdict
+from adaptrubric_local.verdict import parse_verdict
+
+
+def V(i, task, label, score=1, status="ok", p=None):
+    return Verdict(id=i, task_id=task, label=label, score=score, status=status, p_success=p)
+
+
+def test_pool_percentages_with_several_mixed_tasks():
+    tasks = {"f": [V("f1", "f", 0), V("f2", "f", 0)], "p": [V("p1", "p", 1), V("p2", "p", 1)],
+             "m1": [V("a", "m1", 0), V("b", "m1", 1)], "m2": [V("c", "m2", 1), V("d", "m2", 0)]}
+    out = tts.pool(tasks, 2)
+    assert (out["all_fail"], out["all_pass"], out["mixed"]) == (1, 1, 2)
+    assert (out["all_fail_pct"], out["all_pass_pct"], out["mixed_pct"]) == (25.0, 25.0, 50.0)
+
+
+def test_curves_use_the_given_seed():
+    # every candidate is verified 1, so EarlyStop@1 takes the first candidate of the order
+    vs = [V(f"c{i}", "t", int(i == 0)) for i in range(6)]
+    first_42 = tts.groups(vs, 42)["t"][0]
+    assert first_42.id != "c0"  # the seed-42 order does not start with the sorted first candidate
+    assert tts.curves(vs, seed=None)["earlystop"][1] == 100.0
+    assert tts.curves(vs, seed=42)["earlystop"][1] == 100.0 * first_42.label == 0.0
+    assert tts.curves(vs)["earlystop"][1] == 0.0
+
+
+def test_vote_joins_samples_without_text_as_empty():
+    ok = parse_verdict("SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none")
+    ok.raw = "first"
+    failed = Verdict(status="error", error="engine failed")  # an error sample has no raw text
+    out = vote([ok, failed], "raw")
+    assert out.raw == "first\n\n----- sample -----\n"
