@@ -174,3 +174,15 @@ def test_openrlhf_final_step_exact(three):
     assert res["rewards"].tolist() == [-0.5]
     assert {k: v.tolist() for k, v in res["extra_logs"].items()} == {"adaptrubric_unparsed": [0.0],
                                                                       "adaptrubric_error": [1.0]}
+
+
+def test_rewards_are_float32_whatever_the_default_dtype(three):
+    ts, eng = three
+    rewards.configure(engine=eng)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)  # a trainer may change it; OpenRLHF expects float32 rewards
+    try:
+        assert rewards.reward_func(["q"], ["p"], [ts[0].to_dict()])["rewards"].dtype == torch.float32
+        assert asyncio.run(rewards.openrlhf_final_step(ts[0].to_dict()))["rewards"].dtype == torch.float32
+    finally:
+        torch.set_default_dtype(old)
