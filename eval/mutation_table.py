@@ -18,8 +18,9 @@ import json
 from pathlib import Path
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout", -24: "timeout",
-          24: "timeout", 152: "timeout", 255: "timeout", None: "not run"}
-COLS = ["killed", "timeout", "survived", "equivalent", "no tests", "not run"]
+          24: "timeout", 152: "timeout", 255: "timeout", -11: "crashed", -9: "crashed", None: "not run"}
+# crashed: the forked worker died (SIGSEGV/SIGKILL) before any test result; not counted in the score
+COLS = ["killed", "timeout", "survived", "equivalent", "no tests", "crashed", "not run"]
 
 
 def _fn(key: str) -> str:
@@ -40,9 +41,9 @@ def table(mutants: Path, previous: Path | None, equivalent: set[str]):
             if code is None and old["hash_by_function_name"].get(fn) == new["hash_by_function_name"].get(fn):
                 code, src = old["exit_code_by_key"].get(key), "previous run"
             st = STATUS.get(code, f"exit {code}")
-            if st == "survived" and key in equivalent:
+            if st in ("survived", "no tests") and key in equivalent:
                 st = "equivalent"
-            if st in ("survived", "no tests", "not run"):
+            if st in ("survived", "no tests", "crashed", "not run"):
                 left.append((st, src, key))
             c[st] += 1
         rows[f"adaptrubric_local/{rel}"] = c

@@ -1,6 +1,7 @@
 """Exact-output tests for the RL reward adapters (rewards.py): every item gets its own reward, in
 order; the metric names, result keys, statuses and error messages are pinned."""
 import asyncio
+import json
 
 import numpy as np
 import pytest
@@ -186,3 +187,18 @@ def test_rewards_are_float32_whatever_the_default_dtype(three):
         assert asyncio.run(rewards.openrlhf_final_step(ts[0].to_dict()))["rewards"].dtype == torch.float32
     finally:
         torch.set_default_dtype(old)
+
+
+def test_configure_reads_the_config_file(tmp_path, three):
+    ts, eng = three
+    cfg = tmp_path / "reward.json"
+    cfg.write_text(json.dumps({"unparsed_reward": -2.0}))
+    rm = rewards.configure(str(cfg), engine=eng)
+    assert rm.config.unparsed_reward == -2.0 and rewards.reward_model() is rm
+    assert rewards.compute_score(extra_info={"trajectory": ts[2].to_dict()})["score"] == -2.0
+
+
+def test_rates_of_one_verdict_and_non_dict_extra_info():
+    assert rewards._rates([Verdict(status="unparsed")]) == {"unparsed_rate": 1.0, "error_rate": 0.0}
+    assert rewards.compute_score(extra_info="text")["detail"] == (
+        "compute_score needs extra_info['trajectory'] (put it in the agent loop's extra_fields); got str")
