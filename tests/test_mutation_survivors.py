@@ -36,3 +36,11 @@ def test_vote_joins_samples_without_text_as_empty():
     failed = Verdict(status="error", error="engine failed")  # an error sample has no raw text
     out = vote([ok, failed], "raw")
     assert out.raw == "first\n\n----- sample -----\n"
+
+
+def test_efficiency_of_one_verdict():
+    from adaptrubric_local.evaluation import metrics
+
+    v = Verdict(status="ok", score=1, cost_tokens=300.0, cost_calls=3.0, n_images=4)
+    e = metrics.efficiency([v])
+    assert (e["tokens_per_traj"], e["calls_per_traj"], e["images_per_traj"]) == (300.0, 3.0, 4.0)
