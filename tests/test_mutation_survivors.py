@@ -44,3 +44,18 @@ def test_efficiency_of_one_verdict():
     v = Verdict(status="ok", score=1, cost_tokens=300.0, cost_calls=3.0, n_images=4)
     e = metrics.efficiency([v])
     assert (e["tokens_per_traj"], e["calls_per_traj"], e["images_per_traj"]) == (300.0, 3.0, 4.0)
+
+
+def test_f1_when_precision_and_recall_sum_to_at_most_one_percent():
+    from adaptrubric_local.evaluation import metrics
+
+    r = metrics.rates({"tp": 1, "fp": 199, "tn": 0, "fn": 199})
+    assert (r["prec"], r["rec"], r["f1"]) == (0.5, 0.5, 0.5)
+
+
+def test_unanswered_counted_as_failures_by_label():
+    from adaptrubric_local.evaluation import metrics
+
+    vs = [Verdict(status="unparsed", label=1), Verdict(status="error", label=0), Verdict(status="error", label=0),
+          Verdict(status="ok", score=1, label=1)]
+    assert metrics.classification(vs)["unanswered_as_fail"] == {"fn": 1, "tn": 2}
