@@ -59,3 +59,34 @@ def test_unanswered_counted_as_failures_by_label():
     vs = [Verdict(status="unparsed", label=1), Verdict(status="error", label=0), Verdict(status="error", label=0),
           Verdict(status="ok", score=1, label=1)]
     assert metrics.classification(vs)["unanswered_as_fail"] == {"fn": 1, "tn": 2}
+
+
+def test_score_file_defaults(tmp_path, capsys):
+    import json as _json
+
+    from adaptrubric_local import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+    from adaptrubric_local.scoring import score_file
+    from adaptrubric_local.synth import synthesize
+
+    data = synthesize(tmp_path / "d", n_tasks=1, candidates=2, size=(90, 200))
+    out = tmp_path / "v.jsonl"
+    eng = FakeEngine()
+    score_file(AdaptRubric(eng, PipelineConfig(router="rules")), data, out)
+    assert capsys.readouterr().err  # a progress bar by default
+    with pytest.raises(ValueError, match="exists; pass --resume"):  # no resume by default
+        score_file(AdaptRubric(eng, PipelineConfig(router="rules")), data, out)
+    lines = [_json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 2 and all(x.get("status") == "ok" for x in lines)
+    with pytest.raises(ValueError, match="other settings"):  # settings must match unless forced
+        score_file(AdaptRubric(eng, PipelineConfig(router="rules", fine=False)), data, out, resume=True)
+    # an error line is retried on resume by default
+    bad = FakeEngine(fail=lambda r: "boom" if r.kind == "verify" else None)
+    out2 = tmp_path / "v2.jsonl"
+    score_file(AdaptRubric(bad, PipelineConfig(router="rules")), data, out2, progress=False)
+    score_file(AdaptRubric(FakeEngine(), PipelineConfig(router="rules")), data, out2, resume=True, progress=False)
+    last = {}
+    for x in out2.read_text().splitlines():
+        d = _json.loads(x)
+        last[d["id"]] = d["status"]
+    assert set(last.values()) == {"ok"}
