@@ -82,7 +82,7 @@ def test_score_file_defaults(tmp_path, capsys):
         score_file(AdaptRubric(eng, PipelineConfig(router="rules", fine=False)), data, out, resume=True)
     # an error line is retried on resume by default
     bad = FakeEngine(fail=lambda r: "boom" if r.kind == "verify" else None)
-    out2 = tmp_path / "v2.jsonl"
+    out2 = tmp_path / "new" / "dir" / "v2.jsonl"  # missing folders are created
     score_file(AdaptRubric(bad, PipelineConfig(router="rules")), data, out2, progress=False)
     score_file(AdaptRubric(FakeEngine(), PipelineConfig(router="rules")), data, out2, resume=True, progress=False)
     last = {}
