@@ -1,0 +1,92 @@
+"""Tests for mutants that survived the mutation run of the core modules: the mixed-task share of the
+test-time-scaling pool, the seed reaching the candidate order, and voting over samples without text."""
+import pytest
+
+from adaptrubric_local.evaluation import tts
+from adaptrubric_local.pipeline import vote
+from adaptrubric_local.types import Verdict
+from adaptrubric_local.verdict import parse_verdict
+
+
+def V(i, task, label, score=1, status="ok", p=None):
+    return Verdict(id=i, task_id=task, label=label, score=score, status=status, p_success=p)
+
+
+def test_pool_percentages_with_several_mixed_tasks():
+    tasks = {"f": [V("f1", "f", 0), V("f2", "f", 0)], "p": [V("p1", "p", 1), V("p2", "p", 1)],
+             "m1": [V("a", "m1", 0), V("b", "m1", 1)], "m2": [V("c", "m2", 1), V("d", "m2", 0)]}
+    out = tts.pool(tasks, 2)
+    assert (out["all_fail"], out["all_pass"], out["mixed"]) == (1, 1, 2)
+    assert (out["all_fail_pct"], out["all_pass_pct"], out["mixed_pct"]) == (25.0, 25.0, 50.0)
+
+
+def test_curves_use_the_given_seed():
+    # every candidate is verified 1, so EarlyStop@1 takes the first candidate of the order
+    vs = [V(f"c{i}", "t", int(i == 0)) for i in range(6)]
+    first_42 = tts.groups(vs, 42)["t"][0]
+    assert first_42.id != "c0"  # the seed-42 order does not start with the sorted first candidate
+    assert tts.curves(vs, seed=None)["earlystop"][1] == 100.0
+    assert tts.curves(vs, seed=42)["earlystop"][1] == 100.0 * first_42.label == 0.0
+    assert tts.curves(vs)["earlystop"][1] == 0.0
+
+
+def test_vote_joins_samples_without_text_as_empty():
+    ok = parse_verdict("SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none")
+    ok.raw = "first"
+    failed = Verdict(status="error", error="engine failed")  # an error sample has no raw text
+    out = vote([ok, failed], "raw")
+    assert out.raw == "first\n\n----- sample -----\n"
+
+
+def test_efficiency_of_one_verdict():
+    from adaptrubric_local.evaluation import metrics
+
+    v = Verdict(status="ok", score=1, cost_tokens=300.0, cost_calls=3.0, n_images=4)
+    e = metrics.efficiency([v])
+    assert (e["tokens_per_traj"], e["calls_per_traj"], e["images_per_traj"]) == (300.0, 3.0, 4.0)
+
+
+def test_f1_when_precision_and_recall_sum_to_at_most_one_percent():
+    from adaptrubric_local.evaluation import metrics
+
+    r = metrics.rates({"tp": 1, "fp": 199, "tn": 0, "fn": 199})
+    assert (r["prec"], r["rec"], r["f1"]) == (0.5, 0.5, 0.5)
+
+
+def test_unanswered_counted_as_failures_by_label():
+    from adaptrubric_local.evaluation import metrics
+
+    vs = [Verdict(status="unparsed", label=1), Verdict(status="error", label=0), Verdict(status="error", label=0),
+          Verdict(status="ok", score=1, label=1)]
+    assert metrics.classification(vs)["unanswered_as_fail"] == {"fn": 1, "tn": 2}
+
+
+def test_score_file_defaults(tmp_path, capsys):
+    import json as _json
+
+    from adaptrubric_local import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+    from adaptrubric_local.scoring import score_file
+    from adaptrubric_local.synth import synthesize
+
+    data = synthesize(tmp_path / "d", n_tasks=1, candidates=2, size=(90, 200))
+    out = tmp_path / "v.jsonl"
+    eng = FakeEngine()
+    score_file(AdaptRubric(eng, PipelineConfig(router="rules")), data, out)
+    assert capsys.readouterr().err  # a progress bar by default
+    with pytest.raises(ValueError, match="exists; pass --resume"):  # no resume by default
+        score_file(AdaptRubric(eng, PipelineConfig(router="rules")), data, out)
+    lines = [_json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 2 and all(x.get("status") == "ok" for x in lines)
+    with pytest.raises(ValueError, match="other settings"):  # settings must match unless forced
+        score_file(AdaptRubric(eng, PipelineConfig(router="rules", fine=False)), data, out, resume=True)
+    # an error line is retried on resume by default
+    bad = FakeEngine(fail=lambda r: "boom" if r.kind == "verify" else None)
+    out2 = tmp_path / "new" / "dir" / "v2.jsonl"  # missing folders are created
+    score_file(AdaptRubric(bad, PipelineConfig(router="rules")), data, out2, progress=False)
+    score_file(AdaptRubric(FakeEngine(), PipelineConfig(router="rules")), data, out2, resume=True, progress=False)
+    last = {}
+    for x in out2.read_text().splitlines():
+        d = _json.loads(x)
+        last[d["id"]] = d["status"]
+    assert set(last.values()) == {"ok"}
