@@ -127,7 +127,7 @@ def test_zerogui_instruction_sources(tmp_path):
     _dump(two / "c_list.json", ["instruction"])
     _dump(two / "d_task.json", {"instruction": "From the task JSON."})
     _dump(two / "e_task.json", {"instruction": "Not this one."})
-    three = _zerogui(tmp_path / "three", [{"step_num": 1, "action": "click", "instruction": 3},
+    _zerogui(tmp_path / "three", [{"step_num": 1, "action": "click", "instruction": 3},
                                           {"step_num": 2, "action": "click", "instruction": "Second row."}],
                      instruction_in_rows=False)
     res = others.load_zerogui(tmp_path)

@@ -8,7 +8,7 @@ from adaptrubric_local import __version__
 from adaptrubric_local.engine.base import Output, TokenProbs
 from adaptrubric_local.engine.fake import FakeEngine
 from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig, p_success, vote
-from adaptrubric_local.types import Step, Trajectory, Verdict
+from adaptrubric_local.types import Step, Trajectory
 
 OK1 = "SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
 OK0 = "SCORE: 0\nEVIDENCE_SUFFICIENT: no\nMISSING_EVIDENCE: final_state_ambiguous"

@@ -1,7 +1,6 @@
 """Exact-output tests for the verdict-file helpers of scoring.py: torn-tail repair, last line per
 id, error ids, the settings that decide verdicts, and the resume check."""
 import json
-from pathlib import Path
 
 import pytest
 

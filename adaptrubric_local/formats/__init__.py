@@ -27,18 +27,6 @@ _LOADERS = {
 }
 
 
-def _first_object(path: Path):
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if line:
-                try:
-                    return json.JSONDecoder().raw_decode(line)[0]
-                except json.JSONDecodeError:
-                    return None
-    return None
-
-
 LOOKED_FOR = {
     "canonical": "one JSON trajectory per line ({\"id\", \"instruction\", \"steps\": [...]}) in *.jsonl",
     "androidgen": "record.jsonl (AndroidGen) in the folder or in its sub-folders",
