@@ -83,17 +83,36 @@ def pipeline_config(args, **overrides):
     return PipelineConfig(**kw)
 
 
+def engine_options(args, cfg=None) -> dict:
+    """HFEngineConfig options from the flags; the token cap covers every call the pipeline makes."""
+    kw = engine_kwargs(args)
+    if cfg is not None:
+        kw["max_new_tokens"] = max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens, cfg.route_max_new_tokens)
+    return kw
+
+
 def make_engine(args, cfg=None):
-    """The transformers engine the engine options describe (its token cap covers the pipeline's)."""
+    """The transformers engine the engine options describe."""
     from .engine.build import build_engine
 
-    cap = max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens, cfg.route_max_new_tokens) if cfg else None
-    kw = engine_kwargs(args)
-    if cap:
-        kw["max_new_tokens"] = cap
-    return build_engine(**kw)
+    return build_engine(**engine_options(args, cfg))
 
 
 def needs_engine(cfg) -> bool:
     """Whether a pipeline config calls the model before the verifier (router or cues)."""
     return (cfg.router == "model" and not cfg.fixed_category) or (cfg.fine and cfg.manual_cues is None)
+
+
+def score_with_model(args, out, cfg, resume: bool = False, **score_kw) -> dict:
+    """Load args.data (failing before the model loads), build the engine, score into `out`."""
+    from .formats import load_trajectories
+    from .pipeline import AdaptRubric
+    from .scoring import score_file
+
+    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
+    engine = make_engine(args, cfg)
+    try:
+        return score_file(AdaptRubric(engine, cfg), args.data, out, resume=resume, fmt=args.format,
+                          progress=not args.quiet, loaded=loaded, **score_kw)
+    finally:
+        engine.close()

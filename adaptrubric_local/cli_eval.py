@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .cli_common import FORMATTER, add_scoring_options, make_engine, pipeline_config
+from .cli_common import FORMATTER, add_scoring_options, make_engine, pipeline_config, score_with_model
 
 EXAMPLES = """examples:
   adaptrubric eval --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/eval
@@ -17,21 +17,10 @@ EXAMPLES = """examples:
 
 
 def _score_first(args, out: Path) -> Path:
-    from .formats import load_trajectories
-    from .pipeline import AdaptRubric
-    from .scoring import score_file
-
     vpath = out / "verdicts.jsonl"
     if vpath.exists():
         vpath.unlink()
-    cfg = pipeline_config(args)
-    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
-    engine = make_engine(args, cfg)
-    try:
-        score_file(AdaptRubric(engine, cfg), args.data, vpath, fmt=args.format, progress=not args.quiet,
-                   loaded=loaded)
-    finally:
-        engine.close()
+    score_with_model(args, vpath, pipeline_config(args))
     return vpath
 
 

@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from .cli_common import FORMATTER, add_scoring_options, make_engine, pipeline_config
+from .cli_common import FORMATTER, add_scoring_options, engine_options, pipeline_config, score_with_model
 
 EXAMPLES = """examples:
   adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl
@@ -23,21 +23,6 @@ EXAMPLES = """examples:
 Defaults are the paper's method: the model router, fine cues, up to 10 screenshots at the processor's
 own resolution, up to 1024 verifier tokens (stopping once the verdict block is complete).
 """
-
-
-def score_with_model(args, out, cfg, resume: bool = False, **score_kw) -> dict:
-    """Load args.data (failing before the model loads), build the engine, score into `out`."""
-    from .formats import load_trajectories
-    from .pipeline import AdaptRubric
-    from .scoring import score_file
-
-    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
-    engine = make_engine(args, cfg)
-    try:
-        return score_file(AdaptRubric(engine, cfg), args.data, out, resume=resume, fmt=args.format,
-                          progress=not args.quiet, loaded=loaded, **score_kw)
-    finally:
-        engine.close()
 
 
 def cmd_score(args) -> int:
@@ -61,12 +46,11 @@ def score_with_workers(args, cfg) -> dict:
     from dataclasses import asdict
 
     from .distributed import score_distributed
-    from .engine.build import engine_kwargs
     from .scoring import check_resume
 
     if args.image_root:
         raise ValueError("--image-root is not supported with --workers > 1 yet; use one worker")
-    options = engine_kwargs(args, max_new_tokens=max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens))
+    options = engine_options(args, cfg)
     if args.resume:  # the same guard as a one-process run: one configuration per verdict file
         meta = {**asdict(cfg), "engine": options, "workers": args.workers, "data": str(args.data)}
         check_resume(Path(args.out), meta, args.force_settings)

@@ -28,7 +28,7 @@ from typing import Any, Optional
 
 from .formats import load_trajectories
 from .pipeline import PipelineConfig
-from .scoring import error_id, sidecar, summarize
+from .scoring import error_id, repair_torn_tail, sidecar, summarize
 from .types import Verdict
 
 
@@ -76,10 +76,7 @@ def run_worker(spec_path: str | Path, rank: int, world: int) -> int:
     out = Path(spec["out"])
     part = parts_dir(out) / f"part-{rank}.jsonl"
     if part.is_file():
-        data = part.read_bytes()
-        if data and not data.endswith(b"\n"):
-            with open(part, "r+b") as fh:  # our own torn last line (killed mid-write): cut it before appending
-                fh.truncate(data.rfind(b"\n") + 1)
+        repair_torn_tail(part)  # our own torn last line (killed mid-write): cut it before appending
     loaded = load_trajectories(spec["data"], fmt=spec.get("fmt", "auto"))
     done = done_ids(out)
     todo = [t for t in loaded.trajectories if shard_of(t.id, world) == rank and t.id not in done]
@@ -99,15 +96,9 @@ def run_worker(spec_path: str | Path, rank: int, world: int) -> int:
 
 
 def _engine(options: dict):
-    try:
-        from .engine.build import build_engine
-    except ImportError:
-        build_engine = None
-    if build_engine is not None:
-        return build_engine(**options)
-    from .engine.hf import HFEngine, HFEngineConfig
+    from .engine.build import build_engine
 
-    return HFEngine(HFEngineConfig(**options))
+    return build_engine(**options)
 
 
 # ----------------------------------------------------------------------------- merge

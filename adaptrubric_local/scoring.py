@@ -33,7 +33,7 @@ def sidecar(out: Path, kind: str) -> Path:
     return out.with_suffix(f".{kind}.json")
 
 
-def _repair_torn_tail(path: Path) -> bytes:
+def repair_torn_tail(path: Path) -> bytes:
     """The file's bytes, with a torn last line (killed mid-write) cut off the file."""
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
@@ -49,7 +49,7 @@ def read_last_lines(path: Path) -> dict[str, dict]:
     if not path.is_file():
         return {}
     last: dict[str, dict] = {}
-    for n, line in enumerate(_repair_torn_tail(path).decode("utf-8").splitlines(), start=1):
+    for n, line in enumerate(repair_torn_tail(path).decode("utf-8").splitlines(), start=1):
         if line.strip():
             try:
                 d = json.loads(line)

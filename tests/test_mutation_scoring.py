@@ -11,14 +11,14 @@ from adaptrubric_local.formats.base import DataError
 def test_torn_tail_is_cut_at_the_last_newline(tmp_path):
     p = tmp_path / "v.jsonl"
     p.write_bytes(b'{"id": "a"}\n{"id": "b"}\n{"id": "c", "sco')
-    assert scoring._repair_torn_tail(p) == b'{"id": "a"}\n{"id": "b"}\n'
+    assert scoring.repair_torn_tail(p) == b'{"id": "a"}\n{"id": "b"}\n'
     assert p.read_bytes() == b'{"id": "a"}\n{"id": "b"}\n'
     p.write_bytes(b'{"id": "a"}\n')
-    assert scoring._repair_torn_tail(p) == b'{"id": "a"}\n' and p.read_bytes() == b'{"id": "a"}\n'
+    assert scoring.repair_torn_tail(p) == b'{"id": "a"}\n' and p.read_bytes() == b'{"id": "a"}\n'
     p.write_bytes(b'{"id": "torn')
-    assert scoring._repair_torn_tail(p) == b"" and p.read_bytes() == b""
+    assert scoring.repair_torn_tail(p) == b"" and p.read_bytes() == b""
     p.write_bytes(b"")
-    assert scoring._repair_torn_tail(p) == b""
+    assert scoring.repair_torn_tail(p) == b""
 
 
 def test_read_last_lines(tmp_path):

@@ -11,7 +11,7 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
-from ..prompts import TemplateError, placeholders
+from ..prompts import check_placeholders
 from ..schema import load_yaml_model
 
 DEFAULT_INDUCTION_PROMPTS = Path(__file__).resolve().parent.parent / "prompts" / "induction.yaml"
@@ -49,10 +49,7 @@ class InductionPrompts(BaseModel):
 @lru_cache(maxsize=4)
 def _load(path: str) -> InductionPrompts:
     ps = load_yaml_model(path, InductionPrompts)
-    for key, needed in REQUIRED.items():
-        have = placeholders(getattr(ps, key))
-        if have != needed:
-            raise TemplateError(f"{path}: field '{key}': placeholders {sorted(have)} must be exactly {sorted(needed)}")
+    check_placeholders(path, ps, REQUIRED)
     sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
     return ps.model_copy(update={"path": path, "sha": sha})
 

@@ -78,11 +78,6 @@ def engine_kwargs(args: argparse.Namespace, **overrides) -> dict[str, Any]:
     return kw
 
 
-def engine_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The engine options as a plain dict (for run files), without loading anything."""
-    return engine_kwargs(args)
-
-
 def build_engine(model: Optional[str] = None, **options):
     """The transformers engine for `model` with HFEngineConfig `options` (imports torch)."""
     from .hf import HFEngine, HFEngineConfig

@@ -89,13 +89,19 @@ def render(template: str, name: str = "template", **values: str) -> str:
     return template.format(**values)
 
 
+def check_placeholders(path: str, prompts: BaseModel, required: dict[str, set[str]]) -> None:
+    """Raise TemplateError naming the file and field of any template whose placeholders are not
+    exactly the required ones."""
+    for key, needed in required.items():
+        have = placeholders(getattr(prompts, key))
+        if have != needed:
+            raise TemplateError(f"{path}: field '{key}': placeholders {sorted(have)} must be exactly {sorted(needed)}")
+
+
 @lru_cache(maxsize=8)
 def _load_cached(path: str) -> PromptSet:
     ps = load_yaml_model(path, PromptSet)
-    for key, needed in REQUIRED_PLACEHOLDERS.items():
-        have = placeholders(getattr(ps, key))
-        if have != needed:
-            raise TemplateError(f"{path}: field '{key}': placeholders {sorted(have)} must be exactly {sorted(needed)}")
+    check_placeholders(path, ps, REQUIRED_PLACEHOLDERS)
     for n, rule in enumerate(ps.router_rules):
         if not placeholders(rule) <= {"fallback"}:
             raise TemplateError(f"{path}: field 'router_rules.{n}': the only placeholder allowed is {{fallback}}")
