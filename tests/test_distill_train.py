@@ -108,31 +108,27 @@ def test_train_resume_evaluate_merge(tiny_model, dist, tmp_path):
         e.close()
 
 
-RANKS_SCRIPT = """
-import json, sys
-from accelerate import debug_launcher
-from adaptrubric_local.distill import import_training
-tl = import_training()
-def rank(cfg):
-    tl.train(tl.TrainConfig(**cfg))
-debug_launcher(rank, args=(json.loads(sys.argv[1]),), num_processes=2)
-"""
-
-
 def test_two_processes_make_one_adapter(tiny_model, dist, tmp_path):
-    """Two CPU ranks (gloo) train one adapter. Run in a fresh interpreter: forking this test process,
-    whose OpenMP and image threads have already run, can deadlock the children."""
+    """Two CPU ranks (gloo) train one adapter, started the way a user starts them: a real
+    `accelerate launch` (`--cpu --num_processes 2` would silently start one; `--multi_gpu` with
+    ACCELERATE_USE_CPU gives two CPU processes)."""
     import os
     import subprocess
     import sys
     from dataclasses import asdict
 
+    import yaml
+
     out = tmp_path / "ddp"
-    cfg = json.dumps(asdict(_cfg(dist, tiny_model, out)))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-c", RANKS_SCRIPT, cfg], env=env, capture_output=True, text=True,
-                          timeout=300)
+    cfg = {k: v for k, v in asdict(_cfg(dist, tiny_model, out)).items() if k != "data"}
+    cfg_file = tmp_path / "train.yaml"
+    cfg_file.write_text(yaml.safe_dump(cfg))
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true",
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+           "-m", "training.train_lora", str(dist), "--config", str(cfg_file)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = [json.loads(p.read_text()) for p in (out / "processes").glob("rank-*.json")]
     assert sorted(i["rank"] for i in info) == [0, 1]
