@@ -1,5 +1,7 @@
 """Tests for mutants that survived the mutation run of the core modules: the mixed-task share of the
 test-time-scaling pool, the seed reaching the candidate order, and voting over samples without text."""
+from pathlib import Path
+
 import pytest
 
 from adaptrubric_local.evaluation import tts
@@ -90,3 +92,29 @@ def test_score_file_defaults(tmp_path, capsys):
         d = _json.loads(x)
         last[d["id"]] = d["status"]
     assert set(last.values()) == {"ok"}
+
+
+def test_score_file_passes_the_format_and_prints_loader_warnings_to_stderr(tmp_path, capsys):
+    import shutil
+
+    from adaptrubric_local import FakeEngine
+    from adaptrubric_local.formats.base import DataError
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+    from adaptrubric_local.scoring import score_file
+    from adaptrubric_local.synth import synthesize
+
+    data = Path(synthesize(tmp_path / "d", n_tasks=1, candidates=2, size=(90, 200)))
+    folder = data if data.is_dir() else data.parent
+    pipe = AdaptRubric(FakeEngine(), PipelineConfig(router="rules"))
+    # a verdict file left in the data folder is skipped with a warning on stderr, never on stdout
+    score_file(pipe, folder, tmp_path / "v.jsonl", fmt="canonical", progress=False)
+    shutil.copy(tmp_path / "v.jsonl", folder / "old_verdicts.jsonl")
+    capsys.readouterr()
+    summary = score_file(pipe, folder, tmp_path / "v2.jsonl", fmt="canonical", progress=False)
+    cap = capsys.readouterr()
+    assert summary["n"] == 2
+    assert f"warning: {folder / 'old_verdicts.jsonl'}: this looks like a verdict file" in cap.err
+    assert "warning" not in cap.out
+    # the format given is the one used: the zerogui loader finds nothing in canonical data
+    with pytest.raises(DataError, match="the zerogui loader looked for"):
+        score_file(pipe, folder, tmp_path / "v3.jsonl", fmt="zerogui", progress=False)
