@@ -2,13 +2,15 @@
 
 Survivors named in the equivalents file (one mutant name per line, then its reason) count as
 equivalent and leave the denominator. With --previous DIR (an older run's mutants/adaptrubric_local
-folder), mutants this run did not execute take that run's result when their function's source hash
-is unchanged (mutmut stores one hash per function), so a run restricted to some mutant names can be
-combined with an earlier full run.
+folder; repeatable, newest first), mutants this run did not execute take the first of those runs'
+results that exists for them, provided their function's source hash is unchanged since (mutmut
+stores one hash per function), so a run restricted to some mutant names can be combined with
+earlier runs.
 
 Examples:
   python eval/mutation_table.py --equivalent docs/mutation_equivalent.txt
-  python eval/mutation_table.py --equivalent docs/mutation_equivalent.txt --previous old/mutants/adaptrubric_local -v
+  python eval/mutation_table.py --equivalent docs/mutation_equivalent.txt \\
+      --previous run2/mutants/adaptrubric_local --previous run1/mutants/adaptrubric_local -v
 """
 from __future__ import annotations
 
@@ -27,19 +29,32 @@ def _fn(key: str) -> str:
     return key.rsplit("__mutmut_", 1)[0].split(".")[-1]
 
 
-def table(mutants: Path, previous: Path | None, equivalent: set[str]):
+def _earlier(previous: list[Path], rel: str) -> list[dict]:
+    """The earlier runs' result files for one module, newest first (missing ones skipped)."""
+    files = [p / (rel + ".meta") for p in previous]
+    return [json.loads(f.read_text()) for f in files if f.is_file()]
+
+
+def _fill(key: str, fn_hash, olds: list[dict]):
+    """The first earlier result for `key` whose function had the same source hash, and its run."""
+    for i, old in enumerate(olds, start=1):
+        code = old["exit_code_by_key"].get(key)
+        if code is not None and old["hash_by_function_name"].get(_fn(key)) == fn_hash:
+            return code, f"previous run {i}"
+    return None, "this run"
+
+
+def table(mutants: Path, previous: list[Path], equivalent: set[str]):
     rows, left = {}, []
     for f in sorted(mutants.rglob("*.meta")):
         rel = f.relative_to(mutants).as_posix()[:-len(".meta")]
         new = json.loads(f.read_text())
-        old_f = previous / (rel + ".meta") if previous else None
-        old = json.loads(old_f.read_text()) if old_f and old_f.is_file() else {"exit_code_by_key": {}, "hash_by_function_name": {}}
+        olds = _earlier(previous, rel)
         c = collections.Counter()
         for key, code in new["exit_code_by_key"].items():
             src = "this run"
-            fn = _fn(key)
-            if code is None and old["hash_by_function_name"].get(fn) == new["hash_by_function_name"].get(fn):
-                code, src = old["exit_code_by_key"].get(key), "previous run"
+            if code is None:
+                code, src = _fill(key, new["hash_by_function_name"].get(_fn(key)), olds)
             st = STATUS.get(code, f"exit {code}")
             if st in ("survived", "no tests") and key in equivalent:
                 st = "equivalent"
@@ -53,7 +68,8 @@ def table(mutants: Path, previous: Path | None, equivalent: set[str]):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mutants", type=Path, default=Path("mutants/adaptrubric_local"), help="this run's result folder")
-    ap.add_argument("--previous", type=Path, help="an earlier run's result folder to fill in mutants not run here")
+    ap.add_argument("--previous", type=Path, action="append", default=[],
+                    help="an earlier run's result folder to fill in mutants not run here (repeatable, newest first)")
     ap.add_argument("--equivalent", type=Path, help="file of equivalent mutant names (name, then reason)")
     ap.add_argument("-v", action="store_true", help="list every survivor, untested and not-run mutant")
     a = ap.parse_args()
