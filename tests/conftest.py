@@ -1,5 +1,6 @@
 """Shared fixtures: small generated screenshots and trajectory files in every supported format."""
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,16 @@ def synth_set(tmp_path_factory):
     from adaptrubric_local.synth import synthesize
 
     return synthesize(tmp_path_factory.mktemp("synth"), n_tasks=8, candidates=3, size=(180, 400))
+
+
+def pytest_collection_modifyitems(config, items):
+    """In a mutation run (mutmut names the planted bug in MUTANT_UNDER_TEST), run the fastest tests
+    first, by the durations mutmut recorded, so `pytest -x` stops at the quickest test that catches
+    the bug; a normal run keeps the file order."""
+    if "__mutmut_" not in os.environ.get("MUTANT_UNDER_TEST", ""):
+        return
+    stats = Path("mutmut-stats.json")  # mutmut runs the tests from its mutants/ folder
+    if not stats.is_file():
+        return
+    durations = json.loads(stats.read_text()).get("duration_by_test", {})
+    items.sort(key=lambda item: durations.get(item.nodeid, float("inf")))
