@@ -17,6 +17,8 @@ def test_torn_tail_is_cut_at_the_last_newline(tmp_path):
     assert scoring.repair_torn_tail(p) == b'{"id": "a"}\n' and p.read_bytes() == b'{"id": "a"}\n'
     p.write_bytes(b'{"id": "torn')
     assert scoring.repair_torn_tail(p) == b"" and p.read_bytes() == b""
+    p.write_bytes(b'{"id": "a"}\nXX\nXX')  # whatever the torn line holds, it is cut
+    assert scoring.repair_torn_tail(p) == b'{"id": "a"}\nXX\n' and p.read_bytes() == b'{"id": "a"}\nXX\n'
     p.write_bytes(b"")
     assert scoring.repair_torn_tail(p) == b""
 

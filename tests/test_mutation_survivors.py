@@ -118,3 +118,45 @@ def test_score_file_passes_the_format_and_prints_loader_warnings_to_stderr(tmp_p
     # the format given is the one used: the zerogui loader finds nothing in canonical data
     with pytest.raises(DataError, match="the zerogui loader looked for"):
         score_file(pipe, folder, tmp_path / "v3.jsonl", fmt="zerogui", progress=False)
+
+
+def test_score_file_config_sidecar_names_the_data_and_is_indented(tmp_path):
+    import json as _json
+
+    from adaptrubric_local import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+    from adaptrubric_local.scoring import score_file
+    from adaptrubric_local.synth import synthesize
+
+    data = synthesize(tmp_path / "d", n_tasks=1, candidates=1, size=(90, 200))
+    out = tmp_path / "v.jsonl"
+    score_file(AdaptRubric(FakeEngine(), PipelineConfig(router="rules")), data, out, progress=False,
+               extra={"note": "x"})
+    text = (tmp_path / "v.config.json").read_text()
+    meta = _json.loads(text)
+    assert meta["data"] == str(data) and meta["note"] == "x" and meta["router"] == "rules"
+    assert text == _json.dumps(meta, indent=2) + "\n"  # a file people read: one key per line
+
+
+def test_score_file_resume_counts_retried_error_lines(tmp_path, capsys):
+    import json as _json
+
+    from adaptrubric_local import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+    from adaptrubric_local.scoring import score_file
+    from adaptrubric_local.synth import synthesize
+
+    data = synthesize(tmp_path / "d", n_tasks=1, candidates=3, size=(90, 200))
+    with open(data, "a") as fh:  # a record whose screenshot is missing: a data error line
+        fh.write(_json.dumps({"id": "bad", "instruction": "x", "steps": [{"screenshot": "nope.png"}]}) + "\n")
+    out = tmp_path / "v.jsonl"
+    failing = FakeEngine(fail=lambda r: "boom" if r.kind == "verify" and r.tag in ("t000_c0", "t000_c1") else None)
+    first = score_file(AdaptRubric(failing, PipelineConfig(router="rules")), data, out, progress=False)
+    assert (first["skipped_resume"], first["retried_errors"]) == (0, 0)
+    capsys.readouterr()
+    summary = score_file(AdaptRubric(FakeEngine(), PipelineConfig(router="rules")), data, out, resume=True,
+                         progress=False)
+    # t000_c2 is done; the two engine errors and the still-bad record are tried again
+    assert (summary["skipped_resume"], summary["retried_errors"]) == (1, 3)
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"resuming: 1 id(s) already in {out}, 3 to do (3 error line(s) retried)")
