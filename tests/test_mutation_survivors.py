@@ -160,3 +160,31 @@ def test_score_file_resume_counts_retried_error_lines(tmp_path, capsys):
     assert (summary["skipped_resume"], summary["retried_errors"]) == (1, 3)
     assert capsys.readouterr().err.splitlines()[0] == (
         f"resuming: 1 id(s) already in {out}, 3 to do (3 error line(s) retried)")
+    # nothing retried: the message has no retry part
+    again = score_file(AdaptRubric(FakeEngine(), PipelineConfig(router="rules")), data, out, resume=True,
+                       progress=False, retry_errors=False)
+    assert again["retried_errors"] == 0
+    assert capsys.readouterr().err.splitlines()[0] == f"resuming: 4 id(s) already in {out}, 0 to do"
+
+
+def test_score_file_with_an_engine_that_has_no_name(tmp_path):
+    from adaptrubric_local import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+    from adaptrubric_local.scoring import score_file
+    from adaptrubric_local.synth import synthesize
+
+    class Nameless:
+        """An engine-like object without a `name` attribute (duck typing)."""
+
+        def __init__(self):
+            self._engine = FakeEngine()
+
+        def __getattr__(self, key):
+            if key == "name":
+                raise AttributeError(key)
+            return getattr(self._engine, key)
+
+    data = synthesize(tmp_path / "d", n_tasks=1, candidates=1, size=(90, 200))
+    summary = score_file(AdaptRubric(Nameless(), PipelineConfig(router="rules")), data, tmp_path / "v.jsonl",
+                         progress=False)
+    assert summary["n"] == 1 and summary["model"] is None
