@@ -188,3 +188,27 @@ def test_score_file_with_an_engine_that_has_no_name(tmp_path):
     summary = score_file(AdaptRubric(Nameless(), PipelineConfig(router="rules")), data, tmp_path / "v.jsonl",
                          progress=False)
     assert summary["n"] == 1 and summary["model"] is None
+
+
+def test_score_file_progress_bar_names_its_unit_and_counts(tmp_path, capsys):
+    from adaptrubric_local import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+    from adaptrubric_local.scoring import score_file
+    from adaptrubric_local.synth import synthesize
+
+    from adaptrubric_local.engine.fake import default_script
+
+    data = synthesize(tmp_path / "d", n_tasks=1, candidates=3, size=(90, 200))
+    eng = FakeEngine(fail=lambda r: "boom" if r.kind == "verify" and r.tag == "t000_c1" else None,
+                     script=lambda r: "no verdict here" if r.kind == "verify" and r.tag != "t000_c0"
+                     else default_script(r))
+    score_file(AdaptRubric(eng, PipelineConfig(router="rules")), data, tmp_path / "v.jsonl")
+    cap = capsys.readouterr()
+    bar = cap.err.replace("\r", "\n").splitlines()
+    final = [ln for ln in bar if ln.startswith("scoring: 100%")][-1]
+    # one ok, one engine error, one unparseable output
+    assert "3/3" in final and "traj/s" in final and final.endswith("errors=1, unparsed=1]")
+    assert cap.out == ""
+    score_file(AdaptRubric(FakeEngine(), PipelineConfig(router="rules")), data, tmp_path / "v2.jsonl",
+               progress=False)
+    assert capsys.readouterr().err == ""  # progress=False: no bar
