@@ -128,14 +128,22 @@ def test_score_file_config_sidecar_names_the_data_and_is_indented(tmp_path):
     from adaptrubric_local.scoring import score_file
     from adaptrubric_local.synth import synthesize
 
+    class WithStats(FakeEngine):
+        @property
+        def stats(self):  # what the transformers engine reports about its batches
+            return {"batches": 1, "rows": 2}
+
     data = synthesize(tmp_path / "d", n_tasks=1, candidates=1, size=(90, 200))
     out = tmp_path / "v.jsonl"
-    score_file(AdaptRubric(FakeEngine(), PipelineConfig(router="rules")), data, out, progress=False,
-               extra={"note": "x"})
+    pipe = AdaptRubric(WithStats(), PipelineConfig(router="rules", fine=False))
+    summary = score_file(pipe, data, out, progress=False, extra={"note": "x"})
     text = (tmp_path / "v.config.json").read_text()
     meta = _json.loads(text)
     assert meta["data"] == str(data) and meta["note"] == "x" and meta["router"] == "rules"
     assert text == _json.dumps(meta, indent=2) + "\n"  # a file people read: one key per line
+    assert (summary["bank_sha"], summary["ablation"], summary["out"]) == (pipe.bank.sha, "no_fine", str(out))
+    assert summary["engine"] == {"batches": 1, "rows": 2}
+    assert (tmp_path / "v.summary.json").read_text() == _json.dumps(summary, indent=2) + "\n"
 
 
 def test_score_file_resume_counts_retried_error_lines(tmp_path, capsys):
@@ -192,11 +200,10 @@ def test_score_file_with_an_engine_that_has_no_name(tmp_path):
 
 def test_score_file_progress_bar_names_its_unit_and_counts(tmp_path, capsys):
     from adaptrubric_local import FakeEngine
+    from adaptrubric_local.engine.fake import default_script
     from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
     from adaptrubric_local.scoring import score_file
     from adaptrubric_local.synth import synthesize
-
-    from adaptrubric_local.engine.fake import default_script
 
     data = synthesize(tmp_path / "d", n_tasks=1, candidates=3, size=(90, 200))
     eng = FakeEngine(fail=lambda r: "boom" if r.kind == "verify" and r.tag == "t000_c1" else None,
