@@ -1,5 +1,6 @@
 """Shared fixtures: small generated screenshots and trajectory files in every supported format."""
 import json
+import locale
 import os
 from pathlib import Path
 
@@ -33,8 +34,7 @@ def canonical_record(root: Path, tid: str, n_steps: int, instruction="Turn on Wi
 def write_jsonl(path: Path, records) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as fh:
-        for r in records:
-            fh.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+        fh.writelines((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
     return path
 
 
@@ -93,6 +93,18 @@ def synth_set(tmp_path_factory):
     from adaptrubric_local.synth import synthesize
 
     return synthesize(tmp_path_factory.mktemp("synth"), n_tasks=8, candidates=3, size=(180, 400))
+
+
+@pytest.fixture
+def ascii_locale():
+    """The ASCII "C" locale for the test (a bare server or container)."""
+    old = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        assert locale.getpreferredencoding(False) != "UTF-8"  # otherwise this test shows nothing
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, old)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,25 +1,17 @@
 """Data files are read and written as UTF-8 whatever the user's locale: each loader and the canonical
 writer run under the ASCII "C" locale (a bare server or container) on text that is not ASCII."""
 import json
-import locale
 
-import pytest
-
-from adaptrubric_local.formats import base, canonical, detect_format, load_trajectories, others
+from adaptrubric_local.formats import (
+    base,
+    canonical,
+    detect_format,
+    load_trajectories,
+    others,
+)
 from adaptrubric_local.types import Step, Trajectory
 
 TEXT = "Öffne «Café» ✓"
-
-
-@pytest.fixture
-def ascii_locale():
-    old = locale.setlocale(locale.LC_CTYPE)
-    locale.setlocale(locale.LC_CTYPE, "C")
-    try:
-        assert locale.getpreferredencoding(False) != "UTF-8"  # otherwise this test shows nothing
-        yield
-    finally:
-        locale.setlocale(locale.LC_CTYPE, old)
 
 
 def _utf8(path, text):

@@ -219,3 +219,44 @@ def test_score_file_progress_bar_names_its_unit_and_counts(tmp_path, capsys):
     score_file(AdaptRubric(FakeEngine(), PipelineConfig(router="rules")), data, tmp_path / "v2.jsonl",
                progress=False)
     assert capsys.readouterr().err == ""  # progress=False: no bar
+
+
+def test_a_failed_router_call_routes_to_the_fallback_and_says_why():
+    from adaptrubric_local import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+    from adaptrubric_local.types import RouteResult
+
+    pipe = AdaptRubric(FakeEngine(fail=lambda r: "CUDA out of memory" if r.kind == "route" else None),
+                       PipelineConfig())
+    res = pipe.route_many(["Turn on Wi-Fi."])["Turn on Wi-Fi."]
+    assert res == RouteResult(category=pipe.bank.fallback, mode="model", raw="CUDA out of memory", parsed=False)
+    assert pipe.criteria.unparsed["route"] == 1
+
+
+def test_score_file_error_lines_and_summary_fields(tmp_path, ascii_locale):
+    import json as _json
+
+    from adaptrubric_local import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+    from adaptrubric_local.scoring import score_file
+    from adaptrubric_local.synth import synthesize
+
+    data = synthesize(tmp_path / "d", n_tasks=1, candidates=2, size=(90, 200))
+    with open(data, "a", encoding="utf-8") as fh:  # a bad record with a non-ASCII id (C locale: UTF-8 anyway)
+        fh.write(_json.dumps({"id": "bäd", "instruction": "x", "steps": [{"screenshot": "nope.png"}]}) + "\n")
+    out = tmp_path / "v.jsonl"
+    failing = FakeEngine(name="judge", fail=lambda r: "boom" if r.kind == "verify" and r.tag == "t000_c0" else None)
+    pipe = AdaptRubric(failing, PipelineConfig())
+    pipe.route_many(["an instruction routed before this file"])  # earlier unparsed counts are not this file's
+    pipe.criteria.unparsed["route"] = 5
+    summary = score_file(pipe, data, out, progress=False)
+    lines = {d["id"]: d for d in map(_json.loads, out.read_text(encoding="utf-8").splitlines())}
+    assert set(lines) == {"bäd", "t000_c0", "t000_c1"}
+    for i in ("bäd", "t000_c0"):
+        assert (lines[i]["status"], lines[i]["bank_sha"], lines[i]["model"]) == ("error", pipe.bank.sha, "judge")
+    assert summary["model"] == "judge" and summary["route_unparsed"] == 0
+    assert 0 < summary["s_per_traj"] < 60
+    # resuming with the same failure writes no second, identical error line for either id
+    size = out.stat().st_size
+    score_file(AdaptRubric(failing, PipelineConfig()), data, out, resume=True, progress=False)
+    assert out.stat().st_size == size
