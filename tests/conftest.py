@@ -109,12 +109,14 @@ def ascii_locale():
 
 def pytest_collection_modifyitems(config, items):
     """In a mutation run (mutmut names the planted bug in MUTANT_UNDER_TEST), run the fastest tests
-    first, by the durations mutmut recorded, so `pytest -x` stops at the quickest test that catches
-    the bug; a normal run keeps the file order."""
+    first, by the durations mutmut recorded, and those needing the tiny model (built again in each
+    forked worker) last, so `pytest -x` stops at the quickest test that catches the bug; a normal run
+    keeps the file order."""
     if "__mutmut_" not in os.environ.get("MUTANT_UNDER_TEST", ""):
         return
     stats = Path("mutmut-stats.json")  # mutmut runs the tests from its mutants/ folder
     if not stats.is_file():
         return
     durations = json.loads(stats.read_text()).get("duration_by_test", {})
-    items.sort(key=lambda item: durations.get(item.nodeid, float("inf")))
+    items.sort(key=lambda item: ("tiny_model" in getattr(item, "fixturenames", ()),
+                                 durations.get(item.nodeid, float("inf"))))
