@@ -19,6 +19,7 @@ from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
 from adaptrubric_local.prompts import load_prompts, render
 from adaptrubric_local.route import bank_router_prompt, parse_router_output, router_prompt
 from adaptrubric_local.schema import SchemaError
+from adaptrubric_local.types import RouteResult
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +128,7 @@ def test_rules_router_with_a_custom_bank_falls_back(induced):
     out, _ = induced
     pipe = AdaptRubric(None, PipelineConfig(router="rules", fine=False, bank_path=str(out)))
     r = pipe.route_many(["What is the phone number of Ada?"])["What is the phone number of Ada?"]
-    assert r.category == "general" and r.raw == "info_query"
+    assert r == RouteResult(category="general", mode="rules", raw="info_query", parsed=True)
 
 
 def _doc(path=DEFAULT_BANK):

@@ -260,3 +260,31 @@ def test_score_file_error_lines_and_summary_fields(tmp_path, ascii_locale):
     size = out.stat().st_size
     score_file(AdaptRubric(failing, PipelineConfig()), data, out, resume=True, progress=False)
     assert out.stat().st_size == size
+
+
+def test_router_requests_carry_the_route_cap_and_unreadable_replies_fall_back():
+    from adaptrubric_local import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+    from adaptrubric_local.types import RouteResult
+
+    eng = FakeEngine(script=lambda r: "I am not sure." if r.kind == "route" else "")
+    pipe = AdaptRubric(eng, PipelineConfig(route_max_new_tokens=7))
+    res = pipe.route_many(["Turn on Wi-Fi."])["Turn on Wi-Fi."]
+    assert res == RouteResult(category=pipe.bank.fallback, mode="model", raw="I am not sure.", parsed=False)
+    assert [r.max_new_tokens for b in eng.batches for r in b] == [7]
+
+
+def test_pipeline_refuses_unusable_settings_with_clear_messages():
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+
+    with pytest.raises(ValueError) as ei:
+        AdaptRubric(None, PipelineConfig(router="rules", fixed_category="cooking"))
+    families = AdaptRubric(None, PipelineConfig(router="rules")).bank.family_names
+    assert str(ei.value) == f"fixed_category must be one of the bank's families ({', '.join(families)}), got 'cooking'"
+    with pytest.raises(ValueError) as ei:
+        AdaptRubric(None, PipelineConfig(router="model"))
+    assert str(ei.value) == ("router='model' (the paper's default) needs an engine; use router='rules' to run "
+                             "without a model")
+    # a fixed family needs no router, so no engine is needed to route
+    pipe = AdaptRubric(None, PipelineConfig(router="model", fixed_category=families[0]))
+    assert pipe.route_many(["x"])["x"].category == families[0]
