@@ -43,7 +43,6 @@ def _family_bonus(family: str, kinds: list[str], frames: list[int]) -> dict[int,
         if i in pos and b > bonus.get(i, (0, ""))[0]:
             bonus[i] = (b, why)
 
-    last = frames[-1]
     if family == "info_query":
         for i, k in enumerate(kinds):
             if k in ("read", "answer"):
@@ -72,7 +71,6 @@ def _family_bonus(family: str, kinds: list[str], frames: list[int]) -> dict[int,
                 after = [f for f in frames if f > i]
                 if after:
                     add(after[0], 2.5, f"result of {k}")
-    add(last, 0, "final frame")
     return bonus
 
 

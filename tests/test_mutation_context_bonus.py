@@ -1,0 +1,52 @@
+"""Exact values of the family bonuses that steer frame selection (§4.3: frames around high-signal
+actions), and of the representative frame of a run of repeated screens."""
+from adaptrubric_local.context import _family_bonus, _Runs
+from adaptrubric_local.types import Step, Trajectory
+
+
+def test_info_query_frames_where_the_answer_is_read_and_the_frame_before():
+    kinds = ["tap", "read", "tap", "answer"]
+    assert _family_bonus("info_query", kinds, [0, 1, 2, 3]) == {
+        1: (4, "answer read here"), 0: (3.5, "answer read here"),
+        3: (4, "answer read here"), 2: (3.5, "answer read here")}
+    # only candidate frames get a bonus: step 1 is not one, its previous candidate frame is
+    assert _family_bonus("info_query", kinds, [0, 2, 3]) == {
+        0: (3.5, "answer read here"), 3: (4, "answer read here"), 2: (3.5, "answer read here")}
+    # a higher bonus is never lowered by a later, smaller one
+    assert _family_bonus("info_query", ["tap", "read", "read"], [0, 1, 2]) == {
+        1: (4, "answer read here"), 0: (3.5, "answer read here"), 2: (4, "answer read here")}
+
+
+def test_transfer_source_and_sink_sides():
+    kinds = ["tap", "transfer", "tap", "type", "tap"]
+    assert _family_bonus("transfer", kinds, [0, 1, 2, 3, 4]) == {
+        1: (4, "source side"), 3: (4, "sink side"), 4: (4, "sink side")}
+    # one transfer action is both sides: the first reason given is kept on a tie
+    assert _family_bonus("transfer", ["tap", "submit"], [0, 1]) == {1: (4, "source side")}
+    assert _family_bonus("transfer", ["tap", "tap"], [0, 1]) == {}
+
+
+def test_state_navigation_composite_and_result_frames():
+    assert _family_bonus("state_navigation", ["tap"] * 5, [0, 1, 2, 3, 4]) == {
+        2: (3, "final-state anchor"), 3: (3, "final-state anchor"), 4: (3, "final-state anchor")}
+    assert _family_bonus("composite_workflow", ["tap"] * 8, list(range(8))) == {
+        2: (2, "sub-goal coverage"), 4: (2, "sub-goal coverage"), 6: (2, "sub-goal coverage")}
+    assert _family_bonus("composite_workflow", ["tap"], [0]) == {0: (2, "sub-goal coverage")}
+    for family in ("communication", "delete_cleanup", "create_modify"):
+        assert _family_bonus(family, ["tap", "type", "tap", "delete", "submit"], [0, 1, 2, 3, 4]) == {
+            2: (2.5, "result of type"), 4: (2.5, "result of delete")}
+    assert _family_bonus("other", ["read", "submit"], [0, 1]) == {}
+    assert _family_bonus("info_query", ["tap"], [0]) == {}
+
+
+def test_representative_of_a_middle_run_is_its_last_frame():
+    screens = ["A", "B", "C", "C", "D", "D", "D", "E"]
+    traj = Trajectory(id="t", instruction="x", steps=[Step(screenshot=s + str(i), action="tap") for i, s in
+                                                       enumerate(screens)])
+    runs = _Runs(traj, list(range(len(screens))), fingerprint=lambda p: p[0], near_dup=None)
+    assert [runs.representative(f) for f in range(len(screens))] == [0, 1, 3, 3, 6, 6, 6, 7]
+    same_start = ["A", "A", "B", "C", "C"]
+    traj = Trajectory(id="t", instruction="x", steps=[Step(screenshot=s + str(i), action="tap") for i, s in
+                                                       enumerate(same_start)])
+    runs = _Runs(traj, list(range(5)), fingerprint=lambda p: p[0], near_dup=None)
+    assert [runs.representative(f) for f in range(5)] == [0, 0, 2, 4, 4]
