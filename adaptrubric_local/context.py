@@ -90,8 +90,7 @@ def _score_frames(traj: Trajectory, family: str, frames: list[int]) -> dict[int,
             if after is not None:
                 put(after, PRIORITY[k] + 0.5, f"after {k}")
     for i, (b, why) in _family_bonus(family, kinds, frames).items():
-        base = scores.get(i, (0.0, why))
-        scores[i] = (base[0] + b, why if b >= 1 else base[1])
+        scores[i] = (scores.get(i, (0.0, ""))[0] + b, why)  # the rubric's reason outranks the action's
     return scores
 
 

@@ -1,6 +1,6 @@
 """Exact values of the family bonuses that steer frame selection (§4.3: frames around high-signal
 actions), and of the representative frame of a run of repeated screens."""
-from adaptrubric_local.context import _family_bonus, _Runs
+from adaptrubric_local.context import _family_bonus, _Runs, _score_frames
 from adaptrubric_local.types import Step, Trajectory
 
 
@@ -50,3 +50,23 @@ def test_representative_of_a_middle_run_is_its_last_frame():
                                                        enumerate(same_start)])
     runs = _Runs(traj, list(range(5)), fingerprint=lambda p: p[0], near_dup=None)
     assert [runs.representative(f) for f in range(5)] == [0, 0, 2, 4, 4]
+
+
+def _traj(types):
+    return Trajectory(id="t", instruction="x", steps=[
+        Step(screenshot=f"s{i}.png", action=f"{t}('x')", action_type=t) for i, t in enumerate(types)])
+
+
+def test_score_frames_before_and_after_high_signal_actions():
+    assert _score_frames(_traj(["tap", "type", "tap", "read", "answer"]), "general", [0, 1, 2, 3, 4]) == {
+        1: (4, "before type"), 2: (4.5, "after type"), 3: (3, "before read"), 4: (6, "before answer")}
+    # a higher score is never lowered by a later action's smaller one
+    assert _score_frames(_traj(["tap", "answer", "read", "tap"]), "general", [0, 1, 2, 3]) == {
+        1: (6, "before answer"), 2: (6.5, "after answer"), 3: (3.5, "after read")}
+    # only candidate frames are scored; the next candidate frame gets the "after" score
+    assert _score_frames(_traj(["tap", "type", "tap", "tap"]), "general", [0, 2, 3]) == {2: (4.5, "after type")}
+
+
+def test_score_frames_adds_the_family_bonus_with_its_reason():
+    assert _score_frames(_traj(["tap", "read", "tap"]), "info_query", [0, 1, 2]) == {
+        1: (7, "answer read here"), 0: (3.5, "answer read here"), 2: (3.5, "after read")}

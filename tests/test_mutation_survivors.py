@@ -288,3 +288,27 @@ def test_pipeline_refuses_unusable_settings_with_clear_messages():
     # a fixed family needs no router, so no engine is needed to route
     pipe = AdaptRubric(None, PipelineConfig(router="model", fixed_category=families[0]))
     assert pipe.route_many(["x"])["x"].category == families[0]
+
+
+def test_without_an_engine_cues_come_from_the_manual_list():
+    from adaptrubric_local.cues import manual_cues
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+
+    pipe = AdaptRubric(None, PipelineConfig(router="rules", manual_cues=None))
+    key = ("Type 'Hello' in Notes.", "create_modify")
+    assert pipe.cues_many([key]) == {key: manual_cues([], key[0], filter_words=False, limit_length=False)}
+
+
+def test_an_unreadable_router_reply_goes_to_the_banks_own_fallback(tmp_path):
+    from adaptrubric_local import FakeEngine
+    from adaptrubric_local.bank import DEFAULT_BANK
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+
+    text = Path(DEFAULT_BANK).read_text(encoding="utf-8")
+    bank = tmp_path / "bank.yaml"
+    text = text.replace("  general:\n", "  everything_else:\n").replace("version: 1\n", "version: 1\ntaxonomy: custom\n")
+    bank.write_text(text, encoding="utf-8")
+    pipe = AdaptRubric(FakeEngine(script=lambda r: "hmm"), PipelineConfig(bank_path=str(bank)))
+    assert pipe.bank.fallback == "everything_else"
+    res = pipe.route_many(["Turn on Wi-Fi."])["Turn on Wi-Fi."]
+    assert (res.category, res.parsed) == ("everything_else", False)
