@@ -1,6 +1,6 @@
 """Exact values of the family bonuses that steer frame selection (§4.3: frames around high-signal
 actions), and of the representative frame of a run of repeated screens."""
-from adaptrubric_local.context import _family_bonus, _Runs, _score_frames
+from adaptrubric_local.context import _family_bonus, _Runs, _score_frames, select_context
 from adaptrubric_local.types import Step, Trajectory
 
 
@@ -70,3 +70,42 @@ def test_score_frames_before_and_after_high_signal_actions():
 def test_score_frames_adds_the_family_bonus_with_its_reason():
     assert _score_frames(_traj(["tap", "read", "tap"]), "info_query", [0, 1, 2]) == {
         1: (7, "answer read here"), 0: (3.5, "answer read here"), 2: (3.5, "after read")}
+
+
+def test_on_a_tie_the_first_action_names_the_frame():
+    # steps 1 and 2 are not candidate frames; both actions put 4.5 on frame 3
+    traj = _traj(["tap", "type", "toggle", "tap"])
+    assert _score_frames(traj, "general", [0, 3]) == {3: (4.5, "after type")}
+
+
+def test_composite_coverage_on_short_trajectories():
+    assert _family_bonus("composite_workflow", ["tap"] * 2, [0, 1]) == {
+        0: (2, "sub-goal coverage"), 1: (2, "sub-goal coverage")}
+    assert _family_bonus("composite_workflow", ["tap"] * 3, [0, 1, 2]) == {
+        0: (2, "sub-goal coverage"), 1: (2, "sub-goal coverage"), 2: (2, "sub-goal coverage")}
+
+
+def test_one_repeated_screen_is_shown_by_its_final_frame():
+    traj = Trajectory(id="t", instruction="x", steps=[Step(screenshot=f"A{i}", action="tap") for i in range(4)])
+    runs = _Runs(traj, [0, 1, 2, 3], fingerprint=lambda p: p[0], near_dup=None)
+    assert [runs.representative(f) for f in range(4)] == [3, 3, 3, 3]
+
+
+def test_selection_reasons_and_dropped_duplicates_are_exact():
+    import pytest
+
+    steps = [Step(screenshot=f"{s}{i}", action=f"{t}('x')", action_type=t)
+             for i, (s, t) in enumerate(zip("ABBBCD", ["tap", "type", "tap", "tap", "tap", "tap"]))]
+    traj = Trajectory(id="t", instruction="x", steps=steps)
+    sel = select_context(traj, budget=4, fingerprint=lambda p: p[0])
+    # frame 1 (typed) stands for the run 1-3, shown by its settled frame 3; frame 2 ("after type")
+    # is dropped as a duplicate; frame 4 fills the budget on coverage alone
+    assert sel.indices == [0, 3, 4, 5]
+    assert sel.reasons == {0: "first frame", 3: "after type (settled frame of a repeated screen)",
+                           4: "coverage", 5: "final frame"}
+    assert sel.dropped_duplicates == [1, 2]
+    # without dedupe: the default family adds no bonus, and the budget defaults to 10
+    assert select_context(traj).indices == [0, 1, 2, 3, 4, 5]
+    with pytest.raises(ValueError) as ei:
+        select_context(traj, budget=1)
+    assert str(ei.value) == "budget must be at least 2 (first and final frame), got 1"
