@@ -1,6 +1,11 @@
 """Exact values of the family bonuses that steer frame selection (§4.3: frames around high-signal
 actions), and of the representative frame of a run of repeated screens."""
-from adaptrubric_local.context import _family_bonus, _Runs, _score_frames, select_context
+from adaptrubric_local.context import (
+    _family_bonus,
+    _Runs,
+    _score_frames,
+    select_context,
+)
 from adaptrubric_local.types import Step, Trajectory
 
 
