@@ -114,3 +114,9 @@ def test_selection_reasons_and_dropped_duplicates_are_exact():
     with pytest.raises(ValueError) as ei:
         select_context(traj, budget=1)
     assert str(ei.value) == "budget must be at least 2 (first and final frame), got 1"
+
+
+def test_result_frames_after_submit_delete_and_type():
+    for family in ("communication", "delete_cleanup", "create_modify"):
+        assert _family_bonus(family, ["submit", "tap"], [0, 1]) == {1: (2.5, "result of submit")}
+        assert _family_bonus(family, ["delete", "tap"], [0, 1]) == {1: (2.5, "result of delete")}

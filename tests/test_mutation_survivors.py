@@ -312,3 +312,17 @@ def test_an_unreadable_router_reply_goes_to_the_banks_own_fallback(tmp_path):
     assert pipe.bank.fallback == "everything_else"
     res = pipe.route_many(["Turn on Wi-Fi."])["Turn on Wi-Fi."]
     assert (res.category, res.parsed) == ("everything_else", False)
+
+
+def test_canonical_records_that_are_not_objects_or_lack_steps(tmp_path):
+    from adaptrubric_local.formats import canonical
+
+    p = tmp_path / "data.jsonl"
+    p.write_text('[1, 2]\n{"id": "t1", "instruction": "x"}\n{"id": "t2", "instruction": "x", "steps": []}\n')
+    res = canonical.load(p)
+    assert res.trajectories == []
+    assert [str(e) for e in res.errors] == [
+        f"{p}, record line 1: expected a JSON object, got list",
+        f"{p}, record line 2 (id t1), field 'steps': required field missing",
+        f"{p}, record line 3 (id t2), field 'steps': trajectory has no steps"]
+    assert [e.record_id for e in res.errors] == [None, "t1", "t2"]
