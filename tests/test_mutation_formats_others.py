@@ -249,7 +249,7 @@ def test_osreward_errors(tmp_path):
         ("c.json", "trace c", "instruction", "required field missing", "c"),
         ("d.json", "trace d", "human_label", "label must be 0/1 (or SUCCESS/FAIL), got 'maybe'", "d"),
         ("e.json", "trace e", "steps", "trajectory has no steps", "e"),
-        ("f.json", "trace 1.5", "trace_id", f"expected {(str, int)}, got float", None),
+        ("f.json", "trace 1.5", "trace_id", "expected str or int, got float", None),
         ("g.json", "trace g", "instruction", "instruction is empty", "g"),
         ("z.json", "trace", None, "expected a JSON object, got int", None),
     ]

@@ -148,8 +148,8 @@ def require(obj: dict, key: str, file: Path, record: str, kind: type | tuple = s
         raise DataError(file, "required field missing", record, key)
     val = obj[key]
     if not isinstance(val, kind):
-        raise DataError(file, f"expected {getattr(kind, '__name__', kind)}, got {type(val).__name__}",
-                        record, key)
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise DataError(file, f"expected {names}, got {type(val).__name__}", record, key)
     return val
 
 

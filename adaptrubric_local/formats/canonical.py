@@ -21,14 +21,15 @@ TOP_KEYS = {"id", "instruction", "steps", "answer", "platform", "task_id", "labe
 STEP_KEYS = {"screenshot", "action", "action_type", "text", "thought"}
 
 
-def _opt_str(obj: dict, key: str, file: Path, record: str):
+def _opt_str(obj: dict, key: str, file: Path, record: str, prefix: str = ""):
+    """obj[key] as an optional string (numbers are written out); `prefix` locates obj in the record."""
     val = obj.get(key)
     if val is None:
         return None
     if isinstance(val, (int, float)) and not isinstance(val, bool):
         return str(val)
     if not isinstance(val, str):
-        raise DataError(file, f"expected a string, got {type(val).__name__}", record, key)
+        raise DataError(file, f"expected a string, got {type(val).__name__}", record, prefix + key)
     return val
 
 
@@ -85,8 +86,9 @@ def _parse_record(obj: dict, root: Path, file: Path, record: str, check_images: 
         if not isinstance(action, str):
             action = json.dumps(action, ensure_ascii=False)
         steps.append(Step(screenshot=shot, action=action,
-                          action_type=_opt_str(s, "action_type", file, rec),
-                          text=_opt_str(s, "text", file, rec), thought=_opt_str(s, "thought", file, rec)))
+                          action_type=_opt_str(s, "action_type", file, rec, f"{fname}."),
+                          text=_opt_str(s, "text", file, rec, f"{fname}."),
+                          thought=_opt_str(s, "thought", file, rec, f"{fname}.")))
     traj = Trajectory(
         id=str(require(obj, "id", file, rec, (str, int))),
         instruction=require(obj, "instruction", file, rec),
