@@ -105,3 +105,45 @@ def test_detect_format_of_folders(tmp_path):
                         "n3": {"t.json": '{"trajectory": []}'}, "n4": {"t.json": "{"}}.items():
         with pytest.raises(DataError, match="could not detect the format"):
             detect_format(folder(name, files))
+
+
+@pytest.mark.parametrize("value, label", [
+    (None, None), (True, 1), (False, 0), (1, 1), (0, 0), (1.0, 1), (0.0, 0),
+    *[(s, 1) for s in ("1", "success", "Successful", " PASS ", "passed", "true", "Yes")],
+    *[(s, 0) for s in ("0", "fail", "FAILED", "failure", "false", "no ")]])
+def test_labels_read(value, label):
+    from adaptrubric_local.formats.base import parse_label
+
+    got = parse_label(value, "f.jsonl", "line 1", "label")
+    assert got == label and (got is None or type(got) is int)
+
+
+@pytest.mark.parametrize("value", [2, 0.5, -1, "maybe", "", [1], {"a": 1}])
+def test_bad_labels_are_named(value):
+    from adaptrubric_local.formats.base import parse_label
+
+    with pytest.raises(DataError) as ei:
+        parse_label(value, "f.jsonl", "line 3", "success")
+    assert str(ei.value) == f"f.jsonl, record line 3, field 'success': label must be 0/1 (or SUCCESS/FAIL), got {value!r}"
+
+
+def test_verdict_lines_are_recognised(tmp_path):
+    from adaptrubric_local.formats.canonical import looks_like_verdicts
+
+    def check(text):
+        p = tmp_path / "v.jsonl"
+        p.write_text(text, encoding="utf-8")
+        return looks_like_verdicts(p)
+
+    assert check('{"id": "a", "status": "ok", "score": 1}\n')
+    assert check('\n{"id": "a", "status": "ok", "p_success": 0.5}\n')
+    assert not check('{"id": "a", "status": "ok"}\n')  # no score or probability
+    assert not check('{"id": "a", "score": 1}\n')  # no status
+    assert not check('{"id": "a", "status": "ok", "score": 1, "steps": []}\n')  # data with extra fields
+    assert not check('[{"status": "ok", "score": 1}]\n')
+    assert check('not json\n{"id": "a", "status": "ok", "score": 1}\n')  # the first object decides
+    assert not check('{"id": "a", "instruction": "x", "steps": []}\n{"id": "b", "status": "ok", "score": 1}\n')
+    assert not check("")
+    assert not looks_like_verdicts(tmp_path / "missing.jsonl")
+    (tmp_path / "bin.jsonl").write_bytes(b"\xff\xfe\x00")
+    assert not looks_like_verdicts(tmp_path / "bin.jsonl")
