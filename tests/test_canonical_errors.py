@@ -61,3 +61,14 @@ def test_each_bad_record_has_its_exact_error_and_the_good_one_loads(tmp_path):
         steps=[Step(screenshot=shot, action='{"name": "tap", "x": "é"}', action_type="tap", text="hi", thought="3.5"),
                Step(screenshot=None, action="wait")])]
     assert res.trajectories[0].source == str(p)
+
+
+def test_a_repeated_id_is_an_error_on_the_later_line(tmp_path):
+    make_png(tmp_path / "a.png", 1)
+    p = tmp_path / "data.jsonl"
+    rec = {"id": "a", "instruction": "x", "steps": [S]}
+    p.write_text(json.dumps(rec) + "\n" + json.dumps({**rec, "instruction": "y"}) + "\n" + json.dumps({**rec, "id": "b"}) + "\n")
+    res = canonical.load(p)
+    assert [(t.id, t.instruction) for t in res.trajectories] == [("a", "x"), ("b", "x")]
+    assert [str(e) for e in res.errors] == [f"{p}, record line 2, field 'id': duplicate id 'a'"]
+    assert res.errors[0].record_id is None  # the id belongs to the record that loaded
