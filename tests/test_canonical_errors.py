@@ -43,7 +43,7 @@ CASES = [  # (record, error after "{file}, record line N")
 ]
 GOOD = {"id": 17, "instruction": "Do it.", "answer": 42, "platform": "android", "task_id": "t", "label": "SUCCESS",
         "steps": [{"screenshot": "a.png", "action": {"name": "tap", "x": "é"}, "action_type": "tap", "text": "hi",
-                   "thought": 3.5}, {"action": "wait"}]}
+                   "thought": 3.5}, {"action": "wait"}, {"screenshot": "a.png"}]}
 
 
 def test_each_bad_record_has_its_exact_error_and_the_good_one_loads(tmp_path):
@@ -59,7 +59,7 @@ def test_each_bad_record_has_its_exact_error_and_the_good_one_loads(tmp_path):
     assert res.trajectories == [Trajectory(
         id="17", instruction="Do it.", answer="42", platform="android", task_id="t", label=1,
         steps=[Step(screenshot=shot, action='{"name": "tap", "x": "é"}', action_type="tap", text="hi", thought="3.5"),
-               Step(screenshot=None, action="wait")])]
+               Step(screenshot=None, action="wait"), Step(screenshot=shot, action="")])]  # no action: ""
     assert res.trajectories[0].source == str(p)
 
 
