@@ -30,15 +30,25 @@ def test_format_path_and_image_root_errors(tmp_path):
         assert _msg(ei, tmp_path) == (f"{{d}}/{bad}: image root is not a folder (given as an extra folder "
                                       "screenshots may live in)")
     assert [t.id for t in load_trajectories(ok, image_roots=[tmp_path]).trajectories] == ["a"]
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "d.jsonl").write_text(json.dumps({"id": "b", "instruction": "x", "steps": [{"screenshot": "m.png"}]})
+                                    + "\n" + json.dumps({"id": "c", "instruction": "x",
+                                                          "steps": [{"screenshot": str(tmp_path / "a.png")}]}) + "\n")
+    res = load_trajectories(folder, check_images=False)  # missing images are not checked, escaping ones are
+    assert [t.id for t in res.trajectories] == ["b"] and [e.record_id for e in res.errors] == ["c"]
+    res = load_trajectories(folder, image_roots=[tmp_path])
+    assert [t.id for t in res.trajectories] == ["c"] and [e.record_id for e in res.errors] == ["b"]
 
 
 def test_json_lines_errors_and_warnings(tmp_path):
     p = tmp_path / "lines.jsonl"
-    p.write_text('{"a": 1}\n{"a": 2} {"a": 3}\n{"a": 4}\x0c\n{"a": \n\n  \n[5]\n')
+    p.write_text('{"a": 1}\n{"a": 2} {"a": 3}\n{"a": 4}\x0c\n{"a": \n\n  \n[5]\n{"a": 6}X\n')
     res = LoadResult()
     assert list(iter_json_lines(p, res)) == [("line 1", {"a": 1}), ("line 2", {"a": 2}), ("line 2", {"a": 3}),
                                              ("line 3", {"a": 4}), ("line 7", [5])]
-    assert [str(e) for e in res.errors] == [f"{p}, record line 4: malformed JSON (Expecting value at column 6)"]
+    assert [str(e) for e in res.errors] == [f"{p}, record line 4: malformed JSON (Expecting value at column 6)",
+                                            f"{p}, record line 8: malformed JSON (Expecting value at column 9)"]
     assert res.warnings == [
         f"{p}: line 2 holds 2 JSON objects; read them as separate records",
         f"{p}: line 3 is not strict JSONL (stray characters after the object); read the object and ignored them"]
@@ -101,7 +111,9 @@ def test_detect_format_of_folders(tmp_path):
     assert detect_format(folder("cn", {"data.jsonl": ""})) == "canonical"
     assert detect_format(folder("os1", {"a/t.json": '{"trace_id": 1, "trajectory": []}'})) == "osreward"
     assert detect_format(folder("os2", {"t.json": '[{"trace_id": 1, "trajectory": []}]', "bad.json": "{"})) == "osreward"
-    for name, files in {"n1": {"t.json": "[]"}, "n2": {"t.json": '{"trace_id": 1}'},
+    many = {f"a{i:02d}.json": "{}" for i in range(20)}  # only the first 20 .json files are opened
+    for name, files in {"n0": {**many, "z.json": '{"trace_id": 1, "trajectory": []}'},
+                        "n1": {"t.json": "[]"}, "n2": {"t.json": '{"trace_id": 1}'},
                         "n3": {"t.json": '{"trajectory": []}'}, "n4": {"t.json": "{"}}.items():
         with pytest.raises(DataError, match="could not detect the format"):
             detect_format(folder(name, files))

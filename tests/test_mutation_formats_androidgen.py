@@ -130,6 +130,9 @@ def test_trace_images_from_extra_roots(tmp_path):
 def test_verdict_file_and_hint_messages(tmp_path):
     v = tmp_path / "verdicts.jsonl"
     v.write_text(json.dumps({"id": "a", "status": "ok", "score": 1}) + "\n")
+    with pytest.raises(DataError) as ei:
+        canonical.load(v)
+    assert str(ei.value) == str(canonical.verdict_file_error(v))
     err = canonical.verdict_file_error(v)
     assert str(err) == (f"{v}: this looks like a verdict file (its lines have status/score fields and no steps), "
                         "not trajectory data; give the data that was scored (a canonical JSONL with id, "
