@@ -62,6 +62,16 @@ def test_escaping_screenshot_message(tmp_path):
         f"folder: it resolves to {tmp_path.parent / 'b.png'}, outside the allowed folders ({{d}}: the dataset folder "
         "and any extra image roots). If these images are meant to be read, pass --image-root DIR "
         "(Python: image_roots=[DIR])")
+    other = tmp_path / "other"
+    other.mkdir()
+    with pytest.raises(DataError) as ei:  # every allowed folder is listed
+        resolve_image(tmp_path, "../b.png", tmp_path / "f.jsonl", "line 1", "s", image_roots=[other])
+    assert f"outside the allowed folders ({tmp_path}, {other}: the dataset folder" in str(ei.value)
+    with pytest.raises(DataError) as ei:  # by default the image must exist
+        resolve_image(tmp_path, "nope.png", tmp_path / "f.jsonl", "line 1", "s")
+    assert str(ei.value) == f"{tmp_path}/f.jsonl, record line 1, field 's': image not found: {tmp_path}/nope.png"
+    assert resolve_image(tmp_path, "nope.png", tmp_path / "f.jsonl", "line 1", "s", must_exist=False) == str(
+        tmp_path / "nope.png")
 
 
 def test_empty_data_messages(tmp_path):
