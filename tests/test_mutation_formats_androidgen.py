@@ -130,9 +130,6 @@ def test_trace_images_from_extra_roots(tmp_path):
 def test_verdict_file_and_hint_messages(tmp_path):
     v = tmp_path / "verdicts.jsonl"
     v.write_text(json.dumps({"id": "a", "status": "ok", "score": 1}) + "\n")
-    with pytest.raises(DataError) as ei:
-        canonical.load(v)
-    assert str(ei.value) == str(canonical.verdict_file_error(v))
     err = canonical.verdict_file_error(v)
     assert str(err) == (f"{v}: this looks like a verdict file (its lines have status/score fields and no steps), "
                         "not trajectory data; give the data that was scored (a canonical JSONL with id, "
@@ -200,3 +197,11 @@ def test_verdict_file_sorted_first_does_not_hide_the_data(tmp_path):
     assert [t.id for t in res.trajectories] == ["t0"]
     assert res.warnings == [f"{tmp_path / 'a_verdicts.jsonl'}: this looks like a verdict file, not trajectory data; "
                             "skipped it"]
+
+
+def test_canonical_load_refuses_a_verdict_file(tmp_path):
+    v = tmp_path / "verdicts.jsonl"
+    v.write_text(json.dumps({"id": "a", "status": "ok", "score": 1}) + "\n")
+    with pytest.raises(DataError) as ei:
+        canonical.load(v)
+    assert str(ei.value).startswith(f"{v}: this looks like a verdict file")
