@@ -36,7 +36,7 @@ def test_cue_calls_failures_and_the_length_filter():
     key = ("Create an event for 5 May at 10:00.", "create_modify")
     failing = AdaptRubric(FakeEngine(fail=lambda r: "boom" if r.kind == "cue" else None), PipelineConfig(router="rules"))
     assert failing.cues_many([key])[key] == CueResult(abstained=True, reason="cue call failed: boom", parsed=False)
-    script = lambda r: f"CUE_1: {LONG}\nCUE_2: Check the date." if r.kind == "cue" else ""  # noqa: E731
+    script = lambda r: f"CUE_1: {LONG}\nCUE_2: Check the date." if r.kind == "cue" else ""
     filtered = AdaptRubric(FakeEngine(script=script), PipelineConfig(router="rules", cue_filter=True))
     assert filtered.cues_many([key])[key].cues == ["Check the date."]
     unfiltered = AdaptRubric(FakeEngine(script=script), PipelineConfig(router="rules"))
