@@ -1,8 +1,7 @@
 """Every way a canonical record can be wrong gets its own exact error, naming file, line, id and
 field; the other records of the file still load, and a good record keeps every optional field."""
-import json
 
-from conftest import make_png
+from conftest import make_png, write_jsonl
 
 from adaptrubric_local.formats import canonical
 from adaptrubric_local.types import Step, Trajectory
@@ -49,8 +48,7 @@ GOOD = {"id": 17, "instruction": "Do it.", "answer": 42, "platform": "android", 
 def test_each_bad_record_has_its_exact_error_and_the_good_one_loads(tmp_path):
     make_png(tmp_path / "a.png", 1)
     p = tmp_path / "data.jsonl"
-    p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r, _ in CASES) + json.dumps(GOOD) + "\n",
-                 encoding="utf-8")
+    write_jsonl(p, [r for r, _ in CASES] + [GOOD])
     res = canonical.load(p)
     assert [str(e) for e in res.errors] == [f"{p}, record line {n}" + msg.format(root=tmp_path)
                                              for n, (_, msg) in enumerate(CASES, start=1)]
@@ -67,7 +65,7 @@ def test_a_repeated_id_is_an_error_on_the_later_line(tmp_path):
     make_png(tmp_path / "a.png", 1)
     p = tmp_path / "data.jsonl"
     rec = {"id": "a", "instruction": "x", "steps": [S]}
-    p.write_text(json.dumps(rec) + "\n" + json.dumps({**rec, "instruction": "y"}) + "\n" + json.dumps({**rec, "id": "b"}) + "\n")
+    write_jsonl(p, [rec, {**rec, "instruction": "y"}, {**rec, "id": "b"}])
     res = canonical.load(p)
     assert [(t.id, t.instruction) for t in res.trajectories] == [("a", "x"), ("b", "x")]
     assert [str(e) for e in res.errors] == [f"{p}, record line 2, field 'id': duplicate id 'a'"]

@@ -1,9 +1,8 @@
 """Exact messages of the loaders' shared checks (format names, missing paths, image roots, JSONL
 lines, escaping screenshots, empty data) and every decision of format detection."""
-import json
 
 import pytest
-from conftest import make_png
+from conftest import make_png, write_jsonl
 
 from adaptrubric_local.formats import DataError, detect_format, load_trajectories
 from adaptrubric_local.formats.base import LoadResult, iter_json_lines, resolve_image
@@ -23,7 +22,7 @@ def test_format_path_and_image_root_errors(tmp_path):
             load_trajectories(tmp_path / "missing.jsonl", fmt=fmt)
         assert _msg(ei, tmp_path) == "{d}/missing.jsonl: no such file or folder"
     ok = tmp_path / "ok.jsonl"
-    ok.write_text(json.dumps({"id": "a", "instruction": "x", "steps": [{"screenshot": "a.png"}]}) + "\n")
+    write_jsonl(ok, [{"id": "a", "instruction": "x", "steps": [{"screenshot": "a.png"}]}])
     for bad in ("nope", "a.png"):
         with pytest.raises(DataError) as ei:
             load_trajectories(ok, image_roots=[tmp_path / bad])
@@ -32,9 +31,8 @@ def test_format_path_and_image_root_errors(tmp_path):
     assert [t.id for t in load_trajectories(ok, image_roots=[tmp_path]).trajectories] == ["a"]
     folder = tmp_path / "data"
     folder.mkdir()
-    (folder / "d.jsonl").write_text(json.dumps({"id": "b", "instruction": "x", "steps": [{"screenshot": "m.png"}]})
-                                    + "\n" + json.dumps({"id": "c", "instruction": "x",
-                                                          "steps": [{"screenshot": str(tmp_path / "a.png")}]}) + "\n")
+    write_jsonl(folder / "d.jsonl", [{"id": "b", "instruction": "x", "steps": [{"screenshot": "m.png"}]},
+                                     {"id": "c", "instruction": "x", "steps": [{"screenshot": str(tmp_path / "a.png")}]}])
     res = load_trajectories(folder, check_images=False)  # missing images are not checked, escaping ones are
     assert [t.id for t in res.trajectories] == ["b"] and [e.record_id for e in res.errors] == ["c"]
     res = load_trajectories(folder, image_roots=[tmp_path])

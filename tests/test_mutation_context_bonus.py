@@ -44,17 +44,17 @@ def test_state_navigation_composite_and_result_frames():
     assert _family_bonus("info_query", ["tap"], [0]) == {}
 
 
-def test_representative_of_a_middle_run_is_its_last_frame():
-    screens = ["A", "B", "C", "C", "D", "D", "D", "E"]
-    traj = Trajectory(id="t", instruction="x", steps=[Step(screenshot=s + str(i), action="tap") for i, s in
-                                                       enumerate(screens)])
+def _representatives(screens: str) -> list[int]:
+    """The representative frame of each frame, for frames whose screens are the given letters."""
+    traj = Trajectory(id="t", instruction="x", steps=[Step(screenshot=f"{s}{i}", action="tap")
+                                                       for i, s in enumerate(screens)])
     runs = _Runs(traj, list(range(len(screens))), fingerprint=lambda p: p[0], near_dup=None)
-    assert [runs.representative(f) for f in range(len(screens))] == [0, 1, 3, 3, 6, 6, 6, 7]
-    same_start = ["A", "A", "B", "C", "C"]
-    traj = Trajectory(id="t", instruction="x", steps=[Step(screenshot=s + str(i), action="tap") for i, s in
-                                                       enumerate(same_start)])
-    runs = _Runs(traj, list(range(5)), fingerprint=lambda p: p[0], near_dup=None)
-    assert [runs.representative(f) for f in range(5)] == [0, 0, 2, 4, 4]
+    return [runs.representative(f) for f in range(len(screens))]
+
+
+def test_representative_of_a_middle_run_is_its_last_frame():
+    assert _representatives("ABCCDDDE") == [0, 1, 3, 3, 6, 6, 6, 7]
+    assert _representatives("AABCC") == [0, 0, 2, 4, 4]
 
 
 def _traj(types):
@@ -91,9 +91,7 @@ def test_composite_coverage_on_short_trajectories():
 
 
 def test_one_repeated_screen_is_shown_by_its_final_frame():
-    traj = Trajectory(id="t", instruction="x", steps=[Step(screenshot=f"A{i}", action="tap") for i in range(4)])
-    runs = _Runs(traj, [0, 1, 2, 3], fingerprint=lambda p: p[0], near_dup=None)
-    assert [runs.representative(f) for f in range(4)] == [3, 3, 3, 3]
+    assert _representatives("AAAA") == [3, 3, 3, 3]
 
 
 def test_selection_reasons_and_dropped_duplicates_are_exact():

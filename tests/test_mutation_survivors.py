@@ -1,12 +1,22 @@
 """Tests for mutants that survived the mutation run of the core modules: the mixed-task share of the
 test-time-scaling pool, the seed reaching the candidate order, and voting over samples without text."""
+import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from adaptrubric_local.evaluation import tts
-from adaptrubric_local.pipeline import vote
-from adaptrubric_local.types import Verdict
+from adaptrubric_local import FakeEngine
+from adaptrubric_local.bank import DEFAULT_BANK
+from adaptrubric_local.cues import manual_cues
+from adaptrubric_local.engine.fake import default_script
+from adaptrubric_local.evaluation import metrics, tts
+from adaptrubric_local.formats import canonical
+from adaptrubric_local.formats.base import DataError
+from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig, vote
+from adaptrubric_local.scoring import score_file
+from adaptrubric_local.synth import synthesize
+from adaptrubric_local.types import RouteResult, Verdict
 from adaptrubric_local.verdict import parse_verdict
 
 
@@ -41,35 +51,24 @@ def test_vote_joins_samples_without_text_as_empty():
 
 
 def test_efficiency_of_one_verdict():
-    from adaptrubric_local.evaluation import metrics
-
     v = Verdict(status="ok", score=1, cost_tokens=300.0, cost_calls=3.0, n_images=4)
     e = metrics.efficiency([v])
     assert (e["tokens_per_traj"], e["calls_per_traj"], e["images_per_traj"]) == (300.0, 3.0, 4.0)
 
 
 def test_f1_when_precision_and_recall_sum_to_at_most_one_percent():
-    from adaptrubric_local.evaluation import metrics
-
     r = metrics.rates({"tp": 1, "fp": 199, "tn": 0, "fn": 199})
     assert (r["prec"], r["rec"], r["f1"]) == (0.5, 0.5, 0.5)
 
 
 def test_unanswered_counted_as_failures_by_label():
-    from adaptrubric_local.evaluation import metrics
-
     vs = [Verdict(status="unparsed", label=1), Verdict(status="error", label=0), Verdict(status="error", label=0),
           Verdict(status="ok", score=1, label=1)]
     assert metrics.classification(vs)["unanswered_as_fail"] == {"fn": 1, "tn": 2}
 
 
 def test_score_file_defaults(tmp_path, capsys):
-    import json as _json
 
-    from adaptrubric_local import FakeEngine
-    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-    from adaptrubric_local.scoring import score_file
-    from adaptrubric_local.synth import synthesize
 
     data = synthesize(tmp_path / "d", n_tasks=1, candidates=2, size=(90, 200))
     out = tmp_path / "v.jsonl"
@@ -78,7 +77,7 @@ def test_score_file_defaults(tmp_path, capsys):
     assert capsys.readouterr().err  # a progress bar by default
     with pytest.raises(ValueError, match="exists; pass --resume"):  # no resume by default
         score_file(AdaptRubric(eng, PipelineConfig(router="rules")), data, out)
-    lines = [_json.loads(x) for x in out.read_text().splitlines()]
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(lines) == 2 and all(x.get("status") == "ok" for x in lines)
     with pytest.raises(ValueError, match="other settings"):  # settings must match unless forced
         score_file(AdaptRubric(eng, PipelineConfig(router="rules", fine=False)), data, out, resume=True)
@@ -89,19 +88,13 @@ def test_score_file_defaults(tmp_path, capsys):
     score_file(AdaptRubric(FakeEngine(), PipelineConfig(router="rules")), data, out2, resume=True, progress=False)
     last = {}
     for x in out2.read_text().splitlines():
-        d = _json.loads(x)
+        d = json.loads(x)
         last[d["id"]] = d["status"]
     assert set(last.values()) == {"ok"}
 
 
 def test_score_file_passes_the_format_and_prints_loader_warnings_to_stderr(tmp_path, capsys):
-    import shutil
 
-    from adaptrubric_local import FakeEngine
-    from adaptrubric_local.formats.base import DataError
-    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-    from adaptrubric_local.scoring import score_file
-    from adaptrubric_local.synth import synthesize
 
     data = Path(synthesize(tmp_path / "d", n_tasks=1, candidates=2, size=(90, 200)))
     folder = data if data.is_dir() else data.parent
@@ -121,12 +114,7 @@ def test_score_file_passes_the_format_and_prints_loader_warnings_to_stderr(tmp_p
 
 
 def test_score_file_config_sidecar_names_the_data_and_is_indented(tmp_path):
-    import json as _json
 
-    from adaptrubric_local import FakeEngine
-    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-    from adaptrubric_local.scoring import score_file
-    from adaptrubric_local.synth import synthesize
 
     class WithStats(FakeEngine):
         @property
@@ -138,25 +126,20 @@ def test_score_file_config_sidecar_names_the_data_and_is_indented(tmp_path):
     pipe = AdaptRubric(WithStats(), PipelineConfig(router="rules", fine=False))
     summary = score_file(pipe, data, out, progress=False, extra={"note": "x"})
     text = (tmp_path / "v.config.json").read_text()
-    meta = _json.loads(text)
+    meta = json.loads(text)
     assert meta["data"] == str(data) and meta["note"] == "x" and meta["router"] == "rules"
-    assert text == _json.dumps(meta, indent=2) + "\n"  # a file people read: one key per line
+    assert text == json.dumps(meta, indent=2) + "\n"  # a file people read: one key per line
     assert (summary["bank_sha"], summary["ablation"], summary["out"]) == (pipe.bank.sha, "no_fine", str(out))
     assert summary["engine"] == {"batches": 1, "rows": 2}
-    assert (tmp_path / "v.summary.json").read_text() == _json.dumps(summary, indent=2) + "\n"
+    assert (tmp_path / "v.summary.json").read_text() == json.dumps(summary, indent=2) + "\n"
 
 
 def test_score_file_resume_counts_retried_error_lines(tmp_path, capsys):
-    import json as _json
 
-    from adaptrubric_local import FakeEngine
-    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-    from adaptrubric_local.scoring import score_file
-    from adaptrubric_local.synth import synthesize
 
     data = synthesize(tmp_path / "d", n_tasks=1, candidates=3, size=(90, 200))
     with open(data, "a") as fh:  # a record whose screenshot is missing: a data error line
-        fh.write(_json.dumps({"id": "bad", "instruction": "x", "steps": [{"screenshot": "nope.png"}]}) + "\n")
+        fh.write(json.dumps({"id": "bad", "instruction": "x", "steps": [{"screenshot": "nope.png"}]}) + "\n")
     out = tmp_path / "v.jsonl"
     failing = FakeEngine(fail=lambda r: "boom" if r.kind == "verify" and r.tag in ("t000_c0", "t000_c1") else None)
     first = score_file(AdaptRubric(failing, PipelineConfig(router="rules")), data, out, progress=False)
@@ -176,11 +159,6 @@ def test_score_file_resume_counts_retried_error_lines(tmp_path, capsys):
 
 
 def test_score_file_with_an_engine_that_has_no_name(tmp_path):
-    from adaptrubric_local import FakeEngine
-    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-    from adaptrubric_local.scoring import score_file
-    from adaptrubric_local.synth import synthesize
-
     class Nameless:
         """An engine-like object without a `name` attribute (duck typing)."""
 
@@ -199,12 +177,6 @@ def test_score_file_with_an_engine_that_has_no_name(tmp_path):
 
 
 def test_score_file_progress_bar_names_its_unit_and_counts(tmp_path, capsys):
-    from adaptrubric_local import FakeEngine
-    from adaptrubric_local.engine.fake import default_script
-    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-    from adaptrubric_local.scoring import score_file
-    from adaptrubric_local.synth import synthesize
-
     data = synthesize(tmp_path / "d", n_tasks=1, candidates=3, size=(90, 200))
     eng = FakeEngine(fail=lambda r: "boom" if r.kind == "verify" and r.tag == "t000_c1" else None,
                      script=lambda r: "no verdict here" if r.kind == "verify" and r.tag != "t000_c0"
@@ -222,10 +194,6 @@ def test_score_file_progress_bar_names_its_unit_and_counts(tmp_path, capsys):
 
 
 def test_a_failed_router_call_routes_to_the_fallback_and_says_why():
-    from adaptrubric_local import FakeEngine
-    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-    from adaptrubric_local.types import RouteResult
-
     pipe = AdaptRubric(FakeEngine(fail=lambda r: "CUDA out of memory" if r.kind == "route" else None),
                        PipelineConfig())
     res = pipe.route_many(["Turn on Wi-Fi."])["Turn on Wi-Fi."]
@@ -234,23 +202,18 @@ def test_a_failed_router_call_routes_to_the_fallback_and_says_why():
 
 
 def test_score_file_error_lines_and_summary_fields(tmp_path, ascii_locale):
-    import json as _json
 
-    from adaptrubric_local import FakeEngine
-    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-    from adaptrubric_local.scoring import score_file
-    from adaptrubric_local.synth import synthesize
 
     data = synthesize(tmp_path / "d", n_tasks=1, candidates=2, size=(90, 200))
     with open(data, "a", encoding="utf-8") as fh:  # a bad record with a non-ASCII id (C locale: UTF-8 anyway)
-        fh.write(_json.dumps({"id": "bäd", "instruction": "x", "steps": [{"screenshot": "nope.png"}]}) + "\n")
+        fh.write(json.dumps({"id": "bäd", "instruction": "x", "steps": [{"screenshot": "nope.png"}]}) + "\n")
     out = tmp_path / "v.jsonl"
     failing = FakeEngine(name="judge", fail=lambda r: "boom" if r.kind == "verify" and r.tag == "t000_c0" else None)
     pipe = AdaptRubric(failing, PipelineConfig())
     pipe.route_many(["an instruction routed before this file"])  # earlier unparsed counts are not this file's
     pipe.criteria.unparsed["route"] = 5
     summary = score_file(pipe, data, out, progress=False)
-    lines = {d["id"]: d for d in map(_json.loads, out.read_text(encoding="utf-8").splitlines())}
+    lines = {d["id"]: d for d in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
     assert set(lines) == {"bäd", "t000_c0", "t000_c1"}
     for i in ("bäd", "t000_c0"):
         assert (lines[i]["status"], lines[i]["bank_sha"], lines[i]["model"]) == ("error", pipe.bank.sha, "judge")
@@ -263,10 +226,6 @@ def test_score_file_error_lines_and_summary_fields(tmp_path, ascii_locale):
 
 
 def test_router_requests_carry_the_route_cap_and_unreadable_replies_fall_back():
-    from adaptrubric_local import FakeEngine
-    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-    from adaptrubric_local.types import RouteResult
-
     eng = FakeEngine(script=lambda r: "I am not sure." if r.kind == "route" else "")
     pipe = AdaptRubric(eng, PipelineConfig(route_max_new_tokens=7))
     res = pipe.route_many(["Turn on Wi-Fi."])["Turn on Wi-Fi."]
@@ -275,8 +234,6 @@ def test_router_requests_carry_the_route_cap_and_unreadable_replies_fall_back():
 
 
 def test_pipeline_refuses_unusable_settings_with_clear_messages():
-    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-
     with pytest.raises(ValueError) as ei:
         AdaptRubric(None, PipelineConfig(router="rules", fixed_category="cooking"))
     families = AdaptRubric(None, PipelineConfig(router="rules")).bank.family_names
@@ -291,19 +248,12 @@ def test_pipeline_refuses_unusable_settings_with_clear_messages():
 
 
 def test_without_an_engine_cues_come_from_the_manual_list():
-    from adaptrubric_local.cues import manual_cues
-    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-
     pipe = AdaptRubric(None, PipelineConfig(router="rules", manual_cues=None))
     key = ("Type 'Hello' in Notes.", "create_modify")
     assert pipe.cues_many([key]) == {key: manual_cues([], key[0], filter_words=False, limit_length=False)}
 
 
 def test_an_unreadable_router_reply_goes_to_the_banks_own_fallback(tmp_path):
-    from adaptrubric_local import FakeEngine
-    from adaptrubric_local.bank import DEFAULT_BANK
-    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-
     text = Path(DEFAULT_BANK).read_text(encoding="utf-8")
     bank = tmp_path / "bank.yaml"
     text = text.replace("  general:\n", "  everything_else:\n").replace("version: 1\n", "version: 1\ntaxonomy: custom\n")
@@ -315,8 +265,6 @@ def test_an_unreadable_router_reply_goes_to_the_banks_own_fallback(tmp_path):
 
 
 def test_canonical_records_that_are_not_objects_or_lack_steps(tmp_path):
-    from adaptrubric_local.formats import canonical
-
     p = tmp_path / "data.jsonl"
     p.write_text('[1, 2]\n{"id": "t1", "instruction": "x"}\n{"id": "t2", "instruction": "x", "steps": []}\n')
     res = canonical.load(p)
