@@ -26,25 +26,20 @@ EXAMPLES = """examples:
 
 
 def _teacher_options(p: argparse.ArgumentParser) -> None:
+    from .engine.teacher import TeacherConfig
+    from .flags import add_config_arguments
+
     t = p.add_argument_group("teacher (exactly one: a local model, or an OpenAI-compatible endpoint)")
-    t.add_argument("--teacher-model", help="a local Qwen3-VL checkpoint (hub id or folder) run by this package")
-    t.add_argument("--teacher-url", help="OpenAI-compatible endpoint base URL, e.g. http://judge:8000/v1")
-    t.add_argument("--teacher-name", help="served model name at --teacher-url")
-    t.add_argument("--api-key", default="EMPTY", help="API key for --teacher-url (default EMPTY)")
-    t.add_argument("--timeout", type=float, default=300.0, help="seconds per HTTP attempt (default 300)")
-    t.add_argument("--max-retries", type=int, default=3, help="retries per teacher call (default 3)")
-    t.add_argument("--concurrency", type=int, default=8, help="teacher calls in flight (default 8)")
-    t.add_argument("--teacher-max-new-tokens", type=int, default=2048, help="token cap per teacher reply (default 2048)")
+    add_config_arguments(t, TeacherConfig)
     t.add_argument("--induction-prompts", help="induction/refinement prompt YAML (default: the bundled "
                                                 "adaptrubric_local/prompts/induction.yaml)")
 
 
 def _teacher(args):
-    from .bank_induction.teacher import build_teacher_engine
+    from .engine.teacher import TeacherConfig
+    from .flags import config_kwargs
 
-    return build_teacher_engine(model=args.teacher_model, url=args.teacher_url, name=args.teacher_name,
-                                api_key=args.api_key, timeout=args.timeout, max_retries=args.max_retries,
-                                concurrency=args.concurrency, max_new_tokens=args.teacher_max_new_tokens)
+    return TeacherConfig(**config_kwargs(args, TeacherConfig)).build()
 
 
 def _load(path: str, fmt: str, image_roots, check_images: bool = True):

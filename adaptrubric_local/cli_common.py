@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from .engine.build import add_engine_arguments, engine_kwargs
+from .flags import Record, explicit
 
 FORMATTER = argparse.RawDescriptionHelpFormatter
 
@@ -44,7 +45,8 @@ def add_pipeline_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-fine", action="store_true", help="ablation: leave out the fine cues")
     g.add_argument("--cue", action="append", default=None, metavar="TEXT",
                    help="use this fine cue instead of generating cues (repeatable, at most 2 kept)")
-    g.add_argument("--max-images", type=int, default=10, help="screenshot budget per trajectory (paper: 10)")
+    g.add_argument("--max-images", type=int, default=10, action=Record,
+                   help="screenshot budget per trajectory (paper: 10; with --adapter: the adapter's)")
     g.add_argument("--max-new-tokens", type=int, default=1024,
                    help="cap on verifier output tokens (default 1024; generation stops once the verdict block "
                         "is complete, so a long cap costs nothing when the model is brief)")
@@ -80,12 +82,32 @@ def pipeline_config(args, **overrides):
               cue_filter=args.cue_filter, manual_cues=args.cue,
               batch_size=max(4 * getattr(args, "max_batch_size", 8), 8))
     kw.update(overrides)
+    _, kw = adopt_adapter_images(args, {}, kw)
     return PipelineConfig(**kw)
+
+
+def adopt_adapter_images(args, engine: dict, pipeline: dict) -> tuple[dict, dict]:
+    """The --adapter's image settings (image_policy.json) where no flag set them (image_policy.py)."""
+    from .image_policy import adopt
+
+    return adopt(getattr(args, "adapter", None), engine, pipeline, explicit(args), warn=_warn_once(args))
+
+
+def _warn_once(args):
+    """A warning printer that says each thing once per command (settings are read more than once)."""
+    said = args.__dict__.setdefault("_warned", set())
+
+    def warn(msg: str) -> None:
+        if msg not in said:
+            said.add(msg)
+            print(f"warning: {msg}", file=sys.stderr)
+
+    return warn
 
 
 def engine_options(args, cfg=None) -> dict:
     """HFEngineConfig options from the flags; the token cap covers every call the pipeline makes."""
-    kw = engine_kwargs(args)
+    kw, _ = adopt_adapter_images(args, engine_kwargs(args), {})
     if cfg is not None:
         kw["max_new_tokens"] = max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens, cfg.route_max_new_tokens)
     return kw

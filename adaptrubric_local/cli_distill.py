@@ -1,6 +1,6 @@
-"""The `adaptrubric distill` subcommands (`collect`, `train`, `evaluate`, `merge`), registered into
-the main parser by `cli.py` through `add_subcommands(sub)`. Argument handling only; the work is in
-`adaptrubric_local.distill` and the top-level `training` package.
+"""The `adaptrubric distill` subcommands (`collect`, `plan`, `train`, `evaluate`, `merge`), registered
+into the main parser by `cli.py` through `add_subcommands(sub)`. Argument handling only; the work is
+in `adaptrubric_local.distill`.
 """
 from __future__ import annotations
 
@@ -12,16 +12,18 @@ from pathlib import Path
 EXAMPLES = """examples:
   # 1. collect a teacher's judgments (exactly one teacher)
   adaptrubric distill collect DATA --out runs/distill --teacher-url http://judge:8000/v1 \\
-      --teacher-name Qwen/Qwen3-VL-235B-A22B-Instruct --concurrency 16
+      --teacher-name Qwen/Qwen3-VL-235B-A22B-Thinking --concurrency 16 --teacher-max-new-tokens 8192
+      # the key, if the endpoint needs one, is read from $OPENAI_API_KEY (or --api-key-env NAME)
   adaptrubric distill collect DATA --out runs/distill --teacher-model Qwen/Qwen3-VL-32B-Instruct
   adaptrubric distill collect DATA --out runs/distill --teacher-verdicts judge_verdicts.jsonl
   adaptrubric distill collect DATA --out runs/distill --teacher-labels --balance
   adaptrubric distill collect DATA --out runs/distill --teacher-url ... --resume   # finish a run
-  # 2. train a LoRA (or QLoRA) student
+  # 2. plan the memory, then train a LoRA (or QLoRA) student
+  adaptrubric distill plan runs/distill --model Qwen/Qwen3-VL-4B-Instruct --gpu-memory 24GB
   adaptrubric distill train runs/distill --model Qwen/Qwen3-VL-4B-Instruct --out checkpoints/judge-4b
-  adaptrubric distill train runs/distill --model Qwen/Qwen3-VL-8B-Instruct --load-in-4bit --target verdict \\
-      --tasks verify,route,cue --out checkpoints/judge-8b-q
-  accelerate launch --num_processes 4 -m training.train_lora runs/distill --model M --out checkpoints/x
+  adaptrubric distill train runs/distill --config training/qwen3vl-8b-qlora.yaml --out checkpoints/judge-8b-q
+  accelerate launch --config_file training/accelerate-4gpu.yaml -m adaptrubric_local.distill.train runs/distill \\
+      --config training/qwen3vl-8b-lora.yaml --out checkpoints/x
   # 3. compare base and student on the held-out tasks, then use it
   adaptrubric distill evaluate runs/distill --model Qwen/Qwen3-VL-4B-Instruct --adapter checkpoints/judge-4b \\
       --out runs/distill-eval
@@ -30,58 +32,40 @@ EXAMPLES = """examples:
 """
 
 
-def _training():
-    from .distill import import_training
-
-    return import_training()
-
-
 # ----------------------------------------------------------------------------- collect
-def cmd_collect(args) -> int:
-    from .distill.collect import (CollectConfig, collect, label_teacher, load_teacher_verdicts, teacher_pipeline,
-                                  verdict_groups)
+def _collect_teacher(args, pcfg_for):
+    """(teacher engine, manifest description, pipeline config, per-trajectory configs or None)."""
+    from .distill.collect import label_teacher, load_teacher_verdicts, verdict_groups, verdicts_teacher
+    from .engine.teacher import TeacherConfig
+    from .flags import config_kwargs
     from .formats import load_trajectories
 
-    chosen = [x for x in (args.teacher_model, args.teacher_url, args.teacher_verdicts) if x] + (
+    tcfg = TeacherConfig(**config_kwargs(args, TeacherConfig))
+    chosen = [x for x in (tcfg.teacher_model, tcfg.teacher_url, args.teacher_verdicts) if x] + (
         ["labels"] if args.teacher_labels else [])
     if len(chosen) != 1:
         raise ValueError("give exactly one teacher: --teacher-model, --teacher-url, --teacher-verdicts or "
                          "--teacher-labels")
-    cfg = CollectConfig(val_fraction=args.val_fraction, agree_with_labels=args.agree_with_labels,
-                        balance=args.balance, seed=args.seed, copy_images=not args.no_copy_images)
-    groups = None
-    if args.teacher_url:
-        from .engine.openai_engine import OpenAIEngine, OpenAIEngineConfig
-
-        if not args.teacher_name:
-            raise ValueError("--teacher-url needs --teacher-name (the served model name)")
-        ecfg = OpenAIEngineConfig(base_url=args.teacher_url, model=args.teacher_name, api_key=args.api_key,
-                                  timeout=args.timeout, max_retries=args.max_retries, concurrency=args.concurrency,
-                                  max_new_tokens=args.max_new_tokens)
-        teacher = OpenAIEngine(ecfg)
-        desc = {"kind": "url", "name": args.teacher_name, "url": args.teacher_url}
-        pcfg = teacher_pipeline("url", args.router, args.max_images, args.max_new_tokens)
-    elif args.teacher_model:
-        from .engine.hf import HFEngine, HFEngineConfig
-
-        teacher = HFEngine(HFEngineConfig(model=args.teacher_model, max_new_tokens=args.max_new_tokens,
-                                          load_in_4bit=args.load_in_4bit, max_batch_size=args.batch_size))
-        desc = {"kind": "model", "name": args.teacher_model}
-        pcfg = teacher_pipeline("model", args.router, args.max_images, args.max_new_tokens)
-    elif args.teacher_verdicts:
-        from .distill.collect import verdicts_teacher
-
+    if tcfg.kind:
+        return tcfg.build(), tcfg.describe(), pcfg_for(tcfg.kind), None
+    if args.teacher_verdicts:
         verdicts = load_teacher_verdicts(args.teacher_verdicts)
         models = sorted({v.model for v in verdicts.values() if v.model})
         name = models[0] if len(models) == 1 else f"verdicts:{Path(args.teacher_verdicts).name}"
-        teacher = verdicts_teacher(verdicts, name)
+        pcfg = pcfg_for("verdicts")
         desc = {"kind": "verdicts", "name": name, "file": str(args.teacher_verdicts)}
-        pcfg = teacher_pipeline("verdicts", args.router, args.max_images, args.max_new_tokens)
-        groups = verdict_groups(verdicts, pcfg)
-    else:
-        teacher = label_teacher(load_trajectories(args.data, check_images=False).trajectories)
-        desc = {"kind": "labels", "name": "labels"}
-        pcfg = teacher_pipeline("labels", args.router, args.max_images, args.max_new_tokens)
+        return verdicts_teacher(verdicts, name), desc, pcfg, verdict_groups(verdicts, pcfg)
+    trajs = load_trajectories(args.data, check_images=False).trajectories
+    return label_teacher(trajs), {"kind": "labels", "name": "labels"}, pcfg_for("labels"), None
+
+
+def cmd_collect(args) -> int:
+    from .distill.collect import CollectConfig, collect, teacher_pipeline
+
+    cfg = CollectConfig(val_fraction=args.val_fraction, agree_with_labels=args.agree_with_labels,
+                        balance=args.balance, seed=args.seed, copy_images=not args.no_copy_images)
+    teacher, desc, pcfg, groups = _collect_teacher(
+        args, lambda kind: teacher_pipeline(kind, args.router, args.max_images, args.teacher_max_new_tokens))
     try:
         manifest = collect(args.data, args.out, teacher, pcfg, cfg, resume=args.resume, teacher_desc=desc,
                            groups=groups, progress=not args.quiet)
@@ -89,6 +73,10 @@ def cmd_collect(args) -> int:
         teacher.close()
     print(json.dumps(manifest["counts"], indent=2))
     run = manifest["this_run"]
+    if run["truncated"]:
+        print(f"{run['truncated']} teacher repl(ies) were cut at --teacher-max-new-tokens {args.teacher_max_new_tokens} "
+              "(finish_reason 'length') before the verdict block; a thinking teacher needs room to reason: run again "
+              "with --resume and a larger --teacher-max-new-tokens", file=sys.stderr)
     if run["failed"]:
         print(f"{run['failed']} trajectory(ies) failed (see {Path(args.out) / 'failures.jsonl'}); run again with "
               "--resume to retry them", file=sys.stderr)
@@ -96,13 +84,28 @@ def cmd_collect(args) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- train
+# ----------------------------------------------------------------------------- train / plan
 def cmd_train(args) -> int:
-    tl = _training()
-    cfg = tl.config_from_args(args)
-    result = tl.train(cfg)
-    print(json.dumps(result, indent=2))
+    from .distill.config import config_from_args
+    from .distill.plan import format_plan
+    from .distill.train import dry_run, train
+
+    cfg = config_from_args(args, **({"out": "(plan only)"} if args.func is cmd_plan else {}))
+    if getattr(args, "dry_run", False):
+        plan = dry_run(cfg)
+        if getattr(args, "json", False):
+            print(json.dumps({k: v for k, v in plan.items() if k != "example_lengths"}, indent=2))
+        else:
+            print(format_plan(plan))
+        return 1 if plan["fits"] is False or plan["too_long"] else 0
+    result = train(cfg)
+    print(json.dumps(result, indent=2, default=str))
     return 0
+
+
+def cmd_plan(args) -> int:
+    args.dry_run = True
+    return cmd_train(args)
 
 
 # ----------------------------------------------------------------------------- evaluate / merge
@@ -125,7 +128,10 @@ def cmd_merge(args) -> int:
 
 # ----------------------------------------------------------------------------- parser
 def add_subcommands(sub) -> None:
-    """Register `distill {collect,train,evaluate,merge}` on the main parser's subparsers."""
+    """Register `distill {collect,train,plan,evaluate,merge}` on the main parser's subparsers."""
+    from .engine.teacher import TeacherConfig
+    from .flags import add_config_arguments
+
     fmt = argparse.RawDescriptionHelpFormatter
     d = sub.add_parser("distill", help="distil a large judge into a LoRA adapter for a small verifier",
                        description="Collect a teacher's AdaptRubric judgments, train a LoRA student on them, "
@@ -140,19 +146,12 @@ def add_subcommands(sub) -> None:
                         epilog=EXAMPLES, formatter_class=fmt)
     p.add_argument("data", help="trajectory file or folder (any supported format)")
     p.add_argument("--out", required=True, help="distillation folder DIR")
-    t = p.add_argument_group("teacher (exactly one)")
-    t.add_argument("--teacher-model", help="a local Qwen3-VL checkpoint (hub id or folder) run by this package")
-    t.add_argument("--teacher-url", help="OpenAI-compatible endpoint base URL, e.g. http://judge:8000/v1")
-    t.add_argument("--teacher-name", help="served model name at --teacher-url")
-    t.add_argument("--teacher-verdicts", help="verdict JSONL produced elsewhere (each line needs 'raw')")
+    t = p.add_argument_group("teacher (exactly one of --teacher-model, --teacher-url, --teacher-verdicts, "
+                             "--teacher-labels)")
+    add_config_arguments(t, TeacherConfig)
+    t.add_argument("--teacher-verdicts", help="verdict JSONL produced elsewhere (each line needs 'raw'; its "
+                                              "p_success, when present, is kept as the teacher's probability)")
     t.add_argument("--teacher-labels", action="store_true", help="use the data's labels as the teacher's verdicts")
-    p.add_argument("--api-key", default="EMPTY", help="API key for --teacher-url (default EMPTY)")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP attempt (default 120)")
-    p.add_argument("--max-retries", type=int, default=3, help="retries per teacher call (default 3)")
-    p.add_argument("--concurrency", type=int, default=8, help="teacher calls in flight (default 8)")
-    p.add_argument("--max-new-tokens", type=int, default=1024, help="teacher token cap (default 1024)")
-    p.add_argument("--batch-size", type=int, default=8, help="--teacher-model batch size (default 8)")
-    p.add_argument("--load-in-4bit", action="store_true", help="--teacher-model in 4-bit")
     p.add_argument("--router", choices=["rules", "model"], default=None,
                    help="default: model for model/url teachers, rules for labels and verdicts")
     p.add_argument("--max-images", type=int, default=10, help="screenshot budget (default 10)")
@@ -161,16 +160,32 @@ def add_subcommands(sub) -> None:
     p.add_argument("--balance", action="store_true", help="downsample the majority class in train")
     p.add_argument("--seed", type=int, default=0, help="split/balance seed (default 0)")
     p.add_argument("--no-copy-images", action="store_true", help="record screenshot paths instead of copying them")
-    p.add_argument("--resume", action="store_true", help="continue DIR: skip what is there, retry failures")
+    p.add_argument("--resume", action="store_true", help="continue DIR: skip what is there, retry failures (and "
+                                                         "truncated replies once the token cap is raised)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_collect)
 
+    from .distill.train import add_train_args
+
     p = dsub.add_parser("train", help="train a LoRA/QLoRA student on DIR",
                         description="LoRA (or QLoRA with --load-in-4bit) on the student with transformers' Trainer; "
-                                    "loss on the assistant response only; evaluation on val each epoch.",
-                        epilog=EXAMPLES, formatter_class=fmt)
-    _training().add_train_args(p)
+                                    "loss on the assistant response only, logits only where there are labels, the "
+                                    "teacher's P(SCORE=1) learned where it was recorded; validation agreement with the "
+                                    "teacher each epoch, the best epoch kept. A memory plan runs first and stops a run "
+                                    "that would not fit (--force to override).", epilog=EXAMPLES, formatter_class=fmt)
+    add_train_args(p)
+    p.add_argument("--dry-run", action="store_true", help="print the memory plan and stop (exit 1 if it does not fit)")
     p.set_defaults(func=cmd_train)
+
+    p = dsub.add_parser("plan", help="the memory plan of a training run, without training",
+                        description="Sequence lengths (text and visual, p50/p95/max) of DIR at the training settings and "
+                                    "the estimated peak GPU memory (weights, LoRA + optimizer, activations, loss) "
+                                    "against the GPU present or --gpu-memory; when it does not fit, the changes that "
+                                    "would. Loads the processor and config only, no weights.",
+                        epilog=EXAMPLES, formatter_class=fmt)
+    add_train_args(p)
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.set_defaults(func=cmd_plan)
 
     p = dsub.add_parser("evaluate", help="base model vs adapter on DIR's val split",
                         description="Score val with the base model and with the adapter (the pipeline settings of "

@@ -30,15 +30,15 @@ class DemoSettings:
 
 def distill_demo(out: str | Path, s: DemoSettings | None = None, progress: bool = False, log=print) -> dict:
     """Synth -> collect (labels as teacher) -> train a tiny student -> evaluate base vs adapter."""
-    from .distill import import_training
     from .distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
+    from .distill.config import TrainConfig
+    from .distill.train import train
     from .distill.evaluate import evaluate
     from .engine.tiny import make_tiny_model
     from .formats import load_trajectories
     from .synth import synthesize
 
     s = s or DemoSettings()
-    tl = import_training()
     out = Path(out)
     times = {}
     t0 = time.perf_counter()
@@ -65,11 +65,11 @@ def distill_demo(out: str | Path, s: DemoSettings | None = None, progress: bool 
 
     t0 = time.perf_counter()
     ckpt = out / "checkpoints" / "tiny-student"
-    cfg = tl.TrainConfig(data=str(dist), model=str(model), out=str(ckpt), target="verdict", epochs=s.epochs,
-                         learning_rate=s.learning_rate, lora_r=s.lora_r, lora_alpha=2 * s.lora_r,
-                         batch_size=s.batch_size, grad_accum=1, warmup_ratio=0.1, train_lm_head=True,
-                         gradient_checkpointing=False, logging_steps=5, seed=s.seed, progress=progress)
-    summary = tl.train(cfg)
+    cfg = TrainConfig(data=str(dist), model=str(model), out=str(ckpt), target="verdict", epochs=s.epochs,
+                      learning_rate=s.learning_rate, lora_r=s.lora_r, lora_alpha=2 * s.lora_r,
+                      per_device_batch_size=s.batch_size, grad_accum=1, warmup_ratio=0.1, train_lm_head=True,
+                      gradient_checkpointing=False, logging_steps=5, seed=s.seed, progress=progress)
+    summary = train(cfg)
     times["train_s"] = time.perf_counter() - t0
     log(f"train: LoRA r={s.lora_r} (+lm_head: the tiny model's head is random) for {s.epochs:g} epochs, "
         f"{summary['seconds']:.0f} s, val loss {summary['eval_loss']:.3f} -> {ckpt}")

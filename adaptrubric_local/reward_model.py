@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .engine.base import Engine
+from .image_policy import adopt
 from .pipeline import AdaptRubric, PipelineConfig
 from .types import Trajectory, Verdict
 
@@ -289,6 +290,7 @@ class RewardModel:
         if model is not None:
             opts["model"] = model
         reward_kw, pipe_kw, engine_kw = split_options(opts)
+        engine_kw, pipe_kw = adopt(engine_kw.get("adapter"), engine_kw, pipe_kw, explicit=opts)  # the adapter's images
         self.config = RewardConfig(**reward_kw)
         self.pipeline_config = PipelineConfig(**pipe_kw)
         engine_kw.setdefault("model", default_model())

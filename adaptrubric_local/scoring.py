@@ -10,7 +10,6 @@ and `ablate`. Knows nothing about argument parsing.
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 import sys
 import time
@@ -101,12 +100,6 @@ def error_id(e) -> str:
     return f"{Path(e.file).name}:{e.record}" if e.record else Path(e.file).name
 
 
-def prompts_sha(pipe: AdaptRubric) -> str:
-    """Content hash of the prompt set in use."""
-    blob = json.dumps(pipe.prompts.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
-
-
 def vars_of(pipe: AdaptRubric) -> dict:
     """What produced a verdict file: pipeline settings, model, adapter, bank and prompt hashes, version."""
     eng = pipe.engine
@@ -114,7 +107,7 @@ def vars_of(pipe: AdaptRubric) -> dict:
     return {**asdict(pipe.config), "ablation": pipe.config.ablation, "model": getattr(eng, "name", None),
             "adapter": getattr(ecfg, "adapter", None), "max_visual_tokens": getattr(ecfg, "max_visual_tokens", None),
             "engine": asdict(ecfg) if is_dataclass(ecfg) else None, "bank_sha": pipe.bank.sha,
-            "prompts_sha": prompts_sha(pipe), "package_version": __version__}
+            "prompts_sha": pipe.prompts.sha, "package_version": __version__}
 
 
 def verdict_settings(meta: dict) -> dict:

@@ -11,7 +11,7 @@ import pytest
 from adaptrubric_local.bank import load_bank
 from adaptrubric_local.bank_induction import InduceConfig, RefineConfig, induce, refine
 from adaptrubric_local.bank_induction.synthetic import ScriptedTeacher, make_domain, scripted_verifier
-from adaptrubric_local.bank_induction.teacher import build_teacher_engine
+from adaptrubric_local.engine.teacher import TeacherConfig
 from adaptrubric_local.engine.base import Request
 from adaptrubric_local.formats import load_trajectories
 
@@ -69,7 +69,8 @@ def server():
 def test_induce_then_refine_through_an_openai_compatible_teacher(server, tmp_path):
     path = make_domain(tmp_path / "data", tasks_per_kind=6)
     trajs = load_trajectories(path).trajectories
-    teacher = build_teacher_engine(url=server.url, name="judge-xl", max_retries=0, timeout=10, concurrency=4)
+    teacher = TeacherConfig(teacher_url=server.url, teacher_name="judge-xl", max_retries=0, timeout=10,
+                            concurrency=4).build()
     try:
         summary = induce(trajs, tmp_path / "bank.yaml", teacher, InduceConfig(images_per_traj=2), data_desc=str(path))
         bank = load_bank(tmp_path / "bank.yaml")

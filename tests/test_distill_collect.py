@@ -142,8 +142,8 @@ def test_collect_against_stub_server_with_failures_then_resume(stub_server, data
     before = dict(stub.calls)
     man = collect(data, out, _teacher(url), pcfg, CollectConfig(val_fraction=0.2), resume=True,
                   teacher_desc={"name": "judge"}, progress=False)
-    assert man["this_run"] == {"collected": 4, "unparsed": 0, "disagree": 0, "failed": 0, "resumed_past": 6,
-                               "bad_records": 0}
+    assert man["this_run"] == {"collected": 4, "unparsed": 0, "truncated": 0, "disagree": 0, "failed": 0,
+                               "resumed_past": 6, "bad_records": 0}
     assert stub.calls[("t0", "verify")] == before[("t0", "verify")]  # nothing collected is asked again
     collected = _ids(out / "collected.jsonl")
     assert sorted(collected) == sorted(first | {"t2", "t3", "t4", "t8"}) and len(collected) == 9
@@ -154,10 +154,7 @@ def test_collect_against_stub_server_with_failures_then_resume(stub_server, data
     assert val_tasks and not train_tasks & val_tasks  # split by task
     assert man["bank_sha"] and man["prompts_sha"] and man["teacher"] == {"name": "judge"}
 
-    from adaptrubric_local.distill import import_training
-
-    import_training()
-    from training.examples import examples, read_split
+    from adaptrubric_local.distill.examples import examples, read_split
 
     recs = read_split(out, "train") + read_split(out, "val")
     exs = examples(recs, out, target="verdict", tasks=("verify", "route", "cue"))

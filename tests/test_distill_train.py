@@ -5,9 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from adaptrubric_local.distill import import_training
-
-tl = import_training()
+from adaptrubric_local.distill import config as tc
+from adaptrubric_local.distill import train as tl
 
 
 @pytest.fixture(scope="module")
@@ -26,19 +25,20 @@ def dist(tmp_path_factory):
 
 
 def _cfg(dist, model, out, **kw):
-    base = dict(data=str(dist), model=str(model), out=str(out), target="verdict", epochs=1, batch_size=2,
-                grad_accum=1, lora_r=4, lora_alpha=8, logging_steps=1, progress=False)
-    return tl.TrainConfig(**{**base, **kw})
+    base = dict(data=str(dist), model=str(model), out=str(out), target="verdict", epochs=1, per_device_batch_size=2,
+                grad_accum=1, lora_r=4, lora_alpha=8, logging_steps=1, progress=False, dataloader_workers=0)
+    return tc.TrainConfig(**{**base, **kw})
 
 
 def test_training_input_is_the_scoring_input(tiny_engine, dist):
     from adaptrubric_local.distill.evaluate import pipeline_from_manifest, split_data
     from adaptrubric_local.pipeline import AdaptRubric
-    from training.examples import Collator, examples, read_split
+    from adaptrubric_local.distill.examples import Collator, examples, read_split
+    from adaptrubric_local.engine.images import normalise
 
     rec = read_split(dist, "train")[0]
     ex = examples([rec], dist, target="full")[0]
-    batch = Collator(tiny_engine)([ex])
+    batch = Collator(tiny_engine.encoder, tiny_engine.images.cfg)([ex])
     pipe = AdaptRubric(tiny_engine, pipeline_from_manifest(json.loads((dist / "manifest.json").read_text())))
     _, loaded, _ = split_data(dist, "train")
     traj = next(t for t in loaded.trajectories if t.id == rec["id"])
@@ -46,7 +46,7 @@ def test_training_input_is_the_scoring_input(tiny_engine, dist):
     enc = tiny_engine.encode([req], tiny_engine.images.process([req.images]))
     n = enc["input_ids"].shape[1]
     assert batch["input_ids"][0, :n].tolist() == enc["input_ids"][0].tolist()  # same chat template and image tokens
-    assert batch["pixel_values"].equal(enc["pixel_values"])  # same images at the same resolution
+    assert normalise(batch["pixel_patches"], tiny_engine.images.cfg).equal(enc["pixel_values"])  # same images
     assert batch["image_grid_thw"].equal(enc["image_grid_thw"])
     labels = batch["labels"][0]
     assert (labels[:n] == -100).all() and (labels[n:] != -100).all()  # loss on the response only
@@ -61,11 +61,11 @@ def test_config_file_and_flags(dist, tmp_path):
     cfg_file.write_text("model: some/model\nepochs: 2\nlora-r: 4\ntasks: verify,route\n")
     ap = argparse.ArgumentParser()
     tl.add_train_args(ap)
-    cfg = tl.config_from_args(ap.parse_args([str(dist), "--config", str(cfg_file), "--out", "x", "--epochs", "5"]))
+    cfg = tc.config_from_args(ap.parse_args([str(dist), "--config", str(cfg_file), "--out", "x", "--epochs", "5"]))
     assert (cfg.model, cfg.epochs, cfg.lora_r, cfg.tasks) == ("some/model", 5.0, 4, ("verify", "route"))
     cfg_file.write_text("model: m\nlearning_rat: 1\n")
     with pytest.raises(ValueError, match="learning_rat"):
-        tl.config_from_args(ap.parse_args([str(dist), "--config", str(cfg_file), "--out", "x"]))
+        tc.config_from_args(ap.parse_args([str(dist), "--config", str(cfg_file), "--out", "x"]))
     with pytest.raises(ValueError, match="tasks"):
         _cfg(dist, "m", "x", tasks="verify,judge")
 
@@ -81,7 +81,7 @@ def test_train_resume_evaluate_merge(tiny_model, dist, tmp_path):
                  "README.md"):
         assert (out / name).is_file(), name
     assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == str(tiny_model)
-    saved = tl.TrainConfig(**json.loads((out / "training_config.json").read_text()))
+    saved = tc.TrainConfig(**json.loads((out / "training_config.json").read_text()))
     assert saved.target == "verdict" and saved.tasks == ("verify",)
     again = tl.train(_cfg(dist, tiny_model, out, epochs=2, resume=True))
     assert again["resumed"] and again["optimizer_steps"] == 2 * first["optimizer_steps"]
@@ -127,7 +127,7 @@ def test_two_processes_make_one_adapter(tiny_model, dist, tmp_path):
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-           "-m", "training.train_lora", str(dist), "--config", str(cfg_file)]
+           "-m", "adaptrubric_local.distill.train", str(dist), "--config", str(cfg_file)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = [json.loads(p.read_text()) for p in (out / "processes").glob("rank-*.json")]

@@ -129,23 +129,3 @@ class Teacher:
                                         "reply": o.text, "error": o.error, "prompt_tokens": o.prompt_tokens,
                                         "completion_tokens": o.completion_tokens}, ensure_ascii=False) + "\n")
         return outs
-
-
-def build_teacher_engine(model: Optional[str] = None, url: Optional[str] = None, name: Optional[str] = None,
-                         api_key: str = "EMPTY", timeout: float = 300.0, max_retries: int = 3, concurrency: int = 8,
-                         max_new_tokens: int = 2048) -> Engine:
-    """The teacher engine for exactly one of `model` (a local checkpoint) or `url` + `name` (an
-    OpenAI-compatible endpoint)."""
-    if bool(model) == bool(url):
-        raise ValueError("give exactly one teacher: --teacher-model M, or --teacher-url URL with --teacher-name NAME")
-    if url:
-        if not name:
-            raise ValueError("--teacher-url needs --teacher-name (the served model name)")
-        from ..engine.openai_engine import OpenAIEngine, OpenAIEngineConfig
-
-        return OpenAIEngine(OpenAIEngineConfig(base_url=url, model=name, api_key=api_key, timeout=timeout,
-                                               max_retries=max_retries, concurrency=concurrency,
-                                               max_new_tokens=max_new_tokens))
-    from ..engine.build import build_engine
-
-    return build_engine(model=model, max_new_tokens=max_new_tokens)

@@ -1,21 +1,18 @@
-"""Collect a teacher's AdaptRubric judgments into a distillation folder.
+"""Collect a teacher's AdaptRubric judgments into a distillation folder (files: `records.py`).
 
 The teacher runs the full pipeline (route, cues, fused prompt, selected screenshots) through an
-engine that records every request and reply. Per trajectory the folder keeps exactly what the
-verifier saw (prompt, image files copied under `images/`, suffix, the chat messages) and what the
-teacher said (full response, parsed verdict, router and cue responses). Lines are appended to
-`collected.jsonl` as they complete, so nothing is lost when a run dies; `--resume` skips what is
-there. Unparsed teacher outputs (and, with `agree_with_labels`, disagreeing ones) go to
-`rejected.jsonl` with the reason, never into training data. Failed calls go to `failures.jsonl`
-and are retried by the next `--resume`. `finalize` splits by task into `train.jsonl`/`val.jsonl`
-and writes `manifest.json`. Knows nothing about argument parsing or training.
+engine that records every request and reply. Lines are appended to `collected.jsonl` as they
+complete, so nothing is lost when a run dies; `--resume` skips what is there. Unparsed teacher
+outputs (and, with `agree_with_labels`, disagreeing ones) go to `rejected.jsonl` with the reason,
+never into training data. A reply cut by the teacher's token cap (`finish_reason: length`, often a
+thinking teacher that used the whole budget to reason) is rejected as `truncated` with the cap:
+`--resume` retries it only once the cap is raised. Failed calls go to `failures.jsonl` and are
+retried by the next `--resume`. `finalize` splits by task into `train.jsonl`/`val.jsonl` and writes
+`manifest.json`. Knows nothing about argument parsing or training.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import random
-import shutil
 import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -23,6 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from .. import __version__
+from ..bank import load_bank
 from ..cues import cue_prompt
 from ..engine.base import Engine, Output, Request
 from ..engine.fake import FakeEngine
@@ -32,9 +30,7 @@ from ..pipeline import AdaptRubric, PipelineConfig
 from ..prompts import load_prompts
 from ..route import router_prompt
 from ..types import Trajectory, Verdict
-
-FILES = {"collected": "collected.jsonl", "rejected": "rejected.jsonl", "failures": "failures.jsonl",
-         "train": "train.jsonl", "val": "val.jsonl", "manifest": "manifest.json"}
+from .records import FILES, append, copy_images, finalize, last_rejections, verify_record
 
 
 @dataclass
@@ -82,13 +78,15 @@ def label_block(label: int) -> str:
 def label_teacher(trajs: list[Trajectory]) -> FakeEngine:
     """A teacher that answers every verifier request with the trajectory's own label."""
     texts = {t.id: label_block(t.label) for t in trajs if t.label in (0, 1)}
-    return FakeEngine(script=lambda req: texts[req.tag], name="labels",
+    return FakeEngine(script=lambda req: texts[req.tag], name="labels", p_score=lambda req, digit: None,
                       fail=lambda req: None if req.tag in texts else f"trajectory {req.tag} has no 0/1 label")
 
 
 def verdicts_teacher(verdicts: dict[str, Verdict], name: str) -> FakeEngine:
-    """A teacher that replays verdict lines produced elsewhere (their `raw` text)."""
+    """A teacher that replays verdict lines produced elsewhere (their `raw` text, and their
+    `p_success` when the file has one)."""
     return FakeEngine(script=lambda req: verdicts[req.tag].raw, name=name,
+                      p_score=lambda req, digit: verdicts[req.tag].p_success,
                       fail=lambda req: None if verdicts.get(req.tag) and verdicts[req.tag].raw else
                       f"no verdict with 'raw' text for {req.tag}")
 
@@ -106,32 +104,12 @@ def load_teacher_verdicts(path: str | Path) -> dict[str, Verdict]:
     return out
 
 
-def prompts_sha(prompts) -> str:
-    """Content hash of a prompt set (first 16 hex digits)."""
-    return hashlib.sha256(prompts.model_dump_json().encode("utf-8")).hexdigest()[:16]
-
-
 # ----------------------------------------------------------------------------- records
-def _copy_images(paths: list[str], out: Path, tid: str, copy: bool) -> list[str]:
-    if not copy:
-        return [str(Path(p).resolve()) for p in paths]
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in tid)
-    dst_dir = out / "images" / safe
-    dst_dir.mkdir(parents=True, exist_ok=True)
-    rel = []
-    for k, p in enumerate(paths):
-        dst = dst_dir / f"{k:02d}_{Path(p).name}"
-        if not dst.exists():
-            shutil.copy2(p, dst)
-        rel.append(str(dst.relative_to(out)))
-    return rel
-
-
 def build_record(t: Trajectory, v: Verdict, rec: RecordingEngine, pipe: AdaptRubric, out: Path,
-                 copy_images: bool) -> dict:
+                 keep_images: bool) -> dict:
     """Everything the distillation keeps for one trajectory."""
     req, o = rec.verify[t.id]
-    images = _copy_images(req.images, out, t.id, copy_images)
+    images = copy_images(req.images, out, t.id, keep_images)
     shown = Request(prompt=req.prompt, images=images, suffix=req.suffix)
     route = pipe.route_many([t.instruction])[t.instruction]
     route_rec = {"category": route.category, "mode": route.mode, "parsed": route.parsed, "prompt": None,
@@ -148,10 +126,8 @@ def build_record(t: Trajectory, v: Verdict, rec: RecordingEngine, pipe: AdaptRub
     return {
         "id": t.id, "task_id": t.task_id or f"instruction: {t.instruction}", "label": t.label,
         "platform": t.platform, "instruction": t.instruction, "teacher": rec.name,
-        "verify": {"prompt": req.prompt, "images": images, "suffix": req.suffix,
-                   "messages": chat_messages(shown), "response": o.text,
-                   "verdict": {"score": v.score, "evidence_sufficient": v.evidence_sufficient,
-                               "missing_evidence": v.missing_evidence}},
+        "verify": verify_record(req.prompt, images, req.suffix, chat_messages(shown), o.text, o.reasoning, v,
+                                o.hit_cap),
         "route": route_rec, "cue": cue_rec,
     }
 
@@ -176,12 +152,54 @@ def read_ids(path: Path) -> set[str]:
     return read_done_ids(path)
 
 
-def _append(path: Path, obj: dict) -> None:
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+def _done_ids(paths: dict[str, Path], out: Path, cap: int) -> set[str]:
+    """Ids a resumed run skips: collected, and rejected for good (a truncated reply only when its cap
+    was at least this run's)."""
+    done = read_ids(paths["collected"])
+    for i, r in last_rejections(out).items():
+        if r["reason"] != "truncated" or r.get("max_new_tokens", 0) >= cap:
+            done.add(i)
+    return done
 
 
 # ----------------------------------------------------------------------------- collect
+def _file_outcome(t: Trajectory, v: Verdict, err: Optional[str], cap: int, config: CollectConfig,
+                  paths: dict[str, Path], record) -> str:
+    """Write one trajectory's outcome to the right file; returns its kind."""
+    if err:
+        append(paths["failures"], {"id": t.id, "error": err})
+        return "failed"
+    if v.status == "unparsed" and v.hit_cap:
+        append(paths["rejected"], {"id": t.id, "reason": "truncated", "max_new_tokens": cap, "raw": v.raw,
+                                   "detail": f"the teacher's reply was cut at its token cap ({cap}, finish_reason "
+                                             "'length') before the verdict block; raise --teacher-max-new-tokens "
+                                             "and run again with --resume"})
+        return "truncated"
+    if v.status == "unparsed":
+        append(paths["rejected"], {"id": t.id, "reason": "unparsed", "detail": v.parse_error, "raw": v.raw})
+        return "unparsed"
+    if config.agree_with_labels and t.label in (0, 1) and v.score != t.label:
+        append(paths["rejected"], {"id": t.id, "reason": "disagrees with label", "score": v.score,
+                                   "label": t.label, "raw": v.raw})
+        return "disagree"
+    append(paths["collected"], record())
+    return "collected"
+
+
+def _pipelines(todo: list[Trajectory], rec: RecordingEngine, pipe_config: PipelineConfig,
+               groups: Optional[dict[str, PipelineConfig]]) -> list[tuple[AdaptRubric, list[Trajectory]]]:
+    """One pipeline per distinct config (replayed verdicts fix route and cues per trajectory)."""
+    pipes: dict[str, AdaptRubric] = {}
+    by_cfg: dict[str, list[Trajectory]] = defaultdict(list)
+    for t in todo:
+        cfg = (groups or {}).get(t.id, pipe_config)
+        key = json.dumps(asdict(cfg), sort_keys=True)
+        if key not in pipes:
+            pipes[key] = AdaptRubric(rec, cfg)
+        by_cfg[key].append(t)
+    return [(pipes[k], by_cfg[k]) for k in pipes]
+
+
 def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: PipelineConfig,
             config: Optional[CollectConfig] = None, resume: bool = False, teacher_desc: Optional[dict] = None,
             groups: Optional[dict[str, PipelineConfig]] = None, progress: bool = True) -> dict:
@@ -199,119 +217,34 @@ def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: Pip
     loaded = load_trajectories(data)
     for e in loaded.errors:
         print(f"skipped: {e}", file=sys.stderr)
-    done = read_ids(paths["collected"]) | read_ids(paths["rejected"])
+    cap = pipe_config.verify_max_new_tokens
+    done = _done_ids(paths, out, cap)
     todo = [t for t in loaded.trajectories if t.id not in done]
     if paths["failures"].exists():
         paths["failures"].unlink()
     rec = RecordingEngine(teacher)
-    pipes: dict[str, AdaptRubric] = {}
-    by_cfg: dict[str, list[Trajectory]] = defaultdict(list)
-    for t in todo:
-        cfg = (groups or {}).get(t.id, pipe_config)
-        key = json.dumps(asdict(cfg), sort_keys=True)
-        if key not in pipes:
-            pipes[key] = AdaptRubric(rec, cfg)
-        by_cfg[key].append(t)
-    counts = {"collected": 0, "unparsed": 0, "disagree": 0, "failed": 0}
+    runs = _pipelines(todo, rec, pipe_config, groups)
+    counts = dict.fromkeys(("collected", "unparsed", "truncated", "disagree", "failed"), 0)
     bar = tqdm(total=len(todo), unit="traj", desc="collecting", disable=not progress, dynamic_ncols=True)
-    for key, trajs in by_cfg.items():
-        pipe = pipes[key]
+    for pipe, trajs in runs:
         by_id = {t.id: t for t in trajs}
         for v in pipe.iter_score(trajs):
             t = by_id[str(v.id)]
             err = v.error if v.status == "error" else _side_call_error(t, pipe, rec)
-            if err:
-                counts["failed"] += 1
-                _append(paths["failures"], {"id": t.id, "error": err})
-            elif v.status == "unparsed":
-                counts["unparsed"] += 1
-                _append(paths["rejected"], {"id": t.id, "reason": "unparsed", "detail": v.parse_error, "raw": v.raw})
-            elif config.agree_with_labels and t.label in (0, 1) and v.score != t.label:
-                counts["disagree"] += 1
-                _append(paths["rejected"], {"id": t.id, "reason": "disagrees with label", "score": v.score,
-                                            "label": t.label, "raw": v.raw})
-            else:
-                counts["collected"] += 1
-                _append(paths["collected"], build_record(t, v, rec, pipe, out, config.copy_images))
+            kind = _file_outcome(t, v, err, cap, config, paths,
+                                 lambda: build_record(t, v, rec, pipe, out, config.copy_images))
+            counts[kind] += 1
             rec.verify.pop(str(v.id), None)
             bar.update(1)
-            bar.set_postfix(failed=counts["failed"], unparsed=counts["unparsed"])
+            bar.set_postfix(failed=counts["failed"], unparsed=counts["unparsed"], truncated=counts["truncated"])
     bar.close()
-    bank_sha = next(iter(pipes.values())).bank.sha if pipes else AdaptRubric(None, pipe_config).bank.sha
+    bank_sha = runs[0][0].bank.sha if runs else load_bank(pipe_config.bank_path).sha
     all_tasks = sorted({t.task_id or f"instruction: {t.instruction}" for t in loaded.trajectories})
     meta = {"teacher": teacher_desc or {"name": teacher.name}, "pipeline": asdict(pipe_config),
-            "collect": asdict(config), "bank_sha": bank_sha, "prompts_sha": prompts_sha(load_prompts()),
+            "collect": asdict(config), "bank_sha": bank_sha, "prompts_sha": load_prompts().sha,
             "data": str(data), "package_version": __version__,
             "this_run": {**counts, "resumed_past": len(done), "bad_records": len(loaded.errors)}}
-    return finalize(out, all_tasks, config, meta)
-
-
-def split_tasks(tasks: list[str], val_fraction: float, seed: int) -> set[str]:
-    """The held-out tasks: a seeded shuffle of all tasks of the data set, the first
-    round(n * val_fraction) of them (at least one when the fraction is > 0 and n > 1)."""
-    order = sorted(tasks)
-    random.Random(seed).shuffle(order)
-    n_val = round(len(order) * val_fraction)
-    if val_fraction > 0 and len(order) > 1:
-        n_val = min(max(1, n_val), len(order) - 1)
-    return set(order[:n_val])
-
-
-def read_split(data_dir: str | Path, split: str) -> list[dict]:
-    """The records of one split; a malformed line is an error naming file and line."""
-    path = Path(data_dir) / f"{split}.jsonl"
-    if not path.is_file():
-        raise ValueError(f"{path} not found (is {data_dir} a folder written by `adaptrubric distill collect`?)")
-    out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {n}: malformed JSON ({exc.msg})") from None
-    return out
-
-
-def _read(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def finalize(out: Path, all_tasks: list[str], config: CollectConfig, meta: dict) -> dict:
-    """Write train.jsonl / val.jsonl (split by task) and manifest.json from collected.jsonl."""
-    records = _read(out / FILES["collected"])
-    val_tasks = split_tasks(all_tasks, config.val_fraction, config.seed)
-    train = [r for r in records if r["task_id"] not in val_tasks]
-    val = [r for r in records if r["task_id"] in val_tasks]
-    balanced_out = 0
-    if config.balance:
-        by = defaultdict(list)
-        for r in train:
-            by[r["verify"]["verdict"]["score"]].append(r)
-        if len(by) == 2:
-            k = min(len(x) for x in by.values())
-            rng = random.Random(config.seed)
-            keep = {r["id"] for x in by.values() for r in rng.sample(x, k)}
-            balanced_out = len(train) - len(keep)
-            train = [r for r in train if r["id"] in keep]
-    for name, rows in (("train", train), ("val", val)):
-        with open(out / FILES[name], "w", encoding="utf-8") as fh:
-            for r in rows:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    rejected = _read(out / FILES["rejected"])
-    failures = _read(out / FILES["failures"])
-    counts = {
-        "collected": len(records), "train": len(train), "val": len(val), "balanced_out": balanced_out,
-        "train_positive": sum(r["verify"]["verdict"]["score"] == 1 for r in train),
-        "val_positive": sum(r["verify"]["verdict"]["score"] == 1 for r in val),
-        "unparsed": sum(r["reason"] == "unparsed" for r in rejected),
-        "disagree": sum(r["reason"] != "unparsed" for r in rejected),
-        "failed": len(failures), "tasks": len(all_tasks), "val_tasks": len(val_tasks),
-    }
-    manifest = {**meta, "counts": counts}
-    (out / FILES["manifest"]).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-    return manifest
+    return finalize(out, all_tasks, config.val_fraction, config.seed, config.balance, meta)
 
 
 def teacher_pipeline(kind: str, router: Optional[str] = None, max_images: int = 10,

@@ -1,7 +1,9 @@
 """Judge a distilled student: the base model and the adapter score the held-out split through the
-normal scoring path (the pipeline settings the teacher ran with, the adapter's visual-token
-budget), then the eval harness writes each one's metrics, report and plots, and a side-by-side
-table gives agreement with the teacher and accuracy/F1 against labels. Also `merge`, which folds an
+normal scoring path (the pipeline settings the teacher ran with, the adapter's image settings),
+then the eval harness writes each one's metrics, report and plots, and a side-by-side table gives
+agreement with the teacher, how close the student's p_success is to the teacher's probability
+(mean absolute difference, ECE against it) where the teacher gave one, and accuracy/F1 against
+labels. Also `merge`, which folds an
 adapter into its base model. Knows nothing about argument parsing.
 """
 from __future__ import annotations
@@ -28,13 +30,14 @@ def pipeline_from_manifest(manifest: dict, **overrides) -> PipelineConfig:
     return PipelineConfig(**{**{k: v for k, v in manifest.get("pipeline", {}).items() if k in known}, **overrides})
 
 
-def split_data(data_dir: Path, split: str, data: Optional[str] = None) -> tuple[str, LoadResult, dict[str, int]]:
+def split_data(data_dir: Path, split: str, data: Optional[str] = None) -> tuple[str, LoadResult, dict[str, dict]]:
     """The split's trajectories from the collected data set: (data path, the split's trajectories,
-    the teacher's score per trajectory id)."""
-    from .collect import read_split
+    the teacher's score and P(SCORE=1) per trajectory id)."""
+    from .records import read_split
 
     records = read_split(data_dir, split)
-    teacher = {r["id"]: r["verify"]["verdict"]["score"] for r in records}
+    teacher = {r["id"]: {"score": r["verify"]["verdict"]["score"], "p": r["verify"].get("p_success")}
+               for r in records}
     src = data or _manifest(data_dir).get("data")
     if not src or not Path(src).exists():
         raise ValueError(f"the collected data set {src!r} is not there; pass --data with its new location")
@@ -45,21 +48,46 @@ def split_data(data_dir: Path, split: str, data: Optional[str] = None) -> tuple[
     return src, LoadResult(trajectories=trajs), teacher
 
 
-def agreement(verdicts_path: Path, teacher: dict[str, int]) -> dict:
+def ece_against(student: list[float], reference: list[float], bins: int = 15) -> float:
+    """Expected calibration error of `student` probabilities against `reference` ones: in 15
+    equal-width bins of the student's value, |mean student - mean reference|, weighted by bin size."""
+    total, err = len(student), 0.0
+    for k in range(bins):
+        lo, hi = k / bins, (k + 1) / bins
+        idx = [i for i, x in enumerate(student) if lo <= x < hi or (k == bins - 1 and x == 1.0)]
+        if idx:
+            err += len(idx) / total * abs(sum(student[i] for i in idx) / len(idx) - sum(reference[i] for i in idx)
+                                          / len(idx))
+    return err
+
+
+def agreement(verdicts_path: Path, teacher: dict[str, dict]) -> dict:
     """Fraction of trajectories where the student's parsed score equals the teacher's (unparsed and
-    errors count as disagreement)."""
+    errors count as disagreement); where the teacher gave P(SCORE=1), the mean absolute difference
+    of the student's p_success from it and the ECE against it."""
     from ..evaluation.harness import load_verdicts
 
     vs = {str(v.id): v for v in load_verdicts(verdicts_path)}
-    same = sum(1 for i, s in teacher.items() if vs.get(i) is not None and vs[i].status == "ok" and vs[i].score == s)
-    return {"agreement": same / len(teacher) if teacher else None, "n": len(teacher),
-            "predictions": {i: (vs[i].score if i in vs else None) for i in teacher}}
+    same = sum(1 for i, t in teacher.items() if vs.get(i) is not None and vs[i].status == "ok"
+               and vs[i].score == t["score"])
+    pairs = [(vs[i].p_success, t["p"]) for i, t in teacher.items()
+             if t["p"] is not None and i in vs and vs[i].p_success is not None]
+    out = {"agreement": same / len(teacher) if teacher else None, "n": len(teacher),
+           "predictions": {i: (vs[i].score if i in vs else None) for i in teacher},
+           "p_success": {i: (vs[i].p_success if i in vs else None) for i in teacher},
+           "p_mae_vs_teacher": None, "ece_vs_teacher": None, "n_teacher_p": len(pairs)}
+    if pairs:
+        s, r = [p for p, _ in pairs], [q for _, q in pairs]
+        out["p_mae_vs_teacher"] = sum(abs(a - b) for a, b in pairs) / len(pairs)
+        out["ece_vs_teacher"] = ece_against(s, r)
+    return out
 
 
 def score_split(data_path: str, loaded: LoadResult, model: str, adapter: Optional[str], out: Path,
-                pipe_cfg: PipelineConfig, max_visual_tokens: Optional[int], batch_size: int, max_new_tokens: int,
+                pipe_cfg: PipelineConfig, images: dict, batch_size: int, max_new_tokens: int,
                 progress: bool) -> Path:
-    """Score the split with the transformers engine (base or base+adapter) into out/verdicts.jsonl."""
+    """Score the split with the transformers engine (base or base+adapter) into out/verdicts.jsonl,
+    at the adapter's image settings (`images`: max_visual_tokens, max_pixels)."""
     from ..engine.hf import HFEngine, HFEngineConfig
     from ..scoring import score_file
 
@@ -67,8 +95,8 @@ def score_split(data_path: str, loaded: LoadResult, model: str, adapter: Optiona
     vpath = out / "verdicts.jsonl"
     if vpath.exists():
         vpath.unlink()
-    engine = HFEngine(HFEngineConfig(model=model, adapter=adapter, max_visual_tokens=max_visual_tokens,
-                                     max_batch_size=batch_size, max_new_tokens=max_new_tokens))
+    engine = HFEngine(HFEngineConfig(model=model, adapter=adapter, max_batch_size=batch_size,
+                                     max_new_tokens=max_new_tokens, **images))
     try:
         score_file(AdaptRubric(engine, pipe_cfg), data_path, vpath, loaded=loaded, progress=progress)
     finally:
@@ -80,31 +108,33 @@ def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | P
              batch_size: int = 8, max_new_tokens: Optional[int] = None, data: Optional[str] = None,
              progress: bool = True, base: bool = True) -> dict:
     """Base vs adapter on one split; writes out/{base,adapter}/ (verdicts, metrics, report, plots),
-    out/comparison.json and out/comparison.md, and adds the numbers to the adapter's model card."""
+    out/comparison.json and out/comparison.md, and adds the numbers to the adapter's model card.
+    Both score at the adapter's image settings (image_policy.json) and the collection's pipeline."""
     from ..evaluation.harness import run_eval
+    from ..image_policy import adopt
 
     data_dir, out, adapter = Path(data_dir), Path(out), Path(adapter)
     out.mkdir(parents=True, exist_ok=True)
-    tc_path = adapter / "training_config.json"
-    tcfg = json.loads(tc_path.read_text()) if tc_path.is_file() else {}
-    visual = tcfg.get("max_visual_tokens", 6144)
-    pipe_cfg = pipeline_from_manifest(_manifest(data_dir))
+    manifest = _manifest(data_dir)
+    images, pipe_over = adopt(adapter, {"max_visual_tokens": None, "max_pixels": None}, {})
+    pipe_cfg = pipeline_from_manifest(manifest, **pipe_over)
     cap = max_new_tokens or pipe_cfg.verify_max_new_tokens
-    pipe_cfg = pipeline_from_manifest(_manifest(data_dir), verify_max_new_tokens=cap)
+    pipe_cfg = pipeline_from_manifest(manifest, verify_max_new_tokens=cap, **pipe_over)
     data_path, loaded, teacher = split_data(data_dir, split, data)
     table: dict[str, dict] = {}
     runs = {}
     for name, ad in ((("base", None),) if base else ()) + (("adapter", str(adapter)),):
-        vpath = score_split(data_path, loaded, model, ad, out / name, pipe_cfg, visual, batch_size, cap, progress)
+        vpath = score_split(data_path, loaded, model, ad, out / name, pipe_cfg, images, batch_size, cap, progress)
         m = run_eval(vpath, out / name, data_path, loaded)
         agr = agreement(vpath, teacher)
-        runs[name] = {"verdicts": str(vpath), "predictions": agr["predictions"]}
+        runs[name] = {"verdicts": str(vpath), "predictions": agr["predictions"], "p_success": agr["p_success"]}
         o = m["overall"]
-        for key, val in (("agreement_with_teacher", agr["agreement"]), ("acc", o.get("acc")), ("f1", o.get("f1")),
+        for key, val in (("agreement_with_teacher", agr["agreement"]), ("p_mae_vs_teacher", agr["p_mae_vs_teacher"]),
+                         ("ece_vs_teacher", agr["ece_vs_teacher"]), ("acc", o.get("acc")), ("f1", o.get("f1")),
                          ("acc_strict", o.get("acc_strict")), ("unparsed", o.get("unparsed")), ("n", o.get("n"))):
             table.setdefault(key, {})[name] = val
     result = {"split": split, "model": model, "adapter": str(adapter), "table": table, "runs": runs,
-              "pipeline": pipe_cfg.__dict__, "max_visual_tokens": visual}
+              "pipeline": pipe_cfg.__dict__, "images": images}
     (out / "comparison.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     md = ["| metric | base | adapter |", "|---|---|---|"] + [
         f"| {k} | {_fmt(v.get('base'))} | {_fmt(v.get('adapter'))} |" for k, v in table.items()]
@@ -122,13 +152,12 @@ def _update_card(adapter: Path, table: dict) -> None:
     tc, summ = adapter / "training_config.json", adapter / "train_summary.json"
     if not (tc.is_file() and summ.is_file()):
         return
-    try:
-        from . import import_training
+    from .card import write_model_card
+    from .config import TrainConfig
 
-        tl = import_training()
-        TrainConfig, write_model_card = tl.TrainConfig, tl.write_model_card
+    try:
         cfg = TrainConfig(**json.loads(tc.read_text()))
-    except (ImportError, ValueError, TypeError):
+    except (ValueError, TypeError):
         return  # data folder moved or an older config: leave the card as it is
     write_model_card(adapter, cfg, json.loads(summ.read_text()), evaluation=table)
 

@@ -8,7 +8,9 @@ strings, the probabilities of all of them (how P(SCORE=1) is read without a seco
 `next_token_probs` gives the probability of given next tokens after a prompt and an assistant prefix.
 `stop_after_line` ends a row as soon as it has produced a complete line (ended by a newline or by
 the end of generation) that starts with the given text; `Output.hit_cap` says a row was cut by its
-new-token cap rather than ending on its own or at that line.
+new-token cap rather than ending on its own or at that line (an endpoint's `finish_reason: length`).
+`Output.reasoning` holds what a thinking model returned apart from its answer, when a backend
+separates the two.
 The engine knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
@@ -54,6 +56,7 @@ class Output:
     error: Optional[str] = None
     samples: list[tuple[str, list[TokenProbs]]] = field(default_factory=list)  # all k texts when voting
     hit_cap: bool = False  # stopped by max_new_tokens (any sample, when voting), not by EOS or stop_after_line
+    reasoning: Optional[str] = None  # a thinking model's separate reasoning text (an endpoint's reasoning_content)
 
 
 class Engine(ABC):

@@ -13,6 +13,8 @@ import dataclasses
 import typing
 from typing import Any, Optional
 
+from ..flags import Record, RecordBool, none_or
+
 # fields set by the caller rather than by a flag of their own
 NOT_FLAGS = {"model", "max_new_tokens"}
 # flags kept under an older, shorter name
@@ -61,11 +63,12 @@ def add_engine_arguments(parser: argparse.ArgumentParser, required: bool = False
         help_text = f.metadata.get("help", "").replace("%", "%%")
         kind = _scalar_type(hints[f.name])
         if kind is bool:
-            group.add_argument(*names, dest=f.name, action=argparse.BooleanOptionalAction, default=default,
+            group.add_argument(*names, dest=f.name, action=RecordBool, default=default,
                                help=f"{help_text} (default {'on' if default else 'off'})")
             continue
         shown = "none" if default is None else default
-        group.add_argument(*names, dest=f.name, type=kind, default=default, choices=CHOICES.get(f.name),
+        optional = type(None) in typing.get_args(hints[f.name])
+        group.add_argument(*names, dest=f.name, type=none_or(kind) if optional else kind, default=default, choices=CHOICES.get(f.name), action=Record,
                            metavar=None if f.name in CHOICES else f.name.upper(),
                            help=f"{help_text} (default {shown})")
 

@@ -3,7 +3,8 @@
 `script(request) -> str` decides each output (default: a rules-routed CATEGORY line for router
 prompts, NO_HINT for cue prompts, and a passing verdict for verifier prompts). Token counts are
 whitespace words (+ a fixed cost per image), and P(SCORE=1) is reported through `watch` using
-`p_score(request, text) -> float`. Every batch is recorded in `batches` so tests can check batching.
+`p_score(request, digit) -> float` (None: report no probability, as a server without logprobs).
+Every batch is recorded in `batches` so tests can check batching.
 Like a real engine, a scripted text is cut after its first complete line starting with the
 request's `stop_after_line`, and to the request's `max_new_tokens` words (then `hit_cap` is set).
 """
@@ -34,7 +35,7 @@ class FakeEngine(Engine):
     """Deterministic scripted engine with call and token accounting."""
 
     def __init__(self, script: Optional[Callable[[Request], str]] = None,
-                 p_score: Optional[Callable[[Request, str], float]] = None, name: str = "fake",
+                 p_score: Optional[Callable[[Request, str], Optional[float]]] = None, name: str = "fake",
                  fail: Optional[Callable[[Request], Optional[str]]] = None):
         self.script = script or default_script
         self.p_score = p_score or (lambda req, digit: 0.9 if digit == "1" else 0.1)
@@ -52,7 +53,8 @@ class FakeEngine(Engine):
         if req.watch:
             for m in re.finditer(r"(?i)score\W*[:=]\W*([01])", text):
                 p1 = self.p_score(req, m.group(1))
-                probs.append(TokenProbs(offset=m.start(1), probs={"1": p1, "0": 1.0 - p1}))
+                if p1 is not None:
+                    probs.append(TokenProbs(offset=m.start(1), probs={"1": p1, "0": 1.0 - p1}))
         n_prompt = len((req.prompt + " " + req.suffix).split()) + TOKENS_PER_IMAGE * len(req.images)
         return Output(text=text, prompt_tokens=n_prompt, completion_tokens=len(text.split()),
                       token_probs=probs, n_images=len(req.images), visual_tokens=TOKENS_PER_IMAGE * len(req.images),
@@ -78,5 +80,7 @@ class FakeEngine(Engine):
         out = []
         for req, _prefix in zip(requests, prefixes):
             p1 = self.p_score(req, "1")
+            if p1 is None:
+                raise NotImplementedError("this scripted engine reports no probabilities")
             out.append({c: (p1 if c == "1" else 1.0 - p1) if c in ("0", "1") else 0.0 for c in candidates})
         return out

@@ -31,11 +31,11 @@ import torch
 from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
 from .base import Engine, Output, Request, TokenProbs, cut_after_line
+from .encoding import Encoder
 from .hf_config import CPU_BATCH_TOKENS, DEFAULT_MODEL, HFEngineConfig  # noqa: F401 (re-exported)
 from .images import BatchImages, ImageConfig, ImagePipeline, plan_tokens
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we use our own threads; avoid fork warnings
-IMAGE_PAD = "<|image_pad|>"
 GPU_MEMORY_FRACTION = 0.85  # share of the free GPU memory (after loading) that groups may fill
 MASK_BYTES_PER_TOKEN = 32_768  # SDPA's padded (B, 1, L, L) bool mask, for rows up to 32K tokens
 
@@ -150,8 +150,8 @@ class HFEngine(Engine):
         self.config = config or HFEngineConfig(**overrides)
         self.name = self.config.model + (f"+{self.config.adapter}" if self.config.adapter else "")
         self.model, self.processor = loaded if loaded is not None else load_model(self.config)
-        self.tokenizer = self.processor.tokenizer
-        self.tokenizer.padding_side = "left"
+        self.encoder = Encoder(self.processor, self.model.config.image_token_id, self.model.config.video_token_id)
+        self.tokenizer = self.encoder.tokenizer
         self.device = next(self.model.parameters()).device
         cuda = self.device.type == "cuda"
         overrides = {"workers": self.config.image_workers, "max_visual_tokens": self.config.max_visual_tokens,
@@ -189,49 +189,16 @@ class HFEngine(Engine):
         dtype = dtype if dtype in (torch.bfloat16, torch.float16, torch.float32) else torch.bfloat16
         return derived_batch_tokens(self.model.config, dtype, free)
 
-    # ------------------------------------------------------------------ prompt assembly
+    # ------------------------------------------------------------------ prompt assembly (engine/encoding.py)
     def _chat_text(self, req: Request) -> str:
-        content = [{"type": "text", "text": req.prompt}] + [{"type": "image"} for _ in req.images]
-        if req.suffix:
-            content.append({"type": "text", "text": req.suffix})
-        return self.processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
-                                                  add_generation_prompt=True)
-
-    @staticmethod
-    def _expand_images(text: str, tokens: list[int]) -> str:
-        parts = text.split(IMAGE_PAD)
-        if len(parts) - 1 != len(tokens):
-            raise ValueError(f"prompt has {len(parts) - 1} image slots for {len(tokens)} images")
-        return parts[0] + "".join(IMAGE_PAD * n + rest for n, rest in zip(tokens, parts[1:]))
+        return self.encoder.chat_text(req)
 
     def _token_rows(self, reqs: list[Request], tokens: list[list[int]],
                     prefixes: Optional[list[str]] = None) -> list[list[int]]:
-        """Each request's prompt token ids, with each image's pad token repeated once per visual token."""
-        texts = [self._expand_images(self._chat_text(r), tokens[k]) + (prefixes[k] if prefixes else "")
-                 for k, r in enumerate(reqs)]
-        return self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        return self.encoder.prompt_ids(reqs, tokens, prefixes)
 
     def _collate(self, rows: list[list[int]], imgs: BatchImages, device=None) -> dict:
-        """Left-padded ids, attention mask, `mm_token_type_ids` (which M-RoPE needs to place image
-        tokens), pixels and grids; on `device` when given (pixels travel as uint8, normalised there)."""
-        width = max(map(len, rows))
-        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for b, r in enumerate(rows):
-            ids[b, width - len(r):] = torch.tensor(r, dtype=torch.long)
-            mask[b, width - len(r):] = 1
-        cfg = self.model.config
-        types = torch.zeros_like(ids)
-        types[ids == cfg.image_token_id] = 1
-        types[ids == cfg.video_token_id] = 2
-        inputs = {"input_ids": ids, "attention_mask": mask, "mm_token_type_ids": types}
-        if device is not None:
-            inputs = {k: v.to(device) for k, v in inputs.items()}
-        if imgs.patches is not None:
-            inputs["pixel_values"] = imgs.pixel_values_on(device, self.pixel_dtype if device is not None
-                                                          else torch.float32)
-            inputs["image_grid_thw"] = imgs.image_grid_thw.to(device) if device is not None else imgs.image_grid_thw
-        return inputs
+        return self.encoder.collate(rows, imgs, device, self.pixel_dtype)
 
     def encode(self, reqs: list[Request], imgs: BatchImages, prefixes: Optional[list[str]] = None,
                device=None) -> dict:

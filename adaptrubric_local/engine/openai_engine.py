@@ -2,23 +2,38 @@
 API): how a large judge is usually served. Used as a distillation teacher, so the whole AdaptRubric
 pipeline (router, cues, fused prompt, selected screenshots) runs on it unchanged.
 
-Each request becomes one user message: the prompt text, then each screenshot as a base64 data URL,
+Each request becomes one user message: the prompt text, then each screenshot as a base64 data URL
+(the original file, or resized to a visual-token budget so a teacher sees what a student will),
 then the suffix text. Calls go through the `openai` client, which owns timeouts and retries
 (connection errors, timeouts, 408/409/429/5xx are retried with backoff); concurrency is bounded by
-a thread pool. A request that still fails, or whose reply has no message text, comes back as an
-Output with `error` set; it never sinks the batch. Watched-token probabilities are not reported
-(P(SCORE=1) stays None). Knows nothing about rubrics, routing or verdicts.
+a thread pool. The API key is read from an environment variable (`OPENAI_API_KEY` by default),
+never taken from a command line or kept in the config, so it cannot reach a manifest or a log.
+
+A reply keeps what a thinking model says apart from its answer (`reasoning_content`, or vLLM's
+newer `reasoning`) in `Output.reasoning`; a reply cut by the token cap (`finish_reason: length`)
+comes back with `hit_cap` set and whatever text there was, as the transformers engine reports it.
+For requests that watch tokens ("0"/"1"), `logprobs` with `top_logprobs` are asked for and the
+watched tokens' probabilities are reported at every position where one was generated, so P(SCORE=1)
+is read the same way as in-process; a server that returns none leaves it None. A request that fails
+(after retries), or a reply with no choices, comes back as an Output with `error` set; it never
+sinks the batch. Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 
 import base64
+import math
 import mimetypes
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .base import Engine, Output, Request
+from .base import Engine, Output, Request, TokenProbs
+
+# Qwen3-VL's published preprocessor bounds ("size": shortest_edge / longest_edge), used to plan a
+# teacher's resized images exactly as a Qwen3-VL student's processor would
+QWEN3VL_MIN_PIXELS, QWEN3VL_MAX_PIXELS = 65_536, 16_777_216
 
 
 @dataclass
@@ -27,12 +42,20 @@ class OpenAIEngineConfig:
 
     base_url: str = field(metadata={"help": "endpoint base URL, e.g. http://host:8000/v1"})
     model: str = field(metadata={"help": "the served model name (the request's `model` field)"})
-    api_key: str = field(default="EMPTY", metadata={"help": "API key (vLLM/SGLang accept any; hosted APIs need one)"})
-    timeout: float = field(default=120.0, metadata={"help": "seconds per HTTP attempt"})
+    api_key_env: str = field(default="OPENAI_API_KEY", metadata={
+        "help": "environment variable holding the API key (unset: 'EMPTY', which vLLM/SGLang accept)"})
+    timeout: float = field(default=300.0, metadata={"help": "seconds per HTTP attempt"})
     max_retries: int = field(default=3, metadata={"help": "retries per request (the openai client's backoff)"})
     concurrency: int = field(default=8, metadata={"help": "requests in flight at once"})
     max_new_tokens: int = field(default=1024, metadata={"help": "cap on generated tokens per request"})
     temperature: float = field(default=0.0, metadata={"help": "sampling temperature (0: greedy)"})
+    top_logprobs: int = field(default=5, metadata={
+        "help": "alternatives per position asked for when a request watches tokens (0: ask for no logprobs)"})
+    max_visual_tokens: Optional[int] = field(default=None, metadata={
+        "help": "resize each request's images to this visual-token budget before sending, as a Qwen3-VL "
+                "student with the same budget sees them (default: send the original files)"})
+    max_pixels: Optional[int] = field(default=None, metadata={
+        "help": "per-image pixel cap for that resizing (default: Qwen3-VL's, 16777216)"})
 
     def __post_init__(self):
         if not self.base_url.startswith(("http://", "https://")):
@@ -46,12 +69,78 @@ class OpenAIEngineConfig:
         for name in ("concurrency", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.top_logprobs <= 20:
+            raise ValueError(f"top_logprobs must be in [0, 20] (the OpenAI API's range), got {self.top_logprobs}")
+        if self.max_visual_tokens is not None and self.max_visual_tokens < 4:
+            raise ValueError(f"max_visual_tokens must be >= 4 or None, got {self.max_visual_tokens}")
+
+    @property
+    def resizes(self) -> bool:
+        """Whether images are resized before sending (rather than sent as the original files)."""
+        return self.max_visual_tokens is not None or self.max_pixels is not None
+
+    def images_sent(self) -> dict:
+        """What the endpoint is sent, for a manifest: the original files, or the resizing applied."""
+        if not self.resizes:
+            return {"resized": False}
+        return {"resized": True, "max_visual_tokens": self.max_visual_tokens,
+                "max_pixels": self.max_pixels or QWEN3VL_MAX_PIXELS, "min_pixels": QWEN3VL_MIN_PIXELS}
+
+
+def api_key_from_env(var: str) -> str:
+    """The API key in environment variable `var`; 'EMPTY' (what vLLM/SGLang accept) when it is unset."""
+    return os.environ.get(var) or "EMPTY"
 
 
 def data_url(path: str) -> str:
     """A file as a base64 data URL (`data:image/png;base64,...`)."""
     mime = mimetypes.guess_type(path)[0] or "image/png"
     return f"data:{mime};base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
+
+
+def resized_data_urls(paths: list[str], cfg: OpenAIEngineConfig) -> list[str]:
+    """One request's images as PNG data URLs, resized as a Qwen3-VL processor with the config's
+    visual-token budget and pixel cap would resize them (so teacher and student see the same pixels)."""
+    import io
+
+    from PIL import Image
+
+    from .images import ImageConfig, decode_resize, image_size, target_sizes
+
+    icfg = ImageConfig(min_pixels=QWEN3VL_MIN_PIXELS, max_pixels=cfg.max_pixels or QWEN3VL_MAX_PIXELS,
+                       max_visual_tokens=cfg.max_visual_tokens, workers=1)
+    sizes = target_sizes([image_size(p) for p in paths], icfg)
+    urls = []
+    for p, size in zip(paths, sizes):
+        img = decode_resize(p, size)  # (C, H, W) uint8
+        buf = io.BytesIO()
+        Image.fromarray(img.permute(1, 2, 0).numpy()).save(buf, format="PNG")
+        urls.append("data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii"))
+    return urls
+
+
+def watched_probs(text: str, logprobs, watch: tuple[str, ...]) -> list[TokenProbs]:
+    """TokenProbs at every position where a watched token (e.g. "0"/"1") was generated, from a reply's
+    `logprobs.content`: each watched token's probability, summed over spellings that differ only in
+    surrounding whitespace. Offsets are in `text`; logprob tokens of reasoning that precede the answer
+    (servers that count them) are skipped. Empty when the tokens do not spell out the text."""
+    items = list(getattr(logprobs, "content", None) or [])
+    tokens = [getattr(it, "token", "") or "" for it in items]
+    joined = "".join(tokens)
+    if not items or not joined.endswith(text):
+        return []
+    shift = len(joined) - len(text)
+    out, pos = [], 0
+    for it, tok in zip(items, tokens):
+        start, pos = pos, pos + len(tok)
+        if tok.strip() not in watch or start < shift:
+            continue
+        alts = {tok: it.logprob}
+        for alt in getattr(it, "top_logprobs", None) or []:
+            alts.setdefault(alt.token, alt.logprob)
+        probs = {w: sum(math.exp(lp) for t, lp in alts.items() if t.strip() == w) for w in watch}
+        out.append(TokenProbs(offset=start - shift + len(tok) - len(tok.lstrip()), probs=probs))
+    return out
 
 
 def chat_messages(req: Request, image_urls: Optional[list[str]] = None) -> list[dict]:
@@ -73,28 +162,43 @@ class OpenAIEngine(Engine):
 
         self.config = config or OpenAIEngineConfig(**overrides)
         self.name = f"{self.config.model}@{self.config.base_url}"
-        self.client = openai.OpenAI(base_url=self.config.base_url, api_key=self.config.api_key,
+        self.client = openai.OpenAI(base_url=self.config.base_url, api_key=api_key_from_env(self.config.api_key_env),
                                     timeout=self.config.timeout, max_retries=self.config.max_retries)
         self._pool = ThreadPoolExecutor(max_workers=self.config.concurrency, thread_name_prefix="teacher")
 
+    def _image_urls(self, req: Request) -> list[str]:
+        if self.config.resizes and req.images:
+            return resized_data_urls(req.images, self.config)
+        return [data_url(p) for p in req.images]
+
     def _one(self, req: Request) -> Output:
+        n = len(req.images)
         try:
-            messages = chat_messages(req, [data_url(p) for p in req.images])
-        except OSError as exc:
-            return Output(error=f"cannot read image: {exc}", n_images=len(req.images))
+            messages = chat_messages(req, self._image_urls(req))
+        except (OSError, ValueError, RuntimeError) as exc:
+            return Output(error=f"cannot read image: {exc}", n_images=n)
         cap = min(self.config.max_new_tokens, req.max_new_tokens or self.config.max_new_tokens)
+        extra = {"logprobs": True, "top_logprobs": self.config.top_logprobs} if (
+            req.watch and self.config.top_logprobs) else {}
         try:
             resp = self.client.chat.completions.create(model=self.config.model, messages=messages, max_tokens=cap,
-                                                       temperature=self.config.temperature)
+                                                       temperature=self.config.temperature, **extra)
         except Exception as exc:  # openai.APIError and friends, after the client's retries
-            return Output(error=f"{type(exc).__name__}: {exc}", n_images=len(req.images))
+            return Output(error=f"{type(exc).__name__}: {exc}", n_images=n)
         choices = getattr(resp, "choices", None)
-        text = choices[0].message.content if choices and getattr(choices[0], "message", None) else None
-        if not isinstance(text, str):
-            return Output(error="malformed reply: no choices[0].message.content", n_images=len(req.images))
+        message = getattr(choices[0], "message", None) if choices else None
+        if message is None:
+            return Output(error="malformed reply: no choices[0].message", n_images=n)
+        text = message.content if isinstance(message.content, str) else ""
+        reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+        cut = getattr(choices[0], "finish_reason", None) == "length"
+        if not text and not cut and not reasoning:
+            return Output(error="malformed reply: no choices[0].message.content", n_images=n)
         usage = getattr(resp, "usage", None)
+        probs = watched_probs(text, getattr(choices[0], "logprobs", None), req.watch) if req.watch else []
         return Output(text=text, prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0, n_images=len(req.images))
+                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0, n_images=n, hit_cap=cut,
+                      token_probs=probs, reasoning=reasoning if isinstance(reasoning, str) else None)
 
     def generate(self, requests: list[Request]) -> list[Output]:
         """One Output per Request, in order; requests run concurrently up to `concurrency`."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
                  "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
@@ -39,7 +40,10 @@ def _corpus() -> list[str]:
     extra = ("SCORE: 0\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nEVIDENCE_SUFFICIENT: no\nMISSING_EVIDENCE: none\n"
              "CATEGORY: info_query\nNO_HINT: the coarse rubric covers the task.\nCUE_1: Pay attention to whether\n"
              "0123456789 The agent tapped typed opened the app settings note message file folder.\n")
-    return [text, extra] * 3
+    # runs of newlines, as a thinking model's answer starts: Qwen's real vocabulary merges them ("\n\n",
+    # "\n\n\n"), which is what moves a label boundary found by counting tokens of prompt + target together
+    newlines = "".join(f"{w}{nl}" for w in ("Reasoning.", "SCORE: 1", "</think>") for nl in ("\n\n", "\n\n\n")) * 20
+    return [text, extra, newlines] * 3
 
 
 def build_tokenizer(vocab_size: int = 1200):
@@ -104,8 +108,12 @@ def build_config(tokenizer, hidden: int = 64, layers: int = 2, vision_depth: int
     return cfg
 
 
-def make_tiny_model(out: str | Path, seed: int = 0, max_pixels: int = 1024 * PIXELS_PER_TOKEN) -> Path:
-    """Build and save a tiny random Qwen3-VL to `out`; returns the folder."""
+def make_tiny_model(out: str | Path, seed: int = 0, max_pixels: int = 1024 * PIXELS_PER_TOKEN,
+                    vocab_size: Optional[int] = None) -> Path:
+    """Build and save a tiny random Qwen3-VL to `out`; returns the folder. `vocab_size` pads the
+    embedding and head to that many rows (151936 is Qwen3-VL's: the cost that dominates real
+    training, the LM head over the vocabulary, then shows on the CPU; the extra rows are never
+    tokenised)."""
     import torch
     from transformers import GenerationConfig, Qwen3VLForConditionalGeneration
 
@@ -116,6 +124,8 @@ def make_tiny_model(out: str | Path, seed: int = 0, max_pixels: int = 1024 * PIX
     config = build_config(tokenizer)
     torch.manual_seed(seed)
     model = Qwen3VLForConditionalGeneration(config).eval()
+    if vocab_size and vocab_size > config.text_config.vocab_size:
+        model.resize_token_embeddings(vocab_size, mean_resizing=False)
     model.generation_config = GenerationConfig(eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id,
                                                do_sample=False)
     model.save_pretrained(out, safe_serialization=True)

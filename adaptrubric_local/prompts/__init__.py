@@ -56,6 +56,16 @@ class PromptSet(BaseModel):
     router_rules: list[str]
     headings: Headings
 
+    @property
+    def sha(self) -> str:
+        """Content hash of the prompt set (16 hex digits): the one `prompts_sha` that verdict files,
+        distillation manifests and model cards record."""
+        import hashlib
+        import json
+
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
 
 REQUIRED_PLACEHOLDERS = {
     "router": {"instruction"},

@@ -1,0 +1,151 @@
+"""The files of a distillation folder: one record per collected trajectory, the train/val split by
+task, the manifest, and the reading back of all three.
+
+A record keeps exactly what the verifier was shown (prompt, screenshots copied under `images/`,
+suffix, chat messages) and what the teacher said: its answer text verbatim (`response`), what a
+thinking teacher reasoned apart from its answer (`reasoning`: an endpoint's `reasoning_content`,
+or an inline `<think>` block taken out of the answer), its parsed verdict and, when the teacher
+gave one, its probability that SCORE is 1 (`p_success`). Knows nothing about engines or training.
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+from collections import defaultdict
+from pathlib import Path
+from typing import Optional
+
+FILES = {"collected": "collected.jsonl", "rejected": "rejected.jsonl", "failures": "failures.jsonl",
+         "train": "train.jsonl", "val": "val.jsonl", "manifest": "manifest.json"}
+THINK = re.compile(r"<think>(.*?)</think>", re.S)
+
+
+def split_thinking(text: str) -> tuple[str, Optional[str]]:
+    """(the answer with every `<think>...</think>` block taken out and leading whitespace stripped,
+    the thinking text or None). A reply whose opening tag was in the prompt (Qwen3's thinking
+    template) has only `</think>`: everything before it is thinking."""
+    thoughts = [m.strip() for m in THINK.findall(text)]
+    rest = THINK.sub("", text)
+    if "</think>" in rest:
+        head, _, rest = rest.rpartition("</think>")
+        thoughts.insert(0, head.replace("<think>", "").strip())
+    thinking = "\n\n".join(t for t in thoughts if t)
+    return rest.lstrip(), (thinking or None)
+
+
+def copy_images(paths: list[str], out: Path, tid: str, copy: bool) -> list[str]:
+    """The screenshots a record keeps: copied under out/images/<id>/ (paths relative to `out`), or
+    the original absolute paths when `copy` is off."""
+    if not copy:
+        return [str(Path(p).resolve()) for p in paths]
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in tid)
+    dst_dir = out / "images" / safe
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    rel = []
+    for k, p in enumerate(paths):
+        dst = dst_dir / f"{k:02d}_{Path(p).name}"
+        if not dst.exists():
+            shutil.copy2(p, dst)
+        rel.append(str(dst.relative_to(out)))
+    return rel
+
+
+def verify_record(prompt: str, images: list[str], suffix: str, messages: list[dict], text: str,
+                  reasoning: Optional[str], verdict, hit_cap: bool) -> dict:
+    """The `verify` part of a record: what the verifier saw and what the teacher answered."""
+    _, inline = split_thinking(text)
+    return {"prompt": prompt, "images": images, "suffix": suffix, "messages": messages, "response": text,
+            "reasoning": reasoning or inline, "p_success": verdict.p_success, "hit_cap": hit_cap,
+            "verdict": {"score": verdict.score, "evidence_sufficient": verdict.evidence_sufficient,
+                        "missing_evidence": verdict.missing_evidence}}
+
+
+def append(path: Path, obj: dict) -> None:
+    """Append one JSON line (written and flushed at once, so a killed run keeps it)."""
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Every line of a JSONL file written by this package; [] when there is no file."""
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def read_split(data_dir: str | Path, split: str) -> list[dict]:
+    """The records of one split; a malformed line is an error naming file and line."""
+    path = Path(data_dir) / f"{split}.jsonl"
+    if not path.is_file():
+        raise ValueError(f"{path} not found (is {data_dir} a folder written by `adaptrubric distill collect`?)")
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {n}: malformed JSON ({exc.msg})") from None
+    return out
+
+
+def split_tasks(tasks: list[str], val_fraction: float, seed: int) -> set[str]:
+    """The held-out tasks: a seeded shuffle of all tasks of the data set, the first
+    round(n * val_fraction) of them (at least one when the fraction is > 0 and n > 1)."""
+    order = sorted(tasks)
+    random.Random(seed).shuffle(order)
+    n_val = round(len(order) * val_fraction)
+    if val_fraction > 0 and len(order) > 1:
+        n_val = min(max(1, n_val), len(order) - 1)
+    return set(order[:n_val])
+
+
+def last_rejections(out: Path) -> dict[str, dict]:
+    """The last rejection line per id (a truncated reply retried with a larger cap may be rejected
+    again, or collected)."""
+    return {str(r["id"]): r for r in read_jsonl(out / FILES["rejected"])}
+
+
+def _balance(train: list[dict], seed: int) -> tuple[list[dict], int]:
+    by = defaultdict(list)
+    for r in train:
+        by[r["verify"]["verdict"]["score"]].append(r)
+    if len(by) != 2:
+        return train, 0
+    k = min(len(x) for x in by.values())
+    rng = random.Random(seed)
+    keep = {r["id"] for x in by.values() for r in rng.sample(x, k)}
+    return [r for r in train if r["id"] in keep], len(train) - len(keep)
+
+
+def finalize(out: Path, all_tasks: list[str], val_fraction: float, seed: int, balance: bool, meta: dict) -> dict:
+    """Write train.jsonl / val.jsonl (split by task) and manifest.json from collected.jsonl."""
+    records = read_jsonl(out / FILES["collected"])
+    val_tasks = split_tasks(all_tasks, val_fraction, seed)
+    train = [r for r in records if r["task_id"] not in val_tasks]
+    val = [r for r in records if r["task_id"] in val_tasks]
+    balanced_out = 0
+    if balance:
+        train, balanced_out = _balance(train, seed)
+    for name, rows in (("train", train), ("val", val)):
+        with open(out / FILES[name], "w", encoding="utf-8") as fh:
+            for r in rows:
+                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    collected = {str(r["id"]) for r in records}
+    rejected = [r for i, r in last_rejections(out).items() if i not in collected]
+    failures = read_jsonl(out / FILES["failures"])
+    counts = {
+        "collected": len(records), "train": len(train), "val": len(val), "balanced_out": balanced_out,
+        "train_positive": sum(r["verify"]["verdict"]["score"] == 1 for r in train),
+        "val_positive": sum(r["verify"]["verdict"]["score"] == 1 for r in val),
+        "with_p_success": sum(r["verify"].get("p_success") is not None for r in records),
+        "with_reasoning": sum(bool(r["verify"].get("reasoning")) for r in records),
+        "unparsed": sum(r["reason"] == "unparsed" for r in rejected),
+        "truncated": sum(r["reason"] == "truncated" for r in rejected),
+        "disagree": sum(r["reason"] == "disagrees with label" for r in rejected),
+        "failed": len(failures), "tasks": len(all_tasks), "val_tasks": len(val_tasks),
+    }
+    manifest = {**meta, "counts": counts}
+    (out / FILES["manifest"]).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    return manifest

@@ -1,0 +1,83 @@
+"""Which teacher to ask and how: the one description of a teacher that `distill collect`, `bank
+induce` and `bank refine` share (their flags come from these fields), and the engine it builds.
+
+A teacher is a local Qwen3-VL checkpoint run by this package (`teacher_model`) or an
+OpenAI-compatible endpoint (`teacher_url` + `teacher_name`: vLLM, SGLang, a hosted API). The API
+key is read from the environment variable `api_key_env`, never from a flag, and `describe()` (what
+manifests and model cards record) holds no key. Knows nothing about rubrics, banks or distillation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .base import Engine
+
+
+@dataclass
+class TeacherConfig:
+    """A teacher model and how to call it."""
+
+    teacher_model: Optional[str] = field(default=None, metadata={
+        "help": "a local Qwen3-VL checkpoint (hub id or folder) run by this package"})
+    teacher_url: Optional[str] = field(default=None, metadata={
+        "help": "OpenAI-compatible endpoint base URL, e.g. http://judge:8000/v1"})
+    teacher_name: Optional[str] = field(default=None, metadata={"help": "served model name at --teacher-url"})
+    api_key_env: str = field(default="OPENAI_API_KEY", metadata={
+        "help": "environment variable holding the endpoint's API key (unset: 'EMPTY', which vLLM/SGLang accept)"})
+    timeout: float = field(default=300.0, metadata={"help": "seconds per HTTP attempt (thinking judges are slow)"})
+    max_retries: int = field(default=3, metadata={"help": "retries per teacher call (the openai client's backoff)"})
+    concurrency: int = field(default=8, metadata={"help": "teacher calls in flight at once"})
+    teacher_max_new_tokens: int = field(default=2048, metadata={
+        "help": "token cap per teacher reply; a thinking teacher needs room for its reasoning"})
+    teacher_max_visual_tokens: Optional[int] = field(default=None, metadata={
+        "help": "show the teacher each trajectory's screenshots at this visual-token budget (what a student "
+                "trained and scored with the same budget sees); default: the original files"})
+    teacher_max_pixels: Optional[int] = field(default=None, metadata={
+        "help": "per-image pixel cap for the teacher's images (default: the processor's)"})
+    teacher_batch_size: int = field(default=8, metadata={"help": "requests per generate call of a local teacher"})
+    teacher_load_in_4bit: bool = field(default=False, metadata={"help": "load a local teacher in 4-bit (nf4)"})
+
+    def __post_init__(self):
+        if self.teacher_url and not self.teacher_name:
+            raise ValueError("--teacher-url needs --teacher-name (the served model name)")
+        if self.teacher_max_new_tokens < 1:
+            raise ValueError(f"teacher_max_new_tokens must be >= 1, got {self.teacher_max_new_tokens}")
+
+    @property
+    def kind(self) -> Optional[str]:
+        """'url', 'model', or None when neither is set."""
+        return "url" if self.teacher_url else ("model" if self.teacher_model else None)
+
+    def describe(self) -> dict:
+        """What a manifest records about the teacher (never the key)."""
+        if self.teacher_url:
+            return {"kind": "url", "name": self.teacher_name, "url": self.teacher_url,
+                    "max_new_tokens": self.teacher_max_new_tokens, "images": self._images()}
+        return {"kind": "model", "name": self.teacher_model, "max_new_tokens": self.teacher_max_new_tokens,
+                "images": self._images()}
+
+    def _images(self) -> dict:
+        if self.teacher_max_visual_tokens is None and self.teacher_max_pixels is None:
+            return {"resized": False} if self.teacher_url else {"resized": False, "note": "the processor's own"}
+        return {"resized": True, "max_visual_tokens": self.teacher_max_visual_tokens,
+                "max_pixels": self.teacher_max_pixels}
+
+    def build(self) -> Engine:
+        """The teacher engine (exactly one of a local model or an endpoint must be set)."""
+        if bool(self.teacher_model) == bool(self.teacher_url):
+            raise ValueError("give exactly one teacher: --teacher-model M, or --teacher-url URL with --teacher-name "
+                             "NAME")
+        if self.teacher_url:
+            from .openai_engine import OpenAIEngine, OpenAIEngineConfig
+
+            return OpenAIEngine(OpenAIEngineConfig(
+                base_url=self.teacher_url, model=self.teacher_name, api_key_env=self.api_key_env,
+                timeout=self.timeout, max_retries=self.max_retries, concurrency=self.concurrency,
+                max_new_tokens=self.teacher_max_new_tokens, max_visual_tokens=self.teacher_max_visual_tokens,
+                max_pixels=self.teacher_max_pixels))
+        from .build import build_engine
+
+        return build_engine(model=self.teacher_model, max_new_tokens=self.teacher_max_new_tokens,
+                            max_batch_size=self.teacher_batch_size, load_in_4bit=self.teacher_load_in_4bit,
+                            max_visual_tokens=self.teacher_max_visual_tokens, max_pixels=self.teacher_max_pixels)
