@@ -25,6 +25,7 @@ class DemoSettings:
     lora_r: int = 16
     batch_size: int = 4
     max_new_tokens: int = 24
+    score_token_weight: float = 4.0  # the deciding digit weighs more than the 20 format tokens around it
     seed: int = 0
 
 
@@ -68,7 +69,8 @@ def distill_demo(out: str | Path, s: DemoSettings | None = None, progress: bool 
     cfg = TrainConfig(data=str(dist), model=str(model), out=str(ckpt), target="verdict", epochs=s.epochs,
                       learning_rate=s.learning_rate, lora_r=s.lora_r, lora_alpha=2 * s.lora_r,
                       per_device_batch_size=s.batch_size, grad_accum=1, warmup_ratio=0.1, train_lm_head=True,
-                      gradient_checkpointing=False, logging_steps=5, seed=s.seed, progress=progress)
+                      gradient_checkpointing=False, logging_steps=5, seed=s.seed, progress=progress,
+                      score_token_weight=s.score_token_weight, dataloader_workers=0)
     summary = train(cfg)
     times["train_s"] = time.perf_counter() - t0
     log(f"train: LoRA r={s.lora_r} (+lm_head: the tiny model's head is random) for {s.epochs:g} epochs, "

@@ -76,7 +76,7 @@ def test_train_resume_evaluate_merge(tiny_model, dist, tmp_path):
     from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
 
     out = tmp_path / "ckpt"
-    first = tl.train(_cfg(dist, tiny_model, out))
+    first = tl.train(_cfg(dist, tiny_model, out, dataloader_workers=2))  # screenshots decoded in worker processes
     for name in ("adapter_config.json", "adapter_model.safetensors", "training_config.json", "loss_log.jsonl",
                  "README.md"):
         assert (out / name).is_file(), name
@@ -136,3 +136,38 @@ def test_two_processes_make_one_adapter(tiny_model, dist, tmp_path):
     assert len({i["pid"] for i in info}) == 2
     assert (out / "adapter_model.safetensors").is_file() and len(list(out.glob("adapter_model*"))) == 1
     assert json.loads((out / "train_summary.json").read_text())["world_size"] == 2
+
+
+def test_a_worse_later_epoch_does_not_replace_the_best(tiny_model, dist, tmp_path):
+    """Validation each epoch; the adapter kept is the best epoch's, not the last one's."""
+    from safetensors.torch import load_file
+
+    scripted = iter([0.5, 0.9, 0.6])  # the second epoch is the best, the third worse
+
+    def metrics(_pred):
+        return {"selection": next(scripted), "agreement": 0.0}
+
+    out = tmp_path / "best"
+    summary = tl.train(_cfg(dist, tiny_model, out, epochs=3, learning_rate=5e-3, save_total_limit=3),
+                       metrics_fn=metrics)
+    assert summary["best_epoch"] == 2 and summary["best_metric"] == 0.9
+    assert [round(m["epoch"]) for m in summary["per_epoch"]] == [1, 2, 3]
+    best = Path(summary["best_checkpoint"])
+    kept = load_file(out / "adapter_model.safetensors")
+    at_best = load_file(best / "adapter_model.safetensors")
+    last = load_file(sorted((out / "trainer").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))[-1]
+                     / "adapter_model.safetensors")
+    assert kept.keys() == at_best.keys()
+    assert all(kept[k].equal(at_best[k]) for k in kept)
+    assert not all(kept[k].equal(last[k]) for k in kept)  # the last epoch moved on; its weights were not kept
+    assert "kept epoch | 2" in (out / "README.md").read_text()
+
+
+def test_class_weights_balance_the_teachers_scores():
+    from adaptrubric_local.distill.examples import Example
+
+    exs = [Example(str(i), "verify", "p", [], "", "t", teacher_score=int(i < 1)) for i in range(4)]
+    exs.append(Example("r", "route", "p", [], "", "CATEGORY: general"))
+    tl.class_weights(exs, "balanced")
+    assert [e.weight for e in exs] == [2.0, 2 / 3, 2 / 3, 2 / 3, 1.0]  # 1 positive, 3 negatives: equal totals
+    tl.class_weights(exs[:1], "none")

@@ -57,7 +57,9 @@ class TrainConfig:
         "help": "none | balanced: weight examples inversely to the frequency of the teacher's SCORE"})
     early_stopping_patience: Optional[int] = field(default=None, metadata={
         "help": "stop after this many epochs without a better validation agreement (default: run every epoch)"})
-    dataloader_workers: int = field(default=2, metadata={"help": "processes that decode screenshots for training"})
+    dataloader_workers: Optional[int] = field(default=None, metadata={
+        "help": "processes that decode screenshots while the GPU trains (default: 2 on a GPU, 0 on the CPU, where "
+                "starting them costs more than they save)"})
     group_by_length: bool = field(default=True, metadata={"help": "batch examples of similar length together"})
     gpu_memory: Optional[str] = field(default=None, metadata={
         "help": "plan for this much GPU memory (e.g. 24GB) instead of the GPU present"})
@@ -91,7 +93,7 @@ class TrainConfig:
             raise ValueError("kd_weight and score_token_weight must be >= 0")
         if self.early_stopping_patience is not None and self.early_stopping_patience < 1:
             raise ValueError("early_stopping_patience must be >= 1 (or none)")
-        if self.dataloader_workers < 0:
+        if self.dataloader_workers is not None and self.dataloader_workers < 0:
             raise ValueError(f"dataloader_workers must be >= 0, got {self.dataloader_workers}")
         if not (Path(self.data) / "train.jsonl").is_file():
             raise ValueError(f"{self.data}: no train.jsonl (run `adaptrubric distill collect` first)")

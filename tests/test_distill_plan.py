@@ -1,0 +1,117 @@
+"""The memory plan of `distill train`: lengths equal to the rows the collator builds, parameter counts
+of the published Qwen3-VL architectures, refusals that say what would fit, and the README's table."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from adaptrubric_local.distill.plan import GiB, Setting, arch_of, estimate, parse_memory
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory):
+    from adaptrubric_local.distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
+    from adaptrubric_local.formats import load_trajectories
+    from adaptrubric_local.synth import synthesize
+
+    root = tmp_path_factory.mktemp("plan")
+    data = synthesize(root / "synth", n_tasks=3, candidates=2, size=(120, 260), visible_outcome=True)
+    collect(data, root / "dist", label_teacher(load_trajectories(data).trajectories), teacher_pipeline("labels"),
+            CollectConfig(val_fraction=0.0), progress=False)
+    return root / "dist"
+
+
+def _distill(*argv) -> int:
+    from adaptrubric_local.cli import main
+
+    return main(["distill", *map(str, argv)])
+
+
+def test_planned_lengths_are_the_collators_rows(tiny_engine, dist):
+    from adaptrubric_local.distill.examples import Collator, examples, read_split
+    from adaptrubric_local.distill.plan import example_shapes
+
+    for target in ("verdict", "full"):
+        exs = examples(read_split(dist, "train"), dist, target=target, tasks=("verify", "route", "cue"))
+        shapes = example_shapes(exs, tiny_engine.encoder, tiny_engine.images.cfg)
+        col = Collator(tiny_engine.encoder, tiny_engine.images.cfg)
+        for e, s in zip(exs, shapes):
+            batch = col([e])
+            assert batch["input_ids"].shape[1] == s.total, e.id
+            assert int((batch["labels"] != -100).sum()) == s.target
+            assert int((batch["mm_token_type_ids"] == 1).sum()) == s.visual
+
+
+def test_published_architectures_are_counted_on_the_meta_device():
+    from adaptrubric_local.engine.architectures import ARCHITECTURES, qwen3vl_config
+
+    a4 = arch_of(qwen3vl_config(ARCHITECTURES["Qwen/Qwen3-VL-4B-Instruct"]))
+    a8 = arch_of(qwen3vl_config(ARCHITECTURES["Qwen/Qwen3-VL-8B-Instruct"]))
+    assert sum(a4.params.values()) / 1e9 == pytest.approx(4.44, abs=0.01)  # "4B": 4.4B with the vision tower
+    assert sum(a8.params.values()) / 1e9 == pytest.approx(8.77, abs=0.01)
+    assert a4.params["lm_head"] == 0 and a8.params["lm_head"] == 151936 * 4096  # 4B ties its head
+    assert 16 * a4.lora_params == 36 * 16 * (2560 + 4096 + 2 * (2560 + 1024) + 4096 + 2560 + 3 * (2560 + 9728))
+    # bf16 weights are 2 bytes a parameter; nf4 language layers about half a byte
+    lora = estimate(a8, Setting(), [_shape()]).weights
+    qlora = estimate(a8, Setting(load_in_4bit=True), [_shape()]).weights
+    assert lora == pytest.approx(2 * sum(a8.params.values()))
+    assert qlora == pytest.approx(2 * (sum(a8.params.values()) - a8.params["language_linear"])
+                                  + 0.516 * a8.params["language_linear"], rel=1e-3)
+
+
+def _shape(visual=25500, text=2500, target=26):
+    from adaptrubric_local.distill.plan import Shape
+
+    return Shape(text=text, visual=visual, target=target, images=10)
+
+
+def test_memory_grows_with_the_sequence_and_the_labelled_tokens_not_the_vocabulary_times_sequence():
+    from adaptrubric_local.engine.architectures import ARCHITECTURES, qwen3vl_config
+
+    a = arch_of(qwen3vl_config(ARCHITECTURES["Qwen/Qwen3-VL-4B-Instruct"]))
+    short, long = estimate(a, Setting(), [_shape(visual=3000)]), estimate(a, Setting(), [_shape(visual=25500)])
+    assert long.activations > 3 * short.activations and long.loss == short.loss  # the loss counts labelled tokens
+    full = estimate(a, Setting(), [_shape(target=1000)])
+    assert full.loss > 10 * short.loss and full.loss < 2 * GiB  # 1,000 response tokens x 151,936 rows
+
+
+def test_readme_table_rows():
+    spec = importlib.util.spec_from_file_location("distill_plan_table", ROOT / "eval" / "distill_plan_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = {(r["model"], r["method"], r["visual"]): r for r in mod.table()}
+    assert len(rows) == 12
+    assert rows[("Qwen3-VL-4B-Instruct", "LoRA", "native")]["fits_24"]  # the default settings fit a 24 GB card
+    assert not rows[("Qwen3-VL-8B-Instruct", "LoRA", "native")]["fits_24"]
+    assert rows[("Qwen3-VL-8B-Instruct", "LoRA", "native")]["fits_48"]
+    assert rows[("Qwen3-VL-8B-Instruct", "QLoRA", "6144")]["fits_24"]
+    assert rows[("Qwen3-VL-4B-Instruct", "LoRA", "native")]["tokens"] == 2500 + 10 * 2550 + 26
+    assert "| Qwen3-VL-4B-Instruct | LoRA | native | 28,026 |" in mod.markdown(list(rows.values()))
+
+
+def test_plan_json_and_refusals(tiny_model, dist, tmp_path, capsys):
+    assert _distill("plan", dist, "--model", tiny_model, "--json") == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["lengths"]["examples"] == 6 and plan["device"] == "cpu" and plan["fits"] is None
+    parts = plan["estimate_gib"]
+    assert parts["total"] == pytest.approx(sum(v for k, v in parts.items() if k != "total"), abs=0.01)
+    longest = plan["lengths"]["total"]["max"]
+    out = tmp_path / "x"
+    assert _distill("train", dist, "--model", tiny_model, "--out", out, "--max-seq-len", longest - 1) == 2
+    err = capsys.readouterr().err
+    assert f"longer than --max-seq-len {longest - 1}" in err and "Lower --max-visual-tokens" in err
+    assert _distill("train", dist, "--model", tiny_model, "--out", out, "--gpu-memory", "1GB") == 2
+    err = capsys.readouterr().err
+    assert "over the 1 GiB available" in err and "--force" in err
+    assert not out.exists()  # refused before anything was loaded or written
+    assert _distill("train", dist, "--model", tiny_model, "--out", out, "--gpu-memory", "1GB", "--dry-run") == 1
+    assert "does NOT fit 1 GiB" in capsys.readouterr().out
+
+
+def test_parse_memory():
+    assert parse_memory("24GB") == parse_memory("24 GiB") == parse_memory("24") == 24 * GiB
+    with pytest.raises(ValueError, match="24GB"):
+        parse_memory("lots")
