@@ -2,6 +2,7 @@
 
     rm = RewardModel(model="Qwen/Qwen3-VL-4B-Instruct", reward="p_success", data_root="/data/rollouts")
     rm = RewardModel.from_config("reward.yaml")       # every option of `adaptrubric score`, one flat mapping
+    rm = RewardModel(reward="p_success", calibration="calib.json")   # p_success_calibrated as the soft reward
     rm.rewards([traj_a, traj_b])                      # -> [1.0, None]  (None: unparsed or error, never 0/1)
     rm.score([traj_a, traj_b])                        # -> [Verdict, Verdict]
 

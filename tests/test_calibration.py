@@ -249,6 +249,14 @@ def test_reward_model_soft_reward_uses_the_calibration(synth_set, tmp_path):
         RewardModel(engine=eng, calibration=str(tmp_path / "none.json"))
     for rm in (raw, cal, binary):
         rm.close()
+    from adaptrubric_local import rewards  # the RL adapters' soft reward goes through the same RewardModel
+
+    rewards.configure(engine=eng, reward="soft", router="rules", fine=False, calibration=str(cal_path))
+    try:
+        assert rewards.trl_reward(completions=[""] * 2, trajectory=[t.to_dict() for t in trajs[:2]]) == pytest.approx(
+            [expected] * 2)
+    finally:
+        rewards.configure(engine=FakeEngine())
 
 
 def test_bestofn_soft_uses_the_calibrated_probability():
