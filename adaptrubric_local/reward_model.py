@@ -345,7 +345,8 @@ class RewardModel:
                     self.loads += 1
                     pipe = AdaptRubric(engine, self.pipeline_config)
                     self._batcher = Batcher(lambda ts: self._calibrated(pipe.score(ts)),
-                                            max_batch=self.config.max_batch, window_s=self.config.batch_window_ms / 1000,
+                                            max_batch=self.config.max_batch,
+                                            window_s=self.config.batch_window_ms / 1000,
                                             max_pending=self.config.max_pending)
                     self._pipe = pipe
         return self._pipe

@@ -67,7 +67,8 @@ def _crafted_run(tmp_path):
     shot = make_png(tmp_path / "img" / "s.png", seed=1)
     recs = [{"id": i, "instruction": f"Task {i}.", "label": y, "platform": "android",
              "steps": [{"screenshot": "img/s.png", "action": "tap(x)"}]} for i, (_, y) in CRAFTED.items()]
-    recs.append({"id": "i", "instruction": "Task i.", "label": 1, "steps": [{"screenshot": "img/s.png", "action": "x"}]})
+    recs.append({"id": "i", "instruction": "Task i.", "label": 1,
+                 "steps": [{"screenshot": "img/s.png", "action": "x"}]})
     data = write_jsonl(tmp_path / "d.jsonl", recs)
     verdicts = [Verdict(id=i, score=int(p >= 0.5), p_success=p) for i, (p, _) in CRAFTED.items()]
     verdicts.append(Verdict(id="i", status="unparsed", raw="no verdict"))  # labelled, no probability
@@ -183,8 +184,8 @@ def _labelled_data(tmp_path, labels):
 def test_calibrate_command_fits_and_applies(tmp_path, capsys):
     ps, ys = _overconfident(300, seed=4)
     data = _labelled_data(tmp_path, ys)
-    vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(Verdict(id=f"t{i}", score=int(p >= 0.5), p_success=p).to_dict())
-                                               for i, p in enumerate(ps)])
+    verdicts = [Verdict(id=f"t{i}", score=int(p >= 0.5), p_success=p) for i, p in enumerate(ps)]
+    vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(v.to_dict()) for v in verdicts])
     (tmp_path / "v.config.json").write_text(json.dumps({"model": "m", "max_images": 10}))
     cal_path = tmp_path / "calib.json"
     assert main(["calibrate", "--data", str(data), "--verdicts", str(vfile), "--out", str(cal_path)]) == 0
@@ -192,7 +193,8 @@ def test_calibrate_command_fits_and_applies(tmp_path, capsys):
     cal, prov = C.load(cal_path)
     assert "temperature scaling on 300 labelled verdicts" in out and cal.n == 300
     assert cal.fitted_on["verdicts_sha256"] == C.file_sha256(vfile) and cal.after["ece"] < cal.before["ece"]
-    assert main(["calibrate", "--apply", str(cal_path), "--verdicts", str(vfile), "--out", str(tmp_path / "vc.jsonl")]) == 0
+    applied = tmp_path / "vc.jsonl"
+    assert main(["calibrate", "--apply", str(cal_path), "--verdicts", str(vfile), "--out", str(applied)]) == 0
     lines = [json.loads(x) for x in (tmp_path / "vc.jsonl").read_text().splitlines()]
     assert [d["p_success"] for d in lines] == ps  # the raw value is kept beside the calibrated one
     assert all(d["p_success_calibrated"] == pytest.approx(cal.apply(d["p_success"])) for d in lines)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, Verdict, load_trajectories
+from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, Verdict
 from adaptrubric_local.cli import main
 from adaptrubric_local.evaluation import review, review_page
 from adaptrubric_local.scoring import score_file
@@ -19,9 +19,11 @@ XSS = '</script><script>window.__pwned = 1</script><img src=x onerror="window.__
 
 
 def test_outcomes_and_error_confidence():
-    cases = [(Verdict(score=1, label=0, p_success=0.9), "FP", 0.9), (Verdict(score=0, label=1, p_success=0.3), "FN", 0.7),
+    cases = [(Verdict(score=1, label=0, p_success=0.9), "FP", 0.9),
+             (Verdict(score=0, label=1, p_success=0.3), "FN", 0.7),
              (Verdict(score=1, label=1, p_success=0.8), "TP", pytest.approx(0.2)),
-             (Verdict(score=0, label=0), "TN", None), (Verdict(status="unparsed", label=1, p_success=0.6), "unparsed", 0.4),
+             (Verdict(score=0, label=0), "TN", None),
+             (Verdict(status="unparsed", label=1, p_success=0.6), "unparsed", 0.4),
              (Verdict(status="error", label=0), "error", None), (Verdict(score=1), "unlabelled", None)]
     for v, out, conf in cases:
         assert review.outcome(v) == out
@@ -29,7 +31,8 @@ def test_outcomes_and_error_confidence():
 
 
 def test_block_span_marks_the_block_the_parser_read():
-    raw = "SCORE: 0 was my first idea.\nLet me look again.\n**SCORE:** 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none\nThanks!"
+    raw = ("SCORE: 0 was my first idea.\nLet me look again.\n**SCORE:** 1\nEVIDENCE_SUFFICIENT: yes\n"
+           "MISSING_EVIDENCE: none\nThanks!")
     v = Verdict(status="ok", score=1, raw=raw)
     s, e = review.block_span(v)
     assert raw[s:e] == "**SCORE:** 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
@@ -103,7 +106,8 @@ def test_trajectory_text_is_data_never_markup(scored, tmp_path):
     from adaptrubric_local.evaluation.harness import run_review
 
     run_review(vfile, tmp_path / "r", data)
-    data_files = [tmp_path / "r" / "review_files" / "index.js", *(tmp_path / "r" / "review_files" / "cards").glob("*.js")]
+    files = tmp_path / "r" / "review_files"
+    data_files = [files / "index.js", *(files / "cards").glob("*.js")]
     text = "".join(f.read_text() for f in data_files)
     assert "<" not in text  # JSON strings carry '<' as \u003c: nothing in them can close or open a tag
     assert "\\u003c/script>\\u003cscript>window.__pwned = 1" in text and "\\u003cb>everything" in text
@@ -148,8 +152,8 @@ def test_a_changed_selection_is_reported(scored, tmp_path):
 def test_ids_missing_from_the_data_and_error_verdicts_get_cards(tmp_path):
     recs = [canonical_record(tmp_path, "a", 3, label=1)]
     data = write_jsonl(tmp_path / "d.jsonl", recs)
-    vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(Verdict(id="a", status="error", error="d.jsonl, record a: boom").to_dict()),
-                                               json.dumps(Verdict(id="ghost", score=1, raw="SCORE: 1").to_dict())])
+    verdicts = [Verdict(id="a", status="error", error="d.jsonl, record a: boom"), Verdict(id="ghost", score=1, raw="x")]
+    vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(v.to_dict()) for v in verdicts])
     from adaptrubric_local.evaluation.harness import run_review
 
     run_review(vfile, tmp_path / "r", data)

@@ -20,7 +20,7 @@ from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, load_traj
 from adaptrubric_local.cli import main
 from adaptrubric_local.scoring import score_file
 
-from conftest import make_png, write_jsonl
+from conftest import make_png
 
 REQUIRED = os.environ.get("ADAPTRUBRIC_REQUIRE_BROWSER") == "1"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -115,7 +115,8 @@ def run(tmp_path_factory):
             return "I cannot decide from these screens."
         wrong = k % 5 == 0 or req.tag == HOSTILE_ID
         s = 1 - labels[req.tag] if wrong else labels[req.tag]
-        return f"Looked at it: <script>window.__pwned = 3</script>\nSCORE: {s}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+        return (f"Looked at it: <script>window.__pwned = 3</script>\nSCORE: {s}\nEVIDENCE_SUFFICIENT: yes\n"
+                "MISSING_EVIDENCE: none")
 
     vfile = root / "verdicts.jsonl"
     score_file(AdaptRubric(FakeEngine(script=script, p_score=lambda r, d: 0.85 if d == "1" else 0.2),

@@ -273,7 +273,8 @@ def compare(dir_a: str | Path, dir_b: str | Path, out: Optional[str | Path] = No
         raise ValueError(f"cannot compare {ka} ({dir_a}) with {kb} ({dir_b})")
     if out is not None and ka == "metrics.json":
         Path(out).mkdir(parents=True, exist_ok=True)
-        series = [(f"{tag}: {f}", s) for tag, obj in (("A", a), ("B", b)) for f, s in (obj.get("probability") or {}).items()]
+        series = [(f"{tag}: {f}", s) for tag, obj in (("A", a), ("B", b))
+                  for f, s in (obj.get("probability") or {}).items()]
         R.plot_reliability(series, Path(out) / "calibration.png", f"Reliability: A = {dir_a}, B = {dir_b}")
     ra, rb = a.get("run", {}), b.get("run", {})
     lines = [f"{'setting':<22}{'A':<40}{'B':<40}"]

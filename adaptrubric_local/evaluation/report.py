@@ -74,8 +74,8 @@ def metrics_markdown(m: dict, run: dict) -> str:
               "![confusion matrix](confusion.png)", "", "![per-platform metrics](per_platform.png)", ""]
     lines += probability_markdown(m.get("probability"))
     if m.get("review"):
-        lines += [f"Every trajectory, with its screenshots, evidence and verifier output: [{m['review']}]({m['review']}) "
-                  "(open it in a browser; it works offline).", ""]
+        lines += ["Every trajectory, with its screenshots, evidence and verifier output: "
+                  f"[{m['review']}]({m['review']}) (open it in a browser; it works offline).", ""]
     e = m.get("efficiency", {})
     if e:
         lines += ["## Efficiency (Table 5 layout)", "",

@@ -66,12 +66,14 @@ class Preparer:
 
         cfg = run_config or {}
         known = {f.name for f in fields(PipelineConfig)}
-        kept = {k: cfg[k] for k in ("max_images", "dedupe_frames", "coarse", "fine", "bank_path") if k in cfg and k in known}
+        kept = {k: cfg[k] for k in ("max_images", "dedupe_frames", "coarse", "fine", "bank_path")
+                if k in cfg and k in known}
         self.notes: list[str] = []
         try:
             self.bank = load_bank(kept.get("bank_path"))
         except (OSError, ValueError) as exc:
-            self.notes.append(f"the run's rubric bank could not be read ({exc}); families looked up in the bundled bank")
+            self.notes.append(f"the run's rubric bank could not be read ({exc}); families looked up in the "
+                              "bundled bank")
             kept.pop("bank_path", None)
             self.bank = load_bank(None)
         self.base = PipelineConfig(router="rules", cue_filter=False, **kept)

@@ -75,7 +75,8 @@ def make_thumbnail(src: str, dest: Path, box: tuple[int, int] = THUMB_BOX) -> Op
     return None
 
 
-def make_thumbnails(paths: list[str], folder: Path, progress: bool = False) -> dict[str, tuple[Optional[str], Optional[str]]]:
+def make_thumbnails(paths: list[str], folder: Path,
+                    progress: bool = False) -> dict[str, tuple[Optional[str], Optional[str]]]:
     """path -> (thumbnail file name or None, why not), made in a thread pool."""
     from tqdm import tqdm
 
