@@ -29,6 +29,8 @@ EXAMPLES = """examples:
   adaptrubric ablate --data DATA --model runs/tiny --out runs/ablate
   adaptrubric tts --data DATA --verdicts verdicts.jsonl --out runs/tts
   adaptrubric compare runs/eval-a runs/eval-b
+  adaptrubric review --data DATA --verdicts verdicts.jsonl --out runs/review
+  adaptrubric calibrate --data DEV --verdicts dev_verdicts.jsonl --out calib.json
   adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
 """
 
@@ -159,7 +161,7 @@ and rubric items, plus the shared meta rule; unknown keys are errors naming the 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__, cli_bank, cli_distill, cli_eval, cli_score, cli_serve
+    from . import __version__, cli_bank, cli_distill, cli_eval, cli_review, cli_score, cli_serve
 
     ap = argparse.ArgumentParser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent "
                                  "trajectories, run in-process with Qwen3-VL.", epilog=EXAMPLES,
@@ -201,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="bank YAML file")
     p.set_defaults(func=cmd_validate_bank)
 
-    for module in (cli_score, cli_eval, cli_distill, cli_serve, cli_bank):
+    for module in (cli_score, cli_eval, cli_review, cli_distill, cli_serve, cli_bank):
         module.add_subcommands(sub)
     return ap
 

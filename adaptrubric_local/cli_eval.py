@@ -3,6 +3,7 @@ Argument handling only; the work is in `evaluation.harness`.
 """
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from .cli_common import FORMATTER, add_scoring_options, make_engine, pipeline_config, score_with_model
@@ -12,7 +13,7 @@ EXAMPLES = """examples:
   adaptrubric eval --data ../data/androidgen --model Qwen/Qwen3-VL-8B-Instruct --out runs/eval-8b
   adaptrubric ablate --data runs/synth/trajectories.jsonl --model runs/tiny --out runs/ablate
   adaptrubric tts --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/tts
-  adaptrubric compare runs/eval-4b runs/eval-8b
+  adaptrubric compare runs/eval-4b runs/eval-8b --out runs/compare   # + both reliability diagrams
 """
 
 
@@ -41,13 +42,17 @@ def cmd_eval(args) -> int:
     if bool(args.verdicts) == bool(args.model):
         raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
-    m = run_eval(vpath, out, args.data, _labels(args))
+    m = run_eval(vpath, out, args.data, _labels(args), review=args.review, progress=not args.quiet)
     o, e = m["overall"], m["efficiency"]
     print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} (counted as SCORE 0)  "
           f"acc={_f(o['acc'])} prec={_f(o['prec'])} rec={_f(o['rec'])} f1={_f(o['f1'])} fpr={_f(o['fpr'])}  "
           f"| scored only: acc={_f(o['scored_only']['acc'])} f1={_f(o['scored_only']['f1'])}")
     print(f"calls/traj={e['calls_per_traj']:.2f} tokens/traj={e['tokens_per_traj']:.0f} ({e['accounting']})")
-    print(f"wrote {out}/metrics.json, report.md, confusion.png, per_platform.png")
+    for name, s in m["probability"].items():
+        print(f"{name} over {s['n']} labelled verdicts: AUROC={_f(s['auroc'], d=4)} AUPRC={_f(s['auprc'], d=4)} "
+              f"Brier={_f(s['brier'], d=4)} ECE={_f(s['ece'], d=4)} (15 bins)")
+    print(f"wrote {out}/metrics.json, report.md, confusion.png, per_platform.png, calibration.png"
+          + (", review.html" if args.review else ""))
     return 0
 
 
@@ -95,12 +100,14 @@ def cmd_ablate(args) -> int:
 def cmd_compare(args) -> int:
     from .evaluation.harness import compare
 
-    print(compare(args.dir_a, args.dir_b))
+    print(compare(args.dir_a, args.dir_b, args.out))
+    if args.out:
+        print(f"wrote {args.out}/calibration.png (both runs' reliability diagrams)")
     return 0
 
 
-def _f(x, signed=False):
-    return "-" if x is None else (f"{x:+.1f}" if signed else f"{x:.1f}")
+def _f(x, signed=False, d=1):
+    return "-" if x is None else (f"{x:+.{d}f}" if signed else f"{x:.{d}f}")
 
 
 def add_subcommands(sub) -> None:
@@ -113,11 +120,14 @@ def add_subcommands(sub) -> None:
 
     p = sub.add_parser("eval", help="accuracy/precision/recall/F1/FPR overall and per platform, with a report",
                        description="Evaluate verdicts against the data set's labels (or score first with --model). "
-                                   "Writes metrics.json, report.md, confusion.png and per_platform.png to --out.",
+                                   "Writes metrics.json, report.md, confusion.png, per_platform.png, calibration.png "
+                                   "(p_success: AUROC, AUPRC, Brier, ECE) and review.html to --out.",
                        epilog=EXAMPLES, formatter_class=fmt)
     p.add_argument("--data", required=True, help="labelled trajectories (any supported format)")
     p.add_argument("--verdicts", help="verdict JSONL from `adaptrubric score`")
     p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--review", action=argparse.BooleanOptionalAction, default=True,
+                   help="also write review.html, every trajectory with what the verifier saw (default on)")
     scoring_opts(p)
     p.set_defaults(func=cmd_eval)
 
@@ -142,6 +152,7 @@ def add_subcommands(sub) -> None:
                        epilog=EXAMPLES, formatter_class=fmt)
     p.add_argument("dir_a")
     p.add_argument("dir_b")
+    p.add_argument("--out", help="also draw both eval runs' reliability diagrams into OUT/calibration.png")
     p.set_defaults(func=cmd_compare)
 
 

@@ -19,6 +19,7 @@ EXAMPLES = """examples:
   adaptrubric score DATA --model M --out v.jsonl --router rules --no-fine                 # verifier calls only
   adaptrubric score /data/records.jsonl --image-root /mnt/screenshots --model M --out v.jsonl
   adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl --workers 4   # 4 GPUs
+  adaptrubric score DATA --model M --out v.jsonl --calibration calib.json     # + p_success_calibrated
 
 Defaults are the paper's method: the model router, fine cues, up to 10 screenshots at the processor's
 own resolution, up to 1024 verifier tokens (stopping once the verdict block is complete).
@@ -31,7 +32,7 @@ def cmd_score(args) -> int:
         summary = score_with_workers(args, cfg)
     else:
         summary = score_with_model(args, args.out, cfg, resume=args.resume, retry_errors=args.retry_errors,
-                                   force_settings=args.force_settings)
+                                   force_settings=args.force_settings, calibration=args.calibration)
     print(json.dumps(summary, indent=2))
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
@@ -51,11 +52,21 @@ def score_with_workers(args, cfg) -> dict:
     if args.image_root:
         raise ValueError("--image-root is not supported with --workers > 1 yet; use one worker")
     options = engine_options(args, cfg)
+    cal = {}
+    if args.calibration:  # fail before any model loads
+        from .evaluation.calibration import load, provenance
+
+        cal = provenance(load(args.calibration)[1])
     if args.resume:  # the same guard as a one-process run: one configuration per verdict file
-        meta = {**asdict(cfg), "engine": options, "workers": args.workers, "data": str(args.data)}
+        meta = {**asdict(cfg), "engine": options, "workers": args.workers, "data": str(args.data), **cal}
         check_resume(Path(args.out), meta, args.force_settings)
-    return score_distributed(args.data, args.out, workers=args.workers, pipeline=cfg, engine_options=options,
-                             resume=args.resume, fmt=args.format, progress=not args.quiet)
+    summary = score_distributed(args.data, args.out, workers=args.workers, pipeline=cfg, engine_options=options,
+                                resume=args.resume, fmt=args.format, progress=not args.quiet)
+    if args.calibration:  # the merged file gets its calibrated probabilities in one pass
+        from .evaluation.calibration import apply_file
+
+        apply_file(args.out, args.out, args.calibration)
+    return summary
 
 
 # ----------------------------------------------------------------------------- synth / tiny / demo
@@ -98,6 +109,9 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=1,
                    help="worker processes, one model copy each (one GPU each when there are enough); a killed "
                         "worker is restarted; with --resume a killed run continues (default 1)")
+    p.add_argument("--calibration", metavar="CALIB.json",
+                   help="a file from `adaptrubric calibrate`: each line also gets p_success_calibrated, and the "
+                        "file's sha256 is recorded in OUT.config.json")
     p.add_argument("--summary-json", help="also write the run summary here")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_scoring_options(p, model_required=True)

@@ -10,6 +10,7 @@ from typing import Any
 EXAMPLES = """examples:
   adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
   adaptrubric serve --config reward.yaml --set max_images=6 --set reward=p_success
+  adaptrubric serve --model M --calibration calib.json --set reward=p_success   # calibrated soft reward
   CUDA_VISIBLE_DEVICES=1 adaptrubric serve --config reward.yaml --port 8001   # one service per GPU
 
   curl -s 127.0.0.1:8000/health
@@ -45,6 +46,8 @@ def cmd_serve(args) -> int:
     opts = parse_sets(args.set)
     if args.model:
         opts["model"] = args.model
+    if args.calibration:
+        opts["calibration"] = args.calibration
     opts.setdefault("max_pending", args.max_queue)
     opts.setdefault("batch_window_ms", args.batch_window_ms)
     opts.setdefault("max_batch", args.max_batch)
@@ -68,6 +71,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="Qwen3-VL checkpoint (hub id or folder); default the engine's default")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override one option of the config (repeatable), e.g. --set max_images=6")
+    p.add_argument("--calibration", metavar="CALIB.json",
+                   help="a file from `adaptrubric calibrate`: verdicts carry p_success_calibrated (the p_success "
+                        "reward uses it); its sha256 is shown by GET /health")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--max-batch", type=int, default=32, help="most trajectories per engine batch (default 32)")

@@ -85,6 +85,7 @@ def distill_demo(out: str | Path, s: DemoSettings | None = None, progress: bool 
         log(f"  {k:<24} base {_f(table[k].get('base'))}   adapter {_f(table[k].get('adapter'))}")
     log(f"report: {out / 'eval' / 'adapter' / 'report.md'} (plots beside it); side by side: "
         f"{out / 'eval' / 'comparison.md'}")
+    log(f"review every trajectory in a browser: {out / 'eval' / 'adapter' / 'review.html'}")
     result = {"model": str(model), "data": str(data), "distill": str(dist), "adapter": str(ckpt),
               "eval": str(out / "eval"), "table": table, "times": times, "train": summary,
               "predictions": res["runs"]["adapter"]["predictions"]}

@@ -2,6 +2,7 @@
 
     rm = RewardModel(model="Qwen/Qwen3-VL-4B-Instruct", reward="p_success", data_root="/data/rollouts")
     rm = RewardModel.from_config("reward.yaml")       # every option of `adaptrubric score`, one flat mapping
+    rm = RewardModel(reward="p_success", calibration="calib.json")   # p_success_calibrated as the soft reward
     rm.rewards([traj_a, traj_b])                      # -> [1.0, None]  (None: unparsed or error, never 0/1)
     rm.score([traj_a, traj_b])                        # -> [Verdict, Verdict]
 
@@ -81,6 +82,9 @@ class RewardConfig:
     max_batch: int = field(default=32, metadata={"help": "most trajectories per engine batch"})
     max_pending: Optional[int] = field(default=None, metadata={
         "help": "most trajectories waiting to be scored; more are refused (the service answers 503); None: no limit"})
+    calibration: Optional[str] = field(default=None, metadata={
+        "help": "a file from `adaptrubric calibrate`: verdicts get p_success_calibrated, which the p_success "
+                "reward then uses"})
 
     def __post_init__(self):
         if self.reward == "soft":
@@ -303,6 +307,12 @@ class RewardModel:
         self.loads = 0
         self._counts = {"trajectories": 0, "ok": 0, "unparsed": 0, "errors": 0, "p_success_missing": 0}
         self._client = ServiceClient(self.config) if self.config.service_url else None
+        self.calibration, self.provenance = None, {}
+        if self.config.calibration:  # read now: a bad file fails before any model loads
+            from .evaluation.calibration import load as load_calibration
+
+            self.calibration, prov = load_calibration(self.config.calibration)
+            self.provenance["calibration"] = prov
 
     @classmethod
     def from_config(cls, path: str | Path, **overrides) -> "RewardModel":
@@ -336,7 +346,8 @@ class RewardModel:
                     engine = self._build_engine()
                     self.loads += 1
                     pipe = AdaptRubric(engine, self.pipeline_config)
-                    self._batcher = Batcher(pipe.score, max_batch=self.config.max_batch,
+                    self._batcher = Batcher(lambda ts: self._calibrated(pipe.score(ts)),
+                                            max_batch=self.config.max_batch,
                                             window_s=self.config.batch_window_ms / 1000,
                                             max_pending=self.config.max_pending)
                     self._pipe = pipe
@@ -359,6 +370,7 @@ class RewardModel:
             except RuntimeError as exc:  # counted and reported as errors; the trainer's metrics show the rate
                 log.warning("%s", exc)
                 verdicts = [Verdict(status="error", error=str(exc)) for _ in items]
+            self._calibrated(verdicts)
         else:
             trajs: list[Optional[Trajectory]] = []
             errors: dict[int, str] = {}
@@ -392,12 +404,22 @@ class RewardModel:
             out.append(f)
         return out
 
+    def _calibrated(self, verdicts: list[Verdict]) -> list[Verdict]:
+        """Set p_success_calibrated when a calibration is configured (verdicts from a service too)."""
+        if self.calibration is not None:
+            for v in verdicts:
+                v.p_success_calibrated = self.calibration.apply(v.p_success)
+        return verdicts
+
     def value(self, v: Verdict) -> Optional[float]:
-        """The reward of one verdict: None unless it parsed."""
+        """The reward of one verdict: None unless it parsed. The p_success reward takes the calibrated
+        probability when a calibration is configured."""
         if v.status != "ok" or v.score is None:
             return None
-        if self.config.reward == "p_success" and v.p_success is not None:
-            return float(v.p_success)
+        if self.config.reward == "p_success":
+            p = v.p_success_calibrated if self.calibration is not None else v.p_success
+            if p is not None:
+                return float(p)
         return float(v.score)
 
     def rewards(self, items: Sequence[Any]) -> list[Optional[float]]:
@@ -425,6 +447,8 @@ class RewardModel:
             out: dict[str, Any] = dict(self._counts)
         n = max(1, out["trajectories"])
         out.update(unparsed_rate=out["unparsed"] / n, error_rate=out["errors"] / n, loads=self.loads)
+        if self.provenance:
+            out["provenance"] = self.provenance
         if self._pipe is not None:
             for _ in range(5):  # the scoring thread may be updating the counters; retry the snapshot
                 try:

@@ -24,7 +24,7 @@ from .types import Verdict
 
 # settings that change how fast a run goes, never what the verifier sees or says
 RUNTIME_ONLY = {"batch_size", "max_batch_size", "max_batch_tokens", "image_workers", "device_map",
-                "attn_implementation", "compile", "package_version", "data", "workers"}
+                "attn_implementation", "compile", "package_version", "data", "workers", "calibration_path"}
 
 
 def sidecar(out: Path, kind: str) -> Path:
@@ -147,9 +147,14 @@ def check_resume(out: Path, meta: dict, force: bool) -> dict:
 
 def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: bool = False, fmt: str = "auto",
                loaded: Optional[LoadResult] = None, progress: bool = True, extra: Optional[dict] = None,
-               retry_errors: bool = True, force_settings: bool = False) -> dict:
-    """Score every trajectory of `data` into `out`; returns the summary."""
+               retry_errors: bool = True, force_settings: bool = False,
+               calibration: Optional[str | Path] = None) -> dict:
+    """Score every trajectory of `data` into `out`; returns the summary. With `calibration` (a file
+    from `adaptrubric calibrate`), each line also gets `p_success_calibrated` and the config sidecar
+    records the file's hash."""
     from tqdm import tqdm
+
+    from .evaluation import calibration as C
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -159,6 +164,10 @@ def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: boo
     if not resume and out.exists() and out.stat().st_size:
         raise ValueError(f"{out} exists; pass --resume to continue it or choose another output")
     meta = {**vars_of(pipe), "data": str(data), **(extra or {})}
+    cal = None
+    if calibration is not None:
+        cal, prov = C.load(calibration)
+        meta.update(C.provenance(prov))
     if resume:
         meta = check_resume(out, meta, force_settings)
     last = read_last_lines(out) if resume else {}
@@ -180,6 +189,8 @@ def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: boo
             _write(fh, v, verdicts, last.get(v.id))
         bar = tqdm(total=len(todo), unit="traj", desc="scoring", disable=not progress, dynamic_ncols=True)
         for v in pipe.iter_score(todo):
+            if cal is not None:
+                v.p_success_calibrated = cal.apply(v.p_success)
             _write(fh, v, verdicts, last.get(str(v.id)))
             bar.update(1)
             bar.set_postfix(unparsed=sum(x.status == "unparsed" for x in verdicts),

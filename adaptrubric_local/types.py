@@ -96,6 +96,7 @@ class Verdict:
     id: Optional[str] = None
     score: Optional[int] = None
     p_success: Optional[float] = None
+    p_success_calibrated: Optional[float] = None  # p_success through a calibration file (`--calibration`)
     status: str = "ok"  # "ok" | "unparsed" | "error"
     category: Optional[str] = None
     cues: list[str] = field(default_factory=list)

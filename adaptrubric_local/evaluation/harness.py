@@ -18,6 +18,7 @@ from ..fusion import ABLATIONS
 from ..scoring import last_per_id, sidecar
 from ..types import Verdict
 from . import metrics as M
+from . import probability as PR
 from . import report as R
 from . import tts as T
 
@@ -94,23 +95,66 @@ def _dump(path: Path, obj) -> None:
 
 
 # ----------------------------------------------------------------------------- eval
-def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None) -> dict:
-    """Metrics, report and plots for one verdict file; returns metrics.json's content. `loaded`:
-    the data set already loaded, to avoid reading it again."""
+def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
+             review: bool = True, progress: bool = False) -> dict:
+    """Metrics, report, plots and (with `review`) the review page for one verdict file; returns
+    metrics.json's content. `loaded`: the data set already loaded, to avoid reading it again."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    if loaded is None and data is not None:
+        loaded = load_trajectories(data, check_images=False)
     verdicts = attach_labels(load_verdicts(verdicts_path), data, loaded)
     m = M.evaluate(verdicts)
+    m["probability"] = PR.summaries(verdicts)
     m["efficiency"] = M.efficiency(verdicts, _summary(Path(verdicts_path)))
     m["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None)
+    title = f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"
+    if review:
+        write_review_page(out, verdicts, loaded, m, title, progress)
+        m["review"] = "review.html"
     _dump(out / "metrics.json", m)
     _dump(out / "run.json", m["run"])
-    title = f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"
     R.plot_confusion(m["overall"]["confusion"], out / "confusion.png", f"Confusion matrix: {title}")
     R.plot_per_platform(m["per_platform"], out / "per_platform.png",
                         f"Per-platform metrics (unparsed/errors as predicted failures): {title}")
+    R.plot_reliability(list(m["probability"].items()), out / "calibration.png", f"Reliability of p_success: {title}")
     (out / "report.md").write_text(R.metrics_markdown(m, m["run"]))
     return m
+
+
+# ----------------------------------------------------------------------------- review
+def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title: str, progress: bool = False) -> Path:
+    """review.html for labelled verdicts whose metrics are `m` (cards from `loaded`'s trajectories)."""
+    from .review import build_cards
+    from .review_page import write_review
+
+    run = m.get("run", {})
+    cards, notes = build_cards(verdicts, loaded.trajectories if loaded else [], run, progress)
+    if loaded is None:
+        notes.append("no data set given: the cards show the verdicts only")
+    meta = {k: run.get(k) for k in ("model", "adapter", "data", "verdicts", "created") if run.get(k)}
+    meta["title"] = f"Verifier review: {title}"
+    meta["probability"] = {f: {k: s[k] for k in ("n", "auroc", "auprc", "brier", "ece")}
+                           for f, s in (m.get("probability") or {}).items()}
+    meta["confusion"] = m.get("overall", {}).get("confusion")
+    return write_review(out, cards, meta, notes, progress)
+
+
+def run_review(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
+               progress: bool = False) -> dict:
+    """The review page alone (`adaptrubric review`); returns the counts it shows."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if loaded is None and data is not None:
+        loaded = load_trajectories(data, check_images=False)
+    verdicts = attach_labels(load_verdicts(verdicts_path), data, loaded)
+    m = M.evaluate(verdicts)
+    m["probability"] = PR.summaries(verdicts)
+    m["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None)
+    title = f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"
+    page = write_review_page(out, verdicts, loaded, m, title, progress)
+    return {"page": str(page), "n": len(verdicts), "confusion": m["overall"]["confusion"],
+            "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"]}
 
 
 # ----------------------------------------------------------------------------- tts
@@ -192,6 +236,9 @@ def _flat(kind: str, obj: dict) -> dict[str, float]:
                 out[f"{scope}.{k}"] = v
         for k in ("calls_per_traj", "tokens_per_traj", "s_per_traj"):
             out[f"efficiency.{k}"] = obj.get("efficiency", {}).get(k)
+        for field, fig in (obj.get("probability") or {}).items():
+            for k in ("auroc", "auprc", "brier", "ece"):
+                out[f"{field}.{k}"] = fig.get(k)
     elif kind == "tts.json":
         for proto in ("earlystop", "bestofn", "bestofn_soft", "random", "oracle"):
             for n, sr in obj[proto].items():
@@ -218,11 +265,17 @@ def _headline_and_scored(r: dict, keys: tuple[str, ...]) -> dict:
     return out
 
 
-def compare(dir_a: str | Path, dir_b: str | Path) -> str:
-    """A plain-text table of the settings and metrics that differ between two result folders."""
+def compare(dir_a: str | Path, dir_b: str | Path, out: Optional[str | Path] = None) -> str:
+    """A plain-text table of the settings and metrics that differ between two result folders; with
+    `out`, two eval folders' reliability diagrams drawn together into out/calibration.png."""
     (ka, a), (kb, b) = _load_result(Path(dir_a)), _load_result(Path(dir_b))
     if ka != kb:
         raise ValueError(f"cannot compare {ka} ({dir_a}) with {kb} ({dir_b})")
+    if out is not None and ka == "metrics.json":
+        Path(out).mkdir(parents=True, exist_ok=True)
+        series = [(f"{tag}: {f}", s) for tag, obj in (("A", a), ("B", b))
+                  for f, s in (obj.get("probability") or {}).items()]
+        R.plot_reliability(series, Path(out) / "calibration.png", f"Reliability: A = {dir_a}, B = {dir_b}")
     ra, rb = a.get("run", {}), b.get("run", {})
     lines = [f"{'setting':<22}{'A':<40}{'B':<40}"]
     for k in COMPARED_SETTINGS:

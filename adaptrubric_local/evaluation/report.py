@@ -72,6 +72,10 @@ def metrics_markdown(m: dict, run: dict) -> str:
               "| | predicted 1 | predicted 0 |", "|---|---:|---:|",
               f"| label 1 | {c['tp']} | {c['fn']} |", f"| label 0 | {c['fp']} | {c['tn']} |", "",
               "![confusion matrix](confusion.png)", "", "![per-platform metrics](per_platform.png)", ""]
+    lines += probability_markdown(m.get("probability"))
+    if m.get("review"):
+        lines += ["Every trajectory, with its screenshots, evidence and verifier output: "
+                  f"[{m['review']}]({m['review']}) (open it in a browser; it works offline).", ""]
     e = m.get("efficiency", {})
     if e:
         lines += ["## Efficiency (Table 5 layout)", "",
@@ -238,3 +242,52 @@ def ablation_markdown(rows: dict, run: dict) -> str:
               "## What the verifier sees in each row", ""]
     lines += [f"- {labels[key]}: {inputs.get(key, '(not described)')}" for key in rows]
     return "\n".join(lines) + "\n"
+
+
+def probability_markdown(prob: Optional[dict]) -> list[str]:
+    """The report section on p_success: ranking and calibration figures and the reliability diagram."""
+    if not prob:
+        return ["## Probabilities", "", "No labelled verdict carries a probability (p_success), so AUROC, AUPRC, Brier "
+                "score and ECE are not reported.", ""]
+    lines = ["## Probabilities (is p_success any good?)", "",
+             "| probability | n | positives | AUROC | AUPRC | Brier | ECE (15 bins) | labelled without it |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, s in prob.items():
+        lines.append(f"| {name} | {s['n']} | {s['positives']} | {fmt(s['auroc'], 3)} | {fmt(s['auprc'], 3)} | "
+                     f"{fmt(s['brier'], 4)} | {fmt(s['ece'], 4)} | {s['without_probability']} |")
+    lines += ["", "Over labelled verdicts that carry the probability (of any status). AUROC and AUPRC measure ranking "
+              "(ties count one half; AUPRC is average precision); Brier is the mean squared error of the probability; "
+              "ECE is the count-weighted gap between mean probability and fraction of successes over 15 equal-width "
+              "bins. A diagonal reliability diagram means 0.9 is right 90% of the time; `adaptrubric calibrate` fits "
+              "a temperature when it is not.", "", "![reliability diagram](calibration.png)", ""]
+    return lines
+
+
+def plot_reliability(series: list[tuple[str, dict]], path: Path, title: str) -> None:
+    """Reliability diagram: per-bin fraction of successes against mean probability (one line per
+    series, marker area by count), the diagonal, and a histogram of the probabilities below."""
+    plt = _plt()
+    fig, (ax, hist) = plt.subplots(2, 1, figsize=(5.6, 6.2), dpi=120, sharex=True,
+                                   gridspec_kw={"height_ratios": [3, 1]})
+    ax.plot([0, 1], [0, 1], ":", color="gray", label="perfect calibration")
+    if not series:
+        ax.text(0.5, 0.5, "no labelled verdict with a probability", ha="center", va="center")
+    for k, (name, s) in enumerate(series):
+        rows = s["reliability"]
+        xs, ys = [r["mean_p"] for r in rows], [r["frac_pos"] for r in rows]
+        ax.plot(xs, ys, "o-", label=f"{name} (ECE {s['ece']:.3f}, n={s['n']})",
+                markersize=4, color=f"C{k}")
+        width = 1.0 / s.get("ece_bins", 15) / max(1, len(series))
+        hist.bar([r["lo"] + k * width for r in rows], [r["n"] for r in rows], width=width, align="edge",
+                 color=f"C{k}", alpha=0.7)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("fraction of successes (label 1)")
+    ax.set_title(title, fontsize=9, wrap=True)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    hist.set_xlabel("predicted probability of success (15 equal-width bins)")
+    hist.set_ylabel("verdicts")
+    fig.tight_layout()
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)

@@ -6,7 +6,8 @@ so a task's order is the same for every verifier and does not change when tasks 
 removed. For each budget N (a task with fewer candidates uses all of them):
 - EarlyStop@N: the first candidate predicted successful, else the last one scanned;
 - BestOfN@N: the highest score, ties to the last candidate (binary scores: last predicted success,
-  else the last candidate); `bestofn_soft` breaks score ties with p_success before position;
+  else the last candidate); `bestofn_soft` breaks score ties with p_success (calibrated when the
+  verdicts carry it) before position;
 - Random@N: the expected success of a uniform pick from the prefix (not a sample);
 - Oracle@N: success if any candidate in the prefix succeeded.
 Pool composition follows Table 12; its headroom is, as the caption defines it, Oracle@N minus
@@ -59,10 +60,17 @@ def bestofn(cands: list[Verdict], n: int, soft: bool = False) -> Verdict:
 
     def key(item):
         pos, v = item
-        p = v.p_success if soft and v.p_success is not None else -1.0
-        return (_rank(v), p if soft else 0.0, pos)
+        p = soft_probability(v) if soft else None
+        return (_rank(v), p if p is not None else (-1.0 if soft else 0.0), pos)
 
     return max(enumerate(prefix), key=key)[1]
+
+
+def soft_probability(v: Verdict):
+    """The probability `bestofn_soft` ranks ties by: p_success_calibrated in a calibrated verdict file
+    (calibration is increasing, so the picks are the same), else p_success."""
+    p = getattr(v, "p_success_calibrated", None)
+    return p if p is not None else v.p_success
 
 
 def random_expected(cands: list[Verdict], n: int) -> float:

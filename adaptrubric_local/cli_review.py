@@ -1,0 +1,115 @@
+"""The `review` and `calibrate` subcommands, registered by `cli.py`. Argument handling only; the
+work is in `evaluation.harness` (the review page) and `evaluation.calibration`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .cli_common import FORMATTER, add_data_options
+
+REVIEW_EXAMPLES = """examples:
+  adaptrubric review --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/review
+  adaptrubric review --data ../data/androidgen --verdicts verdicts.jsonl --out runs/review && \\
+      chromium runs/review/review.html
+
+The page works offline (no server, nothing from the network): open review.html in a browser. Filter by
+outcome (false positives first), family, platform and status; sort by p_success or by how confident a
+wrong verdict was; search ids and instructions; j / k move between cards; each card's "link" is a
+shareable review.html#id=... address. Thumbnails live in review_files/ beside the page.
+"""
+
+CALIBRATE_EXAMPLES = """examples:
+  # fit on labelled dev verdicts, then score new data with calibrated probabilities
+  adaptrubric calibrate --data DEV --verdicts dev_verdicts.jsonl --out calib.json
+  adaptrubric score DATA --model M --out verdicts.jsonl --calibration calib.json
+  # add calibrated probabilities to verdicts already scored (no model needed), then evaluate them
+  adaptrubric calibrate --apply calib.json --verdicts test_verdicts.jsonl --out test_calibrated.jsonl
+  adaptrubric eval --data TEST --verdicts test_calibrated.jsonl --out runs/eval-calibrated
+
+Temperature scaling (default) divides logit(p_success) by one fitted number T; --method platt also fits
+an offset. Both keep the order of the probabilities (AUROC and best-of-N picks do not change); they fix
+what the numbers mean (Brier, ECE, the size of a soft reward). Fit on a few hundred labelled verdicts
+from the same verifier and data distribution you will score (see the README).
+"""
+
+
+def cmd_review(args) -> int:
+    from .evaluation.harness import run_review
+    from .evaluation.review_page import folder_bytes
+    from .formats import load_trajectories
+
+    loaded = load_trajectories(args.data, fmt=args.format, check_images=False, image_roots=args.image_root)
+    res = run_review(args.verdicts, args.out, args.data, loaded, progress=not args.quiet)
+    c = res["confusion"]
+    print(f"{res['n']} cards: TP={c['tp']} FP={c['fp']} FN={c['fn']} TN={c['tn']} (parsed, labelled), "
+          f"unparsed={res['unparsed']} errors={res['errors']}")
+    print(f"wrote {res['page']} ({folder_bytes(args.out) / 1e6:.1f} MB with review_files/); open it in a browser")
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from .evaluation import calibration as C
+    from .evaluation.harness import attach_labels, load_verdicts
+    from .formats import load_trajectories
+
+    if args.apply:
+        return _apply(args)
+    if not args.data:
+        raise ValueError("give --data DEV (the labelled trajectories the verdicts score) to fit a calibration")
+    loaded = load_trajectories(args.data, fmt=args.format, check_images=False, image_roots=args.image_root)
+    verdicts = attach_labels(load_verdicts(args.verdicts), args.data, loaded)
+    cal = C.fit_verdicts(verdicts, method=args.method, min_examples=args.min_examples)
+    cal.fitted_on = {"data": str(args.data), "verdicts": str(args.verdicts),
+                     "verdicts_sha256": C.file_sha256(args.verdicts)}
+    sha = cal.save(args.out)
+    b, a = cal.before, cal.after
+    print(f"{cal.method} scaling on {cal.n} labelled verdicts ({cal.positives} successes): "
+          f"T={cal.temperature:.3f}" + (f", b={cal.b:+.3f}" if cal.method == "platt" else ""))
+    print(f"on the fitting data: ECE {b['ece']:.4f} -> {a['ece']:.4f}, Brier {b['brier']:.4f} -> {a['brier']:.4f}, "
+          f"NLL {b['nll']:.4f} -> {a['nll']:.4f} (held-out figures: apply it to other verdicts and run eval)")
+    print(f"wrote {args.out} (sha256 {sha[:16]}...)")
+    return 0
+
+
+def _apply(args) -> int:
+    from .evaluation import calibration as C
+
+    cal, prov = C.load(args.apply)
+    if Path(args.verdicts).resolve() == Path(args.out).resolve():
+        raise ValueError("--out must differ from --verdicts (the raw verdict file is kept)")
+    n = C.apply_file(args.verdicts, args.out, args.apply)
+    print(f"wrote {args.out}: {n} verdict line(s) with p_success_calibrated ({cal.method}, T={cal.temperature:.3f}, "
+          f"calibration sha256 {prov['sha256'][:16]}...)")
+    return 0
+
+
+def add_subcommands(sub) -> None:
+    """Register review and calibrate."""
+    p = sub.add_parser("review", help="write review.html: every trajectory with what the verifier saw and said",
+                       description="Write an offline review page for any verdict file: one card per trajectory "
+                                   "(instruction, family, cues, selected screenshots with reasons, frames left "
+                                   "out, compiled evidence, raw output with the parsed block highlighted, "
+                                   "SCORE, p_success, label, outcome). `eval` writes the same page.",
+                       epilog=REVIEW_EXAMPLES, formatter_class=FORMATTER)
+    p.add_argument("--data", required=True, help="the trajectories the verdicts score (any supported format)")
+    p.add_argument("--verdicts", required=True, help="verdict JSONL from `adaptrubric score`")
+    p.add_argument("--out", required=True, help="output folder (review.html + review_files/)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_data_options(p)
+    p.set_defaults(func=cmd_review)
+
+    p = sub.add_parser("calibrate", help="fit temperature (or Platt) scaling of p_success on labelled verdicts",
+                       description="Fit a calibration of p_success on labelled verdicts (--data, --verdicts) and "
+                                   "write it to --out; or, with --apply FILE, add p_success_calibrated to a verdict "
+                                   "file and write the result to --out.",
+                       epilog=CALIBRATE_EXAMPLES, formatter_class=FORMATTER)
+    p.add_argument("--data", help="labelled trajectories the verdicts score (to fit)")
+    p.add_argument("--verdicts", required=True, help="verdict JSONL with p_success")
+    p.add_argument("--out", required=True, help="calibration JSON to write (with --apply: the new verdict file)")
+    p.add_argument("--method", choices=["temperature", "platt"], default="temperature",
+                   help="temperature: sigmoid(logit(p) / T) (default); platt: sigmoid(a logit(p) + b)")
+    p.add_argument("--min-examples", type=int, default=20,
+                   help="refuse to fit on fewer labelled verdicts with a probability (default 20)")
+    p.add_argument("--apply", metavar="CALIB.json", help="add p_success_calibrated to --verdicts with this file")
+    add_data_options(p)
+    p.set_defaults(func=cmd_calibrate)

@@ -1,0 +1,262 @@
+"""Calibrating `p_success`: temperature scaling or Platt scaling fitted on labelled verdicts, saved
+as a small JSON file, and applied to verdicts as `p_success_calibrated` beside the raw value.
+
+Both maps act on z = logit(p) (p clipped to [eps, 1 - eps]): temperature scaling gives
+sigmoid(z / T) (one parameter, keeps 0.5 at 0.5 and the order of the probabilities), Platt scaling
+sigmoid(a z + b) (two parameters, also moves the 0.5 point). The parameters minimise the negative
+log-likelihood of the labels by Newton's method. Both maps are increasing, so they never change
+which of two verdicts has the higher probability: rankings, AUROC and best-of-N tie-breaks stay
+the same; Brier score, ECE and the size of a soft reward change. A calibration file is identified
+by its SHA-256, which scoring records as provenance. Knows nothing about models or argument parsing.
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+from . import probability as P
+
+METHODS = ("temperature", "platt")
+MIN_EXAMPLES = 20  # below this a fit is refused: the parameters would follow the noise
+FORMAT = "adaptrubric-calibration/1"
+
+
+@dataclass
+class Calibration:
+    """A fitted map p -> sigmoid(a * logit(p) + b); temperature scaling has b = 0 and T = 1 / a."""
+
+    method: str = field(metadata={"help": "temperature or platt"})
+    a: float = field(metadata={"help": "slope on logit(p) (1 / temperature)"})
+    b: float = field(default=0.0, metadata={"help": "intercept (0 for temperature scaling)"})
+    eps: float = field(default=1e-6, metadata={"help": "probabilities are clipped to [eps, 1 - eps] first"})
+    field_name: str = field(default="p_success", metadata={"help": "the verdict field it was fitted on"})
+    n: int = field(default=0, metadata={"help": "labelled verdicts it was fitted on"})
+    positives: int = 0
+    fitted_on: dict = field(default_factory=dict)  # data and verdict files, verdict file hash
+    before: dict = field(default_factory=dict)  # figures on the fitting data with the raw probability
+    after: dict = field(default_factory=dict)  # the same figures with the calibrated probability
+    created: Optional[str] = None
+    format: str = FORMAT
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if not (isinstance(self.a, (int, float)) and math.isfinite(self.a) and self.a > 0):
+            raise ValueError(f"a (1/temperature) must be a positive finite number, got {self.a!r}")
+        if not (isinstance(self.b, (int, float)) and math.isfinite(self.b)):
+            raise ValueError(f"b must be a finite number, got {self.b!r}")
+        if self.method == "temperature" and self.b != 0:
+            raise ValueError("temperature scaling has no intercept (b must be 0)")
+        if not 0 < self.eps < 0.5:
+            raise ValueError(f"eps must be in (0, 0.5), got {self.eps!r}")
+
+    @property
+    def temperature(self) -> float:
+        """T of sigmoid(logit(p) / T) (for Platt scaling: 1 / slope)."""
+        return 1.0 / self.a
+
+    def apply(self, p: Optional[float]) -> Optional[float]:
+        """The calibrated probability (None stays None)."""
+        if p is None:
+            return None
+        return _sigmoid(self.a * _logit(float(p), self.eps) + self.b)
+
+    def to_dict(self) -> dict:
+        """The JSON content of a calibration file."""
+        return asdict(self)
+
+    def save(self, path: str | Path) -> str:
+        """Write the file; returns its SHA-256."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        return file_sha256(path)
+
+
+def _logit(p: float, eps: float) -> float:
+    p = min(max(p, eps), 1.0 - eps)
+    return math.log(p / (1.0 - p))
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def load(path: str | Path) -> tuple[Calibration, dict]:
+    """A calibration file and its provenance ({"path", "sha256", "method", "a", "b"}); a file that is
+    not one is an error naming the file and the field."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"calibration file not found: {path}")
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(d, dict) or d.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a calibration file (field 'format' must be {FORMAT!r}; "
+                         "write one with `adaptrubric calibrate`)")
+    known = set(Calibration.__dataclass_fields__)
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ValueError(f"{path}: unknown field(s) {', '.join(unknown)}")
+    for k in ("method", "a"):
+        if k not in d:
+            raise ValueError(f"{path}: field {k!r} is missing")
+    try:
+        cal = Calibration(**d)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return cal, {"path": str(path), "sha256": file_sha256(path), "method": cal.method, "a": cal.a, "b": cal.b}
+
+
+# ----------------------------------------------------------------------------- fitting
+def _newton(z: Sequence[float], y: Sequence[int], intercept: bool, iters: int = 100) -> tuple[float, float]:
+    """(a, b) minimising the log-loss of sigmoid(a z + b), by damped Newton steps; a >= 1e-3."""
+    a, b = 1.0, 0.0
+
+    def loss(a: float, b: float) -> float:
+        s = 0.0
+        for zi, yi in zip(z, y):
+            t = a * zi + b
+            s += math.log1p(math.exp(-abs(t))) + max(t, 0.0) - yi * t  # log(1 + e^t) - y t, stably
+        return s
+
+    cur = loss(a, b)
+    for _ in range(iters):
+        ga = gb = haa = hab = hbb = 0.0
+        for zi, yi in zip(z, y):
+            q = _sigmoid(a * zi + b)
+            w = q * (1 - q)
+            ga += (q - yi) * zi
+            gb += q - yi
+            haa += w * zi * zi
+            hab += w * zi
+            hbb += w
+        if intercept:
+            det = haa * hbb - hab * hab
+            if det <= 1e-12:
+                break
+            da, db = (hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det
+        else:
+            if haa <= 1e-12:
+                break
+            da, db = ga / haa, 0.0
+        step = 1.0
+        while step > 1e-6:  # halve the step until the loss does not grow
+            na, nb = max(a - step * da, 1e-3), b - step * db
+            new = loss(na, nb)
+            if new <= cur + 1e-12:
+                break
+            step /= 2
+        else:
+            break
+        done = abs(na - a) < 1e-10 and abs(nb - b) < 1e-10
+        a, b, cur = na, nb, new
+        if done:
+            break
+    return a, b
+
+
+def fit(probs: Sequence[float], labels: Sequence[int], method: str = "temperature", eps: float = 1e-6,
+        min_examples: int = MIN_EXAMPLES) -> Calibration:
+    """Fit a calibration on (probability, label) pairs; refuses fewer than `min_examples` pairs or
+    a single class."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    pairs = P._pairs(probs, labels)  # noqa: SLF001 - the same validation
+    if len(pairs) < min_examples:
+        raise ValueError(f"{len(pairs)} labelled verdict(s) with a probability; calibration needs at least "
+                         f"{min_examples} (a few hundred for a stable fit, see the README)")
+    pos = sum(y for _, y in pairs)
+    if pos in (0, len(pairs)):
+        raise ValueError("every labelled verdict has the same label; calibration needs successes and failures")
+    z = [_logit(p, eps) for p, _ in pairs]
+    y = [yy for _, yy in pairs]
+    a, b = _newton(z, y, intercept=method == "platt")
+    cal = Calibration(method=method, a=a, b=b if method == "platt" else 0.0, eps=eps, n=len(pairs), positives=pos)
+    cal.before = _figures([p for p, _ in pairs], y)
+    cal.after = _figures([cal.apply(p) for p, _ in pairs], y)
+    cal.created = datetime.datetime.now().isoformat(timespec="seconds")
+    return cal
+
+
+def _figures(probs: list[float], labels: list[int]) -> dict:
+    f = P.figures(probs, labels)
+    return {k: f[k] for k in ("n", "brier", "ece", "auroc")} | {"nll": nll(probs, labels)}
+
+
+def nll(probs: Sequence[float], labels: Sequence[int], eps: float = 1e-12) -> float:
+    """Mean negative log-likelihood of the labels."""
+    s = 0.0
+    for p, y in zip(probs, labels):
+        p = min(max(p, eps), 1 - eps)
+        s -= math.log(p if y == 1 else 1 - p)
+    return s / max(1, len(probs))
+
+
+def fit_verdicts(verdicts: Iterable, method: str = "temperature", field_name: str = "p_success",
+                 **kw) -> Calibration:
+    """Fit on the labelled verdicts that carry `field_name` (of any status)."""
+    have = [v for v in verdicts if getattr(v, "label", None) in (0, 1) and getattr(v, field_name, None) is not None]
+    cal = fit([float(getattr(v, field_name)) for v in have], [int(v.label) for v in have], method, **kw)
+    cal.field_name = field_name
+    return cal
+
+
+def apply_verdicts(verdicts: Iterable, cal: Calibration) -> list:
+    """Set `p_success_calibrated` on each verdict from its raw `p_success` (None stays None)."""
+    out = []
+    for v in verdicts:
+        v.p_success_calibrated = cal.apply(v.p_success)
+        out.append(v)
+    return out
+
+
+def provenance(prov: dict) -> dict:
+    """What a verdict file's config sidecar records about the calibration used: its hash and map
+    (`calibration`, compared on resume) and where it was read from (`calibration_path`)."""
+    return {"calibration": {k: prov[k] for k in ("sha256", "method", "a", "b")}, "calibration_path": prov["path"]}
+
+
+def apply_file(src: str | Path, dest: str | Path, calibration: str | Path) -> int:
+    """Copy a verdict file with `p_success_calibrated` set on every line (src may equal dest), and its
+    config sidecar with the calibration's provenance; returns the number of lines written."""
+    import os
+
+    from ..scoring import sidecar
+
+    cal, prov = load(calibration)
+    src, dest = Path(src), Path(dest)
+    tmp = dest.with_name(dest.name + ".tmp")
+    n = 0
+    with open(src, encoding="utf-8") as fh, open(tmp, "w", encoding="utf-8") as out:
+        for k, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{src}: line {k}: malformed JSON ({exc.msg})") from None
+            if not isinstance(d, dict):
+                raise ValueError(f"{src}: line {k}: not a verdict line")
+            p = d.get("p_success")
+            d["p_success_calibrated"] = cal.apply(p) if isinstance(p, (int, float)) else None
+            out.write(json.dumps(d, ensure_ascii=False) + "\n")
+            n += 1
+    os.replace(tmp, dest)
+    cfg = sidecar(src, "config")
+    meta = json.loads(cfg.read_text()) if cfg.is_file() else {}
+    sidecar(dest, "config").write_text(json.dumps({**meta, **provenance(prov)}, indent=2) + "\n")
+    if sidecar(src, "summary").is_file() and src != dest:
+        sidecar(dest, "summary").write_text(sidecar(src, "summary").read_text())
+    return n

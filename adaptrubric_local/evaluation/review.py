@@ -1,0 +1,167 @@
+"""The cards of the review page: for each verdict, what the verifier was shown and what it said.
+
+A card holds the trajectory's instruction, platform, the family and cues the run used (from the
+verdict), the screenshots the run selected with each one's selection reason and the frames left
+out, the compiled evidence, the raw verifier output with the span of the verdict block the parser
+read, and SCORE, p_success, status, label and outcome (TP/FP/FN/TN, unparsed, error, unlabelled).
+
+The selection and the evidence are computed again by the pipeline's own `prepare()`, with the
+verdict's family and cues and the run's settings from the verdict file's config sidecar
+(`max_images`, `dedupe_frames`, `coarse`, `fine`, `bank_path`): no model is called. If the data or
+the settings changed since scoring, the card says so when the number of selected frames differs
+from the verdict's `n_images`. Knows nothing about HTML or files (see `review_page`).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import fields, replace
+from typing import Optional
+
+from ..evidence import compile_evidence
+from ..types import Trajectory, Verdict
+from ..verdict import last_block
+
+OUTCOMES = ("FP", "FN", "unparsed", "error", "TP", "TN", "unlabelled")  # the page's filter order
+SAMPLE_SEPARATOR = "----- sample -----"  # pipeline.vote joins the k sampled outputs with it
+
+
+def outcome(v: Verdict) -> str:
+    """TP/FP/FN/TN for a parsed, labelled verdict; otherwise its status or 'unlabelled'."""
+    if v.status == "error":
+        return "error"
+    if v.status != "ok" or v.score not in (0, 1):
+        return "unparsed"
+    if v.label not in (0, 1):
+        return "unlabelled"
+    return {(1, 1): "TP", (0, 1): "FP", (1, 0): "FN", (0, 0): "TN"}[(v.label, v.score)]
+
+
+def error_confidence(v: Verdict) -> Optional[float]:
+    """The probability the verdict put on the wrong class: p_success for a failure, 1 - p_success for
+    a success (high on a false positive the verifier was sure of); None without label or p_success."""
+    if v.label not in (0, 1) or v.p_success is None:
+        return None
+    return float(v.p_success) if v.label == 0 else 1.0 - float(v.p_success)
+
+
+def block_span(v: Verdict) -> Optional[list[int]]:
+    """[start, end) of the verdict block the parser read in `raw` (parsed single outputs only)."""
+    if v.status != "ok" or not v.raw or SAMPLE_SEPARATOR in v.raw:
+        return None
+    b = last_block(v.raw)
+    if b is None:
+        return None
+    last = b.lines[-1]
+    return [b.lines[0].offset, last.offset + len(last.line.rstrip("\n"))]
+
+
+class Preparer:
+    """Runs `AdaptRubric.prepare` with a verdict's family and cues under the run's settings, one
+    pipeline (no engine) per distinct (family, cues)."""
+
+    def __init__(self, run_config: Optional[dict] = None):
+        from ..bank import load_bank
+        from ..pipeline import PipelineConfig
+        from ..prompts import load_prompts
+
+        cfg = run_config or {}
+        known = {f.name for f in fields(PipelineConfig)}
+        kept = {k: cfg[k] for k in ("max_images", "dedupe_frames", "coarse", "fine", "bank_path")
+                if k in cfg and k in known}
+        self.notes: list[str] = []
+        try:
+            self.bank = load_bank(kept.get("bank_path"))
+        except (OSError, ValueError) as exc:
+            self.notes.append(f"the run's rubric bank could not be read ({exc}); families looked up in the "
+                              "bundled bank")
+            kept.pop("bank_path", None)
+            self.bank = load_bank(None)
+        self.base = PipelineConfig(router="rules", cue_filter=False, **kept)
+        self.prompts = load_prompts()
+        self._pipes: dict = {}
+
+    def prepare(self, traj: Trajectory, v: Verdict):
+        """The Prepared of this trajectory as the run saw it (raises on failure)."""
+        from ..pipeline import AdaptRubric
+
+        family = v.category if v.category in self.bank.family_names else self.bank.fallback
+        key = (family, tuple(v.cues or ()))
+        if key not in self._pipes:
+            cfg = replace(self.base, fixed_category=family, manual_cues=list(v.cues) if v.cues else None)
+            self._pipes[key] = AdaptRubric(None, cfg, bank=self.bank, prompts=self.prompts)
+        return self._pipes[key].prepare(traj)
+
+
+def _frames(traj: Trajectory, prepared) -> tuple[list[dict], list[dict]]:
+    """(selected frames with their reasons, frames left out), chronological."""
+    sel = prepared.selection if prepared is not None else None
+    chosen = set(sel.indices) if sel else set()
+    selected, left = [], []
+    for i, s in enumerate(traj.steps):
+        if not s.screenshot:
+            continue
+        row = {"step": i + 1, "path": s.screenshot, "action": s.action or ""}
+        if i in chosen:
+            selected.append({**row, "reason": sel.reasons.get(i, "")})
+        else:
+            why = "near-duplicate of a shown screen" if sel and i in sel.dropped_duplicates else "not selected"
+            left.append({**row, "why": why})
+    return selected, left
+
+
+def card(v: Verdict, traj: Optional[Trajectory], preparer: Preparer) -> dict:
+    """One card as plain JSON-ready data (paths absolute; the page writer turns them into links)."""
+    c = {"id": str(v.id), "instruction": traj.instruction if traj else None,
+         "platform": (traj.platform if traj else None) or v.platform, "family": v.category,
+         "route_parsed": v.route_parsed, "cues": list(v.cues or []), "dropped_cues": list(v.dropped_cues or []),
+         "status": v.status, "score": v.score, "p_success": v.p_success,
+         "p_success_calibrated": getattr(v, "p_success_calibrated", None), "label": v.label,
+         "outcome": outcome(v), "error_confidence": error_confidence(v),
+         "evidence_sufficient": v.evidence_sufficient, "missing_evidence": v.missing_evidence,
+         "raw": v.raw, "block": block_span(v), "parse_error": v.parse_error, "error": v.error,
+         "n_images": v.n_images, "hit_cap": bool(getattr(v, "hit_cap", False)),
+         "task_id": (traj.task_id if traj else None) or v.task_id,
+         "notes": [], "selected": [], "left_out": [], "evidence": None,
+         "source": traj.source if traj else None}
+    if v.raw and SAMPLE_SEPARATOR in v.raw:
+        c["notes"].append("majority vote over sampled outputs: no single block is highlighted")
+    if traj is None:
+        c["notes"].append("this id is not in the data set: no instruction or screenshots to show")
+        return c
+    prepared = None
+    try:
+        prepared = preparer.prepare(traj, v)
+    except Exception as exc:  # one trajectory that cannot be prepared must not lose the page
+        c["notes"].append(f"the screenshot selection could not be recomputed: {exc}")
+    c["selected"], c["left_out"] = _frames(traj, prepared)
+    if v.category is None:
+        c["notes"].append("the verdict names no family: frames selected as for the bank's fallback family")
+    if prepared is not None and v.status != "error" and v.n_images and v.n_images != len(c["selected"]):
+        c["notes"].append(f"the verifier saw {v.n_images} screenshot(s) but the selection recomputed from the data "
+                          f"has {len(c['selected'])}: the data or the settings changed since scoring")
+    ev = compile_evidence(traj)
+    c["evidence"] = {"agent_answer": ev.agent_answer, "typed_texts": ev.typed_texts, "key_actions": ev.key_actions,
+                     "action_trace": ev.action_trace}
+    if preparer.base.ablation == "no_both":
+        c["notes"].append("w/o Both run: the compiled evidence was not in the verifier prompt")
+    return c
+
+
+def build_cards(verdicts: list[Verdict], trajectories: list[Trajectory], run_config: Optional[dict] = None,
+                progress: bool = False) -> tuple[list[dict], list[str]]:
+    """One card per verdict (in file order) and the notes about the whole page."""
+    from tqdm import tqdm
+
+    by_id = {t.id: t for t in trajectories}
+    prep = Preparer(run_config)
+    cards = [card(v, by_id.get(str(v.id)), prep)
+             for v in tqdm(verdicts, desc="review cards", unit="traj", disable=not progress, dynamic_ncols=True)]
+    return cards, list(prep.notes)
+
+
+def relpath(path: str, start: str) -> str:
+    """A relative path from `start` to `path` (absolute when they are on different drives)."""
+    try:
+        return os.path.relpath(path, start)
+    except ValueError:
+        return path

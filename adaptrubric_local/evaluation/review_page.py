@@ -1,0 +1,159 @@
+"""Writes the review page: `review.html` and a `review_files/` folder beside it, viewable offline
+(no server, no CDN, nothing fetched from the network).
+
+- `review_files/index.js`: one short row per trajectory (id, instruction, platform, family, status,
+  outcome, p_success, error confidence) that the page filters, sorts and searches;
+- `review_files/cards/NNNNN.js`: the full cards, `CHUNK` per file, loaded only for the page shown,
+  so 10,000 trajectories stay responsive;
+- `review_files/thumbs/*.jpg`: small thumbnails of the selected screenshots (never the screenshots
+  themselves); each thumbnail links to its original file, frames left out are listed with a link;
+- `review_files/review.js`, `review.css`: the page's code, copied from the package.
+
+All trajectory text travels as JSON data and is put on the page with `textContent`, never as HTML,
+and the page's Content-Security-Policy allows scripts from its own folder only.
+Knows nothing about how cards are built (see `review`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+from typing import Optional
+from urllib.parse import quote
+
+from .review import OUTCOMES, relpath
+
+CHUNK = 25  # cards per data file
+THUMB_BOX = (240, 240)  # a thumbnail fits in this box (pixels)
+THUMB_QUALITY = 70  # JPEG quality
+FILES = "review_files"
+ASSETS = ("review.js", "review.css")
+
+
+def _js(obj) -> str:
+    """JSON that is safe inside a script file and an HTML page ('<' and line separators escaped)."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _finite(x) -> Optional[float]:
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def thumb_name(path: str) -> str:
+    """A thumbnail's file name: from the screenshot's path, size and modification time."""
+    try:
+        st = os.stat(path)
+        key = f"{path}|{st.st_size}|{st.st_mtime_ns}"
+    except OSError:
+        key = path
+    return hashlib.sha1(key.encode("utf-8")).hexdigest()[:20] + ".jpg"
+
+
+def make_thumbnail(src: str, dest: Path, box: tuple[int, int] = THUMB_BOX) -> Optional[str]:
+    """Write a JPEG thumbnail of `src` (kept if already there); None, or why it could not be made."""
+    if dest.is_file():
+        return None
+    from PIL import Image
+
+    try:
+        with Image.open(src) as im:
+            im.draft("RGB", box)  # JPEG sources decode at a reduced size
+            im = im.convert("RGB")
+            im.thumbnail(box)
+            tmp = dest.with_suffix(".tmp")
+            im.save(tmp, "JPEG", quality=THUMB_QUALITY, optimize=True)
+            os.replace(tmp, dest)
+    except FileNotFoundError:
+        return "screenshot file not found"
+    except Exception as exc:  # a corrupt image becomes a visible note on its card, not a failed page
+        return f"screenshot could not be read ({type(exc).__name__})"
+    return None
+
+
+def make_thumbnails(paths: list[str], folder: Path,
+                    progress: bool = False) -> dict[str, tuple[Optional[str], Optional[str]]]:
+    """path -> (thumbnail file name or None, why not), made in a thread pool."""
+    from tqdm import tqdm
+
+    folder.mkdir(parents=True, exist_ok=True)
+    unique = list(dict.fromkeys(paths))
+    names = {p: thumb_name(p) for p in unique}
+    out: dict[str, tuple[Optional[str], Optional[str]]] = {}
+    with ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1))) as pool:
+        results = pool.map(lambda p: make_thumbnail(p, folder / names[p]), unique)
+        for p, err in tqdm(zip(unique, results), total=len(unique), desc="thumbnails", unit="img",
+                           disable=not progress, dynamic_ncols=True):
+            out[p] = (None, err) if err else (names[p], None)
+    return out
+
+
+def _href(path: str, out: Path) -> str:
+    return quote(relpath(str(path), str(out.resolve())).replace(os.sep, "/"))
+
+
+def _page_card(c: dict, thumbs: dict, out: Path) -> dict:
+    """A card with page-relative links and thumbnails in place of absolute paths."""
+    c = dict(c)
+    sel = []
+    for f in c["selected"]:
+        name, why = thumbs.get(f["path"], (None, "no thumbnail"))
+        sel.append({"step": f["step"], "reason": f["reason"], "action": f["action"], "href": _href(f["path"], out),
+                    "thumb": f"{FILES}/thumbs/{name}" if name else None, "missing": why})
+    c["selected"] = sel
+    c["left_out"] = [{"step": f["step"], "action": f["action"], "why": f["why"], "href": _href(f["path"], out)}
+                     for f in c["left_out"]]
+    for k in ("p_success", "p_success_calibrated", "error_confidence"):
+        c[k] = _finite(c.get(k))
+    return c
+
+
+def _row(i: int, c: dict) -> list:
+    """The index row the page filters and sorts on."""
+    return [c["id"], c["instruction"] or "", c["platform"] or "unknown", c["family"] or "(none)", c["status"],
+            c["outcome"], _finite(c["p_success"]), _finite(c["error_confidence"]), c["label"], c["score"], i // CHUNK]
+
+
+def write_review(out: str | Path, cards: list[dict], meta: Optional[dict] = None, notes: Optional[list[str]] = None,
+                 progress: bool = False) -> Path:
+    """Write review.html and review_files/ into `out`; returns the page's path."""
+    out = Path(out)
+    files = out / FILES
+    (files / "cards").mkdir(parents=True, exist_ok=True)
+    for old in (files / "cards").glob("*.js"):
+        old.unlink()
+    thumbs = make_thumbnails([f["path"] for c in cards for f in c["selected"]], files / "thumbs", progress)
+    used = {name for name, _ in thumbs.values() if name}
+    for stale in (files / "thumbs").glob("*.jpg"):  # thumbnails of an earlier page over other data
+        if stale.name not in used:
+            stale.unlink()
+    page_cards = [_page_card(c, thumbs, out) for c in cards]
+    counts = {o: sum(c["outcome"] == o for c in cards) for o in OUTCOMES}
+    index = {"meta": meta or {}, "notes": notes or [], "n": len(cards), "chunk": CHUNK, "counts": counts,
+             "outcomes": list(OUTCOMES), "rows": [_row(i, c) for i, c in enumerate(page_cards)],
+             "columns": ["id", "instruction", "platform", "family", "status", "outcome", "p_success",
+                         "error_confidence", "label", "score", "chunk"]}
+    (files / "index.js").write_text(f"window.REVIEW_INDEX = {_js(index)};\n", encoding="utf-8")
+    for k in range(0, len(page_cards), CHUNK):
+        body = _js(page_cards[k:k + CHUNK])
+        (files / "cards" / f"{k // CHUNK:05d}.js").write_text(f"window.REVIEW_CHUNK({k // CHUNK}, {body});\n",
+                                                            encoding="utf-8")
+    assets = resources.files("adaptrubric_local.evaluation") / "review_assets"
+    for name in ASSETS:
+        (files / name).write_text((assets / name).read_text(encoding="utf-8"), encoding="utf-8")
+    page = out / "review.html"
+    page.write_text((assets / "review.html").read_text(encoding="utf-8"), encoding="utf-8")
+    return page
+
+
+def folder_bytes(out: str | Path) -> int:
+    """Bytes of review.html and review_files/ (for the README's size per 1,000 trajectories)."""
+    out = Path(out)
+    total = (out / "review.html").stat().st_size if (out / "review.html").is_file() else 0
+    for root, _, names in os.walk(out / FILES):
+        total += sum(os.path.getsize(os.path.join(root, n)) for n in names)
+    return total

@@ -1,0 +1,301 @@
+"""The review page in a real browser: the system's headless Chromium (Debian `chromium`, never a
+downloaded browser) driven by playwright, on the page of a real `adaptrubric eval` run and on the
+page `make demo` writes. Checks that cards and thumbnails render (no broken image), that the outcome
+filters show as many cards as metrics.json counts, that `review.html#id=...` links open their card,
+that the keyboard moves between cards, that an answer holding `<script>` stays text, and that
+10,000 trajectories stay responsive.
+
+Without Chromium or playwright these tests skip with a message; `.ci/run` installs Chromium and sets
+ADAPTRUBRIC_REQUIRE_BROWSER=1 so that CI runs them instead.
+"""
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, load_trajectories
+from adaptrubric_local.cli import main
+from adaptrubric_local.scoring import score_file
+
+from conftest import make_png
+
+REQUIRED = os.environ.get("ADAPTRUBRIC_REQUIRE_BROWSER") == "1"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+DEMO_PAGE = Path(os.environ.get("ADAPTRUBRIC_DEMO_REVIEW", Path(__file__).resolve().parents[1] / "runs" / "demo" /
+                                "eval" / "adapter" / "review.html"))
+XSS = '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+HOSTILE_ID = 'hostile "id" <&>#1'
+
+
+def _skip(why: str):
+    if REQUIRED:
+        pytest.fail(f"{why} (ADAPTRUBRIC_REQUIRE_BROWSER=1)")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip("playwright is not installed (pip install -e '.[test]')")
+    exe = os.environ.get("ADAPTRUBRIC_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not exe:
+        _skip("no Chromium on PATH: apt-get install -y chromium (.ci/run installs it)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=FLAGS)
+        yield b
+        b.close()
+
+
+class Page:
+    """A browser tab on a review page, recording script errors."""
+
+    def __init__(self, browser, path: Path, fragment: str = ""):
+        self.tab = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.errors = []
+        self.tab.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.tab.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.tab.goto(path.resolve().as_uri() + fragment)
+        self.ready()
+
+    def ready(self):
+        self.tab.wait_for_selector('#cards[data-state="ready"]', timeout=20_000)
+        self.tab.wait_for_function("() => Array.from(document.images).every(i => i.complete)",
+                                    timeout=20_000)
+
+    def click(self, selector: str):
+        self.tab.click(selector)
+        self.ready()
+
+    def ids(self):
+        return self.tab.eval_on_selector_all(".card", "cs => cs.map(c => c.dataset.id)")
+
+    def broken_images(self):
+        return self.tab.evaluate("Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0)"
+                                 ".map(i => i.getAttribute('src'))")
+
+    def foreign_scripts(self):
+        """Script elements that are not the page's own files."""
+        return self.tab.evaluate("Array.from(document.scripts).map(s => s.getAttribute('src') || 'INLINE: ' + "
+                                 "s.textContent.slice(0, 80)).filter(s => !s.startsWith('review_files/'))")
+
+    def close(self):
+        assert not self.errors, self.errors
+        self.tab.close()
+
+
+# ----------------------------------------------------------------------------- a real eval run
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """Synthetic trajectories scored through the pipeline by a scripted verifier that is wrong on some,
+    unparsed on some, and a hostile record; then `adaptrubric eval`, which writes review.html."""
+    from adaptrubric_local.synth import synthesize
+
+    root = tmp_path_factory.mktemp("review_run")
+    data = synthesize(root / "synth", n_tasks=8, candidates=4, size=(180, 400))
+    make_png(root / "synth" / "x.png", seed=7)
+    extra = [{"id": HOSTILE_ID, "instruction": "Open <b>Notes</b> & write it", "answer": XSS, "label": 0,
+              "platform": "android", "steps": [{"screenshot": "x.png", "action": "tap('<i>x</i>')"},
+                                               {"screenshot": "x.png", "action": "answer()", "action_type": "answer"}]}]
+    with open(data, "a") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in extra)
+    labels = {t.id: t.label for t in load_trajectories(data).trajectories}
+    order = sorted(labels)
+
+    def script(req):
+        if req.kind != "verify":
+            return FakeEngine().script(req)
+        k = order.index(req.tag)
+        if k % 7 == 3:
+            return "I cannot decide from these screens."
+        wrong = k % 5 == 0 or req.tag == HOSTILE_ID
+        s = 1 - labels[req.tag] if wrong else labels[req.tag]
+        return (f"Looked at it: <script>window.__pwned = 3</script>\nSCORE: {s}\nEVIDENCE_SUFFICIENT: yes\n"
+                "MISSING_EVIDENCE: none")
+
+    vfile = root / "verdicts.jsonl"
+    score_file(AdaptRubric(FakeEngine(script=script, p_score=lambda r, d: 0.85 if d == "1" else 0.2),
+                           PipelineConfig(router="rules", fine=False, max_images=5)), data, vfile, progress=False)
+    assert main(["eval", "--data", str(data), "--verdicts", str(vfile), "--out", str(root / "eval"), "--quiet"]) == 0
+    metrics = json.loads((root / "eval" / "metrics.json").read_text())
+    return root / "eval" / "review.html", metrics, data
+
+
+def test_cards_and_images_render(browser, run):
+    page, metrics, data = run
+    p = Page(browser, page)
+    n = metrics["overall"]["n"]
+    assert n == 33 and p.tab.text_content("#matches") == f"{n} of {n} trajectories match"
+    assert p.tab.locator(".card").count() == 25 and "page 1 of 2" in p.tab.text_content("#pager-top")
+    assert p.tab.locator(".frames img").count() >= 25 * 4 and p.broken_images() == []
+    first = p.tab.locator(".card").first
+    assert first.locator(".badge").text_content() == "FP"  # false positives first
+    left_out = p.tab.locator(".card details.left-out")  # frames beyond the 5-screenshot budget, collapsed
+    assert left_out.count() > 0 and p.tab.locator(".card details.left-out[open]").count() == 0
+    assert first.locator(".frames figcaption .reason").first.text_content() == "first frame"
+    assert "SCORE: " in first.locator("pre.raw-text mark").text_content()
+    p.click("#pager-top button:last-child")
+    assert p.tab.locator(".card").count() == n - 25 and p.broken_images() == []
+    p.close()
+
+
+def test_outcome_filters_count_what_metrics_json_counts(browser, run):
+    page, metrics, data = run
+    o = metrics["overall"]
+    c = o["scored_only"]["confusion"]  # the page's TP/FP/FN/TN are parsed verdicts; unparsed ones have their own
+    assert c["fp"] == o["confusion"]["fp"]  # an unanswered verdict is never a false positive
+    p = Page(browser, page)
+    assert c["fp"] > 0 and c["fn"] > 0 and o["unparsed"] > 0
+    for outcome, expected in (("FP", c["fp"]), ("FN", c["fn"]), ("TP", c["tp"]), ("unparsed", o["unparsed"])):
+        p.click(f'#outcomes button[data-outcome="{outcome}"]')
+        assert p.tab.locator(".card").count() == expected, outcome
+        assert set(p.tab.locator(".card .badge").all_text_contents()) == {outcome}
+        assert p.tab.text_content("#matches") == f"{expected} of {o['n']} trajectories match"
+    p.click('#outcomes button[data-outcome=""]')
+    p.tab.select_option("#platform", "android")
+    p.ready()
+    assert p.tab.locator(".card").count() == min(25, o["n"])
+    p.tab.select_option("#platform", "")
+    word = p.tab.locator(".card .instruction").first.text_content().split()[-1].lower()
+    expected = sum(word in t.instruction.lower() or word in t.id.lower() for t in load_trajectories(data).trajectories)
+    p.tab.fill("#search", word.upper())
+    p.tab.wait_for_function(f"() => document.querySelector('#matches').textContent.startsWith('{expected} of')")
+    p.ready()
+    assert 0 < expected < o["n"] and p.tab.locator(".card").count() == min(25, expected)
+    assert all(word in t.lower() for t in p.tab.locator(".card .instruction").all_text_contents())
+    p.close()
+
+
+def test_id_links_and_keyboard(browser, run):
+    page, _, _ = run
+    p = Page(browser, page)
+    ids = p.ids()
+    p.click("#pager-top button:last-child")
+    target = p.ids()[-1]  # last card of the last page
+    p.close()
+    from urllib.parse import quote
+
+    p = Page(browser, page, "#id=" + quote(target, safe=""))
+    card = p.tab.locator(f'.card[data-id="{target}"]')
+    assert card.count() == 1 and "current" in card.get_attribute("class")
+    assert "page 2 of 2" in p.tab.text_content("#pager-top")
+    box, view = card.bounding_box(), p.tab.viewport_size
+    assert 0 <= box["y"] < view["height"]  # scrolled into view
+    p.tab.keyboard.press("k")
+    prev = p.tab.locator(".card.current")
+    assert prev.get_attribute("data-id") != target and p.tab.evaluate("location.hash") == "#id=" + quote(
+        prev.get_attribute("data-id"), safe="")
+    p.close()
+    p = Page(browser, page)
+    p.tab.locator(".card").nth(2).locator("a.permalink").click()
+    p.ready()
+    assert p.tab.locator(".card.current").get_attribute("data-id") == ids[2]
+    p.tab.keyboard.press("j")
+    assert p.tab.locator(".card.current").get_attribute("data-id") == ids[3]
+    assert p.tab.evaluate("location.hash") == "#id=" + quote(ids[3], safe="")
+    p.close()
+
+
+def test_script_in_an_answer_stays_text(browser, run):
+    page, _, _ = run
+    from urllib.parse import quote
+
+    p = Page(browser, page, "#id=" + quote(HOSTILE_ID, safe=""))
+    card = p.tab.locator(".card.current")
+    assert card.locator(".card-id").text_content() == HOSTILE_ID
+    assert card.locator(".instruction").text_content() == "Open <b>Notes</b> & write it"
+    answer = card.locator("dl.evidence dd").first.text_content()
+    assert answer == json.dumps(XSS)  # shown as the characters the agent wrote
+    assert "<script>window.__pwned = 3</script>" in card.locator("pre.raw-text").text_content()
+    # no element was made from trajectory text: no script, no <b> in the instruction, no <img src=x>, no <i>
+    assert card.locator("script").count() == 0 and card.locator(".instruction *, dl.evidence dd *, i").count() == 0
+    assert p.tab.evaluate("window.__pwned") is None
+    assert p.foreign_scripts() == [] and p.tab.locator('img[src="x"]').count() == 0
+    # the page's Content-Security-Policy refuses inline scripts too
+    p.tab.evaluate("(() => { const s = document.createElement('script'); s.textContent = 'window.__pwned = 4';"
+                   " document.body.appendChild(s); })()")
+    assert p.tab.evaluate("window.__pwned") is None
+    p.errors.clear()  # the refused inline script is reported on the console
+    p.close()
+
+
+# ----------------------------------------------------------------------------- the page `make demo` writes
+def test_demo_page(browser):
+    if not DEMO_PAGE.is_file():
+        if os.environ.get("ADAPTRUBRIC_REQUIRE_DEMO_REVIEW") == "1":
+            pytest.fail(f"{DEMO_PAGE} is missing: `make demo` writes it")
+        pytest.skip(f"{DEMO_PAGE} not there: run `make demo` first (CI does)")
+    metrics = json.loads((DEMO_PAGE.parent / "metrics.json").read_text())
+    o = metrics["overall"]
+    p = Page(browser, DEMO_PAGE)
+    assert p.tab.locator(".card").count() == min(25, o["n"]) and p.broken_images() == []
+    assert p.tab.locator(".frames img").count() >= p.tab.locator(".card").count() * 2  # first and final frame at least
+    c = o["scored_only"]["confusion"]
+    for outcome, expected in (("FP", c["fp"]), ("TP", c["tp"]), ("TN", c["tn"]), ("unparsed", o["unparsed"])):
+        p.click(f'#outcomes button[data-outcome="{outcome}"]')
+        assert p.tab.text_content("#matches") == f"{expected} of {o['n']} trajectories match", outcome
+        assert p.tab.locator(".card").count() == min(25, expected)
+    ids = p.tab.evaluate("REVIEW_INDEX.rows.map(r => r[0])")
+    p.close()
+    from urllib.parse import quote
+
+    p = Page(browser, DEMO_PAGE, "#id=" + quote(ids[-1], safe=""))
+    assert p.tab.locator(".card.current").get_attribute("data-id") == ids[-1]
+    assert p.foreign_scripts() == [] and p.tab.evaluate("window.__pwned") is None
+    p.close()
+
+
+# ----------------------------------------------------------------------------- scale
+def test_ten_thousand_trajectories_stay_responsive(browser, tmp_path):
+    from adaptrubric_local.evaluation.review_page import folder_bytes, write_review
+
+    shots = [make_png(tmp_path / "img" / f"{k}.png", seed=k) for k in range(10)]
+    outcomes = ["FP", "FN", "TP", "TN", "TP", "TN", "TN", "unparsed"]
+    cards = []
+    for i in range(10_000):
+        o = outcomes[i % len(outcomes)]
+        raw = "The final screen shows it.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+        cards.append({"id": f"traj-{i:05d}", "instruction": f"Task number {i}: turn on setting {i % 97}",
+                      "platform": ["android", "web", "desktop"][i % 3], "family": "general", "route_parsed": True,
+                      "cues": [], "dropped_cues": [], "status": "unparsed" if o == "unparsed" else "ok", "score": 1,
+                      "p_success": (i % 100) / 100, "p_success_calibrated": None, "label": 0, "outcome": o,
+                      "error_confidence": (i % 100) / 100, "evidence_sufficient": True, "missing_evidence": "none",
+                      "raw": raw, "block": [27, len(raw)], "parse_error": None, "error": None, "n_images": 4,
+                      "hit_cap": False, "task_id": None, "notes": [], "source": None,
+                      "selected": [{"step": s + 1, "path": shots[(i + s) % 10], "action": "tap", "reason": "coverage"}
+                                   for s in range(4)],
+                      "left_out": [{"step": 5, "path": shots[0], "action": "tap", "why": "not selected"}],
+                      "evidence": {"agent_answer": "(none)", "typed_texts": "(none)", "key_actions": "(none)",
+                                   "action_trace": "Step 1: tap"}})
+    t0 = time.perf_counter()
+    page = write_review(tmp_path / "big", cards)
+    written = time.perf_counter() - t0
+    timings = {}
+    t0 = time.perf_counter()
+    p = Page(browser, page)
+    timings["open"] = time.perf_counter() - t0
+    assert p.tab.text_content("#matches") == "10000 of 10000 trajectories match"
+    t0 = time.perf_counter()
+    p.click('#outcomes button[data-outcome="FN"]')
+    timings["filter"] = time.perf_counter() - t0
+    assert p.tab.text_content("#matches") == "1250 of 10000 trajectories match"
+    t0 = time.perf_counter()
+    p.tab.select_option("#sort", "p_asc")
+    p.ready()
+    timings["sort"] = time.perf_counter() - t0
+    assert p.tab.locator(".card").first.get_attribute("data-id") == "traj-00001"  # p 0.01, the lowest FN
+    t0 = time.perf_counter()
+    p.tab.goto(page.resolve().as_uri() + "#id=traj-09999")
+    p.ready()
+    timings["link"] = time.perf_counter() - t0
+    assert p.tab.locator(".card.current").get_attribute("data-id") == "traj-09999"
+    p.close()
+    size = folder_bytes(tmp_path / "big")
+    print(f"10,000 cards: written in {written:.1f} s, {size / 1e6:.1f} MB; browser: "
+          + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items()))
+    assert max(timings.values()) < 5.0, timings  # each measured under 1 s on 2 CPU cores
