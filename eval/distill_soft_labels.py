@@ -33,7 +33,7 @@ def teacher(trajs):
                       p_score=lambda req, digit: TEACHER_P[int(digit)])
 
 
-def run(out: Path, epochs: float = 8.0, n_tasks: int = 12, seed: int = 0, progress: bool = False) -> dict:
+def run(out: Path, epochs: float = 12.0, n_tasks: int = 12, seed: int = 0, progress: bool = False) -> dict:
     """Collect once, train with and without soft labels, evaluate both on the held-out tasks."""
     from adaptrubric_local.distill.collect import CollectConfig, collect, teacher_pipeline
     from adaptrubric_local.distill.config import TrainConfig
@@ -80,7 +80,7 @@ def _mean(xs):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/soft-labels", help="working folder (default runs/soft-labels)")
-    ap.add_argument("--epochs", type=float, default=8.0, help="training epochs (default 8)")
+    ap.add_argument("--epochs", type=float, default=12.0, help="training epochs (default 12)")
     ap.add_argument("--tasks", type=int, default=12, help="synthetic tasks, 4 candidates each (default 12)")
     args = ap.parse_args(argv)
     res = run(Path(args.out), args.epochs, args.tasks)

@@ -171,3 +171,18 @@ def test_class_weights_balance_the_teachers_scores():
     tl.class_weights(exs, "balanced")
     assert [e.weight for e in exs] == [2.0, 2 / 3, 2 / 3, 2 / 3, 1.0]  # 1 positive, 3 negatives: equal totals
     tl.class_weights(exs[:1], "none")
+
+
+def test_training_folder_configs_are_valid(dist):
+    """training/*.yaml are TrainConfig files (unknown keys would be refused) for the models they name."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[1] / "training"
+    configs = sorted(root.glob("qwen3vl-*.yaml"))
+    assert [p.name for p in configs] == ["qwen3vl-4b-lora.yaml", "qwen3vl-4b-qlora.yaml", "qwen3vl-8b-lora.yaml",
+                                         "qwen3vl-8b-qlora.yaml"]
+    for p in configs:
+        cfg = tc.TrainConfig(data=str(dist), out="x", **tc.load_config_file(p))
+        assert cfg.model.startswith("Qwen/Qwen3-VL-") and cfg.load_in_4bit == ("qlora" in p.name)
+    acc = yaml.safe_load((root / "accelerate-4gpu.yaml").read_text())
+    assert acc["distributed_type"] == "MULTI_GPU" and acc["num_processes"] == 4

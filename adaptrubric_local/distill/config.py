@@ -50,9 +50,9 @@ class TrainConfig:
         "help": "learn the teacher's P(SCORE=1) where the collection recorded it (a KL term at the SCORE digit "
                 "next to cross-entropy); off: the teacher's SCORE digit only"})
     kd_weight: float = field(default=1.0, metadata={"help": "weight of the KL term to the teacher's P(SCORE=1)"})
-    score_token_weight: float = field(default=1.0, metadata={
-        "help": "weight of the SCORE digit among the response tokens (raise with --target full, where it is 1 of "
-                "hundreds)"})
+    score_token_weight: float = field(default=4.0, metadata={
+        "help": "weight of the SCORE digit, the token that decides the reward, among the response tokens (raise it "
+                "further with --target full, where it is 1 of hundreds)"})
     class_weight: str = field(default="none", metadata={
         "help": "none | balanced: weight examples inversely to the frequency of the teacher's SCORE"})
     early_stopping_patience: Optional[int] = field(default=None, metadata={

@@ -253,6 +253,7 @@ def train(cfg: TrainConfig, metrics_fn: Optional[Callable] = None) -> dict:
                "best_epoch": best.get("epoch") if best else None, "best_metric": state.best_metric,
                "best_metric_name": trainer.args.metric_for_best_model, "best_checkpoint": state.best_model_checkpoint,
                "soft_label_examples": sum(e.teacher_p is not None for e in train_ex),
+               "peak_gpu_memory_gib": peak_gpu_gib(),
                "plan": {k: plan[k] for k in ("estimate_gib", "lengths", "fits", "budget_gib", "device")}}
     if trainer.is_world_process_zero():
         trainer.model.save_pretrained(str(out))
@@ -265,6 +266,13 @@ def train(cfg: TrainConfig, metrics_fn: Optional[Callable] = None) -> dict:
         write_model_card(out, cfg, summary)
     engine.close()
     return summary
+
+
+def peak_gpu_gib() -> Optional[float]:
+    """torch.cuda.max_memory_allocated of this process, in GiB (None on the CPU)."""
+    import torch
+
+    return torch.cuda.max_memory_allocated() / 1024 ** 3 if torch.cuda.is_available() else None
 
 
 def dry_run(cfg: TrainConfig) -> dict:

@@ -1,0 +1,109 @@
+"""On one GPU: the memory planner's estimate against the measured peak of `distill train` for the
+Qwen3-VL-4B architecture at the training defaults (LoRA r16, native resolution, bf16, gradient
+checkpointing, one example per step).
+
+Builds the published 4B architecture with random bf16 weights on the GPU (no download: the tiny
+tokenizer's ids, the real 151,936-row vocabulary, Qwen3-VL's image processor bounds), saves it, makes
+4 trajectories of 10 phone screenshots (1080x2400; 28K tokens each at native resolution), collects
+them with the labels as teacher, then runs `adaptrubric distill train` in its own process. The trainer
+records `torch.cuda.max_memory_allocated()` and the plan it made in `train_summary.json`; both, and
+their ratio, are printed and appended to docs/gpu-benchmarks.md. One command, about 3-4 minutes on an
+H200 (most of it writing and reading 9 GB of weights).
+
+    python eval/gpu_distill_memory.py --out runs/gpu-distill
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def build_model(folder: Path, name: str) -> None:
+    """The published architecture with random weights, saved like a checkpoint."""
+    import torch
+    from transformers import GenerationConfig, Qwen3VLForConditionalGeneration
+
+    from adaptrubric_local.engine.architectures import ARCHITECTURES, QWEN_TOKEN_IDS, qwen3vl_config
+    from adaptrubric_local.engine.openai_engine import QWEN3VL_MAX_PIXELS, QWEN3VL_MIN_PIXELS
+    from adaptrubric_local.engine.tiny import build_processor, build_tokenizer
+
+    tok = build_tokenizer()
+    ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_TOKEN_IDS}
+    cfg = qwen3vl_config(ARCHITECTURES[name], token_ids=ids)
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = Qwen3VLForConditionalGeneration._from_config(cfg, dtype=torch.bfloat16)
+    model.generation_config = GenerationConfig(eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"])
+    model.save_pretrained(folder, safe_serialization=True)
+    build_processor(tok, max_pixels=QWEN3VL_MAX_PIXELS, min_pixels=QWEN3VL_MIN_PIXELS).save_pretrained(folder)
+    del model
+    torch.cuda.empty_cache()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="runs/gpu-distill", help="working folder (default runs/gpu-distill)")
+    ap.add_argument("--model", default="Qwen/Qwen3-VL-4B-Instruct", help="architecture (engine/architectures.py)")
+    ap.add_argument("--frames", type=int, default=10, help="phone screenshots per trajectory (default 10)")
+    ap.add_argument("--report", default=str(ROOT / "docs" / "gpu-benchmarks.md"), help="file to append to")
+    args = ap.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("no CUDA device: this measurement needs a GPU", file=sys.stderr)
+        return 2
+    spec = importlib.util.spec_from_file_location("distill_memory", ROOT / "eval" / "distill_memory.py")
+    dm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dm)
+    from adaptrubric_local.distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
+    from adaptrubric_local.formats import load_trajectories
+
+    out = Path(args.out)
+    t0 = time.perf_counter()
+    model = out / "random-weights"
+    if not (model / "config.json").is_file():
+        build_model(model, args.model)
+    data = dm.phone_data(out / "data", n_traj=4, frames=args.frames)
+    dist = out / "distill"
+    if not (dist / "train.jsonl").is_file():
+        collect(data, dist, label_teacher(load_trajectories(data).trajectories), teacher_pipeline("labels"),
+                CollectConfig(val_fraction=0.0), progress=False)
+    ckpt = out / "ckpt"
+    cmd = [sys.executable, "-m", "adaptrubric_local.cli", "distill", "train", str(dist), "--model", str(model),
+           "--out", str(ckpt), "--epochs", "1", "--grad-accum", "4", "--no-progress"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        print(p.stderr[-4000:], file=sys.stderr)
+        return 1
+    s = json.loads((ckpt / "train_summary.json").read_text())
+    est, measured = s["plan"]["estimate_gib"], s["peak_gpu_memory_gib"]
+    L = s["plan"]["lengths"]
+    line = (f"{args.model} architecture (random bf16 weights), `distill train` defaults (LoRA r16, native "
+            f"resolution, gradient checkpointing, batch 1), {L['examples']} trajectories of {args.frames} 1080x2400 "
+            f"frames ({L['total']['max']:,} tokens, {L['visual']['max']:,} visual): planner estimate "
+            f"{est['total']:.2f} GiB (weights {est['weights']:.2f}, LoRA+optimizer {est['lora_optimizer']:.2f}, "
+            f"activations {est['activations']:.2f}, loss {est['loss']:.2f}); measured "
+            f"torch.cuda.max_memory_allocated {measured:.2f} GiB; measured/estimate {measured / est['total']:.2f}; "
+            f"{s['seconds']:.0f} s training, {time.perf_counter() - t0:.0f} s in all.")
+    print(line)
+    report = Path(args.report)
+    head = "" if report.is_file() else "# GPU benchmarks\n"
+    with open(report, "a") as fh:
+        fh.write(f"{head}\n## Distillation memory: `python eval/gpu_distill_memory.py`\n\n"
+                 f"{datetime.date.today()}, {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
+                 f"Python {platform.python_version()}.\n\n{line}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
