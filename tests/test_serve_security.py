@@ -25,7 +25,7 @@ pytest.importorskip("uvicorn")
 
 from PIL import Image  # noqa: E402
 
-from adaptrubric_local import FakeEngine, cli  # noqa: E402
+from adaptrubric_local import FakeEngine, cli, rewards  # noqa: E402
 from adaptrubric_local.inline_images import ImageStore, check_image, data_url  # noqa: E402
 from adaptrubric_local.reward_model import RewardModel  # noqa: E402
 from adaptrubric_local.serve import ServeConfig, authorized, is_loopback  # noqa: E402
@@ -205,7 +205,16 @@ def test_client_sends_its_files_inline(server, tmp_path, monkeypatch):
     verdicts = rm.score(recs + [missing, {**recs[0], "steps": [{"screenshot": png((0, 200, 0)), "action": "t"}]}])
     assert [v.score for v in verdicts] == [1, 0, None, 1]
     assert verdicts[2].status == "error" and "screenshot not found" in verdicts[2].error
-    # as paths, the service cannot read them: the files are not on its disk
+    # the RL adapters, with the same option in their configuration (reward.yaml: inline_images: true)
+    rewards.configure(service_url=url, data_root=str(tmp_path), inline_images=True)
+    try:
+        out = rewards.compute_score(data_source="gui", solution_str="", ground_truth=None,
+                                    extra_info={"trajectory": recs[0]})
+        assert out["score"] == 1.0 and out["status"] == "ok"
+        assert rewards.reward_func(["q"], ["p"], [json.dumps(recs[1])])["rewards"].tolist() == [0.0]
+    finally:
+        rewards.configure(engine=FakeEngine())
+    # as paths the service refuses them: outside its data root (on another machine, not on its disk at all)
     by_path = RewardModel(service_url=url, data_root=str(tmp_path)).score(recs[:1])[0]
     assert by_path.status == "error"
     monkeypatch.setenv("ADAPTRUBRIC_API_KEY", "wrong")
