@@ -228,7 +228,7 @@ def ray_cluster(tmp_path_factory, synth_set, policy):
         stop_service(proc)
 
 
-def test_reward_loop_manager_on_ray(ray_cluster, agent_loop, tokenizer, synth_set):
+def test_reward_loop_manager_on_ray(ray_cluster, agent_loop, tokenizer):
     import ray
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.experimental.reward_loop.reward_loop import RewardLoopManager
