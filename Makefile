@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo clean
+.PHONY: install install-rl test demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,21 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-test: $(STAMP)
+# The real verl and OpenRLHF for tests/test_rewards_verl.py and tests/test_rewards_openrlhf.py, installed
+# beside this package's torch and transformers WITHOUT their own dependencies (vLLM, DeepSpeed and their
+# transformers pins: verl <5.11, OpenRLHF ==5.15.0); the light packages their reward paths import come
+# from the test-rl extra. README, "RL rewards", says what this means for users.
+RL_STAMP := $(VENV)/.installed-rl
+RL_FRAMEWORKS := verl==0.9.1 openrlhf==0.11.2 tensordict==0.10.0
+
+$(RL_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,test-rl]'
+	$(PY) -m pip install --quiet --no-deps $(RL_FRAMEWORKS)
+	touch $(RL_STAMP)
+
+install-rl: $(RL_STAMP)
+
+test: $(STAMP) $(RL_STAMP)
 	$(PY) -m pytest
 
 demo: $(STAMP)

@@ -13,12 +13,37 @@ EXAMPLES = """examples:
   adaptrubric serve --model M --calibration calib.json --set reward=p_success   # calibrated soft reward
   CUDA_VISIBLE_DEVICES=1 adaptrubric serve --config reward.yaml --port 8001   # one service per GPU
 
-  curl -s 127.0.0.1:8000/health
-  curl -s 127.0.0.1:8000/score -d '{"trajectories": [{"id": "a", "instruction": "...", "steps": [...]}]}'
+  # other machines: a key from the environment (not the command line, which `ps` shows to everyone)
+  export ADAPTRUBRIC_API_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(32))')
+  adaptrubric serve --config reward.yaml --host 0.0.0.0 --port 8000
+
+  curl -s 127.0.0.1:8000/health -H "Authorization: Bearer $ADAPTRUBRIC_API_KEY"
+  curl -s 127.0.0.1:8000/score -H "Authorization: Bearer $ADAPTRUBRIC_API_KEY" \\
+      -d '{"trajectories": [{"id": "a", "instruction": "...", "steps": [{"screenshot": "data:image/png;base64,...", "action": "..."}]}]}'
 
 then point the trainers at it: service_url: http://HOST:8000 in the file named by $ADAPTRUBRIC_CONFIG
-(or $ADAPTRUBRIC_SERVICE_URL); OpenRLHF's remote route: --reward.remote_url http://HOST:8000/openrlhf
+(or $ADAPTRUBRIC_SERVICE_URL), the same $ADAPTRUBRIC_API_KEY in their environment, and inline_images: true
+when the trainers' screenshots are not on this machine. OpenRLHF's HTTP route
+(--reward.remote_url http://HOST:8000/openrlhf) sends no key: use it only without one.
 """
+
+
+def read_key(args) -> "str | None":
+    """The API key: --api-key, else the file, else the environment variable (empty counts as none)."""
+    import os
+    from pathlib import Path
+
+    if args.api_key:
+        return args.api_key
+    if args.api_key_file:
+        path = Path(args.api_key_file)
+        if not path.is_file():
+            raise FileNotFoundError(f"--api-key-file: no such file: {path}")
+        key = path.read_text(encoding="utf-8").strip()
+        if not key:
+            raise ValueError(f"--api-key-file: {path} is empty")
+        return key
+    return (os.environ.get(args.api_key_env) or None) if args.api_key_env else None
 
 
 def _value(text: str) -> Any:
@@ -56,11 +81,15 @@ def cmd_serve(args) -> int:
         from .engine.fake import FakeEngine
 
         engine = FakeEngine()
+    cfg = ServeConfig(host=args.host, port=args.port, max_request_bytes=int(args.max_request_mb * (1 << 20)),
+                      max_items=args.max_items, request_timeout_s=args.request_timeout, api_key=read_key(args),
+                      insecure=args.insecure)  # refuses an open address without a key before anything loads
     rm = RewardModel.from_config(args.config, engine=engine, **opts) if args.config else RewardModel(engine=engine, **opts)
     if rm.config.service_url:
         raise ValueError("the service cannot itself forward to service_url; remove it from the service's config")
-    serve(rm, ServeConfig(host=args.host, port=args.port, max_request_bytes=int(args.max_request_mb * (1 << 20)),
-                          max_items=args.max_items, request_timeout_s=args.request_timeout))
+    if cfg.api_key is None:
+        logging.getLogger("adaptrubric.serve").warning("no API key: every client that reaches %s is served", cfg.host)
+    serve(rm, cfg)
     return 0
 
 
@@ -74,7 +103,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--calibration", metavar="CALIB.json",
                    help="a file from `adaptrubric calibrate`: verdicts carry p_success_calibrated (the p_success "
                         "reward uses it); its sha256 is shown by GET /health")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1); any other address needs an API key or --insecure")
+    p.add_argument("--api-key-env", default="ADAPTRUBRIC_API_KEY", metavar="VAR",
+                   help="environment variable holding the API key clients must send as a bearer token "
+                        "(default ADAPTRUBRIC_API_KEY; unset or empty: no key)")
+    p.add_argument("--api-key-file", metavar="FILE", help="read the API key from FILE instead")
+    p.add_argument("--api-key", metavar="KEY",
+                   help="the API key itself (visible in `ps` and shell history: prefer the environment or a file)")
+    p.add_argument("--insecure", action="store_true",
+                   help="serve a non-loopback address without an API key (only on a network you trust)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--max-batch", type=int, default=32, help="most trajectories per engine batch (default 32)")
     p.add_argument("--batch-window-ms", type=float, default=50.0,
@@ -94,7 +132,8 @@ def add_subcommands(sub) -> None:
     p = sub.add_parser("serve", help="run the verifier as an HTTP reward service shared by rollout workers",
                        description="One verifier shared by every rollout worker: concurrent requests are batched "
                                    "together (dynamic batching), routes and cues are cached across clients, a full "
-                                   "queue answers 503. Endpoints: GET /health, POST /score, POST /openrlhf.",
+                                   "queue answers 503. Endpoints: GET /health, POST /score, POST /openrlhf. "
+                                   "With an API key every request needs 'Authorization: Bearer <key>'.",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
 

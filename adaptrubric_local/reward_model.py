@@ -8,13 +8,16 @@
 
 Trajectories may be `Trajectory` objects, canonical record dicts (or their JSON) or paths to
 trajectory files. Relative screenshot paths resolve against `data_root` (default: the current
-directory) and then `image_roots`; absolute paths are used as they are.
+directory) and then `image_roots`; absolute paths are used as they are (by the service: only inside
+those folders). A screenshot may also be the image itself, bytes or a `data:image/...;base64,` URL,
+checked and kept in a temporary folder for the call (inline_images.py).
 
 Every call from every thread goes through one scoring thread that gathers what is waiting into
 engine batches (`Batcher`), so concurrent callers (verl's reward threads, OpenRLHF's rollout
 threads) share batches and the route/cue cache, and the model is loaded once, under a lock, on
 first use. Each distinct trajectory of a call is scored once. With `service_url` set nothing is
-loaded here: trajectories are sent to `adaptrubric serve` (see serve.py).
+loaded here: trajectories are sent to `adaptrubric serve` (see serve.py), with the API key from the
+environment and, with `inline_images`, the screenshots inside the request.
 
 Knows nothing about RL frameworks (rewards.py) or HTTP servers (serve.py).
 """
@@ -37,6 +40,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .engine.base import Engine
 from .image_policy import adopt
+from .inline_images import DEFAULT_MAX_PIXELS, ImageStore, data_url, is_inline
 from .pipeline import AdaptRubric, PipelineConfig
 from .types import Trajectory, Verdict
 
@@ -77,6 +81,15 @@ class RewardConfig:
     service_url: Optional[str] = field(default=None, metadata={
         "help": "URL(s) of `adaptrubric serve`, comma-separated; when set no model is loaded in this process"})
     service_timeout: float = field(default=600.0, metadata={"help": "seconds to wait for the service per request"})
+    inline_images: bool = field(default=False, metadata={
+        "help": "send screenshots to the service inside the request (data URLs) instead of as paths: for a "
+                "service on another machine, without a shared file system"})
+    api_key_env: str = field(default="ADAPTRUBRIC_API_KEY", metadata={
+        "help": "environment variable holding the service's API key, sent as a bearer token (never put "
+                "the key itself in a config file)"})
+    max_image_pixels: int = field(default=DEFAULT_MAX_PIXELS, metadata={
+        "help": "largest inline screenshot accepted, in pixels (giant images and decompression bombs are "
+                "refused from the header)"})
     batch_window_ms: float = field(default=50.0, metadata={
         "help": "how long the scoring thread waits for more concurrent calls before running a batch"})
     max_batch: int = field(default=32, metadata={"help": "most trajectories per engine batch"})
@@ -98,6 +111,8 @@ class RewardConfig:
             raise ValueError("max_batch must be >= 1, batch_window_ms >= 0 and service_timeout > 0")
         if self.max_pending is not None and self.max_pending < 1:
             raise ValueError(f"max_pending must be >= 1 or None, got {self.max_pending}")
+        if self.max_image_pixels < 1:
+            raise ValueError(f"max_image_pixels must be >= 1, got {self.max_image_pixels}")
 
     @property
     def root(self) -> Path:
@@ -141,11 +156,22 @@ def load_options(path: str | Path) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- trajectories in
-def _resolve_shot(rel: str, roots: list[Path], where: str) -> str:
+def _inside(path: str | Path, roots: list[Path], where: str, what: str) -> Path:
+    """`path` resolved, when it lies inside one of `roots` (symlinks followed); ValueError otherwise."""
+    full = Path(path).resolve()
+    allowed = [r.resolve() for r in roots]
+    if not any(full == r or r in full.parents for r in allowed):
+        raise ValueError(f"{where}: {what} {str(path)!r} lies outside the service's data_root and image_roots "
+                         f"({', '.join(map(str, allowed))}): add its folder to image_roots "
+                         "(serve --set 'image_roots=[DIR]') or send the screenshots inline (inline_images: true)")
+    return full
+
+
+def _resolve_shot(rel: str, roots: list[Path], where: str, confine: bool = False) -> str:
     if rel.startswith("file://"):
         rel = rel[len("file://"):]
     if os.path.isabs(rel):
-        return rel
+        return str(_inside(rel, roots, where, "screenshot path")) if confine else rel
     tried = []
     for root in roots:
         root_r = root.resolve()
@@ -158,8 +184,21 @@ def _resolve_shot(rel: str, roots: list[Path], where: str) -> str:
     raise ValueError(f"{where}: screenshot not found: {rel!r} (tried {', '.join(tried)}; set data_root or image_roots)")
 
 
-def to_trajectory(obj: Any, cfg: RewardConfig, where: str = "trajectory") -> Trajectory:
-    """A Trajectory from a Trajectory, a canonical dict (or its JSON), or a path to trajectory data."""
+def _shot(value: Any, roots: list[Path], images: Optional[ImageStore], where: str, confine: bool) -> Any:
+    """A step's screenshot as a local path: inline images go to `images`, paths are resolved."""
+    if is_inline(value):
+        if images is None:
+            raise ValueError(f"{where}: an inline screenshot (bytes or data URL) where none is accepted")
+        return images.put(value, where)
+    return _resolve_shot(value, roots, where, confine) if isinstance(value, str) else value
+
+
+def to_trajectory(obj: Any, cfg: RewardConfig, where: str = "trajectory",
+                  images: Optional[ImageStore] = None, confine: bool = False) -> Trajectory:
+    """A Trajectory from a Trajectory, a canonical dict (or its JSON), or a path to trajectory data.
+    Screenshots given inline (bytes or data URLs) are checked and written to `images`. With `confine`
+    (the service: requests come from elsewhere), absolute paths, like relative ones, must lie inside
+    data_root or image_roots."""
     from .formats import load_trajectories
     from .formats.canonical import parse_record
 
@@ -177,12 +216,14 @@ def to_trajectory(obj: Any, cfg: RewardConfig, where: str = "trajectory") -> Tra
         steps = obj.get("steps")
         if isinstance(steps, list):
             obj = {**obj, "steps": [
-                {**s, "screenshot": _resolve_shot(s["screenshot"], roots, f"{where}, steps[{i}].screenshot")}
-                if isinstance(s, dict) and isinstance(s.get("screenshot"), str) else s
+                {**s, "screenshot": _shot(s["screenshot"], roots, images, f"{where}, steps[{i}].screenshot", confine)}
+                if isinstance(s, dict) and s.get("screenshot") is not None else s
                 for i, s in enumerate(steps)]}
         return parse_record(obj, Path("/"), Path(f"<{where}>"), where)
     if isinstance(obj, (str, Path)):
         path = obj if os.path.isabs(str(obj)) else cfg.root / obj
+        if confine:
+            path = _inside(path, [cfg.root, *map(Path, cfg.image_roots)], where, "trajectory path")
         try:
             loaded = load_trajectories(path, image_roots=tuple(cfg.image_roots))
         except TypeError:  # a loader without image roots
@@ -372,18 +413,19 @@ class RewardModel:
                 verdicts = [Verdict(status="error", error=str(exc)) for _ in items]
             self._calibrated(verdicts)
         else:
-            trajs: list[Optional[Trajectory]] = []
-            errors: dict[int, str] = {}
-            for i, obj in enumerate(items):
-                try:
-                    trajs.append(to_trajectory(obj, self.config, f"item {i}"))
-                except Exception as exc:  # one bad rollout must not sink the batch
-                    trajs.append(None)
-                    errors[i] = str(exc)
-            good = [t for t in trajs if t is not None]
-            futs = iter(self.submit(good)) if good else iter(())
-            verdicts = [Verdict(status="error", error=errors[i]) if t is None else _result(next(futs), t)
-                        for i, t in enumerate(trajs)]
+            with ImageStore(self.config.max_image_pixels) as images:  # inline screenshots, for this call
+                trajs: list[Optional[Trajectory]] = []
+                errors: dict[int, str] = {}
+                for i, obj in enumerate(items):
+                    try:
+                        trajs.append(to_trajectory(obj, self.config, f"item {i}", images))
+                    except Exception as exc:  # one bad rollout must not sink the batch
+                        trajs.append(None)
+                        errors[i] = str(exc)
+                good = [t for t in trajs if t is not None]
+                futs = iter(self.submit(good)) if good else iter(())
+                verdicts = [Verdict(status="error", error=errors[i]) if t is None else _result(next(futs), t)
+                            for i, t in enumerate(trajs)]
         self._count(verdicts)
         return verdicts
 
@@ -479,24 +521,67 @@ def _result(fut: Future, t: Trajectory) -> Verdict:
 # ----------------------------------------------------------------------------- client of the service
 class ServiceClient:
     """Sends trajectories to `adaptrubric serve`. With several URLs, a trajectory goes to the replica
-    chosen by its instruction, so a GRPO group shares one replica's route/cue cache."""
+    chosen by its instruction, so a GRPO group shares one replica's route/cue cache. The API key, read
+    from the environment variable `api_key_env`, goes as a bearer token with every request. With
+    `inline_images` the screenshots travel inside the request (data URLs); otherwise as absolute paths
+    that the service must be able to read (a shared file system). Bytes travel inline either way."""
 
     def __init__(self, cfg: RewardConfig):
         self.urls = [u.strip().rstrip("/") for u in (cfg.service_url or "").split(",") if u.strip()]
         if not self.urls:
             raise ValueError("service_url is empty")
         self.timeout = cfg.service_timeout
+        self.inline = cfg.inline_images
+        key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
+        self._headers = {"Content-Type": "application/json"}
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
 
-    def _payload(self, obj: Any, cfg: RewardConfig) -> Any:
+    def _payload(self, obj: Any, cfg: RewardConfig, where: str) -> Any:
+        if self.inline:
+            return self._inline(obj, cfg, where)
         if isinstance(obj, Trajectory):
-            return obj.to_dict()
+            obj = obj.to_dict()
         if isinstance(obj, (str, Path)) and not str(obj).lstrip().startswith("{") and not os.path.isabs(str(obj)):
             return str(cfg.root / obj)  # the service runs elsewhere: send absolute paths
         if isinstance(obj, dict) and isinstance(obj.get("steps"), list):
-            return {**obj, "steps": [{**s, "screenshot": str(cfg.root / s["screenshot"])}
-                                     if isinstance(s, dict) and isinstance(s.get("screenshot"), str)
-                                     and not os.path.isabs(s["screenshot"]) else s for s in obj["steps"]]}
+            return {**obj, "steps": [self._step_path(s, cfg) for s in obj["steps"]]}
         return obj
+
+    @staticmethod
+    def _step_path(s: Any, cfg: RewardConfig) -> Any:
+        shot = s.get("screenshot") if isinstance(s, dict) else None
+        if shot is None or (isinstance(shot, str) and shot[:5].lower() == "data:"):
+            return s
+        if is_inline(shot):  # bytes cannot travel in JSON as they are
+            return {**s, "screenshot": data_url(shot)}
+        if isinstance(shot, str) and not os.path.isabs(shot):
+            return {**s, "screenshot": str(cfg.root / shot)}
+        return s
+
+    @staticmethod
+    def _inline(obj: Any, cfg: RewardConfig, where: str) -> dict:
+        """The record with every screenshot read here and sent as a data URL."""
+        if isinstance(obj, (bytes, bytearray)):
+            obj = obj.decode("utf-8")
+        if isinstance(obj, str) and obj.lstrip().startswith("{"):
+            obj = json.loads(obj)
+        if isinstance(obj, Trajectory):
+            obj = obj.to_dict()
+        elif not isinstance(obj, dict):  # a path to trajectory data: load it here, where the files are
+            obj = to_trajectory(obj, cfg, where).to_dict()
+        steps = obj.get("steps")
+        if not isinstance(steps, list):
+            return obj  # the service names the problem
+        roots = [cfg.root, *map(Path, cfg.image_roots)]
+        out = []
+        for i, s in enumerate(steps):
+            shot = s.get("screenshot") if isinstance(s, dict) else None
+            if shot is not None and (is_inline(shot) or isinstance(shot, str)):
+                path = shot if is_inline(shot) else _resolve_shot(shot, roots, f"{where}, steps[{i}].screenshot")
+                s = {**s, "screenshot": data_url(path)}
+            out.append(s)
+        return {**obj, "steps": out}
 
     def _instruction(self, obj: Any) -> str:
         if isinstance(obj, Trajectory):
@@ -511,7 +596,7 @@ class ServiceClient:
         delay = 0.2
         deadline = time.monotonic() + self.timeout
         while True:
-            req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+            req = urllib.request.Request(url, data=data, headers=self._headers)
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                     return json.loads(resp.read())
@@ -521,19 +606,30 @@ class ServiceClient:
                     delay = min(delay * 2, 5.0)
                     continue
                 detail = exc.read().decode("utf-8", "replace")[:500]
-                raise RuntimeError(f"reward service {url} answered {exc.code}: {detail}") from None
+                hint = ""
+                if exc.code == 401:
+                    hint = " (set the service's key in the environment variable named by api_key_env)"
+                elif exc.code == 413:
+                    hint = " (inline screenshots count: raise the service's --max-request-mb)"
+                raise RuntimeError(f"reward service {url} answered {exc.code}: {detail}{hint}") from None
             except urllib.error.URLError as exc:
                 raise RuntimeError(f"reward service {url} unreachable: {exc.reason}") from None
 
     def score(self, items: list[Any], cfg: RewardConfig) -> list[Verdict]:
-        """Verdicts from the service, in order (requests to different replicas run one after another)."""
-        by_url: dict[int, list[int]] = {}
-        for i, obj in enumerate(items):
-            by_url.setdefault(zlib.crc32(self._instruction(obj).encode()) % len(self.urls), []).append(i)
+        """Verdicts from the service, in order (requests to different replicas run one after another);
+        an item that cannot be sent (a screenshot missing here) is an error verdict of its own."""
         out: list[Optional[Verdict]] = [None] * len(items)
-        for u, idx in by_url.items():
-            res = self.post(self.urls[u] + "/score", {"trajectories": [self._payload(items[i], cfg) for i in idx]})
-            for i, d in zip(idx, res["verdicts"]):
+        by_url: dict[int, list[tuple[int, Any]]] = {}
+        for i, obj in enumerate(items):
+            try:
+                payload = self._payload(obj, cfg, f"item {i}")
+            except (ValueError, OSError, TypeError) as exc:
+                out[i] = Verdict(status="error", error=str(exc))
+                continue
+            by_url.setdefault(zlib.crc32(self._instruction(obj).encode()) % len(self.urls), []).append((i, payload))
+        for u, batch in by_url.items():
+            res = self.post(self.urls[u] + "/score", {"trajectories": [p for _, p in batch]})
+            for (i, _), d in zip(batch, res["verdicts"]):
                 out[i] = Verdict.from_dict(d)
         return out  # type: ignore[return-value]
 

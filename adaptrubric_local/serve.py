@@ -13,6 +13,14 @@ Endpoints:
   POST /openrlhf, /get_reward  OpenRLHF's remote reward convention {"query", "prompts", "labels"} ->
                                {"rewards", "scores", "extra_logs"}; each label carries a trajectory
 
+Security: paths in requests, absolute ones too, must lie inside the RewardModel's data_root or
+image_roots (symlinks followed), so a request cannot make the verifier read other files. With an API key (`--api-key-env`, default $ADAPTRUBRIC_API_KEY, or `--api-key-file`) every
+request must carry `Authorization: Bearer <key>` (compared in constant time) or gets 401 before its
+body is read; the service refuses to bind anything but a loopback address without a key, unless
+`insecure` is set. Every malformed body is a 400, including JSON nested too deep to parse. Screenshots
+may arrive inline (data URLs: inline_images.py), written to a private temporary folder for the time of
+their request. The key does not make plain HTTP private: on an untrusted network put TLS in front.
+
 Several GPUs: one service per GPU (`CUDA_VISIBLE_DEVICES=i adaptrubric serve --port 800i`) and a
 comma-separated `service_url`; clients send each instruction to one replica, so its cache stays warm.
 Knows nothing about RL frameworks.
@@ -20,13 +28,18 @@ Knows nothing about RL frameworks.
 # no `from __future__ import annotations`: FastAPI reads the handlers' annotations as objects
 
 import asyncio
+import hashlib
+import hmac
+import ipaddress
 import json
 import logging
+import threading
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .inline_images import ImageStore
 from .reward_model import QueueFull, RewardModel, to_trajectory
 from .types import Verdict
 
@@ -43,12 +56,43 @@ class ServeConfig:
     max_items: int = field(default=256, metadata={"help": "most trajectories in one request (413 above)"})
     request_timeout_s: float = field(default=600.0, metadata={"help": "a request waits at most this long (504)"})
     graceful_timeout_s: float = field(default=120.0, metadata={"help": "on shutdown, wait this long for requests"})
+    api_key: Optional[str] = field(default=None, repr=False, metadata={
+        "help": "the key every request must send as 'Authorization: Bearer <key>' (None: no check)"})
+    insecure: bool = field(default=False, metadata={
+        "help": "allow a non-loopback address without an API key (a trusted network only)"})
 
     def __post_init__(self):
         if not 0 < self.port < 65536:
             raise ValueError(f"port must be 1-65535, got {self.port}")
         if self.max_request_bytes < 1 or self.max_items < 1 or self.request_timeout_s <= 0:
             raise ValueError("max_request_bytes, max_items and request_timeout_s must be positive")
+        if not self.api_key:
+            self.api_key = None
+        if self.api_key is None and not self.insecure and not is_loopback(self.host):
+            raise ValueError(
+                f"refusing to serve on {self.host!r} without an API key: anyone who can reach that address could "
+                "spend the GPU and have the verifier read any image the service can open. Set one in the "
+                "environment (export ADAPTRUBRIC_API_KEY=...; clients read the same variable) or "
+                "--api-key-file FILE, or pass --insecure on a trusted network")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is a loopback address or 'localhost' (0.0.0.0, '::' and names are not)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def authorized(header: Optional[str], key: str) -> bool:
+    """Whether an Authorization header carries `key` as a bearer token, compared in constant time
+    (the digests have equal length whatever was sent)."""
+    scheme, _, token = (header or "").partition(" ")
+    given = token.strip() if scheme.lower() == "bearer" else ""
+    return hmac.compare_digest(hashlib.sha256(given.encode("utf-8", "surrogateescape")).digest(),
+                               hashlib.sha256(key.encode("utf-8")).digest()) and bool(given)
 
 
 def _error(status: int, msg: str, **headers):
@@ -62,7 +106,8 @@ def build_app(rm: RewardModel, cfg: Optional[ServeConfig] = None):
     from fastapi import FastAPI, Request
 
     cfg = cfg or ServeConfig()
-    counters = {"requests": 0, "rejected_full": 0, "rejected_size": 0, "timeouts": 0, "bad_requests": 0}
+    counters = {"requests": 0, "rejected_full": 0, "rejected_size": 0, "timeouts": 0, "bad_requests": 0,
+                "unauthorized": 0}
 
     @asynccontextmanager
     async def lifespan(app):
@@ -72,6 +117,15 @@ def build_app(rm: RewardModel, cfg: Optional[ServeConfig] = None):
         await asyncio.to_thread(rm.close)  # the queue is drained before the process exits
 
     app = FastAPI(title="adaptrubric reward service", lifespan=lifespan)
+
+    if cfg.api_key is not None:
+        @app.middleware("http")
+        async def require_key(request: Request, call_next):  # before any body is read or anything scored
+            if not authorized(request.headers.get("authorization"), cfg.api_key):
+                counters["unauthorized"] += 1
+                return _error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'",
+                              **{"WWW-Authenticate": "Bearer"})
+            return await call_next(request)
 
     async def read_json(request: Request):
         size = request.headers.get("content-length")
@@ -85,33 +139,45 @@ def build_app(rm: RewardModel, cfg: Optional[ServeConfig] = None):
                 counters["rejected_size"] += 1
                 return None, _error(413, f"request body > limit {cfg.max_request_bytes} bytes")
         try:
-            return json.loads(body), None
+            return await asyncio.to_thread(json.loads, body), None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             counters["bad_requests"] += 1
             return None, _error(400, f"body is not JSON: {exc}")
+        except RecursionError:
+            counters["bad_requests"] += 1
+            return None, _error(400, "body is not usable JSON: nested too deeply")
+
+    def load_items(items: list, images: ImageStore) -> tuple[list, list]:
+        trajs, verdicts = [], [None] * len(items)
+        for i, obj in enumerate(items):
+            try:
+                trajs.append((i, to_trajectory(obj, rm.config, f"item {i}", images, confine=True)))
+            except Exception as exc:  # one bad item must not sink the request (RecursionError included)
+                verdicts[i] = Verdict(status="error", error=str(exc))
+        return trajs, verdicts
 
     async def score_items(items: list) -> tuple[Optional[list[Verdict]], Any]:
         if len(items) > cfg.max_items:
             counters["rejected_size"] += 1
             return None, _error(413, f"{len(items)} trajectories in one request > limit {cfg.max_items}")
         counters["requests"] += 1
-        trajs, verdicts = [], [None] * len(items)
-        for i, obj in enumerate(items):
+        images = ImageStore(rm.config.max_image_pixels)  # this request's inline screenshots
+        futs: list = []
+        try:
+            trajs, verdicts = await asyncio.to_thread(load_items, items, images)
             try:
-                trajs.append((i, to_trajectory(obj, rm.config, f"item {i}")))
-            except Exception as exc:  # one bad item must not sink the request
-                verdicts[i] = Verdict(status="error", error=str(exc))
-        try:
-            futs = rm.submit([t for _, t in trajs]) if trajs else []
-        except QueueFull as exc:
-            counters["rejected_full"] += 1
-            return None, _error(503, f"busy: {exc}; retry later", **{"Retry-After": "1"})
-        try:
-            done = await asyncio.wait_for(asyncio.gather(*(asyncio.wrap_future(f) for f in futs),
-                                                         return_exceptions=True), cfg.request_timeout_s)
-        except asyncio.TimeoutError:
-            counters["timeouts"] += 1
-            return None, _error(504, f"not scored within {cfg.request_timeout_s} s")
+                futs = rm.submit([t for _, t in trajs]) if trajs else []
+            except QueueFull as exc:
+                counters["rejected_full"] += 1
+                return None, _error(503, f"busy: {exc}; retry later", **{"Retry-After": "1"})
+            try:
+                done = await asyncio.wait_for(asyncio.gather(*(asyncio.wrap_future(f) for f in futs),
+                                                             return_exceptions=True), cfg.request_timeout_s)
+            except asyncio.TimeoutError:
+                counters["timeouts"] += 1
+                return None, _error(504, f"not scored within {cfg.request_timeout_s} s")
+        finally:
+            close_when_done(images, futs)
         for (i, t), v in zip(trajs, done):
             verdicts[i] = v if isinstance(v, Verdict) else Verdict(id=t.id, status="error", error=f"{type(v).__name__}: {v}")
         rm._count(verdicts)  # noqa: SLF001 - the service scores through the model's own queue
@@ -158,6 +224,26 @@ def build_app(rm: RewardModel, cfg: Optional[ServeConfig] = None):
     app.post("/get_reward")(openrlhf)
     app.state.counters = counters
     return app
+
+
+def close_when_done(images: ImageStore, futs: list) -> None:
+    """Delete a request's inline screenshots once the scoring thread is done with them (at once, or
+    after the last future of a request that timed out)."""
+    pending = [f for f in futs if not f.done()]
+    if not pending:
+        images.close()
+        return
+    left, lock = [len(pending)], threading.Lock()
+
+    def one_done(_f) -> None:  # in the scoring thread, or here when the future finished meanwhile
+        with lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            images.close()
+
+    for f in pending:
+        f.add_done_callback(one_done)
 
 
 def serve(rm: RewardModel, cfg: Optional[ServeConfig] = None) -> None:

@@ -10,21 +10,16 @@ last step returns the verifier's reward for the episode the policy just played. 
 (trainer/ppo_utils/samples_generator.py:289-292). Each vLLM engine actor loads this file: set
 `service_url` in reward.yaml (`adaptrubric serve`) so all of them share one verifier.
 
-Without OpenRLHF, `python examples/openrlhf_agent.py` replays the executor's calls on synthetic
-episodes with a scripted verifier.
+`tests/test_rewards_openrlhf.py` runs this file through OpenRLHF's own loader, rollout actor and
+executor, with a scripted policy in place of vLLM and the stand-in environment below.
 """
 from __future__ import annotations
 
-import asyncio
 import json
-import tempfile
+
+from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
 from adaptrubric_local import rewards
-
-try:
-    from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
-except ImportError:  # replay mode: the same interface, without OpenRLHF
-    AgentInstanceBase, MultiTurnAgentExecutor = object, None
 
 
 class GUIEnv:
@@ -69,38 +64,6 @@ class AgentInstance(AgentInstanceBase):
                 "done": False, "extra_logs": {}}
 
 
-if MultiTurnAgentExecutor is not None:
-
-    class AgentExecutor(MultiTurnAgentExecutor):
-        def __init__(self):
-            super().__init__(AgentInstance)
-
-
-async def replay(actions: list[str]) -> list[float]:
-    """The executor's reset/step calls for a few rollouts of one prompt, run concurrently."""
-    from adaptrubric_local import load_trajectories
-    from adaptrubric_local.synth import synthesize
-
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location("trl_example", Path(__file__).with_name("trl_grpo.py"))
-    ex = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ex)
-    trajs = [t.to_dict() for t in load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=4,
-                                                               size=(90, 200))).trajectories]
-    rewards.configure(engine=ex.scripted_verifier(trajs))
-    label = json.dumps({"id": "task0", "instruction": trajs[0]["instruction"], "candidates": trajs})
-
-    async def one(action):
-        agent = AgentInstance()
-        await agent.reset({"observation": "prompt", "label": label})
-        res = await agent.step({"observation_text": "prompt", "action_text": action, "label": label,
-                                "sampling_params": None})
-        return res["rewards"].item()
-
-    return list(await asyncio.gather(*(one(a) for a in actions)))
-
-
-if __name__ == "__main__":
-    print("rewards:", asyncio.run(replay(["tap(1)", "tap(2)", "tap(3)", "tap(4)"])))
+class AgentExecutor(MultiTurnAgentExecutor):
+    def __init__(self):
+        super().__init__(AgentInstance)

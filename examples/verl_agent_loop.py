@@ -1,85 +1,56 @@
 """verl 0.9.1: AdaptRubric rewards on the policy's own rollouts through the agent loop.
 
-The agent loop stores each rollout's GUI episode in `output.extra_fields["trajectory"]`; verl hands
-`extra_fields` to the reward manager as `tool_extra_fields` (agent_loop.py:1016), which merges them
-into `extra_info` (reward_loop/reward_manager/naive.py:45-47), where `rewards.compute_score` reads it.
+The agent loop stores each rollout's GUI episode in `output.extra_fields["trajectory"]`, where
+`rewards.compute_score` finds it in `extra_info["trajectory"]`:
 
-Training (verl installed; the agent loop class below is registered on import)::
+- by default (no reward model in verl, or one on its own resource pool) the agent loop streams each
+  rollout to a reward worker with `tool_extra_fields` (agent_loop.py:1016), which verl's reward manager
+  merges into `extra_info` (reward_loop/reward_manager/naive.py:45-47);
+- with `reward.reward_model.enable=True` and no `reward.reward_model.enable_resource_pool=True`, verl
+  scores the batch after rollout, where the trajectory is a top-level key of the batch: add the three
+  `reward.reward_manager.*` overrides below (adaptrubric_local/verl_reward_manager.py), or every sample
+  is an error verdict "compute_score needs extra_info['trajectory']".
 
-    ADAPTRUBRIC_CONFIG=reward.yaml python -m verl.trainer.main_ppo \\
+Training (launched from this repository's root, so that Ray's workers can import `examples.*`)::
+
+    ADAPTRUBRIC_CONFIG=$PWD/examples/reward.yaml python -m verl.trainer.main_ppo \\
         actor_rollout_ref.rollout.agent.agent_loop_config_path=examples/verl_agent_loops.yaml \\
         reward.custom_reward_function.path=pkg://adaptrubric_local.rewards \\
-        reward.custom_reward_function.name=compute_score ...
+        reward.custom_reward_function.name=compute_score \\
+        reward.reward_manager.source=importlib reward.reward_manager.name=TrajectoryRewardManager \\
+        reward.reward_manager.module.path=pkg://adaptrubric_local.verl_reward_manager ...
 
-with examples/verl_agent_loops.yaml::
+with the dataset's `agent_name` column set to `adaptrubric_gui` (examples/verl_agent_loops.yaml maps it
+to the class below). On several nodes, see examples/README.md for PYTHONPATH and the environment of
+verl's workers. With `reward.num_workers` reward processes (8 by default) each would load a verifier:
+start `adaptrubric serve` and set `service_url` in reward.yaml so they share one.
 
-    - name: adaptrubric_gui
-      _target_: examples.verl_agent_loop.GUIAgentLoop
-
-and the dataset's `agent_name` column set to `adaptrubric_gui`. `pkg://` imports the package module
-(a plain file path works too: the verifier state lives in the package either way). With
-`reward.num_workers` reward processes (8 by default) each would load a verifier: start
-`adaptrubric serve` and set `service_url` in reward.yaml so they share one.
-
-Without verl, `python examples/verl_agent_loop.py` replays what verl does with the returned
-fields (reward loop and batch manager) on synthetic episodes and a scripted verifier.
+`tests/test_rewards_verl.py` runs this loop in verl's own AgentLoopWorker, with a scripted policy in
+place of the LLM server and a replayed environment in place of `run_episode`.
 """
 from __future__ import annotations
 
 import asyncio
-import tempfile
 
-try:  # verl is optional: the class is defined only where verl is installed
-    from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register
-    from verl.experimental.agent_loop.single_turn_agent_loop import SingleTurnAgentLoop
-except ImportError:
-    SingleTurnAgentLoop = None
+from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register
+from verl.experimental.agent_loop.single_turn_agent_loop import SingleTurnAgentLoop
 
-if SingleTurnAgentLoop is not None:
 
-    @register("adaptrubric_gui")
-    class GUIAgentLoop(SingleTurnAgentLoop):
-        """Generate as usual, play the response in the GUI environment, keep the episode for the reward."""
+@register("adaptrubric_gui")
+class GUIAgentLoop(SingleTurnAgentLoop):
+    """Generate as usual, play the response in the GUI environment, keep the episode for the reward."""
 
-        async def run(self, sampling_params, **kwargs) -> "AgentLoopOutput":
-            output = await super().run(sampling_params, **kwargs)
-            text = self.tokenizer.decode(output.response_ids, skip_special_tokens=True)
-            episode = await asyncio.to_thread(run_episode, kwargs.get("extra_info") or {}, text)
-            output.extra_fields["trajectory"] = episode  # -> extra_info["trajectory"] in compute_score
-            return output
+    async def run(self, sampling_params, **kwargs) -> AgentLoopOutput:
+        output = await super().run(sampling_params, **kwargs)
+        text = self.tokenizer.decode(output.response_ids, skip_special_tokens=True)
+        episode = await asyncio.to_thread(run_episode, kwargs.get("extra_info") or {}, text)
+        output.extra_fields["trajectory"] = episode  # -> extra_info["trajectory"] in compute_score
+        return output
 
 
 def run_episode(task: dict, response: str) -> dict:
     """Execute the policy's actions in your environment and return the canonical episode record
-    ({"id", "instruction", "steps": [{"screenshot", "action"}]}). Replace with your emulator."""
+    ({"id", "instruction", "steps": [{"screenshot", "action"}]}). Replace with your emulator.
+    A screenshot may be a path the reward side can read, or the image itself (PNG/JPEG bytes or a
+    data URL); with a remote `adaptrubric serve`, set `inline_images: true` in reward.yaml."""
     raise NotImplementedError("connect your GUI environment here")
-
-
-def replay(n: int = 4) -> list[float]:
-    """What verl does with the agent loop's fields, without verl: returns the rewards."""
-    import numpy as np
-
-    from adaptrubric_local import load_trajectories, rewards
-    from adaptrubric_local.synth import synthesize
-
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location("trl_example", Path(__file__).with_name("trl_grpo.py"))
-    ex = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ex)
-    trajs = [t.to_dict() for t in load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=n,
-                                                               size=(90, 200))).trajectories]
-    rewards.configure(engine=ex.scripted_verifier(trajs))
-    extra_fields = np.array([{"trajectory": t} for t in trajs], dtype=object)  # agent_loop.py:1016
-    out = []
-    for fields in extra_fields:  # reward loop: one sample per call (naive.py:42-85)
-        extra_info = {"index": 0}
-        extra_info.update(fields.items())
-        out.append(rewards.compute_score(data_source="gui", solution_str="...", ground_truth=None,
-                                         extra_info=extra_info)["score"])
-    return out
-
-
-if __name__ == "__main__":
-    print("rewards of 4 rollouts of one prompt:", replay())

@@ -35,7 +35,8 @@ SERVER = textwrap.dedent("""
             return super().generate(requests)
 
     rm = RewardModel(engine=Slow(script=lambda r: "SCORE: 0" if r.kind == "verify" and "Wi-Fi" in r.prompt
-                                 else FakeEngine().script(r)), max_pending=8, batch_window_ms=50)
+                                 else FakeEngine().script(r)), max_pending=8, batch_window_ms=50,
+                     image_roots=[{images!r}])  # the service reads paths inside its roots only
     serve(rm, ServeConfig(port={port}, max_request_bytes=200_000, max_items=16, graceful_timeout_s=20))
 """)
 
@@ -61,10 +62,10 @@ def get(url):
         return json.loads(r.read())
 
 
-def start(tmp_path):
+def start(tmp_path, images):
     port = free_port()
     script = tmp_path / "server.py"
-    script.write_text(SERVER.format(root=str(ROOT), port=port))
+    script.write_text(SERVER.format(root=str(ROOT), port=port, images=str(Path(images).parent)))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
@@ -80,8 +81,8 @@ def start(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    url, proc = start(tmp_path_factory.mktemp("serve"))
+def server(tmp_path_factory, synth_set):
+    url, proc = start(tmp_path_factory.mktemp("serve"), synth_set)
     yield url, proc
     if proc.poll() is None:
         proc.terminate()
@@ -130,8 +131,8 @@ def test_full_queue_answers_503_and_recovers(server, trajs):
     assert vals == [0.0 if "Wi-Fi" in t["instruction"] else 1.0 for t in trajs]
 
 
-def test_graceful_shutdown_answers_in_flight(tmp_path, trajs):
-    url, proc = start(tmp_path)
+def test_graceful_shutdown_answers_in_flight(tmp_path, trajs, synth_set):
+    url, proc = start(tmp_path, synth_set)
     with ThreadPoolExecutor(4) as ex:
         futs = [ex.submit(post, url + "/score", {"trajectories": [t]}) for t in trajs[:4]]
         time.sleep(0.15)

@@ -1,0 +1,6 @@
+"""vllm.utils stub (see __init__.py)."""
+import uuid
+
+
+def random_uuid() -> str:
+    return uuid.uuid4().hex
