@@ -159,7 +159,8 @@ and rubric items, plus the shared meta rule; unknown keys are errors naming the 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__, cli_bank, cli_distill, cli_eval, cli_score, cli_serve
+    from . import cli_bank, cli_distill, cli_eval, cli_score, cli_serve
+    from ._version import __version__
 
     ap = argparse.ArgumentParser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent "
                                  "trajectories, run in-process with Qwen3-VL.", epilog=EXAMPLES,

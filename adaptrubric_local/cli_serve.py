@@ -94,9 +94,15 @@ def add_subcommands(sub) -> None:
 
 
 def main(argv=None) -> int:
-    """`python -m adaptrubric_local.serve` (the same flags as `adaptrubric serve`)."""
+    """`python -m adaptrubric_local.cli_serve` (the same flags as `adaptrubric serve`)."""
     ap = argparse.ArgumentParser(prog="adaptrubric serve", epilog=EXAMPLES,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(ap)
     args = ap.parse_args(argv)
     return args.func(args)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from . import __version__
+from ._version import __version__
 from .bank import RubricBank, RubricSet, load_bank
 from .context import DEFAULT_BUDGET, Selection, select_context, thumbnail_fingerprint, thumbnails_close
 from .criteria import Criteria

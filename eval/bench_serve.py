@@ -48,7 +48,7 @@ def post(url: str, body: dict, timeout: float = 600) -> tuple[int, dict]:
 
 def start_server(model: str, max_batch: int, max_queue: int, window_ms: float, new_tokens: int, log: Path):
     port = free_port()
-    cmd = [sys.executable, "-m", "adaptrubric_local.serve", "--model", model, "--port", str(port),
+    cmd = [sys.executable, "-m", "adaptrubric_local.cli_serve", "--model", model, "--port", str(port),
            "--max-batch", str(max_batch), "--batch-window-ms", str(window_ms), "--max-queue", str(max_queue),
            "--set", f"max_new_tokens={new_tokens}", "--set", f"verify_max_new_tokens={new_tokens}",
            "--set", f"max_batch_size={max_batch}"]

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from .. import __version__
+from .._version import __version__
 from ..formats import load_trajectories
 from ..fusion import ABLATIONS
 from ..scoring import last_per_id, sidecar
