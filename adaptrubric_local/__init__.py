@@ -10,7 +10,7 @@ from .verdict import parse_verdict
 from .formats import DataError, detect_format, load_trajectories
 from .bank import RubricBank, load_bank
 from .engine.base import Engine, Output, Request
-from .engine.fake import FakeEngine
+from .dry_run import FakeEngine
 from .pipeline import AdaptRubric, PipelineConfig
 from .reward_model import RewardModel
 

@@ -50,7 +50,7 @@ def cmd_serve(args) -> int:
     opts.setdefault("max_batch", args.max_batch)
     engine = None
     if args.fake_engine:
-        from .engine.fake import FakeEngine
+        from .dry_run import FakeEngine
 
         engine = FakeEngine()
     rm = RewardModel.from_config(args.config, engine=engine, **opts) if args.config else RewardModel(engine=engine, **opts)

@@ -46,11 +46,12 @@ def main() -> int:
 
     from adaptrubric_local import AdaptRubric, PipelineConfig, load_trajectories
     from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.tiny import make_tiny_model
     from adaptrubric_local.synth import synthesize
 
     tmp = Path(tempfile.mkdtemp())
-    model = make_tiny_model(tmp / "tiny")
+    model = make_tiny_model(tmp / "tiny", corpus=tokenizer_corpus())
     candidates = 4
     data = synthesize(tmp / "synth", n_tasks=max(1, args.trajectories // candidates), candidates=candidates,
                       size=(360, 800))

@@ -151,9 +151,10 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench_serve_"))
     model = a.model
     if not model:
+        from adaptrubric_local.dry_run import tokenizer_corpus
         from adaptrubric_local.engine.tiny import make_tiny_model
 
-        model = str(make_tiny_model(work / "tiny"))
+        model = str(make_tiny_model(work / "tiny", corpus=tokenizer_corpus()))
     tasks = max(1, a.n // 4)
     trajs = [t.to_dict() for t in load_trajectories(synthesize(work / "data", n_tasks=tasks, candidates=4,
                                                                size=(180, 400))).trajectories][:a.n]

@@ -367,6 +367,7 @@ def main(argv=None) -> int:
 
     from adaptrubric_local import load_trajectories
     from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.tiny import build_processor, build_tokenizer
 
     cuda = not args.tiny
@@ -388,7 +389,7 @@ def main(argv=None) -> int:
     frames = sorted({len(t.steps) for t in trajs})
     print(f"data: {len(trajs)} trajectories of {frames[0]}-{frames[-1]} frames {size[0]}x{size[1]} "
           f"({time.perf_counter() - t0:.0f} s)", flush=True)
-    tokenizer = build_tokenizer()
+    tokenizer = build_tokenizer(tokenizer_corpus())
     processor = build_processor(tokenizer, max_pixels=QWEN3VL_MAX_PIXELS, min_pixels=QWEN3VL_MIN_PIXELS)
     t0 = time.perf_counter()
     arch = ARCH_TINY if args.tiny else ARCH_8B

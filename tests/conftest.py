@@ -72,9 +72,10 @@ def shared_androidgen():
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     """A tiny random Qwen3-VL saved to disk, built once per test session."""
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.tiny import make_tiny_model
 
-    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus=tokenizer_corpus())
 
 
 @pytest.fixture(scope="session")

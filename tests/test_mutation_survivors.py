@@ -9,7 +9,7 @@ import pytest
 from adaptrubric_local import FakeEngine
 from adaptrubric_local.bank import DEFAULT_BANK
 from adaptrubric_local.cues import manual_cues
-from adaptrubric_local.engine.fake import default_script
+from adaptrubric_local.dry_run import pipeline_script as default_script
 from adaptrubric_local.evaluation import metrics, tts
 from adaptrubric_local.formats import canonical
 from adaptrubric_local.formats.base import DataError
