@@ -5,14 +5,14 @@ parser (parse_verdict), the orchestrator (AdaptRubric, PipelineConfig) and the e
 Heavy dependencies (torch, transformers) are imported only by the transformers engine.
 """
 from ._version import __version__
-from .types import FAMILIES, CueResult, RouteResult, Step, Trajectory, Verdict
-from .verdict import parse_verdict
-from .formats import DataError, detect_format, load_trajectories
 from .bank import RubricBank, load_bank
-from .engine.base import Engine, Output, Request
 from .dry_run import FakeEngine
+from .engine.base import Engine, Output, Request
+from .formats import DataError, detect_format, load_trajectories
 from .pipeline import AdaptRubric, PipelineConfig
 from .reward_model import RewardModel
+from .types import FAMILIES, CueResult, RouteResult, Step, Trajectory, Verdict
+from .verdict import parse_verdict
 
 __all__ = ["__version__", "FAMILIES", "Step", "Trajectory", "Verdict", "RouteResult", "CueResult",
            "parse_verdict", "DataError", "detect_format", "load_trajectories", "RubricBank", "load_bank",

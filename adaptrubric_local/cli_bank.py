@@ -34,7 +34,8 @@ def _teacher_options(p: argparse.ArgumentParser) -> None:
     t.add_argument("--timeout", type=float, default=300.0, help="seconds per HTTP attempt (default 300)")
     t.add_argument("--max-retries", type=int, default=3, help="retries per teacher call (default 3)")
     t.add_argument("--concurrency", type=int, default=8, help="teacher calls in flight (default 8)")
-    t.add_argument("--teacher-max-new-tokens", type=int, default=2048, help="token cap per teacher reply (default 2048)")
+    t.add_argument("--teacher-max-new-tokens", type=int, default=2048,
+                   help="token cap per teacher reply (default 2048)")
     t.add_argument("--induction-prompts", help="induction/refinement prompt YAML (default: the bundled "
                                                 "adaptrubric_local/prompts/induction.yaml)")
 

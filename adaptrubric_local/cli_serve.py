@@ -53,7 +53,8 @@ def cmd_serve(args) -> int:
         from .dry_run import FakeEngine
 
         engine = FakeEngine()
-    rm = RewardModel.from_config(args.config, engine=engine, **opts) if args.config else RewardModel(engine=engine, **opts)
+    rm = (RewardModel.from_config(args.config, engine=engine, **opts) if args.config
+          else RewardModel(engine=engine, **opts))
     if rm.config.service_url:
         raise ValueError("the service cannot itself forward to service_url; remove it from the service's config")
     serve(rm, ServeConfig(host=args.host, port=args.port, max_request_bytes=int(args.max_request_mb * (1 << 20)),

@@ -32,9 +32,9 @@ def teacher_script(label_of):
 def main(argv=None) -> int:
     from adaptrubric_local.distill import import_training
     from adaptrubric_local.distill.collect import CollectConfig, collect, teacher_pipeline
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.fake import FakeEngine
     from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
-    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.tiny import make_tiny_model
     from adaptrubric_local.formats import load_trajectories
     from adaptrubric_local.pipeline import AdaptRubric

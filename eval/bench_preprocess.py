@@ -53,8 +53,8 @@ def main() -> int:
     import torch
     from PIL import Image
 
-    from adaptrubric_local.engine.images import ImageConfig, ImagePipeline
     from adaptrubric_local.dry_run import tokenizer_corpus
+    from adaptrubric_local.engine.images import ImageConfig, ImagePipeline
     from adaptrubric_local.engine.tiny import build_processor, build_tokenizer
 
     shared = sorted(glob.glob(str(Path(__file__).resolve().parents[2] / "shared" / "data" / "androidgen-democase"

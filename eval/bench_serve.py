@@ -173,8 +173,9 @@ def main() -> int:
         r["startup_s"] = startup
         results[name] = r
         print(f"{name:>8}: {r['traj_per_s']:.2f} traj/s  p50 {r['p50_s']:.2f} s  p99 {r['p99_s']:.2f} s  "
-              f"(mean batch {r['mean_batch']:.1f}, n={r['n']}, clients={a.clients}, wall {r['wall_s']:.1f} s, startup {startup:.1f} s; lost "
-              f"{r['lost']}, answered twice {r['answered_twice']}, wrong {r['wrong']}, failed {r['failed']})",
+              f"(mean batch {r['mean_batch']:.1f}, n={r['n']}, clients={a.clients}, wall {r['wall_s']:.1f} s, "
+              f"startup {startup:.1f} s; lost {r['lost']}, answered twice {r['answered_twice']}, "
+              f"wrong {r['wrong']}, failed {r['failed']})",
               flush=True)
     proc, url, _ = start_server(model, a.max_batch, 4, a.window_ms, a.new_tokens, work / "overload.log")
     try:

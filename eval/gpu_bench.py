@@ -366,8 +366,8 @@ def main(argv=None) -> int:
     import transformers
 
     from adaptrubric_local import load_trajectories
-    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
     from adaptrubric_local.dry_run import tokenizer_corpus
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
     from adaptrubric_local.engine.tiny import build_processor, build_tokenizer
 
     cuda = not args.tiny
@@ -454,7 +454,8 @@ def main(argv=None) -> int:
                 runs.append(rr)
                 both[cap] = time.perf_counter() - t_run
                 print(f"{name:<40} reference {n:>4} tokens: {rr.s_per_traj:.3f} s/traj, prefill {rr.prefill_s:.2f} s "
-                      f"{rr.tflops:.4g} TFLOP/s, peak {rr.peak_gib:.1f} GiB, {rr.rows_per_group:.1f} rows/call {rr.note}", flush=True)
+                      f"{rr.tflops:.4g} TFLOP/s, peak {rr.peak_gib:.1f} GiB, {rr.rows_per_group:.1f} rows/call "
+                      f"{rr.note}", flush=True)
         except Exception as exc:  # an option that fails is reported, the others still run
             runs.append(Run(name, "engine", n, len(trajs), note=f"failed: {type(exc).__name__}: {str(exc)[:200]}"))
             print(f"{name}: failed: {type(exc).__name__}: {exc}", flush=True)

@@ -78,11 +78,11 @@ if MultiTurnAgentExecutor is not None:
 
 async def replay(actions: list[str]) -> list[float]:
     """The executor's reset/step calls for a few rollouts of one prompt, run concurrently."""
-    from adaptrubric_local import load_trajectories
-    from adaptrubric_local.synth import synthesize
-
     import importlib.util
     from pathlib import Path
+
+    from adaptrubric_local import load_trajectories
+    from adaptrubric_local.synth import synthesize
 
     spec = importlib.util.spec_from_file_location("trl_example", Path(__file__).with_name("trl_grpo.py"))
     ex = importlib.util.module_from_spec(spec)

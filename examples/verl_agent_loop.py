@@ -57,13 +57,13 @@ def run_episode(task: dict, response: str) -> dict:
 
 def replay(n: int = 4) -> list[float]:
     """What verl does with the agent loop's fields, without verl: returns the rewards."""
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
     from adaptrubric_local import load_trajectories, rewards
     from adaptrubric_local.synth import synthesize
-
-    import importlib.util
-    from pathlib import Path
 
     spec = importlib.util.spec_from_file_location("trl_example", Path(__file__).with_name("trl_grpo.py"))
     ex = importlib.util.module_from_spec(spec)

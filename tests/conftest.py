@@ -50,7 +50,8 @@ def long_traj(tmp_path):
     """A 25-step create_modify trajectory with typing, a save and an answer, loaded from disk."""
     from adaptrubric_local import load_trajectories
 
-    rec = canonical_record(tmp_path, "long", 25, instruction="Add the text 'Hello, World!' to the top of note_SiFbv.txt in Markor.")
+    rec = canonical_record(tmp_path, "long", 25,
+                           instruction="Add the text 'Hello, World!' to the top of note_SiFbv.txt in Markor.")
     rec["steps"][5].update(action="open note_SiFbv.txt", action_type="tap")
     rec["steps"][12].update(action='type("Hello, World!")', action_type="type", text="Hello, World!")
     rec["steps"][13].update(action="tap(Save)", action_type="tap")

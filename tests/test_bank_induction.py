@@ -9,8 +9,7 @@ import yaml
 
 from adaptrubric_local.bank import DEFAULT_BANK, RubricBank, load_bank
 from adaptrubric_local.bank_induction import InduceConfig, RefineConfig, induce, refine
-from adaptrubric_local.bank_induction.synthetic import (ScriptedTeacher, make_domain, scripted_teacher,
-                                                       scripted_verifier)
+from adaptrubric_local.bank_induction.synthetic import ScriptedTeacher, make_domain, scripted_teacher, scripted_verifier
 from adaptrubric_local.bank_induction.teacher import DimensionsReply, parse_reply
 from adaptrubric_local.cli import main
 from adaptrubric_local.engine.fake import FakeEngine

@@ -1,10 +1,10 @@
 """Every way a canonical record can be wrong gets its own exact error, naming file, line, id and
 field; the other records of the file still load, and a good record keeps every optional field."""
 
-from conftest import make_png, write_jsonl
-
 from adaptrubric_local.formats import canonical
 from adaptrubric_local.types import Step, Trajectory
+
+from conftest import make_png, write_jsonl
 
 S = {"screenshot": "a.png", "action": "tap(1)"}
 CASES = [  # (record, error after "{file}, record line N")

@@ -2,10 +2,11 @@
 lines, escaping screenshots, empty data) and every decision of format detection."""
 
 import pytest
-from conftest import make_png, write_jsonl
 
 from adaptrubric_local.formats import DataError, detect_format, load_trajectories
 from adaptrubric_local.formats.base import LoadResult, iter_json_lines, resolve_image
+
+from conftest import make_png, write_jsonl
 
 
 def _msg(exc_info, root):

@@ -6,8 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from adaptrubric_local.route import (DEFAULT_LEXICON, RULES_ESTIMATE, explain_rules, load_lexicon,
-                                     parse_router_output, route_rules)
+from adaptrubric_local.route import (
+    DEFAULT_LEXICON,
+    RULES_ESTIMATE,
+    explain_rules,
+    load_lexicon,
+    parse_router_output,
+    route_rules,
+)
 from adaptrubric_local.schema import SchemaError
 
 from conftest import SHARED

@@ -21,7 +21,6 @@ from . import metrics as M
 from . import report as R
 from . import tts as T
 
-
 # ----------------------------------------------------------------------------- inputs
 LATER_FIELDS = ("cost_tokens", "cost_calls", "hit_cap")  # verdict fields the metrics read when present
 

@@ -19,8 +19,8 @@ from .lexicon import Lexicon
 _QUOTED = re.compile(r'"[^"]*"|“[^”]*”|‘[^’]*’|(?<![A-Za-z])\'[^\']{1,200}\'(?![A-Za-z])')
 _PAYLOAD = re.compile(r"\b(?:with (?:the )?(?:message|text|content|body)|the following (?:text|content|songs)"
                       r"|saying|that says)\b\s*:?.*$", re.I)
-_BOUNDARY = re.compile(r"(?P<b>[.;!?](?:\s+|(?=(?-i:[A-Z])))|[:]\s+|,\s*(?:and\s+)?(?:then\s+)?|\s+and\s+then\s+|\s+then\s+"
-                       r"|\s+and\s+(?:also\s+)?|\s+or\s+|\s+otherwise\s+)", re.I)
+_BOUNDARY = re.compile(r"(?P<b>[.;!?](?:\s+|(?=(?-i:[A-Z])))|[:]\s+|,\s*(?:and\s+)?(?:then\s+)?"
+                       r"|\s+and\s+then\s+|\s+then\s+|\s+and\s+(?:also\s+)?|\s+or\s+|\s+otherwise\s+)", re.I)
 _PREFIX = re.compile(
     r"^(?:(?:hey|hi|hello|computer|ok(?:ay)?|now|also|then|first|finally|next|just|so)\b[,!]?\s*)*"
     r"(?:(?:please|kindly)\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
@@ -220,7 +220,8 @@ def is_step(p, lex: Lexicon) -> bool:
     """A clause that only leads to the outcome (open, find, follow the pattern, ...)."""
     verb, body = p[1], p[2]
     if verb == "follow":
-        return bool(re.search(r"\b(?:pattern|format|instructions?|steps?|naming|convention|template|guide)", body, re.I))
+        return bool(re.search(r"\b(?:pattern|format|instructions?|steps?|naming|convention|template|guide)",
+                              body, re.I))
     return verb in lex.step_verbs
 
 

@@ -129,8 +129,9 @@ class Lexicon:
             "verbs": MappingProxyType(dict(self.verbs)),
             "verb_keys": tuple(sorted(self.verbs, key=len, reverse=True)),
             "setting": _word_pattern(w.setting),
-            "place": re.compile(rf"\b(?:to|into|in|onto|under)\s+(?:the\s+|my\s+|a\s+(?:new\s+)?)?(?:[\w.'-]+\s+){{0,3}}?"
-                                rf"{_any(w.place)}\b|\b(?:to|into|in|under)\s+(?:~|/|[a-z]:\\)", re.I),
+            "place": re.compile(rf"\b(?:to|into|in|onto|under)\s+(?:the\s+|my\s+|a\s+(?:new\s+)?)?"
+                                rf"(?:[\w.'-]+\s+){{0,3}}?{_any(w.place)}\b|\b(?:to|into|in|under)\s+(?:~|/|[a-z]:\\)",
+                                re.I),
             "position": re.compile(rf"\b(?:to|at)\s+(?:the\s+)?{_any(w.position)}\b", re.I),
             "data_object": _word_pattern(w.data_object),
             "text_edit": _word_pattern(w.text_edit),

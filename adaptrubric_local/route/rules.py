@@ -15,8 +15,16 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..types import RouteResult
-from .clause import (INFO_ANYWHERE, classify_clause, fallback_family, is_step, normalise_verb, split_clauses,
-                     step_family, strip_prefix)
+from .clause import (
+    INFO_ANYWHERE,
+    classify_clause,
+    fallback_family,
+    is_step,
+    normalise_verb,
+    split_clauses,
+    step_family,
+    strip_prefix,
+)
 from .lexicon import Lexicon, load_lexicon
 
 # Measured by eval/router_accuracy.py: --loso on ../shared/data/router_dev.jsonl, and --split fresh2 on
