@@ -1,5 +1,5 @@
-"""dry_run: the scripted engine that answers the pipeline's own prompts, and the tiny model's tokenizer text;
-engine.fake's own default, which reads no prompt."""
+"""dry_run: the scripted engine that answers the pipeline's own prompts, and the tiny model's tokenizer
+text."""
 from adaptrubric_local import FakeEngine as PackageFakeEngine
 from adaptrubric_local.bank import DEFAULT_BANK, load_bank
 from adaptrubric_local.dry_run import FakeEngine, pipeline_script, tokenizer_corpus
@@ -17,11 +17,6 @@ def test_router_prompts_are_answered_by_the_rules_router():
     out = FakeEngine().generate([_route_request("Delete the note called Groceries."),
                                  _route_request("Turn on Bluetooth.")])
     assert [o.text for o in out] == ["CATEGORY: delete_cleanup", "CATEGORY: state_navigation"]
-
-
-def test_engine_fake_default_reads_no_prompt():
-    out = fake.FakeEngine().generate([_route_request("Delete the note called Groceries.")])
-    assert out[0].text == "CATEGORY: general"
 
 
 def test_other_kinds_fall_through_to_the_engine_fake_default():

@@ -107,3 +107,13 @@ def test_no_module_imports_the_package_facade():
     itself, which imports most of the package. distill/collect.py still does; it is being rewritten."""
     importers = {m for m, deps in import_graph().items() if ROOT in deps}
     assert importers <= {"adaptrubric_local.distill.collect"}
+
+
+def test_the_facade_exports_what_it_lists():
+    import adaptrubric_local as pkg
+
+    assert all(getattr(pkg, name, None) is not None for name in pkg.__all__)
+    from adaptrubric_local.dry_run import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric
+
+    assert (pkg.FakeEngine, pkg.AdaptRubric) == (FakeEngine, AdaptRubric)

@@ -1,11 +1,18 @@
-"""eval/mutation_table.py: how results of a restricted mutation run are combined with earlier runs."""
+"""Scripts under eval/: eval/mutation_table.py combines the results of a restricted mutation run with
+earlier runs."""
 import importlib.util
 import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
 spec = importlib.util.spec_from_file_location("mutation_table", ROOT / "eval" / "mutation_table.py")
+
+
 mt = importlib.util.module_from_spec(spec)
+
+
 spec.loader.exec_module(mt)
 
 
@@ -27,6 +34,7 @@ def test_not_run_mutants_take_the_newest_earlier_result_with_the_same_function_h
     # f_2: run2 did not run it, run1 killed it; g_1: run2 (newest) says survived; h_1: run2's hash differs,
     # run1's matches; h_2 survived but is listed as equivalent; k_1 crashed and stays unmeasured
     assert rows["adaptrubric_local/m.py"] == {"killed": 3, "survived": 1, "equivalent": 1, "crashed": 1}
-    assert sorted(left) == [("crashed", "this run", "m.x_k__mutmut_1"), ("survived", "previous run 1", "m.x_g__mutmut_1")]
+    assert sorted(left) == [("crashed", "this run", "m.x_k__mutmut_1"),
+                            ("survived", "previous run 1", "m.x_g__mutmut_1")]
     rows, left = mt.table(new, [], equivalent=set())
     assert rows["adaptrubric_local/m.py"] == {"killed": 1, "survived": 1, "not run": 3, "crashed": 1}

@@ -1,6 +1,6 @@
-"""What the evaluation reports say: paper-comparable headline beside scored-only figures, the inputs
-of each ablation row, compare across result folders old and new, and cost accounting that agrees
-between `score` and `eval`."""
+"""What the evaluation reports say (evaluation/report.py, harness.py): the paper-comparable headline
+beside scored-only figures, the inputs of each ablation row, compare across result folders old and
+new, and cost accounting that agrees between `score` and `eval`."""
 import json
 
 import pytest
@@ -55,7 +55,8 @@ def test_compare_files_old_metrics_as_scored_only(tmp_path):
     legacy["overall"].update(acc=100.0, f1=100.0)
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "metrics.json").write_text(json.dumps(legacy))
-    rows = {line.split()[0]: line.split()[1:] for line in harness.compare(tmp_path / "old", tmp_path / "new").splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in harness.compare(tmp_path / "old",
+                                                                          tmp_path / "new").splitlines()
             if line.startswith("overall.")}
     assert rows["overall.scored_only.acc"] == ["100.00", "100.00", "+0.00"]
     assert rows["overall.acc"][0] == "-" and rows["overall.acc"][1] == f"{200 / 3:.2f}"

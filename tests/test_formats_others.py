@@ -1,26 +1,60 @@
-"""Exact-output tests for the ZeroGUI, OSReward and ClawGUI loaders (formats/others.py): every
-field of the parsed trajectory, and the file/record/field/id of every error, so that a planted
-bug in a field name, a record name or a branch changes a result that is checked."""
+"""The ZeroGUI/OSWorld, OSReward and ClawGUI loaders (formats/others.py): code actions, every field of
+the parsed trajectory, and the file/record/field/id of every error."""
 import json
 from pathlib import Path
 
 import pytest
 
+from adaptrubric_local import Trajectory, detect_format, load_trajectories
 from adaptrubric_local.formats import others
 from adaptrubric_local.formats.base import DataError
-from adaptrubric_local.types import Step, Trajectory
+from adaptrubric_local.types import Step
 
-from conftest import make_png
-
-
-def _err(exc: DataError, root: Path) -> tuple:
-    return (Path(exc.file).relative_to(root).as_posix(), exc.record, exc.field, exc.problem, exc.record_id)
+from conftest import make_png, write_jsonl
 
 
-def _dump(path: Path, obj) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj))
-    return path
+def test_zerogui_result_folder(tmp_path):
+    ex = tmp_path / "chrome" / "abc-123"
+    make_png(ex / "step_0.png", 1)
+    rows = []
+    for i in range(1, 4):
+        make_png(ex / f"step_{i}_20240101@000{i}.png", i + 1)
+        act = "pyautogui.typewrite('hello world')" if i == 2 else "pyautogui.click(10, 20)"
+        rows.append({"step_num": i, "action": act, "screenshot_file": f"step_{i}_20240101@000{i}.png",
+                     "response": "thinking"})
+    write_jsonl(ex / "traj.jsonl", rows)
+    (ex / "result.txt").write_text("1.0\n")
+    (ex / "task.json").write_text(json.dumps({"instruction": "Type hello world in the search bar."}))
+    assert detect_format(tmp_path) == "zerogui"
+    res = load_trajectories(tmp_path)
+    assert not res.errors, res.errors
+    t = res.trajectories[0]
+    assert t.label == 1 and len(t.steps) == 4 and t.steps[2].text == "hello world"
+    assert t.instruction.startswith("Type hello")
+
+
+def test_osreward_trace(tmp_path):
+    for i in range(3):
+        make_png(tmp_path / "shots" / f"{i}.png", i)
+    doc = {"trace_id": "tr-1", "instruction": "Open settings", "platform": "windows",
+           "trajectory": [{"screenshot_path": f"shots/{i}.png", "action": "click(1,2)", "thought": "t"}
+                          for i in range(3)], "human_label": "FAIL"}
+    (tmp_path / "tr-1.json").write_text(json.dumps(doc))
+    assert detect_format(tmp_path) == "osreward"
+    res = load_trajectories(tmp_path)
+    assert not res.errors and res.trajectories[0].label == 0 and res.trajectories[0].platform == "windows"
+
+
+def test_clawgui_episode(tmp_path):
+    ep = tmp_path / "ep1"
+    for i in range(2):
+        make_png(ep / "images" / f"{i}.png", i)
+    doc = {"meta_data": {"task_goal": "Send hi to Bob", "success": True},
+           "episode": [{"image_path": f"images/{i}.png", "model_response": "tap(3)"} for i in range(2)]}
+    (ep / "episode.json").write_text(json.dumps(doc))
+    assert detect_format(tmp_path) == "clawgui"
+    res = load_trajectories(tmp_path)
+    assert not res.errors and res.trajectories[0].label == 1 and res.trajectories[0].instruction == "Send hi to Bob"
 
 
 # ---------------------------------------------------------------- classify_code_action
@@ -118,6 +152,12 @@ def test_zerogui_nested_ids_and_step_number_default(tmp_path):
     assert a.name == "a"
 
 
+def _dump(path: Path, obj) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj))
+    return path
+
+
 def test_zerogui_instruction_sources(tmp_path):
     one = _zerogui(tmp_path / "one", [{"step_num": 1, "action": "click"}], instruction_in_rows=False)
     (one / "instruction.txt").write_text("  From the text file.\n")
@@ -133,6 +173,10 @@ def test_zerogui_instruction_sources(tmp_path):
     res = others.load_zerogui(tmp_path)
     assert [(t.id, t.instruction) for t in res.trajectories] == [
         ("one", "From the text file."), ("three", "Second row."), ("two", "From the task JSON.")]
+
+
+def _err(exc: DataError, root: Path) -> tuple:
+    return (Path(exc.file).relative_to(root).as_posix(), exc.record, exc.field, exc.problem, exc.record_id)
 
 
 def test_zerogui_errors(tmp_path):

@@ -1,70 +1,111 @@
-"""Tests for mutants that survived the mutation run of the core modules: the mixed-task share of the
-test-time-scaling pool, the seed reaching the candidate order, and voting over samples without text."""
+"""Scoring to a verdict file (scoring.py): `score_file`'s defaults, resume and retry, the config sidecar,
+torn-tail repair, last line per id and the settings that decide verdicts."""
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from adaptrubric_local import FakeEngine
-from adaptrubric_local.bank import DEFAULT_BANK
-from adaptrubric_local.cues import manual_cues
+from adaptrubric_local import FakeEngine, scoring
 from adaptrubric_local.dry_run import pipeline_script as default_script
-from adaptrubric_local.evaluation import metrics, tts
-from adaptrubric_local.formats import canonical
 from adaptrubric_local.formats.base import DataError
-from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig, vote
-from adaptrubric_local.scoring import score_file
+from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+from adaptrubric_local.scoring import score_file, vars_of
 from adaptrubric_local.synth import synthesize
-from adaptrubric_local.types import RouteResult, Verdict
-from adaptrubric_local.verdict import parse_verdict
 
 
-def V(i, task, label, score=1, status="ok", p=None):
-    return Verdict(id=i, task_id=task, label=label, score=score, status=status, p_success=p)
+def test_torn_tail_is_cut_at_the_last_newline(tmp_path):
+    p = tmp_path / "v.jsonl"
+    p.write_bytes(b'{"id": "a"}\n{"id": "b"}\n{"id": "c", "sco')
+    assert scoring.repair_torn_tail(p) == b'{"id": "a"}\n{"id": "b"}\n'
+    assert p.read_bytes() == b'{"id": "a"}\n{"id": "b"}\n'
+    p.write_bytes(b'{"id": "a"}\n')
+    assert scoring.repair_torn_tail(p) == b'{"id": "a"}\n' and p.read_bytes() == b'{"id": "a"}\n'
+    p.write_bytes(b'{"id": "torn')
+    assert scoring.repair_torn_tail(p) == b"" and p.read_bytes() == b""
+    p.write_bytes(b'{"id": "a"}\nXX\nXX')  # whatever the torn line holds, it is cut
+    assert scoring.repair_torn_tail(p) == b'{"id": "a"}\nXX\n' and p.read_bytes() == b'{"id": "a"}\nXX\n'
+    p.write_bytes(b"")
+    assert scoring.repair_torn_tail(p) == b""
 
 
-def test_pool_percentages_with_several_mixed_tasks():
-    tasks = {"f": [V("f1", "f", 0), V("f2", "f", 0)], "p": [V("p1", "p", 1), V("p2", "p", 1)],
-             "m1": [V("a", "m1", 0), V("b", "m1", 1)], "m2": [V("c", "m2", 1), V("d", "m2", 0)]}
-    out = tts.pool(tasks, 2)
-    assert (out["all_fail"], out["all_pass"], out["mixed"]) == (1, 1, 2)
-    assert (out["all_fail_pct"], out["all_pass_pct"], out["mixed_pct"]) == (25.0, 25.0, 50.0)
+def test_read_last_lines(tmp_path):
+    p = tmp_path / "v.jsonl"
+    assert scoring.read_last_lines(p) == {}
+    p.write_text('{"id": 1, "score": 0}\n\n{"id": "é", "score": 1}\n{"id": "1", "score": 1}\n{"id": "x"')
+    assert scoring.read_last_lines(p) == {"1": {"id": "1", "score": 1}, "é": {"id": "é", "score": 1}}
+    p.write_text('{"id": "a"}\n\n{"no_id": 1}\n')
+    with pytest.raises(ValueError) as ei:
+        scoring.read_last_lines(p)
+    assert str(ei.value) == f"{p}: line 3 is not a verdict line; cannot resume into it"
+    p.write_text('[1]\n')
+    with pytest.raises(ValueError, match="line 1 is not"):
+        scoring.read_last_lines(p)
+    p.write_text('{"id": "a", "status": "error"}\n{"id": "b", "status": "ok"}\n')
+    assert scoring.read_done_ids(p) == {"a", "b"}
+    assert scoring.read_done_ids(p, retry_errors=True) == {"b"}
 
 
-def test_curves_use_the_given_seed():
-    # every candidate is verified 1, so EarlyStop@1 takes the first candidate of the order
-    vs = [V(f"c{i}", "t", int(i == 0)) for i in range(6)]
-    first_42 = tts.groups(vs, 42)["t"][0]
-    assert first_42.id != "c0"  # the seed-42 order does not start with the sorted first candidate
-    assert tts.curves(vs, seed=None)["earlystop"][1] == 100.0
-    assert tts.curves(vs, seed=42)["earlystop"][1] == 100.0 * first_42.label == 0.0
-    assert tts.curves(vs)["earlystop"][1] == 0.0
+def test_error_id():
+    assert scoring.error_id(DataError("/d/data.jsonl", "bad", "line 3", "steps", record_id="t7")) == "t7"
+    assert scoring.error_id(DataError("/d/data.jsonl", "bad", "line 3", "steps")) == "data.jsonl:line 3"
+    assert scoring.error_id(DataError("/d/data.jsonl", "bad")) == "data.jsonl"
+
+    class Plain:
+        file, record = "/d/x.json", None
+    assert scoring.error_id(Plain()) == "x.json"
 
 
-def test_vote_joins_samples_without_text_as_empty():
-    ok = parse_verdict("SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none")
-    ok.raw = "first"
-    failed = Verdict(status="error", error="engine failed")  # an error sample has no raw text
-    out = vote([ok, failed], "raw")
-    assert out.raw == "first\n\n----- sample -----\n"
+def test_verdict_settings_and_diff():
+    meta = {"router": "model", "batch_size": 4, "created": "now", "forced_resumes": [1], "data": "d",
+            "engine": {"model": "m", "max_batch_size": 8, "dtype": "bf16"}, "fine": True}
+    assert scoring.verdict_settings(meta) == {"router": "model", "engine.model": "m", "engine.dtype": "bf16",
+                                              "fine": True}
+    assert scoring.verdict_settings({"engine": None}) == {"engine": None}
+    new = {**meta, "router": "rules", "batch_size": 1, "engine": {"model": "m2", "max_batch_size": 1}, "extra": 1}
+    del new["fine"]
+    assert scoring.settings_diff(meta, new) == [
+        "engine.dtype: 'bf16' -> None", "engine.model: 'm' -> 'm2'", "extra: None -> 1", "fine: True -> None",
+        "router: 'model' -> 'rules'"]
+    assert scoring.settings_diff(meta, {**meta, "data": "other", "created": "later"}) == []
 
 
-def test_efficiency_of_one_verdict():
-    v = Verdict(status="ok", score=1, cost_tokens=300.0, cost_calls=3.0, n_images=4)
-    e = metrics.efficiency([v])
-    assert (e["tokens_per_traj"], e["calls_per_traj"], e["images_per_traj"]) == (300.0, 3.0, 4.0)
+def test_check_resume(tmp_path, monkeypatch):
+    out = tmp_path / "v.jsonl"
+    meta = {"router": "model", "data": "new.jsonl"}
+    assert scoring.check_resume(out, meta, False) is meta
+    side = scoring.sidecar(out, "config")
+    assert side == tmp_path / "v.config.json"
+    side.write_text(json.dumps({"router": "model", "data": "old.jsonl", "note": None}))
+    assert scoring.check_resume(out, meta, False) == {"router": "model", "data": "new.jsonl", "note": None}
+    assert scoring.check_resume(out, {"router": "model"}, False) == {"router": "model", "data": "old.jsonl",
+                                                                      "note": None}
+    other = {"router": "rules", "fine": False}
+    with pytest.raises(ValueError) as ei:
+        scoring.check_resume(out, other, False)
+    assert str(ei.value) == (f"--resume: {out} was begun with other settings (fine: None -> False; router: "
+                             "'model' -> 'rules'). Use the original flags, write to a new --out, or pass "
+                             "--force-settings to mix them (recorded in v.config.json)")
+    kept = scoring.check_resume(out, other, True)
+    assert kept["router"] == "model" and kept["data"] == "old.jsonl"
+    (rec,) = kept["forced_resumes"]
+    assert set(rec) == {"at", "differences"} and isinstance(rec["at"], str) and len(rec["at"]) == 19
+    assert rec["differences"] == ["fine: None -> False", "router: 'model' -> 'rules'"]
 
 
-def test_f1_when_precision_and_recall_sum_to_at_most_one_percent():
-    r = metrics.rates({"tp": 1, "fp": 199, "tn": 0, "fn": 199})
-    assert (r["prec"], r["rec"], r["f1"]) == (0.5, 0.5, 0.5)
+def test_the_config_record_names_the_adapter_and_visual_token_cap():
+    @dataclass
+    class Cfg:
+        adapter: str = "runs/adapter"
+        max_visual_tokens: int = 256
 
+    class Eng(FakeEngine):
+        config = Cfg()
 
-def test_unanswered_counted_as_failures_by_label():
-    vs = [Verdict(status="unparsed", label=1), Verdict(status="error", label=0), Verdict(status="error", label=0),
-          Verdict(status="ok", score=1, label=1)]
-    assert metrics.classification(vs)["unanswered_as_fail"] == {"fn": 1, "tn": 2}
+    meta = vars_of(AdaptRubric(Eng(), PipelineConfig(router="rules")))
+    assert (meta["adapter"], meta["max_visual_tokens"]) == ("runs/adapter", 256)
+    assert meta["engine"] == {"adapter": "runs/adapter", "max_visual_tokens": 256}
 
 
 def test_score_file_defaults(tmp_path, capsys):
@@ -193,14 +234,6 @@ def test_score_file_progress_bar_names_its_unit_and_counts(tmp_path, capsys):
     assert capsys.readouterr().err == ""  # progress=False: no bar
 
 
-def test_a_failed_router_call_routes_to_the_fallback_and_says_why():
-    pipe = AdaptRubric(FakeEngine(fail=lambda r: "CUDA out of memory" if r.kind == "route" else None),
-                       PipelineConfig())
-    res = pipe.route_many(["Turn on Wi-Fi."])["Turn on Wi-Fi."]
-    assert res == RouteResult(category=pipe.bank.fallback, mode="model", raw="CUDA out of memory", parsed=False)
-    assert pipe.criteria.unparsed["route"] == 1
-
-
 def test_score_file_error_lines_and_summary_fields(tmp_path, ascii_locale):
 
 
@@ -223,54 +256,3 @@ def test_score_file_error_lines_and_summary_fields(tmp_path, ascii_locale):
     size = out.stat().st_size
     score_file(AdaptRubric(failing, PipelineConfig()), data, out, resume=True, progress=False)
     assert out.stat().st_size == size
-
-
-def test_router_requests_carry_the_route_cap_and_unreadable_replies_fall_back():
-    eng = FakeEngine(script=lambda r: "I am not sure." if r.kind == "route" else "")
-    pipe = AdaptRubric(eng, PipelineConfig(route_max_new_tokens=7))
-    res = pipe.route_many(["Turn on Wi-Fi."])["Turn on Wi-Fi."]
-    assert res == RouteResult(category=pipe.bank.fallback, mode="model", raw="I am not sure.", parsed=False)
-    assert [r.max_new_tokens for b in eng.batches for r in b] == [7]
-
-
-def test_pipeline_refuses_unusable_settings_with_clear_messages():
-    with pytest.raises(ValueError) as ei:
-        AdaptRubric(None, PipelineConfig(router="rules", fixed_category="cooking"))
-    families = AdaptRubric(None, PipelineConfig(router="rules")).bank.family_names
-    assert str(ei.value) == f"fixed_category must be one of the bank's families ({', '.join(families)}), got 'cooking'"
-    with pytest.raises(ValueError) as ei:
-        AdaptRubric(None, PipelineConfig(router="model"))
-    assert str(ei.value) == ("router='model' (the paper's default) needs an engine; use router='rules' to run "
-                             "without a model")
-    # a fixed family needs no router, so no engine is needed to route
-    pipe = AdaptRubric(None, PipelineConfig(router="model", fixed_category=families[0]))
-    assert pipe.route_many(["x"])["x"].category == families[0]
-
-
-def test_without_an_engine_cues_come_from_the_manual_list():
-    pipe = AdaptRubric(None, PipelineConfig(router="rules", manual_cues=None))
-    key = ("Type 'Hello' in Notes.", "create_modify")
-    assert pipe.cues_many([key]) == {key: manual_cues([], key[0], filter_words=False, limit_length=False)}
-
-
-def test_an_unreadable_router_reply_goes_to_the_banks_own_fallback(tmp_path):
-    text = Path(DEFAULT_BANK).read_text(encoding="utf-8")
-    bank = tmp_path / "bank.yaml"
-    text = text.replace("  general:\n", "  everything_else:\n").replace("version: 1\n", "version: 1\ntaxonomy: custom\n")
-    bank.write_text(text, encoding="utf-8")
-    pipe = AdaptRubric(FakeEngine(script=lambda r: "hmm"), PipelineConfig(bank_path=str(bank)))
-    assert pipe.bank.fallback == "everything_else"
-    res = pipe.route_many(["Turn on Wi-Fi."])["Turn on Wi-Fi."]
-    assert (res.category, res.parsed) == ("everything_else", False)
-
-
-def test_canonical_records_that_are_not_objects_or_lack_steps(tmp_path):
-    p = tmp_path / "data.jsonl"
-    p.write_text('[1, 2]\n{"id": "t1", "instruction": "x"}\n{"id": "t2", "instruction": "x", "steps": []}\n')
-    res = canonical.load(p)
-    assert res.trajectories == []
-    assert [str(e) for e in res.errors] == [
-        f"{p}, record line 1: expected a JSON object, got list",
-        f"{p}, record line 2 (id t1), field 'steps': required field missing",
-        f"{p}, record line 3 (id t2), field 'steps': trajectory has no steps"]
-    assert [e.record_id for e in res.errors] == [None, "t1", "t2"]

@@ -1,8 +1,7 @@
-"""The command line as a user runs it, with the scripted engine in place of the model: defaults,
-resume safety, error retry, record ids, image roots, cost accounting, and clean failures."""
+"""`adaptrubric score` and `prompt` as a user runs them (cli_score.py), with the scripted engine in place
+of the model: the paper's defaults, resume safety, error retry, record ids, image roots, cost
+accounting that agrees with `eval`, and clean failures."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -41,10 +40,6 @@ def data(tmp_path):
     return write_jsonl(tmp_path / "d.jsonl", recs)
 
 
-def _lines(path):
-    return [json.loads(x) for x in Path(path).read_text().splitlines()]
-
-
 def test_score_defaults_are_the_papers(fake, data, tmp_path):
     out = tmp_path / "v.jsonl"
     assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet"]) == 0
@@ -71,6 +66,10 @@ def test_prompt_shows_exactly_what_score_sends(fake, data, tmp_path, capsys):
     assert shown["ablation"] == "no_coarse" and len(shown["images"]) == 3
 
 
+def _fake_outputs(fake):
+    return [fake._one(r) for batch in fake.batches for r in batch]
+
+
 def test_score_and_eval_agree_on_costs(fake, data, tmp_path, capsys):
     out = tmp_path / "v.jsonl"
     assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet"]) == 0
@@ -81,10 +80,6 @@ def test_score_and_eval_agree_on_costs(fake, data, tmp_path, capsys):
     eff = json.loads((tmp_path / "e" / "metrics.json").read_text())["efficiency"]
     assert eff["tokens_per_traj"] == pytest.approx(summary["tokens_per_traj"])
     assert eff["calls_per_traj"] == pytest.approx(summary["calls_per_traj"])
-
-
-def _fake_outputs(fake):
-    return [fake._one(r) for batch in fake.batches for r in batch]
 
 
 def test_resume_refuses_other_settings_unless_forced(fake, data, tmp_path, capsys):
@@ -105,6 +100,10 @@ def test_resume_refuses_other_settings_unless_forced(fake, data, tmp_path, capsy
     cfg = json.loads((tmp_path / "v.config.json").read_text())
     assert cfg["fine"] is True and cfg["forced_resumes"][0]["differences"] == ["ablation: 'full' -> 'no_fine'",
                                                                               "fine: True -> False"]
+
+
+def _lines(path):
+    return [json.loads(x) for x in Path(path).read_text().splitlines()]
 
 
 def test_bad_record_keeps_its_id_and_is_retried_after_the_fix(fake, tmp_path):
@@ -156,25 +155,3 @@ def test_nothing_to_score_is_an_error(fake, tmp_path, capsys):
     assert main(["score", str(empty), "--model", "m", "--out", str(tmp_path / "v.jsonl")]) == 2
     assert "empty.jsonl" in capsys.readouterr().err
     assert not fake.batches
-
-
-def test_validate_bank_help_has_examples(capsys):
-    with pytest.raises(SystemExit):
-        main(["validate-bank", "--help"])
-    assert "examples:" in capsys.readouterr().out
-
-
-def test_broken_pipe_is_one_line(tmp_path):
-    from adaptrubric_local.evaluation.harness import run_eval
-
-    vf = tmp_path / "v.jsonl"
-    vf.write_text(json.dumps({"id": "x", "status": "ok", "score": 1, "label": 1}) + "\n")
-    run_eval(vf, tmp_path / "a")
-    run_eval(vf, tmp_path / "b")
-    proc = subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(1); from adaptrubric_local.cli "
-                             "import main; sys.exit(main(sys.argv[1:]))", "compare", str(tmp_path / "a"),
-                             str(tmp_path / "b")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.close()  # the reader goes away before anything is written, like `| head -0`
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == 1
-    assert "broken pipe" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
