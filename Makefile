@@ -30,6 +30,8 @@ $(RL_STAMP): $(STAMP)
 install-rl: $(RL_STAMP)
 
 test: $(STAMP) $(RL_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
 demo: $(STAMP)

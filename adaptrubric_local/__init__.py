@@ -4,16 +4,15 @@ Public API: the data model (Trajectory, Step, Verdict), loaders (load_trajectori
 parser (parse_verdict), the orchestrator (AdaptRubric, PipelineConfig) and the engines.
 Heavy dependencies (torch, transformers) are imported only by the transformers engine.
 """
-__version__ = "0.1.0"
-
-from .types import FAMILIES, CueResult, RouteResult, Step, Trajectory, Verdict  # noqa: E402
-from .verdict import parse_verdict  # noqa: E402
-from .formats import DataError, detect_format, load_trajectories  # noqa: E402
-from .bank import RubricBank, load_bank  # noqa: E402
-from .engine.base import Engine, Output, Request  # noqa: E402
-from .engine.fake import FakeEngine  # noqa: E402
-from .pipeline import AdaptRubric, PipelineConfig  # noqa: E402
-from .reward_model import RewardModel  # noqa: E402
+from ._version import __version__
+from .bank import RubricBank, load_bank
+from .dry_run import FakeEngine
+from .engine.base import Engine, Output, Request
+from .formats import DataError, detect_format, load_trajectories
+from .pipeline import AdaptRubric, PipelineConfig
+from .reward_model import RewardModel
+from .types import FAMILIES, CueResult, RouteResult, Step, Trajectory, Verdict
+from .verdict import parse_verdict
 
 __all__ = ["__version__", "FAMILIES", "Step", "Trajectory", "Verdict", "RouteResult", "CueResult",
            "parse_verdict", "DataError", "detect_format", "load_trajectories", "RubricBank", "load_bank",

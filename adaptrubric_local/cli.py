@@ -11,8 +11,17 @@ import json
 import sys
 from pathlib import Path
 
-from .cli_common import FORMATTER, add_data_options, add_model_options, add_pipeline_options, die, make_engine, \
-    needs_engine, pipeline_config, rules_estimate
+from .cli_common import (
+    FORMATTER,
+    add_data_options,
+    add_model_options,
+    add_pipeline_options,
+    die,
+    make_engine,
+    needs_engine,
+    pipeline_config,
+    rules_estimate,
+)
 
 EXAMPLES = """examples:
   adaptrubric route --router rules "Turn on Wi-Fi, then open the dialer app"
@@ -161,7 +170,8 @@ and rubric items, plus the shared meta rule; unknown keys are errors naming the 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__, cli_bank, cli_distill, cli_eval, cli_review, cli_score, cli_serve
+    from . import cli_bank, cli_distill, cli_eval, cli_review, cli_score, cli_serve
+    from ._version import __version__
 
     ap = argparse.ArgumentParser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent "
                                  "trajectories, run in-process with Qwen3-VL.", epilog=EXAMPLES,
@@ -177,7 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--router", choices=["model", "rules"], default="model",
                    help="model (default, the paper's router prompt; needs --model) or rules (no model). "
                         + rules_estimate())
-    p.add_argument("--explain", action="store_true", help="with --router rules: print how the rules read the instruction")
+    p.add_argument("--explain", action="store_true",
+                   help="with --router rules: print how the rules read the instruction")
     p.add_argument("--input", help="JSONL file whose lines have \"instruction\"")
     p.add_argument("--output", help="where to write the routed JSONL (default stdout)")
     p.add_argument("--bank", help="rubric bank YAML (default: bundled)")
@@ -191,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=EXAMPLES, formatter_class=FORMATTER)
     p.add_argument("data", help="trajectory file or folder (any supported format)")
     p.add_argument("--id", required=True, help="trajectory id")
-    p.add_argument("--json", action="store_true", help="print the request (prompt, suffix, images, route, cues) as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print the request (prompt, suffix, images, route, cues) as JSON")
     add_data_options(p)
     add_pipeline_options(p)
     add_model_options(p)

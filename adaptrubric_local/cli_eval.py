@@ -78,9 +78,8 @@ def cmd_tts(args) -> int:
 
 def cmd_ablate(args) -> int:
     from .evaluation.harness import run_ablation
-    from .pipeline import AdaptRubric
-
     from .formats import load_trajectories
+    from .pipeline import AdaptRubric
 
     cfg = pipeline_config(args)
     loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)

@@ -81,9 +81,10 @@ def cmd_synth(args) -> int:
 
 
 def cmd_make_tiny(args) -> int:
+    from .dry_run import tokenizer_corpus
     from .engine.tiny import make_tiny_model
 
-    path = make_tiny_model(args.dir, seed=args.seed)
+    path = make_tiny_model(args.dir, corpus=tokenizer_corpus(), seed=args.seed)
     print(f"tiny random-weight Qwen3-VL saved to {path} (outputs are noise; for tests and smoke runs)")
     return 0
 

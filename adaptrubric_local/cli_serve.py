@@ -78,13 +78,14 @@ def cmd_serve(args) -> int:
     opts.setdefault("max_batch", args.max_batch)
     engine = None
     if args.fake_engine:
-        from .engine.fake import FakeEngine
+        from .dry_run import FakeEngine
 
         engine = FakeEngine()
     cfg = ServeConfig(host=args.host, port=args.port, max_request_bytes=int(args.max_request_mb * (1 << 20)),
                       max_items=args.max_items, request_timeout_s=args.request_timeout, api_key=read_key(args),
                       insecure=args.insecure)  # refuses an open address without a key before anything loads
-    rm = RewardModel.from_config(args.config, engine=engine, **opts) if args.config else RewardModel(engine=engine, **opts)
+    rm = (RewardModel.from_config(args.config, engine=engine, **opts) if args.config
+          else RewardModel(engine=engine, **opts))
     if rm.config.service_url:
         raise ValueError("the service cannot itself forward to service_url; remove it from the service's config")
     if cfg.api_key is None:
@@ -139,9 +140,15 @@ def add_subcommands(sub) -> None:
 
 
 def main(argv=None) -> int:
-    """`python -m adaptrubric_local.serve` (the same flags as `adaptrubric serve`)."""
+    """`python -m adaptrubric_local.cli_serve` (the same flags as `adaptrubric serve`)."""
     ap = argparse.ArgumentParser(prog="adaptrubric serve", epilog=EXAMPLES,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(ap)
     args = ap.parse_args(argv)
     return args.func(args)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -35,6 +35,7 @@ def distill_demo(out: str | Path, s: DemoSettings | None = None, progress: bool 
     from .distill.config import TrainConfig
     from .distill.train import train
     from .distill.evaluate import evaluate
+    from .dry_run import tokenizer_corpus
     from .engine.tiny import make_tiny_model
     from .formats import load_trajectories
     from .synth import synthesize
@@ -45,7 +46,7 @@ def distill_demo(out: str | Path, s: DemoSettings | None = None, progress: bool 
     t0 = time.perf_counter()
     model = out / "tiny-qwen3-vl"
     if not (model / "config.json").is_file():
-        make_tiny_model(model, seed=s.seed)
+        make_tiny_model(model, corpus=tokenizer_corpus(), seed=s.seed)
     data = synthesize(out / "synth", n_tasks=s.n_tasks, candidates=s.candidates, size=s.size, seed=s.seed,
                       visible_outcome=True)
     times["data_s"] = time.perf_counter() - t0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
 from .bank import RubricBank, RubricSet
 from .evidence import Evidence
 from .prompts import PromptSet, render

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from . import __version__
+from ._version import __version__
 from .bank import RubricBank, RubricSet, load_bank
 from .context import DEFAULT_BUDGET, Selection, select_context, thumbnail_fingerprint, thumbnails_close
 from .criteria import Criteria
@@ -43,7 +43,7 @@ class PipelineConfig:
     fine: bool = field(default=True, metadata={"help": "generate and include fine cues (Rf)"})
     max_images: int = field(default=DEFAULT_BUDGET, metadata={"help": "screenshot budget M per trajectory (paper: 10)"})
     batch_size: int = field(default=32, metadata={"help": "trajectories handed to the engine per call (the engine "
-                                                              "splits them into GPU batches and overlaps their images)"})
+                                                          "splits them into GPU batches and overlaps their images)"})
     dedupe_frames: bool = field(default=False, metadata={
         "help": "opt-in: skip near-duplicate frames when selecting screenshots (not in the paper)"})
     cue_filter: bool = field(default=False, metadata={
@@ -110,8 +110,8 @@ class AdaptRubric:
         self.bank = bank or load_bank(self.config.bank_path)
         self.prompts = prompts or load_prompts()
         if self.config.fixed_category and self.config.fixed_category not in self.bank.family_names:
-            raise ValueError(f"fixed_category must be one of the bank's families ({', '.join(self.bank.family_names)}), "
-                             f"got {self.config.fixed_category!r}")
+            raise ValueError(f"fixed_category must be one of the bank's families "
+                             f"({', '.join(self.bank.family_names)}), got {self.config.fixed_category!r}")
         if engine is None and self.config.router == "model" and not self.config.fixed_category:
             raise ValueError("router='model' (the paper's default) needs an engine; use router='rules' to run "
                              "without a model")

@@ -17,7 +17,7 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Optional
 
-from . import __version__
+from ._version import __version__
 from .formats import LoadResult, load_trajectories
 from .pipeline import AdaptRubric
 from .types import Verdict

@@ -257,10 +257,3 @@ def serve(rm: RewardModel, cfg: Optional[ServeConfig] = None) -> None:
     uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning",
                 timeout_graceful_shutdown=int(cfg.graceful_timeout_s), access_log=False)
 
-
-if __name__ == "__main__":  # python -m adaptrubric_local.serve ... (same flags as `adaptrubric serve`)
-    import sys
-
-    from .cli_serve import main
-
-    sys.exit(main())

@@ -32,6 +32,7 @@ def teacher_script(label_of):
 def main(argv=None) -> int:
     from adaptrubric_local.distill import import_training
     from adaptrubric_local.distill.collect import CollectConfig, collect, teacher_pipeline
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.fake import FakeEngine
     from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
     from adaptrubric_local.engine.tiny import make_tiny_model
@@ -49,7 +50,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     model = out / "tiny"
     if not (model / "config.json").is_file():
-        make_tiny_model(model)
+        make_tiny_model(model, corpus=tokenizer_corpus())
     data = synthesize(out / "synth", n_tasks=args.tasks, candidates=4, size=(96, 192), visible_outcome=True)
     trajs = load_trajectories(data).trajectories
     teacher = FakeEngine(script=teacher_script({t.id: t.label for t in trajs}), name="scripted-judge")

@@ -53,6 +53,7 @@ def main() -> int:
     import torch
     from PIL import Image
 
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.images import ImageConfig, ImagePipeline
     from adaptrubric_local.engine.tiny import build_processor, build_tokenizer
 
@@ -61,7 +62,7 @@ def main() -> int:
     tmp = tempfile.TemporaryDirectory()
     paths = shared[: args.n] if len(shared) >= args.n else generated_frames(args.n, Path(tmp.name))
     source = "AndroidGen screenshots (../shared)" if paths and paths[0] in shared else "generated 1080x2400 frames"
-    processor = build_processor(build_tokenizer(), max_pixels=args.max_pixels).image_processor
+    processor = build_processor(build_tokenizer(tokenizer_corpus()), max_pixels=args.max_pixels).image_processor
     pipe = ImagePipeline(ImageConfig.from_processor(processor, max_visual_tokens=None))
     print(f"images: {len(paths)} x {args.repeats} repeats, {source}; max_pixels={args.max_pixels}; "
           f"torch threads={torch.get_num_threads()}, pipeline workers={pipe.cfg.workers}")

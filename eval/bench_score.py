@@ -45,12 +45,13 @@ def main() -> int:
     import statistics
 
     from adaptrubric_local import AdaptRubric, PipelineConfig, load_trajectories
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
     from adaptrubric_local.engine.tiny import make_tiny_model
     from adaptrubric_local.synth import synthesize
 
     tmp = Path(tempfile.mkdtemp())
-    model = make_tiny_model(tmp / "tiny")
+    model = make_tiny_model(tmp / "tiny", corpus=tokenizer_corpus())
     candidates = 4
     data = synthesize(tmp / "synth", n_tasks=max(1, args.trajectories // candidates), candidates=candidates,
                       size=(360, 800))
@@ -70,7 +71,8 @@ def main() -> int:
             rates.append(len(trajs) / (time.perf_counter() - t0))
         results[bs] = (rates, pipe.summary(), [v.raw for v in verdicts])
         engine.close()
-    print(f"tiny Qwen3-VL (random weights), {len(trajs)} synthetic trajectories, CPU, max_new_tokens={args.max_new_tokens}")
+    print(f"tiny Qwen3-VL (random weights), {len(trajs)} synthetic trajectories, CPU, "
+          f"max_new_tokens={args.max_new_tokens}")
     print(f"machine: {machine()}")
     print(f"{'GPU batch size':<16}{'traj/s: median (min-max)':>30}{'calls/traj':>12}{'tokens/traj':>13}")
     for bs, (rates, s, _) in results.items():

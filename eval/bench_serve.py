@@ -48,7 +48,7 @@ def post(url: str, body: dict, timeout: float = 600) -> tuple[int, dict]:
 
 def start_server(model: str, max_batch: int, max_queue: int, window_ms: float, new_tokens: int, log: Path):
     port = free_port()
-    cmd = [sys.executable, "-m", "adaptrubric_local.serve", "--model", model, "--port", str(port),
+    cmd = [sys.executable, "-m", "adaptrubric_local.cli_serve", "--model", model, "--port", str(port),
            "--max-batch", str(max_batch), "--batch-window-ms", str(window_ms), "--max-queue", str(max_queue),
            "--set", f"max_new_tokens={new_tokens}", "--set", f"verify_max_new_tokens={new_tokens}",
            "--set", f"max_batch_size={max_batch}"]
@@ -151,9 +151,10 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench_serve_"))
     model = a.model
     if not model:
+        from adaptrubric_local.dry_run import tokenizer_corpus
         from adaptrubric_local.engine.tiny import make_tiny_model
 
-        model = str(make_tiny_model(work / "tiny"))
+        model = str(make_tiny_model(work / "tiny", corpus=tokenizer_corpus()))
     tasks = max(1, a.n // 4)
     trajs = [t.to_dict() for t in load_trajectories(synthesize(work / "data", n_tasks=tasks, candidates=4,
                                                                size=(180, 400))).trajectories][:a.n]
@@ -172,8 +173,9 @@ def main() -> int:
         r["startup_s"] = startup
         results[name] = r
         print(f"{name:>8}: {r['traj_per_s']:.2f} traj/s  p50 {r['p50_s']:.2f} s  p99 {r['p99_s']:.2f} s  "
-              f"(mean batch {r['mean_batch']:.1f}, n={r['n']}, clients={a.clients}, wall {r['wall_s']:.1f} s, startup {startup:.1f} s; lost "
-              f"{r['lost']}, answered twice {r['answered_twice']}, wrong {r['wrong']}, failed {r['failed']})",
+              f"(mean batch {r['mean_batch']:.1f}, n={r['n']}, clients={a.clients}, wall {r['wall_s']:.1f} s, "
+              f"startup {startup:.1f} s; lost {r['lost']}, answered twice {r['answered_twice']}, "
+              f"wrong {r['wrong']}, failed {r['failed']})",
               flush=True)
     proc, url, _ = start_server(model, a.max_batch, 4, a.window_ms, a.new_tokens, work / "overload.log")
     try:

@@ -75,12 +75,13 @@ def phone_data(out: Path, n_traj: int = 4, frames: int = 6, size: tuple[int, int
 def prepare(out: Path) -> tuple[Path, Path]:
     """(the tiny model with Qwen3-VL's vocabulary, a labels-teacher distillation folder)."""
     from adaptrubric_local.distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.tiny import make_tiny_model
     from adaptrubric_local.formats import load_trajectories
 
     model = out / "tiny-qwen3vl-vocab"
     if not (model / "config.json").is_file():
-        make_tiny_model(model, vocab_size=QWEN3VL_VOCAB)
+        make_tiny_model(model, corpus=tokenizer_corpus(), vocab_size=QWEN3VL_VOCAB)
     dist = out / "distill"
     if not (dist / "train.jsonl").is_file():
         data = phone_data(out / "data")

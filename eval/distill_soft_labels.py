@@ -39,13 +39,14 @@ def run(out: Path, epochs: float = 12.0, n_tasks: int = 12, seed: int = 0, progr
     from adaptrubric_local.distill.config import TrainConfig
     from adaptrubric_local.distill.evaluate import evaluate
     from adaptrubric_local.distill.train import train
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.tiny import make_tiny_model
     from adaptrubric_local.formats import load_trajectories
     from adaptrubric_local.synth import synthesize
 
     model = out / "tiny-qwen3-vl"
     if not (model / "config.json").is_file():
-        make_tiny_model(model, seed=seed)
+        make_tiny_model(model, corpus=tokenizer_corpus(), seed=seed)
     data = synthesize(out / "synth", n_tasks=n_tasks, candidates=4, size=(96, 192), seed=seed, visible_outcome=True)
     dist = out / "distill"
     shutil.rmtree(dist, ignore_errors=True)

@@ -366,6 +366,7 @@ def main(argv=None) -> int:
     import transformers
 
     from adaptrubric_local import load_trajectories
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
     from adaptrubric_local.engine.tiny import build_processor, build_tokenizer
 
@@ -388,7 +389,7 @@ def main(argv=None) -> int:
     frames = sorted({len(t.steps) for t in trajs})
     print(f"data: {len(trajs)} trajectories of {frames[0]}-{frames[-1]} frames {size[0]}x{size[1]} "
           f"({time.perf_counter() - t0:.0f} s)", flush=True)
-    tokenizer = build_tokenizer()
+    tokenizer = build_tokenizer(tokenizer_corpus())
     processor = build_processor(tokenizer, max_pixels=QWEN3VL_MAX_PIXELS, min_pixels=QWEN3VL_MIN_PIXELS)
     t0 = time.perf_counter()
     arch = ARCH_TINY if args.tiny else ARCH_8B
@@ -453,7 +454,8 @@ def main(argv=None) -> int:
                 runs.append(rr)
                 both[cap] = time.perf_counter() - t_run
                 print(f"{name:<40} reference {n:>4} tokens: {rr.s_per_traj:.3f} s/traj, prefill {rr.prefill_s:.2f} s "
-                      f"{rr.tflops:.4g} TFLOP/s, peak {rr.peak_gib:.1f} GiB, {rr.rows_per_group:.1f} rows/call {rr.note}", flush=True)
+                      f"{rr.tflops:.4g} TFLOP/s, peak {rr.peak_gib:.1f} GiB, {rr.rows_per_group:.1f} rows/call "
+                      f"{rr.note}", flush=True)
         except Exception as exc:  # an option that fails is reported, the others still run
             runs.append(Run(name, "engine", n, len(trajs), note=f"failed: {type(exc).__name__}: {str(exc)[:200]}"))
             print(f"{name}: failed: {type(exc).__name__}: {exc}", flush=True)

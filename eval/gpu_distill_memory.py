@@ -33,11 +33,12 @@ def build_model(folder: Path, name: str) -> None:
     import torch
     from transformers import GenerationConfig, Qwen3VLForConditionalGeneration
 
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.architectures import ARCHITECTURES, QWEN_TOKEN_IDS, qwen3vl_config
     from adaptrubric_local.engine.openai_engine import QWEN3VL_MAX_PIXELS, QWEN3VL_MIN_PIXELS
     from adaptrubric_local.engine.tiny import build_processor, build_tokenizer
 
-    tok = build_tokenizer()
+    tok = build_tokenizer(tokenizer_corpus())
     ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_TOKEN_IDS}
     cfg = qwen3vl_config(ARCHITECTURES[name], token_ids=ids)
     torch.manual_seed(0)

@@ -82,7 +82,8 @@ def main() -> None:
     for m, c in rows.items():
         tot.update(c)
         ne = c["killed"] + c["timeout"] + c["survived"] + c["no tests"]
-        print(f"| {m} | " + " | ".join(str(c[k]) for k in COLS) + f" | {100 * (c['killed'] + c['timeout']) / max(1, ne):.1f}% |")
+        score = 100 * (c["killed"] + c["timeout"]) / max(1, ne)
+        print(f"| {m} | " + " | ".join(str(c[k]) for k in COLS) + f" | {score:.1f}% |")
     ne = tot["killed"] + tot["timeout"] + tot["survived"] + tot["no tests"]
     print("| **all** | " + " | ".join(f"**{tot[k]}**" for k in COLS)
           + f" | **{100 * (tot['killed'] + tot['timeout']) / max(1, ne):.1f}%** |")

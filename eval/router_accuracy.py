@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from adaptrubric_local.prompts import load_prompts  # noqa: E402
-from adaptrubric_local.route import _VERBS, explain_rules, lexicon_without, route_rules  # noqa: E402
+from adaptrubric_local.route import explain_rules, load_lexicon, route_rules  # noqa: E402
 from adaptrubric_local.types import FAMILIES  # noqa: E402
 
 
@@ -70,7 +70,7 @@ def paper_verbs() -> set[str]:
     """Lexicon verbs that the paper's router prompt names (any of verb, verbs, verbes, verb-y -> -ies, -d)."""
     text = " " + " ".join(load_prompts().router.lower().replace("/", " ").replace("-", " ").split()) + " "
     out = set()
-    for v in _VERBS:
+    for v in load_lexicon().verbs:
         forms = {v, v + "s", v + "es", v + "d", v[:-1] + "ies" if v.endswith("y") else v}
         if any(f" {f} " in text or f" {f}," in text or f" {f})" in text for f in forms):
             out.add(v)
@@ -87,8 +87,8 @@ def loso(rows: list[dict], level: str, strict: bool = False) -> list[tuple[str, 
         held = [i for i, r in enumerate(rows) if source_group(r["source"], level) == g]
         rest = set().union(*(verbs[i] for i in range(len(rows)) if i not in held))
         own = sorted(set().union(*(verbs[i] for i in held)) - rest - keep)
-        with lexicon_without(own):
-            correct = sum(route_rules(rows[i]["instruction"]).category == rows[i]["label"] for i in held)
+        lexicon = load_lexicon().without(own)
+        correct = sum(route_rules(rows[i]["instruction"], lexicon).category == rows[i]["label"] for i in held)
         out.append((g, correct, len(held), own))
     return out
 

@@ -27,9 +27,10 @@ def tiny_policy(seed: int = 0):
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.tiny import build_tokenizer
 
-    tok = build_tokenizer()
+    tok = build_tokenizer(tokenizer_corpus())
     torch.manual_seed(seed)
     cfg = Qwen3Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                       num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=512,
@@ -64,13 +65,13 @@ def make_rollout_func(candidates: dict[str, list[dict]]):
 def scripted_verifier(trajectories: list[dict]):
     """A FakeEngine that passes exactly the episodes labelled 1 (it recognises them by their screenshots)."""
     from adaptrubric_local import FakeEngine
-    from adaptrubric_local.engine.fake import default_script
+    from adaptrubric_local.dry_run import pipeline_script
 
     label_of = {s["screenshot"]: t.get("label", 0) for t in trajectories for s in t["steps"]}
 
     def script(req):
         if req.kind != "verify":
-            return default_script(req)
+            return pipeline_script(req)
         ok = any(label_of.get(p) == 1 for p in req.images)
         return f"The final screen was checked.\nSCORE: {int(ok)}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
 
@@ -95,9 +96,10 @@ def main(out: str | Path, steps: int = 2, fake_verifier: bool = False, verifier_
     if fake_verifier:
         rewards.configure(engine=scripted_verifier(trajs))
     elif verifier_model or not (os.environ.get("ADAPTRUBRIC_CONFIG") or os.environ.get("ADAPTRUBRIC_SERVICE_URL")):
+        from adaptrubric_local.dry_run import tokenizer_corpus
         from adaptrubric_local.engine.tiny import make_tiny_model
 
-        model_dir = verifier_model or make_tiny_model(out / "tiny-verifier")
+        model_dir = verifier_model or make_tiny_model(out / "tiny-verifier", corpus=tokenizer_corpus())
         rewards.configure(model=str(model_dir), max_new_tokens=16, verify_max_new_tokens=16)
     seen: list[list[float | None]] = []
 

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
+from adaptrubric_local.types import Verdict
+
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
 
@@ -38,6 +40,88 @@ def write_jsonl(path: Path, records) -> Path:
     return path
 
 
+FORMATS = ("canonical", "androidgen", "zerogui", "osreward", "clawgui")
+
+
+def _shot(root: Path, shots: Path | None, rel: str, seed: int) -> str:
+    """Write a frame; return how a record names it: relative to `root`, or absolute under `shots`."""
+    if shots is None:
+        make_png(root / rel, seed)
+        return rel
+    return make_png(shots / rel, seed)
+
+
+def make_dataset(fmt: str, root: Path, shots: Path | None = None, missing: bool = False) -> tuple[Path, str]:
+    """A one-trajectory data set in `fmt` under `root`: (path to load, the trajectory's id).
+    `shots`: images live there and records name them by absolute path. `missing`: step 1's image
+    does not exist."""
+    root.mkdir(parents=True, exist_ok=True)
+
+    def shot(rel, i):
+        name = _shot(root, shots, rel, i)
+        if missing and i == 1:
+            (shots / rel if shots else root / rel).unlink()
+        return name
+
+    if fmt == "canonical":
+        steps = [{"screenshot": shot(f"img/c_{i}.png", i), "action": f"tap({i})"} for i in range(3)]
+        return write_jsonl(root / "d.jsonl", [{"id": "c1", "instruction": "Turn on Wi-Fi.", "steps": steps}]), "c1"
+    if fmt == "androidgen":
+        rows = [{"instruction": "Open the clock.", "index": i, "trace_id": 555,
+                 "image": shot(f"555/s/{i}.png", i), "parsed_action": {"operation": "do", "action": "Click",
+                                                                       "kwargs": {"element_id": "1"}}}
+                for i in range(3)]
+        write_jsonl(root / "555" / "record.jsonl", rows)
+        return root, "555"
+    if fmt == "zerogui":
+        ex = root / "app" / "ex1"
+        rows = [{"step_num": i, "action": "pyautogui.click(1, 2)", "instruction": "Open the menu.",
+                 "screenshot_file": shot(f"app/ex1/step_{i}.png", i) if shots else
+                 Path(shot(f"app/ex1/step_{i}.png", i)).name} for i in range(1, 3)]
+        write_jsonl(ex / "traj.jsonl", rows)
+        return root, "app/ex1"
+    if fmt == "osreward":
+        doc = {"trace_id": "tr-9", "instruction": "Open settings",
+               "trajectory": [{"screenshot_path": shot(f"shots/{i}.png", i), "action": "click(1,2)"}
+                              for i in range(3)]}
+        (root / "tr-9.json").write_text(json.dumps(doc))
+        return root, "tr-9"
+    if fmt == "clawgui":
+        ep = root / "ep7"
+        ep.mkdir(parents=True, exist_ok=True)
+        doc = {"meta_data": {"task_goal": "Send hi to Bob", "episode_id": "ep-7"},
+               "episode": [{"image_path": shot(f"ep7/images/{i}.png", i) if shots else
+                            shot(f"ep7/images/{i}.png", i)[len("ep7/"):], "model_response": "tap(3)"}
+                           for i in range(3)]}
+        (ep / "episode.json").write_text(json.dumps(doc))
+        return root, "ep-7"
+    raise AssertionError(fmt)
+
+
+def hand_verdict(id, label, score=None, status="ok", platform="android", task=None, p=None):
+    return Verdict(id=id, label=label, score=score if status == "ok" else None, status=status, platform=platform,
+                   task_id=task, p_success=p, evidence_sufficient=True if status == "ok" else None,
+                   missing_evidence="none" if status == "ok" else None, prompt_tokens=100, completion_tokens=10,
+                   n_images=3)
+
+
+_V = hand_verdict
+# verdicts whose metrics and test-time scaling curves were worked out by hand (test_metrics.py, test_tts.py)
+METRIC_SET = [
+    _V("a1", 1, 1), _V("a2", 1, 0), _V("a3", 0, 1), _V("a4", 0, 0),                      # android: one of each
+    _V("w1", 0, 0, platform="web"), _V("w2", 0, 1, platform="web"), _V("w3", 0, 0, platform="web"),  # no positives
+    _V("u1", 1, 1, platform="ubuntu"), _V("u2", 1, status="unparsed", platform="ubuntu"),
+    _V("u3", 0, status="error", platform="ubuntu"),
+]
+
+
+TTS_SET = [
+    _V("c1", 0, 1, task="T1", p=0.6), _V("c2", 1, 1, task="T1", p=0.9), _V("c3", 0, 0, task="T1", p=0.2),
+    _V("c1", 0, 0, task="T2", p=0.3), _V("c2", 0, 1, task="T2", p=0.7), _V("c3", 0, status="unparsed", task="T2"),
+    _V("c1", 1, status="unparsed", task="T3"), _V("c2", 0, 0, task="T3", p=0.1), _V("c3", 1, 0, task="T3", p=0.4),
+    _V("c1", 1, 1, task="T4", p=0.8), _V("c2", 1, 1, task="T4", p=0.6), _V("c3", 0, 1, task="T4", p=0.95),
+]
+
 @pytest.fixture
 def canonical_file(tmp_path):
     recs = [canonical_record(tmp_path, f"t{i}", 3 + i, label=i % 2, platform="android", task_id=f"task{i // 2}")
@@ -50,7 +134,8 @@ def long_traj(tmp_path):
     """A 25-step create_modify trajectory with typing, a save and an answer, loaded from disk."""
     from adaptrubric_local import load_trajectories
 
-    rec = canonical_record(tmp_path, "long", 25, instruction="Add the text 'Hello, World!' to the top of note_SiFbv.txt in Markor.")
+    rec = canonical_record(tmp_path, "long", 25,
+                           instruction="Add the text 'Hello, World!' to the top of note_SiFbv.txt in Markor.")
     rec["steps"][5].update(action="open note_SiFbv.txt", action_type="tap")
     rec["steps"][12].update(action='type("Hello, World!")', action_type="type", text="Hello, World!")
     rec["steps"][13].update(action="tap(Save)", action_type="tap")
@@ -72,9 +157,10 @@ def shared_androidgen():
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     """A tiny random Qwen3-VL saved to disk, built once per test session."""
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.tiny import make_tiny_model
 
-    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus=tokenizer_corpus())
 
 
 @pytest.fixture(scope="session")
@@ -93,6 +179,16 @@ def synth_set(tmp_path_factory):
     from adaptrubric_local.synth import synthesize
 
     return synthesize(tmp_path_factory.mktemp("synth"), n_tasks=8, candidates=3, size=(180, 400))
+
+
+@pytest.fixture(scope="module")
+def domain(tmp_path_factory):
+    """A ShopDesk-like domain of labelled synthetic trajectories (bank induction): (path, trajectories)."""
+    from adaptrubric_local.bank_induction.synthetic import make_domain
+    from adaptrubric_local.formats import load_trajectories
+
+    path = make_domain(tmp_path_factory.mktemp("shopdesk"), tasks_per_kind=8)
+    return path, load_trajectories(path).trajectories
 
 
 @pytest.fixture

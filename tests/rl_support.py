@@ -61,9 +61,10 @@ def save_policy(out: Path) -> Path:
     """A text policy's tokenizer and config (Qwen3, 1 layer) in `out`; nothing loads its weights."""
     from transformers import Qwen3Config
 
+    from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.tiny import build_tokenizer
 
-    tok = build_tokenizer()
+    tok = build_tokenizer(tokenizer_corpus())
     tok.save_pretrained(out)
     cfg = Qwen3Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                       num_attention_heads=2, num_key_value_heads=1, head_dim=16,

@@ -9,8 +9,7 @@ import yaml
 
 from adaptrubric_local.bank import DEFAULT_BANK, RubricBank, load_bank
 from adaptrubric_local.bank_induction import InduceConfig, RefineConfig, induce, refine
-from adaptrubric_local.bank_induction.synthetic import (ScriptedTeacher, make_domain, scripted_teacher,
-                                                       scripted_verifier)
+from adaptrubric_local.bank_induction.synthetic import ScriptedTeacher, make_domain, scripted_teacher, scripted_verifier
 from adaptrubric_local.bank_induction.teacher import DimensionsReply, parse_reply
 from adaptrubric_local.cli import main
 from adaptrubric_local.engine.fake import FakeEngine
@@ -23,16 +22,11 @@ from adaptrubric_local.types import RouteResult
 
 
 @pytest.fixture(scope="module")
-def domain(tmp_path_factory):
-    path = make_domain(tmp_path_factory.mktemp("shopdesk"), tasks_per_kind=8)
-    return path, load_trajectories(path).trajectories
-
-
-@pytest.fixture(scope="module")
 def induced(domain, tmp_path_factory):
     path, trajs = domain
     out = tmp_path_factory.mktemp("bank") / "shopdesk.yaml"
-    summary = induce(trajs, out, scripted_teacher(), InduceConfig(name="shopdesk", domain="ShopDesk"), data_desc=str(path))
+    summary = induce(trajs, out, scripted_teacher(), InduceConfig(name="shopdesk", domain="ShopDesk"),
+                     data_desc=str(path))
     return out, summary
 
 
@@ -229,35 +223,6 @@ def test_one_family_teacher_error_keeps_that_family(induced, domain, tmp_path):
     assert ch["crm_refund"] == {"disagreements": ch["crm_refund"]["disagreements"], "decision": "teacher error",
                                 "error": "overloaded"}
     assert ch["crm_update"]["decision"] == "kept" and rep["status"] == "done"
-
-
-def bank_cli(monkeypatch):
-    """`adaptrubric` with the `bank` commands registered (cli.py loads cli_bank once it is in its list)."""
-    from adaptrubric_local import cli, cli_bank
-
-    build = cli.build_parser
-
-    def build_with_bank():
-        ap = build()
-        sub = ap._subparsers._group_actions[0]
-        if "bank" not in sub.choices:
-            cli_bank.add_subcommands(sub)
-        return ap
-
-    monkeypatch.setattr(cli, "build_parser", build_with_bank)
-    return cli.main
-
-
-def test_cli_bank_induce_and_refine_need_one_teacher(domain, tmp_path, capsys, monkeypatch):
-    path, _ = domain
-    run = bank_cli(monkeypatch)
-    assert run(["bank", "induce", str(path), "--out", str(tmp_path / "b.yaml")]) == 2
-    assert "exactly one teacher" in capsys.readouterr().err
-    assert run(["bank", "induce", str(path), "--out", str(tmp_path / "b.yaml"), "--teacher-url", "http://x/v1"]) == 2
-    assert "--teacher-name" in capsys.readouterr().err
-    assert run(["bank", "refine", "--data", str(path), "--out", str(tmp_path / "r"), "--teacher-url", "http://x/v1",
-                "--teacher-name", "t"]) == 2
-    assert "--model" in capsys.readouterr().err
 
 
 def test_refine_and_induce_run_on_the_transformers_engine(tiny_engine, tmp_path, induced):

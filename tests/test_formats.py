@@ -1,136 +1,127 @@
-"""Loaders for every supported format, format detection, and bad-input handling."""
+"""Loading and format detection (formats/__init__.py): every decision of `detect_format`, the format
+and path arguments of `load_trajectories`, "nothing loaded" as an error that says what was looked for,
+a format's own file read as its folder, verdict files skipped or refused, and bad records keeping
+their own ids in every format."""
 import json
+from pathlib import Path
 
-from adaptrubric_local import Trajectory, detect_format, load_trajectories
+import pytest
+
+from adaptrubric_local import DataError, Verdict, detect_format, load_trajectories
 from adaptrubric_local.formats import canonical
 
-from conftest import canonical_record, make_png, write_jsonl
+from conftest import FORMATS, canonical_record, make_dataset, make_png, write_jsonl
 
 
-def test_canonical_roundtrip(canonical_file, tmp_path):
-    res = load_trajectories(canonical_file)
-    assert not res.errors and len(res.trajectories) == 4
-    t = res.trajectories[1]
-    assert isinstance(t, Trajectory) and t.label == 1 and t.platform == "android" and t.task_id == "task0"
-    assert all(s.screenshot.startswith(str(tmp_path)) for s in t.steps)
-    out = tmp_path / "again.jsonl"
-    canonical.write(res.trajectories, out)
-    try:
-        canonical.write(res.trajectories, tmp_path / "sub" / "x.jsonl")
-    except ValueError as exc:
-        assert "outside" in str(exc)
-    else:
-        raise AssertionError("images outside the JSONL folder must be refused")
-    again = load_trajectories(out)
-    assert [x.to_dict()["instruction"] for x in again.trajectories] == [x.instruction for x in res.trajectories]
+def _msg(exc_info, root):
+    return str(exc_info.value).replace(str(root), "{d}")
 
 
-def test_bad_records_do_not_lose_good_ones(tmp_path):
-    good = canonical_record(tmp_path, "good", 2)
-    escape = canonical_record(tmp_path, "escape", 2)
-    escape["steps"][1]["screenshot"] = "../../etc/passwd"
-    missing = canonical_record(tmp_path, "missing", 2)
-    missing["steps"][0]["screenshot"] = "img/nope.png"
-    empty = {"id": "empty", "instruction": "x", "steps": []}
-    unknown = {**canonical_record(tmp_path, "unk", 1), "lable": 1}
-    path = write_jsonl(tmp_path / "d.jsonl", [good, "{not json", escape, missing, empty, unknown,
-                                             {"id": "noinst", "steps": good["steps"]}])
-    res = load_trajectories(path)
-    assert [t.id for t in res.trajectories] == ["good"]
-    msgs = [str(e) for e in res.errors]
-    assert len(msgs) == 6
-    assert any("line 2" in m and "malformed JSON" in m for m in msgs)
-    assert any("escape" in m and "steps[1].screenshot" in m and "escapes the dataset folder" in m for m in msgs)
-    assert any("missing" in m and "image not found" in m for m in msgs)
-    assert any("empty" in m and "no steps" in m for m in msgs)
-    assert any("lable" in m for m in msgs)
-    assert any("noinst" in m and "'instruction'" in m for m in msgs)
-    assert all(str(path) in m for m in msgs)
+def test_format_path_and_image_root_errors(tmp_path):
+    make_png(tmp_path / "a.png", 1)
+    with pytest.raises(ValueError) as ei:
+        load_trajectories(tmp_path / "x.jsonl", fmt="csv")
+    assert str(ei.value) == ("unknown format 'csv'; choose one of canonical, androidgen, zerogui, osreward, clawgui "
+                             "or auto")
+    for fmt in ("auto", "canonical"):
+        with pytest.raises(DataError) as ei:
+            load_trajectories(tmp_path / "missing.jsonl", fmt=fmt)
+        assert _msg(ei, tmp_path) == "{d}/missing.jsonl: no such file or folder"
+    ok = tmp_path / "ok.jsonl"
+    write_jsonl(ok, [{"id": "a", "instruction": "x", "steps": [{"screenshot": "a.png"}]}])
+    for bad in ("nope", "a.png"):
+        with pytest.raises(DataError) as ei:
+            load_trajectories(ok, image_roots=[tmp_path / bad])
+        assert _msg(ei, tmp_path) == (f"{{d}}/{bad}: image root is not a folder (given as an extra folder "
+                                      "screenshots may live in)")
+    assert [t.id for t in load_trajectories(ok, image_roots=[tmp_path]).trajectories] == ["a"]
+    folder = tmp_path / "data"
+    folder.mkdir()
+    write_jsonl(folder / "d.jsonl", [{"id": "b", "instruction": "x", "steps": [{"screenshot": "m.png"}]},
+                                     {"id": "c", "instruction": "x",
+                                      "steps": [{"screenshot": str(tmp_path / "a.png")}]}])
+    res = load_trajectories(folder, check_images=False)  # missing images are not checked, escaping ones are
+    assert [t.id for t in res.trajectories] == ["b"] and [e.record_id for e in res.errors] == ["c"]
+    res = load_trajectories(folder, image_roots=[tmp_path])
+    assert [t.id for t in res.trajectories] == ["c"] and [e.record_id for e in res.errors] == ["b"]
 
 
-def _androidgen(root, tid, n, two_on_one_line=False):
-    rows = []
-    for i in range(n):
-        make_png(root / tid / "screenshots" / f"{i}-raw.png", i)
-        make_png(root / tid / "screenshots" / f"{i}.png", i + 50)
-        pa = {"operation": "do", "action": "Click", "kwargs": {"element_id": "3"}}
-        if i == 1:
-            pa = {"operation": "do", "action": "Input_text", "kwargs": {"text": "hello", "element_id": "2"}}
-        if i == n - 1:
-            pa = {"operation": "exit", "kwargs": {"message": "done: 42"}}
-        rows.append(json.dumps({"instruction": "What is the answer?", "index": i, "trace_id": int(tid),
-                                "image": f"{tid}/screenshots/{i}.png", "raw": f"{tid}/screenshots/{i}-raw.png",
-                                "state": '<element id="3" class="Button" clickable> OK </element>',
-                                "parsed_action": pa}))
-    if two_on_one_line:
-        rows = [rows[0] + " " + rows[1]] + rows[2:]
-    (root / tid / "record.jsonl").write_text("\n".join(rows) + "\n")
+def test_empty_data_messages(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError) as ei:
+        load_trajectories(tmp_path / "empty")
+    assert _msg(ei, tmp_path) == (
+        "{d}/empty: could not detect the format: looked for */record.jsonl (AndroidGen), traj.jsonl (ZeroGUI/OSWorld), "
+        "episode.json (ClawGUI), *.jsonl (canonical), trace JSON (OSReward)")
+    with pytest.raises(DataError) as ei:
+        load_trajectories(tmp_path / "empty", fmt="zerogui")
+    assert _msg(ei, tmp_path) == ("{d}/empty: no trajectories found: the zerogui loader looked for traj.jsonl "
+                                  "(ZeroGUI/OSWorld result folders) anywhere below")
+    (tmp_path / "e.jsonl").write_text("")
+    with pytest.raises(DataError) as ei:
+        load_trajectories(tmp_path / "e.jsonl")
+    assert _msg(ei, tmp_path) == ('{d}/e.jsonl: no trajectories found: the canonical loader looked for one JSON '
+                                  'trajectory per line ({"id", "instruction", "steps": [...]}) in *.jsonl')
 
 
-def test_androidgen_folder_with_malformed_line(tmp_path):
-    _androidgen(tmp_path, "111", 4)
-    _androidgen(tmp_path, "222", 3, two_on_one_line=True)
-    (tmp_path / "labels.jsonl").write_text('{"trace_id": "111", "label": 0}\n')
-    assert detect_format(tmp_path) == "androidgen"
-    res = load_trajectories(tmp_path)
-    assert not res.errors
-    by_id = {t.id: t for t in res.trajectories}
-    assert len(by_id["222"].steps) == 3 and by_id["111"].label == 0
-    assert any("222/record.jsonl" in w and "2 JSON objects" in w for w in res.warnings)
-    t = by_id["111"]
-    assert t.answer == "done: 42" and t.steps[1].text == "hello" and '"OK"' in t.steps[0].action
-    assert t.steps[0].screenshot.endswith("0-raw.png")
+@pytest.mark.parametrize("name, fmt", [("episode.json", "clawgui"), ("record.jsonl", "androidgen"),
+                                       ("traj.jsonl", "zerogui"), ("x.jsonl", "canonical"), ("x.json", "osreward")])
+def test_detect_format_of_a_file(tmp_path, name, fmt):
+    (tmp_path / name).write_text("{}")
+    assert detect_format(tmp_path / name) == fmt
 
 
-def test_zerogui_result_folder(tmp_path):
-    ex = tmp_path / "chrome" / "abc-123"
-    make_png(ex / "step_0.png", 1)
-    rows = []
-    for i in range(1, 4):
-        make_png(ex / f"step_{i}_20240101@000{i}.png", i + 1)
-        act = "pyautogui.typewrite('hello world')" if i == 2 else "pyautogui.click(10, 20)"
-        rows.append({"step_num": i, "action": act, "screenshot_file": f"step_{i}_20240101@000{i}.png",
-                     "response": "thinking"})
-    write_jsonl(ex / "traj.jsonl", rows)
-    (ex / "result.txt").write_text("1.0\n")
-    (ex / "task.json").write_text(json.dumps({"instruction": "Type hello world in the search bar."}))
-    assert detect_format(tmp_path) == "zerogui"
-    res = load_trajectories(tmp_path)
-    assert not res.errors, res.errors
-    t = res.trajectories[0]
-    assert t.label == 1 and len(t.steps) == 4 and t.steps[2].text == "hello world"
-    assert t.instruction.startswith("Type hello")
+def test_detect_format_of_folders(tmp_path):
+    (tmp_path / "x.txt").write_text("")
+    with pytest.raises(DataError) as ei:
+        detect_format(tmp_path / "x.txt")
+    assert _msg(ei, tmp_path) == ("{d}/x.txt: unknown file type: expected .jsonl (canonical), .json (OSReward) "
+                                  "or episode.json")
+
+    def folder(name, files):
+        d = tmp_path / name
+        for rel, text in files.items():
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            (d / rel).write_text(text)
+        return d
+
+    assert detect_format(folder("ag1", {"record.jsonl": ""})) == "androidgen"
+    assert detect_format(folder("ag2", {"555/record.jsonl": ""})) == "androidgen"
+    assert detect_format(folder("zg1", {"traj.jsonl": ""})) == "zerogui"
+    assert detect_format(folder("zg2", {"app/ex/deep/traj.jsonl": ""})) == "zerogui"
+    assert detect_format(folder("cg", {"ep/sub/episode.json": "{}"})) == "clawgui"
+    assert detect_format(folder("cn", {"data.jsonl": ""})) == "canonical"
+    assert detect_format(folder("os1", {"a/t.json": '{"trace_id": 1, "trajectory": []}'})) == "osreward"
+    assert detect_format(folder("os2", {"t.json": '[{"trace_id": 1, "trajectory": []}]',
+                                        "bad.json": "{"})) == "osreward"
+    many = {f"a{i:02d}.json": "{}" for i in range(20)}  # only the first 20 .json files are opened
+    for name, files in {"n0": {**many, "z.json": '{"trace_id": 1, "trajectory": []}'},
+                        "n1": {"t.json": "[]"}, "n2": {"t.json": '{"trace_id": 1}'},
+                        "n3": {"t.json": '{"trajectory": []}'}, "n4": {"t.json": "{"}}.items():
+        with pytest.raises(DataError, match="could not detect the format"):
+            detect_format(folder(name, files))
 
 
-def test_osreward_trace(tmp_path):
-    for i in range(3):
-        make_png(tmp_path / "shots" / f"{i}.png", i)
-    doc = {"trace_id": "tr-1", "instruction": "Open settings", "platform": "windows",
-           "trajectory": [{"screenshot_path": f"shots/{i}.png", "action": "click(1,2)", "thought": "t"}
-                          for i in range(3)], "human_label": "FAIL"}
-    (tmp_path / "tr-1.json").write_text(json.dumps(doc))
-    assert detect_format(tmp_path) == "osreward"
-    res = load_trajectories(tmp_path)
-    assert not res.errors and res.trajectories[0].label == 0 and res.trajectories[0].platform == "windows"
+def test_verdict_lines_are_recognised(tmp_path):
+    from adaptrubric_local.formats.canonical import looks_like_verdicts
 
+    def check(text):
+        p = tmp_path / "v.jsonl"
+        p.write_text(text, encoding="utf-8")
+        return looks_like_verdicts(p)
 
-def test_clawgui_episode(tmp_path):
-    ep = tmp_path / "ep1"
-    for i in range(2):
-        make_png(ep / "images" / f"{i}.png", i)
-    doc = {"meta_data": {"task_goal": "Send hi to Bob", "success": True},
-           "episode": [{"image_path": f"images/{i}.png", "model_response": "tap(3)"} for i in range(2)]}
-    (ep / "episode.json").write_text(json.dumps(doc))
-    assert detect_format(tmp_path) == "clawgui"
-    res = load_trajectories(tmp_path)
-    assert not res.errors and res.trajectories[0].label == 1 and res.trajectories[0].instruction == "Send hi to Bob"
-
-
-def test_all_shared_androidgen_trajectories_load(shared_androidgen):
-    res = load_trajectories(shared_androidgen)
-    assert len(res.trajectories) == 10 and not res.errors
-    assert any("1720533256/record.jsonl" in w for w in res.warnings)
-    assert all(t.label in (0, 1) for t in res.trajectories)
+    assert check('{"id": "a", "status": "ok", "score": 1}\n')
+    assert check('\n{"id": "a", "status": "ok", "p_success": 0.5}\n')
+    assert not check('{"id": "a", "status": "ok"}\n')  # no score or probability
+    assert not check('{"id": "a", "score": 1}\n')  # no status
+    assert not check('{"id": "a", "status": "ok", "score": 1, "steps": []}\n')  # data with extra fields
+    assert not check('[{"status": "ok", "score": 1}]\n')
+    assert check('not json\n{"id": "a", "status": "ok", "score": 1}\n')  # the first object decides
+    assert not check('{"id": "a", "instruction": "x", "steps": []}\n{"id": "b", "status": "ok", "score": 1}\n')
+    assert not check("")
+    assert not looks_like_verdicts(tmp_path / "missing.jsonl")
+    (tmp_path / "bin.jsonl").write_bytes(b"\xff\xfe\x00")
+    assert not looks_like_verdicts(tmp_path / "bin.jsonl")
 
 
 def test_unknown_folder_says_what_it_looked_for(tmp_path):
@@ -141,3 +132,133 @@ def test_unknown_folder_says_what_it_looked_for(tmp_path):
         assert "could not detect" in str(exc) and "record.jsonl" in str(exc)
     else:
         raise AssertionError("expected an error")
+
+
+# ------------------------------------------------------------------ nothing loaded is an error
+def test_empty_file_is_an_error(tmp_path):
+    for name, text in (("empty.jsonl", ""), ("blank.jsonl", "\n  \n\n")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(DataError, match="no trajector") as err:
+            load_trajectories(tmp_path / name)
+        assert name in str(err.value) and "JSON" in str(err.value)
+
+
+def test_empty_folder_is_an_error(tmp_path):
+    with pytest.raises(DataError, match="could not detect") as err:
+        load_trajectories(tmp_path)
+    assert "record.jsonl" in str(err.value) and "episode.json" in str(err.value)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_folder_with_nothing_of_the_named_format_is_an_error(fmt, tmp_path):
+    (tmp_path / "notes.json").write_text('{"hello": 1}')
+    (tmp_path / "readme.txt").write_text("hi")
+    with pytest.raises(DataError, match="no trajector") as err:
+        load_trajectories(tmp_path, fmt=fmt)
+    assert str(tmp_path) in str(err.value) and fmt in str(err.value)
+
+
+@pytest.mark.parametrize("fmt,name", [("androidgen", "555/record.jsonl"), ("zerogui", "app/ex1/traj.jsonl"),
+                                      ("clawgui", "ep7/episode.json")])
+def test_a_formats_own_file_is_read_as_its_folder(fmt, name, tmp_path):
+    root, tid = make_dataset(fmt, tmp_path / "data")
+    file = root / name
+    assert detect_format(file) == fmt
+    folder = load_trajectories(file.parent)
+    alone = load_trajectories(file)
+    assert not alone.errors and len(alone.trajectories) == 1
+    assert alone.trajectories == folder.trajectories
+    assert load_trajectories(file, fmt=fmt).trajectories == folder.trajectories
+    assert alone.trajectories[0].steps == load_trajectories(root).trajectories[0].steps
+
+
+def _verdict_lines(path: Path, ids):
+    write_jsonl(path, [Verdict(id=i, score=1, status="ok", category="general").to_dict() for i in ids])
+
+
+def test_a_verdict_file_is_not_data(tmp_path):
+    _verdict_lines(tmp_path / "verdicts.jsonl", ["a", "b"])
+    with pytest.raises(DataError, match="looks like a verdict file"):
+        load_trajectories(tmp_path / "verdicts.jsonl")
+    with pytest.raises(DataError, match="looks like a verdict file"):
+        load_trajectories(tmp_path / "verdicts.jsonl", fmt="canonical")
+
+
+def test_verdicts_beside_the_data_are_skipped_with_a_warning(tmp_path):
+    path, tid = make_dataset("canonical", tmp_path)
+    _verdict_lines(tmp_path / "verdicts.jsonl", [tid])
+    res = load_trajectories(tmp_path)
+    assert [t.id for t in res.trajectories] == [tid] and not res.errors
+    assert any("verdicts.jsonl" in w and "verdict file" in w for w in res.warnings)
+
+
+def test_the_demo_output_folder_gives_a_clear_error(tmp_path):
+    demo = tmp_path / "demo"
+    data, tid = make_dataset("canonical", demo / "synth")
+    _verdict_lines(demo / "verdicts.jsonl", [tid])
+    (demo / "verdicts.config.json").write_text('{"router": "rules"}')
+    (demo / "summary.json").write_text('{"n": 1}')
+    (demo / "tiny-qwen3-vl").mkdir()
+    (demo / "tiny-qwen3-vl" / "config.json").write_text('{"model_type": "qwen3_vl"}')
+    with pytest.raises(DataError) as err:
+        load_trajectories(demo)
+    msg = str(err.value)
+    assert "verdicts.jsonl" in msg and "verdict file" in msg and str(data) in msg
+    assert [t.id for t in load_trajectories(data).trajectories] == [tid]  # the suggested path loads
+
+
+# ------------------------------------------------------------------ bad records keep their ids
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_bad_record_keeps_its_own_id(fmt, tmp_path):
+    path, tid = make_dataset(fmt, tmp_path / "data", missing=True)
+    res = load_trajectories(path)
+    assert not res.trajectories and len(res.errors) == 1
+    err = res.errors[0]
+    assert err.record_id == tid and "image not found" in str(err)
+    assert str(err).startswith(str(tmp_path))  # the location stays in the message
+
+
+def test_verdict_file_and_hint_messages(tmp_path):
+    v = tmp_path / "verdicts.jsonl"
+    v.write_text(json.dumps({"id": "a", "status": "ok", "score": 1}) + "\n")
+    err = canonical.verdict_file_error(v)
+    assert str(err) == (f"{v}: this looks like a verdict file (its lines have status/score fields and no steps), "
+                        "not trajectory data; give the data that was scored (a canonical JSONL with id, "
+                        "instruction and steps, or a folder in a supported format)")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "v1.jsonl").write_text(v.read_text())
+    (folder / "v2.jsonl").write_text(v.read_text())
+    deep = [folder / f"s{i}" / "data.jsonl" for i in range(6)] + [folder / "x" / "y" / "more.jsonl"]
+    for p in deep:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps({"id": "t", "instruction": "x", "steps": []}) + "\n")
+    (folder / "s0" / "record.jsonl").write_text("{}\n")
+    (folder / "s1" / "verd.jsonl").write_text(v.read_text())
+    listed = ", ".join(str(p) for p in sorted(deep[:6])[:5])
+    with pytest.raises(DataError) as ei:
+        load_trajectories(folder, fmt="canonical")
+    assert ("v1.jsonl, v2.jsonl looks like a verdict file (what `score` writes), not trajectory data. "
+            f"Trajectory data may be in: {listed}; pass that path instead") in str(ei.value)
+
+
+def test_hint_lists_deeper_data_but_not_other_formats_files(tmp_path):
+    folder = tmp_path / "out"
+    (folder / "a" / "b").mkdir(parents=True)
+    (folder / "a" / "traj.jsonl").write_text("{}\n")
+    (folder / "a" / "b" / "deep.jsonl").write_text("{}\n")
+    with pytest.raises(DataError) as ei:
+        load_trajectories(folder, fmt="canonical")
+    looked_for = __import__("adaptrubric_local.formats", fromlist=["LOOKED_FOR"]).LOOKED_FOR["canonical"]
+    assert str(ei.value) == (f"{folder}: no trajectories found: the canonical loader looked for {looked_for}. "
+                             f"Trajectory data may be in: {folder / 'a' / 'b' / 'deep.jsonl'}; pass that path instead")
+
+
+def test_verdict_file_sorted_first_does_not_hide_the_data(tmp_path):
+    from conftest import write_jsonl
+    (tmp_path / "a_verdicts.jsonl").write_text(json.dumps({"id": "t0", "status": "ok", "score": 1}) + "\n")
+    write_jsonl(tmp_path / "b_data.jsonl", [canonical_record(tmp_path, "t0", 2)])
+    res = load_trajectories(tmp_path)
+    assert [t.id for t in res.trajectories] == ["t0"]
+    assert res.warnings == [f"{tmp_path / 'a_verdicts.jsonl'}: this looks like a verdict file, not trajectory data; "
+                            "skipped it"]

@@ -139,7 +139,8 @@ def expected_verifier(family: str, cues: list[str], coarse: bool = True, fine: b
                   key_actions=ev.key_actions)
     lines = skeleton()
     if not (coarse or fine):  # w/o Both: instruction and screenshots only
-        lines = lines[:lines.index("COMPILED EVIDENCE:")] + lines[lines.index("Screenshots (in order) are shown below."):]
+        shots = lines.index("Screenshots (in order) are shown below.")
+        lines = lines[:lines.index("COMPILED EVIDENCE:")] + lines[shots:]
     rubric = paper_rubric_lines(family) if coarse else []
     blocks = {"{verification_steps}": rubric, "{common_pitfalls}": [], "{special_rules}": [],
               "{additional_attention}": paper_cue_block(cues, meta=coarse) if fine and cues else [],
@@ -172,7 +173,8 @@ def test_excerpt_is_verbatim_from_the_paper():
 
 
 def test_excerpt_holds_what_the_issue_found_missing():
-    assert paper("H.3 cue_block")[-1] == "- A cue CLEARLY CONTRADICTED by visible evidence is still a strong FAIL signal."
+    assert paper("H.3 cue_block")[-1] == ("- A cue CLEARLY CONTRADICTED by visible evidence is still a strong FAIL "
+                                          "signal.")
     assert len(paper_bank()) == 8 and len(paper_meta_rule()) == 3
 
 
@@ -238,7 +240,8 @@ def test_fine_cue_prompt_is_the_papers():
     items = [f"- {i.id}: {i.name}" for i in rs.critical_items]
     expected = []
     for line in paper("H.3 fine_cue"):
-        expected += items if line == "{rubric_items_block}" else [line.format(instruction=INS, category="create_modify")]
+        expected += (items if line == "{rubric_items_block}"
+                     else [line.format(instruction=INS, category="create_modify")])
     find_in_order(expected, rendered)
     assert rendered == expected
 
@@ -258,7 +261,8 @@ def test_verifier_prompt_with_two_cues_has_every_line_of_the_cue_block_in_order(
     # the block sits between the rubric and the screenshots, in one piece
     start = rendered.index(block[0])
     assert rendered[start:start + len(block)] == block
-    assert rendered.index("- " + paper_meta_rule()[-1]) < start < rendered.index("Screenshots (in order) are shown below.")
+    shots = rendered.index("Screenshots (in order) are shown below.")
+    assert rendered.index("- " + paper_meta_rule()[-1]) < start < shots
 
 
 def test_one_cue_fills_one_slot():

@@ -1,12 +1,170 @@
-"""The orchestrator on the fake engine: batching, caching, accounting, and failure isolation."""
+"""The orchestrator (pipeline.py) on the scripted engine: config validation and JSON, batching, the
+route/cue cache, cost accounting, voting, P(SCORE=1), error verdicts and failure isolation."""
 import copy
+import json
 
 import pytest
 
-from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, Verdict, load_trajectories
-from adaptrubric_local.cli import main
+from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, Verdict, __version__, load_trajectories
+from adaptrubric_local.engine.base import Output, TokenProbs
+from adaptrubric_local.pipeline import p_success, vote
+from adaptrubric_local.types import Step, Trajectory
+from adaptrubric_local.verdict import parse_verdict
 
 from conftest import canonical_record, write_jsonl
+
+
+@pytest.mark.parametrize("kw,msg", [
+    ({"router": "x"}, "router must be 'rules' or 'model', got 'x'"),
+    ({"max_images": 1}, "max_images must be >= 2 (first and final frame), got 1"),
+    ({"batch_size": 0}, "batch_size must be >= 1, got 0"),
+    ({"route_max_new_tokens": 0}, "route_max_new_tokens must be >= 1"),
+    ({"cue_max_new_tokens": 0}, "cue_max_new_tokens must be >= 1"),
+    ({"verify_max_new_tokens": 0}, "verify_max_new_tokens must be >= 1"),
+])
+def test_config_validation_messages(kw, msg):
+    with pytest.raises(ValueError) as ei:
+        PipelineConfig(**kw)
+    assert str(ei.value) == msg
+
+
+def test_config_accepts_the_limits_and_writes_json(tmp_path):
+    cfg = PipelineConfig(router="rules", max_images=2, batch_size=1, route_max_new_tokens=1, cue_max_new_tokens=1,
+                         verify_max_new_tokens=1, fixed_category="transfer")
+    p = tmp_path / "c.json"
+    cfg.to_json(p)
+    text = p.read_text()
+    assert text.endswith("}\n") and text.startswith('{\n  "router": "rules",\n')
+    d = json.loads(text)
+    assert d["package_version"] == __version__ and d["fixed_category"] == "transfer" and d["max_images"] == 2
+    assert PipelineConfig.help()["max_images"] == "screenshot budget M per trajectory (paper: 10)"
+    assert set(PipelineConfig.help()) == set(d) - {"package_version"}
+
+
+OK1 = "SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+
+
+OK0 = "SCORE: 0\nEVIDENCE_SUFFICIENT: no\nMISSING_EVIDENCE: final_state_ambiguous"
+
+
+def test_vote():
+    parse = parse_verdict
+    win = vote([parse(OK1), parse("junk"), parse(OK0), parse(OK1)], "raw")
+    assert (win.status, win.score, win.p_success) == ("ok", 1, pytest.approx(2 / 3))
+    assert win.raw == "\n\n----- sample -----\n".join([OK1, "junk", OK0, OK1])
+    lose = vote([parse(OK0), parse(OK1), parse(OK0)], "raw")
+    assert (lose.score, lose.missing_evidence, lose.p_success) == (0, "final_state_ambiguous", pytest.approx(1 / 3))
+    tie = vote([parse(OK0), parse(OK1)], "raw")
+    assert (tie.status, tie.score, tie.parse_error, tie.p_success) == ("unparsed", None, "tied vote (1 vs 1)", 0.5)
+    none = vote([parse("a"), parse("b")], "raw")
+    assert (none.status, none.parse_error, none.p_success) == ("unparsed", "no sample was parseable", None)
+    assert none.raw == "a\n\n----- sample -----\nb"
+    assert vote([], "the raw text").raw == "the raw text"
+
+
+def test_p_success():
+    text = "Thinking SCORE: 0 no...\n" + OK1
+    off = text.rindex("SCORE: 1") + len("SCORE: ")
+    out = Output(text=text, token_probs=[TokenProbs(offset=3, probs={"1": 0.9, "0": 0.1}),
+                                         TokenProbs(offset=off, probs={"1": 0.6, "0": 0.2})])
+    assert p_success(out) == pytest.approx(0.75)
+    assert p_success(Output(text=text, token_probs=[TokenProbs(offset=off, probs={"1": 0.3})])) == pytest.approx(1.0)
+    assert p_success(Output(text=text, token_probs=[TokenProbs(offset=off, probs={"0": 0.3})])) == 0.0
+    assert p_success(Output(text=text, token_probs=[TokenProbs(offset=off, probs={})])) is None
+    assert p_success(Output(text=text, token_probs=[TokenProbs(offset=off + 1, probs={"1": 1.0})])) is None
+    assert p_success(Output(text="no verdict", token_probs=[TokenProbs(offset=0, probs={"1": 1.0})])) is None
+
+
+def _wifi_traj(tmp_path, tid, n=3, instruction="Turn on Wi-Fi."):
+    from conftest import make_png
+    steps = [Step(screenshot=make_png(tmp_path / f"{tid}_{i}.png", i), action="tap(x)") for i in range(n)]
+    return Trajectory(id=tid, instruction=instruction, steps=steps, label=1, platform="android", task_id="T",
+                      source="/data/x.jsonl")
+
+
+def test_verifier_request_and_verdict_fields(tmp_path):
+    eng = FakeEngine(script=lambda r: {"verify": OK1, "route": "CATEGORY: state_navigation"}.get(r.kind, "NO_HINT: x"))
+    pipe = AdaptRubric(eng, PipelineConfig(verify_max_new_tokens=77))
+    t = _wifi_traj(tmp_path, "a")
+    p = pipe.prepare(t)
+    req = pipe.verifier_request(p)
+    assert (req.prompt, req.suffix, req.images) == (p.prompt.text, p.prompt.suffix, p.images)
+    assert (req.watch, req.max_new_tokens, req.kind, req.tag, req.stop_after_line) == (
+        ("0", "1"), 77, "verify", "a", "MISSING_EVIDENCE:")
+    (v,) = pipe.score([t])
+    assert (v.id, v.category, v.status, v.score, v.model, v.label, v.platform, v.task_id) == (
+        "a", "state_navigation", "ok", 1, "fake", 1, "android", "T")
+    assert v.n_images == 3 and v.p_success == pytest.approx(0.9) and v.route_parsed is True
+    assert v.bank_sha == pipe.bank.sha and v.hit_cap is False
+    s = pipe.summary()
+    assert s["calls_by_kind"] == {"route": 1, "cue": 1, "verify": 1} and s["trajectories"] == 1
+    assert s["calls"] == 3 and s["calls_per_traj"] == 3.0 and s["hit_cap"] == 0
+    assert s["route_unparsed"] == 0 and s["cue_unparsed"] == 0 and "engine" not in s
+    assert sum(len(b) for b in eng.batches) == 3
+    assert v.cost_calls == pytest.approx(3.0)
+    assert s["tokens_per_traj"] == pytest.approx(v.cost_tokens)
+
+
+def test_engine_error_and_preparation_error_verdicts(tmp_path):
+    eng = FakeEngine(fail=lambda r: "boom" if r.kind == "verify" else None)
+    pipe = AdaptRubric(eng, PipelineConfig(router="rules"))
+    good = _wifi_traj(tmp_path, "g")
+    bad = Trajectory(id="b", instruction="x", steps=[Step(screenshot=None, action="tap")])
+    v_err, v_bad = pipe.score([good, bad])
+    assert (v_err.status, v_err.error) == ("error", "/data/x.jsonl, record g: boom")
+    assert v_bad.status == "error" and v_bad.error == "?, record b: trajectory b: no screenshots to select from"
+    assert v_bad.model == "fake" and v_bad.n_images == 0
+
+
+def test_batches_follow_batch_size(tmp_path):
+    eng = FakeEngine()
+    pipe = AdaptRubric(eng, PipelineConfig(router="rules", batch_size=2))
+    trajs = [_wifi_traj(tmp_path, f"t{i}", n=2, instruction=f"Open app number {i}.") for i in range(5)]
+    ids = [v.id for v in pipe.iter_score(trajs)]
+    assert ids == ["t0", "t1", "t2", "t3", "t4"]
+    verify_batches = [len(b) for b in eng.batches if b[0].kind == "verify"]
+    assert verify_batches == [2, 2, 1]
+    assert pipe.summary()["trajectories"] == 5
+    with pytest.raises(ValueError, match="scoring needs an engine"):
+        list(AdaptRubric(None, PipelineConfig(router="rules")).iter_score(trajs))
+
+
+def test_summary_reports_engine_stats_and_hit_cap(tmp_path):
+    class Capped(FakeEngine):
+        stats = {"rows": 1}
+
+        def _one(self, req):
+            out = super()._one(req)
+            out.hit_cap = req.kind == "verify"
+            return out
+
+    pipe = AdaptRubric(Capped(), PipelineConfig(router="rules"))
+    (v,) = pipe.score([_wifi_traj(tmp_path, "c")])
+    assert v.hit_cap is True
+    s = pipe.summary()
+    assert s["hit_cap"] == 1 and s["engine"] == {"rows": 1}
+
+
+def test_vote_joins_samples_without_text_as_empty():
+    ok = parse_verdict("SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none")
+    ok.raw = "first"
+    failed = Verdict(status="error", error="engine failed")  # an error sample has no raw text
+    out = vote([ok, failed], "raw")
+    assert out.raw == "first\n\n----- sample -----\n"
+
+
+def test_pipeline_refuses_unusable_settings_with_clear_messages():
+    with pytest.raises(ValueError) as ei:
+        AdaptRubric(None, PipelineConfig(router="rules", fixed_category="cooking"))
+    families = AdaptRubric(None, PipelineConfig(router="rules")).bank.family_names
+    assert str(ei.value) == f"fixed_category must be one of the bank's families ({', '.join(families)}), got 'cooking'"
+    with pytest.raises(ValueError) as ei:
+        AdaptRubric(None, PipelineConfig(router="model"))
+    assert str(ei.value) == ("router='model' (the paper's default) needs an engine; use router='rules' to run "
+                             "without a model")
+    # a fixed family needs no router, so no engine is needed to route
+    pipe = AdaptRubric(None, PipelineConfig(router="model", fixed_category=families[0]))
+    assert pipe.route_many(["x"])["x"].category == families[0]
 
 
 @pytest.fixture
@@ -68,22 +226,6 @@ def test_config_validation_and_json(tmp_path):
         PipelineConfig(max_images=1)
     PipelineConfig(coarse=False).to_json(tmp_path / "c.json")
     assert '"coarse": false' in (tmp_path / "c.json").read_text()
-
-
-def test_prompt_cli_json(tmp_path, capsys):
-    import json
-
-    rec = canonical_record(tmp_path, "p1", 14, instruction="Delete all notes in Joplin.")
-    path = write_jsonl(tmp_path / "p.jsonl", [rec])
-    assert main(["prompt", str(path), "--id", "p1", "--router", "rules", "--cue", "Check if the note list is empty.",
-                 "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["category"] == "delete_cleanup" and len(out["images"]) == 10 and out["router"] == "rules"
-    assert "Check if the note list is empty." in out["prompt"]
-    assert main(["prompt", str(path), "--id", "nope", "--router", "rules", "--no-fine"]) == 2
-    # the paper's default routes and writes cues with the model: without one, say so instead of guessing
-    assert main(["prompt", str(path), "--id", "p1"]) == 2
-    assert "give --model" in capsys.readouterr().err
 
 
 def test_route_and_cue_cache_persists_across_calls(groups):

@@ -1,11 +1,22 @@
-"""The verdict parser on a table of real-looking verifier outputs."""
+"""The verdict parser (verdict.py) on a table of real-looking verifier outputs."""
 import pytest
 
 from adaptrubric_local import parse_verdict
 from adaptrubric_local.verdict import score_value_offset
 
+
+def test_values_with_a_trailing_period_and_blank_output():
+    v = parse_verdict("SCORE: 1\nEVIDENCE_SUFFICIENT: yes.\nMISSING_EVIDENCE: none.")
+    assert (v.status, v.score, v.evidence_sufficient) == ("ok", 1, True)
+    blank = parse_verdict("  \n ")
+    assert (blank.status, blank.parse_error) == ("unparsed", "empty output")
+
+
 END1 = "SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+
+
 END0 = "SCORE: 0\nEVIDENCE_SUFFICIENT: no\nMISSING_EVIDENCE: final_state_ambiguous"
+
 
 # (output, expected score or None for unparsed, expected evidence_sufficient, expected missing)
 CASES = [

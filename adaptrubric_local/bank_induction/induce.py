@@ -40,12 +40,15 @@ from .teacher import DimensionsReply, GroupingReply, Teacher, parse_reply
 class InduceConfig:
     """How a bank is induced; saved in the bank's build record."""
 
-    per_family: int = field(default=15, metadata={"help": "successes (and as many failures) sampled per proposed family"})
+    per_family: int = field(default=15, metadata={
+        "help": "successes (and as many failures) sampled per proposed family"})
     max_trajectories: int = field(default=232, metadata={"help": "cap on sampled trajectories (paper: 232)"})
     per_call: int = field(default=8, metadata={"help": "trajectories shown to the teacher per dimensions call"})
     images_per_traj: int = field(default=3, metadata={"help": "screenshots shown per trajectory (0: none; else >= 2)"})
-    max_families: int = field(default=8, metadata={"help": "most families the teacher may propose (the fallback included)"})
-    keep_families: bool = field(default=False, metadata={"help": "keep the paper's 8 families; rewrite their texts only"})
+    max_families: int = field(default=8, metadata={
+        "help": "most families the teacher may propose (the fallback included)"})
+    keep_families: bool = field(default=False, metadata={
+        "help": "keep the paper's 8 families; rewrite their texts only"})
     fallback: str = field(default="general", metadata={"help": "name of the fallback family of a new bank"})
     domain: str = field(default="GUI apps", metadata={"help": "how the prompts name the apps (e.g. 'our CRM web app')"})
     name: str = field(default="induced", metadata={"help": "the bank's name"})
@@ -136,7 +139,8 @@ def collect_dimensions(teacher: Teacher, ps: InductionPrompts, picked: list[Traj
     todo = [i for i, k in enumerate(keys) if k not in cached]
     problems = []
     if todo:
-        outs = teacher.ask([dimensions_request(ps, chunks[i], cfg) for i in todo], [f"dimensions:{keys[i]}" for i in todo])
+        outs = teacher.ask([dimensions_request(ps, chunks[i], cfg) for i in todo],
+                           [f"dimensions:{keys[i]}" for i in todo])
         with open(cache_file, "a", encoding="utf-8") as f:
             for i, out in zip(todo, outs):
                 if out.error:
@@ -218,7 +222,8 @@ def build_bank_doc(reply: GroupingReply, cfg: InduceConfig, base: RubricBank) ->
         if missing and name != cfg.fallback:
             notes.append(f"family {name!r} dropped: the teacher gave no {', '.join(missing)}")
             continue
-        items = f.rubric_items or [{"name": s[:60], "criticality": "critical"} for s in (f.verification_steps or [])[:2]]
+        items = f.rubric_items or [{"name": s[:60], "criticality": "critical"}
+                                   for s in (f.verification_steps or [])[:2]]
         items = [i if isinstance(i, dict) else i.model_dump() for i in items]
         if not any(i["criticality"] == "critical" for i in items):
             items[0]["criticality"] = "critical"

@@ -147,8 +147,8 @@ def with_sections(bank: RubricBank, fam: str, rev: RevisionReply) -> RubricBank:
 
 def family_diff(old: RubricBank, new: RubricBank, fam: str) -> str:
     """Unified diff of one family's sections."""
-    return "".join(difflib.unified_diff(_family_text(old, fam).splitlines(True), _family_text(new, fam).splitlines(True),
-                                        f"{fam} (before)", f"{fam} (after)"))
+    return "".join(difflib.unified_diff(_family_text(old, fam).splitlines(True),
+                                        _family_text(new, fam).splitlines(True), f"{fam} (before)", f"{fam} (after)"))
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -242,7 +242,8 @@ class Refiner:
                 self._write_report(report)
                 return report
             new_bank = self._stamp(new_bank, k + 1, decisions)
-            header = f"Round {k + 1} of `adaptrubric bank refine` (data: {self.data_desc}).\nDiff: round_{k + 1}.diff.md"
+            header = (f"Round {k + 1} of `adaptrubric bank refine` (data: {self.data_desc}).\n"
+                      f"Diff: round_{k + 1}.diff.md")
             _write_text(self.out / f"round_{k + 1}.diff.md", f"# Round {k + 1}\n\n"
                         + "".join(f"- {f}: {d['decision']}\n" for f, d in decisions.items()) + "\n" + "\n".join(diffs))
             write_bank(new_bank, self.out / f"round_{k + 1}.yaml", header)
@@ -260,7 +261,8 @@ class Refiner:
         doc["record"].append({"step": f"refine round {k}", "teacher": self.teacher.name, "data": self.data_desc,
                               "prompts": self.ps.path, "prompts_sha": self.ps.sha,
                               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                              "teacher_calls": sum(d["decision"] not in ("no disagreements",) for d in decisions.values()),
+                              "teacher_calls": sum(d["decision"] not in ("no disagreements",)
+                                                   for d in decisions.values()),
                               "details": {"kept": ", ".join(kept) or None, "refine_n": len(self.dev),
                                           "val_n": len(self.val)}})
         return RubricBank.model_validate(doc)
@@ -286,8 +288,9 @@ def report_markdown(report: dict) -> str:
         if "val" in r:
             lines.append(f"| {r['round']} | {_fmt(r['refine']['acc'])} | {_fmt(r['refine']['f1'])} | "
                          f"{_fmt(r['val']['acc'])} | {_fmt(r['val']['f1'])} | {r['bank_sha']} |")
-    lines += ["", "Per family (validation acc / F1 / n; refine disagreements; decision that made this round's bank):", "",
-              "| round | family | val acc | val F1 | val n | refine disagreements | decision |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "Per family (validation acc / F1 / n; refine disagreements; decision that made this round's bank):",
+              "", "| round | family | val acc | val F1 | val n | refine disagreements | decision |",
+              "|---|---|---|---|---|---|---|"]
     for r in report["rounds"]:
         for fam, m in r.get("families", {}).items():
             dec = r.get("changes", {}).get(fam, {}).get("decision", "")

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .. import __version__
+from .._version import __version__
 from ..bank import load_bank
 from ..cues import cue_prompt
 from ..engine.base import Engine, Output, Request

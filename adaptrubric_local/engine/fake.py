@@ -1,7 +1,9 @@
 """A scripted engine for tests and dry runs: no model, deterministic answers, real accounting.
 
-`script(request) -> str` decides each output (default: a rules-routed CATEGORY line for router
-prompts, NO_HINT for cue prompts, and a passing verdict for verifier prompts). Token counts are
+`script(request) -> str` decides each output. The default answers by the request's kind only, without
+reading the prompt: `CATEGORY: general` for router requests, NO_HINT for cue requests and a passing
+verdict for verifier requests. A script that reads the pipeline's prompts (router prompts answered
+by the rules router) is the caller's: `adaptrubric_local.dry_run`. Token counts are
 whitespace words (+ a fixed cost per image), and P(SCORE=1) is reported through `watch` using
 `p_score(request, digit) -> float` (None: report no probability, as a server without logprobs).
 Every batch is recorded in `batches` so tests can check batching.
@@ -19,12 +21,9 @@ TOKENS_PER_IMAGE = 100
 
 
 def default_script(req: Request) -> str:
-    """Plausible canned answers for the three kinds of request."""
+    """Fixed answers for the three kinds of request (the prompt is not read)."""
     if req.kind == "route":
-        from ..route import route_rules
-
-        m = re.search(r"TASK INSTRUCTION:\n(.*?)\n\nCATEGORIES", req.prompt, re.S)
-        return f"CATEGORY: {route_rules(m.group(1) if m else '').category}"
+        return "CATEGORY: general"
     if req.kind == "cue":
         return "NO_HINT: the coarse rubric already covers this task."
     return ("The final screen shows the requested outcome.\n"

@@ -491,9 +491,35 @@ def _hub_offline():
         constants.HF_HUB_OFFLINE = old
 
 
+def _hub_unreachable(timeout: float = 5.0) -> Optional[str]:
+    """Why the hub endpoint ($HF_ENDPOINT, default huggingface.co) cannot be reached, or None when it
+    answers (any HTTP status): one request through huggingface_hub's own HTTP client (its proxies and
+    certificates), no retries, in a thread so that a slow name lookup cannot hold it past `timeout`."""
+    import threading
+
+    from huggingface_hub import constants
+    from huggingface_hub.utils import get_session
+
+    endpoint, failure = constants.ENDPOINT, []
+
+    def probe():
+        try:
+            get_session().head(endpoint, timeout=timeout, follow_redirects=False)
+        except Exception as exc:  # any failure to get an answer: DNS, refused, TLS, timeout
+            failure.append(f"{type(exc).__name__}: {exc}")
+
+    thread = threading.Thread(target=probe, name="hub-probe", daemon=True)
+    thread.start()
+    thread.join(timeout + 1.0)
+    if thread.is_alive():
+        return f"{endpoint} did not answer within {timeout:g} s"
+    return f"{endpoint} cannot be reached ({failure[0]})" if failure else None
+
+
 def _from_pretrained(load, model: str, local: bool, what: str, **kwargs):
     """`load(model, ...)` from local files first (a folder, or a hub id already in the cache: no network
-    at all); a hub id that is not (fully) cached is downloaded unless the hub is offline."""
+    at all); a hub id that is not (fully) cached is downloaded unless the hub is offline or cannot be
+    reached (one quick check instead of the hub client's minutes of retries)."""
     try:
         with _hub_offline():
             return load(model, local_files_only=True, **kwargs)
@@ -504,6 +530,10 @@ def _from_pretrained(load, model: str, local: bool, what: str, **kwargs):
     if _offline():
         raise ValueError(f"{model}: {what} not found in the local Hugging Face cache ({first}); "
                          + offline_help(model)) from None
+    unreachable = _hub_unreachable()
+    if unreachable:
+        raise ValueError(f"cannot load the {what} of {model!r}: not in the local Hugging Face cache, and the hub "
+                         f"at {unreachable}; {offline_help(model)}") from None
     print(f"{model}: {what} not in the local cache; downloading from the hub (set HF_HUB_OFFLINE=1 to "
           "fail instead on machines without network)", file=sys.stderr)
     try:

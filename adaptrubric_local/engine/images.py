@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Optional
 
 import torch

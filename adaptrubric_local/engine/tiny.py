@@ -2,16 +2,17 @@
 with `save_pretrained`, so the transformers engine can load it through exactly the path it uses
 for a real checkpoint. For tests, demos and benchmarks on machines without weights or a GPU.
 
-The tokenizer is a small byte-level BPE trained on the package's own prompts with Qwen2's
-pre-tokenizer regex, plus Qwen's special tokens and a chat template that emits
-`<|vision_start|><|image_pad|><|vision_end|>` per image. Knows nothing about rubrics.
+The tokenizer is a small byte-level BPE trained on a text corpus the caller gives (the package's
+prompts and bank: `adaptrubric_local.dry_run.tokenizer_corpus`) with Qwen2's pre-tokenizer regex,
+plus Qwen's special tokens and a chat template that emits `<|vision_start|><|image_pad|><|vision_end|>`
+per image. Knows nothing about rubrics or prompts.
 """
 from __future__ import annotations
 
 import json
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
                  "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
@@ -32,22 +33,9 @@ CHAT_TEMPLATE = (
 PIXELS_PER_TOKEN = 32 * 32  # patch 16, merge 2
 
 
-def _corpus() -> list[str]:
-    from ..bank import DEFAULT_BANK
-    from ..prompts import DEFAULT_PROMPTS
-
-    text = DEFAULT_PROMPTS.read_text() + DEFAULT_BANK.read_text()
-    extra = ("SCORE: 0\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nEVIDENCE_SUFFICIENT: no\nMISSING_EVIDENCE: none\n"
-             "CATEGORY: info_query\nNO_HINT: the coarse rubric covers the task.\nCUE_1: Pay attention to whether\n"
-             "0123456789 The agent tapped typed opened the app settings note message file folder.\n")
-    # runs of newlines, as a thinking model's answer starts: Qwen's real vocabulary merges them ("\n\n",
-    # "\n\n\n"), which is what moves a label boundary found by counting tokens of prompt + target together
-    newlines = "".join(f"{w}{nl}" for w in ("Reasoning.", "SCORE: 1", "</think>") for nl in ("\n\n", "\n\n\n")) * 20
-    return [text, extra, newlines] * 3
-
-
-def build_tokenizer(vocab_size: int = 1200):
-    """A small Qwen2-style byte-level BPE tokenizer with Qwen's special tokens and chat template."""
+def build_tokenizer(corpus: Sequence[str], vocab_size: int = 1200):
+    """A small Qwen2-style byte-level BPE tokenizer trained on `corpus`, with Qwen's special tokens and
+    chat template."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import Qwen2Tokenizer
 
@@ -59,7 +47,7 @@ def build_tokenizer(vocab_size: int = 1200):
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False)
-    tok.train_from_iterator(_corpus(), trainer=trainer)
+    tok.train_from_iterator(list(corpus), trainer=trainer)
     with tempfile.TemporaryDirectory() as d:
         tok.model.save(d)
         vocab = json.loads(Path(d, "vocab.json").read_text())
@@ -108,18 +96,18 @@ def build_config(tokenizer, hidden: int = 64, layers: int = 2, vision_depth: int
     return cfg
 
 
-def make_tiny_model(out: str | Path, seed: int = 0, max_pixels: int = 1024 * PIXELS_PER_TOKEN,
-                    vocab_size: Optional[int] = None) -> Path:
-    """Build and save a tiny random Qwen3-VL to `out`; returns the folder. `vocab_size` pads the
-    embedding and head to that many rows (151936 is Qwen3-VL's: the cost that dominates real
-    training, the LM head over the vocabulary, then shows on the CPU; the extra rows are never
-    tokenised)."""
+def make_tiny_model(out: str | Path, corpus: Sequence[str], seed: int = 0,
+                    max_pixels: int = 1024 * PIXELS_PER_TOKEN, vocab_size: Optional[int] = None) -> Path:
+    """Build and save a tiny random Qwen3-VL to `out`, its tokenizer trained on `corpus`; returns the
+    folder. `vocab_size` pads the embedding and head to that many rows (151936 is Qwen3-VL's: the cost
+    that dominates real training, the LM head over the vocabulary, then shows on the CPU; the extra
+    rows are never tokenised)."""
     import torch
     from transformers import GenerationConfig, Qwen3VLForConditionalGeneration
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = build_tokenizer()
+    tokenizer = build_tokenizer(corpus)
     processor = build_processor(tokenizer, max_pixels=max_pixels)
     config = build_config(tokenizer)
     torch.manual_seed(seed)

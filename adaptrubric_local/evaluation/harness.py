@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from .. import __version__
+from .._version import __version__
 from ..formats import load_trajectories
 from ..fusion import ABLATIONS
 from ..scoring import last_per_id, sidecar
@@ -21,7 +21,6 @@ from . import metrics as M
 from . import probability as PR
 from . import report as R
 from . import tts as T
-
 
 # ----------------------------------------------------------------------------- inputs
 LATER_FIELDS = ("cost_tokens", "cost_calls", "hit_cap")  # verdict fields the metrics read when present

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..types import Step, Trajectory
-from .base import (DataError, LoadResult, check_nonempty, iter_json_lines, parse_label, require, resolve_image,
-                   tag)
+from .base import DataError, LoadResult, check_nonempty, iter_json_lines, parse_label, require, resolve_image, tag
 
 TOP_KEYS = {"id", "instruction", "steps", "answer", "platform", "task_id", "label"}
 STEP_KEYS = {"screenshot", "action", "action_type", "text", "thought"}
@@ -60,7 +59,8 @@ def parse_record(obj: dict, root: Path, file: Path, record: str, check_images: b
     try:
         return _parse_record(obj, root, file, record, check_images, tuple(image_roots))
     except DataError as exc:
-        raise tag(exc, obj.get("id") if isinstance(obj, dict) else None)
+        tag(exc, obj.get("id") if isinstance(obj, dict) else None)
+        raise
 
 
 def _parse_record(obj: dict, root: Path, file: Path, record: str, check_images: bool,

@@ -20,13 +20,24 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..types import Step, Trajectory
-from .base import (DataError, LoadResult, check_nonempty, iter_json_lines, load_json, own_id, parse_label,
-                   require, resolve_image, tag)
+from .base import (
+    DataError,
+    LoadResult,
+    check_nonempty,
+    iter_json_lines,
+    load_json,
+    own_id,
+    parse_label,
+    require,
+    resolve_image,
+    tag,
+)
 
 Roots = Iterable[str | os.PathLike]
 
 _TYPE_RE = re.compile(r"(?:typewrite|write|type|input_text)\s*\(\s*(?:text\s*=\s*)?(['\"])(.*?)\1", re.S)
-_ANSWER_RE = re.compile(r"(?:answer|finished|terminate|exit)\s*\(\s*(?:content|answer|message)?\s*=?\s*(['\"])(.*?)\1", re.S)
+_ANSWER_RE = re.compile(r"(?:answer|finished|terminate|exit)\s*\(\s*(?:content|answer|message)?\s*=?\s*"
+                        r"(['\"])(.*?)\1", re.S)
 
 
 def _action_text(action: Any) -> str:
@@ -140,7 +151,8 @@ def parse_osreward(obj: Any, file: Path, root: Path, check_images: bool = True, 
     try:
         return _osreward(obj, file, root, check_images, tuple(image_roots))
     except DataError as exc:
-        raise tag(exc, obj.get("trace_id") if isinstance(obj, dict) else None)
+        tag(exc, obj.get("trace_id") if isinstance(obj, dict) else None)
+        raise
 
 
 def _osreward(obj: Any, file: Path, root: Path, check_images: bool, image_roots: tuple) -> Trajectory:
@@ -199,7 +211,8 @@ def parse_clawgui(doc: Any, file: Path, root: Path, check_images: bool = True, i
     try:
         return _clawgui(doc, file, root, check_images, tuple(image_roots))
     except DataError as exc:
-        raise tag(exc, clawgui_id(doc, file))
+        tag(exc, clawgui_id(doc, file))
+        raise
 
 
 def _clawgui(doc: Any, file: Path, root: Path, check_images: bool, image_roots: tuple) -> Trajectory:

@@ -1,0 +1,62 @@
+"""The model router: the router prompt for a bank (the paper's H.2 text for the paper's families) and
+the parser of the model's single `CATEGORY:` line (markdown, case and "composite workflow" spellings
+tolerated); anything else falls back to the bank's fallback family and is recorded as unparsed.
+
+Knows nothing about engines or trajectories: the caller sends the prompt and passes back the text.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional, Sequence
+
+from ..prompts import render
+from ..types import FAMILIES, RouteResult
+
+_CATEGORY_LINE = re.compile(r"^\W*category\W*[:=][ \t]*(.*)$", re.I | re.M)
+
+
+def _family_named(value: str, families: Sequence[str] = FAMILIES) -> Optional[str]:
+    """The family a CATEGORY value names, tolerating markdown, case and spaces or hyphens for '_'."""
+    words = [w.replace("-", "_") for w in re.findall(r"[a-z0-9]+(?:[_-][a-z0-9]+)*", value.lower())]
+    for k in range(min(4, len(words)), 0, -1):  # "info_query", "state-navigation", "composite workflow"
+        name = "_".join(words[:k])
+        if name in families:
+            return name
+    return None
+
+
+def parse_router_output(text: str, families: Sequence[str] = FAMILIES, fallback: str = "general") -> RouteResult:
+    """Read the last `CATEGORY: <family>` line naming one of `families` (the bank's); unknown or
+    missing -> `fallback` (the bank's fallback family), parsed=False."""
+    hits = [_family_named(m.group(1), families) for m in _CATEGORY_LINE.finditer(text or "")]
+    if hits and hits[-1]:
+        return RouteResult(category=hits[-1], mode="model", raw=text, parsed=True)
+    return RouteResult(category=fallback, mode="model", raw=text, parsed=False)
+
+
+def router_prompt(prompts, bank, instruction: str) -> str:
+    """The router prompt for `bank`: the paper's text (`prompts.router`) for the paper's families,
+    else `prompts.router_bank` listing the bank's families (with the fallback last)."""
+    if bank.taxonomy == "paper" and not any(rs.router_description for rs in bank.families.values()):
+        return render(prompts.router, "router", instruction=instruction)
+    return bank_router_prompt(prompts, bank, instruction)
+
+
+def bank_router_prompt(prompts, bank, instruction: str) -> str:
+    """`prompts.router_bank` filled from `bank` (for the paper's bank this is the paper's text)."""
+    fb = bank.fallback
+    names = [n for n in bank.families if n != fb] + [fb]
+    lines = [f"- {n} : {_router_line(prompts, bank, n)}" for n in names]
+    rules = []
+    for rule in prompts.router_rules:
+        named = {f for f in FAMILIES if re.search(rf"\b{f}\b", rule)}
+        if named <= set(names):
+            rules.append(f"{len(rules) + 1}. {render(rule, 'router_rules', fallback=fb)}")
+    return render(prompts.router_bank, "router_bank", instruction=instruction, n_families=str(len(names)),
+                  category_lines="\n".join(lines), decision_rules="\n".join(rules),
+                  category_choices=" | ".join(names))
+
+
+def _router_line(prompts, bank, name: str) -> str:
+    rs = bank.families[name]
+    return rs.router_description or prompts.router_descriptions.get(name) or rs.description

@@ -1,0 +1,157 @@
+"""`adaptrubric score` and `prompt` as a user runs them (cli_score.py), with the scripted engine in place
+of the model: the paper's defaults, resume safety, error retry, record ids, image roots, cost
+accounting that agrees with `eval`, and clean failures."""
+import json
+from pathlib import Path
+
+import pytest
+
+from adaptrubric_local import FakeEngine
+from adaptrubric_local.cli import main
+from adaptrubric_local.engine import build
+from adaptrubric_local.evaluation.harness import load_verdicts
+
+from conftest import canonical_record, make_png, write_jsonl
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """Every command's engine is one recording FakeEngine (the CLI builds it through engine.build)."""
+    eng = FakeEngine(name="fake-model")
+    eng.close = lambda: None
+    built = []
+
+    def fake_build(**kw):
+        built.append(kw)
+        return eng
+
+    monkeypatch.setattr(build, "build_engine", fake_build)
+    eng.built = built
+    return eng
+
+
+@pytest.fixture
+def data(tmp_path):
+    recs = []
+    for task, ins in enumerate(["Turn on Bluetooth.", "Delete the note Foo."]):
+        for k in range(3):
+            recs.append(canonical_record(tmp_path, f"r{task}{k}", 3 + k, instruction=ins, task_id=f"t{task}",
+                                         label=k % 2))
+    return write_jsonl(tmp_path / "d.jsonl", recs)
+
+
+def test_score_defaults_are_the_papers(fake, data, tmp_path):
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet"]) == 0
+    kinds = [b[0].kind for b in fake.batches]
+    assert kinds == ["route", "cue", "verify"]  # the model router (H.2) and cue writer (H.3) run by default
+    verify = fake.batches[-1]
+    assert all(r.max_new_tokens == 1024 and r.stop_after_line == "MISSING_EVIDENCE:" for r in verify)
+    assert fake.built[0]["max_visual_tokens"] is None and fake.built[0]["max_new_tokens"] == 1024
+    cfg = json.loads((tmp_path / "v.config.json").read_text())
+    assert cfg["router"] == "model" and cfg["dedupe_frames"] is False and cfg["cue_filter"] is False
+    summary = json.loads((tmp_path / "v.summary.json").read_text())
+    assert summary["calls_per_traj"] == pytest.approx(1 + 2 * 2 / 6)  # 2 distinct instructions, 6 trajectories
+
+
+def test_prompt_shows_exactly_what_score_sends(fake, data, tmp_path, capsys):
+    flags = ["--model", "m", "--max-images", "3", "--no-coarse"]
+    assert main(["score", str(data), "--out", str(tmp_path / "v.jsonl"), "--quiet", *flags]) == 0
+    sent = {r.tag: r for r in fake.batches[-1]}
+    capsys.readouterr()
+    assert main(["prompt", str(data), "--id", "r12", "--json", *flags]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    req = sent["r12"]
+    assert (shown["prompt"], shown["suffix"], shown["images"]) == (req.prompt, req.suffix, req.images)
+    assert shown["ablation"] == "no_coarse" and len(shown["images"]) == 3
+
+
+def _fake_outputs(fake):
+    return [fake._one(r) for batch in fake.batches for r in batch]
+
+
+def test_score_and_eval_agree_on_costs(fake, data, tmp_path, capsys):
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet"]) == 0
+    summary = json.loads((tmp_path / "v.summary.json").read_text())
+    total = sum(o.prompt_tokens + o.completion_tokens for o in _fake_outputs(fake))
+    assert summary["tokens_per_traj"] == pytest.approx(total / 6)  # every call: router, cues and verifier
+    assert main(["eval", "--data", str(data), "--verdicts", str(out), "--out", str(tmp_path / "e")]) == 0
+    eff = json.loads((tmp_path / "e" / "metrics.json").read_text())["efficiency"]
+    assert eff["tokens_per_traj"] == pytest.approx(summary["tokens_per_traj"])
+    assert eff["calls_per_traj"] == pytest.approx(summary["calls_per_traj"])
+
+
+def test_resume_refuses_other_settings_unless_forced(fake, data, tmp_path, capsys):
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet"]) == 0
+    lines = out.read_text()
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume", "--no-fine"]) == 2
+    err = capsys.readouterr().err
+    assert "begun with other settings" in err and "fine: True -> False" in err
+    assert out.read_text() == lines  # nothing written, sidecar untouched
+    assert json.loads((tmp_path / "v.config.json").read_text())["fine"] is True
+    # same settings (a runtime-only flag differs): resumes, nothing left to do
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume",
+                 "--batch-size", "2"]) == 0
+    assert out.read_text() == lines
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume", "--no-fine",
+                 "--force-settings"]) == 0
+    cfg = json.loads((tmp_path / "v.config.json").read_text())
+    assert cfg["fine"] is True and cfg["forced_resumes"][0]["differences"] == ["ablation: 'full' -> 'no_fine'",
+                                                                              "fine: True -> False"]
+
+
+def _lines(path):
+    return [json.loads(x) for x in Path(path).read_text().splitlines()]
+
+
+def test_bad_record_keeps_its_id_and_is_retried_after_the_fix(fake, tmp_path):
+    recs = [canonical_record(tmp_path, f"r{i}", 3) for i in range(3)]
+    recs[1]["steps"][1]["screenshot"] = "img/missing.png"
+    data = write_jsonl(tmp_path / "d.jsonl", recs)
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet"]) == 0
+    rows = {r["id"]: r for r in _lines(out)}
+    assert set(rows) == {"r0", "r1", "r2"} and rows["r1"]["status"] == "error"
+    assert "missing.png" in rows["r1"]["error"] and "d.jsonl" in rows["r1"]["error"]
+    # resuming without a fix writes no second copy of the same error
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume"]) == 0
+    assert len(_lines(out)) == 3
+    make_png(tmp_path / "img" / "missing.png", seed=7)
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume"]) == 0
+    assert [r["id"] for r in _lines(out)] == ["r1", "r0", "r2", "r1"]
+    final = {v.id: v.status for v in load_verdicts(out)}
+    assert final == {"r0": "ok", "r1": "ok", "r2": "ok"}
+    # --no-retry-errors leaves error lines alone
+    recs[2]["steps"][0]["screenshot"] = "img/gone.png"
+    write_jsonl(tmp_path / "d2.jsonl", recs)
+    out2 = tmp_path / "v2.jsonl"
+    assert main(["score", str(tmp_path / "d2.jsonl"), "--model", "m", "--out", str(out2), "--quiet"]) == 0
+    make_png(tmp_path / "img" / "gone.png", seed=8)
+    n = len(_lines(out2))
+    assert main(["score", str(tmp_path / "d2.jsonl"), "--model", "m", "--out", str(out2), "--quiet", "--resume",
+                 "--no-retry-errors"]) == 0
+    assert len(_lines(out2)) == n
+
+
+def test_image_root_allows_absolute_paths_elsewhere(fake, tmp_path):
+    shots = tmp_path / "shots"
+    rec = {"id": "a1", "instruction": "Turn on Wi-Fi.",
+           "steps": [{"screenshot": make_png(shots / f"{i}.png", seed=i), "action": "tap"} for i in range(3)]}
+    data = write_jsonl(tmp_path / "data" / "d.jsonl", [rec])
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet"]) == 0
+    row = _lines(out)[0]
+    assert row["id"] == "a1" and row["status"] == "error" and "--image-root" in row["error"]
+    out.unlink()
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--image-root", str(shots)]) == 0
+    assert _lines(out)[0]["status"] == "ok"
+
+
+def test_nothing_to_score_is_an_error(fake, tmp_path, capsys):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["score", str(empty), "--model", "m", "--out", str(tmp_path / "v.jsonl")]) == 2
+    assert "empty.jsonl" in capsys.readouterr().err
+    assert not fake.batches

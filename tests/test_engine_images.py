@@ -1,0 +1,106 @@
+"""Image preprocessing for Qwen3-VL (engine/images.py): settings, target sizes under the per-image and
+per-request caps, the batch layout and per-request errors. The pixel values against transformers' own
+processor are checked in test_engine_hf.py (test_pipeline_matches_processor)."""
+import pytest
+import torch
+from PIL import Image
+
+from adaptrubric_local.engine.images import (
+    ImageConfig,
+    ImagePipeline,
+    image_size,
+    normalise,
+    patchify,
+    plan_tokens,
+    target_sizes,
+)
+
+from conftest import make_png
+
+
+def test_config_validates_and_derives_its_factor():
+    assert ImageConfig().factor == 32  # patch 16, merge 2
+    with pytest.raises(ValueError, match="min_pixels"):
+        ImageConfig(min_pixels=10, max_pixels=5)
+    with pytest.raises(ValueError, match="max_visual_tokens must be >= 4"):
+        ImageConfig(max_visual_tokens=3)
+
+
+def test_config_from_a_processor_reads_its_sizes_and_takes_overrides():
+    class Proc:
+        size = {"shortest_edge": 64 * 1024, "longest_edge": 256 * 1024}
+        patch_size, merge_size, temporal_patch_size = 14, 2, 2
+        image_mean, image_std = [0.4, 0.5, 0.6], [0.2, 0.3, 0.4]
+
+    cfg = ImageConfig.from_processor(Proc(), max_visual_tokens=100)
+    assert (cfg.patch_size, cfg.factor, cfg.min_pixels, cfg.max_pixels) == (14, 28, 64 * 1024, 256 * 1024)
+    assert (cfg.mean, cfg.std, cfg.max_visual_tokens) == ((0.4, 0.5, 0.6), (0.2, 0.3, 0.4), 100)
+
+
+def test_image_size_is_read_from_the_header_and_follows_a_rewritten_file(tmp_path):
+    path = tmp_path / "a.png"
+    Image.new("RGB", (30, 20)).save(path)
+    assert image_size(str(path)) == (20, 30)  # (height, width)
+    import os
+    Image.new("RGB", (50, 40)).save(path)
+    os.utime(path, ns=(1, 10**18))  # a new version of the file, even within the clock's resolution
+    assert image_size(str(path)) == (40, 50)
+
+
+def test_target_sizes_are_multiples_of_32_within_the_pixel_bounds():
+    cfg = ImageConfig()
+    for h, w in target_sizes([(2400, 1080), (100, 100), (33, 65)], cfg):
+        assert h % 32 == 0 and w % 32 == 0 and cfg.min_pixels <= h * w <= cfg.max_pixels
+
+
+def test_a_visual_token_budget_is_shared_over_a_requests_images():
+    sizes = [(2400, 1080)] * 4
+    free = target_sizes(sizes, ImageConfig())
+    capped = target_sizes(sizes, ImageConfig(max_visual_tokens=1000))
+    tokens = sum(h * w // (32 * 32) for h, w in capped)
+    assert tokens <= 1000 < sum(h * w // (32 * 32) for h, w in free)
+
+
+def test_batch_layout_tokens_and_grid(tmp_path):
+    a, b = make_png(tmp_path / "a.png", 1, size=(64, 96)), make_png(tmp_path / "b.png", 2, size=(128, 64))
+    pipe = ImagePipeline(ImageConfig(workers=2))
+    try:
+        out = pipe.submit([[a], [a, b]]).result()
+    finally:
+        pipe.close()
+    assert out.errors == {}
+    assert out.image_grid_thw.tolist() == [[1, 6, 4], [1, 6, 4], [1, 4, 8]]  # (t, h/16, w/16) per image
+    assert out.tokens_per_image == [[6], [6, 8]] and out.visual_tokens(1) == 14
+    assert out.patches.dtype == torch.uint8 and out.patches.shape == (24 + 24 + 32, 3 * 16 * 16)
+    assert out.pixel_values.shape == (80, 3 * 2 * 16 * 16) and out.pixel_values.dtype == torch.float32
+    assert plan_tokens([[a], [a, b], [str(tmp_path / "missing.png")]], pipe.cfg) == [[6], [6, 8], None]
+
+
+def test_an_unusable_image_fails_only_its_own_request(tmp_path):
+    good = make_png(tmp_path / "good.png", 1, size=(64, 64))
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not an image")
+    thin = tmp_path / "thin.png"
+    Image.new("RGB", (1, 300)).save(thin)
+    pipe = ImagePipeline(ImageConfig(workers=1))
+    try:
+        out = pipe.process([[good], [str(tmp_path / "nope.png")], [str(broken)], [str(thin)], [good]])
+    finally:
+        pipe.close()
+    assert set(out.errors) == {1, 2, 3}
+    assert out.errors[1] == f"{tmp_path / 'nope.png'}: image not found"
+    assert out.errors[2].startswith(f"{broken}: cannot read image")
+    assert "aspect ratio 300:1" in out.errors[3] and "200:1" in out.errors[3]
+    assert out.tokens_per_image == [[4], [], [], [], [4]] and out.patches.shape[0] == 32
+
+
+def test_normalise_repeats_each_frame_and_scales_like_the_processor():
+    cfg = ImageConfig()
+    img = torch.randint(0, 256, (1, 3, 32, 32), dtype=torch.uint8)
+    patches = patchify(img, cfg)
+    values = normalise(patches, cfg)
+    assert values.shape == (4, 3 * 2 * 16 * 16)
+    first = values[0].view(3, 2, 16 * 16)  # channel, temporal copy, pixel
+    assert torch.equal(first[:, 0], first[:, 1])  # the frame repeated over the temporal patch
+    expected = (patches[0].view(3, 256).float() / 255 - 0.5) / 0.5
+    assert torch.allclose(first[:, 0], expected, atol=1e-6)
