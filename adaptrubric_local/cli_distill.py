@@ -74,7 +74,8 @@ def cmd_collect(args) -> int:
     print(json.dumps(manifest["counts"], indent=2))
     run = manifest["this_run"]
     if run["truncated"]:
-        print(f"{run['truncated']} teacher repl(ies) were cut at --teacher-max-new-tokens {args.teacher_max_new_tokens} "
+        print(f"{run['truncated']} teacher repl(ies) were cut at --teacher-max-new-tokens "
+              f"{args.teacher_max_new_tokens} "
               "(finish_reason 'length') before the verdict block; a thinking teacher needs room to reason: run again "
               "with --resume and a larger --teacher-max-new-tokens", file=sys.stderr)
     if run["failed"]:
@@ -178,7 +179,8 @@ def add_subcommands(sub) -> None:
     p.set_defaults(func=cmd_train)
 
     p = dsub.add_parser("plan", help="the memory plan of a training run, without training",
-                        description="Sequence lengths (text and visual, p50/p95/max) of DIR at the training settings and "
+                        description="Sequence lengths (text and visual, p50/p95/max) of DIR at the training settings "
+                                    "and "
                                     "the estimated peak GPU memory (weights, LoRA + optimizer, activations, loss) "
                                     "against the GPU present or --gpu-memory; when it does not fit, the changes that "
                                     "would. Loads the processor and config only, no weights.",

@@ -19,7 +19,8 @@ EXAMPLES = """examples:
 
   curl -s 127.0.0.1:8000/health -H "Authorization: Bearer $ADAPTRUBRIC_API_KEY"
   curl -s 127.0.0.1:8000/score -H "Authorization: Bearer $ADAPTRUBRIC_API_KEY" \\
-      -d '{"trajectories": [{"id": "a", "instruction": "...", "steps": [{"screenshot": "data:image/png;base64,...", "action": "..."}]}]}'
+      -d '{"trajectories": [{"id": "a", "instruction": "...",
+           "steps": [{"screenshot": "data:image/png;base64,...", "action": "..."}]}]}'
 
 then point the trainers at it: service_url: http://HOST:8000 in the file named by $ADAPTRUBRIC_CONFIG
 (or $ADAPTRUBRIC_SERVICE_URL), the same $ADAPTRUBRIC_API_KEY in their environment, and inline_images: true

@@ -33,8 +33,8 @@ def distill_demo(out: str | Path, s: DemoSettings | None = None, progress: bool 
     """Synth -> collect (labels as teacher) -> train a tiny student -> evaluate base vs adapter."""
     from .distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
     from .distill.config import TrainConfig
-    from .distill.train import train
     from .distill.evaluate import evaluate
+    from .distill.train import train
     from .dry_run import tokenizer_corpus
     from .engine.tiny import make_tiny_model
     from .formats import load_trajectories

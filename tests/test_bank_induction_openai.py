@@ -11,8 +11,8 @@ import pytest
 from adaptrubric_local.bank import load_bank
 from adaptrubric_local.bank_induction import InduceConfig, RefineConfig, induce, refine
 from adaptrubric_local.bank_induction.synthetic import ScriptedTeacher, make_domain, scripted_verifier
-from adaptrubric_local.engine.teacher import TeacherConfig
 from adaptrubric_local.engine.base import Request
+from adaptrubric_local.engine.teacher import TeacherConfig
 from adaptrubric_local.formats import load_trajectories
 
 

@@ -12,10 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import canonical_record, write_jsonl
-
 from adaptrubric_local.cli_distill import add_subcommands
 from adaptrubric_local.distill.examples import Collator, Example, examples, read_split
+
+from conftest import canonical_record, write_jsonl
 
 CASES = ("reasoning", "inline", "length", "nolp")
 THOUGHT = "hidden chain of thought about the screens"
@@ -192,9 +192,9 @@ def test_prompt_ids_are_an_exact_prefix_of_the_training_row(tiny_engine, tmp_pat
     """A reasoning parser leaves the answer starting with newlines; Qwen's vocabulary (and the tiny
     one) merges newline runs, so tokenising prompt + target together would end the prompt in a token
     scoring never produces. Prompt and target are tokenised apart."""
-    from conftest import make_png
-
     from adaptrubric_local.engine.base import Request
+
+    from conftest import make_png
 
     imgs = [make_png(tmp_path / f"{k}.png", k) for k in range(2)]
     target = "\n\nThe final screen shows it.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"

@@ -32,9 +32,9 @@ def _cfg(dist, model, out, **kw):
 
 def test_training_input_is_the_scoring_input(tiny_engine, dist):
     from adaptrubric_local.distill.evaluate import pipeline_from_manifest, split_data
-    from adaptrubric_local.pipeline import AdaptRubric
     from adaptrubric_local.distill.examples import Collator, examples, read_split
     from adaptrubric_local.engine.images import normalise
+    from adaptrubric_local.pipeline import AdaptRubric
 
     rec = read_split(dist, "train")[0]
     ex = examples([rec], dist, target="full")[0]

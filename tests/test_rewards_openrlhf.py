@@ -21,8 +21,7 @@ import pytest
 pytest.importorskip("openrlhf", reason="OpenRLHF 0.11.2 is installed by `make test` (make install-rl)")
 pytest.importorskip("ray")
 
-from rl_support import (EXAMPLES, counting_verifier, save_policy, start_service, stop_service,  # noqa: E402
-                        task_group)
+from rl_support import EXAMPLES, counting_verifier, save_policy, start_service, stop_service, task_group  # noqa: E402
 
 from adaptrubric_local import rewards  # noqa: E402
 

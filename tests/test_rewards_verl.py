@@ -20,14 +20,22 @@ import torch
 pytest.importorskip("verl", reason="verl 0.9.1 is installed by `make test` (make install-rl)")
 pytest.importorskip("ray")
 
+import verl  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
-from rl_support import (EXAMPLES, ROOT, counting_verifier, episode_for, save_policy, start_service,  # noqa: E402
-                        stop_service, task_group)
-
-import verl  # noqa: E402
-from adaptrubric_local import rewards  # noqa: E402
+from rl_support import (  # noqa: E402
+    EXAMPLES,
+    ROOT,
+    counting_verifier,
+    episode_for,
+    save_policy,
+    start_service,
+    stop_service,
+    task_group,
+)
 from verl import DataProto  # noqa: E402
+
+from adaptrubric_local import rewards  # noqa: E402
 
 REWARDS_FILE = Path(rewards.__file__)
 KEYS = {"score", "unparsed", "error", "p_success", "category", "status", "detail"}

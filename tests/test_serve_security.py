@@ -227,7 +227,8 @@ def png_header(width: int, height: int, crc_ok=True) -> bytes:
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     idat = zlib.compress(b"\x00" * 16)
     crc = zlib.crc32(b"IDAT" + idat) ^ (0 if crc_ok else 1)
-    return (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+    return (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr
+            + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
             + struct.pack(">I", len(idat)) + b"IDAT" + idat + struct.pack(">I", crc)
             + struct.pack(">I", 0) + b"IEND" + struct.pack(">I", zlib.crc32(b"IEND")))
 

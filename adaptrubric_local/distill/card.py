@@ -30,7 +30,8 @@ def write_model_card(out: Path, cfg: TrainConfig, summary: dict, evaluation: Opt
     manifest_path = Path(cfg.data) / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     teacher, counts, pipe = manifest.get("teacher", {}), manifest.get("counts", {}), manifest.get("pipeline", {})
-    visual = "native (the processor's own)" if cfg.max_visual_tokens is None else f"{cfg.max_visual_tokens} per trajectory"
+    visual = ("native (the processor's own)" if cfg.max_visual_tokens is None
+              else f"{cfg.max_visual_tokens} per trajectory")
     soft = summary.get("soft_label_examples", 0)
     lines = [
         "---", "library_name: peft", f"base_model: {cfg.model}", "tags: [adaptrubric, lora, gui-agent-verifier]", "---",
@@ -41,7 +42,8 @@ def write_model_card(out: Path, cfg: TrainConfig, summary: dict, evaluation: Opt
         f"| base model | `{cfg.model}` |",
         f"| teacher | `{teacher.get('name', '?')}` ({teacher.get('kind', '?')}); images sent: "
         f"{json.dumps(teacher.get('images', {}))} |",
-        f"| target | `{cfg.target}` ({'visible reasoning + verdict lines' if cfg.target == 'full' else 'verdict lines only'}) |",
+        f"| target | `{cfg.target}` "
+        f"({'visible reasoning + verdict lines' if cfg.target == 'full' else 'verdict lines only'}) |",
         f"| tasks | {', '.join(cfg.tasks)} |",
         f"| soft labels | {soft} example(s) with the teacher's P(SCORE=1) (KL weight {cfg.kd_weight}"
         f"{'' if cfg.soft_labels else ', off'}) |",

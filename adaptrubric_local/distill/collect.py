@@ -16,6 +16,7 @@ import json
 import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -232,7 +233,7 @@ def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: Pip
             t = by_id[str(v.id)]
             err = v.error if v.status == "error" else _side_call_error(t, pipe, rec)
             kind = _file_outcome(t, v, err, cap, config, paths,
-                                 lambda: build_record(t, v, rec, pipe, out, config.copy_images))
+                                 partial(build_record, t, v, rec, pipe, out, config.copy_images))
             counts[kind] += 1
             rec.verify.pop(str(v.id), None)
             bar.update(1)

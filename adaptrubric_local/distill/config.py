@@ -42,7 +42,8 @@ class TrainConfig:
         "help": "longest example (text + visual + target tokens) allowed; longer ones stop the run before "
                 "it starts, with the change that would fit"})
     load_in_4bit: bool = field(default=False, metadata={"help": "QLoRA: the base model in 4-bit (bitsandbytes nf4)"})
-    train_vision: bool = field(default=False, metadata={"help": "also put LoRA on the vision tower (frozen by default)"})
+    train_vision: bool = field(default=False, metadata={
+        "help": "also put LoRA on the vision tower (frozen by default)"})
     train_lm_head: bool = field(default=False, metadata={"help": "also train lm_head fully (large on real models)"})
     gradient_checkpointing: bool = field(default=True, metadata={"help": "trade compute for activation memory"})
     dtype: str = field(default="auto", metadata={"help": "auto (bf16 on GPU, fp32 on CPU) | bf16 | fp16 | fp32"})

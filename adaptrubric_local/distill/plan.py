@@ -335,7 +335,8 @@ def format_plan(plan: dict) -> str:
 def refusal(plan: dict) -> Optional[str]:
     """Why training should not start (examples too long, or an estimate over the budget) and what
     would fix it; None when it may start."""
-    fixes = [a["change"] for a in plan["alternatives"] if a["fits"] is not False and a["longest"] <= plan["max_seq_len"]]
+    fixes = [a["change"] for a in plan["alternatives"]
+             if a["fits"] is not False and a["longest"] <= plan["max_seq_len"]]
     hint = (f" Changes that would fit: {'; '.join(fixes)}." if fixes else
             " Lower --max-visual-tokens further, or use a GPU with more memory.")
     if plan["too_long"]:

@@ -198,7 +198,8 @@ def training_args(cfg: TrainConfig, out: Path, has_val: bool):
         load_best_model_at_end=has_val, metric_for_best_model=metric if has_val else None,
         greater_is_better=(metric == "selection") if has_val else None,
         logging_steps=cfg.logging_steps, logging_first_step=True, report_to=[], remove_unused_columns=False,
-        **_checkpointing(cfg), use_cpu=not cuda, bf16=cuda and cfg.dtype in ("auto", "bf16") and torch.cuda.is_bf16_supported(),
+        **_checkpointing(cfg), use_cpu=not cuda,
+        bf16=cuda and cfg.dtype in ("auto", "bf16") and torch.cuda.is_bf16_supported(),
         seed=cfg.seed, dataloader_num_workers=(2 if cuda else 0) if cfg.dataloader_workers is None
         else cfg.dataloader_workers, disable_tqdm=not cfg.progress,
         ddp_find_unused_parameters=False, label_names=["labels"])

@@ -68,7 +68,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser, required: bool = False
             continue
         shown = "none" if default is None else default
         optional = type(None) in typing.get_args(hints[f.name])
-        group.add_argument(*names, dest=f.name, type=none_or(kind) if optional else kind, default=default, choices=CHOICES.get(f.name), action=Record,
+        group.add_argument(*names, dest=f.name, type=none_or(kind) if optional else kind, default=default,
+                           choices=CHOICES.get(f.name), action=Record,
                            metavar=None if f.name in CHOICES else f.name.upper(),
                            help=f"{help_text} (default {shown})")
 
