@@ -216,3 +216,18 @@ def pytest_collection_modifyitems(config, items):
     durations = json.loads(stats.read_text()).get("duration_by_test", {})
     items.sort(key=lambda item: ("tiny_model" in getattr(item, "fixturenames", ()),
                                  durations.get(item.nodeid, float("inf"))))
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory):
+    """A labels-teacher folder over 8 small synthetic trajectories with a visible outcome."""
+    from adaptrubric_local.distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
+    from adaptrubric_local.formats import load_trajectories
+    from adaptrubric_local.synth import synthesize
+
+    root = tmp_path_factory.mktemp("distill")
+    data = synthesize(root / "synth", n_tasks=4, candidates=2, size=(64, 128), visible_outcome=True)
+    trajs = load_trajectories(data).trajectories
+    collect(data, root / "dist", label_teacher(trajs), teacher_pipeline("labels"), CollectConfig(val_fraction=0.25),
+            progress=False)
+    return root / "dist"

@@ -45,15 +45,10 @@ def test_planned_lengths_are_the_collators_rows(tiny_engine, dist):
             assert int((batch["mm_token_type_ids"] == 1).sum()) == s.visual
 
 
-def test_published_architectures_are_counted_on_the_meta_device():
+def test_weights_at_the_load_dtype():
     from adaptrubric_local.engine.architectures import ARCHITECTURES, qwen3vl_config
 
-    a4 = arch_of(qwen3vl_config(ARCHITECTURES["Qwen/Qwen3-VL-4B-Instruct"]))
     a8 = arch_of(qwen3vl_config(ARCHITECTURES["Qwen/Qwen3-VL-8B-Instruct"]))
-    assert sum(a4.params.values()) / 1e9 == pytest.approx(4.44, abs=0.01)  # "4B": 4.4B with the vision tower
-    assert sum(a8.params.values()) / 1e9 == pytest.approx(8.77, abs=0.01)
-    assert a4.params["lm_head"] == 0 and a8.params["lm_head"] == 151936 * 4096  # 4B ties its head
-    assert 16 * a4.lora_params == 36 * 16 * (2560 + 4096 + 2 * (2560 + 1024) + 4096 + 2560 + 3 * (2560 + 9728))
     # bf16 weights are 2 bytes a parameter; nf4 language layers about half a byte
     lora = estimate(a8, Setting(), [_shape()]).weights
     qlora = estimate(a8, Setting(load_in_4bit=True), [_shape()]).weights

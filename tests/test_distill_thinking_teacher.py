@@ -2,7 +2,7 @@
 as vLLM does with and without a reasoning parser): reasoning kept in its own field, inline <think>
 blocks out of the targets, replies cut by the token cap counted as truncated and not retried at the
 same cap, the SCORE digit's logprobs as the teacher's P(SCORE=1), the API key from the environment
-and in no file; and training rows whose prompt ids are exactly the scoring prompt's."""
+and in no file."""
 import json
 import math
 import re
@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from adaptrubric_local.cli_distill import add_subcommands
-from adaptrubric_local.distill.examples import Collator, Example, examples, read_split
+from adaptrubric_local.distill.examples import examples, read_split
 
 from conftest import canonical_record, write_jsonl
 
@@ -186,30 +186,3 @@ def test_no_training_target_holds_thinking(judge, data, tmp_path):
         assert all(e.target == e.target.lstrip() for e in exs)
     inline = next(e for e in examples(recs, out, target="full") if e.id == "inline1")
     assert inline.target.startswith("The final screen shows it.\nSCORE: 1")
-
-
-def test_prompt_ids_are_an_exact_prefix_of_the_training_row(tiny_engine, tmp_path):
-    """A reasoning parser leaves the answer starting with newlines; Qwen's vocabulary (and the tiny
-    one) merges newline runs, so tokenising prompt + target together would end the prompt in a token
-    scoring never produces. Prompt and target are tokenised apart."""
-    from adaptrubric_local.engine.base import Request
-
-    from conftest import make_png
-
-    imgs = [make_png(tmp_path / f"{k}.png", k) for k in range(2)]
-    target = "\n\nThe final screen shows it.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
-    ex = Example("x", "verify", "Judge the task.", imgs, "Answer now.", target, teacher_score=1, teacher_p=0.8)
-    batch = Collator(tiny_engine.encoder, tiny_engine.images.cfg)([ex])
-    req = Request(prompt=ex.prompt, images=imgs, suffix=ex.suffix)
-    prompt = tiny_engine.encode([req], tiny_engine.images.process([imgs]))["input_ids"][0].tolist()
-    row = batch["input_ids"][0].tolist()
-    assert row[:len(prompt)] == prompt
-    tok = tiny_engine.tokenizer
-    joint = tok(tok.decode(prompt) + target, add_special_tokens=False)["input_ids"]
-    assert joint[:len(prompt)] != prompt  # this tokenizer does merge across the boundary
-    labels = batch["labels"][0]
-    assert (labels[:len(prompt)] == -100).all()
-    assert tok.decode(labels[len(prompt):].tolist()) == target.lstrip() + "<|im_end|>"
-    digit = int(batch["score_pos"][0])
-    assert tok.decode([row[digit]]) == "1" and tok.decode(row[digit - 3:digit]).endswith("SCORE: ")
-    assert float(batch["teacher_p"][0]) == pytest.approx(0.8)

@@ -9,65 +9,10 @@ from adaptrubric_local.distill import config as tc
 from adaptrubric_local.distill import train as tl
 
 
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory):
-    """A labels-teacher folder over 8 small synthetic trajectories with a visible outcome."""
-    from adaptrubric_local.distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
-    from adaptrubric_local.formats import load_trajectories
-    from adaptrubric_local.synth import synthesize
-
-    root = tmp_path_factory.mktemp("distill")
-    data = synthesize(root / "synth", n_tasks=4, candidates=2, size=(64, 128), visible_outcome=True)
-    trajs = load_trajectories(data).trajectories
-    collect(data, root / "dist", label_teacher(trajs), teacher_pipeline("labels"), CollectConfig(val_fraction=0.25),
-            progress=False)
-    return root / "dist"
-
-
 def _cfg(dist, model, out, **kw):
     base = dict(data=str(dist), model=str(model), out=str(out), target="verdict", epochs=1, per_device_batch_size=2,
                 grad_accum=1, lora_r=4, lora_alpha=8, logging_steps=1, progress=False, dataloader_workers=0)
     return tc.TrainConfig(**{**base, **kw})
-
-
-def test_training_input_is_the_scoring_input(tiny_engine, dist):
-    from adaptrubric_local.distill.evaluate import pipeline_from_manifest, split_data
-    from adaptrubric_local.distill.examples import Collator, examples, read_split
-    from adaptrubric_local.engine.images import normalise
-    from adaptrubric_local.pipeline import AdaptRubric
-
-    rec = read_split(dist, "train")[0]
-    ex = examples([rec], dist, target="full")[0]
-    batch = Collator(tiny_engine.encoder, tiny_engine.images.cfg)([ex])
-    pipe = AdaptRubric(tiny_engine, pipeline_from_manifest(json.loads((dist / "manifest.json").read_text())))
-    _, loaded, _ = split_data(dist, "train")
-    traj = next(t for t in loaded.trajectories if t.id == rec["id"])
-    req = pipe.verifier_request(pipe.prepare(traj))
-    enc = tiny_engine.encode([req], tiny_engine.images.process([req.images]))
-    n = enc["input_ids"].shape[1]
-    assert batch["input_ids"][0, :n].tolist() == enc["input_ids"][0].tolist()  # same chat template and image tokens
-    assert normalise(batch["pixel_patches"], tiny_engine.images.cfg).equal(enc["pixel_values"])  # same images
-    assert batch["image_grid_thw"].equal(enc["image_grid_thw"])
-    labels = batch["labels"][0]
-    assert (labels[:n] == -100).all() and (labels[n:] != -100).all()  # loss on the response only
-    response = tiny_engine.tokenizer.decode(labels[n:].tolist())
-    assert response == rec["verify"]["response"] + "<|im_end|>"
-
-
-def test_config_file_and_flags(dist, tmp_path):
-    import argparse
-
-    cfg_file = tmp_path / "cfg.yaml"
-    cfg_file.write_text("model: some/model\nepochs: 2\nlora-r: 4\ntasks: verify,route\n")
-    ap = argparse.ArgumentParser()
-    tl.add_train_args(ap)
-    cfg = tc.config_from_args(ap.parse_args([str(dist), "--config", str(cfg_file), "--out", "x", "--epochs", "5"]))
-    assert (cfg.model, cfg.epochs, cfg.lora_r, cfg.tasks) == ("some/model", 5.0, 4, ("verify", "route"))
-    cfg_file.write_text("model: m\nlearning_rat: 1\n")
-    with pytest.raises(ValueError, match="learning_rat"):
-        tc.config_from_args(ap.parse_args([str(dist), "--config", str(cfg_file), "--out", "x"]))
-    with pytest.raises(ValueError, match="tasks"):
-        _cfg(dist, "m", "x", tasks="verify,judge")
 
 
 def test_train_resume_evaluate_merge(tiny_model, dist, tmp_path):
@@ -173,16 +118,3 @@ def test_class_weights_balance_the_teachers_scores():
     tl.class_weights(exs[:1], "none")
 
 
-def test_training_folder_configs_are_valid(dist):
-    """training/*.yaml are TrainConfig files (unknown keys would be refused) for the models they name."""
-    import yaml
-
-    root = Path(__file__).resolve().parents[1] / "training"
-    configs = sorted(root.glob("qwen3vl-*.yaml"))
-    assert [p.name for p in configs] == ["qwen3vl-4b-lora.yaml", "qwen3vl-4b-qlora.yaml", "qwen3vl-8b-lora.yaml",
-                                         "qwen3vl-8b-qlora.yaml"]
-    for p in configs:
-        cfg = tc.TrainConfig(data=str(dist), out="x", **tc.load_config_file(p))
-        assert cfg.model.startswith("Qwen/Qwen3-VL-") and cfg.load_in_4bit == ("qlora" in p.name)
-    acc = yaml.safe_load((root / "accelerate-4gpu.yaml").read_text())
-    assert acc["distributed_type"] == "MULTI_GPU" and acc["num_processes"] == 4

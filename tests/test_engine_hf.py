@@ -100,45 +100,6 @@ def test_visual_token_budget(tmp_path):
         pipe.close()
 
 
-def test_pipeline_matches_processor(tiny_engine, tmp_path):
-    from PIL import Image
-
-    paths = [make_png(tmp_path / f"{i}.png", i, size=(300 + 40 * i, 500)) for i in range(4)]
-    pipe = ImagePipeline(ImageConfig.from_processor(tiny_engine.processor.image_processor, max_visual_tokens=None))
-    try:
-        ours = pipe.process([paths[:2], paths[2:]])
-    finally:
-        pipe.close()
-    ref = tiny_engine.processor.image_processor(images=[Image.open(p).convert("RGB") for p in paths],
-                                                return_tensors="pt")
-    assert torch.equal(ours.image_grid_thw, ref["image_grid_thw"])
-    assert torch.allclose(ours.pixel_values, ref["pixel_values"], atol=1e-5)
-
-
-def test_watched_token_probabilities_align_with_text(tiny_engine):
-    from adaptrubric_local.engine.base import Output
-    from adaptrubric_local.engine.hf import WatchRecorder
-    from adaptrubric_local.pipeline import p_success
-
-    tok = tiny_engine.tokenizer
-    ids = tok.encode("Looks done.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none", add_special_tokens=False)
-    vocab = tiny_engine.model.config.text_config.vocab_size
-    one, zero = tok.convert_tokens_to_ids("1"), tok.convert_tokens_to_ids("0")
-    rec = WatchRecorder([zero, one])
-    for _ in ids:  # what generate would feed it, step by step
-        scores = torch.zeros(1, vocab)
-        scores[0, one], scores[0, zero] = 3.0, 1.0
-        assert rec(None, scores) is scores
-    probs = rec.stacked()[0]
-    assert probs.shape == (len(ids), 2)
-    text, token_probs, n, eos = tiny_engine._decode(torch.tensor(ids), probs, ["0", "1"], ("0", "1"))
-    assert n == len(ids) and not eos and text.endswith("MISSING_EVIDENCE: none")
-    hit = [p for p in token_probs if text[p.offset] == "1"]
-    assert hit and hit[0].probs["1"] > hit[0].probs["0"]
-    p = p_success(Output(text=text, token_probs=token_probs))
-    assert p == pytest.approx(torch.softmax(torch.tensor([1.0, 3.0]), 0)[1].item(), rel=1e-4)
-
-
 def test_generated_probabilities_match_a_forward_pass(tiny_engine, synth_set):
     """What the recorder saw during generation equals P(next token) recomputed from scratch."""
     t = load_trajectories(synth_set).trajectories[0]
@@ -149,7 +110,7 @@ def test_generated_probabilities_match_a_forward_pass(tiny_engine, synth_set):
     enc = tiny_engine.encode([req], imgs, device=tiny_engine.device)
     gen = tiny_engine.tokenizer(out.text, add_special_tokens=False)["input_ids"]
     rec_first = tiny_engine.next_token_probs([req], [""], ("0", "1"))[0]
-    from adaptrubric_local.engine.hf import WatchRecorder
+    from adaptrubric_local.engine.generation import WatchRecorder
 
     rec = WatchRecorder([tiny_engine.tokenizer.convert_tokens_to_ids(c) for c in ("0", "1")])
     with torch.inference_mode():
@@ -201,29 +162,6 @@ def test_score_cli_resume_after_sigkill(tiny_model, synth_set, tmp_path):
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["n"] == 24 - partial and summary["skipped_resume"] == partial
     assert set(summary) >= {"n", "scored", "unparsed", "errors", "s_per_traj", "calls_per_traj", "tokens_per_traj"}
-
-
-def test_engine_inputs_equal_the_processors(tiny_model, synth_set):
-    """ids, mask, mm_token_type_ids (M-RoPE needs them), pixels and grids, exactly as the processor builds them."""
-    from PIL import Image
-
-    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
-
-    eng = HFEngine(HFEngineConfig(model=str(tiny_model), max_visual_tokens=None))
-    try:
-        t = load_trajectories(synth_set).trajectories
-        reqs = [Request(prompt="Judge A.", images=[s.screenshot for s in t[0].steps[:2]], suffix="END"),
-                Request(prompt="Judge this longer one, please.", images=[s.screenshot for s in t[1].steps[:3]])]
-        ours = eng.encode(reqs, eng.images.process([r.images for r in reqs]))
-        ref = eng.processor(text=[eng._chat_text(r) for r in reqs], padding=True, return_tensors="pt",
-                            images=[Image.open(p).convert("RGB") for r in reqs for p in r.images])
-        assert set(ref) == set(ours)
-        for key in ("input_ids", "attention_mask", "mm_token_type_ids", "image_grid_thw"):
-            assert torch.equal(ours[key], ref[key]), key
-        assert torch.allclose(ours["pixel_values"], ref["pixel_values"], atol=1e-5)
-        assert int(ours["mm_token_type_ids"].sum()) > 0
-    finally:
-        eng.close()
 
 
 def test_padded_prefill_attention_matches_stock_sdpa(monkeypatch):
@@ -397,31 +335,6 @@ def test_batch_ends_when_every_row_has_stopped(tiny_engine, monkeypatch):
     assert calls[0][0] == 80 and a.hit_cap and "Let me know" in a.text
 
 
-def test_row_stop_on_token_ids(tiny_engine):
-    from adaptrubric_local.engine.hf import RowStop, newline_table
-
-    tok = tiny_engine.tokenizer
-    table = newline_table(tok, tiny_engine.model.get_output_embeddings().weight.shape[0])
-    assert table[tok.convert_tokens_to_ids("Ċ")] if "Ċ" in tok.get_vocab() else table.any()
-    texts = ["x\n  MISSING_EVIDENCE: indented\nMISSING_EVIDENCE: none\nmore",  # indented line is not a match
-             "MISSING_EVIDENCE: none",  # no newline yet: not complete
-             "a\nMISSING_EVIDENCE: none\n"]
-    rows = [tok.encode(t, add_special_tokens=False) for t in texts]
-    stop = RowStop(tok, table, ["MISSING_EVIDENCE:", "MISSING_EVIDENCE:", None], [100, 100, 4], prompt_len=2)
-    width = max(map(len, rows))
-    done_at = {}
-    for j in range(1, width + 1):
-        ids = torch.tensor([[0, 0] + (r + r[-1:] * width)[:j] for r in rows])
-        done = stop(ids, None)
-        for b in range(3):
-            if bool(done[b]) and b not in done_at:
-                done_at[b] = j
-    first_line = len(tok.encode("x\n  MISSING_EVIDENCE: indented\nMISSING_EVIDENCE: none\n", add_special_tokens=False))
-    assert done_at[0] == first_line and stop.ends[0] == first_line
-    assert 1 not in done_at  # never completed a line
-    assert done_at[2] == 4 and 2 not in stop.ends  # its own cap, not the line (it watches none)
-
-
 # ---------------------------------------------------------------------------------------------- OOM retry
 def test_oom_retry_holds_nothing_of_the_failed_attempt(tiny_engine, synth_set, monkeypatch):
     import gc
@@ -493,22 +406,6 @@ def test_groups_fill_to_the_batch_size_under_a_token_budget(tiny_engine, synth_s
     assert [len(g) for g in tiny_engine._sub_batches(list(range(16)), est)] == [4, 4, 4, 4]
 
 
-def test_default_token_budget_fits_a_full_batch_of_native_resolution_rows():
-    from transformers import Qwen3VLConfig
-
-    from adaptrubric_local.engine.hf import derived_batch_tokens, kv_bytes_per_token
-
-    cfg = Qwen3VLConfig(text_config=dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
-                                         num_attention_heads=32, num_key_value_heads=8, head_dim=128))
-    assert kv_bytes_per_token(cfg, torch.bfloat16) == 36 * 2 * 8 * 128 * 2
-    free = 120 * 2 ** 30  # an H200 after loading the 8B weights
-    tokens = derived_batch_tokens(cfg, torch.bfloat16, free)
-    assert tokens <= free // kv_bytes_per_token(cfg, torch.bfloat16)  # never more than the KV cache alone allows
-    assert tokens >= 16 * (7_300 + 1024)  # 16 rows at the 6,144-token cap with 1,024 new tokens
-    assert tokens >= 12 * (27_000 + 1024)  # at native resolution (~27K tokens a row) most of a batch of 16
-    assert derived_batch_tokens(cfg, torch.bfloat16, 20 * 2 ** 30) < 4 * (27_000 + 1024)  # a 24 GB card: few rows
-
-
 def test_static_cache_option_gives_the_same_outputs(tiny_model, synth_set):
     """compile=True: static KV cache (compiled only on CUDA); on the CPU the outputs must not change."""
     from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
@@ -525,88 +422,6 @@ def test_static_cache_option_gives_the_same_outputs(tiny_model, synth_set):
     assert outs[True] == outs[False] and all(outs[True])
 
 
-# ---------------------------------------------------------------------------------------------- loading
-def test_flash_attention_without_flash_attn_is_one_clear_line(tiny_model, monkeypatch):
-    import importlib.util
-
-    from adaptrubric_local.engine.hf import HFEngineConfig, load_model
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "flash_attn" else real(name, *a))
-    with pytest.raises(ValueError) as e:
-        load_model(HFEngineConfig(model=str(tiny_model), attn_implementation="flash_attention_2"))
-    msg = str(e.value)
-    assert "\n" not in msg and "flash-attn" in msg and "sdpa" in msg
-
-
-def test_bin_only_folder_says_safetensors_are_required(tiny_model, tmp_path):
-    import shutil
-
-    from adaptrubric_local.engine.hf import HFEngineConfig, load_model
-
-    folder = tmp_path / "binmodel"
-    shutil.copytree(tiny_model, folder)
-    (folder / "model.safetensors").unlink()
-    (folder / "pytorch_model.bin").write_bytes(b"not loaded: a pickle is never opened")
-    with pytest.raises(ValueError) as e:
-        load_model(HFEngineConfig(model=str(folder)))
-    msg = str(e.value)
-    assert "\n" not in msg and "safetensors" in msg and "save_pretrained" in msg and str(folder) in msg
-
-
-HUB_SCRIPT = r"""
-import json, socket, sys
-attempts = []
-def guard(*a, **k):
-    attempts.append(repr(a[:1])[:80])
-    raise OSError("network blocked by the test")
-socket.socket.connect = guard
-socket.create_connection = guard
-from huggingface_hub import constants
-from adaptrubric_local.engine.hf import HFEngineConfig, load_model
-res = {}
-for name in sys.argv[1:]:
-    if name == "--offline":
-        constants.HF_HUB_OFFLINE = True  # as HF_HUB_OFFLINE=1 would
-        continue
-    try:
-        model, proc = load_model(HFEngineConfig(model=name))
-        res[name] = "ok " + type(model).__name__
-    except ValueError as e:
-        res[name] = "ValueError " + str(e)
-print(json.dumps({"results": res, "attempts": attempts}))
-"""
-
-
-def _fake_hub_cache(hub, repo, src, skip=()):
-    """The Hugging Face cache layout (refs/main -> snapshots/<commit>/files) for `repo`, from a saved model."""
-    import shutil
-
-    base = hub / f"models--{repo.replace('/', '--')}"
-    snap = base / "snapshots" / ("0123456789abcdef" * 3)[:40]
-    snap.mkdir(parents=True)
-    for f in src.iterdir():
-        if f.name not in skip:
-            shutil.copy(f, snap / f.name)
-    (base / "refs").mkdir()
-    (base / "refs" / "main").write_text(snap.name)
-
-
-def test_cached_hub_id_loads_without_any_network_access(tiny_model, tmp_path):
-    hub = tmp_path / "hf" / "hub"
-    _fake_hub_cache(hub, "tiny-org/cached-vl", tiny_model)
-    _fake_hub_cache(hub, "tiny-org/partial-vl", tiny_model, skip=("model.safetensors",))
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    env.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_CACHE=str(hub), PYTHONPATH=os.pathsep.join(sys.path))
-    run = subprocess.run([sys.executable, "-c", HUB_SCRIPT, "tiny-org/cached-vl", "--offline", "tiny-org/partial-vl"],
-                         capture_output=True, text=True, env=env, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    got = json.loads(run.stdout.strip().splitlines()[-1])
-    assert got["attempts"] == []  # not one connection, although HF_HUB_OFFLINE was not set
-    assert got["results"]["tiny-org/cached-vl"] == "ok Qwen3VLForConditionalGeneration"
-    partial = got["results"]["tiny-org/partial-vl"]
-    assert partial.startswith("ValueError") and "\n" not in partial
-    assert "hf download tiny-org/partial-vl" in partial and "HF_HUB_OFFLINE=1" in partial
 
 
 # ---------------------------------------------------------------------------------------------- planted bugs

@@ -1,8 +1,9 @@
-"""Loading a checkpoint (engine/hf.py: `load_model`, `_from_pretrained`) when the hub cannot be reached:
+"""Loading a checkpoint (engine/loading.py): from a folder, from the cache, and when the hub cannot be reached:
 a hub id that is not in the local cache fails in seconds with the message that says how to run offline,
 instead of minutes of the hub client's retries; a hub that answers is still used. The network is made
 unreachable for the process with HF_ENDPOINT on a closed loopback port (no test reads the network).
-Loading from a folder and from the cache is tested in test_engine_hf.py."""
+"""
+import json
 import os
 import socket
 import subprocess
@@ -13,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from adaptrubric_local.engine import hf
+from adaptrubric_local.engine import loading
 
 from conftest import canonical_record, write_jsonl
 
@@ -43,7 +44,7 @@ def test_uncached_hub_id_without_network_fails_in_seconds_with_the_offline_help(
     err = run.stderr.strip().splitlines()[-1]
     assert err.startswith("adaptrubric: error: cannot load the processor of 'some-org/uncached-vl': not in the "
                           f"local Hugging Face cache, and the hub at {endpoint} cannot be reached (")
-    assert err.endswith("; " + hf.offline_help("some-org/uncached-vl"))
+    assert err.endswith("; " + loading.offline_help("some-org/uncached-vl"))
     assert "Retrying" not in run.stderr and not (tmp_path / "v.jsonl").exists()
 
 
@@ -79,10 +80,10 @@ def test_the_check_says_why_the_hub_cannot_be_reached(monkeypatch, hub):
 
     url, paths = hub
     monkeypatch.setattr(constants, "ENDPOINT", url)
-    assert hf._hub_unreachable() is None and paths == ["/"]  # one request, and it answered
+    assert loading.hub_unreachable() is None and paths == ["/"]  # one request, and it answered
     closed = f"http://127.0.0.1:{_closed_port()}"
     monkeypatch.setattr(constants, "ENDPOINT", closed)
-    assert hf._hub_unreachable().startswith(f"{closed} cannot be reached (ConnectError")
+    assert loading.hub_unreachable().startswith(f"{closed} cannot be reached (ConnectError")
 
 
 def test_a_hub_that_accepts_but_never_answers_is_given_up_on_quickly(monkeypatch):
@@ -93,13 +94,14 @@ def test_a_hub_that_accepts_but_never_answers_is_given_up_on_quickly(monkeypatch
         silent.listen(8)
         monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{silent.getsockname()[1]}")
         t0 = time.monotonic()
-        reason = hf._hub_unreachable(timeout=0.5)
+        reason = loading.hub_unreachable(timeout=0.5)
     assert time.monotonic() - t0 < 3 and reason is not None and "127.0.0.1" in reason
 
 
 def test_a_hub_that_answers_is_still_asked_for_the_files(tmp_path, hub):
     url, paths = hub
-    code = ("from adaptrubric_local.engine.hf import HFEngineConfig, load_model\n"
+    code = ("from adaptrubric_local.engine.hf_config import HFEngineConfig\n"
+            "from adaptrubric_local.engine.loading import load_model\n"
             "try:\n    load_model(HFEngineConfig(model='some-org/uncached-vl'))\n"
             "except ValueError as e:\n    print(e)\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(tmp_path, url),
@@ -107,3 +109,90 @@ def test_a_hub_that_answers_is_still_asked_for_the_files(tmp_path, hub):
     assert run.stdout.startswith("cannot load the processor of 'some-org/uncached-vl': "), run.stderr[-2000:]
     assert "cannot be reached" not in run.stdout
     assert "/" in paths and any(p.startswith("/some-org/uncached-vl/") for p in paths)  # the download was tried
+
+
+# ---------------------------------------------------------------------------------------------- folders, cache
+def test_flash_attention_without_flash_attn_is_one_clear_line(tiny_model, monkeypatch):
+    import importlib.util
+
+    from adaptrubric_local.engine.hf_config import HFEngineConfig
+    from adaptrubric_local.engine.loading import load_model
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "flash_attn" else real(name, *a))
+    with pytest.raises(ValueError) as e:
+        load_model(HFEngineConfig(model=str(tiny_model), attn_implementation="flash_attention_2"))
+    msg = str(e.value)
+    assert "\n" not in msg and "flash-attn" in msg and "sdpa" in msg
+
+
+def test_bin_only_folder_says_safetensors_are_required(tiny_model, tmp_path):
+    import shutil
+
+    from adaptrubric_local.engine.hf_config import HFEngineConfig
+    from adaptrubric_local.engine.loading import load_model
+
+    folder = tmp_path / "binmodel"
+    shutil.copytree(tiny_model, folder)
+    (folder / "model.safetensors").unlink()
+    (folder / "pytorch_model.bin").write_bytes(b"not loaded: a pickle is never opened")
+    with pytest.raises(ValueError) as e:
+        load_model(HFEngineConfig(model=str(folder)))
+    msg = str(e.value)
+    assert "\n" not in msg and "safetensors" in msg and "save_pretrained" in msg and str(folder) in msg
+
+
+HUB_SCRIPT = r"""
+import json, socket, sys
+attempts = []
+def guard(*a, **k):
+    attempts.append(repr(a[:1])[:80])
+    raise OSError("network blocked by the test")
+socket.socket.connect = guard
+socket.create_connection = guard
+from huggingface_hub import constants
+from adaptrubric_local.engine.hf_config import HFEngineConfig
+from adaptrubric_local.engine.loading import load_model
+res = {}
+for name in sys.argv[1:]:
+    if name == "--offline":
+        constants.HF_HUB_OFFLINE = True  # as HF_HUB_OFFLINE=1 would
+        continue
+    try:
+        model, proc = load_model(HFEngineConfig(model=name))
+        res[name] = "ok " + type(model).__name__
+    except ValueError as e:
+        res[name] = "ValueError " + str(e)
+print(json.dumps({"results": res, "attempts": attempts}))
+"""
+
+
+def _fake_hub_cache(hub, repo, src, skip=()):
+    """The Hugging Face cache layout (refs/main -> snapshots/<commit>/files) for `repo`, from a saved model."""
+    import shutil
+
+    base = hub / f"models--{repo.replace('/', '--')}"
+    snap = base / "snapshots" / ("0123456789abcdef" * 3)[:40]
+    snap.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.name not in skip:
+            shutil.copy(f, snap / f.name)
+    (base / "refs").mkdir()
+    (base / "refs" / "main").write_text(snap.name)
+
+
+def test_cached_hub_id_loads_without_any_network_access(tiny_model, tmp_path):
+    hub = tmp_path / "hf" / "hub"
+    _fake_hub_cache(hub, "tiny-org/cached-vl", tiny_model)
+    _fake_hub_cache(hub, "tiny-org/partial-vl", tiny_model, skip=("model.safetensors",))
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_CACHE=str(hub), PYTHONPATH=os.pathsep.join(sys.path))
+    run = subprocess.run([sys.executable, "-c", HUB_SCRIPT, "tiny-org/cached-vl", "--offline", "tiny-org/partial-vl"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["attempts"] == []  # not one connection, although HF_HUB_OFFLINE was not set
+    assert got["results"]["tiny-org/cached-vl"] == "ok Qwen3VLForConditionalGeneration"
+    partial = got["results"]["tiny-org/partial-vl"]
+    assert partial.startswith("ValueError") and "\n" not in partial
+    assert "hf download tiny-org/partial-vl" in partial and "HF_HUB_OFFLINE=1" in partial

@@ -17,6 +17,11 @@ OTHER = {
     "distill/evaluate.py": "test_distill_train.py",  # evaluating the student trained there
     "engine/openai_engine.py": "test_distill_collect.py",  # against an OpenAI-compatible stub server
     "route/clause.py": "test_route_rules.py",  # clauses are read through explain_rules
+    "cli_review.py": "test_review.py",  # `adaptrubric review`, beside the page it writes
+    "evaluation/probability.py": "test_calibration.py",  # AUROC/AUPRC/Brier/ECE, hand-checked beside calibration
+    "evaluation/review_page.py": "test_review.py",  # the page's files, with the cards they show
+    "inline_images.py": "test_serve_security.py",  # inline screenshots are a service-safety feature
+    "verl_reward_manager.py": "test_rewards_verl.py",  # driven by verl's own reward loop
 }
 
 

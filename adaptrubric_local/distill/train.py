@@ -91,11 +91,11 @@ def load_processor(cfg: TrainConfig):
     """(processor, model config) without the weights, through the engine's loading rules."""
     from transformers import AutoConfig, AutoProcessor
 
-    from ..engine.hf import _from_pretrained
+    from ..engine.loading import from_pretrained_local_first
 
     local = Path(cfg.model).is_dir()
-    processor = _from_pretrained(AutoProcessor.from_pretrained, cfg.model, local, "processor")
-    config = _from_pretrained(AutoConfig.from_pretrained, cfg.model, local, "config")
+    processor = from_pretrained_local_first(AutoProcessor.from_pretrained, cfg.model, local, "processor")
+    config = from_pretrained_local_first(AutoConfig.from_pretrained, cfg.model, local, "config")
     return processor, config
 
 

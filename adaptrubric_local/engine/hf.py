@@ -1,8 +1,7 @@
 """The transformers backend: Qwen3-VL in-process, batched, on one GPU (or the CPU).
 
-Loads a checkpoint from a hub id or a local folder with `from_pretrained` (safetensors only, never
-`trust_remote_code`; a hub id whose files are all in the local cache loads without the network),
-optionally 4/8-bit through bitsandbytes and with a LoRA adapter through peft. Requests are sorted
+Loads its checkpoint through `loading.py` (hub id or local folder, safetensors only, bitsandbytes,
+peft adapters; the generation controls are in `generation.py`). Requests are sorted
 by length and grouped under a batch size and a padded-token budget (derived from free GPU memory
 and the model's KV-cache bytes per token unless given); the images of the next group are decoded
 in the background (as uint8, in pinned memory on a GPU, normalised on the device) while the
@@ -18,128 +17,21 @@ Knows nothing about rubrics, routing or verdicts.
 from __future__ import annotations
 
 import gc
-import importlib.util
 import os
-import sys
 from collections import Counter
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Callable, Optional
 
 import torch
-
-from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+from transformers import LogitsProcessorList, StoppingCriteriaList
 
 from .base import Engine, Output, Request, TokenProbs, cut_after_line
 from .encoding import Encoder
 from .hf_config import CPU_BATCH_TOKENS, DEFAULT_MODEL, HFEngineConfig  # noqa: F401 (re-exported)
+from .generation import OutOfMemory, RowStop, WatchRecorder, derived_batch_tokens, is_oom, newline_table
 from .images import BatchImages, ImageConfig, ImagePipeline, plan_tokens
+from .loading import load_model
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we use our own threads; avoid fork warnings
-GPU_MEMORY_FRACTION = 0.85  # share of the free GPU memory (after loading) that groups may fill
-MASK_BYTES_PER_TOKEN = 32_768  # SDPA's padded (B, 1, L, L) bool mask, for rows up to 32K tokens
-
-
-class WatchRecorder:
-    """A logits processor that records, at every generation step, the softmax probabilities of a few
-    watched token ids and passes the scores through unchanged (instead of keeping every step's full
-    vocabulary logits, which for a batch of 16 x 256 steps is gigabytes). Everything stays on the
-    scores' device until `stacked` copies it to the host once."""
-
-    def __init__(self, token_ids: list[int]):
-        self.ids = torch.tensor(token_ids, dtype=torch.long)
-        self.steps: list[torch.Tensor] = []
-
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        if self.ids.device != scores.device:  # once per generate call, not per step
-            self.ids = self.ids.to(scores.device)
-        self.steps.append(torch.softmax(scores.float(), dim=-1).index_select(-1, self.ids))
-        return scores
-
-    def stacked(self) -> Optional[torch.Tensor]:
-        """(batch, steps, watched) on the CPU, or None before the first step."""
-        return torch.stack(self.steps, dim=1).cpu() if self.steps else None
-
-
-class RowStop(StoppingCriteria):
-    """Per-row stopping over token ids: a row is done at its own new-token cap, or right after a
-    complete line (ended by a newline token) that starts with the row's prefix. Each step costs one
-    table lookup on the device and one boolean read; only rows that just produced a newline decode
-    their current line (never the whole text). `ends[row]` is the number of tokens a row kept when
-    its line stopped it (absent for rows the line did not stop)."""
-
-    def __init__(self, tokenizer, newline: torch.Tensor, prefixes: list[Optional[str]], caps: list[int],
-                 prompt_len: int):
-        self.tok, self.newline, self.prefixes, self.caps = tokenizer, newline, prefixes, caps
-        self.prompt_len = prompt_len
-        self.line_start = [prompt_len] * len(caps)
-        self.fragment = [False] * len(caps)  # the current line starts inside a token that ended the last one
-        self.ends: dict[int, int] = {}
-        self.done: Optional[torch.Tensor] = None
-        self.watching = any(p is not None for p in prefixes)
-
-    def __call__(self, input_ids: torch.Tensor, scores=None, **kwargs) -> torch.Tensor:
-        dev = input_ids.device
-        if self.done is None:
-            self.done = torch.zeros(len(self.caps), dtype=torch.bool, device=dev)
-            self._caps = torch.tensor(self.caps, device=dev)
-            self._watch = torch.tensor([p is not None for p in self.prefixes], device=dev)
-            self.newline = self.newline.to(dev)
-        n = input_ids.shape[1] - self.prompt_len
-        self.done |= self._caps <= n
-        if not self.watching:  # caps only: device work, no host read
-            return self.done.clone()
-        last = input_ids[:, -1]
-        hit = self.newline[last.clamp(max=self.newline.numel() - 1)] & self._watch & ~self.done
-        if bool(hit.any()):
-            for b in hit.nonzero().flatten().tolist():
-                self._line(b, input_ids[b, self.line_start[b]:].tolist(), input_ids.shape[1], n)
-        return self.done.clone()
-
-    def _line(self, b: int, ids: list[int], length: int, n: int) -> None:
-        parts = self.tok.decode(ids, skip_special_tokens=True).split("\n")
-        lines = parts[1:-1] if self.fragment[b] else parts[:-1]
-        if any(line.startswith(self.prefixes[b]) for line in lines):
-            self.done[b] = True
-            self.ends[b] = n
-            return
-        self.fragment[b] = bool(parts[-1])  # text after the newline inside the same token
-        self.line_start[b] = length - 1 if self.fragment[b] else length
-
-
-class OutOfMemory(RuntimeError):
-    """Raised by the fault-injection hook to simulate a CUDA out-of-memory error."""
-
-
-def _is_oom(exc: BaseException) -> bool:
-    return isinstance(exc, (torch.OutOfMemoryError, OutOfMemory)) or "out of memory" in str(exc).lower()
-
-
-def newline_table(tokenizer, vocab_size: int) -> torch.Tensor:
-    """(vocab_size,) bool: which token ids decode to text containing a newline."""
-    n = min(vocab_size, len(tokenizer))
-    texts = tokenizer.batch_decode([[i] for i in range(n)], skip_special_tokens=True)
-    table = torch.zeros(vocab_size, dtype=torch.bool)
-    table[:n] = torch.tensor(["\n" in t for t in texts], dtype=torch.bool)
-    return table
-
-
-def kv_bytes_per_token(config, dtype: torch.dtype) -> int:
-    """Bytes of KV cache one token costs in the language model (keys and values of every layer)."""
-    text = getattr(config, "text_config", config)
-    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
-    kv_heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
-    return 2 * text.num_hidden_layers * kv_heads * head_dim * torch.finfo(dtype).bits // 8
-
-
-def derived_batch_tokens(config, dtype: torch.dtype, free_bytes: int) -> int:
-    """Padded tokens per group that fit in `free_bytes`: KV cache, the prefill's transient
-    activations (MLP input and hidden states of one layer) and SDPA's padded mask, per token."""
-    text = getattr(config, "text_config", config)
-    act = (2 * text.intermediate_size + 4 * text.hidden_size) * torch.finfo(dtype).bits // 8
-    per_token = kv_bytes_per_token(config, dtype) + act + MASK_BYTES_PER_TOKEN
-    return max(4096, int(free_bytes * GPU_MEMORY_FRACTION) // per_token)
-
 
 class HFEngine(Engine):
     """Qwen3-VL through transformers, in-process."""
@@ -279,7 +171,7 @@ class HFEngine(Engine):
         try:
             return self._run(reqs, imgs, rows), None
         except Exception as exc:
-            if not _is_oom(exc):
+            if not is_oom(exc):
                 raise
             return [], f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
@@ -416,175 +308,3 @@ def _eos_ids(model, tokenizer) -> list[int]:
     return ids
 
 
-def _dtype(cfg: HFEngineConfig):
-    if cfg.dtype == "fp32":
-        return torch.float32
-    if cfg.dtype == "fp16":
-        return torch.float16
-    if cfg.dtype == "bf16":
-        return torch.bfloat16
-    return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
-
-
-def _offline() -> bool:
-    try:
-        from huggingface_hub import constants
-
-        return bool(constants.HF_HUB_OFFLINE)
-    except Exception:  # pragma: no cover - huggingface_hub is a transformers dependency
-        return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
-
-
-def offline_help(model: str) -> str:
-    """How to make a hub id usable without network."""
-    return (f"to run offline, download it once where the hub is reachable (`hf download {model}`) and copy the "
-            "Hugging Face cache (~/.cache/huggingface/hub, or $HF_HUB_CACHE) to this machine, or save the model "
-            "to a folder and pass the folder; set HF_HUB_OFFLINE=1 to never try the network")
-
-
-def safetensors_help(folder: str) -> str:
-    """How to convert a .bin checkpoint to safetensors."""
-    return (f"{folder}: only .bin weights found; this package loads safetensors only (a .bin file is a pickle "
-            "that can run code). Convert once, where you trust the file: python -c \"from transformers import "
-            "AutoModelForImageTextToText as M, AutoProcessor as P; "
-            f"M.from_pretrained('{folder}', use_safetensors=False).save_pretrained('{folder}-st'); "
-            f"P.from_pretrained('{folder}').save_pretrained('{folder}-st')\" and pass {folder}-st")
-
-
-def _check_weights(folder: Path) -> None:
-    """A local checkpoint must hold safetensors weights; a .bin-only folder gets the conversion recipe."""
-    names = {p.name for p in folder.iterdir()}
-    if any(n.endswith(".safetensors") or n == "model.safetensors.index.json" for n in names):
-        return
-    if any(n.endswith(".bin") or n.endswith(".bin.index.json") for n in names):
-        raise ValueError(safetensors_help(str(folder)))
-
-
-def _attn_implementation(cfg: HFEngineConfig, cuda: bool) -> str:
-    attn = cfg.attn_implementation
-    if attn == "flash_attention_2" and not importlib.util.find_spec("flash_attn"):
-        raise ValueError("--attn-implementation flash_attention_2 needs the flash-attn package, which is not "
-                         "installed (pip install flash-attn --no-build-isolation, on a CUDA machine); or use sdpa")
-    if attn is None and cuda:
-        attn = "flash_attention_2" if importlib.util.find_spec("flash_attn") else "sdpa"
-    if attn is None or attn == "sdpa_padded_prefill":  # the CPU default: see engine/attention.py
-        from .attention import register
-
-        attn = register()
-    return attn
-
-
-@contextmanager
-def _hub_offline():
-    """huggingface_hub's offline switch, on for the duration: `local_files_only` alone still lets it
-    look up optional files (an adapter config) and its own metadata over the network."""
-    try:
-        from huggingface_hub import constants
-    except ImportError:  # pragma: no cover - huggingface_hub is a transformers dependency
-        yield
-        return
-    old = constants.HF_HUB_OFFLINE
-    constants.HF_HUB_OFFLINE = True
-    try:
-        yield
-    finally:
-        constants.HF_HUB_OFFLINE = old
-
-
-def _hub_unreachable(timeout: float = 5.0) -> Optional[str]:
-    """Why the hub endpoint ($HF_ENDPOINT, default huggingface.co) cannot be reached, or None when it
-    answers (any HTTP status): one request through huggingface_hub's own HTTP client (its proxies and
-    certificates), no retries, in a thread so that a slow name lookup cannot hold it past `timeout`."""
-    import threading
-
-    from huggingface_hub import constants
-    from huggingface_hub.utils import get_session
-
-    endpoint, failure = constants.ENDPOINT, []
-
-    def probe():
-        try:
-            get_session().head(endpoint, timeout=timeout, follow_redirects=False)
-        except Exception as exc:  # any failure to get an answer: DNS, refused, TLS, timeout
-            failure.append(f"{type(exc).__name__}: {exc}")
-
-    thread = threading.Thread(target=probe, name="hub-probe", daemon=True)
-    thread.start()
-    thread.join(timeout + 1.0)
-    if thread.is_alive():
-        return f"{endpoint} did not answer within {timeout:g} s"
-    return f"{endpoint} cannot be reached ({failure[0]})" if failure else None
-
-
-def _from_pretrained(load, model: str, local: bool, what: str, **kwargs):
-    """`load(model, ...)` from local files first (a folder, or a hub id already in the cache: no network
-    at all); a hub id that is not (fully) cached is downloaded unless the hub is offline or cannot be
-    reached (one quick check instead of the hub client's minutes of retries)."""
-    try:
-        with _hub_offline():
-            return load(model, local_files_only=True, **kwargs)
-    except OSError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if local:
-        raise ValueError(f"cannot load the {what} of {model!r} from its folder: {first}") from None
-    if _offline():
-        raise ValueError(f"{model}: {what} not found in the local Hugging Face cache ({first}); "
-                         + offline_help(model)) from None
-    unreachable = _hub_unreachable()
-    if unreachable:
-        raise ValueError(f"cannot load the {what} of {model!r}: not in the local Hugging Face cache, and the hub "
-                         f"at {unreachable}; {offline_help(model)}") from None
-    print(f"{model}: {what} not in the local cache; downloading from the hub (set HF_HUB_OFFLINE=1 to "
-          "fail instead on machines without network)", file=sys.stderr)
-    try:
-        return load(model, local_files_only=False, **kwargs)
-    except OSError as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if ".bin" in msg or "use_safetensors" in msg:
-            raise ValueError(f"{model}: no safetensors weights on the hub ({msg}); this package loads "
-                             "safetensors only: convert as described in the README or use a safetensors "
-                             "revision") from None
-        raise ValueError(f"cannot load the {what} of {model!r}: {msg}; {offline_help(model)}") from None
-
-
-def load_model(cfg: HFEngineConfig):
-    """(model, processor) from a hub id or a local folder, the same path for both. Problems a user can
-    fix (no flash-attn, .bin-only weights, a hub id not cached on an offline machine) are ValueErrors
-    of one line saying how."""
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
-    cuda = torch.cuda.is_available()
-    if not cuda:
-        # masked grouped-query attention: on the CPU the fused path beats repeating K/V per head (3x on the
-        # decode step); transformers keeps it off by default because CUDA's masked GQA hits the math kernel
-        os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
-    local = Path(cfg.model).is_dir()
-    if not local and (cfg.model.startswith((".", "/", "~")) or os.sep in cfg.model.strip("/").replace("/", "", 1)):
-        raise ValueError(f"model folder not found: {cfg.model} (give a local folder saved with save_pretrained, "
-                         "or a hub id such as Qwen/Qwen3-VL-8B-Instruct)")
-    if local:
-        _check_weights(Path(cfg.model))
-    attn = _attn_implementation(cfg, cuda)
-    processor = _from_pretrained(AutoProcessor.from_pretrained, cfg.model, local, "processor",
-                                 trust_remote_code=False)
-    if not hasattr(processor, "image_processor"):
-        raise ValueError(f"{cfg.model}: AutoProcessor gave {type(processor).__name__}, not a vision processor")
-    kwargs = dict(trust_remote_code=False, dtype=_dtype(cfg), use_safetensors=True, attn_implementation=attn)
-    if cuda and cfg.device_map:
-        kwargs["device_map"] = cfg.device_map
-    if cfg.load_in_4bit or cfg.load_in_8bit:
-        from transformers import BitsAndBytesConfig
-
-        kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=cfg.load_in_4bit, load_in_8bit=cfg.load_in_8bit, bnb_4bit_quant_type="nf4",
-            bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32, bnb_4bit_use_double_quant=True,
-            llm_int8_skip_modules=["model.visual", "lm_head"])  # quantise the language model only
-    model = _from_pretrained(AutoModelForImageTextToText.from_pretrained, cfg.model, local, "model weights",
-                             **kwargs)
-    if cfg.adapter:
-        from peft import PeftModel
-
-        with _hub_offline():  # a local folder (checked in HFEngineConfig): nothing to fetch
-            model = PeftModel.from_pretrained(model, cfg.adapter, is_trainable=False)
-    model.eval()
-    return model, processor

@@ -233,7 +233,8 @@ def apply_file(src: str | Path, dest: str | Path, calibration: str | Path) -> in
     config sidecar with the calibration's provenance; returns the number of lines written."""
     import os
 
-    from ..scoring import sidecar
+    def sidecar(path: Path, kind: str) -> Path:  # scoring.sidecar's naming; scoring imports this module
+        return path.with_suffix(f".{kind}.json")
 
     cal, prov = load(calibration)
     src, dest = Path(src), Path(dest)

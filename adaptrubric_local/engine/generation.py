@@ -1,0 +1,120 @@
+"""Generation controls for the transformers engine, and the memory budget of a batch.
+
+`WatchRecorder` records the probabilities of a few watched tokens at every generation step (how
+P(SCORE=1) is read without keeping full-vocabulary logits); `RowStop` ends each row at its own
+new-token cap or right after a complete line starting with its prefix; `derived_batch_tokens` sizes
+a batch from free GPU memory and the model's KV-cache bytes per token; `OutOfMemory`/`is_oom` name
+what the engine retries in halves. Knows nothing about batching policy, loading or verdicts.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from transformers import StoppingCriteria
+
+GPU_MEMORY_FRACTION = 0.85  # share of the free GPU memory (after loading) that groups may fill
+MASK_BYTES_PER_TOKEN = 32_768  # SDPA's padded (B, 1, L, L) bool mask, for rows up to 32K tokens
+
+
+class WatchRecorder:
+    """A logits processor that records, at every generation step, the softmax probabilities of a few
+    watched token ids and passes the scores through unchanged (instead of keeping every step's full
+    vocabulary logits, which for a batch of 16 x 256 steps is gigabytes). Everything stays on the
+    scores' device until `stacked` copies it to the host once."""
+
+    def __init__(self, token_ids: list[int]):
+        self.ids = torch.tensor(token_ids, dtype=torch.long)
+        self.steps: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self.ids.device != scores.device:  # once per generate call, not per step
+            self.ids = self.ids.to(scores.device)
+        self.steps.append(torch.softmax(scores.float(), dim=-1).index_select(-1, self.ids))
+        return scores
+
+    def stacked(self) -> Optional[torch.Tensor]:
+        """(batch, steps, watched) on the CPU, or None before the first step."""
+        return torch.stack(self.steps, dim=1).cpu() if self.steps else None
+
+
+class RowStop(StoppingCriteria):
+    """Per-row stopping over token ids: a row is done at its own new-token cap, or right after a
+    complete line (ended by a newline token) that starts with the row's prefix. Each step costs one
+    table lookup on the device and one boolean read; only rows that just produced a newline decode
+    their current line (never the whole text). `ends[row]` is the number of tokens a row kept when
+    its line stopped it (absent for rows the line did not stop)."""
+
+    def __init__(self, tokenizer, newline: torch.Tensor, prefixes: list[Optional[str]], caps: list[int],
+                 prompt_len: int):
+        self.tok, self.newline, self.prefixes, self.caps = tokenizer, newline, prefixes, caps
+        self.prompt_len = prompt_len
+        self.line_start = [prompt_len] * len(caps)
+        self.fragment = [False] * len(caps)  # the current line starts inside a token that ended the last one
+        self.ends: dict[int, int] = {}
+        self.done: Optional[torch.Tensor] = None
+        self.watching = any(p is not None for p in prefixes)
+
+    def __call__(self, input_ids: torch.Tensor, scores=None, **kwargs) -> torch.Tensor:
+        dev = input_ids.device
+        if self.done is None:
+            self.done = torch.zeros(len(self.caps), dtype=torch.bool, device=dev)
+            self._caps = torch.tensor(self.caps, device=dev)
+            self._watch = torch.tensor([p is not None for p in self.prefixes], device=dev)
+            self.newline = self.newline.to(dev)
+        n = input_ids.shape[1] - self.prompt_len
+        self.done |= self._caps <= n
+        if not self.watching:  # caps only: device work, no host read
+            return self.done.clone()
+        last = input_ids[:, -1]
+        hit = self.newline[last.clamp(max=self.newline.numel() - 1)] & self._watch & ~self.done
+        if bool(hit.any()):
+            for b in hit.nonzero().flatten().tolist():
+                self._line(b, input_ids[b, self.line_start[b]:].tolist(), input_ids.shape[1], n)
+        return self.done.clone()
+
+    def _line(self, b: int, ids: list[int], length: int, n: int) -> None:
+        parts = self.tok.decode(ids, skip_special_tokens=True).split("\n")
+        lines = parts[1:-1] if self.fragment[b] else parts[:-1]
+        if any(line.startswith(self.prefixes[b]) for line in lines):
+            self.done[b] = True
+            self.ends[b] = n
+            return
+        self.fragment[b] = bool(parts[-1])  # text after the newline inside the same token
+        self.line_start[b] = length - 1 if self.fragment[b] else length
+
+
+class OutOfMemory(RuntimeError):
+    """Raised by the fault-injection hook to simulate a CUDA out-of-memory error."""
+
+
+def is_oom(exc: BaseException) -> bool:
+    return isinstance(exc, (torch.OutOfMemoryError, OutOfMemory)) or "out of memory" in str(exc).lower()
+
+
+def newline_table(tokenizer, vocab_size: int) -> torch.Tensor:
+    """(vocab_size,) bool: which token ids decode to text containing a newline."""
+    n = min(vocab_size, len(tokenizer))
+    texts = tokenizer.batch_decode([[i] for i in range(n)], skip_special_tokens=True)
+    table = torch.zeros(vocab_size, dtype=torch.bool)
+    table[:n] = torch.tensor(["\n" in t for t in texts], dtype=torch.bool)
+    return table
+
+
+def kv_bytes_per_token(config, dtype: torch.dtype) -> int:
+    """Bytes of KV cache one token costs in the language model (keys and values of every layer)."""
+    text = getattr(config, "text_config", config)
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    kv_heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
+    return 2 * text.num_hidden_layers * kv_heads * head_dim * torch.finfo(dtype).bits // 8
+
+
+def derived_batch_tokens(config, dtype: torch.dtype, free_bytes: int) -> int:
+    """Padded tokens per group that fit in `free_bytes`: KV cache, the prefill's transient
+    activations (MLP input and hidden states of one layer) and SDPA's padded mask, per token."""
+    text = getattr(config, "text_config", config)
+    act = (2 * text.intermediate_size + 4 * text.hidden_size) * torch.finfo(dtype).bits // 8
+    per_token = kv_bytes_per_token(config, dtype) + act + MASK_BYTES_PER_TOKEN
+    return max(4096, int(free_bytes * GPU_MEMORY_FRACTION) // per_token)
+
+

@@ -1,0 +1,193 @@
+"""Loading a Qwen3-VL checkpoint for the transformers engine: a hub id or a local folder through the
+same `from_pretrained` path, safetensors only (never `trust_remote_code`), optionally 4/8-bit through
+bitsandbytes and with a LoRA adapter through peft; and the hub policy: local files first (a hub id
+whose files are all cached loads without the network), one quick reachability check of the hub
+before any download (an unreachable hub fails in seconds with the offline recipe, not minutes of
+retries), and one-line errors a user can act on. Knows nothing about generation or batching.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from .hf_config import HFEngineConfig
+
+
+def _dtype(cfg: HFEngineConfig):
+    if cfg.dtype == "fp32":
+        return torch.float32
+    if cfg.dtype == "fp16":
+        return torch.float16
+    if cfg.dtype == "bf16":
+        return torch.bfloat16
+    return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
+
+
+def _offline() -> bool:
+    try:
+        from huggingface_hub import constants
+
+        return bool(constants.HF_HUB_OFFLINE)
+    except Exception:  # pragma: no cover - huggingface_hub is a transformers dependency
+        return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def offline_help(model: str) -> str:
+    """How to make a hub id usable without network."""
+    return (f"to run offline, download it once where the hub is reachable (`hf download {model}`) and copy the "
+            "Hugging Face cache (~/.cache/huggingface/hub, or $HF_HUB_CACHE) to this machine, or save the model "
+            "to a folder and pass the folder; set HF_HUB_OFFLINE=1 to never try the network")
+
+
+def safetensors_help(folder: str) -> str:
+    """How to convert a .bin checkpoint to safetensors."""
+    return (f"{folder}: only .bin weights found; this package loads safetensors only (a .bin file is a pickle "
+            "that can run code). Convert once, where you trust the file: python -c \"from transformers import "
+            "AutoModelForImageTextToText as M, AutoProcessor as P; "
+            f"M.from_pretrained('{folder}', use_safetensors=False).save_pretrained('{folder}-st'); "
+            f"P.from_pretrained('{folder}').save_pretrained('{folder}-st')\" and pass {folder}-st")
+
+
+def _check_weights(folder: Path) -> None:
+    """A local checkpoint must hold safetensors weights; a .bin-only folder gets the conversion recipe."""
+    names = {p.name for p in folder.iterdir()}
+    if any(n.endswith(".safetensors") or n == "model.safetensors.index.json" for n in names):
+        return
+    if any(n.endswith(".bin") or n.endswith(".bin.index.json") for n in names):
+        raise ValueError(safetensors_help(str(folder)))
+
+
+def _attn_implementation(cfg: HFEngineConfig, cuda: bool) -> str:
+    attn = cfg.attn_implementation
+    if attn == "flash_attention_2" and not importlib.util.find_spec("flash_attn"):
+        raise ValueError("--attn-implementation flash_attention_2 needs the flash-attn package, which is not "
+                         "installed (pip install flash-attn --no-build-isolation, on a CUDA machine); or use sdpa")
+    if attn is None and cuda:
+        attn = "flash_attention_2" if importlib.util.find_spec("flash_attn") else "sdpa"
+    if attn is None or attn == "sdpa_padded_prefill":  # the CPU default: see engine/attention.py
+        from .attention import register
+
+        attn = register()
+    return attn
+
+
+@contextmanager
+def _hub_offline():
+    """huggingface_hub's offline switch, on for the duration: `local_files_only` alone still lets it
+    look up optional files (an adapter config) and its own metadata over the network."""
+    try:
+        from huggingface_hub import constants
+    except ImportError:  # pragma: no cover - huggingface_hub is a transformers dependency
+        yield
+        return
+    old = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = old
+
+
+def hub_unreachable(timeout: float = 5.0) -> Optional[str]:
+    """Why the hub endpoint ($HF_ENDPOINT, default huggingface.co) cannot be reached, or None when it
+    answers (any HTTP status): one request through huggingface_hub's own HTTP client (its proxies and
+    certificates), no retries, in a thread so that a slow name lookup cannot hold it past `timeout`."""
+    import threading
+
+    from huggingface_hub import constants
+    from huggingface_hub.utils import get_session
+
+    endpoint, failure = constants.ENDPOINT, []
+
+    def probe():
+        try:
+            get_session().head(endpoint, timeout=timeout, follow_redirects=False)
+        except Exception as exc:  # any failure to get an answer: DNS, refused, TLS, timeout
+            failure.append(f"{type(exc).__name__}: {exc}")
+
+    thread = threading.Thread(target=probe, name="hub-probe", daemon=True)
+    thread.start()
+    thread.join(timeout + 1.0)
+    if thread.is_alive():
+        return f"{endpoint} did not answer within {timeout:g} s"
+    return f"{endpoint} cannot be reached ({failure[0]})" if failure else None
+
+
+def from_pretrained_local_first(load, model: str, local: bool, what: str, **kwargs):
+    """`load(model, ...)` from local files first (a folder, or a hub id already in the cache: no network
+    at all); a hub id that is not (fully) cached is downloaded unless the hub is offline or cannot be
+    reached (one quick check instead of the hub client's minutes of retries)."""
+    try:
+        with _hub_offline():
+            return load(model, local_files_only=True, **kwargs)
+    except OSError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if local:
+        raise ValueError(f"cannot load the {what} of {model!r} from its folder: {first}") from None
+    if _offline():
+        raise ValueError(f"{model}: {what} not found in the local Hugging Face cache ({first}); "
+                         + offline_help(model)) from None
+    unreachable = hub_unreachable()
+    if unreachable:
+        raise ValueError(f"cannot load the {what} of {model!r}: not in the local Hugging Face cache, and the hub "
+                         f"at {unreachable}; {offline_help(model)}") from None
+    print(f"{model}: {what} not in the local cache; downloading from the hub (set HF_HUB_OFFLINE=1 to "
+          "fail instead on machines without network)", file=sys.stderr)
+    try:
+        return load(model, local_files_only=False, **kwargs)
+    except OSError as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if ".bin" in msg or "use_safetensors" in msg:
+            raise ValueError(f"{model}: no safetensors weights on the hub ({msg}); this package loads "
+                             "safetensors only: convert as described in the README or use a safetensors "
+                             "revision") from None
+        raise ValueError(f"cannot load the {what} of {model!r}: {msg}; {offline_help(model)}") from None
+
+
+def load_model(cfg: HFEngineConfig):
+    """(model, processor) from a hub id or a local folder, the same path for both. Problems a user can
+    fix (no flash-attn, .bin-only weights, a hub id not cached on an offline machine) are ValueErrors
+    of one line saying how."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    cuda = torch.cuda.is_available()
+    if not cuda:
+        # masked grouped-query attention: on the CPU the fused path beats repeating K/V per head (3x on the
+        # decode step); transformers keeps it off by default because CUDA's masked GQA hits the math kernel
+        os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
+    local = Path(cfg.model).is_dir()
+    if not local and (cfg.model.startswith((".", "/", "~")) or os.sep in cfg.model.strip("/").replace("/", "", 1)):
+        raise ValueError(f"model folder not found: {cfg.model} (give a local folder saved with save_pretrained, "
+                         "or a hub id such as Qwen/Qwen3-VL-8B-Instruct)")
+    if local:
+        _check_weights(Path(cfg.model))
+    attn = _attn_implementation(cfg, cuda)
+    processor = from_pretrained_local_first(AutoProcessor.from_pretrained, cfg.model, local, "processor",
+                                 trust_remote_code=False)
+    if not hasattr(processor, "image_processor"):
+        raise ValueError(f"{cfg.model}: AutoProcessor gave {type(processor).__name__}, not a vision processor")
+    kwargs = dict(trust_remote_code=False, dtype=_dtype(cfg), use_safetensors=True, attn_implementation=attn)
+    if cuda and cfg.device_map:
+        kwargs["device_map"] = cfg.device_map
+    if cfg.load_in_4bit or cfg.load_in_8bit:
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=cfg.load_in_4bit, load_in_8bit=cfg.load_in_8bit, bnb_4bit_quant_type="nf4",
+            bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32, bnb_4bit_use_double_quant=True,
+            llm_int8_skip_modules=["model.visual", "lm_head"])  # quantise the language model only
+    model = from_pretrained_local_first(AutoModelForImageTextToText.from_pretrained, cfg.model, local, "model weights",
+                             **kwargs)
+    if cfg.adapter:
+        from peft import PeftModel
+
+        with _hub_offline():  # a local folder (checked in HFEngineConfig): nothing to fetch
+            model = PeftModel.from_pretrained(model, cfg.adapter, is_trainable=False)
+    model.eval()
+    return model, processor

@@ -1,0 +1,71 @@
+"""Generation controls of the transformers engine (engine/generation.py): watched-token probabilities
+recorded per step and aligned with the decoded text, per-row stopping on token ids, and the batch
+token budget derived from GPU memory."""
+import pytest
+import torch
+
+
+def test_watched_token_probabilities_align_with_text(tiny_engine):
+    from adaptrubric_local.engine.base import Output
+    from adaptrubric_local.engine.generation import WatchRecorder
+    from adaptrubric_local.pipeline import p_success
+
+    tok = tiny_engine.tokenizer
+    ids = tok.encode("Looks done.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none",
+                     add_special_tokens=False)
+    vocab = tiny_engine.model.config.text_config.vocab_size
+    one, zero = tok.convert_tokens_to_ids("1"), tok.convert_tokens_to_ids("0")
+    rec = WatchRecorder([zero, one])
+    for _ in ids:  # what generate would feed it, step by step
+        scores = torch.zeros(1, vocab)
+        scores[0, one], scores[0, zero] = 3.0, 1.0
+        assert rec(None, scores) is scores
+    probs = rec.stacked()[0]
+    assert probs.shape == (len(ids), 2)
+    text, token_probs, n, eos = tiny_engine._decode(torch.tensor(ids), probs, ["0", "1"], ("0", "1"))
+    assert n == len(ids) and not eos and text.endswith("MISSING_EVIDENCE: none")
+    hit = [p for p in token_probs if text[p.offset] == "1"]
+    assert hit and hit[0].probs["1"] > hit[0].probs["0"]
+    p = p_success(Output(text=text, token_probs=token_probs))
+    assert p == pytest.approx(torch.softmax(torch.tensor([1.0, 3.0]), 0)[1].item(), rel=1e-4)
+
+
+def test_row_stop_on_token_ids(tiny_engine):
+    from adaptrubric_local.engine.generation import RowStop, newline_table
+
+    tok = tiny_engine.tokenizer
+    table = newline_table(tok, tiny_engine.model.get_output_embeddings().weight.shape[0])
+    assert table[tok.convert_tokens_to_ids("Ċ")] if "Ċ" in tok.get_vocab() else table.any()
+    texts = ["x\n  MISSING_EVIDENCE: indented\nMISSING_EVIDENCE: none\nmore",  # indented line is not a match
+             "MISSING_EVIDENCE: none",  # no newline yet: not complete
+             "a\nMISSING_EVIDENCE: none\n"]
+    rows = [tok.encode(t, add_special_tokens=False) for t in texts]
+    stop = RowStop(tok, table, ["MISSING_EVIDENCE:", "MISSING_EVIDENCE:", None], [100, 100, 4], prompt_len=2)
+    width = max(map(len, rows))
+    done_at = {}
+    for j in range(1, width + 1):
+        ids = torch.tensor([[0, 0] + (r + r[-1:] * width)[:j] for r in rows])
+        done = stop(ids, None)
+        for b in range(3):
+            if bool(done[b]) and b not in done_at:
+                done_at[b] = j
+    first_line = len(tok.encode("x\n  MISSING_EVIDENCE: indented\nMISSING_EVIDENCE: none\n", add_special_tokens=False))
+    assert done_at[0] == first_line and stop.ends[0] == first_line
+    assert 1 not in done_at  # never completed a line
+    assert done_at[2] == 4 and 2 not in stop.ends  # its own cap, not the line (it watches none)
+
+
+def test_default_token_budget_fits_a_full_batch_of_native_resolution_rows():
+    from transformers import Qwen3VLConfig
+
+    from adaptrubric_local.engine.generation import derived_batch_tokens, kv_bytes_per_token
+
+    cfg = Qwen3VLConfig(text_config=dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
+                                         num_attention_heads=32, num_key_value_heads=8, head_dim=128))
+    assert kv_bytes_per_token(cfg, torch.bfloat16) == 36 * 2 * 8 * 128 * 2
+    free = 120 * 2 ** 30  # an H200 after loading the 8B weights
+    tokens = derived_batch_tokens(cfg, torch.bfloat16, free)
+    assert tokens <= free // kv_bytes_per_token(cfg, torch.bfloat16)  # never more than the KV cache alone allows
+    assert tokens >= 16 * (7_300 + 1024)  # 16 rows at the 6,144-token cap with 1,024 new tokens
+    assert tokens >= 12 * (27_000 + 1024)  # at native resolution (~27K tokens a row) most of a batch of 16
+    assert derived_batch_tokens(cfg, torch.bfloat16, 20 * 2 ** 30) < 4 * (27_000 + 1024)  # a 24 GB card: few rows
