@@ -203,11 +203,11 @@ class AdaptRubric:
         v.id, v.category, v.cues = p.traj.id, p.route.category, list(p.cues.cues)
         v.route_parsed, v.dropped_cues = p.route.parsed, list(p.cues.dropped)
         v.n_images, v.prompt_tokens, v.completion_tokens = len(p.images), out.prompt_tokens, out.completion_tokens
-        v.hit_cap = bool(getattr(out, "hit_cap", False))
+        v.hit_cap = out.hit_cap
         return v
 
     def _stamp(self, v: Verdict, t: Optional[Trajectory]) -> Verdict:
-        v.model = getattr(self.engine, "name", None)
+        v.model = self.engine.name if self.engine is not None else None
         v.bank_sha = self.bank.sha
         if t is not None:
             v.label, v.platform, v.task_id = t.label, t.platform, t.task_id
@@ -276,8 +276,8 @@ class AdaptRubric:
             "cue_unparsed": self.criteria.unparsed["cue"],
             "hit_cap": self.stats["hit_cap"],
         }
-        engine_stats = getattr(self.engine, "stats", None)
-        if isinstance(engine_stats, dict) and engine_stats:
+        engine_stats = self.engine.stats if self.engine is not None else {}
+        if engine_stats:
             out["engine"] = dict(engine_stats)
         return out
 

@@ -34,7 +34,7 @@ import asyncio
 from typing import Any, Optional, Sequence
 
 # absolute imports: verl and OpenRLHF load this file by path, outside the package
-from adaptrubric_local import reward_model as _rm
+from adaptrubric_local import shared_reward as _rm
 from adaptrubric_local.reward_model import RewardModel
 from adaptrubric_local.types import Verdict
 

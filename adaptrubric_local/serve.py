@@ -39,8 +39,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .batcher import QueueFull
 from .inline_images import ImageStore
-from .reward_model import QueueFull, RewardModel, to_trajectory
+from .reward_inputs import to_trajectory
+from .reward_model import RewardModel
 from .types import Verdict
 
 log = logging.getLogger("adaptrubric.serve")

@@ -199,22 +199,14 @@ def test_score_file_resume_counts_retried_error_lines(tmp_path, capsys):
     assert capsys.readouterr().err.splitlines()[0] == f"resuming: 4 id(s) already in {out}, 0 to do"
 
 
-def test_score_file_with_an_engine_that_has_no_name(tmp_path):
-    class Nameless:
-        """An engine-like object without a `name` attribute (duck typing)."""
-
-        def __init__(self):
-            self._engine = FakeEngine()
-
-        def __getattr__(self, key):
-            if key == "name":
-                raise AttributeError(key)
-            return getattr(self._engine, key)
-
+def test_score_file_records_the_engines_name(tmp_path):
+    """Every engine is an Engine (engine/base.py) and has a name; the verdicts and summary carry it."""
     data = synthesize(tmp_path / "d", n_tasks=1, candidates=1, size=(90, 200))
-    summary = score_file(AdaptRubric(Nameless(), PipelineConfig(router="rules")), data, tmp_path / "v.jsonl",
+    out = tmp_path / "v.jsonl"
+    summary = score_file(AdaptRubric(FakeEngine(name="judge-x"), PipelineConfig(router="rules")), data, out,
                          progress=False)
-    assert summary["n"] == 1 and summary["model"] is None
+    assert summary["n"] == 1 and summary["model"] == "judge-x"
+    assert json.loads(out.read_text().splitlines()[0])["model"] == "judge-x"
 
 
 def test_score_file_progress_bar_names_its_unit_and_counts(tmp_path, capsys):

@@ -107,7 +107,7 @@ class Teacher:
     @property
     def name(self) -> str:
         """The teacher's name as the engine reports it."""
-        return getattr(self.engine, "name", type(self.engine).__name__)
+        return self.engine.name
 
     def ask(self, requests: list[Request], tags: list[str]) -> list[Output]:
         """One Output per request; each is appended to the log as soon as the batch returns.

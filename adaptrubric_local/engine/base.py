@@ -73,6 +73,11 @@ class Engine(ABC):
         """P(next token = c) for each candidate c, after each request and assistant prefix."""
         raise NotImplementedError(f"{type(self).__name__} does not expose next-token probabilities")
 
+    @property
+    def stats(self) -> dict:
+        """Counters a backend keeps (batches, rows, out-of-memory splits); none by default."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op unless a backend holds resources
         """Release resources (threads, GPU memory)."""
 

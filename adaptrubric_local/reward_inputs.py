@@ -1,0 +1,97 @@
+"""What a reward call may be given, made into Trajectories: Trajectory objects, canonical record dicts
+(or their JSON) or paths to trajectory files. Relative screenshot paths resolve against `data_root`
+(default: the current directory) and then `image_roots`; absolute paths are used as they are (by the
+service, with `confine`: only inside those folders). A screenshot may also be the image itself,
+bytes or a `data:image/...;base64,` URL, checked and kept in a temporary folder for the call
+(inline_images.py). Knows nothing about scoring, batching or HTTP.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+from .inline_images import ImageStore, is_inline
+from .reward_config import RewardConfig
+from .types import Trajectory
+
+
+def _inside(path: str | Path, roots: list[Path], where: str, what: str) -> Path:
+    """`path` resolved, when it lies inside one of `roots` (symlinks followed); ValueError otherwise."""
+    full = Path(path).resolve()
+    allowed = [r.resolve() for r in roots]
+    if not any(full == r or r in full.parents for r in allowed):
+        raise ValueError(f"{where}: {what} {str(path)!r} lies outside the service's data_root and image_roots "
+                         f"({', '.join(map(str, allowed))}): add its folder to image_roots "
+                         "(serve --set 'image_roots=[DIR]') or send the screenshots inline (inline_images: true)")
+    return full
+
+
+def resolve_shot(rel: str, roots: list[Path], where: str, confine: bool = False) -> str:
+    if rel.startswith("file://"):
+        rel = rel[len("file://"):]
+    if os.path.isabs(rel):
+        return str(_inside(rel, roots, where, "screenshot path")) if confine else rel
+    tried = []
+    for root in roots:
+        root_r = root.resolve()
+        full = (root_r / rel).resolve()
+        if full != root_r and root_r not in full.parents:
+            raise ValueError(f"{where}: screenshot path {rel!r} escapes {root_r}")
+        if full.is_file():
+            return str(full)
+        tried.append(str(full))
+    raise ValueError(f"{where}: screenshot not found: {rel!r} (tried {', '.join(tried)}; set data_root or image_roots)")
+
+
+def _shot(value: Any, roots: list[Path], images: Optional[ImageStore], where: str, confine: bool) -> Any:
+    """A step's screenshot as a local path: inline images go to `images`, paths are resolved."""
+    if is_inline(value):
+        if images is None:
+            raise ValueError(f"{where}: an inline screenshot (bytes or data URL) where none is accepted")
+        return images.put(value, where)
+    return resolve_shot(value, roots, where, confine) if isinstance(value, str) else value
+
+
+def to_trajectory(obj: Any, cfg: RewardConfig, where: str = "trajectory",
+                  images: Optional[ImageStore] = None, confine: bool = False) -> Trajectory:
+    """A Trajectory from a Trajectory, a canonical dict (or its JSON), or a path to trajectory data.
+    Screenshots given inline (bytes or data URLs) are checked and written to `images`. With `confine`
+    (the service: requests come from elsewhere), absolute paths, like relative ones, must lie inside
+    data_root or image_roots."""
+    from .formats import load_trajectories
+    from .formats.canonical import parse_record
+
+    if isinstance(obj, Trajectory):
+        return obj
+    if isinstance(obj, (bytes, bytearray)):
+        obj = obj.decode("utf-8")
+    if isinstance(obj, str) and obj.lstrip().startswith("{"):
+        try:
+            obj = json.loads(obj)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: not valid JSON: {exc}") from None
+    if isinstance(obj, dict):
+        roots = [cfg.root, *map(Path, cfg.image_roots)]
+        steps = obj.get("steps")
+        if isinstance(steps, list):
+            obj = {**obj, "steps": [
+                {**s, "screenshot": _shot(s["screenshot"], roots, images, f"{where}, steps[{i}].screenshot", confine)}
+                if isinstance(s, dict) and s.get("screenshot") is not None else s
+                for i, s in enumerate(steps)]}
+        return parse_record(obj, Path("/"), Path(f"<{where}>"), where)
+    if isinstance(obj, (str, Path)):
+        path = obj if os.path.isabs(str(obj)) else cfg.root / obj
+        if confine:
+            path = _inside(path, [cfg.root, *map(Path, cfg.image_roots)], where, "trajectory path")
+        loaded = load_trajectories(path, image_roots=tuple(cfg.image_roots))
+        if not loaded.trajectories:
+            raise ValueError(f"{where}: no trajectory in {path}: {'; '.join(map(str, loaded.errors)) or 'empty'}")
+        return loaded.trajectories[0]
+    raise TypeError(f"{where}: expected a Trajectory, a canonical dict or a path, got {type(obj).__name__}")
+
+
+def traj_key(t: Trajectory) -> str:
+    """Identity of a trajectory's content (two equal rollouts are scored once)."""
+    return json.dumps(t.to_dict(), sort_keys=True, ensure_ascii=False)

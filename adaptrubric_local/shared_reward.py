@@ -1,0 +1,48 @@
+"""One RewardModel per process, for the RL adapters: configured by the trainer (`configure`) or built once
+on first use from $ADAPTRUBRIC_CONFIG (a YAML/JSON file of options) and $ADAPTRUBRIC_SERVICE_URL. It
+lives in its own package module, not in rewards.py, because verl and OpenRLHF load rewards.py by path
+(a second copy of that file must still find the same model). Knows nothing about RL frameworks.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from pathlib import Path
+from typing import Any, Optional
+
+from .pipeline import PipelineConfig
+from .reward_model import RewardModel
+
+_SHARED: dict[str, Any] = {"rm": None}
+_SHARED_LOCK = threading.Lock()
+CONFIG_ENV = "ADAPTRUBRIC_CONFIG"
+URL_ENV = "ADAPTRUBRIC_SERVICE_URL"
+
+
+def configure(config: Optional[str | Path | PipelineConfig] = None, **options) -> RewardModel:
+    """Set the process-wide RewardModel from a config file and/or options (replacing any earlier one).
+    A PipelineConfig may stand in for the file: its fields become options."""
+    if isinstance(config, PipelineConfig):
+        options = {**dataclasses.asdict(config), **options}
+        config = None
+    rm = RewardModel.from_config(config, **options) if config else RewardModel(**options)
+    with _SHARED_LOCK:
+        old, _SHARED["rm"] = _SHARED["rm"], rm
+    if old is not None:
+        old.close()
+    return rm
+
+
+def shared() -> RewardModel:
+    """The process-wide RewardModel: the configured one, else built once from $ADAPTRUBRIC_CONFIG
+    (a YAML/JSON file) and $ADAPTRUBRIC_SERVICE_URL, else the defaults."""
+    rm = _SHARED["rm"]
+    if rm is None:
+        with _SHARED_LOCK:
+            if _SHARED["rm"] is None:
+                path = os.environ.get(CONFIG_ENV)
+                extra = {"service_url": os.environ[URL_ENV]} if os.environ.get(URL_ENV) else {}
+                _SHARED["rm"] = RewardModel.from_config(path, **extra) if path else RewardModel(**extra)
+            rm = _SHARED["rm"]
+    return rm
