@@ -20,8 +20,9 @@ from .cli_common import (
     make_engine,
     needs_engine,
     pipeline_config,
-    rules_estimate,
 )
+from .flags import add_config_arguments
+from .pipeline import PipelineConfig
 
 EXAMPLES = """examples:
   adaptrubric route --router rules "Turn on Wi-Fi, then open the dialer app"
@@ -48,7 +49,7 @@ EXAMPLES = """examples:
 def cmd_route(args) -> int:
     from .pipeline import AdaptRubric, PipelineConfig
 
-    cfg = PipelineConfig(router=args.router, fine=False, bank_path=args.bank)
+    cfg = PipelineConfig(router=args.router, fine=False, bank_path=args.bank_path)
     engine = None
     if args.router == "model":
         if not args.model:
@@ -184,21 +185,18 @@ def build_parser() -> argparse.ArgumentParser:
                                    "JSONL file. The default router is the paper's: the model answers the router "
                                    "prompt (H.2).", epilog=EXAMPLES, formatter_class=FORMATTER)
     p.add_argument("instruction", nargs="?", help="an instruction to route")
-    p.add_argument("--router", choices=["model", "rules"], default="model",
-                   help="model (default, the paper's router prompt; needs --model) or rules (no model). "
-                        + rules_estimate())
+    add_config_arguments(p, PipelineConfig, only=("router", "bank_path"))
     p.add_argument("--explain", action="store_true",
                    help="with --router rules: print how the rules read the instruction")
     p.add_argument("--input", help="JSONL file whose lines have \"instruction\"")
     p.add_argument("--output", help="where to write the routed JSONL (default stdout)")
-    p.add_argument("--bank", help="rubric bank YAML (default: bundled)")
     add_model_options(p)
     p.set_defaults(func=cmd_route)
 
     p = sub.add_parser("prompt", help="show exactly what the verifier would see for one trajectory",
                        description="Render the fused verifier prompt and the selected screenshots exactly as "
                                    "`score` would send them with the same flags (the router and cue calls run on "
-                                   "--model). Without a model: --router rules and --no-fine or --cue TEXT.",
+                                   "--model). Without a model: --router rules and --no-fine or --manual-cues TEXT.",
                        epilog=EXAMPLES, formatter_class=FORMATTER)
     p.add_argument("data", help="trajectory file or folder (any supported format)")
     p.add_argument("--id", required=True, help="trajectory id")

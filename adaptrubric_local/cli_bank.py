@@ -7,14 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 EXAMPLES = """examples:
   # 1. induce a bank from labelled trajectories of your own apps (a served teacher, or a local one)
   adaptrubric bank induce DATA --out my_bank.yaml --teacher-url http://judge:8000/v1 \\
       --teacher-name Qwen/Qwen3-VL-235B-A22B-Instruct --domain "our CRM web app" --name crm
-  adaptrubric bank induce DATA --out my_bank.yaml --teacher-model Qwen/Qwen3-VL-32B-Instruct --families KEEP
+  adaptrubric bank induce DATA --out my_bank.yaml --teacher-model Qwen/Qwen3-VL-32B-Instruct --keep-families
   adaptrubric validate-bank my_bank.yaml
   # 2. refine it on a labelled DEV set with the verifier you will use for rewards
   adaptrubric bank refine --bank my_bank.yaml --data DEV --model Qwen/Qwen3-VL-8B-Instruct \\
@@ -65,14 +64,10 @@ def _prompts(args):
 # ----------------------------------------------------------------------------- induce
 def cmd_induce(args) -> int:
     from .bank_induction.induce import InduceConfig, induce
+    from .flags import config_kwargs
 
-    if args.families not in ("NEW", "KEEP"):
-        raise ValueError("--families is NEW (propose families) or KEEP (the paper's 8, texts rewritten)")
-    cfg = InduceConfig(per_family=args.per_family, max_trajectories=args.max_trajectories, per_call=args.per_call,
-                       images_per_traj=args.images_per_traj, max_families=args.max_families,
-                       keep_families=args.families == "KEEP", fallback=args.fallback, domain=args.domain,
-                       name=args.name or Path(args.out).stem, seed=args.seed,
-                       teacher_max_new_tokens=args.teacher_max_new_tokens)
+    kw = config_kwargs(args, InduceConfig)
+    cfg = InduceConfig(**{**kw, "name": kw.get("name") or Path(args.out).stem})
     ps = _prompts(args)
     trajs = _load(args.data, args.format, args.image_root)
     teacher = _teacher(args)
@@ -94,11 +89,11 @@ def cmd_refine(args) -> int:
 
     if not args.model:
         raise ValueError("--model (the verifier the bank is refined for) is required")
-    cfg = RefineConfig(rounds=args.rounds, val_fraction=args.val_fraction, max_cases=args.max_cases,
-                       min_gain=args.min_gain, seed=args.seed, teacher_max_new_tokens=args.teacher_max_new_tokens)
     from .bank import DEFAULT_BANK
+    from .flags import config_kwargs
 
-    bank = args.bank or str(DEFAULT_BANK)
+    cfg = RefineConfig(**config_kwargs(args, RefineConfig))
+    bank = args.bank_path or str(DEFAULT_BANK)
     pcfg = pipeline_config(args, bank_path=bank)
     ps = _prompts(args)
     trajs = _load(args.data, args.format, args.image_root)
@@ -123,9 +118,7 @@ def add_subcommands(sub) -> None:
     from .bank_induction.induce import InduceConfig
     from .bank_induction.refine import RefineConfig
     from .cli_common import FORMATTER, add_data_options, add_model_options, add_pipeline_options
-
-    ihelp = {f.name: f.metadata.get("help", "") for f in fields(InduceConfig)}
-    rhelp = {f.name: f.metadata.get("help", "") for f in fields(RefineConfig)}
+    from .flags import add_config_arguments
     b = sub.add_parser("bank", help="build a rubric bank for your own apps (induce, refine)",
                        description="Grow a rubric bank the way the paper built its own (§4.1, Appendix B): induce "
                                    "families and rubrics from labelled trajectories with a teacher model, then "
@@ -145,20 +138,10 @@ def add_subcommands(sub) -> None:
                                     "+ 1.", epilog=EXAMPLES, formatter_class=FORMATTER)
     p.add_argument("data", help="labelled trajectory file or folder (any supported format)")
     p.add_argument("--out", required=True, help="bank YAML to write")
-    p.add_argument("--families", default="NEW", choices=["NEW", "KEEP"],
-                   help="NEW: the teacher proposes families (default); KEEP: the paper's 8 families and router, "
-                        "texts rewritten")
-    p.add_argument("--per-family", type=int, default=15, help=ihelp["per_family"] + " (default 15)")
-    p.add_argument("--max-trajectories", type=int, default=232, help=ihelp["max_trajectories"] + " (default 232)")
-    p.add_argument("--per-call", type=int, default=8, help=ihelp["per_call"] + " (default 8)")
-    p.add_argument("--images-per-traj", type=int, default=3, help=ihelp["images_per_traj"] + " (default 3)")
-    p.add_argument("--max-families", type=int, default=8, help=ihelp["max_families"] + " (default 8)")
-    p.add_argument("--fallback", default="general", help=ihelp["fallback"] + " (default general)")
-    p.add_argument("--domain", default="GUI apps", help=ihelp["domain"])
-    p.add_argument("--name", help="the bank's name (default: the --out file name)")
-    p.add_argument("--base-bank", help="bank whose meta rule, output format and (with KEEP) families are kept "
-                                       "(default: the bundled paper bank)")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    add_config_arguments(p.add_argument_group("induction"), InduceConfig, skip=("teacher_max_new_tokens",),
+                         defaults={"name": None})
+    p.add_argument("--base-bank", help="bank whose meta rule, output format and (with --keep-families) families are "
+                                       "kept (default: the bundled paper bank)")
     add_data_options(p)
     _teacher_options(p)
     p.set_defaults(func=cmd_induce)
@@ -175,14 +158,10 @@ def add_subcommands(sub) -> None:
                                     "revised family.", epilog=EXAMPLES, formatter_class=FORMATTER)
     p.add_argument("--data", required=True, help="labelled DEV trajectories (any supported format)")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--rounds", type=int, default=2, help=rhelp["rounds"] + " (default 2)")
-    p.add_argument("--val-fraction", type=float, default=0.5, help=rhelp["val_fraction"] + " (default 0.5)")
-    p.add_argument("--max-cases", type=int, default=8, help=rhelp["max_cases"] + " (default 8)")
-    p.add_argument("--min-gain", type=float, default=0.0, help=rhelp["min_gain"] + " (default 0)")
-    p.add_argument("--seed", type=int, default=0, help=rhelp["seed"] + " (default 0)")
+    add_config_arguments(p.add_argument_group("refinement"), RefineConfig, skip=("teacher_max_new_tokens",))
     p.add_argument("--resume", action="store_true", help="continue from the last round_K.yaml in OUT")
     add_data_options(p)
-    add_pipeline_options(p)  # --bank: the bank to refine (default: the bundled paper bank)
+    add_pipeline_options(p)  # --bank-path: the bank to refine (default: the bundled paper bank)
     add_model_options(p)
     _teacher_options(p)
     p.set_defaults(func=cmd_refine)

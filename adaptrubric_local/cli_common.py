@@ -7,8 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .engine.build import add_engine_arguments, engine_kwargs
-from .flags import Record, explicit
+from .flags import add_config_arguments, config_kwargs, explicit
 
 FORMATTER = argparse.RawDescriptionHelpFormatter
 
@@ -17,13 +16,6 @@ def die(msg: str, code: int = 2) -> int:
     """Print one error line and return the exit code."""
     print(f"adaptrubric: error: {msg}", file=sys.stderr)
     return code
-
-
-def rules_estimate() -> str:
-    """The rules router's measured generalisation, for help texts."""
-    from . import route
-
-    return getattr(route, "RULES_ESTIMATE", "").replace("%", "%%")  # argparse formats help with %
 
 
 def add_data_options(p: argparse.ArgumentParser) -> None:
@@ -36,52 +28,34 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_pipeline_options(p: argparse.ArgumentParser) -> None:
-    """The AdaptRubric settings; defaults are the paper's method."""
-    g = p.add_argument_group("AdaptRubric (defaults: the paper's method)")
-    g.add_argument("--router", choices=["model", "rules"], default="model",
-                   help="model: the paper's router prompt (H.2), one call per distinct instruction (default); "
-                        "rules: no model call. " + rules_estimate())
-    g.add_argument("--no-coarse", action="store_true", help="ablation: leave out the family rubric and meta rule")
-    g.add_argument("--no-fine", action="store_true", help="ablation: leave out the fine cues")
-    g.add_argument("--cue", action="append", default=None, metavar="TEXT",
-                   help="use this fine cue instead of generating cues (repeatable, at most 2 kept)")
-    g.add_argument("--max-images", type=int, default=10, action=Record,
-                   help="screenshot budget per trajectory (paper: 10; with --adapter: the adapter's)")
-    g.add_argument("--max-new-tokens", type=int, default=1024,
-                   help="cap on verifier output tokens (default 1024; generation stops once the verdict block "
-                        "is complete, so a long cap costs nothing when the model is brief)")
-    g.add_argument("--dedupe-frames", action="store_true",
-                   help="opt-in: treat near-identical neighbouring frames as one screen and fill the screenshot "
-                        "budget with distinct screens (not in the paper; changes what the verifier sees; decodes "
-                        "the candidate frames to compare them)")
-    g.add_argument("--cue-filter", action="store_true",
-                   help="opt-in: drop generated cues over 40 words or with over-constraining words (exactly, all, "
-                        "visibly, ...) the instruction does not use (the paper states these as rules for the cue "
-                        "writer, not as a filter)")
-    g.add_argument("--bank", help="rubric bank YAML (default: the bundled paper bank)")
+    """The AdaptRubric settings, one flag per PipelineConfig field; defaults are the paper's method."""
+    from .pipeline import PipelineConfig
+
+    add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig)
 
 
-def add_model_options(p: argparse.ArgumentParser, required: bool = False) -> None:
-    """--model and every engine option."""
-    add_engine_arguments(p, required=required)
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """--model and every engine option, one flag per HFEngineConfig field."""
+    from .engine.hf_config import HFEngineConfig
+
+    add_config_arguments(p.add_argument_group("engine (transformers, Qwen3-VL)"), HFEngineConfig,
+                         defaults={"model": None})  # a command names its model
 
 
-def add_scoring_options(p: argparse.ArgumentParser, model_required: bool = False) -> None:
+def add_scoring_options(p: argparse.ArgumentParser) -> None:
     """Data, pipeline and engine options, for every command that scores."""
     add_data_options(p)
     add_pipeline_options(p)
-    add_model_options(p, required=model_required)
+    add_model_options(p)
 
 
 def pipeline_config(args, **overrides):
-    """The PipelineConfig the pipeline options describe."""
+    """The PipelineConfig the pipeline options describe (with --adapter, its screenshot budget)."""
     from .pipeline import PipelineConfig
 
-    kw = dict(router=args.router, coarse=not args.no_coarse, fine=not args.no_fine, max_images=args.max_images,
-              bank_path=args.bank, verify_max_new_tokens=args.max_new_tokens, dedupe_frames=args.dedupe_frames,
-              cue_filter=args.cue_filter, manual_cues=args.cue,
-              batch_size=max(4 * getattr(args, "max_batch_size", 8), 8))
-    kw.update(overrides)
+    kw = {**config_kwargs(args, PipelineConfig), **overrides}
+    if "trajectories_per_batch" not in explicit(args) and getattr(args, "max_batch_size", None):
+        kw["trajectories_per_batch"] = max(4 * args.max_batch_size, 8)  # enough to fill the engine's batches
     _, kw = adopt_adapter_images(args, {}, kw)
     return PipelineConfig(**kw)
 
@@ -107,7 +81,9 @@ def _warn_once(args):
 
 def engine_options(args, cfg=None) -> dict:
     """HFEngineConfig options from the flags; the token cap covers every call the pipeline makes."""
-    kw, _ = adopt_adapter_images(args, engine_kwargs(args), {})
+    from .engine.hf_config import HFEngineConfig
+
+    kw, _ = adopt_adapter_images(args, config_kwargs(args, HFEngineConfig), {})
     if cfg is not None:
         kw["max_new_tokens"] = max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens, cfg.route_max_new_tokens)
     return kw

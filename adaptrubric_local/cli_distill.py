@@ -62,8 +62,9 @@ def _collect_teacher(args, pcfg_for):
 def cmd_collect(args) -> int:
     from .distill.collect import CollectConfig, collect, teacher_pipeline
 
-    cfg = CollectConfig(val_fraction=args.val_fraction, agree_with_labels=args.agree_with_labels,
-                        balance=args.balance, seed=args.seed, copy_images=not args.no_copy_images)
+    from .flags import config_kwargs
+
+    cfg = CollectConfig(**config_kwargs(args, CollectConfig))
     teacher, desc, pcfg, groups = _collect_teacher(
         args, lambda kind: teacher_pipeline(kind, args.router, args.max_images, args.teacher_max_new_tokens))
     try:
@@ -113,8 +114,9 @@ def cmd_plan(args) -> int:
 def cmd_evaluate(args) -> int:
     from .distill.evaluate import evaluate
 
-    res = evaluate(args.dir, args.model, args.adapter, args.out, split=args.split, batch_size=args.batch_size,
-                   max_new_tokens=args.max_new_tokens, data=args.data, progress=not args.quiet, base=not args.no_base)
+    res = evaluate(args.dir, args.model, args.adapter, args.out, split=args.split, batch_size=args.max_batch_size,
+                   max_new_tokens=args.verify_max_new_tokens, data=args.data, progress=not args.quiet,
+                   base=not args.no_base)
     print(json.dumps(res["table"], indent=2))
     return 0
 
@@ -130,8 +132,10 @@ def cmd_merge(args) -> int:
 # ----------------------------------------------------------------------------- parser
 def add_subcommands(sub) -> None:
     """Register `distill {collect,train,plan,evaluate,merge}` on the main parser's subparsers."""
+    from .distill.collect import CollectConfig
     from .engine.teacher import TeacherConfig
     from .flags import add_config_arguments
+    from .pipeline import PipelineConfig
 
     fmt = argparse.RawDescriptionHelpFormatter
     d = sub.add_parser("distill", help="distil a large judge into a LoRA adapter for a small verifier",
@@ -153,14 +157,10 @@ def add_subcommands(sub) -> None:
     t.add_argument("--teacher-verdicts", help="verdict JSONL produced elsewhere (each line needs 'raw'; its "
                                               "p_success, when present, is kept as the teacher's probability)")
     t.add_argument("--teacher-labels", action="store_true", help="use the data's labels as the teacher's verdicts")
-    p.add_argument("--router", choices=["rules", "model"], default=None,
-                   help="default: model for model/url teachers, rules for labels and verdicts")
-    p.add_argument("--max-images", type=int, default=10, help="screenshot budget (default 10)")
-    p.add_argument("--val-fraction", type=float, default=0.2, help="fraction of tasks held out (default 0.2)")
-    p.add_argument("--agree-with-labels", action="store_true", help="keep only verdicts that match the label")
-    p.add_argument("--balance", action="store_true", help="downsample the majority class in train")
-    p.add_argument("--seed", type=int, default=0, help="split/balance seed (default 0)")
-    p.add_argument("--no-copy-images", action="store_true", help="record screenshot paths instead of copying them")
+    g = p.add_argument_group("what the teacher runs (default router: model for model/url teachers, rules for "
+                             "labels and verdicts, which carry no router answers)")
+    add_config_arguments(g, PipelineConfig, only=("router", "max_images"), defaults={"router": None})
+    add_config_arguments(p.add_argument_group("collection"), CollectConfig)
     p.add_argument("--resume", action="store_true", help="continue DIR: skip what is there, retry failures (and "
                                                          "truncated replies once the token cap is raised)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -199,9 +199,9 @@ def add_subcommands(sub) -> None:
     p.add_argument("--adapter", required=True, help="adapter folder (from distill train)")
     p.add_argument("--out", required=True, help="result folder")
     p.add_argument("--split", default="val", choices=["val", "train"], help="which split (default val)")
-    p.add_argument("--batch-size", type=int, default=8, help="engine batch size (default 8)")
-    p.add_argument("--max-new-tokens", type=int, default=None,
-                   help="verifier token cap (default: the collection's, 1024 for model teachers)")
+    p.add_argument("--max-batch-size", type=int, default=8, help="requests per generate call (default 8)")
+    p.add_argument("--verify-max-new-tokens", type=int, default=None,
+                   help="verifier token cap (default: the collection's)")
     p.add_argument("--data", help="the collected data set, if it moved since `collect` (default: manifest's)")
     p.add_argument("--no-base", action="store_true", help="score the adapter only")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -115,7 +115,7 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
                         "file's sha256 is recorded in OUT.config.json")
     p.add_argument("--summary-json", help="also write the run summary here")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_scoring_options(p, model_required=True)
+    add_scoring_options(p)
 
 
 def add_subcommands(sub) -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-from typing import Any
 
 EXAMPLES = """examples:
   adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
-  adaptrubric serve --config reward.yaml --set max_images=6 --set reward=p_success
-  adaptrubric serve --model M --calibration calib.json --set reward=p_success   # calibrated soft reward
+  adaptrubric serve --config reward.yaml --max-images 6 --reward p_success   # flags override the file
+  adaptrubric serve --model M --calibration calib.json --reward p_success    # calibrated soft reward
   CUDA_VISIBLE_DEVICES=1 adaptrubric serve --config reward.yaml --port 8001   # one service per GPU
 
   # other machines: a key from the environment (not the command line, which `ps` shows to everyone)
@@ -29,11 +28,15 @@ when the trainers' screenshots are not on this machine. OpenRLHF's HTTP route
 """
 
 
-def read_key(args) -> "str | None":
-    """The API key: --api-key, else the file, else the environment variable (empty counts as none)."""
+def read_key(args, opts: dict) -> "str | None":
+    """The API key: --api-key, else the file, else the environment variable named by api_key_env (empty
+    counts as none)."""
     import os
     from pathlib import Path
 
+    from .reward_config import RewardConfig
+
+    env = opts.get("api_key_env", RewardConfig.api_key_env)
     if args.api_key:
         return args.api_key
     if args.api_key_file:
@@ -44,51 +47,35 @@ def read_key(args) -> "str | None":
         if not key:
             raise ValueError(f"--api-key-file: {path} is empty")
         return key
-    return (os.environ.get(args.api_key_env) or None) if args.api_key_env else None
+    return (os.environ.get(env) or None) if env else None
 
 
-def _value(text: str) -> Any:
-    import yaml
-
-    return yaml.safe_load(text)
-
-
-def parse_sets(pairs: list[str]) -> dict[str, Any]:
-    """`key=value` overrides (values read as YAML: 6, true, null, [a, b])."""
-    out = {}
-    for p in pairs:
-        if "=" not in p:
-            raise ValueError(f"--set expects key=value, got {p!r}")
-        k, v = p.split("=", 1)
-        out[k.strip()] = _value(v)
-    return out
+# the reward options that only a client of the service uses
+CLIENT_ONLY = ("service_url", "service_timeout", "inline_images")
+SERVE_DEFAULTS = {"max_pending": 1024}  # a service bounds its queue (503 beyond it)
 
 
 def cmd_serve(args) -> int:
+    from .engine.hf_config import HFEngineConfig
+    from .flags import config_kwargs
+    from .pipeline import PipelineConfig
+    from .reward_config import RewardConfig, load_options
     from .reward_model import RewardModel
     from .serve import ServeConfig, serve
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    opts = parse_sets(args.set)
-    if args.model:
-        opts["model"] = args.model
-    if args.calibration:
-        opts["calibration"] = args.calibration
-    opts.setdefault("max_pending", args.max_queue)
-    opts.setdefault("batch_window_ms", args.batch_window_ms)
-    opts.setdefault("max_batch", args.max_batch)
+    opts = {**SERVE_DEFAULTS, **(load_options(args.config) if args.config else {})}
+    for cls, skip in ((RewardConfig, CLIENT_ONLY), (PipelineConfig, ()), (HFEngineConfig, ())):
+        opts.update(config_kwargs(args, cls, skip=skip, only_given=True))
+    if opts.get("service_url"):
+        raise ValueError("the service cannot itself forward to service_url; remove it from the service's config")
     engine = None
     if args.fake_engine:
         from .dry_run import FakeEngine
 
         engine = FakeEngine()
-    cfg = ServeConfig(host=args.host, port=args.port, max_request_bytes=int(args.max_request_mb * (1 << 20)),
-                      max_items=args.max_items, request_timeout_s=args.request_timeout, api_key=read_key(args),
-                      insecure=args.insecure)  # refuses an open address without a key before anything loads
-    rm = (RewardModel.from_config(args.config, engine=engine, **opts) if args.config
-          else RewardModel(engine=engine, **opts))
-    if rm.config.service_url:
-        raise ValueError("the service cannot itself forward to service_url; remove it from the service's config")
+    cfg = ServeConfig(**{**config_kwargs(args, ServeConfig, skip=("api_key",)), "api_key": read_key(args, opts)})
+    rm = RewardModel(engine=engine, **opts)  # the ServeConfig above refused an open address without a key
     if cfg.api_key is None:
         logging.getLogger("adaptrubric.serve").warning("no API key: every client that reaches %s is served", cfg.host)
     serve(rm, cfg)
@@ -96,36 +83,25 @@ def cmd_serve(args) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The flags of `serve`."""
-    p.add_argument("--config", help="YAML/JSON file of verifier options (every option of `score`, plus reward, "
-                                    "unparsed_reward, data_root, image_roots)")
-    p.add_argument("--model", help="Qwen3-VL checkpoint (hub id or folder); default the engine's default")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one option of the config (repeatable), e.g. --set max_images=6")
-    p.add_argument("--calibration", metavar="CALIB.json",
-                   help="a file from `adaptrubric calibrate`: verdicts carry p_success_calibrated (the p_success "
-                        "reward uses it); its sha256 is shown by GET /health")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to bind (default 127.0.0.1); any other address needs an API key or --insecure")
-    p.add_argument("--api-key-env", default="ADAPTRUBRIC_API_KEY", metavar="VAR",
-                   help="environment variable holding the API key clients must send as a bearer token "
-                        "(default ADAPTRUBRIC_API_KEY; unset or empty: no key)")
-    p.add_argument("--api-key-file", metavar="FILE", help="read the API key from FILE instead")
-    p.add_argument("--api-key", metavar="KEY",
-                   help="the API key itself (visible in `ps` and shell history: prefer the environment or a file)")
-    p.add_argument("--insecure", action="store_true",
-                   help="serve a non-loopback address without an API key (only on a network you trust)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    p.add_argument("--max-batch", type=int, default=32, help="most trajectories per engine batch (default 32)")
-    p.add_argument("--batch-window-ms", type=float, default=50.0,
-                   help="wait this long for more requests before running a batch (default 50)")
-    p.add_argument("--max-queue", type=int, default=1024,
-                   help="most trajectories waiting; more are answered 503 (default 1024)")
-    p.add_argument("--max-request-mb", type=float, default=8.0, help="largest request body in MiB (default 8)")
-    p.add_argument("--max-items", type=int, default=256, help="most trajectories per request (default 256)")
-    p.add_argument("--request-timeout", type=float, default=600.0, help="seconds a request may wait (default 600)")
+    """The flags of `serve`: the service's (ServeConfig), and every verifier option (reward, pipeline and
+    engine configs: the keys of a reward.yaml), a flag given winning over --config."""
+    from .engine.hf_config import HFEngineConfig
+    from .flags import add_config_arguments
+    from .pipeline import PipelineConfig
+    from .reward_config import RewardConfig
+    from .serve import ServeConfig
+
+    p.add_argument("--config", help="YAML/JSON file of verifier options: the keys are the flags' names (every option "
+                                    "of `score`, plus the reward options below)")
+    add_config_arguments(p.add_argument_group("service"), ServeConfig)
+    p.add_argument("--api-key-file", metavar="FILE", help="read the API key from FILE (instead of the environment)")
     p.add_argument("--fake-engine", action="store_true",
                    help="scripted verifier, no model (to check the wiring of a training setup)")
+    add_config_arguments(p.add_argument_group("rewards"), RewardConfig, skip=CLIENT_ONLY, hide_defaults=True,
+                         defaults=SERVE_DEFAULTS)
+    add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig,
+                         hide_defaults=True)
+    add_config_arguments(p.add_argument_group("engine (transformers, Qwen3-VL)"), HFEngineConfig, hide_defaults=True)
     p.set_defaults(func=cmd_serve)
 
 

@@ -26,6 +26,7 @@ from .engine.base import Engine, Output, Request
 from .evidence import compile_evidence
 from .fusion import ABLATIONS, VerifierPrompt, fuse
 from .prompts import PromptSet, load_prompts
+from .route import RULES_ESTIMATE
 from .types import CueResult, RouteResult, Trajectory, Verdict
 from .verdict import parse_verdict, score_value_offset
 
@@ -38,12 +39,17 @@ class PipelineConfig:
     paper's method; every setting that changes what the verifier sees is an opt-in."""
 
     router: str = field(default="model", metadata={
-        "help": "model (the paper's router prompt, H.2) or rules (no model call; see route.RULES_ESTIMATE)"})
-    coarse: bool = field(default=True, metadata={"help": "include the family rubric (Rc) in the verifier prompt"})
-    fine: bool = field(default=True, metadata={"help": "generate and include fine cues (Rf)"})
-    max_images: int = field(default=DEFAULT_BUDGET, metadata={"help": "screenshot budget M per trajectory (paper: 10)"})
-    batch_size: int = field(default=32, metadata={"help": "trajectories handed to the engine per call (the engine "
-                                                          "splits them into GPU batches and overlaps their images)"})
+        "help": "model: the paper's router prompt (H.2), one call per distinct instruction; rules: no model call. "
+                + RULES_ESTIMATE, "choices": ["model", "rules"]})
+    coarse: bool = field(default=True, metadata={
+        "help": "include the family rubric (Rc) and meta rule in the verifier prompt (--no-coarse: the ablation)"})
+    fine: bool = field(default=True, metadata={"help": "generate and include fine cues (Rf) (--no-fine: the ablation)"})
+    max_images: int = field(default=DEFAULT_BUDGET, metadata={
+        "help": "screenshot budget M per trajectory (paper: 10; with --adapter: the adapter's)"})
+    trajectories_per_batch: int = field(default=32, metadata={
+        "help": "trajectories prepared and handed to the engine per call (the engine splits them into "
+                "generate calls of at most --max-batch-size rows and overlaps their images); on the command line "
+                "the default is 4 x --max-batch-size"})
     dedupe_frames: bool = field(default=False, metadata={
         "help": "opt-in: skip near-duplicate frames when selecting screenshots (not in the paper)"})
     cue_filter: bool = field(default=False, metadata={
@@ -53,17 +59,20 @@ class PipelineConfig:
     cue_max_new_tokens: int = field(default=160, metadata={"help": "token cap for cue outputs"})
     verify_max_new_tokens: int = field(default=1024, metadata={
         "help": "token cap for verifier outputs; generation stops once the verdict block is complete"})
-    fixed_category: Optional[str] = field(default=None, metadata={"help": "skip routing; use this family"})
-    manual_cues: Optional[list[str]] = field(default=None, metadata={"help": "use these cues instead of generating"})
-    bank_path: Optional[str] = field(default=None, metadata={"help": "rubric bank YAML (default: bundled)"})
+    fixed_category: Optional[str] = field(default=None, metadata={
+        "help": "skip routing: use this family for every trajectory", "metavar": "FAMILY"})
+    manual_cues: Optional[list[str]] = field(default=None, metadata={
+        "help": "use this fine cue instead of generating cues (at most 2 kept)", "metavar": "TEXT"})
+    bank_path: Optional[str] = field(default=None, metadata={
+        "help": "rubric bank YAML (default: the bundled paper bank)", "metavar": "YAML"})
 
     def __post_init__(self):
         if self.router not in ("rules", "model"):
             raise ValueError(f"router must be 'rules' or 'model', got {self.router!r}")
         if self.max_images < 2:
             raise ValueError(f"max_images must be >= 2 (first and final frame), got {self.max_images}")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.trajectories_per_batch < 1:
+            raise ValueError(f"trajectories_per_batch must be >= 1, got {self.trajectories_per_batch}")
         for name in ("route_max_new_tokens", "cue_max_new_tokens", "verify_max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
@@ -220,7 +229,7 @@ class AdaptRubric:
         batch: list[Trajectory] = []
         for t in trajs:
             batch.append(t)
-            if len(batch) >= self.config.batch_size:
+            if len(batch) >= self.config.trajectories_per_batch:
                 yield from self._score_batch(batch)
                 batch = []
         if batch:

@@ -42,14 +42,15 @@ class RewardConfig:
         "help": "send screenshots to the service inside the request (data URLs) instead of as paths: for a "
                 "service on another machine, without a shared file system"})
     api_key_env: str = field(default="ADAPTRUBRIC_API_KEY", metadata={
-        "help": "environment variable holding the service's API key, sent as a bearer token (never put "
-                "the key itself in a config file)"})
+        "help": "environment variable holding the service's API key: clients send it as a bearer token, the "
+                "service checks it (never put the key itself in a config file)"})
     max_image_pixels: int = field(default=DEFAULT_MAX_PIXELS, metadata={
         "help": "largest inline screenshot accepted, in pixels (giant images and decompression bombs are "
                 "refused from the header)"})
     batch_window_ms: float = field(default=50.0, metadata={
         "help": "how long the scoring thread waits for more concurrent calls before running a batch"})
-    max_batch: int = field(default=32, metadata={"help": "most trajectories per engine batch"})
+    max_batch_trajectories: int = field(default=32, metadata={
+        "help": "most trajectories the scoring thread gathers from concurrent calls into one batch"})
     max_pending: Optional[int] = field(default=None, metadata={
         "help": "most trajectories waiting to be scored; more are refused (the service answers 503); None: no limit"})
     calibration: Optional[str] = field(default=None, metadata={
@@ -64,8 +65,8 @@ class RewardConfig:
         if isinstance(self.image_roots, str):
             self.image_roots = [self.image_roots]
         self.unparsed_reward = float(self.unparsed_reward)
-        if self.max_batch < 1 or self.batch_window_ms < 0 or self.service_timeout <= 0:
-            raise ValueError("max_batch must be >= 1, batch_window_ms >= 0 and service_timeout > 0")
+        if self.max_batch_trajectories < 1 or self.batch_window_ms < 0 or self.service_timeout <= 0:
+            raise ValueError("max_batch_trajectories must be >= 1, batch_window_ms >= 0 and service_timeout > 0")
         if self.max_pending is not None and self.max_pending < 1:
             raise ValueError(f"max_pending must be >= 1 or None, got {self.max_pending}")
         if self.max_image_pixels < 1:

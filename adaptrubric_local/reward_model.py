@@ -93,7 +93,7 @@ class RewardModel:
                     self.loads += 1
                     pipe = AdaptRubric(engine, self.pipeline_config)
                     self._batcher = Batcher(lambda ts: self._calibrated(pipe.score(ts)),
-                                            max_batch=self.config.max_batch,
+                                            max_batch=self.config.max_batch_trajectories,
                                             window_s=self.config.batch_window_ms / 1000,
                                             max_pending=self.config.max_pending)
                     self._pipe = pipe

@@ -52,14 +52,16 @@ log = logging.getLogger("adaptrubric.serve")
 class ServeConfig:
     """Where the service listens and what it refuses."""
 
-    host: str = field(default="127.0.0.1", metadata={"help": "address to bind (0.0.0.0 to serve other hosts)"})
+    host: str = field(default="127.0.0.1", metadata={
+        "help": "address to bind (0.0.0.0 to serve other hosts: needs an API key, or --insecure)"})
     port: int = field(default=8000, metadata={"help": "TCP port"})
     max_request_bytes: int = field(default=8 << 20, metadata={"help": "largest request body accepted (413 above)"})
     max_items: int = field(default=256, metadata={"help": "most trajectories in one request (413 above)"})
     request_timeout_s: float = field(default=600.0, metadata={"help": "a request waits at most this long (504)"})
     graceful_timeout_s: float = field(default=120.0, metadata={"help": "on shutdown, wait this long for requests"})
     api_key: Optional[str] = field(default=None, repr=False, metadata={
-        "help": "the key every request must send as 'Authorization: Bearer <key>' (None: no check)"})
+        "help": "the key every request must send as 'Authorization: Bearer <key>'; as a flag it shows in `ps` and "
+                "shell history: prefer the variable named by --api-key-env (ADAPTRUBRIC_API_KEY) or --api-key-file"})
     insecure: bool = field(default=False, metadata={
         "help": "allow a non-loopback address without an API key (a trusted network only)"})
 

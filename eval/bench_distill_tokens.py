@@ -30,8 +30,9 @@ def teacher_script(label_of):
 
 
 def main(argv=None) -> int:
-    from adaptrubric_local.distill import import_training
     from adaptrubric_local.distill.collect import CollectConfig, collect, teacher_pipeline
+    from adaptrubric_local.distill.config import TrainConfig
+    from adaptrubric_local.distill.train import train
     from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.fake import FakeEngine
     from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
@@ -46,7 +47,6 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=float, default=8.0, help="training epochs (default 8)")
     ap.add_argument("--max-new-tokens", type=int, default=128, help="token cap when scoring (default 128)")
     args = ap.parse_args(argv)
-    tl = import_training()
     out = Path(args.out)
     model = out / "tiny"
     if not (model / "config.json").is_file():
@@ -61,10 +61,9 @@ def main(argv=None) -> int:
     for target in ("verdict", "full"):
         ckpt = out / f"student-{target}"
         if not (ckpt / "adapter_model.safetensors").is_file():
-            tl.train(tl.TrainConfig(data=str(dist), model=str(model), out=str(ckpt), target=target,
-                                    epochs=args.epochs, learning_rate=5e-3, lora_r=16, lora_alpha=32, batch_size=4,
-                                    grad_accum=1, warmup_ratio=0.1, train_lm_head=True,
-                                    gradient_checkpointing=False, progress=False))
+            train(TrainConfig(data=str(dist), model=str(model), out=str(ckpt), target=target, epochs=args.epochs,
+                              learning_rate=5e-3, lora_r=16, lora_alpha=32, per_device_batch_size=4, grad_accum=1,
+                              warmup_ratio=0.1, train_lm_head=True, gradient_checkpointing=False, progress=False))
         engine = HFEngine(HFEngineConfig(model=str(model), adapter=str(ckpt), max_new_tokens=args.max_new_tokens))
         pipe = AdaptRubric(engine, teacher_pipeline("labels", verify_max_new_tokens=args.max_new_tokens))
         pipe.score(trajs[:8])  # warm-up

@@ -3,7 +3,7 @@
 
 Builds the tiny model and a synthetic set, then scores the same trajectories twice through the full
 pipeline (rules router, fine cues, context selection, image pipeline, generation, parsing): once
-with GPU batches of 1, once with batches of --batch-size. Both use the same token caps, so the
+with GPU batches of 1, once with batches of --max-batch-size. Both use the same token caps, so the
 outputs are compared too (they must be identical). Prints trajectories/s both ways, calls and
 tokens per trajectory, and ends with `ratio=<median speed-up>`; with --repeats the timed pass
 runs several times and the report gives the median with its min-max spread and the machine.
@@ -22,7 +22,7 @@ was measured on another machine of this kind, 3.7-4.1x on this one at an earlier
 Both sides use the rules router (the model router's cost is the same either way and only dilutes
 the comparison) and the 6144 visual-token budget (the tiny model's frames are small anyway).
 
-Usage: python eval/bench_score.py [--trajectories 24] [--batch-size 16] [--max-new-tokens 256] [--repeats 3]
+Usage: python eval/bench_score.py [--trajectories 24] [--max-batch-size 16] [--max-new-tokens 256] [--repeats 3]
 """
 import argparse
 import sys
@@ -38,7 +38,7 @@ from _machine import machine, spread  # noqa: E402
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trajectories", type=int, default=24)
-    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--max-batch-size", type=int, default=16)
     ap.add_argument("--max-new-tokens", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=3, help="timed passes per side (median reported)")
     args = ap.parse_args()
@@ -57,11 +57,11 @@ def main() -> int:
                       size=(360, 800))
     trajs = load_trajectories(data).trajectories
     results = {}
-    for bs in (1, args.batch_size):
+    for bs in (1, args.max_batch_size):
         engine = HFEngine(HFEngineConfig(model=str(model), max_batch_size=bs, max_new_tokens=args.max_new_tokens,
                                          max_visual_tokens=6144))
-        cfg = PipelineConfig(router="rules", batch_size=max(4 * bs, 8), verify_max_new_tokens=args.max_new_tokens,
-                             cue_max_new_tokens=args.max_new_tokens)
+        cfg = PipelineConfig(router="rules", trajectories_per_batch=max(4 * bs, 8),
+                             verify_max_new_tokens=args.max_new_tokens, cue_max_new_tokens=args.max_new_tokens)
         AdaptRubric(engine, cfg).score(trajs[:4])  # warm-up (kernels, caches) on a few
         rates = []
         for _ in range(args.repeats):  # a fresh pipeline each pass: the cue cache would favour later passes
@@ -77,9 +77,9 @@ def main() -> int:
     print(f"{'GPU batch size':<16}{'traj/s: median (min-max)':>30}{'calls/traj':>12}{'tokens/traj':>13}")
     for bs, (rates, s, _) in results.items():
         print(f"{bs:<16}{spread(rates):>30}{s['calls_per_traj']:>12.2f}{s['tokens_per_traj']:>13.0f}")
-    ratios = [b / a for a, b in zip(results[1][0], results[args.batch_size][0])]
+    ratios = [b / a for a, b in zip(results[1][0], results[args.max_batch_size][0])]
     print(f"ratio per pass: median {spread(ratios)}")
-    same = sum(a == b for a, b in zip(results[1][2], results[args.batch_size][2]))
+    same = sum(a == b for a, b in zip(results[1][2], results[args.max_batch_size][2]))
     print(f"identical outputs batched vs batch 1: {same}/{len(trajs)}")
     print(f"ratio={statistics.median(ratios):.2f}")
     return 0 if same == len(trajs) else 1

@@ -49,9 +49,8 @@ def post(url: str, body: dict, timeout: float = 600) -> tuple[int, dict]:
 def start_server(model: str, max_batch: int, max_queue: int, window_ms: float, new_tokens: int, log: Path):
     port = free_port()
     cmd = [sys.executable, "-m", "adaptrubric_local.cli_serve", "--model", model, "--port", str(port),
-           "--max-batch", str(max_batch), "--batch-window-ms", str(window_ms), "--max-queue", str(max_queue),
-           "--set", f"max_new_tokens={new_tokens}", "--set", f"verify_max_new_tokens={new_tokens}",
-           "--set", f"max_batch_size={max_batch}"]
+           "--max-batch-trajectories", str(max_batch), "--batch-window-ms", str(window_ms), "--max-pending",
+           str(max_queue), "--verify-max-new-tokens", str(new_tokens), "--max-batch-size", str(max_batch)]
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"

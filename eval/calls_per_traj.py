@@ -6,7 +6,7 @@ engine over generated groups of rollouts, with the route/cue cache on (the packa
 and off (a fresh cache per trajectory, as a pipeline without it would do). The paper reports 3.00
 calls per trajectory (Table 5), i.e. router + cue + verifier for every trajectory.
 
-Usage: python eval/calls_per_traj.py [--tasks 25] [--group 4] [--batch-size 8]
+Usage: python eval/calls_per_traj.py [--tasks 25] [--group 4] [--trajectories-per-batch 8]
 """
 import argparse
 import sys
@@ -22,12 +22,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", type=int, default=25, help="number of tasks (synthetic; some share an instruction)")
     ap.add_argument("--group", type=int, default=4, help="rollouts per instruction (GRPO group size)")
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--trajectories-per-batch", type=int, default=8)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = synthesize(Path(tmp), n_tasks=args.tasks, candidates=args.group, size=(90, 200), seed=0)
         trajs = load_trajectories(path).trajectories
-        cfg = PipelineConfig(router="model", batch_size=args.batch_size, dedupe_frames=False)
+        cfg = PipelineConfig(router="model", trajectories_per_batch=args.trajectories_per_batch, dedupe_frames=False)
         cached = AdaptRubric(FakeEngine(), cfg)
         cached.score(trajs)
         uncached_calls = 0
@@ -39,7 +39,7 @@ def main() -> int:
     n = len(trajs)
     distinct = len({t.instruction for t in trajs})
     print(f"trajectories: {n} ({args.tasks} tasks x {args.group} rollouts, {distinct} distinct instructions), "
-          f"batch size {args.batch_size}")
+          f"batch size {args.trajectories_per_batch}")
     print(f"floor with one router + one cue call per distinct instruction: {1 + 2 * distinct / n:.2f} calls/traj")
     print(f"calls by kind with cache: {s['calls_by_kind']}")
     print(f"{'':<22}{'calls/traj':>12}{'tokens/traj':>13}")

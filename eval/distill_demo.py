@@ -40,7 +40,7 @@ def main(argv=None) -> int:
         verdicts.unlink()
     t1 = time.perf_counter()
     rc = cli_main(["score", res["data"], "--model", res["model"], "--adapter", res["adapter"], "--out", str(verdicts),
-                   "--router", "rules", "--no-fine", "--max-new-tokens", str(s.max_new_tokens), "--quiet"])
+                   "--router", "rules", "--no-fine", "--verify-max-new-tokens", str(s.max_new_tokens), "--quiet"])
     if rc != 0:
         print(f"adaptrubric score exited with {rc}", file=sys.stderr)
         return 1

@@ -217,7 +217,7 @@ def run_engine(engine, trajs, new_tokens: int, setting: str, meter, cuda: bool) 
     engine.generate = generate
     engine.config.max_new_tokens = new_tokens
     before = dict(engine.stats)
-    pipe = AdaptRubric(engine, PipelineConfig(verify_max_new_tokens=new_tokens, batch_size=len(trajs)))
+    pipe = AdaptRubric(engine, PipelineConfig(verify_max_new_tokens=new_tokens, trajectories_per_batch=len(trajs)))
     meter.reset()
     if cuda:
         torch.cuda.synchronize()

@@ -283,9 +283,9 @@ def test_serve_with_calibration(synth_set, tmp_path):
     sha = C.Calibration(method="temperature", a=0.5).save(cal_path)
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "adaptrubric_local.cli", "serve", "--fake-engine", "--port",
-                             str(port), "--calibration", str(cal_path), "--set", "reward=p_success", "--set",
-                             "router=rules", "--set", "fine=false",
-                             "--set", f"image_roots=[{synth_set.parent}]"],  # the service reads only these folders
+                             str(port), "--calibration", str(cal_path), "--reward", "p_success", "--router",
+                             "rules", "--no-fine",
+                             "--image-roots", str(synth_set.parent)],  # the service reads only these folders
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

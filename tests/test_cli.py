@@ -38,8 +38,8 @@ def test_prompt_cli_json(tmp_path, capsys):
 
     rec = canonical_record(tmp_path, "p1", 14, instruction="Delete all notes in Joplin.")
     path = write_jsonl(tmp_path / "p.jsonl", [rec])
-    assert main(["prompt", str(path), "--id", "p1", "--router", "rules", "--cue", "Check if the note list is empty.",
-                 "--json"]) == 0
+    assert main(["prompt", str(path), "--id", "p1", "--router", "rules", "--manual-cues",
+                 "Check if the note list is empty.", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["category"] == "delete_cleanup" and len(out["images"]) == 10 and out["router"] == "rules"
     assert "Check if the note list is empty." in out["prompt"]

@@ -5,7 +5,7 @@ import argparse
 import pytest
 
 from adaptrubric_local.cli import build_parser
-from adaptrubric_local.cli_common import add_scoring_options, needs_engine, pipeline_config, rules_estimate
+from adaptrubric_local.cli_common import add_scoring_options, needs_engine, pipeline_config
 from adaptrubric_local.pipeline import PipelineConfig
 
 
@@ -18,7 +18,7 @@ def test_score_prompt_and_ablate_share_the_pipeline_and_engine_flags():
     ap = argparse.ArgumentParser()
     add_scoring_options(ap)
     shared = {s for a in ap._actions for s in a.option_strings} - {"-h", "--help"}
-    assert {"--router", "--no-fine", "--cue", "--max-images", "--model", "--format", "--image-root"} <= shared
+    assert {"--router", "--no-fine", "--manual-cues", "--max-images", "--model", "--format", "--image-root"} <= shared
     for command in ("score", "prompt", "ablate"):
         assert shared <= _options(command), command
 
@@ -38,7 +38,7 @@ def test_the_flags_describe_the_pipeline_config():
     ([], True),  # the paper's model router and cue writer
     (["--router", "rules"], True),  # cues still come from the model
     (["--router", "rules", "--no-fine"], False),
-    (["--router", "rules", "--cue", "Check the date."], False),
+    (["--router", "rules", "--manual-cues", "Check the date."], False),
 ])
 def test_needs_engine(flags, needed):
     ap = argparse.ArgumentParser()
@@ -46,6 +46,7 @@ def test_needs_engine(flags, needed):
     assert needs_engine(pipeline_config(ap.parse_args(flags))) is needed
 
 
-def test_rules_estimate_is_escaped_for_argparse():
-    text = rules_estimate()
-    assert "66.0%%" in text and "%" not in text.replace("%%", "")
+def test_the_router_help_gives_the_rules_estimate():
+    ap = argparse.ArgumentParser()
+    add_scoring_options(ap)
+    assert "on real benchmark text expect about 66.0%" in " ".join(ap.format_help().split())

@@ -93,7 +93,7 @@ def test_resume_refuses_other_settings_unless_forced(fake, data, tmp_path, capsy
     assert json.loads((tmp_path / "v.config.json").read_text())["fine"] is True
     # same settings (a runtime-only flag differs): resumes, nothing left to do
     assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume",
-                 "--batch-size", "2"]) == 0
+                 "--max-batch-size", "2"]) == 0
     assert out.read_text() == lines
     assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume", "--no-fine",
                  "--force-settings"]) == 0

@@ -18,7 +18,7 @@ from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
 from adaptrubric_local.scoring import score_file
 
 ROOT = Path(__file__).resolve().parents[1]
-PIPE = PipelineConfig(verify_max_new_tokens=8, batch_size=2)
+PIPE = PipelineConfig(verify_max_new_tokens=8, trajectories_per_batch=2)
 
 
 @pytest.fixture(scope="module")

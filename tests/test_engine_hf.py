@@ -20,7 +20,7 @@ from conftest import make_png
 
 def _score(engine, trajs, bs):
     engine.config.max_batch_size = bs
-    pipe = AdaptRubric(engine, PipelineConfig(batch_size=max(8, 4 * bs), verify_max_new_tokens=12,
+    pipe = AdaptRubric(engine, PipelineConfig(trajectories_per_batch=max(8, 4 * bs), verify_max_new_tokens=12,
                                               cue_max_new_tokens=12))
     return pipe, pipe.score(trajs)
 
@@ -141,7 +141,7 @@ def test_vote():
 def test_score_cli_resume_after_sigkill(tiny_model, synth_set, tmp_path):
     out = tmp_path / "v.jsonl"
     cmd = [sys.executable, "-m", "adaptrubric_local.cli", "score", str(synth_set), "--model", str(tiny_model),
-           "--out", str(out), "--batch-size", "1", "--max-new-tokens", "8", "--quiet", "--resume"]
+           "--out", str(out), "--max-batch-size", "1", "--verify-max-new-tokens", "8", "--quiet", "--resume"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:

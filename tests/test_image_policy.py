@@ -32,7 +32,7 @@ def _score(data, tiny_model, adapter, out, *flags):
     from adaptrubric_local.cli import main
 
     assert main(["score", str(data), "--model", str(tiny_model), "--adapter", str(adapter), "--out", str(out),
-                 "--router", "rules", "--no-fine", "--max-new-tokens", "4", "--quiet", *flags]) == 0
+                 "--router", "rules", "--no-fine", "--verify-max-new-tokens", "4", "--quiet", *flags]) == 0
     return json.loads(out.with_suffix(".config.json").read_text())
 
 

@@ -17,7 +17,7 @@ from conftest import canonical_record, write_jsonl
 @pytest.mark.parametrize("kw,msg", [
     ({"router": "x"}, "router must be 'rules' or 'model', got 'x'"),
     ({"max_images": 1}, "max_images must be >= 2 (first and final frame), got 1"),
-    ({"batch_size": 0}, "batch_size must be >= 1, got 0"),
+    ({"trajectories_per_batch": 0}, "trajectories_per_batch must be >= 1, got 0"),
     ({"route_max_new_tokens": 0}, "route_max_new_tokens must be >= 1"),
     ({"cue_max_new_tokens": 0}, "cue_max_new_tokens must be >= 1"),
     ({"verify_max_new_tokens": 0}, "verify_max_new_tokens must be >= 1"),
@@ -29,15 +29,15 @@ def test_config_validation_messages(kw, msg):
 
 
 def test_config_accepts_the_limits_and_writes_json(tmp_path):
-    cfg = PipelineConfig(router="rules", max_images=2, batch_size=1, route_max_new_tokens=1, cue_max_new_tokens=1,
-                         verify_max_new_tokens=1, fixed_category="transfer")
+    cfg = PipelineConfig(router="rules", max_images=2, trajectories_per_batch=1, route_max_new_tokens=1,
+                         cue_max_new_tokens=1, verify_max_new_tokens=1, fixed_category="transfer")
     p = tmp_path / "c.json"
     cfg.to_json(p)
     text = p.read_text()
     assert text.endswith("}\n") and text.startswith('{\n  "router": "rules",\n')
     d = json.loads(text)
     assert d["package_version"] == __version__ and d["fixed_category"] == "transfer" and d["max_images"] == 2
-    assert PipelineConfig.help()["max_images"] == "screenshot budget M per trajectory (paper: 10)"
+    assert PipelineConfig.help()["max_images"].startswith("screenshot budget M per trajectory (paper: 10")
     assert set(PipelineConfig.help()) == set(d) - {"package_version"}
 
 
@@ -118,7 +118,7 @@ def test_engine_error_and_preparation_error_verdicts(tmp_path):
 
 def test_batches_follow_batch_size(tmp_path):
     eng = FakeEngine()
-    pipe = AdaptRubric(eng, PipelineConfig(router="rules", batch_size=2))
+    pipe = AdaptRubric(eng, PipelineConfig(router="rules", trajectories_per_batch=2))
     trajs = [_wifi_traj(tmp_path, f"t{i}", n=2, instruction=f"Open app number {i}.") for i in range(5)]
     ids = [v.id for v in pipe.iter_score(trajs)]
     assert ids == ["t0", "t1", "t2", "t3", "t4"]
@@ -180,7 +180,7 @@ def groups(tmp_path):
 
 def test_calls_per_traj_with_route_and_cue_cache(groups):
     eng = FakeEngine()
-    pipe = AdaptRubric(eng, PipelineConfig(router="model", batch_size=8))
+    pipe = AdaptRubric(eng, PipelineConfig(router="model", trajectories_per_batch=8))
     verdicts = pipe.score(groups)
     s = pipe.summary()
     assert len(verdicts) == 12 and all(v.status == "ok" for v in verdicts)
@@ -233,7 +233,7 @@ def test_route_and_cue_cache_persists_across_calls(groups):
     no router or cue call (the cache is not reset between calls), and its verdicts carry only their
     own verifier cost."""
     eng = FakeEngine()
-    pipe = AdaptRubric(eng, PipelineConfig(batch_size=4))
+    pipe = AdaptRubric(eng, PipelineConfig(trajectories_per_batch=4))
     first = pipe.score(groups[:4])
     assert pipe.summary()["calls_by_kind"] == {"route": 1, "cue": 1, "verify": 4}
     assert sum(v.cost_calls for v in first) == pytest.approx(6)
@@ -244,7 +244,7 @@ def test_route_and_cue_cache_persists_across_calls(groups):
 
 
 def test_shared_costs_split_over_the_batch_that_used_them(groups):
-    pipe = AdaptRubric(FakeEngine(), PipelineConfig(batch_size=12))
+    pipe = AdaptRubric(FakeEngine(), PipelineConfig(trajectories_per_batch=12))
     verdicts = pipe.score(groups)
     total = pipe.stats["prompt_tokens"] + pipe.stats["completion_tokens"]
     assert sum(v.cost_tokens for v in verdicts) == pytest.approx(total)

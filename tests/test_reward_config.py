@@ -29,6 +29,6 @@ def test_config_file_covers_every_option(tmp_path):
 def test_reward_config_validates():
     assert RewardConfig(reward="soft").reward == "p_success"
     assert RewardConfig(image_roots="/one").image_roots == ["/one"]
-    for bad in ({"reward": "log"}, {"max_batch": 0}, {"max_pending": 0}, {"max_image_pixels": 0}):
+    for bad in ({"reward": "log"}, {"max_batch_trajectories": 0}, {"max_pending": 0}, {"max_image_pixels": 0}):
         with pytest.raises(ValueError):
             RewardConfig(**bad)

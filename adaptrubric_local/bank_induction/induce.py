@@ -51,7 +51,7 @@ class InduceConfig:
         "help": "keep the paper's 8 families; rewrite their texts only"})
     fallback: str = field(default="general", metadata={"help": "name of the fallback family of a new bank"})
     domain: str = field(default="GUI apps", metadata={"help": "how the prompts name the apps (e.g. 'our CRM web app')"})
-    name: str = field(default="induced", metadata={"help": "the bank's name"})
+    name: str = field(default="induced", metadata={"help": "the bank's name (on the command line: the --out file's)"})
     seed: int = field(default=0, metadata={"help": "sampling seed"})
     teacher_max_new_tokens: int = field(default=2048, metadata={"help": "token cap per teacher reply"})
 
@@ -199,7 +199,7 @@ def build_bank_doc(reply: GroupingReply, cfg: InduceConfig, base: RubricBank) ->
         seen = set()
         for f in reply.families:
             if f.name not in doc["families"]:
-                notes.append(f"teacher named unknown family {f.name!r}; ignored (--families KEEP)")
+                notes.append(f"teacher named unknown family {f.name!r}; ignored (--keep-families)")
                 continue
             seen.add(f.name)
             for key in ("description", "verification_steps", "common_pitfalls", "special_rules"):

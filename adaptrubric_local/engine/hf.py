@@ -202,7 +202,7 @@ class HFEngine(Engine):
         if self.config.compile:
             gen_kwargs["cache_implementation"] = "static"  # transformers compiles the decode step on CUDA
         if k > 1:
-            torch.manual_seed(self.config.seed)
+            torch.manual_seed(self.config.sampling_seed)
             gen_kwargs.update(temperature=self.config.temperature, top_k=0, top_p=1.0)
         else:
             gen_kwargs.update(temperature=None, top_p=None, top_k=None)

@@ -19,8 +19,11 @@ CPU_BATCH_TOKENS = 262_144  # padded tokens per group on the CPU, where memory i
 class HFEngineConfig:
     """How to load and run a Qwen3-VL checkpoint."""
 
-    model: str = field(default=DEFAULT_MODEL, metadata={"help": "hub id or local folder"})
-    dtype: str = field(default="auto", metadata={"help": "auto (bf16 on GPU, fp32 on CPU) | bf16 | fp16 | fp32"})
+    model: str = field(default=DEFAULT_MODEL, metadata={
+        "help": "Qwen3-VL checkpoint: a hub id (e.g. Qwen/Qwen3-VL-8B-Instruct) or a local folder saved with "
+                "save_pretrained (safetensors)"})
+    dtype: str = field(default="auto", metadata={"help": "auto: bf16 on GPU, fp32 on CPU",
+                                                 "choices": ["auto", "bf16", "fp16", "fp32"]})
     device_map: Optional[str] = field(default="auto", metadata={"help": "transformers device_map; ignored on CPU"})
     attn_implementation: Optional[str] = field(default=None, metadata={
         "help": "default: flash_attention_2 on GPU when flash-attn is installed, else sdpa; on CPU "
@@ -29,7 +32,8 @@ class HFEngineConfig:
     load_in_8bit: bool = field(default=False, metadata={"help": "bitsandbytes int8 quantisation"})
     adapter: Optional[str] = field(default=None, metadata={"help": "LoRA adapter folder (peft)"})
     max_new_tokens: int = field(default=1024, metadata={
-        "help": "cap on generated tokens per request (default 1024; rows that set stop_after_line end earlier)"})
+        "help": "cap on generated tokens per request (rows that set stop_after_line end earlier); commands set it "
+                "from the pipeline's caps", "no_flag": True})
     votes: int = field(default=1, metadata={"help": "samples per request; >1 samples (temperature) for majority vote"})
     temperature: float = field(default=0.7, metadata={"help": "sampling temperature when votes > 1"})
     max_batch_size: int = field(default=16, metadata={"help": "most requests in one generate call"})
@@ -45,7 +49,7 @@ class HFEngineConfig:
     compile: bool = field(default=False, metadata={
         "help": "static KV cache, with torch.compile of the decode step on CUDA (recompiles per batch shape; "
                 "not yet measured on a GPU)"})
-    seed: int = field(default=0, metadata={"help": "random seed for sampling"})
+    sampling_seed: int = field(default=0, metadata={"help": "random seed for sampling (votes > 1)"})
 
     def __post_init__(self):
         if self.dtype not in ("auto", "bf16", "fp16", "fp32"):
