@@ -18,7 +18,8 @@ EXAMPLES = """examples:
   adaptrubric score DATA --model M --out v.jsonl --max-visual-tokens 6144 --dedupe-frames   # faster, not faithful
   adaptrubric score DATA --model M --out v.jsonl --router rules --no-fine                 # verifier calls only
   adaptrubric score /data/records.jsonl --image-root /mnt/screenshots --model M --out v.jsonl
-  adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl --workers 4   # 4 GPUs
+  adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out v.jsonl --ray --replicas 4   # 4 GPUs, local Ray
+  adaptrubric score DATA --model M --out v.jsonl --ray --ray-address auto --replicas 16      # a running Ray cluster
   adaptrubric score DATA --model M --out v.jsonl --calibration calib.json     # + p_success_calibrated
 
 Defaults are the paper's method: the model router, fine cues, up to 10 screenshots at the processor's
@@ -27,9 +28,10 @@ own resolution, up to 1024 verifier tokens (stopping once the verdict block is c
 
 
 def cmd_score(args) -> int:
+    check_ray_flags(args)
     cfg = pipeline_config(args)
-    if args.workers > 1:
-        summary = score_with_workers(args, cfg)
+    if args.ray:
+        summary = score_with_ray(args, cfg)
     else:
         summary = score_with_model(args, args.out, cfg, resume=args.resume, retry_errors=args.retry_errors,
                                    force_settings=args.force_settings, calibration=args.calibration)
@@ -42,31 +44,37 @@ def cmd_score(args) -> int:
     return 0
 
 
-def score_with_workers(args, cfg) -> dict:
-    """`score --workers N`: one process (and model copy) per worker, shards merged into --out."""
-    from dataclasses import asdict
+def check_ray_flags(args) -> None:
+    """--workers is gone; the replica flags need --ray."""
+    if args.workers is not None:
+        raise ValueError(f"--workers was replaced by --ray --replicas {args.workers}: the same processes on "
+                         "this machine, on a local Ray (pip install 'adaptrubric-local[ray]'); see README, Scoring")
+    if not args.ray:
+        given = [f for f, v in (("--ray-address", args.ray_address), ("--replicas", args.replicas),
+                                ("--gpus-per-replica", args.gpus_per_replica),
+                                ("--cpus-per-replica", args.cpus_per_replica)) if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} need(s) --ray")
 
-    from .distributed import score_distributed
-    from .scoring import check_resume
 
-    if args.image_root:
-        raise ValueError("--image-root is not supported with --workers > 1 yet; use one worker")
+def score_with_ray(args, cfg) -> dict:
+    """`score --ray`: replicas on Ray (local or --ray-address), the driver writing --out."""
+    from .flags import explicit
+    from .formats import load_trajectories
+    from .ray_scoring import RayConfig, ReplicasGone, score_ray
+
+    ray_cfg = RayConfig(address=args.ray_address, replicas=args.replicas or 1, gpus_per_replica=args.gpus_per_replica,
+                        cpus_per_replica=args.cpus_per_replica or 1.0)
+    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
     options = engine_options(args, cfg)
-    cal = {}
-    if args.calibration:  # fail before any model loads
-        from .evaluation.calibration import load, provenance
-
-        cal = provenance(load(args.calibration)[1])
-    if args.resume:  # the same guard as a one-process run: one configuration per verdict file
-        meta = {**asdict(cfg), "engine": options, "workers": args.workers, "data": str(args.data), **cal}
-        check_resume(Path(args.out), meta, args.force_settings)
-    summary = score_distributed(args.data, args.out, workers=args.workers, pipeline=cfg, engine_options=options,
-                                resume=args.resume, fmt=args.format, progress=not args.quiet)
-    if args.calibration:  # the merged file gets its calibrated probabilities in one pass
-        from .evaluation.calibration import apply_file
-
-        apply_file(args.out, args.out, args.calibration)
-    return summary
+    if "image_workers" not in explicit(args):  # each replica decodes images with its own share of the CPUs
+        options["image_workers"] = max(1, int(ray_cfg.cpus_per_replica))
+    try:
+        return score_ray(args.data, args.out, cfg, options, ray_cfg, loaded=loaded, resume=args.resume,
+                         fmt=args.format, progress=not args.quiet, retry_errors=args.retry_errors,
+                         force_settings=args.force_settings, calibration=args.calibration)
+    except ReplicasGone as exc:
+        raise ValueError(str(exc)) from None  # one error line, not a traceback
 
 
 # ----------------------------------------------------------------------------- synth / tiny / demo
@@ -107,9 +115,20 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force-settings", action="store_true",
                    help="with --resume, continue even if the settings differ from the file's (recorded in the "
                         "config sidecar)")
-    p.add_argument("--workers", type=int, default=1,
-                   help="worker processes, one model copy each (one GPU each when there are enough); a killed "
-                        "worker is restarted; with --resume a killed run continues (default 1)")
+    p.add_argument("--workers", type=int, help=argparse.SUPPRESS)  # replaced by --ray --replicas N
+    g = p.add_argument_group("Ray (several GPUs or machines; pip install 'adaptrubric-local[ray]')")
+    g.add_argument("--ray", action="store_true",
+                   help="score on Ray: --replicas actors, one model copy each, the driver writing --out; a killed "
+                        "replica is restarted and its trajectories sent again (none lost or written twice)")
+    g.add_argument("--ray-address", metavar="ADDR",
+                   help="a running cluster: auto, HOST:6379 or ray://HOST:10001 (default: $RAY_ADDRESS if set, else "
+                        "a local Ray started for this run)")
+    g.add_argument("--replicas", type=int, metavar="N", help="replicas (model copies) on Ray (default 1)")
+    g.add_argument("--gpus-per-replica", type=float, metavar="G",
+                   help="GPUs per replica; fractions share a GPU (default 1 when the cluster has GPUs, else 0)")
+    g.add_argument("--cpus-per-replica", type=float, metavar="C",
+                   help="CPUs reserved per replica, also its image-decoding threads unless --image-workers is "
+                        "given (default 1)")
     p.add_argument("--calibration", metavar="CALIB.json",
                    help="a file from `adaptrubric calibrate`: each line also gets p_success_calibrated, and the "
                         "file's sha256 is recorded in OUT.config.json")
