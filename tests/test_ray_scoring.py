@@ -12,8 +12,9 @@ import pytest
 
 from adaptrubric_local.cli import build_parser, main
 from adaptrubric_local.cli_common import engine_options, pipeline_config
+from adaptrubric_local.pipeline import PipelineConfig
 from adaptrubric_local.prompts import load_prompts
-from adaptrubric_local.ray_scoring import RayConfig, chunk_size, chunks, score_ray
+from adaptrubric_local.ray_scoring import RayConfig, ReplicaPool, ReplicasGone, _Chunk, chunk_size, chunks, score_ray
 from adaptrubric_local.scoring import settings_diff, sidecar
 from adaptrubric_local.types import Step, Trajectory
 
@@ -42,6 +43,21 @@ def test_ray_config_is_checked():
     for bad in ({"replicas": 0}, {"gpus_per_replica": -1}, {"cpus_per_replica": 0}, {"max_attempts": 0}):
         with pytest.raises(ValueError):
             RayConfig(**bad)
+
+
+def test_a_chunk_that_kills_its_replica_is_sent_again_then_becomes_error_lines(capsys):
+    from collections import deque
+
+    pool = ReplicaPool(PipelineConfig(), {}, RayConfig(max_attempts=2), stamp={"model": "m", "bank_sha": "b"})
+    chunk, pending, seen = _Chunk([traj("a1", "A"), traj("a2", "A")]), deque(), {"a2"}
+    assert list(pool._died(0, chunk, OSError("gone"), pending, seen)) == [] and list(pending) == [chunk]
+    assert "sent again (attempt 2 of 2)" in capsys.readouterr().err
+    pending.clear()
+    (v,) = pool._died(1, chunk, OSError("gone"), pending, seen)  # a2 was written already: not again
+    assert (v.id, v.status, v.model, v.bank_sha, v.score) == ("a1", "error", "m", "b", None)
+    assert "died 2 times (OSError); rerun with --resume" in v.error and not pending
+    assert pool.summary()["runtime"] == {**pool.runtime(), "chunks": 0, "replica_deaths": 2, "resent_chunks": 1,
+                                         "failed_chunks": 1}
 
 
 def test_workers_flag_points_to_ray_and_replica_flags_need_ray(tmp_path, capsys):
@@ -151,3 +167,14 @@ def test_an_in_process_file_resumes_on_ray(setup, local_ray, tmp_path, capsys):
     assert back["skipped_resume"] == 12 and back["n"] == back["errors"] == 1  # only the bad record, again
     assert json.loads(sidecar(out, "config").read_text())["runtime"] == {"mode": "in-process"}
     same_verdicts(rows(out), rows(ref))
+
+
+def test_replicas_that_cannot_load_the_model_stop_the_run_with_their_error(setup, local_ray, tmp_path):
+    data, _, _ = setup
+    not_a_model = tmp_path / "empty"
+    not_a_model.mkdir()
+    with pytest.raises(ReplicasGone) as err:
+        score_ray(data, tmp_path / "v.jsonl", PipelineConfig(), {"model": str(not_a_model)}, RayConfig(),
+                  progress=False)
+    assert "no Ray replica is left" in str(err.value) and str(not_a_model) in str(err.value)
+    assert [r["id"] for r in rows(tmp_path / "v.jsonl")] == ["bad"]  # what could be written is kept
