@@ -25,7 +25,9 @@ order; readers take the last line per id.
 
 What it does not know or do: replicas read screenshots by the paths the driver loaded, so on several
 machines the data must be on a shared file system or at the same path on every node. The package
-and the model must be installed (or cached) on every node. Knows nothing about argument parsing.
+and the model must be installed (or cached) on every node. Replicas hold the transformers engine
+(`score_ray` builds the settings record from `HFEngineConfig`); a remote OpenAI-compatible engine
+needs no replicas. Knows nothing about argument parsing.
 """
 from __future__ import annotations
 
