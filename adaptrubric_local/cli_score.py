@@ -18,7 +18,8 @@ EXAMPLES = """examples:
   adaptrubric score DATA --model M --out v.jsonl --max-visual-tokens 6144 --dedupe-frames   # faster, not faithful
   adaptrubric score DATA --model M --out v.jsonl --router rules --no-fine                 # verifier calls only
   adaptrubric score /data/records.jsonl --image-root /mnt/screenshots --model M --out v.jsonl
-  adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl --workers 4   # 4 GPUs
+  adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out v.jsonl --ray --replicas 4   # 4 GPUs, local Ray
+  adaptrubric score DATA --model M --out v.jsonl --ray --ray-address auto --replicas 16      # a running Ray cluster
   adaptrubric score DATA --model M --out v.jsonl --calibration calib.json     # + p_success_calibrated
 
 Defaults are the paper's method: the model router, fine cues, up to 10 screenshots at the processor's
@@ -27,9 +28,10 @@ own resolution, up to 1024 verifier tokens (stopping once the verdict block is c
 
 
 def cmd_score(args) -> int:
+    check_ray_flags(args)
     cfg = pipeline_config(args)
-    if args.workers > 1:
-        summary = score_with_workers(args, cfg)
+    if args.ray:
+        summary = score_with_ray(args, cfg)
     else:
         summary = score_with_model(args, args.out, cfg, resume=args.resume, retry_errors=args.retry_errors,
                                    force_settings=args.force_settings, calibration=args.calibration)
@@ -37,36 +39,41 @@ def cmd_score(args) -> int:
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
     if summary.get("hit_cap"):
-        print(f"note: {summary['hit_cap']} output(s) hit the --max-new-tokens cap ({cfg.verify_max_new_tokens}); "
-              "cut-off outputs are usually unparsed: raise the cap", file=sys.stderr)
+        print(f"note: {summary['hit_cap']} output(s) hit the --verify-max-new-tokens cap "
+              f"({cfg.verify_max_new_tokens}); cut-off outputs are usually unparsed: raise the cap", file=sys.stderr)
     return 0
 
 
-def score_with_workers(args, cfg) -> dict:
-    """`score --workers N`: one process (and model copy) per worker, shards merged into --out."""
-    from dataclasses import asdict
+def check_ray_flags(args) -> None:
+    """--workers is gone; the replica flags need --ray."""
+    if args.workers is not None:
+        raise ValueError(f"--workers was replaced by --ray --replicas {args.workers}: the same processes on "
+                         "this machine, on a local Ray (pip install 'adaptrubric-local[ray]'); see README, Scoring")
+    from .flags import config_kwargs, flag_name
+    from .ray_scoring import RayConfig
 
-    from .distributed import score_distributed
-    from .scoring import check_resume
+    given = sorted(config_kwargs(args, RayConfig, only_given=True))
+    if given and not args.ray:
+        raise ValueError(f"{', '.join(flag_name(g) for g in given)} need(s) --ray")
 
-    if args.image_root:
-        raise ValueError("--image-root is not supported with --workers > 1 yet; use one worker")
+
+def score_with_ray(args, cfg) -> dict:
+    """`score --ray`: replicas on Ray (local or --ray-address), the driver writing --out."""
+    from .flags import config_kwargs, explicit
+    from .formats import load_trajectories
+    from .ray_scoring import RayConfig, ReplicasGone, score_ray
+
+    ray_cfg = RayConfig(**config_kwargs(args, RayConfig))
+    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
     options = engine_options(args, cfg)
-    cal = {}
-    if args.calibration:  # fail before any model loads
-        from .evaluation.calibration import load, provenance
-
-        cal = provenance(load(args.calibration)[1])
-    if args.resume:  # the same guard as a one-process run: one configuration per verdict file
-        meta = {**asdict(cfg), "engine": options, "workers": args.workers, "data": str(args.data), **cal}
-        check_resume(Path(args.out), meta, args.force_settings)
-    summary = score_distributed(args.data, args.out, workers=args.workers, pipeline=cfg, engine_options=options,
-                                resume=args.resume, fmt=args.format, progress=not args.quiet)
-    if args.calibration:  # the merged file gets its calibrated probabilities in one pass
-        from .evaluation.calibration import apply_file
-
-        apply_file(args.out, args.out, args.calibration)
-    return summary
+    if "image_workers" not in explicit(args):  # each replica decodes images with its own share of the CPUs
+        options["image_workers"] = max(1, int(ray_cfg.cpus_per_replica))
+    try:
+        return score_ray(args.data, args.out, cfg, options, ray_cfg, loaded=loaded, resume=args.resume,
+                         fmt=args.format, progress=not args.quiet, retry_errors=args.retry_errors,
+                         force_settings=args.force_settings, calibration=args.calibration)
+    except ReplicasGone as exc:
+        raise ValueError(str(exc)) from None  # one error line, not a traceback
 
 
 # ----------------------------------------------------------------------------- synth / tiny / demo
@@ -97,6 +104,9 @@ def cmd_demo(args) -> int:
 
 # ----------------------------------------------------------------------------- registration
 def add_score_arguments(p: argparse.ArgumentParser) -> None:
+    from .flags import add_config_arguments
+    from .ray_scoring import RayConfig
+
     """The flags of `score`."""
     p.add_argument("data", help="trajectory file or folder (any supported format)")
     p.add_argument("--out", required=True, help="verdict JSONL to write")
@@ -107,9 +117,12 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force-settings", action="store_true",
                    help="with --resume, continue even if the settings differ from the file's (recorded in the "
                         "config sidecar)")
-    p.add_argument("--workers", type=int, default=1,
-                   help="worker processes, one model copy each (one GPU each when there are enough); a killed "
-                        "worker is restarted; with --resume a killed run continues (default 1)")
+    p.add_argument("--workers", type=int, help=argparse.SUPPRESS)  # replaced by --ray --replicas N
+    g = p.add_argument_group("Ray (several GPUs or machines; pip install 'adaptrubric-local[ray]')")
+    g.add_argument("--ray", action="store_true",
+                   help="score on Ray: --replicas actors, one model copy each, the driver writing --out; a killed "
+                        "replica is restarted and its trajectories sent again (none lost or written twice)")
+    add_config_arguments(g, RayConfig)
     p.add_argument("--calibration", metavar="CALIB.json",
                    help="a file from `adaptrubric calibrate`: each line also gets p_success_calibrated, and the "
                         "file's sha256 is recorded in OUT.config.json")

@@ -2,10 +2,16 @@
 crash, recording bad records as error lines under their own ids, and writing the run's config and
 summary beside it (`<out>.config.json`, `<out>.summary.json`).
 
+One settings record and one writer for every way of scoring: `run_settings` is a function of the
+pipeline config, the engine config and the bank and prompt hashes (nothing about how many processes
+ran), and `score_with` writes the lines, the sidecars and the summary for any scorer that yields
+verdicts (the in-process pipeline, `ray_scoring`'s replicas). How a run was executed goes under
+`runtime`, which never decides whether a resume is allowed.
+
 A verdict file holds one configuration: `--resume` refuses settings that differ from the ones the
 file was begun with (unless forced, which is recorded). Resuming scores again the ids whose last
 line is an error; readers take the last line per id. Used by `adaptrubric score`, `eval --model`
-and `ablate`. Knows nothing about argument parsing.
+and `ablate`. Knows nothing about argument parsing or where the scorer runs.
 """
 from __future__ import annotations
 
@@ -15,16 +21,30 @@ import sys
 import time
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Iterator, Optional, Protocol
 
 from ._version import __version__
 from .formats import LoadResult, load_trajectories
-from .pipeline import AdaptRubric
-from .types import Verdict
+from .pipeline import AdaptRubric, PipelineConfig
+from .types import Trajectory, Verdict
 
-# settings that change how fast a run goes, never what the verifier sees or says
-RUNTIME_ONLY = {"batch_size", "max_batch_size", "max_batch_tokens", "image_workers", "device_map",
-                "attn_implementation", "compile", "package_version", "data", "workers", "calibration_path"}
+# settings that change how fast a run goes, never what the verifier sees or says; `runtime` is how the
+# run was executed (in-process, or Ray with its replicas), `workers` the same in files of earlier versions
+# (`batch_size` too: the pipeline's trajectories_per_batch before it was renamed)
+RUNTIME_ONLY = {"trajectories_per_batch", "batch_size", "max_batch_size", "max_batch_tokens", "image_workers",
+                "device_map", "attn_implementation", "compile", "package_version", "data", "workers", "runtime",
+                "calibration_path"}
+IN_PROCESS = {"mode": "in-process"}
+
+
+class Scorer(Protocol):
+    """What `score_with` needs of a scorer: `AdaptRubric` is one, `ray_scoring.ReplicaPool` another."""
+
+    def iter_score(self, trajs: list[Trajectory]) -> Iterator[Verdict]:
+        """One verdict per trajectory, in any order."""
+
+    def summary(self) -> dict:
+        """At least `route_unparsed` and `cue_unparsed` so far; `engine` and `runtime` when known."""
 
 
 def sidecar(out: Path, kind: str) -> Path:
@@ -100,14 +120,26 @@ def error_id(e) -> str:
     return f"{Path(e.file).name}:{e.record}" if e.record else Path(e.file).name
 
 
+def run_settings(pipeline: PipelineConfig, engine_config: Any = None, *, bank_sha: str, prompts_sha: str,
+                 model: Optional[str] = None) -> dict:
+    """The settings record of a verdict file, the same whatever scores it: pipeline settings, model
+    (the engine's name; default: the engine config's `name`, else its `model`), adapter, engine
+    settings, bank and prompt hashes, package version. Built from configs, so a driver that never
+    loads a model (Ray) writes what an in-process run writes."""
+    if model is None:
+        model = getattr(engine_config, "name", None) or getattr(engine_config, "model", None)
+    return {**asdict(pipeline), "ablation": pipeline.ablation, "model": model,
+            "adapter": getattr(engine_config, "adapter", None),
+            "max_visual_tokens": getattr(engine_config, "max_visual_tokens", None),
+            "engine": asdict(engine_config) if is_dataclass(engine_config) else None, "bank_sha": bank_sha,
+            "prompts_sha": prompts_sha, "package_version": __version__}
+
+
 def vars_of(pipe: AdaptRubric) -> dict:
-    """What produced a verdict file: pipeline settings, model, adapter, bank and prompt hashes, version."""
+    """`run_settings` of a pipeline with its engine loaded."""
     eng = pipe.engine
-    ecfg = getattr(eng, "config", None)
-    return {**asdict(pipe.config), "ablation": pipe.config.ablation, "model": getattr(eng, "name", None),
-            "adapter": getattr(ecfg, "adapter", None), "max_visual_tokens": getattr(ecfg, "max_visual_tokens", None),
-            "engine": asdict(ecfg) if is_dataclass(ecfg) else None, "bank_sha": pipe.bank.sha,
-            "prompts_sha": pipe.prompts.sha, "package_version": __version__}
+    return run_settings(pipe.config, eng.config if eng is not None else None, bank_sha=pipe.bank.sha,
+                        prompts_sha=pipe.prompts.sha, model=eng.name if eng is not None else None)
 
 
 def verdict_settings(meta: dict) -> dict:
@@ -135,7 +167,10 @@ def check_resume(out: Path, meta: dict, force: bool) -> dict:
     old = json.loads(path.read_text())
     diff = settings_diff(old, meta)
     if not diff:
-        return {**old, "data": meta.get("data", old.get("data"))}
+        kept = {**old, "data": meta.get("data", old.get("data"))}
+        if "runtime" in meta:
+            kept["runtime"] = meta["runtime"]
+        return kept
     if not force:
         raise ValueError(f"--resume: {out} was begun with other settings ({'; '.join(diff)}). Use the original "
                          "flags, write to a new --out, or pass --force-settings to mix them (recorded in "
@@ -149,9 +184,21 @@ def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: boo
                loaded: Optional[LoadResult] = None, progress: bool = True, extra: Optional[dict] = None,
                retry_errors: bool = True, force_settings: bool = False,
                calibration: Optional[str | Path] = None) -> dict:
-    """Score every trajectory of `data` into `out`; returns the summary. With `calibration` (a file
-    from `adaptrubric calibrate`), each line also gets `p_success_calibrated` and the config sidecar
-    records the file's hash."""
+    """Score every trajectory of `data` into `out` in this process; returns the summary. With
+    `calibration` (a file from `adaptrubric calibrate`), each line also gets `p_success_calibrated`
+    and the config sidecar records the file's hash."""
+    return score_with(pipe, {**vars_of(pipe), "runtime": dict(IN_PROCESS)}, data, out, resume=resume, fmt=fmt,
+                      loaded=loaded, progress=progress, extra=extra, retry_errors=retry_errors,
+                      force_settings=force_settings, calibration=calibration)
+
+
+def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path, resume: bool = False,
+               fmt: str = "auto", loaded: Optional[LoadResult] = None, progress: bool = True,
+               extra: Optional[dict] = None, retry_errors: bool = True, force_settings: bool = False,
+               calibration: Optional[str | Path] = None, desc: str = "scoring") -> dict:
+    """The one writer of verdict files: score what `out` lacks of `data` with `scorer` (whose
+    `run_settings` are `settings`), appending each verdict line as it arrives; returns the summary.
+    Nothing is scored (and no scorer started) when nothing is left to do."""
     from tqdm import tqdm
 
     from .evaluation import calibration as C
@@ -163,7 +210,7 @@ def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: boo
         print(f"warning: {w}", file=sys.stderr)
     if not resume and out.exists() and out.stat().st_size:
         raise ValueError(f"{out} exists; pass --resume to continue it or choose another output")
-    meta = {**vars_of(pipe), "data": str(data), **(extra or {})}
+    meta = {**settings, "data": str(data), **(extra or {})}
     cal = None
     if calibration is not None:
         cal, prov = C.load(calibration)
@@ -181,14 +228,14 @@ def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: boo
               + (f" ({retried} error line(s) retried)" if retried else ""), file=sys.stderr)
     verdicts: list[Verdict] = []
     t0 = time.perf_counter()
-    unparsed0 = dict(pipe.criteria.unparsed)
-    model = getattr(pipe.engine, "name", None)
+    before = scorer.summary()
+    model, bank_sha = settings.get("model"), settings.get("bank_sha")
     with open(out, "a", encoding="utf-8") as fh:
         for e in bad:
-            v = Verdict(id=error_id(e), status="error", error=str(e), bank_sha=pipe.bank.sha, model=model)
+            v = Verdict(id=error_id(e), status="error", error=str(e), bank_sha=bank_sha, model=model)
             _write(fh, v, verdicts, last.get(v.id))
-        bar = tqdm(total=len(todo), unit="traj", desc="scoring", disable=not progress, dynamic_ncols=True)
-        for v in pipe.iter_score(todo):
+        bar = tqdm(total=len(todo), unit="traj", desc=desc, disable=not progress, dynamic_ncols=True)
+        for v in (scorer.iter_score(todo) if todo else ()):
             if cal is not None:
                 v.p_success_calibrated = cal.apply(v.p_success)
             _write(fh, v, verdicts, last.get(str(v.id)))
@@ -196,13 +243,14 @@ def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: boo
             bar.set_postfix(unparsed=sum(x.status == "unparsed" for x in verdicts),
                             errors=sum(x.status == "error" for x in verdicts))
         bar.close()
-    summary = summarize(verdicts, {k: pipe.criteria.unparsed[k] - unparsed0[k] for k in unparsed0},
-                        time.perf_counter() - t0)
-    summary.update(model=model, bank_sha=pipe.bank.sha, ablation=pipe.config.ablation, out=str(out),
+    after = scorer.summary()
+    unparsed = {k: after.get(f"{k}_unparsed", 0) - before.get(f"{k}_unparsed", 0) for k in ("route", "cue")}
+    summary = summarize(verdicts, unparsed, time.perf_counter() - t0)
+    summary.update(model=model, bank_sha=bank_sha, ablation=settings.get("ablation"), out=str(out),
                    skipped_resume=len(done), retried_errors=retried)
-    engine_stats = pipe.summary().get("engine")
-    if engine_stats:
-        summary["engine"] = engine_stats
+    for key in ("engine", "runtime"):
+        if after.get(key):
+            summary[key] = after[key]
     sidecar(out, "summary").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 

@@ -16,6 +16,7 @@ from conftest import canonical_record, write_jsonl
 from adaptrubric_local.distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
 from adaptrubric_local.engine.openai_engine import OpenAIEngine, OpenAIEngineConfig
 from adaptrubric_local.formats import load_trajectories
+from adaptrubric_local.prompts import load_prompts
 
 MODES = {"t0": "ok", "t1": "ok", "t2": "timeout", "t3": "error", "t4": "malformed", "t5": "flaky", "t6": "unparsed",
          "t7": "ok", "t8": "route_error", "t9": "ok"}
@@ -152,7 +153,8 @@ def test_collect_against_stub_server_with_failures_then_resume(stub_server, data
     train_tasks = {json.loads(x)["task_id"] for x in (out / "train.jsonl").read_text().splitlines()}
     val_tasks = {json.loads(x)["task_id"] for x in (out / "val.jsonl").read_text().splitlines()}
     assert val_tasks and not train_tasks & val_tasks  # split by task
-    assert man["bank_sha"] and man["prompts_sha"] and man["teacher"] == {"name": "judge"}
+    assert man["bank_sha"] and man["teacher"] == {"name": "judge"}
+    assert man["prompts_sha"] == load_prompts().sha  # the one prompts_sha, as verdict files record it
 
     from adaptrubric_local.distill.examples import examples, read_split
 

@@ -108,6 +108,42 @@ def test_the_config_record_names_the_adapter_and_visual_token_cap():
     assert meta["engine"] == {"adapter": "runs/adapter", "max_visual_tokens": 256}
 
 
+def test_run_settings_come_from_the_configs_alone():
+    @dataclass
+    class Cfg:
+        model: str = "m"
+        adapter: str = "runs/adapter"
+        max_visual_tokens: int = 256
+        image_workers: int = 2
+
+        @property
+        def name(self) -> str:
+            return "m+runs/adapter"
+
+    class Eng(FakeEngine):
+        config = Cfg()
+
+    pipe = AdaptRubric(Eng(name="m+runs/adapter"), PipelineConfig(router="rules", fine=False))
+    built = scoring.run_settings(PipelineConfig(router="rules", fine=False, trajectories_per_batch=3),
+                                 Cfg(image_workers=9), bank_sha=pipe.bank.sha, prompts_sha=pipe.prompts.sha)
+    assert built["model"] == "m+runs/adapter" and built["ablation"] == pipe.config.ablation
+    assert set(built) == set(vars_of(pipe)) and scoring.settings_diff(vars_of(pipe), built) == []  # runtime only
+    assert scoring.run_settings(PipelineConfig(), None, bank_sha="b", prompts_sha="p")["model"] is None
+    assert scoring.run_settings(PipelineConfig(), Cfg(), bank_sha="b", prompts_sha="p", model="x")["model"] == "x"
+    # how a run was executed never decides a resume; a resume records how it ran
+    a = {**built, "runtime": {"mode": "in-process"}}
+    b = {**built, "runtime": {"mode": "ray", "replicas": 4}}
+    assert scoring.settings_diff(a, b) == []
+
+
+def test_a_resume_records_how_it_ran(tmp_path):
+    out = tmp_path / "v.jsonl"
+    scoring.sidecar(out, "config").write_text(json.dumps({"router": "model", "runtime": {"mode": "in-process"}}))
+    kept = scoring.check_resume(out, {"router": "model", "runtime": {"mode": "ray", "replicas": 2}}, False)
+    assert kept["runtime"] == {"mode": "ray", "replicas": 2}
+    assert scoring.check_resume(out, {"router": "model"}, False)["runtime"] == {"mode": "in-process"}
+
+
 def test_score_file_defaults(tmp_path, capsys):
 
 

@@ -63,6 +63,7 @@ class Engine(ABC):
     """A batched text(+image) generator."""
 
     name: str = "engine"
+    config: Optional[object] = None  # a backend's settings dataclass (recorded in provenance); none if scripted
 
     @abstractmethod
     def generate(self, requests: list[Request]) -> list[Output]:

@@ -67,3 +67,8 @@ class HFEngineConfig:
             raise ValueError(f"temperature must be > 0, got {self.temperature}")
         if self.adapter and not Path(self.adapter).is_dir():
             raise ValueError(f"adapter folder not found: {self.adapter}")
+
+    @property
+    def name(self) -> str:
+        """The engine's name, as verdicts and settings records give it: the model, `+adapter` with one."""
+        return self.model + (f"+{self.adapter}" if self.adapter else "")
