@@ -5,10 +5,12 @@ they describe. Every command that scores, shows a prompt or evaluates takes the 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from .engine.build import add_engine_arguments, engine_kwargs
-from .flags import Record, explicit
+from .engine.remote import RemoteConfig, is_remote, remote_engine
+from .flags import Record, add_config_arguments, config_kwargs, explicit
 
 FORMATTER = argparse.RawDescriptionHelpFormatter
 
@@ -66,11 +68,20 @@ def add_model_options(p: argparse.ArgumentParser, required: bool = False) -> Non
     add_engine_arguments(p, required=required)
 
 
+def add_remote_options(p: argparse.ArgumentParser) -> None:
+    """--openai-url and how to call that server (engine/remote.py's RemoteConfig)."""
+    g = p.add_argument_group("remote verifier (an OpenAI-compatible server instead of the in-process model)")
+    url = next(f for f in dataclasses.fields(RemoteConfig) if f.name == "openai_url")
+    g.add_argument("--openai-url", dest="openai_url", metavar="URL", action=Record, help=url.metadata["help"])
+    add_config_arguments(g, RemoteConfig, skip={"openai_url"})  # one flag per field, named after it
+
+
 def add_scoring_options(p: argparse.ArgumentParser, model_required: bool = False) -> None:
     """Data, pipeline and engine options, for every command that scores."""
     add_data_options(p)
     add_pipeline_options(p)
     add_model_options(p, required=model_required)
+    add_remote_options(p)
 
 
 def pipeline_config(args, **overrides):
@@ -106,18 +117,27 @@ def _warn_once(args):
 
 
 def engine_options(args, cfg=None) -> dict:
-    """HFEngineConfig options from the flags; the token cap covers every call the pipeline makes."""
+    """HFEngineConfig options from the flags, plus RemoteConfig's with --openai-url; the token cap
+    covers every call the pipeline makes."""
     kw, _ = adopt_adapter_images(args, engine_kwargs(args), {})
     if cfg is not None:
         kw["max_new_tokens"] = max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens, cfg.route_max_new_tokens)
+    if getattr(args, "openai_url", None):
+        if getattr(args, "workers", 1) > 1:
+            raise ValueError("--workers starts local model copies; with --openai-url the server scales: raise "
+                             "--openai-concurrency (requests in flight) instead")
+        kw.update(config_kwargs(args, RemoteConfig))
     return kw
 
 
 def make_engine(args, cfg=None):
-    """The transformers engine the engine options describe."""
+    """The engine the options describe: the server's with --openai-url, else the transformers engine."""
+    kw = engine_options(args, cfg)
+    if is_remote(kw):
+        return remote_engine(kw)
     from .engine.build import build_engine
 
-    return build_engine(**engine_options(args, cfg))
+    return build_engine(**kw)
 
 
 def needs_engine(cfg) -> bool:

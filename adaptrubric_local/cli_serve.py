@@ -7,10 +7,13 @@ import argparse
 import logging
 from typing import Any
 
+from .cli_common import add_remote_options
+
 EXAMPLES = """examples:
   adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
   adaptrubric serve --config reward.yaml --set max_images=6 --set reward=p_success
   adaptrubric serve --model M --calibration calib.json --set reward=p_success   # calibrated soft reward
+  adaptrubric serve --openai-url http://vllm-host:8000/v1 --model Qwen/Qwen3-VL-8B-Instruct   # verifier on vLLM
   CUDA_VISIBLE_DEVICES=1 adaptrubric serve --config reward.yaml --port 8001   # one service per GPU
 
   # other machines: a key from the environment (not the command line, which `ps` shows to everyone)
@@ -65,6 +68,8 @@ def parse_sets(pairs: list[str]) -> dict[str, Any]:
 
 
 def cmd_serve(args) -> int:
+    from .engine.remote import RemoteConfig
+    from .flags import config_kwargs
     from .reward_model import RewardModel
     from .serve import ServeConfig, serve
 
@@ -72,6 +77,7 @@ def cmd_serve(args) -> int:
     opts = parse_sets(args.set)
     if args.model:
         opts["model"] = args.model
+    opts.update(config_kwargs(args, RemoteConfig, only_given=True))
     if args.calibration:
         opts["calibration"] = args.calibration
     opts.setdefault("max_pending", args.max_queue)
@@ -99,7 +105,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `serve`."""
     p.add_argument("--config", help="YAML/JSON file of verifier options (every option of `score`, plus reward, "
                                     "unparsed_reward, data_root, image_roots)")
-    p.add_argument("--model", help="Qwen3-VL checkpoint (hub id or folder); default the engine's default")
+    p.add_argument("--model", help="Qwen3-VL checkpoint (hub id or folder); default the engine's default. With "
+                                   "--openai-url: the served model name")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override one option of the config (repeatable), e.g. --set max_images=6")
     p.add_argument("--calibration", metavar="CALIB.json",
@@ -126,6 +133,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--request-timeout", type=float, default=600.0, help="seconds a request may wait (default 600)")
     p.add_argument("--fake-engine", action="store_true",
                    help="scripted verifier, no model (to check the wiring of a training setup)")
+    add_remote_options(p)
     p.set_defaults(func=cmd_serve)
 
 
