@@ -13,9 +13,8 @@ from pathlib import Path
 
 from .cli_common import (
     FORMATTER,
-    add_data_options,
     add_model_options,
-    add_pipeline_options,
+    add_scoring_options,
     die,
     make_engine,
     needs_engine,
@@ -202,9 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--id", required=True, help="trajectory id")
     p.add_argument("--json", action="store_true",
                    help="print the request (prompt, suffix, images, route, cues) as JSON")
-    add_data_options(p)
-    add_pipeline_options(p)
-    add_model_options(p)
+    add_scoring_options(p)  # exactly the flags of `score`, so the prompt is what `score` sends
     p.set_defaults(func=cmd_prompt)
 
     p = sub.add_parser("validate-bank", help="check a rubric bank YAML against the schema",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .engine.remote import RemoteConfig, is_remote, remote_engine
 from .flags import add_config_arguments, config_kwargs, explicit
 
 FORMATTER = argparse.RawDescriptionHelpFormatter
@@ -42,11 +43,18 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
                          defaults={"model": None})  # a command names its model
 
 
+def add_remote_options(p: argparse.ArgumentParser) -> None:
+    """--openai-url and how to call that server (engine/remote.py's RemoteConfig), one flag per field."""
+    add_config_arguments(p.add_argument_group("remote verifier (an OpenAI-compatible server instead of the "
+                                              "in-process model)"), RemoteConfig)
+
+
 def add_scoring_options(p: argparse.ArgumentParser) -> None:
     """Data, pipeline and engine options, for every command that scores."""
     add_data_options(p)
     add_pipeline_options(p)
     add_model_options(p)
+    add_remote_options(p)
 
 
 def pipeline_config(args, **overrides):
@@ -80,20 +88,26 @@ def _warn_once(args):
 
 
 def engine_options(args, cfg=None) -> dict:
-    """HFEngineConfig options from the flags; the token cap covers every call the pipeline makes."""
+    """HFEngineConfig options from the flags, plus RemoteConfig's with --openai-url; the token cap
+    covers every call the pipeline makes."""
     from .engine.hf_config import HFEngineConfig
 
     kw, _ = adopt_adapter_images(args, config_kwargs(args, HFEngineConfig), {})
     if cfg is not None:
         kw["max_new_tokens"] = max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens, cfg.route_max_new_tokens)
+    if getattr(args, "openai_url", None):
+        kw.update(config_kwargs(args, RemoteConfig))
     return kw
 
 
 def make_engine(args, cfg=None):
-    """The transformers engine the engine options describe."""
+    """The engine the options describe: the server's with --openai-url, else the transformers engine."""
+    kw = engine_options(args, cfg)
+    if is_remote(kw):
+        return remote_engine(kw)
     from .engine.build import build_engine
 
-    return build_engine(**engine_options(args, cfg))
+    return build_engine(**kw)
 
 
 def needs_engine(cfg) -> bool:

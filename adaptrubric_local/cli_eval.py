@@ -11,6 +11,7 @@ from .cli_common import FORMATTER, add_scoring_options, make_engine, pipeline_co
 EXAMPLES = """examples:
   adaptrubric eval --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/eval
   adaptrubric eval --data ../data/androidgen --model Qwen/Qwen3-VL-8B-Instruct --out runs/eval-8b
+  adaptrubric eval --data DATA --openai-url http://HOST:8000/v1 --model Qwen/Qwen3-VL-8B-Instruct --out runs/eval-8b
   adaptrubric ablate --data runs/synth/trajectories.jsonl --model runs/tiny --out runs/ablate
   adaptrubric tts --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/tts
   adaptrubric compare runs/eval-4b runs/eval-8b --out runs/compare   # + both reliability diagrams

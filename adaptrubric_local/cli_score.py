@@ -55,6 +55,9 @@ def check_ray_flags(args) -> None:
     given = sorted(config_kwargs(args, RayConfig, only_given=True))
     if given and not args.ray:
         raise ValueError(f"{', '.join(flag_name(g) for g in given)} need(s) --ray")
+    if args.ray and getattr(args, "openai_url", None):
+        raise ValueError("--ray starts model copies; with --openai-url the server scales: raise --openai-concurrency "
+                         "(requests in flight) instead")
 
 
 def score_with_ray(args, cfg) -> dict:

@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import logging
 
+from .cli_common import add_remote_options
+
 EXAMPLES = """examples:
   adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
   adaptrubric serve --config reward.yaml --max-images 6 --reward p_success   # flags override the file
   adaptrubric serve --model M --calibration calib.json --reward p_success    # calibrated soft reward
+  adaptrubric serve --openai-url http://vllm-host:8000/v1 --model Qwen/Qwen3-VL-8B-Instruct   # verifier on vLLM
   CUDA_VISIBLE_DEVICES=1 adaptrubric serve --config reward.yaml --port 8001   # one service per GPU
 
   # other machines: a key from the environment (not the command line, which `ps` shows to everyone)
@@ -57,6 +60,7 @@ SERVE_DEFAULTS = {"max_pending": 1024}  # a service bounds its queue (503 beyond
 
 def cmd_serve(args) -> int:
     from .engine.hf_config import HFEngineConfig
+    from .engine.remote import RemoteConfig
     from .flags import config_kwargs
     from .pipeline import PipelineConfig
     from .reward_config import RewardConfig, load_options
@@ -65,7 +69,8 @@ def cmd_serve(args) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     opts = {**SERVE_DEFAULTS, **(load_options(args.config) if args.config else {})}
-    for cls, skip in ((RewardConfig, CLIENT_ONLY), (PipelineConfig, ()), (HFEngineConfig, ())):
+    for cls, skip in ((RewardConfig, CLIENT_ONLY), (PipelineConfig, ()), (HFEngineConfig, ()),
+                      (RemoteConfig, ())):
         opts.update(config_kwargs(args, cls, skip=skip, only_given=True))
     if opts.get("service_url"):
         raise ValueError("the service cannot itself forward to service_url; remove it from the service's config")
@@ -102,6 +107,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig,
                          hide_defaults=True)
     add_config_arguments(p.add_argument_group("engine (transformers, Qwen3-VL)"), HFEngineConfig, hide_defaults=True)
+    add_remote_options(p)
     p.set_defaults(func=cmd_serve)
 
 

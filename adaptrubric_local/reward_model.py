@@ -3,6 +3,7 @@
     rm = RewardModel(model="Qwen/Qwen3-VL-4B-Instruct", reward="p_success", data_root="/data/rollouts")
     rm = RewardModel.from_config("reward.yaml")       # every option of `adaptrubric score`, one flat mapping
     rm = RewardModel(reward="p_success", calibration="calib.json")   # p_success_calibrated as the soft reward
+    rm = RewardModel(openai_url="http://vllm:8000/v1", model="Qwen/Qwen3-VL-8B-Instruct")   # on a server
     rm.rewards([traj_a, traj_b])                      # -> [1.0, None]  (None: unparsed or error, never 0/1)
     rm.score([traj_a, traj_b])                        # -> [Verdict, Verdict]
 
@@ -11,6 +12,8 @@ settings are adopted, image_policy.py). Every call from every thread goes throug
 that gathers what is waiting into engine batches (batcher.py), so concurrent callers share batches
 and the route/cue cache, and the model is loaded once, under a lock, on first use. With
 `service_url` set nothing is loaded here: trajectories go to `adaptrubric serve` (service_client.py).
+With `openai_url` set nothing is loaded either: the method runs here and every model call goes to that
+OpenAI-compatible server (engine/remote.py; `model` is the served name, found on the server when omitted).
 
 Knows nothing about RL frameworks (rewards.py) or HTTP servers (serve.py).
 """
@@ -26,6 +29,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from .batcher import Batcher
 from .engine.base import Engine
+from .engine.remote import check_remote, is_remote, remote_engine
 from .image_policy import adopt
 from .inline_images import ImageStore
 from .pipeline import AdaptRubric, PipelineConfig
@@ -49,7 +53,12 @@ class RewardModel:
         engine_kw, pipe_kw = adopt(engine_kw.get("adapter"), engine_kw, pipe_kw, explicit=opts)  # the adapter's images
         self.config = RewardConfig(**reward_kw)
         self.pipeline_config = PipelineConfig(**pipe_kw)
-        engine_kw.setdefault("model", default_model())
+        if is_remote(engine_kw):  # fail now, not at the first reward; a server names its model when not given
+            check_remote(engine_kw)
+            if self.config.service_url:
+                raise ValueError("give one of service_url (an `adaptrubric serve`) and openai_url (a model server)")
+        else:
+            engine_kw.setdefault("model", default_model())
         self.engine_options = engine_kw
         self._engine, self._factory = engine, engine_factory
         self._pipe: Optional[AdaptRubric] = None
@@ -68,8 +77,8 @@ class RewardModel:
 
     @classmethod
     def from_config(cls, path: str | Path, **overrides) -> "RewardModel":
-        """Build from a flat YAML/JSON mapping of options (any RewardConfig, PipelineConfig or
-        HFEngineConfig field); keyword `overrides` win over the file."""
+        """Build from a flat YAML/JSON mapping of options (any RewardConfig, PipelineConfig,
+        HFEngineConfig or RemoteConfig field); keyword `overrides` win over the file."""
         opts = load_options(path)
         split_options(opts, where=str(path))  # fail naming the file before anything loads
         return cls(**{**opts, **overrides})
@@ -80,6 +89,10 @@ class RewardModel:
             return self._engine
         if self._factory is not None:
             return self._factory()
+        if is_remote(self.engine_options):  # the cap covers every call the pipeline makes, as the CLI's does
+            c = self.pipeline_config
+            cap = max(c.verify_max_new_tokens, c.cue_max_new_tokens, c.route_max_new_tokens)
+            return remote_engine({**self.engine_options, "max_new_tokens": cap})
         from .engine.build import build_engine
 
         return build_engine(**self.engine_options)

@@ -12,7 +12,10 @@ the reward function like this (versions checked: TRL 1.16.0, verl 0.9.1, OpenRLH
   rollout in `extra_fields["trajectory"]`, which verl merges into `extra_info`. Works with the
   reward loop (one sample per call, from threads) and with the legacy batch manager (one call, plural
   keywords, numpy object arrays). The returned dict's keys become verl's `reward_extra_info`
-  (validation metrics `unparsed`, `error`).
+  (validation metrics `unparsed`, `error`). GenRM route (`reward.reward_model.enable=True`: verl serves
+  the verifier on its own vLLM/SGLang fleet behind one router): name `compute_score_async`; verl passes
+  `reward_router_address` and `reward_model_tokenizer`, and the method runs against that router, with
+  no model loaded in the reward workers (examples/verl_genrm.yaml).
 - OpenRLHF `--train.agent_func_path agent.py`: the agent's `step()` returns
   `await openrlhf_final_step(trajectory)` when the episode ends. `--reward.remote_url <this file>` (or
   the service's `/openrlhf` URL) with `--data.label_key`: the label carries a recorded trajectory (per
@@ -121,13 +124,23 @@ def _verl_result(rm: RewardModel, v: Verdict) -> dict:
             "detail": v.error or v.parse_error}
 
 
+def _served_name(tokenizer: Any) -> Optional[str]:
+    """The name verl's reward servers serve the model under: the path its tokenizer was loaded from
+    (verl starts vLLM/SGLang on that path, workers/rollout/vllm_rollout/vllm_async_server.py:456)."""
+    name = getattr(tokenizer, "name_or_path", None)
+    return name if isinstance(name, str) and name else None
+
+
 def compute_score(data_source: Any = None, solution_str: Any = None, ground_truth: Any = None,
                   extra_info: Any = None, *, data_sources: Any = None, solution_strs: Any = None,
-                  ground_truths: Any = None, extra_infos: Any = None, **kwargs) -> Any:
+                  ground_truths: Any = None, extra_infos: Any = None, reward_router_address: Optional[str] = None,
+                  reward_model_tokenizer: Any = None, **kwargs) -> Any:
     """verl `compute_score`. One sample (`extra_info`, from the reward loop or the naive manager) gives a
     dict; the batch manager's plural keywords (`extra_infos`, a numpy object array) give a list of
     dicts. The rollout is `extra_info["trajectory"]`. Keys: score, unparsed, error, p_success,
-    category, status, detail.
+    category, status, detail. With `reward_router_address` ("host:port", verl's GenRM route) the
+    verifier is the model verl serves there (`http://host:port/v1`), one RewardModel per address in
+    the process, and nothing is loaded here; `compute_score_async` is the form verl awaits.
 
     >>> import tempfile, numpy as np
     >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
@@ -143,7 +156,10 @@ def compute_score(data_source: Any = None, solution_str: Any = None, ground_trut
     >>> [b["score"] for b in batch]
     [1.0, 1.0]
     """
-    rm = reward_model()
+    if reward_router_address:
+        rm = _rm.for_router(reward_router_address, _served_name(reward_model_tokenizer))
+    else:
+        rm = reward_model()
     if extra_infos is not None:
         infos = list(extra_infos)
     elif isinstance(extra_info, (list, tuple)):  # older callers passed lists in the singular keywords
@@ -164,6 +180,26 @@ def compute_score(data_source: Any = None, solution_str: Any = None, ground_trut
             bad[i] = Verdict(status="error", error=f"sample {i}: {exc}")
     good = iter(rm.score(items))
     return [_verl_result(rm, bad[i] if i in bad else next(good)) for i in range(len(infos))]
+
+
+async def compute_score_async(data_source: Any = None, solution_str: Any = None, ground_truth: Any = None,
+                              extra_info: Any = None, **kwargs) -> Any:
+    """`compute_score` as a coroutine, for verl's reward loop, which awaits an `async def` reward
+    function in its event loop (experimental/reward_loop/reward_manager/naive.py:66-74) and runs a
+    plain one in its thread pool. Scoring blocks on the verifier's batches, so it runs in a worker
+    thread while the loop serves the other samples, whose calls share those batches.
+
+    >>> import asyncio, tempfile
+    >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
+    >>> from adaptrubric_local.synth import synthesize
+    >>> _ = rewards.configure(engine=FakeEngine())
+    >>> t = load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=1, size=(90, 200))).trajectories[0]
+    >>> out = asyncio.run(rewards.compute_score_async(data_source="gui", solution_str="", ground_truth=None,
+    ...                                               extra_info={"trajectory": t.to_dict()}))
+    >>> out["score"], out["status"]
+    (1.0, 'ok')
+    """
+    return await asyncio.to_thread(compute_score, data_source, solution_str, ground_truth, extra_info, **kwargs)
 
 
 # ----------------------------------------------------------------------------- OpenRLHF

@@ -33,7 +33,7 @@ from .types import Trajectory, Verdict
 # (`batch_size` too: the pipeline's trajectories_per_batch before it was renamed)
 RUNTIME_ONLY = {"trajectories_per_batch", "batch_size", "max_batch_size", "max_batch_tokens", "image_workers",
                 "device_map", "attn_implementation", "compile", "package_version", "data", "workers", "runtime",
-                "calibration_path"}
+                "calibration_path", "concurrency", "timeout", "max_retries", "api_key_env"}  # the last: a server's
 IN_PROCESS = {"mode": "in-process"}
 
 

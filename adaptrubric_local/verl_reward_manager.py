@@ -21,6 +21,11 @@ ONE `extra_info` dict, and verl's manager writes into it from concurrent tasks. 
     reward.reward_manager.module.path=pkg://adaptrubric_local.verl_reward_manager
     reward.reward_manager.name=TrajectoryRewardManager
 
+verl's GenRM route (verl serves the verifier: `reward.reward_model.enable=True`) normally runs without a
+resource pool of its own, so it is the after-rollout case and needs this manager; verl's constructor
+gives it the reward router's address, which `run_single` passes on to `rewards.compute_score_async`
+unchanged (examples/verl_genrm.yaml holds the whole configuration).
+
 Imports verl: load it only where verl is installed. Knows nothing about scoring (rewards.py does it).
 """
 from __future__ import annotations

@@ -271,3 +271,50 @@ def test_trl_environment_route_and_metrics(trajs):
     with pytest.raises(ValueError, match="no 'trajectory'"):
         rewards.trl_reward(completions=["a"], environments=[object()])
     rewards.configure(engine=FakeEngine())
+
+
+# ----------------------------------------------------------------------------- verl's GenRM route
+@pytest.fixture
+def genrm(synth_set, monkeypatch):
+    """A scripted OpenAI-compatible server at a router address (what verl hands the reward function when
+    it serves the verifier), with nothing allowed to load a model in this process."""
+    from openai_stub import Running, Stub, forbid_local_models, scores_by_final_frame
+    from rl_support import task_group
+
+    from adaptrubric_local import shared_reward
+
+    trajs = task_group(synth_set)
+    server = Running(Stub(scores_by_final_frame(trajs), served="genrm-verifier"))
+    monkeypatch.delenv("ADAPTRUBRIC_CONFIG", raising=False)
+    forbid_local_models(monkeypatch)
+    yield trajs, server
+    shared_reward._ROUTED.pop(server.url).close()
+    server.close()
+
+
+def test_compute_score_against_verls_reward_router(genrm):
+    from openai_stub import P_FAIL, P_PASS
+
+    from adaptrubric_local import shared_reward
+
+    trajs, server = genrm
+    kw = dict(data_source="gui", solution_str="tap(1)", ground_truth=None, reward_router_address=server.address,
+              reward_model_tokenizer=None)
+    called = [rewards.compute_score(extra_info={"trajectory": t}, **kw) for t in trajs]
+
+    async def concurrently():
+        return await asyncio.gather(*(rewards.compute_score_async(extra_info={"trajectory": t}, **kw) for t in trajs))
+
+    awaited = asyncio.run(concurrently())
+    labels = [float(t["label"]) for t in trajs]
+    assert [c["score"] for c in called] == [a["score"] for a in awaited] == labels
+    assert [a["p_success"] for a in awaited] == [pytest.approx(P_PASS if x else P_FAIL) for x in labels]
+    assert {a["status"] for a in called + awaited} == {"ok"}
+    stub = server.stub
+    finals = [c["images"][-1] for c in stub.of_kind("verify")]
+    assert len(finals) == 2 * len(trajs) and set(finals) <= set(stub.scores)
+    assert len(stub.of_kind("route")) == len(stub.of_kind("cue")) == 1  # one instruction, cached in the process
+    assert {c["model"] for c in stub.calls} == {"genrm-verifier"}  # no tokenizer: the server's one model
+    rm = shared_reward.for_router(server.address)
+    assert rm is shared_reward.for_router(server.url) and rm.loads == 1
+    assert rm.load().engine.name == f"genrm-verifier@{server.url}"

@@ -211,6 +211,91 @@ def test_after_rollout_route_needs_the_trajectory_manager(agent_loop, group, tok
     assert {o["reward_extra_info"]["status"] for o in fixed} == {"ok"} and len(made) == 1
 
 
+# ----------------------------------------------------------------------------- GenRM: verl serves the verifier
+@pytest.fixture
+def reward_router(group, monkeypatch):
+    """An OpenAI-compatible stub at a "host:port" router address, standing in for the vLLM/SGLang servers
+    verl launches for reward.reward_model (they need a GPU); building a model in this process fails."""
+    from openai_stub import Running, Stub, forbid_local_models, scores_by_final_frame
+
+    from adaptrubric_local import shared_reward
+
+    trajs, made = group
+    server = Running(Stub(scores_by_final_frame(trajs)))
+    monkeypatch.delenv("ADAPTRUBRIC_CONFIG", raising=False)
+    forbid_local_models(monkeypatch)
+    yield server
+    assert not made  # the process-wide verifier was never built either
+    shared_reward._ROUTED.pop(server.url).close()
+    server.close()
+
+
+def genrm_worker(config, address: str):
+    """verl's RewardLoopWorker as RewardLoopManager makes it when verl serves the reward model: with the
+    router's address (reward_loop.py:340), which its reward manager passes to the reward function."""
+    from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
+
+    return RewardLoopWorker(config, reward_router_address=address)
+
+
+def test_genrm_verls_naive_manager_awaits_compute_score_async(group, reward_router, tokenizer, policy):
+    from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
+
+    trajs, _ = group
+    config = verl_config(policy, "reward.reward_model.enable=True", f"reward.reward_model.model_path={policy}",
+                         "reward.reward_model.rollout.name=vllm",
+                         "reward.custom_reward_function.name=compute_score_async")
+    data = rollout_batch(tokenizer, [{"trajectory": t} for t in trajs * 2])
+
+    async def main():
+        worker = genrm_worker(config, reward_router.address)
+        manager = worker.reward_manager
+        assert type(manager) is NaiveRewardManager and manager.is_async_reward_score  # awaited, not threaded
+        return await worker.compute_score_batch(data)
+
+    out = asyncio.run(main())
+    assert [o["reward_score"] for o in out] == [float(t["label"]) for t in trajs * 2]
+    assert {o["reward_extra_info"]["status"] for o in out} == {"ok"}
+    stub = reward_router.stub
+    # each distinct rollout verified once (the repeats arrive together and share the batch), routed once
+    assert sorted(c["images"][-1] for c in stub.of_kind("verify")) == sorted(stub.scores_of(trajs))
+    assert len(stub.of_kind("route")) == len(stub.of_kind("cue")) == 1
+    assert {c["model"] for c in stub.calls} == {str(policy)}  # the name verl serves reward_model.model_path under
+
+
+def test_genrm_example_config_after_rollout(agent_loop, group, reward_router, tokenizer, policy):
+    """examples/verl_genrm.yaml composed with verl's own trainer config: the agent loop's batch, scored
+    after rollout by verl's RewardLoopWorker through TrajectoryRewardManager and compute_score_async."""
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+
+    from adaptrubric_local.verl_reward_manager import TrajectoryRewardManager
+
+    with initialize_config_dir(config_dir=str(EXAMPLES), version_base=None):
+        config = compose(config_name="verl_genrm", overrides=[
+            f"actor_rollout_ref.model.path={policy}", "actor_rollout_ref.rollout.name=vllm",
+            "actor_rollout_ref.rollout.prompt_length=64", "actor_rollout_ref.rollout.response_length=16",
+            f"actor_rollout_ref.rollout.agent.agent_loop_config_path={EXAMPLES / 'verl_agent_loops.yaml'}",
+            f"reward.reward_model.model_path={policy}"])
+    assert config.reward.reward_model.enable and not config.reward.reward_model.enable_resource_pool
+    batch = asyncio.run(AgentLoopWorker(config, ScriptedPolicy(tokenizer), reward_loop_worker_handles=None)
+                        .generate_sequences(prompts_batch(6)))
+    assert "tool_extra_fields" not in batch.non_tensor_batch  # after rollout: the trajectory is a top-level key
+
+    async def main():
+        worker = genrm_worker(config, reward_router.address)
+        assert isinstance(worker.reward_manager, TrajectoryRewardManager)
+        return await worker.compute_score_batch(batch)
+
+    out = asyncio.run(main())
+    expected = [float(t["label"]) for t in batch.non_tensor_batch["trajectory"]]
+    assert [o["reward_score"] for o in out] == expected and len(set(expected)) == 2
+    assert {o["reward_extra_info"]["status"] for o in out} == {"ok"}
+    stub = reward_router.stub
+    assert sorted(c["images"][-1] for c in stub.of_kind("verify")) == sorted(
+        stub.scores_of({e["id"]: e for e in batch.non_tensor_batch["trajectory"]}.values()))
+    assert not stub.rejected
+
+
 # ----------------------------------------------------------------------------- on Ray
 @pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory, synth_set, policy):

@@ -17,3 +17,19 @@ def test_built_once_from_the_environment_and_replaced_by_configure(monkeypatch, 
     monkeypatch.setattr(rm, "close", lambda: closed.append(True))
     new = shared_reward.configure(engine=FakeEngine(), router="rules")
     assert shared_reward.shared() is new and closed == [True]
+
+
+def test_one_model_per_router_address_with_the_files_method_options(monkeypatch, tmp_path):
+    monkeypatch.setattr(shared_reward, "_ROUTED", {})
+    cfg = tmp_path / "reward.yaml"
+    cfg.write_text("reward: p_success\nmax_images: 6\nmodel: Qwen/Qwen3-VL-8B-Instruct\n"
+                   "service_url: http://127.0.0.1:9\n")
+    monkeypatch.setenv(shared_reward.CONFIG_ENV, str(cfg))
+    rm = shared_reward.for_router("10.0.0.7:8000")
+    assert rm is shared_reward.for_router("http://10.0.0.7:8000") is shared_reward.for_router("http://10.0.0.7:8000/v1")
+    assert rm.engine_options["openai_url"] == "http://10.0.0.7:8000/v1" and rm.loads == 0  # nothing built yet
+    assert rm.config.service_url is None  # the router verl gave does the verifying
+    assert rm.config.reward == "p_success" and rm.pipeline_config.max_images == 6
+    assert rm.engine_options["model"] == "Qwen/Qwen3-VL-8B-Instruct"  # no served name given: the file's
+    other = shared_reward.for_router("10.0.0.8:8000", served_name="/ckpt/verifier")
+    assert other is not rm and other.engine_options["model"] == "/ckpt/verifier"  # as verl serves it

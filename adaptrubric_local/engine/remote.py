@@ -1,0 +1,118 @@
+"""The verifier on an OpenAI-compatible server (vLLM, SGLang, a hosted API) instead of in-process:
+which server, and how to call it. `RemoteConfig`'s fields are the `--openai-*` flags of every
+command that scores and the `openai_*` keys of a reward config; with `openai_url` set, `model` is
+the served model name (when omitted: the server's only one) and `remote_engine` builds the one
+remote engine (openai_engine.py, shared with the distillation teacher), so the paper's router, cues
+and verifier all run on the server.
+
+What the in-process engine's options mean there: `model` is the served name, `max_new_tokens` the
+cap per call, `max_visual_tokens`/`max_pixels` resize screenshots before sending (default: the
+original files, which the server's processor resizes as the paper's setting does). Options that
+would change what the verifier says and that a server cannot honour through this API (`adapter`,
+`votes` > 1, 4/8-bit loading) are an error; the rest (dtype, batch sizes, attention) belong to the
+server and are ignored. The API key comes from the environment variable `openai_api_key_env`,
+never from a flag or a config value, so no record of a run can hold it.
+
+The prefix keeps these apart from the reward service's own `api_key_env` and the teacher's flags.
+Knows nothing about rubrics, pipelines or verdicts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping, Optional
+
+from .base import Engine
+
+# in-process options that change what the verifier says, with the value that means "not used"
+NOT_REMOTE = {"adapter": None, "votes": 1, "load_in_4bit": False, "load_in_8bit": False}
+NOT_REMOTE_WHY = {
+    "adapter": "serve the adapter on the server (vLLM: --lora-modules NAME=DIR) and pass NAME as --model",
+    "votes": "sampled majority votes are not supported on a server yet; use votes=1",
+    "load_in_4bit": "quantisation is the server's setting",
+    "load_in_8bit": "quantisation is the server's setting",
+}
+
+
+@dataclass
+class RemoteConfig:
+    """An OpenAI-compatible server that runs the verifier."""
+
+    openai_url: Optional[str] = field(default=None, metadata={
+        "help": "run the verifier (router, cues and verdicts) on this OpenAI-compatible server, e.g. "
+                "http://host:8000/v1 (vLLM, SGLang, a hosted API); --model is then the served model name"})
+    openai_api_key_env: str = field(default="OPENAI_API_KEY", metadata={
+        "help": "environment variable holding the server's API key (unset: 'EMPTY', which vLLM and SGLang "
+                "accept); the key itself is never a flag"})
+    openai_concurrency: int = field(default=16, metadata={"help": "requests in flight to the server at once"})
+    openai_timeout: float = field(default=300.0, metadata={"help": "seconds per HTTP attempt"})
+    openai_max_retries: int = field(default=3, metadata={
+        "help": "retries per request on connection errors, timeouts, 408/409/429/5xx (the openai client's backoff)"})
+    openai_top_logprobs: int = field(default=5, metadata={
+        "help": "alternatives asked for at each verdict token, for p_success (0: ask for no logprobs; p_success "
+                "is then null)"})
+
+    def __post_init__(self):
+        if self.openai_url is not None and not self.openai_url.startswith(("http://", "https://")):
+            raise ValueError(f"openai_url must start with http:// or https://, got {self.openai_url!r}")
+        if not self.openai_api_key_env:
+            raise ValueError("openai_api_key_env must name an environment variable")
+        if self.openai_concurrency < 1 or self.openai_timeout <= 0 or self.openai_max_retries < 0:
+            raise ValueError("openai_concurrency must be >= 1, openai_timeout > 0 and openai_max_retries >= 0")
+        if not 0 <= self.openai_top_logprobs <= 20:
+            raise ValueError(f"openai_top_logprobs must be in [0, 20] (the OpenAI API's range), got "
+                             f"{self.openai_top_logprobs}")
+
+
+REMOTE_FIELDS = frozenset(f.name for f in fields(RemoteConfig))
+
+
+def is_remote(options: Mapping[str, Any]) -> bool:
+    """Whether a mapping of engine options names a server (`openai_url`)."""
+    return bool(options.get("openai_url"))
+
+
+def check_remote(options: Mapping[str, Any]) -> RemoteConfig:
+    """The RemoteConfig of a flat mapping of engine options; ValueError, naming the option, for one
+    that a server cannot honour."""
+    rc = RemoteConfig(**{k: v for k, v in options.items() if k in REMOTE_FIELDS})
+    if not rc.openai_url:
+        raise ValueError("no openai_url given")
+    for name, unused in NOT_REMOTE.items():
+        if options.get(name, unused) != unused:
+            raise ValueError(f"{name}={options[name]!r} cannot be used with openai_url: {NOT_REMOTE_WHY[name]}")
+    return rc
+
+
+def remote_engine(options: Mapping[str, Any]) -> Engine:
+    """The remote engine for a flat mapping of engine options (RemoteConfig fields plus the in-process
+    engine's `model`, `max_new_tokens`, `max_visual_tokens`, `max_pixels`). Without `model`, the
+    server's one served model is used (asked with GET /models)."""
+    from .openai_engine import OpenAIEngine, OpenAIEngineConfig
+
+    rc = check_remote(options)
+    model = options.get("model") or only_model(rc)
+    return OpenAIEngine(OpenAIEngineConfig(
+        base_url=rc.openai_url, model=model, api_key_env=rc.openai_api_key_env, timeout=rc.openai_timeout,
+        max_retries=rc.openai_max_retries, concurrency=rc.openai_concurrency,
+        max_new_tokens=options.get("max_new_tokens") or 1024, top_logprobs=rc.openai_top_logprobs,
+        max_visual_tokens=options.get("max_visual_tokens"), max_pixels=options.get("max_pixels")))
+
+
+def only_model(rc: RemoteConfig) -> str:
+    """The name of the one model the server serves; ValueError when it serves none or several."""
+    names = served_models(rc.openai_url, rc.openai_api_key_env, rc.openai_timeout)
+    if len(names) != 1:
+        raise ValueError(f"{rc.openai_url} serves {len(names)} models ({', '.join(names) or 'none'}): name the "
+                         "verifier with model (--model)")
+    return names[0]
+
+
+def served_models(openai_url: str, api_key_env: str = "OPENAI_API_KEY", timeout: float = 30.0) -> list[str]:
+    """The model names a server serves (`GET {openai_url}/models`)."""
+    import openai
+
+    from .openai_engine import api_key_from_env
+
+    with openai.OpenAI(base_url=openai_url, api_key=api_key_from_env(api_key_env), timeout=min(timeout, 60.0),
+                       max_retries=2) as client:
+        return [m.id for m in client.models.list()]
