@@ -14,6 +14,7 @@ from pathlib import Path
 from .cli_common import (
     FORMATTER,
     add_model_options,
+    add_remote_options,
     add_scoring_options,
     die,
     make_engine,
@@ -190,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", help="JSONL file whose lines have \"instruction\"")
     p.add_argument("--output", help="where to write the routed JSONL (default stdout)")
     add_model_options(p)
+    add_remote_options(p)
     p.set_defaults(func=cmd_route)
 
     p = sub.add_parser("prompt", help="show exactly what the verifier would see for one trajectory",

@@ -117,7 +117,7 @@ def add_subcommands(sub) -> None:
     """Register `bank {induce,refine}` on the main parser's subparsers."""
     from .bank_induction.induce import InduceConfig
     from .bank_induction.refine import RefineConfig
-    from .cli_common import FORMATTER, add_data_options, add_model_options, add_pipeline_options
+    from .cli_common import FORMATTER, add_data_options, add_model_options, add_pipeline_options, add_remote_options
     from .flags import add_config_arguments
     b = sub.add_parser("bank", help="build a rubric bank for your own apps (induce, refine)",
                        description="Grow a rubric bank the way the paper built its own (§4.1, Appendix B): induce "
@@ -163,5 +163,6 @@ def add_subcommands(sub) -> None:
     add_data_options(p)
     add_pipeline_options(p)  # --bank-path: the bank to refine (default: the bundled paper bank)
     add_model_options(p)
+    add_remote_options(p)
     _teacher_options(p)
     p.set_defaults(func=cmd_refine)

@@ -152,14 +152,14 @@ def test_serve_takes_the_remote_flags(data, server, monkeypatch):
 
     monkeypatch.setattr(serve_mod, "serve", fake_serve)
     assert main(["serve", "--openai-url", server.url, "--model", "qwen3-vl-8b", "--openai-concurrency", "2",
-                 "--set", f"data_root={path.parent}"]) == 0
+                 "--data-root", str(path.parent)]) == 0
     assert got == {"rewards": [1.0, 0.0], "name": f"qwen3-vl-8b@{server.url}"}
 
 
 @pytest.mark.parametrize("flags, message", [
     (["--openai-url", "vllm:8000"], "must start with http"),
     (["--openai-url", "http://x/v1", "--votes", "3"], "votes=3 cannot be used with openai_url"),
-    (["--openai-url", "http://x/v1", "--workers", "2"], "raise --openai-concurrency"),
+    (["--openai-url", "http://x/v1", "--ray"], "raise --openai-concurrency"),
     (["--openai-url", "http://x/v1", "--openai-top-logprobs", "30"], "openai_top_logprobs must be in [0, 20]"),
 ])
 def test_bad_remote_settings_fail_before_any_call(data, tmp_path, capsys, flags, message):

@@ -79,16 +79,17 @@ def _exposed():
     from adaptrubric_local.distill.collect import CollectConfig
     from adaptrubric_local.distill.config import TrainConfig
     from adaptrubric_local.engine.hf_config import HFEngineConfig
+    from adaptrubric_local.engine.remote import RemoteConfig
     from adaptrubric_local.engine.teacher import TeacherConfig
     from adaptrubric_local.flags import config_fields
     from adaptrubric_local.pipeline import PipelineConfig
     from adaptrubric_local.reward_config import RewardConfig
     from adaptrubric_local.serve import ServeConfig
 
-    scoring = [(PipelineConfig, None), (HFEngineConfig, None)]
+    scoring = [(PipelineConfig, None), (HFEngineConfig, None), (RemoteConfig, None)]
     shared_teacher = {"teacher_max_new_tokens"}  # induce/refine read the teacher's cap from the teacher's flag
     return {
-        "route": [(PipelineConfig, {"router", "bank_path"}), (HFEngineConfig, None)],
+        "route": [(PipelineConfig, {"router", "bank_path"}), (HFEngineConfig, None), (RemoteConfig, None)],
         "prompt": scoring, "score": scoring, "eval": scoring, "ablate": scoring, "tts": scoring,
         "serve": [(ServeConfig, None), (RewardConfig, {f.name for f in config_fields(RewardConfig, CLIENT_ONLY)}),
                   *scoring],
