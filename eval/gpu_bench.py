@@ -42,13 +42,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from adaptrubric_local.engine.architectures import ARCHITECTURES  # noqa: E402 (after the path is set)
+
 PRACTICAL_PEAK_TFLOPS = 790.0  # bf16 8192^3 matmul measured on the H200 available for checks
 QWEN3VL_MAX_PIXELS, QWEN3VL_MIN_PIXELS = 16_777_216, 65_536  # Qwen3-VL preprocessor_config "size"
-ARCH_8B = dict(
-    text=dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32,
-              num_key_value_heads=8, head_dim=128, vocab_size=151936),
-    vision=dict(depth=27, hidden_size=1152, intermediate_size=4304, num_heads=16, out_hidden_size=4096,
-                deepstack_visual_indexes=[8, 16, 24], num_position_embeddings=2304))
 ARCH_TINY = dict(
     text=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
               num_key_value_heads=2, head_dim=16, vocab_size=2048),
@@ -87,20 +84,12 @@ class Run:
 def build_model(arch: dict, tokenizer, device: str, dtype):
     """The architecture with random weights, token ids from `tokenizer`, no end token (fixed lengths)."""
     import torch
-    from transformers import GenerationConfig, Qwen3VLConfig, Qwen3VLForConditionalGeneration
+    from transformers import GenerationConfig, Qwen3VLForConditionalGeneration
 
-    from adaptrubric_local.engine.tiny import QWEN_SPECIALS
+    from adaptrubric_local.engine.architectures import QWEN_TOKEN_IDS, qwen3vl_config
 
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
-    head_dim = arch["text"]["head_dim"]
-    section = [24, 20, 20] if head_dim == 128 else [head_dim // 4, head_dim // 8, head_dim // 8]
-    text = dict(arch["text"], max_position_embeddings=262144, rms_norm_eps=1e-6, pad_token_id=ids["<|endoftext|>"],
-                rope_parameters={"rope_type": "default", "rope_theta": 5e6, "mrope_section": section,
-                                 "mrope_interleaved": True})
-    vision = dict(arch["vision"], patch_size=16, spatial_merge_size=2, temporal_patch_size=2)
-    cfg = Qwen3VLConfig(text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"],
-                        video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
-                        vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=False)
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_TOKEN_IDS}
+    cfg = qwen3vl_config({**arch, "tie_word_embeddings": False}, token_ids=ids)
     torch.manual_seed(0)
     with torch.device(device):
         model = Qwen3VLForConditionalGeneration._from_config(cfg, dtype=dtype, attn_implementation="sdpa")
@@ -392,7 +381,7 @@ def main(argv=None) -> int:
     tokenizer = build_tokenizer(tokenizer_corpus())
     processor = build_processor(tokenizer, max_pixels=QWEN3VL_MAX_PIXELS, min_pixels=QWEN3VL_MIN_PIXELS)
     t0 = time.perf_counter()
-    arch = ARCH_TINY if args.tiny else ARCH_8B
+    arch = ARCH_TINY if args.tiny else ARCHITECTURES["Qwen/Qwen3-VL-8B-Instruct"]
     model = build_model(arch, tokenizer, device, dtype)
     params = sum(p.numel() for p in model.parameters()) / 1e9
     print(f"model: {'tiny' if args.tiny else 'Qwen3-VL-8B'} architecture, {params:.2f}B parameters, built in "

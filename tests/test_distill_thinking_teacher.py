@@ -4,13 +4,11 @@ blocks out of the targets, replies cut by the token cap counted as truncated and
 same cap, the SCORE digit's logprobs as the teacher's P(SCORE=1), the API key from the environment
 and in no file."""
 import json
-import math
 import re
-import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from openai_stub import Running, _logprobs
 
 from adaptrubric_local.cli_distill import add_subcommands
 from adaptrubric_local.distill.examples import examples, read_split
@@ -21,29 +19,13 @@ CASES = ("reasoning", "inline", "length", "nolp")
 THOUGHT = "hidden chain of thought about the screens"
 
 
-def _tokens(text: str) -> list[str]:
-    return re.findall(r"\s+|\d|[^\s\d]+", text)
-
-
-def _logprobs(text: str, p1: float) -> dict:
-    """vLLM-style logprobs: the SCORE digit carries P("1") = p1 among its top alternatives."""
-    digit_at = text.rfind("SCORE: ") + len("SCORE: ")
-    out, pos = [], 0
-    for tok in _tokens(text):
-        top = [{"token": tok, "logprob": 0.0, "bytes": None}]
-        if pos == digit_at:
-            top = [{"token": "1", "logprob": math.log(p1), "bytes": None},
-                   {"token": "0", "logprob": math.log(1 - p1), "bytes": None}]
-        out.append({"token": tok, "logprob": next(t["logprob"] for t in top if t["token"] == tok), "bytes": None,
-                    "top_logprobs": top})
-        pos += len(tok)
-    return {"content": out}
-
-
 class Judge:
     """A thinking judge: the behaviour per trajectory is chosen by a marker in its instruction."""
 
+    served = "judge"
+
     def __init__(self):
+        self.rejected: list[str] = []
         self.calls: Counter = Counter()
         self.auth: list[str] = []
         self.max_tokens: list[int] = []
@@ -80,27 +62,10 @@ def _chat(text, reasoning=None, finish="stop", logprobs=None) -> dict:
 @pytest.fixture
 def judge():
     j = Judge()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - http.server's naming
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            payload = json.dumps(j.reply(body, self.headers.get("Authorization", ""))).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *a):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    j.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    running = Running(j)
+    j.url = running.url
     yield j
-    server.shutdown()
-    server.server_close()
+    running.close()
 
 
 @pytest.fixture

@@ -94,10 +94,9 @@ def _dump(path: Path, obj) -> None:
 
 
 # ----------------------------------------------------------------------------- eval
-def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
-             review: bool = True, progress: bool = False) -> dict:
-    """Metrics, report, plots and (with `review`) the review page for one verdict file; returns
-    metrics.json's content. `loaded`: the data set already loaded, to avoid reading it again."""
+def _evaluated(verdicts_path, out, data, loaded):
+    """(out folder, the data set, the labelled verdicts, their metrics with probability figures and run
+    record, a title): what `eval` and `review` both start from."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if loaded is None and data is not None:
@@ -105,9 +104,17 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
     verdicts = attach_labels(load_verdicts(verdicts_path), data, loaded)
     m = M.evaluate(verdicts)
     m["probability"] = PR.summaries(verdicts)
-    m["efficiency"] = M.efficiency(verdicts, _summary(Path(verdicts_path)))
     m["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None)
     title = f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"
+    return out, loaded, verdicts, m, title
+
+
+def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
+             review: bool = True, progress: bool = False) -> dict:
+    """Metrics, report, plots and (with `review`) the review page for one verdict file; returns
+    metrics.json's content. `loaded`: the data set already loaded, to avoid reading it again."""
+    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded)
+    m["efficiency"] = M.efficiency(verdicts, _summary(Path(verdicts_path)))
     if review:
         write_review_page(out, verdicts, loaded, m, title, progress)
         m["review"] = "review.html"
@@ -142,15 +149,7 @@ def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title
 def run_review(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
                progress: bool = False) -> dict:
     """The review page alone (`adaptrubric review`); returns the counts it shows."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if loaded is None and data is not None:
-        loaded = load_trajectories(data, check_images=False)
-    verdicts = attach_labels(load_verdicts(verdicts_path), data, loaded)
-    m = M.evaluate(verdicts)
-    m["probability"] = PR.summaries(verdicts)
-    m["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None)
-    title = f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"
+    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded)
     page = write_review_page(out, verdicts, loaded, m, title, progress)
     return {"page": str(page), "n": len(verdicts), "confusion": m["overall"]["confusion"],
             "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"]}
