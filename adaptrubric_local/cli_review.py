@@ -77,7 +77,9 @@ def _apply(args) -> int:
     cal, prov = C.load(args.apply)
     if Path(args.verdicts).resolve() == Path(args.out).resolve():
         raise ValueError("--out must differ from --verdicts (the raw verdict file is kept)")
-    n = C.apply_file(args.verdicts, args.out, args.apply)
+    from .scoring import calibrate_file
+
+    n = calibrate_file(args.verdicts, args.out, args.apply)
     print(f"wrote {args.out}: {n} verdict line(s) with p_success_calibrated ({cal.method}, T={cal.temperature:.3f}, "
           f"calibration sha256 {prov['sha256'][:16]}...)")
     return 0

@@ -262,3 +262,37 @@ def _write(fh, v: Verdict, sink: list, previous: Optional[dict]) -> None:
         return
     fh.write(json.dumps(v.to_dict(), ensure_ascii=False) + "\n")
     fh.flush()
+
+
+def calibrate_file(src: str | Path, dest: str | Path, calibration: str | Path) -> int:
+    """Copy a verdict file with `p_success_calibrated` set on every line (src may equal dest), and its
+    config sidecar with the calibration's provenance; returns the number of lines written."""
+    import os
+
+    from .evaluation import calibration as C
+
+    cal, prov = C.load(calibration)
+    src, dest = Path(src), Path(dest)
+    tmp = dest.with_name(dest.name + ".tmp")
+    n = 0
+    with open(src, encoding="utf-8") as fh, open(tmp, "w", encoding="utf-8") as out:
+        for k, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{src}: line {k}: malformed JSON ({exc.msg})") from None
+            if not isinstance(d, dict):
+                raise ValueError(f"{src}: line {k}: not a verdict line")
+            p = d.get("p_success")
+            d["p_success_calibrated"] = cal.apply(p) if isinstance(p, (int, float)) else None
+            out.write(json.dumps(d, ensure_ascii=False) + "\n")
+            n += 1
+    os.replace(tmp, dest)
+    cfg = sidecar(src, "config")
+    meta = json.loads(cfg.read_text()) if cfg.is_file() else {}
+    sidecar(dest, "config").write_text(json.dumps({**meta, **C.provenance(prov)}, indent=2) + "\n")
+    if sidecar(src, "summary").is_file() and src != dest:
+        sidecar(dest, "summary").write_text(sidecar(src, "summary").read_text())
+    return n

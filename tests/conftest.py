@@ -122,6 +122,58 @@ TTS_SET = [
     _V("c1", 1, 1, task="T4", p=0.8), _V("c2", 1, 1, task="T4", p=0.6), _V("c3", 0, 1, task="T4", p=0.95),
 ]
 
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a service a test starts)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def oversized_post_status(url: str, body: bytes, key=None) -> int:
+    """The status a service answers to a POST of `body` that it must refuse from the declared length:
+    only the headers are sent (a server that refuses early closes the connection, and a client still
+    writing the body would see a broken pipe instead of the answer); one that read on would time out."""
+    import http.client
+    import urllib.parse
+
+    u = urllib.parse.urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    try:
+        conn.putrequest("POST", u.path)
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", str(len(body)))
+        if key:
+            conn.putheader("Authorization", f"Bearer {key}")
+        conn.endheaders()
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def wait_until_loaded(url: str, proc, key=None, tries: int = 600) -> dict:
+    """Poll `url`/health (with the bearer `key`) until the service says its verifier is loaded; its health
+    record. A process that exits, or never loads, fails the test with what it printed."""
+    import time
+    import urllib.request
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    for _ in range(tries):
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url + "/health", headers=headers), timeout=5) as r:
+                health = json.loads(r.read())
+            if health.get("loaded"):
+                return health
+        except OSError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(proc.stdout.read().decode() if proc.stdout else "the service did not start")
+
+
 @pytest.fixture
 def canonical_file(tmp_path):
     recs = [canonical_record(tmp_path, f"t{i}", 3 + i, label=i % 2, platform="android", task_id=f"task{i // 2}")
@@ -231,3 +283,18 @@ def dist(tmp_path_factory):
     collect(data, root / "dist", label_teacher(trajs), teacher_pipeline("labels"), CollectConfig(val_fraction=0.25),
             progress=False)
     return root / "dist"
+
+
+@pytest.fixture
+def group(synth_set):
+    """The rollouts of one task and a counting scripted verifier, set as the process-wide verifier (the
+    tests that drive verl and OpenRLHF: rl_support.py)."""
+    from rl_support import counting_verifier, task_group
+
+    from adaptrubric_local import rewards
+
+    trajs = task_group(synth_set)
+    factory, made = counting_verifier(trajs)
+    rewards.configure(engine_factory=factory, batch_window_ms=30)
+    yield trajs, made
+    rewards.configure(engine_factory=counting_verifier(trajs)[0])

@@ -7,14 +7,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
 import threading
-import time
-import urllib.request
 from pathlib import Path
+
+from conftest import free_port, wait_until_loaded  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -98,12 +97,6 @@ SERVER = textwrap.dedent("""
 """)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_service(tmp: Path, trajs: list[dict], key: str | None = None):
     """`adaptrubric serve` on 127.0.0.1 with a verifier scripted from `trajs`' labels; (url, process)."""
     port = free_port()
@@ -113,18 +106,8 @@ def start_service(tmp: Path, trajs: list[dict], key: str | None = None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADAPTRUBRIC_")}
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    for _ in range(600):
-        try:
-            with urllib.request.urlopen(urllib.request.Request(url + "/health", headers=headers), timeout=5) as r:
-                if json.loads(r.read())["loaded"]:
-                    return url, proc
-        except OSError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError(proc.stdout.read().decode())
+    wait_until_loaded(url, proc, key)
+    return url, proc
 
 
 def stop_service(proc) -> None:

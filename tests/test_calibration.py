@@ -6,10 +6,8 @@ import json
 import math
 import random
 import re
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
@@ -22,7 +20,7 @@ from adaptrubric_local.evaluation import probability as P
 from adaptrubric_local.evaluation import tts
 from adaptrubric_local.reward_model import RewardModel
 
-from conftest import make_png, write_jsonl
+from conftest import free_port, make_png, wait_until_loaded, write_jsonl
 
 # ----------------------------------------------------------------------------- the crafted file
 # id: (p_success, label). No probability sits on a bin edge k/15.
@@ -270,18 +268,12 @@ def test_bestofn_soft_uses_the_calibrated_probability():
     assert tts.bestofn([a, b], 2, soft=True).id == "a"
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_serve_with_calibration(synth_set, tmp_path):
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
     cal_path = tmp_path / "calib.json"
     sha = C.Calibration(method="temperature", a=0.5).save(cal_path)
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "adaptrubric_local.cli", "serve", "--fake-engine", "--port",
                              str(port), "--calibration", str(cal_path), "--reward", "p_success", "--router",
                              "rules", "--no-fine",
@@ -289,16 +281,7 @@ def test_serve_with_calibration(synth_set, tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=5) as r:
-                    health = json.loads(r.read())
-                if health["loaded"]:
-                    break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            raise AssertionError(proc.stdout.read().decode() if proc.poll() is not None else "service did not start")
+        health = wait_until_loaded(url, proc)
         assert health["stats"]["provenance"]["calibration"]["sha256"] == sha
         traj = load_trajectories(synth_set).trajectories[0].to_dict()
         req = urllib.request.Request(url + "/score", data=json.dumps({"trajectories": [traj]}).encode(),

@@ -21,7 +21,13 @@ import pytest
 pytest.importorskip("openrlhf", reason="OpenRLHF 0.11.2 is installed by `make test` (make install-rl)")
 pytest.importorskip("ray")
 
-from rl_support import EXAMPLES, counting_verifier, save_policy, start_service, stop_service, task_group  # noqa: E402
+from rl_support import (  # noqa: E402
+    EXAMPLES,
+    save_policy,
+    start_service,
+    stop_service,
+    task_group,
+)
 
 from adaptrubric_local import rewards  # noqa: E402
 
@@ -55,15 +61,6 @@ def tokenizer(tmp_path_factory):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(save_policy(tmp_path_factory.mktemp("policy")))
-
-
-@pytest.fixture
-def group(synth_set):
-    trajs = task_group(synth_set)
-    factory, made = counting_verifier(trajs)
-    rewards.configure(engine_factory=factory, batch_window_ms=30)
-    yield trajs, made
-    rewards.configure(engine_factory=counting_verifier(trajs)[0])
 
 
 class ScriptedVLLM:

@@ -26,7 +26,6 @@ from omegaconf import OmegaConf  # noqa: E402
 from rl_support import (  # noqa: E402
     EXAMPLES,
     ROOT,
-    counting_verifier,
     episode_for,
     save_policy,
     start_service,
@@ -65,16 +64,6 @@ def tokenizer(policy):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(policy)
-
-
-@pytest.fixture
-def group(synth_set):
-    """The rollouts of one task and a counting scripted verifier, set as the process-wide verifier."""
-    trajs = task_group(synth_set)
-    factory, made = counting_verifier(trajs)
-    rewards.configure(engine_factory=factory, batch_window_ms=30)
-    yield trajs, made
-    rewards.configure(engine_factory=counting_verifier(trajs)[0])
 
 
 def rollout_batch(tokenizer, extra_infos: list, **non_tensors) -> DataProto:

@@ -3,7 +3,6 @@ dynamic batching, 503 when the queue is full, size limits, OpenRLHF's convention
 RewardModel, and a graceful shutdown that answers the requests in flight."""
 import json
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -20,6 +19,8 @@ pytest.importorskip("uvicorn")
 
 from adaptrubric_local import load_trajectories  # noqa: E402
 from adaptrubric_local.reward_model import RewardModel  # noqa: E402
+
+from conftest import free_port, oversized_post_status, wait_until_loaded  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = textwrap.dedent("""
@@ -39,12 +40,6 @@ SERVER = textwrap.dedent("""
                      image_roots=[{images!r}])  # the service reads paths inside its roots only
     serve(rm, ServeConfig(port={port}, max_request_bytes=200_000, max_items=16, graceful_timeout_s=20))
 """)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def post(url, body, raw=None):
@@ -68,15 +63,7 @@ def start(tmp_path, images):
     script.write_text(SERVER.format(root=str(ROOT), port=port, images=str(Path(images).parent)))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if get(url + "/health")["loaded"]:
-                break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        raise AssertionError(proc.stdout.read().decode())
+    wait_until_loaded(url, proc)
     return url, proc
 
 
@@ -110,7 +97,7 @@ def test_batches_concurrent_clients_and_limits(server, trajs):
     assert status == 200 and body["verdicts"][1]["status"] == "error" and body["rewards"][1] is None
     assert post(url + "/score", None, raw=b"{not json")[0] == 400
     assert post(url + "/score", {"trajectories": [trajs[0]] * 17})[0] == 413
-    assert post(url + "/score", {"trajectories": ["x" * 300_000]})[0] == 413
+    assert oversized_post_status(url + "/score", json.dumps({"trajectories": ["x" * 300_000]}).encode()) == 413
 
 
 def test_full_queue_answers_503_and_recovers(server, trajs):

@@ -12,7 +12,6 @@ import struct
 import subprocess
 import sys
 import textwrap
-import time
 import urllib.error
 import urllib.request
 import zlib
@@ -29,6 +28,8 @@ from adaptrubric_local import FakeEngine, cli, rewards  # noqa: E402
 from adaptrubric_local.inline_images import ImageStore, check_image, data_url  # noqa: E402
 from adaptrubric_local.reward_model import RewardModel  # noqa: E402
 from adaptrubric_local.serve import ServeConfig, authorized, is_loopback  # noqa: E402
+
+from conftest import free_port, oversized_post_status, wait_until_loaded  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "s3cret-key-for-tests"
@@ -51,14 +52,6 @@ SERVER = textwrap.dedent("""
     serve(RewardModel(engine=FakeEngine(script=script), batch_window_ms=10),
           ServeConfig(port={port}, api_key={key!r}, max_request_bytes=2_000_000))
 """)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def request(url, body=None, raw=None, key=KEY, auth=None, method=None):
@@ -87,15 +80,7 @@ def server(tmp_path_factory):
     proc = subprocess.Popen([sys.executable, "server.py"], cwd=home, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if request(url + "/health")[1].get("loaded"):
-                break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        raise AssertionError(proc.stdout.read().decode())
+    wait_until_loaded(url, proc, KEY)
     yield url, home
     proc.terminate()
     proc.wait(30)
@@ -261,9 +246,9 @@ def test_inline_limits_each_give_an_error_verdict(server):
     for (name, (_, message)), v in zip(BAD_IMAGES.items(), reply["verdicts"]):
         assert v["status"] == "error" and message in v["error"] and "item" in v["error"], (name, v["error"])
         assert "steps[0].screenshot" in v["error"]
-    assert request(url + "/score", {"trajectories": [inline_traj("big", (0, 0, 0))] * 2
-                                    + [{"id": "x", "instruction": "x", "steps": [
-                                        {"screenshot": "data:image/png;base64," + "A" * 2_100_000}]}]})[0] == 413
+    big = {"trajectories": [inline_traj("big", (0, 0, 0))] * 2 + [{"id": "x", "instruction": "x", "steps": [
+        {"screenshot": "data:image/png;base64," + "A" * 2_100_000}]}]}
+    assert oversized_post_status(url + "/score", json.dumps(big).encode(), KEY) == 413
     assert not list((home / "tmp").iterdir())
 
 

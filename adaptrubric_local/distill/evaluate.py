@@ -9,7 +9,7 @@ adapter into its base model. Knows nothing about argument parsing.
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Optional
 
@@ -118,8 +118,9 @@ def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | P
     manifest = _manifest(data_dir)
     images, pipe_over = adopt(adapter, {"max_visual_tokens": None, "max_pixels": None}, {})
     pipe_cfg = pipeline_from_manifest(manifest, **pipe_over)
-    cap = max_new_tokens or pipe_cfg.verify_max_new_tokens
-    pipe_cfg = pipeline_from_manifest(manifest, verify_max_new_tokens=cap, **pipe_over)
+    if max_new_tokens:
+        pipe_cfg = replace(pipe_cfg, verify_max_new_tokens=max_new_tokens)
+    cap = pipe_cfg.verify_max_new_tokens
     data_path, loaded, teacher = split_data(data_dir, split, data)
     table: dict[str, dict] = {}
     runs = {}

@@ -63,6 +63,8 @@ def two_way(logits: torch.Tensor, zero: int, one: int) -> torch.Tensor:
 class DistillTrainer(Trainer):
     """Trainer whose loss is computed here (see the module docstring)."""
 
+    _pixel_dtype: Optional[torch.dtype] = None  # the vision tower's, read on the first batch
+
     def __init__(self, *args, loss: LossConfig, digit_ids: tuple[int, int], image_config, lengths=None,
                  group_by_length: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
@@ -79,9 +81,10 @@ class DistillTrainer(Trainer):
 
     def _pixels(self, model, inputs: dict) -> dict:
         if "pixel_patches" in inputs:
-            dtype = next((p.dtype for n, p in model.named_parameters() if ".visual." in f".{n}"
-                          and p.is_floating_point()), torch.float32)
-            inputs["pixel_values"] = normalise(inputs.pop("pixel_patches"), self.image_config).to(dtype)
+            if self._pixel_dtype is None:  # once: the vision tower's dtype does not change
+                self._pixel_dtype = next((p.dtype for n, p in model.named_parameters() if ".visual." in f".{n}"
+                                          and p.is_floating_point()), torch.float32)
+            inputs["pixel_values"] = normalise(inputs.pop("pixel_patches"), self.image_config).to(self._pixel_dtype)
         return inputs
 
     # ------------------------------------------------------------------ loss

@@ -40,7 +40,7 @@ class HFEngine(Engine):
         """`loaded` = (model, processor) already in memory (benchmarks, a served model); otherwise
         `load_model(config)`."""
         self.config = config or HFEngineConfig(**overrides)
-        self.name = self.config.model + (f"+{self.config.adapter}" if self.config.adapter else "")
+        self.name = self.config.name
         self.model, self.processor = loaded if loaded is not None else load_model(self.config)
         self.encoder = Encoder(self.processor, self.model.config.image_token_id, self.model.config.video_token_id)
         self.tokenizer = self.encoder.tokenizer
