@@ -44,3 +44,47 @@ def test_register_is_idempotent_and_names_the_implementation():
 
     assert attention.register() == attention.register() == "sdpa_padded_prefill"
     assert AttentionInterface._global_mapping["sdpa_padded_prefill"] is attention.padded_prefill_sdpa
+
+
+def test_a_left_padded_prefill_builds_no_l_by_l_mask(tiny_engine, tmp_path):
+    """Through the whole model on the per-row path (the CPU default): no (B, 1, L, L) mask, no
+    query-dtype copy of one and no repeated K/V are made for the prefill of a left-padded batch; stock
+    "sdpa" on the same batch makes all three (what engine/memory.py counts for that path)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from adaptrubric_local.engine.base import Request
+    from adaptrubric_local.engine.hf import HFEngine
+
+    from conftest import make_png
+
+    class Shapes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self.seen += [tuple(t.shape) for t in (out if isinstance(out, (tuple, list)) else [out])
+                          if isinstance(t, torch.Tensor)]
+            return out
+
+    reqs = [Request(prompt="Judge this long one. " * 30, images=[make_png(tmp_path / "a.png", 1)], max_new_tokens=2),
+            Request(prompt="Short.", max_new_tokens=2)]
+    widths = {}
+    for attn in ("sdpa_padded_prefill", "sdpa"):
+        tiny_engine.model.set_attn_implementation(attention.register() if attn != "sdpa" else "sdpa")
+        try:
+            eng = HFEngine(tiny_engine.config, loaded=(tiny_engine.model, tiny_engine.processor))
+            with Shapes() as mode:
+                outs = eng.generate(reqs)
+            eng.close()
+        finally:
+            tiny_engine.model.set_attn_implementation(attention.register())
+        L = outs[0].prompt_tokens
+        assert outs[1].prompt_tokens < L
+        text = tiny_engine.model.config.text_config
+        rep = text.num_attention_heads // text.num_key_value_heads
+        widths[attn] = {"mask": any(s[-2:] == (L, L) for s in mode.seen),  # repeat_kv expands (B, kv, rep, L, d)
+                        "repeated_kv": any(len(s) == 5 and s[2] == rep and s[3] == L for s in mode.seen)}
+    assert widths["sdpa_padded_prefill"] == {"mask": False, "repeated_kv": False}, widths
+    assert widths["sdpa"]["mask"], widths

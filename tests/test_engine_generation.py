@@ -53,19 +53,3 @@ def test_row_stop_on_token_ids(tiny_engine):
     assert done_at[0] == first_line and stop.ends[0] == first_line
     assert 1 not in done_at  # never completed a line
     assert done_at[2] == 4 and 2 not in stop.ends  # its own cap, not the line (it watches none)
-
-
-def test_default_token_budget_fits_a_full_batch_of_native_resolution_rows():
-    from transformers import Qwen3VLConfig
-
-    from adaptrubric_local.engine.generation import derived_batch_tokens, kv_bytes_per_token
-
-    cfg = Qwen3VLConfig(text_config=dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
-                                         num_attention_heads=32, num_key_value_heads=8, head_dim=128))
-    assert kv_bytes_per_token(cfg, torch.bfloat16) == 36 * 2 * 8 * 128 * 2
-    free = 120 * 2 ** 30  # an H200 after loading the 8B weights
-    tokens = derived_batch_tokens(cfg, torch.bfloat16, free)
-    assert tokens <= free // kv_bytes_per_token(cfg, torch.bfloat16)  # never more than the KV cache alone allows
-    assert tokens >= 16 * (7_300 + 1024)  # 16 rows at the 6,144-token cap with 1,024 new tokens
-    assert tokens >= 12 * (27_000 + 1024)  # at native resolution (~27K tokens a row) most of a batch of 16
-    assert derived_batch_tokens(cfg, torch.bfloat16, 20 * 2 ** 30) < 4 * (27_000 + 1024)  # a 24 GB card: few rows

@@ -50,9 +50,10 @@ def test_batched_equals_batch_size_one(tiny_engine, synth_set):
     assert [v.prompt_tokens for v in one] == [v.prompt_tokens for v in many]
 
 
-def test_injected_oom_splits_and_keeps_every_verdict(tiny_engine, synth_set):
+def test_injected_oom_splits_and_keeps_every_verdict(tiny_engine, synth_set, monkeypatch):
     trajs = load_trajectories(synth_set).trajectories[:10]
     _, clean = _score(tiny_engine, trajs, 8)
+    monkeypatch.setattr(tiny_engine, "budget", type(tiny_engine.budget)(tiny_engine.budget.start))  # learns here only
     tiny_engine.inject_oom = lambda n: n > 2  # any batch above 2 "runs out of memory"
     before = tiny_engine.oom_splits
     try:
@@ -64,8 +65,9 @@ def test_injected_oom_splits_and_keeps_every_verdict(tiny_engine, synth_set):
     assert [v.raw for v in hit] == [v.raw for v in clean]
 
 
-def test_oom_at_batch_one_is_an_error_not_a_crash(tiny_engine, synth_set):
+def test_oom_at_batch_one_is_an_error_not_a_crash(tiny_engine, synth_set, monkeypatch):
     trajs = load_trajectories(synth_set).trajectories[:3]
+    monkeypatch.setattr(tiny_engine, "budget", type(tiny_engine.budget)(tiny_engine.budget.start))
     tiny_engine.inject_oom = lambda n: True
     try:
         _, v = _score(tiny_engine, trajs, 4)
@@ -361,6 +363,7 @@ def test_oom_retry_holds_nothing_of_the_failed_attempt(tiny_engine, synth_set, m
 
     monkeypatch.setattr(tiny_engine, "_collate", collate)
     monkeypatch.setattr(tiny_engine, "inject_oom", inject)
+    monkeypatch.setattr(tiny_engine, "budget", type(tiny_engine.budget)(tiny_engine.budget.start))
     gc.disable()  # the retry must free the attempt by itself, without waiting for a collection to run
     try:
         before = tiny_engine.oom_splits
@@ -398,7 +401,8 @@ def test_groups_fill_to_the_batch_size_under_a_token_budget(tiny_engine, synth_s
     _score(tiny_engine, trajs, 8)
     s = tiny_engine.stats
     assert set(s) == {"groups", "rows", "rows_per_group", "oom_splits", "hit_cap", "stopped_at_line",
-                      "max_batch_tokens"}
+                      "max_batch_tokens", "start_batch_tokens", "failed_attempts", "budget_changes",
+                      "memory_budget_gib", "attn_implementation", "tokenize_s", "tokenize_wait_s", "generate_s"}
     verify_groups = 2  # 16 verifier requests at batch 8; route/cue calls add their own groups
     assert s["rows"] >= 16 and s["groups"] >= verify_groups and s["rows_per_group"] == s["rows"] / s["groups"]
     est = {i: 1000 for i in range(16)}
@@ -547,3 +551,31 @@ def test_engine_defaults_are_the_papers_and_options_validate():
         with pytest.raises(ValueError):
             HFEngineConfig(**bad)
     assert HFEngineConfig(max_visual_tokens=6144, max_batch_tokens=100_000, compile=True).max_visual_tokens == 6144
+
+
+def test_the_token_budget_learns_from_out_of_memory_and_the_summary_says_so(tiny_engine, synth_set, tmp_path):
+    """Injected OOM above 2 rows over 24 verifier requests (one generate call): every trajectory is
+    scored, at most 3 attempts fail (halving alone, with every group starting at full size again, failed
+    9), and the budget and its changes are in the engine stats and `verdicts.summary.json`."""
+    import dataclasses
+
+    from adaptrubric_local.engine.hf import HFEngine
+    from adaptrubric_local.scoring import score_file
+
+    eng = HFEngine(dataclasses.replace(tiny_engine.config, max_batch_size=8, max_new_tokens=8),
+                   loaded=(tiny_engine.model, tiny_engine.processor))
+    attempts = []
+    eng.inject_oom = lambda n: attempts.append(n) or n > 2
+    pipe = AdaptRubric(eng, PipelineConfig(router="rules", fine=False, trajectories_per_batch=24,
+                                           verify_max_new_tokens=8))
+    summary = score_file(pipe, synth_set, tmp_path / "v.jsonl", progress=False)
+    lines = [json.loads(x) for x in (tmp_path / "v.jsonl").read_text().splitlines()]
+    assert len(lines) == 24 and all(v["status"] != "error" for v in lines)
+    failed = [n for n in attempts if n > 2]
+    assert sum(attempts) - sum(failed) == 24 and 1 <= len(failed) <= 3, attempts
+    s = json.loads((tmp_path / "v.summary.json").read_text())["engine"]
+    assert s == summary["engine"] and s["failed_attempts"] == len(failed)
+    assert s["start_batch_tokens"] == 262_144 and s["max_batch_tokens"] < s["start_batch_tokens"]
+    assert s["budget_changes"] and s["budget_changes"][-1]["to"] == s["max_batch_tokens"]
+    assert all({"group", "from", "to", "why"} <= set(c) for c in s["budget_changes"])
+    eng.close()

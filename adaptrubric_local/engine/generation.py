@@ -1,10 +1,10 @@
-"""Generation controls for the transformers engine, and the memory budget of a batch.
+"""Generation controls for the transformers engine.
 
 `WatchRecorder` records the probabilities of a few watched tokens at every generation step (how
 P(SCORE=1) is read without keeping full-vocabulary logits); `RowStop` ends each row at its own
-new-token cap or right after a complete line starting with its prefix; `derived_batch_tokens` sizes
-a batch from free GPU memory and the model's KV-cache bytes per token; `OutOfMemory`/`is_oom` name
-what the engine retries in halves. Knows nothing about batching policy, loading or verdicts.
+new-token cap or right after a complete line starting with its prefix; `OutOfMemory`/`is_oom` name
+what the engine retries in halves (how big a group may be: memory.py, budget.py). Knows nothing about
+batching policy, loading or verdicts.
 """
 from __future__ import annotations
 
@@ -12,9 +12,6 @@ from typing import Optional
 
 import torch
 from transformers import StoppingCriteria
-
-GPU_MEMORY_FRACTION = 0.85  # share of the free GPU memory (after loading) that groups may fill
-MASK_BYTES_PER_TOKEN = 32_768  # SDPA's padded (B, 1, L, L) bool mask, for rows up to 32K tokens
 
 
 class WatchRecorder:
@@ -99,22 +96,3 @@ def newline_table(tokenizer, vocab_size: int) -> torch.Tensor:
     table = torch.zeros(vocab_size, dtype=torch.bool)
     table[:n] = torch.tensor(["\n" in t for t in texts], dtype=torch.bool)
     return table
-
-
-def kv_bytes_per_token(config, dtype: torch.dtype) -> int:
-    """Bytes of KV cache one token costs in the language model (keys and values of every layer)."""
-    text = getattr(config, "text_config", config)
-    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
-    kv_heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
-    return 2 * text.num_hidden_layers * kv_heads * head_dim * torch.finfo(dtype).bits // 8
-
-
-def derived_batch_tokens(config, dtype: torch.dtype, free_bytes: int) -> int:
-    """Padded tokens per group that fit in `free_bytes`: KV cache, the prefill's transient
-    activations (MLP input and hidden states of one layer) and SDPA's padded mask, per token."""
-    text = getattr(config, "text_config", config)
-    act = (2 * text.intermediate_size + 4 * text.hidden_size) * torch.finfo(dtype).bits // 8
-    per_token = kv_bytes_per_token(config, dtype) + act + MASK_BYTES_PER_TOKEN
-    return max(4096, int(free_bytes * GPU_MEMORY_FRACTION) // per_token)
-
-

@@ -1,33 +1,41 @@
 """The transformers backend: Qwen3-VL in-process, batched, on one GPU (or the CPU).
 
 Loads its checkpoint through `loading.py` (hub id or local folder, safetensors only, bitsandbytes,
-peft adapters; the generation controls are in `generation.py`). Requests are sorted
-by length and grouped under a batch size and a padded-token budget (derived from free GPU memory
-and the model's KV-cache bytes per token unless given); the images of the next group are decoded
-in the background (as uint8, in pinned memory on a GPU, normalised on the device) while the
-current one generates, and the first group's prompts are tokenized while its images decode. A
-CUDA out-of-memory error drops the failed attempt (outside the exception handler, so nothing of it
-stays alive), frees the cache and retries the group in halves, so every request gets its output.
+peft adapters; the generation controls are in `generation.py`). Requests are sorted by length and
+grouped under a batch size, a padded-token budget (`budget.py`: configured, or derived from free GPU
+memory; it learns from out-of-memory errors) and, on a GPU, the memory model of the attention
+implementation in use (`memory.py`: a group is only formed if its estimated peak fits the free memory).
+Groups are formed one at a time, so a budget lowered by an out-of-memory error applies to every later
+group. The images of the next group are decoded in the background (as uint8, in pinned memory on a
+GPU, normalised on the device) and its prompts tokenized on a worker thread while the current one
+generates. A CUDA out-of-memory error drops the failed attempt (outside the exception handler, so
+nothing of it stays alive), frees the cache and retries the group in halves (parts over the lowered
+budget are split before they run), so every request gets its output.
 Greedy decoding by default, with a `max_new_tokens` cap per row; a row ends early after a complete
 line starting with its `stop_after_line`; `votes > 1` samples k outputs per request. P(token) for
 watched tokens ("0"/"1") is read from the generation logits on the device, copied once at the end.
-`stats` counts groups and rows (rows per group), out-of-memory splits and rows that hit the cap.
+`stats` counts groups and rows (rows per group), out-of-memory splits and failed attempts, rows that
+hit the cap, the token budget and each change of it, and the seconds spent tokenizing and generating.
 Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 
 import gc
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
 from typing import Callable, Optional
 
 import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
+from . import memory
 from .base import Engine, Output, Request, TokenProbs, cut_after_line
+from .budget import TokenBudget
 from .encoding import Encoder
 from .hf_config import CPU_BATCH_TOKENS, DEFAULT_MODEL, HFEngineConfig  # noqa: F401 (re-exported)
-from .generation import OutOfMemory, RowStop, WatchRecorder, derived_batch_tokens, is_oom, newline_table
+from .generation import OutOfMemory, RowStop, WatchRecorder, is_oom, newline_table
 from .images import BatchImages, ImageConfig, ImagePipeline, plan_tokens
 from .loading import load_model
 
@@ -54,10 +62,23 @@ class HFEngine(Engine):
         self.eos_ids = _eos_ids(self.model, self.tokenizer)
         self.pixel_dtype = next((p.dtype for n, p in self.model.named_parameters()
                                  if ".visual." in f".{n}" and p.is_floating_point()), torch.float32)
-        self.max_batch_tokens = self.config.max_batch_tokens or self._derive_batch_tokens()
+        self.sizes = memory.Sizes.of(self.model.config)
+        self.attn = _attn_of(self.model)
+        self.memory_budget: Optional[float] = None  # bytes a group's estimated peak may reach (GPU only)
+        self.budget = TokenBudget(self.config.max_batch_tokens or self._derive_batch_tokens())
         self._newline: Optional[torch.Tensor] = None
         self.inject_oom: Optional[Callable[[int], bool]] = None  # test hook: rows -> raise OOM (inputs built)?
         self.counts: Counter = Counter()
+        self._tokenize = ThreadPoolExecutor(1, thread_name_prefix="tokenize")
+
+    @property
+    def max_batch_tokens(self) -> int:
+        """The padded-token budget of a group now (lowered by out-of-memory errors, see budget.py)."""
+        return self.budget.current
+
+    @max_batch_tokens.setter
+    def max_batch_tokens(self, value: int) -> None:
+        self.budget = TokenBudget(int(value))
 
     @property
     def oom_splits(self) -> int:
@@ -65,21 +86,34 @@ class HFEngine(Engine):
 
     @property
     def stats(self) -> dict:
-        """groups (generate calls), rows (requests in them), rows_per_group, oom_splits, hit_cap (rows
-        cut by max_new_tokens), stopped_at_line (rows ended by stop_after_line), max_batch_tokens."""
+        """groups (generate calls), rows (requests in them), rows_per_group, oom_splits (groups halved),
+        failed_attempts (attempts that ran out of memory), hit_cap (rows cut by max_new_tokens),
+        stopped_at_line (rows ended by stop_after_line), max_batch_tokens (the budget now),
+        start_batch_tokens, budget_changes (each change: group, from, to, why), memory_budget_gib (GPU:
+        what a group's estimated peak may reach), attn_implementation, tokenize_s, generate_s."""
         c = self.counts
         return {"groups": c["groups"], "rows": c["rows"],
                 "rows_per_group": c["rows"] / c["groups"] if c["groups"] else 0.0,
                 "oom_splits": c["oom_splits"], "hit_cap": c["hit_cap"], "stopped_at_line": c["stopped_at_line"],
-                "max_batch_tokens": self.max_batch_tokens}
+                **self.budget.stats,
+                "memory_budget_gib": round(self.memory_budget / memory.GiB, 2) if self.memory_budget else None,
+                "attn_implementation": self.attn, "tokenize_s": round(c["tokenize_us"] / 1e6, 3),
+                "tokenize_wait_s": round(c["tokenize_wait_us"] / 1e6, 3),
+                "generate_s": round(c["generate_us"] / 1e6, 3)}
+
+    def _dtype_bytes(self) -> int:
+        dtype = next(p.dtype for p in self.model.parameters() if p.is_floating_point())
+        return 2 if dtype in (torch.bfloat16, torch.float16) else 4
 
     def _derive_batch_tokens(self) -> int:
+        """On a GPU: the free memory's share for groups (`memory_budget`, checked per group against the
+        memory model) and the padded tokens that fit it at the model's per-token cost; on the CPU a fixed
+        budget."""
         if self.device.type != "cuda":
             return CPU_BATCH_TOKENS
         free, _ = torch.cuda.mem_get_info(self.device)
-        dtype = next(p.dtype for p in self.model.parameters() if p.is_floating_point())
-        dtype = dtype if dtype in (torch.bfloat16, torch.float16, torch.float32) else torch.bfloat16
-        return derived_batch_tokens(self.model.config, dtype, free)
+        self.memory_budget = memory.free_budget(free)
+        return memory.tokens_bound(self.sizes, self.attn, self._dtype_bytes(), self.memory_budget)
 
     # ------------------------------------------------------------------ prompt assembly (engine/encoding.py)
     def _chat_text(self, req: Request) -> str:
@@ -98,6 +132,11 @@ class HFEngine(Engine):
         pixels on the CPU when `device` is None; the engine's own path passes its device)."""
         return self._collate(self._token_rows(reqs, imgs.tokens_per_image, prefixes), imgs, device)
 
+    def _shape(self, req: Request, planned: Optional[list[int]]) -> tuple[int, int, int]:
+        """(prompt tokens, visual tokens, new tokens) of a request, by the same estimate."""
+        new = min(self.config.max_new_tokens, req.max_new_tokens or self.config.max_new_tokens)
+        return len(req.prompt + req.suffix) // 3 + sum(planned or []), sum(planned or []), new
+
     def _estimate(self, req: Request, planned: Optional[list[int]]) -> int:
         """Padded tokens a request costs: text by characters, images by their planned sizes (headers
         only), the new tokens it may generate, times the samples drawn."""
@@ -106,36 +145,69 @@ class HFEngine(Engine):
         return (text + sum(planned or []) + new) * self.config.votes
 
     # ------------------------------------------------------------------ batching
-    def _sub_batches(self, order: list[int], est: dict[int, int]) -> list[list[int]]:
-        """Length-sorted groups under the batch-size and padded-token budgets."""
-        groups, cur, longest = [], [], 0
-        for i in order:
+    def _group(self, remaining: list[int], est: dict[int, int], shape: dict[int, tuple[int, int, int]]) -> list[int]:
+        """The next group: from the front of `remaining` (longest first), under the batch size, the
+        padded-token budget and, on a GPU, the memory model's estimate of its peak."""
+        cur: list[int] = []
+        longest = 0
+        for i in remaining:
             new_longest = max(longest, est[i])
-            if cur and (len(cur) >= self.config.max_batch_size or new_longest * (len(cur) + 1) > self.max_batch_tokens):
-                groups.append(cur)
-                cur, new_longest = [], est[i]
+            if cur and (len(cur) >= self.config.max_batch_size or new_longest * (len(cur) + 1) > self.max_batch_tokens
+                        or not self._fits(cur + [i], shape)):
+                break
             cur.append(i)
             longest = new_longest
-        if cur:
-            groups.append(cur)
+        return cur
+
+    def _fits(self, idx: list[int], shape: dict[int, tuple[int, int, int]]) -> bool:
+        if self.memory_budget is None:
+            return True
+        g = memory.Group([shape[i][0] for i in idx], [shape[i][1] for i in idx], max(shape[i][2] for i in idx),
+                         self.config.votes)
+        return memory.fits(self.sizes, g, self.attn, self._dtype_bytes(), self.memory_budget)
+
+    def _sub_batches(self, order: list[int], est: dict[int, int],
+                     shape: Optional[dict[int, tuple[int, int, int]]] = None) -> list[list[int]]:
+        """Length-sorted groups under the batch-size and padded-token budgets (as the budget is now)."""
+        shape = shape or {i: (est[i], 0, 0) for i in order}
+        groups, rest = [], list(order)
+        while rest:
+            groups.append(self._group(rest, est, shape))
+            rest = rest[len(groups[-1]):]
         return groups
+
+    def _prompt_rows(self, reqs: list[Request], planned: list[Optional[list[int]]]) -> dict[int, list[int]]:
+        """Token ids of the requests whose images were planned (a worker thread runs this for the next group)."""
+        t0 = time.perf_counter()
+        ready = [k for k, p in enumerate(planned) if p is not None]
+        ids = self._token_rows([reqs[k] for k in ready], [planned[k] for k in ready]) if ready else []
+        rows = dict(zip(ready, ids))
+        self.counts["tokenize_us"] += int((time.perf_counter() - t0) * 1e6)
+        return rows
 
     def generate(self, requests: list[Request]) -> list[Output]:
         """One Output per Request, in order."""
         outputs: list[Optional[Output]] = [None] * len(requests)
         planned = plan_tokens([r.images for r in requests], self.images.cfg)  # headers only
         est = {i: self._estimate(r, planned[i]) for i, r in enumerate(requests)}
-        order = sorted(range(len(requests)), key=lambda i: est[i], reverse=True)
-        groups = self._sub_batches(order, est)
-        pending = self.images.submit([requests[i].images for i in groups[0]]) if groups else None
-        for g, group in enumerate(groups):
-            # tokenize this group's prompts while its images decode in the background
-            ready = [k for k, i in enumerate(group) if planned[i] is not None]
-            rows = dict(zip(ready, self._token_rows([requests[group[k]] for k in ready],
-                                                    [planned[group[k]] for k in ready]))) if ready else {}
-            imgs = pending.result()
-            if g + 1 < len(groups):  # overlap the next group's preprocessing with this generation
-                pending = self.images.submit([requests[i].images for i in groups[g + 1]])
+        shape = {i: self._shape(r, planned[i]) for i, r in enumerate(requests)}
+        rest = sorted(range(len(requests)), key=lambda i: est[i], reverse=True)
+
+        def submit(group):  # images decode on the image threads, prompts tokenize on this engine's own
+            return (self.images.submit([requests[i].images for i in group]),
+                    self._tokenize.submit(self._prompt_rows, [requests[i] for i in group], [planned[i] for i in group]))
+
+        group = self._group(rest, est, shape) if rest else []
+        rest = rest[len(group):]
+        pending = submit(group) if group else None
+        while group:
+            t0 = time.perf_counter()
+            rows = pending[1].result()
+            imgs = pending[0].result()
+            self.counts["tokenize_wait_us"] += int((time.perf_counter() - t0) * 1e6)
+            nxt = self._group(rest, est, shape) if rest else []  # formed at the budget as it is now
+            rest = rest[len(nxt):]
+            pending = submit(nxt) if nxt else None  # overlap the next group's preprocessing with this generation
             for k, i in enumerate(group):
                 if k in imgs.errors:
                     outputs[i] = Output(error=imgs.errors[k], n_images=len(requests[i].images))
@@ -143,28 +215,50 @@ class HFEngine(Engine):
             for k in ok:  # the plan and the decoded images agree unless a file changed in between
                 if k not in rows or planned[group[k]] != imgs.tokens_per_image[k]:
                     rows[k] = self._token_rows([requests[group[k]]], [imgs.tokens_per_image[k]])[0]
-            outs = self._run_split([requests[group[k]] for k in ok], _subset(imgs, ok), [rows[k] for k in ok])
+            t0 = time.perf_counter()
+            outs = self._run_group([requests[group[k]] for k in ok], _subset(imgs, ok), [rows[k] for k in ok],
+                                   [est[group[k]] for k in ok])
+            self.counts["generate_us"] += int((time.perf_counter() - t0) * 1e6)
             for k, out in zip(ok, outs):
                 outputs[group[k]] = out
+            group = nxt
         return outputs  # type: ignore[return-value]
 
-    def _run_split(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]]) -> list[Output]:
-        """Generate, halving the batch on out-of-memory until every request is done. The retry runs
-        after the exception handler has exited, so the failed attempt's tensors are already freed."""
+    def _run_group(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]],
+                   costs: list[int]) -> list[Output]:
+        """One group through `_run_split`, then the budget is told it is done (it may grow)."""
+        try:
+            return self._run_split(reqs, imgs, rows, costs)
+        finally:
+            self.budget.group_done()
+
+    def _run_split(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]],
+                   costs: Optional[list[int]] = None) -> list[Output]:
+        """Generate, halving the batch on out-of-memory until every request is done; a part over the
+        (lowered) token budget is split before it runs. The retry runs after the exception handler has
+        exited, so the failed attempt's tensors are already freed."""
         if not reqs:
             return []
+        costs = costs or [len(r) for r in rows]
+        cost = len(reqs) * max(costs)
+        if len(reqs) > 1 and cost > self.max_batch_tokens:
+            k = next(n for n in range(len(reqs), 0, -1) if n == 1 or n * max(costs[:n]) <= self.max_batch_tokens)
+            return (self._run_split(reqs[:k], _subset(imgs, range(k)), rows[:k], costs[:k])
+                    + self._run_split(reqs[k:], _subset(imgs, range(k, len(reqs))), rows[k:], costs[k:]))
         outs, oom = self._attempt(reqs, imgs, rows)
         if oom is None:
+            self.budget.fitted(cost)
             return outs
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+        self.budget.out_of_memory(cost, len(reqs))
         if len(reqs) == 1:
             return [Output(error=f"out of memory even at batch size 1 ({oom})", n_images=len(reqs[0].images))]
         self.counts["oom_splits"] += 1
         half = len(reqs) // 2
-        return (self._run_split(reqs[:half], _subset(imgs, range(half)), rows[:half])
-                + self._run_split(reqs[half:], _subset(imgs, range(half, len(reqs))), rows[half:]))
+        return (self._run_split(reqs[:half], _subset(imgs, range(half)), rows[:half], costs[:half])
+                + self._run_split(reqs[half:], _subset(imgs, range(half, len(reqs))), rows[half:], costs[half:]))
 
     def _attempt(self, reqs, imgs, rows) -> tuple[list[Output], Optional[str]]:
         """(outputs, None), or ([], message) on out-of-memory; only the message leaves the handler."""
@@ -270,6 +364,13 @@ class HFEngine(Engine):
 
     def close(self) -> None:
         self.images.close()
+        self._tokenize.shutdown(wait=True)
+
+
+def _attn_of(model) -> str:
+    """The language model's attention implementation (what the memory model counts)."""
+    cfg = getattr(model.config, "text_config", model.config)
+    return getattr(cfg, "_attn_implementation", None) or getattr(model.config, "_attn_implementation", None) or "sdpa"
 
 
 def _subset(imgs: BatchImages, idx) -> BatchImages:
