@@ -59,3 +59,25 @@ def test_raw_pixels_travel_as_uint8_patches(tiny_engine, tmp_path):
     assert "pixel_values" not in raw and raw["pixel_patches"].dtype == torch.uint8
     assert torch.equal(normalise(raw["pixel_patches"], tiny_engine.images.cfg), ref["pixel_values"])
     assert torch.equal(raw["input_ids"], ref["input_ids"])
+
+
+def test_prompt_ids_tokenize_one_pad_per_image_and_equal_the_expanded_text(tiny_engine, monkeypatch):
+    """A native-resolution trajectory is ~25K image pads: the tokenizer sees one pad per image (1.5 s per
+    16 such prompts with the real Qwen3 tokenizer when it saw them all, 0.02 s now: eval/bench_tokenize.py),
+    and the ids are exactly those of the text with every pad written out."""
+    enc = tiny_engine.encoder
+    reqs = [Request(prompt="Judge this.", images=["a", "b"], suffix="Answer."), Request(prompt="No images.")]
+    tokens = [[2550, 7], []]
+    expanded = [enc.expand_images(enc.chat_text(r), t) + "SCORE:" for r, t in zip(reqs, tokens)]
+    want = enc.tokenizer(expanded, add_special_tokens=False)["input_ids"]
+    seen = []
+    real = type(enc.tokenizer).__call__
+
+    def call(self, texts, *a, **kw):
+        seen.extend(texts if isinstance(texts, list) else [texts])
+        return real(self, texts, *a, **kw)
+
+    monkeypatch.setattr(type(enc.tokenizer), "__call__", call)
+    got = enc.prompt_ids(reqs, tokens, prefixes=["SCORE:", "SCORE:"])
+    assert got == want
+    assert [t.count("<|image_pad|>") for t in seen] == [2, 0]  # one per image, not one per visual token

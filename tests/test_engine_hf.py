@@ -402,7 +402,7 @@ def test_groups_fill_to_the_batch_size_under_a_token_budget(tiny_engine, synth_s
     s = tiny_engine.stats
     assert set(s) == {"groups", "rows", "rows_per_group", "oom_splits", "hit_cap", "stopped_at_line",
                       "max_batch_tokens", "start_batch_tokens", "failed_attempts", "budget_changes",
-                      "memory_budget_gib", "attn_implementation", "tokenize_s", "tokenize_wait_s", "generate_s"}
+                      "memory_budget_gib", "peak_estimate_gib", "attn_implementation", "tokenize_s", "prepare_wait_s", "generate_s"}
     verify_groups = 2  # 16 verifier requests at batch 8; route/cue calls add their own groups
     assert s["rows"] >= 16 and s["groups"] >= verify_groups and s["rows_per_group"] == s["rows"] / s["groups"]
     est = {i: 1000 for i in range(16)}
@@ -509,8 +509,7 @@ def test_fake_engine_stops_after_the_line_and_reports_the_cap():
     assert free.text == BLOCK + CHATTER and not free.hit_cap
 
 
-def test_gpu_bench_tiny_runs_the_engine_and_the_reference(tmp_path, capsys):
-    """`eval/gpu_bench.py --tiny`: the GPU benchmark's code path on the CPU, small sizes."""
+def _gpu_bench():
     import importlib.util
     from pathlib import Path
 
@@ -522,14 +521,21 @@ def test_gpu_bench_tiny_runs_the_engine_and_the_reference(tmp_path, capsys):
         spec.loader.exec_module(bench)
     finally:
         sys.modules.pop("gpu_bench", None)
+    return bench
+
+
+def test_gpu_bench_tiny_runs_the_engine_and_the_reference(tmp_path, capsys):
+    """`eval/gpu_bench.py --tiny`: the GPU benchmark's code path on the CPU, small sizes; the attention
+    implementation is the engine's own choice (here the CPU's per-row path), not a fixed "sdpa"."""
+    bench = _gpu_bench()
     out = tmp_path / "gpu.md"
     rc = bench.main(["--tiny", "--n-traj", "4", "--new-tokens", "3", "--no-options", "--out", str(out)])
     printed = capsys.readouterr().out.strip().splitlines()
     assert rc == 0 and printed[-1].startswith("ratio=") and float(printed[-1][6:]) > 0
     report = out.read_text()
     assert "| native | engine | 3 |" in report and "| native | reference | 3 |" in report and "cap 512" in report
-    assert "not a GPU measurement" in report
-    same = {line.split("|")[1].strip(): line.split("|")[9].strip() for line in report.splitlines()
+    assert "not a GPU measurement" in report and "attention `sdpa_padded_prefill`" in report
+    same = {line.split("|")[1].strip(): line.split("|")[11].strip() for line in report.splitlines()
             if "| reference |" in line}
     # fp32, same model object, same pixels: native resolution matches exactly. Under the cap the two sides
     # batch the rows differently (token budget vs fixed batch), and the random tiny model has near-tied
@@ -579,3 +585,61 @@ def test_the_token_budget_learns_from_out_of_memory_and_the_summary_says_so(tiny
     assert s["budget_changes"] and s["budget_changes"][-1]["to"] == s["max_batch_tokens"]
     assert all({"group", "from", "to", "why"} <= set(c) for c in s["budget_changes"])
     eng.close()
+
+
+def test_gpu_bench_times_the_vision_tower_inside_the_prefill_window(tiny_engine, tmp_path, monkeypatch):
+    """transformers 5.24 runs the vision tower in `generate` before the prefill forward: the meter's
+    window opens when the tower starts, and its FLOPs are counted (a tower slowed by 0.3 s shows in the
+    prefill seconds; the forward's own pre-hook never saw the images)."""
+    bench = _gpu_bench()
+    model = tiny_engine.model
+    visual = model.model.visual
+    real = type(visual).forward
+
+    def slow(self, *a, **kw):
+        time.sleep(0.3)
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(type(visual), "forward", slow)
+    meter = bench.PrefillMeter(model, cuda=False)
+    try:
+        req = Request(prompt="Judge.", images=[make_png(tmp_path / "a.png", 3)], max_new_tokens=2)
+        tiny_engine.generate([req])
+    finally:
+        meter.close()
+    lm, vis, head = bench.param_counts(model)
+    assert meter.seconds >= 0.3
+    assert meter.flops > 2 * vis * 4  # the tower's FLOPs over the image's patches are in
+
+
+def test_gpu_bench_reference_runs_under_the_engines_out_of_memory_rules(tiny_engine, synth_set, monkeypatch):
+    """Injected OOM above 2 rows: the reference halves the failed batch and learns a token budget as the
+    engine does, so both sides fail about as often and neither is left with a smaller batch."""
+    import dataclasses
+
+    from adaptrubric_local.engine.hf import HFEngine
+
+    bench = _gpu_bench()
+    eng = HFEngine(dataclasses.replace(tiny_engine.config, max_batch_size=8, max_new_tokens=3),
+                   loaded=(tiny_engine.model, tiny_engine.processor))
+    eng.inject_oom = lambda n: n > 2
+    trajs = load_trajectories(synth_set).trajectories[:16]
+    meter = bench.PrefillMeter(tiny_engine.model, cuda=False)
+    real = bench._reference_batch
+    sizes = []
+
+    def batch(model, processor, engine, chunk, new_tokens, device):
+        sizes.append(len(chunk))
+        if len(chunk) > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory (injected)")
+        return real(model, processor, engine, chunk, new_tokens, device)
+
+    monkeypatch.setattr(bench, "_reference_batch", batch)
+    try:
+        er, log = bench.run_engine(eng, trajs, 3, "native", meter, cuda=False)
+        rr = bench.run_reference(tiny_engine.model, tiny_engine.processor, eng, log, 3, 8, "native", meter, False)
+    finally:
+        meter.close()
+        eng.close()
+    assert len(rr.texts) == len(log) and 1 <= er.failed <= 3 and 1 <= rr.failed <= 3, (er.failed, rr.failed, sizes)
+    assert max(sizes[rr.failed:]) <= 2 and "token budget" in rr.note

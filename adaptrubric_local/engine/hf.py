@@ -7,8 +7,9 @@ memory; it learns from out-of-memory errors) and, on a GPU, the memory model of 
 implementation in use (`memory.py`: a group is only formed if its estimated peak fits the free memory).
 Groups are formed one at a time, so a budget lowered by an out-of-memory error applies to every later
 group. The images of the next group are decoded in the background (as uint8, in pinned memory on a
-GPU, normalised on the device) and its prompts tokenized on a worker thread while the current one
-generates. A CUDA out-of-memory error drops the failed attempt (outside the exception handler, so
+GPU, normalised on the device) while the current one generates; a group's prompts are tokenized
+while its images decode (with one image pad per image, then expanded: encoding.py). A CUDA
+out-of-memory error drops the failed attempt (outside the exception handler, so
 nothing of it stays alive), frees the cache and retries the group in halves (parts over the lowered
 budget are split before they run), so every request gets its output.
 Greedy decoding by default, with a `max_new_tokens` cap per row; a row ends early after a complete
@@ -23,7 +24,6 @@ from __future__ import annotations
 import gc
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
 from typing import Callable, Optional
 
@@ -69,7 +69,6 @@ class HFEngine(Engine):
         self._newline: Optional[torch.Tensor] = None
         self.inject_oom: Optional[Callable[[int], bool]] = None  # test hook: rows -> raise OOM (inputs built)?
         self.counts: Counter = Counter()
-        self._tokenize = ThreadPoolExecutor(1, thread_name_prefix="tokenize")
 
     @property
     def max_batch_tokens(self) -> int:
@@ -90,15 +89,18 @@ class HFEngine(Engine):
         failed_attempts (attempts that ran out of memory), hit_cap (rows cut by max_new_tokens),
         stopped_at_line (rows ended by stop_after_line), max_batch_tokens (the budget now),
         start_batch_tokens, budget_changes (each change: group, from, to, why), memory_budget_gib (GPU:
-        what a group's estimated peak may reach), attn_implementation, tokenize_s, generate_s."""
+        what a group's estimated peak may reach), peak_estimate_gib (the memory model's estimate of the
+        largest group that ran, over the weights), attn_implementation, tokenize_s (seconds tokenizing
+        prompts), prepare_wait_s (seconds waiting for a group's images), generate_s."""
         c = self.counts
         return {"groups": c["groups"], "rows": c["rows"],
                 "rows_per_group": c["rows"] / c["groups"] if c["groups"] else 0.0,
                 "oom_splits": c["oom_splits"], "hit_cap": c["hit_cap"], "stopped_at_line": c["stopped_at_line"],
                 **self.budget.stats,
                 "memory_budget_gib": round(self.memory_budget / memory.GiB, 2) if self.memory_budget else None,
+                "peak_estimate_gib": round(c["peak_estimate"] / memory.GiB, 3),
                 "attn_implementation": self.attn, "tokenize_s": round(c["tokenize_us"] / 1e6, 3),
-                "tokenize_wait_s": round(c["tokenize_wait_us"] / 1e6, 3),
+                "prepare_wait_s": round(c["prepare_wait_us"] / 1e6, 3),
                 "generate_s": round(c["generate_us"] / 1e6, 3)}
 
     def _dtype_bytes(self) -> int:
@@ -177,7 +179,7 @@ class HFEngine(Engine):
         return groups
 
     def _prompt_rows(self, reqs: list[Request], planned: list[Optional[list[int]]]) -> dict[int, list[int]]:
-        """Token ids of the requests whose images were planned (a worker thread runs this for the next group)."""
+        """Token ids of the requests whose images were planned."""
         t0 = time.perf_counter()
         ready = [k for k, p in enumerate(planned) if p is not None]
         ids = self._token_rows([reqs[k] for k in ready], [planned[k] for k in ready]) if ready else []
@@ -193,21 +195,19 @@ class HFEngine(Engine):
         shape = {i: self._shape(r, planned[i]) for i, r in enumerate(requests)}
         rest = sorted(range(len(requests)), key=lambda i: est[i], reverse=True)
 
-        def submit(group):  # images decode on the image threads, prompts tokenize on this engine's own
-            return (self.images.submit([requests[i].images for i in group]),
-                    self._tokenize.submit(self._prompt_rows, [requests[i] for i in group], [planned[i] for i in group]))
-
         group = self._group(rest, est, shape) if rest else []
         rest = rest[len(group):]
-        pending = submit(group) if group else None
+        pending = self.images.submit([requests[i].images for i in group]) if group else None
         while group:
+            # tokenize this group's prompts while its images decode in the background
+            rows = self._prompt_rows([requests[i] for i in group], [planned[i] for i in group])
             t0 = time.perf_counter()
-            rows = pending[1].result()
-            imgs = pending[0].result()
-            self.counts["tokenize_wait_us"] += int((time.perf_counter() - t0) * 1e6)
+            imgs = pending.result()
+            self.counts["prepare_wait_us"] += int((time.perf_counter() - t0) * 1e6)
             nxt = self._group(rest, est, shape) if rest else []  # formed at the budget as it is now
             rest = rest[len(nxt):]
-            pending = submit(nxt) if nxt else None  # overlap the next group's preprocessing with this generation
+            if nxt:  # overlap the next group's image preprocessing with this generation
+                pending = self.images.submit([requests[i].images for i in nxt])
             for k, i in enumerate(group):
                 if k in imgs.errors:
                     outputs[i] = Output(error=imgs.errors[k], n_images=len(requests[i].images))
@@ -248,6 +248,7 @@ class HFEngine(Engine):
         outs, oom = self._attempt(reqs, imgs, rows)
         if oom is None:
             self.budget.fitted(cost)
+            self._estimated(reqs, imgs, rows)
             return outs
         gc.collect()
         if torch.cuda.is_available():
@@ -259,6 +260,15 @@ class HFEngine(Engine):
         half = len(reqs) // 2
         return (self._run_split(reqs[:half], _subset(imgs, range(half)), rows[:half], costs[:half])
                 + self._run_split(reqs[half:], _subset(imgs, range(half, len(reqs))), rows[half:], costs[half:]))
+
+    def _estimated(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]]) -> None:
+        """Keep the memory model's estimate of the largest attempt that ran (compared with the measured
+        peak on a GPU: eval/gpu_check.py)."""
+        new = max(min(self.config.max_new_tokens, r.max_new_tokens or self.config.max_new_tokens) for r in reqs)
+        g = memory.Group([len(r) for r in rows], [imgs.visual_tokens(b) for b in range(len(rows))], new,
+                         self.config.votes)
+        est = memory.estimate(self.sizes, g, self.attn, self._dtype_bytes(), self.device.type).total
+        self.counts["peak_estimate"] = max(self.counts["peak_estimate"], int(est))
 
     def _attempt(self, reqs, imgs, rows) -> tuple[list[Output], Optional[str]]:
         """(outputs, None), or ([], message) on out-of-memory; only the message leaves the handler."""
@@ -364,7 +374,6 @@ class HFEngine(Engine):
 
     def close(self) -> None:
         self.images.close()
-        self._tokenize.shutdown(wait=True)
 
 
 def _attn_of(model) -> str:
