@@ -110,3 +110,44 @@ def test_parse_memory():
     assert parse_memory("24GB") == parse_memory("24 GiB") == parse_memory("24") == 24 * GiB
     with pytest.raises(ValueError, match="24GB"):
         parse_memory("lots")
+
+
+@pytest.mark.parametrize("dtype,dropout", [("fp32", 0.05), ("fp32", 0.0), ("bf16", 0.0), ("bf16", 0.05)])
+def test_what_a_lora_branch_keeps_of_its_input_is_what_autograd_saves(dtype, dropout):
+    """peft's LoRA on a frozen layer, as `distill train` builds it (float32 adapters), on the CPU: the bytes
+    of the tensors autograd saves that are as large as the input, per input element, against the plan's
+    `lora_input_bytes` (bf16 under autocast, as the GPU trainer runs; the CPU's dropout keeps a float32
+    mask where CUDA's fused one keeps a bool mask, which the plan counts for device "cuda")."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from adaptrubric_local.distill.plan import lora_input_bytes
+
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj = torch.nn.Linear(256, 256, bias=False)
+
+        def forward(self, x):
+            return self.q_proj(x)
+
+    torch_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
+    base = Layer().to(torch_dtype).requires_grad_(False)
+    model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, lora_dropout=dropout, target_modules=["q_proj"]))
+    model.train()
+    x = torch.randn(512, 256, dtype=torch_dtype, requires_grad=True)
+    saved = {}
+
+    def pack(t):
+        if t.numel() == x.numel() and t.untyped_storage().data_ptr() != x.untyped_storage().data_ptr():
+            saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
+            model(x).sum().backward()
+    measured = sum(saved.values()) / x.numel()
+    assert measured == lora_input_bytes(Setting(dtype_bytes=2 if dtype == "bf16" else 4, lora_dropout=dropout,
+                                                device="cpu"))
+    cuda = lora_input_bytes(Setting(dtype_bytes=2 if dtype == "bf16" else 4, lora_dropout=dropout, device="cuda"))
+    assert cuda == measured - (3 if dropout else 0)  # a bool mask instead of a float32 one

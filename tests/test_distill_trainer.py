@@ -47,10 +47,13 @@ def test_the_head_runs_only_where_there_are_labels(tiny_engine, tmp_path, monkey
 
     monkeypatch.setattr(tiny_engine.model, "forward", spy)
     _trainer(tiny_engine)._forward(tiny_engine.model, dict(batch))
-    n_labels = int((batch["labels"] != -100).sum())
+    labelled = batch["labels"][:, 1:] != -100  # positions whose next token is labelled
+    union = labelled.any(0).nonzero().flatten()
     vocab = tiny_engine.model.config.text_config.vocab_size
-    assert int(seen["keep"].sum()) == n_labels and seen["shape"] == (n_labels, vocab)
-    assert n_labels < batch["input_ids"].numel() / 2  # a long prompt, a short answer: most positions get no logits
+    # 1-D positions (what every transformers 5.x takes): those labelled in any row
+    assert seen["keep"].dim() == 1 and torch.equal(seen["keep"].cpu(), union)
+    assert seen["shape"] == (batch["labels"].shape[0], union.numel(), vocab)
+    assert seen["shape"][0] * union.numel() < batch["input_ids"].numel() / 2  # most positions get no logits
 
 
 def test_hard_labels_give_the_models_own_loss(tiny_engine, tmp_path):

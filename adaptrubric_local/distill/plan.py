@@ -11,7 +11,8 @@ with a frozen vision tower:
 - activations, the larger of two phases: the vision tower's forward (no graph is kept: one block's
   working set over all patches) and the language model's (the checkpoint at every layer boundary
   plus one layer's recomputed intermediates: normed inputs in float32, q/k/v, attention output,
-  MLP gate/up/activation, LoRA dropout copies), each over the padded batch, plus the pixels;
+  MLP gate/up/activation, what each LoRA branch keeps of its input: `lora_input_bytes`), each over the
+  padded batch, plus the pixels;
 - loss: logits only at the labelled positions (the trainer never builds the others), their
   gradient, and one float32 cross-entropy chunk;
 - runtime: on the CPU the resident size of the interpreter with torch/transformers/peft loaded
@@ -156,14 +157,28 @@ def lora_bytes(a: Arch, s: Setting) -> float:
     return 16.0 * n
 
 
+def lora_input_bytes(s: Setting) -> float:
+    """Bytes autograd keeps per element of an adapted layer's input for its LoRA branch (float32 adapters,
+    peft's default). Under bf16 autocast the branch's first matmul keeps a bf16 copy of its input (peft
+    casts it to the adapter's float32 first), dropout or not; dropout adds its mask: a bool one on CUDA
+    (fused `native_dropout`), a float32 one on the CPU (measured: 6 B an element with dropout, 2 without).
+    In float32 (no autocast) the branch keeps only what dropout makes: its output and its mask (8 B on
+    the CPU, measured; 5 on CUDA); without dropout its input is the layer's own normed input."""
+    dropout = s.lora_dropout > 0
+    mask = 1 if s.device == "cuda" else 4
+    if s.dtype_bytes == 2:
+        return 2 + mask * dropout
+    return (4 + mask) * dropout
+
+
 def lm_layer_bytes_per_token(a: Arch, s: Setting) -> float:
     """What one decoder layer keeps for its backward, per token (see the module docstring)."""
-    b, d = s.dtype_bytes, 1 if s.lora_dropout > 0 else 0
+    b = s.dtype_bytes
     h, q, kv, i = a.hidden, a.q_dim, a.kv_dim, a.intermediate
     norms = 2 * h * 4 + (q + kv) * 4  # RMSNorm keeps its float32 input (layer norms, q/k norms)
     attn = h * b + (q + 2 * kv) * b + 2 * q * b  # normed x; q, k, v after rope; attention out; o_proj input
     mlp = h * b + 4 * i * b  # normed x; gate, up, act(gate), act*up
-    dropout = d * ((3 * h + q + 2 * h + i) * (b + 1))  # LoRA dropout copies of each adapted input, with masks
+    dropout = (3 * h + q + 2 * h + i) * lora_input_bytes(s)  # each adapted input, for its LoRA branch
     grads = 2 * (i + h) * b  # gradients in flight through the recomputed layer
     return norms + attn + mlp + dropout + grads
 

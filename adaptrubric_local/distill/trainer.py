@@ -46,6 +46,17 @@ def _ce(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float(), targets, reduction="none")
 
 
+def labelled_logits(model, inputs: dict, keep: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """Logits at the kept positions only, (N, V) in row-major order: the head runs at the positions kept in
+    any row (a 1-D `logits_to_keep`, which every transformers 5.x takes; a 2-D boolean one is 5.2x's
+    only), then each row's own are picked (with one example a step, the same positions)."""
+    union = keep.any(0).nonzero().flatten()
+    out = model(**inputs, logits_to_keep=union, use_cache=False).logits  # (B, n, V)
+    where = torch.full((keep.shape[1],), -1, dtype=torch.long, device=keep.device)
+    where[union] = torch.arange(union.numel(), device=keep.device)
+    return out[rows, where[cols]]
+
+
 def chunked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, chunk: int = CE_CHUNK) -> torch.Tensor:
     """Per-position cross-entropy, upcast to float32 one chunk at a time (recomputed in backward)."""
     parts = []
@@ -97,8 +108,8 @@ class DistillTrainer(Trainer):
         inputs = self._pixels(model, inputs)
         keep = torch.zeros_like(labels, dtype=torch.bool)
         keep[:, :-1] = labels[:, 1:] != -100  # positions whose next token is labelled
-        logits = model(**inputs, logits_to_keep=keep, use_cache=False).logits  # (N, V), row-major
         rows, cols = keep.nonzero(as_tuple=True)
+        logits = labelled_logits(model, inputs, keep, rows, cols)  # (N, V), row-major
         targets = labels[rows, cols + 1]
         token_w = weight[rows].float()
         at_digit = pos[rows] == cols + 1
