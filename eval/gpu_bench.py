@@ -7,15 +7,22 @@ synthetic trajectories of 6-16 real-size 1080x2400 screenshots (varied lengths; 
 up to 10 per trajectory). For each setting it runs, side by side on the same model object:
 - engine: the package's pipeline (routing, cues, selection, fusion, verifier) through `HFEngine`;
 - reference: every request the engine received, replayed as a user would script it: processor
-  (chat template + images at the same resolution) and `model.generate`, in batches of the engine's
-  batch size, in arrival order, halving the batch on out-of-memory.
+  (chat template + images at the same resolution) and `model.generate`, in batches of at most the
+  engine's batch size, in arrival order, under the same out-of-memory rules as the engine: a failed
+  batch is halved, and the padded-token budget (the engine's own `TokenBudget`, started where the
+  engine's starts, costs by the engine's estimate) drops to what fitted and grows back the same way,
+  so neither side keeps a smaller batch than the other would after the same failure.
 Random weights never emit the end token, so both sides decode exactly the fixed number of new
 tokens (64 and 256). Settings: the processor's native resolution (the default) and the
 6,144-token-per-trajectory cap, then engine options (per-row prefill attention, static cache with
 torch.compile) while the time budget lasts. Reported per run: s/trajectory, prefill TFLOP/s (useful
-FLOPs of the real tokens, vision tower included, timed around each prefill forward) against the
-~790 TFLOP/s a bf16 matmul reaches on an H200, peak GPU memory, rows per generate call, and how many
-outputs are identical on both sides. Writes `docs/gpu-benchmarks.md` (date, GPU, versions,
+FLOPs of the real tokens, vision tower included: the timed window opens when the vision tower starts,
+which transformers 5.24 runs in `generate` before the prefill forward and 5.17 inside it, and closes
+when the prefill forward ends) against the ~790 TFLOP/s a bf16 matmul reaches on an H200, both sides'
+peak GPU memory (`torch.cuda.max_memory_allocated`) and the engine's memory-model estimate of its
+largest group, failed attempts, rows per generate call, and how many outputs are identical on both
+sides. The attention implementation is the engine's own choice on the machine (flash-attn when
+installed, else SDPA) unless `--attn` names one. Writes `docs/gpu-benchmarks.md` (date, GPU, versions,
 settings); the last line printed is `ratio=<engine throughput / reference throughput>` for the
 first setting measured (native resolution, 256 new tokens, unless skipped).
 
@@ -65,6 +72,8 @@ class Run:
     prefill_s: float = 0.0
     prefill_flops: float = 0.0
     peak_gib: float = float("nan")
+    estimate_gib: float = float("nan")  # engine only: the memory model's estimate of its largest group
+    failed: int = 0  # attempts that ran out of memory
     rows_per_group: float = 0.0
     calls: int = 0
     texts: list = field(default_factory=list)
@@ -81,8 +90,9 @@ class Run:
 
 
 # ---------------------------------------------------------------------------------------------- model
-def build_model(arch: dict, tokenizer, device: str, dtype):
-    """The architecture with random weights, token ids from `tokenizer`, no end token (fixed lengths)."""
+def build_model(arch: dict, tokenizer, device: str, dtype, attn: str = "sdpa"):
+    """The architecture with random weights, token ids from `tokenizer`, no end token (fixed lengths),
+    with attention implementation `attn`."""
     import torch
     from transformers import GenerationConfig, Qwen3VLForConditionalGeneration
 
@@ -92,7 +102,7 @@ def build_model(arch: dict, tokenizer, device: str, dtype):
     cfg = qwen3vl_config({**arch, "tie_word_embeddings": False}, token_ids=ids)
     torch.manual_seed(0)
     with torch.device(device):
-        model = Qwen3VLForConditionalGeneration._from_config(cfg, dtype=dtype, attn_implementation="sdpa")
+        model = Qwen3VLForConditionalGeneration._from_config(cfg, dtype=dtype, attn_implementation=attn)
     model.generation_config = GenerationConfig(eos_token_id=None, pad_token_id=ids["<|endoftext|>"], do_sample=False)
     return model.eval()
 
@@ -124,23 +134,33 @@ class PrefillMeter:
         self.v_layers, self.v_hidden = v.depth, v.hidden_size
         self.seconds = self.flops = 0.0
         self._t0 = None
-        self.handles = [model.register_forward_pre_hook(self._pre, with_kwargs=True),
+        self._flops = 0.0
+        visual = model.model.visual
+        self.handles = [visual.register_forward_pre_hook(self._vision, with_kwargs=True),
+                        model.register_forward_pre_hook(self._pre, with_kwargs=True),
                         model.register_forward_hook(self._post, with_kwargs=True)]
+
+    def _start(self) -> None:
+        if self._t0 is None:
+            self.sync()
+            self._t0 = time.perf_counter()
+
+    def _vision(self, module, args, kwargs):
+        """The tower starts: the window opens (5.24 runs it in generate, before the prefill forward)."""
+        grid = kwargs.get("grid_thw", args[1] if len(args) > 1 else None)
+        self._start()
+        if grid is not None:
+            patches = (grid[:, 0] * grid[:, 1] * grid[:, 2]).tolist()
+            self._flops += sum(2 * self.vis * p + 4 * self.v_layers * p * p * self.v_hidden for p in patches)
 
     def _pre(self, module, args, kwargs):
         ids = kwargs.get("input_ids")
         if ids is None or ids.shape[1] <= 1:
             return
-        self.sync()
-        self._t0 = time.perf_counter()
+        self._start()
         mask = kwargs.get("attention_mask")
         rows = mask.sum(-1).tolist() if mask is not None and mask.dim() == 2 else [ids.shape[1]] * ids.shape[0]
-        f = sum(2 * self.lm * n + 2 * self.t_layers * n * n * self.q_dim + 2 * self.head for n in rows)
-        grid = kwargs.get("image_grid_thw")
-        if grid is not None:
-            patches = (grid[:, 0] * grid[:, 1] * grid[:, 2]).tolist()
-            f += sum(2 * self.vis * p + 4 * self.v_layers * p * p * self.v_hidden for p in patches)
-        self._flops = f
+        self._flops += sum(2 * self.lm * n + 2 * self.t_layers * n * n * self.q_dim + 2 * self.head for n in rows)
 
     def _post(self, module, args, kwargs, out):
         if self._t0 is None:
@@ -148,10 +168,11 @@ class PrefillMeter:
         self.sync()
         self.seconds += time.perf_counter() - self._t0
         self.flops += self._flops
-        self._t0 = None
+        self._t0, self._flops = None, 0.0
 
     def reset(self):
-        self.seconds = self.flops = 0.0
+        self.seconds = self.flops = self._flops = 0.0
+        self._t0 = None
 
     def close(self):
         for h in self.handles:
@@ -224,6 +245,8 @@ def run_engine(engine, trajs, new_tokens: int, setting: str, meter, cuda: bool) 
     groups, rows = after["groups"] - before["groups"], after["rows"] - before["rows"]
     run.rows_per_group = rows / groups if groups else 0.0
     run.peak_gib = torch.cuda.max_memory_allocated() / 2 ** 30 if cuda else float("nan")
+    run.estimate_gib = after["peak_estimate_gib"]
+    run.failed = after["failed_attempts"] - before["failed_attempts"]
     run.texts = texts
     errors = [v.error for v in verdicts if v.status == "error"]
     if errors:
@@ -233,40 +256,55 @@ def run_engine(engine, trajs, new_tokens: int, setting: str, meter, cuda: bool) 
 
 def run_reference(model, processor, engine, requests, new_tokens: int, batch: int, setting: str, meter,
                   cuda: bool) -> Run:
-    """The plain script: chat template + processor (images at the engine's resolution) + generate."""
+    """The plain script: chat template + processor (images at the engine's resolution) + generate, in
+    arrival order, at most `batch` requests a call, under the engine's out-of-memory rules (a failed
+    batch is halved; a `TokenBudget` started where the engine's starts learns what fits)."""
     import torch
 
+    from adaptrubric_local.engine.budget import TokenBudget
+    from adaptrubric_local.engine.images import plan_tokens
+
     device = next(model.parameters()).device
+    planned = plan_tokens([r.images for r in requests], engine.images.cfg)
+    costs = [engine._estimate(r, p) for r, p in zip(requests, planned)]
+    budget = TokenBudget(engine.budget.start)
     meter.reset()
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
-    texts, i, bs, halvings, calls = [], 0, batch, 0, 0
+    texts, i, calls, halve_to = [], 0, 0, None
     while i < len(requests):
-        chunk = requests[i:i + bs]
-        oom = False
+        n = 1
+        while (n < (halve_to or batch) and i + n < len(requests)
+               and (n + 1) * max(costs[i:i + n + 1]) <= budget.current):
+            n += 1
+        chunk, cost, oom = requests[i:i + n], n * max(costs[i:i + n]), False
         try:
             texts += _reference_batch(model, processor, engine, chunk, new_tokens, device)
-            calls += 1
-            i += len(chunk)
         except torch.OutOfMemoryError:
-            if bs == 1:
+            if n == 1:
                 raise
             oom = True  # retried below, once the handler has let go of the failed attempt
         if oom:
-            bs, halvings = max(1, bs // 2), halvings + 1
+            budget.out_of_memory(cost, n)
+            halve_to = n // 2
             gc.collect()
             torch.cuda.empty_cache()
+            continue
+        budget.fitted(cost)
+        budget.group_done()
+        calls, i, halve_to = calls + 1, i + n, None
     if cuda:
         torch.cuda.synchronize()
     n_traj = sum(r.kind == "verify" for r in requests)
     run = Run(setting, "reference", new_tokens, n_traj, seconds=time.perf_counter() - t0, prefill_s=meter.seconds,
-              prefill_flops=meter.flops, calls=calls, rows_per_group=len(requests) / max(1, calls))
+              prefill_flops=meter.flops, calls=calls, rows_per_group=len(requests) / max(1, calls),
+              failed=budget.failed_attempts)
     run.peak_gib = torch.cuda.max_memory_allocated() / 2 ** 30 if cuda else float("nan")
     run.texts = texts
-    if halvings:
-        run.note = f"batch halved {halvings}x on out-of-memory (to {bs})"
+    if budget.failed_attempts:
+        run.note = f"{budget.failed_attempts} out-of-memory attempts; token budget {budget.start} -> {budget.current}"
     return run
 
 
@@ -304,7 +342,8 @@ def write_report(path: Path, runs: list, info: dict, skipped: list) -> None:
              "", f"- Hardware: {info['device']}; torch {info['torch']}, transformers {info['transformers']}, "
              f"Python {info['python']}.",
              f"- Model: {info['arch']} architecture with random {info['dtype']} weights ({info['params_b']:.2f}B "
-             "parameters), built on the device; offline tokenizer (more tokens per prompt word than Qwen's).",
+             "parameters), built on the device; offline tokenizer (more tokens per prompt word than Qwen's); "
+             f"attention `{info['attn']}` (the engine's choice here) unless a setting says otherwise.",
              f"- Data: {info['n_traj']} synthetic trajectories, {info['frames']} frames each of {info['size']}; "
              f"up to 10 selected per trajectory; engine batch size {info['batch']}, max_batch_tokens "
              f"{info['max_batch_tokens']}.",
@@ -314,13 +353,12 @@ def write_report(path: Path, runs: list, info: dict, skipped: list) -> None:
              f"- Prefill TFLOP/s counts useful FLOPs of real tokens (no padding) against a practical peak of "
              f"{PRACTICAL_PEAK_TFLOPS:.0f} TFLOP/s.", "",
              "| setting | side | new tokens | s / trajectory | prefill TFLOP/s | % of peak | peak GiB | "
-             "rows / generate call | same text as engine | note |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "estimate GiB (over weights) | failed attempts | rows / generate call | same text as engine | note |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in runs:
-        same = r.same
         lines.append(f"| {r.setting} | {r.side} | {r.new_tokens} | {r.s_per_traj:.3f} | {r.tflops:.4g} | "
-                     f"{100 * r.tflops / PRACTICAL_PEAK_TFLOPS:.3g} | {r.peak_gib:.1f} | {r.rows_per_group:.1f} | "
-                     f"{same} | {r.note} |")
+                     f"{100 * r.tflops / PRACTICAL_PEAK_TFLOPS:.3g} | {r.peak_gib:.1f} | {r.estimate_gib:.1f} | "
+                     f"{r.failed} | {r.rows_per_group:.1f} | {r.same} | {r.note} |")
     ratios = [(a, b) for a in runs for b in runs if a.side == "engine" and b.side == "reference"
               and (a.setting, a.new_tokens) == (b.setting, b.new_tokens)]
     if ratios:
@@ -347,6 +385,9 @@ def main(argv=None) -> int:
                          "before it) to end later is skipped and listed (default 520: the command, installs "
                          "included, ends within 10 minutes on one H200)")
     ap.add_argument("--no-options", action="store_true", help="skip the engine-option runs (padded prefill, compile)")
+    ap.add_argument("--attn", default=None, help="attention implementation (default: the engine's choice on this "
+                                                 "machine: flash_attention_2 when flash-attn is installed, else sdpa; "
+                                                 "on the CPU sdpa_padded_prefill)")
     ap.add_argument("--tiny", action="store_true", help="CPU check with a tiny configuration (CI time)")
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
@@ -357,6 +398,7 @@ def main(argv=None) -> int:
     from adaptrubric_local import load_trajectories
     from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+    from adaptrubric_local.engine.loading import _attn_implementation
     from adaptrubric_local.engine.tiny import build_processor, build_tokenizer
 
     cuda = not args.tiny
@@ -382,7 +424,8 @@ def main(argv=None) -> int:
     processor = build_processor(tokenizer, max_pixels=QWEN3VL_MAX_PIXELS, min_pixels=QWEN3VL_MIN_PIXELS)
     t0 = time.perf_counter()
     arch = ARCH_TINY if args.tiny else ARCHITECTURES["Qwen/Qwen3-VL-8B-Instruct"]
-    model = build_model(arch, tokenizer, device, dtype)
+    attn_default = _attn_implementation(HFEngineConfig(attn_implementation=args.attn), cuda)
+    model = build_model(arch, tokenizer, device, dtype, attn_default)
     params = sum(p.numel() for p in model.parameters()) / 1e9
     print(f"model: {'tiny' if args.tiny else 'Qwen3-VL-8B'} architecture, {params:.2f}B parameters, built in "
           f"{time.perf_counter() - t0:.0f} s", flush=True)
@@ -391,7 +434,7 @@ def main(argv=None) -> int:
     info = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), tiny=args.tiny,
                 device=hw, torch=torch.__version__, transformers=transformers.__version__,
                 python=platform.python_version(), arch="tiny" if args.tiny else "Qwen3-VL-8B",
-                dtype="fp32" if args.tiny else "bf16", params_b=params, n_traj=len(trajs),
+                dtype="fp32" if args.tiny else "bf16", params_b=params, n_traj=len(trajs), attn=attn_default,
                 frames=f"{frames[0]}-{frames[-1]}", size=f"{size[0]}x{size[1]}", batch=args.batch)
 
     def engine_for(cap, **opts):
@@ -404,8 +447,9 @@ def main(argv=None) -> int:
     settings = [("native", None, {}), (f"cap {args.cap}", args.cap, {})]
     plan = [(s, n) for n in new_tokens for s in settings]
     if not args.no_options:  # compile last: it may spend minutes compiling, so it starts only early enough
-        plan += [(("native, per-row prefill attention", None, {"attn": "sdpa_padded_prefill"}), new_tokens[0]),
-                 ((f"cap {args.cap}, compile", args.cap, {"compile": True}), new_tokens[-1])]
+        if attn_default != "sdpa_padded_prefill":
+            plan += [(("native, per-row prefill attention", None, {"attn": "sdpa_padded_prefill"}), new_tokens[0])]
+        plan += [((f"cap {args.cap}, compile", args.cap, {"compile": True}), new_tokens[-1])]
     runs, skipped = [], []
     warm = False
     both: dict = {}  # cap -> seconds the last engine + reference pair took
@@ -451,7 +495,7 @@ def main(argv=None) -> int:
         finally:
             eng.close()
             if attn:
-                model.set_attn_implementation("sdpa")  # back to what the plain settings ran
+                model.set_attn_implementation(attn_default)  # back to what the plain settings ran
             gc.collect()
             if cuda:
                 torch.cuda.empty_cache()

@@ -8,9 +8,16 @@ tokenizer's ids, the real 151,936-row vocabulary, Qwen3-VL's image processor bou
 them with the labels as teacher, then runs `adaptrubric distill train` in its own process. The trainer
 records `torch.cuda.max_memory_allocated()` and the plan it made in `train_summary.json`; both, and
 their ratio, are printed and appended to docs/gpu-benchmarks.md. One command, about 3-4 minutes on an
-H200 (most of it writing and reading 9 GB of weights).
+H200 (most of it writing and reading 9 GB of weights). The adapter it trains is left in
+`<out>/ckpt` (eval/gpu_check.py scores with it).
+
+`--tiny` runs the same steps on the CPU with the tiny random Qwen3-VL and 2 small frames per
+trajectory; the measured figure is then the training process's peak resident memory (RUSAGE_CHILDREN
+of a fresh parent, as eval/distill_memory.py measures it) against the plan's estimate, which on the CPU
+includes the interpreter's own resident size.
 
     python eval/gpu_distill_memory.py --out runs/gpu-distill
+    python eval/gpu_distill_memory.py --tiny --out /tmp/gdm      # CPU check of the script
 """
 from __future__ import annotations
 
@@ -18,8 +25,8 @@ import argparse
 import datetime
 import importlib.util
 import json
+import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -51,30 +58,32 @@ def build_model(folder: Path, name: str) -> None:
     torch.cuda.empty_cache()
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="runs/gpu-distill", help="working folder (default runs/gpu-distill)")
-    ap.add_argument("--model", default="Qwen/Qwen3-VL-4B-Instruct", help="architecture (engine/architectures.py)")
-    ap.add_argument("--frames", type=int, default=10, help="phone screenshots per trajectory (default 10)")
-    ap.add_argument("--report", default=str(ROOT / "docs" / "gpu-benchmarks.md"), help="file to append to")
-    args = ap.parse_args(argv)
-    import torch
-
-    if not torch.cuda.is_available():
-        print("no CUDA device: this measurement needs a GPU", file=sys.stderr)
-        return 2
+def _distill_memory():
     spec = importlib.util.spec_from_file_location("distill_memory", ROOT / "eval" / "distill_memory.py")
     dm = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(dm)
+    return dm
+
+
+def measure(out: Path, name: str = "Qwen/Qwen3-VL-4B-Instruct", frames: int = 10, tiny: bool = False) -> dict:
+    """Build (or reuse) the model, collect, train one epoch in a child process; the plan's estimate and
+    the measured peak. Returns the figures, the line for the report, the model folder and the adapter."""
+    dm = _distill_memory()
     from adaptrubric_local.distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
     from adaptrubric_local.formats import load_trajectories
 
-    out = Path(args.out)
     t0 = time.perf_counter()
-    model = out / "random-weights"
+    model = out / ("tiny-model" if tiny else "random-weights")
     if not (model / "config.json").is_file():
-        build_model(model, args.model)
-    data = dm.phone_data(out / "data", n_traj=4, frames=args.frames)
+        if tiny:
+            from adaptrubric_local.dry_run import tokenizer_corpus
+            from adaptrubric_local.engine.tiny import make_tiny_model
+
+            make_tiny_model(model, corpus=tokenizer_corpus())
+        else:
+            build_model(model, name)
+    size = (216, 480) if tiny else (1080, 2400)
+    data = dm.phone_data(out / "data", n_traj=4, frames=frames, size=size)
     dist = out / "distill"
     if not (dist / "train.jsonl").is_file():
         collect(data, dist, label_teacher(load_trajectories(data).trajectories), teacher_pipeline("labels"),
@@ -82,27 +91,52 @@ def main(argv=None) -> int:
     ckpt = out / "ckpt"
     cmd = [sys.executable, "-m", "adaptrubric_local.cli", "distill", "train", str(dist), "--model", str(model),
            "--out", str(ckpt), "--epochs", "1", "--grad-accum", "4", "--no-progress"]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        print(p.stderr[-4000:], file=sys.stderr)
-        return 1
+    env_path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    os.environ["PYTHONPATH"] = env_path  # the child imports this checkout, installed or not
+    p = dm.run(cmd)
+    if p["rc"] != 0:
+        raise RuntimeError(f"distill train failed: {p['stderr'][-3000:]}")
     s = json.loads((ckpt / "train_summary.json").read_text())
-    est, measured = s["plan"]["estimate_gib"], s["peak_gpu_memory_gib"]
+    est = s["plan"]["estimate_gib"]
+    measured = s["peak_gpu_memory_gib"] if not tiny else p["peak_gb"]
+    what = "torch.cuda.max_memory_allocated" if not tiny else "peak resident memory of the training process"
     L = s["plan"]["lengths"]
-    line = (f"{args.model} architecture (random bf16 weights), `distill train` defaults (LoRA r16, native "
-            f"resolution, gradient checkpointing, batch 1), {L['examples']} trajectories of {args.frames} 1080x2400 "
-            f"frames ({L['total']['max']:,} tokens, {L['visual']['max']:,} visual): planner estimate "
-            f"{est['total']:.2f} GiB (weights {est['weights']:.2f}, LoRA+optimizer {est['lora_optimizer']:.2f}, "
-            f"activations {est['activations']:.2f}, loss {est['loss']:.2f}); measured "
-            f"torch.cuda.max_memory_allocated {measured:.2f} GiB; measured/estimate {measured / est['total']:.2f}; "
-            f"{s['seconds']:.0f} s training, {time.perf_counter() - t0:.0f} s in all.")
-    print(line)
+    arch = "tiny Qwen3-VL" if tiny else f"{name} architecture (random bf16 weights)"
+    line = (f"{arch}, `distill train` defaults (LoRA r16, native resolution, gradient checkpointing, batch 1), "
+            f"{L['examples']} trajectories of {frames} {size[0]}x{size[1]} frames ({L['total']['max']:,} tokens, "
+            f"{L['visual']['max']:,} visual): planner estimate {est['total']:.2f} GiB (weights {est['weights']:.2f}, "
+            f"LoRA+optimizer {est['lora_optimizer']:.2f}, activations {est['activations']:.2f}, loss {est['loss']:.2f}"
+            + (f", runtime {est['runtime']:.2f}" if tiny else "") + f"); measured {what} {measured:.2f} GiB; "
+            f"measured/estimate {measured / est['total']:.2f}; {s['seconds']:.0f} s training, "
+            f"{time.perf_counter() - t0:.0f} s in all.")
+    return {"estimate_gib": est["total"], "measured_gib": measured, "ratio": measured / est["total"], "line": line,
+            "model": model, "adapter": ckpt, "train_seconds": s["seconds"]}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="runs/gpu-distill", help="working folder (default runs/gpu-distill)")
+    ap.add_argument("--model", default="Qwen/Qwen3-VL-4B-Instruct", help="architecture (engine/architectures.py)")
+    ap.add_argument("--frames", type=int, default=None, help="phone screenshots per trajectory (default 10; "
+                                                              "2 with --tiny)")
+    ap.add_argument("--report", default=str(ROOT / "docs" / "gpu-benchmarks.md"), help="file to append to")
+    ap.add_argument("--tiny", action="store_true", help="the CPU check: tiny model, small frames, no report")
+    args = ap.parse_args(argv)
+    import torch
+
+    if not args.tiny and not torch.cuda.is_available():
+        print("no CUDA device: this measurement needs a GPU (or --tiny for the CPU check)", file=sys.stderr)
+        return 2
+    res = measure(Path(args.out), args.model, args.frames or (2 if args.tiny else 10), tiny=args.tiny)
+    print(res["line"])
+    if args.tiny:
+        return 0
     report = Path(args.report)
     head = "" if report.is_file() else "# GPU benchmarks\n"
     with open(report, "a") as fh:
         fh.write(f"{head}\n## Distillation memory: `python eval/gpu_distill_memory.py`\n\n"
                  f"{datetime.date.today()}, {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
-                 f"Python {platform.python_version()}.\n\n{line}\n")
+                 f"Python {platform.python_version()}.\n\n{res['line']}\n")
     return 0
 
 

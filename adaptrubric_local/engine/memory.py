@@ -9,10 +9,11 @@ and P = 4 V vision patches, at the compute dtype's b bytes. A generate call goes
 its peak is the largest:
 - vision: the tower's working set in its widest block (q and k rotated in float32, qkv, the block input
   and its norm), the deepstack features made so far, the pixels;
-- merge: the tower's outputs (kept by `generate` in `mm_encoder_outputs` until it returns: the last
-  hidden state over all patches, the merged embeddings and one deepstack feature per index), the text
-  embeddings and `masked_scatter`'s copy of them (on CUDA also its int64 prefix sum and a contiguous
-  bool mask over T x hidden);
+- merge: the tower's outputs (the last hidden state over all patches, the merged embeddings and one
+  deepstack feature per index; transformers 5.24's `generate` keeps them in `mm_encoder_outputs` until
+  it returns, 5.17 only inside the prefill forward: `Runtime`), the text embeddings and
+  `masked_scatter`'s copy of them (on CUDA also its int64 prefix sum and a contiguous bool mask over
+  T x hidden);
 - attention and mlp (the last language layer's two halves): the same outputs and their concatenated
   copies, the layer inputs, the KV cache of every layer, the attention mask of the implementation, and
   either the attention part's widest moment (q normed in float32, rotary copies, repeated K/V and SDPA's
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Optional
 
 GiB = 1024 ** 3
@@ -128,14 +130,37 @@ def _norm_peak(n: float) -> float:
     return n * 8
 
 
-def repeats_kv(attn: str, masked: bool) -> bool:
-    """Whether transformers' SDPA function repeats K/V per head (integrations/sdpa_attention.py
-    `use_gqa_in_sdpa`: only with TRANSFORMERS_SDPA_FORCE_GQA=1, or without a mask, does it pass `enable_gqa`)."""
-    return attn == "sdpa" and masked and os.environ.get("TRANSFORMERS_SDPA_FORCE_GQA", "0") != "1"
+@dataclass(frozen=True)
+class Runtime:
+    """What the installed transformers does that changes the arithmetic."""
+
+    pre_encodes: bool = True  # generate runs the tower before prefill and keeps its outputs until it returns
+    repeats_kv_with_mask: bool = True  # SDPA's function repeats K/V per head when it is given a mask
 
 
-def estimate(s: Sizes, g: Group, attn: str = "sdpa", b: int = 2, device: str = "cuda") -> Estimate:
+@lru_cache(maxsize=4)
+def _runtime(force_gqa: str) -> Runtime:
+    import torch
+    from transformers.generation.utils import GenerationMixin
+    from transformers.integrations.sdpa_attention import use_gqa_in_sdpa
+
+    kv = torch.zeros(1, 1, 1, 128)
+    return Runtime(pre_encodes=hasattr(GenerationMixin, "_prepare_multimodal_encoder_kwargs_for_generation"),
+                   repeats_kv_with_mask=not use_gqa_in_sdpa(torch.ones(1, 1, 1, 1, dtype=torch.bool), kv, kv))
+
+
+def runtime() -> Runtime:
+    """The installed transformers' behaviour: 5.24 encodes images in `generate` before the prefill
+    (`mm_encoder_outputs`, with the deepstack features concatenated again in the forward); 5.17 inside the
+    prefill forward. Whether K/V are repeated with a mask is asked of transformers' own `use_gqa_in_sdpa`
+    (5.24 skips it with TRANSFORMERS_SDPA_FORCE_GQA=1; 5.17 always repeats)."""
+    return _runtime(os.environ.get("TRANSFORMERS_SDPA_FORCE_GQA", ""))
+
+
+def estimate(s: Sizes, g: Group, attn: str = "sdpa", b: int = 2, device: str = "cuda",
+             rt: Optional[Runtime] = None) -> Estimate:
     """Peak bytes of one generate call of group `g` (see the module docstring), by phase and term."""
+    rt = rt or runtime()
     if attn not in PATHS:
         attn = "sdpa"
     k, B, L = g.votes, g.batch, g.width
@@ -162,7 +187,7 @@ def estimate(s: Sizes, g: Group, attn: str = "sdpa", b: int = 2, device: str = "
     out_kept = k * P * vh * b + Vk * s.out * b * (1 + s.deepstack)
     h = s.hidden
     scatter = 2 * T * h * b + (9 * T * h if cuda else 0)  # CUDA masked_scatter: int64 prefix sum, bool mask
-    after = T * h * b + s.deepstack * Vk * s.out * b  # the merged embeddings, the deepstack features concatenated
+    after = T * h * b + (s.deepstack * Vk * s.out * b if rt.pre_encodes else 0)  # + deepstack concatenated
     merge = {**kept, "vision_outputs": out_kept, "image_embeds": Vk * s.out * b,
              ("masked_scatter" if scatter >= after else "merged"): max(scatter, after)}
     # ---- language model, last layer
@@ -172,7 +197,7 @@ def estimate(s: Sizes, g: Group, attn: str = "sdpa", b: int = 2, device: str = "
     q_norm = T * (h * b + q * b + _norm_peak(q))  # normed input, q, q in float32 twice (layer input: below)
     rope = T * b * (h + q + kvd + 3 * q)
     if attn == "sdpa":
-        sdpa = T * b * (h + 2 * q) + (2 * T * q * b if repeats_kv(attn, masked) else 0)
+        sdpa = T * b * (h + 2 * q) + (2 * T * q * b if masked and rt.repeats_kv_with_mask else 0)
         if masked:
             sdpa += B * L * L * b  # SDPA turns the bool mask into an additive mask of the query's dtype
             if cuda and L % 8:
@@ -187,7 +212,7 @@ def estimate(s: Sizes, g: Group, attn: str = "sdpa", b: int = 2, device: str = "
     # the layer's input; after a deepstack layer also the output it was made from (`layer_outputs`)
     layer_input = T * h * b * (2 if s.layers - 1 <= s.deepstack else 1)
     language = {**kept, "vision_outputs": out_kept, "image_embeds": Vk * s.out * b,
-                "deepstack_embeds": s.deepstack * Vk * s.out * b, "text_embeds": T * h * b,
+                "deepstack_embeds": s.deepstack * Vk * s.out * b if rt.pre_encodes else 0, "text_embeds": T * h * b,
                 "rotary": 2 * T * s.head_dim * b, "kv_cache": kv, "layer_input": layer_input}
     if attn == "sdpa" and masked:
         language["mask_bool"] = B * L * L
@@ -199,6 +224,8 @@ def estimate(s: Sizes, g: Group, attn: str = "sdpa", b: int = 2, device: str = "
     final = T + B * g.new_tokens  # the end of prefill holds the last hidden states; the end of decoding the
     decode = {**kept, "vision_outputs": out_kept,  # KV cache at its final length and one layer's concatenation
               "kv_cache": max(kv + T * h * b, 2 * (s.layers + 1) * final * kvd * b)}
+    if not rt.pre_encodes:  # the tower's outputs live only inside the prefill forward
+        decode["vision_outputs"] = 0
     return Estimate({"vision": vision, "merge": merge, "attention": attention_phase, "mlp": mlp_phase,
                      "decode": decode}, {"q_norm": q_norm, "rope": rope, "attention_call": attention})
 
