@@ -152,7 +152,7 @@ def main(argv=None) -> int:
     print(f"3. the engine (tiny model, CPU, {split['groups']} groups of {split['rows']}): tokenizing "
           f"{split['tokenize_s']:.3f} s, waiting for images {split['prepare_wait_s']:.3f} s (the first group's), "
           f"generating {split['generate_s']:.1f} s")
-    return 0
+    return 0 if t["same"] else 1
 
 
 if __name__ == "__main__":
