@@ -38,8 +38,10 @@ class HFEngineConfig:
     temperature: float = field(default=0.7, metadata={"help": "sampling temperature when votes > 1"})
     max_batch_size: int = field(default=16, metadata={"help": "most requests in one generate call"})
     max_batch_tokens: Optional[int] = field(default=None, metadata={
-        "help": "padded tokens (prompt + new, times samples) per generate call; default: derived from free GPU "
-                f"memory and the model's KV-cache bytes per token on CUDA, {CPU_BATCH_TOKENS} on the CPU"})
+        "help": "padded tokens (prompt + new, times samples) per generate call, lowered after an out-of-memory "
+                "error; default: on CUDA derived from free GPU memory, with each group also checked against the "
+                f"memory model of the attention implementation (engine/memory.py; off when this is given), "
+                f"{CPU_BATCH_TOKENS} on the CPU"})
     max_pixels: Optional[int] = field(default=None, metadata={"help": "per-image pixel cap (default: processor's)"})
     max_visual_tokens: Optional[int] = field(default=None, metadata={
         "help": "visual-token budget per request (trajectory), e.g. 6144 for speed; default none: the "
