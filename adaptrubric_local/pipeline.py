@@ -30,7 +30,7 @@ from .route import RULES_ESTIMATE
 from .types import CueResult, RouteResult, Trajectory, Verdict
 from .verdict import parse_verdict, score_value_offset
 
-VERDICT_LAST_LINE = "MISSING_EVIDENCE:"  # generation may stop once this line is complete
+VERDICT_LAST_LINE = "MISSING_EVIDENCE:"  # generation may stop once this line is complete, outside the thinking
 
 
 @dataclass
@@ -205,9 +205,9 @@ class AdaptRubric:
         if out.error:
             v = Verdict(status="error", error=f"{p.traj.source or '?'}, record {p.traj.id}: {out.error}")
         elif out.samples:
-            v = vote([parse_verdict(t) for t, _ in out.samples], out.text)
+            v = vote([parse_verdict(t, out.opened_thinking) for t, _ in out.samples], out.text)
         else:
-            v = parse_verdict(out.text)
+            v = parse_verdict(out.text, out.opened_thinking)
             v.p_success = p_success(out)
         v.id, v.category, v.cues = p.traj.id, p.route.category, list(p.cues.cues)
         v.route_parsed, v.dropped_cues = p.route.parsed, list(p.cues.dropped)
@@ -292,8 +292,8 @@ class AdaptRubric:
 
 
 def p_success(out: Output) -> Optional[float]:
-    """P(SCORE=1) at the final SCORE digit, normalised over {0, 1}; None if not reported."""
-    offset = score_value_offset(out.text)
+    """P(SCORE=1) at the final SCORE digit of the answer, normalised over {0, 1}; None if not reported."""
+    offset = score_value_offset(out.text, out.opened_thinking)
     if offset is None:
         return None
     for tp in out.token_probs:
