@@ -191,8 +191,9 @@ def add_subcommands(sub) -> None:
 
     p = dsub.add_parser("evaluate", help="base model vs adapter on DIR's val split",
                         description="Score val with the base model and with the adapter (the pipeline settings of "
-                                    "the collection), then agreement with the teacher and accuracy/F1 against labels, "
-                                    "side by side, with the eval harness's reports and plots.",
+                                    "the collection; one loaded model, the adapter switched off for the base run), "
+                                    "then agreement with the teacher and accuracy/F1 against labels, side by side, "
+                                    "with the eval harness's reports and plots.",
                         epilog=EXAMPLES, formatter_class=fmt)
     p.add_argument("dir", help="distillation folder")
     p.add_argument("--model", required=True, help="the student's base model")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import weakref
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
@@ -125,7 +126,10 @@ class AdaptRubric:
             raise ValueError("router='model' (the paper's default) needs an engine; use router='rules' to run "
                              "without a model")
         self.stats: Counter = Counter()
-        self.criteria = Criteria(self._call if engine is not None else None, self.config, self.bank, self.prompts)
+        # the criteria reach the engine through a weak reference: a bound self._call would be a reference
+        # cycle that keeps a dropped pipeline, and its engine's model on the GPU, alive until gc runs
+        self.criteria = Criteria(_calls_of(self) if engine is not None else None, self.config, self.bank,
+                                 self.prompts)
         self._pool: Optional[ThreadPoolExecutor] = None
 
     @property
@@ -289,6 +293,16 @@ class AdaptRubric:
         if engine_stats:
             out["engine"] = dict(engine_stats)
         return out
+
+
+def _calls_of(pipe: "AdaptRubric"):
+    """`pipe._call` without a strong reference to `pipe`."""
+    ref = weakref.ref(pipe)
+
+    def call(requests: list[Request]) -> list[Output]:
+        return ref()._call(requests)
+
+    return call
 
 
 def p_success(out: Output) -> Optional[float]:

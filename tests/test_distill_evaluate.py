@@ -1,0 +1,93 @@
+"""`distill evaluate` (distill/evaluate.py): the base model and the adapter are scored on one loaded model
+(the base run with the adapter switched off), so the second run sizes its batches exactly as the first did,
+and nothing of the model outlives the command."""
+import gc
+import json
+import weakref
+
+import pytest
+import torch
+
+from adaptrubric_local.distill.evaluate import evaluate
+
+GPU_BYTES = 2 * 2 ** 30  # the simulated card
+
+
+def _random_adapter(model, out):
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen3VLForConditionalGeneration
+
+    base = Qwen3VLForConditionalGeneration.from_pretrained(model, local_files_only=True)
+    get_peft_model(base, LoraConfig(r=4, lora_alpha=8, init_lora_weights=False,
+                                    target_modules=r".*language_model.*\.(q_proj|v_proj)")).save_pretrained(out)
+    return out
+
+
+@pytest.fixture
+def simulated_gpu(monkeypatch):
+    """Free GPU memory as torch.cuda.mem_get_info reports it after loading: the card minus the weights of
+    every model still alive. On the CPU the engine uses a fixed budget (HFEngine._derive_batch_tokens
+    returns CPU_BATCH_TOKENS off CUDA), so the probe is simulated with the same arithmetic the engine applies
+    to mem_get_info's reading (generation.derived_batch_tokens); a model kept alive by a reference cycle
+    counts as used, as it does on a GPU until it is collected. Records every load."""
+    from adaptrubric_local.engine import hf
+    from adaptrubric_local.engine.generation import derived_batch_tokens
+
+    live, loads = weakref.WeakSet(), []
+    real = hf.load_model
+
+    def load(cfg):
+        model, processor = real(cfg)
+        live.add(model)
+        loads.append(cfg.adapter)
+        return model, processor
+
+    def free() -> int:
+        return GPU_BYTES - sum(p.numel() * p.element_size() for m in list(live) for p in m.parameters())
+
+    monkeypatch.setattr(hf, "load_model", load)
+    monkeypatch.setattr(hf.HFEngine, "_derive_batch_tokens",
+                        lambda self: derived_batch_tokens(self.model.config, torch.bfloat16, free()))
+    return live, loads
+
+
+def test_base_and_adapter_are_scored_on_one_model_with_the_same_batch_budget(tiny_model, dist, tmp_path,
+                                                                               simulated_gpu):
+    live, loads = simulated_gpu
+    adapter = _random_adapter(tiny_model, tmp_path / "adapter")
+    gc.disable()  # what a long run does not guarantee: that a cycle is collected before the next load
+    try:
+        res = evaluate(dist, str(tiny_model), adapter, tmp_path / "ev", max_new_tokens=6, progress=False)
+        assert len(live) == 0  # nothing of the model is left once evaluate returns, without a collection
+    finally:
+        gc.enable()
+    assert loads == [str(adapter)]  # one load: the base run is the same model with the adapter off
+    budget = {name: json.loads((tmp_path / "ev" / name / "verdicts.summary.json").read_text())["engine"]
+              ["max_batch_tokens"] for name in ("base", "adapter")}
+    assert budget["base"] == budget["adapter"] > 4096, budget
+    configs = {name: json.loads((tmp_path / "ev" / name / "verdicts.config.json").read_text())
+               for name in ("base", "adapter")}
+    assert configs["base"]["adapter"] is None and configs["base"]["model"] == str(tiny_model)
+    assert configs["adapter"]["adapter"] == str(adapter)
+    assert set(res["table"]["agreement_with_teacher"]) == {"base", "adapter"}
+
+
+def test_the_base_run_is_the_base_model(tiny_model, dist, tmp_path):
+    """The adapter switched off gives exactly what the base model alone gives."""
+    from adaptrubric_local.distill.evaluate import BaseOf
+    from adaptrubric_local.engine.base import Request
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    adapter = _random_adapter(tiny_model, tmp_path / "adapter")
+    rec = json.loads((dist / "val.jsonl").read_text().splitlines()[0])["verify"]
+    req = Request(prompt=rec["prompt"], images=[str(dist / p) for p in rec["images"]], suffix=rec["suffix"])
+    both, alone = (HFEngine(HFEngineConfig(model=str(tiny_model), adapter=a)) for a in (str(adapter), None))
+    try:
+        p_off = BaseOf(both).next_token_probs([req], ["SCORE: "])[0]["1"]
+        p_on = both.next_token_probs([req], ["SCORE: "])[0]["1"]
+        p_base = alone.next_token_probs([req], ["SCORE: "])[0]["1"]
+        assert p_off == pytest.approx(p_base, abs=1e-6) and p_on != pytest.approx(p_base, abs=1e-6)
+        assert BaseOf(both).name == str(tiny_model) and BaseOf(both).config.adapter is None
+    finally:
+        both.close()
+        alone.close()
