@@ -91,3 +91,87 @@ def test_the_base_run_is_the_base_model(tiny_model, dist, tmp_path):
     finally:
         both.close()
         alone.close()
+
+
+# ---------------------------------------------------------------------------------------------- QLoRA
+@pytest.fixture(scope="module")
+def qlora(tiny_model, dist, tmp_path_factory):
+    """A QLoRA student: LoRA trained on the tiny model loaded in 4-bit (bitsandbytes nf4, on the CPU)."""
+    pytest.importorskip("bitsandbytes")
+    from adaptrubric_local.distill.config import TrainConfig
+    from adaptrubric_local.distill.train import train
+
+    out = tmp_path_factory.mktemp("qlora") / "adapter"
+    train(TrainConfig(data=str(dist), model=str(tiny_model), out=str(out), target="verdict", epochs=1, lora_r=4,
+                      lora_alpha=8, grad_accum=1, per_device_batch_size=4, load_in_4bit=True, progress=False,
+                      dataloader_workers=0))
+    return out
+
+
+def test_a_qlora_adapter_records_the_4bit_base_it_was_trained_on(qlora):
+    from adaptrubric_local.image_policy import read_quantisation
+
+    assert read_quantisation(qlora) == {"load_in_4bit": True, "load_in_8bit": False}
+    record = json.loads((qlora / "base_quantisation.json").read_text())
+    assert record["bitsandbytes"]["bnb_4bit_quant_type"] == "nf4" and record["bitsandbytes"]["load_in_4bit"]
+
+
+def test_score_and_evaluate_load_a_qlora_adapter_on_its_4bit_base(qlora, tiny_model, dist, tmp_path, capsys,
+                                                                   monkeypatch):
+    from adaptrubric_local.cli import main
+    from adaptrubric_local.engine import hf
+
+    data = json.loads((dist / "manifest.json").read_text())["data"]
+    flags = ["--router", "rules", "--no-fine", "--verify-max-new-tokens", "3", "--quiet"]
+    assert main(["score", data, "--model", str(tiny_model), "--adapter", str(qlora), "--out",
+                 str(tmp_path / "a.jsonl"), *flags]) == 0
+    assert json.loads((tmp_path / "a.config.json").read_text())["engine"]["load_in_4bit"] is True
+    assert "warning" not in capsys.readouterr().err
+    assert main(["score", data, "--model", str(tiny_model), "--adapter", str(qlora), "--out",
+                 str(tmp_path / "b.jsonl"), "--no-load-in-4bit", *flags]) == 0
+    assert json.loads((tmp_path / "b.config.json").read_text())["engine"]["load_in_4bit"] is False
+    assert "load_in_4bit=False differs from the True adapter" in capsys.readouterr().err
+
+    loaded = []
+    real = hf.load_model
+    monkeypatch.setattr(hf, "load_model", lambda cfg: (loaded.append(cfg.load_in_4bit), real(cfg))[1])
+    evaluate(dist, str(tiny_model), qlora, tmp_path / "ev", max_new_tokens=3, progress=False, base=False)
+    evaluate(dist, str(tiny_model), qlora, tmp_path / "ev2", max_new_tokens=3, progress=False, base=False,
+             load_in_4bit=False)
+    assert loaded == [True, False] and "load_in_4bit=False differs" in capsys.readouterr().err
+
+
+def test_merging_a_qlora_adapter_dequantises_its_4bit_base(qlora, tiny_model, dist, tmp_path, capsys):
+    """The merged checkpoint gives what the 4-bit base + adapter gives (the weights the student learned on),
+    not what a merge into the original full-precision weights gives."""
+    from peft import PeftModel
+    from transformers import Qwen3VLForConditionalGeneration
+
+    from adaptrubric_local.distill.evaluate import merge
+    from adaptrubric_local.engine.base import Request
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    merged = merge(str(tiny_model), qlora, tmp_path / "merged")
+    err = capsys.readouterr().err
+    assert "trained on a 4-bit (nf4) base" in err and "dequantised" in err
+    assert "dequantised" in (merged / "README.md").read_text()
+    assert "quantization_config" not in json.loads((merged / "config.json").read_text())
+    naive = tmp_path / "naive"
+    base = Qwen3VLForConditionalGeneration.from_pretrained(tiny_model, local_files_only=True)
+    PeftModel.from_pretrained(base, str(qlora)).merge_and_unload().save_pretrained(naive)
+    import shutil
+
+    for f in ("tokenizer.json", "tokenizer_config.json", "processor_config.json", "chat_template.jinja"):
+        if (tiny_model / f).is_file():
+            shutil.copy(tiny_model / f, naive / f)
+    rec = json.loads((dist / "val.jsonl").read_text().splitlines()[0])["verify"]
+    req = Request(prompt=rec["prompt"], images=[str(dist / p) for p in rec["images"]], suffix=rec["suffix"])
+    probs = {}
+    for name, cfg in (("trained", HFEngineConfig(model=str(tiny_model), adapter=str(qlora), load_in_4bit=True)),
+                      ("merged", HFEngineConfig(model=str(merged))), ("naive", HFEngineConfig(model=str(naive)))):
+        eng = HFEngine(cfg)
+        probs[name] = eng.next_token_probs([req], ["SCORE: "])[0]["1"]
+        eng.close()
+    print("P(SCORE=1):", probs)
+    assert probs["merged"] == pytest.approx(probs["trained"], abs=1e-4), probs
+    assert abs(probs["naive"] - probs["trained"]) > 10 * abs(probs["merged"] - probs["trained"]), probs

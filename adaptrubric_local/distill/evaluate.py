@@ -10,6 +10,7 @@ from the same 4-bit weights). Knows nothing about argument parsing.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Optional
@@ -124,10 +125,12 @@ def score_split(data_path: str, loaded: LoadResult, engine: Engine, out: Path, p
 
 def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | Path, split: str = "val",
              batch_size: int = 8, max_new_tokens: Optional[int] = None, data: Optional[str] = None,
-             progress: bool = True, base: bool = True) -> dict:
+             progress: bool = True, base: bool = True, load_in_4bit: Optional[bool] = None) -> dict:
     """Base vs adapter on one split; writes out/{base,adapter}/ (verdicts, metrics, report, plots),
     out/comparison.json and out/comparison.md, and adds the numbers to the adapter's model card.
-    Both score at the adapter's image settings (image_policy.json) and the collection's pipeline."""
+    Both score at the adapter's image settings (image_policy.json) and the collection's pipeline, on
+    the base loaded as the adapter was trained (base_quantisation.json: a QLoRA student on its 4-bit
+    base) unless `load_in_4bit` says otherwise (with a warning when it differs)."""
     from ..engine.hf import HFEngine, HFEngineConfig
     from ..evaluation.harness import run_eval
     from ..image_policy import adopt
@@ -135,7 +138,8 @@ def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | P
     data_dir, out, adapter = Path(data_dir), Path(out), Path(adapter)
     out.mkdir(parents=True, exist_ok=True)
     manifest = _manifest(data_dir)
-    images, pipe_over = adopt(adapter, {"max_visual_tokens": None, "max_pixels": None}, {})
+    chosen = {} if load_in_4bit is None else {"load_in_4bit": load_in_4bit}
+    images, pipe_over = adopt(adapter, {"max_visual_tokens": None, "max_pixels": None, **chosen}, {}, explicit=chosen)
     pipe_cfg = pipeline_from_manifest(manifest, **pipe_over)
     if max_new_tokens:
         pipe_cfg = replace(pipe_cfg, verify_max_new_tokens=max_new_tokens)
@@ -200,20 +204,40 @@ def _update_card(adapter: Path, table: dict) -> None:
 
 
 def merge(model: str, adapter: str | Path, out: str | Path, dtype: str = "auto") -> Path:
-    """Merge a LoRA adapter into its base model and save a checkpoint that loads with --model alone."""
+    """Merge a LoRA adapter into its base model and save a checkpoint that loads with --model alone.
+    An adapter trained on a 4-bit (or 8-bit) base (QLoRA: base_quantisation.json) learned its update
+    against the quantised weights, not the original ones: the base is loaded quantised exactly as in
+    training, dequantised, and the adapter merged into that (what the student was trained on); the
+    result is saved unquantised in `dtype`. Says which it did on stderr and in the merged README."""
     import torch
     from peft import PeftModel
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
+    from ..image_policy import read_quantisation
+
     out = Path(out)
     if not (Path(adapter) / "adapter_config.json").is_file():
         raise ValueError(f"{adapter}: no adapter_config.json (not a peft adapter folder)")
-    torch_dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
-    base = AutoModelForImageTextToText.from_pretrained(model, dtype=torch_dtype, use_safetensors=True)
+    quant = read_quantisation(adapter)
+    if quant.get("load_in_4bit") or quant.get("load_in_8bit"):
+        from ..engine.hf_config import HFEngineConfig
+        from ..engine.loading import load_model
+
+        bits = "4-bit (nf4)" if quant["load_in_4bit"] else "8-bit"
+        base, _ = load_model(HFEngineConfig(model=model, dtype=dtype, attn_implementation="sdpa", **quant))
+        base = base.dequantize()
+        kept = next(p.dtype for p in base.parameters() if p.is_floating_point())
+        note = (f"{adapter} was trained on a {bits} base: merged into {model} dequantised from the same {bits} "
+                f"weights it was trained on (not the original weights), saved unquantised in {kept}")
+    else:
+        torch_dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
+        base = AutoModelForImageTextToText.from_pretrained(model, dtype=torch_dtype, use_safetensors=True)
+        note = f"{adapter} merged into {model}"
     merged = PeftModel.from_pretrained(base, str(adapter)).merge_and_unload()
     merged.save_pretrained(out, safe_serialization=True)
     AutoProcessor.from_pretrained(model).save_pretrained(out)
     card = Path(adapter) / "README.md"
-    (out / "README.md").write_text(f"Merged checkpoint: `{model}` + adapter `{adapter}`.\n\n"
+    (out / "README.md").write_text(f"Merged checkpoint: `{model}` + adapter `{adapter}`.\n\n{note}.\n\n"
                                    + (card.read_text() if card.is_file() else ""))
+    print(f"merge: {note}", file=sys.stderr)
     return out
