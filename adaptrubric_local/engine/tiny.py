@@ -107,6 +107,13 @@ def qwen3_tokenizer(thinking: bool = False):
     return tok
 
 
+def qwen3_processor(thinking: bool = False, max_pixels: Optional[int] = None):
+    """A Qwen3-VL processor on the real Qwen3 tokenizer, at Qwen3-VL's own image bounds (65,536 to
+    16,777,216 pixels, 32x32 pixels per visual token): a real checkpoint's token counts, no weights."""
+    return build_processor(qwen3_tokenizer(thinking), max_pixels=max_pixels or QWEN3VL_MAX_PIXELS,
+                           min_pixels=QWEN3VL_MIN_PIXELS)
+
+
 def build_tokenizer(corpus: Sequence[str], vocab_size: int = 1200):
     """A small Qwen2-style byte-level BPE tokenizer trained on `corpus`, with Qwen's special tokens and
     chat template."""
@@ -192,8 +199,8 @@ def make_tiny_model(out: str | Path, corpus: Optional[Sequence[str]] = None, see
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if tokenizer == "qwen3":
-        tok = qwen3_tokenizer(thinking)
-        processor = build_processor(tok, max_pixels=max_pixels or QWEN3VL_MAX_PIXELS, min_pixels=QWEN3VL_MIN_PIXELS)
+        processor = qwen3_processor(thinking, max_pixels)
+        tok = processor.tokenizer
         vocab_size = max(vocab_size or 0, QWEN3VL_VOCAB)
     else:
         tok = build_tokenizer(corpus)
