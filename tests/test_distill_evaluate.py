@@ -6,11 +6,11 @@ import json
 import weakref
 
 import pytest
-import torch
 
 from adaptrubric_local.distill.evaluate import evaluate
 
 GPU_BYTES = 2 * 2 ** 30  # the simulated card
+BYTES_PER_TOKEN = 4096  # of free memory, per padded token of a batch (the tiny model's weights: ~1 MB)
 
 
 def _random_adapter(model, out):
@@ -27,11 +27,11 @@ def _random_adapter(model, out):
 def simulated_gpu(monkeypatch):
     """Free GPU memory as torch.cuda.mem_get_info reports it after loading: the card minus the weights of
     every model still alive. On the CPU the engine uses a fixed budget (HFEngine._derive_batch_tokens
-    returns CPU_BATCH_TOKENS off CUDA), so the probe is simulated with the same arithmetic the engine applies
-    to mem_get_info's reading (generation.derived_batch_tokens); a model kept alive by a reference cycle
-    counts as used, as it does on a GPU until it is collected. Records every load."""
+    returns CPU_BATCH_TOKENS off CUDA), so the derivation is replaced by one of that reading (a token per
+    BYTES_PER_TOKEN free bytes; the engine's own arithmetic is tested in test_engine_generation.py); a model
+    kept alive by a reference cycle counts as used, as it does on a GPU until it is collected. Records
+    every load."""
     from adaptrubric_local.engine import hf
-    from adaptrubric_local.engine.generation import derived_batch_tokens
 
     live, loads = weakref.WeakSet(), []
     real = hf.load_model
@@ -46,8 +46,7 @@ def simulated_gpu(monkeypatch):
         return GPU_BYTES - sum(p.numel() * p.element_size() for m in list(live) for p in m.parameters())
 
     monkeypatch.setattr(hf, "load_model", load)
-    monkeypatch.setattr(hf.HFEngine, "_derive_batch_tokens",
-                        lambda self: derived_batch_tokens(self.model.config, torch.bfloat16, free()))
+    monkeypatch.setattr(hf.HFEngine, "_derive_batch_tokens", lambda self: free() // BYTES_PER_TOKEN)
     return live, loads
 
 
