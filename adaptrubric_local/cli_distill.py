@@ -116,7 +116,7 @@ def cmd_evaluate(args) -> int:
 
     res = evaluate(args.dir, args.model, args.adapter, args.out, split=args.split, batch_size=args.max_batch_size,
                    max_new_tokens=args.verify_max_new_tokens, data=args.data, progress=not args.quiet,
-                   base=not args.no_base)
+                   base=not args.no_base, load_in_4bit=args.load_in_4bit)
     print(json.dumps(res["table"], indent=2))
     return 0
 
@@ -191,8 +191,9 @@ def add_subcommands(sub) -> None:
 
     p = dsub.add_parser("evaluate", help="base model vs adapter on DIR's val split",
                         description="Score val with the base model and with the adapter (the pipeline settings of "
-                                    "the collection), then agreement with the teacher and accuracy/F1 against labels, "
-                                    "side by side, with the eval harness's reports and plots.",
+                                    "the collection; one loaded model, the adapter switched off for the base run), "
+                                    "then agreement with the teacher and accuracy/F1 against labels, side by side, "
+                                    "with the eval harness's reports and plots.",
                         epilog=EXAMPLES, formatter_class=fmt)
     p.add_argument("dir", help="distillation folder")
     p.add_argument("--model", required=True, help="the student's base model")
@@ -204,11 +205,16 @@ def add_subcommands(sub) -> None:
                    help="verifier token cap (default: the collection's)")
     p.add_argument("--data", help="the collected data set, if it moved since `collect` (default: manifest's)")
     p.add_argument("--no-base", action="store_true", help="score the adapter only")
+    p.add_argument("--load-in-4bit", action=argparse.BooleanOptionalAction, default=None,
+                   help="load the base in 4-bit (nf4) or not (default: as the adapter was trained, from its "
+                        "base_quantisation.json; a different choice warns)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_evaluate)
 
     p = dsub.add_parser("merge", help="merge an adapter into its base model",
-                        description="Write a checkpoint with the LoRA merged in; it loads with --model alone.",
+                        description="Write a checkpoint with the LoRA merged in; it loads with --model alone. An "
+                                    "adapter trained on a 4-bit base (QLoRA) is merged into the base dequantised from "
+                                    "the same 4-bit weights it learned on, and saved unquantised.",
                         epilog=EXAMPLES, formatter_class=fmt)
     p.add_argument("--model", required=True, help="base model")
     p.add_argument("--adapter", required=True, help="adapter folder")

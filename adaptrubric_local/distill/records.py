@@ -11,28 +11,24 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import shutil
 from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
+from ..thinking import split
+
 FILES = {"collected": "collected.jsonl", "rejected": "rejected.jsonl", "failures": "failures.jsonl",
          "train": "train.jsonl", "val": "val.jsonl", "manifest": "manifest.json"}
-THINK = re.compile(r"<think>(.*?)</think>", re.S)
 
 
 def split_thinking(text: str) -> tuple[str, Optional[str]]:
     """(the answer with every `<think>...</think>` block taken out and leading whitespace stripped,
-    the thinking text or None). A reply whose opening tag was in the prompt (Qwen3's thinking
-    template) has only `</think>`: everything before it is thinking."""
-    thoughts = [m.strip() for m in THINK.findall(text)]
-    rest = THINK.sub("", text)
-    if "</think>" in rest:
-        head, _, rest = rest.rpartition("</think>")
-        thoughts.insert(0, head.replace("<think>", "").strip())
-    thinking = "\n\n".join(t for t in thoughts if t)
-    return rest.lstrip(), (thinking or None)
+    the thinking text or None), by the definition the verdict parser and the stop criterion use
+    (`thinking.py`). A reply whose opening tag was in the prompt (Qwen3's thinking template) has
+    only `</think>`: everything before it is thinking."""
+    s = split(text)
+    return s.answer, s.thinking
 
 
 def copy_images(paths: list[str], out: Path, tid: str, copy: bool) -> list[str]:

@@ -7,10 +7,12 @@ of requests goes in, one Output per request comes out, in order. A request that 
 strings, the probabilities of all of them (how P(SCORE=1) is read without a second forward pass);
 `next_token_probs` gives the probability of given next tokens after a prompt and an assistant prefix.
 `stop_after_line` ends a row as soon as it has produced a complete line (ended by a newline or by
-the end of generation) that starts with the given text; `Output.hit_cap` says a row was cut by its
-new-token cap rather than ending on its own or at that line (an endpoint's `finish_reason: length`).
+the end of generation) that starts with the given text outside the model's thinking (`thinking.py`:
+never on a line drafted inside `<think>`); `Output.hit_cap` says a row was cut by its new-token cap
+rather than ending on its own or at that line (an endpoint's `finish_reason: length`).
 `Output.reasoning` holds what a thinking model returned apart from its answer, when a backend
-separates the two.
+separates the two; `Output.opened_thinking` says the text starts inside a thinking block the prompt
+opened (a Thinking checkpoint's chat template), so that only its `</think>` is in the text.
 The engine knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Optional
+
+from ..thinking import visible_line
 
 
 @dataclass
@@ -57,6 +61,7 @@ class Output:
     samples: list[tuple[str, list[TokenProbs]]] = field(default_factory=list)  # all k texts when voting
     hit_cap: bool = False  # stopped by max_new_tokens (any sample, when voting), not by EOS or stop_after_line
     reasoning: Optional[str] = None  # a thinking model's separate reasoning text (an endpoint's reasoning_content)
+    opened_thinking: bool = False  # the text starts inside a thinking block its prompt opened (see thinking.py)
 
 
 class Engine(ABC):
@@ -83,14 +88,16 @@ class Engine(ABC):
         """Release resources (threads, GPU memory)."""
 
 
-def cut_after_line(text: str, prefix: str) -> Optional[str]:
-    """`text` up to and including the first line that starts with `prefix` and is complete (ended by a
-    newline, which is kept, or by the end of the text); None when there is no such line."""
-    start = 0
+def cut_after_line(text: str, prefix: str, opened: bool = False) -> Optional[str]:
+    """`text` up to and including the first line outside the thinking (`opened`: the text starts inside
+    it) that starts with `prefix` and is complete (ended by a newline, which is kept, or by the end of
+    the text); None when there is no such line."""
+    inside, start = opened, 0
     while start <= len(text):
         end = text.find("\n", start)
         line_end = len(text) if end < 0 else end + 1
-        if text.startswith(prefix, start):
+        visible, inside = visible_line(text[start:line_end].rstrip("\n"), inside)
+        if visible is not None and visible.startswith(prefix):
             return text[:line_end]
         if end < 0:
             return None

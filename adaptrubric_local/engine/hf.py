@@ -9,10 +9,11 @@ current one generates, and the first group's prompts are tokenized while its ima
 CUDA out-of-memory error drops the failed attempt (outside the exception handler, so nothing of it
 stays alive), frees the cache and retries the group in halves, so every request gets its output.
 Greedy decoding by default, with a `max_new_tokens` cap per row; a row ends early after a complete
-line starting with its `stop_after_line`; `votes > 1` samples k outputs per request. P(token) for
-watched tokens ("0"/"1") is read from the generation logits on the device, copied once at the end.
-`stats` counts groups and rows (rows per group), out-of-memory splits and rows that hit the cap.
-Knows nothing about rubrics, routing or verdicts.
+line starting with its `stop_after_line` outside the model's thinking (a Thinking checkpoint's chat
+template opens `<think>` in the prompt: its rows start inside it); `votes > 1` samples k outputs per
+request. P(token) for watched tokens ("0"/"1") is read from the generation logits on the device,
+copied once at the end. `stats` counts groups and rows (rows per group), out-of-memory splits and
+rows that hit the cap. Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from .hf_config import CPU_BATCH_TOKENS, DEFAULT_MODEL, HFEngineConfig  # noqa: 
 from .generation import OutOfMemory, RowStop, WatchRecorder, derived_batch_tokens, is_oom, newline_table
 from .images import BatchImages, ImageConfig, ImagePipeline, plan_tokens
 from .loading import load_model
+from ..thinking import prompt_opens
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we use our own threads; avoid fork warnings
 
@@ -56,6 +58,8 @@ class HFEngine(Engine):
                                  if ".visual." in f".{n}" and p.is_floating_point()), torch.float32)
         self.max_batch_tokens = self.config.max_batch_tokens or self._derive_batch_tokens()
         self._newline: Optional[torch.Tensor] = None
+        # a Thinking checkpoint's chat template opens the reply inside <think>: its rows start there
+        self.opens_thinking = prompt_opens(self.encoder.chat_text(Request(prompt="")))
         self.inject_oom: Optional[Callable[[int], bool]] = None  # test hook: rows -> raise OOM (inputs built)?
         self.counts: Counter = Counter()
 
@@ -192,7 +196,7 @@ class HFEngine(Engine):
         prefixes = [r.stop_after_line for r in reqs for _ in range(k)]
         prompt_len = inputs["input_ids"].shape[1]
         stop = RowStop(self.tokenizer, self._newline_ids() if any(prefixes) else torch.zeros(1, dtype=torch.bool),
-                       prefixes, row_caps, prompt_len)
+                       prefixes, row_caps, prompt_len, [self.opens_thinking] * len(row_caps))
         watch = sorted({w for r in reqs for w in r.watch})
         recorder = WatchRecorder([self.tokenizer.convert_tokens_to_ids(w) for w in watch]) if watch else None
         gen_kwargs = dict(max_new_tokens=max(caps), do_sample=k > 1, num_return_sequences=k,
@@ -220,7 +224,7 @@ class HFEngine(Engine):
                 text, token_probs, n, eos = self._decode(gen[row, :limit], probs[row] if probs is not None else None,
                                                          watch, r.watch)
                 if row in stop.ends:  # a token that ended the line may carry text of the next one
-                    text = cut_after_line(text, r.stop_after_line) or text
+                    text = cut_after_line(text, r.stop_after_line, self.opens_thinking) or text
                     token_probs = [p for p in token_probs if p.offset < len(text)]
                 samples.append((text, token_probs, n, not eos and row not in stop.ends and n >= row_caps[row]))
             hit_cap = any(x[3] for x in samples)
@@ -229,7 +233,8 @@ class HFEngine(Engine):
             outs.append(Output(text=samples[0][0], prompt_tokens=len(rows[b]),
                                completion_tokens=sum(x[2] for x in samples), token_probs=samples[0][1],
                                n_images=len(r.images), visual_tokens=imgs.visual_tokens(b), hit_cap=hit_cap,
-                               samples=[(x[0], x[1]) for x in samples] if k > 1 else []))
+                               samples=[(x[0], x[1]) for x in samples] if k > 1 else [],
+                               opened_thinking=self.opens_thinking))
         return outs
 
     def _decode(self, ids: torch.Tensor, probs: Optional[torch.Tensor], columns: list[str], watch: tuple[str, ...]):

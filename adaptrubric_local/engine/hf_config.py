@@ -26,8 +26,8 @@ class HFEngineConfig:
                                                  "choices": ["auto", "bf16", "fp16", "fp32"]})
     device_map: Optional[str] = field(default="auto", metadata={"help": "transformers device_map; ignored on CPU"})
     attn_implementation: Optional[str] = field(default=None, metadata={
-        "help": "default: flash_attention_2 on GPU when flash-attn is installed, else sdpa; on CPU "
-                "sdpa_padded_prefill"})
+        "help": "default: flash_attention_2 on GPU when transformers can run it (the flash-attn distribution, "
+                ">= 2.3.3), else sdpa with a line saying why; on CPU sdpa_padded_prefill"})
     load_in_4bit: bool = field(default=False, metadata={"help": "bitsandbytes nf4 quantisation"})
     load_in_8bit: bool = field(default=False, metadata={"help": "bitsandbytes int8 quantisation"})
     adapter: Optional[str] = field(default=None, metadata={"help": "LoRA adapter folder (peft)"})

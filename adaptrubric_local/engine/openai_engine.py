@@ -11,7 +11,11 @@ never taken from a command line or kept in the config, so it cannot reach a mani
 
 A reply keeps what a thinking model says apart from its answer (`reasoning_content`, or vLLM's
 newer `reasoning`) in `Output.reasoning`; a reply cut by the token cap (`finish_reason: length`)
-comes back with `hit_cap` set and whatever text there was, as the transformers engine reports it.
+comes back with `hit_cap` set and whatever text there was, as the transformers engine reports it
+(one with reasoning and no content yet is still inside its thinking: `opened_thinking`). Without a
+reasoning parser on the server the content holds the thinking, which the parser reads by the same
+rules as in-process output (`thinking.py`); a Thinking checkpoint's reply cut before `</think>` then
+holds no tag at all and cannot be told from an answer: serve thinking models with a reasoning parser.
 For requests that watch tokens ("0"/"1"), `logprobs` with `top_logprobs` are asked for and the
 watched tokens' probabilities are reported at every position where one was generated, so P(SCORE=1)
 is read the same way as in-process; a server that returns none leaves it None. A request that fails
@@ -196,9 +200,12 @@ class OpenAIEngine(Engine):
             return Output(error="malformed reply: no choices[0].message.content", n_images=n)
         usage = getattr(resp, "usage", None)
         probs = watched_probs(text, getattr(choices[0], "logprobs", None), req.watch) if req.watch else []
+        reasoning = reasoning if isinstance(reasoning, str) else None
+        # a reasoning parser returns no content while the model is still thinking (cut by the cap): the
+        # output has not left its thinking, as an in-process Thinking checkpoint's would not have
         return Output(text=text, prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                       completion_tokens=getattr(usage, "completion_tokens", 0) or 0, n_images=n, hit_cap=cut,
-                      token_probs=probs, reasoning=reasoning if isinstance(reasoning, str) else None)
+                      token_probs=probs, reasoning=reasoning, opened_thinking=bool(reasoning) and not text.strip())
 
     def generate(self, requests: list[Request]) -> list[Output]:
         """One Output per Request, in order; requests run concurrently up to `concurrency`."""
