@@ -49,6 +49,10 @@ def load_labelled(args, check_images: bool = False, data=None):
         return None, None
     loaded = load_trajectories(data, fmt=getattr(args, "format", "auto"), check_images=check_images,
                                image_roots=getattr(args, "image_root", None) or ())
+    if loaded.errors:  # their trajectories get no label from the data (nor from --labels)
+        n = len(loaded.errors) + len(loaded.trajectories)
+        print(f"warning: {len(loaded.errors)} of {n} record(s) of {data} did not load, so the data gives them no "
+              f"label; the first: {loaded.errors[0]}", file=sys.stderr)
     if not files:
         return loaded, None
     applied = apply_labels(loaded, files, data_name=str(data))

@@ -29,7 +29,7 @@ def _image_roots(data: Path, extra: list[str]) -> list[str]:
 
 
 def cmd_merge(args) -> int:
-    from .formats import canonical
+    from .formats import canonical, load_trajectories
 
     if not args.labels:
         raise ValueError("give at least one --labels FILE (what the review page's Export writes)")
@@ -43,6 +43,10 @@ def cmd_merge(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     canonical.write(loaded.trajectories, target, reference=True)
     roots = _image_roots(Path(args.data), args.image_root)
+    back = load_trajectories(target, check_images=False, image_roots=roots)  # the copy reads back as written
+    if back.errors or [(t.id, t.label) for t in back.trajectories] != [(t.id, t.label) for t in loaded.trajectories]:
+        why = back.errors[0] if back.errors else "the labels differ"
+        raise ValueError(f"{target} does not read back as written: {why}")
     record = {"data": str(args.data), "trajectories": len(loaded.trajectories), "bad_records": len(loaded.errors),
               "labelled": sum(t.label in (0, 1) for t in loaded.trajectories), "labels": labels,
               "image_roots": roots}

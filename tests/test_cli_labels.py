@@ -145,6 +145,10 @@ def test_labels_merge_writes_the_labelled_copy_with_the_screenshots_where_they_a
                  "--quiet", "--no-review"]) == 0
     m1, m2 = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("e1", "e2"))
     _same(m1, m2, ("overall", "per_platform", "probability"))
+    capsys.readouterr()
+    assert main(["eval", "--data", str(out), "--verdicts", str(vfile), "--out", str(tmp_path / "e3"), "--quiet",
+                 "--no-review"]) == 0  # without --image-root the copy's records cannot load: said loudly
+    assert f"warning: 40 of 40 record(s) of {out} did not load" in capsys.readouterr().err
     assert main(["labels", "merge", str(written), "--labels", str(files[0]), "--out", str(written.parent)]) == 2
     assert "holds the data set's own files" in capsys.readouterr().err
     assert not (written.parent / "trajectories.jsonl").exists()
