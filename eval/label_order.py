@@ -14,7 +14,7 @@ revealed, and:
    noise (logit(p_B) = logit(q) + N(0, 1)), like a teacher next to its student; `fp-first` needs
    the labels already (it sorts by outcome), so it is shown for reference only.
 
-    python eval/label_order.py            # about 10 s on one core
+    python eval/label_order.py            # about 4 s on one core
     python eval/label_order.py --ci       # a small run for the test suite
 """
 from __future__ import annotations
