@@ -112,9 +112,12 @@ def test_trajectory_text_is_data_never_markup(scored, tmp_path):
     assert "<" not in text  # JSON strings carry '<' as \u003c: nothing in them can close or open a tag
     assert "\\u003c/script>\\u003cscript>window.__pwned = 1" in text and "\\u003cb>everything" in text
     page = (tmp_path / "r" / "review.html").read_text()
-    assert page.count("<script") == 2 and "script-src 'self'" in page and "window.__pwned" not in page
-    js = (tmp_path / "r" / "review_files" / "review.js").read_text()
-    assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "document.write" not in js
+    assert page.count("<script") == 3 and "script-src 'self'" in page and "window.__pwned" not in page
+    own = ("index.js", "review_labels.js", "review.js")
+    assert all(f'<script src="review_files/{n}"></script>' in page for n in own)
+    for name in ("review.js", "review_labels.js"):
+        js = (tmp_path / "r" / "review_files" / name).read_text()
+        assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "document.write" not in js
 
 
 def test_thumbnails_are_small_files_and_missing_images_are_named(scored, tmp_path):

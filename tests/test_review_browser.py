@@ -5,7 +5,7 @@ filters show as many cards as metrics.json counts, that `review.html#id=...` lin
 that the keyboard moves between cards, that an answer holding `<script>` stays text, that 10,000
 trajectories stay responsive, and the labelling: keys and clicks, a note that stays text, labels
 kept over a reload, exported as labels.jsonl (read back by the package's strict reader) and imported
-into a fresh copy of the page; a card fits a laptop's screen at 1280 px with no sideways scroll;
+into a fresh copy of the page, whose import refuses what that reader refuses; a card fits a laptop's screen at 1280 px with no sideways scroll;
 the lightbox shows the original screenshots; the verifier prompt is the one the engine was sent.
 
 Without Chromium or playwright these tests skip with a message; `.ci/run` installs Chromium and sets
@@ -507,4 +507,29 @@ def test_lightbox_shows_the_original_frames_left_and_right(browser, tmp_path):
     p.tab.keyboard.press("Escape")
     assert not lb.is_visible()
     assert _labels_on_page(p) == {"phone-0": "1"}
+    p.close()
+
+
+def test_the_pages_import_refuses_what_the_packages_reader_refuses(browser, run, tmp_path):
+    """Two readers of one format (review_labels.js, labels.py): each line labels.py refuses, the page refuses."""
+    from adaptrubric_local.labels import LabelsError, read_labels
+
+    page, _, _ = run
+    lines = ['{"id": "a", "label": 1, "colour": "red"}', '{"id": "a"}', '{"id": "a", "label": 2}',
+             '{"id": "a", "label": true}', '{"id": "", "label": 1}', '{"id": "a", "label": 1, "p_success": 1.5}',
+             '{"id": "a", "label": 1, "score": "1"}', '{"id": "a", "label": 1, "note": 5}',
+             '{"id": "a", "label": 1, "time": 3}', '{"id": "a", "label": 1', '["a", 1]',
+             '{"id": "a", "status": "ok", "score": 1}', '{"id": 3.5, "label": 0}']
+    good = ['{"id": "a", "label": null}', '{"id": 7, "label": 0, "note": null, "score": 1, "p_success": 0.2, '
+            '"time": "t", "data": "d", "verdicts": "v"}']
+    p = Page(browser, page)
+    for k, line in enumerate(lines + good):
+        f = tmp_path / f"{k}.jsonl"
+        f.write_text(line + "\n")
+        try:
+            python_ok = bool(read_labels(f))
+        except LabelsError:
+            python_ok = False
+        page_ok = p.tab.evaluate("line => typeof ReviewLabels.parseLine(line, 1) !== 'string'", line)
+        assert page_ok == python_ok == (line in good), line
     p.close()

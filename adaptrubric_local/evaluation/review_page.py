@@ -8,7 +8,8 @@
   so 10,000 trajectories stay responsive;
 - `review_files/thumbs/*.jpg`: small thumbnails of the selected screenshots (never the screenshots
   themselves); each thumbnail links to its original file, frames left out are listed with a link;
-- `review_files/review.js`, `review.css`: the page's code, copied from the package.
+- `review_files/review.js`, `review_labels.js` (the labels a reviewer sets), `review.css`: the page's
+  code, copied from the package.
 
 All trajectory text travels as JSON data and is put on the page with `textContent`, never as HTML,
 and the page's Content-Security-Policy allows scripts from its own folder only. The labels a person
@@ -34,7 +35,7 @@ CHUNK = 25  # cards per data file
 THUMB_BOX = (240, 240)  # a thumbnail fits in this box (pixels)
 THUMB_QUALITY = 70  # JPEG quality
 FILES = "review_files"
-ASSETS = ("review.js", "review.css")
+ASSETS = ("review.js", "review_labels.js", "review.css")
 SHARED_PART = 20  # a prompt paragraph at least this long that two cards hold is stored once
 
 

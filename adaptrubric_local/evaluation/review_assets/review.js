@@ -5,11 +5,9 @@
  * of trajectory or model text is put on the page with textContent, never parsed as HTML.
  *
  * Labels: a reviewer sets success / failure / unsure (keys 1 / 0 / u, or the card's buttons) and a
- * note on each card. They are kept in the browser's localStorage under a key of this page's path
- * and data (they survive a reload and a closed tab), counted in the bar, filtered on, exported as
- * labels.jsonl through a download (one line per labelled trajectory: id, label 1/0/null, note, the
- * verdict's score and p_success when labelled, the time, the data and verdict files) and imported
- * back from such a file. Works from file:// with no server and no network.
+ * note on each card; review_labels.js keeps them (the browser's storage, export, import), this file
+ * shows them on the cards, counts them in the bar, filters on them and downloads the export as
+ * labels.jsonl. Works from file:// with no server and no network.
  */
 (function () {
   "use strict";
@@ -25,7 +23,6 @@
   IDX.outcomes.forEach(function (o, i) { OUT_RANK[o] = i; });
   var byId = new Map();
   ROWS.forEach(function (r, i) { byId.set(String(r[COL.id]), i); });
-  var LABEL_KEYS = ["id", "label", "note", "score", "p_success", "time", "data", "verdicts"];
 
   var state = { outcome: "", family: "", platform: "", status: "", labelled: "", q: "", page: 0, cur: -1,
                 sort: META.order ? "given" : "outcome" };
@@ -66,65 +63,32 @@
   }
   function cardOf(r) { var c = chunks[ROWS[r][COL.chunk]]; return c ? c[r % IDX.chunk] : null; }
 
-  // ------------------------------------------------------------------ labels (the browser's storage)
-  var STORE = "adaptrubric-review-labels:" + location.pathname + "|" + (META.data || "");
-  var marks = {};  // id -> {mark: "1" | "0" | "u" | "", note, score, p_success, time}
-  var stored = true;
-  function readStore() {
-    try {
-      var raw = window.localStorage.getItem(STORE);
-      var obj = raw ? JSON.parse(raw) : {};
-      Object.keys(obj.labels || {}).forEach(function (id) { if (byId.has(id)) marks[id] = obj.labels[id]; });
-    } catch (e) { stored = false; }
-  }
-  function writeStore() {
-    if (!stored) return;
-    var keep = {};
-    Object.keys(marks).forEach(function (id) { var m = marks[id]; if (m.mark || m.note) keep[id] = m; });
-    try { window.localStorage.setItem(STORE, JSON.stringify({ version: 1, labels: keep })); }
-    catch (e) { stored = false; message("the browser refused to keep the labels (" + e.name + "): export them before closing", true); }
-  }
-  function markOf(id) { var m = marks[id]; return m ? m.mark || "" : ""; }
-  function labelValue(mark) { return mark === "1" ? 1 : mark === "0" ? 0 : null; }
-  function disagrees(r) {
-    var mark = markOf(rowId(r)), s = ROWS[r][COL.score], st = ROWS[r][COL.status];
-    return (mark === "1" || mark === "0") && st === "ok" && (s === 0 || s === 1) && s !== labelValue(mark);
-  }
+  // ------------------------------------------------------------------ labels (review_labels.js keeps them)
+  var LABELS = window.ReviewLabels.store({
+    key: "adaptrubric-review-labels:" + location.pathname + "|" + (META.data || ""),
+    ids: ROWS.map(function (r) { return String(r[COL.id]); }),
+    known: function (id) { return byId.has(id); },
+    verdict: function (id) { var r = ROWS[byId.get(id)]; return { score: r[COL.score], p_success: r[COL.p_success], status: r[COL.status] }; },
+    data: META.data, verdicts: META.verdicts,
+    onError: function (text) { message(text, true); }
+  });
+  function markOf(id) { return LABELS.mark(id); }
+  function disagrees(r) { return LABELS.disagrees(rowId(r)); }
   function setMark(r, mark) {
-    var id = rowId(r), m = marks[id] || { mark: "", note: "" };
-    m.mark = mark;
-    m.score = ROWS[r][COL.score] === undefined ? null : ROWS[r][COL.score];
-    m.p_success = ROWS[r][COL.p_success];
-    m.time = new Date().toISOString();
-    marks[id] = m;
-    writeStore();
+    LABELS.set(rowId(r), mark);
     refreshCard(r);
     counts();
   }
-  function setNote(r, note) {
-    var id = rowId(r), m = marks[id] || { mark: "", note: "", score: null, p_success: null, time: null };
-    if ((m.note || "") === note) return;
-    m.note = note;
-    marks[id] = m;
-    writeStore();
-    counts();
-  }
+  function setNote(r, note) { if (LABELS.setNote(rowId(r), note)) counts(); }
   function counts() {
-    var n = 0, unsure = 0, dis = 0, notesOnly = 0;
-    for (var i = 0; i < ROWS.length; i++) {
-      var mark = markOf(rowId(i));
-      if (mark) n++;
-      if (mark === "u") unsure++;
-      if (disagrees(i)) dis++;
-      if (!mark && marks[rowId(i)] && marks[rowId(i)].note) notesOnly++;
-    }
-    var text = "labelled " + n + " of " + ROWS.length + (unsure ? " (" + unsure + " unsure)" : "") +
-               " · verifier disagrees: " + dis;
-    if (notesOnly) text += " · " + notesOnly + " note(s) on unlabelled cards, not exported";
+    var c = LABELS.counts();
+    var text = "labelled " + c.labelled + " of " + ROWS.length + (c.unsure ? " (" + c.unsure + " unsure)" : "") +
+               " · verifier disagrees: " + c.disagree;
+    if (c.notesOnly) text += " · " + c.notesOnly + " note(s) on unlabelled cards, not exported";
     var box = document.getElementById("label-counts");
     box.textContent = text;
     box.title = "labelled: success, failure or unsure; the verifier disagrees where its SCORE is not my 0/1 label";
-    box.dataset.labelled = String(n);
+    box.dataset.labelled = String(c.labelled);
     measureBar();
   }
   var msgTimer = null;
@@ -135,21 +99,8 @@
     clearTimeout(msgTimer);
     if (!bad) msgTimer = setTimeout(function () { m.textContent = ""; }, 8000);
   }
-
-  function exportLines() {
-    var lines = [];
-    ROWS.forEach(function (row, r) {
-      var id = rowId(r), m = marks[id];
-      if (!m || !m.mark) return;
-      lines.push(JSON.stringify({ id: id, label: labelValue(m.mark), note: m.note ? m.note : null,
-                                  score: m.score === undefined ? null : m.score,
-                                  p_success: m.p_success === undefined ? null : m.p_success, time: m.time || null,
-                                  data: META.data || null, verdicts: META.verdicts || null }));
-    });
-    return lines;
-  }
   function exportLabels() {
-    var lines = exportLines();
+    var lines = LABELS.exportText();
     if (!lines.length) { message("nothing to export: no card is labelled yet", true); return; }
     var blob = new Blob([lines.join("\n") + "\n"], { type: "application/x-ndjson" });
     var a = document.createElement("a");
@@ -160,45 +111,18 @@
     setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
     message("exported " + lines.length + " label(s) to labels.jsonl (use it with --labels)");
   }
-
-  // one line of a labels file, checked as strictly as `adaptrubric --labels` reads it
-  function parseLabelLine(line, n) {
-    var obj;
-    try { obj = JSON.parse(line); } catch (e) { return "line " + n + ": malformed JSON"; }
-    if (!obj || typeof obj !== "object" || Array.isArray(obj)) return "line " + n + ": not a JSON object";
-    var extra = Object.keys(obj).filter(function (k) { return LABEL_KEYS.indexOf(k) < 0; });
-    if (extra.length) return "line " + n + ": unknown key '" + extra[0] + "'";
-    if (typeof obj.id === "number" && Number.isInteger(obj.id)) obj.id = String(obj.id);
-    if (typeof obj.id !== "string" || !obj.id.trim()) return "line " + n + ", field 'id': missing or not a string";
-    if (!("label" in obj)) return "line " + n + ", field 'label': required field missing";
-    if (obj.label !== 0 && obj.label !== 1 && obj.label !== null) return "line " + n + ", field 'label': must be 0, 1 or null";
-    if (obj.note !== undefined && obj.note !== null && typeof obj.note !== "string") return "line " + n + ", field 'note': must be a string";
-    return obj;
-  }
-  function importText(text, name) {
-    var lines = text.split(/\r?\n/), got = [], bad = [];
-    lines.forEach(function (line, i) {
-      if (!line.trim()) return;
-      var r = parseLabelLine(line.replace(/^\uFEFF/, ""), i + 1);
-      if (typeof r === "string") bad.push(r); else got.push(r);
-    });
-    if (bad.length) { message("import refused, " + name + ": " + bad.slice(0, 3).join("; ") + (bad.length > 3 ? "; ..." : ""), true); return; }
-    if (!got.length) { message("import: " + name + " holds no labels", true); return; }
-    var applied = 0, foreign = [];
-    got.forEach(function (o) {
-      var r = byId.get(o.id);
-      if (r === undefined) { foreign.push(o.id); return; }
-      marks[o.id] = { mark: o.label === 1 ? "1" : o.label === 0 ? "0" : "u", note: o.note || "",
-                      score: o.score === undefined ? null : o.score, p_success: o.p_success === undefined ? null : o.p_success,
-                      time: o.time || null };
-      applied++;
-    });
-    writeStore();
+  function importLabels(text, name) {
+    var res = LABELS.importText(text);
+    if (res.refused) {
+      message("import refused, " + name + ": " + res.refused.slice(0, 3).join("; ") + (res.refused.length > 3 ? "; ..." : ""), true);
+      return;
+    }
     render();
     counts();
-    message("imported " + applied + " label(s) from " + name +
-            (foreign.length ? "; " + foreign.length + " id(s) are not on this page and were left out: " + foreign.slice(0, 3).join(", ") : ""),
-            foreign.length > 0 && applied === 0);
+    var f = res.foreign;
+    message("imported " + res.applied + " label(s) from " + name + (f.length ? "; " + f.length +
+            " id(s) are not on this page and were left out: " + f.slice(0, 3).join(", ") + (f.length > 3 ? ", ..." : "") : ""),
+            f.length > 0 && res.applied === 0);
   }
 
   // ------------------------------------------------------------------ filter and sort
@@ -390,7 +314,7 @@
   function refreshCard(r) {
     var node = document.getElementById("card-" + r);
     if (!node) return;
-    var id = rowId(r), m = marks[id] || {}, mark = m.mark || "";
+    var m = LABELS.entry(rowId(r)), mark = m.mark || "";
     node.classList.remove("m-1", "m-0", "m-u");
     if (mark) node.classList.add("m-" + mark);
     node.dataset.mark = mark;
@@ -714,8 +638,7 @@
   }
 
   function setupLabels() {
-    readStore();
-    if (!stored) message("this browser keeps no storage for pages opened from files: export the labels before closing", true);
+    if (!LABELS.kept()) message("this browser keeps no storage for pages opened from files: export the labels before closing", true);
     var adv = document.getElementById("advance");
     try { adv.checked = window.localStorage.getItem("adaptrubric-review-advance") === "1"; } catch (e) { /* no storage */ }
     adv.addEventListener("change", function () {
@@ -728,7 +651,7 @@
       var f = file.files && file.files[0];
       if (!f) return;
       var reader = new FileReader();
-      reader.onload = function () { importText(String(reader.result), f.name); file.value = ""; };
+      reader.onload = function () { importLabels(String(reader.result), f.name); file.value = ""; };
       reader.onerror = function () { message("could not read " + f.name, true); };
       reader.readAsText(f);
     });
