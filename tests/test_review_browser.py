@@ -351,6 +351,10 @@ def test_labelling_session_keys_clicks_reload_export_import(browser, run, tmp_pa
     assert card.locator("textarea.note").input_value() == NOTE  # kept, as text
     assert p.tab.locator(".labeller script, .my-label *").count() == 0 and p.tab.evaluate("window.__pwned") is None
     assert p.tab.text_content("#label-counts").startswith("labelled 8 of 33 (1 unsure)")
+    p.close()  # a closed tab: a new one in the same browser profile finds them too
+    p = Page(ctx, page)
+    assert {i: m for i, m in _labels_on_page(p).items() if m} == {i: {1: "1", 0: "0", None: "u"}[v]
+                                                                  for i, v in expected.items()}
     # filters over my labels
     for value, n in (("labelled", 8), ("unlabelled", 25), ("unsure", 1)):
         p.tab.select_option("#labelled", value)
