@@ -4,9 +4,10 @@ page `make demo` writes. Checks that cards and thumbnails render (no broken imag
 filters show as many cards as metrics.json counts, that `review.html#id=...` links open their card,
 that the keyboard moves between cards, that an answer holding `<script>` stays text, that 10,000
 trajectories stay responsive, and the labelling: keys and clicks, a note that stays text, labels
-kept over a reload, exported as labels.jsonl (read back by the package's strict reader) and imported
-into a fresh copy of the page, whose import refuses what that reader refuses; a card fits a laptop's screen at 1280 px with no sideways scroll;
-the lightbox shows the original screenshots; the verifier prompt is the one the engine was sent.
+kept over a reload and a closed tab, exported as labels.jsonl (read back by the package's strict
+reader) and imported into a fresh copy of the page, whose import refuses what that reader refuses;
+a card fits a laptop's screen at 1280 px with no sideways scroll; the lightbox shows the original
+screenshots; the verifier prompt is the one the engine was sent.
 
 Without Chromium or playwright these tests skip with a message; `.ci/run` installs Chromium and sets
 ADAPTRUBRIC_REQUIRE_BROWSER=1 so that CI runs them instead.
