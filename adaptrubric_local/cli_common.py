@@ -28,6 +28,38 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
                         "Needed when records hold absolute paths outside the data folder")
 
 
+def add_labels_options(p: argparse.ArgumentParser) -> None:
+    """--labels FILE (repeatable), one flag per LabelsConfig field."""
+    from .labels import LabelsConfig
+
+    add_config_arguments(p.add_argument_group("labels (what the review page exports)"), LabelsConfig)
+
+
+def load_labelled(args, check_images: bool = False, data=None):
+    """(the data set of --data with the --labels files applied, their record or None): the one step
+    every command that reads labels takes before it reads them."""
+    from .formats import load_trajectories
+    from .labels import apply_labels
+
+    data = data if data is not None else args.data
+    files = list(getattr(args, "labels", None) or [])
+    if not data:
+        if files:
+            raise ValueError("--labels needs --data: a labels file labels the trajectories of a data set")
+        return None, None
+    loaded = load_trajectories(data, fmt=getattr(args, "format", "auto"), check_images=check_images,
+                               image_roots=getattr(args, "image_root", None) or ())
+    if loaded.errors:  # their trajectories get no label from the data (nor from --labels)
+        n = len(loaded.errors) + len(loaded.trajectories)
+        print(f"warning: {len(loaded.errors)} of {n} record(s) of {data} did not load, so the data gives them no "
+              f"label; the first: {loaded.errors[0]}", file=sys.stderr)
+    if not files:
+        return loaded, None
+    applied = apply_labels(loaded, files, data_name=str(data))
+    print(applied.summary(), file=sys.stderr)
+    return loaded, applied.record()
+
+
 def add_pipeline_options(p: argparse.ArgumentParser) -> None:
     """The AdaptRubric settings, one flag per PipelineConfig field; defaults are the paper's method."""
     from .pipeline import PipelineConfig

@@ -17,6 +17,7 @@ EXAMPLES = """examples:
   adaptrubric distill collect DATA --out runs/distill --teacher-model Qwen/Qwen3-VL-32B-Instruct
   adaptrubric distill collect DATA --out runs/distill --teacher-verdicts judge_verdicts.jsonl
   adaptrubric distill collect DATA --out runs/distill --teacher-labels --balance
+  adaptrubric distill collect DATA --out runs/distill --teacher-labels --labels labels.jsonl   # the review page's
   adaptrubric distill collect DATA --out runs/distill --teacher-url ... --resume   # finish a run
   # 2. plan the memory, then train a LoRA (or QLoRA) student
   adaptrubric distill plan runs/distill --model Qwen/Qwen3-VL-4B-Instruct --gpu-memory 24GB
@@ -33,12 +34,11 @@ EXAMPLES = """examples:
 
 
 # ----------------------------------------------------------------------------- collect
-def _collect_teacher(args, pcfg_for):
+def _collect_teacher(args, pcfg_for, loaded):
     """(teacher engine, manifest description, pipeline config, per-trajectory configs or None)."""
     from .distill.collect import label_teacher, load_teacher_verdicts, verdict_groups, verdicts_teacher
     from .engine.teacher import TeacherConfig
     from .flags import config_kwargs
-    from .formats import load_trajectories
 
     tcfg = TeacherConfig(**config_kwargs(args, TeacherConfig))
     chosen = [x for x in (tcfg.teacher_model, tcfg.teacher_url, args.teacher_verdicts) if x] + (
@@ -55,21 +55,21 @@ def _collect_teacher(args, pcfg_for):
         pcfg = pcfg_for("verdicts")
         desc = {"kind": "verdicts", "name": name, "file": str(args.teacher_verdicts)}
         return verdicts_teacher(verdicts, name), desc, pcfg, verdict_groups(verdicts, pcfg)
-    trajs = load_trajectories(args.data, check_images=False).trajectories
-    return label_teacher(trajs), {"kind": "labels", "name": "labels"}, pcfg_for("labels"), None
+    return label_teacher(loaded.trajectories), {"kind": "labels", "name": "labels"}, pcfg_for("labels"), None
 
 
 def cmd_collect(args) -> int:
+    from .cli_common import load_labelled
     from .distill.collect import CollectConfig, collect, teacher_pipeline
-
     from .flags import config_kwargs
 
     cfg = CollectConfig(**config_kwargs(args, CollectConfig))
+    loaded, labels = load_labelled(args, check_images=True)  # the data's labels with --labels applied
     teacher, desc, pcfg, groups = _collect_teacher(
-        args, lambda kind: teacher_pipeline(kind, args.router, args.max_images, args.teacher_max_new_tokens))
+        args, lambda kind: teacher_pipeline(kind, args.router, args.max_images, args.teacher_max_new_tokens), loaded)
     try:
         manifest = collect(args.data, args.out, teacher, pcfg, cfg, resume=args.resume, teacher_desc=desc,
-                           groups=groups, progress=not args.quiet)
+                           groups=groups, progress=not args.quiet, loaded=loaded, labels=labels)
     finally:
         teacher.close()
     print(json.dumps(manifest["counts"], indent=2))
@@ -156,11 +156,16 @@ def add_subcommands(sub) -> None:
     add_config_arguments(t, TeacherConfig)
     t.add_argument("--teacher-verdicts", help="verdict JSONL produced elsewhere (each line needs 'raw'; its "
                                               "p_success, when present, is kept as the teacher's probability)")
-    t.add_argument("--teacher-labels", action="store_true", help="use the data's labels as the teacher's verdicts")
+    t.add_argument("--teacher-labels", action="store_true", help="use the data's labels as the teacher's verdicts "
+                                                                 "(with --labels: those files' labels over the data's)")
     g = p.add_argument_group("what the teacher runs (default router: model for model/url teachers, rules for "
                              "labels and verdicts, which carry no router answers)")
     add_config_arguments(g, PipelineConfig, only=("router", "max_images"), defaults={"router": None})
     add_config_arguments(p.add_argument_group("collection"), CollectConfig)
+    from .labels import LabelsConfig
+
+    add_config_arguments(p.add_argument_group("labels (what the review page exports; the records' labels, "
+                                              "--agree-with-labels and --teacher-labels read them)"), LabelsConfig)
     p.add_argument("--resume", action="store_true", help="continue DIR: skip what is there, retry failures (and "
                                                          "truncated replies once the token cap is raised)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

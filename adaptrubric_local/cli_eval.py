@@ -6,7 +6,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .cli_common import FORMATTER, add_scoring_options, make_engine, pipeline_config, score_with_model
+from .cli_common import (
+    FORMATTER,
+    add_labels_options,
+    add_scoring_options,
+    load_labelled,
+    make_engine,
+    pipeline_config,
+    score_with_model,
+)
 
 EXAMPLES = """examples:
   adaptrubric eval --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/eval
@@ -14,6 +22,7 @@ EXAMPLES = """examples:
   adaptrubric eval --data DATA --openai-url http://HOST:8000/v1 --model Qwen/Qwen3-VL-8B-Instruct --out runs/eval-8b
   adaptrubric ablate --data runs/synth/trajectories.jsonl --model runs/tiny --out runs/ablate
   adaptrubric tts --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/tts
+  adaptrubric eval --data DATA --verdicts verdicts.jsonl --labels labels.jsonl --out runs/eval   # page's labels
   adaptrubric compare runs/eval-4b runs/eval-8b --out runs/compare   # + both reliability diagrams
 """
 
@@ -27,12 +36,9 @@ def _score_first(args, out: Path) -> Path:
 
 
 def _labels(args):
-    """The data set, read for its labels (images not opened), or None without --data."""
-    from .formats import load_trajectories
-
-    if not args.data:
-        return None
-    return load_trajectories(args.data, fmt=args.format, check_images=False, image_roots=args.image_root)
+    """(the data set read for its labels, images not opened, with --labels applied; the labels files'
+    record), (None, None) without --data."""
+    return load_labelled(args)
 
 
 def cmd_eval(args) -> int:
@@ -42,8 +48,9 @@ def cmd_eval(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if bool(args.verdicts) == bool(args.model):
         raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
+    loaded, labels = _labels(args)  # before scoring: a bad labels file stops the command early
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
-    m = run_eval(vpath, out, args.data, _labels(args), review=args.review, progress=not args.quiet)
+    m = run_eval(vpath, out, args.data, loaded, review=args.review, progress=not args.quiet, labels=labels)
     o, e = m["overall"], m["efficiency"]
     print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} (counted as SCORE 0)  "
           f"acc={_f(o['acc'])} prec={_f(o['prec'])} rec={_f(o['rec'])} f1={_f(o['f1'])} fpr={_f(o['fpr'])}  "
@@ -64,8 +71,9 @@ def cmd_tts(args) -> int:
         raise ValueError("give exactly one of --verdicts V.jsonl or --model M")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    loaded, labels = _labels(args)
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
-    res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed, loaded=_labels(args))
+    res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed, loaded=loaded, labels=labels)
     n = max(res["random"])
     if not res["informative"]:
         print(res["note"])
@@ -128,6 +136,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--review", action=argparse.BooleanOptionalAction, default=True,
                    help="also write review.html, every trajectory with what the verifier saw (default on)")
+    add_labels_options(p)
     scoring_opts(p)
     p.set_defaults(func=cmd_eval)
 
@@ -145,6 +154,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--max-n", type=int, help="largest N (default: most candidates of any task)")
     p.add_argument("--seed", type=int, default=42, help="per-task shuffle seed (default 42, as in the paper)")
+    add_labels_options(p)
     scoring_opts(p)
     p.set_defaults(func=cmd_tts)
 

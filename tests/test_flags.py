@@ -81,19 +81,24 @@ def _exposed():
     from adaptrubric_local.engine.hf_config import HFEngineConfig
     from adaptrubric_local.engine.remote import RemoteConfig
     from adaptrubric_local.engine.teacher import TeacherConfig
+    from adaptrubric_local.evaluation.review_order import ReviewOrderConfig
     from adaptrubric_local.flags import config_fields
+    from adaptrubric_local.labels import LabelsConfig
     from adaptrubric_local.pipeline import PipelineConfig
     from adaptrubric_local.reward_config import RewardConfig
     from adaptrubric_local.serve import ServeConfig
 
     scoring = [(PipelineConfig, None), (HFEngineConfig, None), (RemoteConfig, None)]
+    labels = [(LabelsConfig, None)]
     shared_teacher = {"teacher_max_new_tokens"}  # induce/refine read the teacher's cap from the teacher's flag
     return {
         "route": [(PipelineConfig, {"router", "bank_path"}), (HFEngineConfig, None), (RemoteConfig, None)],
-        "prompt": scoring, "score": scoring, "eval": scoring, "ablate": scoring, "tts": scoring,
+        "prompt": scoring, "score": scoring, "eval": scoring + labels, "ablate": scoring, "tts": scoring + labels,
+        "review": [(ReviewOrderConfig, None), *labels], "calibrate": labels, "labels merge": labels,
         "serve": [(ServeConfig, None), (RewardConfig, {f.name for f in config_fields(RewardConfig, CLIENT_ONLY)}),
                   *scoring],
-        "distill collect": [(TeacherConfig, None), (CollectConfig, None), (PipelineConfig, {"router", "max_images"})],
+        "distill collect": [(TeacherConfig, None), (CollectConfig, None), (PipelineConfig, {"router", "max_images"}),
+                            *labels],
         "distill train": [(TrainConfig, None)], "distill plan": [(TrainConfig, None)],
         "bank induce": [(TeacherConfig, None), (InduceConfig, {f.name for f in config_fields(InduceConfig)}
                                                 - shared_teacher)],

@@ -112,9 +112,12 @@ def test_trajectory_text_is_data_never_markup(scored, tmp_path):
     assert "<" not in text  # JSON strings carry '<' as \u003c: nothing in them can close or open a tag
     assert "\\u003c/script>\\u003cscript>window.__pwned = 1" in text and "\\u003cb>everything" in text
     page = (tmp_path / "r" / "review.html").read_text()
-    assert page.count("<script") == 2 and "script-src 'self'" in page and "window.__pwned" not in page
-    js = (tmp_path / "r" / "review_files" / "review.js").read_text()
-    assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "document.write" not in js
+    assert page.count("<script") == 3 and "script-src 'self'" in page and "window.__pwned" not in page
+    own = ("index.js", "review_labels.js", "review.js")
+    assert all(f'<script src="review_files/{n}"></script>' in page for n in own)
+    for name in ("review.js", "review_labels.js"):
+        js = (tmp_path / "r" / "review_files" / name).read_text()
+        assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "document.write" not in js
 
 
 def test_thumbnails_are_small_files_and_missing_images_are_named(scored, tmp_path):
@@ -175,3 +178,42 @@ def test_index_rows_and_chunks(tmp_path):
     assert index["rows"][0][index["columns"].index("platform")] == "unknown"
     review_page.write_review(tmp_path, cards[:10])  # rewriting leaves no stale chunk behind
     assert len(list((tmp_path / "review_files" / "cards").glob("*.js"))) == 1
+
+
+def test_the_prompt_on_a_card_is_the_one_the_engine_was_sent(tmp_path):
+    """Rubric, meta rule, cue block (cues written, or the writer abstaining) and evidence: the card's
+    prompt, rebuilt from the page's files (shared paragraphs stored once), is the request's text."""
+    from adaptrubric_local.evaluation.harness import run_review
+    from adaptrubric_local.evaluation.review_page import prompt_text
+
+    recs = [canonical_record(tmp_path, f"t{i}", 5, instruction=f"Add 'hello' to note{i}.txt", label=1)
+            for i in range(3)]
+    data = write_jsonl(tmp_path / "d.jsonl", recs)
+    sent = {}
+
+    def script(req):
+        if req.kind == "route":
+            return "CATEGORY: create_modify"
+        if req.kind == "cue":
+            return "NO_HINT" if "note1" in req.prompt else "CUE_1: Check that hello is on the first line."
+        sent[req.tag] = (req.prompt, req.suffix)
+        return "SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+
+    vfile = tmp_path / "v.jsonl"
+    score_file(AdaptRubric(FakeEngine(script=script), PipelineConfig(max_images=3)), data, vfile, progress=False)
+    run_review(vfile, tmp_path / "r", data)
+    text = (tmp_path / "r" / "review_files" / "index.js").read_text()
+    parts = json.loads(text[text.index("=") + 1:].rstrip().rstrip(";"))["prompt_parts"]
+    assert parts and any("META RULE" in x for x in parts)  # the shared rubric paragraphs are stored once
+    cards = _cards(tmp_path / "r")
+    for c in cards:
+        assert prompt_text(c["prompt"], parts) == sent[c["id"]], c["id"]
+        assert c["prompt"]["images"] == 3 and c["answer"] is None
+    assert "hello is on the first line" in sent["t0"][0] and "hello is on the first line" not in sent["t1"][0]
+    cfg = json.loads((tmp_path / "v.config.json").read_text())
+    cfg["prompts_sha"] = "0" * 16  # a run scored with another prompt set: the page says so
+    (tmp_path / "v.config.json").write_text(json.dumps(cfg))
+    run_review(vfile, tmp_path / "r2", data)
+    text = (tmp_path / "r2" / "review_files" / "index.js").read_text()
+    assert any("prompt set had sha 0000000000000000" in n
+               for n in json.loads(text[text.index("=") + 1:].rstrip().rstrip(";"))["notes"])

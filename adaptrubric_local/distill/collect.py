@@ -204,10 +204,12 @@ def _pipelines(todo: list[Trajectory], rec: RecordingEngine, pipe_config: Pipeli
 
 def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: PipelineConfig,
             config: Optional[CollectConfig] = None, resume: bool = False, teacher_desc: Optional[dict] = None,
-            groups: Optional[dict[str, PipelineConfig]] = None, progress: bool = True) -> dict:
+            groups: Optional[dict[str, PipelineConfig]] = None, progress: bool = True, loaded=None,
+            labels: Optional[dict] = None) -> dict:
     """Run the teacher over `data` into `out`; returns the summary (also in the manifest).
     `groups` maps trajectory id -> a per-trajectory pipeline config (replayed verdicts fix the
-    teacher's route and cues per trajectory)."""
+    teacher's route and cues per trajectory). `loaded`: `data` already loaded (with labels files
+    applied: `labels` is their record, kept in the manifest)."""
     from tqdm import tqdm
 
     config = config or CollectConfig()
@@ -216,7 +218,7 @@ def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: Pip
     paths = {k: out / v for k, v in FILES.items()}
     if not resume and any(paths[k].is_file() and paths[k].stat().st_size for k in ("collected", "rejected")):
         raise ValueError(f"{out} already holds collected data; pass --resume to continue it or choose another --out")
-    loaded = load_trajectories(data)
+    loaded = loaded if loaded is not None else load_trajectories(data)
     for e in loaded.errors:
         print(f"skipped: {e}", file=sys.stderr)
     cap = pipe_config.verify_max_new_tokens
@@ -244,7 +246,7 @@ def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: Pip
     all_tasks = sorted({t.task_id or f"instruction: {t.instruction}" for t in loaded.trajectories})
     meta = {"teacher": teacher_desc or {"name": teacher.name}, "pipeline": asdict(pipe_config),
             "collect": asdict(config), "bank_sha": bank_sha, "prompts_sha": load_prompts().sha,
-            "data": str(data), "package_version": __version__,
+            "data": str(data), "package_version": __version__, **({"labels": labels} if labels else {}),
             "this_run": {**counts, "resumed_past": len(done), "bad_records": len(loaded.errors)}}
     return finalize(out, all_tasks, config.val_fraction, config.seed, config.balance, meta)
 

@@ -94,9 +94,10 @@ def _dump(path: Path, obj) -> None:
 
 
 # ----------------------------------------------------------------------------- eval
-def _evaluated(verdicts_path, out, data, loaded):
+def _evaluated(verdicts_path, out, data, loaded, labels=None):
     """(out folder, the data set, the labelled verdicts, their metrics with probability figures and run
-    record, a title): what `eval` and `review` both start from."""
+    record, a title): what `eval` and `review` both start from. `labels`: the record of the labels
+    files already applied to `loaded` (labels.apply_labels), kept in the run record."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if loaded is None and data is not None:
@@ -104,16 +105,16 @@ def _evaluated(verdicts_path, out, data, loaded):
     verdicts = attach_labels(load_verdicts(verdicts_path), data, loaded)
     m = M.evaluate(verdicts)
     m["probability"] = PR.summaries(verdicts)
-    m["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None)
+    m["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None, labels=labels)
     title = f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"
     return out, loaded, verdicts, m, title
 
 
 def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
-             review: bool = True, progress: bool = False) -> dict:
+             review: bool = True, progress: bool = False, labels: Optional[dict] = None) -> dict:
     """Metrics, report, plots and (with `review`) the review page for one verdict file; returns
     metrics.json's content. `loaded`: the data set already loaded, to avoid reading it again."""
-    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded)
+    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels)
     m["efficiency"] = M.efficiency(verdicts, _summary(Path(verdicts_path)))
     if review:
         write_review_page(out, verdicts, loaded, m, title, progress)
@@ -129,13 +130,15 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
 
 
 # ----------------------------------------------------------------------------- review
-def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title: str, progress: bool = False) -> Path:
-    """review.html for labelled verdicts whose metrics are `m` (cards from `loaded`'s trajectories)."""
+def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title: str, progress: bool = False,
+                      extra: Optional[dict] = None, order: Optional[dict] = None) -> Path:
+    """review.html for labelled verdicts whose metrics are `m` (cards from `loaded`'s trajectories, in
+    the order of `verdicts`; `extra` and `order` from `ordered`)."""
     from .review import build_cards
     from .review_page import write_review
 
     run = m.get("run", {})
-    cards, notes = build_cards(verdicts, loaded.trajectories if loaded else [], run, progress)
+    cards, notes = build_cards(verdicts, loaded.trajectories if loaded else [], run, progress, extra)
     if loaded is None:
         notes.append("no data set given: the cards show the verdicts only")
     meta = {k: run.get(k) for k in ("model", "adapter", "data", "verdicts", "created") if run.get(k)}
@@ -143,28 +146,54 @@ def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title
     meta["probability"] = {f: {k: s[k] for k in ("n", "auroc", "auprc", "brier", "ece")}
                            for f, s in (m.get("probability") or {}).items()}
     meta["confusion"] = m.get("overall", {}).get("confusion")
+    if order:
+        meta["order"] = order
     return write_review(out, cards, meta, notes, progress)
 
 
+def ordered(verdicts: list[Verdict], cfg) -> tuple[list[Verdict], dict, dict]:
+    """The cards' verdicts in the labelling order of `cfg` (a ReviewOrderConfig), the fields each card
+    gets (rank, why, the compared verdict) and what the page says about the order."""
+    from .review_order import arrange
+
+    compare = {str(v.id): v for v in load_verdicts(cfg.compare)} if cfg.compare else None
+    rows = arrange(verdicts, cfg.order, compare, cfg.seed, cfg.budget)
+    extra = {}
+    for k, (v, why) in enumerate(rows, start=1):
+        extra[str(v.id)] = {"rank": k, "rank_reason": why}
+        if compare is not None:
+            b = compare.get(str(v.id))
+            extra[str(v.id)]["compare"] = None if b is None else {
+                "score": b.score, "status": b.status, "model": b.model,
+                "p_success": b.p_success if isinstance(b.p_success, (int, float)) else None}
+    info = {"order": cfg.order, "budget": cfg.budget, "of": len(verdicts), "shown": len(rows),
+            "compare": str(cfg.compare) if cfg.compare else None, "seed": cfg.seed if cfg.order == "random" else None}
+    return [v for v, _ in rows], extra, info
+
+
 def run_review(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
-               progress: bool = False) -> dict:
-    """The review page alone (`adaptrubric review`); returns the counts it shows."""
-    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded)
-    page = write_review_page(out, verdicts, loaded, m, title, progress)
-    return {"page": str(page), "n": len(verdicts), "confusion": m["overall"]["confusion"],
-            "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"]}
+               progress: bool = False, order=None, labels: Optional[dict] = None) -> dict:
+    """The review page alone (`adaptrubric review`); returns the counts it shows. `order`: a
+    ReviewOrderConfig whose order (and budget) the cards follow."""
+    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels)
+    shown, extra, info = (ordered(verdicts, order) if order is not None and order.order
+                          else (verdicts, None, None))
+    page = write_review_page(out, shown, loaded, m, title, progress, extra, info)
+    return {"page": str(page), "n": len(verdicts), "shown": len(shown), "order": info,
+            "confusion": m["overall"]["confusion"], "unparsed": m["overall"]["unparsed"],
+            "errors": m["overall"]["errors"]}
 
 
 # ----------------------------------------------------------------------------- tts
 def run_tts(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None,
-            max_n: Optional[int] = None, seed: int = T.SEED, loaded=None) -> dict:
+            max_n: Optional[int] = None, seed: int = T.SEED, loaded=None, labels: Optional[dict] = None) -> dict:
     """Test-time-scaling curves, pool composition, report and figure; returns tts.json's content."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     verdicts = attach_labels(load_verdicts(verdicts_path), data, loaded)
     res = T.curves(verdicts, max_n=max_n, seed=seed)
     res["classification"] = M.classification([v for v in verdicts if v.label in (0, 1)])
-    res["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None, seed=seed)
+    res["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None, seed=seed, labels=labels)
     _dump(out / "tts.json", res)
     _dump(out / "run.json", res["run"])
     R.plot_tts(res, out / "tts.png", f"Reward-guided selection: {res['run'].get('model') or Path(verdicts_path).name} "

@@ -30,7 +30,11 @@ def run_block(run: dict) -> list[str]:
             ("max_visual_tokens", "visual-token budget"), ("router", "router"), ("coarse", "coarse rubric"),
             ("fine", "fine cues"), ("ablation", "ablation setting"), ("package_version", "adaptrubric-local"),
             ("created", "created")]
-    return [f"- {label}: `{run.get(k)}`" for k, label in keys if k in run]
+    lines = [f"- {label}: `{run.get(k)}`" for k, label in keys if k in run]
+    for f in (run.get("labels") or {}).get("files", []):  # labels files applied over the data's labels
+        lines.append(f"- labels file: `{f['path']}` (sha256 `{f['sha256'][:16]}...`, {f['labels']} label(s), "
+                     f"{f['unsure']} unsure)")
+    return lines
 
 
 def _metric_row(r: dict) -> str:

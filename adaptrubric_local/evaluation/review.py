@@ -1,9 +1,10 @@
 """The cards of the review page: for each verdict, what the verifier was shown and what it said.
 
-A card holds the trajectory's instruction, platform, the family and cues the run used (from the
-verdict), the screenshots the run selected with each one's selection reason and the frames left
-out, the compiled evidence, the raw verifier output with the span of the verdict block the parser
-read, and SCORE, p_success, status, label and outcome (TP/FP/FN/TN, unparsed, error, unlabelled).
+A card holds the trajectory's instruction, platform, answer, the family and cues the run used (from
+the verdict), the screenshots the run selected with each one's selection reason and the frames left
+out, the compiled evidence, the verifier prompt as it was sent (text, then the screenshots, then the
+suffix), the raw verifier output with the span of the verdict block the parser read, and SCORE,
+p_success, status, label and outcome (TP/FP/FN/TN, unparsed, error, unlabelled).
 
 The selection and the evidence are computed again by the pipeline's own `prepare()`, with the
 verdict's family and cues and the run's settings from the verdict file's config sidecar
@@ -79,6 +80,11 @@ class Preparer:
         self.base = PipelineConfig(router="rules", cue_filter=False, **kept)
         self.prompts = load_prompts()
         self._pipes: dict = {}
+        for what, recorded, now in (("prompt set", cfg.get("prompts_sha"), self.prompts.sha),
+                                    ("rubric bank", cfg.get("bank_sha"), self.bank.sha)):
+            if recorded and recorded != now:
+                self.notes.append(f"the run's {what} had sha {recorded}, the one the cards' verifier prompts are "
+                                  f"rendered with has {now}: the prompts shown may differ from what was sent")
 
     def prepare(self, traj: Trajectory, v: Verdict):
         """The Prepared of this trajectory as the run saw it (raises on failure)."""
@@ -121,8 +127,8 @@ def card(v: Verdict, traj: Optional[Trajectory], preparer: Preparer) -> dict:
          "raw": v.raw, "block": block_span(v), "parse_error": v.parse_error, "error": v.error,
          "n_images": v.n_images, "hit_cap": bool(getattr(v, "hit_cap", False)),
          "task_id": (traj.task_id if traj else None) or v.task_id,
-         "notes": [], "selected": [], "left_out": [], "evidence": None,
-         "source": traj.source if traj else None}
+         "notes": [], "selected": [], "left_out": [], "evidence": None, "prompt": None,
+         "answer": traj.answer if traj else None, "source": traj.source if traj else None}
     if v.raw and SAMPLE_SEPARATOR in v.raw:
         c["notes"].append("majority vote over sampled outputs: no single block is highlighted")
     if traj is None:
@@ -134,6 +140,8 @@ def card(v: Verdict, traj: Optional[Trajectory], preparer: Preparer) -> dict:
     except Exception as exc:  # one trajectory that cannot be prepared must not lose the page
         c["notes"].append(f"the screenshot selection could not be recomputed: {exc}")
     c["selected"], c["left_out"] = _frames(traj, prepared)
+    if prepared is not None:  # what the engine got: this text, the selected screenshots, this suffix
+        c["prompt"] = {"text": prepared.prompt.text, "suffix": prepared.prompt.suffix, "images": len(c["selected"])}
     if v.category is None:
         c["notes"].append("the verdict names no family: frames selected as for the bank's fallback family")
     if prepared is not None and v.status != "error" and v.n_images and v.n_images != len(c["selected"]):
@@ -148,14 +156,17 @@ def card(v: Verdict, traj: Optional[Trajectory], preparer: Preparer) -> dict:
 
 
 def build_cards(verdicts: list[Verdict], trajectories: list[Trajectory], run_config: Optional[dict] = None,
-                progress: bool = False) -> tuple[list[dict], list[str]]:
-    """One card per verdict (in file order) and the notes about the whole page."""
+                progress: bool = False, extra: Optional[dict[str, dict]] = None) -> tuple[list[dict], list[str]]:
+    """One card per verdict (in the order given) and the notes about the whole page; `extra` adds
+    fields to the card of an id (the review order's reason, the compared verdict)."""
     from tqdm import tqdm
 
     by_id = {t.id: t for t in trajectories}
     prep = Preparer(run_config)
     cards = [card(v, by_id.get(str(v.id)), prep)
              for v in tqdm(verdicts, desc="review cards", unit="traj", disable=not progress, dynamic_ncols=True)]
+    for c in cards:
+        c.update((extra or {}).get(c["id"], {}))
     return cards, list(prep.notes)
 
 

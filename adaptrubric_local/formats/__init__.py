@@ -44,6 +44,11 @@ def _data_jsonl(folder: Path, warnings: list[str] | None = None) -> list[Path]:
             if warnings is not None:
                 warnings.append(f"{f}: this looks like a verdict file, not trajectory data; skipped it")
             continue
+        if f.is_file() and canonical.looks_like_labels(f):
+            if warnings is not None:
+                warnings.append(f"{f}: this looks like a labels file (give it with --labels), not trajectory "
+                                "data; skipped it")
+            continue
         out.append(f)
     return out
 
