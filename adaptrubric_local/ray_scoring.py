@@ -59,11 +59,11 @@ class RayConfig:
     """Where the replicas run and what each one gets."""
 
     ray_address: Optional[str] = field(default=None, metadata={
-        "help": "an existing Ray cluster: auto, HOST:6379 or ray://HOST:10001 (default: $RAY_ADDRESS if set, "
-                "else a local Ray started for this run)"})
+        "help": "an existing Ray cluster: auto, HOST:6379 or ray://HOST:10001",
+        "none": "$RAY_ADDRESS if set, else a local Ray started for this run"})
     replicas: int = field(default=1, metadata={"help": "Ray actors, one engine (model copy) each"})
     gpus_per_replica: Optional[float] = field(default=None, metadata={
-        "help": "GPUs per replica (fractions share a GPU; default 1 when the cluster has GPUs, else 0)"})
+        "help": "GPUs per replica (fractions share a GPU)", "none": "1 when the cluster has GPUs, else 0"})
     cpus_per_replica: float = field(default=1.0, metadata={
         "help": "CPUs Ray reserves per replica (also its torch threads on the CPU)"})
     max_restarts: int = field(default=3, metadata={"help": "times Ray restarts a replica whose process died"})

@@ -24,7 +24,7 @@ def _inside(path: str | Path, roots: list[Path], where: str, what: str) -> Path:
     if not any(full == r or r in full.parents for r in allowed):
         raise ValueError(f"{where}: {what} {str(path)!r} lies outside the service's data_root and image_roots "
                          f"({', '.join(map(str, allowed))}): add its folder to image_roots "
-                         "(serve --set 'image_roots=[DIR]') or send the screenshots inline (inline_images: true)")
+                         "(serve --image-roots DIR) or send the screenshots inline (inline_images: true)")
     return full
 
 

@@ -109,7 +109,7 @@ class ServiceClient:
                 if exc.code == 401:
                     hint = " (set the service's key in the environment variable named by api_key_env)"
                 elif exc.code == 413:
-                    hint = " (inline screenshots count: raise the service's --max-request-mb)"
+                    hint = " (inline screenshots count: raise the service's --max-request-bytes)"
                 raise RuntimeError(f"reward service {url} answered {exc.code}: {detail}{hint}") from None
             except urllib.error.URLError as exc:
                 raise RuntimeError(f"reward service {url} unreachable: {exc.reason}") from None

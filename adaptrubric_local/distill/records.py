@@ -17,6 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
+from ..formats.base import json_problem
+
 FILES = {"collected": "collected.jsonl", "rejected": "rejected.jsonl", "failures": "failures.jsonl",
          "train": "train.jsonl", "val": "val.jsonl", "manifest": "manifest.json"}
 THINK = re.compile(r"<think>(.*?)</think>", re.S)
@@ -86,7 +88,7 @@ def read_split(data_dir: str | Path, split: str) -> list[dict]:
             try:
                 out.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {n}: malformed JSON ({exc.msg})") from None
+                raise ValueError(f"{path}: line {n}: malformed JSON ({json_problem(exc)})") from None
     return out
 
 
