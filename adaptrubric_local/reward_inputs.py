@@ -92,6 +92,28 @@ def to_trajectory(obj: Any, cfg: RewardConfig, where: str = "trajectory",
     raise TypeError(f"{where}: expected a Trajectory, a canonical dict or a path, got {type(obj).__name__}")
 
 
+def item_id(obj: Any, where: str) -> str:
+    """The id of the trajectory a call's item names, read without loading it (a Trajectory's, or the
+    `id` of a record given as a dict or as its JSON), so that an item which cannot be scored still
+    answers under its own id. An item that names none (a path, a record without a usable id, JSON
+    that does not parse) answers under its location, `where` ("item 3"), as a bad record of a data
+    file does under "file:line"."""
+    from .formats.base import own_id
+
+    if isinstance(obj, Trajectory):
+        return obj.id
+    if isinstance(obj, (bytes, bytearray)):
+        obj = obj.decode("utf-8", "replace")
+    if isinstance(obj, str) and obj.lstrip().startswith("{"):
+        try:
+            obj = json.loads(obj)
+        except (json.JSONDecodeError, RecursionError):
+            return where
+    if isinstance(obj, dict):
+        return own_id(obj.get("id")) or where
+    return where
+
+
 def traj_key(t: Trajectory) -> str:
     """Identity of a trajectory's content (two equal rollouts are scored once)."""
     return json.dumps(t.to_dict(), sort_keys=True, ensure_ascii=False)

@@ -38,3 +38,34 @@ def test_not_run_mutants_take_the_newest_earlier_result_with_the_same_function_h
                             ("survived", "previous run 1", "m.x_g__mutmut_1")]
     rows, left = mt.table(new, [], equivalent=set())
     assert rows["adaptrubric_local/m.py"] == {"killed": 1, "survived": 1, "not run": 3, "crashed": 1}
+
+
+# ----------------------------------------------------------------------------- the eval smoke set
+smoke_spec = importlib.util.spec_from_file_location("smoke", ROOT / "eval" / "smoke.py")
+smoke = importlib.util.module_from_spec(smoke_spec)
+smoke_spec.loader.exec_module(smoke)
+
+
+def test_every_eval_script_is_in_the_smoke_set_or_says_why_not():
+    import re
+
+    scripts = {p.name for p in (ROOT / "eval").glob("*.py")}
+    tables = [set(smoke.SMOKE), set(smoke.IN_SUITE), set(smoke.NOT_RUN)]
+    assert [s for s in scripts if sum(s in t for t in tables) != 1] == []  # exactly one place each
+    assert set().union(*tables) == scripts  # and nothing listed that is not there
+    quoted = {m for f in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+              for m in re.findall(r"eval/(\w+\.py)", f.read_text(encoding="utf-8"))}
+    cannot_run = {"gpu_distill_memory.py", "mutation_table.py"}  # a GPU; a mutation run of hours
+    assert sorted(quoted - set(smoke.SMOKE) - set(smoke.IN_SUITE) - cannot_run) == []
+    for script, test in smoke.IN_SUITE.items():  # the suite runs the script's own checks
+        text = (ROOT / test).read_text(encoding="utf-8")
+        assert script in text and re.search(r"\.(check|main)\(", text), (script, test)
+
+
+def test_the_smoke_run_fails_when_one_script_fails(monkeypatch, capsys):
+    monkeypatch.setattr(smoke, "SMOKE", {"router_accuracy.py": ["no-such-file.jsonl"],
+                                         "calls_per_traj.py": ["--tasks", "2", "--group", "2"]})
+    assert smoke.main([]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL router_accuracy.py" in out and "no such file: no-such-file.jsonl" in out
+    assert "ok   calls_per_traj.py" in out and "1/2 passed" in out and "failed: router_accuracy.py" in out
