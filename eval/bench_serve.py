@@ -190,8 +190,11 @@ def main(argv=None) -> int:
     trajs = [t.to_dict() for t in load_trajectories(data).trajectories][:a.n]
     if a.inline:
         trajs = [{**t, "steps": [{**s, "screenshot": data_url(s["screenshot"])} for s in t["steps"]]} for t in trajs]
+    sys.path.insert(0, str(ROOT / "eval"))
+    from _machine import machine
+
     print(f"{len(trajs)} trajectories ({'screenshots inline' if a.inline else 'paths inside the data root'}), "
-          f"{a.clients} clients, {a.new_tokens} new tokens", flush=True)
+          f"{a.clients} clients, {a.new_tokens} new tokens; machine: {machine()}", flush=True)
     serve = dict(new_tokens=a.new_tokens, data_root=data.parent, timeout_s=a.timeout)
     # all three servers load at once (an idle one takes no CPU), then each phase runs alone
     servers = {name: launch(model, batch, queue, a.window_ms if batch > 1 else 0.0, log=work / f"{name}.log", **serve)
