@@ -184,9 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     from . import cli_bank, cli_distill, cli_eval, cli_review, cli_score, cli_serve
     from ._version import __version__
 
-    ap = Parser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent "
-                                 "trajectories, run in-process with Qwen3-VL.", epilog=EXAMPLES,
-                                 formatter_class=FORMATTER)
+    ap = Parser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent trajectories, run "
+                "in-process with Qwen3-VL.", epilog=EXAMPLES, formatter_class=FORMATTER)
     ap.add_argument("--version", action="version", version=f"adaptrubric-local {__version__}")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
 

@@ -126,7 +126,7 @@ def add_subcommands(sub) -> None:
 def main(argv=None) -> int:
     """`python -m adaptrubric_local.cli_serve` (the same flags as `adaptrubric serve`)."""
     ap = Parser(prog="adaptrubric serve", epilog=EXAMPLES,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(ap)
     args = ap.parse_args(argv)
     return args.func(args)

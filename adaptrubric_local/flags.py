@@ -11,12 +11,12 @@ them back. How a field's default reads in `--help` is decided here, once: `(defa
 `(default: TEXT)` from the field's `none` metadata (what None means: "no limit", "the bundled paper
 bank"), never a second default in the field's own help.
 
-`Parser` is the argument parser of every command: no abbreviations (`--cue` is not `--cue-filter`
-because it is the only flag starting so today), a flag renamed in an earlier release answered with its
-new name (`RENAMED`, the one list of renames), and an unknown flag answered by the subcommand it was
-given to, with its usage and the closest flag names. Subparsers are Parsers too (argparse makes them of
-the parent's class), so a new command or flag gets all of it. Parsing only: imports nothing of the
-package and no model code.
+`Parser` is the argument parser of every command: no abbreviations (a prefix such as `--cue` is
+refused, not taken for the one flag it happens to start today), a flag renamed in an earlier release
+answered with its new name (`RENAMED`, the one list of renames), and an unknown flag answered by the
+subcommand it was given to, with its usage and the closest flag names. Subparsers are Parsers too
+(argparse makes them of the parent's class), so a new command or flag gets all of it. Parsing only:
+imports nothing of the package and no model code.
 """
 from __future__ import annotations
 
@@ -67,10 +67,6 @@ class Parser(argparse.ArgumentParser):
         if extras:  # what this parser (and the subcommands under it) did not take: report it here
             self.error(unknown_message(self, extras))
         return ns, extras
-
-    def flags(self) -> list[str]:
-        """Every option string this parser takes (without subcommands' flags)."""
-        return [s for s in self._option_string_actions if s.startswith("--")]
 
 
 def renamed(flag: str, known: Iterable[str], key: bool = False) -> Optional[str]:
@@ -216,7 +212,7 @@ def add_config_arguments(parser, cls, skip: Iterable[str] = (), defaults: Option
                                 help=f"{text} {tail}")
             continue
         if typing.get_origin(kind) is list:
-            tail = "(repeatable)" if default is None and not f.metadata.get("none") else f"(repeatable) {tail}"
+            tail = "(repeatable)" if not default and not f.metadata.get("none") else f"(repeatable) {tail}"
             parser.add_argument(flag_name(f.name), dest=f.name, action=RecordAppend, default=used,
                                 metavar=f.metadata.get("metavar", "VALUE"), help=f"{text} {tail}")
             continue

@@ -297,7 +297,7 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
 
 def main(argv=None) -> int:
     ap = Parser(prog="python -m adaptrubric_local.distill.train", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     add_train_args(ap)
     ap.add_argument("--dry-run", action="store_true", help="print the memory plan and stop")
     args = ap.parse_args(argv)
