@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-rl test demo clean
+.PHONY: install install-rl test eval-smoke demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ test: $(STAMP) $(RL_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
+
+# Every eval/ script whose figure the README or docs/ quote, at a small size, each failing on its own checks
+# (eval/smoke.py lists them); a few minutes on 2 cores.
+eval-smoke: $(STAMP)
+	$(PY) eval/smoke.py
 
 demo: $(STAMP)
 	$(VENV)/bin/adaptrubric demo --out runs/demo

@@ -7,6 +7,7 @@ import argparse
 import logging
 
 from .cli_common import add_remote_options
+from .flags import Parser
 
 EXAMPLES = """examples:
   adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
@@ -124,8 +125,8 @@ def add_subcommands(sub) -> None:
 
 def main(argv=None) -> int:
     """`python -m adaptrubric_local.cli_serve` (the same flags as `adaptrubric serve`)."""
-    ap = argparse.ArgumentParser(prog="adaptrubric serve", epilog=EXAMPLES,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(prog="adaptrubric serve", epilog=EXAMPLES,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(ap)
     args = ap.parse_args(argv)
     return args.func(args)

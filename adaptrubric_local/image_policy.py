@@ -39,7 +39,7 @@ def read_policy(adapter: Optional[str | Path]) -> dict:
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc.msg})") from None
+        raise ValueError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})") from None
     return {k: data[k] for k in ENGINE_KEYS + PIPELINE_KEYS if k in data}
 
 

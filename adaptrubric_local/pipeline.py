@@ -49,8 +49,7 @@ class PipelineConfig:
         "help": "screenshot budget M per trajectory (paper: 10; with --adapter: the adapter's)"})
     trajectories_per_batch: int = field(default=32, metadata={
         "help": "trajectories prepared and handed to the engine per call (the engine splits them into "
-                "generate calls of at most --max-batch-size rows and overlaps their images); on the command line "
-                "the default is 4 x --max-batch-size"})
+                "generate calls of at most --max-batch-size rows and overlaps their images)"})
     dedupe_frames: bool = field(default=False, metadata={
         "help": "opt-in: skip near-duplicate frames when selecting screenshots (not in the paper)"})
     cue_filter: bool = field(default=False, metadata={
@@ -65,7 +64,7 @@ class PipelineConfig:
     manual_cues: Optional[list[str]] = field(default=None, metadata={
         "help": "use this fine cue instead of generating cues (at most 2 kept)", "metavar": "TEXT"})
     bank_path: Optional[str] = field(default=None, metadata={
-        "help": "rubric bank YAML (default: the bundled paper bank)", "metavar": "YAML"})
+        "help": "rubric bank YAML", "none": "the bundled paper bank", "metavar": "YAML"})
 
     def __post_init__(self):
         if self.router not in ("rules", "model"):

@@ -34,7 +34,7 @@ from .image_policy import adopt
 from .inline_images import ImageStore
 from .pipeline import AdaptRubric, PipelineConfig
 from .reward_config import RewardConfig, default_model, load_options, split_options
-from .reward_inputs import to_trajectory, traj_key
+from .reward_inputs import item_id, to_trajectory, traj_key
 from .service_client import ServiceClient
 from .types import Trajectory, Verdict
 
@@ -128,7 +128,8 @@ class RewardModel:
                 verdicts = self._client.score(items, self.config)
             except RuntimeError as exc:  # counted and reported as errors; the trainer's metrics show the rate
                 log.warning("%s", exc)
-                verdicts = [Verdict(status="error", error=str(exc)) for _ in items]
+                verdicts = [Verdict(id=item_id(obj, f"item {i}"), status="error", error=str(exc))
+                            for i, obj in enumerate(items)]
             self._calibrated(verdicts)
         else:
             with ImageStore(self.config.max_image_pixels) as images:  # inline screenshots, for this call
@@ -142,8 +143,8 @@ class RewardModel:
                         errors[i] = str(exc)
                 good = [t for t in trajs if t is not None]
                 futs = iter(self.submit(good)) if good else iter(())
-                verdicts = [Verdict(status="error", error=errors[i]) if t is None else _result(next(futs), t)
-                            for i, t in enumerate(trajs)]
+                verdicts = [Verdict(id=item_id(items[i], f"item {i}"), status="error", error=errors[i]) if t is None
+                            else _result(next(futs), t) for i, t in enumerate(trajs)]
         self._count(verdicts)
         return verdicts
 

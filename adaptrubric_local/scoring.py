@@ -25,6 +25,7 @@ from typing import Any, Iterator, Optional, Protocol
 
 from ._version import __version__
 from .formats import LoadResult, load_trajectories
+from .formats.base import json_problem
 from .pipeline import AdaptRubric, PipelineConfig
 from .types import Trajectory, Verdict
 
@@ -282,7 +283,7 @@ def calibrate_file(src: str | Path, dest: str | Path, calibration: str | Path) -
             try:
                 d = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{src}: line {k}: malformed JSON ({exc.msg})") from None
+                raise ValueError(f"{src}: line {k}: malformed JSON ({json_problem(exc)})") from None
             if not isinstance(d, dict):
                 raise ValueError(f"{src}: line {k}: not a verdict line")
             p = d.get("p_success")

@@ -52,4 +52,6 @@ def test_compare(tmp_path):
     row = next(line for line in text.splitlines() if line.startswith("overall.scored_only.acc "))
     assert row.split()[1:] == ["62.50", "37.50", "-25.00"]
     assert next(line for line in text.splitlines() if line.startswith("package_version")).count("0.1.0") == 2
+    n = next(line for line in text.splitlines() if line.startswith("overall.n "))
+    assert n.split()[1:] == ["10", "10", "+0"]  # counts print as counts, not 10.00
     assert a["overall"]["acc"] == 60.0

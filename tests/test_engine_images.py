@@ -61,6 +61,34 @@ def test_a_visual_token_budget_is_shared_over_a_requests_images():
     assert tokens <= 1000 < sum(h * w // (32 * 32) for h, w in free)
 
 
+def test_frames_sharing_a_budget_never_exceed_it_together(tmp_path):
+    """--max-visual-tokens is the budget of a whole trajectory (and the one an adapter was trained at):
+    however many frames, of whatever sizes, their tokens add up to at most the budget, and the budget is
+    used (each frame gets about its share, not a fraction of it)."""
+    phone, landscape, square = (2400, 1080), (1080, 2400), (1024, 1024)
+    frame_sets = [[phone], [square], [landscape], [(1600, 720), (800, 1280)], [phone, square, landscape]]
+    for budget in (97, 511, 1000, 2047, 3072, 6143, 6144):
+        cfg = ImageConfig(max_visual_tokens=budget)
+        for n in range(1, 13):
+            for frames in frame_sets:
+                sizes = (frames * n)[:n]
+                if budget < 4 * n:  # below the floor of 4 tokens per frame
+                    continue
+                tokens = [h * w // (32 * 32) for h, w in target_sizes(sizes, cfg)]
+                assert sum(tokens) <= budget, (budget, sizes, tokens)
+                share = min(budget // n, cfg.max_pixels // (32 * 32))  # a frame's share, within the pixel cap
+                assert min(tokens) >= 0.5 * share or share < 16, (budget, sizes, tokens)
+    # through the engine's own planning and decoding, on files: 6 square frames, a budget of 6,143
+    frame = make_png(tmp_path / "square.png", 3, size=(1024, 1024))
+    pipe = ImagePipeline(ImageConfig(max_visual_tokens=6143, workers=2))
+    try:
+        out = pipe.process([[frame] * 6])
+    finally:
+        pipe.close()
+    assert out.errors == {} and out.visual_tokens(0) <= 6143 and out.visual_tokens(0) > 6143 * 0.85
+    assert plan_tokens([[frame] * 6], pipe.cfg) == out.tokens_per_image
+
+
 def test_batch_layout_tokens_and_grid(tmp_path):
     a, b = make_png(tmp_path / "a.png", 1, size=(64, 96)), make_png(tmp_path / "b.png", 2, size=(128, 64))
     pipe = ImagePipeline(ImageConfig(workers=2))

@@ -71,3 +71,34 @@ def test_prompt_tokens_are_what_score_reports(qwen3_engine, synth_set, capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-1].startswith("ratio=") and "paper, Table 5: 19,100" in out[-2]
     assert "   6    15300" in "\n".join(out)  # 6 frames of 1080x2400 at 2,550 visual tokens each
+
+
+# ----------------------------------------------------------------------------- the eval smoke set
+smoke_spec = importlib.util.spec_from_file_location("smoke", ROOT / "eval" / "smoke.py")
+smoke = importlib.util.module_from_spec(smoke_spec)
+smoke_spec.loader.exec_module(smoke)
+
+
+def test_every_eval_script_is_in_the_smoke_set_or_says_why_not():
+    import re
+
+    scripts = {p.name for p in (ROOT / "eval").glob("*.py")}
+    tables = [set(smoke.SMOKE), set(smoke.IN_SUITE), set(smoke.NOT_RUN)]
+    assert [s for s in scripts if sum(s in t for t in tables) != 1] == []  # exactly one place each
+    assert set().union(*tables) == scripts  # and nothing listed that is not there
+    quoted = {m for f in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+              for m in re.findall(r"eval/(\w+\.py)", f.read_text(encoding="utf-8"))}
+    cannot_run = {"gpu_distill_memory.py", "mutation_table.py", "smoke.py"}  # a GPU; hours of mutmut; the runner
+    assert sorted(quoted - set(smoke.SMOKE) - set(smoke.IN_SUITE) - cannot_run) == []
+    for script, test in smoke.IN_SUITE.items():  # the suite runs the script's own checks
+        text = (ROOT / test).read_text(encoding="utf-8")
+        assert script in text and re.search(r"\.(check|main)\(", text), (script, test)
+
+
+def test_the_smoke_run_fails_when_one_script_fails(monkeypatch, capsys):
+    monkeypatch.setattr(smoke, "SMOKE", {"router_accuracy.py": ["no-such-file.jsonl"],
+                                         "calls_per_traj.py": ["--tasks", "2", "--group", "2"]})
+    assert smoke.main([]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL router_accuracy.py" in out and "no such file: no-such-file.jsonl" in out
+    assert "ok   calls_per_traj.py" in out and "1/2 passed" in out and "failed: router_accuracy.py" in out

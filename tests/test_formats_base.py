@@ -25,6 +25,14 @@ def test_json_lines_errors_and_warnings(tmp_path):
         f"{p}: line 3 is not strict JSONL (stray characters after the object); read the object and ignored them"]
 
 
+def test_a_truncated_line_says_where_its_string_starts(tmp_path):
+    p = tmp_path / "cut.jsonl"
+    p.write_text('{"id": "a", "instruction": "Turn on\n')  # a line cut mid-string (a run killed while writing)
+    res = LoadResult()
+    assert list(iter_json_lines(p, res)) == []
+    assert str(res.errors[0]) == f"{p}, record line 1: malformed JSON (Unterminated string starting at column 28)"
+
+
 def _msg(exc_info, root):
     return str(exc_info.value).replace(str(root), "{d}")
 
@@ -183,7 +191,8 @@ def test_load_json_errors(tmp_path):
     p.write_text('{"a": 1,}')
     with pytest.raises(DataError) as ei:
         base.load_json(p)
-    assert str(ei.value) == f"{p}: malformed JSON (Expecting property name enclosed in double quotes at line 1)"
+    assert str(ei.value) == (f"{p}: malformed JSON (Expecting property name enclosed in double quotes at line 1, "
+                             "column 9)")
     assert ei.value.file == str(p)
     with pytest.raises(DataError) as ei:
         base.load_json(tmp_path / "missing.json")

@@ -60,6 +60,19 @@ def test_a_chunk_that_kills_its_replica_is_sent_again_then_becomes_error_lines(c
                                          "failed_chunks": 1}
 
 
+def test_an_id_already_written_is_never_written_again_whatever_delivers_it():
+    """No path delivers an id twice (ray_scoring's docstring lists them); the driver's guard holds anyway:
+    of a chunk's result only the ids not yet written are handed on, each once."""
+    from adaptrubric_local.types import Verdict
+
+    pool = ReplicaPool(PipelineConfig(), {}, RayConfig())
+    seen = {"a1"}
+    result = {"pid": 7, "verdicts": [Verdict(id="a1"), Verdict(id="a2"), Verdict(id="a2"), Verdict(id="a3")],
+              "engine": None, "route_unparsed": 0, "cue_unparsed": 0}
+    assert [v.id for v in pool._take(0, result, seen)] == ["a2", "a3"] and seen == {"a1", "a2", "a3"}
+    assert pool.counts["chunks"] == 1 and pool.pids == {0: 7}
+
+
 def test_workers_flag_points_to_ray_and_replica_flags_need_ray(tmp_path, capsys):
     data = tmp_path / "d.jsonl"
     data.write_text("")

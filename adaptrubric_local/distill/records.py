@@ -16,6 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
+from ..formats.base import json_problem
 from ..thinking import split
 
 FILES = {"collected": "collected.jsonl", "rejected": "rejected.jsonl", "failures": "failures.jsonl",
@@ -82,7 +83,7 @@ def read_split(data_dir: str | Path, split: str) -> list[dict]:
             try:
                 out.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {n}: malformed JSON ({exc.msg})") from None
+                raise ValueError(f"{path}: line {n}: malformed JSON ({json_problem(exc)})") from None
     return out
 
 

@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..flags import Parser
 from .config import TrainConfig, config_from_args
 from .examples import Example, examples, read_split
 
@@ -300,8 +301,8 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m adaptrubric_local.distill.train", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(prog="python -m adaptrubric_local.distill.train", description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     add_train_args(ap)
     ap.add_argument("--dry-run", action="store_true", help="print the memory plan and stop")
     args = ap.parse_args(argv)

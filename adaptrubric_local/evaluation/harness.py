@@ -14,6 +14,7 @@ from typing import Optional
 
 from .._version import __version__
 from ..formats import load_trajectories
+from ..formats.base import json_problem
 from ..fusion import ABLATIONS
 from ..scoring import last_per_id, sidecar
 from ..types import Verdict
@@ -39,7 +40,7 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
             try:
                 d = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {n}: malformed JSON ({exc.msg})") from None
+                raise ValueError(f"{path}: line {n}: malformed JSON ({json_problem(exc)})") from None
             if not isinstance(d, dict) or "id" not in d or "status" not in d:
                 raise ValueError(f"{path}: line {n}: not a verdict line (needs 'id' and 'status')")
             v = Verdict.from_dict(d)
@@ -292,6 +293,19 @@ def _headline_and_scored(r: dict, keys: tuple[str, ...]) -> dict:
     return out
 
 
+def _numeric(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _number(x, sign: bool = False) -> str:
+    """A compared figure: counts as integers (`10`), the rest with two decimals, '-' when missing."""
+    if x is None:
+        return "-"
+    if isinstance(x, int) and not isinstance(x, bool):
+        return f"{x:+d}" if sign else str(x)
+    return f"{x:+.2f}" if sign else R.fmt(x, 2)
+
+
 def compare(dir_a: str | Path, dir_b: str | Path, out: Optional[str | Path] = None) -> str:
     """A plain-text table of the settings and metrics that differ between two result folders; with
     `out`, two eval folders' reliability diagrams drawn together into out/calibration.png."""
@@ -313,7 +327,6 @@ def compare(dir_a: str | Path, dir_b: str | Path, out: Optional[str | Path] = No
     lines += ["", f"{'metric':<32}{'A':>10}{'B':>10}{'B - A':>10}"]
     for k in sorted(set(fa) | set(fb), key=lambda s: (s.split(".")[0] != "overall", s)):
         va, vb = fa.get(k), fb.get(k)
-        diff = f"{vb - va:+.2f}" if isinstance(va, (int, float)) and isinstance(vb, (int, float)) else "-"
-        lines.append(f"{k:<32}{R.fmt(va, 2) if va is not None else '-':>10}"
-                     f"{R.fmt(vb, 2) if vb is not None else '-':>10}{diff:>10}")
+        diff = _number(vb - va, sign=True) if _numeric(va) and _numeric(vb) else "-"
+        lines.append(f"{k:<32}{_number(va):>10}{_number(vb):>10}{diff:>10}")
     return "\n".join(lines)

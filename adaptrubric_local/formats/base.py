@@ -64,6 +64,13 @@ class LoadResult:
         self.warnings += other.warnings
 
 
+def json_problem(exc: json.JSONDecodeError, line: bool = False) -> str:
+    """A JSON parse error as one phrase: 'Unterminated string starting at column 5' (json's messages
+    that end in "at" already point at the position), with the line too when `line`."""
+    where = f"line {exc.lineno}, column {exc.colno}" if line else f"column {exc.colno}"
+    return f"{exc.msg} {where}" if exc.msg.endswith(" at") else f"{exc.msg} at {where}"
+
+
 def iter_json_lines(path: Path, result: LoadResult) -> Iterator[tuple[str, Any]]:
     """Yield (record name, object) per JSON object; bad lines become errors, several objects on
     one line are split with a warning naming the file."""
@@ -82,7 +89,7 @@ def iter_json_lines(path: Path, result: LoadResult) -> Iterator[tuple[str, Any]]
                         junk = junk or line[pos] not in " \t"
                         pos += 1
             except json.JSONDecodeError as exc:
-                result.errors.append(DataError(path, f"malformed JSON ({exc.msg} at column {exc.colno})",
+                result.errors.append(DataError(path, f"malformed JSON ({json_problem(exc)})",
                                                record=f"line {lineno}"))
                 continue
             if len(objs) > 1:
@@ -101,7 +108,7 @@ def load_json(path: Path) -> Any:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
     except json.JSONDecodeError as exc:
-        raise DataError(path, f"malformed JSON ({exc.msg} at line {exc.lineno})") from None
+        raise DataError(path, f"malformed JSON ({json_problem(exc, line=True)})") from None
     except OSError as exc:
         raise DataError(path, f"cannot read: {exc.strerror}") from None
 

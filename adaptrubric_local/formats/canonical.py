@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
 from ..types import Step, Trajectory
 from .base import DataError, LoadResult, check_nonempty, iter_json_lines, parse_label, require, resolve_image, tag
@@ -121,16 +121,18 @@ def _parse_record(obj: dict, root: Path, file: Path, record: str, check_images: 
     return check_nonempty(traj, file, rec)
 
 
-def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = ()) -> LoadResult:
+def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
+         seen: Optional[dict[str, Path]] = None) -> LoadResult:
     """Load a canonical JSONL file; bad records become errors, the rest still load. A verdict
-    file raises DataError (it is not data)."""
+    file raises DataError (it is not data). `seen` (id -> file) carries the ids of files loaded
+    before this one (a folder of files is one data set): a repeated id is an error there too."""
     path = Path(path)
     if looks_like_verdicts(path):
         raise verdict_file_error(path)
     if looks_like_labels(path):
         raise labels_file_error(path)
     result = LoadResult()
-    seen: set[str] = set()
+    seen = {} if seen is None else seen
     for record, obj in iter_json_lines(path, result):
         try:
             traj = parse_record(obj, path.parent, path, record, check_images, image_roots)
@@ -139,9 +141,10 @@ def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.P
             continue
         if traj.id in seen:
             # no record_id: the id belongs to the record that loaded; this error keeps its line
-            result.errors.append(DataError(path, f"duplicate id {traj.id!r}", record, "id"))
+            where = "" if seen[traj.id] == path else f" (first in {seen[traj.id]})"
+            result.errors.append(DataError(path, f"duplicate id {traj.id!r}{where}", record, "id"))
             continue
-        seen.add(traj.id)
+        seen[traj.id] = path
         result.trajectories.append(traj)
     return result
 
