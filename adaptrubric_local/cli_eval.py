@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .cli_common import FORMATTER, add_scoring_options, make_engine, pipeline_config, score_with_model
+from .cli_common import (FORMATTER, add_coverage_options, add_scoring_options, make_engine, pipeline_config,
+                         print_coverage, score_with_model)
 
 EXAMPLES = """examples:
   adaptrubric eval --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/eval
@@ -43,9 +44,12 @@ def cmd_eval(args) -> int:
     if bool(args.verdicts) == bool(args.model):
         raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
-    m = run_eval(vpath, out, args.data, _labels(args), review=args.review, progress=not args.quiet)
+    m = run_eval(vpath, out, args.data, _labels(args), review=args.review, progress=not args.quiet,
+                 subset=args.subset, allow_extra=args.allow_extra)
+    print_coverage(m)
     o, e = m["overall"], m["efficiency"]
-    print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} (counted as SCORE 0)  "
+    print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} missing={o['missing']} "
+          f"(counted as SCORE 0)  "
           f"acc={_f(o['acc'])} prec={_f(o['prec'])} rec={_f(o['rec'])} f1={_f(o['f1'])} fpr={_f(o['fpr'])}  "
           f"| scored only: acc={_f(o['scored_only']['acc'])} f1={_f(o['scored_only']['f1'])}")
     print(f"calls/traj={e['calls_per_traj']:.2f} tokens/traj={e['tokens_per_traj']:.0f} ({e['accounting']})")
@@ -65,7 +69,9 @@ def cmd_tts(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
-    res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed, loaded=_labels(args))
+    res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed, loaded=_labels(args), subset=args.subset,
+                  allow_extra=args.allow_extra)
+    print_coverage(res)
     n = max(res["random"])
     if not res["informative"]:
         print(res["note"])
@@ -128,6 +134,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--review", action=argparse.BooleanOptionalAction, default=True,
                    help="also write review.html, every trajectory with what the verifier saw (default on)")
+    add_coverage_options(p)
     scoring_opts(p)
     p.set_defaults(func=cmd_eval)
 
@@ -145,6 +152,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--max-n", type=int, help="largest N (default: most candidates of any task)")
     p.add_argument("--seed", type=int, default=42, help="per-task shuffle seed (default 42, as in the paper)")
+    add_coverage_options(p)
     scoring_opts(p)
     p.set_defaults(func=cmd_tts)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .cli_common import FORMATTER, add_data_options
+from .cli_common import FORMATTER, add_coverage_options, add_data_options, print_coverage
 
 REVIEW_EXAMPLES = """examples:
   adaptrubric review --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/review
@@ -39,12 +39,23 @@ def cmd_review(args) -> int:
     from .formats import load_trajectories
 
     loaded = load_trajectories(args.data, fmt=args.format, check_images=False, image_roots=args.image_root)
-    res = run_review(args.verdicts, args.out, args.data, loaded, progress=not args.quiet)
-    c = res["confusion"]
-    print(f"{res['n']} cards: TP={c['tp']} FP={c['fp']} FN={c['fn']} TN={c['tn']} (parsed, labelled), "
-          f"unparsed={res['unparsed']} errors={res['errors']}")
+    res = run_review(args.verdicts, args.out, args.data, loaded, progress=not args.quiet, subset=args.subset,
+                     allow_extra=args.allow_extra)
+    print_coverage({"coverage": res["coverage"], "run": {"data": str(args.data), "verdicts": str(args.verdicts)}})
+    print(review_counts_line(res))
     print(f"wrote {res['page']} ({folder_bytes(args.out) / 1e6:.1f} MB with review_files/); open it in a browser")
     return 0
+
+
+def review_counts_line(res: dict) -> str:
+    """The page's own counts (its filter chips), then the headline's, which counts unanswered verdicts as
+    predicted failures."""
+    k, c = res["counts"], res["confusion"]
+    chips = " ".join(f"{o}={k[o]}" for o in ("TP", "FP", "FN", "TN", "unparsed", "error", "missing", "unlabelled")
+                     if k[o] or o not in ("missing", "unlabelled"))
+    return (f"{res['n']} cards: {chips} (TP/FP/FN/TN: parsed, labelled verdicts; the page's counts)\n"
+            f"eval's headline counts unparsed, error and missing verdicts as SCORE 0: TP={c['tp']} FP={c['fp']} "
+            f"FN={c['fn']} TN={c['tn']}")
 
 
 def cmd_calibrate(args) -> int:
@@ -97,6 +108,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("--verdicts", required=True, help="verdict JSONL from `adaptrubric score`")
     p.add_argument("--out", required=True, help="output folder (review.html + review_files/)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_coverage_options(p)
     add_data_options(p)
     p.set_defaults(func=cmd_review)
 

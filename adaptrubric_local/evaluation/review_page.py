@@ -132,7 +132,7 @@ def write_review(out: str | Path, cards: list[dict], meta: Optional[dict] = None
         if stale.name not in used:
             stale.unlink()
     page_cards = [_page_card(c, thumbs, out) for c in cards]
-    counts = {o: sum(c["outcome"] == o for c in cards) for o in OUTCOMES}
+    counts = {o: sum(c["outcome"] == o for c in cards) for o in OUTCOMES}  # = review.outcome_counts
     index = {"meta": meta or {}, "notes": notes or [], "n": len(cards), "chunk": CHUNK, "counts": counts,
              "outcomes": list(OUTCOMES), "rows": [_row(i, c) for i, c in enumerate(page_cards)],
              "columns": ["id", "instruction", "platform", "family", "status", "outcome", "p_success",
