@@ -105,11 +105,38 @@ def summarize(verdicts: list[Verdict], unparsed_calls: dict, seconds: float) -> 
         "positives": sum(v.score == 1 for v in verdicts),
         "hit_cap": sum(v.hit_cap for v in verdicts),
         "s_per_traj": seconds / max(1, n),
+        "seconds": seconds,
         "calls_per_traj": sum(v.cost_calls for v in verdicts) / denom,
         "tokens_per_traj": sum(v.cost_tokens for v in verdicts) / denom,
         "route_unparsed": unparsed_calls.get("route", 0),
         "cue_unparsed": unparsed_calls.get("cue", 0),
     }
+
+
+def _counted(d: dict) -> Verdict:
+    """The fields of a verdict line that the summary counts (a file's raw texts are not kept)."""
+    return Verdict(id=d.get("id"), status=d.get("status", "ok"), score=d.get("score"), hit_cap=bool(d.get("hit_cap")),
+                   cost_calls=d.get("cost_calls") or 0.0, cost_tokens=d.get("cost_tokens") or 0.0)
+
+
+def file_summary(out: Path, run: dict, previous: Optional[dict] = None) -> dict:
+    """The summary of everything `out` holds (its last line per id), with `run` (this run's own
+    `summarize`) under `this_run`. Seconds add up over the runs whose summary was written (`previous`:
+    the summary the file had before this run), so `s_per_traj` is the time per verdict those runs took."""
+    last: dict[str, Verdict] = {}
+    with open(out, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                d = json.loads(line)
+                last[str(d["id"])] = _counted(d)
+    prev = previous or {}
+    before = prev.get("this_run", prev)  # a summary of an earlier version holds its run's counts only
+    seconds = run["seconds"] + prev.get("seconds", (before.get("s_per_traj") or 0.0) * before.get("n", 0))
+    timed = run["n"] + prev.get("timed_trajectories", before.get("n", 0))
+    whole = summarize(list(last.values()), {k: run[f"{k}_unparsed"] + prev.get(f"{k}_unparsed", 0)
+                                            for k in ("route", "cue")}, seconds)
+    whole.update(s_per_traj=seconds / max(1, timed), seconds=seconds, timed_trajectories=timed, this_run=run)
+    return whole
 
 
 def error_id(e) -> str:
@@ -218,6 +245,7 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
     if resume:
         meta = check_resume(out, meta, force_settings)
     last = read_last_lines(out) if resume else {}
+    previous = _read_summary(out) if last else None  # what the file held before this run
     done = {i for i, d in last.items() if not (retry_errors and d.get("status") == "error")}
     todo = [t for t in loaded.trajectories if t.id not in done]
     bad = [e for e in loaded.errors if error_id(e) not in done]
@@ -245,7 +273,9 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
         bar.close()
     after = scorer.summary()
     unparsed = {k: after.get(f"{k}_unparsed", 0) - before.get(f"{k}_unparsed", 0) for k in ("route", "cue")}
-    summary = summarize(verdicts, unparsed, time.perf_counter() - t0)
+    run = summarize(verdicts, unparsed, time.perf_counter() - t0)
+    run.update(skipped_resume=len(done), retried_errors=retried)
+    summary = file_summary(out, run, previous)
     summary.update(model=model, bank_sha=bank_sha, ablation=settings.get("ablation"), out=str(out),
                    skipped_resume=len(done), retried_errors=retried)
     for key in ("engine", "runtime"):
@@ -253,6 +283,14 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
             summary[key] = after[key]
     sidecar(out, "summary").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _read_summary(out: Path) -> Optional[dict]:
+    """The summary sidecar of `out`, or None when there is none (a run killed before writing it) or it is unreadable."""
+    try:
+        return json.loads(sidecar(out, "summary").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _write(fh, v: Verdict, sink: list, previous: Optional[dict]) -> None:

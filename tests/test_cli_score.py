@@ -155,3 +155,21 @@ def test_nothing_to_score_is_an_error(fake, tmp_path, capsys):
     assert main(["score", str(empty), "--model", "m", "--out", str(tmp_path / "v.jsonl")]) == 2
     assert "empty.jsonl" in capsys.readouterr().err
     assert not fake.batches
+
+
+def test_the_summary_after_resume_describes_the_whole_file(fake, data, tmp_path, capsys):
+    first_two = write_jsonl(tmp_path / "part.jsonl", Path(data).read_text().splitlines()[:2])
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(first_two), "--model", "m", "--out", str(out), "--quiet"]) == 0  # a run cut short
+    capsys.readouterr()
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    saved = json.loads((tmp_path / "v.summary.json").read_text())
+    assert saved == printed and (saved["n"], saved["scored"], saved["this_run"]["n"]) == (6, 6, 4)
+    # every line's calls: the first instruction was routed and cued once in each run (4 + 3 + 5 calls)
+    assert saved["skipped_resume"] == 2 and saved["calls_per_traj"] == pytest.approx(12 / 6)
+    # nothing left to do: the file still holds 6 verdicts, and this run none
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume"]) == 0
+    again = json.loads((tmp_path / "v.summary.json").read_text())
+    assert (again["n"], again["scored"], again["this_run"]["n"], again["this_run"]["scored"]) == (6, 6, 0, 0)
+    assert again["s_per_traj"] == pytest.approx(saved["s_per_traj"], rel=0.5) and again["timed_trajectories"] == 6
