@@ -6,8 +6,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .cli_common import (FORMATTER, add_coverage_options, add_scoring_options, make_engine, pipeline_config,
-                         print_coverage, score_with_model)
+from .cli_common import (
+    FORMATTER,
+    add_coverage_options,
+    add_scoring_options,
+    make_engine,
+    pipeline_config,
+    print_coverage,
+    score_with_model,
+)
 
 EXAMPLES = """examples:
   adaptrubric eval --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/eval

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional, Protocol
@@ -258,23 +260,29 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
     t0 = time.perf_counter()
     before = scorer.summary()
     model, bank_sha = settings.get("model"), settings.get("bank_sha")
+    errors = ErrorReport(out)
     with open(out, "a", encoding="utf-8") as fh:
         for e in bad:
             v = Verdict(id=error_id(e), status="error", error=str(e), bank_sha=bank_sha, model=model)
+            errors.add(v, e.problem)
             _write(fh, v, verdicts, last.get(v.id))
         bar = tqdm(total=len(todo), unit="traj", desc=desc, disable=not progress, dynamic_ncols=True)
+        counts: Counter = Counter()
         for v in (scorer.iter_score(todo) if todo else ()):
             if cal is not None:
                 v.p_success_calibrated = cal.apply(v.p_success)
+            if v.status == "error":
+                errors.add(v, bar=bar)
             _write(fh, v, verdicts, last.get(str(v.id)))
+            counts[v.status] += 1
             bar.update(1)
-            bar.set_postfix(unparsed=sum(x.status == "unparsed" for x in verdicts),
-                            errors=sum(x.status == "error" for x in verdicts))
+            bar.set_postfix(unparsed=counts["unparsed"], errors=counts["error"])
         bar.close()
+    errors.close()
     after = scorer.summary()
     unparsed = {k: after.get(f"{k}_unparsed", 0) - before.get(f"{k}_unparsed", 0) for k in ("route", "cue")}
     run = summarize(verdicts, unparsed, time.perf_counter() - t0)
-    run.update(skipped_resume=len(done), retried_errors=retried)
+    run.update(skipped_resume=len(done), retried_errors=retried, errors_by_kind=dict(errors.kinds))
     summary = file_summary(out, run, previous)
     summary.update(model=model, bank_sha=bank_sha, ablation=settings.get("ablation"), out=str(out),
                    skipped_resume=len(done), retried_errors=retried)
@@ -283,6 +291,42 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
             summary[key] = after[key]
     sidecar(out, "summary").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def error_kind(problem: str) -> str:
+    """A short name for what went wrong, to count error lines by kind: the problem's first clause
+    without the paths, quoted values and numbers that differ from one record to the next."""
+    text = re.sub(r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\S*[/\\]\S*", "", problem).lstrip(" :")
+    text = re.split(r"[:;(]", text, maxsplit=1)[0]
+    return re.sub(r"\d+", "N", " ".join(text.split())).strip(" ,.") or "error"
+
+
+class ErrorReport:
+    """Says why each record of a run failed, once, as its error line is written (file, record and
+    field are in the error text), and closes with a count by kind."""
+
+    def __init__(self, out: Path):
+        self.out, self.kinds = out, Counter()
+
+    def add(self, v: Verdict, problem: Optional[str] = None, bar=None) -> None:
+        """Report one error verdict; `problem`: the error without its file/record prefix, when known."""
+        if problem is None:  # the pipeline's errors read "<file>, record <id>: <problem>"
+            text = v.error or "error"
+            problem = text.split(f", record {v.id}: ", 1)[-1]
+        self.kinds[error_kind(problem)] += 1
+        line = f"error: {v.error}"
+        if bar is not None:
+            bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr)
+
+    def close(self) -> None:
+        """The closing count, when there were errors."""
+        if self.kinds:
+            total = sum(self.kinds.values())
+            parts = ", ".join(f"{n} {kind}" for kind, n in self.kinds.most_common())
+            print(f"{total} record(s) failed in this run: {parts} (their error lines in {self.out} name the file, "
+                  "record and field; --resume scores them again once fixed)", file=sys.stderr)
 
 
 def _read_summary(out: Path) -> Optional[dict]:

@@ -173,3 +173,27 @@ def test_the_summary_after_resume_describes_the_whole_file(fake, data, tmp_path,
     again = json.loads((tmp_path / "v.summary.json").read_text())
     assert (again["n"], again["scored"], again["this_run"]["n"], again["this_run"]["scored"]) == (6, 6, 0, 0)
     assert again["s_per_traj"] == pytest.approx(saved["s_per_traj"], rel=0.5) and again["timed_trajectories"] == 6
+
+
+def test_score_says_why_each_bad_record_failed_and_counts_them_by_kind(fake, tmp_path, capsys):
+    recs = [canonical_record(tmp_path, f"r{i}", 3) for i in range(4)]
+    recs[1]["steps"][2]["screenshot"] = "img/gone.png"  # a missing screenshot
+    recs[2]["steps"] = []  # an empty trajectory
+    lines = [json.dumps(r) for r in recs] + [json.dumps(recs[0]).replace('"r0"', '"r9"')[:40]]  # a truncated line
+    data = write_jsonl(tmp_path / "d.jsonl", lines)
+    fake.fail = lambda r: "the server closed the connection" if r.tag == "r3" and r.kind == "verify" else None
+    assert main(["score", str(data), "--model", "m", "--out", str(tmp_path / "v.jsonl"), "--quiet"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    said = [x for x in err if x.startswith("error: ")]
+    assert len(said) == 4  # each bad record once, with file, record and field
+    assert any("d.jsonl, record line 2 (id r1), field 'steps[2].screenshot': image not found" in x for x in said), said
+    assert any("d.jsonl, record line 3 (id r2), field 'steps': trajectory has no steps" in x for x in said), said
+    assert any("d.jsonl, record line 5: malformed JSON" in x for x in said), said
+    assert any("record r3: the server closed the connection" in x for x in said), said
+    closing = next(x for x in err if "record(s) failed in this run" in x)
+    assert closing.startswith("4 record(s) failed in this run: ")
+    for kind in ("1 image not found", "1 trajectory has no steps", "1 malformed JSON",
+                 "1 the server closed the connection"):
+        assert kind in closing
+    summary = json.loads((tmp_path / "v.summary.json").read_text())
+    assert summary["errors"] == 4 and sum(summary["this_run"]["errors_by_kind"].values()) == 4

@@ -54,7 +54,8 @@ def test_subset_verdicts_evaluates_the_covered_trajectories_and_says_so(ten, tmp
                  "--subset", "verdicts"]) == 0
     out, err = capsys.readouterr()
     h = _headline(out)
-    assert (h["n"], h["missing"], h["acc"], h["prec"], h["rec"], h["fpr"]) == ("2", "0", "50.0", "50.0", "100.0", "100.0")
+    assert (h["n"], h["missing"], h["acc"], h["prec"], h["rec"], h["fpr"]) == ("2", "0", "50.0", "50.0", "100.0",
+                                                                              "100.0")
     assert "--subset verdicts: evaluated on the 2 trajectories" in err and "of 10 in" in err
     report = (tmp_path / "e" / "report.md").read_text()
     assert "not the paper's fixed denominator" in report
