@@ -267,17 +267,22 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
             errors.add(v, e.problem)
             _write(fh, v, verdicts, last.get(v.id))
         bar = tqdm(total=len(todo), unit="traj", desc=desc, disable=not progress, dynamic_ncols=True)
+        if progress and hasattr(scorer, "on_stage"):  # the pipeline names what runs: routing, cues, verifying
+            scorer.on_stage = lambda what: bar.set_description_str(f"{desc} ({what})")
         counts: Counter = Counter()
-        for v in (scorer.iter_score(todo) if todo else ()):
-            if cal is not None:
-                v.p_success_calibrated = cal.apply(v.p_success)
-            if v.status == "error":
-                errors.add(v, bar=bar)
-            _write(fh, v, verdicts, last.get(str(v.id)))
-            counts[v.status] += 1
-            bar.update(1)
-            bar.set_postfix(unparsed=counts["unparsed"], errors=counts["error"])
+        for ready in (_ready_lists(scorer, todo) if todo else ()):
+            for v in ready:
+                if cal is not None:
+                    v.p_success_calibrated = cal.apply(v.p_success)
+                if v.status == "error":
+                    errors.add(v, bar=bar)
+                _write(fh, v, verdicts, last.get(str(v.id)))
+                counts[v.status] += 1
+            bar.update(len(ready))
+            bar.set_postfix(unparsed=counts["unparsed"], errors=counts["error"])  # refreshes: shown as it happens
         bar.close()
+    if hasattr(scorer, "on_stage"):
+        scorer.on_stage = None
     errors.close()
     after = scorer.summary()
     unparsed = {k: after.get(f"{k}_unparsed", 0) - before.get(f"{k}_unparsed", 0) for k in ("route", "cue")}
@@ -327,6 +332,14 @@ class ErrorReport:
             parts = ", ".join(f"{n} {kind}" for kind, n in self.kinds.most_common())
             print(f"{total} record(s) failed in this run: {parts} (their error lines in {self.out} name the file, "
                   "record and field; --resume scores them again once fixed)", file=sys.stderr)
+
+
+def _ready_lists(scorer: Scorer, trajs: list[Trajectory]) -> Iterator[list[Verdict]]:
+    """The scorer's verdicts in the lists they become ready in (`iter_ready`), else one at a time."""
+    if hasattr(scorer, "iter_ready"):
+        yield from scorer.iter_ready(trajs)
+    else:
+        yield from ([v] for v in scorer.iter_score(trajs))
 
 
 def _read_summary(out: Path) -> Optional[dict]:

@@ -197,3 +197,24 @@ def test_score_says_why_each_bad_record_failed_and_counts_them_by_kind(fake, tmp
         assert kind in closing
     summary = json.loads((tmp_path / "v.summary.json").read_text())
     assert summary["errors"] == 4 and sum(summary["this_run"]["errors_by_kind"].values()) == 4
+
+
+def test_progress_moves_as_verdicts_are_ready_and_names_the_stage(fake, data, tmp_path, capsys):
+    """An engine that hands its outputs over one at a time (as the transformers engine does per length
+    group): each verdict is written, and the bar redrawn, before the next one is generated."""
+    out = tmp_path / "v.jsonl"
+    lines_before = []
+
+    def one_at_a_time(requests):
+        for i, r in enumerate(requests):
+            lines_before.append(out.read_text().count("\n") if out.exists() else 0)
+            yield [(i, fake._one(r))]
+
+    fake.generate_iter = one_at_a_time
+    assert main(["score", str(data), "--model", "m", "--out", str(out)]) == 0
+    assert lines_before == [0, 1, 2, 3, 4, 5]
+    bar = [x.rstrip() for x in capsys.readouterr().err.replace("\r", "\n").splitlines() if x.startswith("scoring")]
+    assert any(x.startswith("scoring (routing 2 instruction(s))") for x in bar)
+    assert any(x.startswith("scoring (cues for 2 instruction(s))") for x in bar)
+    shown = [x.split("|")[2].split()[0] for x in bar if x.startswith("scoring (verifying 6 trajectory(ies))")]
+    assert list(dict.fromkeys(shown)) == [f"{k}/6" for k in range(7)]  # every step drawn, as it happened

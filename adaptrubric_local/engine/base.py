@@ -10,14 +10,16 @@ strings, the probabilities of all of them (how P(SCORE=1) is read without a seco
 the end of generation) that starts with the given text; `Output.hit_cap` says a row was cut by its
 new-token cap rather than ending on its own or at that line (an endpoint's `finish_reason: length`).
 `Output.reasoning` holds what a thinking model returned apart from its answer, when a backend
-separates the two.
+separates the two. `generate_iter` hands the outputs over as they are ready, in lists of those that
+became ready together (a backend that batches yields each group as it finishes), so a caller can
+write results and move a progress bar before the whole batch is done.
 The engine knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterator, Optional
 
 
 @dataclass
@@ -68,6 +70,12 @@ class Engine(ABC):
     @abstractmethod
     def generate(self, requests: list[Request]) -> list[Output]:
         """Generate one Output per Request, in order."""
+
+    def generate_iter(self, requests: list[Request]) -> Iterator[list[tuple[int, Output]]]:
+        """Lists of (index into `requests`, its Output), each list the outputs that became ready
+        together, until every request has its Output; by default one list, after `generate`."""
+        if requests:
+            yield list(enumerate(self.generate(requests)))
 
     def next_token_probs(self, requests: list[Request], prefixes: list[str],
                          candidates: tuple[str, ...] = ("0", "1")) -> list[dict[str, float]]:
