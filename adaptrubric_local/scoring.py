@@ -121,20 +121,17 @@ def _counted(d: dict) -> Verdict:
                    cost_calls=d.get("cost_calls") or 0.0, cost_tokens=d.get("cost_tokens") or 0.0)
 
 
-def file_summary(out: Path, run: dict, previous: Optional[dict] = None) -> dict:
-    """The summary of everything `out` holds (its last line per id), with `run` (this run's own
+def file_summary(before: dict[str, dict], verdicts: list[Verdict], run: dict, previous: Optional[dict] = None) -> dict:
+    """The summary of everything the verdict file holds after this run: its last line per id, from the
+    lines it held before (`before`, id -> line) and this run's `verdicts`, with `run` (this run's own
     `summarize`) under `this_run`. Seconds add up over the runs whose summary was written (`previous`:
     the summary the file had before this run), so `s_per_traj` is the time per verdict those runs took."""
-    last: dict[str, Verdict] = {}
-    with open(out, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                d = json.loads(line)
-                last[str(d["id"])] = _counted(d)
+    last = {i: _counted(d) for i, d in before.items()}
+    last.update((str(v.id), v) for v in verdicts)
     prev = previous or {}
-    before = prev.get("this_run", prev)  # a summary of an earlier version holds its run's counts only
-    seconds = run["seconds"] + prev.get("seconds", (before.get("s_per_traj") or 0.0) * before.get("n", 0))
-    timed = run["n"] + prev.get("timed_trajectories", before.get("n", 0))
+    earlier = prev.get("this_run", prev)  # a summary of an earlier version holds its run's counts only
+    seconds = run["seconds"] + prev.get("seconds", (earlier.get("s_per_traj") or 0.0) * earlier.get("n", 0))
+    timed = run["n"] + prev.get("timed_trajectories", earlier.get("n", 0))
     whole = summarize(list(last.values()), {k: run[f"{k}_unparsed"] + prev.get(f"{k}_unparsed", 0)
                                             for k in ("route", "cue")}, seconds)
     whole.update(s_per_traj=seconds / max(1, timed), seconds=seconds, timed_trajectories=timed, this_run=run)
@@ -288,7 +285,7 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
     unparsed = {k: after.get(f"{k}_unparsed", 0) - before.get(f"{k}_unparsed", 0) for k in ("route", "cue")}
     run = summarize(verdicts, unparsed, time.perf_counter() - t0)
     run.update(skipped_resume=len(done), retried_errors=retried, errors_by_kind=dict(errors.kinds))
-    summary = file_summary(out, run, previous)
+    summary = file_summary(last, verdicts, run, previous)
     summary.update(model=model, bank_sha=bank_sha, ablation=settings.get("ablation"), out=str(out),
                    skipped_resume=len(done), retried_errors=retried)
     for key in ("engine", "runtime"):
