@@ -164,3 +164,26 @@ def score_with_model(args, out, cfg, resume: bool = False, **score_kw) -> dict:
                           progress=not args.quiet, loaded=loaded, **score_kw)
     finally:
         engine.close()
+
+
+def add_coverage_options(p: argparse.ArgumentParser) -> None:
+    """--subset and --allow-extra: what `eval`, `tts` and `review` do when the verdicts and --data differ
+    (evaluation/coverage.py)."""
+    p.add_argument("--subset", choices=["data", "verdicts"], default="data",
+                   help="data: every trajectory of --data, those without a verdict counted as missing (a predicted "
+                        "failure, the paper's fixed denominators); verdicts: only the trajectories the verdicts cover "
+                        "(said in the report) (default data)")
+    p.add_argument("--allow-extra", action="store_true",
+                   help="leave out, with a warning, verdicts whose ids are not in --data (otherwise an error)")
+
+
+def print_coverage(result: dict) -> None:
+    """What the verdicts cover of --data (a metrics.json / tts.json content), on stderr: WARNING when
+    trajectories lack a verdict or verdicts were left out, a note otherwise."""
+    from .evaluation.coverage import Coverage
+
+    if not result.get("coverage"):
+        return
+    run = result.get("run", {})
+    for loud, text in Coverage(**result["coverage"]).messages(run.get("data"), run.get("verdicts")):
+        print(f"{'WARNING' if loud else 'note'}: {text}", file=sys.stderr)

@@ -73,6 +73,8 @@ def cmd_collect(args) -> int:
     finally:
         teacher.close()
     print(json.dumps(manifest["counts"], indent=2))
+    for w in manifest.get("warnings", []):
+        print(f"WARNING: {w}", file=sys.stderr)
     run = manifest["this_run"]
     if run["truncated"]:
         print(f"{run['truncated']} teacher repl(ies) were cut at --teacher-max-new-tokens "

@@ -8,11 +8,13 @@ from pathlib import Path
 
 from .cli_common import (
     FORMATTER,
+    add_coverage_options,
     add_labels_options,
     add_scoring_options,
     load_labelled,
     make_engine,
     pipeline_config,
+    print_coverage,
     score_with_model,
 )
 
@@ -50,9 +52,12 @@ def cmd_eval(args) -> int:
         raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
     loaded, labels = _labels(args)  # before scoring: a bad labels file stops the command early
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
-    m = run_eval(vpath, out, args.data, loaded, review=args.review, progress=not args.quiet, labels=labels)
+    m = run_eval(vpath, out, args.data, loaded, review=args.review, progress=not args.quiet, labels=labels,
+                 subset=args.subset, allow_extra=args.allow_extra)
+    print_coverage(m)
     o, e = m["overall"], m["efficiency"]
-    print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} (counted as SCORE 0)  "
+    print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} missing={o['missing']} "
+          f"(counted as SCORE 0)  "
           f"acc={_f(o['acc'])} prec={_f(o['prec'])} rec={_f(o['rec'])} f1={_f(o['f1'])} fpr={_f(o['fpr'])}  "
           f"| scored only: acc={_f(o['scored_only']['acc'])} f1={_f(o['scored_only']['f1'])}")
     print(f"calls/traj={e['calls_per_traj']:.2f} tokens/traj={e['tokens_per_traj']:.0f} ({e['accounting']})")
@@ -73,7 +78,9 @@ def cmd_tts(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     loaded, labels = _labels(args)
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
-    res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed, loaded=loaded, labels=labels)
+    res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed, loaded=loaded, labels=labels,
+                  subset=args.subset, allow_extra=args.allow_extra)
+    print_coverage(res)
     n = max(res["random"])
     if not res["informative"]:
         print(res["note"])
@@ -137,6 +144,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("--review", action=argparse.BooleanOptionalAction, default=True,
                    help="also write review.html, every trajectory with what the verifier saw (default on)")
     add_labels_options(p)
+    add_coverage_options(p)
     scoring_opts(p)
     p.set_defaults(func=cmd_eval)
 
@@ -155,6 +163,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("--max-n", type=int, help="largest N (default: most candidates of any task)")
     p.add_argument("--seed", type=int, default=42, help="per-task shuffle seed (default 42, as in the paper)")
     add_labels_options(p)
+    add_coverage_options(p)
     scoring_opts(p)
     p.set_defaults(func=cmd_tts)
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .cli_common import FORMATTER, add_data_options, add_labels_options, load_labelled
+from .cli_common import (
+    FORMATTER,
+    add_coverage_options,
+    add_data_options,
+    add_labels_options,
+    load_labelled,
+    print_coverage,
+)
 
 REVIEW_EXAMPLES = """examples:
   adaptrubric review --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/review
@@ -52,16 +59,27 @@ def cmd_review(args) -> int:
 
     order = ReviewOrderConfig(**config_kwargs(args, ReviewOrderConfig))
     loaded, labels = load_labelled(args)
-    res = run_review(args.verdicts, args.out, args.data, loaded, progress=not args.quiet, order=order, labels=labels)
-    c = res["confusion"]
-    print(f"{res['n']} cards: TP={c['tp']} FP={c['fp']} FN={c['fn']} TN={c['tn']} (parsed, labelled), "
-          f"unparsed={res['unparsed']} errors={res['errors']}")
+    res = run_review(args.verdicts, args.out, args.data, loaded, progress=not args.quiet, order=order, labels=labels,
+                     subset=args.subset, allow_extra=args.allow_extra)
+    print_coverage({"coverage": res["coverage"], "run": {"data": str(args.data), "verdicts": str(args.verdicts)}})
+    print(review_counts_line(res))
     if res["order"]:
         o = res["order"]
         print(f"cards in {o['order']} order" + (f" against {o['compare']}" if o["compare"] else "")
               + f": {o['shown']} of {o['of']} written" + (f" (--budget {o['budget']})" if o["budget"] else ""))
     print(f"wrote {res['page']} ({folder_bytes(args.out) / 1e6:.1f} MB with review_files/); open it in a browser")
     return 0
+
+
+def review_counts_line(res: dict) -> str:
+    """The page's own counts (its filter chips), then the headline's, which counts unanswered verdicts as
+    predicted failures."""
+    k, c = res["counts"], res["confusion"]
+    chips = " ".join(f"{o}={k[o]}" for o in ("TP", "FP", "FN", "TN", "unparsed", "error", "missing", "unlabelled")
+                     if k[o] or o not in ("missing", "unlabelled"))
+    return (f"{res['n']} cards: {chips} (TP/FP/FN/TN: parsed, labelled verdicts; the page's counts)\n"
+            f"eval's headline counts unparsed, error and missing verdicts as SCORE 0: TP={c['tp']} FP={c['fp']} "
+            f"FN={c['fn']} TN={c['tn']}")
 
 
 def cmd_calibrate(args) -> int:
@@ -122,6 +140,7 @@ def add_subcommands(sub) -> None:
 
     add_config_arguments(p.add_argument_group("labelling order"), ReviewOrderConfig)
     add_labels_options(p)
+    add_coverage_options(p)
     add_data_options(p)
     p.set_defaults(func=cmd_review)
 

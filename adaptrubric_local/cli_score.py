@@ -38,8 +38,9 @@ def cmd_score(args) -> int:
     print(json.dumps(summary, indent=2))
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
-    if summary.get("hit_cap"):
-        print(f"note: {summary['hit_cap']} output(s) hit the --verify-max-new-tokens cap "
+    run = summary.get("this_run", summary)
+    if run.get("hit_cap"):
+        print(f"note: {run['hit_cap']} output(s) of this run hit the --verify-max-new-tokens cap "
               f"({cfg.verify_max_new_tokens}); cut-off outputs are usually unparsed: raise the cap", file=sys.stderr)
     return 0
 

@@ -17,7 +17,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from ._version import __version__
 from .bank import RubricBank, RubricSet, load_bank
@@ -32,6 +32,8 @@ from .types import CueResult, RouteResult, Trajectory, Verdict
 from .verdict import parse_verdict, score_value_offset
 
 VERDICT_LAST_LINE = "MISSING_EVIDENCE:"  # generation may stop once this line is complete, outside the thinking
+STAGES = {"route": "routing", "cue": "cues for", "verify": "verifying"}  # what `on_stage` is told, by request kind
+UNITS = {"route": "instruction(s)", "cue": "instruction(s)", "verify": "trajectory(ies)"}
 
 
 @dataclass
@@ -130,6 +132,7 @@ class AdaptRubric:
         self.criteria = Criteria(_calls_of(self) if engine is not None else None, self.config, self.bank,
                                  self.prompts)
         self._pool: Optional[ThreadPoolExecutor] = None
+        self.on_stage: Optional[Callable[[str], None]] = None  # told what runs now: routing, cues, verifying
 
     @property
     def config(self) -> PipelineConfig:
@@ -146,13 +149,31 @@ class AdaptRubric:
     def _call(self, requests: list[Request]) -> list[Output]:
         if not requests:
             return []
+        self._stage(f"{STAGES[requests[0].kind]} {len(requests)} {UNITS[requests[0].kind]}")
         outs = self.engine.generate(requests)
         for req, out in zip(requests, outs):
-            self.stats[f"calls_{req.kind}"] += 1
-            self.stats["calls"] += 1
-            self.stats["prompt_tokens"] += out.prompt_tokens
-            self.stats["completion_tokens"] += out.completion_tokens
+            self._count(req, out)
         return outs
+
+    def _call_iter(self, requests: list[Request]) -> Iterator[list[tuple[int, Output]]]:
+        """The engine's outputs in the lists they are ready in (counted as they come), the stage named."""
+        if not requests:
+            return
+        self._stage(f"{STAGES[requests[0].kind]} {len(requests)} {UNITS[requests[0].kind]}")
+        for ready in self.engine.generate_iter(requests):
+            for i, out in ready:
+                self._count(requests[i], out)
+            yield ready
+
+    def _count(self, req: Request, out: Output) -> None:
+        self.stats[f"calls_{req.kind}"] += 1
+        self.stats["calls"] += 1
+        self.stats["prompt_tokens"] += out.prompt_tokens
+        self.stats["completion_tokens"] += out.completion_tokens
+
+    def _stage(self, what: str) -> None:
+        if self.on_stage is not None:
+            self.on_stage(what)
 
     # ------------------------------------------------------------------ stages
     def route_many(self, instructions: Iterable[str]) -> dict[str, RouteResult]:
@@ -226,39 +247,64 @@ class AdaptRubric:
         return v
 
     def iter_score(self, trajs: Iterable[Trajectory]) -> Iterator[Verdict]:
-        """Yield one Verdict per trajectory, batch by batch, in input order."""
+        """Yield one Verdict per trajectory as it is ready: batch by batch, and within a batch as the
+        engine finishes each group (input order when it answers a batch at once)."""
+        for ready in self.iter_ready(trajs):
+            yield from ready
+
+    def iter_ready(self, trajs: Iterable[Trajectory]) -> Iterator[list[Verdict]]:
+        """`iter_score` in the lists the verdicts become ready in (a failed preparation, an engine group)."""
+        for ready in self._iter_indexed(trajs):
+            yield [v for _, v in ready]
+
+    def _iter_indexed(self, trajs: Iterable[Trajectory]) -> Iterator[list[tuple[int, Verdict]]]:
+        """Lists of (input position, Verdict), as ready."""
         if self.engine is None:
             raise ValueError("scoring needs an engine")
         batch: list[Trajectory] = []
+        start = 0
         for t in trajs:
             batch.append(t)
             if len(batch) >= self.config.trajectories_per_batch:
-                yield from self._score_batch(batch)
+                yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
+                start += len(batch)
                 batch = []
         if batch:
-            yield from self._score_batch(batch)
+            yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
 
-    def _score_batch(self, batch: list[Trajectory]) -> list[Verdict]:
+    def _score_batch(self, batch: list[Trajectory]) -> Iterator[list[tuple[int, Verdict]]]:
+        """Lists of (position in the batch, Verdict): the failed preparations first, then the verifier's
+        verdicts in the groups the engine hands them over in."""
         t0 = time.perf_counter()
         prepared = self.prepare_many(batch)
-        ok = [p for p in prepared if isinstance(p, Prepared)]
-        outs = iter(self._call([self.verifier_request(p) for p in ok]))
-        verdicts = []
-        for t, p in zip(batch, prepared):
-            if isinstance(p, Exception):
-                v = Verdict(id=t.id, status="error", error=f"{t.source or '?'}, record {t.id}: {p}")
-            else:
-                v = self._verdict(p, next(outs))
+        shares = self._shared_costs(batch)
+        failed = [(k, self._done(Verdict(id=batch[k].id, status="error",
+                                         error=f"{batch[k].source or '?'}, record {batch[k].id}: {p}"),
+                                 batch[k], shares[k])) for k, p in enumerate(prepared) if isinstance(p, Exception)]
+        if failed:
+            yield failed
+        ok = [k for k, p in enumerate(prepared) if isinstance(p, Prepared)]
+        for ready in self._call_iter([self.verifier_request(prepared[k]) for k in ok]):
+            out = []
+            for j, o in ready:
+                k = ok[j]
+                v = self._verdict(prepared[k], o)
                 v.cost_tokens, v.cost_calls = float(v.prompt_tokens + v.completion_tokens), 1.0
-            verdicts.append(self._stamp(v, t))
-        self._charge_shared(batch, verdicts)
-        self.stats["trajectories"] += len(batch)
-        self.stats["hit_cap"] += sum(v.hit_cap for v in verdicts)
+                out.append((k, self._done(v, batch[k], shares[k])))
+            yield out
         self.stats["seconds"] += time.perf_counter() - t0
-        return verdicts
 
-    def _charge_shared(self, batch: list[Trajectory], verdicts: list[Verdict]) -> None:
-        """Add each trajectory's share of this batch's router and cue calls to its costs."""
+    def _done(self, v: Verdict, t: Trajectory, share: tuple[float, float]) -> Verdict:
+        """A finished verdict: stamped, charged its share of the shared calls, counted."""
+        v = self._stamp(v, t)
+        v.cost_tokens += share[0]
+        v.cost_calls += share[1]
+        self.stats["trajectories"] += 1
+        self.stats["hit_cap"] += v.hit_cap
+        return v
+
+    def _shared_costs(self, batch: list[Trajectory]) -> list[tuple[float, float]]:
+        """Each trajectory's share (tokens, calls) of this batch's router and cue calls."""
         routes = self.criteria.routes
 
         def keys(i: int) -> list[tuple]:
@@ -266,13 +312,11 @@ class AdaptRubric:
             r = routes.get(ins)
             return [("route", ins)] + ([("cue", ins, r.category)] if r else [])
 
-        for v, (tokens, calls) in zip(verdicts, self.criteria.take_costs(keys, len(batch))):
-            v.cost_tokens += tokens
-            v.cost_calls += calls
+        return self.criteria.take_costs(keys, len(batch))
 
     def score(self, trajs: Iterable[Trajectory]) -> list[Verdict]:
         """Score every trajectory; one Verdict each, in input order."""
-        return list(self.iter_score(trajs))
+        return [v for _, v in sorted((kv for ready in self._iter_indexed(trajs) for kv in ready), key=lambda kv: kv[0])]
 
     def summary(self) -> dict:
         """Calls, tokens and seconds per trajectory so far (all model calls, amortised as in Table 5)."""

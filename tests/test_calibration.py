@@ -70,7 +70,7 @@ def _crafted_run(tmp_path):
     data = write_jsonl(tmp_path / "d.jsonl", recs)
     verdicts = [Verdict(id=i, score=int(p >= 0.5), p_success=p) for i, (p, _) in CRAFTED.items()]
     verdicts.append(Verdict(id="i", status="unparsed", raw="no verdict"))  # labelled, no probability
-    verdicts.append(Verdict(id="z", score=1, p_success=0.99))  # not in the data: no label, left out
+    verdicts.append(Verdict(id="z", score=1, p_success=0.99))  # not in the data: left out with --allow-extra
     vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(v.to_dict()) for v in verdicts])
     assert shot
     return data, vfile
@@ -78,7 +78,8 @@ def _crafted_run(tmp_path):
 
 def test_eval_prints_the_hand_computed_figures(tmp_path, capsys):
     data, vfile = _crafted_run(tmp_path)
-    assert main(["eval", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet"]) == 0
+    assert main(["eval", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet",
+                 "--allow-extra"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("p_success over"))
     assert "over 8 labelled verdicts" in line
@@ -101,7 +102,7 @@ def test_compare_draws_both_reliability_diagrams(tmp_path, capsys):
     assert main(["calibrate", "--apply", str(cal), "--verdicts", str(vfile), "--out", str(tmp_path / "vc.jsonl")]) == 0
     for name, v in (("A", vfile), ("B", tmp_path / "vc.jsonl")):
         assert main(["eval", "--data", str(data), "--verdicts", str(v), "--out", str(tmp_path / name), "--quiet",
-                     "--no-review"]) == 0
+                     "--no-review", "--allow-extra"]) == 0
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "A"), str(tmp_path / "B"), "--out", str(tmp_path / "cmp")]) == 0
     text = capsys.readouterr().out

@@ -2,6 +2,7 @@
 of the published Qwen3-VL architectures, refusals that say what would fit, and the README's table."""
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,19 @@ def test_parse_memory():
     assert parse_memory("24GB") == parse_memory("24 GiB") == parse_memory("24") == 24 * GiB
     with pytest.raises(ValueError, match="24GB"):
         parse_memory("lots")
+
+
+def test_plan_for_too_long_examples_offers_only_what_shortens_them(tiny_model, dist, capsys):
+    assert _distill("plan", dist, "--model", tiny_model, "--json") == 0
+    longest = json.loads(capsys.readouterr().out)["lengths"]["total"]["max"]
+    cap = longest - 1
+    assert _distill("plan", dist, "--model", tiny_model, "--max-seq-len", cap) == 1
+    out = capsys.readouterr().out
+    alts = [x for x in out.splitlines() if x.startswith("  with ")]
+    # the memory fits: nothing that leaves the sequences as long as they are
+    assert alts and not any("--load-in-4bit" in x or "--per-device-batch-size" in x for x in alts), out
+    assert all(x.endswith((f"(still over --max-seq-len {cap})", f"(within --max-seq-len {cap})")) for x in alts), out
+    fix = alts[-1]  # the usual budgets leave these small screens as they are: the budget that fits is computed
+    budget, tokens = re.search(r"--max-visual-tokens (\d+): .* longest example (\d+) tokens", fix).groups()
+    assert fix.endswith("(within --max-seq-len %d)" % cap) and int(tokens) <= cap and int(budget) % 64 == 0
+    assert _distill("plan", dist, "--model", tiny_model, "--max-seq-len", cap, "--max-visual-tokens", budget) == 0

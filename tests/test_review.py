@@ -152,18 +152,22 @@ def test_a_changed_selection_is_reported(scored, tmp_path):
     assert "saw 4 screenshot(s)" in note and "has 6" in note
 
 
-def test_ids_missing_from_the_data_and_error_verdicts_get_cards(tmp_path):
-    recs = [canonical_record(tmp_path, "a", 3, label=1)]
+def test_error_and_missing_verdicts_get_cards_and_extra_ids_are_refused(tmp_path):
+    recs = [canonical_record(tmp_path, "a", 3, label=1), canonical_record(tmp_path, "b", 3, label=0)]
     data = write_jsonl(tmp_path / "d.jsonl", recs)
     verdicts = [Verdict(id="a", status="error", error="d.jsonl, record a: boom"), Verdict(id="ghost", score=1, raw="x")]
     vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(v.to_dict()) for v in verdicts])
     from adaptrubric_local.evaluation.harness import run_review
 
-    run_review(vfile, tmp_path / "r", data)
-    a, ghost = _cards(tmp_path / "r")
+    with pytest.raises(ValueError, match=r"verdicts for 1 id\(s\) that are not in .*d.jsonl \(first: ghost\)"):
+        run_review(vfile, tmp_path / "r", data)
+    res = run_review(vfile, tmp_path / "r", data, allow_extra=True)
+    a, b = _cards(tmp_path / "r")  # the ghost is left out; b, which has no verdict, gets a card
     assert a["outcome"] == "error" and a["error"].endswith("boom") and len(a["selected"]) == 3
     assert "names no family" in a["notes"][0]
-    assert ghost["instruction"] is None and "not in the data set" in ghost["notes"][0]
+    assert b["id"] == "b" and b["outcome"] == "missing" and b["instruction"] == "Turn on Wi-Fi."
+    assert "no verdict for this trajectory" in b["notes"][0] and len(b["selected"]) == 3
+    assert res["counts"]["missing"] == 1 and res["coverage"]["extra"] == ["ghost"]
 
 
 def test_index_rows_and_chunks(tmp_path):
@@ -217,3 +221,19 @@ def test_the_prompt_on_a_card_is_the_one_the_engine_was_sent(tmp_path):
     text = (tmp_path / "r2" / "review_files" / "index.js").read_text()
     assert any("prompt set had sha 0000000000000000" in n
                for n in json.loads(text[text.index("=") + 1:].rstrip().rstrip(";"))["notes"])
+
+
+def test_review_prints_the_pages_own_counts(tmp_path, capsys):
+    """Nothing parsed: the page shows unparsed 10 and no FN/TN, and so does the terminal (the headline,
+    which counts unparsed verdicts as SCORE 0, is printed apart and named as such)."""
+    recs = [canonical_record(tmp_path, f"t{i}", 2, label=int(i < 9)) for i in range(10)]
+    data = write_jsonl(tmp_path / "d.jsonl", recs)
+    verdicts = [Verdict(id=f"t{i}", status="unparsed", raw="noise") for i in range(10)]
+    vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(v.to_dict()) for v in verdicts])
+    assert main(["review", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    first, second = capsys.readouterr().out.splitlines()[:2]
+    index = json.loads((tmp_path / "r" / "review_files" / "index.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
+    printed = dict(kv.split("=") for kv in first.split("(")[0].split()[2:])
+    assert printed == {k: str(v) for k, v in index["counts"].items() if k not in ("missing", "unlabelled")}
+    assert first.startswith("10 cards: TP=0 FP=0 FN=0 TN=0 unparsed=10 error=0 ")
+    assert second.startswith("eval's headline counts unparsed") and second.endswith("FN=9 TN=1")

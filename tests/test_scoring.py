@@ -253,7 +253,8 @@ def test_score_file_progress_bar_names_its_unit_and_counts(tmp_path, capsys):
     score_file(AdaptRubric(eng, PipelineConfig(router="rules")), data, tmp_path / "v.jsonl")
     cap = capsys.readouterr()
     bar = cap.err.replace("\r", "\n").splitlines()
-    final = [ln for ln in bar if ln.startswith("scoring: 100%")][-1].rstrip()  # tqdm pads a redraw with spaces
+    # the bar names the stage that runs; tqdm pads a redraw with spaces
+    final = [ln for ln in bar if ln.startswith("scoring (verifying 3 trajectory(ies)): 100%")][-1].rstrip()
     # one ok, one engine error, one unparseable output
     assert "3/3" in final and "traj/s" in final and final.endswith("errors=1, unparsed=1]")
     assert cap.out == ""

@@ -112,7 +112,13 @@ def load_config_file(path: str | Path) -> dict:
     """A YAML/JSON config file as TrainConfig fields; unknown keys are an error naming the file."""
     import yaml
 
-    raw = yaml.safe_load(Path(path).read_text()) or {}
+    path = Path(path)
+    if not path.is_file():
+        hint = ("; the ready configs (training/*.yaml) are files of the source checkout, not installed with the "
+                "package: run from a clone of the repository, copy the file, or give its options as flags "
+                "(`adaptrubric distill train --help`)") if "training" in path.parts else ""
+        raise FileNotFoundError(f"--config {path}: no such file (looked in {Path.cwd()}){hint}")
+    raw = yaml.safe_load(path.read_text()) or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: a config file must be a mapping of TrainConfig fields")
     raw = {k.replace("-", "_"): v for k, v in raw.items()}

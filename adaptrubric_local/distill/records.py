@@ -116,6 +116,23 @@ def _balance(train: list[dict], seed: int) -> tuple[list[dict], int]:
     return [r for r in train if r["id"] in keep], len(train) - len(keep)
 
 
+def split_warnings(counts: dict, val_fraction: float, seed: int) -> list[str]:
+    """What is wrong with a train/val split for training (one class only, nothing held out)."""
+    out = []
+    for name, flag in (("validation", "val"), ("training", "train")):
+        n, pos = counts[flag], counts[f"{flag}_positive"]
+        if n and pos in (0, n):
+            cls = "successes (SCORE 1)" if pos else "failures (SCORE 0)"
+            why = ("the best epoch is chosen by agreement on it, which a student answering one class for everything "
+                   "gets right" if flag == "val" else "the student cannot learn to tell the classes apart")
+            out.append(f"all {n} {name} example(s) are {cls}: {why}; collect more tasks, or split them otherwise "
+                       f"(--val-fraction {val_fraction}, --seed {seed}: the split is by task)")
+    if not counts["val"] and val_fraction > 0 and counts["collected"]:
+        out.append(f"no validation examples ({counts['tasks']} task(s), --val-fraction {val_fraction}): the last epoch "
+                   "is kept, unchecked; collect more tasks or raise --val-fraction")
+    return out
+
+
 def finalize(out: Path, all_tasks: list[str], val_fraction: float, seed: int, balance: bool, meta: dict) -> dict:
     """Write train.jsonl / val.jsonl (split by task) and manifest.json from collected.jsonl."""
     records = read_jsonl(out / FILES["collected"])
@@ -143,6 +160,6 @@ def finalize(out: Path, all_tasks: list[str], val_fraction: float, seed: int, ba
         "disagree": sum(r["reason"] == "disagrees with label" for r in rejected),
         "failed": len(failures), "tasks": len(all_tasks), "val_tasks": len(val_tasks),
     }
-    manifest = {**meta, "counts": counts}
+    manifest = {**meta, "counts": counts, "warnings": split_warnings(counts, val_fraction, seed)}
     (out / FILES["manifest"]).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return manifest

@@ -12,14 +12,16 @@ never on a line drafted inside `<think>`); `Output.hit_cap` says a row was cut b
 rather than ending on its own or at that line (an endpoint's `finish_reason: length`).
 `Output.reasoning` holds what a thinking model returned apart from its answer, when a backend
 separates the two; `Output.opened_thinking` says the text starts inside a thinking block the prompt
-opened (a Thinking checkpoint's chat template), so that only its `</think>` is in the text.
+opened (a Thinking checkpoint's chat template), so that only its `</think>` is in the text. `generate_iter` hands the outputs over as they are ready, in lists of those that
+became ready together (a backend that batches yields each group as it finishes), so a caller can
+write results and move a progress bar before the whole batch is done.
 The engine knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterator, Optional
 
 from ..thinking import visible_line
 
@@ -73,6 +75,12 @@ class Engine(ABC):
     @abstractmethod
     def generate(self, requests: list[Request]) -> list[Output]:
         """Generate one Output per Request, in order."""
+
+    def generate_iter(self, requests: list[Request]) -> Iterator[list[tuple[int, Output]]]:
+        """Lists of (index into `requests`, its Output), each list the outputs that became ready
+        together, until every request has its Output; by default one list, after `generate`."""
+        if requests:
+            yield list(enumerate(self.generate(requests)))
 
     def next_token_probs(self, requests: list[Request], prefixes: list[str],
                          candidates: tuple[str, ...] = ("0", "1")) -> list[dict[str, float]]:

@@ -13,14 +13,15 @@ line starting with its `stop_after_line` outside the model's thinking (a Thinkin
 template opens `<think>` in the prompt: its rows start inside it); `votes > 1` samples k outputs per
 request. P(token) for watched tokens ("0"/"1") is read from the generation logits on the device,
 copied once at the end. `stats` counts groups and rows (rows per group), out-of-memory splits and
-rows that hit the cap. Knows nothing about rubrics, routing or verdicts.
+rows that hit the cap. `generate_iter` hands each group's outputs over as soon as the group is done.
+Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 
 import gc
 import os
 from collections import Counter
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
@@ -127,6 +128,13 @@ class HFEngine(Engine):
     def generate(self, requests: list[Request]) -> list[Output]:
         """One Output per Request, in order."""
         outputs: list[Optional[Output]] = [None] * len(requests)
+        for ready in self.generate_iter(requests):
+            for i, out in ready:
+                outputs[i] = out
+        return outputs  # type: ignore[return-value]
+
+    def generate_iter(self, requests: list[Request]) -> Iterator[list[tuple[int, Output]]]:
+        """[(index, Output), ...] of one length group at a time, as each finishes generating."""
         planned = plan_tokens([r.images for r in requests], self.images.cfg)  # headers only
         est = {i: self._estimate(r, planned[i]) for i, r in enumerate(requests)}
         order = sorted(range(len(requests)), key=lambda i: est[i], reverse=True)
@@ -140,17 +148,14 @@ class HFEngine(Engine):
             imgs = pending.result()
             if g + 1 < len(groups):  # overlap the next group's preprocessing with this generation
                 pending = self.images.submit([requests[i].images for i in groups[g + 1]])
-            for k, i in enumerate(group):
-                if k in imgs.errors:
-                    outputs[i] = Output(error=imgs.errors[k], n_images=len(requests[i].images))
+            failed = [(i, Output(error=imgs.errors[k], n_images=len(requests[i].images)))
+                      for k, i in enumerate(group) if k in imgs.errors]
             ok = [k for k in range(len(group)) if k not in imgs.errors]
             for k in ok:  # the plan and the decoded images agree unless a file changed in between
                 if k not in rows or planned[group[k]] != imgs.tokens_per_image[k]:
                     rows[k] = self._token_rows([requests[group[k]]], [imgs.tokens_per_image[k]])[0]
             outs = self._run_split([requests[group[k]] for k in ok], _subset(imgs, ok), [rows[k] for k in ok])
-            for k, out in zip(ok, outs):
-                outputs[group[k]] = out
-        return outputs  # type: ignore[return-value]
+            yield failed + [(group[k], out) for k, out in zip(ok, outs)]
 
     def _run_split(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]]) -> list[Output]:
         """Generate, halving the batch on out-of-memory until every request is done. The retry runs

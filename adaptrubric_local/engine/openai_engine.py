@@ -28,10 +28,10 @@ import base64
 import math
 import mimetypes
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from .base import Engine, Output, Request, TokenProbs
 
@@ -210,6 +210,12 @@ class OpenAIEngine(Engine):
     def generate(self, requests: list[Request]) -> list[Output]:
         """One Output per Request, in order; requests run concurrently up to `concurrency`."""
         return list(self._pool.map(self._one, requests))
+
+    def generate_iter(self, requests: list[Request]) -> Iterator[list[tuple[int, Output]]]:
+        """[(index, Output)] per request as each reply arrives."""
+        futures = {self._pool.submit(self._one, r): i for i, r in enumerate(requests)}
+        for f in as_completed(futures):
+            yield [(futures[f], f.result())]
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

@@ -16,8 +16,9 @@ from .._version import __version__
 from ..formats import load_trajectories
 from ..formats.base import json_problem
 from ..fusion import ABLATIONS
-from ..scoring import last_per_id, sidecar
+from ..scoring import error_id, last_per_id, sidecar
 from ..types import Verdict
+from . import coverage as C
 from . import metrics as M
 from . import probability as PR
 from . import report as R
@@ -53,16 +54,25 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
 
 def attach_labels(verdicts: list[Verdict], data: Optional[str | Path], loaded=None) -> list[Verdict]:
     """Take label, platform and task_id from the data set (the source of truth) by trajectory id;
-    a trajectory without a task_id is grouped with the others that share its instruction."""
+    a trajectory without a task_id is grouped with the others that share its instruction. Verdicts
+    for ids the data lacks keep theirs (`coverage.align` is what decides which verdicts count)."""
     if data is None:
         return verdicts
     loaded = loaded or load_trajectories(data, check_images=False)
     by_id = {t.id: t for t in loaded.trajectories}
-    for v in verdicts:
-        t = by_id.get(str(v.id))
-        if t is not None:
-            v.label, v.platform, v.task_id = t.label, t.platform, t.task_id or f"instruction: {t.instruction}"
-    return verdicts
+    return [C.label_from(v, by_id.get(str(v.id))) for v in verdicts]
+
+
+def covered_verdicts(verdicts_path: str | Path, data: Optional[str | Path], loaded, subset: str = "data",
+                     allow_extra: bool = False) -> tuple[list[Verdict], C.Coverage]:
+    """The verdicts `eval`, `tts` and `review` work over, and how they cover the data set: every
+    trajectory of `loaded` (the data set, its labels as they are now), those without a verdict as
+    `missing` (`coverage.py`); without a data set, the verdict file's own lines and labels."""
+    verdicts = load_verdicts(verdicts_path)
+    if loaded is None:
+        return C.align(verdicts, None, subset)
+    return C.align(verdicts, loaded.trajectories, subset, allow_extra, unreadable=[error_id(e) for e in loaded.errors],
+                   data=str(data) if data else None, verdicts_name=str(verdicts_path))
 
 
 def run_meta(verdicts_path: Optional[Path], verdicts: list[Verdict], **extra) -> dict:
@@ -95,28 +105,38 @@ def _dump(path: Path, obj) -> None:
 
 
 # ----------------------------------------------------------------------------- eval
-def _evaluated(verdicts_path, out, data, loaded, labels=None):
-    """(out folder, the data set, the labelled verdicts, their metrics with probability figures and run
-    record, a title): what `eval` and `review` both start from. `labels`: the record of the labels
-    files already applied to `loaded` (labels.apply_labels), kept in the run record."""
+def _evaluated(verdicts_path, out, data, loaded, labels=None, subset="data", allow_extra=False):
+    """(out folder, the data set, the verdicts with missing ones, their metrics with probability
+    figures, coverage and run record, a title): what `eval` and `review` both start from. `labels`: the
+    record of the labels files already applied to `loaded` (labels.apply_labels), kept in the run record;
+    `subset`, `allow_extra`: coverage.py."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if loaded is None and data is not None:
         loaded = load_trajectories(data, check_images=False)
-    verdicts = attach_labels(load_verdicts(verdicts_path), data, loaded)
+    verdicts, cov = covered_verdicts(verdicts_path, data, loaded, subset, allow_extra)
     m = M.evaluate(verdicts)
-    m["probability"] = PR.summaries(verdicts)
+    m["probability"] = PR.summaries(C.covered(verdicts))
+    m["coverage"] = cov.to_dict()
     m["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None, labels=labels)
     title = f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"
     return out, loaded, verdicts, m, title
 
 
+def coverage_notes(m: dict) -> list[str]:
+    """The coverage sentences of a result (metrics.json or tts.json content)."""
+    cov, run = m.get("coverage"), m.get("run", {})
+    return C.Coverage(**cov).lines(run.get("data"), run.get("verdicts")) if cov else []
+
+
 def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
-             review: bool = True, progress: bool = False, labels: Optional[dict] = None) -> dict:
-    """Metrics, report, plots and (with `review`) the review page for one verdict file; returns
-    metrics.json's content. `loaded`: the data set already loaded, to avoid reading it again."""
-    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels)
-    m["efficiency"] = M.efficiency(verdicts, _summary(Path(verdicts_path)))
+             review: bool = True, progress: bool = False, labels: Optional[dict] = None, subset: str = "data",
+             allow_extra: bool = False) -> dict:
+    """Metrics, report, plots and (with `review`) the review page for one verdict file over the data
+    set (`coverage.py`: `subset`, `allow_extra`); returns metrics.json's content. `loaded`: the data set
+    already loaded, to avoid reading it again."""
+    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
+    m["efficiency"] = M.efficiency(C.covered(verdicts), _summary(Path(verdicts_path)))
     if review:
         write_review_page(out, verdicts, loaded, m, title, progress)
         m["review"] = "review.html"
@@ -124,9 +144,9 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
     _dump(out / "run.json", m["run"])
     R.plot_confusion(m["overall"]["confusion"], out / "confusion.png", f"Confusion matrix: {title}")
     R.plot_per_platform(m["per_platform"], out / "per_platform.png",
-                        f"Per-platform metrics (unparsed/errors as predicted failures): {title}")
+                        f"Per-platform metrics (unparsed/errors/missing as predicted failures): {title}")
     R.plot_reliability(list(m["probability"].items()), out / "calibration.png", f"Reliability of p_success: {title}")
-    (out / "report.md").write_text(R.metrics_markdown(m, m["run"]))
+    (out / "report.md").write_text(R.metrics_markdown(m, m["run"], coverage_notes(m)))
     return m
 
 
@@ -173,33 +193,43 @@ def ordered(verdicts: list[Verdict], cfg) -> tuple[list[Verdict], dict, dict]:
 
 
 def run_review(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
-               progress: bool = False, order=None, labels: Optional[dict] = None) -> dict:
-    """The review page alone (`adaptrubric review`); returns the counts it shows. `order`: a
+               progress: bool = False, order=None, labels: Optional[dict] = None, subset: str = "data",
+               allow_extra: bool = False) -> dict:
+    """The review page alone (`adaptrubric review`); returns the counts it shows (`counts`: cards per
+    outcome, the page's own chips) beside the headline's confusion and the coverage. `order`: a
     ReviewOrderConfig whose order (and budget) the cards follow."""
-    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels)
+    from .review import outcome_counts
+
+    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
     shown, extra, info = (ordered(verdicts, order) if order is not None and order.order
                           else (verdicts, None, None))
     page = write_review_page(out, shown, loaded, m, title, progress, extra, info)
     return {"page": str(page), "n": len(verdicts), "shown": len(shown), "order": info,
-            "confusion": m["overall"]["confusion"], "unparsed": m["overall"]["unparsed"],
-            "errors": m["overall"]["errors"]}
+            "counts": outcome_counts(verdicts), "confusion": m["overall"]["confusion"],
+            "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"],
+            "missing": m["overall"]["missing"], "coverage": m["coverage"], "notes": coverage_notes(m)}
 
 
 # ----------------------------------------------------------------------------- tts
 def run_tts(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None,
-            max_n: Optional[int] = None, seed: int = T.SEED, loaded=None, labels: Optional[dict] = None) -> dict:
-    """Test-time-scaling curves, pool composition, report and figure; returns tts.json's content."""
+            max_n: Optional[int] = None, seed: int = T.SEED, loaded=None, labels: Optional[dict] = None,
+            subset: str = "data", allow_extra: bool = False) -> dict:
+    """Test-time-scaling curves, pool composition, report and figure over the data set's candidates (a
+    candidate without a verdict is `missing`, never a predicted success); returns tts.json's content."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    verdicts = attach_labels(load_verdicts(verdicts_path), data, loaded)
+    if loaded is None and data is not None:
+        loaded = load_trajectories(data, check_images=False)
+    verdicts, cov = covered_verdicts(verdicts_path, data, loaded, subset, allow_extra)
     res = T.curves(verdicts, max_n=max_n, seed=seed)
     res["classification"] = M.classification([v for v in verdicts if v.label in (0, 1)])
+    res["coverage"] = cov.to_dict()
     res["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None, seed=seed, labels=labels)
     _dump(out / "tts.json", res)
     _dump(out / "run.json", res["run"])
     R.plot_tts(res, out / "tts.png", f"Reward-guided selection: {res['run'].get('model') or Path(verdicts_path).name} "
                                      f"({res['pool']['tasks']} tasks, seed {seed})")
-    (out / "report.md").write_text(R.tts_markdown(res, res["run"]))
+    (out / "report.md").write_text(R.tts_markdown(res, res["run"], coverage_notes(res)))
     return res
 
 

@@ -4,7 +4,8 @@ A card holds the trajectory's instruction, platform, answer, the family and cues
 the verdict), the screenshots the run selected with each one's selection reason and the frames left
 out, the compiled evidence, the verifier prompt as it was sent (text, then the screenshots, then the
 suffix), the raw verifier output with the span of the verdict block the parser read, and SCORE,
-p_success, status, label and outcome (TP/FP/FN/TN, unparsed, error, unlabelled).
+p_success, status, label and outcome (TP/FP/FN/TN, unparsed, error, missing: a trajectory of the data
+set the verdict file has no line for, unlabelled).
 
 The selection and the evidence are computed again by the pipeline's own `prepare()`, with the
 verdict's family and cues and the run's settings from the verdict file's config sidecar
@@ -22,19 +23,24 @@ from ..evidence import compile_evidence
 from ..types import Trajectory, Verdict
 from ..verdict import last_block
 
-OUTCOMES = ("FP", "FN", "unparsed", "error", "TP", "TN", "unlabelled")  # the page's filter order
+OUTCOMES = ("FP", "FN", "unparsed", "error", "missing", "TP", "TN", "unlabelled")  # the page's filter order
 SAMPLE_SEPARATOR = "----- sample -----"  # pipeline.vote joins the k sampled outputs with it
 
 
 def outcome(v: Verdict) -> str:
     """TP/FP/FN/TN for a parsed, labelled verdict; otherwise its status or 'unlabelled'."""
-    if v.status == "error":
-        return "error"
+    if v.status in ("error", "missing"):
+        return v.status
     if v.status != "ok" or v.score not in (0, 1):
         return "unparsed"
     if v.label not in (0, 1):
         return "unlabelled"
     return {(1, 1): "TP", (0, 1): "FP", (1, 0): "FN", (0, 0): "TN"}[(v.label, v.score)]
+
+
+def outcome_counts(verdicts: list[Verdict]) -> dict[str, int]:
+    """Cards per outcome: the counts the page's filter chips show."""
+    return {o: sum(outcome(v) == o for v in verdicts) for o in OUTCOMES}
 
 
 def error_confidence(v: Verdict) -> Optional[float]:
@@ -134,6 +140,9 @@ def card(v: Verdict, traj: Optional[Trajectory], preparer: Preparer) -> dict:
     if traj is None:
         c["notes"].append("this id is not in the data set: no instruction or screenshots to show")
         return c
+    if v.status == "missing":
+        c["notes"].append("no verdict for this trajectory in the verdict file (the run did not reach it, or the file "
+                          "is another data set's): the frames shown are those the bank's fallback family would select")
     prepared = None
     try:
         prepared = preparer.prepare(traj, v)
@@ -142,7 +151,7 @@ def card(v: Verdict, traj: Optional[Trajectory], preparer: Preparer) -> dict:
     c["selected"], c["left_out"] = _frames(traj, prepared)
     if prepared is not None:  # what the engine got: this text, the selected screenshots, this suffix
         c["prompt"] = {"text": prepared.prompt.text, "suffix": prepared.prompt.suffix, "images": len(c["selected"])}
-    if v.category is None:
+    if v.category is None and v.status != "missing":
         c["notes"].append("the verdict names no family: frames selected as for the bank's fallback family")
     if prepared is not None and v.status != "error" and v.n_images and v.n_images != len(c["selected"]):
         c["notes"].append(f"the verifier saw {v.n_images} screenshot(s) but the selection recomputed from the data "

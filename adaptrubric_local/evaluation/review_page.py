@@ -164,7 +164,7 @@ def write_review(out: str | Path, cards: list[dict], meta: Optional[dict] = None
             stale.unlink()
     page_cards = [_page_card(c, thumbs, out) for c in cards]
     parts = share_prompt_parts(page_cards)
-    counts = {o: sum(c["outcome"] == o for c in cards) for o in OUTCOMES}
+    counts = {o: sum(c["outcome"] == o for c in cards) for o in OUTCOMES}  # = review.outcome_counts
     index = {"meta": meta or {}, "notes": notes or [], "n": len(cards), "chunk": CHUNK, "counts": counts,
              "prompt_parts": parts,
              "outcomes": list(OUTCOMES), "rows": [_row(i, c) for i, c in enumerate(page_cards)],

@@ -248,7 +248,7 @@
     d.appendChild(el("summary", null, "Verifier output" + (c.block ? " (the parsed block highlighted)" : "")));
     var pre = el("pre", "raw-text");
     var raw = c.raw || "";
-    if (!raw) pre.textContent = c.status === "error" ? "(no output: " + (c.error || "error") + ")" : "(empty output)";
+    if (!raw) pre.textContent = c.status === "error" || c.status === "missing" ? "(no output: " + (c.error || c.status) + ")" : "(empty output)";
     else if (c.block) {
       pre.appendChild(document.createTextNode(raw.slice(0, c.block[0])));
       pre.appendChild(el("mark", null, raw.slice(c.block[0], c.block[1])));
@@ -256,7 +256,7 @@
     } else pre.textContent = raw;
     d.appendChild(pre);
     if (c.parse_error) d.appendChild(el("div", "notes", "not parsed: " + c.parse_error));
-    if (c.error) d.appendChild(el("div", "notes", "error: " + c.error));
+    if (c.error && c.status !== "missing") d.appendChild(el("div", "notes", "error: " + c.error));
     return d;
   }
 
@@ -601,12 +601,13 @@
     all.dataset.outcome = "";
     box.appendChild(all);
     IDX.outcomes.forEach(function (o) {
-      if (!IDX.counts[o] && o === "unlabelled") return;
+      if (!IDX.counts[o] && (o === "unlabelled" || o === "missing")) return;
       var b = el("button", "o-" + o, o + " " + (IDX.counts[o] || 0));
       b.dataset.outcome = o;
       b.title = { FP: "false positives: SCORE 1, the label says failure", FN: "false negatives: SCORE 0 on a success",
                   TP: "true positives", TN: "true negatives", unparsed: "no complete verdict block (not counted in FN/TN here)",
-                  error: "bad record or failed call", unlabelled: "no label in the data" }[o] || o;
+                  error: "bad record or failed call", unlabelled: "no label in the data",
+                  missing: "no verdict in the verdict file (a predicted failure in eval's headline)" }[o] || o;
       box.appendChild(b);
     });
     box.addEventListener("click", function (e) {
