@@ -12,9 +12,10 @@ never on a line drafted inside `<think>`); `Output.hit_cap` says a row was cut b
 rather than ending on its own or at that line (an endpoint's `finish_reason: length`).
 `Output.reasoning` holds what a thinking model returned apart from its answer, when a backend
 separates the two; `Output.opened_thinking` says the text starts inside a thinking block the prompt
-opened (a Thinking checkpoint's chat template), so that only its `</think>` is in the text. `generate_iter` hands the outputs over as they are ready, in lists of those that
-became ready together (a backend that batches yields each group as it finishes), so a caller can
-write results and move a progress bar before the whole batch is done.
+opened (a Thinking checkpoint's chat template), so that only its `</think>` is in the text.
+`generate_iter` hands the outputs over as they are ready, in lists of those that became ready
+together (a backend that batches yields each group as it finishes), so a caller can write results
+and move a progress bar before the whole batch is done.
 The engine knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
