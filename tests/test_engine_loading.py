@@ -40,7 +40,9 @@ def test_uncached_hub_id_without_network_fails_in_seconds_with_the_offline_help(
                           "some-org/uncached-vl", "--router", "rules", "--no-fine", "--out", str(tmp_path / "v.jsonl")],
                          capture_output=True, text=True, env=_env(tmp_path, endpoint), timeout=300)
     elapsed = time.monotonic() - t0
-    assert elapsed < 15, f"took {elapsed:.1f} s"
+    # the hub client's own retries took 144 s here; the quick check fails at once, and what is left is the
+    # start-up of Python and transformers (about 10 s on 2 idle cores, over 20 s on busy ones)
+    assert elapsed < 60, f"took {elapsed:.1f} s"
     assert run.returncode == 2, run.stderr[-2000:]
     err = run.stderr.strip().splitlines()[-1]
     assert err.startswith("adaptrubric: error: cannot load the processor of 'some-org/uncached-vl': not in the "
