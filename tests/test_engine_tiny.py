@@ -31,3 +31,19 @@ def test_the_saved_folder_is_a_safetensors_checkpoint_with_qwen_token_ids(tiny_m
     ids = {t["content"]: t["id"] for t in vocab}
     assert cfg["model_type"] == "qwen3_vl" and cfg["image_token_id"] == ids["<|image_pad|>"]
     assert cfg["vision_start_token_id"] == ids["<|vision_start|>"]
+
+
+def test_the_text_head_size_is_one_vllm_kernels_accept(tiny_model):
+    """vLLM's CPU attention takes head sizes 32, 64, 80, ... (16 kills its engine at the first request); M-RoPE's
+    sections must add up to half of it. The tiny model loads and runs in vLLM too (test_engine_vllm_engine.py)."""
+    import pytest
+
+    from adaptrubric_local.engine.tiny import build_config
+
+    text = json.loads((tiny_model / "config.json").read_text())["text_config"]
+    assert text["head_dim"] == 32 and text["rope_parameters"]["mrope_section"] == [8, 4, 4]
+    assert sum(text["rope_parameters"]["mrope_section"]) == text["head_dim"] // 2
+    tok = build_tokenizer(["a b c"] * 5, vocab_size=270)
+    assert build_config(tok, head_dim=64).text_config.rope_parameters["mrope_section"] == [16, 8, 8]
+    with pytest.raises(ValueError, match="multiple of 8"):
+        build_config(tok, head_dim=20)
