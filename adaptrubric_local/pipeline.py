@@ -212,7 +212,7 @@ class AdaptRubric:
         v.id, v.category, v.cues = p.traj.id, p.route.category, list(p.cues.cues)
         v.route_parsed, v.dropped_cues = p.route.parsed, list(p.cues.dropped)
         v.n_images, v.prompt_tokens, v.completion_tokens = len(p.images), out.prompt_tokens, out.completion_tokens
-        v.hit_cap = out.hit_cap
+        v.hit_cap, v.hit_context = out.hit_cap, out.hit_context
         return v
 
     def _stamp(self, v: Verdict, t: Optional[Trajectory]) -> Verdict:
@@ -251,6 +251,7 @@ class AdaptRubric:
         self._charge_shared(batch, verdicts)
         self.stats["trajectories"] += len(batch)
         self.stats["hit_cap"] += sum(v.hit_cap for v in verdicts)
+        self.stats["hit_context"] += sum(v.hit_context for v in verdicts)
         self.stats["seconds"] += time.perf_counter() - t0
         return verdicts
 
@@ -284,6 +285,7 @@ class AdaptRubric:
             "route_unparsed": self.criteria.unparsed["route"],
             "cue_unparsed": self.criteria.unparsed["cue"],
             "hit_cap": self.stats["hit_cap"],
+            "hit_context": self.stats["hit_context"],
         }
         engine_stats = self.engine.stats if self.engine is not None else {}
         if engine_stats:

@@ -104,6 +104,7 @@ def summarize(verdicts: list[Verdict], unparsed_calls: dict, seconds: float) -> 
         "errors": sum(v.status == "error" for v in verdicts),
         "positives": sum(v.score == 1 for v in verdicts),
         "hit_cap": sum(v.hit_cap for v in verdicts),
+        "hit_context": sum(v.hit_context for v in verdicts),
         "s_per_traj": seconds / max(1, n),
         "calls_per_traj": sum(v.cost_calls for v in verdicts) / denom,
         "tokens_per_traj": sum(v.cost_tokens for v in verdicts) / denom,
