@@ -59,6 +59,10 @@ def check_ray_flags(args) -> None:
     given = sorted(config_kwargs(args, RayConfig, only_given=True))
     if given and not args.ray:
         raise ValueError(f"{', '.join(flag_name(g) for g in given)} need(s) --ray")
+    if args.ray and getattr(args, "engine", None) == "vllm":
+        raise ValueError("--ray replicas hold the transformers engine; with --engine vllm one process drives vLLM's "
+                         "continuous batching (for several GPUs: --tensor-parallel-size, or one vLLM server per GPU "
+                         "behind --openai-url)")
     if args.ray and getattr(args, "openai_url", None):
         raise ValueError("--ray starts model copies; with --openai-url the server scales: raise --openai-concurrency "
                          "(requests in flight) instead")
@@ -98,6 +102,11 @@ def cmd_make_tiny(args) -> int:
     from .dry_run import tokenizer_corpus
     from .engine.tiny import make_tiny_model
 
+    if args.answering:
+        from .distill.answering import AnsweringSettings, answering_model
+
+        answering_model(args.dir, AnsweringSettings(seed=args.seed))
+        return 0
     path = make_tiny_model(args.dir, corpus=tokenizer_corpus(), seed=args.seed)
     print(f"tiny random-weight Qwen3-VL saved to {path} (outputs are noise; for tests and smoke runs)")
     return 0
@@ -159,9 +168,18 @@ def add_subcommands(sub) -> None:
     p.set_defaults(func=cmd_synth)
 
     p = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL offline and save it",
-                       formatter_class=FORMATTER, epilog="example:\n  adaptrubric make-tiny-model runs/tiny")
+                       description="A tiny Qwen3-VL (text head size 32, which vLLM's CPU and GPU kernels accept) "
+                                   "that loads in both engines: random weights (its outputs are noise), or with "
+                                   "--answering a student distilled on the CPU in about a minute that answers the "
+                                   "verifier prompt with parseable verdicts (for comparing engines).",
+                       formatter_class=FORMATTER,
+                       epilog="examples:\n  adaptrubric make-tiny-model runs/tiny\n"
+                              "  adaptrubric make-tiny-model runs/tiny-answering --answering")
     p.add_argument("dir", help="output folder")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--answering", action="store_true",
+                   help="distil and merge a tiny student that writes verdicts (synthetic data, labels as a teacher "
+                        "0.8 sure; about a minute on 2 cores); score it with --router rules --no-fine")
     p.set_defaults(func=cmd_make_tiny)
 
     p = sub.add_parser("demo", help="the product end to end on generated data, on the CPU",
