@@ -69,11 +69,16 @@ def add_pipeline_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
-    """--model and every engine option, one flag per HFEngineConfig field."""
+    """--engine, --model and every engine option: one flag per EngineChoice, HFEngineConfig and
+    VLLMConfig field."""
+    from .engine.build import EngineChoice
     from .engine.hf_config import HFEngineConfig
+    from .engine.vllm_engine import VLLMConfig
 
-    add_config_arguments(p.add_argument_group("engine (transformers, Qwen3-VL)"), HFEngineConfig,
-                         defaults={"model": None})  # a command names its model
+    g = p.add_argument_group("engine (transformers, Qwen3-VL; the options both engines share)")
+    add_config_arguments(g, EngineChoice)
+    add_config_arguments(g, HFEngineConfig, defaults={"model": None})  # a command names its model
+    add_config_arguments(p.add_argument_group("engine (vLLM: with --engine vllm)"), VLLMConfig)
 
 
 def add_remote_options(p: argparse.ArgumentParser) -> None:
@@ -124,20 +129,37 @@ def _warn_once(args):
 
 
 def engine_options(args, cfg=None) -> dict:
-    """HFEngineConfig options from the flags, plus RemoteConfig's with --openai-url; the token cap
-    covers every call the pipeline makes."""
+    """HFEngineConfig options from the flags, plus VLLMConfig's with --engine vllm and RemoteConfig's
+    with --openai-url; the token cap covers every call the pipeline makes, and vLLM's screenshot limit
+    defaults to the pipeline's budget."""
     from .engine.hf_config import HFEngineConfig
+    from .engine.vllm_engine import VLLMConfig
+    from .flags import flag_name
 
     kw, _ = adopt_adapter_images(args, config_kwargs(args, HFEngineConfig), {})
     if cfg is not None:
         kw["max_new_tokens"] = max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens, cfg.route_max_new_tokens)
+    engine = getattr(args, "engine", None) or "transformers"
+    if engine == "vllm":
+        if getattr(args, "openai_url", None):
+            raise ValueError("--engine vllm runs vLLM in this process; --openai-url sends every call to a server: "
+                             "choose one")
+        kw.update(config_kwargs(args, VLLMConfig), engine="vllm")
+        if kw.get("limit_mm_per_prompt") is None and cfg is not None:
+            kw["limit_mm_per_prompt"] = cfg.max_images
+    else:
+        given = sorted(config_kwargs(args, VLLMConfig, only_given=True))
+        if given:
+            raise ValueError(f"{', '.join(flag_name(g) for g in given)}: option(s) of the vLLM engine; add --engine "
+                             "vllm")
     if getattr(args, "openai_url", None):
         kw.update(config_kwargs(args, RemoteConfig))
     return kw
 
 
 def make_engine(args, cfg=None):
-    """The engine the options describe: the server's with --openai-url, else the transformers engine."""
+    """The engine the options describe: the server's with --openai-url, else the in-process engine
+    --engine names (transformers by default)."""
     kw = engine_options(args, cfg)
     if is_remote(kw):
         return remote_engine(kw)

@@ -236,7 +236,7 @@ class AdaptRubric:
         v.id, v.category, v.cues = p.traj.id, p.route.category, list(p.cues.cues)
         v.route_parsed, v.dropped_cues = p.route.parsed, list(p.cues.dropped)
         v.n_images, v.prompt_tokens, v.completion_tokens = len(p.images), out.prompt_tokens, out.completion_tokens
-        v.hit_cap = out.hit_cap
+        v.hit_cap, v.hit_context = out.hit_cap, out.hit_context
         return v
 
     def _stamp(self, v: Verdict, t: Optional[Trajectory]) -> Verdict:
@@ -301,6 +301,7 @@ class AdaptRubric:
         v.cost_calls += share[1]
         self.stats["trajectories"] += 1
         self.stats["hit_cap"] += v.hit_cap
+        self.stats["hit_context"] += v.hit_context
         return v
 
     def _shared_costs(self, batch: list[Trajectory]) -> list[tuple[float, float]]:
@@ -331,6 +332,7 @@ class AdaptRubric:
             "route_unparsed": self.criteria.unparsed["route"],
             "cue_unparsed": self.criteria.unparsed["cue"],
             "hit_cap": self.stats["hit_cap"],
+            "hit_context": self.stats["hit_context"],
         }
         engine_stats = self.engine.stats if self.engine is not None else {}
         if engine_stats:

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from .engine.hf_config import DEFAULT_MODEL, HFEngineConfig
 from .engine.remote import REMOTE_FIELDS
+from .engine.vllm_engine import VLLM_FIELDS
 from .flags import flag_name, renamed
 from .inline_images import DEFAULT_MAX_PIXELS
 from .pipeline import PipelineConfig
@@ -83,10 +84,11 @@ class RewardConfig:
 
 def split_options(options: dict[str, Any], where: str = "options") -> tuple[dict, dict, dict]:
     """One flat mapping -> (RewardConfig, PipelineConfig, engine) keyword arguments, the engine's being
-    HFEngineConfig's and, for a verifier on a server, RemoteConfig's (`openai_url`, ...); an unknown
-    key is an error that names it and lists the known ones."""
+    HFEngineConfig's, `engine` with VLLMConfig's for the vLLM engine (`engine: vllm`) and, for a
+    verifier on a server, RemoteConfig's (`openai_url`, ...); an unknown key is an error that names it
+    and lists the known ones."""
     groups = [{f.name for f in dataclasses.fields(c)} for c in (RewardConfig, PipelineConfig, HFEngineConfig)]
-    groups[2] |= REMOTE_FIELDS
+    groups[2] |= REMOTE_FIELDS | VLLM_FIELDS | {"engine"}
     out: tuple[dict, dict, dict] = ({}, {}, {})
     for key, val in options.items():
         for names, dest in zip(groups, out):

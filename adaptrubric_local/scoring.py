@@ -36,7 +36,11 @@ from .types import Trajectory, Verdict
 # (`batch_size` too: the pipeline's trajectories_per_batch before it was renamed)
 RUNTIME_ONLY = {"trajectories_per_batch", "batch_size", "max_batch_size", "max_batch_tokens", "image_workers",
                 "device_map", "attn_implementation", "compile", "package_version", "data", "workers", "runtime",
-                "calibration_path", "concurrency", "timeout", "max_retries", "api_key_env"}  # the last: a server's
+                "calibration_path", "concurrency", "timeout", "max_retries", "api_key_env",  # these: a server's
+                # vLLM's memory, scheduling and compilation settings, and how an adapter is applied (LoRA or merged)
+                "gpu_memory_utilization", "max_num_seqs", "enforce_eager", "limit_mm_per_prompt",
+                "enable_prefix_caching", "kv_cache_memory_gb", "tensor_parallel_size", "adapter_mode",
+                "vllm_engine_args"}
 IN_PROCESS = {"mode": "in-process"}
 
 
@@ -107,6 +111,7 @@ def summarize(verdicts: list[Verdict], unparsed_calls: dict, seconds: float) -> 
         "errors": sum(v.status == "error" for v in verdicts),
         "positives": sum(v.score == 1 for v in verdicts),
         "hit_cap": sum(v.hit_cap for v in verdicts),
+        "hit_context": sum(v.hit_context for v in verdicts),
         "s_per_traj": seconds / max(1, n),
         "seconds": seconds,
         "calls_per_traj": sum(v.cost_calls for v in verdicts) / denom,

@@ -45,6 +45,7 @@ IN_SUITE: dict[str, str] = {
     "distill_memory.py": "tests/test_distill_memory.py",
     "distill_soft_labels.py": "tests/test_distill_soft_labels.py",
     "gpu_bench.py": "tests/test_engine_hf.py",  # its --tiny CPU path, exit status checked
+    "bench_engines.py": "tests/test_engine_vllm_engine.py",  # --ci, in .venv-vllm (make test-vllm)
     "label_order.py": "tests/test_review_order.py",  # --ci, its checks on a small synthetic set
     "prompt_tokens.py": "tests/test_eval_scripts.py",  # on generated phone screens and the real tokenizer
 }

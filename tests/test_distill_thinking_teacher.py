@@ -43,20 +43,22 @@ class Judge:
         self.max_tokens.append(body["max_tokens"])
         verdict = f"The final screen shows it.\nSCORE: {label}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
         if case == "length" and body["max_tokens"] < 4000:
-            return _chat(None, reasoning="I need to check every screen " * 50, finish="length")
+            # the cap cut it: a server then reports every token it was allowed as generated
+            return _chat(None, reasoning="I need to check every screen " * 50, finish="length",
+                         completion=body["max_tokens"])
         if case == "inline":
             return _chat(f"<think>{THOUGHT}</think>\n\n{verdict}")
         lp = _logprobs(verdict, 0.8 if label else 0.2) if case != "nolp" and body.get("logprobs") else None
         return _chat(verdict, reasoning=THOUGHT if case == "reasoning" else None, logprobs=lp)
 
 
-def _chat(text, reasoning=None, finish="stop", logprobs=None) -> dict:
+def _chat(text, reasoning=None, finish="stop", logprobs=None, completion=5) -> dict:
     msg = {"role": "assistant", "content": text}
     if reasoning is not None:
         msg["reasoning_content"] = reasoning
     return {"id": "c1", "object": "chat.completion", "created": 0, "model": "judge",
             "choices": [{"index": 0, "finish_reason": finish, "message": msg, "logprobs": logprobs}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+            "usage": {"prompt_tokens": 10, "completion_tokens": completion, "total_tokens": 10 + completion}}
 
 
 @pytest.fixture

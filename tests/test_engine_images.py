@@ -89,6 +89,19 @@ def test_frames_sharing_a_budget_never_exceed_it_together(tmp_path):
     assert plan_tokens([[frame] * 6], pipe.cfg) == out.tokens_per_image
 
 
+def test_a_budgeted_size_is_one_the_processor_keeps():
+    """A tight budget floors a frame under the processor's min_pixels (qwen-vl-utils' smart_resize does not
+    check it after shrinking); the processor would scale such a frame back up, so the target is the size it
+    gives: what vLLM's processor, handed the resized frame, keeps (test_engine_vllm_engine.py)."""
+    from qwen_vl_utils.vision_process import smart_resize
+
+    cfg = ImageConfig(min_pixels=4 * 1024, max_pixels=1024 * 1024, max_visual_tokens=40)
+    sizes = target_sizes([(192, 96)] * 6, cfg)  # 6 tokens each allowed: floored alone, 96 x 32 (3 tokens)
+    assert sizes == [(128, 64)] * 6 and all(h * w >= cfg.min_pixels for h, w in sizes)
+    for h, w in sizes:  # a fixed point of the processor's own resize
+        assert smart_resize(h, w, factor=32, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels) == (h, w)
+
+
 def test_batch_layout_tokens_and_grid(tmp_path):
     a, b = make_png(tmp_path / "a.png", 1, size=(64, 96)), make_png(tmp_path / "b.png", 2, size=(128, 64))
     pipe = ImagePipeline(ImageConfig(workers=2))

@@ -93,3 +93,19 @@ def test_make_tiny_model_command_builds_on_the_real_tokenizer(tmp_path, capsys):
     assert "real Qwen3 tokenizer, thinking chat template" in capsys.readouterr().out
     assert (tmp_path / "m" / "chat_template.jinja").read_text().endswith("'<|im_start|>assistant\n<think>\n' -}}"
                                                                         "{%- endif -%}")
+
+
+def test_the_text_head_size_is_one_vllm_kernels_accept(tiny_model):
+    """vLLM's CPU attention takes head sizes 32, 64, 80, ... (16 kills its engine at the first request); M-RoPE's
+    sections must add up to half of it. The tiny model loads and runs in vLLM too (test_engine_vllm_engine.py)."""
+    import pytest
+
+    from adaptrubric_local.engine.tiny import build_config
+
+    text = json.loads((tiny_model / "config.json").read_text())["text_config"]
+    assert text["head_dim"] == 32 and text["rope_parameters"]["mrope_section"] == [8, 4, 4]
+    assert sum(text["rope_parameters"]["mrope_section"]) == text["head_dim"] // 2
+    tok = build_tokenizer(["a b c"] * 5, vocab_size=270)
+    assert build_config(tok, head_dim=64).text_config.rope_parameters["mrope_section"] == [16, 8, 8]
+    with pytest.raises(ValueError, match="multiple of 8"):
+        build_config(tok, head_dim=20)

@@ -80,9 +80,11 @@ def _exposed():
     from adaptrubric_local.cli_serve import CLIENT_ONLY
     from adaptrubric_local.distill.collect import CollectConfig
     from adaptrubric_local.distill.config import TrainConfig
+    from adaptrubric_local.engine.build import EngineChoice
     from adaptrubric_local.engine.hf_config import HFEngineConfig
     from adaptrubric_local.engine.remote import RemoteConfig
     from adaptrubric_local.engine.teacher import TeacherConfig
+    from adaptrubric_local.engine.vllm_engine import VLLMConfig
     from adaptrubric_local.evaluation.review_order import ReviewOrderConfig
     from adaptrubric_local.flags import config_fields
     from adaptrubric_local.labels import LabelsConfig
@@ -90,11 +92,12 @@ def _exposed():
     from adaptrubric_local.reward_config import RewardConfig
     from adaptrubric_local.serve import ServeConfig
 
-    scoring = [(PipelineConfig, None), (HFEngineConfig, None), (RemoteConfig, None)]
+    engines = [(EngineChoice, None), (HFEngineConfig, None), (VLLMConfig, None), (RemoteConfig, None)]
+    scoring = [(PipelineConfig, None), *engines]
     labels = [(LabelsConfig, None)]
     shared_teacher = {"teacher_max_new_tokens"}  # induce/refine read the teacher's cap from the teacher's flag
     return {
-        "route": [(PipelineConfig, {"router", "bank_path"}), (HFEngineConfig, None), (RemoteConfig, None)],
+        "route": [(PipelineConfig, {"router", "bank_path"}), *engines],
         "prompt": scoring, "score": scoring, "eval": scoring + labels, "ablate": scoring, "tts": scoring + labels,
         "review": [(ReviewOrderConfig, None), *labels], "calibrate": labels, "labels merge": labels,
         "serve": [(ServeConfig, None), (RewardConfig, {f.name for f in config_fields(RewardConfig, CLIENT_ONLY)}),
@@ -137,13 +140,16 @@ def test_batch_size_means_one_thing():
 def test_reward_config_keys_are_the_serve_flags():
     """A reward.yaml key is the flag of the same name on `serve` (one vocabulary for files and flags)."""
     from adaptrubric_local.cli_serve import CLIENT_ONLY
+    from adaptrubric_local.engine.build import EngineChoice
     from adaptrubric_local.engine.hf_config import HFEngineConfig
+    from adaptrubric_local.engine.vllm_engine import VLLMConfig
     from adaptrubric_local.flags import config_fields, flag_name
     from adaptrubric_local.pipeline import PipelineConfig
     from adaptrubric_local.reward_config import RewardConfig
 
     flags = {s for a in _commands()["serve"]._actions for s in a.option_strings}
-    keys = [f.name for cls in (RewardConfig, PipelineConfig, HFEngineConfig) for f in config_fields(cls, CLIENT_ONLY)]
+    keys = [f.name for cls in (RewardConfig, PipelineConfig, EngineChoice, HFEngineConfig, VLLMConfig)
+            for f in config_fields(cls, CLIENT_ONLY)]
     assert [k for k in keys if flag_name(k) not in flags] == []
 
 

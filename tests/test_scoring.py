@@ -69,6 +69,10 @@ def test_verdict_settings_and_diff():
         "engine.dtype: 'bf16' -> None", "engine.model: 'm' -> 'm2'", "extra: None -> 1", "fine: True -> None",
         "router: 'model' -> 'rules'"]
     assert scoring.settings_diff(meta, {**meta, "data": "other", "created": "later"}) == []
+    fast = {**meta, "engine": {**meta["engine"], "engine": "vllm", "max_num_seqs": 64, "max_model_len": 4096}}
+    slow = {**fast, "engine": {**fast["engine"], "max_num_seqs": 8, "enforce_eager": True, "kv_cache_memory_gb": 2}}
+    assert scoring.settings_diff(fast, slow) == []  # vLLM's scheduling and memory settings change no verdict
+    assert scoring.settings_diff(meta, fast) == ["engine.engine: None -> 'vllm'", "engine.max_model_len: None -> 4096"]
 
 
 def test_check_resume(tmp_path, monkeypatch):

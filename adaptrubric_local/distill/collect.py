@@ -156,9 +156,11 @@ def read_ids(path: Path) -> set[str]:
 
 def _done_ids(paths: dict[str, Path], out: Path, cap: int) -> set[str]:
     """Ids a resumed run skips: collected, and rejected for good (a truncated reply only when its cap
-    was at least this run's)."""
+    was at least this run's; a reply cut by the server's context never)."""
     done = read_ids(paths["collected"])
     for i, r in last_rejections(out).items():
+        if r["reason"] == "context":  # cut by the server's context length: asked again (it may have grown)
+            continue
         if r["reason"] != "truncated" or r.get("max_new_tokens", 0) >= cap:
             done.add(i)
     return done
@@ -171,6 +173,13 @@ def _file_outcome(t: Trajectory, v: Verdict, err: Optional[str], cap: int, confi
     if err:
         append(paths["failures"], {"id": t.id, "error": err})
         return "failed"
+    if v.hit_context:  # parsed or not, as for the cap below
+        append(paths["rejected"], {"id": t.id, "reason": "context", "max_new_tokens": cap, "raw": v.raw,
+                                   "detail": "the teacher's reply was cut by the server's context length (prompt + "
+                                             f"reply reached its max_model_len) before its token cap ({cap}) and "
+                                             "before it ended; raise the server's --max-model-len (or "
+                                             "lower --teacher-max-visual-tokens) and run again with --resume"})
+        return "truncated"
     if v.hit_cap:  # parsed or not: a thinking teacher cut inside its reasoning may hold only a draft verdict
         append(paths["rejected"], {"id": t.id, "reason": "truncated", "max_new_tokens": cap, "raw": v.raw,
                                    "detail": f"the teacher's reply was cut at its token cap ({cap}, finish_reason "

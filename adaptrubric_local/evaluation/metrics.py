@@ -60,6 +60,7 @@ def classification(verdicts: list[Verdict]) -> dict:
         "missing": sum(v.status == "missing" for v in verdicts),
         "positives": sum(v.label == 1 for v in verdicts),
         "hit_cap": sum(bool(getattr(v, "hit_cap", False)) for v in verdicts),
+        "hit_context": sum(bool(getattr(v, "hit_context", False)) for v in verdicts),
         **rates(c_all),
         "confusion": c_all,
         # unparsed/error/missing verdicts in the headline confusion: label 1 -> fn, label 0 -> tn

@@ -74,6 +74,9 @@ def metrics_markdown(m: dict, run: dict, coverage: Optional[list[str]] = None) -
               "Not comparable with the paper's figures when some verdicts are unparsed or errors.", ""]
     if o.get("hit_cap"):
         lines += [f"{o['hit_cap']} verifier output(s) stopped at the token cap.", ""]
+    if o.get("hit_context"):
+        lines += [f"{o['hit_context']} verifier output(s) were cut by the model's context length (max_model_len) "
+                  "before the token cap.", ""]
     lines += ["## Per platform (Table 1 layout; unparsed/errors as predicted failures)", "",
               "| platform | n | positives | Acc | Prec | Rec | F1 | FPR | unparsed | errors | Acc (scored only) |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
