@@ -56,21 +56,21 @@ class VLLMConfig:
         "help": "share of the GPU's memory vLLM takes for weights, activations and KV cache (vLLM's option; on "
                 "the CPU the KV cache is --kv-cache-memory-gb instead)"})
     max_model_len: Optional[int] = field(default=None, metadata={
-        "help": "context length per request, prompt + reply (vLLM's option; default: the model's). A prompt "
-                "that does not fit is an error verdict; a reply cut by it is reported as hit_context, not hit_cap"})
+        "help": "context length per request, prompt + reply (vLLM's option). A prompt that does not fit is an "
+                "error verdict; a reply cut by it is reported as hit_context, not hit_cap", "none": "the model's"})
     max_num_seqs: int = field(default=64, metadata={
         "help": "most requests vLLM runs at once; twice as many are handed to it at a time (each holds its "
                 "preprocessed screenshots in host memory until it finishes)"})
     enforce_eager: bool = field(default=False, metadata={
         "help": "no torch.compile or CUDA graphs: faster start, slower steps (vLLM's option)"})
     limit_mm_per_prompt: Optional[int] = field(default=None, metadata={
-        "help": "most screenshots per request vLLM reserves memory for (default: --max-images, the pipeline's "
-                "screenshot budget)"})
+        "help": "most screenshots per request vLLM reserves memory for",
+        "none": "--max-images, the pipeline's screenshot budget"})
     enable_prefix_caching: bool = field(default=True, metadata={
         "help": "reuse the KV cache of prompt prefixes requests share (the rubric text, one trajectory's images "
                 "across router, cue and verifier calls)"})
     kv_cache_memory_gb: Optional[float] = field(default=None, metadata={
-        "help": "KV cache size in GiB (default: from --gpu-memory-utilization on a GPU, 1 GiB on the CPU)"})
+        "help": "KV cache size in GiB", "none": "from --gpu-memory-utilization on a GPU, 1 GiB on the CPU"})
     tensor_parallel_size: int = field(default=1, metadata={"help": "GPUs one model is split over (vLLM's option)"})
     adapter_mode: str = field(default="auto", metadata={
         "help": "how --adapter runs: lora (vLLM's LoRA), merged (a merged copy in a temporary folder), auto (LoRA "
