@@ -77,9 +77,10 @@ def review_counts_line(res: dict) -> str:
     k, c = res["counts"], res["confusion"]
     chips = " ".join(f"{o}={k[o]}" for o in ("TP", "FP", "FN", "TN", "unparsed", "error", "missing", "unlabelled")
                      if k[o] or o not in ("missing", "unlabelled"))
-    return (f"{res['n']} cards: {chips} (TP/FP/FN/TN: parsed, labelled verdicts; the page's counts)\n"
-            f"eval's headline counts unparsed, error and missing verdicts as SCORE 0: TP={c['tp']} FP={c['fp']} "
-            f"FN={c['fn']} TN={c['tn']}")
+    of = f" (of {res['of']} verdicts)" if res["n"] != res["of"] else ""
+    return (f"{res['n']} cards{of}: {chips} (TP/FP/FN/TN: parsed, labelled verdicts; the page's counts)\n"
+            f"eval's headline{' over all ' + str(res['of']) if of else ''} counts unparsed, error and missing "
+            f"verdicts as SCORE 0: TP={c['tp']} FP={c['fp']} FN={c['fn']} TN={c['tn']}")
 
 
 def cmd_calibrate(args) -> int:

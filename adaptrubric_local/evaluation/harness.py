@@ -195,17 +195,18 @@ def ordered(verdicts: list[Verdict], cfg) -> tuple[list[Verdict], dict, dict]:
 def run_review(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
                progress: bool = False, order=None, labels: Optional[dict] = None, subset: str = "data",
                allow_extra: bool = False) -> dict:
-    """The review page alone (`adaptrubric review`); returns the counts it shows (`counts`: cards per
-    outcome, the page's own chips) beside the headline's confusion and the coverage. `order`: a
-    ReviewOrderConfig whose order (and budget) the cards follow."""
+    """The review page alone (`adaptrubric review`); returns the counts it shows (`counts`: its cards per
+    outcome, the page's own chips; `n` cards of the `of` verdicts evaluated, fewer with a budget) beside
+    the headline's confusion (over all `of`) and the coverage. `order`: a ReviewOrderConfig whose order
+    (and budget) the cards follow."""
     from .review import outcome_counts
 
     out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
     shown, extra, info = (ordered(verdicts, order) if order is not None and order.order
                           else (verdicts, None, None))
     page = write_review_page(out, shown, loaded, m, title, progress, extra, info)
-    return {"page": str(page), "n": len(verdicts), "shown": len(shown), "order": info,
-            "counts": outcome_counts(verdicts), "confusion": m["overall"]["confusion"],
+    return {"page": str(page), "n": len(shown), "of": len(verdicts), "order": info,
+            "counts": outcome_counts(shown), "confusion": m["overall"]["confusion"],
             "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"],
             "missing": m["overall"]["missing"], "coverage": m["coverage"], "notes": coverage_notes(m)}
 
