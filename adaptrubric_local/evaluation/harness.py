@@ -104,17 +104,25 @@ def _dump(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
+def _inputs(verdicts_path, out, data, loaded, subset: str, allow_extra: bool):
+    """(out folder, created; the data set, loaded unless given; the verdicts over it with missing ones;
+    their coverage): the first step of `eval`, `review` and `tts`. Labels files are applied to `loaded`
+    before this (labels.apply_labels), so coverage counts the labels as they are now."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if loaded is None and data is not None:
+        loaded = load_trajectories(data, check_images=False)
+    verdicts, cov = covered_verdicts(verdicts_path, data, loaded, subset, allow_extra)
+    return out, loaded, verdicts, cov
+
+
 # ----------------------------------------------------------------------------- eval
 def _evaluated(verdicts_path, out, data, loaded, labels=None, subset="data", allow_extra=False):
     """(out folder, the data set, the verdicts with missing ones, their metrics with probability
     figures, coverage and run record, a title): what `eval` and `review` both start from. `labels`: the
     record of the labels files already applied to `loaded` (labels.apply_labels), kept in the run record;
     `subset`, `allow_extra`: coverage.py."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if loaded is None and data is not None:
-        loaded = load_trajectories(data, check_images=False)
-    verdicts, cov = covered_verdicts(verdicts_path, data, loaded, subset, allow_extra)
+    out, loaded, verdicts, cov = _inputs(verdicts_path, out, data, loaded, subset, allow_extra)
     m = M.evaluate(verdicts)
     m["probability"] = PR.summaries(C.covered(verdicts))
     m["coverage"] = cov.to_dict()
@@ -217,11 +225,7 @@ def run_tts(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pat
             subset: str = "data", allow_extra: bool = False) -> dict:
     """Test-time-scaling curves, pool composition, report and figure over the data set's candidates (a
     candidate without a verdict is `missing`, never a predicted success); returns tts.json's content."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if loaded is None and data is not None:
-        loaded = load_trajectories(data, check_images=False)
-    verdicts, cov = covered_verdicts(verdicts_path, data, loaded, subset, allow_extra)
+    out, loaded, verdicts, cov = _inputs(verdicts_path, out, data, loaded, subset, allow_extra)
     res = T.curves(verdicts, max_n=max_n, seed=seed)
     res["classification"] = M.classification([v for v in verdicts if v.label in (0, 1)])
     res["coverage"] = cov.to_dict()
