@@ -238,7 +238,7 @@ def test_a_cut_line_mended_is_scored_on_resume_and_eval_reads_the_file(fake, tmp
     capsys.readouterr()
     assert main(["eval", "--data", str(data), "--verdicts", str(out), "--out", str(tmp_path / "e"), "--quiet",
                  "--no-review"]) == 0
-    out_text, err = capsys.readouterr()
+    err = capsys.readouterr().err
     m = json.loads((tmp_path / "e" / "metrics.json").read_text())
     assert m["overall"]["n"] == 5 and m["overall"]["errors"] == 0 and m["coverage"]["missing"] == []
     assert m["coverage"]["stale_errors"] == ["d.jsonl:line 4"] and m["coverage"]["extra"] == []

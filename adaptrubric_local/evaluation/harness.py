@@ -52,17 +52,6 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
     return last_per_id(out)
 
 
-def attach_labels(verdicts: list[Verdict], data: Optional[str | Path], loaded=None) -> list[Verdict]:
-    """Take label, platform and task_id from the data set (the source of truth) by trajectory id;
-    a trajectory without a task_id is grouped with the others that share its instruction. Verdicts
-    for ids the data lacks keep theirs (`coverage.align` is what decides which verdicts count)."""
-    if data is None:
-        return verdicts
-    loaded = loaded or load_trajectories(data, check_images=False)
-    by_id = {t.id: t for t in loaded.trajectories}
-    return [C.label_from(v, by_id.get(str(v.id))) for v in verdicts]
-
-
 def covered_verdicts(verdicts_path: str | Path, data: Optional[str | Path], loaded, subset: str = "data",
                      allow_extra: bool = False) -> tuple[list[Verdict], C.Coverage]:
     """The verdicts `eval`, `tts` and `review` work over, and how they cover the data set: every
