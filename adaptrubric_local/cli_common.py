@@ -188,13 +188,14 @@ def score_with_model(args, out, cfg, resume: bool = False, **score_kw) -> dict:
         engine.close()
 
 
-def add_coverage_options(p: argparse.ArgumentParser) -> None:
+def add_coverage_options(p: argparse.ArgumentParser, subset: bool = True) -> None:
     """--subset and --allow-extra: what `eval`, `tts` and `review` do when the verdicts and --data differ
-    (evaluation/coverage.py)."""
-    p.add_argument("--subset", choices=["data", "verdicts"], default="data",
-                   help="data: every trajectory of --data, those without a verdict counted as missing (a predicted "
-                        "failure, the paper's fixed denominators); verdicts: only the trajectories the verdicts cover "
-                        "(said in the report) (default data)")
+    (evaluation/coverage.py); --allow-extra alone with `subset` False (`calibrate`)."""
+    if subset:
+        p.add_argument("--subset", choices=["data", "verdicts"], default="data",
+                       help="data: every trajectory of --data, those without a verdict counted as missing (a "
+                            "predicted failure, the paper's fixed denominators); verdicts: only the trajectories the "
+                            "verdicts cover (said in the report) (default data)")
     p.add_argument("--allow-extra", action="store_true",
                    help="leave out, with a warning, verdicts whose ids are not in --data (otherwise an error)")
 

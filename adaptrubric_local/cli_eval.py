@@ -37,12 +37,6 @@ def _score_first(args, out: Path) -> Path:
     return vpath
 
 
-def _labels(args):
-    """(the data set read for its labels, images not opened, with --labels applied; the labels files'
-    record), (None, None) without --data."""
-    return load_labelled(args)
-
-
 def cmd_eval(args) -> int:
     from .evaluation.harness import run_eval
 
@@ -50,7 +44,7 @@ def cmd_eval(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if bool(args.verdicts) == bool(args.model):
         raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
-    loaded, labels = _labels(args)  # before scoring: a bad labels file stops the command early
+    loaded, labels = load_labelled(args)  # before scoring: a bad labels file stops the command early
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
     m = run_eval(vpath, out, args.data, loaded, review=args.review, progress=not args.quiet, labels=labels,
                  subset=args.subset, allow_extra=args.allow_extra)
@@ -76,7 +70,7 @@ def cmd_tts(args) -> int:
         raise ValueError("give exactly one of --verdicts V.jsonl or --model M")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    loaded, labels = _labels(args)
+    loaded, labels = load_labelled(args)
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
     res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed, loaded=loaded, labels=labels,
                   subset=args.subset, allow_extra=args.allow_extra)

@@ -3,6 +3,7 @@ work is in `evaluation.harness` (the review page) and `evaluation.calibration`.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from .cli_common import (
@@ -77,14 +78,15 @@ def review_counts_line(res: dict) -> str:
     k, c = res["counts"], res["confusion"]
     chips = " ".join(f"{o}={k[o]}" for o in ("TP", "FP", "FN", "TN", "unparsed", "error", "missing", "unlabelled")
                      if k[o] or o not in ("missing", "unlabelled"))
-    return (f"{res['n']} cards: {chips} (TP/FP/FN/TN: parsed, labelled verdicts; the page's counts)\n"
-            f"eval's headline counts unparsed, error and missing verdicts as SCORE 0: TP={c['tp']} FP={c['fp']} "
-            f"FN={c['fn']} TN={c['tn']}")
+    of = f" (of {res['of']} verdicts)" if res["n"] != res["of"] else ""
+    return (f"{res['n']} cards{of}: {chips} (TP/FP/FN/TN: parsed, labelled verdicts; the page's counts)\n"
+            f"eval's headline{' over all ' + str(res['of']) if of else ''} counts unparsed, error and missing "
+            f"verdicts as SCORE 0: TP={c['tp']} FP={c['fp']} FN={c['fn']} TN={c['tn']}")
 
 
 def cmd_calibrate(args) -> int:
     from .evaluation import calibration as C
-    from .evaluation.harness import attach_labels, load_verdicts
+    from .evaluation.harness import covered_verdicts
 
     if args.apply:
         if args.labels:
@@ -93,7 +95,12 @@ def cmd_calibrate(args) -> int:
     if not args.data:
         raise ValueError("give --data DEV (the labelled trajectories the verdicts score) to fit a calibration")
     loaded, labels = load_labelled(args)
-    verdicts = attach_labels(load_verdicts(args.verdicts), args.data, loaded)
+    # the data's labels (with --labels applied) on the verdicts it holds; a verdict for an id the data lacks
+    # would bring the label it was scored with, unseen: refused as in eval (--allow-extra leaves it out)
+    verdicts, cov = covered_verdicts(args.verdicts, args.data, loaded, subset="verdicts", allow_extra=args.allow_extra)
+    if cov.extra:
+        print(f"WARNING: {len(cov.extra)} verdict id(s) in {args.verdicts} are not in {args.data}: left out "
+              "(--allow-extra)", file=sys.stderr)
     cal = C.fit_verdicts(verdicts, method=args.method, min_examples=args.min_examples)
     cal.fitted_on = {"data": str(args.data), "verdicts": str(args.verdicts),
                      "verdicts_sha256": C.file_sha256(args.verdicts)}
@@ -158,5 +165,6 @@ def add_subcommands(sub) -> None:
                    help="refuse to fit on fewer labelled verdicts with a probability (default 20)")
     p.add_argument("--apply", metavar="CALIB.json", help="add p_success_calibrated to --verdicts with this file")
     add_labels_options(p)
+    add_coverage_options(p, subset=False)
     add_data_options(p)
     p.set_defaults(func=cmd_calibrate)

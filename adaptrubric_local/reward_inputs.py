@@ -94,11 +94,11 @@ def to_trajectory(obj: Any, cfg: RewardConfig, where: str = "trajectory",
 
 def item_id(obj: Any, where: str) -> str:
     """The id of the trajectory a call's item names, read without loading it (a Trajectory's, or the
-    `id` of a record given as a dict or as its JSON), so that an item which cannot be scored still
-    answers under its own id. An item that names none (a path, a record without a usable id, JSON
-    that does not parse) answers under its location, `where` ("item 3"), as a bad record of a data
-    file does under "file:line"."""
-    from .formats.base import own_id
+    `id` of a record given as a dict or as its JSON, also JSON cut short after its leading id), so that
+    an item which cannot be scored still answers under its own id. An item that names none (a path, a
+    record without a usable id, other JSON that does not parse) answers under its location, `where`
+    ("item 3"), as a bad record of a data file does under "file:line"."""
+    from .formats.base import leading_id, own_id
 
     if isinstance(obj, Trajectory):
         return obj.id
@@ -108,7 +108,7 @@ def item_id(obj: Any, where: str) -> str:
         try:
             obj = json.loads(obj)
         except (json.JSONDecodeError, RecursionError):
-            return where
+            return leading_id(obj) or where
     if isinstance(obj, dict):
         return own_id(obj.get("id")) or where
     return where

@@ -296,3 +296,22 @@ def test_serve_with_calibration(synth_set, tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_calibrate_fits_on_the_data_sets_verdicts_only(tmp_path, capsys):
+    """Verdicts for ids --data does not hold carry the labels they were scored with: fitting on them would mix
+    another data set's labels in unseen, so they are refused (as eval refuses them), or left out with
+    --allow-extra, which then fits exactly what a file without them fits."""
+    ps, ys = _overconfident(300, seed=5)
+    data = _labelled_data(tmp_path, ys[:200])  # t0-t199
+    verdicts = [Verdict(id=f"t{i}", score=int(p >= 0.5), p_success=p, label=ys[i]) for i, p in enumerate(ps)]
+    vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(v.to_dict()) for v in verdicts])
+    own = write_jsonl(tmp_path / "own.jsonl", [json.dumps(v.to_dict()) for v in verdicts[:200]])
+    args = ["calibrate", "--data", str(data), "--out"]
+    assert main([*args, str(tmp_path / "c.json"), "--verdicts", str(vfile)]) == 2
+    assert "holds verdicts for 100 id(s) that are not in" in capsys.readouterr().err
+    assert main([*args, str(tmp_path / "c.json"), "--verdicts", str(vfile), "--allow-extra"]) == 0
+    assert "100 verdict id(s)" in capsys.readouterr().err
+    assert main([*args, str(tmp_path / "own.json"), "--verdicts", str(own)]) == 0
+    a, b = C.load(tmp_path / "c.json")[0], C.load(tmp_path / "own.json")[0]
+    assert a.n == b.n == 200 and a.temperature == b.temperature

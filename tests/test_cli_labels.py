@@ -172,3 +172,25 @@ def test_an_id_outside_the_data_or_a_bad_line_stops_the_command_naming_it(case, 
     assert f"{bad}: line 2, field 'label': must be 0, 1 or null" in capsys.readouterr().err
     assert main(["tts", "--verdicts", str(vfile), "--labels", str(files[0]), "--out", str(tmp_path / "t")]) == 2
     assert "--labels needs --data" in capsys.readouterr().err
+
+
+def test_labels_that_fill_the_data_and_verdicts_that_cover_part_of_it(tmp_path, capsys):
+    """The two steps compose: --labels labels a data set that has none, then the trajectories without a
+    verdict are counted as missing with the labels the file gave them (eval and tts alike)."""
+    recs = [canonical_record(tmp_path, f"t{i}", 2, instruction=f"Task {i // 2}.", task_id=f"k{i // 2}")
+            for i in range(6)]
+    data = write_jsonl(tmp_path / "d.jsonl", recs)  # no labels at all
+    labels = write_jsonl(tmp_path / "l.jsonl", [{"id": f"t{i}", "label": int(i % 2 == 0)} for i in range(5)])
+    vfile = write_jsonl(tmp_path / "v.jsonl", [{"id": "t0", "status": "ok", "score": 1, "p_success": 0.9},
+                                               {"id": "t1", "status": "ok", "score": 1, "p_success": 0.8}])
+    assert main(["eval", "--data", str(data), "--labels", str(labels), "--verdicts", str(vfile), "--out",
+                 str(tmp_path / "e"), "--quiet", "--no-review"]) == 0
+    m = json.loads((tmp_path / "e" / "metrics.json").read_text())
+    # labelled t0-t4 (t0, t2, t4 successes); t0 TP, t1 FP; t2, t4 missing successes (FN), t3 a missing failure
+    # (TN); t5, unlabelled, is in no figure
+    assert m["overall"]["confusion"] == {"tp": 1, "fp": 1, "fn": 2, "tn": 1} and m["overall"]["missing"] == 3
+    assert m["coverage"]["missing"] == ["t2", "t3", "t4", "t5"] and m["coverage"]["missing_labelled"] == 3
+    assert main(["tts", "--data", str(data), "--labels", str(labels), "--verdicts", str(vfile), "--out",
+                 str(tmp_path / "t"), "--quiet"]) == 0
+    res = json.loads((tmp_path / "t" / "tts.json").read_text())
+    assert res["classification"]["n"] == 5 and res["coverage"]["missing_labelled"] == 3

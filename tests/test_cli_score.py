@@ -188,7 +188,7 @@ def test_score_says_why_each_bad_record_failed_and_counts_them_by_kind(fake, tmp
     assert len(said) == 4  # each bad record once, with file, record and field
     assert any("d.jsonl, record line 2 (id r1), field 'steps[2].screenshot': image not found" in x for x in said), said
     assert any("d.jsonl, record line 3 (id r2), field 'steps': trajectory has no steps" in x for x in said), said
-    assert any("d.jsonl, record line 5: malformed JSON" in x for x in said), said
+    assert any("d.jsonl, record line 5 (id r9): malformed JSON" in x for x in said), said  # the id it names first
     assert any("record r3: the server closed the connection" in x for x in said), said
     closing = next(x for x in err if "record(s) failed in this run" in x)
     assert closing.startswith("4 record(s) failed in this run: ")
@@ -218,3 +218,28 @@ def test_progress_moves_as_verdicts_are_ready_and_names_the_stage(fake, data, tm
     assert any(x.startswith("scoring (cues for 2 instruction(s))") for x in bar)
     shown = [x.split("|")[2].split()[0] for x in bar if x.startswith("scoring (verifying 6 trajectory(ies))")]
     assert list(dict.fromkeys(shown)) == [f"{k}/6" for k in range(7)]  # every step drawn, as it happened
+
+
+def test_a_cut_line_mended_is_scored_on_resume_and_eval_reads_the_file(fake, tmp_path, capsys):
+    """A line cut short by a killed writer: its error line is under the id it names first (r9), so --resume
+    scores it once the line is mended, and eval over the mended data counts it. A cut line whose id cannot
+    be read is an error under its place (d.jsonl:line 4); once mended, that line names no record of the
+    data: eval leaves it out with a note instead of refusing the file as another data set's."""
+    recs = [canonical_record(tmp_path, f"r{i}", 2, label=1) for i in range(4)]
+    recs[3] = {"instruction": recs[3]["instruction"], **recs[3]}  # its id is not the first key
+    whole = [json.dumps(r) for r in recs] + [json.dumps(recs[0]).replace('"r0"', '"r9"')]
+    data = write_jsonl(tmp_path / "d.jsonl", whole[:3] + [whole[3][:30], whole[4][:40]])
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet"]) == 0
+    assert {v.id: v.status for v in load_verdicts(out)} == {"r0": "ok", "r1": "ok", "r2": "ok", "r9": "error",
+                                                            "d.jsonl:line 4": "error"}
+    write_jsonl(data, whole)  # mended
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume"]) == 0
+    capsys.readouterr()
+    assert main(["eval", "--data", str(data), "--verdicts", str(out), "--out", str(tmp_path / "e"), "--quiet",
+                 "--no-review"]) == 0
+    err = capsys.readouterr().err
+    m = json.loads((tmp_path / "e" / "metrics.json").read_text())
+    assert m["overall"]["n"] == 5 and m["overall"]["errors"] == 0 and m["coverage"]["missing"] == []
+    assert m["coverage"]["stale_errors"] == ["d.jsonl:line 4"] and m["coverage"]["extra"] == []
+    assert "note: 1 error line(s) in" in err and "mended or removed since" in err

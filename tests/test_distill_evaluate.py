@@ -4,6 +4,7 @@ and nothing of the model outlives the command."""
 import gc
 import json
 import weakref
+from dataclasses import replace
 
 import pytest
 
@@ -80,8 +81,13 @@ def test_the_base_run_is_the_base_model(tiny_model, dist, tmp_path):
     adapter = _random_adapter(tiny_model, tmp_path / "adapter")
     rec = json.loads((dist / "val.jsonl").read_text().splitlines()[0])["verify"]
     req = Request(prompt=rec["prompt"], images=[str(dist / p) for p in rec["images"]], suffix=rec["suffix"])
-    both, alone = (HFEngine(HFEngineConfig(model=str(tiny_model), adapter=a)) for a in (str(adapter), None))
+    both, alone = (HFEngine(HFEngineConfig(model=str(tiny_model), adapter=a, max_batch_size=1))
+                   for a in (str(adapter), None))
     try:
+        short = [replace(req, max_new_tokens=3), replace(req, images=req.images[:1], max_new_tokens=3)]
+        groups = list(BaseOf(both).generate_iter(short))  # per group, as the engine hands them over
+        assert len(groups) == 2 and [o.text for _, o in sorted(kv for g in groups for kv in g)] == \
+            [o.text for o in alone.generate(short)]
         p_off = BaseOf(both).next_token_probs([req], ["SCORE: "])[0]["1"]
         p_on = both.next_token_probs([req], ["SCORE: "])[0]["1"]
         p_base = alone.next_token_probs([req], ["SCORE: "])[0]["1"]

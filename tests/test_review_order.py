@@ -104,6 +104,26 @@ def test_review_writes_the_budgeted_order_with_reasons_and_the_compared_verdict(
     assert "give --order too" in capsys.readouterr().err
 
 
+def test_a_budgeted_review_prints_the_counts_of_the_cards_it_wrote(tmp_path, capsys):
+    """--budget over a data set that a labels file labels and the verdicts cover in part: the terminal's
+    chips are the page's (the cards written, missing ones included), the headline is over every verdict."""
+    recs = [canonical_record(tmp_path, f"t{i}", 2) for i in range(6)]  # no labels in the data
+    data = write_jsonl(tmp_path / "d.jsonl", recs)
+    labels = write_jsonl(tmp_path / "labels.jsonl", [{"id": f"t{i}", "label": i % 2} for i in range(6)])
+    va = write_jsonl(tmp_path / "a.jsonl", [{"id": f"t{i}", "status": "ok", "score": 1, "p_success": 0.5 + i / 10}
+                                            for i in range(4)])  # t4, t5 have no verdict
+    out = tmp_path / "r"
+    assert main(["review", "--data", str(data), "--labels", str(labels), "--verdicts", str(va), "--out", str(out),
+                 "--order", "fp-first", "--budget", "3", "--quiet"]) == 0
+    first, second = capsys.readouterr().out.splitlines()[:2]
+    idx = _index(out)
+    assert idx["n"] == 3 and [r[0] for r in idx["rows"]] == ["t2", "t0", "t4"]  # FP most confident first, then missing
+    printed = dict(kv.split("=") for kv in first.split(":", 1)[1].split("(")[0].split())
+    assert printed == {k: str(v) for k, v in idx["counts"].items() if v or k not in ("missing", "unlabelled")}
+    assert first.startswith("3 cards (of 6 verdicts): TP=0 FP=2 FN=0 TN=0 unparsed=0 error=0 missing=1 ")
+    assert second.startswith("eval's headline over all 6 ") and second.endswith("TP=2 FP=2 FN=1 TN=1")
+
+
 def test_label_order_script_in_its_ci_size(capsys):
     spec = importlib.util.spec_from_file_location("label_order", ROOT / "eval" / "label_order.py")
     mod = importlib.util.module_from_spec(spec)

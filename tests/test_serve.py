@@ -167,17 +167,17 @@ def test_every_bad_item_answers_under_its_own_id(tmp_path, tiny_model):
         traj("inline-big", data_url(big.getvalue())),                   # over max_image_pixels
         traj("inline-corrupt", "data:image/png;base64," + base64.b64encode(whole[:40]).decode()),
         {"instruction": "Turn on Wi-Fi.", "steps": []},                 # no id at all: answered as its place
-        '{"id": "broken-json", "instruction": ',                        # JSON that does not parse
+        '{"id": "broken-json", "instruction": ',                        # JSON cut short: the id it names first
         str(elsewhere / "t.jsonl"),                                     # a trajectory file outside the roots
         traj("good-inline", data_url(root / "g2.png")),
     ]
     expected = ["good-path", "outside", "missing", "garbage-file", "cut-file", "schema", "no-steps", "inline-big",
-                "inline-corrupt", "item 9", "item 10", "item 11", "good-inline"]
+                "inline-corrupt", "item 9", "broken-json", "item 11", "good-inline"]
     why = {"outside": "lies outside the service's data_root", "missing": "screenshot not found",
            "garbage-file": "garbage.png", "cut-file": "cut.png", "schema": "unknown keys ['colour']",
            "no-steps": "'steps'", "inline-big": "> limit 1,000,000 (max_image_pixels)",
            "inline-corrupt": "not an image PIL can read",
-           "item 9": "'id'", "item 10": "not valid JSON", "item 11": "lies outside the service's data_root"}
+           "item 9": "'id'", "broken-json": "not valid JSON", "item 11": "lies outside the service's data_root"}
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "adaptrubric_local.cli", "serve", "--model", str(tiny_model),
                              "--port", str(port), "--data-root", str(root), "--max-image-pixels", "1000000",

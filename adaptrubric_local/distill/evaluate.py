@@ -13,7 +13,7 @@ import json
 import sys
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from ..engine.base import Engine, Output, Request
 from ..formats import LoadResult, load_trajectories
@@ -100,6 +100,12 @@ class BaseOf(Engine):
     def generate(self, requests: list[Request]) -> list[Output]:
         with self.inner.model.disable_adapter():
             return self.inner.generate(requests)
+
+    def generate_iter(self, requests: list[Request]) -> Iterator[list[tuple[int, Output]]]:
+        """The inner engine's outputs per length group, as they are ready (the progress bar moves per group
+        in the base run too); the adapter is off until the last group is handed over."""
+        with self.inner.model.disable_adapter():
+            yield from self.inner.generate_iter(requests)
 
     def next_token_probs(self, requests, prefixes, candidates=("0", "1")):
         with self.inner.model.disable_adapter():

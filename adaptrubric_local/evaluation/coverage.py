@@ -5,7 +5,9 @@ is classified. So, evaluated over a data set (`subset="data"`, the default):
 - a trajectory of the data without a verdict (a run killed midway, another file) stays in the
   denominator as a `missing` verdict, a predicted failure like an unparsed one, counted and named;
 - a verdict whose id is not in the data is an error (wrong --data or --verdicts?), or with
-  `allow_extra` left out with a warning;
+  `allow_extra` left out with a warning; an error line for an id the data does not hold (a record
+  that did not load then and was mended or removed since: its line is the file's, never rewritten)
+  judged nothing and is left out with a note;
 - `subset="verdicts"` evaluates only the trajectories the verdicts cover, and says so.
 Label, platform and task_id come from the data (the source of truth; a step that changes the
 data's labels runs before this one). Without a data set the labels the verdicts carry are used,
@@ -30,11 +32,12 @@ class Coverage:
     labels: str  # "data" (labels from the data set) or "verdicts" (no data set: the verdicts' own)
     subset: str = "data"  # "data": every trajectory of the data set; "verdicts": those with a verdict
     trajectories: int = 0  # in the data set (records that could not be read included)
-    verdicts: int = 0  # distinct ids in the verdict file
+    verdicts: int = 0  # distinct ids in the verdict file (stale error lines aside)
     covered: int = 0  # trajectories of the data set with a verdict
     missing: list[str] = field(default_factory=list)  # trajectories of the data set without one
     missing_labelled: int = 0  # of them, those with a label (what the headline counts)
     extra: list[str] = field(default_factory=list)  # verdict ids the data set does not hold
+    stale_errors: list[str] = field(default_factory=list)  # error lines for ids the data set does not hold
     evaluated: int = 0  # verdicts handed on (missing ones included)
 
     def to_dict(self) -> dict:
@@ -60,6 +63,10 @@ class Coverage:
         if self.extra:
             out.append((True, f"{len(self.extra)} verdict id(s) in {verdicts} are not in {data} (first: "
                               f"{first(self.extra)}): left out (--allow-extra)"))
+        if self.stale_errors:
+            out.append((False, f"{len(self.stale_errors)} error line(s) in {verdicts} are for records that are not "
+                               f"in {data} (first: {first(self.stale_errors)}; mended or removed since they were "
+                               "scored): left out"))
         return out
 
     def lines(self, data: Optional[str] = None, verdicts: Optional[str] = None) -> list[str]:
@@ -93,6 +100,8 @@ def align(verdicts: list[Verdict], trajectories: Optional[list[Trajectory]], sub
                                   evaluated=len(verdicts))
     by_id = {t.id: t for t in trajectories}
     known = set(by_id) | {str(i) for i in unreadable}
+    stale = [str(v.id) for v in verdicts if str(v.id) not in known and v.status == "error"]
+    verdicts = [v for v in verdicts if str(v.id) in known or v.status != "error"]
     have = {str(v.id) for v in verdicts}
     extra = [str(v.id) for v in verdicts if str(v.id) not in known]
     if extra and not allow_extra:
@@ -105,7 +114,8 @@ def align(verdicts: list[Verdict], trajectories: Optional[list[Trajectory]], sub
         kept += [missing_verdict(t) for t in missing]
     cov = Coverage(labels="data", subset=subset, trajectories=len(known), verdicts=len(have),
                    covered=len(have & known), missing=[t.id for t in missing],
-                   missing_labelled=sum(t.label in (0, 1) for t in missing), extra=extra, evaluated=len(kept))
+                   missing_labelled=sum(t.label in (0, 1) for t in missing), extra=extra, stale_errors=stale,
+                   evaluated=len(kept))
     return kept, cov
 
 

@@ -52,17 +52,6 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
     return last_per_id(out)
 
 
-def attach_labels(verdicts: list[Verdict], data: Optional[str | Path], loaded=None) -> list[Verdict]:
-    """Take label, platform and task_id from the data set (the source of truth) by trajectory id;
-    a trajectory without a task_id is grouped with the others that share its instruction. Verdicts
-    for ids the data lacks keep theirs (`coverage.align` is what decides which verdicts count)."""
-    if data is None:
-        return verdicts
-    loaded = loaded or load_trajectories(data, check_images=False)
-    by_id = {t.id: t for t in loaded.trajectories}
-    return [C.label_from(v, by_id.get(str(v.id))) for v in verdicts]
-
-
 def covered_verdicts(verdicts_path: str | Path, data: Optional[str | Path], loaded, subset: str = "data",
                      allow_extra: bool = False) -> tuple[list[Verdict], C.Coverage]:
     """The verdicts `eval`, `tts` and `review` work over, and how they cover the data set: every
@@ -104,17 +93,25 @@ def _dump(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
+def _inputs(verdicts_path, out, data, loaded, subset: str, allow_extra: bool):
+    """(out folder, created; the data set, loaded unless given; the verdicts over it with missing ones;
+    their coverage): the first step of `eval`, `review` and `tts`. Labels files are applied to `loaded`
+    before this (labels.apply_labels), so coverage counts the labels as they are now."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if loaded is None and data is not None:
+        loaded = load_trajectories(data, check_images=False)
+    verdicts, cov = covered_verdicts(verdicts_path, data, loaded, subset, allow_extra)
+    return out, loaded, verdicts, cov
+
+
 # ----------------------------------------------------------------------------- eval
 def _evaluated(verdicts_path, out, data, loaded, labels=None, subset="data", allow_extra=False):
     """(out folder, the data set, the verdicts with missing ones, their metrics with probability
     figures, coverage and run record, a title): what `eval` and `review` both start from. `labels`: the
     record of the labels files already applied to `loaded` (labels.apply_labels), kept in the run record;
     `subset`, `allow_extra`: coverage.py."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if loaded is None and data is not None:
-        loaded = load_trajectories(data, check_images=False)
-    verdicts, cov = covered_verdicts(verdicts_path, data, loaded, subset, allow_extra)
+    out, loaded, verdicts, cov = _inputs(verdicts_path, out, data, loaded, subset, allow_extra)
     m = M.evaluate(verdicts)
     m["probability"] = PR.summaries(C.covered(verdicts))
     m["coverage"] = cov.to_dict()
@@ -195,17 +192,18 @@ def ordered(verdicts: list[Verdict], cfg) -> tuple[list[Verdict], dict, dict]:
 def run_review(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
                progress: bool = False, order=None, labels: Optional[dict] = None, subset: str = "data",
                allow_extra: bool = False) -> dict:
-    """The review page alone (`adaptrubric review`); returns the counts it shows (`counts`: cards per
-    outcome, the page's own chips) beside the headline's confusion and the coverage. `order`: a
-    ReviewOrderConfig whose order (and budget) the cards follow."""
+    """The review page alone (`adaptrubric review`); returns the counts it shows (`counts`: its cards per
+    outcome, the page's own chips; `n` cards of the `of` verdicts evaluated, fewer with a budget) beside
+    the headline's confusion (over all `of`) and the coverage. `order`: a ReviewOrderConfig whose order
+    (and budget) the cards follow."""
     from .review import outcome_counts
 
     out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
     shown, extra, info = (ordered(verdicts, order) if order is not None and order.order
                           else (verdicts, None, None))
     page = write_review_page(out, shown, loaded, m, title, progress, extra, info)
-    return {"page": str(page), "n": len(verdicts), "shown": len(shown), "order": info,
-            "counts": outcome_counts(verdicts), "confusion": m["overall"]["confusion"],
+    return {"page": str(page), "n": len(shown), "of": len(verdicts), "order": info,
+            "counts": outcome_counts(shown), "confusion": m["overall"]["confusion"],
             "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"],
             "missing": m["overall"]["missing"], "coverage": m["coverage"], "notes": coverage_notes(m)}
 
@@ -216,11 +214,7 @@ def run_tts(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pat
             subset: str = "data", allow_extra: bool = False) -> dict:
     """Test-time-scaling curves, pool composition, report and figure over the data set's candidates (a
     candidate without a verdict is `missing`, never a predicted success); returns tts.json's content."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if loaded is None and data is not None:
-        loaded = load_trajectories(data, check_images=False)
-    verdicts, cov = covered_verdicts(verdicts_path, data, loaded, subset, allow_extra)
+    out, loaded, verdicts, cov = _inputs(verdicts_path, out, data, loaded, subset, allow_extra)
     res = T.curves(verdicts, max_n=max_n, seed=seed)
     res["classification"] = M.classification([v for v in verdicts if v.label in (0, 1)])
     res["coverage"] = cov.to_dict()

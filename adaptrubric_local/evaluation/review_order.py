@@ -34,12 +34,13 @@ class ReviewOrderConfig:
         "choices": ORDERS, "help": "order the cards for labelling: fp-first (false positives first, as the page "
                                    "sorts), uncertain (p_success nearest 0.5 first), disagree (where --compare "
                                    "says otherwise first), random (seeded by --seed); unlabelled trajectories "
-                                   "first except for fp-first"})
+                                   "first except for fp-first",
+                  "none": "every card, in the page's own sort, false positives first"})
     budget: Optional[int] = field(default=None, metadata={
-        "metavar": "N", "help": "write only the first N cards of --order (a labelling batch)"})
+        "metavar": "N", "help": "write only the first N cards of --order (a labelling batch)", "none": "all of them"})
     compare: Optional[str] = field(default=None, metadata={
         "metavar": "B.jsonl", "help": "a second verdict file over the same data (for --order disagree; its SCORE "
-                                      "and p_success are shown on each card)"})
+                                      "and p_success are shown on each card)", "none": "no second file"})
     seed: int = field(default=42, metadata={"help": "seed of --order random"})
 
     def __post_init__(self):
