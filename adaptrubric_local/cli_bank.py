@@ -16,11 +16,11 @@ EXAMPLES = """examples:
   adaptrubric bank induce DATA --out my_bank.yaml --teacher-model Qwen/Qwen3-VL-32B-Instruct --keep-families
   adaptrubric validate-bank my_bank.yaml
   # 2. refine it on a labelled DEV set with the verifier you will use for rewards
-  adaptrubric bank refine --bank my_bank.yaml --data DEV --model Qwen/Qwen3-VL-8B-Instruct \\
+  adaptrubric bank refine --bank-path my_bank.yaml --data DEV --model Qwen/Qwen3-VL-8B-Instruct \\
       --teacher-url http://judge:8000/v1 --teacher-name Qwen/Qwen3-VL-235B-A22B-Instruct --out runs/refine --rounds 2
   adaptrubric bank refine ... --out runs/refine --resume        # continue after a teacher outage
   # 3. use the last round's bank
-  adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --bank runs/refine/round_2.yaml --out verdicts.jsonl
+  adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --bank-path runs/refine/round_2.yaml --out verdicts.jsonl
 """
 
 

@@ -28,19 +28,57 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
                         "Needed when records hold absolute paths outside the data folder")
 
 
+def add_labels_options(p: argparse.ArgumentParser) -> None:
+    """--labels FILE (repeatable), one flag per LabelsConfig field."""
+    from .labels import LabelsConfig
+
+    add_config_arguments(p.add_argument_group("labels (what the review page exports)"), LabelsConfig)
+
+
+def load_labelled(args, check_images: bool = False, data=None):
+    """(the data set of --data with the --labels files applied, their record or None): the one step
+    every command that reads labels takes before it reads them."""
+    from .formats import load_trajectories
+    from .labels import apply_labels
+
+    data = data if data is not None else args.data
+    files = list(getattr(args, "labels", None) or [])
+    if not data:
+        if files:
+            raise ValueError("--labels needs --data: a labels file labels the trajectories of a data set")
+        return None, None
+    loaded = load_trajectories(data, fmt=getattr(args, "format", "auto"), check_images=check_images,
+                               image_roots=getattr(args, "image_root", None) or ())
+    if loaded.errors:  # their trajectories get no label from the data (nor from --labels)
+        n = len(loaded.errors) + len(loaded.trajectories)
+        print(f"warning: {len(loaded.errors)} of {n} record(s) of {data} did not load, so the data gives them no "
+              f"label; the first: {loaded.errors[0]}", file=sys.stderr)
+    if not files:
+        return loaded, None
+    applied = apply_labels(loaded, files, data_name=str(data))
+    print(applied.summary(), file=sys.stderr)
+    return loaded, applied.record()
+
+
 def add_pipeline_options(p: argparse.ArgumentParser) -> None:
     """The AdaptRubric settings, one flag per PipelineConfig field; defaults are the paper's method."""
     from .pipeline import PipelineConfig
 
-    add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig)
+    add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig,
+                         shown={"trajectories_per_batch": TRAJECTORIES_PER_BATCH})
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
-    """--model and every engine option, one flag per HFEngineConfig field."""
+    """--engine, --model and every engine option: one flag per EngineChoice, HFEngineConfig and
+    VLLMConfig field."""
+    from .engine.build import EngineChoice
     from .engine.hf_config import HFEngineConfig
+    from .engine.vllm_engine import VLLMConfig
 
-    add_config_arguments(p.add_argument_group("engine (transformers, Qwen3-VL)"), HFEngineConfig,
-                         defaults={"model": None})  # a command names its model
+    g = p.add_argument_group("engine (transformers, Qwen3-VL; the options both engines share)")
+    add_config_arguments(g, EngineChoice)
+    add_config_arguments(g, HFEngineConfig, defaults={"model": None})  # a command names its model
+    add_config_arguments(p.add_argument_group("engine (vLLM: with --engine vllm)"), VLLMConfig)
 
 
 def add_remote_options(p: argparse.ArgumentParser) -> None:
@@ -57,13 +95,16 @@ def add_scoring_options(p: argparse.ArgumentParser) -> None:
     add_remote_options(p)
 
 
+TRAJECTORIES_PER_BATCH = "4 x --max-batch-size, at least 8"  # what the command line derives, as --help says
+
+
 def pipeline_config(args, **overrides):
     """The PipelineConfig the pipeline options describe (with --adapter, its screenshot budget)."""
     from .pipeline import PipelineConfig
 
     kw = {**config_kwargs(args, PipelineConfig), **overrides}
     if "trajectories_per_batch" not in explicit(args) and getattr(args, "max_batch_size", None):
-        kw["trajectories_per_batch"] = max(4 * args.max_batch_size, 8)  # enough to fill the engine's batches
+        kw["trajectories_per_batch"] = max(4 * args.max_batch_size, 8)  # TRAJECTORIES_PER_BATCH: fills the engine
     _, kw = adopt_adapter_images(args, {}, kw)
     return PipelineConfig(**kw)
 
@@ -88,20 +129,37 @@ def _warn_once(args):
 
 
 def engine_options(args, cfg=None) -> dict:
-    """HFEngineConfig options from the flags, plus RemoteConfig's with --openai-url; the token cap
-    covers every call the pipeline makes."""
+    """HFEngineConfig options from the flags, plus VLLMConfig's with --engine vllm and RemoteConfig's
+    with --openai-url; the token cap covers every call the pipeline makes, and vLLM's screenshot limit
+    defaults to the pipeline's budget."""
     from .engine.hf_config import HFEngineConfig
+    from .engine.vllm_engine import VLLMConfig
+    from .flags import flag_name
 
     kw, _ = adopt_adapter_images(args, config_kwargs(args, HFEngineConfig), {})
     if cfg is not None:
         kw["max_new_tokens"] = max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens, cfg.route_max_new_tokens)
+    engine = getattr(args, "engine", None) or "transformers"
+    if engine == "vllm":
+        if getattr(args, "openai_url", None):
+            raise ValueError("--engine vllm runs vLLM in this process; --openai-url sends every call to a server: "
+                             "choose one")
+        kw.update(config_kwargs(args, VLLMConfig), engine="vllm")
+        if kw.get("limit_mm_per_prompt") is None and cfg is not None:
+            kw["limit_mm_per_prompt"] = cfg.max_images
+    else:
+        given = sorted(config_kwargs(args, VLLMConfig, only_given=True))
+        if given:
+            raise ValueError(f"{', '.join(flag_name(g) for g in given)}: option(s) of the vLLM engine; add --engine "
+                             "vllm")
     if getattr(args, "openai_url", None):
         kw.update(config_kwargs(args, RemoteConfig))
     return kw
 
 
 def make_engine(args, cfg=None):
-    """The engine the options describe: the server's with --openai-url, else the transformers engine."""
+    """The engine the options describe: the server's with --openai-url, else the in-process engine
+    --engine names (transformers by default)."""
     kw = engine_options(args, cfg)
     if is_remote(kw):
         return remote_engine(kw)
@@ -128,3 +186,27 @@ def score_with_model(args, out, cfg, resume: bool = False, **score_kw) -> dict:
                           progress=not args.quiet, loaded=loaded, **score_kw)
     finally:
         engine.close()
+
+
+def add_coverage_options(p: argparse.ArgumentParser, subset: bool = True) -> None:
+    """--subset and --allow-extra: what `eval`, `tts` and `review` do when the verdicts and --data differ
+    (evaluation/coverage.py); --allow-extra alone with `subset` False (`calibrate`)."""
+    if subset:
+        p.add_argument("--subset", choices=["data", "verdicts"], default="data",
+                       help="data: every trajectory of --data, those without a verdict counted as missing (a "
+                            "predicted failure, the paper's fixed denominators); verdicts: only the trajectories the "
+                            "verdicts cover (said in the report) (default data)")
+    p.add_argument("--allow-extra", action="store_true",
+                   help="leave out, with a warning, verdicts whose ids are not in --data (otherwise an error)")
+
+
+def print_coverage(result: dict) -> None:
+    """What the verdicts cover of --data (a metrics.json / tts.json content), on stderr: WARNING when
+    trajectories lack a verdict or verdicts were left out, a note otherwise."""
+    from .evaluation.coverage import Coverage
+
+    if not result.get("coverage"):
+        return
+    run = result.get("run", {})
+    for loud, text in Coverage(**result["coverage"]).messages(run.get("data"), run.get("verdicts")):
+        print(f"{'WARNING' if loud else 'note'}: {text}", file=sys.stderr)

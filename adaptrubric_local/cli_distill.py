@@ -17,6 +17,7 @@ EXAMPLES = """examples:
   adaptrubric distill collect DATA --out runs/distill --teacher-model Qwen/Qwen3-VL-32B-Instruct
   adaptrubric distill collect DATA --out runs/distill --teacher-verdicts judge_verdicts.jsonl
   adaptrubric distill collect DATA --out runs/distill --teacher-labels --balance
+  adaptrubric distill collect DATA --out runs/distill --teacher-labels --labels labels.jsonl   # the review page's
   adaptrubric distill collect DATA --out runs/distill --teacher-url ... --resume   # finish a run
   # 2. plan the memory, then train a LoRA (or QLoRA) student
   adaptrubric distill plan runs/distill --model Qwen/Qwen3-VL-4B-Instruct --gpu-memory 24GB
@@ -33,12 +34,11 @@ EXAMPLES = """examples:
 
 
 # ----------------------------------------------------------------------------- collect
-def _collect_teacher(args, pcfg_for):
+def _collect_teacher(args, pcfg_for, loaded):
     """(teacher engine, manifest description, pipeline config, per-trajectory configs or None)."""
     from .distill.collect import label_teacher, load_teacher_verdicts, verdict_groups, verdicts_teacher
     from .engine.teacher import TeacherConfig
     from .flags import config_kwargs
-    from .formats import load_trajectories
 
     tcfg = TeacherConfig(**config_kwargs(args, TeacherConfig))
     chosen = [x for x in (tcfg.teacher_model, tcfg.teacher_url, args.teacher_verdicts) if x] + (
@@ -55,24 +55,26 @@ def _collect_teacher(args, pcfg_for):
         pcfg = pcfg_for("verdicts")
         desc = {"kind": "verdicts", "name": name, "file": str(args.teacher_verdicts)}
         return verdicts_teacher(verdicts, name), desc, pcfg, verdict_groups(verdicts, pcfg)
-    trajs = load_trajectories(args.data, check_images=False).trajectories
-    return label_teacher(trajs), {"kind": "labels", "name": "labels"}, pcfg_for("labels"), None
+    return label_teacher(loaded.trajectories), {"kind": "labels", "name": "labels"}, pcfg_for("labels"), None
 
 
 def cmd_collect(args) -> int:
+    from .cli_common import load_labelled
     from .distill.collect import CollectConfig, collect, teacher_pipeline
-
     from .flags import config_kwargs
 
     cfg = CollectConfig(**config_kwargs(args, CollectConfig))
+    loaded, labels = load_labelled(args, check_images=True)  # the data's labels with --labels applied
     teacher, desc, pcfg, groups = _collect_teacher(
-        args, lambda kind: teacher_pipeline(kind, args.router, args.max_images, args.teacher_max_new_tokens))
+        args, lambda kind: teacher_pipeline(kind, args.router, args.max_images, args.teacher_max_new_tokens), loaded)
     try:
         manifest = collect(args.data, args.out, teacher, pcfg, cfg, resume=args.resume, teacher_desc=desc,
-                           groups=groups, progress=not args.quiet)
+                           groups=groups, progress=not args.quiet, loaded=loaded, labels=labels)
     finally:
         teacher.close()
     print(json.dumps(manifest["counts"], indent=2))
+    for w in manifest.get("warnings", []):
+        print(f"WARNING: {w}", file=sys.stderr)
     run = manifest["this_run"]
     if run["truncated"]:
         print(f"{run['truncated']} teacher repl(ies) were cut at --teacher-max-new-tokens "
@@ -116,7 +118,7 @@ def cmd_evaluate(args) -> int:
 
     res = evaluate(args.dir, args.model, args.adapter, args.out, split=args.split, batch_size=args.max_batch_size,
                    max_new_tokens=args.verify_max_new_tokens, data=args.data, progress=not args.quiet,
-                   base=not args.no_base)
+                   base=not args.no_base, load_in_4bit=args.load_in_4bit)
     print(json.dumps(res["table"], indent=2))
     return 0
 
@@ -156,11 +158,16 @@ def add_subcommands(sub) -> None:
     add_config_arguments(t, TeacherConfig)
     t.add_argument("--teacher-verdicts", help="verdict JSONL produced elsewhere (each line needs 'raw'; its "
                                               "p_success, when present, is kept as the teacher's probability)")
-    t.add_argument("--teacher-labels", action="store_true", help="use the data's labels as the teacher's verdicts")
+    t.add_argument("--teacher-labels", action="store_true", help="use the data's labels as the teacher's verdicts "
+                                                                 "(with --labels: those files' labels over the data's)")
     g = p.add_argument_group("what the teacher runs (default router: model for model/url teachers, rules for "
                              "labels and verdicts, which carry no router answers)")
     add_config_arguments(g, PipelineConfig, only=("router", "max_images"), defaults={"router": None})
     add_config_arguments(p.add_argument_group("collection"), CollectConfig)
+    from .labels import LabelsConfig
+
+    add_config_arguments(p.add_argument_group("labels (what the review page exports; the records' labels, "
+                                              "--agree-with-labels and --teacher-labels read them)"), LabelsConfig)
     p.add_argument("--resume", action="store_true", help="continue DIR: skip what is there, retry failures (and "
                                                          "truncated replies once the token cap is raised)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -191,8 +198,9 @@ def add_subcommands(sub) -> None:
 
     p = dsub.add_parser("evaluate", help="base model vs adapter on DIR's val split",
                         description="Score val with the base model and with the adapter (the pipeline settings of "
-                                    "the collection), then agreement with the teacher and accuracy/F1 against labels, "
-                                    "side by side, with the eval harness's reports and plots.",
+                                    "the collection; one loaded model, the adapter switched off for the base run), "
+                                    "then agreement with the teacher and accuracy/F1 against labels, side by side, "
+                                    "with the eval harness's reports and plots.",
                         epilog=EXAMPLES, formatter_class=fmt)
     p.add_argument("dir", help="distillation folder")
     p.add_argument("--model", required=True, help="the student's base model")
@@ -204,11 +212,16 @@ def add_subcommands(sub) -> None:
                    help="verifier token cap (default: the collection's)")
     p.add_argument("--data", help="the collected data set, if it moved since `collect` (default: manifest's)")
     p.add_argument("--no-base", action="store_true", help="score the adapter only")
+    p.add_argument("--load-in-4bit", action=argparse.BooleanOptionalAction, default=None,
+                   help="load the base in 4-bit (nf4) or not (default: as the adapter was trained, from its "
+                        "base_quantisation.json; a different choice warns)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_evaluate)
 
     p = dsub.add_parser("merge", help="merge an adapter into its base model",
-                        description="Write a checkpoint with the LoRA merged in; it loads with --model alone.",
+                        description="Write a checkpoint with the LoRA merged in; it loads with --model alone. An "
+                                    "adapter trained on a 4-bit base (QLoRA) is merged into the base dequantised from "
+                                    "the same 4-bit weights it learned on, and saved unquantised.",
                         epilog=EXAMPLES, formatter_class=fmt)
     p.add_argument("--model", required=True, help="base model")
     p.add_argument("--adapter", required=True, help="adapter folder")

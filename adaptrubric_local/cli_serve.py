@@ -7,6 +7,7 @@ import argparse
 import logging
 
 from .cli_common import add_remote_options
+from .flags import Parser
 
 EXAMPLES = """examples:
   adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
@@ -59,8 +60,10 @@ SERVE_DEFAULTS = {"max_pending": 1024}  # a service bounds its queue (503 beyond
 
 
 def cmd_serve(args) -> int:
+    from .engine.build import EngineChoice
     from .engine.hf_config import HFEngineConfig
     from .engine.remote import RemoteConfig
+    from .engine.vllm_engine import VLLMConfig
     from .flags import config_kwargs
     from .pipeline import PipelineConfig
     from .reward_config import RewardConfig, load_options
@@ -69,12 +72,12 @@ def cmd_serve(args) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     opts = {**SERVE_DEFAULTS, **(load_options(args.config) if args.config else {})}
-    for cls, skip in ((RewardConfig, CLIENT_ONLY), (PipelineConfig, ()), (HFEngineConfig, ()),
-                      (RemoteConfig, ())):
+    for cls, skip in ((RewardConfig, CLIENT_ONLY), (PipelineConfig, ()), (EngineChoice, ()), (HFEngineConfig, ()),
+                      (VLLMConfig, ()), (RemoteConfig, ())):
         opts.update(config_kwargs(args, cls, skip=skip, only_given=True))
     if opts.get("service_url"):
         raise ValueError("the service cannot itself forward to service_url; remove it from the service's config")
-    engine = None
+    engine = opts.pop("engine", None)  # the in-process engine's name (a reward config's `engine:` key)
     if args.fake_engine:
         from .dry_run import FakeEngine
 
@@ -90,7 +93,9 @@ def cmd_serve(args) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `serve`: the service's (ServeConfig), and every verifier option (reward, pipeline and
     engine configs: the keys of a reward.yaml), a flag given winning over --config."""
+    from .engine.build import EngineChoice
     from .engine.hf_config import HFEngineConfig
+    from .engine.vllm_engine import VLLMConfig
     from .flags import add_config_arguments
     from .pipeline import PipelineConfig
     from .reward_config import RewardConfig
@@ -106,7 +111,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          defaults=SERVE_DEFAULTS)
     add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig,
                          hide_defaults=True)
-    add_config_arguments(p.add_argument_group("engine (transformers, Qwen3-VL)"), HFEngineConfig, hide_defaults=True)
+    g = p.add_argument_group("engine (transformers, Qwen3-VL; the options both engines share)")
+    add_config_arguments(g, EngineChoice, hide_defaults=True)
+    add_config_arguments(g, HFEngineConfig, hide_defaults=True)
+    add_config_arguments(p.add_argument_group("engine (vLLM: with --engine vllm)"), VLLMConfig, hide_defaults=True)
     add_remote_options(p)
     p.set_defaults(func=cmd_serve)
 
@@ -124,8 +132,8 @@ def add_subcommands(sub) -> None:
 
 def main(argv=None) -> int:
     """`python -m adaptrubric_local.cli_serve` (the same flags as `adaptrubric serve`)."""
-    ap = argparse.ArgumentParser(prog="adaptrubric serve", epilog=EXAMPLES,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(prog="adaptrubric serve", epilog=EXAMPLES,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(ap)
     args = ap.parse_args(argv)
     return args.func(args)

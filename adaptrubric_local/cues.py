@@ -94,7 +94,7 @@ def parse_cues(text: str, instruction: str, filter_words: bool = False, limit_le
 
 def manual_cues(cues: list[str], instruction: str, filter_words: bool = False,
                 limit_length: bool = False) -> CueResult:
-    """Cues given by a user (e.g. `--cue`), held to the same checks as generated ones."""
+    """Cues given by a user (e.g. `--manual-cues`), held to the same checks as generated ones."""
     text = "\n".join(f"CUE_{i + 1}: {c}" for i, c in enumerate(cues))
     if not cues:
         return CueResult(abstained=True, reason="no cues given")

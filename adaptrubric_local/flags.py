@@ -7,16 +7,99 @@ place (as transformers' `HfArgumentParser` does for its argument dataclasses).
 list fields are repeatable; a field's metadata may name its `choices`, or `no_flag` for a field a
 program sets rather than a person) and records which flags were actually given, so a caller can
 tell "not given" from "given the default" (`explicit(args)`). `config_kwargs(args, Config)` reads
-them back. Parsing only: imports nothing of the package and no model code.
+them back. How a field's default reads in `--help` is decided here, once: `(default VALUE)`, or
+`(default: TEXT)` from the field's `none` metadata (what None means: "no limit", "the bundled paper
+bank"), never a second default in the field's own help.
+
+`Parser` is the argument parser of every command: no abbreviations (a prefix such as `--cue` is
+refused, not taken for the one flag it happens to start today), a flag renamed in an earlier release
+answered with its new name (`RENAMED`, the one list of renames), and an unknown flag answered by the
+subcommand it was given to, with its usage and the closest flag names. Subparsers are Parsers too
+(argparse makes them of the parent's class), so a new command or flag gets all of it. Parsing only:
+imports nothing of the package and no model code.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import typing
 from typing import Any, Iterable, Optional
 
 EXPLICIT = "_explicit_options"
+
+# Flags renamed or replaced in earlier releases -> what to use now, each with what it counts or does.
+# An unknown flag found here is answered with these (the ones the command has first).
+RENAMED: dict[str, tuple[tuple[str, str], ...]] = {
+    "--batch-size": (("--max-batch-size", "requests per generate call"),
+                     ("--trajectories-per-batch", "trajectories the pipeline prepares per engine call"),
+                     ("--max-batch-trajectories", "what the reward service gathers from concurrent calls"),
+                     ("--per-device-batch-size", "training examples per device per step"),
+                     ("--teacher-batch-size", "requests per generate call of a local teacher")),
+    "--max-new-tokens": (("--verify-max-new-tokens", "the verifier's output cap"),
+                         ("--cue-max-new-tokens", "the cue writer's cap"),
+                         ("--route-max-new-tokens", "the router's cap"),
+                         ("--teacher-max-new-tokens", "the teacher's cap per reply")),
+    "--cue": (("--manual-cues", "a fine cue to use instead of generated ones, repeatable"),),
+    "--bank": (("--bank-path", "the rubric bank YAML"),),
+    "--families": (("--keep-families", "keep the paper's eight families, was --families KEEP; without it "
+                                       "the teacher proposes its own"),),
+    "--max-batch": (("--max-batch-trajectories", "what the reward service gathers from concurrent calls"),
+                    ("--max-batch-size", "requests per generate call")),
+    "--max-queue": (("--max-pending", "most trajectories waiting to be scored"),),
+    "--max-request-mb": (("--max-request-bytes", "the request body limit, now in bytes"),),
+    "--request-timeout": (("--request-timeout-s", "seconds a request may wait"),),
+    "--set": (("--config", "a YAML/JSON file of options; and every option is a flag of its own: "
+                           "--set max_images=6 is --max-images 6"),),
+}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse without abbreviations, with renamed flags answered by their new names and an unknown
+    flag answered by the (sub)command that was given it, with the closest flag names."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras:  # what this parser (and the subcommands under it) did not take: report it here
+            self.error(unknown_message(self, extras))
+        return ns, extras
+
+
+def renamed(flag: str, known: Iterable[str], key: bool = False) -> Optional[str]:
+    """What replaced a renamed flag ('--max-batch-size (requests per generate call), or ...'), the
+    replacements among `known` first (all of them when none is); None when it was never renamed.
+    With `key`, the new names are spelled as config-file keys (`max_batch_size`)."""
+    if flag not in RENAMED:
+        return None
+    known = set(known)
+    here = [(new, what) for new, what in RENAMED[flag] if new in known] or list(RENAMED[flag])
+    return ", or ".join(f"{new[2:].replace('-', '_') if key else new} ({what})" for new, what in here)
+
+
+def unknown_message(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """'unrecognized arguments: ...' with, per unknown flag, its new name or the closest ones."""
+    known = [s for s in parser._option_string_actions if s.startswith("--")]
+    hints = []
+    for k, arg in enumerate(extras):
+        if not arg.startswith("--"):
+            continue
+        name = arg.split("=", 1)[0]
+        given = extras[k + 1] if name == "--set" and k + 1 < len(extras) else ""
+        if "=" in given and flag_name(given.split("=", 1)[0].strip()) in known:  # --set key=value: --key value
+            key, value = given.split("=", 1)
+            hints.append(f"--set {given} is now {flag_name(key.strip())} {value}")
+            continue
+        if name in RENAMED:
+            hints.append(f"{name} is now {renamed(name, known)}")
+            continue
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hints.append(f"{name}: did you mean {' or '.join(close)}?" if close else
+                     f"{name} is not a flag of {parser.prog} (see {parser.prog} --help)")
+    return f"unrecognized arguments: {' '.join(extras)}" + ("\n" + "\n".join(hints) if hints else "")
 
 
 def _default(f: dataclasses.Field) -> Any:
@@ -92,35 +175,54 @@ def config_fields(cls, skip: Iterable[str] = (), only: Optional[Iterable[str]] =
             and (only is None or f.name in only)]
 
 
+def shown_default(f: dataclasses.Field, default: Any, kind, optional: bool, shown: Optional[str] = None) -> str:
+    """How a field's default reads at the end of its help, the one place that decides it:
+    `(default 8)`, `(default on)`, `(default: TEXT)` (`shown`, or the field's `none` metadata when the
+    default is None: what None means), `(default 1024; none: no limit)` for an optional value whose
+    None means something else."""
+    means = f.metadata.get("none")
+    if shown is not None:
+        return f"(default: {shown})"
+    if kind is bool:
+        return f"(default {'on' if default else 'off'})"
+    if default is None or default == ():
+        return f"(default: {means})" if means else "(default none)"
+    value = ",".join(default) if isinstance(default, tuple) else default
+    return f"(default {value}; none: {means})" if optional and means else f"(default {value})"
+
+
 def add_config_arguments(parser, cls, skip: Iterable[str] = (), defaults: Optional[dict] = None,
                          choices: Optional[dict] = None, hide_defaults: bool = False,
-                         only: Optional[Iterable[str]] = None) -> None:
+                         only: Optional[Iterable[str]] = None, shown: Optional[dict] = None) -> None:
     """One flag per field of dataclass `cls` on `parser` (a parser or an argument group). `defaults`
-    overrides shown/used defaults; with `hide_defaults` every flag defaults to None (a config file
-    or the dataclass supplies the value) while its help still shows the field's default."""
+    overrides shown/used defaults; `shown` describes a default the command derives (`{"field": "4 x
+    --max-batch-size"}`); with `hide_defaults` every flag defaults to None (a config file or the
+    dataclass supplies the value) while its help still shows the field's default."""
     hints = typing.get_type_hints(cls)
-    defaults, choices = defaults or {}, choices or {}
+    defaults, choices, shown = defaults or {}, choices or {}, shown or {}
     for f in config_fields(cls, skip, only):
         default = defaults.get(f.name, _default(f))
         kind, optional = _unwrap(hints[f.name])
         text = f.metadata.get("help", "").replace("%", "%%")
         used = None if hide_defaults else default
         allowed = choices.get(f.name, f.metadata.get("choices"))
+        tail = shown_default(f, default, kind, optional, shown.get(f.name)).replace("%", "%%")
         if kind is bool:
             parser.add_argument(flag_name(f.name), dest=f.name, action=RecordBool, default=used,
-                                help=f"{text} (default {'on' if default else 'off'})")
+                                help=f"{text} {tail}")
             continue
         if typing.get_origin(kind) is list:
+            tail = "(repeatable)" if not default and not f.metadata.get("none") else f"(repeatable) {tail}"
             parser.add_argument(flag_name(f.name), dest=f.name, action=RecordAppend, default=used,
-                                metavar=f.metadata.get("metavar", "VALUE"), help=f"{text} (repeatable)")
+                                metavar=f.metadata.get("metavar", "VALUE"), help=f"{text} {tail}")
             continue
         if typing.get_origin(kind) is tuple:
-            convert, shown = _csv, ",".join(default or ())
+            convert = _csv
         else:
-            convert, shown = (none_or(kind) if optional else kind), ("none" if default is None else default)
+            convert = none_or(kind) if optional else kind
         parser.add_argument(flag_name(f.name), dest=f.name, type=convert, default=used, action=Record,
                             choices=allowed, metavar=None if allowed else f.metadata.get("metavar", f.name.upper()),
-                            help=f"{text} (default {shown}{'; none: no limit' if optional and kind is int else ''})")
+                            help=f"{text} {tail}")
 
 
 def explicit(args: argparse.Namespace) -> set[str]:

@@ -1,8 +1,11 @@
 """One image policy from training to reward: an adapter records what its student was trained to see
-(`image_policy.json`: visual-token budget, per-image pixel cap, screenshot budget), and every way of
-scoring with `--adapter` (score, eval, ablate, tts, serve, RewardModel, distill evaluate, bank
-refine) adopts it. A setting the caller gave explicitly wins, with a warning when it differs from
-the adapter's. Knows nothing about models or pipelines beyond these three option names.
+(`image_policy.json`: visual-token budget, per-image pixel cap, screenshot budget) and the base it
+was trained on (`base_quantisation.json`: 4-bit or 8-bit bitsandbytes, or neither; for adapters
+trained before it was written, `training_config.json`'s `load_in_4bit`), and every way of scoring
+with `--adapter` (score, eval, ablate, tts, serve, RewardModel, distill evaluate, bank refine)
+adopts them: a QLoRA student is scored on the 4-bit base it learned on. A setting the caller gave
+explicitly wins, with a warning when it differs from the adapter's. Knows nothing about models or
+pipelines beyond these option names.
 """
 from __future__ import annotations
 
@@ -12,8 +15,10 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 POLICY_FILE = "image_policy.json"
+QUANT_FILE = "base_quantisation.json"
 ENGINE_KEYS = ("max_visual_tokens", "max_pixels")
 PIPELINE_KEYS = ("max_images",)
+QUANT_KEYS = ("load_in_4bit", "load_in_8bit")  # engine options, adopted together
 
 
 def write_policy(adapter: str | Path, policy: dict) -> None:
@@ -34,8 +39,32 @@ def read_policy(adapter: Optional[str | Path]) -> dict:
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc.msg})") from None
+        raise ValueError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})") from None
     return {k: data[k] for k in ENGINE_KEYS + PIPELINE_KEYS if k in data}
+
+
+def write_quantisation(adapter: str | Path, load_in_4bit: bool, load_in_8bit: bool = False, **details) -> None:
+    """Record how the base was quantised while the adapter was trained (`details`: what loading used,
+    for the reader: quant type, double quantisation, compute dtype, modules left unquantised)."""
+    record = {"load_in_4bit": bool(load_in_4bit), "load_in_8bit": bool(load_in_8bit), **details}
+    (Path(adapter) / QUANT_FILE).write_text(json.dumps(record, indent=2) + "\n")
+
+
+def read_quantisation(adapter: Optional[str | Path]) -> dict:
+    """{load_in_4bit, load_in_8bit} of the base the adapter was trained on; {} when unknown (no
+    adapter, or one from elsewhere)."""
+    if not adapter:
+        return {}
+    for name in (QUANT_FILE, "training_config.json"):  # the second: adapters trained before the first existed
+        path = Path(adapter) / name
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text())
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: not valid JSON ({exc.msg})") from None
+            if any(k in data for k in QUANT_KEYS):
+                return {k: bool(data.get(k, False)) for k in QUANT_KEYS}
+    return {}
 
 
 def _warn(msg: str) -> None:
@@ -46,8 +75,8 @@ def adopt(adapter: Optional[str | Path], engine: dict, pipeline: dict, explicit:
           warn: Callable[[str], None] = _warn) -> tuple[dict, dict]:
     """(engine options, pipeline options) with the adapter's image settings filled in where the
     caller did not set them explicitly; an explicit value that differs is kept, with a warning."""
-    policy = read_policy(adapter)
-    if not policy:
+    policy, quant = read_policy(adapter), read_quantisation(adapter)
+    if not policy and not quant:
         return engine, pipeline
     engine, pipeline, explicit = dict(engine), dict(pipeline), set(explicit)
     for key, value in policy.items():
@@ -59,4 +88,12 @@ def adopt(adapter: Optional[str | Path], engine: dict, pipeline: dict, explicit:
         if dest.get(key) != value:
             warn(f"{key}={dest.get(key)} differs from the {value} adapter {adapter} was trained with; the student "
                  f"will see other images than it learned on (drop the option to use the adapter's)")
+    if quant and not explicit & set(QUANT_KEYS):
+        engine.update(quant)
+    elif quant:  # the caller chose the base's loading: keep it, and say if it is not what the student learned on
+        for key, value in quant.items():
+            if bool(engine.get(key, False)) != value:
+                warn(f"{key}={bool(engine.get(key, False))} differs from the {value} adapter {adapter} was trained "
+                     f"with; the student will run on other base weights than it learned on (drop the option to load "
+                     f"the base as it was trained)")
     return engine, pipeline

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import os
 import time
+import weakref
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from ._version import __version__
 from .bank import RubricBank, RubricSet, load_bank
@@ -30,7 +31,9 @@ from .route import RULES_ESTIMATE
 from .types import CueResult, RouteResult, Trajectory, Verdict
 from .verdict import parse_verdict, score_value_offset
 
-VERDICT_LAST_LINE = "MISSING_EVIDENCE:"  # generation may stop once this line is complete
+VERDICT_LAST_LINE = "MISSING_EVIDENCE:"  # generation may stop once this line is complete, outside the thinking
+STAGES = {"route": "routing", "cue": "cues for", "verify": "verifying"}  # what `on_stage` is told, by request kind
+UNITS = {"route": "instruction(s)", "cue": "instruction(s)", "verify": "trajectory(ies)"}
 
 
 @dataclass
@@ -48,8 +51,7 @@ class PipelineConfig:
         "help": "screenshot budget M per trajectory (paper: 10; with --adapter: the adapter's)"})
     trajectories_per_batch: int = field(default=32, metadata={
         "help": "trajectories prepared and handed to the engine per call (the engine splits them into "
-                "generate calls of at most --max-batch-size rows and overlaps their images); on the command line "
-                "the default is 4 x --max-batch-size"})
+                "generate calls of at most --max-batch-size rows and overlaps their images)"})
     dedupe_frames: bool = field(default=False, metadata={
         "help": "opt-in: skip near-duplicate frames when selecting screenshots (not in the paper)"})
     cue_filter: bool = field(default=False, metadata={
@@ -64,7 +66,7 @@ class PipelineConfig:
     manual_cues: Optional[list[str]] = field(default=None, metadata={
         "help": "use this fine cue instead of generating cues (at most 2 kept)", "metavar": "TEXT"})
     bank_path: Optional[str] = field(default=None, metadata={
-        "help": "rubric bank YAML (default: the bundled paper bank)", "metavar": "YAML"})
+        "help": "rubric bank YAML", "none": "the bundled paper bank", "metavar": "YAML"})
 
     def __post_init__(self):
         if self.router not in ("rules", "model"):
@@ -125,8 +127,12 @@ class AdaptRubric:
             raise ValueError("router='model' (the paper's default) needs an engine; use router='rules' to run "
                              "without a model")
         self.stats: Counter = Counter()
-        self.criteria = Criteria(self._call if engine is not None else None, self.config, self.bank, self.prompts)
+        # the criteria reach the engine through a weak reference: a bound self._call would be a reference
+        # cycle that keeps a dropped pipeline, and its engine's model on the GPU, alive until gc runs
+        self.criteria = Criteria(_calls_of(self) if engine is not None else None, self.config, self.bank,
+                                 self.prompts)
         self._pool: Optional[ThreadPoolExecutor] = None
+        self.on_stage: Optional[Callable[[str], None]] = None  # told what runs now: routing, cues, verifying
 
     @property
     def config(self) -> PipelineConfig:
@@ -143,13 +149,31 @@ class AdaptRubric:
     def _call(self, requests: list[Request]) -> list[Output]:
         if not requests:
             return []
+        self._stage(f"{STAGES[requests[0].kind]} {len(requests)} {UNITS[requests[0].kind]}")
         outs = self.engine.generate(requests)
         for req, out in zip(requests, outs):
-            self.stats[f"calls_{req.kind}"] += 1
-            self.stats["calls"] += 1
-            self.stats["prompt_tokens"] += out.prompt_tokens
-            self.stats["completion_tokens"] += out.completion_tokens
+            self._count(req, out)
         return outs
+
+    def _call_iter(self, requests: list[Request]) -> Iterator[list[tuple[int, Output]]]:
+        """The engine's outputs in the lists they are ready in (counted as they come), the stage named."""
+        if not requests:
+            return
+        self._stage(f"{STAGES[requests[0].kind]} {len(requests)} {UNITS[requests[0].kind]}")
+        for ready in self.engine.generate_iter(requests):
+            for i, out in ready:
+                self._count(requests[i], out)
+            yield ready
+
+    def _count(self, req: Request, out: Output) -> None:
+        self.stats[f"calls_{req.kind}"] += 1
+        self.stats["calls"] += 1
+        self.stats["prompt_tokens"] += out.prompt_tokens
+        self.stats["completion_tokens"] += out.completion_tokens
+
+    def _stage(self, what: str) -> None:
+        if self.on_stage is not None:
+            self.on_stage(what)
 
     # ------------------------------------------------------------------ stages
     def route_many(self, instructions: Iterable[str]) -> dict[str, RouteResult]:
@@ -205,14 +229,14 @@ class AdaptRubric:
         if out.error:
             v = Verdict(status="error", error=f"{p.traj.source or '?'}, record {p.traj.id}: {out.error}")
         elif out.samples:
-            v = vote([parse_verdict(t) for t, _ in out.samples], out.text)
+            v = vote([parse_verdict(t, out.opened_thinking) for t, _ in out.samples], out.text)
         else:
-            v = parse_verdict(out.text)
+            v = parse_verdict(out.text, out.opened_thinking)
             v.p_success = p_success(out)
         v.id, v.category, v.cues = p.traj.id, p.route.category, list(p.cues.cues)
         v.route_parsed, v.dropped_cues = p.route.parsed, list(p.cues.dropped)
         v.n_images, v.prompt_tokens, v.completion_tokens = len(p.images), out.prompt_tokens, out.completion_tokens
-        v.hit_cap = out.hit_cap
+        v.hit_cap, v.hit_context = out.hit_cap, out.hit_context
         return v
 
     def _stamp(self, v: Verdict, t: Optional[Trajectory]) -> Verdict:
@@ -223,39 +247,65 @@ class AdaptRubric:
         return v
 
     def iter_score(self, trajs: Iterable[Trajectory]) -> Iterator[Verdict]:
-        """Yield one Verdict per trajectory, batch by batch, in input order."""
+        """Yield one Verdict per trajectory as it is ready: batch by batch, and within a batch as the
+        engine finishes each group (input order when it answers a batch at once)."""
+        for ready in self.iter_ready(trajs):
+            yield from ready
+
+    def iter_ready(self, trajs: Iterable[Trajectory]) -> Iterator[list[Verdict]]:
+        """`iter_score` in the lists the verdicts become ready in (a failed preparation, an engine group)."""
+        for ready in self._iter_indexed(trajs):
+            yield [v for _, v in ready]
+
+    def _iter_indexed(self, trajs: Iterable[Trajectory]) -> Iterator[list[tuple[int, Verdict]]]:
+        """Lists of (input position, Verdict), as ready."""
         if self.engine is None:
             raise ValueError("scoring needs an engine")
         batch: list[Trajectory] = []
+        start = 0
         for t in trajs:
             batch.append(t)
             if len(batch) >= self.config.trajectories_per_batch:
-                yield from self._score_batch(batch)
+                yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
+                start += len(batch)
                 batch = []
         if batch:
-            yield from self._score_batch(batch)
+            yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
 
-    def _score_batch(self, batch: list[Trajectory]) -> list[Verdict]:
+    def _score_batch(self, batch: list[Trajectory]) -> Iterator[list[tuple[int, Verdict]]]:
+        """Lists of (position in the batch, Verdict): the failed preparations first, then the verifier's
+        verdicts in the groups the engine hands them over in."""
         t0 = time.perf_counter()
         prepared = self.prepare_many(batch)
-        ok = [p for p in prepared if isinstance(p, Prepared)]
-        outs = iter(self._call([self.verifier_request(p) for p in ok]))
-        verdicts = []
-        for t, p in zip(batch, prepared):
-            if isinstance(p, Exception):
-                v = Verdict(id=t.id, status="error", error=f"{t.source or '?'}, record {t.id}: {p}")
-            else:
-                v = self._verdict(p, next(outs))
+        shares = self._shared_costs(batch)
+        failed = [(k, self._done(Verdict(id=batch[k].id, status="error",
+                                         error=f"{batch[k].source or '?'}, record {batch[k].id}: {p}"),
+                                 batch[k], shares[k])) for k, p in enumerate(prepared) if isinstance(p, Exception)]
+        if failed:
+            yield failed
+        ok = [k for k, p in enumerate(prepared) if isinstance(p, Prepared)]
+        for ready in self._call_iter([self.verifier_request(prepared[k]) for k in ok]):
+            out = []
+            for j, o in ready:
+                k = ok[j]
+                v = self._verdict(prepared[k], o)
                 v.cost_tokens, v.cost_calls = float(v.prompt_tokens + v.completion_tokens), 1.0
-            verdicts.append(self._stamp(v, t))
-        self._charge_shared(batch, verdicts)
-        self.stats["trajectories"] += len(batch)
-        self.stats["hit_cap"] += sum(v.hit_cap for v in verdicts)
+                out.append((k, self._done(v, batch[k], shares[k])))
+            yield out
         self.stats["seconds"] += time.perf_counter() - t0
-        return verdicts
 
-    def _charge_shared(self, batch: list[Trajectory], verdicts: list[Verdict]) -> None:
-        """Add each trajectory's share of this batch's router and cue calls to its costs."""
+    def _done(self, v: Verdict, t: Trajectory, share: tuple[float, float]) -> Verdict:
+        """A finished verdict: stamped, charged its share of the shared calls, counted."""
+        v = self._stamp(v, t)
+        v.cost_tokens += share[0]
+        v.cost_calls += share[1]
+        self.stats["trajectories"] += 1
+        self.stats["hit_cap"] += v.hit_cap
+        self.stats["hit_context"] += v.hit_context
+        return v
+
+    def _shared_costs(self, batch: list[Trajectory]) -> list[tuple[float, float]]:
+        """Each trajectory's share (tokens, calls) of this batch's router and cue calls."""
         routes = self.criteria.routes
 
         def keys(i: int) -> list[tuple]:
@@ -263,13 +313,11 @@ class AdaptRubric:
             r = routes.get(ins)
             return [("route", ins)] + ([("cue", ins, r.category)] if r else [])
 
-        for v, (tokens, calls) in zip(verdicts, self.criteria.take_costs(keys, len(batch))):
-            v.cost_tokens += tokens
-            v.cost_calls += calls
+        return self.criteria.take_costs(keys, len(batch))
 
     def score(self, trajs: Iterable[Trajectory]) -> list[Verdict]:
         """Score every trajectory; one Verdict each, in input order."""
-        return list(self.iter_score(trajs))
+        return [v for _, v in sorted((kv for ready in self._iter_indexed(trajs) for kv in ready), key=lambda kv: kv[0])]
 
     def summary(self) -> dict:
         """Calls, tokens and seconds per trajectory so far (all model calls, amortised as in Table 5)."""
@@ -284,6 +332,7 @@ class AdaptRubric:
             "route_unparsed": self.criteria.unparsed["route"],
             "cue_unparsed": self.criteria.unparsed["cue"],
             "hit_cap": self.stats["hit_cap"],
+            "hit_context": self.stats["hit_context"],
         }
         engine_stats = self.engine.stats if self.engine is not None else {}
         if engine_stats:
@@ -291,9 +340,19 @@ class AdaptRubric:
         return out
 
 
+def _calls_of(pipe: "AdaptRubric"):
+    """`pipe._call` without a strong reference to `pipe`."""
+    ref = weakref.ref(pipe)
+
+    def call(requests: list[Request]) -> list[Output]:
+        return ref()._call(requests)
+
+    return call
+
+
 def p_success(out: Output) -> Optional[float]:
-    """P(SCORE=1) at the final SCORE digit, normalised over {0, 1}; None if not reported."""
-    offset = score_value_offset(out.text)
+    """P(SCORE=1) at the final SCORE digit of the answer, normalised over {0, 1}; None if not reported."""
+    offset = score_value_offset(out.text, out.opened_thinking)
     if offset is None:
         return None
     for tp in out.token_probs:

@@ -8,7 +8,8 @@ arrived: that is what makes `--resume` and exactly-once work, and actors give it
 * Exactly once. Actor calls run at most once (`max_task_retries=0`). A chunk's verdicts reach the
   driver only as the return value of one call, so a replica killed mid-chunk returns nothing of it.
   The driver then sends the chunk again: to the same replica once Ray has restarted it
-  (`max_restarts`), or to another. The driver writes each id once even if a verdict came twice. Ray
+  (`max_restarts`), or to another. The driver also writes each id once whatever delivered it (a
+  guard: no path delivers one twice, see below). Ray
   Data's actor pools retry at least once and give no per-row account. They also cut the data into
   blocks and batches of their own, so an instruction's group of rollouts could be split across
   replicas; its router and cue calls would then be repeated. Here a chunk holds whole instruction
@@ -22,6 +23,17 @@ arrived: that is what makes `--resume` and exactly-once work, and actors give it
 Chunks are at most the pipeline's `batch_size` and small enough to keep every replica busy (about 4
 per replica). They stay whole per instruction. Verdict lines arrive in completion order, not data
 order; readers take the last line per id.
+
+Paths by which an id could reach the driver twice, and why none does. (1) A replica that finishes a
+chunk after the chunk was sent again: a chunk is sent again only after `ray.get` of its call raised
+RayActorError, and an object ref that holds an error never holds a result, so if the process did
+finish (ActorUnavailableError: alive but unreachable), its verdicts are dropped by Ray, not delivered.
+(2) A retried actor call: `max_task_retries=0` for `score` (only the verdict-less `ready` is retried).
+(3) A chunk queued twice: a chunk is in `busy` for one replica at a time and put back once per death.
+(4) Two trajectories with one id in the data: the loader makes the second an error (one id per data
+set, across the files of a folder too), so `score_with` never hands them to a scorer. (5) Error lines
+of a chunk that failed: written for ids not yet written. The `seen` check stays as a guard (tested
+with a result that repeats an id).
 
 What it does not know or do: replicas read screenshots by the paths the driver loaded, so on several
 machines the data must be on a shared file system or at the same path on every node. The package
@@ -59,11 +71,11 @@ class RayConfig:
     """Where the replicas run and what each one gets."""
 
     ray_address: Optional[str] = field(default=None, metadata={
-        "help": "an existing Ray cluster: auto, HOST:6379 or ray://HOST:10001 (default: $RAY_ADDRESS if set, "
-                "else a local Ray started for this run)"})
+        "help": "an existing Ray cluster: auto, HOST:6379 or ray://HOST:10001",
+        "none": "$RAY_ADDRESS if set, else a local Ray started for this run"})
     replicas: int = field(default=1, metadata={"help": "Ray actors, one engine (model copy) each"})
     gpus_per_replica: Optional[float] = field(default=None, metadata={
-        "help": "GPUs per replica (fractions share a GPU; default 1 when the cluster has GPUs, else 0)"})
+        "help": "GPUs per replica (fractions share a GPU)", "none": "1 when the cluster has GPUs, else 0"})
     cpus_per_replica: float = field(default=1.0, metadata={
         "help": "CPUs Ray reserves per replica (also its torch threads on the CPU)"})
     max_restarts: int = field(default=3, metadata={"help": "times Ray restarts a replica whose process died"})

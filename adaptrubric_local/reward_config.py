@@ -1,5 +1,5 @@
 """The settings of a reward model: how verdicts become rewards and where trajectories and the verifier
-live (`RewardConfig`), and one flat option mapping (a reward.yaml, `--set` options, RewardModel
+live (`RewardConfig`), and one flat option mapping (a reward.yaml, `serve` flags, RewardModel
 keywords) split into the reward, pipeline and engine configs, with an unknown key an error naming
 it. Imports no model code. Knows nothing about scoring or HTTP.
 """
@@ -13,6 +13,8 @@ from typing import Any, Optional
 
 from .engine.hf_config import DEFAULT_MODEL, HFEngineConfig
 from .engine.remote import REMOTE_FIELDS
+from .engine.vllm_engine import VLLM_FIELDS
+from .flags import flag_name, renamed
 from .inline_images import DEFAULT_MAX_PIXELS
 from .pipeline import PipelineConfig
 
@@ -33,7 +35,7 @@ class RewardConfig:
     unparsed_reward: float = field(default=0.0, metadata={
         "help": "the number given to frameworks that need one for an unparsed or failed verdict (TRL gets None)"})
     data_root: Optional[str] = field(default=None, metadata={
-        "help": "folder that relative screenshot paths resolve against (default: the current directory)"})
+        "help": "folder that relative screenshot paths resolve against", "none": "the current directory"})
     image_roots: list[str] = field(default_factory=list, metadata={
         "help": "further folders tried, in order, for relative screenshot paths"})
     service_url: Optional[str] = field(default=None, metadata={
@@ -53,7 +55,8 @@ class RewardConfig:
     max_batch_trajectories: int = field(default=32, metadata={
         "help": "most trajectories the scoring thread gathers from concurrent calls into one batch"})
     max_pending: Optional[int] = field(default=None, metadata={
-        "help": "most trajectories waiting to be scored; more are refused (the service answers 503); None: no limit"})
+        "help": "most trajectories waiting to be scored; more are refused (the service answers 503)",
+        "none": "no limit"})
     calibration: Optional[str] = field(default=None, metadata={
         "help": "a file from `adaptrubric calibrate`: verdicts get p_success_calibrated, which the p_success "
                 "reward then uses"})
@@ -81,10 +84,11 @@ class RewardConfig:
 
 def split_options(options: dict[str, Any], where: str = "options") -> tuple[dict, dict, dict]:
     """One flat mapping -> (RewardConfig, PipelineConfig, engine) keyword arguments, the engine's being
-    HFEngineConfig's and, for a verifier on a server, RemoteConfig's (`openai_url`, ...); an unknown
-    key is an error that names it and lists the known ones."""
+    HFEngineConfig's, `engine` with VLLMConfig's for the vLLM engine (`engine: vllm`) and, for a
+    verifier on a server, RemoteConfig's (`openai_url`, ...); an unknown key is an error that names it
+    and lists the known ones."""
     groups = [{f.name for f in dataclasses.fields(c)} for c in (RewardConfig, PipelineConfig, HFEngineConfig)]
-    groups[2] |= REMOTE_FIELDS
+    groups[2] |= REMOTE_FIELDS | VLLM_FIELDS | {"engine"}
     out: tuple[dict, dict, dict] = ({}, {}, {})
     for key, val in options.items():
         for names, dest in zip(groups, out):
@@ -93,6 +97,9 @@ def split_options(options: dict[str, Any], where: str = "options") -> tuple[dict
                 break
         else:
             known = sorted(set().union(*groups))
+            now = renamed(flag_name(str(key)), map(flag_name, known), key=True)
+            if now:  # an option renamed in an earlier release: its key is its flag's name
+                raise ValueError(f"{where}: option {key!r} was renamed: it is now {now}")
             raise ValueError(f"{where}: unknown option {key!r}; known options: {', '.join(known)}")
     return out
 

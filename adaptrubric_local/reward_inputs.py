@@ -24,7 +24,7 @@ def _inside(path: str | Path, roots: list[Path], where: str, what: str) -> Path:
     if not any(full == r or r in full.parents for r in allowed):
         raise ValueError(f"{where}: {what} {str(path)!r} lies outside the service's data_root and image_roots "
                          f"({', '.join(map(str, allowed))}): add its folder to image_roots "
-                         "(serve --set 'image_roots=[DIR]') or send the screenshots inline (inline_images: true)")
+                         "(serve --image-roots DIR) or send the screenshots inline (inline_images: true)")
     return full
 
 
@@ -90,6 +90,28 @@ def to_trajectory(obj: Any, cfg: RewardConfig, where: str = "trajectory",
             raise ValueError(f"{where}: no trajectory in {path}: {'; '.join(map(str, loaded.errors)) or 'empty'}")
         return loaded.trajectories[0]
     raise TypeError(f"{where}: expected a Trajectory, a canonical dict or a path, got {type(obj).__name__}")
+
+
+def item_id(obj: Any, where: str) -> str:
+    """The id of the trajectory a call's item names, read without loading it (a Trajectory's, or the
+    `id` of a record given as a dict or as its JSON, also JSON cut short after its leading id), so that
+    an item which cannot be scored still answers under its own id. An item that names none (a path, a
+    record without a usable id, other JSON that does not parse) answers under its location, `where`
+    ("item 3"), as a bad record of a data file does under "file:line"."""
+    from .formats.base import leading_id, own_id
+
+    if isinstance(obj, Trajectory):
+        return obj.id
+    if isinstance(obj, (bytes, bytearray)):
+        obj = obj.decode("utf-8", "replace")
+    if isinstance(obj, str) and obj.lstrip().startswith("{"):
+        try:
+            obj = json.loads(obj)
+        except (json.JSONDecodeError, RecursionError):
+            return leading_id(obj) or where
+    if isinstance(obj, dict):
+        return own_id(obj.get("id")) or where
+    return where
 
 
 def traj_key(t: Trajectory) -> str:

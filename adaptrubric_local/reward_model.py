@@ -4,6 +4,7 @@
     rm = RewardModel.from_config("reward.yaml")       # every option of `adaptrubric score`, one flat mapping
     rm = RewardModel(reward="p_success", calibration="calib.json")   # p_success_calibrated as the soft reward
     rm = RewardModel(openai_url="http://vllm:8000/v1", model="Qwen/Qwen3-VL-8B-Instruct")   # on a server
+    rm = RewardModel(model="Qwen/Qwen3-VL-8B-Instruct", engine="vllm", max_model_len=32768)   # vLLM in process
     rm.rewards([traj_a, traj_b])                      # -> [1.0, None]  (None: unparsed or error, never 0/1)
     rm.score([traj_a, traj_b])                        # -> [Verdict, Verdict]
 
@@ -34,7 +35,7 @@ from .image_policy import adopt
 from .inline_images import ImageStore
 from .pipeline import AdaptRubric, PipelineConfig
 from .reward_config import RewardConfig, default_model, load_options, split_options
-from .reward_inputs import to_trajectory, traj_key
+from .reward_inputs import item_id, to_trajectory, traj_key
 from .service_client import ServiceClient
 from .types import Trajectory, Verdict
 
@@ -44,9 +45,13 @@ log = logging.getLogger("adaptrubric.rewards")
 class RewardModel:
     """The AdaptRubric verifier as a reward function; see the module docstring."""
 
-    def __init__(self, model: Optional[str] = None, *, engine: Optional[Engine] = None,
+    def __init__(self, model: Optional[str] = None, *, engine: Optional[Engine | str] = None,
                  engine_factory: Optional[Callable[[], Engine]] = None, **options):
+        """`engine`: an Engine to use as it is, or the name of the in-process engine to build
+        ("transformers", the default, or "vllm": a reward config's `engine:` key)."""
         opts = dict(options)
+        if isinstance(engine, str):
+            opts["engine"], engine = engine, None
         if model is not None:
             opts["model"] = model
         reward_kw, pipe_kw, engine_kw = split_options(opts)
@@ -54,6 +59,8 @@ class RewardModel:
         self.config = RewardConfig(**reward_kw)
         self.pipeline_config = PipelineConfig(**pipe_kw)
         if is_remote(engine_kw):  # fail now, not at the first reward; a server names its model when not given
+            if engine_kw.get("engine", "transformers") != "transformers":
+                raise ValueError("give one of engine='vllm' (vLLM in this process) and openai_url (a model server)")
             check_remote(engine_kw)
             if self.config.service_url:
                 raise ValueError("give one of service_url (an `adaptrubric serve`) and openai_url (a model server)")
@@ -95,7 +102,10 @@ class RewardModel:
             return remote_engine({**self.engine_options, "max_new_tokens": cap})
         from .engine.build import build_engine
 
-        return build_engine(**self.engine_options)
+        options = dict(self.engine_options)
+        if options.get("engine") == "vllm" and options.get("limit_mm_per_prompt") is None:
+            options["limit_mm_per_prompt"] = self.pipeline_config.max_images  # vLLM reserves memory per image
+        return build_engine(**options)
 
     def load(self) -> AdaptRubric:
         """The pipeline, building the engine on first use (exactly once, whichever thread gets here first)."""
@@ -128,7 +138,8 @@ class RewardModel:
                 verdicts = self._client.score(items, self.config)
             except RuntimeError as exc:  # counted and reported as errors; the trainer's metrics show the rate
                 log.warning("%s", exc)
-                verdicts = [Verdict(status="error", error=str(exc)) for _ in items]
+                verdicts = [Verdict(id=item_id(obj, f"item {i}"), status="error", error=str(exc))
+                            for i, obj in enumerate(items)]
             self._calibrated(verdicts)
         else:
             with ImageStore(self.config.max_image_pixels) as images:  # inline screenshots, for this call
@@ -142,8 +153,8 @@ class RewardModel:
                         errors[i] = str(exc)
                 good = [t for t in trajs if t is not None]
                 futs = iter(self.submit(good)) if good else iter(())
-                verdicts = [Verdict(status="error", error=errors[i]) if t is None else _result(next(futs), t)
-                            for i, t in enumerate(trajs)]
+                verdicts = [Verdict(id=item_id(items[i], f"item {i}"), status="error", error=errors[i]) if t is None
+                            else _result(next(futs), t) for i, t in enumerate(trajs)]
         self._count(verdicts)
         return verdicts
 

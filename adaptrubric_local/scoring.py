@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional, Protocol
 
 from ._version import __version__
 from .formats import LoadResult, load_trajectories
+from .formats.base import json_problem
 from .pipeline import AdaptRubric, PipelineConfig
 from .types import Trajectory, Verdict
 
@@ -33,7 +36,11 @@ from .types import Trajectory, Verdict
 # (`batch_size` too: the pipeline's trajectories_per_batch before it was renamed)
 RUNTIME_ONLY = {"trajectories_per_batch", "batch_size", "max_batch_size", "max_batch_tokens", "image_workers",
                 "device_map", "attn_implementation", "compile", "package_version", "data", "workers", "runtime",
-                "calibration_path", "concurrency", "timeout", "max_retries", "api_key_env"}  # the last: a server's
+                "calibration_path", "concurrency", "timeout", "max_retries", "api_key_env",  # these: a server's
+                # vLLM's memory, scheduling and compilation settings, and how an adapter is applied (LoRA or merged)
+                "gpu_memory_utilization", "max_num_seqs", "enforce_eager", "limit_mm_per_prompt",
+                "enable_prefix_caching", "kv_cache_memory_gb", "tensor_parallel_size", "adapter_mode",
+                "vllm_engine_args"}
 IN_PROCESS = {"mode": "in-process"}
 
 
@@ -104,12 +111,37 @@ def summarize(verdicts: list[Verdict], unparsed_calls: dict, seconds: float) -> 
         "errors": sum(v.status == "error" for v in verdicts),
         "positives": sum(v.score == 1 for v in verdicts),
         "hit_cap": sum(v.hit_cap for v in verdicts),
+        "hit_context": sum(v.hit_context for v in verdicts),
         "s_per_traj": seconds / max(1, n),
+        "seconds": seconds,
         "calls_per_traj": sum(v.cost_calls for v in verdicts) / denom,
         "tokens_per_traj": sum(v.cost_tokens for v in verdicts) / denom,
         "route_unparsed": unparsed_calls.get("route", 0),
         "cue_unparsed": unparsed_calls.get("cue", 0),
     }
+
+
+def _counted(d: dict) -> Verdict:
+    """The fields of a verdict line that the summary counts (a file's raw texts are not kept)."""
+    return Verdict(id=d.get("id"), status=d.get("status", "ok"), score=d.get("score"), hit_cap=bool(d.get("hit_cap")),
+                   cost_calls=d.get("cost_calls") or 0.0, cost_tokens=d.get("cost_tokens") or 0.0)
+
+
+def file_summary(before: dict[str, dict], verdicts: list[Verdict], run: dict, previous: Optional[dict] = None) -> dict:
+    """The summary of everything the verdict file holds after this run: its last line per id, from the
+    lines it held before (`before`, id -> line) and this run's `verdicts`, with `run` (this run's own
+    `summarize`) under `this_run`. Seconds add up over the runs whose summary was written (`previous`:
+    the summary the file had before this run), so `s_per_traj` is the time per verdict those runs took."""
+    last = {i: _counted(d) for i, d in before.items()}
+    last.update((str(v.id), v) for v in verdicts)
+    prev = previous or {}
+    earlier = prev.get("this_run", prev)  # a summary of an earlier version holds its run's counts only
+    seconds = run["seconds"] + prev.get("seconds", (earlier.get("s_per_traj") or 0.0) * earlier.get("n", 0))
+    timed = run["n"] + prev.get("timed_trajectories", earlier.get("n", 0))
+    whole = summarize(list(last.values()), {k: run[f"{k}_unparsed"] + prev.get(f"{k}_unparsed", 0)
+                                            for k in ("route", "cue")}, seconds)
+    whole.update(s_per_traj=seconds / max(1, timed), seconds=seconds, timed_trajectories=timed, this_run=run)
+    return whole
 
 
 def error_id(e) -> str:
@@ -218,6 +250,7 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
     if resume:
         meta = check_resume(out, meta, force_settings)
     last = read_last_lines(out) if resume else {}
+    previous = _read_summary(out) if last else None  # what the file held before this run
     done = {i for i, d in last.items() if not (retry_errors and d.get("status") == "error")}
     todo = [t for t in loaded.trajectories if t.id not in done]
     bad = [e for e in loaded.errors if error_id(e) not in done]
@@ -230,22 +263,35 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
     t0 = time.perf_counter()
     before = scorer.summary()
     model, bank_sha = settings.get("model"), settings.get("bank_sha")
+    errors = ErrorReport(out)
     with open(out, "a", encoding="utf-8") as fh:
         for e in bad:
             v = Verdict(id=error_id(e), status="error", error=str(e), bank_sha=bank_sha, model=model)
+            errors.add(v, e.problem)
             _write(fh, v, verdicts, last.get(v.id))
         bar = tqdm(total=len(todo), unit="traj", desc=desc, disable=not progress, dynamic_ncols=True)
-        for v in (scorer.iter_score(todo) if todo else ()):
-            if cal is not None:
-                v.p_success_calibrated = cal.apply(v.p_success)
-            _write(fh, v, verdicts, last.get(str(v.id)))
-            bar.update(1)
-            bar.set_postfix(unparsed=sum(x.status == "unparsed" for x in verdicts),
-                            errors=sum(x.status == "error" for x in verdicts))
+        if progress and hasattr(scorer, "on_stage"):  # the pipeline names what runs: routing, cues, verifying
+            scorer.on_stage = lambda what: bar.set_description_str(f"{desc} ({what})")
+        counts: Counter = Counter()
+        for ready in (_ready_lists(scorer, todo) if todo else ()):
+            for v in ready:
+                if cal is not None:
+                    v.p_success_calibrated = cal.apply(v.p_success)
+                if v.status == "error":
+                    errors.add(v, bar=bar)
+                _write(fh, v, verdicts, last.get(str(v.id)))
+                counts[v.status] += 1
+            bar.update(len(ready))
+            bar.set_postfix(unparsed=counts["unparsed"], errors=counts["error"])  # refreshes: shown as it happens
         bar.close()
+    if hasattr(scorer, "on_stage"):
+        scorer.on_stage = None
+    errors.close()
     after = scorer.summary()
     unparsed = {k: after.get(f"{k}_unparsed", 0) - before.get(f"{k}_unparsed", 0) for k in ("route", "cue")}
-    summary = summarize(verdicts, unparsed, time.perf_counter() - t0)
+    run = summarize(verdicts, unparsed, time.perf_counter() - t0)
+    run.update(skipped_resume=len(done), retried_errors=retried, errors_by_kind=dict(errors.kinds))
+    summary = file_summary(last, verdicts, run, previous)
     summary.update(model=model, bank_sha=bank_sha, ablation=settings.get("ablation"), out=str(out),
                    skipped_resume=len(done), retried_errors=retried)
     for key in ("engine", "runtime"):
@@ -253,6 +299,58 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
             summary[key] = after[key]
     sidecar(out, "summary").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def error_kind(problem: str) -> str:
+    """A short name for what went wrong, to count error lines by kind: the problem's first clause
+    without the paths, quoted values and numbers that differ from one record to the next."""
+    text = re.sub(r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\S*[/\\]\S*", "", problem).lstrip(" :")
+    text = re.split(r"[:;(]", text, maxsplit=1)[0]
+    return re.sub(r"\d+", "N", " ".join(text.split())).strip(" ,.") or "error"
+
+
+class ErrorReport:
+    """Says why each record of a run failed, once, as its error line is written (file, record and
+    field are in the error text), and closes with a count by kind."""
+
+    def __init__(self, out: Path):
+        self.out, self.kinds = out, Counter()
+
+    def add(self, v: Verdict, problem: Optional[str] = None, bar=None) -> None:
+        """Report one error verdict; `problem`: the error without its file/record prefix, when known."""
+        if problem is None:  # the pipeline's errors read "<file>, record <id>: <problem>"
+            text = v.error or "error"
+            problem = text.split(f", record {v.id}: ", 1)[-1]
+        self.kinds[error_kind(problem)] += 1
+        line = f"error: {v.error}"
+        if bar is not None:
+            bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr)
+
+    def close(self) -> None:
+        """The closing count, when there were errors."""
+        if self.kinds:
+            total = sum(self.kinds.values())
+            parts = ", ".join(f"{n} {kind}" for kind, n in self.kinds.most_common())
+            print(f"{total} record(s) failed in this run: {parts} (their error lines in {self.out} name the file, "
+                  "record and field; --resume scores them again once fixed)", file=sys.stderr)
+
+
+def _ready_lists(scorer: Scorer, trajs: list[Trajectory]) -> Iterator[list[Verdict]]:
+    """The scorer's verdicts in the lists they become ready in (`iter_ready`), else one at a time."""
+    if hasattr(scorer, "iter_ready"):
+        yield from scorer.iter_ready(trajs)
+    else:
+        yield from ([v] for v in scorer.iter_score(trajs))
+
+
+def _read_summary(out: Path) -> Optional[dict]:
+    """The summary sidecar of `out`, or None when there is none (a run killed before writing it) or it is unreadable."""
+    try:
+        return json.loads(sidecar(out, "summary").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _write(fh, v: Verdict, sink: list, previous: Optional[dict]) -> None:
@@ -282,7 +380,7 @@ def calibrate_file(src: str | Path, dest: str | Path, calibration: str | Path) -
             try:
                 d = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{src}: line {k}: malformed JSON ({exc.msg})") from None
+                raise ValueError(f"{src}: line {k}: malformed JSON ({json_problem(exc)})") from None
             if not isinstance(d, dict):
                 raise ValueError(f"{src}: line {k}: not a verdict line")
             p = d.get("p_success")

@@ -9,7 +9,9 @@ the queue before exiting.
 
 Endpoints:
   GET  /health                 {"status", "model", "loaded", "pending", "stats"}
-  POST /score                  {"trajectories": [record | JSON | path, ...]} -> {"verdicts", "rewards"}
+  POST /score                  {"trajectories": [record | JSON | path, ...]} -> {"verdicts", "rewards"}, one
+                               each, in order; every verdict carries its trajectory's id, an error verdict
+                               too (an item that names no id: its place, "item 3")
   POST /openrlhf, /get_reward  OpenRLHF's remote reward convention {"query", "prompts", "labels"} ->
                                {"rewards", "scores", "extra_logs"}; each label carries a trajectory
 
@@ -41,7 +43,7 @@ from typing import Any, Optional
 
 from .batcher import QueueFull
 from .inline_images import ImageStore
-from .reward_inputs import to_trajectory
+from .reward_inputs import item_id, to_trajectory
 from .reward_model import RewardModel
 from .types import Verdict
 
@@ -157,7 +159,7 @@ def build_app(rm: RewardModel, cfg: Optional[ServeConfig] = None):
             try:
                 trajs.append((i, to_trajectory(obj, rm.config, f"item {i}", images, confine=True)))
             except Exception as exc:  # one bad item must not sink the request (RecursionError included)
-                verdicts[i] = Verdict(status="error", error=str(exc))
+                verdicts[i] = Verdict(id=item_id(obj, f"item {i}"), status="error", error=str(exc))
         return trajs, verdicts
 
     async def score_items(items: list) -> tuple[Optional[list[Verdict]], Any]:

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from .inline_images import data_url, is_inline
 from .reward_config import RewardConfig
-from .reward_inputs import resolve_shot, to_trajectory
+from .reward_inputs import item_id, resolve_shot, to_trajectory
 from .types import Trajectory, Verdict
 
 
@@ -109,7 +109,7 @@ class ServiceClient:
                 if exc.code == 401:
                     hint = " (set the service's key in the environment variable named by api_key_env)"
                 elif exc.code == 413:
-                    hint = " (inline screenshots count: raise the service's --max-request-mb)"
+                    hint = " (inline screenshots count: raise the service's --max-request-bytes)"
                 raise RuntimeError(f"reward service {url} answered {exc.code}: {detail}{hint}") from None
             except urllib.error.URLError as exc:
                 raise RuntimeError(f"reward service {url} unreachable: {exc.reason}") from None
@@ -123,11 +123,13 @@ class ServiceClient:
             try:
                 payload = self._payload(obj, cfg, f"item {i}")
             except (ValueError, OSError, TypeError) as exc:
-                out[i] = Verdict(status="error", error=str(exc))
+                out[i] = Verdict(id=item_id(obj, f"item {i}"), status="error", error=str(exc))
                 continue
             by_url.setdefault(zlib.crc32(self._instruction(obj).encode()) % len(self.urls), []).append((i, payload))
         for u, batch in by_url.items():
             res = self.post(self.urls[u] + "/score", {"trajectories": [p for _, p in batch]})
             for (i, _), d in zip(batch, res["verdicts"]):
                 out[i] = Verdict.from_dict(d)
+                if out[i].id is None:  # a service of an earlier version left error verdicts without one
+                    out[i].id = item_id(items[i], f"item {i}")
         return out  # type: ignore[return-value]

@@ -117,6 +117,7 @@ class Verdict:
     route_parsed: Optional[bool] = None  # False: the model router's output was unparseable -> general
     dropped_cues: list[dict[str, str]] = field(default_factory=list)
     hit_cap: bool = False  # generation stopped at max_new_tokens (a cut-off output is usually unparsed)
+    hit_context: bool = False  # stopped earlier, when prompt + reply filled the model's context length
     cost_tokens: float = 0.0  # tokens of every model call for this trajectory, shared calls split evenly
     cost_calls: float = 0.0  # model calls for this trajectory, shared router/cue calls split evenly
 

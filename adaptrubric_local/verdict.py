@@ -10,6 +10,9 @@ by a colon anywhere, even inside a sentence: such text may revise the verdict, s
 unparsed. A key that does not start its line (inside a sentence, or in quotation marks) never counts
 toward a block. Anything else -- no block, a truncated block, conflicting duplicates, an unknown
 value -- gives status "unparsed" and score None with the reason, never a silent 0 or 1.
+Only the answer counts, never the model's thinking (`thinking.py`, the definition the stop criterion
+and the distillation records share): a block drafted inside `<think>` is not a verdict, and an
+output that ends inside its thinking (cut by the token cap) has none.
 Knows nothing about prompts, models or trajectories.
 """
 from __future__ import annotations
@@ -18,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from .thinking import split
 from .types import MISSING_EVIDENCE_VALUES, Verdict
 
 KEYS = ("SCORE", "EVIDENCE_SUFFICIENT", "MISSING_EVIDENCE")
@@ -97,8 +101,10 @@ def last_block(text: str) -> Optional[Block]:
     return Block(lines=block, trailing=text[end:]) if block else None
 
 
-def parse_verdict(text: str) -> Verdict:
-    """Parse a verifier output into a Verdict; status "unparsed" with a reason when it cannot."""
+def parse_verdict(text: str, opened: bool = False) -> Verdict:
+    """Parse a verifier output into a Verdict; status "unparsed" with a reason when it cannot. Only its
+    answer is read, not its thinking (`opened`: the output starts inside a thinking block its prompt
+    opened); `raw` keeps the whole output."""
     v = Verdict(raw=text)
 
     def fail(why: str) -> Verdict:
@@ -106,9 +112,12 @@ def parse_verdict(text: str) -> Verdict:
         v.parse_error = why
         return v
 
-    if not text or not text.strip():
+    if (not text or not text.strip()) and not opened:
         return fail("empty output")
-    block = last_block(text)
+    answer = split(text, opened)
+    if answer.unfinished:
+        return fail("the output ends inside its thinking (no </think>): no answer after it (cut by the token cap?)")
+    block = last_block(answer.answer)
     if block is None:
         return fail("output has no SCORE / EVIDENCE_SUFFICIENT / MISSING_EVIDENCE lines")
     v.trailing_text = block.has_trailing_text
@@ -132,14 +141,16 @@ def parse_verdict(text: str) -> Verdict:
     return v
 
 
-def score_value_offset(text: str) -> Optional[int]:
-    """Character offset of the 0/1 digit on the SCORE line of the block `parse_verdict` judges (its
-    last SCORE line), for P(SCORE=1); None if there is no such block or line."""
-    block = last_block(text)
+def score_value_offset(text: str, opened: bool = False) -> Optional[int]:
+    """Character offset in `text` of the 0/1 digit on the SCORE line of the block `parse_verdict`
+    judges (its last SCORE line, in the answer), for P(SCORE=1); None if there is no such block or
+    line."""
+    answer = split(text, opened)
+    block = None if answer.unfinished else last_block(answer.answer)
     if block is None or _KEY_MENTION.search(block.trailing):
         return None
     scores = [k for k in block.lines if k.key == "SCORE"]
     if not scores:
         return None
     digit = re.search(r"(?i)score\W*[:=：]\W*([01])", scores[-1].line)
-    return scores[-1].offset + digit.start(1) if digit else None
+    return answer.offset_in_output(scores[-1].offset + digit.start(1)) if digit else None

@@ -9,7 +9,8 @@ teacher writes rubrics or how much a real verifier gains.
 
     python eval/bank_demo.py [--out runs/bank_demo] [--tasks-per-kind 12]
 
-Ends with one line: families=<n> valid=<yes|no> acc_round0=<x> acc_final=<y> (validation accuracy, %).
+Ends with one line: families=<n> valid=<yes|no> acc_round0=<x> acc_final=<y> (validation accuracy, %);
+exits 1 when the induced bank does not validate.
 """
 from __future__ import annotations
 
@@ -72,6 +73,9 @@ def main(argv=None) -> int:
         if not args.out:
             shutil.rmtree(out, ignore_errors=True)
     print(line)
+    if valid != "yes":
+        print("CHECK FAILED: the induced bank does not validate", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -7,6 +7,9 @@ tiny random Qwen3-VL, trained on the CPU the same way; then each scores the same
 the same token cap. Prints both sides and their ratio.
 
     python eval/bench_distill_tokens.py --out runs/bench-distill-tokens
+    python eval/bench_distill_tokens.py --out /tmp/x --tasks 2 --epochs 1 --max-new-tokens 16   # seconds (CI)
+
+Exits 1 when a trajectory got an error verdict or a student generated nothing (no ratio).
 """
 from __future__ import annotations
 
@@ -41,7 +44,8 @@ def main(argv=None) -> int:
     from adaptrubric_local.pipeline import AdaptRubric
     from adaptrubric_local.synth import synthesize
 
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False)
     ap.add_argument("--out", default="runs/bench-distill-tokens")
     ap.add_argument("--tasks", type=int, default=16, help="synthetic tasks x4 candidates (default 16)")
     ap.add_argument("--epochs", type=float, default=8.0, help="training epochs (default 8)")
@@ -57,7 +61,7 @@ def main(argv=None) -> int:
     dist = out / "distill"
     if not (dist / "manifest.json").is_file():
         collect(data, dist, teacher, teacher_pipeline("labels"), CollectConfig(val_fraction=0.25), progress=False)
-    rows = {}
+    rows, errors = {}, []
     for target in ("verdict", "full"):
         ckpt = out / f"student-{target}"
         if not (ckpt / "adapter_model.safetensors").is_file():
@@ -72,6 +76,7 @@ def main(argv=None) -> int:
         verdicts = pipe.score(trajs)
         secs = time.perf_counter() - t0
         engine.close()
+        errors += [f"{target}: {v.id}: {v.error}" for v in verdicts if v.status == "error"]
         rows[target] = {"tokens": sum(v.completion_tokens for v in verdicts) / len(verdicts),
                         "traj_s": len(verdicts) / secs,
                         "parsed": sum(v.status == "ok" for v in verdicts) / len(verdicts),
@@ -80,8 +85,11 @@ def main(argv=None) -> int:
     for k, r in rows.items():
         print(f"{k:<10}{r['tokens']:>18.1f}{r['traj_s']:>10.2f}{r['parsed']:>9.2f}{r['acc']:>7.2f}")
     v, f = rows["verdict"], rows["full"]
-    print(f"ratio full/verdict: tokens x{f['tokens'] / max(v['tokens'], 1e-9):.2f}, "
-          f"verdict/full traj/s x{v['traj_s'] / max(f['traj_s'], 1e-9):.2f}")
+    if errors or not v["tokens"] or not f["traj_s"]:
+        print("CHECK FAILED: " + ("; ".join(errors[:3]) or "a student generated no tokens: no ratio"), file=sys.stderr)
+        return 1
+    print(f"ratio full/verdict: tokens x{f['tokens'] / v['tokens']:.2f}, "
+          f"verdict/full traj/s x{v['traj_s'] / f['traj_s']:.2f}")
     return 0
 
 

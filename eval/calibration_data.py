@@ -7,6 +7,9 @@ on hard 0/1 labels can be). Held-out ECE is measured on --test verdicts; with a 
 ECE never reaches 0 (its floor is printed as "perfect": the true q scored the same way).
 
     python eval/calibration_data.py                  # about 20 s on one core
+    python eval/calibration_data.py --test 300 --repeats 2 --sizes 20,50     # a check in seconds (CI)
+
+Exits 1 when a dev size could not be fitted at all.
 """
 from __future__ import annotations
 
@@ -35,7 +38,8 @@ def draw(n: int, seed: int, sharpen: float) -> tuple[list[float], list[int], lis
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False)
     ap.add_argument("--sharpen", type=float, default=3.0)
     ap.add_argument("--test", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=20, help="dev sets drawn per size")
@@ -59,6 +63,10 @@ def main() -> int:
                 if m == "temperature":
                     temps.append(cal.temperature)
         t, p = res["temperature"], res["platt"]
+        if not t or not p:
+            print(f"CHECK FAILED: no dev set of {n} could be fitted ({len(t)} temperature, {len(p)} Platt fits)",
+                  file=sys.stderr)
+            return 1
         print(f"{n:>8} | {sum(t) / len(t):>22.4f} | {max(t):>12.4f} | {sum(p) / len(p):>16.4f} | "
               f"{sum(temps) / len(temps):>15.2f}")
     return 0

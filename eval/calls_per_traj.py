@@ -7,6 +7,9 @@ and off (a fresh cache per trajectory, as a pipeline without it would do). The p
 calls per trajectory (Table 5), i.e. router + cue + verifier for every trajectory.
 
 Usage: python eval/calls_per_traj.py [--tasks 25] [--group 4] [--trajectories-per-batch 8]
+
+Exits 1 unless the counts are the rule's: with the cache, exactly 1 + 2 x distinct instructions / n
+calls per trajectory; without it, 3.00.
 """
 import argparse
 import sys
@@ -19,7 +22,8 @@ from adaptrubric_local.synth import synthesize  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False)
     ap.add_argument("--tasks", type=int, default=25, help="number of tasks (synthetic; some share an instruction)")
     ap.add_argument("--group", type=int, default=4, help="rollouts per instruction (GRPO group size)")
     ap.add_argument("--trajectories-per-batch", type=int, default=8)
@@ -48,6 +52,11 @@ def main() -> int:
     print(f"paper (Table 5):      {3.00:>12.2f}")
     print(f"ratio={uncached_calls / n / s['calls_per_traj']:.2f}")
     print(f"calls_per_traj={s['calls_per_traj']:.2f}")
+    floor, cached = n + 2 * distinct, s["calls"]
+    if cached != floor or uncached_calls != 3 * n:
+        print(f"CHECK FAILED: {cached} calls with the cache (the rule gives {floor}), {uncached_calls} without "
+              f"(the rule gives {3 * n})", file=sys.stderr)
+        return 1
     return 0
 
 

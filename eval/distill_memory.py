@@ -8,6 +8,9 @@ for the same run. With `--reference` the same run is repeated with transformers'
 at every position, upcast to float32 by the loss) and both sides and their ratio are printed.
 
     python eval/distill_memory.py --out runs/distill-memory --reference
+
+Exits 1 when the plan's estimate is not within 25% of the measured peak, or the reference run failed (no
+ratio); tests/test_distill_memory.py runs the first part in the suite (`check`).
 """
 from __future__ import annotations
 
@@ -129,7 +132,8 @@ def measure(out: Path, reference: bool = False) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False)
     ap.add_argument("--out", default="runs/distill-memory", help="working folder (default runs/distill-memory)")
     ap.add_argument("--reference", action="store_true",
                     help="also train with transformers' own full-vocabulary loss, for comparison")
@@ -145,7 +149,23 @@ def main(argv=None) -> int:
         print(f"reference (logits at every position, transformers' loss): peak RSS {ref['peak_gb']:.2f} GB"
               + (f" (exit {ref['rc']})" if ref["rc"] else "") + f", {ref['seconds']:.0f} s; "
               f"reference/package {ref['peak_gb'] / res['measured_gb']:.1f}x")
+    problems = check(res)
+    if problems:
+        print("CHECK FAILED: " + "; ".join(problems), file=sys.stderr)
+        return 1
     return 0
+
+
+def check(res: dict) -> list[str]:
+    """What is wrong with a measurement (empty when the plan holds and every ratio could be computed)."""
+    out = []
+    if not 0.75 <= res["ratio"] <= 1.25:
+        out.append(f"measured {res['measured_gb']:.2f} GB against an estimate of {res['estimate_gb']:.2f} GB: "
+                   "not within 25%")
+    ref = res.get("reference")
+    if ref is not None and ref["rc"]:
+        out.append(f"the reference run failed (exit {ref['rc']}): no ratio; {ref['error']}")
+    return out
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ come from the published configs (engine/architectures.py), counted on the meta d
 is needed. What `distill plan DIR --model M` prints for your own data uses the same estimate.
 
     python eval/distill_plan_table.py
+    python eval/distill_plan_table.py --check README.md   # exit 1 when the file's copy of the table is stale
 """
 from __future__ import annotations
 
@@ -65,8 +66,16 @@ def markdown(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
-    print(markdown(table()))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False)
+    ap.add_argument("--check", metavar="FILE", help="exit 1 unless FILE (the README) holds this table as printed")
+    args = ap.parse_args(argv)
+    text = markdown(table())
+    print(text)
+    if args.check and text not in Path(args.check).read_text(encoding="utf-8"):
+        print(f"CHECK FAILED: {args.check} does not hold the table above (the planner changed: copy it there)",
+              file=sys.stderr)
+        return 1
     return 0
 
 

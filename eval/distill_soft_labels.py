@@ -9,6 +9,11 @@ and compared with the teacher: agreement, and the mean absolute difference betwe
 p_success and the teacher's probability. Ends with one line per student.
 
     python eval/distill_soft_labels.py --out runs/soft-labels
+
+Exits 1 when a figure cannot be computed (no held-out trajectory, no parsed verdict, hence no p_success)
+or the figures are not the finding: the student trained with the term within 0.1 of the teacher's
+probability and the one without it not (`check`; tests/test_distill_soft_labels.py runs it at this size
+in the suite).
 """
 from __future__ import annotations
 
@@ -79,22 +84,44 @@ def _mean(xs):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False)
     ap.add_argument("--out", default="runs/soft-labels", help="working folder (default runs/soft-labels)")
     ap.add_argument("--epochs", type=float, default=12.0, help="training epochs (default 12)")
     ap.add_argument("--tasks", type=int, default=12, help="synthetic tasks, 4 candidates each (default 12)")
     args = ap.parse_args(argv)
     res = run(Path(args.out), args.epochs, args.tasks)
     for name, r in res.items():
-        print(f"{name}: held-out {r['held_out']}, agreement {r['agreement']:.2f}, |p_success - teacher| "
-              f"{r['p_mae_vs_teacher']:.3f}, ECE vs teacher {r['ece_vs_teacher']:.3f}, mean p_success "
+        print(f"{name}: held-out {r['held_out']}, agreement {_f(r['agreement'])}, |p_success - teacher| "
+              f"{_f(r['p_mae_vs_teacher'], 3)}, ECE vs teacher {_f(r['ece_vs_teacher'], 3)}, mean p_success "
               f"{_f(r['mean_p_when_1'])} when it says 1 / {_f(r['mean_p_when_0'])} when it says 0 "
               f"(teacher 0.80 / 0.20)")
+    problems = check(res)
+    if problems:
+        print("CHECK FAILED: " + "; ".join(problems), file=sys.stderr)
+        return 1
     return 0
 
 
-def _f(x) -> str:
-    return "-" if x is None else f"{x:.2f}"
+def check(res: dict) -> list[str]:
+    """What is wrong with a run's figures (empty when the finding holds)."""
+    missing = [f"{name}: no {k}" for name, r in res.items() for k in ("agreement", "p_mae_vs_teacher", "ece_vs_teacher")
+               if r[k] is None] + [f"{name}: no held-out trajectory" for name, r in res.items() if not r["held_out"]]
+    if missing:
+        return missing
+    with_term, without = res["with_distillation_term"], res["without"]
+    out = []
+    if with_term["agreement"] < 1.0 or without["agreement"] < 0.9:
+        out.append(f"the students did not learn the decision (agreement {with_term['agreement']:.2f} / "
+                   f"{without['agreement']:.2f})")
+    if not with_term["p_mae_vs_teacher"] < 0.1 < without["p_mae_vs_teacher"]:
+        out.append(f"|p_success - teacher| {with_term['p_mae_vs_teacher']:.3f} with the term, "
+                   f"{without['p_mae_vs_teacher']:.3f} without: the term should bring it under 0.1, and only it")
+    return out
+
+
+def _f(x, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
 
 
 if __name__ == "__main__":

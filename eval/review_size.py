@@ -9,6 +9,8 @@ real screenshots, so give real data for a figure to quote.
 
     python eval/review_size.py                                # synthetic, 1080x2400
     python eval/review_size.py --data ../data/androidgen      # real screenshots
+
+Exits 1 when the page it wrote has no thumbnails.
 """
 from __future__ import annotations
 
@@ -74,6 +76,9 @@ def main() -> int:
     print(f"thumbnails: {thumbs / n / 1e3:.1f} kB per trajectory ({thumbs / max(1, n_thumbs) / 1e3:.1f} kB each)")
     print(f"card data and page: {(total - thumbs) / n / 1e3:.1f} kB per trajectory")
     print(f"review folder: {total / n * 1000 / 1e6:.1f} MB per 1,000 trajectories")
+    if not n_thumbs or not n:
+        print("CHECK FAILED: the review page has no thumbnails", file=sys.stderr)
+        return 1
     return 0
 
 

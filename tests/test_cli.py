@@ -49,6 +49,15 @@ def test_prompt_cli_json(tmp_path, capsys):
     assert "give --model" in capsys.readouterr().err
 
 
+def test_prompt_names_the_ids_it_has_when_the_id_is_not_there(tmp_path, capsys):
+    one = write_jsonl(tmp_path / "one.jsonl", [canonical_record(tmp_path, "1720594731", 2)])
+    assert main(["prompt", str(one), "--id", "nope", "--router", "rules", "--no-fine"]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"no trajectory with id 'nope' in {one} (its only id: 1720594731)")
+    many = write_jsonl(tmp_path / "many.jsonl", [canonical_record(tmp_path, f"t{k}", 2) for k in range(12)])
+    assert main(["prompt", str(many), "--id", "nope", "--router", "rules", "--no-fine"]) == 2
+    assert capsys.readouterr().err.strip().endswith("(ids: t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, ... (10 of 12))")
+
+
 def test_route_cli_file(tmp_path, capsys):
     inp = tmp_path / "in.jsonl"
     inp.write_text('{"id": 1, "instruction": "Delete the note Foo."}\n{"id": 2}\n'

@@ -27,7 +27,7 @@ def test_eval_and_tts_commands_write_reports(tmp_path, capsys):
     assert saved["overall"]["scored_only"]["acc"] == 62.5
     report = (tmp_path / "e" / "report.md").read_text()
     assert "package_version" in saved["run"] and "| web | 3 | 0 |" in report
-    assert "| 10 | 8 | 1 | 1 | 60.0 | 50.0 | 50.0 | 50.0 | 33.3 |" in report  # headline row, all n
+    assert "| 10 | 8 | 1 | 1 | 0 | 60.0 | 50.0 | 50.0 | 50.0 | 33.3 |" in report  # headline row, all n
     assert "| 8 | 62.5 | 50.0 | 66.7 | 57.1 | 40.0 | 50.0 |" in report  # scored-only row
     assert "1 of them are successful trajectories (false negatives), 1 failed ones" in report
     from dataclasses import replace
@@ -52,4 +52,6 @@ def test_compare(tmp_path):
     row = next(line for line in text.splitlines() if line.startswith("overall.scored_only.acc "))
     assert row.split()[1:] == ["62.50", "37.50", "-25.00"]
     assert next(line for line in text.splitlines() if line.startswith("package_version")).count("0.1.0") == 2
+    n = next(line for line in text.splitlines() if line.startswith("overall.n "))
+    assert n.split()[1:] == ["10", "10", "+0"]  # counts print as counts, not 10.00
     assert a["overall"]["acc"] == 60.0

@@ -155,3 +155,91 @@ def test_nothing_to_score_is_an_error(fake, tmp_path, capsys):
     assert main(["score", str(empty), "--model", "m", "--out", str(tmp_path / "v.jsonl")]) == 2
     assert "empty.jsonl" in capsys.readouterr().err
     assert not fake.batches
+
+
+def test_the_summary_after_resume_describes_the_whole_file(fake, data, tmp_path, capsys):
+    first_two = write_jsonl(tmp_path / "part.jsonl", Path(data).read_text().splitlines()[:2])
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(first_two), "--model", "m", "--out", str(out), "--quiet"]) == 0  # a run cut short
+    capsys.readouterr()
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    saved = json.loads((tmp_path / "v.summary.json").read_text())
+    assert saved == printed and (saved["n"], saved["scored"], saved["this_run"]["n"]) == (6, 6, 4)
+    # every line's calls: the first instruction was routed and cued once in each run (4 + 3 + 5 calls)
+    assert saved["skipped_resume"] == 2 and saved["calls_per_traj"] == pytest.approx(12 / 6)
+    # nothing left to do: the file still holds 6 verdicts, and this run none
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume"]) == 0
+    again = json.loads((tmp_path / "v.summary.json").read_text())
+    assert (again["n"], again["scored"], again["this_run"]["n"], again["this_run"]["scored"]) == (6, 6, 0, 0)
+    assert again["s_per_traj"] == pytest.approx(saved["s_per_traj"], rel=0.5) and again["timed_trajectories"] == 6
+
+
+def test_score_says_why_each_bad_record_failed_and_counts_them_by_kind(fake, tmp_path, capsys):
+    recs = [canonical_record(tmp_path, f"r{i}", 3) for i in range(4)]
+    recs[1]["steps"][2]["screenshot"] = "img/gone.png"  # a missing screenshot
+    recs[2]["steps"] = []  # an empty trajectory
+    lines = [json.dumps(r) for r in recs] + [json.dumps(recs[0]).replace('"r0"', '"r9"')[:40]]  # a truncated line
+    data = write_jsonl(tmp_path / "d.jsonl", lines)
+    fake.fail = lambda r: "the server closed the connection" if r.tag == "r3" and r.kind == "verify" else None
+    assert main(["score", str(data), "--model", "m", "--out", str(tmp_path / "v.jsonl"), "--quiet"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    said = [x for x in err if x.startswith("error: ")]
+    assert len(said) == 4  # each bad record once, with file, record and field
+    assert any("d.jsonl, record line 2 (id r1), field 'steps[2].screenshot': image not found" in x for x in said), said
+    assert any("d.jsonl, record line 3 (id r2), field 'steps': trajectory has no steps" in x for x in said), said
+    assert any("d.jsonl, record line 5 (id r9): malformed JSON" in x for x in said), said  # the id it names first
+    assert any("record r3: the server closed the connection" in x for x in said), said
+    closing = next(x for x in err if "record(s) failed in this run" in x)
+    assert closing.startswith("4 record(s) failed in this run: ")
+    for kind in ("1 image not found", "1 trajectory has no steps", "1 malformed JSON",
+                 "1 the server closed the connection"):
+        assert kind in closing
+    summary = json.loads((tmp_path / "v.summary.json").read_text())
+    assert summary["errors"] == 4 and sum(summary["this_run"]["errors_by_kind"].values()) == 4
+
+
+def test_progress_moves_as_verdicts_are_ready_and_names_the_stage(fake, data, tmp_path, capsys):
+    """An engine that hands its outputs over one at a time (as the transformers engine does per length
+    group): each verdict is written, and the bar redrawn, before the next one is generated."""
+    out = tmp_path / "v.jsonl"
+    lines_before = []
+
+    def one_at_a_time(requests):
+        for i, r in enumerate(requests):
+            lines_before.append(out.read_text().count("\n") if out.exists() else 0)
+            yield [(i, fake._one(r))]
+
+    fake.generate_iter = one_at_a_time
+    assert main(["score", str(data), "--model", "m", "--out", str(out)]) == 0
+    assert lines_before == [0, 1, 2, 3, 4, 5]
+    bar = [x.rstrip() for x in capsys.readouterr().err.replace("\r", "\n").splitlines() if x.startswith("scoring")]
+    assert any(x.startswith("scoring (routing 2 instruction(s))") for x in bar)
+    assert any(x.startswith("scoring (cues for 2 instruction(s))") for x in bar)
+    shown = [x.split("|")[2].split()[0] for x in bar if x.startswith("scoring (verifying 6 trajectory(ies))")]
+    assert list(dict.fromkeys(shown)) == [f"{k}/6" for k in range(7)]  # every step drawn, as it happened
+
+
+def test_a_cut_line_mended_is_scored_on_resume_and_eval_reads_the_file(fake, tmp_path, capsys):
+    """A line cut short by a killed writer: its error line is under the id it names first (r9), so --resume
+    scores it once the line is mended, and eval over the mended data counts it. A cut line whose id cannot
+    be read is an error under its place (d.jsonl:line 4); once mended, that line names no record of the
+    data: eval leaves it out with a note instead of refusing the file as another data set's."""
+    recs = [canonical_record(tmp_path, f"r{i}", 2, label=1) for i in range(4)]
+    recs[3] = {"instruction": recs[3]["instruction"], **recs[3]}  # its id is not the first key
+    whole = [json.dumps(r) for r in recs] + [json.dumps(recs[0]).replace('"r0"', '"r9"')]
+    data = write_jsonl(tmp_path / "d.jsonl", whole[:3] + [whole[3][:30], whole[4][:40]])
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet"]) == 0
+    assert {v.id: v.status for v in load_verdicts(out)} == {"r0": "ok", "r1": "ok", "r2": "ok", "r9": "error",
+                                                            "d.jsonl:line 4": "error"}
+    write_jsonl(data, whole)  # mended
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume"]) == 0
+    capsys.readouterr()
+    assert main(["eval", "--data", str(data), "--verdicts", str(out), "--out", str(tmp_path / "e"), "--quiet",
+                 "--no-review"]) == 0
+    err = capsys.readouterr().err
+    m = json.loads((tmp_path / "e" / "metrics.json").read_text())
+    assert m["overall"]["n"] == 5 and m["overall"]["errors"] == 0 and m["coverage"]["missing"] == []
+    assert m["coverage"]["stale_errors"] == ["d.jsonl:line 4"] and m["coverage"]["extra"] == []
+    assert "note: 1 error line(s) in" in err and "mended or removed since" in err

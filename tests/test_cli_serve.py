@@ -41,3 +41,54 @@ def test_flags_override_the_config_file(tmp_path, monkeypatch):
     cfg.write_text("service_url: http://elsewhere:8000\n")
     with pytest.raises(ValueError, match="cannot itself forward to service_url"):
         cli_serve.cmd_serve(_serve_args("--config", str(cfg), "--fake-engine"))
+
+
+def _readme_http_block() -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text.split("### The reward service's HTTP API", 1)[1]
+    return section.split("```bash\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readmes_http_example_runs_as_written(tmp_path):
+    """The README's curl example, run by bash as written against `adaptrubric serve` on loopback; the only
+    changes: --fake-engine in place of the model, and a free port in place of 8000."""
+    import json
+    import os
+    import shutil
+    from pathlib import Path
+
+    from conftest import free_port, wait_until_loaded
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed (.ci/run installs it)")
+    port = free_port()
+    block = _readme_http_block().replace("--model Qwen/Qwen3-VL-4B-Instruct", "--fake-engine")
+    block = block.replace("127.0.0.1:8000", f"127.0.0.1:{port}").replace("--port 8000", f"--port {port}")
+    lines = block.splitlines(keepends=True)
+    at = next(i for i, x in enumerate(lines) if x.startswith("adaptrubric serve"))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("ADAPTRUBRIC_API_KEY", None)
+    before = subprocess.run(["bash", "-euc", "".join(lines[:at])], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert before.returncode == 0, before.stderr
+    serve = subprocess.Popen(["bash", "-c", "exec " + lines[at]], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+    try:
+        wait_until_loaded(f"http://127.0.0.1:{port}", serve)
+        after = subprocess.run(["bash", "-euc", "".join(lines[at + 1:])], cwd=tmp_path, env=env, capture_output=True,
+                               text=True, timeout=120)
+    finally:
+        serve.terminate()
+        serve.wait(timeout=60)
+    assert after.returncode == 0, after.stderr
+    decoder, text, docs = json.JSONDecoder(), after.stdout.strip(), []
+    while text:
+        doc, end = decoder.raw_decode(text)
+        docs.append(doc)
+        text = text[end:].strip()
+    health, scored = docs
+    assert health["status"] == "ok" and health["loaded"] is True and {"model", "pending", "stats"} <= set(health)
+    (v,) = scored["verdicts"]
+    assert (v["id"], v["status"], v["n_images"], scored["rewards"]) == ("t1", "ok", 2, [1.0])

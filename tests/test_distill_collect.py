@@ -225,3 +225,26 @@ def test_cli_needs_exactly_one_teacher(data, tmp_path):
         args.func(args)
     with pytest.raises(ValueError, match="base_url"):
         OpenAIEngineConfig(base_url="127.0.0.1:8000", model="m")
+
+
+def test_collect_warns_when_a_split_holds_one_class(tmp_path, capsys):
+    from adaptrubric_local.cli import main
+
+    def collect_cli(recs, name):
+        data = write_jsonl(tmp_path / name / "d.jsonl", recs)
+        assert main(["distill", "collect", str(data), "--out", str(tmp_path / name / "out"), "--teacher-labels",
+                     "--val-fraction", "0.25", "--quiet"]) == 0
+        return capsys.readouterr().err, json.loads((tmp_path / name / "out" / "manifest.json").read_text())
+
+    # one trajectory per task: the held-out task's one example is one class
+    one = [canonical_record(tmp_path / "one", f"o{i}", 2, instruction=f"Task {i}.", task_id=f"T{i}", label=i % 2)
+           for i in range(4)]
+    err, man = collect_cli(one, "one")
+    assert man["counts"]["val"] == 1 and len(man["warnings"]) == 1
+    cls = "successes (SCORE 1)" if man["counts"]["val_positive"] else "failures (SCORE 0)"
+    assert f"WARNING: all 1 validation example(s) are {cls}" in err and "--val-fraction 0.25" in err
+    # a success and a failure in every task: both classes on each side, nothing to say
+    mixed = [canonical_record(tmp_path / "mixed", f"m{i}", 2, instruction=f"Task {i // 2}.", task_id=f"T{i // 2}",
+                              label=i % 2) for i in range(8)]
+    err, man = collect_cli(mixed, "mixed")
+    assert man["warnings"] == [] and "WARNING" not in err

@@ -41,3 +41,18 @@ def test_training_folder_configs_are_valid(dist):
         assert cfg.model.startswith("Qwen/Qwen3-VL-") and cfg.load_in_4bit == ("qlora" in p.name)
     acc = yaml.safe_load((root / "accelerate-4gpu.yaml").read_text())
     assert acc["distributed_type"] == "MULTI_GPU" and acc["num_processes"] == 4
+
+
+def test_a_ready_config_named_outside_the_checkout_says_where_it_lives(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+
+    from adaptrubric_local.cli import main
+
+    assert (Path(__file__).resolve().parents[1] / "training" / "qwen3vl-4b-lora.yaml").is_file()  # in the checkout
+    monkeypatch.chdir(tmp_path)  # as after `pip install`, anywhere else
+    assert main(["distill", "plan", "runs/distill", "--config", "training/qwen3vl-4b-lora.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "--config training/qwen3vl-4b-lora.yaml: no such file" in err and "source checkout" in err
+    assert main(["distill", "plan", "runs/distill", "--config", "mine.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "--config mine.yaml: no such file" in err and "source checkout" not in err

@@ -32,10 +32,11 @@ def test_training_input_is_the_scoring_input(tiny_engine, dist):
     assert response == rec["verify"]["response"] + "<|im_end|>"
 
 
-def test_prompt_ids_are_an_exact_prefix_of_the_training_row(tiny_engine, tmp_path):
+def test_prompt_ids_are_an_exact_prefix_of_the_training_row(token_engine, tmp_path):
     """A reasoning parser leaves the answer starting with newlines; Qwen's vocabulary (and the tiny
     one) merges newline runs, so tokenising prompt + target together would end the prompt in a token
-    scoring never produces. Prompt and target are tokenised apart."""
+    scoring never produces. Prompt and target are tokenised apart. On both tiny tokenizers (the real
+    Qwen3 one too)."""
     from adaptrubric_local.engine.base import Request
 
     from conftest import make_png
@@ -43,12 +44,12 @@ def test_prompt_ids_are_an_exact_prefix_of_the_training_row(tiny_engine, tmp_pat
     imgs = [make_png(tmp_path / f"{k}.png", k) for k in range(2)]
     target = "\n\nThe final screen shows it.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
     ex = Example("x", "verify", "Judge the task.", imgs, "Answer now.", target, teacher_score=1, teacher_p=0.8)
-    batch = Collator(tiny_engine.encoder, tiny_engine.images.cfg)([ex])
+    batch = Collator(token_engine.encoder, token_engine.images.cfg)([ex])
     req = Request(prompt=ex.prompt, images=imgs, suffix=ex.suffix)
-    prompt = tiny_engine.encode([req], tiny_engine.images.process([imgs]))["input_ids"][0].tolist()
+    prompt = token_engine.encode([req], token_engine.images.process([imgs]))["input_ids"][0].tolist()
     row = batch["input_ids"][0].tolist()
     assert row[:len(prompt)] == prompt
-    tok = tiny_engine.tokenizer
+    tok = token_engine.tokenizer
     joint = tok(tok.decode(prompt) + target, add_special_tokens=False)["input_ids"]
     assert joint[:len(prompt)] != prompt  # this tokenizer does merge across the boundary
     labels = batch["labels"][0]

@@ -19,3 +19,6 @@ def test_train_peak_memory_and_the_plan_estimate(tmp_path):
     assert res["plan"]["device"] == "cpu"
     assert res["measured_gb"] <= 3.0, res
     assert 0.75 <= res["measured_gb"] / res["estimate_gb"] <= 1.25, res
+    assert distill_memory.check(res) == []  # what the script's exit status says (it exits 1 otherwise)
+    assert distill_memory.check({**res, "ratio": 1.3}) and distill_memory.check({**res, "reference": {
+        "rc": 137, "error": "killed"}})

@@ -2,6 +2,7 @@
 of the published Qwen3-VL architectures, refusals that say what would fit, and the README's table."""
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,19 @@ def test_what_a_lora_branch_keeps_of_its_input_is_what_autograd_saves(dtype, dro
                                                 device="cpu"))
     cuda = lora_input_bytes(Setting(dtype_bytes=2 if dtype == "bf16" else 4, lora_dropout=dropout, device="cuda"))
     assert cuda == measured - (3 if dropout else 0)  # a bool mask instead of a float32 one
+
+
+def test_plan_for_too_long_examples_offers_only_what_shortens_them(tiny_model, dist, capsys):
+    assert _distill("plan", dist, "--model", tiny_model, "--json") == 0
+    longest = json.loads(capsys.readouterr().out)["lengths"]["total"]["max"]
+    cap = longest - 1
+    assert _distill("plan", dist, "--model", tiny_model, "--max-seq-len", cap) == 1
+    out = capsys.readouterr().out
+    alts = [x for x in out.splitlines() if x.startswith("  with ")]
+    # the memory fits: nothing that leaves the sequences as long as they are
+    assert alts and not any("--load-in-4bit" in x or "--per-device-batch-size" in x for x in alts), out
+    assert all(x.endswith((f"(still over --max-seq-len {cap})", f"(within --max-seq-len {cap})")) for x in alts), out
+    fix = alts[-1]  # the usual budgets leave these small screens as they are: the budget that fits is computed
+    budget, tokens = re.search(r"--max-visual-tokens (\d+): .* longest example (\d+) tokens", fix).groups()
+    assert fix.endswith("(within --max-seq-len %d)" % cap) and int(tokens) <= cap and int(budget) % 64 == 0
+    assert _distill("plan", dist, "--model", tiny_model, "--max-seq-len", cap, "--max-visual-tokens", budget) == 0

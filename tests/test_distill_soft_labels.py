@@ -17,3 +17,5 @@ def test_the_distillation_term_learns_the_teachers_confidence(tmp_path):
     assert with_term["agreement"] == 1.0 and without["agreement"] >= 0.9  # both learn the decision
     assert with_term["p_mae_vs_teacher"] < 0.1, res
     assert without["p_mae_vs_teacher"] > 0.1, res
+    assert soft_labels.check(res) == []  # what the script's exit status says (it exits 1 otherwise)
+    assert soft_labels.check({**res, "without": {**without, "p_mae_vs_teacher": 0.05}})  # no gap: a failed check

@@ -43,20 +43,22 @@ class Judge:
         self.max_tokens.append(body["max_tokens"])
         verdict = f"The final screen shows it.\nSCORE: {label}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
         if case == "length" and body["max_tokens"] < 4000:
-            return _chat(None, reasoning="I need to check every screen " * 50, finish="length")
+            # the cap cut it: a server then reports every token it was allowed as generated
+            return _chat(None, reasoning="I need to check every screen " * 50, finish="length",
+                         completion=body["max_tokens"])
         if case == "inline":
             return _chat(f"<think>{THOUGHT}</think>\n\n{verdict}")
         lp = _logprobs(verdict, 0.8 if label else 0.2) if case != "nolp" and body.get("logprobs") else None
         return _chat(verdict, reasoning=THOUGHT if case == "reasoning" else None, logprobs=lp)
 
 
-def _chat(text, reasoning=None, finish="stop", logprobs=None) -> dict:
+def _chat(text, reasoning=None, finish="stop", logprobs=None, completion=5) -> dict:
     msg = {"role": "assistant", "content": text}
     if reasoning is not None:
         msg["reasoning_content"] = reasoning
     return {"id": "c1", "object": "chat.completion", "created": 0, "model": "judge",
             "choices": [{"index": 0, "finish_reason": finish, "message": msg, "logprobs": logprobs}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+            "usage": {"prompt_tokens": 10, "completion_tokens": completion, "total_tokens": 10 + completion}}
 
 
 @pytest.fixture
@@ -151,3 +153,38 @@ def test_no_training_target_holds_thinking(judge, data, tmp_path):
         assert all(e.target == e.target.lstrip() for e in exs)
     inline = next(e for e in examples(recs, out, target="full") if e.id == "inline1")
     assert inline.target.startswith("The final screen shows it.\nSCORE: 1")
+
+
+def test_an_in_process_thinking_teacher_is_kept_whole(qwen3_thinking_engine, tmp_path, monkeypatch):
+    """`--teacher-model Qwen3-VL-*-Thinking` in process (the tiny model on the real Qwen3 tokenizer with a
+    Thinking chat template, scripted): the verdict is the answer's after </think>, the reasoning is its
+    own field and in no target; a reply cut inside its reasoning is truncated, not a verdict or a target."""
+    from dataclasses import replace
+
+    from forced_generation import ANSWER, DRAFT, force
+
+    from adaptrubric_local.distill.collect import CollectConfig, collect, teacher_pipeline
+
+    recs = [canonical_record(tmp_path, f"t{i}", 3, instruction=f"Turn on Wi-Fi ({i}).", label=0, task_id=f"t{i}")
+            for i in range(2)]
+    data = write_jsonl(tmp_path / "trajs.jsonl", recs)
+    force(monkeypatch, qwen3_thinking_engine, [DRAFT + "</think>\n\n" + ANSWER + "Let me know."])
+    monkeypatch.setattr(qwen3_thinking_engine.config, "max_new_tokens", 400)
+    pipe = replace(teacher_pipeline("model", router="rules", verify_max_new_tokens=400), fine=False)
+    collect(data, tmp_path / "d", qwen3_thinking_engine, pipe, CollectConfig(val_fraction=0.5), progress=False)
+    out = tmp_path / "d"
+    recs = read_split(out, "train") + read_split(out, "val")
+    assert len(recs) == 2
+    for r in recs:
+        v = r["verify"]
+        assert v["verdict"]["score"] == 0 and v["reasoning"] == DRAFT.strip() and not v["hit_cap"]
+        assert v["response"] == DRAFT + "</think>\n\n" + ANSWER  # verbatim, stopped after the answer's block
+    for target in ("full", "verdict"):
+        for e in examples(recs, out, target=target):
+            assert "</think>" not in e.target and "draft" not in e.target and "SCORE: 0" in e.target
+    # the same teacher with a cap that cuts it inside its reasoning, after the draft's verdict lines
+    cap = len(qwen3_thinking_engine.tokenizer.encode(DRAFT, add_special_tokens=False)) - 3
+    collect(data, tmp_path / "e", qwen3_thinking_engine, replace(pipe, verify_max_new_tokens=cap),
+            CollectConfig(val_fraction=0.5), progress=False)
+    manifest = json.loads((tmp_path / "e" / "manifest.json").read_text())
+    assert manifest["counts"]["collected"] == 0 and manifest["counts"]["truncated"] == 2

@@ -1,6 +1,7 @@
 """Requests to model inputs (engine/encoding.py, used by the engine, the distillation collator and the
 memory planner): the image pipeline's pixels and the encoder's ids, masks and M-RoPE token types are
 exactly what the Qwen3-VL processor builds."""
+import pytest
 import torch
 
 from adaptrubric_local import load_trajectories
@@ -25,13 +26,16 @@ def test_pipeline_matches_processor(tiny_engine, tmp_path):
     assert torch.allclose(ours.pixel_values, ref["pixel_values"], atol=1e-5)
 
 
-def test_engine_inputs_equal_the_processors(tiny_model, synth_set):
-    """ids, mask, mm_token_type_ids (M-RoPE needs them), pixels and grids, exactly as the processor builds them."""
+@pytest.mark.parametrize("model", ["tiny_model", "qwen3_model"])
+def test_engine_inputs_equal_the_processors(model, synth_set, request):
+    """ids, mask, mm_token_type_ids (M-RoPE needs them), pixels and grids, exactly as the processor builds them,
+    on the small trained tokenizer and on the real Qwen3 one (at Qwen3-VL's own resolution): the prompt-token
+    counts `score` reports are the processor's."""
     from PIL import Image
 
     from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
 
-    eng = HFEngine(HFEngineConfig(model=str(tiny_model), max_visual_tokens=None))
+    eng = HFEngine(HFEngineConfig(model=str(request.getfixturevalue(model)), max_visual_tokens=None))
     try:
         t = load_trajectories(synth_set).trajectories
         reqs = [Request(prompt="Judge A.", images=[s.screenshot for s in t[0].steps[:2]], suffix="END"),
@@ -44,6 +48,9 @@ def test_engine_inputs_equal_the_processors(tiny_model, synth_set):
             assert torch.equal(ours[key], ref[key]), key
         assert torch.allclose(ours["pixel_values"], ref["pixel_values"], atol=1e-5)
         assert int(ours["mm_token_type_ids"].sum()) > 0
+        outs = eng.generate([Request(prompt=r.prompt, images=r.images, suffix=r.suffix, max_new_tokens=1)
+                             for r in reqs])
+        assert [o.prompt_tokens for o in outs] == ref["attention_mask"].sum(1).tolist()
     finally:
         eng.close()
 

@@ -1,19 +1,19 @@
 """Generation controls of the transformers engine (engine/generation.py): watched-token probabilities
-recorded per step and aligned with the decoded text, per-row stopping on token ids, and the batch
-token budget derived from GPU memory."""
+recorded per step and aligned with the decoded text, per-row stopping on token ids (both on the small
+trained tokenizer and the real Qwen3 one), and the batch token budget derived from GPU memory."""
 import pytest
 import torch
 
 
-def test_watched_token_probabilities_align_with_text(tiny_engine):
+def test_watched_token_probabilities_align_with_text(token_engine):
     from adaptrubric_local.engine.base import Output
     from adaptrubric_local.engine.generation import WatchRecorder
     from adaptrubric_local.pipeline import p_success
 
-    tok = tiny_engine.tokenizer
+    tok = token_engine.tokenizer
     ids = tok.encode("Looks done.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none",
                      add_special_tokens=False)
-    vocab = tiny_engine.model.config.text_config.vocab_size
+    vocab = token_engine.model.config.text_config.vocab_size
     one, zero = tok.convert_tokens_to_ids("1"), tok.convert_tokens_to_ids("0")
     rec = WatchRecorder([zero, one])
     for _ in ids:  # what generate would feed it, step by step
@@ -22,7 +22,7 @@ def test_watched_token_probabilities_align_with_text(tiny_engine):
         assert rec(None, scores) is scores
     probs = rec.stacked()[0]
     assert probs.shape == (len(ids), 2)
-    text, token_probs, n, eos = tiny_engine._decode(torch.tensor(ids), probs, ["0", "1"], ("0", "1"))
+    text, token_probs, n, eos = token_engine._decode(torch.tensor(ids), probs, ["0", "1"], ("0", "1"))
     assert n == len(ids) and not eos and text.endswith("MISSING_EVIDENCE: none")
     hit = [p for p in token_probs if text[p.offset] == "1"]
     assert hit and hit[0].probs["1"] > hit[0].probs["0"]
@@ -30,11 +30,11 @@ def test_watched_token_probabilities_align_with_text(tiny_engine):
     assert p == pytest.approx(torch.softmax(torch.tensor([1.0, 3.0]), 0)[1].item(), rel=1e-4)
 
 
-def test_row_stop_on_token_ids(tiny_engine):
+def test_row_stop_on_token_ids(token_engine):
     from adaptrubric_local.engine.generation import RowStop, newline_table
 
-    tok = tiny_engine.tokenizer
-    table = newline_table(tok, tiny_engine.model.get_output_embeddings().weight.shape[0])
+    tok = token_engine.tokenizer
+    table = newline_table(tok, token_engine.model.get_output_embeddings().weight.shape[0])
     assert table[tok.convert_tokens_to_ids("Ċ")] if "Ċ" in tok.get_vocab() else table.any()
     texts = ["x\n  MISSING_EVIDENCE: indented\nMISSING_EVIDENCE: none\nmore",  # indented line is not a match
              "MISSING_EVIDENCE: none",  # no newline yet: not complete

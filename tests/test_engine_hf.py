@@ -124,11 +124,15 @@ def test_generated_probabilities_match_a_forward_pass(tiny_engine, synth_set):
     assert len(gen) >= 1
 
 
-def test_next_token_probs(tiny_engine, synth_set):
+def test_next_token_probs(token_engine, synth_set):
+    """P(SCORE=1) after the prefix "SCORE: " is read at the digit tokens (Qwen3's "0" and "1" are ids 15 and 16:
+    digits are split one at a time, there is no " 1" token)."""
     t = load_trajectories(synth_set).trajectories[0]
     req = Request(prompt="Judge this.", images=[s.screenshot for s in t.steps[:2]])
-    (p,) = tiny_engine.next_token_probs([req], ["SCORE: "], ("0", "1"))
+    (p,) = token_engine.next_token_probs([req], ["SCORE: "], ("0", "1"))
     assert 0 < p["0"] < 1 and 0 < p["1"] < 1
+    ids = token_engine.tokenizer("SCORE: 1", add_special_tokens=False)["input_ids"]
+    assert ids[-1] == token_engine.tokenizer.convert_tokens_to_ids("1")  # the digit is a token of its own
 
 
 def test_vote():
@@ -162,7 +166,8 @@ def test_score_cli_resume_after_sigkill(tiny_model, synth_set, tmp_path):
     ids = [json.loads(x)["id"] for x in out.read_text().splitlines()]
     assert len(ids) == 24 and len(set(ids)) == 24
     summary = json.loads((tmp_path / "s.json").read_text())
-    assert summary["n"] == 24 - partial and summary["skipped_resume"] == partial
+    assert summary["this_run"]["n"] == 24 - partial and summary["skipped_resume"] == partial
+    assert summary["n"] == 24  # the summary describes the whole file
     assert set(summary) >= {"n", "scored", "unparsed", "errors", "s_per_traj", "calls_per_traj", "tokens_per_traj"}
 
 
@@ -335,6 +340,23 @@ def test_batch_ends_when_every_row_has_stopped(tiny_engine, monkeypatch):
     calls.clear()
     a, _ = tiny_engine.generate([Request(prompt=r.prompt) for r in reqs])
     assert calls[0][0] == 80 and a.hit_cap and "Let me know" in a.text
+
+
+def test_generate_iter_hands_each_group_over_as_it_finishes(tiny_engine, synth_set, monkeypatch):
+    """With groups of 2, the first group's outputs come before the second group has generated (what lets
+    `score` write verdicts and move its bar per group), and they are generate()'s outputs."""
+    monkeypatch.setattr(tiny_engine.config, "max_batch_size", 2)
+    t = load_trajectories(synth_set).trajectories[0]
+    reqs = [Request(prompt=f"Judge {k}." + " more" * k, images=[t.steps[0].screenshot], max_new_tokens=3)
+            for k in range(5)]
+    groups_at_yield = []
+    got = {}
+    for ready in tiny_engine.generate_iter(reqs):
+        groups_at_yield.append((tiny_engine.counts["groups"], len(ready)))
+        got.update(ready)
+    start = groups_at_yield[0][0] - 1
+    assert groups_at_yield == [(start + 1, 2), (start + 2, 2), (start + 3, 1)]
+    assert [got[i].text for i in range(5)] == [o.text for o in tiny_engine.generate(reqs)]
 
 
 # ---------------------------------------------------------------------------------------------- OOM retry

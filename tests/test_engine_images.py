@@ -61,6 +61,47 @@ def test_a_visual_token_budget_is_shared_over_a_requests_images():
     assert tokens <= 1000 < sum(h * w // (32 * 32) for h, w in free)
 
 
+def test_frames_sharing_a_budget_never_exceed_it_together(tmp_path):
+    """--max-visual-tokens is the budget of a whole trajectory (and the one an adapter was trained at):
+    however many frames, of whatever sizes, their tokens add up to at most the budget, and the budget is
+    used (each frame gets about its share, not a fraction of it)."""
+    phone, landscape, square = (2400, 1080), (1080, 2400), (1024, 1024)
+    frame_sets = [[phone], [square], [landscape], [(1600, 720), (800, 1280)], [phone, square, landscape]]
+    for budget in (97, 511, 1000, 2047, 3072, 6143, 6144):
+        cfg = ImageConfig(max_visual_tokens=budget)
+        for n in range(1, 13):
+            for frames in frame_sets:
+                sizes = (frames * n)[:n]
+                if budget < 4 * n:  # below the floor of 4 tokens per frame
+                    continue
+                tokens = [h * w // (32 * 32) for h, w in target_sizes(sizes, cfg)]
+                assert sum(tokens) <= budget, (budget, sizes, tokens)
+                share = min(budget // n, cfg.max_pixels // (32 * 32))  # a frame's share, within the pixel cap
+                assert min(tokens) >= 0.5 * share or share < 16, (budget, sizes, tokens)
+    # through the engine's own planning and decoding, on files: 6 square frames, a budget of 6,143
+    frame = make_png(tmp_path / "square.png", 3, size=(1024, 1024))
+    pipe = ImagePipeline(ImageConfig(max_visual_tokens=6143, workers=2))
+    try:
+        out = pipe.process([[frame] * 6])
+    finally:
+        pipe.close()
+    assert out.errors == {} and out.visual_tokens(0) <= 6143 and out.visual_tokens(0) > 6143 * 0.85
+    assert plan_tokens([[frame] * 6], pipe.cfg) == out.tokens_per_image
+
+
+def test_a_budgeted_size_is_one_the_processor_keeps():
+    """A tight budget floors a frame under the processor's min_pixels (qwen-vl-utils' smart_resize does not
+    check it after shrinking); the processor would scale such a frame back up, so the target is the size it
+    gives: what vLLM's processor, handed the resized frame, keeps (test_engine_vllm_engine.py)."""
+    from qwen_vl_utils.vision_process import smart_resize
+
+    cfg = ImageConfig(min_pixels=4 * 1024, max_pixels=1024 * 1024, max_visual_tokens=40)
+    sizes = target_sizes([(192, 96)] * 6, cfg)  # 6 tokens each allowed: floored alone, 96 x 32 (3 tokens)
+    assert sizes == [(128, 64)] * 6 and all(h * w >= cfg.min_pixels for h, w in sizes)
+    for h, w in sizes:  # a fixed point of the processor's own resize
+        assert smart_resize(h, w, factor=32, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels) == (h, w)
+
+
 def test_batch_layout_tokens_and_grid(tmp_path):
     a, b = make_png(tmp_path / "a.png", 1, size=(64, 96)), make_png(tmp_path / "b.png", 2, size=(128, 64))
     pipe = ImagePipeline(ImageConfig(workers=2))

@@ -185,3 +185,37 @@ def test_prompt_shows_what_score_sends_to_the_server(data, server, capsys):
     shown = json.loads(capsys.readouterr().out)
     assert shown["category"] == "state_navigation" and shown["cues"] == [CUE.split(": ", 1)[1]]
     assert [c["kind"] for c in server.stub.calls] == ["route", "cue"]  # no verifier call
+
+
+def test_a_reply_shortened_by_the_server_context_is_not_a_cap_hit(monkeypatch):
+    """finish_reason 'length' with fewer tokens than the cap: the server's context cut it (vLLM shortens a reply to
+    what --max-model-len leaves), reported as hit_context; the whole cap used is hit_cap; a prompt the server
+    refuses as too long is an error naming the fix. (The same against the real vLLM: test_engine_vllm_engine.py.)"""
+    from types import SimpleNamespace as NS
+
+    from adaptrubric_local.engine.base import Request
+    from adaptrubric_local.engine.openai_engine import OpenAIEngine, OpenAIEngineConfig
+
+    def reply(n):
+        return NS(choices=[NS(message=NS(content="SCORE: 1\nEVID", reasoning_content=None), finish_reason="length",
+                              logprobs=None)], usage=NS(prompt_tokens=2000, completion_tokens=n))
+
+    replies = iter([reply(40), reply(100), ValueError("This model's maximum context length is 2048 tokens. However, "
+                                                      "you requested 2311 tokens in the messages")])
+
+    def create(**kw):
+        r = next(replies)
+        if isinstance(r, Exception):
+            raise r
+        return r
+
+    eng = OpenAIEngine(OpenAIEngineConfig(base_url="http://127.0.0.1:9/v1", model="m", max_new_tokens=100,
+                                          max_retries=0, concurrency=1))
+    monkeypatch.setattr(eng.client.chat.completions, "create", create)
+    try:
+        short, capped, refused = eng.generate([Request(prompt="x"), Request(prompt="y"), Request(prompt="z")])
+    finally:
+        eng.close()
+    assert short.hit_context and not short.hit_cap and short.completion_tokens == 40
+    assert capped.hit_cap and not capped.hit_context
+    assert refused.error and "--max-model-len" in refused.error and "2311" in refused.error

@@ -14,7 +14,8 @@ from adaptrubric_local.flags import add_config_arguments, config_kwargs, explici
 class Demo:
     data: str = field(default="d", metadata={"help": "positional", "no_flag": True})
     max_new_tokens: int = field(default=8, metadata={"help": "a cap"})
-    budget: Optional[int] = field(default=None, metadata={"help": "a budget"})
+    budget: Optional[int] = field(default=None, metadata={"help": "a budget", "none": "no limit"})
+    queue: Optional[int] = field(default=4, metadata={"help": "a queue", "none": "unbounded"})
     tasks: tuple[str, ...] = field(default=("a",), metadata={"help": "some tasks"})
     fast: bool = field(default=False, metadata={"help": "go fast"})
     rate: float = field(default=0.5, metadata={"help": "50% of it"})
@@ -29,15 +30,16 @@ def _parser(**kw):
 def test_one_flag_per_field_named_after_it():
     ap = _parser()
     flags = {o for a in ap._actions for o in a.option_strings} - {"-h", "--help"}
-    assert flags == {"--max-new-tokens", "--budget", "--tasks", "--fast", "--no-fast", "--rate"}
-    text = ap.format_help()
-    assert "a cap (default 8)" in text and "50% of it" in text and "(default none; none: no limit)" in text
+    assert flags == {"--max-new-tokens", "--budget", "--queue", "--tasks", "--fast", "--no-fast", "--rate"}
+    text = " ".join(ap.format_help().split())
+    assert "a cap (default 8)" in text and "50% of it (default 0.5)" in text and "a budget (default: no limit)" in text
+    assert "a queue (default 4; none: unbounded)" in text and "go fast (default off)" in text
 
 
 def test_values_and_what_was_given():
     args = _parser().parse_args(["--budget", "none", "--tasks", "a,b", "--fast", "--max-new-tokens", "3"])
-    assert config_kwargs(args, Demo) == {"max_new_tokens": 3, "budget": None, "tasks": ("a", "b"), "fast": True,
-                                         "rate": 0.5}
+    assert config_kwargs(args, Demo) == {"max_new_tokens": 3, "budget": None, "queue": 4, "tasks": ("a", "b"),
+                                         "fast": True, "rate": 0.5}
     assert explicit(args) == {"budget", "tasks", "fast", "max_new_tokens"}
     assert config_kwargs(args, Demo, only_given=True) == {"max_new_tokens": 3, "budget": None, "tasks": ("a", "b"),
                                                           "fast": True}
@@ -78,22 +80,30 @@ def _exposed():
     from adaptrubric_local.cli_serve import CLIENT_ONLY
     from adaptrubric_local.distill.collect import CollectConfig
     from adaptrubric_local.distill.config import TrainConfig
+    from adaptrubric_local.engine.build import EngineChoice
     from adaptrubric_local.engine.hf_config import HFEngineConfig
     from adaptrubric_local.engine.remote import RemoteConfig
     from adaptrubric_local.engine.teacher import TeacherConfig
+    from adaptrubric_local.engine.vllm_engine import VLLMConfig
+    from adaptrubric_local.evaluation.review_order import ReviewOrderConfig
     from adaptrubric_local.flags import config_fields
+    from adaptrubric_local.labels import LabelsConfig
     from adaptrubric_local.pipeline import PipelineConfig
     from adaptrubric_local.reward_config import RewardConfig
     from adaptrubric_local.serve import ServeConfig
 
-    scoring = [(PipelineConfig, None), (HFEngineConfig, None), (RemoteConfig, None)]
+    engines = [(EngineChoice, None), (HFEngineConfig, None), (VLLMConfig, None), (RemoteConfig, None)]
+    scoring = [(PipelineConfig, None), *engines]
+    labels = [(LabelsConfig, None)]
     shared_teacher = {"teacher_max_new_tokens"}  # induce/refine read the teacher's cap from the teacher's flag
     return {
-        "route": [(PipelineConfig, {"router", "bank_path"}), (HFEngineConfig, None), (RemoteConfig, None)],
-        "prompt": scoring, "score": scoring, "eval": scoring, "ablate": scoring, "tts": scoring,
+        "route": [(PipelineConfig, {"router", "bank_path"}), *engines],
+        "prompt": scoring, "score": scoring, "eval": scoring + labels, "ablate": scoring, "tts": scoring + labels,
+        "review": [(ReviewOrderConfig, None), *labels], "calibrate": labels, "labels merge": labels,
         "serve": [(ServeConfig, None), (RewardConfig, {f.name for f in config_fields(RewardConfig, CLIENT_ONLY)}),
                   *scoring],
-        "distill collect": [(TeacherConfig, None), (CollectConfig, None), (PipelineConfig, {"router", "max_images"})],
+        "distill collect": [(TeacherConfig, None), (CollectConfig, None), (PipelineConfig, {"router", "max_images"}),
+                            *labels],
         "distill train": [(TrainConfig, None)], "distill plan": [(TrainConfig, None)],
         "bank induce": [(TeacherConfig, None), (InduceConfig, {f.name for f in config_fields(InduceConfig)}
                                                 - shared_teacher)],
@@ -130,11 +140,196 @@ def test_batch_size_means_one_thing():
 def test_reward_config_keys_are_the_serve_flags():
     """A reward.yaml key is the flag of the same name on `serve` (one vocabulary for files and flags)."""
     from adaptrubric_local.cli_serve import CLIENT_ONLY
+    from adaptrubric_local.engine.build import EngineChoice
     from adaptrubric_local.engine.hf_config import HFEngineConfig
+    from adaptrubric_local.engine.vllm_engine import VLLMConfig
     from adaptrubric_local.flags import config_fields, flag_name
     from adaptrubric_local.pipeline import PipelineConfig
     from adaptrubric_local.reward_config import RewardConfig
 
     flags = {s for a in _commands()["serve"]._actions for s in a.option_strings}
-    keys = [f.name for cls in (RewardConfig, PipelineConfig, HFEngineConfig) for f in config_fields(cls, CLIENT_ONLY)]
+    keys = [f.name for cls in (RewardConfig, PipelineConfig, EngineChoice, HFEngineConfig, VLLMConfig)
+            for f in config_fields(cls, CLIENT_ONLY)]
     assert [k for k in keys if flag_name(k) not in flags] == []
+
+
+# ----------------------------------------------------------------------------- what a user types
+def _all_parsers():
+    """Every parser a user can reach: `adaptrubric` and its subcommands, `python -m
+    adaptrubric_local.cli_serve` and `python -m adaptrubric_local.distill.train`."""
+    import adaptrubric_local.cli_serve as cli_serve
+    from adaptrubric_local.distill import train
+
+    made = []
+    real = argparse.ArgumentParser.parse_args
+
+    def grab(self, args=None, namespace=None):  # the standalone mains build their parser, then parse
+        made.append(self)
+        raise SystemExit(0)
+
+    argparse.ArgumentParser.parse_args = grab
+    try:
+        for main in (cli_serve.main, train.main):
+            with pytest.raises(SystemExit):
+                main([])
+    finally:
+        argparse.ArgumentParser.parse_args = real
+    out = []
+
+    def walk(p):
+        out.append(p)
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for sp in a.choices.values():
+                    walk(sp)
+
+    from adaptrubric_local.cli import build_parser
+
+    for p in [build_parser(), *made]:
+        walk(p)
+    return out
+
+
+def _run(capsys, *argv) -> tuple[int, str]:
+    from adaptrubric_local.cli import main
+
+    with pytest.raises(SystemExit) as ei:
+        main(list(argv))
+    return ei.value.code, capsys.readouterr().err
+
+
+def test_every_parser_refuses_abbreviations():
+    from adaptrubric_local.flags import Parser
+
+    parsers = _all_parsers()
+    assert len(parsers) > 20
+    for p in parsers:
+        assert isinstance(p, Parser) and p.allow_abbrev is False, p.prog
+
+
+def test_an_abbreviation_is_refused_with_the_flags_it_could_mean(capsys):
+    code, err = _run(capsys, "score", "d.jsonl", "--out", "v.jsonl", "--max-im", "3")
+    assert code == 2 and "unrecognized arguments: --max-im 3" in err and "did you mean --max-images" in err
+    # the prefix matched one flag in earlier releases; now it is refused, not silently --cue-filter/--cue-max-...
+    code, err = _run(capsys, "prompt", "d.jsonl", "--id", "a", "--cue-max", "5")
+    assert code == 2 and "--cue-max-new-tokens" in err
+
+
+def test_renamed_flags_answer_with_their_new_names(capsys):
+    cases = [
+        (["score", "d.jsonl", "--out", "v.jsonl", "--batch-size", "4"],
+         "--batch-size is now --max-batch-size (requests per generate call), or --trajectories-per-batch"),
+        (["score", "d.jsonl", "--out", "v.jsonl", "--max-new-tokens", "64"], "--max-new-tokens is now "
+         "--verify-max-new-tokens (the verifier's output cap)"),
+        (["prompt", "d.jsonl", "--id", "a", "--cue", "Check the title."], "--cue is now --manual-cues"),
+        (["score", "d.jsonl", "--out", "v.jsonl", "--bank", "b.yaml"], "--bank is now --bank-path"),
+        (["bank", "induce", "d", "--out", "b.yaml", "--families", "KEEP"], "--families is now --keep-families"),
+        (["distill", "train", "d", "--batch-size", "2"], "--batch-size is now --per-device-batch-size"),
+        (["serve", "--max-queue", "8"], "--max-queue is now --max-pending"),
+        (["serve", "--max-request-mb", "8"], "--max-request-mb is now --max-request-bytes (the request body "
+                                             "limit, now in bytes)"),
+        (["serve", "--set", "image_roots=[DIR]"], "--set image_roots=[DIR] is now --image-roots [DIR]"),
+        (["serve", "--batch-size=8"], "--batch-size is now --max-batch-size (requests per generate call), or "
+                                      "--trajectories-per-batch (trajectories the pipeline prepares per engine call), "
+                                      "or --max-batch-trajectories"),
+    ]
+    for argv, expected in cases:
+        code, err = _run(capsys, *argv)
+        assert code == 2 and expected in err, (argv, err)
+        # answered by the subcommand it was given to: its usage, not the top level's
+        assert f"usage: adaptrubric {argv[0]}" in err and "usage: adaptrubric [-h] [--version] COMMAND" not in err
+
+
+def test_the_rename_list_names_only_old_flags_and_real_new_ones():
+    from adaptrubric_local.flags import RENAMED
+
+    flags = {s for p in _all_parsers() for a in p._actions for s in a.option_strings}
+    assert [old for old in RENAMED if old in flags] == []
+    assert [new for news in RENAMED.values() for new, _ in news if new not in flags] == []
+
+
+def test_an_unknown_flag_shows_the_subcommands_usage_and_the_closest_names(capsys):
+    code, err = _run(capsys, "score", "d.jsonl", "--out", "v.jsonl", "--num-images", "5")
+    assert code == 2 and err.startswith("usage: adaptrubric score ")
+    assert err.rstrip().endswith("--num-images: did you mean --max-images?")
+    code, err = _run(capsys, "distill", "plan", "d", "--lora-rank", "8")
+    assert err.startswith("usage: adaptrubric distill plan ") and "did you mean --lora-r" in err
+    code, err = _run(capsys, "eval", "--data", "d", "--out", "o", "--zzzz")
+    assert "--zzzz is not a flag of adaptrubric eval (see adaptrubric eval --help)" in err
+    # the config file of the service takes the same names: an old key says what it is now
+    from adaptrubric_local.reward_config import split_options
+
+    with pytest.raises(ValueError, match="'batch_size' was renamed: it is now max_batch_size"):
+        split_options({"batch_size": 8}, "reward.yaml")
+
+
+# ----------------------------------------------------------------------------- help text
+def _helps():
+    """(parser prog, action, its help as printed) for every flag of every parser."""
+    for p in _all_parsers():
+        fmt = p._get_formatter()
+        for a in p._actions:
+            if a.help not in (None, argparse.SUPPRESS) and not isinstance(a, argparse._SubParsersAction):
+                yield p.prog, a, " ".join(fmt._expand_help(a).split())
+
+
+def test_each_flag_states_its_default_once_and_as_parsed():
+    import re
+
+    bad = []
+    for prog, a, text in _helps():
+        flag = "/".join(a.option_strings) or a.dest
+        if len(re.findall(r"\bdefault", text, re.I)) > 1 or re.search(r"\b(\w+) \1\b", text):
+            bad.append((prog, flag, text))  # two defaults, or a doubled word ("at at")
+        m = re.search(r"\(default (?!:)([^;)]+)[;)]", text)
+        if m and a.default is not None and not isinstance(a.default, (list, tuple)):
+            shown = {True: "on", False: "off"}.get(a.default, str(a.default)) if isinstance(a.default, bool) else \
+                str(a.default)
+            if m.group(1) != shown and not m.group(1).startswith(shown + ", "):  # "42, as in the paper"
+                bad.append((prog, flag, f"shows {m.group(1)!r}, parses {a.default!r}"))
+        if "none: no limit" in text and a.dest in ("max_batch_tokens", "max_pixels", "max_visual_tokens"):
+            bad.append((prog, flag, text))  # None means "the processor's"/"derived" there, not "no limit"
+    assert bad == []
+
+
+def test_the_derived_batch_default_is_what_help_says_and_the_run_records():
+    from adaptrubric_local.cli import build_parser
+    from adaptrubric_local.cli_common import pipeline_config
+
+    args = build_parser().parse_args(["score", "d.jsonl", "--out", "v.jsonl"])
+    text = " ".join(build_parser()._subparsers._group_actions[0].choices["score"].format_help().split())
+    assert "(default: 4 x --max-batch-size, at least 8)" in text and "most requests in one generate call (default 16)" \
+        in text
+    assert pipeline_config(args).trajectories_per_batch == 4 * args.max_batch_size == 64
+
+
+def test_every_flag_named_in_a_message_exists():
+    """Every `--flag` in the package's strings (messages, help, examples, docstrings) and data files is a
+    flag of one of its parsers, or of the other program named here."""
+    import ast
+    import re
+    from pathlib import Path
+
+    from adaptrubric_local.flags import RENAMED
+
+    other_programs = {"--lora-modules": "vllm serve", "--no-build-isolation": "pip install",
+                      "--loso": "eval/router_accuracy.py"}
+    flags = {s for p in _all_parsers() for a in p._actions for s in a.option_strings}
+    pattern = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*(?![\w-]|\.\w)")
+    package = Path(__file__).resolve().parents[1] / "adaptrubric_local"
+    unknown = []
+    for f in sorted(package.rglob("*")):
+        if f.suffix == ".py":
+            texts = [(n.lineno, n.value) for n in ast.walk(ast.parse(f.read_text(encoding="utf-8")))
+                     if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        elif f.suffix in (".yaml", ".json", ".md", ".txt", ".html", ".js"):
+            texts = list(enumerate(f.read_text(encoding="utf-8").splitlines(), start=1))
+            if f.suffix == ".js":  # the CSS custom properties the page's script sets are not flags
+                texts = [(n, re.sub(r"setProperty\(\s*[\"']--[\w-]+", "", t)) for n, t in texts]
+        else:
+            continue
+        allowed = set(RENAMED) | {"--field-name", "--no-field-name", "--x", "--no-x"} if f.name == "flags.py" else set()
+        for line, text in texts:
+            unknown += [f"{f.relative_to(package)}:{line}: {m}" for m in pattern.findall(text)
+                        if m not in flags and m not in other_programs and m not in allowed]
+    assert unknown == []

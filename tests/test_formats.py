@@ -262,3 +262,27 @@ def test_verdict_file_sorted_first_does_not_hide_the_data(tmp_path):
     assert [t.id for t in res.trajectories] == ["t0"]
     assert res.warnings == [f"{tmp_path / 'a_verdicts.jsonl'}: this looks like a verdict file, not trajectory data; "
                             "skipped it"]
+
+
+def test_one_id_means_one_trajectory_across_the_files_of_a_folder(tmp_path):
+    """Verdicts are matched to trajectories by id: a folder of JSONL files is one data set, so an id that a
+    second file repeats is an error naming both files (as within one file), and scoring writes the first
+    trajectory's verdict and the repeat's error line under its place: the same lines however it is scored,
+    with nothing dropped silently."""
+    from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig
+    from adaptrubric_local.scoring import score_file
+
+    data = tmp_path / "data"
+    write_jsonl(data / "a.jsonl", [canonical_record(data, "x", 2), canonical_record(data, "y", 2)])
+    write_jsonl(data / "b.jsonl", [canonical_record(data, "z", 2),
+                                   canonical_record(data, "x", 3, instruction="Other.")])
+    loaded = load_trajectories(data)
+    assert [t.id for t in loaded.trajectories] == ["x", "y", "z"]
+    assert [str(e) for e in loaded.errors] == [
+        f"{data / 'b.jsonl'}, record line 2, field 'id': duplicate id 'x' (first in {data / 'a.jsonl'})"]
+    out = tmp_path / "v.jsonl"
+    score_file(AdaptRubric(FakeEngine(), PipelineConfig(router="rules", fine=False)), data, out, progress=False)
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert sorted((v["id"], v["status"]) for v in lines) == [("b.jsonl:line 2", "error"), ("x", "ok"), ("y", "ok"),
+                                                             ("z", "ok")]
+    assert next(v for v in lines if v["id"] == "x")["n_images"] == 2  # a.jsonl's x, not b.jsonl's

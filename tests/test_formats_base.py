@@ -25,6 +25,15 @@ def test_json_lines_errors_and_warnings(tmp_path):
         f"{p}: line 3 is not strict JSONL (stray characters after the object); read the object and ignored them"]
 
 
+def test_a_truncated_line_says_where_its_string_starts(tmp_path):
+    p = tmp_path / "cut.jsonl"
+    p.write_text('{"id": "a", "instruction": "Turn on\n')  # a line cut mid-string (a run killed while writing)
+    res = LoadResult()
+    assert list(iter_json_lines(p, res)) == []
+    assert str(res.errors[0]) == (f"{p}, record line 1 (id a): malformed JSON (Unterminated string starting at "
+                                  "column 28)")
+
+
 def _msg(exc_info, root):
     return str(exc_info.value).replace(str(root), "{d}")
 
@@ -183,7 +192,8 @@ def test_load_json_errors(tmp_path):
     p.write_text('{"a": 1,}')
     with pytest.raises(DataError) as ei:
         base.load_json(p)
-    assert str(ei.value) == f"{p}: malformed JSON (Expecting property name enclosed in double quotes at line 1)"
+    assert str(ei.value) == (f"{p}: malformed JSON (Expecting property name enclosed in double quotes at line 1, "
+                             "column 9)")
     assert ei.value.file == str(p)
     with pytest.raises(DataError) as ei:
         base.load_json(tmp_path / "missing.json")
@@ -201,3 +211,17 @@ def test_data_error_text():
     t = base.tag(DataError("f", "p", record_id="own"), "other")
     assert t.record_id == "own"
     assert base.tag(DataError("f", "p"), 5).record_id == "5"
+
+
+def test_a_truncated_record_keeps_the_id_it_names_first(tmp_path):
+    """A line cut short by a killed writer still names its id when the id came first and is complete: the
+    error (and the error verdict scoring writes) is that record's, so `score --resume` retries it once the
+    line is mended; an id cut short itself, or not the first key, leaves the record its line."""
+    p = tmp_path / "cut.jsonl"
+    p.write_text('{"id": "t7", "instruction": "Turn on\n{"id": 12, "steps": [\n{"id": "t9\n'
+                 '{"instruction": "x", "id": "t10", \n{"a": 1} {"id": "t11", \n')
+    res = LoadResult()
+    assert list(iter_json_lines(p, res)) == []
+    assert [e.record_id for e in res.errors] == ["t7", "12", None, None, None]
+    assert str(res.errors[0]) == (f"{p}, record line 1 (id t7): malformed JSON (Unterminated string starting at "
+                                  "column 29)")

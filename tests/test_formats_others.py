@@ -264,7 +264,8 @@ def test_osreward_folder_skips_other_json_and_keeps_going(tmp_path):
     res = others.load_osreward(tmp_path)
     assert [t.id for t in res.trajectories] == ["c1", "c2", "d1"]
     assert [_err(e, tmp_path) for e in res.errors] == [
-        ("a_bad.json", None, None, "malformed JSON (Expecting property name enclosed in double quotes at line 1)",
+        ("a_bad.json", None, None, "malformed JSON (Expecting property name enclosed in double quotes at line 1, "
+                                   "column 2)",
          None)]
     # a single file without trace_id is an error, not skipped
     one = others.load_osreward(_dump(tmp_path / "solo" / "x.json", {"name": "settings"}))
@@ -377,7 +378,7 @@ def test_clawgui_errors(tmp_path):
         ("e/episode.json", "episode e", "meta_data.success",
          "label must be 0/1 (or SUCCESS/FAIL), got 'perhaps'", "e"),
         ("f/episode.json", "episode f", "steps", "trajectory has no steps", "f"),
-        ("g/episode.json", None, None, "malformed JSON (Expecting value at line 1)", "g"),
+        ("g/episode.json", None, None, "malformed JSON (Expecting value at line 1, column 2)", "g"),
         ("h/episode.json", "episode h", "episode[1].image_path", f"image not found: {missing}", "h"),
     ]
 

@@ -249,3 +249,22 @@ def test_shared_costs_split_over_the_batch_that_used_them(groups):
     total = pipe.stats["prompt_tokens"] + pipe.stats["completion_tokens"]
     assert sum(v.cost_tokens for v in verdicts) == pytest.approx(total)
     assert all(v.cost_calls == pytest.approx(1 + 2 / 4) for v in verdicts)  # 3 instructions x 4 rollouts
+
+
+def test_a_dropped_pipeline_frees_its_engine_without_a_garbage_collection():
+    """The criteria reach the engine through a weak reference to the pipeline: no reference cycle keeps a
+    dropped pipeline, and the model its engine holds on the GPU, alive until the collector runs."""
+    import gc
+    import weakref
+
+    from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig
+
+    gc.disable()
+    try:
+        pipe = AdaptRubric(FakeEngine(), PipelineConfig())
+        assert pipe.route_many(["Turn on Wi-Fi."])["Turn on Wi-Fi."].mode == "model"  # the criteria call it
+        engine = weakref.ref(pipe.engine)
+        del pipe
+        assert engine() is None
+    finally:
+        gc.enable()

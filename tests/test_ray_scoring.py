@@ -60,6 +60,19 @@ def test_a_chunk_that_kills_its_replica_is_sent_again_then_becomes_error_lines(c
                                          "failed_chunks": 1}
 
 
+def test_an_id_already_written_is_never_written_again_whatever_delivers_it():
+    """No path delivers an id twice (ray_scoring's docstring lists them); the driver's guard holds anyway:
+    of a chunk's result only the ids not yet written are handed on, each once."""
+    from adaptrubric_local.types import Verdict
+
+    pool = ReplicaPool(PipelineConfig(), {}, RayConfig())
+    seen = {"a1"}
+    result = {"pid": 7, "verdicts": [Verdict(id="a1"), Verdict(id="a2"), Verdict(id="a2"), Verdict(id="a3")],
+              "engine": None, "route_unparsed": 0, "cue_unparsed": 0}
+    assert [v.id for v in pool._take(0, result, seen)] == ["a2", "a3"] and seen == {"a1", "a2", "a3"}
+    assert pool.counts["chunks"] == 1 and pool.pids == {0: 7}
+
+
 def test_workers_flag_points_to_ray_and_replica_flags_need_ray(tmp_path, capsys):
     data = tmp_path / "d.jsonl"
     data.write_text("")
@@ -155,16 +168,21 @@ def test_an_in_process_file_resumes_on_ray(setup, local_ray, tmp_path, capsys):
     out = tmp_path / "v.jsonl"
     lines = ref.read_text().splitlines(keepends=True)
     assert json.loads(lines[0])["id"] == "bad"  # the bad record's error line comes first
-    out.write_text("".join(lines[:5]) + lines[5][:20])  # begun in one process, killed mid-write
+    # begun in one process, killed mid-write after the first instruction's 4 verdicts (lines come in completion
+    # order, so they are picked by id: the resumed run then shares no router or cue call with the first)
+    first = [x for x in lines if json.loads(x)["id"] == "bad" or json.loads(x)["id"].startswith("t000")]
+    out.write_text("".join(first) + next(x for x in lines if x not in first)[:20])
     shutil.copy(sidecar(ref, "config"), sidecar(out, "config"))
     assert main(["score", str(data), "--model", model, "--out", str(out), *FLAGS, "--ray", "--resume"]) == 0
     summary = json.loads(capsys.readouterr().out)
     # the 4 verdicts are kept; the bad record's error line is retried and, the same word for word, not repeated
-    assert summary["skipped_resume"] == 4 and summary["n"] == 9 and summary["retried_errors"] == 1
+    assert summary["skipped_resume"] == 4 and summary["this_run"]["n"] == 9 and summary["retried_errors"] == 1
+    assert summary["n"] == 13  # the summary describes the whole file
     same_verdicts(rows(out), rows(ref))  # no --force-settings needed: the same settings record
     assert main(["score", str(data), "--model", model, "--out", str(out), *FLAGS, "--resume"]) == 0  # and back
     back = json.loads(capsys.readouterr().out)
-    assert back["skipped_resume"] == 12 and back["n"] == back["errors"] == 1  # only the bad record, again
+    assert back["skipped_resume"] == 12 and back["this_run"]["n"] == back["this_run"]["errors"] == 1  # the bad record
+    assert (back["n"], back["errors"]) == (13, 1)
     assert json.loads(sidecar(out, "config").read_text())["runtime"] == {"mode": "in-process"}
     same_verdicts(rows(out), rows(ref))
 

@@ -112,9 +112,12 @@ def test_trajectory_text_is_data_never_markup(scored, tmp_path):
     assert "<" not in text  # JSON strings carry '<' as \u003c: nothing in them can close or open a tag
     assert "\\u003c/script>\\u003cscript>window.__pwned = 1" in text and "\\u003cb>everything" in text
     page = (tmp_path / "r" / "review.html").read_text()
-    assert page.count("<script") == 2 and "script-src 'self'" in page and "window.__pwned" not in page
-    js = (tmp_path / "r" / "review_files" / "review.js").read_text()
-    assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "document.write" not in js
+    assert page.count("<script") == 3 and "script-src 'self'" in page and "window.__pwned" not in page
+    own = ("index.js", "review_labels.js", "review.js")
+    assert all(f'<script src="review_files/{n}"></script>' in page for n in own)
+    for name in ("review.js", "review_labels.js"):
+        js = (tmp_path / "r" / "review_files" / name).read_text()
+        assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "document.write" not in js
 
 
 def test_thumbnails_are_small_files_and_missing_images_are_named(scored, tmp_path):
@@ -149,18 +152,22 @@ def test_a_changed_selection_is_reported(scored, tmp_path):
     assert "saw 4 screenshot(s)" in note and "has 6" in note
 
 
-def test_ids_missing_from_the_data_and_error_verdicts_get_cards(tmp_path):
-    recs = [canonical_record(tmp_path, "a", 3, label=1)]
+def test_error_and_missing_verdicts_get_cards_and_extra_ids_are_refused(tmp_path):
+    recs = [canonical_record(tmp_path, "a", 3, label=1), canonical_record(tmp_path, "b", 3, label=0)]
     data = write_jsonl(tmp_path / "d.jsonl", recs)
     verdicts = [Verdict(id="a", status="error", error="d.jsonl, record a: boom"), Verdict(id="ghost", score=1, raw="x")]
     vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(v.to_dict()) for v in verdicts])
     from adaptrubric_local.evaluation.harness import run_review
 
-    run_review(vfile, tmp_path / "r", data)
-    a, ghost = _cards(tmp_path / "r")
+    with pytest.raises(ValueError, match=r"verdicts for 1 id\(s\) that are not in .*d.jsonl \(first: ghost\)"):
+        run_review(vfile, tmp_path / "r", data)
+    res = run_review(vfile, tmp_path / "r", data, allow_extra=True)
+    a, b = _cards(tmp_path / "r")  # the ghost is left out; b, which has no verdict, gets a card
     assert a["outcome"] == "error" and a["error"].endswith("boom") and len(a["selected"]) == 3
     assert "names no family" in a["notes"][0]
-    assert ghost["instruction"] is None and "not in the data set" in ghost["notes"][0]
+    assert b["id"] == "b" and b["outcome"] == "missing" and b["instruction"] == "Turn on Wi-Fi."
+    assert "no verdict for this trajectory" in b["notes"][0] and len(b["selected"]) == 3
+    assert res["counts"]["missing"] == 1 and res["coverage"]["extra"] == ["ghost"]
 
 
 def test_index_rows_and_chunks(tmp_path):
@@ -175,3 +182,58 @@ def test_index_rows_and_chunks(tmp_path):
     assert index["rows"][0][index["columns"].index("platform")] == "unknown"
     review_page.write_review(tmp_path, cards[:10])  # rewriting leaves no stale chunk behind
     assert len(list((tmp_path / "review_files" / "cards").glob("*.js"))) == 1
+
+
+def test_the_prompt_on_a_card_is_the_one_the_engine_was_sent(tmp_path):
+    """Rubric, meta rule, cue block (cues written, or the writer abstaining) and evidence: the card's
+    prompt, rebuilt from the page's files (shared paragraphs stored once), is the request's text."""
+    from adaptrubric_local.evaluation.harness import run_review
+    from adaptrubric_local.evaluation.review_page import prompt_text
+
+    recs = [canonical_record(tmp_path, f"t{i}", 5, instruction=f"Add 'hello' to note{i}.txt", label=1)
+            for i in range(3)]
+    data = write_jsonl(tmp_path / "d.jsonl", recs)
+    sent = {}
+
+    def script(req):
+        if req.kind == "route":
+            return "CATEGORY: create_modify"
+        if req.kind == "cue":
+            return "NO_HINT" if "note1" in req.prompt else "CUE_1: Check that hello is on the first line."
+        sent[req.tag] = (req.prompt, req.suffix)
+        return "SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+
+    vfile = tmp_path / "v.jsonl"
+    score_file(AdaptRubric(FakeEngine(script=script), PipelineConfig(max_images=3)), data, vfile, progress=False)
+    run_review(vfile, tmp_path / "r", data)
+    text = (tmp_path / "r" / "review_files" / "index.js").read_text()
+    parts = json.loads(text[text.index("=") + 1:].rstrip().rstrip(";"))["prompt_parts"]
+    assert parts and any("META RULE" in x for x in parts)  # the shared rubric paragraphs are stored once
+    cards = _cards(tmp_path / "r")
+    for c in cards:
+        assert prompt_text(c["prompt"], parts) == sent[c["id"]], c["id"]
+        assert c["prompt"]["images"] == 3 and c["answer"] is None
+    assert "hello is on the first line" in sent["t0"][0] and "hello is on the first line" not in sent["t1"][0]
+    cfg = json.loads((tmp_path / "v.config.json").read_text())
+    cfg["prompts_sha"] = "0" * 16  # a run scored with another prompt set: the page says so
+    (tmp_path / "v.config.json").write_text(json.dumps(cfg))
+    run_review(vfile, tmp_path / "r2", data)
+    text = (tmp_path / "r2" / "review_files" / "index.js").read_text()
+    assert any("prompt set had sha 0000000000000000" in n
+               for n in json.loads(text[text.index("=") + 1:].rstrip().rstrip(";"))["notes"])
+
+
+def test_review_prints_the_pages_own_counts(tmp_path, capsys):
+    """Nothing parsed: the page shows unparsed 10 and no FN/TN, and so does the terminal (the headline,
+    which counts unparsed verdicts as SCORE 0, is printed apart and named as such)."""
+    recs = [canonical_record(tmp_path, f"t{i}", 2, label=int(i < 9)) for i in range(10)]
+    data = write_jsonl(tmp_path / "d.jsonl", recs)
+    verdicts = [Verdict(id=f"t{i}", status="unparsed", raw="noise") for i in range(10)]
+    vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(v.to_dict()) for v in verdicts])
+    assert main(["review", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    first, second = capsys.readouterr().out.splitlines()[:2]
+    index = json.loads((tmp_path / "r" / "review_files" / "index.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
+    printed = dict(kv.split("=") for kv in first.split("(")[0].split()[2:])
+    assert printed == {k: str(v) for k, v in index["counts"].items() if k not in ("missing", "unlabelled")}
+    assert first.startswith("10 cards: TP=0 FP=0 FN=0 TN=0 unparsed=10 error=0 ")
+    assert second.startswith("eval's headline counts unparsed") and second.endswith("FN=9 TN=1")

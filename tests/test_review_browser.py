@@ -2,8 +2,12 @@
 downloaded browser) driven by playwright, on the page of a real `adaptrubric eval` run and on the
 page `make demo` writes. Checks that cards and thumbnails render (no broken image), that the outcome
 filters show as many cards as metrics.json counts, that `review.html#id=...` links open their card,
-that the keyboard moves between cards, that an answer holding `<script>` stays text, and that
-10,000 trajectories stay responsive.
+that the keyboard moves between cards, that an answer holding `<script>` stays text, that 10,000
+trajectories stay responsive, and the labelling: keys and clicks, a note that stays text, labels
+kept over a reload and a closed tab, exported as labels.jsonl (read back by the package's strict
+reader) and imported into a fresh copy of the page, whose import refuses what that reader refuses;
+a card fits a laptop's screen at 1280 px with no sideways scroll; the lightbox shows the original
+screenshots; the verifier prompt is the one the engine was sent.
 
 Without Chromium or playwright these tests skip with a message; `.ci/run` installs Chromium and sets
 ADAPTRUBRIC_REQUIRE_BROWSER=1 so that CI runs them instead.
@@ -29,6 +33,7 @@ DEMO_PAGE = Path(os.environ.get("ADAPTRUBRIC_DEMO_REVIEW", Path(__file__).resolv
                                 "eval" / "adapter" / "review.html"))
 XSS = '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 HOSTILE_ID = 'hostile "id" <&>#1'
+SENT: dict = {}  # id -> (prompt, suffix) the scripted engine of `run` received for the verifier call
 
 
 def _skip(why: str):
@@ -56,7 +61,9 @@ class Page:
     """A browser tab on a review page, recording script errors."""
 
     def __init__(self, browser, path: Path, fragment: str = ""):
-        self.tab = browser.new_page(viewport={"width": 1280, "height": 900})
+        """`browser`: a Browser (a new context of its own, 1280x900) or a BrowserContext (its settings)."""
+        self.tab = (browser.new_page(viewport={"width": 1280, "height": 900}) if hasattr(browser, "new_context")
+                    else browser.new_page())
         self.errors = []
         self.tab.on("pageerror", lambda e: self.errors.append(str(e)))
         self.tab.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
@@ -76,8 +83,8 @@ class Page:
         return self.tab.eval_on_selector_all(".card", "cs => cs.map(c => c.dataset.id)")
 
     def broken_images(self):
-        return self.tab.evaluate("Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0)"
-                                 ".map(i => i.getAttribute('src'))")
+        return self.tab.evaluate("Array.from(document.images).filter(i => i.id !== 'lb-img' || i.getAttribute('src'))"
+                                 ".filter(i => !i.complete || i.naturalWidth === 0).map(i => i.getAttribute('src'))")
 
     def foreign_scripts(self):
         """Script elements that are not the page's own files."""
@@ -110,6 +117,7 @@ def run(tmp_path_factory):
     def script(req):
         if req.kind != "verify":
             return FakeEngine().script(req)
+        SENT[req.tag] = (req.prompt, req.suffix)
         k = order.index(req.tag)
         if k % 7 == 3:
             return "I cannot decide from these screens."
@@ -299,3 +307,234 @@ def test_ten_thousand_trajectories_stay_responsive(browser, tmp_path):
     print(f"10,000 cards: written in {written:.1f} s, {size / 1e6:.1f} MB; browser: "
           + ", ".join(f"{k} {v:.2f} s" for k, v in timings.items()))
     assert max(timings.values()) < 5.0, timings  # each measured under 1 s on 2 CPU cores
+
+
+# ----------------------------------------------------------------------------- labelling
+NOTE = "toggle off in the last frame <script>window.__pwned = 5</script> & <b>no</b>"
+
+
+def _labels_on_page(p: Page) -> dict:
+    """id -> the mark each rendered card shows (aria-pressed button), '' for none."""
+    return p.tab.evaluate("Object.fromEntries(Array.from(document.querySelectorAll('.card')).map(c => [c.dataset.id, "
+                          "(c.querySelector('.labeller button.mark[aria-pressed=\"true\"]') || {dataset: {mark: ''}})"
+                          ".dataset.mark]))")
+
+
+def test_labelling_session_keys_clicks_reload_export_import(browser, run, tmp_path):
+    """The issue's check: 6 cards labelled by keys and 2 by clicks, a note holding <script>, a reload,
+    an export whose labels.jsonl has exactly those 8 lines, an import into a fresh copy of the page."""
+    from adaptrubric_local.labels import read_labels
+
+    page, metrics, data = run
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
+    p = Page(ctx, page)
+    ids = p.ids()
+    expected = {}
+    for k, key in enumerate(["1", "0", "1", "u", "0", "1"]):  # keys: j moves on, then the label key
+        p.tab.keyboard.press("j")
+        assert p.tab.locator(".card.current").get_attribute("data-id") == ids[k]
+        p.tab.keyboard.press(key)
+        expected[ids[k]] = {"1": 1, "0": 0, "u": None}[key]
+    for k, mark in ((8, "0"), (10, "1")):  # clicks on two other cards' buttons
+        p.tab.locator(".card").nth(k).locator(f'.labeller button[data-mark="{mark}"]').click()
+        expected[ids[k]] = int(mark)
+    assert p.tab.locator(".card.current").get_attribute("data-id") == ids[10]  # a click selects its card
+    note = p.tab.locator(".card").nth(1).locator("textarea.note")
+    note.fill(NOTE)
+    p.tab.keyboard.press("Escape")  # leaves the note (saved), keys act on cards again
+    assert p.tab.text_content("#label-counts").startswith("labelled 8 of 33 (1 unsure)")
+    p.tab.reload()
+    p.ready()
+    shown = _labels_on_page(p)
+    assert {i: m for i, m in shown.items() if m} == {i: {1: "1", 0: "0", None: "u"}[v] for i, v in expected.items()}
+    assert p.ids() == ids
+    card = p.tab.locator(".card").nth(1)  # ids[1] is the hostile id: a selector by id would not even parse
+    assert card.locator("textarea.note").input_value() == NOTE  # kept, as text
+    assert p.tab.locator(".labeller script, .my-label *").count() == 0 and p.tab.evaluate("window.__pwned") is None
+    assert p.tab.text_content("#label-counts").startswith("labelled 8 of 33 (1 unsure)")
+    p.close()  # a closed tab: a new one in the same browser profile finds them too
+    p = Page(ctx, page)
+    assert {i: m for i, m in _labels_on_page(p).items() if m} == {i: {1: "1", 0: "0", None: "u"}[v]
+                                                                  for i, v in expected.items()}
+    # filters over my labels
+    for value, n in (("labelled", 8), ("unlabelled", 25), ("unsure", 1)):
+        p.tab.select_option("#labelled", value)
+        p.ready()
+        assert p.tab.text_content("#matches") == f"{n} of 33 trajectories match", value
+    p.tab.select_option("#labelled", "disagree")
+    p.ready()
+    index = p.tab.evaluate("Object.fromEntries(REVIEW_INDEX.rows.map(r => [r[0], r]))")
+    cols = p.tab.evaluate("REVIEW_INDEX.columns")
+    score, status = cols.index("score"), cols.index("status")
+    disagree = sorted(i for i, v in expected.items() if v is not None and index[i][status] == "ok"
+                      and index[i][score] != v)
+    assert sorted(p.ids()) == disagree
+    with p.tab.expect_download() as dl:
+        p.tab.click("#export")
+    saved = tmp_path / "labels.jsonl"
+    dl.value.save_as(saved)
+    assert dl.value.suggested_filename == "labels.jsonl"
+    lines = [json.loads(x) for x in saved.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 8 and {x["id"]: x["label"] for x in lines} == expected
+    by_id = {x["id"]: x for x in lines}
+    assert by_id[ids[1]]["note"] == NOTE and all(x["note"] is None for i, x in by_id.items() if i != ids[1])
+    p_col = cols.index("p_success")
+    for i, x in by_id.items():  # the verdict as it stood when labelled, and the page's files
+        assert x["score"] == index[i][score] and x["p_success"] == index[i][p_col] and x["time"]
+        assert x["data"] == str(data) and x["verdicts"].endswith("verdicts.jsonl")
+    read = read_labels(saved)  # the package's strict reader takes what the page writes
+    assert {i: r.label for i, r in read.records.items()} == expected
+    p.close()
+    ctx.close()
+    # a fresh copy of the page (another folder at the same depth: its links still reach the screenshots)
+    copy = page.parent.parent / "copy-for-import"
+    shutil.copytree(page.parent, copy)
+    fresh = browser.new_context(viewport={"width": 1280, "height": 800})
+    q = Page(fresh, copy / "review.html")
+    assert not any(_labels_on_page(q).values()) and q.tab.text_content("#label-counts").startswith("labelled 0 of 33")
+    q.tab.set_input_files("#import-file", str(saved))
+    q.tab.wait_for_function("() => document.querySelector('#label-counts').dataset.labelled === '8'")
+    q.ready()
+    assert "imported 8 label(s)" in q.tab.text_content("#label-message")
+    assert {i: m for i, m in _labels_on_page(q).items() if m} == {i: {1: "1", 0: "0", None: "u"}[v]
+                                                                  for i, v in expected.items()}
+    assert q.ids() == ids and q.tab.locator(".card").nth(1).locator("textarea.note").input_value() == NOTE
+    q.close()
+    fresh.close()
+
+
+def test_import_refuses_a_malformed_file_naming_its_line(browser, run, tmp_path):
+    page, _, _ = run
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x", "label": 1}\n{"id": "y", "label": 1, "colour": "red"}\n{"id": "z", "label": 2}\n')
+    ctx = browser.new_context()
+    p = Page(ctx, page)
+    p.tab.set_input_files("#import-file", str(bad))
+    p.tab.wait_for_function("() => document.querySelector('#label-message').textContent.length > 0")
+    msg = p.tab.text_content("#label-message")
+    assert "import refused" in msg and "line 2: unknown key 'colour'" in msg and "line 3, field 'label'" in msg
+    assert p.tab.text_content("#label-counts").startswith("labelled 0 of")
+    p.close()
+    ctx.close()
+
+
+def test_prompt_as_sent_is_on_the_card(browser, run):
+    page, _, _ = run
+    p = Page(browser, page)
+    for card in p.tab.locator(".card").all()[:6]:
+        tid = card.get_attribute("data-id")
+        prompt, suffix = SENT[tid]
+        details = card.locator("details.prompt")
+        assert details.get_attribute("open") is None  # collapsed
+        assert card.locator("pre.prompt-text").text_content() == prompt
+        assert card.locator("pre.prompt-suffix").text_content() == suffix
+        assert "META RULE" in prompt  # rubric and meta rule are in what was sent
+    p.close()
+
+
+# ----------------------------------------------------------------------------- a reviewer's screen
+def _phone_page(tmp_path: Path, n: int = 3) -> Path:
+    """A page of worst-case cards: ten phone-sized frames, a long instruction, two long cues, a long
+    unbroken token in the answer, the task id the harness makes from an instruction."""
+    from adaptrubric_local.evaluation.review_page import write_review
+
+    shots = [make_png(tmp_path / "img" / f"{k}.png", seed=k, size=(540, 1200)) for k in range(12)]
+    instr = ("Open the Settings app, turn off Wi-Fi, then enable Bluetooth, open Connected devices and pair the "
+             "headset named 'Jabra Elite 85t' before going back to the home screen")
+    cards = []
+    for i in range(n):
+        raw = ("The final screen shows the toggles. " * 12
+               + "\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none")
+        cards.append({"id": f"phone-{i}", "instruction": instr, "platform": "android", "family": "composite_workflow",
+                      "route_parsed": True, "cues": ["Check that the Bluetooth toggle is on in the final frame and "
+                                                     "that the headset is listed as connected."] * 2,
+                      "dropped_cues": [], "status": "ok", "score": 1, "p_success": 0.91,
+                      "p_success_calibrated": None, "label": None, "outcome": "unlabelled", "error_confidence": None,
+                      "evidence_sufficient": True, "missing_evidence": "none", "raw": raw,
+                      "block": [raw.index("SCORE"), len(raw)], "parse_error": None, "error": None, "n_images": 10,
+                      "hit_cap": False, "task_id": f"instruction: {instr}", "notes": [], "source": None,
+                      "answer": "done: https://example.invalid/" + "x" * 300,
+                      "selected": [{"step": s + 1, "path": shots[s], "action": f"tap(element {s} 'Bluetooth')",
+                                    "reason": "coverage"} for s in range(10)],
+                      "left_out": [{"step": 11, "path": shots[10], "action": "tap", "why": "not selected"},
+                                   {"step": 12, "path": shots[11], "action": "home()", "why": "not selected"}],
+                      "evidence": {"agent_answer": '"done"', "typed_texts": "(none)", "key_actions": "(none)",
+                                   "action_trace": "Step 1: tap"},
+                      "prompt": {"text": "You are evaluating a GUI task.\n\nTASK: " + instr, "suffix": "End.",
+                                 "images": 10}})
+    return write_review(tmp_path / "phone", cards)
+
+
+def test_a_card_fits_a_laptop_screen_without_sideways_scroll(browser, tmp_path):
+    page = _phone_page(tmp_path)
+    p = Page(browser, page)
+    p.tab.set_viewport_size({"width": 1280, "height": 800})
+    p.ready()
+    wide = p.tab.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert wide[0] <= wide[1], f"the page scrolls sideways at 1280 px: {wide}"
+    cards = p.tab.evaluate("Array.from(document.querySelectorAll('.card')).map(c => [c.scrollWidth, c.clientWidth, "
+                           "c.getBoundingClientRect().height])")
+    bar = p.tab.evaluate("document.getElementById('bar').getBoundingClientRect().height")
+    for sw, cw, h in cards:
+        assert sw <= cw, "a card scrolls sideways"
+        assert h <= 800 - bar, f"a card ({h:.0f} px) is taller than the screen below the bar ({800 - bar:.0f} px)"
+    p.tab.keyboard.press("j")
+    p.tab.keyboard.press("j")  # the second card, scrolled to the top under the bar
+    cur = p.tab.locator(".card.current")
+    for part in (".instruction", ".cues", ".answer", ".verdict", ".labeller", ".frames img"):
+        box = cur.locator(part).first.bounding_box()
+        assert box["y"] >= bar - 1 and box["y"] + box["height"] <= 800, f"{part} is not on screen: {box}"
+    p.close()
+
+
+def test_lightbox_shows_the_original_frames_left_and_right(browser, tmp_path):
+    page = _phone_page(tmp_path, n=1)
+    p = Page(browser, page)
+    p.tab.set_viewport_size({"width": 1280, "height": 800})
+    p.tab.locator(".frames img").nth(2).click()
+    lb = p.tab.locator("#lightbox")
+    assert lb.is_visible()
+    p.tab.wait_for_function("() => document.getElementById('lb-img').complete")
+    img = p.tab.locator("#lb-img")
+    assert p.tab.evaluate("document.getElementById('lb-img').naturalWidth") == 540  # the file, not a thumbnail
+    assert (tmp_path / "img" / "2.png").resolve().as_uri() == p.tab.evaluate("document.getElementById('lb-img').src")
+    assert "step 3 (3 of 12 frames)" in p.tab.text_content("#lb-caption")
+    p.tab.keyboard.press("ArrowRight")
+    assert "step 4 (4 of 12 frames)" in p.tab.text_content("#lb-caption")
+    for _ in range(10):
+        p.tab.keyboard.press("ArrowRight")
+    assert "step 12 (12 of 12 frames) · not shown to the verifier" in p.tab.text_content("#lb-caption")
+    box = img.bounding_box()
+    assert box["height"] <= 800 and box["height"] >= 600  # fitted to the window: a phone's status bar readable
+    p.tab.keyboard.press("z")
+    assert abs(img.bounding_box()["width"] - 540) < 1  # actual pixels
+    p.tab.keyboard.press("1")  # labels the card the lightbox shows
+    p.tab.keyboard.press("Escape")
+    assert not lb.is_visible()
+    assert _labels_on_page(p) == {"phone-0": "1"}
+    p.close()
+
+
+def test_the_pages_import_refuses_what_the_packages_reader_refuses(browser, run, tmp_path):
+    """Two readers of one format (review_labels.js, labels.py): each line labels.py refuses, the page refuses."""
+    from adaptrubric_local.labels import LabelsError, read_labels
+
+    page, _, _ = run
+    lines = ['{"id": "a", "label": 1, "colour": "red"}', '{"id": "a"}', '{"id": "a", "label": 2}',
+             '{"id": "a", "label": true}', '{"id": "", "label": 1}', '{"id": "a", "label": 1, "p_success": 1.5}',
+             '{"id": "a", "label": 1, "score": "1"}', '{"id": "a", "label": 1, "note": 5}',
+             '{"id": "a", "label": 1, "time": 3}', '{"id": "a", "label": 1', '["a", 1]',
+             '{"id": "a", "status": "ok", "score": 1}', '{"id": 3.5, "label": 0}']
+    good = ['{"id": "a", "label": null}', '{"id": 7, "label": 0, "note": null, "score": 1, "p_success": 0.2, '
+            '"time": "t", "data": "d", "verdicts": "v"}']
+    p = Page(browser, page)
+    for k, line in enumerate(lines + good):
+        f = tmp_path / f"{k}.jsonl"
+        f.write_text(line + "\n")
+        try:
+            python_ok = bool(read_labels(f))
+        except LabelsError:
+            python_ok = False
+        page_ok = p.tab.evaluate("line => typeof ReviewLabels.parseLine(line, 1) !== 'string'", line)
+        assert page_ok == python_ok == (line in good), line
+    p.close()

@@ -86,3 +86,20 @@ def test_engine_failure_becomes_error_verdicts(trajs):
     vs = rm.score(trajs[:2])
     assert [v.status for v in vs] == ["error", "error"] and "device lost" in vs[0].error
     rm.close()
+
+
+def test_an_item_that_cannot_be_read_keeps_its_id(trajs, tmp_path):
+    """In process and through an unreachable service alike, a bad item's error verdict names its trajectory
+    (or, for an item that names none, its place), so a trainer matching verdicts to rollouts by id can."""
+    items = [trajs[0].to_dict(), {"id": "empty", "instruction": "x", "steps": []},
+             {**trajs[1].to_dict(), "id": "gone", "steps": [{"screenshot": "nowhere.png", "action": "tap"}]},
+             json.dumps({"id": 7, "instruction": "x"}), "{cut", {"instruction": "no id"}, '{"id": "cut-short", "ins']
+    ids = [trajs[0].id, "empty", "gone", "7", "item 4", "item 5", "cut-short"]
+    rm = RewardModel(engine=FakeEngine(), data_root=str(tmp_path))
+    verdicts = rm.score(items)
+    assert [v.id for v in verdicts] == ids
+    assert [v.status for v in verdicts] == ["ok"] + ["error"] * 6
+    rm.close()
+    down = RewardModel(service_url="http://127.0.0.1:9", data_root=str(tmp_path), service_timeout=2)
+    verdicts = down.score(items)
+    assert [v.id for v in verdicts] == ids and {v.status for v in verdicts} == {"error"}

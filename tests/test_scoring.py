@@ -69,6 +69,10 @@ def test_verdict_settings_and_diff():
         "engine.dtype: 'bf16' -> None", "engine.model: 'm' -> 'm2'", "extra: None -> 1", "fine: True -> None",
         "router: 'model' -> 'rules'"]
     assert scoring.settings_diff(meta, {**meta, "data": "other", "created": "later"}) == []
+    fast = {**meta, "engine": {**meta["engine"], "engine": "vllm", "max_num_seqs": 64, "max_model_len": 4096}}
+    slow = {**fast, "engine": {**fast["engine"], "max_num_seqs": 8, "enforce_eager": True, "kv_cache_memory_gb": 2}}
+    assert scoring.settings_diff(fast, slow) == []  # vLLM's scheduling and memory settings change no verdict
+    assert scoring.settings_diff(meta, fast) == ["engine.engine: None -> 'vllm'", "engine.max_model_len: None -> 4096"]
 
 
 def test_check_resume(tmp_path, monkeypatch):
@@ -253,7 +257,8 @@ def test_score_file_progress_bar_names_its_unit_and_counts(tmp_path, capsys):
     score_file(AdaptRubric(eng, PipelineConfig(router="rules")), data, tmp_path / "v.jsonl")
     cap = capsys.readouterr()
     bar = cap.err.replace("\r", "\n").splitlines()
-    final = [ln for ln in bar if ln.startswith("scoring: 100%")][-1].rstrip()  # tqdm pads a redraw with spaces
+    # the bar names the stage that runs; tqdm pads a redraw with spaces
+    final = [ln for ln in bar if ln.startswith("scoring (verifying 3 trajectory(ies)): 100%")][-1].rstrip()
     # one ok, one engine error, one unparseable output
     assert "3/3" in final and "traj/s" in final and final.endswith("errors=1, unparsed=1]")
     assert cap.out == ""

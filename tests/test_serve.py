@@ -127,3 +127,79 @@ def test_graceful_shutdown_answers_in_flight(tmp_path, trajs, synth_set):
         res = [f.result() for f in futs]
     assert [s for s, _ in res] == [200] * 4
     assert proc.wait(30) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal after its graceful shutdown
+
+
+def test_every_bad_item_answers_under_its_own_id(tmp_path, tiny_model):
+    """One request holding every way an item can be bad, between good ones, against `adaptrubric serve` on
+    the tiny model: one verdict per item, in order, each carrying its trajectory's id (an item that names
+    none: its place), the bad ones errors that say why, the good ones scored; the same through the client."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from adaptrubric_local.inline_images import data_url
+
+    from conftest import make_png
+
+    root, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    for i in range(3):
+        make_png(root / f"g{i}.png", seed=i)
+    make_png(elsewhere / "x.png", seed=9)
+    (root / "garbage.png").write_bytes(b"this is not a PNG")
+    whole = (root / "g0.png").read_bytes()
+    (root / "cut.png").write_bytes(whole[: len(whole) // 2])  # a valid header, the pixels cut off
+    big = io.BytesIO()
+    Image.new("RGB", (1200, 1200)).save(big, format="PNG")
+
+    def traj(tid, *shots, **extra):
+        return {"id": tid, "instruction": "Turn on Wi-Fi.", **extra,
+                "steps": [{"screenshot": s, "action": f"tap({k})", "action_type": "tap"} for k, s in enumerate(shots)]}
+
+    items = [
+        traj("good-path", "g0.png", "g1.png"),
+        traj("outside", str(elsewhere / "x.png")),                      # a path outside data_root and image_roots
+        traj("missing", "g0.png", "nowhere.png"),                       # a file that does not exist
+        traj("garbage-file", "g1.png", "garbage.png"),                  # a file that is not an image
+        traj("cut-file", "cut.png"),                                    # an image whose pixels cannot be decoded
+        traj("schema", "g0.png", colour="red"),                         # a key the record schema does not know
+        {"id": "no-steps", "instruction": "Turn on Wi-Fi."},            # a required field missing
+        traj("inline-big", data_url(big.getvalue())),                   # over max_image_pixels
+        traj("inline-corrupt", "data:image/png;base64," + base64.b64encode(whole[:40]).decode()),
+        {"instruction": "Turn on Wi-Fi.", "steps": []},                 # no id at all: answered as its place
+        '{"id": "broken-json", "instruction": ',                        # JSON cut short: the id it names first
+        str(elsewhere / "t.jsonl"),                                     # a trajectory file outside the roots
+        traj("good-inline", data_url(root / "g2.png")),
+    ]
+    expected = ["good-path", "outside", "missing", "garbage-file", "cut-file", "schema", "no-steps", "inline-big",
+                "inline-corrupt", "item 9", "broken-json", "item 11", "good-inline"]
+    why = {"outside": "lies outside the service's data_root", "missing": "screenshot not found",
+           "garbage-file": "garbage.png", "cut-file": "cut.png", "schema": "unknown keys ['colour']",
+           "no-steps": "'steps'", "inline-big": "> limit 1,000,000 (max_image_pixels)",
+           "inline-corrupt": "not an image PIL can read",
+           "item 9": "'id'", "broken-json": "not valid JSON", "item 11": "lies outside the service's data_root"}
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "adaptrubric_local.cli", "serve", "--model", str(tiny_model),
+                             "--port", str(port), "--data-root", str(root), "--max-image-pixels", "1000000",
+                             "--router", "rules", "--no-fine", "--verify-max-new-tokens", "8"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_loaded(url, proc)
+        status, body = post(url + "/score", {"trajectories": items})
+        assert status == 200 and len(body["verdicts"]) == len(items) == len(body["rewards"])
+        by_id = {v["id"]: v for v in body["verdicts"]}
+        assert [v["id"] for v in body["verdicts"]] == expected and len(by_id) == len(items)  # each id once
+        for tid in expected:
+            v = by_id[tid]
+            if tid.startswith("good"):
+                assert v["status"] in ("ok", "unparsed") and v["n_images"] >= 1, v  # scored (random weights)
+            else:
+                assert v["status"] == "error" and why[tid] in v["error"], (tid, v["error"])
+        # the package's own client matches the same way, whatever the service answered
+        verdicts = RewardModel(service_url=url, data_root=str(root)).score(items)
+        assert [v.id for v in verdicts] == expected
+        assert [v.status == "error" for v in verdicts] == [not t.startswith("good") for t in expected]
+    finally:
+        proc.terminate()
+        proc.wait(30)

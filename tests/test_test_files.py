@@ -14,7 +14,6 @@ OTHER = {
     "__init__.py": "test_import_graph.py",  # the package facade: its exports
     "_version.py": "test_cli.py",  # `adaptrubric --version` and the installed distribution's version
     "cli_distill.py": "test_distill_collect.py",  # the `distill` commands' parsing, beside what they run
-    "distill/evaluate.py": "test_distill_train.py",  # evaluating the student trained there
     "engine/openai_engine.py": "test_distill_collect.py",  # against an OpenAI-compatible stub server
     "route/clause.py": "test_route_rules.py",  # clauses are read through explain_rules
     "cli_review.py": "test_review.py",  # `adaptrubric review`, beside the page it writes

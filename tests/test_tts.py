@@ -132,7 +132,7 @@ def test_curves_exact_values_sorted_order():
         "tasks": 3, "all_fail": 1, "all_pass": 1, "mixed": 1,
         "all_fail_pct": third, "all_pass_pct": third, "mixed_pct": third, "trial_sr": 400 / 10,
         "oracle_at_max": 2 * third, "random_at_1_expected": 125 / 3, "headroom": 2 * third - 125 / 3,
-        "scored": 8, "unparsed": 1, "errors": 1})
+        "scored": 8, "unparsed": 1, "errors": 1, "missing": 0})
 
 
 def test_curves_default_seed_and_budget_below_the_pool():

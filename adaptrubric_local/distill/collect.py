@@ -5,7 +5,8 @@ engine that records every request and reply. Lines are appended to `collected.js
 complete, so nothing is lost when a run dies; `--resume` skips what is there. Unparsed teacher
 outputs (and, with `agree_with_labels`, disagreeing ones) go to `rejected.jsonl` with the reason,
 never into training data. A reply cut by the teacher's token cap (`finish_reason: length`, often a
-thinking teacher that used the whole budget to reason) is rejected as `truncated` with the cap:
+thinking teacher that used the whole budget to reason) is rejected as `truncated` with the cap,
+whether or not a verdict block parses in it (one drafted in the reasoning is not the answer):
 `--resume` retries it only once the cap is raised. Failed calls go to `failures.jsonl` and are
 retried by the next `--resume`. `finalize` splits by task into `train.jsonl`/`val.jsonl` and writes
 `manifest.json`. Knows nothing about argument parsing or training.
@@ -155,9 +156,11 @@ def read_ids(path: Path) -> set[str]:
 
 def _done_ids(paths: dict[str, Path], out: Path, cap: int) -> set[str]:
     """Ids a resumed run skips: collected, and rejected for good (a truncated reply only when its cap
-    was at least this run's)."""
+    was at least this run's; a reply cut by the server's context never)."""
     done = read_ids(paths["collected"])
     for i, r in last_rejections(out).items():
+        if r["reason"] == "context":  # cut by the server's context length: asked again (it may have grown)
+            continue
         if r["reason"] != "truncated" or r.get("max_new_tokens", 0) >= cap:
             done.add(i)
     return done
@@ -170,10 +173,17 @@ def _file_outcome(t: Trajectory, v: Verdict, err: Optional[str], cap: int, confi
     if err:
         append(paths["failures"], {"id": t.id, "error": err})
         return "failed"
-    if v.status == "unparsed" and v.hit_cap:
+    if v.hit_context:  # parsed or not, as for the cap below
+        append(paths["rejected"], {"id": t.id, "reason": "context", "max_new_tokens": cap, "raw": v.raw,
+                                   "detail": "the teacher's reply was cut by the server's context length (prompt + "
+                                             f"reply reached its max_model_len) before its token cap ({cap}) and "
+                                             "before it ended; raise the server's --max-model-len (or "
+                                             "lower --teacher-max-visual-tokens) and run again with --resume"})
+        return "truncated"
+    if v.hit_cap:  # parsed or not: a thinking teacher cut inside its reasoning may hold only a draft verdict
         append(paths["rejected"], {"id": t.id, "reason": "truncated", "max_new_tokens": cap, "raw": v.raw,
                                    "detail": f"the teacher's reply was cut at its token cap ({cap}, finish_reason "
-                                             "'length') before the verdict block; raise --teacher-max-new-tokens "
+                                             "'length') before it ended; raise --teacher-max-new-tokens "
                                              "and run again with --resume"})
         return "truncated"
     if v.status == "unparsed":
@@ -203,10 +213,12 @@ def _pipelines(todo: list[Trajectory], rec: RecordingEngine, pipe_config: Pipeli
 
 def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: PipelineConfig,
             config: Optional[CollectConfig] = None, resume: bool = False, teacher_desc: Optional[dict] = None,
-            groups: Optional[dict[str, PipelineConfig]] = None, progress: bool = True) -> dict:
+            groups: Optional[dict[str, PipelineConfig]] = None, progress: bool = True, loaded=None,
+            labels: Optional[dict] = None) -> dict:
     """Run the teacher over `data` into `out`; returns the summary (also in the manifest).
     `groups` maps trajectory id -> a per-trajectory pipeline config (replayed verdicts fix the
-    teacher's route and cues per trajectory)."""
+    teacher's route and cues per trajectory). `loaded`: `data` already loaded (with labels files
+    applied: `labels` is their record, kept in the manifest)."""
     from tqdm import tqdm
 
     config = config or CollectConfig()
@@ -215,7 +227,7 @@ def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: Pip
     paths = {k: out / v for k, v in FILES.items()}
     if not resume and any(paths[k].is_file() and paths[k].stat().st_size for k in ("collected", "rejected")):
         raise ValueError(f"{out} already holds collected data; pass --resume to continue it or choose another --out")
-    loaded = load_trajectories(data)
+    loaded = loaded if loaded is not None else load_trajectories(data)
     for e in loaded.errors:
         print(f"skipped: {e}", file=sys.stderr)
     cap = pipe_config.verify_max_new_tokens
@@ -243,7 +255,7 @@ def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: Pip
     all_tasks = sorted({t.task_id or f"instruction: {t.instruction}" for t in loaded.trajectories})
     meta = {"teacher": teacher_desc or {"name": teacher.name}, "pipeline": asdict(pipe_config),
             "collect": asdict(config), "bank_sha": bank_sha, "prompts_sha": load_prompts().sha,
-            "data": str(data), "package_version": __version__,
+            "data": str(data), "package_version": __version__, **({"labels": labels} if labels else {}),
             "this_run": {**counts, "resumed_past": len(done), "bad_records": len(loaded.errors)}}
     return finalize(out, all_tasks, config.val_fraction, config.seed, config.balance, meta)
 

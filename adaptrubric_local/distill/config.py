@@ -34,16 +34,16 @@ class TrainConfig:
     per_device_batch_size: int = field(default=1, metadata={"help": "training examples per device per step"})
     grad_accum: int = field(default=8, metadata={"help": "gradient accumulation steps"})
     max_visual_tokens: Optional[int] = field(default=None, metadata={
-        "help": "visual-token budget per trajectory (default none: the processor's own resolution, what "
-                "`score` sees by default); recorded in the adapter, which `score --adapter` then adopts"})
+        "help": "visual-token budget per trajectory; recorded in the adapter, which `score --adapter` then adopts",
+        "none": "the processor's own resolution, what `score` sees unless told otherwise"})
     max_pixels: Optional[int] = field(default=None, metadata={
-        "help": "per-image pixel cap (default: the processor's); recorded in the adapter like the budget"})
+        "help": "per-image pixel cap; recorded in the adapter like the budget", "none": "the processor's"})
     max_seq_len: int = field(default=32768, metadata={
         "help": "longest example (text + visual + target tokens) allowed; longer ones stop the run before "
                 "it starts, with the change that would fit"})
     load_in_4bit: bool = field(default=False, metadata={"help": "QLoRA: the base model in 4-bit (bitsandbytes nf4)"})
     train_vision: bool = field(default=False, metadata={
-        "help": "also put LoRA on the vision tower (frozen by default)"})
+        "help": "also put LoRA on the vision tower (otherwise it stays frozen)"})
     train_lm_head: bool = field(default=False, metadata={"help": "also train lm_head fully (large on real models)"})
     gradient_checkpointing: bool = field(default=True, metadata={"help": "trade compute for activation memory"})
     dtype: str = field(default="auto", metadata={"help": "auto (bf16 on GPU, fp32 on CPU) | bf16 | fp16 | fp32"})
@@ -57,10 +57,10 @@ class TrainConfig:
     class_weight: str = field(default="none", metadata={
         "help": "none | balanced: weight examples inversely to the frequency of the teacher's SCORE"})
     early_stopping_patience: Optional[int] = field(default=None, metadata={
-        "help": "stop after this many epochs without a better validation agreement (default: run every epoch)"})
+        "help": "stop after this many epochs without a better validation agreement", "none": "run every epoch"})
     dataloader_workers: Optional[int] = field(default=None, metadata={
-        "help": "processes that decode screenshots while the GPU trains (default: 2 on a GPU, 0 on the CPU, where "
-                "starting them costs more than they save)"})
+        "help": "processes that decode screenshots while the GPU trains",
+        "none": "2 on a GPU, 0 on the CPU, where starting them costs more than they save"})
     group_by_length: bool = field(default=True, metadata={"help": "batch examples of similar length together"})
     gpu_memory: Optional[str] = field(default=None, metadata={
         "help": "plan for this much GPU memory (e.g. 24GB) instead of the GPU present"})
@@ -112,7 +112,13 @@ def load_config_file(path: str | Path) -> dict:
     """A YAML/JSON config file as TrainConfig fields; unknown keys are an error naming the file."""
     import yaml
 
-    raw = yaml.safe_load(Path(path).read_text()) or {}
+    path = Path(path)
+    if not path.is_file():
+        hint = ("; the ready configs (training/*.yaml) are files of the source checkout, not installed with the "
+                "package: run from a clone of the repository, copy the file, or give its options as flags "
+                "(`adaptrubric distill train --help`)") if "training" in path.parts else ""
+        raise FileNotFoundError(f"--config {path}: no such file (looked in {Path.cwd()}){hint}")
+    raw = yaml.safe_load(path.read_text()) or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: a config file must be a mapping of TrainConfig fields")
     raw = {k.replace("-", "_"): v for k, v in raw.items()}

@@ -1,18 +1,21 @@
 """Judge a distilled student: the base model and the adapter score the held-out split through the
-normal scoring path (the pipeline settings the teacher ran with, the adapter's image settings),
-then the eval harness writes each one's metrics, report and plots, and a side-by-side table gives
-agreement with the teacher, how close the student's p_success is to the teacher's probability
-(mean absolute difference, ECE against it) where the teacher gave one, and accuracy/F1 against
-labels. Also `merge`, which folds an
-adapter into its base model. Knows nothing about argument parsing.
+normal scoring path (the pipeline settings the teacher ran with, the adapter's image settings and
+base quantisation), on one loaded model (the base run switches the adapter off), then the eval
+harness writes each one's metrics, report and plots, and a side-by-side table gives agreement with
+the teacher, how close the student's p_success is to the teacher's probability (mean absolute
+difference, ECE against it) where the teacher gave one, and accuracy/F1 against labels. Also
+`merge`, which folds an adapter into its base model (a 4-bit-trained one into the base dequantised
+from the same 4-bit weights). Knows nothing about argument parsing.
 """
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
+from ..engine.base import Engine, Output, Request
 from ..formats import LoadResult, load_trajectories
 from ..pipeline import AdaptRubric, PipelineConfig
 
@@ -83,40 +86,66 @@ def agreement(verdicts_path: Path, teacher: dict[str, dict]) -> dict:
     return out
 
 
-def score_split(data_path: str, loaded: LoadResult, model: str, adapter: Optional[str], out: Path,
-                pipe_cfg: PipelineConfig, images: dict, batch_size: int, max_new_tokens: int,
+class BaseOf(Engine):
+    """The base model of an engine that holds base + adapter: the same loaded weights and the same
+    batch budget, with the adapter switched off for each call (peft's `disable_adapter()`), named and
+    recorded as the base. How `evaluate` scores both without loading the model twice: a second
+    engine would size its batches from the GPU memory the first one still holds."""
+
+    def __init__(self, engine):
+        self.inner = engine
+        self.config = replace(engine.config, adapter=None)
+        self.name = self.config.name
+
+    def generate(self, requests: list[Request]) -> list[Output]:
+        with self.inner.model.disable_adapter():
+            return self.inner.generate(requests)
+
+    def generate_iter(self, requests: list[Request]) -> Iterator[list[tuple[int, Output]]]:
+        """The inner engine's outputs per length group, as they are ready (the progress bar moves per group
+        in the base run too); the adapter is off until the last group is handed over."""
+        with self.inner.model.disable_adapter():
+            yield from self.inner.generate_iter(requests)
+
+    def next_token_probs(self, requests, prefixes, candidates=("0", "1")):
+        with self.inner.model.disable_adapter():
+            return self.inner.next_token_probs(requests, prefixes, candidates)
+
+    @property
+    def stats(self) -> dict:
+        return self.inner.stats
+
+
+def score_split(data_path: str, loaded: LoadResult, engine: Engine, out: Path, pipe_cfg: PipelineConfig,
                 progress: bool) -> Path:
-    """Score the split with the transformers engine (base or base+adapter) into out/verdicts.jsonl,
-    at the adapter's image settings (`images`: max_visual_tokens, max_pixels)."""
-    from ..engine.hf import HFEngine, HFEngineConfig
+    """Score the split with `engine` (base or base+adapter) into out/verdicts.jsonl."""
     from ..scoring import score_file
 
     out.mkdir(parents=True, exist_ok=True)
     vpath = out / "verdicts.jsonl"
     if vpath.exists():
         vpath.unlink()
-    engine = HFEngine(HFEngineConfig(model=model, adapter=adapter, max_batch_size=batch_size,
-                                     max_new_tokens=max_new_tokens, **images))
-    try:
-        score_file(AdaptRubric(engine, pipe_cfg), data_path, vpath, loaded=loaded, progress=progress)
-    finally:
-        engine.close()
+    score_file(AdaptRubric(engine, pipe_cfg), data_path, vpath, loaded=loaded, progress=progress)
     return vpath
 
 
 def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | Path, split: str = "val",
              batch_size: int = 8, max_new_tokens: Optional[int] = None, data: Optional[str] = None,
-             progress: bool = True, base: bool = True) -> dict:
+             progress: bool = True, base: bool = True, load_in_4bit: Optional[bool] = None) -> dict:
     """Base vs adapter on one split; writes out/{base,adapter}/ (verdicts, metrics, report, plots),
     out/comparison.json and out/comparison.md, and adds the numbers to the adapter's model card.
-    Both score at the adapter's image settings (image_policy.json) and the collection's pipeline."""
+    Both score at the adapter's image settings (image_policy.json) and the collection's pipeline, on
+    the base loaded as the adapter was trained (base_quantisation.json: a QLoRA student on its 4-bit
+    base) unless `load_in_4bit` says otherwise (with a warning when it differs)."""
+    from ..engine.hf import HFEngine, HFEngineConfig
     from ..evaluation.harness import run_eval
     from ..image_policy import adopt
 
     data_dir, out, adapter = Path(data_dir), Path(out), Path(adapter)
     out.mkdir(parents=True, exist_ok=True)
     manifest = _manifest(data_dir)
-    images, pipe_over = adopt(adapter, {"max_visual_tokens": None, "max_pixels": None}, {})
+    chosen = {} if load_in_4bit is None else {"load_in_4bit": load_in_4bit}
+    images, pipe_over = adopt(adapter, {"max_visual_tokens": None, "max_pixels": None, **chosen}, {}, explicit=chosen)
     pipe_cfg = pipeline_from_manifest(manifest, **pipe_over)
     if max_new_tokens:
         pipe_cfg = replace(pipe_cfg, verify_max_new_tokens=max_new_tokens)
@@ -124,8 +153,17 @@ def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | P
     data_path, loaded, teacher = split_data(data_dir, split, data)
     table: dict[str, dict] = {}
     runs = {}
-    for name, ad in ((("base", None),) if base else ()) + (("adapter", str(adapter)),):
-        vpath = score_split(data_path, loaded, model, ad, out / name, pipe_cfg, images, batch_size, cap, progress)
+    # one loaded model for both runs: the base is the same engine with the adapter switched off
+    engine = HFEngine(HFEngineConfig(model=model, adapter=str(adapter), max_batch_size=batch_size,
+                                     max_new_tokens=cap, **images))
+    try:
+        scored = [(name, score_split(data_path, loaded, eng, out / name, pipe_cfg, progress))
+                  for name, eng in ((("base", BaseOf(engine)),) if base else ()) + (("adapter", engine),)]
+    finally:
+        engine.close()
+        del engine
+        _free_gpu_cache()
+    for name, vpath in scored:
         m = run_eval(vpath, out / name, data_path, loaded)
         agr = agreement(vpath, teacher)
         runs[name] = {"verdicts": str(vpath), "predictions": agr["predictions"], "p_success": agr["p_success"]}
@@ -142,6 +180,14 @@ def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | P
     (out / "comparison.md").write_text(f"# {adapter.name} vs {model} on {split}\n\n" + "\n".join(md) + "\n")
     _update_card(adapter, table)
     return result
+
+
+def _free_gpu_cache() -> None:
+    """Hand the freed model's memory back to the GPU (the caching allocator keeps it otherwise)."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def _fmt(x) -> str:
@@ -164,20 +210,40 @@ def _update_card(adapter: Path, table: dict) -> None:
 
 
 def merge(model: str, adapter: str | Path, out: str | Path, dtype: str = "auto") -> Path:
-    """Merge a LoRA adapter into its base model and save a checkpoint that loads with --model alone."""
+    """Merge a LoRA adapter into its base model and save a checkpoint that loads with --model alone.
+    An adapter trained on a 4-bit (or 8-bit) base (QLoRA: base_quantisation.json) learned its update
+    against the quantised weights, not the original ones: the base is loaded quantised exactly as in
+    training, dequantised, and the adapter merged into that (what the student was trained on); the
+    result is saved unquantised in `dtype`. Says which it did on stderr and in the merged README."""
     import torch
     from peft import PeftModel
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
+    from ..image_policy import read_quantisation
+
     out = Path(out)
     if not (Path(adapter) / "adapter_config.json").is_file():
         raise ValueError(f"{adapter}: no adapter_config.json (not a peft adapter folder)")
-    torch_dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
-    base = AutoModelForImageTextToText.from_pretrained(model, dtype=torch_dtype, use_safetensors=True)
+    quant = read_quantisation(adapter)
+    if quant.get("load_in_4bit") or quant.get("load_in_8bit"):
+        from ..engine.hf_config import HFEngineConfig
+        from ..engine.loading import load_model
+
+        bits = "4-bit (nf4)" if quant["load_in_4bit"] else "8-bit"
+        base, _ = load_model(HFEngineConfig(model=model, dtype=dtype, attn_implementation="sdpa", **quant))
+        base = base.dequantize()
+        kept = next(p.dtype for p in base.parameters() if p.is_floating_point())
+        note = (f"{adapter} was trained on a {bits} base: merged into {model} dequantised from the same {bits} "
+                f"weights it was trained on (not the original weights), saved unquantised in {kept}")
+    else:
+        torch_dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
+        base = AutoModelForImageTextToText.from_pretrained(model, dtype=torch_dtype, use_safetensors=True)
+        note = f"{adapter} merged into {model}"
     merged = PeftModel.from_pretrained(base, str(adapter)).merge_and_unload()
     merged.save_pretrained(out, safe_serialization=True)
     AutoProcessor.from_pretrained(model).save_pretrained(out)
     card = Path(adapter) / "README.md"
-    (out / "README.md").write_text(f"Merged checkpoint: `{model}` + adapter `{adapter}`.\n\n"
+    (out / "README.md").write_text(f"Merged checkpoint: `{model}` + adapter `{adapter}`.\n\n{note}.\n\n"
                                    + (card.read_text() if card.is_file() else ""))
+    print(f"merge: {note}", file=sys.stderr)
     return out

@@ -293,7 +293,6 @@ def plan_training(cfg, exs: list, encoder, image_cfg, model_config, device: str,
                   budget: Optional[float], runtime: float = 0.0) -> dict:
     """The plan for training `cfg` on examples `exs`: lengths, the estimate and whether it fits,
     examples over `max_seq_len`, and changes that would fit when it does not."""
-    from dataclasses import replace
 
     arch = arch_of(model_config)
     shapes = example_shapes(exs, encoder, image_cfg)
@@ -307,20 +306,72 @@ def plan_training(cfg, exs: list, encoder, image_cfg, model_config, device: str,
             "fits": fits(est, budget), "too_long": _too_long(exs, shapes, cfg.max_seq_len),
             "max_seq_len": cfg.max_seq_len, "alternatives": [], "example_lengths": [x.total for x in shapes]}
     if plan["fits"] is False or plan["too_long"]:
-        for change, s2, budget_tokens in (("--load-in-4bit", replace(setting, load_in_4bit=True), None),
-                                          ("--max-visual-tokens 6144", setting, 6144),
-                                          ("--max-visual-tokens 3072", setting, 3072),
-                                          ("--load-in-4bit --max-visual-tokens 6144",
-                                           replace(setting, load_in_4bit=True), 6144),
-                                          ("--per-device-batch-size 1", replace(setting, batch_size=1), None)):
-            if s2 == setting and budget_tokens is None:
-                continue
-            sh = shapes if budget_tokens is None else example_shapes(
-                exs, encoder, replace(image_cfg, max_visual_tokens=budget_tokens))
-            e2 = estimate(arch, s2, sh, runtime)
-            plan["alternatives"].append({"change": change, "total_gib": round(e2.total / GiB, 2),
-                                         "fits": fits(e2, budget), "longest": max(x.total for x in sh)})
+        plan["alternatives"] = alternatives(plan, arch, setting, exs, shapes, encoder, image_cfg, cfg, budget, runtime)
     return plan
+
+
+def alternatives(plan: dict, arch: Arch, setting: Setting, exs: list, shapes: list[Shape], encoder, image_cfg, cfg,
+                 budget: Optional[float], runtime: float) -> list[dict]:
+    """Changes that address what is wrong, each with its estimate, whether it fits the memory and its
+    longest example: only changes that shorten the examples when they are too long but the memory
+    fits, visual-token budgets below the current one, and, when none of the usual budgets brings the
+    examples under --max-seq-len, a budget that does (`budget_within`)."""
+    from dataclasses import replace
+
+    length_only = plan["fits"] is not False
+    current = cfg.max_visual_tokens
+    candidates = [("--load-in-4bit", replace(setting, load_in_4bit=True), None),
+                  ("--max-visual-tokens 6144", setting, 6144), ("--max-visual-tokens 3072", setting, 3072),
+                  ("--load-in-4bit --max-visual-tokens 6144", replace(setting, load_in_4bit=True), 6144),
+                  ("--per-device-batch-size 1", replace(setting, batch_size=1), None)]
+    out = []
+    for change, s2, budget_tokens in candidates:
+        if (s2 == setting and budget_tokens is None) or (length_only and budget_tokens is None):
+            continue  # no change, or one that does not shorten a sequence
+        if budget_tokens is not None and current is not None and budget_tokens >= current:
+            continue
+        if length_only and s2 != setting:
+            continue  # the memory fits: only the budget matters
+        out.append(_alternative(change, arch, s2, exs, shapes, encoder, image_cfg, budget_tokens, budget, runtime))
+    if plan["too_long"] and not any(a["longest"] <= plan["max_seq_len"] for a in out):
+        tokens = budget_within(exs, shapes, image_cfg, plan["max_seq_len"])
+        if tokens is not None and (current is None or tokens < current):
+            out.append(_alternative(f"--max-visual-tokens {tokens}", arch, setting, exs, shapes, encoder, image_cfg,
+                                    tokens, budget, runtime))
+    for a in out:
+        a["within_max_seq_len"] = a["longest"] <= plan["max_seq_len"]
+    return out
+
+
+def _alternative(change: str, arch: Arch, s2: Setting, exs, shapes, encoder, image_cfg, budget_tokens, budget,
+                 runtime) -> dict:
+    from dataclasses import replace
+
+    sh = shapes if budget_tokens is None else example_shapes(exs, encoder, replace(image_cfg,
+                                                                                   max_visual_tokens=budget_tokens))
+    e2 = estimate(arch, s2, sh, runtime)
+    return {"change": change, "total_gib": round(e2.total / GiB, 2), "fits": fits(e2, budget),
+            "longest": max(x.total for x in sh)}
+
+
+def budget_within(exs: list, shapes: list[Shape], image_cfg, cap: int, step: int = 64) -> Optional[int]:
+    """A visual-token budget (a multiple of `step`) at which every example is at most `cap` tokens: the room
+    the longest text leaves, lowered until the planned images fit; None when the text leaves no room."""
+    from dataclasses import replace
+
+    from ..engine.images import plan_tokens
+
+    room = min(cap - s.text - s.target for s in shapes)
+    tokens = room // step * step
+    for _ in range(16):
+        if tokens < max(step, 4):
+            return None
+        planned = plan_tokens([e.images for e in exs], replace(image_cfg, max_visual_tokens=tokens))
+        over = max(s.text + s.target + sum(p or []) - cap for s, p in zip(shapes, planned))
+        if over <= 0:
+            return tokens
+        tokens -= max(step, -(-over // step) * step)
+    return None
 
 
 def format_plan(plan: dict) -> str:
@@ -341,9 +392,15 @@ def format_plan(plan: dict) -> str:
                      f"{worst['id']}: {worst['tokens']} tokens ({worst['visual']} visual in {worst['images']} images, "
                      f"{worst['text']} text)")
     for alt in plan["alternatives"]:
+        within = alt["longest"] <= plan["max_seq_len"]
         lines.append(f"  with {alt['change']}: {alt['total_gib']:.2f} GiB"
                      + ("" if alt["fits"] is None else (" (fits)" if alt["fits"] else " (does not fit)"))
-                     + f", longest example {alt['longest']} tokens")
+                     + f", longest example {alt['longest']} tokens"
+                     + ("" if not plan["too_long"] else " (within" if within else " (still over")
+                     + (f" --max-seq-len {plan['max_seq_len']})" if plan["too_long"] else ""))
+    if plan["too_long"] and not any(a["longest"] <= plan["max_seq_len"] for a in plan["alternatives"]):
+        lines.append(f"  no visual-token budget brings every example under --max-seq-len {plan['max_seq_len']}: "
+                     "the text alone is too long; raise --max-seq-len, or lower --max-images at collection")
     return "\n".join(lines)
 
 

@@ -11,28 +11,25 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import shutil
 from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
+from ..formats.base import json_problem
+from ..thinking import split
+
 FILES = {"collected": "collected.jsonl", "rejected": "rejected.jsonl", "failures": "failures.jsonl",
          "train": "train.jsonl", "val": "val.jsonl", "manifest": "manifest.json"}
-THINK = re.compile(r"<think>(.*?)</think>", re.S)
 
 
 def split_thinking(text: str) -> tuple[str, Optional[str]]:
     """(the answer with every `<think>...</think>` block taken out and leading whitespace stripped,
-    the thinking text or None). A reply whose opening tag was in the prompt (Qwen3's thinking
-    template) has only `</think>`: everything before it is thinking."""
-    thoughts = [m.strip() for m in THINK.findall(text)]
-    rest = THINK.sub("", text)
-    if "</think>" in rest:
-        head, _, rest = rest.rpartition("</think>")
-        thoughts.insert(0, head.replace("<think>", "").strip())
-    thinking = "\n\n".join(t for t in thoughts if t)
-    return rest.lstrip(), (thinking or None)
+    the thinking text or None), by the definition the verdict parser and the stop criterion use
+    (`thinking.py`). A reply whose opening tag was in the prompt (Qwen3's thinking template) has
+    only `</think>`: everything before it is thinking."""
+    s = split(text)
+    return s.answer, s.thinking
 
 
 def copy_images(paths: list[str], out: Path, tid: str, copy: bool) -> list[str]:
@@ -86,7 +83,7 @@ def read_split(data_dir: str | Path, split: str) -> list[dict]:
             try:
                 out.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {n}: malformed JSON ({exc.msg})") from None
+                raise ValueError(f"{path}: line {n}: malformed JSON ({json_problem(exc)})") from None
     return out
 
 
@@ -119,6 +116,23 @@ def _balance(train: list[dict], seed: int) -> tuple[list[dict], int]:
     return [r for r in train if r["id"] in keep], len(train) - len(keep)
 
 
+def split_warnings(counts: dict, val_fraction: float, seed: int) -> list[str]:
+    """What is wrong with a train/val split for training (one class only, nothing held out)."""
+    out = []
+    for name, flag in (("validation", "val"), ("training", "train")):
+        n, pos = counts[flag], counts[f"{flag}_positive"]
+        if n and pos in (0, n):
+            cls = "successes (SCORE 1)" if pos else "failures (SCORE 0)"
+            why = ("the best epoch is chosen by agreement on it, which a student answering one class for everything "
+                   "gets right" if flag == "val" else "the student cannot learn to tell the classes apart")
+            out.append(f"all {n} {name} example(s) are {cls}: {why}; collect more tasks, or split them otherwise "
+                       f"(--val-fraction {val_fraction}, --seed {seed}: the split is by task)")
+    if not counts["val"] and val_fraction > 0 and counts["collected"]:
+        out.append(f"no validation examples ({counts['tasks']} task(s), --val-fraction {val_fraction}): the last epoch "
+                   "is kept, unchecked; collect more tasks or raise --val-fraction")
+    return out
+
+
 def finalize(out: Path, all_tasks: list[str], val_fraction: float, seed: int, balance: bool, meta: dict) -> dict:
     """Write train.jsonl / val.jsonl (split by task) and manifest.json from collected.jsonl."""
     records = read_jsonl(out / FILES["collected"])
@@ -142,10 +156,10 @@ def finalize(out: Path, all_tasks: list[str], val_fraction: float, seed: int, ba
         "with_p_success": sum(r["verify"].get("p_success") is not None for r in records),
         "with_reasoning": sum(bool(r["verify"].get("reasoning")) for r in records),
         "unparsed": sum(r["reason"] == "unparsed" for r in rejected),
-        "truncated": sum(r["reason"] == "truncated" for r in rejected),
+        "truncated": sum(r["reason"] in ("truncated", "context") for r in rejected),
         "disagree": sum(r["reason"] == "disagrees with label" for r in rejected),
         "failed": len(failures), "tasks": len(all_tasks), "val_tasks": len(val_tasks),
     }
-    manifest = {**meta, "counts": counts}
+    manifest = {**meta, "counts": counts, "warnings": split_warnings(counts, val_fraction, seed)}
     (out / FILES["manifest"]).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return manifest

@@ -6,7 +6,8 @@ scoring engine, so inputs are built exactly as at scoring time, at the training 
 the adapter, the Trainer (loss in `trainer.py`: logits only at labelled positions, soft labels at
 the SCORE digit; validation each epoch measures agreement with the teacher and keeps the best
 epoch), then the adapter folder: `adapter_config.json` + `adapter_model.safetensors` (standard
-peft), `image_policy.json` (what `score --adapter` adopts), `training_config.json`,
+peft), `image_policy.json` and `base_quantisation.json` (what `score --adapter` adopts: the images
+the student was trained to see, the base quantisation it was trained on), `training_config.json`,
 `loss_log.jsonl`, `train_summary.json` and a model card `README.md`. Epoch checkpoints go to
 `OUT/trainer/`; `resume=True` continues from the last one. One GPU, several through
 `accelerate launch` / `torchrun` (data parallel), or the CPU for tests.
@@ -25,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..flags import Parser
 from .config import TrainConfig, config_from_args
 from .examples import Example, examples, read_split
 
@@ -214,7 +216,7 @@ def epoch_metrics(history: list[dict]) -> list[dict]:
 def train(cfg: TrainConfig, metrics_fn: Optional[Callable] = None) -> dict:
     """Plan, train, save the adapter folder (best epoch), return the run's numbers. `metrics_fn`
     replaces the validation metrics (agreement with the teacher) the best epoch is chosen by."""
-    from ..image_policy import write_policy
+    from ..image_policy import write_policy, write_quantisation
     from .card import write_model_card
     from .examples import Collator
     from .plan import format_plan, refusal
@@ -261,6 +263,10 @@ def train(cfg: TrainConfig, metrics_fn: Optional[Callable] = None) -> dict:
         cfg.to_json(out / "training_config.json")
         manifest = json.loads((Path(cfg.data) / "manifest.json").read_text())
         write_policy(out, cfg.image_policy(manifest.get("pipeline", {}).get("max_images")))
+        qc = getattr(engine.model.config, "quantization_config", None)  # what loading used, for the reader
+        qc = qc.to_dict() if hasattr(qc, "to_dict") else qc
+        write_quantisation(out, cfg.load_in_4bit, **({"bitsandbytes": json.loads(json.dumps(qc, default=str))}
+                                                     if qc else {}))
         with open(out / "loss_log.jsonl", "w") as fh:
             fh.writelines(json.dumps(h) + "\n" for h in state.log_history)
         (out / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -295,8 +301,8 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m adaptrubric_local.distill.train", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(prog="python -m adaptrubric_local.distill.train", description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     add_train_args(ap)
     ap.add_argument("--dry-run", action="store_true", help="print the memory plan and stop")
     args = ap.parse_args(argv)

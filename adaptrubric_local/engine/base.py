@@ -7,17 +7,27 @@ of requests goes in, one Output per request comes out, in order. A request that 
 strings, the probabilities of all of them (how P(SCORE=1) is read without a second forward pass);
 `next_token_probs` gives the probability of given next tokens after a prompt and an assistant prefix.
 `stop_after_line` ends a row as soon as it has produced a complete line (ended by a newline or by
-the end of generation) that starts with the given text; `Output.hit_cap` says a row was cut by its
-new-token cap rather than ending on its own or at that line (an endpoint's `finish_reason: length`).
+the end of generation) that starts with the given text outside the model's thinking (`thinking.py`:
+never on a line drafted inside `<think>`); `Output.hit_cap` says a row was cut by its new-token cap
+rather than ending on its own or at that line; `Output.hit_context` that it was cut earlier, because
+prompt and reply reached the model's context length (a server's `max_model_len`): the fix differs (a
+longer context, fewer or smaller screenshots, not a larger cap), so the reasons are kept apart
+(`length_reason`).
 `Output.reasoning` holds what a thinking model returned apart from its answer, when a backend
-separates the two.
+separates the two; `Output.opened_thinking` says the text starts inside a thinking block the prompt
+opened (a Thinking checkpoint's chat template), so that only its `</think>` is in the text.
+`generate_iter` hands the outputs over as they are ready, in lists of those that became ready
+together (a backend that batches yields each group as it finishes), so a caller can write results
+and move a progress bar before the whole batch is done.
 The engine knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterator, Optional
+
+from ..thinking import visible_line
 
 
 @dataclass
@@ -56,7 +66,9 @@ class Output:
     error: Optional[str] = None
     samples: list[tuple[str, list[TokenProbs]]] = field(default_factory=list)  # all k texts when voting
     hit_cap: bool = False  # stopped by max_new_tokens (any sample, when voting), not by EOS or stop_after_line
+    hit_context: bool = False  # stopped before max_new_tokens because prompt + reply filled the context length
     reasoning: Optional[str] = None  # a thinking model's separate reasoning text (an endpoint's reasoning_content)
+    opened_thinking: bool = False  # the text starts inside a thinking block its prompt opened (see thinking.py)
 
 
 class Engine(ABC):
@@ -68,6 +80,12 @@ class Engine(ABC):
     @abstractmethod
     def generate(self, requests: list[Request]) -> list[Output]:
         """Generate one Output per Request, in order."""
+
+    def generate_iter(self, requests: list[Request]) -> Iterator[list[tuple[int, Output]]]:
+        """Lists of (index into `requests`, its Output), each list the outputs that became ready
+        together, until every request has its Output; by default one list, after `generate`."""
+        if requests:
+            yield list(enumerate(self.generate(requests)))
 
     def next_token_probs(self, requests: list[Request], prefixes: list[str],
                          candidates: tuple[str, ...] = ("0", "1")) -> list[dict[str, float]]:
@@ -83,14 +101,25 @@ class Engine(ABC):
         """Release resources (threads, GPU memory)."""
 
 
-def cut_after_line(text: str, prefix: str) -> Optional[str]:
-    """`text` up to and including the first line that starts with `prefix` and is complete (ended by a
-    newline, which is kept, or by the end of the text); None when there is no such line."""
-    start = 0
+def length_reason(completion_tokens: Optional[int], cap: int) -> str:
+    """Why a reply that ended at a length limit (`finish_reason: length`) ended there: "cap" when it
+    used the whole new-token cap (or its length is unknown), "context" when it is shorter, so the
+    model's context length cut it."""
+    if completion_tokens is None or completion_tokens >= cap:
+        return "cap"
+    return "context"
+
+
+def cut_after_line(text: str, prefix: str, opened: bool = False) -> Optional[str]:
+    """`text` up to and including the first line outside the thinking (`opened`: the text starts inside
+    it) that starts with `prefix` and is complete (ended by a newline, which is kept, or by the end of
+    the text); None when there is no such line."""
+    inside, start = opened, 0
     while start <= len(text):
         end = text.find("\n", start)
         line_end = len(text) if end < 0 else end + 1
-        if text.startswith(prefix, start):
+        visible, inside = visible_line(text[start:line_end].rstrip("\n"), inside)
+        if visible is not None and visible.startswith(prefix):
             return text[:line_end]
         if end < 0:
             return None

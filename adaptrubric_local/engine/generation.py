@@ -2,7 +2,8 @@
 
 `WatchRecorder` records the probabilities of a few watched tokens at every generation step (how
 P(SCORE=1) is read without keeping full-vocabulary logits); `RowStop` ends each row at its own
-new-token cap or right after a complete line starting with its prefix; `OutOfMemory`/`is_oom` name
+new-token cap or right after a complete line starting with its prefix outside the model's thinking
+(`thinking.py`: a verdict drafted inside `<think>` never stops a row); `OutOfMemory`/`is_oom` name
 what the engine retries in halves (how big a group may be: memory.py, budget.py). Knows nothing about
 batching policy, loading or verdicts.
 """
@@ -12,6 +13,8 @@ from typing import Optional
 
 import torch
 from transformers import StoppingCriteria
+
+from ..thinking import visible_line
 
 
 class WatchRecorder:
@@ -37,17 +40,21 @@ class WatchRecorder:
 
 class RowStop(StoppingCriteria):
     """Per-row stopping over token ids: a row is done at its own new-token cap, or right after a
-    complete line (ended by a newline token) that starts with the row's prefix. Each step costs one
-    table lookup on the device and one boolean read; only rows that just produced a newline decode
-    their current line (never the whole text). `ends[row]` is the number of tokens a row kept when
-    its line stopped it (absent for rows the line did not stop)."""
+    complete line (ended by a newline token) that starts with the row's prefix outside the model's
+    thinking. Each step costs one table lookup on the device and one boolean read; only rows that
+    just produced a newline decode their current line (never the whole text), and each line is read
+    once, in order, so whether the row is inside `<think>` is followed line by line (`opened[row]`:
+    its prompt opened a thinking block, as a Thinking checkpoint's chat template does). `ends[row]`
+    is the number of tokens a row kept when its line stopped it (absent for rows the line did not
+    stop)."""
 
     def __init__(self, tokenizer, newline: torch.Tensor, prefixes: list[Optional[str]], caps: list[int],
-                 prompt_len: int):
+                 prompt_len: int, opened: Optional[list[bool]] = None):
         self.tok, self.newline, self.prefixes, self.caps = tokenizer, newline, prefixes, caps
         self.prompt_len = prompt_len
         self.line_start = [prompt_len] * len(caps)
         self.fragment = [False] * len(caps)  # the current line starts inside a token that ended the last one
+        self.inside = list(opened) if opened is not None else [False] * len(caps)  # inside thinking
         self.ends: dict[int, int] = {}
         self.done: Optional[torch.Tensor] = None
         self.watching = any(p is not None for p in prefixes)
@@ -72,11 +79,12 @@ class RowStop(StoppingCriteria):
 
     def _line(self, b: int, ids: list[int], length: int, n: int) -> None:
         parts = self.tok.decode(ids, skip_special_tokens=True).split("\n")
-        lines = parts[1:-1] if self.fragment[b] else parts[:-1]
-        if any(line.startswith(self.prefixes[b]) for line in lines):
-            self.done[b] = True
-            self.ends[b] = n
-            return
+        for line in parts[1:-1] if self.fragment[b] else parts[:-1]:
+            visible, self.inside[b] = visible_line(line, self.inside[b])
+            if visible is not None and visible.startswith(self.prefixes[b]):
+                self.done[b] = True
+                self.ends[b] = n
+                return
         self.fragment[b] = bool(parts[-1])  # text after the newline inside the same token
         self.line_start[b] = length - 1 if self.fragment[b] else length
 

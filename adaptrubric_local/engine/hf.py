@@ -13,10 +13,12 @@ out-of-memory error drops the failed attempt (outside the exception handler, so
 nothing of it stays alive), frees the cache and retries the group in halves (parts over the lowered
 budget are split before they run), so every request gets its output.
 Greedy decoding by default, with a `max_new_tokens` cap per row; a row ends early after a complete
-line starting with its `stop_after_line`; `votes > 1` samples k outputs per request. P(token) for
-watched tokens ("0"/"1") is read from the generation logits on the device, copied once at the end.
-`stats` counts groups and rows (rows per group), out-of-memory splits and failed attempts, rows that
-hit the cap, the token budget and each change of it, and the seconds spent tokenizing and generating.
+line starting with its `stop_after_line` outside the model's thinking (a Thinking checkpoint's chat
+template opens `<think>` in the prompt: its rows start inside it); `votes > 1` samples k outputs per
+request. P(token) for watched tokens ("0"/"1") is read from the generation logits on the device,
+copied once at the end. `stats` counts groups and rows (rows per group), out-of-memory splits and
+failed attempts, rows that hit the cap, the token budget and each change of it, and the seconds spent
+tokenizing and generating. `generate_iter` hands each group's outputs over as soon as the group is done.
 Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
@@ -25,7 +27,7 @@ import gc
 import os
 import time
 from collections import Counter
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
@@ -38,6 +40,7 @@ from .hf_config import CPU_BATCH_TOKENS, DEFAULT_MODEL, HFEngineConfig  # noqa: 
 from .generation import OutOfMemory, RowStop, WatchRecorder, is_oom, newline_table
 from .images import BatchImages, ImageConfig, ImagePipeline, plan_tokens
 from .loading import load_model
+from ..thinking import prompt_opens
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we use our own threads; avoid fork warnings
 
@@ -67,6 +70,8 @@ class HFEngine(Engine):
         self.memory_budget: Optional[float] = None  # bytes a group's estimated peak may reach (GPU only)
         self.budget = TokenBudget(self.config.max_batch_tokens or self._derive_batch_tokens())
         self._newline: Optional[torch.Tensor] = None
+        # a Thinking checkpoint's chat template opens the reply inside <think>: its rows start there
+        self.opens_thinking = prompt_opens(self.encoder.chat_text(Request(prompt="")))
         self.inject_oom: Optional[Callable[[int], bool]] = None  # test hook: rows -> raise OOM (inputs built)?
         self.counts: Counter = Counter()
 
@@ -190,6 +195,13 @@ class HFEngine(Engine):
     def generate(self, requests: list[Request]) -> list[Output]:
         """One Output per Request, in order."""
         outputs: list[Optional[Output]] = [None] * len(requests)
+        for ready in self.generate_iter(requests):
+            for i, out in ready:
+                outputs[i] = out
+        return outputs  # type: ignore[return-value]
+
+    def generate_iter(self, requests: list[Request]) -> Iterator[list[tuple[int, Output]]]:
+        """[(index, Output), ...] of one length group at a time, as each finishes generating."""
         planned = plan_tokens([r.images for r in requests], self.images.cfg)  # headers only
         est = {i: self._estimate(r, planned[i]) for i, r in enumerate(requests)}
         shape = {i: self._shape(r, planned[i]) for i, r in enumerate(requests)}
@@ -208,9 +220,8 @@ class HFEngine(Engine):
             rest = rest[len(nxt):]
             if nxt:  # overlap the next group's image preprocessing with this generation
                 pending = self.images.submit([requests[i].images for i in nxt])
-            for k, i in enumerate(group):
-                if k in imgs.errors:
-                    outputs[i] = Output(error=imgs.errors[k], n_images=len(requests[i].images))
+            failed = [(i, Output(error=imgs.errors[k], n_images=len(requests[i].images)))
+                      for k, i in enumerate(group) if k in imgs.errors]
             ok = [k for k in range(len(group)) if k not in imgs.errors]
             for k in ok:  # the plan and the decoded images agree unless a file changed in between
                 if k not in rows or planned[group[k]] != imgs.tokens_per_image[k]:
@@ -219,10 +230,8 @@ class HFEngine(Engine):
             outs = self._run_group([requests[group[k]] for k in ok], _subset(imgs, ok), [rows[k] for k in ok],
                                    [est[group[k]] for k in ok])
             self.counts["generate_us"] += int((time.perf_counter() - t0) * 1e6)
-            for k, out in zip(ok, outs):
-                outputs[group[k]] = out
+            yield failed + [(group[k], out) for k, out in zip(ok, outs)]
             group = nxt
-        return outputs  # type: ignore[return-value]
 
     def _run_group(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]],
                    costs: list[int]) -> list[Output]:
@@ -296,7 +305,7 @@ class HFEngine(Engine):
         prefixes = [r.stop_after_line for r in reqs for _ in range(k)]
         prompt_len = inputs["input_ids"].shape[1]
         stop = RowStop(self.tokenizer, self._newline_ids() if any(prefixes) else torch.zeros(1, dtype=torch.bool),
-                       prefixes, row_caps, prompt_len)
+                       prefixes, row_caps, prompt_len, [self.opens_thinking] * len(row_caps))
         watch = sorted({w for r in reqs for w in r.watch})
         recorder = WatchRecorder([self.tokenizer.convert_tokens_to_ids(w) for w in watch]) if watch else None
         gen_kwargs = dict(max_new_tokens=max(caps), do_sample=k > 1, num_return_sequences=k,
@@ -324,7 +333,7 @@ class HFEngine(Engine):
                 text, token_probs, n, eos = self._decode(gen[row, :limit], probs[row] if probs is not None else None,
                                                          watch, r.watch)
                 if row in stop.ends:  # a token that ended the line may carry text of the next one
-                    text = cut_after_line(text, r.stop_after_line) or text
+                    text = cut_after_line(text, r.stop_after_line, self.opens_thinking) or text
                     token_probs = [p for p in token_probs if p.offset < len(text)]
                 samples.append((text, token_probs, n, not eos and row not in stop.ends and n >= row_caps[row]))
             hit_cap = any(x[3] for x in samples)
@@ -333,7 +342,8 @@ class HFEngine(Engine):
             outs.append(Output(text=samples[0][0], prompt_tokens=len(rows[b]),
                                completion_tokens=sum(x[2] for x in samples), token_probs=samples[0][1],
                                n_images=len(r.images), visual_tokens=imgs.visual_tokens(b), hit_cap=hit_cap,
-                               samples=[(x[0], x[1]) for x in samples] if k > 1 else []))
+                               samples=[(x[0], x[1]) for x in samples] if k > 1 else [],
+                               opened_thinking=self.opens_thinking))
         return outs
 
     def _decode(self, ids: torch.Tensor, probs: Optional[torch.Tensor], columns: list[str], watch: tuple[str, ...]):

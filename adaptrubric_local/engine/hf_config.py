@@ -26,8 +26,8 @@ class HFEngineConfig:
                                                  "choices": ["auto", "bf16", "fp16", "fp32"]})
     device_map: Optional[str] = field(default="auto", metadata={"help": "transformers device_map; ignored on CPU"})
     attn_implementation: Optional[str] = field(default=None, metadata={
-        "help": "default: flash_attention_2 on GPU when flash-attn is installed, else sdpa; on CPU "
-                "sdpa_padded_prefill"})
+        "help": "transformers attention kernel", "none": "flash_attention_2 on GPU when transformers can run it (the "
+                "flash-attn distribution, >= 2.3.3), else sdpa with a line saying why; on CPU sdpa_padded_prefill"})
     load_in_4bit: bool = field(default=False, metadata={"help": "bitsandbytes nf4 quantisation"})
     load_in_8bit: bool = field(default=False, metadata={"help": "bitsandbytes int8 quantisation"})
     adapter: Optional[str] = field(default=None, metadata={"help": "LoRA adapter folder (peft)"})
@@ -39,13 +39,15 @@ class HFEngineConfig:
     max_batch_size: int = field(default=16, metadata={"help": "most requests in one generate call"})
     max_batch_tokens: Optional[int] = field(default=None, metadata={
         "help": "padded tokens (prompt + new, times samples) per generate call, lowered after an out-of-memory "
-                "error; default: on CUDA derived from free GPU memory, with each group also checked against the "
-                f"memory model of the attention implementation (engine/memory.py; off when this is given), "
-                f"{CPU_BATCH_TOKENS} on the CPU"})
-    max_pixels: Optional[int] = field(default=None, metadata={"help": "per-image pixel cap (default: processor's)"})
+                "error",
+        "none": "on CUDA derived from free GPU memory, with each group also checked against the memory model of "
+                f"the attention implementation (engine/memory.py; off when this is given), {CPU_BATCH_TOKENS} on "
+                "the CPU"})
+    max_pixels: Optional[int] = field(default=None, metadata={"help": "per-image pixel cap",
+                                                              "none": "the processor's"})
     max_visual_tokens: Optional[int] = field(default=None, metadata={
-        "help": "visual-token budget per request (trajectory), e.g. 6144 for speed; default none: the "
-                "processor's own resolution, as in the paper"})
+        "help": "visual-token budget per request (trajectory), e.g. 6144 for speed",
+        "none": "the processor's own resolution, as in the paper"})
     image_workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1),
                                metadata={"help": "threads for image decode/resize"})
     compile: bool = field(default=False, metadata={

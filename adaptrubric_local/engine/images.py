@@ -117,14 +117,21 @@ def image_size(path: str) -> tuple[int, int]:
 
 
 def target_sizes(sizes: list[tuple[int, int]], cfg: ImageConfig) -> list[tuple[int, int]]:
-    """smart_resize targets for one request's images under the per-image and per-request caps."""
+    """smart_resize targets for one request's images under the per-image and per-request caps. A size
+    shrunk under a budget is then taken through the processor's own bounds once more (what Qwen3-VL's
+    processor does to an image of that size: flooring to the budget can fall under `min_pixels`, which
+    it would scale back up), so an image resized here is one the processor leaves as it is."""
     from qwen_vl_utils.vision_process import smart_resize
 
     cap = cfg.max_pixels
     if cfg.max_visual_tokens is not None and sizes:
         per_image_tokens = cfg.max_visual_tokens // len(sizes)
         cap = max(cfg.min_pixels, min(cap, per_image_tokens * cfg.factor * cfg.factor))
-    return [smart_resize(h, w, factor=cfg.factor, min_pixels=cfg.min_pixels, max_pixels=cap) for h, w in sizes]
+    out = []
+    for h, w in sizes:
+        size = smart_resize(h, w, factor=cfg.factor, min_pixels=cfg.min_pixels, max_pixels=cap)
+        out.append(smart_resize(*size, factor=cfg.factor, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels))
+    return out
 
 
 def decode_resize(path: str, size: tuple[int, int]) -> torch.Tensor:
@@ -222,7 +229,7 @@ class ImagePipeline:
         plans: list[list[tuple[int, int]]] = []
         for i, paths in enumerate(requests):
             try:
-                plans.append(self._plan(paths))
+                plans.append(self.plan(paths))
             except ValueError as exc:  # missing or unreadable file, absurd aspect ratio
                 errors[i] = str(exc)
                 plans.append([])
@@ -243,7 +250,7 @@ class ImagePipeline:
                 errors.setdefault(key[0], f"{requests[key[0]][key[1]]}: cannot decode image ({exc})")
         return self._assemble(requests, plans, order, starts, out, errors)
 
-    def _plan(self, paths: list[str]) -> list[tuple[int, int]]:
+    def plan(self, paths: list[str]) -> list[tuple[int, int]]:
         """Target sizes for one request, or ValueError naming the image that cannot be used."""
         sizes = []
         for p in paths:

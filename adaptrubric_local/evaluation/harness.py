@@ -14,16 +14,18 @@ from typing import Optional
 
 from .._version import __version__
 from ..formats import load_trajectories
+from ..formats.base import json_problem
 from ..fusion import ABLATIONS
-from ..scoring import last_per_id, sidecar
+from ..scoring import error_id, last_per_id, sidecar
 from ..types import Verdict
+from . import coverage as C
 from . import metrics as M
 from . import probability as PR
 from . import report as R
 from . import tts as T
 
 # ----------------------------------------------------------------------------- inputs
-LATER_FIELDS = ("cost_tokens", "cost_calls", "hit_cap")  # verdict fields the metrics read when present
+LATER_FIELDS = ("cost_tokens", "cost_calls", "hit_cap", "hit_context")  # verdict fields the metrics read when present
 
 
 def load_verdicts(path: str | Path) -> list[Verdict]:
@@ -39,7 +41,7 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
             try:
                 d = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {n}: malformed JSON ({exc.msg})") from None
+                raise ValueError(f"{path}: line {n}: malformed JSON ({json_problem(exc)})") from None
             if not isinstance(d, dict) or "id" not in d or "status" not in d:
                 raise ValueError(f"{path}: line {n}: not a verdict line (needs 'id' and 'status')")
             v = Verdict.from_dict(d)
@@ -50,18 +52,16 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
     return last_per_id(out)
 
 
-def attach_labels(verdicts: list[Verdict], data: Optional[str | Path], loaded=None) -> list[Verdict]:
-    """Take label, platform and task_id from the data set (the source of truth) by trajectory id;
-    a trajectory without a task_id is grouped with the others that share its instruction."""
-    if data is None:
-        return verdicts
-    loaded = loaded or load_trajectories(data, check_images=False)
-    by_id = {t.id: t for t in loaded.trajectories}
-    for v in verdicts:
-        t = by_id.get(str(v.id))
-        if t is not None:
-            v.label, v.platform, v.task_id = t.label, t.platform, t.task_id or f"instruction: {t.instruction}"
-    return verdicts
+def covered_verdicts(verdicts_path: str | Path, data: Optional[str | Path], loaded, subset: str = "data",
+                     allow_extra: bool = False) -> tuple[list[Verdict], C.Coverage]:
+    """The verdicts `eval`, `tts` and `review` work over, and how they cover the data set: every
+    trajectory of `loaded` (the data set, its labels as they are now), those without a verdict as
+    `missing` (`coverage.py`); without a data set, the verdict file's own lines and labels."""
+    verdicts = load_verdicts(verdicts_path)
+    if loaded is None:
+        return C.align(verdicts, None, subset)
+    return C.align(verdicts, loaded.trajectories, subset, allow_extra, unreadable=[error_id(e) for e in loaded.errors],
+                   data=str(data) if data else None, verdicts_name=str(verdicts_path))
 
 
 def run_meta(verdicts_path: Optional[Path], verdicts: list[Verdict], **extra) -> dict:
@@ -93,28 +93,47 @@ def _dump(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
-# ----------------------------------------------------------------------------- eval
-def _evaluated(verdicts_path, out, data, loaded):
-    """(out folder, the data set, the labelled verdicts, their metrics with probability figures and run
-    record, a title): what `eval` and `review` both start from."""
+def _inputs(verdicts_path, out, data, loaded, subset: str, allow_extra: bool):
+    """(out folder, created; the data set, loaded unless given; the verdicts over it with missing ones;
+    their coverage): the first step of `eval`, `review` and `tts`. Labels files are applied to `loaded`
+    before this (labels.apply_labels), so coverage counts the labels as they are now."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if loaded is None and data is not None:
         loaded = load_trajectories(data, check_images=False)
-    verdicts = attach_labels(load_verdicts(verdicts_path), data, loaded)
+    verdicts, cov = covered_verdicts(verdicts_path, data, loaded, subset, allow_extra)
+    return out, loaded, verdicts, cov
+
+
+# ----------------------------------------------------------------------------- eval
+def _evaluated(verdicts_path, out, data, loaded, labels=None, subset="data", allow_extra=False):
+    """(out folder, the data set, the verdicts with missing ones, their metrics with probability
+    figures, coverage and run record, a title): what `eval` and `review` both start from. `labels`: the
+    record of the labels files already applied to `loaded` (labels.apply_labels), kept in the run record;
+    `subset`, `allow_extra`: coverage.py."""
+    out, loaded, verdicts, cov = _inputs(verdicts_path, out, data, loaded, subset, allow_extra)
     m = M.evaluate(verdicts)
-    m["probability"] = PR.summaries(verdicts)
-    m["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None)
+    m["probability"] = PR.summaries(C.covered(verdicts))
+    m["coverage"] = cov.to_dict()
+    m["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None, labels=labels)
     title = f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"
     return out, loaded, verdicts, m, title
 
 
+def coverage_notes(m: dict) -> list[str]:
+    """The coverage sentences of a result (metrics.json or tts.json content)."""
+    cov, run = m.get("coverage"), m.get("run", {})
+    return C.Coverage(**cov).lines(run.get("data"), run.get("verdicts")) if cov else []
+
+
 def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
-             review: bool = True, progress: bool = False) -> dict:
-    """Metrics, report, plots and (with `review`) the review page for one verdict file; returns
-    metrics.json's content. `loaded`: the data set already loaded, to avoid reading it again."""
-    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded)
-    m["efficiency"] = M.efficiency(verdicts, _summary(Path(verdicts_path)))
+             review: bool = True, progress: bool = False, labels: Optional[dict] = None, subset: str = "data",
+             allow_extra: bool = False) -> dict:
+    """Metrics, report, plots and (with `review`) the review page for one verdict file over the data
+    set (`coverage.py`: `subset`, `allow_extra`); returns metrics.json's content. `loaded`: the data set
+    already loaded, to avoid reading it again."""
+    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
+    m["efficiency"] = M.efficiency(C.covered(verdicts), _summary(Path(verdicts_path)))
     if review:
         write_review_page(out, verdicts, loaded, m, title, progress)
         m["review"] = "review.html"
@@ -122,20 +141,22 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
     _dump(out / "run.json", m["run"])
     R.plot_confusion(m["overall"]["confusion"], out / "confusion.png", f"Confusion matrix: {title}")
     R.plot_per_platform(m["per_platform"], out / "per_platform.png",
-                        f"Per-platform metrics (unparsed/errors as predicted failures): {title}")
+                        f"Per-platform metrics (unparsed/errors/missing as predicted failures): {title}")
     R.plot_reliability(list(m["probability"].items()), out / "calibration.png", f"Reliability of p_success: {title}")
-    (out / "report.md").write_text(R.metrics_markdown(m, m["run"]))
+    (out / "report.md").write_text(R.metrics_markdown(m, m["run"], coverage_notes(m)))
     return m
 
 
 # ----------------------------------------------------------------------------- review
-def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title: str, progress: bool = False) -> Path:
-    """review.html for labelled verdicts whose metrics are `m` (cards from `loaded`'s trajectories)."""
+def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title: str, progress: bool = False,
+                      extra: Optional[dict] = None, order: Optional[dict] = None) -> Path:
+    """review.html for labelled verdicts whose metrics are `m` (cards from `loaded`'s trajectories, in
+    the order of `verdicts`; `extra` and `order` from `ordered`)."""
     from .review import build_cards
     from .review_page import write_review
 
     run = m.get("run", {})
-    cards, notes = build_cards(verdicts, loaded.trajectories if loaded else [], run, progress)
+    cards, notes = build_cards(verdicts, loaded.trajectories if loaded else [], run, progress, extra)
     if loaded is None:
         notes.append("no data set given: the cards show the verdicts only")
     meta = {k: run.get(k) for k in ("model", "adapter", "data", "verdicts", "created") if run.get(k)}
@@ -143,33 +164,66 @@ def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title
     meta["probability"] = {f: {k: s[k] for k in ("n", "auroc", "auprc", "brier", "ece")}
                            for f, s in (m.get("probability") or {}).items()}
     meta["confusion"] = m.get("overall", {}).get("confusion")
+    if order:
+        meta["order"] = order
     return write_review(out, cards, meta, notes, progress)
 
 
+def ordered(verdicts: list[Verdict], cfg) -> tuple[list[Verdict], dict, dict]:
+    """The cards' verdicts in the labelling order of `cfg` (a ReviewOrderConfig), the fields each card
+    gets (rank, why, the compared verdict) and what the page says about the order."""
+    from .review_order import arrange
+
+    compare = {str(v.id): v for v in load_verdicts(cfg.compare)} if cfg.compare else None
+    rows = arrange(verdicts, cfg.order, compare, cfg.seed, cfg.budget)
+    extra = {}
+    for k, (v, why) in enumerate(rows, start=1):
+        extra[str(v.id)] = {"rank": k, "rank_reason": why}
+        if compare is not None:
+            b = compare.get(str(v.id))
+            extra[str(v.id)]["compare"] = None if b is None else {
+                "score": b.score, "status": b.status, "model": b.model,
+                "p_success": b.p_success if isinstance(b.p_success, (int, float)) else None}
+    info = {"order": cfg.order, "budget": cfg.budget, "of": len(verdicts), "shown": len(rows),
+            "compare": str(cfg.compare) if cfg.compare else None, "seed": cfg.seed if cfg.order == "random" else None}
+    return [v for v, _ in rows], extra, info
+
+
 def run_review(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
-               progress: bool = False) -> dict:
-    """The review page alone (`adaptrubric review`); returns the counts it shows."""
-    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded)
-    page = write_review_page(out, verdicts, loaded, m, title, progress)
-    return {"page": str(page), "n": len(verdicts), "confusion": m["overall"]["confusion"],
-            "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"]}
+               progress: bool = False, order=None, labels: Optional[dict] = None, subset: str = "data",
+               allow_extra: bool = False) -> dict:
+    """The review page alone (`adaptrubric review`); returns the counts it shows (`counts`: its cards per
+    outcome, the page's own chips; `n` cards of the `of` verdicts evaluated, fewer with a budget) beside
+    the headline's confusion (over all `of`) and the coverage. `order`: a ReviewOrderConfig whose order
+    (and budget) the cards follow."""
+    from .review import outcome_counts
+
+    out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
+    shown, extra, info = (ordered(verdicts, order) if order is not None and order.order
+                          else (verdicts, None, None))
+    page = write_review_page(out, shown, loaded, m, title, progress, extra, info)
+    return {"page": str(page), "n": len(shown), "of": len(verdicts), "order": info,
+            "counts": outcome_counts(shown), "confusion": m["overall"]["confusion"],
+            "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"],
+            "missing": m["overall"]["missing"], "coverage": m["coverage"], "notes": coverage_notes(m)}
 
 
 # ----------------------------------------------------------------------------- tts
 def run_tts(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None,
-            max_n: Optional[int] = None, seed: int = T.SEED, loaded=None) -> dict:
-    """Test-time-scaling curves, pool composition, report and figure; returns tts.json's content."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    verdicts = attach_labels(load_verdicts(verdicts_path), data, loaded)
+            max_n: Optional[int] = None, seed: int = T.SEED, loaded=None, labels: Optional[dict] = None,
+            subset: str = "data", allow_extra: bool = False) -> dict:
+    """Test-time-scaling curves, pool composition, report and figure over the data set's candidates (a
+    candidate without a verdict is `missing`, never a predicted success); returns tts.json's content."""
+    out, loaded, verdicts, cov = _inputs(verdicts_path, out, data, loaded, subset, allow_extra)
     res = T.curves(verdicts, max_n=max_n, seed=seed)
     res["classification"] = M.classification([v for v in verdicts if v.label in (0, 1)])
-    res["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None, seed=seed)
+    res["coverage"] = cov.to_dict()
+    res["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None, seed=seed, labels=labels)
     _dump(out / "tts.json", res)
     _dump(out / "run.json", res["run"])
     R.plot_tts(res, out / "tts.png", f"Reward-guided selection: {res['run'].get('model') or Path(verdicts_path).name} "
                                      f"({res['pool']['tasks']} tasks, seed {seed})")
-    (out / "report.md").write_text(R.tts_markdown(res, res["run"]))
+    (out / "report.md").write_text(R.tts_markdown(res, res["run"], coverage_notes(res)))
     return res
 
 
@@ -263,6 +317,19 @@ def _headline_and_scored(r: dict, keys: tuple[str, ...]) -> dict:
     return out
 
 
+def _numeric(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _number(x, sign: bool = False) -> str:
+    """A compared figure: counts as integers (`10`), the rest with two decimals, '-' when missing."""
+    if x is None:
+        return "-"
+    if isinstance(x, int) and not isinstance(x, bool):
+        return f"{x:+d}" if sign else str(x)
+    return f"{x:+.2f}" if sign else R.fmt(x, 2)
+
+
 def compare(dir_a: str | Path, dir_b: str | Path, out: Optional[str | Path] = None) -> str:
     """A plain-text table of the settings and metrics that differ between two result folders; with
     `out`, two eval folders' reliability diagrams drawn together into out/calibration.png."""
@@ -284,7 +351,6 @@ def compare(dir_a: str | Path, dir_b: str | Path, out: Optional[str | Path] = No
     lines += ["", f"{'metric':<32}{'A':>10}{'B':>10}{'B - A':>10}"]
     for k in sorted(set(fa) | set(fb), key=lambda s: (s.split(".")[0] != "overall", s)):
         va, vb = fa.get(k), fb.get(k)
-        diff = f"{vb - va:+.2f}" if isinstance(va, (int, float)) and isinstance(vb, (int, float)) else "-"
-        lines.append(f"{k:<32}{R.fmt(va, 2) if va is not None else '-':>10}"
-                     f"{R.fmt(vb, 2) if vb is not None else '-':>10}{diff:>10}")
+        diff = _number(vb - va, sign=True) if _numeric(va) and _numeric(vb) else "-"
+        lines.append(f"{k:<32}{_number(va):>10}{_number(vb):>10}{diff:>10}")
     return "\n".join(lines)

@@ -2,8 +2,9 @@
 false-positive rate, confusion matrix, overall and per platform, plus efficiency.
 
 The headline numbers classify every labelled trajectory, as the paper does (its accuracies have
-fixed denominators, k/77, k/188): an "unparsed" or "error" verdict gave no success signal, so it
-counts as a predicted failure (SCORE 0), and how many did so is shown beside the numbers. The same
+fixed denominators, k/77, k/188): an "unparsed" or "error" verdict gave no success signal, and a
+"missing" one (a trajectory of the data set the verdict file has no line for) gave none either, so
+each counts as a predicted failure (SCORE 0), and how many did so is shown beside the numbers. The same
 metrics over the scored verdicts alone are kept in a `scored_only` block, and `acc_strict` counts
 every unanswered trajectory as wrong, so a verifier cannot look better by failing to answer.
 Undefined ratios (no positives, no predicted positives) are None. Metrics are percentages.
@@ -45,7 +46,7 @@ def predicted(v: Verdict) -> int:
 
 def classification(verdicts: list[Verdict]) -> dict:
     """Metrics for labelled verdicts (label must be set): the headline over all of them, with
-    unparsed/error verdicts as predicted failures, and `scored_only` over the scored ones."""
+    unparsed/error/missing verdicts as predicted failures, and `scored_only` over the scored ones."""
     ok = [v for v in verdicts if v.status == "ok"]
     unanswered = [v for v in verdicts if v.status != "ok"]
     c_all = confusion((v.label, predicted(v)) for v in verdicts)
@@ -56,11 +57,13 @@ def classification(verdicts: list[Verdict]) -> dict:
         "scored": len(ok),
         "unparsed": sum(v.status == "unparsed" for v in verdicts),
         "errors": sum(v.status == "error" for v in verdicts),
+        "missing": sum(v.status == "missing" for v in verdicts),
         "positives": sum(v.label == 1 for v in verdicts),
         "hit_cap": sum(bool(getattr(v, "hit_cap", False)) for v in verdicts),
+        "hit_context": sum(bool(getattr(v, "hit_context", False)) for v in verdicts),
         **rates(c_all),
         "confusion": c_all,
-        # unparsed/error verdicts in the headline confusion: label 1 -> fn, label 0 -> tn
+        # unparsed/error/missing verdicts in the headline confusion: label 1 -> fn, label 0 -> tn
         "unanswered_as_fail": {"fn": sum(v.label == 1 for v in unanswered), "tn": sum(v.label == 0 for v in unanswered)},
         "acc_strict": _pct(c_ok["tp"] + c_ok["tn"], n),
         "scored_only": {"n": len(ok), **rates(c_ok), "confusion": c_ok},

@@ -30,25 +30,38 @@ def run_block(run: dict) -> list[str]:
             ("max_visual_tokens", "visual-token budget"), ("router", "router"), ("coarse", "coarse rubric"),
             ("fine", "fine cues"), ("ablation", "ablation setting"), ("package_version", "adaptrubric-local"),
             ("created", "created")]
-    return [f"- {label}: `{run.get(k)}`" for k, label in keys if k in run]
+    lines = [f"- {label}: `{run.get(k)}`" for k, label in keys if k in run]
+    for f in (run.get("labels") or {}).get("files", []):  # labels files applied over the data's labels
+        lines.append(f"- labels file: `{f['path']}` (sha256 `{f['sha256'][:16]}...`, {f['labels']} label(s), "
+                     f"{f['unsure']} unsure)")
+    return lines
 
 
 def _metric_row(r: dict) -> str:
     return f"{fmt(r['acc'])} | {fmt(r['prec'])} | {fmt(r['rec'])} | {fmt(r['f1'])} | {fmt(r['fpr'])}"
 
 
-def metrics_markdown(m: dict, run: dict) -> str:
-    """report.md for `adaptrubric eval`."""
+def coverage_markdown(notes: Optional[list[str]]) -> list[str]:
+    """The report section saying what was evaluated when it is not simply every trajectory of the data."""
+    if not notes:
+        return []
+    return ["## What was evaluated", "", *[f"- **{n}**" for n in notes], ""]
+
+
+def metrics_markdown(m: dict, run: dict, coverage: Optional[list[str]] = None) -> str:
+    """report.md for `adaptrubric eval`; `coverage`: sentences on what the verdicts cover of the data."""
     o = m["overall"]
     s = o["scored_only"]
     u = o["unanswered_as_fail"]
-    lines = ["# Reward-model evaluation", "", "## Run", *run_block(run), "",
+    missing = o.get("missing", 0)
+    lines = ["# Reward-model evaluation", "", "## Run", *run_block(run), "", *coverage_markdown(coverage),
              "## Overall (every trajectory classified, as in the paper)", "",
-             "| n | scored | unparsed | errors | Acc | Prec | Rec | F1 | FPR |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-             f"| {o['n']} | {o['scored']} | {o['unparsed']} | {o['errors']} | {_metric_row(o)} |", "",
+             "| n | scored | unparsed | errors | missing | Acc | Prec | Rec | F1 | FPR |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+             f"| {o['n']} | {o['scored']} | {o['unparsed']} | {o['errors']} | {missing} | {_metric_row(o)} |", "",
              f"Percentages over all {o['n']} labelled trajectories. The {o['unparsed']} unparsed and {o['errors']} "
-             f"error verdict(s) count as predicted failures (SCORE 0): {u['fn']} of them are successful trajectories "
+             f"error verdict(s)" + (f" and the {missing} trajectories without a verdict (missing)" if missing else "")
+             + f" count as predicted failures (SCORE 0): {u['fn']} of them are successful trajectories "
              f"(false negatives), {u['tn']} failed ones (true negatives). '-' marks an undefined value (no positives, "
              "or none predicted).", ""]
     if o["n"] and not o["scored"]:
@@ -61,6 +74,9 @@ def metrics_markdown(m: dict, run: dict) -> str:
               "Not comparable with the paper's figures when some verdicts are unparsed or errors.", ""]
     if o.get("hit_cap"):
         lines += [f"{o['hit_cap']} verifier output(s) stopped at the token cap.", ""]
+    if o.get("hit_context"):
+        lines += [f"{o['hit_context']} verifier output(s) were cut by the model's context length (max_model_len) "
+                  "before the token cap.", ""]
     lines += ["## Per platform (Table 1 layout; unparsed/errors as predicted failures)", "",
               "| platform | n | positives | Acc | Prec | Rec | F1 | FPR | unparsed | errors | Acc (scored only) |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -86,7 +102,7 @@ def metrics_markdown(m: dict, run: dict) -> str:
                   f"{fmt(e.get('images_per_traj'), 1)} |", "",
                   f"Calls and tokens: {e.get('accounting', 'verifier calls only')}.", ""]
     if m.get("unlabelled"):
-        lines.append(f"{m['unlabelled']} verdict(s) had no label in the data and were left out.")
+        lines.append(f"{m['unlabelled']} trajectory(ies) had no label and were left out of the figures.")
     return "\n".join(lines) + "\n"
 
 
@@ -163,15 +179,16 @@ def plot_tts(res: dict, path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def tts_markdown(res: dict, run: dict) -> str:
-    """report.md for `adaptrubric tts`."""
+def tts_markdown(res: dict, run: dict, coverage: Optional[list[str]] = None) -> str:
+    """report.md for `adaptrubric tts`; `coverage`: sentences on what the verdicts cover of the data."""
     ns = sorted(res["random"])
     p = res["pool"]
-    lines = ["# Reward-guided test-time scaling", "", "## Run", *run_block(run), "",
+    lines = ["# Reward-guided test-time scaling", "", "## Run", *run_block(run), "", *coverage_markdown(coverage),
              f"Candidates grouped by task_id and shuffled per task, each task with its own generator "
              f"(seed {run.get('seed', 42)}). EarlyStop: first predicted success, else the last scanned. BestOfN: "
              "last tied best (soft: ties broken by p_success). Random: expected value of a uniform pick from the "
-             "prefix. Unparsed/error verdicts never count as predicted success.", ""]
+             "prefix. Unparsed/error verdicts and candidates without a verdict (missing) never count as predicted "
+             "success.", ""]
     if not res.get("informative", True):
         lines += [f"**The verdicts carry no information**: {res.get('note', 'no candidate was scored')}.", ""]
     lines += ["## Pool composition (Table 12 layout)", "",
@@ -200,9 +217,9 @@ def tts_markdown(res: dict, run: dict) -> str:
     lines += ["", "![SR@N](tts.png)", ""]
     if res.get("classification"):
         c = res["classification"]
-        lines += [f"Verdicts on this pool (unparsed/errors as predicted failures): Acc {fmt(c['acc'])}, "
+        lines += [f"Verdicts on this pool (unparsed/errors/missing as predicted failures): Acc {fmt(c['acc'])}, "
                   f"F1 {fmt(c['f1'])}, FPR {fmt(c['fpr'])}, scored {c['scored']}, unparsed {c['unparsed']}, "
-                  f"errors {c['errors']}."]
+                  f"errors {c['errors']}, missing {c.get('missing', 0)}."]
     return "\n".join(lines) + "\n"
 
 

@@ -1,9 +1,11 @@
 """The cards of the review page: for each verdict, what the verifier was shown and what it said.
 
-A card holds the trajectory's instruction, platform, the family and cues the run used (from the
-verdict), the screenshots the run selected with each one's selection reason and the frames left
-out, the compiled evidence, the raw verifier output with the span of the verdict block the parser
-read, and SCORE, p_success, status, label and outcome (TP/FP/FN/TN, unparsed, error, unlabelled).
+A card holds the trajectory's instruction, platform, answer, the family and cues the run used (from
+the verdict), the screenshots the run selected with each one's selection reason and the frames left
+out, the compiled evidence, the verifier prompt as it was sent (text, then the screenshots, then the
+suffix), the raw verifier output with the span of the verdict block the parser read, and SCORE,
+p_success, status, label and outcome (TP/FP/FN/TN, unparsed, error, missing: a trajectory of the data
+set the verdict file has no line for, unlabelled).
 
 The selection and the evidence are computed again by the pipeline's own `prepare()`, with the
 verdict's family and cues and the run's settings from the verdict file's config sidecar
@@ -21,19 +23,24 @@ from ..evidence import compile_evidence
 from ..types import Trajectory, Verdict
 from ..verdict import last_block
 
-OUTCOMES = ("FP", "FN", "unparsed", "error", "TP", "TN", "unlabelled")  # the page's filter order
+OUTCOMES = ("FP", "FN", "unparsed", "error", "missing", "TP", "TN", "unlabelled")  # the page's filter order
 SAMPLE_SEPARATOR = "----- sample -----"  # pipeline.vote joins the k sampled outputs with it
 
 
 def outcome(v: Verdict) -> str:
     """TP/FP/FN/TN for a parsed, labelled verdict; otherwise its status or 'unlabelled'."""
-    if v.status == "error":
-        return "error"
+    if v.status in ("error", "missing"):
+        return v.status
     if v.status != "ok" or v.score not in (0, 1):
         return "unparsed"
     if v.label not in (0, 1):
         return "unlabelled"
     return {(1, 1): "TP", (0, 1): "FP", (1, 0): "FN", (0, 0): "TN"}[(v.label, v.score)]
+
+
+def outcome_counts(verdicts: list[Verdict]) -> dict[str, int]:
+    """Cards per outcome: the counts the page's filter chips show."""
+    return {o: sum(outcome(v) == o for v in verdicts) for o in OUTCOMES}
 
 
 def error_confidence(v: Verdict) -> Optional[float]:
@@ -79,6 +86,11 @@ class Preparer:
         self.base = PipelineConfig(router="rules", cue_filter=False, **kept)
         self.prompts = load_prompts()
         self._pipes: dict = {}
+        for what, recorded, now in (("prompt set", cfg.get("prompts_sha"), self.prompts.sha),
+                                    ("rubric bank", cfg.get("bank_sha"), self.bank.sha)):
+            if recorded and recorded != now:
+                self.notes.append(f"the run's {what} had sha {recorded}, the one the cards' verifier prompts are "
+                                  f"rendered with has {now}: the prompts shown may differ from what was sent")
 
     def prepare(self, traj: Trajectory, v: Verdict):
         """The Prepared of this trajectory as the run saw it (raises on failure)."""
@@ -121,20 +133,25 @@ def card(v: Verdict, traj: Optional[Trajectory], preparer: Preparer) -> dict:
          "raw": v.raw, "block": block_span(v), "parse_error": v.parse_error, "error": v.error,
          "n_images": v.n_images, "hit_cap": bool(getattr(v, "hit_cap", False)),
          "task_id": (traj.task_id if traj else None) or v.task_id,
-         "notes": [], "selected": [], "left_out": [], "evidence": None,
-         "source": traj.source if traj else None}
+         "notes": [], "selected": [], "left_out": [], "evidence": None, "prompt": None,
+         "answer": traj.answer if traj else None, "source": traj.source if traj else None}
     if v.raw and SAMPLE_SEPARATOR in v.raw:
         c["notes"].append("majority vote over sampled outputs: no single block is highlighted")
     if traj is None:
         c["notes"].append("this id is not in the data set: no instruction or screenshots to show")
         return c
+    if v.status == "missing":
+        c["notes"].append("no verdict for this trajectory in the verdict file (the run did not reach it, or the file "
+                          "is another data set's): the frames shown are those the bank's fallback family would select")
     prepared = None
     try:
         prepared = preparer.prepare(traj, v)
     except Exception as exc:  # one trajectory that cannot be prepared must not lose the page
         c["notes"].append(f"the screenshot selection could not be recomputed: {exc}")
     c["selected"], c["left_out"] = _frames(traj, prepared)
-    if v.category is None:
+    if prepared is not None:  # what the engine got: this text, the selected screenshots, this suffix
+        c["prompt"] = {"text": prepared.prompt.text, "suffix": prepared.prompt.suffix, "images": len(c["selected"])}
+    if v.category is None and v.status != "missing":
         c["notes"].append("the verdict names no family: frames selected as for the bank's fallback family")
     if prepared is not None and v.status != "error" and v.n_images and v.n_images != len(c["selected"]):
         c["notes"].append(f"the verifier saw {v.n_images} screenshot(s) but the selection recomputed from the data "
@@ -148,14 +165,17 @@ def card(v: Verdict, traj: Optional[Trajectory], preparer: Preparer) -> dict:
 
 
 def build_cards(verdicts: list[Verdict], trajectories: list[Trajectory], run_config: Optional[dict] = None,
-                progress: bool = False) -> tuple[list[dict], list[str]]:
-    """One card per verdict (in file order) and the notes about the whole page."""
+                progress: bool = False, extra: Optional[dict[str, dict]] = None) -> tuple[list[dict], list[str]]:
+    """One card per verdict (in the order given) and the notes about the whole page; `extra` adds
+    fields to the card of an id (the review order's reason, the compared verdict)."""
     from tqdm import tqdm
 
     by_id = {t.id: t for t in trajectories}
     prep = Preparer(run_config)
     cards = [card(v, by_id.get(str(v.id)), prep)
              for v in tqdm(verdicts, desc="review cards", unit="traj", disable=not progress, dynamic_ncols=True)]
+    for c in cards:
+        c.update((extra or {}).get(c["id"], {}))
     return cards, list(prep.notes)
 
 

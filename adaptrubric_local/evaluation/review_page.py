@@ -2,15 +2,18 @@
 (no server, no CDN, nothing fetched from the network).
 
 - `review_files/index.js`: one short row per trajectory (id, instruction, platform, family, status,
-  outcome, p_success, error confidence) that the page filters, sorts and searches;
+  outcome, p_success, error confidence, label, score) that the page filters, sorts and searches, and
+  the paragraphs of the verifier prompts that several cards share (rubric, meta rule, suffix), once;
 - `review_files/cards/NNNNN.js`: the full cards, `CHUNK` per file, loaded only for the page shown,
   so 10,000 trajectories stay responsive;
 - `review_files/thumbs/*.jpg`: small thumbnails of the selected screenshots (never the screenshots
   themselves); each thumbnail links to its original file, frames left out are listed with a link;
-- `review_files/review.js`, `review.css`: the page's code, copied from the package.
+- `review_files/review.js`, `review_labels.js` (the labels a reviewer sets), `review.css`: the page's
+  code, copied from the package.
 
 All trajectory text travels as JSON data and is put on the page with `textContent`, never as HTML,
-and the page's Content-Security-Policy allows scripts from its own folder only.
+and the page's Content-Security-Policy allows scripts from its own folder only. The labels a person
+sets on the page live in the browser (see review.js); this module writes none.
 Knows nothing about how cards are built (see `review`).
 """
 from __future__ import annotations
@@ -19,6 +22,7 @@ import hashlib
 import json
 import math
 import os
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -31,7 +35,8 @@ CHUNK = 25  # cards per data file
 THUMB_BOX = (240, 240)  # a thumbnail fits in this box (pixels)
 THUMB_QUALITY = 70  # JPEG quality
 FILES = "review_files"
-ASSETS = ("review.js", "review.css")
+ASSETS = ("review.js", "review_labels.js", "review.css")
+SHARED_PART = 20  # a prompt paragraph at least this long that two cards hold is stored once
 
 
 def _js(obj) -> str:
@@ -112,6 +117,32 @@ def _page_card(c: dict, thumbs: dict, out: Path) -> dict:
     return c
 
 
+def share_prompt_parts(cards: list[dict]) -> list[str]:
+    """Store the prompt paragraphs several cards hold once: each card's prompt text becomes a list of
+    paragraphs ("\n\n"-separated, so joining them gives the text back exactly), a shared one named by
+    its index in the returned list; the suffix likewise. Changes the cards' "prompt" in place."""
+    counts: Counter = Counter()
+    for c in cards:
+        if c.get("prompt"):
+            counts.update(set(c["prompt"]["text"].split("\n\n")) | {c["prompt"]["suffix"]})
+    shared = [t for t, n in counts.items() if n > 1 and len(t) >= SHARED_PART]
+    at = {t: i for i, t in enumerate(shared)}
+    for c in cards:
+        p = c.get("prompt")
+        if p:
+            c["prompt"] = {"text": [at.get(x, x) for x in p["text"].split("\n\n")],
+                           "suffix": at.get(p["suffix"], p["suffix"]), "images": p["images"]}
+    return shared
+
+
+def prompt_text(prompt: dict, parts: list[str]) -> tuple[str, str]:
+    """(text, suffix) of a card's prompt as the page rebuilds it."""
+    def part(x):
+        return parts[x] if isinstance(x, int) else x
+
+    return "\n\n".join(part(x) for x in prompt["text"]), part(prompt["suffix"])
+
+
 def _row(i: int, c: dict) -> list:
     """The index row the page filters and sorts on."""
     return [c["id"], c["instruction"] or "", c["platform"] or "unknown", c["family"] or "(none)", c["status"],
@@ -132,8 +163,10 @@ def write_review(out: str | Path, cards: list[dict], meta: Optional[dict] = None
         if stale.name not in used:
             stale.unlink()
     page_cards = [_page_card(c, thumbs, out) for c in cards]
-    counts = {o: sum(c["outcome"] == o for c in cards) for o in OUTCOMES}
+    parts = share_prompt_parts(page_cards)
+    counts = {o: sum(c["outcome"] == o for c in cards) for o in OUTCOMES}  # = review.outcome_counts
     index = {"meta": meta or {}, "notes": notes or [], "n": len(cards), "chunk": CHUNK, "counts": counts,
+             "prompt_parts": parts,
              "outcomes": list(OUTCOMES), "rows": [_row(i, c) for i, c in enumerate(page_cards)],
              "columns": ["id", "instruction", "platform", "family", "status", "outcome", "p_success",
                          "error_confidence", "label", "score", "chunk"]}

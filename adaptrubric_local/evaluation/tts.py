@@ -13,8 +13,8 @@ removed. For each budget N (a task with fewer candidates uses all of them):
 Pool composition follows Table 12; its headroom is, as the caption defines it, Oracle@N minus
 Random@1, with Random@1 the expected success of one uniformly chosen trial per task (the trial
 success rate when every task has the same number of trials).
-Unparsed and error verdicts are never "predicted success": they rank below a parsed 0 and are
-counted; when no candidate was scored at all, the verifier carried no information and no gains
+Unparsed and error verdicts, and candidates of the data set without a verdict ("missing"), are never
+"predicted success": they rank below a parsed 0 and are counted; when no candidate was scored at all, the verifier carried no information and no gains
 over Random are given. Success rates are percentages over tasks. Knows nothing about models or files.
 """
 from __future__ import annotations
@@ -105,7 +105,9 @@ def curves(verdicts: list[Verdict], max_n: Optional[int] = None, seed: Optional[
                                    for k in ("earlystop", "bestofn", "bestofn_soft", "oracle")}
     else:
         out["gain_over_random"] = None
-        out["note"] = (f"no candidate was scored ({out['pool']['unparsed']} unparsed, {out['pool']['errors']} errors): "
+        missing = f", {out['pool']['missing']} missing" if out["pool"]["missing"] else ""
+        out["note"] = (f"no candidate was scored ({out['pool']['unparsed']} unparsed, {out['pool']['errors']} errors"
+                       f"{missing}): "
                        "EarlyStop and BestOfN only reflect candidate order, so no gains over Random are reported")
     return out
 
@@ -131,4 +133,5 @@ def pool(tasks: dict[str, list[Verdict]], max_n: int) -> dict:
         "oracle_at_max": oracle_max, "random_at_1_expected": random1, "headroom": oracle_max - random1,
         "scored": sum(v.status == "ok" for v in cands),
         "unparsed": sum(v.status == "unparsed" for v in cands), "errors": sum(v.status == "error" for v in cands),
+        "missing": sum(v.status == "missing" for v in cands),
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
 from . import androidgen, canonical, others
 from .base import DataError, LoadResult, check_image_roots
@@ -43,6 +43,11 @@ def _data_jsonl(folder: Path, warnings: list[str] | None = None) -> list[Path]:
         if f.is_file() and canonical.looks_like_verdicts(f):
             if warnings is not None:
                 warnings.append(f"{f}: this looks like a verdict file, not trajectory data; skipped it")
+            continue
+        if f.is_file() and canonical.looks_like_labels(f):
+            if warnings is not None:
+                warnings.append(f"{f}: this looks like a labels file (give it with --labels), not trajectory "
+                                "data; skipped it")
             continue
         out.append(f)
     return out
@@ -101,6 +106,21 @@ def detect_format(path: str | Path) -> str:
                        + _hints(p))
 
 
+def _refuse_repeated_ids(result: LoadResult) -> None:
+    """A second trajectory with an id already loaded becomes an error naming both sources: verdicts
+    are matched to trajectories by id, so one id must mean one trajectory."""
+    first: dict[str, Optional[str]] = {}
+    keep = []
+    for t in result.trajectories:
+        if t.id in first:
+            result.errors.append(DataError(t.source or "?", f"duplicate id {t.id!r} (first in {first[t.id]})",
+                                           field="id"))
+        else:
+            first[t.id] = t.source
+            keep.append(t)
+    result.trajectories = keep
+
+
 def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = True,
                       image_roots: Iterable[str | os.PathLike] = ()) -> LoadResult:
     """Load every trajectory under `path`; `fmt` is one of FORMATS or "auto".
@@ -117,11 +137,12 @@ def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = 
         raise DataError(p, "no such file or folder")
     roots = check_image_roots(image_roots)
     if fmt == "canonical" and p.is_dir():
-        result = LoadResult()
+        result, seen = LoadResult(), {}
         for f in _data_jsonl(p, result.warnings):
-            result.extend(canonical.load(f, check_images, roots))
+            result.extend(canonical.load(f, check_images, roots, seen))  # one id per data set, not per file
     else:
         result = _LOADERS[fmt](p, check_images=check_images, image_roots=roots)
+        _refuse_repeated_ids(result)
     if not result.trajectories and not result.errors:
         hint = _hints(p) if p.is_dir() else ""
         raise DataError(p, f"no trajectories found: the {fmt} loader looked for {LOOKED_FOR[fmt]}{hint}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
@@ -42,6 +43,21 @@ def own_id(value: Any) -> Optional[str]:
     return value if value.strip() else None
 
 
+_LEADING_ID = re.compile(r'\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*[,}]')
+
+
+def leading_id(text: str) -> Optional[str]:
+    """The id a JSON record that does not parse names as its first key, complete (`{"id": "t7", "instr`:
+    a line cut short by a killed writer), or None; what a record reads as before it is parsed."""
+    m = _LEADING_ID.match(text)
+    if m is None:
+        return None
+    try:
+        return own_id(json.loads(m.group(1)))
+    except ValueError:
+        return None
+
+
 def tag(exc: DataError, record_id: Any) -> DataError:
     """Give `exc` the record's own id (unless it already has one); returns `exc`."""
     if exc.record_id is None:
@@ -64,9 +80,17 @@ class LoadResult:
         self.warnings += other.warnings
 
 
+def json_problem(exc: json.JSONDecodeError, line: bool = False) -> str:
+    """A JSON parse error as one phrase: 'Unterminated string starting at column 5' (json's messages
+    that end in "at" already point at the position), with the line too when `line`."""
+    where = f"line {exc.lineno}, column {exc.colno}" if line else f"column {exc.colno}"
+    return f"{exc.msg} {where}" if exc.msg.endswith(" at") else f"{exc.msg} at {where}"
+
+
 def iter_json_lines(path: Path, result: LoadResult) -> Iterator[tuple[str, Any]]:
-    """Yield (record name, object) per JSON object; bad lines become errors, several objects on
-    one line are split with a warning naming the file."""
+    """Yield (record name, object) per JSON object; bad lines become errors (under the id the broken
+    record names first, when it does: `leading_id`), several objects on one line are split with a
+    warning naming the file."""
     decoder = json.JSONDecoder()
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
@@ -82,8 +106,9 @@ def iter_json_lines(path: Path, result: LoadResult) -> Iterator[tuple[str, Any]]
                         junk = junk or line[pos] not in " \t"
                         pos += 1
             except json.JSONDecodeError as exc:
-                result.errors.append(DataError(path, f"malformed JSON ({exc.msg} at column {exc.colno})",
-                                               record=f"line {lineno}"))
+                rid = None if objs else leading_id(line)
+                result.errors.append(DataError(path, f"malformed JSON ({json_problem(exc)})", record_id=rid,
+                                               record=f"line {lineno}" + (f" (id {rid})" if rid else "")))
                 continue
             if len(objs) > 1:
                 result.warnings.append(f"{path}: line {lineno} holds {len(objs)} JSON objects; "
@@ -101,7 +126,7 @@ def load_json(path: Path) -> Any:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
     except json.JSONDecodeError as exc:
-        raise DataError(path, f"malformed JSON ({exc.msg} at line {exc.lineno})") from None
+        raise DataError(path, f"malformed JSON ({json_problem(exc, line=True)})") from None
     except OSError as exc:
         raise DataError(path, f"cannot read: {exc.strerror}") from None
 

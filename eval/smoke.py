@@ -1,0 +1,114 @@
+"""The eval smoke set: every script under eval/ whose figure the README or docs/ quote, run at a small size
+(seconds each) in its own process, the way a user runs it. Each script checks its own results and exits
+non-zero when a check fails (an answer lost, duplicated or wrong, a failed parity check, a ratio it could
+not compute); this runner fails when any of them does, so CI catches a benchmark that rotted under a
+change before the README quotes it again.
+
+    python eval/smoke.py                 # all of SMOKE, one after another (`make eval-smoke`, `.ci/run`)
+    python eval/smoke.py bench_serve     # the ones whose names contain a word
+    python eval/smoke.py --list
+
+Scripts the test suite already runs through their own checks are listed in IN_SUITE (run there, not
+twice); the few that cannot run here are in NOT_RUN with the reason. tests/test_eval_scripts.py checks
+that every script in eval/ is in exactly one of the three.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# script -> its arguments for a run of seconds; {tmp} is a fresh folder for the script's files
+SMOKE: dict[str, list[str]] = {
+    "bench_preprocess.py": ["--n", "4", "--repeats", "1", "--batch", "2"],
+    "bench_score.py": ["--trajectories", "4", "--max-batch-size", "4", "--max-new-tokens", "4", "--repeats", "1"],
+    "bench_serve.py": ["--smoke"],
+    "bench_distill_tokens.py": ["--out", "{tmp}", "--tasks", "2", "--epochs", "1", "--max-new-tokens", "16"],
+    "calls_per_traj.py": ["--tasks", "6", "--group", "2"],
+    "calibration_data.py": ["--test", "300", "--repeats", "2", "--sizes", "20,50"],
+    "distill_demo.py": ["--out", "{tmp}", "--tasks", "4", "--epochs", "2", "--min-agreement", "0"],
+    "distill_plan_table.py": ["--check", str(ROOT / "README.md")],
+    "router_accuracy.py": [str(ROOT / "tests" / "data" / "router_styled.jsonl"), "--split", "fresh2"],
+    "review_size.py": ["--tasks", "1"],
+    "bank_demo.py": ["--tasks-per-kind", "2"],
+    # GPU scripts at CPU size: the memory model against a measured prefill, prompt tokenization, every stage
+    # of the GPU check and the distillation memory check on the tiny model
+    "prefill_memory.py": ["--ci"],
+    "bench_tokenize.py": ["--rows", "4", "--frames", "2"],
+    "gpu_check.py": ["--dry-run", "--work", "{tmp}"],
+    "gpu_distill_memory.py": ["--tiny", "--out", "{tmp}"],
+}
+
+# scripts whose own checks the test suite runs at their full size: script -> the test file
+IN_SUITE: dict[str, str] = {
+    "distill_memory.py": "tests/test_distill_memory.py",
+    "distill_soft_labels.py": "tests/test_distill_soft_labels.py",
+    "gpu_bench.py": "tests/test_engine_hf.py",  # its --tiny CPU path, exit status checked
+    "bench_engines.py": "tests/test_engine_vllm_engine.py",  # --ci, in .venv-vllm (make test-vllm)
+    "batch_memory_table.py": "tests/test_engine_memory.py",  # --check README.md
+    "label_order.py": "tests/test_review_order.py",  # --ci, its checks on a small synthetic set
+    "prompt_tokens.py": "tests/test_eval_scripts.py",  # on generated phone screens and the real tokenizer
+}
+
+NOT_RUN: dict[str, str] = {
+    "mutation_table.py": "combines the results of a mutmut run (hours); its logic is tested in "
+                         "tests/test_eval_scripts.py",
+    "review_screenshot.py": "draws docs/review.png in Chromium; it quotes no figure",
+    "_machine.py": "a helper of the benchmark scripts, not a script",
+    "smoke.py": "this runner",
+}
+
+
+def run_one(name: str, args: list[str], timeout: float) -> tuple[int, float, str, str]:
+    """(exit status, seconds, stdout, stderr) of one script run."""
+    with tempfile.TemporaryDirectory(prefix=f"smoke_{Path(name).stem}_") as tmp:
+        argv = [a.replace("{tmp}", str(Path(tmp) / "out")) for a in args]
+        env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.run([sys.executable, str(ROOT / "eval" / name), *argv], cwd=tmp, env=env,
+                               capture_output=True, text=True, timeout=timeout)
+            code, out, err = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired as exc:
+            text = [x.decode("utf-8", "replace") if isinstance(x, bytes) else (x or "")
+                    for x in (exc.stdout, exc.stderr)]
+            code, out, err = 124, text[0], text[1] + f"\n(killed after {timeout:.0f} s)"
+        return code, time.perf_counter() - t0, out, err
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False)
+    ap.add_argument("only", nargs="*", help="run the scripts whose names contain one of these words")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds one script may take (default 300)")
+    ap.add_argument("--list", action="store_true", help="print the set and exit")
+    args = ap.parse_args(argv)
+    chosen = {k: v for k, v in SMOKE.items() if not args.only or any(w in k for w in args.only)}
+    if args.list or not chosen:
+        for k, v in SMOKE.items():
+            print(f"python eval/{k} {' '.join(v)}")
+        for k, v in IN_SUITE.items():
+            print(f"{k}: in the test suite ({v})")
+        return 0 if args.list else 2
+    failed, t_all = [], time.perf_counter()
+    for name, script_args in chosen.items():
+        code, secs, out, err = run_one(name, script_args, args.timeout)
+        last = ([ln for ln in out.splitlines() if ln.strip()] or ["(no output)"])[-1]
+        print(f"{'ok  ' if code == 0 else 'FAIL'} {name:<26} {secs:6.1f} s  exit {code}  {last[:100]}", flush=True)
+        if code != 0:
+            failed.append(name)
+            for text in (out, err):
+                print("\n".join("    " + ln for ln in text.strip().splitlines()[-20:]), flush=True)
+    print(f"eval smoke set: {len(chosen) - len(failed)}/{len(chosen)} passed in {time.perf_counter() - t_all:.0f} s"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""`--labels` on every command that reads labels, and `labels merge`: a data set whose labels are
+partly missing and partly wrong, plus labels files that mend them (a later file wins, an unsure line
+changes nothing), gives `eval`, `tts`, `calibrate`, `review` and `distill collect --teacher-labels`
+the same figures as the same labels written into the data; `labels merge` writes that labelled copy
+(screenshots referenced, not copied); the run records name each labels file with its sha256; an id
+outside the data and a malformed line are errors that name them."""
+import json
+from pathlib import Path
+
+import pytest
+
+from adaptrubric_local.cli import main
+from adaptrubric_local.formats import load_trajectories
+from adaptrubric_local.labels import read_labels
+
+from conftest import canonical_record, write_jsonl
+
+N = 40
+
+
+def _truth(i: int) -> int:
+    return int(i % 3 != 0)
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory):
+    """(folder, data with wrong/missing labels, the same data with the true labels, labels files, verdicts)."""
+    root = tmp_path_factory.mktemp("labels_case")
+    recs = [canonical_record(root, f"t{i}", 3, instruction=f"Turn on setting {i // 4}.", label=_truth(i),
+                             platform="android" if i % 2 else "web") for i in range(N)]
+    written = write_jsonl(root / "written.jsonl", recs)
+    partial = []
+    for i, r in enumerate(recs):
+        r = dict(r)
+        if i < 10:
+            r.pop("label")  # no label in the data: the labels file fills it
+        elif i < 16:
+            r["label"] = 1 - _truth(i)  # a wrong label: a later labels file overrides it
+        partial.append(r)
+    data = write_jsonl(root / "partial.jsonl", partial)
+    a = write_jsonl(root / "a.jsonl", [{"id": f"t{i}", "label": _truth(i)} for i in range(10)]
+                    + [{"id": f"t{i}", "label": 1 - _truth(i), "note": "first look"} for i in range(10, 16)]
+                    + [{"id": "t39", "label": None, "note": "unsure: keeps the data's label"}])
+    b = write_jsonl(root / "b.jsonl", [{"id": f"t{i}", "label": _truth(i), "note": "second reviewer"}
+                                       for i in range(10, 16)])
+    vfile = write_jsonl(root / "v.jsonl", [
+        {"id": f"t{i}", "status": "ok", "score": int(p >= 0.5), "p_success": p, "model": "m"}
+        for i, p in ((i, round(0.05 + 0.9 * ((i * 37) % 41) / 40, 4)) for i in range(N))])
+    return root, data, written, [a, b], vfile
+
+
+def _labels_args(files):
+    return [x for f in files for x in ("--labels", str(f))]
+
+
+def _same(a: dict, b: dict, keys):
+    for k in keys:
+        assert a[k] == b[k], k
+
+
+def test_eval_and_tts_with_labels_equal_the_labels_written_into_the_data(case, tmp_path, capsys):
+    root, data, written, files, vfile = case
+    assert main(["eval", "--data", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
+                 str(tmp_path / "e1"), "--quiet", "--no-review"]) == 0
+    assert "labels from a.jsonl, b.jsonl: 10 filled, 6 overridden, 0 the same as the data's, 1 unsure" in \
+        capsys.readouterr().err
+    assert main(["eval", "--data", str(written), "--verdicts", str(vfile), "--out", str(tmp_path / "e2"),
+                 "--quiet", "--no-review"]) == 0
+    m1, m2 = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("e1", "e2"))
+    _same(m1, m2, ("overall", "per_platform", "probability"))
+    assert m1["overall"]["n"] == N
+    run = json.loads((tmp_path / "e1" / "run.json").read_text())
+    assert [f["sha256"] for f in run["labels"]["files"]] == [read_labels(f).sha256 for f in files]
+    assert run["labels"]["overridden"] == 6 and "labels" not in json.loads((tmp_path / "e2" / "run.json").read_text())
+    report = (tmp_path / "e1" / "report.md").read_text()
+    assert f"labels file: `{files[1]}` (sha256 `{read_labels(files[1]).sha256[:16]}" in report
+    for d, src in (("t1", data), ("t2", written)):
+        extra = _labels_args(files) if src == data else []
+        assert main(["tts", "--data", str(src), *extra, "--verdicts", str(vfile), "--out", str(tmp_path / d)]) == 0
+    t1, t2 = (json.loads((tmp_path / d / "tts.json").read_text()) for d in ("t1", "t2"))
+    _same(t1, t2, ("earlystop", "bestofn", "bestofn_soft", "random", "oracle", "pool", "classification"))
+    assert json.loads((tmp_path / "t1" / "run.json").read_text())["labels"]["files"][0]["path"] == str(files[0])
+
+
+def test_calibrate_with_labels_fits_what_the_written_labels_fit(case, tmp_path):
+    root, data, written, files, vfile = case
+    assert main(["calibrate", "--data", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
+                 str(tmp_path / "c1.json")]) == 0
+    assert main(["calibrate", "--data", str(written), "--verdicts", str(vfile), "--out",
+                 str(tmp_path / "c2.json")]) == 0
+    c1, c2 = (json.loads((tmp_path / f).read_text()) for f in ("c1.json", "c2.json"))
+    _same(c1, c2, ("method", "a", "b", "n", "positives", "before", "after"))
+    assert c1["fitted_on"]["labels"]["files"][1]["sha256"] == read_labels(files[1]).sha256
+
+
+def _collected(out: Path) -> dict:
+    rows = {}
+    for split in ("train", "val"):
+        for line in (out / f"{split}.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            rows[r["id"]] = (split, r["label"], r["verify"]["response"], r["verify"]["prompt"])
+    return rows
+
+
+def test_distill_collect_teacher_labels_with_labels_equals_the_written_labels(case, tmp_path):
+    root, data, written, files, vfile = case
+    assert main(["distill", "collect", str(data), "--out", str(tmp_path / "d1"), "--teacher-labels",
+                 *_labels_args(files), "--quiet", "--no-copy-images"]) == 0
+    assert main(["distill", "collect", str(written), "--out", str(tmp_path / "d2"), "--teacher-labels", "--quiet",
+                 "--no-copy-images"]) == 0
+    r1, r2 = _collected(tmp_path / "d1"), _collected(tmp_path / "d2")
+    assert r1 == r2 and len(r1) == N
+    assert {i: lab for i, (_, lab, _, _) in r1.items()} == {f"t{i}": _truth(i) for i in range(N)}
+    m1, m2 = (json.loads((tmp_path / d / "manifest.json").read_text()) for d in ("d1", "d2"))
+    assert m1["counts"] == m2["counts"] and m1["labels"]["files"][0]["sha256"] == read_labels(files[0]).sha256
+
+
+def test_review_with_labels_shows_the_labels(case, tmp_path):
+    root, data, written, files, vfile = case
+    assert main(["review", "--data", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
+                 str(tmp_path / "r"), "--quiet"]) == 0
+    text = (tmp_path / "r" / "review_files" / "index.js").read_text()
+    idx = json.loads(text[text.index("=") + 1:].rstrip().rstrip(";"))
+    col = idx["columns"].index("label")
+    assert {r[0]: r[col] for r in idx["rows"]} == {f"t{i}": _truth(i) for i in range(N)}
+
+
+def test_labels_merge_writes_the_labelled_copy_with_the_screenshots_where_they_are(case, tmp_path, capsys):
+    root, data, written, files, vfile = case
+    out = tmp_path / "merged"
+    assert main(["labels", "merge", str(data), *_labels_args(files), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert f"--image-root {root.resolve()}" in said and "40 trajectories, 40 labelled" in said
+    assert not [p for p in out.rglob("*") if p.suffix == ".png"]  # referenced, not copied
+    copy = load_trajectories(out, image_roots=[root])  # images checked: every path reaches the original
+    orig = {t.id: t for t in load_trajectories(written).trajectories}
+    assert {t.id: t.label for t in copy.trajectories} == {i: t.label for i, t in orig.items()}
+    assert all(t.screenshots == orig[t.id].screenshots and t.instruction == orig[t.id].instruction
+               for t in copy.trajectories)
+    record = json.loads((out / "merge.json").read_text())
+    assert record["labels"]["files"][1]["sha256"] == read_labels(files[1]).sha256
+    assert main(["eval", "--data", str(out), "--image-root", str(root), "--verdicts", str(vfile), "--out",
+                 str(tmp_path / "e1"), "--quiet", "--no-review"]) == 0
+    assert main(["eval", "--data", str(written), "--verdicts", str(vfile), "--out", str(tmp_path / "e2"),
+                 "--quiet", "--no-review"]) == 0
+    m1, m2 = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("e1", "e2"))
+    _same(m1, m2, ("overall", "per_platform", "probability"))
+    capsys.readouterr()
+    assert main(["eval", "--data", str(out), "--verdicts", str(vfile), "--out", str(tmp_path / "e3"), "--quiet",
+                 "--no-review"]) == 0  # without --image-root the copy's records cannot load: said loudly
+    assert f"warning: 40 of 40 record(s) of {out} did not load" in capsys.readouterr().err
+    assert main(["labels", "merge", str(written), "--labels", str(files[0]), "--out", str(written.parent)]) == 2
+    assert "holds the data set's own files" in capsys.readouterr().err
+    assert not (written.parent / "trajectories.jsonl").exists()
+
+
+def test_an_id_outside_the_data_or_a_bad_line_stops_the_command_naming_it(case, tmp_path, capsys):
+    root, data, written, files, vfile = case
+    stray = write_jsonl(tmp_path / "stray.jsonl", [{"id": "t1", "label": 1}, {"id": "t404", "label": 0}])
+    for cmd in (["eval", "--verdicts", str(vfile), "--out", str(tmp_path / "x")],
+                ["calibrate", "--verdicts", str(vfile), "--out", str(tmp_path / "x.json")],
+                ["review", "--verdicts", str(vfile), "--out", str(tmp_path / "x")]):
+        assert main([*cmd, "--data", str(data), "--labels", str(stray)]) == 2
+        err = capsys.readouterr().err
+        assert f"{stray}: line 2: id 't404' is not in {data}" in err, cmd
+    assert main(["distill", "collect", str(data), "--out", str(tmp_path / "d"), "--teacher-labels", "--labels",
+                 str(stray)]) == 2
+    assert "id 't404' is not in" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "t1", "label": 1}\n{"id": "t2", "label": "yes"}\n')
+    assert main(["labels", "merge", str(data), "--labels", str(bad), "--out", str(tmp_path / "m")]) == 2
+    assert f"{bad}: line 2, field 'label': must be 0, 1 or null" in capsys.readouterr().err
+    assert main(["tts", "--verdicts", str(vfile), "--labels", str(files[0]), "--out", str(tmp_path / "t")]) == 2
+    assert "--labels needs --data" in capsys.readouterr().err
+
+
+def test_labels_that_fill_the_data_and_verdicts_that_cover_part_of_it(tmp_path, capsys):
+    """The two steps compose: --labels labels a data set that has none, then the trajectories without a
+    verdict are counted as missing with the labels the file gave them (eval and tts alike)."""
+    recs = [canonical_record(tmp_path, f"t{i}", 2, instruction=f"Task {i // 2}.", task_id=f"k{i // 2}")
+            for i in range(6)]
+    data = write_jsonl(tmp_path / "d.jsonl", recs)  # no labels at all
+    labels = write_jsonl(tmp_path / "l.jsonl", [{"id": f"t{i}", "label": int(i % 2 == 0)} for i in range(5)])
+    vfile = write_jsonl(tmp_path / "v.jsonl", [{"id": "t0", "status": "ok", "score": 1, "p_success": 0.9},
+                                               {"id": "t1", "status": "ok", "score": 1, "p_success": 0.8}])
+    assert main(["eval", "--data", str(data), "--labels", str(labels), "--verdicts", str(vfile), "--out",
+                 str(tmp_path / "e"), "--quiet", "--no-review"]) == 0
+    m = json.loads((tmp_path / "e" / "metrics.json").read_text())
+    # labelled t0-t4 (t0, t2, t4 successes); t0 TP, t1 FP; t2, t4 missing successes (FN), t3 a missing failure
+    # (TN); t5, unlabelled, is in no figure
+    assert m["overall"]["confusion"] == {"tp": 1, "fp": 1, "fn": 2, "tn": 1} and m["overall"]["missing"] == 3
+    assert m["coverage"]["missing"] == ["t2", "t3", "t4", "t5"] and m["coverage"]["missing_labelled"] == 3
+    assert main(["tts", "--data", str(data), "--labels", str(labels), "--verdicts", str(vfile), "--out",
+                 str(tmp_path / "t"), "--quiet"]) == 0
+    res = json.loads((tmp_path / "t" / "tts.json").read_text())
+    assert res["classification"]["n"] == 5 and res["coverage"]["missing_labelled"] == 3

@@ -1,0 +1,35 @@
+"""The answering tiny model (distill/answering.py): built offline from the package's own distillation,
+merged into one checkpoint that loads with --model alone. Here at the smallest size (seconds), for what
+it writes and that it loads; that the full-size one answers every verifier prompt with a parsed verdict
+and an unsaturated p_success is asserted where engines are compared on it (test_engine_vllm_engine.py)."""
+import json
+
+from adaptrubric_local.distill.answering import AnsweringSettings, answering_model, unsure_teacher
+from adaptrubric_local.engine.base import Request
+
+
+def test_the_unsure_teacher_is_right_and_as_sure_as_told(synth_set):
+    from adaptrubric_local.formats import load_trajectories
+
+    trajs = load_trajectories(synth_set).trajectories[:4]
+    teacher = unsure_teacher(trajs, 0.8)
+    outs = teacher.generate([Request(prompt="p", tag=t.id, watch=("0", "1")) for t in trajs])
+    for t, o in zip(trajs, outs):
+        assert o.text.startswith(f"SCORE: {t.label}\n")
+        assert abs(o.token_probs[0].probs["1"] - (0.8 if t.label == 1 else 0.2)) < 1e-9
+
+
+def test_a_small_answering_model_is_a_checkpoint_with_its_record(tmp_path):
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    s = AnsweringSettings(n_tasks=2, candidates=2, epochs=1, size=(64, 128))
+    out = answering_model(tmp_path / "m", s, work=tmp_path / "work", keep_adapter=True, log=lambda *_: None)
+    rec = json.loads((out / "answering.json").read_text())
+    assert rec["settings"]["n_tasks"] == 2 and rec["held_out"] >= 1 and "--router rules --no-fine" in rec["use"]
+    assert (out / "adapter" / "adapter_config.json").is_file() and (out / "README.md").is_file()
+    assert not (out / "adapter_config.json").exists()  # merged: loads with --model alone
+    eng = HFEngine(HFEngineConfig(model=str(out), max_new_tokens=4))
+    try:
+        assert eng.generate([Request(prompt="hello")])[0].completion_tokens >= 1
+    finally:
+        eng.close()

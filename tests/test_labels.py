@@ -1,0 +1,107 @@
+"""Labels files (what the review page exports) and the one step that applies them: the strict schema
+(an unknown key, a wrong type or a malformed line names the file, line and field), a later line and a
+later file winning per id, unsure lines that give no label, ids outside the data refused by name, and
+data folders that hold a labels file (skipped, never read as trajectories)."""
+import json
+
+import pytest
+
+from adaptrubric_local.formats import load_trajectories
+from adaptrubric_local.labels import LabelsError, apply_labels, merged_labels, read_labels, write_labels
+
+from conftest import canonical_record, write_jsonl
+
+
+def _lines(path, rows):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_a_page_export_reads_into_the_schema(tmp_path):
+    f = _lines(tmp_path / "labels.jsonl", [
+        {"id": "t1", "label": 1, "note": "<script>x</script>", "score": 0, "p_success": 0.31,
+         "time": "2026-05-01T09:12:03.120Z", "data": "d.jsonl", "verdicts": "v.jsonl"},
+        {"id": 7, "label": None, "note": None, "score": None, "p_success": None, "time": None, "data": None,
+         "verdicts": None},
+        "",
+        {"id": "t1", "label": 0}])  # a correction appended later wins
+    lf = read_labels(f)
+    assert list(lf.records) == ["7", "t1"] and lf.records["t1"].label == 0 and lf.lines["t1"] == 4
+    assert lf.records["7"].label is None and lf.n_lines == 3
+    assert lf.provenance == {"path": str(f), "sha256": lf.sha256, "lines": 3, "ids": 2, "labels": 1, "unsure": 1}
+    import hashlib
+
+    assert lf.sha256 == hashlib.sha256(f.read_bytes()).hexdigest()
+    again = write_labels(lf.records.values(), tmp_path / "again.jsonl")
+    assert {i: r.label for i, r in read_labels(again).records.items()} == {"7": None, "t1": 0}
+
+
+@pytest.mark.parametrize("line, where, problem", [
+    ('{"id": "a", "label": 1, "colour": "red"}', "line 2, field 'colour'", "unknown key"),
+    ('{"id": "a"}', "line 2, field 'label'", "required field missing"),
+    ('{"id": "a", "label": 2}', "line 2, field 'label'", "must be 0, 1 or null"),
+    ('{"id": "a", "label": true}', "line 2, field 'label'", "must be 0, 1 or null"),
+    ('{"id": "a", "label": 1.0}', "line 2, field 'label'", "must be 0, 1 or null"),
+    ('{"id": "", "label": 1}', "line 2, field 'id'", "non-empty string"),
+    ('{"id": "a", "label": 1, "p_success": 1.5}', "line 2, field 'p_success'", "from 0 to 1"),
+    ('{"id": "a", "label": 1, "note": 5}', "line 2, field 'note'", "must be a string"),
+    ('{"id": "a", "label": 1', "line 2", "malformed JSON"),
+    ('["a", 1]', "line 2", "expected a JSON object"),
+    ('{"id": "a", "status": "ok", "score": 1}', "line 2", "looks like a verdict file"),
+])
+def test_a_bad_line_names_file_line_and_field(tmp_path, line, where, problem):
+    f = _lines(tmp_path / "l.jsonl", ['{"id": "ok", "label": 1}', line])
+    with pytest.raises(LabelsError) as e:
+        read_labels(f)
+    assert str(e.value).startswith(f"{f}: {where}") and problem in str(e.value)
+
+
+def test_an_empty_or_missing_file_is_an_error(tmp_path):
+    with pytest.raises(LabelsError, match="no labels"):
+        read_labels(_lines(tmp_path / "e.jsonl", ["", " "]))
+    with pytest.raises(LabelsError, match="cannot read"):
+        read_labels(tmp_path / "nope.jsonl")
+
+
+@pytest.fixture
+def data(tmp_path):
+    recs = [canonical_record(tmp_path, f"t{i}", 2, label=[1, 0, None, 1][i]) for i in range(4)]
+    recs.append({"id": "bad", "instruction": "x", "steps": "not a list"})
+    return write_jsonl(tmp_path / "d.jsonl", recs)
+
+
+def test_apply_fills_overrides_and_leaves_unsure_alone(data, tmp_path):
+    loaded = load_trajectories(data)
+    a = _lines(tmp_path / "a.jsonl", [{"id": "t0", "label": 0}, {"id": "t1", "label": 0}, {"id": "t2", "label": 1},
+                                      {"id": "t3", "label": None}, {"id": "bad", "label": 1}])
+    b = _lines(tmp_path / "b.jsonl", [{"id": "t0", "label": 1}, {"id": "t2", "label": None}])
+    applied = apply_labels(loaded, [a, b])
+    labels = {t.id: t.label for t in loaded.trajectories}
+    # t0: b's 1 wins over a's 0 (the data's 1 again); t1 confirmed; t2: a fills it, b's unsure keeps a's 1;
+    # t3: unsure leaves the data's 1; "bad" is a record of the data that did not load
+    assert labels == {"t0": 1, "t1": 0, "t2": 1, "t3": 1}
+    assert (applied.filled, applied.overridden, applied.confirmed, applied.unsure) == (1, 0, 2, 1)
+    assert applied.not_loaded == ["bad"]
+    assert [f["sha256"] for f in applied.record()["files"]] == [read_labels(a).sha256, read_labels(b).sha256]
+    assert "1 filled" in applied.summary() and "1 unsure" in applied.summary()
+    assert merged_labels([read_labels(b), read_labels(a)])["t0"] == 0  # the order of the files decides
+
+
+def test_an_id_outside_the_data_is_refused_by_name(data, tmp_path):
+    loaded = load_trajectories(data)
+    f = _lines(tmp_path / "l.jsonl", [{"id": "t0", "label": 1}, {"id": "zz", "label": 1}, {"id": "yy", "label": 0}])
+    with pytest.raises(LabelsError) as e:
+        apply_labels(loaded, [f], data_name=str(data))
+    assert str(e.value).startswith(f"{f}: line 2: id 'zz' is not in {data} (and 1 more: yy)")
+    assert loaded.trajectories[0].label == 1  # nothing applied
+
+
+def test_a_data_folder_skips_a_labels_file_and_refuses_one_given_as_data(tmp_path):
+    recs = [canonical_record(tmp_path, "t0", 2, label=1)]
+    write_jsonl(tmp_path / "d.jsonl", recs)
+    lab = _lines(tmp_path / "labels.jsonl", [{"id": "t0", "label": 0, "note": None}])
+    loaded = load_trajectories(tmp_path)
+    assert [t.id for t in loaded.trajectories] == ["t0"] and not loaded.errors
+    assert any("labels.jsonl: this looks like a labels file" in w for w in loaded.warnings)
+    with pytest.raises(ValueError, match="looks like a labels file"):
+        load_trajectories(lab)
