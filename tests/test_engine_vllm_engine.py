@@ -28,9 +28,9 @@ from adaptrubric_local.engine.vllm_engine import (
     VLLMEngineConfig,
     cut_after_verdict_line,
     lora_unsupported,
-    open_thinking,
 )
 from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+from adaptrubric_local.thinking import ends_inside
 
 from conftest import free_port, write_jsonl
 
@@ -48,9 +48,9 @@ def test_the_stop_line_is_found_outside_thinking_only():
         "SCORE: 1\nMISSING_EVIDENCE: no", False)  # the line ends with the text: not complete (yet)
     # the prompt opened the thinking block (a Qwen3 thinking template): nothing before </think> counts
     assert cut_after_verdict_line("MISSING_EVIDENCE: a\n</think>\nMISSING_EVIDENCE: b\n", "MISSING_EVIDENCE:",
-                                  prompt_opens=True)[0].endswith("MISSING_EVIDENCE: b\n")
+                                  opened=True)[0].endswith("MISSING_EVIDENCE: b\n")
     assert cut_after_verdict_line("<think>MISSING_EVIDENCE: a\n", "MISSING_EVIDENCE:") == (None, False)
-    assert open_thinking("a <think> b") and not open_thinking("<think> b </think>") and open_thinking("", True)
+    assert ends_inside("a <think> b") and not ends_inside("<think> b </think>") and ends_inside("", True)
 
 
 def test_vllm_options_are_validated_and_shared_options_refused_when_meaningless(tmp_path):

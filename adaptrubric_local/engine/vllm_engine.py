@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ..thinking import ends_inside, prompt_opens
 from .base import Engine, Output, Request, TokenProbs, length_reason
 from .hf_config import HFEngineConfig
 
@@ -125,22 +126,14 @@ class VLLMEngineConfig(VLLMConfig, HFEngineConfig):
 VLLM_FIELDS = frozenset(VLLMConfig.__dataclass_fields__)
 
 
-def open_thinking(text: str, prompt_opens: bool = False) -> bool:
-    """Whether `text` ends inside a `<think>` block (opened in it, or by the prompt, and not closed)."""
-    opened, closed = text.rfind("<think>"), text.rfind("</think>")
-    if closed > opened:
-        return False
-    return opened >= 0 or prompt_opens
-
-
-def cut_after_verdict_line(text: str, prefix: str, prompt_opens: bool = False) -> tuple[Optional[str], bool]:
+def cut_after_verdict_line(text: str, prefix: str, opened: bool = False) -> tuple[Optional[str], bool]:
     """(`text` up to and including the first line outside thinking that starts with `prefix`, whether
     that line is complete), or (None, False) when there is no such line. A line ends with a newline
     (kept) or, when the text ends, with the text."""
     start = 0
     while start <= len(text):
         end = text.find("\n", start)
-        if text.startswith(prefix, start) and not open_thinking(text[:start], prompt_opens):
+        if text.startswith(prefix, start) and not ends_inside(text[:start], opened):
             return (text if end < 0 else text[:end + 1]), end >= 0
         if end < 0:
             return None, False
@@ -186,7 +179,7 @@ class VLLMEngine(Engine):
             icfg["max_pixels"] = self.config.max_pixels
         self.images = ImagePipeline(ImageConfig.from_processor(self.processor.image_processor, **icfg))
         self._pool = ThreadPoolExecutor(max_workers=self.config.image_workers, thread_name_prefix="vllm-img")
-        self.prompt_opens = self.encoder.chat_text(Request(prompt="")).rstrip().endswith("<think>")
+        self.prompt_opens = prompt_opens(self.encoder.chat_text(Request(prompt="")))  # a Thinking template
         self.eos_ids = {i for i in (self.tokenizer.eos_token_id, *(self.tokenizer.convert_tokens_to_ids(t) for t in
                                                                    ("<|im_end|>", "<|endoftext|>")))
                         if isinstance(i, int) and i >= 0}
