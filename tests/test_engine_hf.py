@@ -74,6 +74,7 @@ def test_oom_at_batch_one_is_an_error_not_a_crash(tiny_engine, synth_set, monkey
     finally:
         tiny_engine.inject_oom = None
     assert all(x.status == "error" and "out of memory" in x.error for x in v)
+    assert all("lower --max-visual-tokens" in x.error and "--load-in-4bit" in x.error for x in v)  # the fix
 
 
 def test_corrupt_image_is_an_error_verdict(tiny_engine, synth_set, tmp_path):

@@ -264,7 +264,9 @@ class HFEngine(Engine):
             torch.cuda.empty_cache()
         self.budget.out_of_memory(cost, len(reqs))
         if len(reqs) == 1:
-            return [Output(error=f"out of memory even at batch size 1 ({oom})", n_images=len(reqs[0].images))]
+            return [Output(error=f"out of memory even at batch size 1 ({oom}; {len(rows[0])} prompt tokens): lower "
+                                 "--max-visual-tokens (e.g. 6144) or --max-images, or load the model with "
+                                 "--load-in-4bit", n_images=len(reqs[0].images))]
         self.counts["oom_splits"] += 1
         half = len(reqs) // 2
         return (self._run_split(reqs[:half], _subset(imgs, range(half)), rows[:half], costs[:half])
