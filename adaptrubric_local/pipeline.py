@@ -232,7 +232,9 @@ class AdaptRubric:
             v = vote([parse_verdict(t, out.opened_thinking) for t, _ in out.samples], out.text)
         else:
             v = parse_verdict(out.text, out.opened_thinking)
-            v.p_success = p_success(out)
+            # a probability belongs to a verdict: an unparsed output (an incomplete block, a key line after
+            # it) has neither, so nothing downstream (calibration, ranking, a soft reward) reads one
+            v.p_success = p_success(out) if v.status == "ok" else None
         v.id, v.category, v.cues = p.traj.id, p.route.category, list(p.cues.cues)
         v.route_parsed, v.dropped_cues = p.route.parsed, list(p.cues.dropped)
         v.n_images, v.prompt_tokens, v.completion_tokens = len(p.images), out.prompt_tokens, out.completion_tokens

@@ -202,6 +202,19 @@ def test_unparsed_output_is_not_a_score(groups):
     assert all(x.status == "unparsed" and x.score is None and x.p_success is None for x in v)
 
 
+def test_an_unparsed_output_carries_no_probability(groups):
+    """A SCORE digit the engine reported a probability for, in a block that does not parse (its
+    EVIDENCE_SUFFICIENT line missing, or not yes/no): the verdict is unparsed, with neither a score nor a
+    p_success for calibration, ranking or a soft reward to read."""
+    block = "SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none\n"
+    bad = iter(["SCORE: 1\nMISSING_EVIDENCE: none\n", "SCORE: 1\nEVIDENCE_SUFFICIENT: maybe\nMISSING_EVIDENCE: none\n"])
+    eng = FakeEngine(script=lambda r: next(bad) if r.kind == "verify" else "NO_HINT: ok")
+    v = AdaptRubric(eng).score(groups[:2])
+    assert all(x.status == "unparsed" and x.score is None and x.p_success is None for x in v), v
+    ok = AdaptRubric(FakeEngine(script=lambda r: block if r.kind == "verify" else "NO_HINT: ok")).score(groups[:1])
+    assert ok[0].status == "ok" and ok[0].p_success == pytest.approx(0.9)  # the same block, parsed
+
+
 def test_one_bad_trajectory_keeps_the_others(groups):
     bad = copy.deepcopy(groups[1])
     bad.steps[0].screenshot = "/nonexistent/corrupt.png"
