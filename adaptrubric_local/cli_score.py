@@ -42,9 +42,9 @@ def cmd_score(args) -> int:
     if run.get("hit_cap"):
         print(f"note: {run['hit_cap']} output(s) of this run hit the --verify-max-new-tokens cap "
               f"({cfg.verify_max_new_tokens}); cut-off outputs are usually unparsed: raise the cap", file=sys.stderr)
-    if summary.get("hit_context"):
-        print(f"note: {summary['hit_context']} output(s) were cut short by the model's context length (prompt + "
-              "reply reached max_model_len) before the token cap: raise --max-model-len (on a server: its "
+    if run.get("hit_context"):
+        print(f"note: {run['hit_context']} output(s) of this run were cut short by the model's context length "
+              "(prompt + reply reached max_model_len) before the token cap: raise --max-model-len (on a server: its "
               "--max-model-len), or lower --max-visual-tokens or --max-images", file=sys.stderr)
     return 0
 

@@ -124,7 +124,8 @@ def summarize(verdicts: list[Verdict], unparsed_calls: dict, seconds: float) -> 
 def _counted(d: dict) -> Verdict:
     """The fields of a verdict line that the summary counts (a file's raw texts are not kept)."""
     return Verdict(id=d.get("id"), status=d.get("status", "ok"), score=d.get("score"), hit_cap=bool(d.get("hit_cap")),
-                   cost_calls=d.get("cost_calls") or 0.0, cost_tokens=d.get("cost_tokens") or 0.0)
+                   hit_context=bool(d.get("hit_context")), cost_calls=d.get("cost_calls") or 0.0,
+                   cost_tokens=d.get("cost_tokens") or 0.0)
 
 
 def file_summary(before: dict[str, dict], verdicts: list[Verdict], run: dict, previous: Optional[dict] = None) -> dict:

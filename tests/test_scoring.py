@@ -289,3 +289,17 @@ def test_score_file_error_lines_and_summary_fields(tmp_path, ascii_locale):
     size = out.stat().st_size
     score_file(AdaptRubric(failing, PipelineConfig()), data, out, resume=True, progress=False)
     assert out.stat().st_size == size
+
+
+def test_the_file_summary_counts_what_earlier_runs_hit():
+    """A resumed file's summary counts the earlier lines' cap and context cuts too (both flags kept)."""
+    from adaptrubric_local.scoring import file_summary, summarize
+    from adaptrubric_local.types import Verdict
+
+    before = {"a": {"id": "a", "status": "unparsed", "hit_cap": True, "hit_context": True},
+              "b": {"id": "b", "status": "ok", "score": 1, "hit_context": True}}
+    new = [Verdict(id="c", status="ok", score=0)]
+    run = summarize(new, {}, 1.0)
+    whole = file_summary(before, new, run)
+    assert (whole["n"], whole["hit_cap"], whole["hit_context"]) == (3, 1, 2)
+    assert (run["hit_cap"], run["hit_context"]) == (0, 0)
