@@ -51,7 +51,7 @@ IN_SUITE: dict[str, str] = {
     "distill_soft_labels.py": "tests/test_distill_soft_labels.py",
     "gpu_bench.py": "tests/test_engine_hf.py",  # its --tiny CPU path, exit status checked
     "bench_engines.py": "tests/test_engine_vllm_engine.py",  # --ci, in .venv-vllm (make test-vllm)
-    "batch_memory_table.py": "tests/test_engine_memory.py",  # --check README.md
+    "batch_memory_table.py": "tests/test_engine_memory.py",  # the README's table is what it prints
     "label_order.py": "tests/test_review_order.py",  # --ci, its checks on a small synthetic set
     "prompt_tokens.py": "tests/test_eval_scripts.py",  # on generated phone screens and the real tokenizer
 }

@@ -95,30 +95,20 @@ def test_the_engine_sizes_groups_by_the_memory_model_on_a_gpu(tiny_engine, monke
         assert memory.estimate(eng.sizes, grp, "sdpa", b=eng._dtype_bytes()).total <= eng.memory_budget
 
 
-def test_the_readme_table_is_the_scripts():
-    """README's rows-per-GPU table is what eval/batch_memory_table.py prints now."""
+def test_the_readme_table_is_the_scripts(monkeypatch):
+    """README's rows-per-GPU table is what eval/batch_memory_table.py prints now (under the script's CUDA
+    rule: no TRANSFORMERS_SDPA_FORCE_GQA, which a CPU engine load in this session may have set)."""
     import importlib.util
-    import sys
     from pathlib import Path
 
+    monkeypatch.delenv("TRANSFORMERS_SDPA_FORCE_GQA", raising=False)
     root = Path(__file__).resolve().parents[1]
-    sys.path.insert(0, str(root / "eval"))
-    try:
-        spec = importlib.util.spec_from_file_location("batch_memory_table", root / "eval" / "batch_memory_table.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        import os
-
-        old = os.environ.pop("TRANSFORMERS_SDPA_FORCE_GQA", None)  # the script's CUDA rule
-        try:
-            table = mod.markdown(mod.table())
-        finally:
-            if old is not None:
-                os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] = old
-    finally:
-        sys.path.remove(str(root / "eval"))
+    spec = importlib.util.spec_from_file_location("batch_memory_table", root / "eval" / "batch_memory_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = mod.table()
     readme = (root / "README.md").read_text()
-    for line in table.splitlines():
+    for line in mod.markdown(rows).splitlines():
         assert line in readme, line
-    rows = {(r["model"], r["visual"], r["attn"]): r["rows"] for r in mod.table()}
+    rows = {(r["model"], r["visual"], r["attn"]): r["rows"] for r in rows}
     assert rows[("Qwen/Qwen3-VL-8B-Instruct", "native", "sdpa")][24] == 0  # not one native row on 24 GB
