@@ -53,6 +53,34 @@ def test_the_stop_line_is_found_outside_thinking_only():
     assert ends_inside("a <think> b") and not ends_inside("<think> b </think>") and ends_inside("", True)
 
 
+def test_a_reply_under_a_thinking_template_says_it_opened_inside_thinking():
+    """A Thinking checkpoint's prompt opens `<think>`: a reply cut by its cap before `</think>` is all
+    thinking, so a verdict drafted there is unparsed, as from the transformers engine (Output.opened_thinking)."""
+    from collections import Counter
+
+    from adaptrubric_local.engine.vllm_engine import VLLMEngine, _Row
+    from adaptrubric_local.verdict import parse_verdict
+
+    draft = "Let me check.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none\nHmm, the cart"
+    for opens, status in ((True, "unparsed"), (False, "ok")):
+        engine = object.__new__(VLLMEngine)  # _output's inputs only: no vLLM needed
+        engine.opens_thinking, engine.counts = opens, Counter()
+        out = engine._output(Request(prompt="p"), [_Row(0, 0, ids=[1] * 9, text=draft, finished="cap")], 100, 0)
+        assert out.opened_thinking is opens and out.hit_cap
+        assert parse_verdict(out.text, out.opened_thinking).status == status
+
+
+def test_a_model_folder_that_is_no_model_is_refused_before_vllm_starts(tmp_path):
+    """The vLLM engine checks --model as the transformers engine does (engine/model_path.py)."""
+    require_vllm()
+    from adaptrubric_local.engine.vllm_engine import VLLMEngine
+
+    (tmp_path / "adapter").mkdir()
+    (tmp_path / "adapter" / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA"}))
+    with pytest.raises(ValueError, match="LoRA adapter"):
+        VLLMEngine(VLLMEngineConfig(model=str(tmp_path / "adapter")))
+
+
 def test_vllm_options_are_validated_and_shared_options_refused_when_meaningless(tmp_path):
     with pytest.raises(ValueError, match="gpu_memory_utilization"):
         VLLMConfig(gpu_memory_utilization=1.5)

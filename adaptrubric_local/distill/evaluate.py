@@ -215,16 +215,14 @@ def merge(model: str, adapter: str | Path, out: str | Path, dtype: str = "auto")
     against the quantised weights, not the original ones: the base is loaded quantised exactly as in
     training, dequantised, and the adapter merged into that (what the student was trained on); the
     result is saved unquantised in `dtype`. Says which it did on stderr and in the merged README."""
-    import torch
-    from peft import PeftModel
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
+    from ..engine.loading import merge_adapter
     from ..image_policy import read_quantisation
 
     out = Path(out)
     if not (Path(adapter) / "adapter_config.json").is_file():
         raise ValueError(f"{adapter}: no adapter_config.json (not a peft adapter folder)")
     quant = read_quantisation(adapter)
+    base = None
     if quant.get("load_in_4bit") or quant.get("load_in_8bit"):
         from ..engine.hf_config import HFEngineConfig
         from ..engine.loading import load_model
@@ -236,12 +234,8 @@ def merge(model: str, adapter: str | Path, out: str | Path, dtype: str = "auto")
         note = (f"{adapter} was trained on a {bits} base: merged into {model} dequantised from the same {bits} "
                 f"weights it was trained on (not the original weights), saved unquantised in {kept}")
     else:
-        torch_dtype = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
-        base = AutoModelForImageTextToText.from_pretrained(model, dtype=torch_dtype, use_safetensors=True)
         note = f"{adapter} merged into {model}"
-    merged = PeftModel.from_pretrained(base, str(adapter)).merge_and_unload()
-    merged.save_pretrained(out, safe_serialization=True)
-    AutoProcessor.from_pretrained(model).save_pretrained(out)
+    merge_adapter(model, adapter, out, dtype, base=base)
     card = Path(adapter) / "README.md"
     (out / "README.md").write_text(f"Merged checkpoint: `{model}` + adapter `{adapter}`.\n\n{note}.\n\n"
                                    + (card.read_text() if card.is_file() else ""))

@@ -14,6 +14,7 @@ import importlib.util
 import os
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Optional
 
 import torch
@@ -176,7 +177,7 @@ def load_model(cfg: HFEngineConfig):
     """(model, processor) from a hub id or a local folder, the same path for both. Problems a user can
     fix (no flash-attn, .bin-only weights, a hub id not cached on an offline machine) are ValueErrors
     of one line saying how."""
-    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from transformers import AutoModelForImageTextToText
 
     cuda = torch.cuda.is_available()
     if not cuda:
@@ -185,10 +186,7 @@ def load_model(cfg: HFEngineConfig):
         os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
     local = check_model_path(cfg.model)
     attn = _attn_implementation(cfg, cuda)
-    processor = from_pretrained_local_first(AutoProcessor.from_pretrained, cfg.model, local, "processor",
-                                 trust_remote_code=False)
-    if not hasattr(processor, "image_processor"):
-        raise ValueError(f"{cfg.model}: AutoProcessor gave {type(processor).__name__}, not a vision processor")
+    processor = load_processor(cfg.model, local)
     kwargs = dict(trust_remote_code=False, dtype=_dtype(cfg), use_safetensors=True, attn_implementation=attn)
     if cuda and cfg.device_map:
         kwargs["device_map"] = cfg.device_map
@@ -205,6 +203,39 @@ def load_model(cfg: HFEngineConfig):
         model = load_adapter(model, cfg.adapter)
     model.eval()
     return model, processor
+
+
+def load_processor(model: str, local: Optional[bool] = None):
+    """The model's processor (local first, a quick offline failure), after `check_model_path` when
+    `local` is not known yet: a folder that is no model is a one-line ValueError before anything loads."""
+    from transformers import AutoProcessor
+
+    local = check_model_path(model) if local is None else local
+    processor = from_pretrained_local_first(AutoProcessor.from_pretrained, model, local, "processor",
+                                            trust_remote_code=False)
+    if not hasattr(processor, "image_processor"):
+        raise ValueError(f"{model}: AutoProcessor gave {type(processor).__name__}, not a vision processor")
+    return processor
+
+
+MERGE_DTYPES = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def merge_adapter(model: str, adapter: str | Path, out: str | Path, dtype: str = "auto", base=None) -> Path:
+    """Merge a peft LoRA adapter into its base and save the checkpoint (safetensors weights, processor)
+    to `out`. `base`: the base already loaded (a dequantised 4-bit base, `distill merge`); otherwise
+    `model` is loaded unquantised in `dtype`. Knows nothing about how the adapter was trained."""
+    from peft import PeftModel
+    from transformers import AutoModelForImageTextToText
+
+    local = check_model_path(model)
+    if base is None:
+        base = from_pretrained_local_first(AutoModelForImageTextToText.from_pretrained, model, local,
+                                           "model weights", dtype=MERGE_DTYPES[dtype], use_safetensors=True)
+    merged = PeftModel.from_pretrained(base, str(adapter)).merge_and_unload()
+    merged.save_pretrained(out, safe_serialization=True)
+    load_processor(model, local).save_pretrained(out)
+    return Path(out)
 
 
 def load_adapter(model, adapter: str):

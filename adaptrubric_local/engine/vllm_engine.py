@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..thinking import ends_inside, prompt_opens
-from .base import Engine, Output, Request, TokenProbs, length_reason
+from ..thinking import prompt_opens
+from .base import Engine, Output, Request, TokenProbs, cut_after_line, length_reason
 from .hf_config import HFEngineConfig
 
 INSTALL_HINT = ("--engine vllm needs vLLM in this environment: pip install 'adaptrubric-local[vllm]' on a GPU "
@@ -127,18 +127,11 @@ VLLM_FIELDS = frozenset(VLLMConfig.__dataclass_fields__)
 
 
 def cut_after_verdict_line(text: str, prefix: str, opened: bool = False) -> tuple[Optional[str], bool]:
-    """(`text` up to and including the first line outside thinking that starts with `prefix`, whether
-    that line is complete), or (None, False) when there is no such line. A line ends with a newline
-    (kept) or, when the text ends, with the text."""
-    start = 0
-    while start <= len(text):
-        end = text.find("\n", start)
-        if text.startswith(prefix, start) and not ends_inside(text[:start], opened):
-            return (text if end < 0 else text[:end + 1]), end >= 0
-        if end < 0:
-            return None, False
-        start = end + 1
-    return None, False
+    """(`base.cut_after_line`: `text` up to and including the first line outside thinking that starts
+    with `prefix`, the transformers engine's rule; whether that line is complete, ended by a newline
+    rather than by the end of the text so far), or (None, False) when there is no such line."""
+    cut = cut_after_line(text, prefix, opened)
+    return cut, cut is not None and cut.endswith("\n")
 
 
 @dataclass
@@ -153,6 +146,8 @@ class _Row:
     rounds: int = 0
     prompt_tokens: int = 0
     text: str = ""
+    cut: Optional[str] = None  # the text up to the stop line (cut_after_verdict_line), once it has begun
+    complete: bool = False  # that line has ended
 
 
 class VLLMEngine(Engine):
@@ -168,10 +163,11 @@ class VLLMEngine(Engine):
             raise ImportError(INSTALL_HINT) from None
         from .encoding import Encoder
         from .images import ImageConfig, ImagePipeline
+        from .loading import load_processor
 
         self.config = config or VLLMEngineConfig(**overrides)
         self.name = self.config.name
-        self.processor = _load_processor(self.config.model)
+        self.processor = load_processor(self.config.model)
         self.encoder = Encoder(self.processor)
         self.tokenizer = self.encoder.tokenizer
         icfg = {"workers": self.config.image_workers, "max_visual_tokens": self.config.max_visual_tokens}
@@ -179,7 +175,7 @@ class VLLMEngine(Engine):
             icfg["max_pixels"] = self.config.max_pixels
         self.images = ImagePipeline(ImageConfig.from_processor(self.processor.image_processor, **icfg))
         self._pool = ThreadPoolExecutor(max_workers=self.config.image_workers, thread_name_prefix="vllm-img")
-        self.prompt_opens = prompt_opens(self.encoder.chat_text(Request(prompt="")))  # a Thinking template
+        self.opens_thinking = prompt_opens(self.encoder.chat_text(Request(prompt="")))  # a Thinking template
         self.eos_ids = {i for i in (self.tokenizer.eos_token_id, *(self.tokenizer.convert_tokens_to_ids(t) for t in
                                                                    ("<|im_end|>", "<|endoftext|>")))
                         if isinstance(i, int) and i >= 0}
@@ -208,6 +204,8 @@ class VLLMEngine(Engine):
             self.lora = LoRARequest("adapter", 1, str(Path(cfg.adapter).resolve()))
             self.adapter_route = "lora"
             return cfg.model
+        from .loading import merge_adapter
+
         self._tmp = tempfile.mkdtemp(prefix="adaptrubric-merged-")
         merge_adapter(cfg.model, cfg.adapter, self._tmp, cfg.dtype)
         self.adapter_route = "merged" + (f" ({unsupported})" if unsupported else "")
@@ -360,8 +358,7 @@ class VLLMEngine(Engine):
         line has begun outside thinking, its end."""
         if not req.stop_after_line or row.rounds >= MAX_ROUNDS:
             return None
-        cut, complete = cut_after_verdict_line(row.text, req.stop_after_line, self.prompt_opens)
-        if cut is not None and not complete:
+        if row.cut is not None and not row.complete:
             return ["\n"]
         return ["\n" + req.stop_after_line]
 
@@ -376,8 +373,8 @@ class VLLMEngine(Engine):
         row.logprobs += lps
         row.text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
         if req.stop_after_line:
-            cut, complete = cut_after_verdict_line(row.text, req.stop_after_line, self.prompt_opens)
-            if cut is not None and complete:
+            row.cut, row.complete = cut_after_verdict_line(row.text, req.stop_after_line, self.opens_thinking)
+            if row.complete:
                 row.finished = "line"
                 return False
         if comp.finish_reason == "length":
@@ -391,9 +388,7 @@ class VLLMEngine(Engine):
     def _output(self, req: Request, rows: list[_Row], planned: int, visual: int) -> Output:
         samples = []
         for row in rows:
-            text = row.text
-            if req.stop_after_line:  # text after the line (in the token that ended it) is not the answer's
-                text = cut_after_verdict_line(text, req.stop_after_line, self.prompt_opens)[0] or text
+            text = row.cut or row.text  # text after the line (in the token that ended it) is not the answer's
             samples.append((text, self._probs(row, req.watch, len(text))))
         hit_cap = any(r.finished == "cap" for r in rows)
         hit_context = any(r.finished == "context" for r in rows)
@@ -404,7 +399,7 @@ class VLLMEngine(Engine):
         return Output(text=samples[0][0], prompt_tokens=rows[0].prompt_tokens or planned,
                       completion_tokens=sum(len(r.ids) for r in rows), token_probs=samples[0][1],
                       n_images=len(req.images), visual_tokens=visual, hit_cap=hit_cap, hit_context=hit_context,
-                      samples=samples if len(rows) > 1 else [])
+                      samples=samples if len(rows) > 1 else [], opened_thinking=self.opens_thinking)
 
     def _probs(self, row: _Row, watch: tuple[str, ...], length: int) -> list[TokenProbs]:
         """The watched tokens' probabilities at each position where one was generated (within the text)."""
@@ -475,19 +470,6 @@ def _logprob(entry) -> float:
     return float(getattr(entry, "logprob", entry))
 
 
-def _load_processor(model: str):
-    """The model's processor, as the transformers engine loads it (local first, a quick offline failure)."""
-    from transformers import AutoProcessor
-
-    from .loading import from_pretrained_local_first
-
-    proc = from_pretrained_local_first(AutoProcessor.from_pretrained, model, Path(model).is_dir(), "processor",
-                                       trust_remote_code=False)
-    if not hasattr(proc, "image_processor"):
-        raise ValueError(f"{model}: AutoProcessor gave {type(proc).__name__}, not a vision processor")
-    return proc
-
-
 def _make_llm(cfg: VLLMEngineConfig, weights: str, lora_rank: Optional[int] = None):
     """The `vllm.LLM` for a config (`weights`: the model folder or hub id, or a merged copy)."""
     import torch
@@ -542,17 +524,3 @@ def lora_unsupported(adapter: str | Path) -> Optional[str]:
     if cfg.get("use_dora"):
         return "DoRA"
     return None
-
-
-def merge_adapter(model: str, adapter: str | Path, out: str | Path, dtype: str = "auto") -> Path:
-    """Merge a peft LoRA adapter into its base model and save the checkpoint (weights, processor) to `out`."""
-    import torch
-    from peft import PeftModel
-    from transformers import AutoModelForImageTextToText
-
-    torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}.get(dtype, "auto")
-    base = AutoModelForImageTextToText.from_pretrained(model, dtype=torch_dtype, use_safetensors=True)
-    merged = PeftModel.from_pretrained(base, str(adapter)).merge_and_unload()
-    merged.save_pretrained(out, safe_serialization=True)
-    _load_processor(model).save_pretrained(out)
-    return Path(out)
