@@ -35,13 +35,13 @@ def add_labels_options(p: argparse.ArgumentParser) -> None:
     add_config_arguments(p.add_argument_group("labels (what the review page exports)"), LabelsConfig)
 
 
-def load_labelled(args, check_images: bool = False, data=None):
+def load_labelled(args, check_images: bool = False):
     """(the data set of --data with the --labels files applied, their record or None): the one step
     every command that reads labels takes before it reads them."""
     from .formats import load_trajectories
     from .labels import apply_labels
 
-    data = data if data is not None else args.data
+    data = args.data
     files = list(getattr(args, "labels", None) or [])
     if not data:
         if files:
@@ -68,17 +68,19 @@ def add_pipeline_options(p: argparse.ArgumentParser) -> None:
                          shown={"trajectories_per_batch": TRAJECTORIES_PER_BATCH})
 
 
-def add_model_options(p: argparse.ArgumentParser) -> None:
+def add_model_options(p: argparse.ArgumentParser, serve: bool = False) -> None:
     """--engine, --model and every engine option: one flag per EngineChoice, HFEngineConfig and
-    VLLMConfig field."""
+    VLLMConfig field. `serve`: a flag not given leaves --config's value (no default shown), and the
+    model defaults to the engine config's."""
     from .engine.build import EngineChoice
     from .engine.hf_config import HFEngineConfig
     from .engine.vllm_engine import VLLMConfig
 
     g = p.add_argument_group("engine (transformers, Qwen3-VL; the options both engines share)")
-    add_config_arguments(g, EngineChoice)
-    add_config_arguments(g, HFEngineConfig, defaults={"model": None})  # a command names its model
-    add_config_arguments(p.add_argument_group("engine (vLLM: with --engine vllm)"), VLLMConfig)
+    add_config_arguments(g, EngineChoice, hide_defaults=serve)
+    add_config_arguments(g, HFEngineConfig, defaults={} if serve else {"model": None},  # a command names its model
+                         hide_defaults=serve)
+    add_config_arguments(p.add_argument_group("engine (vLLM: with --engine vllm)"), VLLMConfig, hide_defaults=serve)
 
 
 def add_remote_options(p: argparse.ArgumentParser) -> None:

@@ -33,7 +33,7 @@ def cmd_merge(args) -> int:
 
     if not args.labels:
         raise ValueError("give at least one --labels FILE (what the review page's Export writes)")
-    loaded, labels = load_labelled(args, data=args.data)
+    loaded, labels = load_labelled(args)
     out = Path(args.out)
     target = out / "trajectories.jsonl"
     sources = {Path(t.source).resolve() for t in loaded.trajectories if t.source}

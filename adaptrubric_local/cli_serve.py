@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from .cli_common import add_remote_options
+from .cli_common import add_model_options, add_remote_options
 from .flags import Parser
 
 EXAMPLES = """examples:
@@ -93,9 +93,6 @@ def cmd_serve(args) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `serve`: the service's (ServeConfig), and every verifier option (reward, pipeline and
     engine configs: the keys of a reward.yaml), a flag given winning over --config."""
-    from .engine.build import EngineChoice
-    from .engine.hf_config import HFEngineConfig
-    from .engine.vllm_engine import VLLMConfig
     from .flags import add_config_arguments
     from .pipeline import PipelineConfig
     from .reward_config import RewardConfig
@@ -111,10 +108,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          defaults=SERVE_DEFAULTS)
     add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig,
                          hide_defaults=True)
-    g = p.add_argument_group("engine (transformers, Qwen3-VL; the options both engines share)")
-    add_config_arguments(g, EngineChoice, hide_defaults=True)
-    add_config_arguments(g, HFEngineConfig, hide_defaults=True)
-    add_config_arguments(p.add_argument_group("engine (vLLM: with --engine vllm)"), VLLMConfig, hide_defaults=True)
+    add_model_options(p, serve=True)
     add_remote_options(p)
     p.set_defaults(func=cmd_serve)
 

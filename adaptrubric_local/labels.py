@@ -32,6 +32,8 @@ from typing import Any, Iterable, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from .schema import json_lines
+
 FIELDS = ("id", "label", "note", "score", "p_success", "time", "data", "verdicts")
 
 
@@ -130,13 +132,7 @@ def read_labels(path: str | Path) -> LabelsFile:
     records: dict[str, LabelRecord] = {}
     lines: dict[str, int] = {}
     n_lines = 0
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise LabelsError(f"{path}: line {n}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+    for n, obj in json_lines(text.splitlines(), path, LabelsError):
         if not isinstance(obj, dict):
             raise LabelsError(f"{path}: line {n}: expected a JSON object with 'id' and 'label', got "
                               f"{type(obj).__name__}")

@@ -4,8 +4,9 @@ Shared by the rubric bank and the prompt set. Knows nothing about what either co
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Type, TypeVar
+from typing import Any, Iterable, Iterator, Type, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -37,3 +38,23 @@ def load_yaml_model(path: str | Path, model: Type[M]) -> M:
             msg = "unknown key (not in the schema)" if err["type"] == "extra_forbidden" else err["msg"]
             lines.append(f"{path}: field '{where}': {msg}")
         raise SchemaError("\n".join(lines)) from None
+
+
+def json_problem(exc: json.JSONDecodeError, line: bool = False) -> str:
+    """A JSON parse error as one phrase: 'Unterminated string starting at column 5' (json's messages
+    that end in "at" already point at the position), with the line too when `line`."""
+    where = f"line {exc.lineno}, column {exc.colno}" if line else f"column {exc.colno}"
+    return f"{exc.msg} {where}" if exc.msg.endswith(" at") else f"{exc.msg} at {where}"
+
+
+def json_lines(lines: Iterable[str], path, error: Type[Exception] = ValueError) -> Iterator[tuple[int, Any]]:
+    """(line number, object) for each non-blank line of a JSONL file (`lines`: its lines, `path`: its
+    name in messages); a line that is not JSON raises `error` naming the file and the line."""
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise error(f"{path}: line {n}: malformed JSON ({json_problem(exc)})") from None
+        yield n, obj

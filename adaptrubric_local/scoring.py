@@ -27,8 +27,8 @@ from typing import Any, Iterator, Optional, Protocol
 
 from ._version import __version__
 from .formats import LoadResult, load_trajectories
-from .formats.base import json_problem
 from .pipeline import AdaptRubric, PipelineConfig
+from .schema import json_lines
 from .types import Trajectory, Verdict
 
 # settings that change how fast a run goes, never what the verifier sees or says; `runtime` is how the
@@ -375,13 +375,7 @@ def calibrate_file(src: str | Path, dest: str | Path, calibration: str | Path) -
     tmp = dest.with_name(dest.name + ".tmp")
     n = 0
     with open(src, encoding="utf-8") as fh, open(tmp, "w", encoding="utf-8") as out:
-        for k, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{src}: line {k}: malformed JSON ({json_problem(exc)})") from None
+        for k, d in json_lines(fh, src):
             if not isinstance(d, dict):
                 raise ValueError(f"{src}: line {k}: not a verdict line")
             p = d.get("p_success")

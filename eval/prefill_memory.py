@@ -206,10 +206,6 @@ def child(args) -> dict:
         if marks.get("armed") and "attention" not in marks:
             marks["attention"] = _status("VmHWM")
 
-    attn_hooks = [layer.self_attn.register_forward_pre_hook(attn_start, with_kwargs=True),
-                  layer.self_attn.register_forward_hook(attn_end)]
-    for hk in attn_hooks:  # not during the warm-up
-        hk.remove()
     engine.generate([Request(prompt="warm up", images=[frame(999)], max_new_tokens=1)])  # lazy set-up outside
     attn_hooks = [layer.self_attn.register_forward_pre_hook(attn_start, with_kwargs=True),
                   layer.self_attn.register_forward_hook(attn_end)]

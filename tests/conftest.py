@@ -215,14 +215,20 @@ def tiny_model(tmp_path_factory):
     return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus=tokenizer_corpus())
 
 
+def _session_engine(model):
+    """The transformers engine every session-wide engine fixture holds (the same settings for each model,
+    so `token_engine`'s two are alike but for the tokenizer), closed when the session ends."""
+    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
+
+    engine = HFEngine(HFEngineConfig(model=str(model), max_new_tokens=12, max_batch_size=8))
+    yield engine
+    engine.close()
+
+
 @pytest.fixture(scope="session")
 def tiny_engine(tiny_model):
     """The transformers engine on the tiny model, loaded once per session through from_pretrained."""
-    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
-
-    engine = HFEngine(HFEngineConfig(model=str(tiny_model), max_new_tokens=12, max_batch_size=8))
-    yield engine
-    engine.close()
+    yield from _session_engine(tiny_model)
 
 
 @pytest.fixture(scope="session")
@@ -237,24 +243,17 @@ def qwen3_model(tmp_path_factory):
 @pytest.fixture(scope="session")
 def qwen3_engine(qwen3_model):
     """The transformers engine on `qwen3_model`, loaded once per session."""
-    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
-
-    engine = HFEngine(HFEngineConfig(model=str(qwen3_model), max_new_tokens=12, max_batch_size=8))
-    yield engine
-    engine.close()
+    yield from _session_engine(qwen3_model)
 
 
 @pytest.fixture(scope="session")
 def qwen3_thinking_engine(tmp_path_factory):
     """The engine on a tiny Qwen3-VL whose chat template is a Thinking checkpoint's (the reply opens
     inside <think>), on the real Qwen3 tokenizer."""
-    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
     from adaptrubric_local.engine.tiny import make_tiny_model
 
-    model = make_tiny_model(tmp_path_factory.mktemp("qwen3-thinking") / "model", tokenizer="qwen3", thinking=True)
-    engine = HFEngine(HFEngineConfig(model=str(model), max_new_tokens=12, max_batch_size=8))
-    yield engine
-    engine.close()
+    yield from _session_engine(make_tiny_model(tmp_path_factory.mktemp("qwen3-thinking") / "model",
+                                               tokenizer="qwen3", thinking=True))
 
 
 @pytest.fixture(params=["trained", "qwen3"])

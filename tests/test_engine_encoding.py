@@ -1,7 +1,6 @@
 """Requests to model inputs (engine/encoding.py, used by the engine, the distillation collator and the
 memory planner): the image pipeline's pixels and the encoder's ids, masks and M-RoPE token types are
 exactly what the Qwen3-VL processor builds."""
-import pytest
 import torch
 
 from adaptrubric_local import load_trajectories
@@ -26,33 +25,27 @@ def test_pipeline_matches_processor(tiny_engine, tmp_path):
     assert torch.allclose(ours.pixel_values, ref["pixel_values"], atol=1e-5)
 
 
-@pytest.mark.parametrize("model", ["tiny_model", "qwen3_model"])
-def test_engine_inputs_equal_the_processors(model, synth_set, request):
+def test_engine_inputs_equal_the_processors(token_engine, synth_set):
     """ids, mask, mm_token_type_ids (M-RoPE needs them), pixels and grids, exactly as the processor builds them,
     on the small trained tokenizer and on the real Qwen3 one (at Qwen3-VL's own resolution): the prompt-token
     counts `score` reports are the processor's."""
     from PIL import Image
 
-    from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
-
-    eng = HFEngine(HFEngineConfig(model=str(request.getfixturevalue(model)), max_visual_tokens=None))
-    try:
-        t = load_trajectories(synth_set).trajectories
-        reqs = [Request(prompt="Judge A.", images=[s.screenshot for s in t[0].steps[:2]], suffix="END"),
-                Request(prompt="Judge this longer one, please.", images=[s.screenshot for s in t[1].steps[:3]])]
-        ours = eng.encode(reqs, eng.images.process([r.images for r in reqs]))
-        ref = eng.processor(text=[eng._chat_text(r) for r in reqs], padding=True, return_tensors="pt",
-                            images=[Image.open(p).convert("RGB") for r in reqs for p in r.images])
-        assert set(ref) == set(ours)
-        for key in ("input_ids", "attention_mask", "mm_token_type_ids", "image_grid_thw"):
-            assert torch.equal(ours[key], ref[key]), key
-        assert torch.allclose(ours["pixel_values"], ref["pixel_values"], atol=1e-5)
-        assert int(ours["mm_token_type_ids"].sum()) > 0
-        outs = eng.generate([Request(prompt=r.prompt, images=r.images, suffix=r.suffix, max_new_tokens=1)
-                             for r in reqs])
-        assert [o.prompt_tokens for o in outs] == ref["attention_mask"].sum(1).tolist()
-    finally:
-        eng.close()
+    eng = token_engine
+    t = load_trajectories(synth_set).trajectories
+    reqs = [Request(prompt="Judge A.", images=[s.screenshot for s in t[0].steps[:2]], suffix="END"),
+            Request(prompt="Judge this longer one, please.", images=[s.screenshot for s in t[1].steps[:3]])]
+    ours = eng.encode(reqs, eng.images.process([r.images for r in reqs]))
+    ref = eng.processor(text=[eng._chat_text(r) for r in reqs], padding=True, return_tensors="pt",
+                        images=[Image.open(p).convert("RGB") for r in reqs for p in r.images])
+    assert set(ref) == set(ours)
+    for key in ("input_ids", "attention_mask", "mm_token_type_ids", "image_grid_thw"):
+        assert torch.equal(ours[key], ref[key]), key
+    assert torch.allclose(ours["pixel_values"], ref["pixel_values"], atol=1e-5)
+    assert int(ours["mm_token_type_ids"].sum()) > 0
+    outs = eng.generate([Request(prompt=r.prompt, images=r.images, suffix=r.suffix, max_new_tokens=1)
+                         for r in reqs])
+    assert [o.prompt_tokens for o in outs] == ref["attention_mask"].sum(1).tolist()
 
 
 def test_raw_pixels_travel_as_uint8_patches(tiny_engine, tmp_path):

@@ -53,3 +53,17 @@ def test_row_stop_on_token_ids(token_engine):
     assert done_at[0] == first_line and stop.ends[0] == first_line
     assert 1 not in done_at  # never completed a line
     assert done_at[2] == 4 and 2 not in stop.ends  # its own cap, not the line (it watches none)
+
+
+def test_watched_offsets_are_the_lengths_of_the_decoded_prefixes():
+    """Decoded piece by piece, each watched digit's offset is still the length of the whole prefix's text,
+    on the real Qwen3 tokenizer with multi-byte characters, an emoji and a special token in the reply."""
+    from adaptrubric_local.engine.base import watched_offsets
+    from adaptrubric_local.engine.tiny import qwen3_tokenizer
+
+    tok = qwen3_tokenizer()
+    text = "<think>\nstep 10 of 21: 价格 109 元, é 0.5 😀1\n</think>\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\n"
+    ids = tok.encode(text * 3) + [tok.convert_tokens_to_ids("<|im_end|>")] + tok.encode(" 0 1")
+    wanted = {tok.convert_tokens_to_ids("0"), tok.convert_tokens_to_ids("1")}
+    expected = [(j, len(tok.decode(ids[:j], skip_special_tokens=True))) for j, t in enumerate(ids) if t in wanted]
+    assert len(expected) > 20 and list(watched_offsets(tok, ids, wanted)) == expected

@@ -392,13 +392,13 @@ def format_plan(plan: dict) -> str:
                      f"{worst['id']}: {worst['tokens']} tokens ({worst['visual']} visual in {worst['images']} images, "
                      f"{worst['text']} text)")
     for alt in plan["alternatives"]:
-        within = alt["longest"] <= plan["max_seq_len"]
+        within = alt["within_max_seq_len"]
         lines.append(f"  with {alt['change']}: {alt['total_gib']:.2f} GiB"
                      + ("" if alt["fits"] is None else (" (fits)" if alt["fits"] else " (does not fit)"))
                      + f", longest example {alt['longest']} tokens"
                      + ("" if not plan["too_long"] else " (within" if within else " (still over")
                      + (f" --max-seq-len {plan['max_seq_len']})" if plan["too_long"] else ""))
-    if plan["too_long"] and not any(a["longest"] <= plan["max_seq_len"] for a in plan["alternatives"]):
+    if plan["too_long"] and not any(a["within_max_seq_len"] for a in plan["alternatives"]):
         lines.append(f"  no visual-token budget brings every example under --max-seq-len {plan['max_seq_len']}: "
                      "the text alone is too long; raise --max-seq-len, or lower --max-images at collection")
     return "\n".join(lines)
@@ -408,7 +408,7 @@ def refusal(plan: dict) -> Optional[str]:
     """Why training should not start (examples too long, or an estimate over the budget) and what
     would fix it; None when it may start."""
     fixes = [a["change"] for a in plan["alternatives"]
-             if a["fits"] is not False and a["longest"] <= plan["max_seq_len"]]
+             if a["fits"] is not False and a["within_max_seq_len"]]
     hint = (f" Changes that would fit: {'; '.join(fixes)}." if fixes else
             " Lower --max-visual-tokens further, or use a GPU with more memory.")
     if plan["too_long"]:

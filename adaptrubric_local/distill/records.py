@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
-from ..formats.base import json_problem
+from ..schema import json_lines
 from ..thinking import split
 
 FILES = {"collected": "collected.jsonl", "rejected": "rejected.jsonl", "failures": "failures.jsonl",
@@ -77,14 +77,7 @@ def read_split(data_dir: str | Path, split: str) -> list[dict]:
     path = Path(data_dir) / f"{split}.jsonl"
     if not path.is_file():
         raise ValueError(f"{path} not found (is {data_dir} a folder written by `adaptrubric distill collect`?)")
-    out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {n}: malformed JSON ({json_problem(exc)})") from None
-    return out
+    return [obj for _, obj in json_lines(path.read_text(encoding="utf-8").splitlines(), path)]
 
 
 def split_tasks(tasks: list[str], val_fraction: float, seed: int) -> set[str]:

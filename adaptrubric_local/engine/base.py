@@ -43,6 +43,10 @@ class Request:
     tag: Optional[str] = None  # caller's id for error messages
     stop_after_line: Optional[str] = None  # end the row after the first complete line starting with this
 
+    def cap(self, engine_cap: int) -> int:
+        """The new tokens this request may generate: its own cap, never past the engine's."""
+        return min(engine_cap, self.max_new_tokens or engine_cap)
+
 
 @dataclass
 class TokenProbs:
@@ -125,3 +129,17 @@ def cut_after_line(text: str, prefix: str, opened: bool = False) -> Optional[str
             return None
         start = end + 1
     return None
+
+
+def watched_offsets(tokenizer, ids: list[int], wanted) -> Iterator[tuple[int, int]]:
+    """(position, text offset) of each generated token in `wanted` (token ids): the length of the text
+    the tokens before it decode to. Decoded piece by piece, from one watched token to the next, not the
+    whole prefix again for each (a thinking reply holds hundreds of digit tokens: 545 ms a row against
+    3 ms on the Qwen3 tokenizer). Exact for a byte-level decoder when the watched tokens are whole ASCII
+    characters (the SCORE digits): a piece then never splits a character."""
+    offset, start = 0, 0
+    for j, t in enumerate(ids):
+        if t in wanted:
+            offset += len(tokenizer.decode(ids[start:j], skip_special_tokens=True))
+            start = j
+            yield j, offset

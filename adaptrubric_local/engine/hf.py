@@ -33,7 +33,7 @@ import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
 
 from . import memory
-from .base import Engine, Output, Request, TokenProbs, cut_after_line
+from .base import Engine, Output, Request, TokenProbs, cut_after_line, watched_offsets
 from .budget import TokenBudget
 from .encoding import Encoder
 from .hf_config import CPU_BATCH_TOKENS, DEFAULT_MODEL, HFEngineConfig  # noqa: F401 (re-exported)
@@ -141,15 +141,14 @@ class HFEngine(Engine):
 
     def _shape(self, req: Request, planned: Optional[list[int]]) -> tuple[int, int, int]:
         """(prompt tokens, visual tokens, new tokens) of a request, by the same estimate."""
-        new = min(self.config.max_new_tokens, req.max_new_tokens or self.config.max_new_tokens)
-        return len(req.prompt + req.suffix) // 3 + sum(planned or []), sum(planned or []), new
+        visual = sum(planned or [])
+        return len(req.prompt + req.suffix) // 3 + visual, visual, req.cap(self.config.max_new_tokens)
 
     def _estimate(self, req: Request, planned: Optional[list[int]]) -> int:
         """Padded tokens a request costs: text by characters, images by their planned sizes (headers
         only), the new tokens it may generate, times the samples drawn."""
-        text = len(req.prompt + req.suffix) // 3
-        new = min(self.config.max_new_tokens, req.max_new_tokens or self.config.max_new_tokens)
-        return (text + sum(planned or []) + new) * self.config.votes
+        prompt, _, new = self._shape(req, planned)
+        return (prompt + new) * self.config.votes
 
     # ------------------------------------------------------------------ batching
     def _group(self, remaining: list[int], est: dict[int, int], shape: dict[int, tuple[int, int, int]]) -> list[int]:
@@ -275,7 +274,7 @@ class HFEngine(Engine):
     def _estimated(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]]) -> None:
         """Keep the memory model's estimate of the largest attempt that ran (compared with the measured
         peak on a GPU: eval/gpu_check.py)."""
-        new = max(min(self.config.max_new_tokens, r.max_new_tokens or self.config.max_new_tokens) for r in reqs)
+        new = max(r.cap(self.config.max_new_tokens) for r in reqs)
         g = memory.Group([len(r) for r in rows], [imgs.visual_tokens(b) for b in range(len(rows))], new,
                          self.config.votes)
         est = memory.estimate(self.sizes, g, self.attn, self._dtype_bytes(), self.device.type).total
@@ -302,7 +301,7 @@ class HFEngine(Engine):
         if self.inject_oom is not None and self.inject_oom(len(reqs)):
             raise OutOfMemory("CUDA out of memory (injected)")
         k = self.config.votes
-        caps = [min(self.config.max_new_tokens, r.max_new_tokens or self.config.max_new_tokens) for r in reqs]
+        caps = [r.cap(self.config.max_new_tokens) for r in reqs]
         row_caps = [c for c in caps for _ in range(k)]  # num_return_sequences repeats each request k times
         prefixes = [r.stop_after_line for r in reqs for _ in range(k)]
         prompt_len = inputs["input_ids"].shape[1]
@@ -362,11 +361,9 @@ class HFEngine(Engine):
         out: list[TokenProbs] = []
         if watch and probs is not None:
             wanted = {self.tokenizer.convert_tokens_to_ids(w) for w in watch}
-            for j, t in enumerate(ids):
-                if t in wanted and j < probs.shape[0]:
-                    offset = len(self.tokenizer.decode(ids[:j], skip_special_tokens=True))
-                    out.append(TokenProbs(offset=offset, probs={w: float(probs[j, c]) for c, w in enumerate(columns)
-                                                                if w in watch}))
+            for j, offset in watched_offsets(self.tokenizer, ids[:probs.shape[0]], wanted):
+                out.append(TokenProbs(offset=offset, probs={w: float(probs[j, c]) for c, w in enumerate(columns)
+                                                            if w in watch}))
         return text, out, n, eos
 
     @torch.inference_mode()

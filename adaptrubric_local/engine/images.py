@@ -56,6 +56,11 @@ class ImageConfig:
         """Side lengths are multiples of this (patch * merge)."""
         return self.patch_size * self.merge_size
 
+    def tokens(self, size: tuple[int, int]) -> int:
+        """Visual tokens of an image resized to `size` (height, width): its patches, merged."""
+        h, w = size
+        return (h // self.patch_size) * (w // self.patch_size) // self.merge_size ** 2
+
     @classmethod
     def from_processor(cls, image_processor, **overrides) -> "ImageConfig":
         """Read the settings off a loaded Qwen2-VL-style image processor."""
@@ -278,7 +283,7 @@ class ImagePipeline:
             i, j = order[n]
             h, w = plans[i][j]
             grids.append((1, h // cfg.patch_size, w // cfg.patch_size))
-            tokens[i].append((h // cfg.patch_size) * (w // cfg.patch_size) // cfg.merge_size ** 2)
+            tokens[i].append(cfg.tokens((h, w)))
         if not keep:
             return BatchImages(None, None, tokens, errors, cfg)
         if len(keep) < len(order):  # drop the rows of failed requests (rare: costs one copy)
@@ -298,5 +303,5 @@ def plan_tokens(requests: list[list[str]], cfg: ImageConfig) -> list[Optional[li
         except Exception:  # ImagePipeline.process reports it
             out.append(None)
             continue
-        out.append([(h // cfg.patch_size) * (w // cfg.patch_size) // cfg.merge_size ** 2 for h, w in sizes])
+        out.append([cfg.tokens(size) for size in sizes])
     return out

@@ -118,10 +118,6 @@ class Estimate:
     def total(self) -> float:
         return max(sum(terms.values()) for terms in self.phases.values()) if self.phases else 0.0
 
-    def gib(self) -> dict:
-        return {p: {k: round(v / GiB, 4) for k, v in terms.items()} | {"total": round(sum(terms.values()) / GiB, 4)}
-                for p, terms in self.phases.items()}
-
 
 def _norm_peak(n: float) -> float:
     """RMSNorm's widest moment over its input (n elements), in bytes: at b=2 the float32 copy and x *

@@ -195,7 +195,7 @@ class OpenAIEngine(Engine):
             messages = chat_messages(req, self._image_urls(req))
         except (OSError, ValueError, RuntimeError) as exc:
             return Output(error=f"cannot read image: {exc}", n_images=n)
-        cap = min(self.config.max_new_tokens, req.max_new_tokens or self.config.max_new_tokens)
+        cap = req.cap(self.config.max_new_tokens)
         extra = {"logprobs": True, "top_logprobs": self.config.top_logprobs} if (
             req.watch and self.config.top_logprobs) else {}
         try:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..thinking import prompt_opens
-from .base import Engine, Output, Request, TokenProbs, cut_after_line, length_reason
+from .base import Engine, Output, Request, TokenProbs, cut_after_line, length_reason, watched_offsets
 from .hf_config import HFEngineConfig
 
 INSTALL_HINT = ("--engine vllm needs vLLM in this environment: pip install 'adaptrubric-local[vllm]' on a GPU "
@@ -240,8 +240,7 @@ class VLLMEngine(Engine):
             pics = [Image.fromarray(decode_resize(p, s).permute(1, 2, 0).numpy()) for p, s in zip(req.images, sizes)]
         except Exception as exc:  # missing or unreadable file, absurd aspect ratio
             return None, 0, 0, f"cannot read image: {exc}"
-        cfg = self.images.cfg
-        tokens = [(h // cfg.patch_size) * (w // cfg.patch_size) // cfg.merge_size ** 2 for h, w in sizes]
+        tokens = [self.images.cfg.tokens(size) for size in sizes]
         ids = self.tokenizer(self.encoder.chat_text(req) + prefix, add_special_tokens=False)["input_ids"]
         planned = len(ids) - len(sizes) + sum(tokens)
         prompt = {"prompt_token_ids": ids}
@@ -285,7 +284,7 @@ class VLLMEngine(Engine):
         return outputs  # type: ignore[return-value]
 
     def _cap(self, req: Request) -> int:
-        return min(self.config.max_new_tokens, req.max_new_tokens or self.config.max_new_tokens)
+        return req.cap(self.config.max_new_tokens)
 
     def _params(self, req: Request, row_sample: Optional[int], done: int, planned: int, stop: Optional[list]):
         """SamplingParams for a request's next round (`row_sample` None: the first round, all samples)."""
@@ -409,13 +408,12 @@ class VLLMEngine(Engine):
             return []
         ids = {self._watch_id(w): w for w in watch}
         out = []
-        for j, t in enumerate(row.ids):
-            if t not in ids or j >= len(row.logprobs) or not row.logprobs[j]:
-                continue
-            offset = len(self.tokenizer.decode(row.ids[:j], skip_special_tokens=True))
+        for j, offset in watched_offsets(self.tokenizer, row.ids[:len(row.logprobs)], ids):
             if offset >= length:
                 break
             lp = row.logprobs[j]
+            if not lp:
+                continue
             out.append(TokenProbs(offset=offset, probs={w: math.exp(_logprob(lp.get(i))) for i, w in ids.items()}))
         return out
 

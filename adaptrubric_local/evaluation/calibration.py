@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from ..formats.base import json_problem
+from ..schema import json_problem
 from . import probability as P
 
 METHODS = ("temperature", "platt")

@@ -14,8 +14,8 @@ from typing import Optional
 
 from .._version import __version__
 from ..formats import load_trajectories
-from ..formats.base import json_problem
 from ..fusion import ABLATIONS
+from ..schema import json_lines
 from ..scoring import error_id, last_per_id, sidecar
 from ..types import Verdict
 from . import coverage as C
@@ -35,13 +35,7 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
     path = Path(path)
     out = []
     with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {n}: malformed JSON ({json_problem(exc)})") from None
+        for n, d in json_lines(fh, path):
             if not isinstance(d, dict) or "id" not in d or "status" not in d:
                 raise ValueError(f"{path}: line {n}: not a verdict line (needs 'id' and 'status')")
             v = Verdict.from_dict(d)
@@ -205,7 +199,7 @@ def run_review(verdicts_path: str | Path, out: str | Path, data: Optional[str | 
     return {"page": str(page), "n": len(shown), "of": len(verdicts), "order": info,
             "counts": outcome_counts(shown), "confusion": m["overall"]["confusion"],
             "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"],
-            "missing": m["overall"]["missing"], "coverage": m["coverage"], "notes": coverage_notes(m)}
+            "missing": m["overall"]["missing"], "coverage": m["coverage"]}
 
 
 # ----------------------------------------------------------------------------- tts

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 
+from ..schema import json_problem
 from ..types import Trajectory
 
 
@@ -78,13 +79,6 @@ class LoadResult:
         self.trajectories += other.trajectories
         self.errors += other.errors
         self.warnings += other.warnings
-
-
-def json_problem(exc: json.JSONDecodeError, line: bool = False) -> str:
-    """A JSON parse error as one phrase: 'Unterminated string starting at column 5' (json's messages
-    that end in "at" already point at the position), with the line too when `line`."""
-    where = f"line {exc.lineno}, column {exc.colno}" if line else f"column {exc.colno}"
-    return f"{exc.msg} {where}" if exc.msg.endswith(" at") else f"{exc.msg} at {where}"
 
 
 def iter_json_lines(path: Path, result: LoadResult) -> Iterator[tuple[str, Any]]:
