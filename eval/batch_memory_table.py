@@ -27,35 +27,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 MODELS = ("Qwen/Qwen3-VL-4B-Instruct", "Qwen/Qwen3-VL-8B-Instruct")
 GPUS_GB = (24, 48, 80, 141)
 PATHS = ("sdpa", "sdpa_padded_prefill", "flash_attention_2")
-RESERVE_GIB = 1.5
 NEW_TOKENS = 1024
-
-
-def weights_bytes(config) -> int:
-    """bf16 bytes of every parameter (tied embeddings once), counted on the meta device."""
-    import torch
-    from transformers import AutoModelForImageTextToText
-
-    with torch.device("meta"):
-        model = AutoModelForImageTextToText.from_config(config)
-    seen, n = set(), 0
-    for p in model.parameters():
-        if id(p) not in seen:
-            seen.add(id(p))
-            n += p.numel()
-    return 2 * n
 
 
 def table() -> list[dict]:
     from distill_plan_table import reference_shape
 
+    from adaptrubric_local.distill.plan import GPU_RESERVE, Setting, arch_of, weights_bytes
     from adaptrubric_local.engine import memory
     from adaptrubric_local.engine.architectures import ARCHITECTURES, qwen3vl_config
 
     rows = []
     for name in MODELS:
         config = qwen3vl_config(ARCHITECTURES[name])
-        sizes, weights = memory.Sizes.of(config), weights_bytes(config)
+        sizes, weights = memory.Sizes.of(config), weights_bytes(arch_of(config), Setting())  # bf16
         for budget in (None, 6144):
             shape = reference_shape(budget)
             tokens = shape.text + shape.visual
@@ -63,7 +48,7 @@ def table() -> list[dict]:
                 one = memory.estimate(sizes, memory.Group([tokens], [shape.visual], NEW_TOKENS), attn).total
                 fit = {}
                 for gb in GPUS_GB:
-                    free = gb * memory.GiB - weights - RESERVE_GIB * memory.GiB
+                    free = gb * memory.GiB - weights - GPU_RESERVE  # the CUDA context
                     fit[gb] = memory.rows_that_fit(sizes, tokens, shape.visual, NEW_TOKENS, attn, 2,
                                                    memory.free_budget(free))
                 rows.append({"model": name, "visual": "native" if budget is None else str(budget), "tokens": tokens,

@@ -2,7 +2,6 @@
 (an unknown key, a wrong type or a malformed line names the file, line and field), a later line and a
 later file winning per id, unsure lines that give no label, ids outside the data refused by name, and
 data folders that hold a labels file (skipped, never read as trajectories)."""
-import json
 
 import pytest
 
@@ -12,13 +11,8 @@ from adaptrubric_local.labels import LabelsError, apply_labels, merged_labels, r
 from conftest import canonical_record, write_jsonl
 
 
-def _lines(path, rows):
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
 def test_a_page_export_reads_into_the_schema(tmp_path):
-    f = _lines(tmp_path / "labels.jsonl", [
+    f = write_jsonl(tmp_path / "labels.jsonl", [
         {"id": "t1", "label": 1, "note": "<script>x</script>", "score": 0, "p_success": 0.31,
          "time": "2026-05-01T09:12:03.120Z", "data": "d.jsonl", "verdicts": "v.jsonl"},
         {"id": 7, "label": None, "note": None, "score": None, "p_success": None, "time": None, "data": None,
@@ -50,7 +44,7 @@ def test_a_page_export_reads_into_the_schema(tmp_path):
     ('{"id": "a", "status": "ok", "score": 1}', "line 2", "looks like a verdict file"),
 ])
 def test_a_bad_line_names_file_line_and_field(tmp_path, line, where, problem):
-    f = _lines(tmp_path / "l.jsonl", ['{"id": "ok", "label": 1}', line])
+    f = write_jsonl(tmp_path / "l.jsonl", ['{"id": "ok", "label": 1}', line])
     with pytest.raises(LabelsError) as e:
         read_labels(f)
     assert str(e.value).startswith(f"{f}: {where}") and problem in str(e.value)
@@ -58,7 +52,7 @@ def test_a_bad_line_names_file_line_and_field(tmp_path, line, where, problem):
 
 def test_an_empty_or_missing_file_is_an_error(tmp_path):
     with pytest.raises(LabelsError, match="no labels"):
-        read_labels(_lines(tmp_path / "e.jsonl", ["", " "]))
+        read_labels(write_jsonl(tmp_path / "e.jsonl", ["", " "]))
     with pytest.raises(LabelsError, match="cannot read"):
         read_labels(tmp_path / "nope.jsonl")
 
@@ -72,9 +66,9 @@ def data(tmp_path):
 
 def test_apply_fills_overrides_and_leaves_unsure_alone(data, tmp_path):
     loaded = load_trajectories(data)
-    a = _lines(tmp_path / "a.jsonl", [{"id": "t0", "label": 0}, {"id": "t1", "label": 0}, {"id": "t2", "label": 1},
+    a = write_jsonl(tmp_path / "a.jsonl", [{"id": "t0", "label": 0}, {"id": "t1", "label": 0}, {"id": "t2", "label": 1},
                                       {"id": "t3", "label": None}, {"id": "bad", "label": 1}])
-    b = _lines(tmp_path / "b.jsonl", [{"id": "t0", "label": 1}, {"id": "t2", "label": None}])
+    b = write_jsonl(tmp_path / "b.jsonl", [{"id": "t0", "label": 1}, {"id": "t2", "label": None}])
     applied = apply_labels(loaded, [a, b])
     labels = {t.id: t.label for t in loaded.trajectories}
     # t0: b's 1 wins over a's 0 (the data's 1 again); t1 confirmed; t2: a fills it, b's unsure keeps a's 1;
@@ -89,7 +83,8 @@ def test_apply_fills_overrides_and_leaves_unsure_alone(data, tmp_path):
 
 def test_an_id_outside_the_data_is_refused_by_name(data, tmp_path):
     loaded = load_trajectories(data)
-    f = _lines(tmp_path / "l.jsonl", [{"id": "t0", "label": 1}, {"id": "zz", "label": 1}, {"id": "yy", "label": 0}])
+    f = write_jsonl(tmp_path / "l.jsonl",
+                    [{"id": "t0", "label": 1}, {"id": "zz", "label": 1}, {"id": "yy", "label": 0}])
     with pytest.raises(LabelsError) as e:
         apply_labels(loaded, [f], data_name=str(data))
     assert str(e.value).startswith(f"{f}: line 2: id 'zz' is not in {data} (and 1 more: yy)")
@@ -99,7 +94,7 @@ def test_an_id_outside_the_data_is_refused_by_name(data, tmp_path):
 def test_a_data_folder_skips_a_labels_file_and_refuses_one_given_as_data(tmp_path):
     recs = [canonical_record(tmp_path, "t0", 2, label=1)]
     write_jsonl(tmp_path / "d.jsonl", recs)
-    lab = _lines(tmp_path / "labels.jsonl", [{"id": "t0", "label": 0, "note": None}])
+    lab = write_jsonl(tmp_path / "labels.jsonl", [{"id": "t0", "label": 0, "note": None}])
     loaded = load_trajectories(tmp_path)
     assert [t.id for t in loaded.trajectories] == ["t0"] and not loaded.errors
     assert any("labels.jsonl: this looks like a labels file" in w for w in loaded.warnings)
