@@ -95,6 +95,12 @@ class VLLMConfig:
             raise ValueError(f"adapter_mode must be auto, lora or merged, got {self.adapter_mode!r}")
         self.extra_args()  # fail now on bad JSON
 
+    @property
+    def image_limit(self) -> int:
+        """Screenshots per request vLLM reserves memory for: `limit_mm_per_prompt`, which the command line
+        and RewardModel set to --max-images; 10 (the pipeline's default) when nothing set it."""
+        return self.limit_mm_per_prompt or 10
+
     def extra_args(self) -> dict:
         """`vllm_engine_args` as a dict."""
         if not self.vllm_engine_args:
@@ -249,7 +255,7 @@ class VLLMEngine(Engine):
         return prompt, planned, sum(tokens), None
 
     def _too_long(self, planned: int, n_images: int) -> Optional[str]:
-        limit = self.config.limit_mm_per_prompt or 10
+        limit = self.config.image_limit
         if n_images > limit:
             return (f"{n_images} screenshots, more than limit_mm_per_prompt ({limit}) allows: raise "
                     "--limit-mm-per-prompt or lower --max-images")
@@ -480,7 +486,7 @@ def _make_llm(cfg: VLLMEngineConfig, weights: str, lora_rank: Optional[int] = No
     dtype = DTYPES.get(cfg.dtype) or ("bfloat16" if cuda else "float32")
     kw = dict(model=weights, tokenizer=weights, dtype=dtype, gpu_memory_utilization=cfg.gpu_memory_utilization,
               max_num_seqs=cfg.max_num_seqs, enforce_eager=cfg.enforce_eager,
-              limit_mm_per_prompt={"image": cfg.limit_mm_per_prompt or 10, "video": 0},
+              limit_mm_per_prompt={"image": cfg.image_limit, "video": 0},
               enable_prefix_caching=cfg.enable_prefix_caching, tensor_parallel_size=cfg.tensor_parallel_size,
               seed=cfg.sampling_seed, trust_remote_code=False)
     if cfg.max_model_len:
