@@ -8,6 +8,7 @@ goes through `scoring.score_file`. Knows nothing about argument parsing.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 from pathlib import Path
 from typing import Optional
@@ -46,14 +47,44 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
     return last_per_id(out)
 
 
+def outside_image_roots(loaded, data: Optional[str | Path] = None) -> None:
+    """Raise ValueError with the fix when most records of `loaded` did not load because their screenshots
+    lie outside the data folder (a `labels merge` copy read without --image-root): evaluated without
+    them, the figures would be over the few that loaded. The folders to pass are those the copy's
+    merge.json records, when there is one."""
+    from ..formats.base import OUTSIDE_ROOTS
+
+    outside = [e for e in loaded.errors if OUTSIDE_ROOTS in str(e)]
+    total = len(loaded.errors) + len(loaded.trajectories)
+    if not outside or 2 * len(outside) < total:
+        return
+    roots = []
+    if data is not None:
+        merge = (Path(data) if Path(data).is_dir() else Path(data).parent) / "merge.json"
+        try:
+            roots = json.loads(merge.read_text()).get("image_roots") or []
+        except (OSError, ValueError, AttributeError):
+            roots = []
+    fix = (" ".join(f"--image-root {r}" for r in roots) + f" (the folders {merge} records)" if roots
+           else "--image-root DIR, DIR being the folder that holds them (for a `labels merge` copy: the original "
+                "data folder)")
+    raise ValueError(f"{len(outside)} of the {total} records of {data or 'the data set'} name screenshots outside its "
+                     f"folder, so they did not load and the data gives them no label (the first: "
+                     f"{str(outside[0]).split(': image path')[0]}). "
+                     f"Pass {fix}")
+
+
 def covered_verdicts(verdicts_path: str | Path, data: Optional[str | Path], loaded, subset: str = "data",
                      allow_extra: bool = False) -> tuple[list[Verdict], C.Coverage]:
-    """The verdicts `eval`, `tts` and `review` work over, and how they cover the data set: every
-    trajectory of `loaded` (the data set, its labels as they are now), those without a verdict as
-    `missing` (`coverage.py`); without a data set, the verdict file's own lines and labels."""
+    """The verdicts `eval`, `tts`, `review` and `calibrate` work over, and how they cover the data set:
+    every trajectory of `loaded` (the data set, its labels as they are now), those without a verdict as
+    `missing`, those whose records did not load unlabelled (`coverage.py`); without a data set, the
+    verdict file's own lines and labels. Stops when most records did not load for want of an
+    --image-root (`outside_image_roots`)."""
     verdicts = load_verdicts(verdicts_path)
     if loaded is None:
         return C.align(verdicts, None, subset)
+    outside_image_roots(loaded, data)
     return C.align(verdicts, loaded.trajectories, subset, allow_extra, unreadable=[error_id(e) for e in loaded.errors],
                    data=str(data) if data else None, verdicts_name=str(verdicts_path))
 
