@@ -123,6 +123,17 @@ def test_review_with_labels_shows_the_labels(case, tmp_path):
     idx = json.loads(text[text.index("=") + 1:].rstrip().rstrip(";"))
     col = idx["columns"].index("label")
     assert {r[0]: r[col] for r in idx["rows"]} == {f"t{i}": _truth(i) for i in range(N)}
+    # the reviewer's labels on the cards (review.js puts them on as an import would): the files' last word
+    want = {**{f"t{i}": (_truth(i), None) for i in range(10)}, **{f"t{i}": (_truth(i), "second reviewer")
+                                                                 for i in range(10, 16)},
+            "t39": (None, "unsure: keeps the data's label")}
+    marks = idx["meta"]["labels"]["marks"]
+    assert {i: (m["label"], m["note"]) for i, m in marks.items()} == want
+    assert idx["meta"]["labels"]["files"] == ["a.jsonl", "b.jsonl"]
+    assert main(["eval", "--data", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
+                 str(tmp_path / "e"), "--quiet"]) == 0  # eval's page too
+    text = (tmp_path / "e" / "review_files" / "index.js").read_text()
+    assert json.loads(text[text.index("=") + 1:].rstrip().rstrip(";"))["meta"]["labels"]["marks"] == marks
 
 
 def test_labels_merge_writes_the_labelled_copy_with_the_screenshots_where_they_are(case, tmp_path, capsys):

@@ -16,6 +16,7 @@ from typing import Optional
 from .._version import __version__
 from ..formats import load_trajectories
 from ..fusion import ABLATIONS
+from ..labels import reviewed
 from ..schema import json_lines
 from ..scoring import error_id, last_per_id, sidecar
 from ..types import Verdict
@@ -160,7 +161,7 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
     out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
     m["efficiency"] = M.efficiency(C.covered(verdicts), _summary(Path(verdicts_path)))
     if review:
-        write_review_page(out, verdicts, loaded, m, title, progress)
+        write_review_page(out, verdicts, loaded, m, title, progress, reviewed=reviewed(labels))
         m["review"] = "review.html"
     _dump(out / "metrics.json", m)
     _dump(out / "run.json", m["run"])
@@ -173,10 +174,26 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
 
 
 # ----------------------------------------------------------------------------- review
+def page_labels(reviewed: dict, ids: list[str], files: list[dict], created: Optional[str]) -> Optional[dict]:
+    """What the page shows of the labels files (`labels.reviewed`) on its cards, as if the reviewer had
+    imported them when the page was written: each card's label (1/0/null), note, the verdict's score and
+    p_success when labelled, and the time; `token` names this writing of the page, so a reload keeps what
+    the reviewer changes on it since."""
+    on_page = {i: reviewed[i] for i in ids if i in reviewed}
+    if not files:
+        return None
+    token = hashlib.sha256(json.dumps([[f["sha256"] for f in files], created, sorted(on_page)]).encode()).hexdigest()
+    return {"token": token[:16], "files": [Path(f["path"]).name for f in files],
+            "marks": {i: {k: getattr(r, k) for k in ("label", "note", "score", "p_success", "time")}
+                      for i, r in on_page.items()}}
+
+
 def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title: str, progress: bool = False,
-                      extra: Optional[dict] = None, order: Optional[dict] = None) -> Path:
+                      extra: Optional[dict] = None, order: Optional[dict] = None,
+                      reviewed: Optional[dict] = None) -> Path:
     """review.html for labelled verdicts whose metrics are `m` (cards from `loaded`'s trajectories, in
-    the order of `verdicts`; `extra` and `order` from `ordered`)."""
+    the order of `verdicts`; `extra` and `order` from `ordered`; `reviewed`: the labels files' lines,
+    `labels.reviewed`, shown on the cards as the reviewer's labels)."""
     from .review import build_cards
     from .review_page import write_review
 
@@ -191,16 +208,22 @@ def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title
     meta["confusion"] = m.get("overall", {}).get("confusion")
     if order:
         meta["order"] = order
+    files = (run.get("labels") or {}).get("files") or []
+    shown = page_labels(reviewed or {}, [c["id"] for c in cards], files, run.get("created"))
+    if shown:
+        meta["labels"] = shown
     return write_review(out, cards, meta, notes, progress)
 
 
-def ordered(verdicts: list[Verdict], cfg) -> tuple[list[Verdict], dict, dict]:
+def ordered(verdicts: list[Verdict], cfg, reviewed: Optional[dict] = None) -> tuple[list[Verdict], dict, dict]:
     """The cards' verdicts in the labelling order of `cfg` (a ReviewOrderConfig), the fields each card
-    gets (rank, why, the compared verdict) and what the page says about the order."""
+    gets (rank, why, the compared verdict) and what the page says about the order. `reviewed`: the
+    labels files' lines (`labels.reviewed`), whose ids go after the others."""
     from .review_order import arrange
 
     compare = {str(v.id): v for v in load_verdicts(cfg.compare)} if cfg.compare else None
-    rows = arrange(verdicts, cfg.order, compare, cfg.seed, cfg.budget)
+    rows = arrange(verdicts, cfg.order, compare, cfg.seed, cfg.budget,
+                   reviewed={i: r.label for i, r in (reviewed or {}).items()})
     extra = {}
     for k, (v, why) in enumerate(rows, start=1):
         extra[str(v.id)] = {"rank": k, "rank_reason": why}
@@ -220,13 +243,15 @@ def run_review(verdicts_path: str | Path, out: str | Path, data: Optional[str | 
     """The review page alone (`adaptrubric review`); returns the counts it shows (`counts`: its cards per
     outcome, the page's own chips; `n` cards of the `of` verdicts evaluated, fewer with a budget) beside
     the headline's confusion (over all `of`) and the coverage. `order`: a ReviewOrderConfig whose order
-    (and budget) the cards follow."""
+    (and budget) the cards follow, after what the labels files of `labels` have decided; those files'
+    labels and notes are on the page's cards."""
     from .review import outcome_counts
 
     out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
-    shown, extra, info = (ordered(verdicts, order) if order is not None and order.order
+    said = reviewed(labels)
+    shown, extra, info = (ordered(verdicts, order, said) if order is not None and order.order
                           else (verdicts, None, None))
-    page = write_review_page(out, shown, loaded, m, title, progress, extra, info)
+    page = write_review_page(out, shown, loaded, m, title, progress, extra, info, reviewed=said)
     return {"page": str(page), "n": len(shown), "of": len(verdicts), "order": info,
             "counts": outcome_counts(shown), "confusion": m["overall"]["confusion"],
             "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"],
