@@ -220,9 +220,11 @@ def test_a_labelled_copy_read_without_image_root_stops_with_the_fix_never_the_ol
     assert main(["labels", "merge", str(data), *_labels_args(files), "--out", str(out)]) == 0
     capsys.readouterr()
     for cmd in (["eval", "--out", str(tmp_path / "e3"), "--quiet", "--no-review"],
+                ["eval", "--out", str(tmp_path / "e4"), "--model", str(tmp_path / "no-model")],  # before any model
                 ["tts", "--out", str(tmp_path / "t3")], ["calibrate", "--out", str(tmp_path / "c3.json")],
                 ["review", "--out", str(tmp_path / "r3"), "--quiet"]):
-        assert main([*cmd, "--data", str(out), "--verdicts", str(stale)]) == 2, cmd[0]
+        given = [] if "--model" in cmd else ["--verdicts", str(stale)]
+        assert main([*cmd, "--data", str(out), *given]) == 2, cmd[0]
         err = capsys.readouterr().err
         assert f"40 of the 40 records of {out} name screenshots outside its folder" in err, cmd[0]
         assert f"Pass --image-root {root.resolve()} (the folders {out / 'merge.json'} records)" in err, cmd[0]

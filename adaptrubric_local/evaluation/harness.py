@@ -55,6 +55,8 @@ def outside_image_roots(loaded, data: Optional[str | Path] = None) -> None:
     merge.json records, when there is one."""
     from ..formats.base import OUTSIDE_ROOTS
 
+    if loaded is None:
+        return
     outside = [e for e in loaded.errors if OUTSIDE_ROOTS in str(e)]
     total = len(loaded.errors) + len(loaded.trajectories)
     if not outside or 2 * len(outside) < total:
