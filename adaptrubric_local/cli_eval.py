@@ -38,13 +38,14 @@ def _score_first(args, out: Path) -> Path:
 
 
 def cmd_eval(args) -> int:
-    from .evaluation.harness import run_eval
+    from .evaluation.harness import outside_image_roots, run_eval
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if bool(args.verdicts) == bool(args.model):
         raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
     loaded, labels = load_labelled(args)  # before scoring: a bad labels file stops the command early
+    outside_image_roots(loaded, args.data)  # and so does a labelled copy read without --image-root
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
     m = run_eval(vpath, out, args.data, loaded, review=args.review, progress=not args.quiet, labels=labels,
                  subset=args.subset, allow_extra=args.allow_extra)

@@ -16,7 +16,10 @@ name an id twice: the later line wins (appending a correction works, as in verdi
 distill collect, labels merge): files in order, a later file wins per id; a 0/1 label overrides or
 fills the data's label; an unsure line gives no label and leaves the trajectory's label as it was;
 an id that is not in the data is an error naming it. It changes the loaded trajectories' labels
-in place and returns what it did, with each file's sha256, for run records.
+in place and returns what it did, with each file's sha256, for run records. `reviewed` reads back
+the lines of the files such a record names (label, note, time): what a person decided, which the
+labelling orders put last and the review page shows on its cards, unlike the labels that come with
+the data.
 
 Knows nothing about formats, verdicts or commands: it takes any object with `trajectories` (and
 `errors` whose `record_id` names bad records).
@@ -189,14 +192,34 @@ class AppliedLabels:
         return text
 
 
-def merged_labels(files: list[LabelsFile]) -> dict[str, Optional[int]]:
-    """id -> label over files in order: a later file's 0/1 wins; unsure never replaces a 0/1."""
-    out: dict[str, Optional[int]] = {}
+def merged_records(files: list[LabelsFile]) -> dict[str, LabelRecord]:
+    """id -> the line that has the last word over files in order: a later file's 0/1 wins; unsure never
+    replaces a 0/1."""
+    out: dict[str, LabelRecord] = {}
     for f in files:
         for i, r in f.records.items():
             if r.label is not None or i not in out:
-                out[i] = r.label
+                out[i] = r
     return out
+
+
+def merged_labels(files: list[LabelsFile]) -> dict[str, Optional[int]]:
+    """id -> label over files in order (`merged_records`)."""
+    return {i: r.label for i, r in merged_records(files).items()}
+
+
+def reviewed(record: Optional[dict]) -> dict[str, LabelRecord]:
+    """The lines (label, note, time) of the labels files an `AppliedLabels.record()` names, merged as
+    `apply_labels` merged them: what a person decided, as opposed to the labels that come with the data.
+    A file that changed since it was applied is a LabelsError."""
+    files = []
+    for f in (record or {}).get("files", []):
+        got = read_labels(f["path"])
+        if got.sha256 != f["sha256"]:
+            raise LabelsError(f"{f['path']}: changed while the command ran (sha256 {f['sha256'][:12]}... when "
+                              f"applied, {got.sha256[:12]}... now); run it again")
+        files.append(got)
+    return merged_records(files)
 
 
 def apply_labels(loaded: Any, paths: Iterable[str | Path], data_name: str = "the data") -> AppliedLabels:

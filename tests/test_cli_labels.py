@@ -123,6 +123,17 @@ def test_review_with_labels_shows_the_labels(case, tmp_path):
     idx = json.loads(text[text.index("=") + 1:].rstrip().rstrip(";"))
     col = idx["columns"].index("label")
     assert {r[0]: r[col] for r in idx["rows"]} == {f"t{i}": _truth(i) for i in range(N)}
+    # the reviewer's labels on the cards (review.js puts them on as an import would): the files' last word
+    want = {**{f"t{i}": (_truth(i), None) for i in range(10)}, **{f"t{i}": (_truth(i), "second reviewer")
+                                                                 for i in range(10, 16)},
+            "t39": (None, "unsure: keeps the data's label")}
+    marks = idx["meta"]["labels"]["marks"]
+    assert {i: (m["label"], m["note"]) for i, m in marks.items()} == want
+    assert idx["meta"]["labels"]["files"] == ["a.jsonl", "b.jsonl"]
+    assert main(["eval", "--data", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
+                 str(tmp_path / "e"), "--quiet"]) == 0  # eval's page too
+    text = (tmp_path / "e" / "review_files" / "index.js").read_text()
+    assert json.loads(text[text.index("=") + 1:].rstrip().rstrip(";"))["meta"]["labels"]["marks"] == marks
 
 
 def test_labels_merge_writes_the_labelled_copy_with_the_screenshots_where_they_are(case, tmp_path, capsys):
@@ -145,10 +156,6 @@ def test_labels_merge_writes_the_labelled_copy_with_the_screenshots_where_they_a
                  "--quiet", "--no-review"]) == 0
     m1, m2 = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("e1", "e2"))
     _same(m1, m2, ("overall", "per_platform", "probability"))
-    capsys.readouterr()
-    assert main(["eval", "--data", str(out), "--verdicts", str(vfile), "--out", str(tmp_path / "e3"), "--quiet",
-                 "--no-review"]) == 0  # without --image-root the copy's records cannot load: said loudly
-    assert f"warning: 40 of 40 record(s) of {out} did not load" in capsys.readouterr().err
     assert main(["labels", "merge", str(written), "--labels", str(files[0]), "--out", str(written.parent)]) == 2
     assert "holds the data set's own files" in capsys.readouterr().err
     assert not (written.parent / "trajectories.jsonl").exists()
@@ -194,3 +201,77 @@ def test_labels_that_fill_the_data_and_verdicts_that_cover_part_of_it(tmp_path, 
                  str(tmp_path / "t"), "--quiet"]) == 0
     res = json.loads((tmp_path / "t" / "tts.json").read_text())
     assert res["classification"]["n"] == 5 and res["coverage"]["missing_labelled"] == 3
+
+
+def _stale_verdicts(root: Path, vfile: Path, data: Path) -> Path:
+    """The verdict lines as `score` wrote them over `data`: each with the label the data had then."""
+    then = {t.id: t.label for t in load_trajectories(data).trajectories}
+    rows = [dict(json.loads(x), label=then[json.loads(x)["id"]]) for x in vfile.read_text().splitlines()]
+    return write_jsonl(root / "stale_verdicts.jsonl", rows)
+
+
+def test_a_labelled_copy_read_without_image_root_stops_with_the_fix_never_the_old_labels(case, tmp_path, capsys):
+    """The issue's case: `labels merge` writes a labelled copy; eval/tts/calibrate/review on it without
+    --image-root stop and name the flag with the folder merge.json records (before, 40 of 40 records did not
+    load and the figures came from the labels stored in the verdict lines); with it, the new labels."""
+    root, data, written, files, vfile = case
+    stale = _stale_verdicts(tmp_path, vfile, data)
+    out = tmp_path / "merged"
+    assert main(["labels", "merge", str(data), *_labels_args(files), "--out", str(out)]) == 0
+    capsys.readouterr()
+    for cmd in (["eval", "--out", str(tmp_path / "e3"), "--quiet", "--no-review"],
+                ["eval", "--out", str(tmp_path / "e4"), "--model", str(tmp_path / "no-model")],  # before any model
+                ["tts", "--out", str(tmp_path / "t3")], ["calibrate", "--out", str(tmp_path / "c3.json")],
+                ["review", "--out", str(tmp_path / "r3"), "--quiet"]):
+        given = [] if "--model" in cmd else ["--verdicts", str(stale)]
+        assert main([*cmd, "--data", str(out), *given]) == 2, cmd[0]
+        err = capsys.readouterr().err
+        assert f"40 of the 40 records of {out} name screenshots outside its folder" in err, cmd[0]
+        assert f"Pass --image-root {root.resolve()} (the folders {out / 'merge.json'} records)" in err, cmd[0]
+    assert not (tmp_path / "e3" / "metrics.json").exists()
+    assert main(["eval", "--data", str(out), "--image-root", str(root), "--verdicts", str(stale), "--out",
+                 str(tmp_path / "e1"), "--quiet", "--no-review"]) == 0
+    assert main(["eval", "--data", str(written), "--verdicts", str(vfile), "--out", str(tmp_path / "e2"),
+                 "--quiet", "--no-review"]) == 0
+    m1, m2 = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("e1", "e2"))
+    _same(m1, m2, ("overall", "per_platform", "probability"))
+    assert main(["eval", "--data", str(data), "--verdicts", str(stale), "--out", str(tmp_path / "e0"),
+                 "--quiet", "--no-review"]) == 0
+    m0 = json.loads((tmp_path / "e0" / "metrics.json").read_text())  # the old labels give other figures
+    assert m0["overall"]["acc"] != m2["overall"]["acc"]
+
+
+def test_records_that_did_not_load_are_left_out_of_the_figures_and_named(case, tmp_path, capsys):
+    """3 of 40 records name a screenshot outside the data folder: the other 37 give the figures they give
+    alone, the 3 are named, and the labels their verdict lines carry are not used."""
+    root, data, written, files, vfile = case
+    stale = _stale_verdicts(tmp_path, vfile, written)
+    lines = written.read_text().splitlines()
+    bad = {"t3", "t8", "t20"}
+    mixed, alone = [], []
+    for x in lines:
+        r = json.loads(x)
+        if r["id"] in bad:
+            r["steps"][0]["screenshot"] = "../../elsewhere/shot.png"
+        else:
+            alone.append(r)
+        mixed.append(r)
+    mixed_file = write_jsonl(root / "mixed.jsonl", mixed)
+    alone_file = write_jsonl(root / "alone.jsonl", alone)
+    try:
+        capsys.readouterr()
+        assert main(["eval", "--data", str(mixed_file), "--verdicts", str(stale), "--out", str(tmp_path / "e1"),
+                     "--quiet", "--no-review"]) == 0
+        err = capsys.readouterr().err
+        assert f"WARNING: 3 record(s) of {mixed_file} did not load (first: t3, t8, t20)" in err
+        assert "the 3 verdict(s)" in err and "are left out of the figures" in err
+        assert main(["eval", "--data", str(alone_file), "--verdicts", str(stale), "--out", str(tmp_path / "e2"),
+                     "--quiet", "--no-review", "--allow-extra"]) == 0
+        m1, m2 = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("e1", "e2"))
+        _same(m1, m2, ("overall", "per_platform", "probability"))
+        assert m1["overall"]["n"] == 37 and m1["coverage"]["not_loaded"] == ["t3", "t8", "t20"]
+        report = (tmp_path / "e1" / "report.md").read_text()
+        assert "Percentages over all 37 labelled trajectories" in report and "3 record(s) of" in report
+    finally:
+        for f in (mixed_file, alone_file):
+            f.unlink()

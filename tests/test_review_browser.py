@@ -24,7 +24,7 @@ from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, load_traj
 from adaptrubric_local.cli import main
 from adaptrubric_local.scoring import score_file
 
-from conftest import make_png
+from conftest import make_png, write_jsonl
 
 REQUIRED = os.environ.get("ADAPTRUBRIC_REQUIRE_BROWSER") == "1"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -538,3 +538,48 @@ def test_the_pages_import_refuses_what_the_packages_reader_refuses(browser, run,
         page_ok = p.tab.evaluate("line => typeof ReviewLabels.parseLine(line, 1) !== 'string'", line)
         assert page_ok == python_ok == (line in good), line
     p.close()
+
+
+def test_a_page_written_with_labels_shows_them_and_their_notes(browser, run, tmp_path):
+    """`review --labels labels.jsonl`: the labels file's labels and notes are on the cards they label (as if
+    imported when the page was written), counted in the bar and exported with the reviewer's; a change on
+    the page survives a reload (the file's labels are put on once per writing of the page)."""
+    from adaptrubric_local.labels import read_labels
+
+    page, metrics, data = run
+    vfile = page.parent.parent / "verdicts.jsonl"
+    ids = [json.loads(x)["id"] for x in vfile.read_text().splitlines()][:4]
+    lab = write_jsonl(tmp_path / "labels.jsonl", [
+        {"id": ids[0], "label": 1, "note": "toggle is on"}, {"id": ids[1], "label": 0, "note": XSS},
+        {"id": ids[2], "label": None, "note": "cannot tell"}])
+    out = tmp_path / "with-labels"
+    assert main(["review", "--data", str(data), "--verdicts", str(vfile), "--labels", str(lab), "--out", str(out),
+                 "--quiet"]) == 0
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
+    p = Page(ctx, out / "review.html")
+    want = {ids[0]: "1", ids[1]: "0", ids[2]: "u"}
+    p.tab.select_option("#labelled", "labelled")
+    p.ready()
+    assert {i: m for i, m in _labels_on_page(p).items() if m} == want
+    notes = p.tab.evaluate("Object.fromEntries(Array.from(document.querySelectorAll('.card')).map(c => "
+                           "[c.dataset.id, c.querySelector('textarea.note').value]))")
+    assert notes == {ids[0]: "toggle is on", ids[1]: XSS, ids[2]: "cannot tell"}
+    assert p.tab.evaluate("window.__pwned") is None
+    lines = p.tab.locator(".card .my-label").all_text_contents()
+    assert sorted(x.split(" · ")[0] for x in lines) == ["my label: failure", "my label: success",
+                                                      "my label: unsure (no label)"]
+    assert p.tab.text_content("#label-counts").startswith(f"labelled 3 of {metrics['overall']['n']} (1 unsure)")
+    assert "3 label(s) from labels.jsonl" in p.tab.text_content("#label-message")
+    card = p.tab.locator(f'.card[data-id="{ids[0]}"]')
+    card.locator('.labeller button[data-mark="0"]').click()  # the reviewer changes their mind
+    p.tab.reload()
+    p.ready()
+    assert _labels_on_page(p)[ids[0]] == "0"  # kept: the file's label is not put back on a reload
+    with p.tab.expect_download() as dl:
+        p.tab.click("#export")
+    saved = tmp_path / "export.jsonl"
+    dl.value.save_as(saved)
+    got = {i: (r.label, r.note) for i, r in read_labels(saved).records.items()}
+    assert got == {ids[0]: (0, "toggle is on"), ids[1]: (0, XSS), ids[2]: (None, "cannot tell")}
+    p.close()
+    ctx.close()

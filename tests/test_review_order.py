@@ -25,13 +25,17 @@ def _ids(rows):
     return [v.id for v, _ in rows]
 
 
-def test_uncertain_nearest_half_first_calibrated_when_present_labelled_last():
+def test_uncertain_nearest_half_first_calibrated_when_present_what_the_labels_files_decided_last():
     vs = [_v(0, p=0.9), _v(1, p=0.45), _v(2, p=None), _v(3, p=0.99, cal=0.52), _v(4, p=0.5, label=1),
           _v(5, score=0, p=0.2), _v(6, status="unparsed", p=0.49)]
-    rows = arrange(vs, "uncertain")
-    assert _ids(rows) == ["t6", "t3", "t1", "t5", "t0", "t2", "t4"]  # t3 by its calibrated 0.52, not 0.99
-    assert rows[1][1] == "|p - 0.5| = 0.020" and rows[5][1] == "no probability"
-    assert _ids(arrange(vs, "uncertain", budget=2)) == ["t6", "t3"]
+    rows = arrange(vs, "uncertain")  # t4's label is the data's: no person's decision, it does not move the card
+    assert _ids(rows) == ["t4", "t6", "t3", "t1", "t5", "t0", "t2"]  # t3 by its calibrated 0.52, not 0.99
+    assert rows[2][1] == "|p - 0.5| = 0.020" and rows[6][1] == "no probability"
+    rows = arrange(vs, "uncertain", reviewed={"t4": 1, "t1": None})  # a labels file: t4 labelled, t1 unsure
+    assert _ids(rows) == ["t6", "t3", "t5", "t0", "t2", "t1", "t4"]
+    assert rows[5][1] == "|p - 0.5| = 0.050; marked unsure in the labels files"
+    assert rows[6][1] == "|p - 0.5| = 0.000; labelled in the labels files"
+    assert _ids(arrange(vs, "uncertain", budget=2, reviewed={"t4": 0})) == ["t6", "t3"]
 
 
 def test_fp_first_is_the_pages_sort():
@@ -46,7 +50,7 @@ def test_disagree_different_scores_first_then_one_sided_then_agreeing():
     a = [_v(0, 1, 0.9), _v(1, 1, 0.6), _v(2, 0, 0.3), _v(3, 1, 0.8), _v(4, status="unparsed"), _v(5, 1, 0.7, label=0)]
     b = {"t0": _v(0, 0, 0.1), "t1": _v(1, 0, 0.4), "t2": _v(2, 0, 0.05), "t3": _v(3, status="unparsed"),
          "t4": _v(4, 1, 0.9), "t5": _v(5, 0, 0.1)}
-    rows = arrange(a, "disagree", compare=b)
+    rows = arrange(a, "disagree", compare=b, reviewed={"t5": 0})  # t5 labelled in a labels file: last
     assert _ids(rows) == ["t0", "t1", "t3", "t4", "t2", "t5"]
     assert rows[0][1] == "SCORE 1 vs 0, |pA - pB| = 0.800" and rows[2][1] == "SCORE 1 vs unparsed"
     rows = arrange(a[:1] + [_v(9, 1, 0.5)], "disagree", compare=b)
@@ -55,11 +59,14 @@ def test_disagree_different_scores_first_then_one_sided_then_agreeing():
         arrange(a, "disagree")
 
 
-def test_random_is_seeded_and_puts_labelled_last():
-    vs = [_v(i, p=0.5, label=1 if i < 3 else None) for i in range(20)]
-    first = _ids(arrange(vs, "random", seed=1))
-    assert first == _ids(arrange(vs, "random", seed=1)) and first != _ids(arrange(vs, "random", seed=2))
-    assert set(first[-3:]) == {"t0", "t1", "t2"} and sorted(first) == sorted(v.id for v in vs)
+def test_random_is_seeded_and_puts_what_the_labels_files_label_last():
+    vs = [_v(i, p=0.5, label=1) for i in range(20)]
+    done = {"t0": 1, "t1": 0, "t2": None}
+    first = _ids(arrange(vs, "random", seed=1, reviewed=done))
+    assert first == _ids(arrange(vs, "random", seed=1, reviewed=done))
+    assert first != _ids(arrange(vs, "random", seed=2, reviewed=done))
+    assert set(first[-2:]) == {"t0", "t1"} and first[-3] == "t2" and sorted(first) == sorted(v.id for v in vs)
+    assert set(_ids(arrange(vs, "random", seed=1))[-3:]) != {"t0", "t1", "t2"}  # the data's labels: no order
 
 
 def test_the_config_says_what_is_missing():
@@ -90,8 +97,12 @@ def test_review_writes_the_budgeted_order_with_reasons_and_the_compared_verdict(
     assert main(["review", "--data", str(data), "--verdicts", str(va), "--out", str(out), "--order", "uncertain",
                  "--budget", "3", "--compare", str(vb), "--quiet"]) == 0
     assert "cards in uncertain order against" in capsys.readouterr().out
+    assert [r[0] for r in _index(out)["rows"]] == ["t0", "t2", "t5"]  # t0's label is the data's: it does not count
+    done = write_jsonl(tmp_path / "labels.jsonl", [{"id": "t0", "label": 1, "note": "seen"}])
+    assert main(["review", "--data", str(data), "--verdicts", str(va), "--out", str(out), "--order", "uncertain",
+                 "--budget", "3", "--compare", str(vb), "--labels", str(done), "--quiet"]) == 0
     idx = _index(out)
-    assert [r[0] for r in idx["rows"]] == ["t2", "t5", "t4"]  # t0 (0.50) is labelled already: after the rest
+    assert [r[0] for r in idx["rows"]] == ["t2", "t5", "t4"]  # t0 (0.50) is labelled in the file: after the rest
     assert idx["meta"]["order"] == {"order": "uncertain", "budget": 3, "of": 6, "shown": 3, "compare": str(vb),
                                     "seed": None}
     cards = json.loads((out / "review_files" / "cards" / "00000.js").read_text().split(", ", 1)[1].rsplit(");", 1)[0])
@@ -136,3 +147,64 @@ def test_label_order_script_in_its_ci_size(capsys):
     assert errors["fp-first"] == 50  # it sorts by outcome: every card is a mistake when there are 50
     assert errors["uncertain"] > 1.5 * errors["random"]  # near p = 0.5 the synthetic verifier is wrong half the time
     assert all(len(v) == 3 for v in res["calibration"].values())
+
+
+def _androidgen_labelled(root: Path, n: int) -> Path:
+    """AndroidGen-shaped data (a folder per trace, record.jsonl per folder) whose labels come with it
+    (root/labels.jsonl: trace_id, label), every trajectory labelled, as the real AndroidGen set is."""
+    from conftest import make_png
+
+    for k in range(n):
+        tid = str(1720000000 + k)
+        rows = []
+        for i in range(3):
+            make_png(root / tid / "screenshots" / f"{i}.png", seed=k * 10 + i)
+            op = {"operation": "exit", "kwargs": {"message": "done"}} if i == 2 else \
+                {"operation": "do", "action": "Click", "kwargs": {"element_id": "1"}}
+            rows.append({"instruction": f"Open app {k}.", "index": i, "trace_id": int(tid),
+                         "image": f"{tid}/screenshots/{i}.png", "parsed_action": op})
+        write_jsonl(root / tid / "record.jsonl", rows)
+    write_jsonl(root / "labels.jsonl", [{"trace_id": 1720000000 + k, "label": int(k % 3 != 0)} for k in range(n)])
+    return root
+
+
+def test_two_labelling_batches_on_data_that_comes_labelled_share_no_id(tmp_path, capsys):
+    """The issue's case: on AndroidGen (labels in the data) the second `--order uncertain --budget 5` batch,
+    given the first batch's labels file, wrote the same 5 ids. The data's labels are no person's decision:
+    batch 2 is the next 5 by uncertainty, and its page carries the labels file's labels and notes."""
+    from adaptrubric_local.formats import load_trajectories
+
+    data = _androidgen_labelled(tmp_path / "androidgen", 12)
+    ids = [t.id for t in load_trajectories(data).trajectories]
+    assert len(ids) == 12 and all(t.label in (0, 1) for t in load_trajectories(data).trajectories)
+    ps = {i: round(0.5 + (-1) ** k * 0.03 * (k + 1), 3) for k, i in enumerate(ids)}  # nearest 0.5: file order
+    vfile = write_jsonl(tmp_path / "v.jsonl", [{"id": i, "status": "ok", "score": int(p >= 0.5), "p_success": p}
+                                               for i, p in ps.items()])
+    by_uncertainty = sorted(ids, key=lambda i: abs(ps[i] - 0.5))
+
+    def batch(out, *labels):
+        args = [x for f in labels for x in ("--labels", str(f))]
+        assert main(["review", "--data", str(data), "--verdicts", str(vfile), "--out", str(out), "--order",
+                     "uncertain", "--budget", "5", *args, "--quiet"]) == 0
+        return _index(out)
+
+    first = batch(tmp_path / "label-1")
+    one = [r[0] for r in first["rows"]]
+    assert one == by_uncertainty[:5] and "labels" not in first["meta"]
+    done = write_jsonl(tmp_path / "labels-1.jsonl", [{"id": i, "label": k % 2, "note": f"batch 1 card {k}"}
+                                                     for k, i in enumerate(one[:4])]
+                       + [{"id": one[4], "label": None, "note": "cannot tell"}])
+    second = batch(tmp_path / "label-2", done)
+    two = [r[0] for r in second["rows"]]
+    assert not set(one) & set(two) and two == by_uncertainty[5:10]
+    assert second["meta"]["labels"]["files"] == ["labels-1.jsonl"] and second["meta"]["labels"]["marks"] == {}
+    more = write_jsonl(tmp_path / "labels-2.jsonl", [{"id": i, "label": 1} for i in two])
+    third = [r[0] for r in batch(tmp_path / "label-3", done, more)["rows"]]
+    assert third == by_uncertainty[10:] + [one[4]] + by_uncertainty[:2]  # then unsure, then labelled, by p
+    # a page written with --labels over every card: the labels and notes on the cards they label
+    assert main(["review", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "all"),
+                 "--labels", str(done), "--quiet"]) == 0
+    marks = _index(tmp_path / "all")["meta"]["labels"]["marks"]
+    assert {i: (m["label"], m["note"]) for i, m in marks.items()} == \
+        {i: ([0, 1, 0, 1][k] if k < 4 else None, f"batch 1 card {k}" if k < 4 else "cannot tell")
+         for k, i in enumerate(one)}

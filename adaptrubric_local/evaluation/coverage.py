@@ -10,8 +10,10 @@ is classified. So, evaluated over a data set (`subset="data"`, the default):
   judged nothing and is left out with a note;
 - `subset="verdicts"` evaluates only the trajectories the verdicts cover, and says so.
 Label, platform and task_id come from the data (the source of truth; a step that changes the
-data's labels runs before this one). Without a data set the labels the verdicts carry are used,
-and `Coverage` says that. Knows nothing about files, metrics or argument parsing.
+data's labels runs before this one). A record of the data that did not load gives no label: its
+verdict stays (an error line counts as an error) but unlabelled, so it is left out of every figure
+and named, never evaluated with the label the verdict line was scored with. Without a data set the
+labels the verdicts carry are used, and `Coverage` says that. Knows nothing about files, metrics or argument parsing.
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ class Coverage:
     missing_labelled: int = 0  # of them, those with a label (what the headline counts)
     extra: list[str] = field(default_factory=list)  # verdict ids the data set does not hold
     stale_errors: list[str] = field(default_factory=list)  # error lines for ids the data set does not hold
+    not_loaded: list[str] = field(default_factory=list)  # records of the data set that did not load (no label)
+    not_loaded_verdicts: int = 0  # of them, those the verdict file has a line for (left out of the figures)
     evaluated: int = 0  # verdicts handed on (missing ones included)
 
     def to_dict(self) -> dict:
@@ -60,6 +64,12 @@ class Coverage:
                               f"(SCORE 0) in the headline ({self.missing_labelled} of them labelled). Score them "
                               "(score --resume into the same file), or pass --subset verdicts to evaluate the "
                               f"{self.covered} covered only"))
+        if self.not_loaded:
+            out.append((bool(self.not_loaded_verdicts),
+                        f"{len(self.not_loaded)} record(s) of {data} did not load (first: {first(self.not_loaded)}): "
+                        f"the data gives them no label, so the {self.not_loaded_verdicts} verdict(s) {verdicts} holds "
+                        "for them are left out of the figures (the labels stored in its lines are not used); mend the "
+                        "records, or pass --image-root DIR where their screenshots lie in another folder"))
         if self.extra:
             out.append((True, f"{len(self.extra)} verdict id(s) in {verdicts} are not in {data} (first: "
                               f"{first(self.extra)}): left out (--allow-extra)"))
@@ -91,15 +101,17 @@ def align(verdicts: list[Verdict], trajectories: Optional[list[Trajectory]], sub
           allow_extra: bool = False, unreadable: Iterable[str] = (), data: Optional[str] = None,
           verdicts_name: Optional[str] = None) -> tuple[list[Verdict], Coverage]:
     """(the verdicts to evaluate, how they cover the data). With `trajectories` None the verdicts are
-    kept as they are. `unreadable`: ids of data records that could not be loaded (their error verdicts
-    belong to the data). Raises ValueError on verdicts for ids the data lacks, unless `allow_extra`."""
+    kept as they are. `unreadable`: ids of data records that could not be loaded (their verdicts belong
+    to the data, unlabelled: `unlabelled`). Raises ValueError on verdicts for ids the data lacks, unless
+    `allow_extra`."""
     if subset not in SUBSETS:
         raise ValueError(f"subset must be one of {', '.join(SUBSETS)}, got {subset!r}")
     if trajectories is None:
         return verdicts, Coverage(labels="verdicts", subset=subset, verdicts=len(verdicts), covered=len(verdicts),
                                   evaluated=len(verdicts))
     by_id = {t.id: t for t in trajectories}
-    known = set(by_id) | {str(i) for i in unreadable}
+    bad = list(dict.fromkeys(str(i) for i in unreadable if str(i) not in by_id))
+    known = set(by_id) | set(bad)
     stale = [str(v.id) for v in verdicts if str(v.id) not in known and v.status == "error"]
     verdicts = [v for v in verdicts if str(v.id) in known or v.status != "error"]
     have = {str(v.id) for v in verdicts}
@@ -108,14 +120,15 @@ def align(verdicts: list[Verdict], trajectories: Optional[list[Trajectory]], sub
         raise ValueError(f"{verdicts_name or 'the verdict file'} holds verdicts for {len(extra)} id(s) that are not in "
                          f"{data or 'the data set'} (first: {first(extra)}): wrong --data or --verdicts? Pass "
                          "--allow-extra to leave them out and evaluate the data set's trajectories")
-    kept = [label_from(v, by_id.get(str(v.id))) for v in verdicts if str(v.id) in known]
+    kept = [label_from(v, by_id.get(str(v.id))) if str(v.id) in by_id else unlabelled(v)
+            for v in verdicts if str(v.id) in known]
     missing = [t for t in trajectories if t.id not in have]
     if subset == "data":
         kept += [missing_verdict(t) for t in missing]
     cov = Coverage(labels="data", subset=subset, trajectories=len(known), verdicts=len(have),
                    covered=len(have & known), missing=[t.id for t in missing],
                    missing_labelled=sum(t.label in (0, 1) for t in missing), extra=extra, stale_errors=stale,
-                   evaluated=len(kept))
+                   not_loaded=bad, not_loaded_verdicts=len(have & set(bad)), evaluated=len(kept))
     return kept, cov
 
 
@@ -124,6 +137,13 @@ def label_from(v: Verdict, t: Optional[Trajectory]) -> Verdict:
     grouped with the others that share its instruction); unchanged without a trajectory."""
     if t is not None:
         v.label, v.platform, v.task_id = t.label, t.platform, t.task_id or f"instruction: {t.instruction}"
+    return v
+
+
+def unlabelled(v: Verdict) -> Verdict:
+    """The verdict of a data record that did not load: the data gives it no label, and the label its line
+    was scored with is not used (it may be one a labels file has replaced since)."""
+    v.label = None
     return v
 
 

@@ -8,6 +8,7 @@ goes through `scoring.score_file`. Knows nothing about argument parsing.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 from pathlib import Path
 from typing import Optional
@@ -15,6 +16,7 @@ from typing import Optional
 from .._version import __version__
 from ..formats import load_trajectories
 from ..fusion import ABLATIONS
+from ..labels import reviewed
 from ..schema import json_lines
 from ..scoring import error_id, last_per_id, sidecar
 from ..types import Verdict
@@ -46,14 +48,46 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
     return last_per_id(out)
 
 
+def outside_image_roots(loaded, data: Optional[str | Path] = None) -> None:
+    """Raise ValueError with the fix when most records of `loaded` did not load because their screenshots
+    lie outside the data folder (a `labels merge` copy read without --image-root): evaluated without
+    them, the figures would be over the few that loaded. The folders to pass are those the copy's
+    merge.json records, when there is one."""
+    from ..formats.base import OUTSIDE_ROOTS
+
+    if loaded is None:
+        return
+    outside = [e for e in loaded.errors if OUTSIDE_ROOTS in str(e)]
+    total = len(loaded.errors) + len(loaded.trajectories)
+    if not outside or 2 * len(outside) < total:
+        return
+    roots = []
+    if data is not None:
+        merge = (Path(data) if Path(data).is_dir() else Path(data).parent) / "merge.json"
+        try:
+            roots = json.loads(merge.read_text()).get("image_roots") or []
+        except (OSError, ValueError, AttributeError):
+            roots = []
+    fix = (" ".join(f"--image-root {r}" for r in roots) + f" (the folders {merge} records)" if roots
+           else "--image-root DIR, DIR being the folder that holds them (for a `labels merge` copy: the original "
+                "data folder)")
+    raise ValueError(f"{len(outside)} of the {total} records of {data or 'the data set'} name screenshots outside its "
+                     f"folder, so they did not load and the data gives them no label (the first: "
+                     f"{str(outside[0]).split(': image path')[0]}). "
+                     f"Pass {fix}")
+
+
 def covered_verdicts(verdicts_path: str | Path, data: Optional[str | Path], loaded, subset: str = "data",
                      allow_extra: bool = False) -> tuple[list[Verdict], C.Coverage]:
-    """The verdicts `eval`, `tts` and `review` work over, and how they cover the data set: every
-    trajectory of `loaded` (the data set, its labels as they are now), those without a verdict as
-    `missing` (`coverage.py`); without a data set, the verdict file's own lines and labels."""
+    """The verdicts `eval`, `tts`, `review` and `calibrate` work over, and how they cover the data set:
+    every trajectory of `loaded` (the data set, its labels as they are now), those without a verdict as
+    `missing`, those whose records did not load unlabelled (`coverage.py`); without a data set, the
+    verdict file's own lines and labels. Stops when most records did not load for want of an
+    --image-root (`outside_image_roots`)."""
     verdicts = load_verdicts(verdicts_path)
     if loaded is None:
         return C.align(verdicts, None, subset)
+    outside_image_roots(loaded, data)
     return C.align(verdicts, loaded.trajectories, subset, allow_extra, unreadable=[error_id(e) for e in loaded.errors],
                    data=str(data) if data else None, verdicts_name=str(verdicts_path))
 
@@ -129,7 +163,7 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
     out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
     m["efficiency"] = M.efficiency(C.covered(verdicts), _summary(Path(verdicts_path)))
     if review:
-        write_review_page(out, verdicts, loaded, m, title, progress)
+        write_review_page(out, verdicts, loaded, m, title, progress, reviewed=reviewed(labels))
         m["review"] = "review.html"
     _dump(out / "metrics.json", m)
     _dump(out / "run.json", m["run"])
@@ -142,10 +176,26 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
 
 
 # ----------------------------------------------------------------------------- review
+def page_labels(reviewed: dict, ids: list[str], files: list[dict], created: Optional[str]) -> Optional[dict]:
+    """What the page shows of the labels files (`labels.reviewed`) on its cards, as if the reviewer had
+    imported them when the page was written: each card's label (1/0/null), note, the verdict's score and
+    p_success when labelled, and the time; `token` names this writing of the page, so a reload keeps what
+    the reviewer changes on it since."""
+    on_page = {i: reviewed[i] for i in ids if i in reviewed}
+    if not files:
+        return None
+    token = hashlib.sha256(json.dumps([[f["sha256"] for f in files], created, sorted(on_page)]).encode()).hexdigest()
+    return {"token": token[:16], "files": [Path(f["path"]).name for f in files],
+            "marks": {i: {k: getattr(r, k) for k in ("label", "note", "score", "p_success", "time")}
+                      for i, r in on_page.items()}}
+
+
 def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title: str, progress: bool = False,
-                      extra: Optional[dict] = None, order: Optional[dict] = None) -> Path:
+                      extra: Optional[dict] = None, order: Optional[dict] = None,
+                      reviewed: Optional[dict] = None) -> Path:
     """review.html for labelled verdicts whose metrics are `m` (cards from `loaded`'s trajectories, in
-    the order of `verdicts`; `extra` and `order` from `ordered`)."""
+    the order of `verdicts`; `extra` and `order` from `ordered`; `reviewed`: the labels files' lines,
+    `labels.reviewed`, shown on the cards as the reviewer's labels)."""
     from .review import build_cards
     from .review_page import write_review
 
@@ -160,16 +210,22 @@ def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title
     meta["confusion"] = m.get("overall", {}).get("confusion")
     if order:
         meta["order"] = order
+    files = (run.get("labels") or {}).get("files") or []
+    shown = page_labels(reviewed or {}, [c["id"] for c in cards], files, run.get("created"))
+    if shown:
+        meta["labels"] = shown
     return write_review(out, cards, meta, notes, progress)
 
 
-def ordered(verdicts: list[Verdict], cfg) -> tuple[list[Verdict], dict, dict]:
+def ordered(verdicts: list[Verdict], cfg, reviewed: Optional[dict] = None) -> tuple[list[Verdict], dict, dict]:
     """The cards' verdicts in the labelling order of `cfg` (a ReviewOrderConfig), the fields each card
-    gets (rank, why, the compared verdict) and what the page says about the order."""
+    gets (rank, why, the compared verdict) and what the page says about the order. `reviewed`: the
+    labels files' lines (`labels.reviewed`), whose ids go after the others."""
     from .review_order import arrange
 
     compare = {str(v.id): v for v in load_verdicts(cfg.compare)} if cfg.compare else None
-    rows = arrange(verdicts, cfg.order, compare, cfg.seed, cfg.budget)
+    rows = arrange(verdicts, cfg.order, compare, cfg.seed, cfg.budget,
+                   reviewed={i: r.label for i, r in (reviewed or {}).items()})
     extra = {}
     for k, (v, why) in enumerate(rows, start=1):
         extra[str(v.id)] = {"rank": k, "rank_reason": why}
@@ -189,13 +245,15 @@ def run_review(verdicts_path: str | Path, out: str | Path, data: Optional[str | 
     """The review page alone (`adaptrubric review`); returns the counts it shows (`counts`: its cards per
     outcome, the page's own chips; `n` cards of the `of` verdicts evaluated, fewer with a budget) beside
     the headline's confusion (over all `of`) and the coverage. `order`: a ReviewOrderConfig whose order
-    (and budget) the cards follow."""
+    (and budget) the cards follow, after what the labels files of `labels` have decided; those files'
+    labels and notes are on the page's cards."""
     from .review import outcome_counts
 
     out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
-    shown, extra, info = (ordered(verdicts, order) if order is not None and order.order
+    said = reviewed(labels)
+    shown, extra, info = (ordered(verdicts, order, said) if order is not None and order.order
                           else (verdicts, None, None))
-    page = write_review_page(out, shown, loaded, m, title, progress, extra, info)
+    page = write_review_page(out, shown, loaded, m, title, progress, extra, info, reviewed=said)
     return {"page": str(page), "n": len(shown), "of": len(verdicts), "order": info,
             "counts": outcome_counts(shown), "confusion": m["overall"]["confusion"],
             "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"],

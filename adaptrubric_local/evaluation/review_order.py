@@ -10,9 +10,12 @@ review page's cards.
   without a parsed verdict, then the agreeing ones by |pA - pB|.
 - `random`: a shuffle seeded by `seed`.
 
-For `uncertain`, `disagree` and `random`, trajectories that already have a label (from the data or
-`--labels`) go after the unlabelled ones, so the next batch of a labelling session brings new
-cards. Ties keep the verdict file's order. Knows nothing about pages or files.
+For `uncertain`, `disagree` and `random`, what a person has decided already goes last: trajectories
+the labels files (`--labels`, `reviewed`) leave out first, then those they mark unsure, then those
+they label 0/1, so the next batch of a labelling session brings new cards. The labels that come with
+the data are no person's decision of this session and do not move a card (a data set that is
+labelled throughout would otherwise order nothing). Ties keep the verdict file's order. Knows
+nothing about pages or files.
 """
 from __future__ import annotations
 
@@ -94,9 +97,18 @@ def _reason(order: str, v: Verdict, b: Optional[Verdict]) -> str:
     return "random"
 
 
+def decided(reviewed: Optional[dict[str, Optional[int]]], v: Verdict) -> int:
+    """0: no labels file names the verdict's id; 1: one marks it unsure; 2: one labels it 0/1."""
+    if not reviewed or str(v.id) not in reviewed:
+        return 0
+    return 1 if reviewed[str(v.id)] is None else 2
+
+
 def arrange(verdicts: list[Verdict], order: str, compare: Optional[dict[str, Verdict]] = None,
-            seed: int = 42, budget: Optional[int] = None) -> list[tuple[Verdict, str]]:
-    """The verdicts in `order` (the first `budget` of them), each with why it stands where it does."""
+            seed: int = 42, budget: Optional[int] = None,
+            reviewed: Optional[dict[str, Optional[int]]] = None) -> list[tuple[Verdict, str]]:
+    """The verdicts in `order` (the first `budget` of them), each with why it stands where it does.
+    `reviewed`: id -> label (None: unsure) of the labels files, whose ids go last (`decided`)."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     if order == "disagree" and compare is None:
@@ -112,17 +124,19 @@ def arrange(verdicts: list[Verdict], order: str, compare: Optional[dict[str, Ver
     elif order == "uncertain":
         def key(i):
             p = probability(verdicts[i])
-            return (verdicts[i].label in (0, 1), p is None, abs(p - 0.5) if p is not None else 0.0, i)
+            return (decided(reviewed, verdicts[i]), p is None, abs(p - 0.5) if p is not None else 0.0, i)
     elif order == "disagree":
         def key(i):
             kind, gap = disagreement(verdicts[i], compare.get(str(verdicts[i].id)))
-            return (verdicts[i].label in (0, 1), kind, -gap, i)
+            return (decided(reviewed, verdicts[i]), kind, -gap, i)
     else:
         shuffled = list(idx)
         _random.Random(seed).shuffle(shuffled)
         pos = {i: k for k, i in enumerate(shuffled)}
 
         def key(i):
-            return (verdicts[i].label in (0, 1), pos[i])
+            return (decided(reviewed, verdicts[i]), pos[i])
     chosen = sorted(idx, key=key)[:budget]
-    return [(verdicts[i], _reason(order, verdicts[i], compare.get(str(verdicts[i].id)))) for i in chosen]
+    said = {1: "; marked unsure in the labels files", 2: "; labelled in the labels files"}
+    return [(verdicts[i], _reason(order, verdicts[i], compare.get(str(verdicts[i].id)))
+             + (said.get(decided(reviewed, verdicts[i]), "") if order != "fp-first" else "")) for i in chosen]

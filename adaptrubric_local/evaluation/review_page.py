@@ -13,7 +13,9 @@
 
 All trajectory text travels as JSON data and is put on the page with `textContent`, never as HTML,
 and the page's Content-Security-Policy allows scripts from its own folder only. The labels a person
-sets on the page live in the browser (see review.js); this module writes none.
+sets on the page live in the browser (see review.js); this module writes none, but a page written
+with --labels carries those files' labels and notes for its cards in the index's meta (`labels`),
+which review_labels.js puts on the cards as an import would.
 Knows nothing about how cards are built (see `review`).
 """
 from __future__ import annotations

@@ -16,6 +16,8 @@ from typing import Any, Iterable, Iterator, Optional
 from ..schema import json_problem
 from ..types import Trajectory
 
+OUTSIDE_ROOTS = "escapes the dataset folder"  # the problem of an image path outside the allowed folders
+
 
 class DataError(ValueError):
     """A problem with one record of the input, naming the file, the record and the field;
@@ -150,7 +152,7 @@ def resolve_image(root: Path, rel: Any, file: Path, record: str, field_name: str
     allowed = tuple(dict.fromkeys([Path(root).resolve(), *(Path(r).resolve() for r in image_roots)]))
     full = (allowed[0] / rel).resolve()
     if not any(full.is_relative_to(a) for a in allowed):
-        raise DataError(file, f"image path '{rel}' escapes the dataset folder: it resolves to {full}, outside "
+        raise DataError(file, f"image path '{rel}' {OUTSIDE_ROOTS}: it resolves to {full}, outside "
                               f"the allowed folders ({', '.join(map(str, allowed))}: the dataset folder and any "
                               "extra image roots). If these images are meant to be read, pass --image-root DIR "
                               "(Python: image_roots=[DIR])", record, field_name)

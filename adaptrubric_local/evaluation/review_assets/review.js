@@ -69,7 +69,7 @@
     ids: ROWS.map(function (r) { return String(r[COL.id]); }),
     known: function (id) { return byId.has(id); },
     verdict: function (id) { var r = ROWS[byId.get(id)]; return { score: r[COL.score], p_success: r[COL.p_success], status: r[COL.status] }; },
-    data: META.data, verdicts: META.verdicts,
+    data: META.data, verdicts: META.verdicts, seed: META.labels,
     onError: function (text) { message(text, true); }
   });
   function markOf(id) { return LABELS.mark(id); }
@@ -639,6 +639,12 @@
   }
 
   function setupLabels() {
+    if (META.labels) {
+      var n = Object.keys(META.labels.marks || {}).length, names = (META.labels.files || []).join(", ");
+      message(LABELS.fromFiles() ? "shown as imported: " + LABELS.fromFiles() + " label(s) from " + names +
+              " (--labels), on the cards they label" : n ? "labels from " + names + " (--labels) are on the cards they label"
+              : names + " (--labels) label(s) none of these cards");
+    }
     if (!LABELS.kept()) message("this browser keeps no storage for pages opened from files: export the labels before closing", true);
     var adv = document.getElementById("advance");
     try { adv.checked = window.localStorage.getItem("adaptrubric-review-advance") === "1"; } catch (e) { /* no storage */ }

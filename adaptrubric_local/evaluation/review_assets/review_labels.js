@@ -5,7 +5,9 @@
  * under a key of the page's path and data set (a reload or a closed tab keeps them), exported as
  * labels.jsonl lines (id, label 1/0/null, note, score, p_success, time, data, verdicts: what
  * `adaptrubric --labels` reads) and imported from such a file, checked as strictly as the package's
- * reader checks it. Knows nothing about cards or the page's layout.
+ * reader checks it. A page written with --labels carries those files' labels for its cards (`seed`):
+ * they are put on the cards as an import would, once per writing of the page (its token), so a reload
+ * keeps what the reviewer changes since. Knows nothing about cards or the page's layout.
  */
 window.ReviewLabels = (function () {
   "use strict";
@@ -38,13 +40,21 @@ window.ReviewLabels = (function () {
     return obj;
   }
 
-  // opts: {key, ids (row order), known(id), verdict(id) -> {score, p_success, status}, data, verdicts, onError(text)}
+  function fromRecord(o) {
+    return { mark: o.label === 1 ? "1" : o.label === 0 ? "0" : "u", note: o.note || "",
+             score: o.score === undefined ? null : o.score,
+             p_success: o.p_success === undefined ? null : o.p_success, time: o.time || null };
+  }
+
+  // opts: {key, ids (row order), known(id), verdict(id) -> {score, p_success, status}, data, verdicts, onError(text),
+  //        seed: {token, files, marks: {id: labels-file record}} or undefined}
   function store(opts) {
     var marks = {};  // id -> {mark, note, score, p_success, time}
-    var kept = true;
+    var kept = true, seeded = null, fromFiles = 0;
     try {
       var raw = window.localStorage.getItem(opts.key);
       var obj = raw ? JSON.parse(raw) : {};
+      seeded = obj.seeded || null;
       Object.keys(obj.labels || {}).forEach(function (id) { if (opts.known(id)) marks[id] = obj.labels[id]; });
     } catch (e) { kept = false; }
 
@@ -52,7 +62,7 @@ window.ReviewLabels = (function () {
       if (!kept) return;
       var keep = {};
       Object.keys(marks).forEach(function (id) { var m = marks[id]; if (m.mark || m.note) keep[id] = m; });
-      try { window.localStorage.setItem(opts.key, JSON.stringify({ version: 1, labels: keep })); }
+      try { window.localStorage.setItem(opts.key, JSON.stringify({ version: 1, labels: keep, seeded: seeded })); }
       catch (e) { kept = false; opts.onError("the browser refused to keep the labels (" + e.name + "): export them before closing"); }
     }
     function entry(id) { return marks[id] || { mark: "", note: "", score: null, p_success: null, time: null }; }
@@ -113,16 +123,25 @@ window.ReviewLabels = (function () {
       var applied = 0, foreign = [];
       got.forEach(function (o) {
         if (!opts.known(o.id)) { foreign.push(o.id); return; }
-        marks[o.id] = { mark: o.label === 1 ? "1" : o.label === 0 ? "0" : "u", note: o.note || "",
-                        score: o.score === undefined ? null : o.score,
-                        p_success: o.p_success === undefined ? null : o.p_success, time: o.time || null };
+        marks[o.id] = fromRecord(o);
         applied++;
       });
       save();
       return { applied: applied, foreign: foreign };
     }
+    var seed = opts.seed;
+    if (seed && seed.token && seed.token !== seeded) {  // this writing of the page: its labels files, as imported
+      Object.keys(seed.marks || {}).forEach(function (id) {
+        if (!opts.known(id)) return;
+        marks[id] = fromRecord(seed.marks[id]);
+        fromFiles++;
+      });
+      seeded = seed.token;
+      save();
+    }
     return { kept: function () { return kept; }, entry: entry, mark: mark, disagrees: disagrees, set: set,
-             setNote: setNote, counts: counts, exportText: exportText, importText: importText };
+             setNote: setNote, counts: counts, exportText: exportText, importText: importText,
+             fromFiles: function () { return fromFiles; } };
   }
 
   return { store: store, parseLine: parseLine, labelValue: labelValue };
