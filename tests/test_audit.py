@@ -25,7 +25,7 @@ from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
 from conftest import make_png, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
-ANSWER = re.compile(r"Agent's submitted answer: (.*)")
+AGENT_TEXT = re.compile(r"(?:Agent's submitted answer|Key text entered by agent): (.*)")
 TASKS = [("Turn on Bluetooth.", "bt"), ("Delete the note Foo.", "note"), ("Send 'hi' to Ana.", "msg")]
 
 
@@ -34,11 +34,10 @@ def verdict(score: int) -> str:
 
 
 def gullible(req):
-    """Follows the answer text: SCORE 1 when the agent's answer says it completed the task."""
+    """Follows the answer text: SCORE 1 when the agent's answer (or what it typed) says it completed the task."""
     if req.kind != "verify":
         return "CATEGORY: general"
-    m = ANSWER.search(req.prompt)
-    return verdict(int(bool(m and "completed" in m.group(1))))
+    return verdict(int(any("completed" in m.group(1) for m in AGENT_TEXT.finditer(req.prompt))))
 
 
 def make_robust(instructions: dict):
