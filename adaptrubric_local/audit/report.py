@@ -166,7 +166,10 @@ def markdown(audit: dict) -> str:
              + "; ".join(f"{k} {v['calls_per_traj']:.2f} calls, {v['tokens_per_traj']:.0f} tokens"
                          for k, v in audit["cost"]["measured"].items() if v["n"]) + ".", "",
              "A flip rate is over the pairs whose original and counterfactual both parsed: 0 -> 1 of the originals "
-             "that said 0, 1 -> 0 of those that said 1 (95% Wilson intervals).", "",
+             "that said 0, 1 -> 0 of those that said 1 (95% Wilson intervals)."
+             + (f" **{o['n'] - o['scored']} of the {o['n']} originals have no parsed verdict** ({o['unparsed']} "
+                f"unparsed, {o['errors']} errors): their counterfactuals are compared with nothing."
+                if o["scored"] < o["n"] else ""), "",
              "| perturbation | change | a robust verifier | applied | 0 -> 1 | 1 -> 0 | mean change of p_success | "
              "newly unparsed | EVIDENCE_SUFFICIENT: no before -> after | robust here? |",
              "|---|---|---|---:|---|---|---:|---:|---|---|"]
@@ -253,6 +256,7 @@ def plot(path: Path, audits: list[tuple[str, dict]]) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     names = list(dict.fromkeys(n for _, a in audits for n in a["perturbations"]))
     kinds = (("flips_0_1", "0 -> 1"), ("flips_1_0", "1 -> 0"), ("unparsed", "newly unparsed"))
@@ -260,29 +264,32 @@ def plot(path: Path, audits: list[tuple[str, dict]]) -> Path:
     width = 0.84 / max(1, len(bars))
     fig, ax = plt.subplots(figsize=(max(7.0, (0.45 * len(bars) + 0.6) * len(names) + 1.5), 4.6))
     colors = ["#c0392b", "#2471a3", "#95a5a6", "#e59866", "#7fb3d5", "#d5dbdb"]
+    handles = []
     for k, (label, audit, kind, what) in enumerate(bars):
-        xs, ys, lo, hi, ks = [], [], [], [], []
+        color = colors[k % len(colors)]
+        handles.append(Patch(color=color, label=what if len(audits) == 1 else f"{label}: {what}"))
         for i, n in enumerate(names):
             row = audit["perturbations"].get(n)
             r = _bar(row, kind) if row else None
             if r is None:
                 continue
-            xs.append(i - 0.42 + width * (k + 0.5))
-            ys.append(r["rate"])
-            lo.append(r["rate"] - r["ci95"][0])
-            hi.append(r["ci95"][1] - r["rate"])
-            ks.append(f"{r['k']}/{r['n']}")
-        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, color=colors[k % len(colors)], ecolor="#555555",
-               label=what if len(audits) == 1 else f"{label}: {what}")
-        for x, y, t in zip(xs, ys, ks):
-            ax.text(x, y + 0.02, t, ha="center", va="bottom", fontsize=6.5, rotation=90)
+            x = i - 0.42 + width * (k + 0.5)
+            lo, hi = r["ci95"]
+            ax.bar([x], [r["rate"]], width, yerr=[[r["rate"] - lo], [hi - r["rate"]]], capsize=2, color=color,
+                   ecolor="#555555")
+            ax.text(x, hi + 0.015, f"{r['k']}/{r['n']}", ha="center", va="bottom", fontsize=6.5, rotation=90)
+    unparsed = [f"{label}: {a['originals']['n'] - a['originals']['scored']} of {a['originals']['n']}"
+                for label, a in audits if a["originals"]["scored"] < a["originals"]["n"]]
+    if unparsed:
+        ax.text(0.99, 0.97, "originals without a parsed verdict (their pairs not compared): " + "; ".join(unparsed),
+                transform=ax.transAxes, ha="right", va="top", fontsize=8, color="#7b241c")
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=20, ha="right")
     ax.set_ylim(0, 1.18)
     ax.set_ylabel("share (95% Wilson interval)")
     ax.set_title("Verdicts moved by each perturbation: 0 -> 1 of the 0s, 1 -> 0 of the 1s, newly unparsed of all",
                  fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", ncol=len(audits))
+    ax.legend(handles=handles, fontsize=8, loc="upper left", ncol=len(audits))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
