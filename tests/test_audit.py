@@ -262,3 +262,26 @@ def test_wilson_interval():
     lo, hi = RP.wilson(5, 10)
     assert lo == pytest.approx(0.2366, abs=1e-4) and hi == pytest.approx(0.7634, abs=1e-4)
     assert RP.wilson(0, 8)[0] == 0.0 and RP.wilson(0, 8)[1] == pytest.approx(0.3244, abs=1e-4)
+
+
+def test_perturbations_from_a_file_join_the_command(fake, tmp_path, capsys):
+    data = data_set(tmp_path)
+    plugin = tmp_path / "mine.py"
+    plugin.write_text("from dataclasses import replace\n"
+                      "from adaptrubric_local.audit import perturbation\n\n\n"
+                      "@perturbation('answer-dropped', 'the agent answer removed', 'keeps its SCORE')\n"
+                      "def answer_dropped(traj, data):\n"
+                      "    return replace(traj, answer=None) if traj.answer else None\n")
+    try:
+        assert main(["audit", "--perturbations-from", str(plugin), "--list-perturbations"]) == 0
+        assert "answer-dropped" in capsys.readouterr().out
+        P.REGISTRY.pop("answer-dropped")
+        assert main(["audit", str(data), "--model", "m", "--out", str(tmp_path / "a"), "--router", "rules",
+                     "--no-fine", "--quiet", "--perturbations-from", str(plugin), "--perturb", "answer-dropped"]) == 0
+    finally:
+        P.REGISTRY.pop("answer-dropped", None)
+    audit = json.loads((tmp_path / "a" / "audit.json").read_text())
+    assert list(audit["perturbations"]) == ["answer-dropped"]
+    assert audit["perturbations"]["answer-dropped"]["applied"] == 6  # every trajectory of data_set has an answer
+    assert main(["audit", "--perturbations-from", str(tmp_path / "none.py"), "--list-perturbations"]) == 2
+    assert "no such file" in capsys.readouterr().err
