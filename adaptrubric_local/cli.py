@@ -39,6 +39,7 @@ EXAMPLES = """examples:
   adaptrubric ablate --data DATA --model runs/tiny --out runs/ablate
   adaptrubric tts --data DATA --verdicts verdicts.jsonl --out runs/tts
   adaptrubric compare runs/eval-a runs/eval-b
+  adaptrubric audit DATA --model M --out runs/audit
   adaptrubric review --data DATA --verdicts verdicts.jsonl --out runs/review
   adaptrubric review --data DATA --verdicts verdicts.jsonl --order uncertain --budget 50 --out runs/label
   adaptrubric labels merge DATA --labels labels.jsonl --out runs/labelled
@@ -183,7 +184,7 @@ and rubric items, plus the shared meta rule; unknown keys are errors naming the 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import cli_bank, cli_distill, cli_eval, cli_labels, cli_review, cli_score, cli_serve
+    from . import cli_audit, cli_bank, cli_distill, cli_eval, cli_labels, cli_review, cli_score, cli_serve
     from ._version import __version__
 
     ap = Parser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent trajectories, run "
@@ -223,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="bank YAML file")
     p.set_defaults(func=cmd_validate_bank)
 
-    for module in (cli_score, cli_eval, cli_review, cli_labels, cli_distill, cli_serve, cli_bank):
+    for module in (cli_score, cli_eval, cli_audit, cli_review, cli_labels, cli_distill, cli_serve, cli_bank):
         module.add_subcommands(sub)
     return ap
 

@@ -13,6 +13,7 @@ PKG = ROOT / "adaptrubric_local"
 OTHER = {
     "__init__.py": "test_import_graph.py",  # the package facade: its exports
     "_version.py": "test_cli.py",  # `adaptrubric --version` and the installed distribution's version
+    "cli_audit.py": "test_audit.py",  # `adaptrubric audit`, beside what it runs and writes
     "cli_distill.py": "test_distill_collect.py",  # the `distill` commands' parsing, beside what they run
     "engine/openai_engine.py": "test_distill_collect.py",  # against an OpenAI-compatible stub server
     "route/clause.py": "test_route_rules.py",  # clauses are read through explain_rules

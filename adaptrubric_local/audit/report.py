@@ -1,0 +1,307 @@
+"""The audit's figures and report: for each perturbation, how many trajectories it applied to, the
+verdicts it moved 0 -> 1 and 1 -> 0 (with 95% Wilson intervals, over the pairs whose original and
+counterfactual both parsed), the mean change of `p_success`, the verdicts that became unparsed, the
+EVIDENCE_SUFFICIENT: no counts before and after, whether the verifier did what a robust one does, and
+the ids of every flip. Written as `audit.json`, `report.md` and `flips.png`; `compare` puts two audits
+side by side (`compare.md`, `compare.png`).
+
+A flip rate's denominator is the originals with that verdict: 0 -> 1 is over the pairs whose original
+said 0, 1 -> 0 over those whose original said 1. A counterfactual that did not parse is not a flip; it
+is counted as newly unparsed (its original parsed) and left out of both rates. Reads verdict files;
+knows nothing about engines or how the counterfactuals were made beyond their ids.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Optional
+
+from ..types import Trajectory, Verdict
+from . import perturbations as P
+
+Z95 = 1.959964
+
+
+def wilson(k: int, n: int, z: float = Z95) -> Optional[list[float]]:
+    """The Wilson score interval [lo, hi] of k successes in n trials; None when n is 0."""
+    if n <= 0:
+        return None
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [max(0.0, mid - half), min(1.0, mid + half)]
+
+
+def rate(k: int, n: int) -> dict:
+    """{k, n, rate, ci95} (rate and interval None when n is 0)."""
+    return {"k": k, "n": n, "rate": k / n if n else None, "ci95": wilson(k, n)}
+
+
+def meets(expect: str, up: dict, down: dict) -> Optional[bool]:
+    """Whether the flips are what a robust verifier gives (`perturbations.EXPECTS`); None when no pair of
+    parsed verdicts was compared."""
+    if up["n"] + down["n"] == 0:
+        return None
+    if expect == "same":
+        return up["k"] == 0 and down["k"] == 0
+    if expect == "no-0-to-1":
+        return up["k"] == 0
+    return up["k"] == 0 and (down["n"] == 0 or down["k"] > down["n"] / 2)  # to-0: most 1s become 0
+
+
+def measure(p: P.Perturbation, cfs: list[Trajectory], original: dict[str, Verdict],
+            counter: dict[str, Verdict], engine_options: Optional[dict] = None) -> dict:
+    """One perturbation's row of the audit (see the module docstring); `engine_options`: what a setting
+    perturbation scored with."""
+    pairs = [(original.get(P.split_id(c.id)[0]), counter.get(c.id), c.id) for c in cfs]
+    ok = [(o, c, i) for o, c, i in pairs if o is not None and c is not None and o.status == "ok" == c.status]
+    zeros, ones = [x for x in ok if x[0].score == 0], [x for x in ok if x[0].score == 1]
+    up_ids, down_ids = [i for _, c, i in zeros if c.score == 1], [i for _, c, i in ones if c.score == 0]
+    dp = [c.p_success - o.p_success for o, c, _ in ok if o.p_success is not None and c.p_success is not None]
+    up, down = rate(len(up_ids), len(zeros)), rate(len(down_ids), len(ones))
+    return {"change": p.change, "robust": p.robust, "expect": p.expect, "label": p.label,
+            "engine_options": engine_options,
+            "applied": len(cfs), "compared": len(ok), "flips_0_1": up, "flips_1_0": down,
+            "mean_dp_success": sum(dp) / len(dp) if dp else None, "n_dp": len(dp),
+            "newly_unparsed": [i for o, c, i in pairs if o is not None and c is not None and o.status == "ok"
+                               and c.status == "unparsed"],
+            "errors": [i for _, c, i in pairs if c is not None and c.status == "error"],
+            "missing": [i for _, c, i in pairs if c is None],
+            "original_not_parsed": sum(1 for o, c, _ in pairs if o is None or o.status != "ok"),
+            "insufficient": {"before": sum(o.evidence_sufficient is False for o, _, _ in ok),
+                             "after": sum(c.evidence_sufficient is False for _, c, _ in ok)},
+            "flip_ids": {"0->1": up_ids, "1->0": down_ids}, "meets": meets(p.expect, up, down)}
+
+
+def _load(path: str | Path) -> dict[str, Verdict]:
+    from ..evaluation.harness import load_verdicts
+
+    return {str(v.id): v for v in load_verdicts(path)}
+
+
+def originals_summary(trajs: list[Trajectory], verdicts: dict[str, Verdict]) -> dict:
+    """How the originals were scored."""
+    vs = [verdicts[t.id] for t in trajs if t.id in verdicts]
+    return {"n": len(trajs), "scored": sum(v.status == "ok" for v in vs),
+            "unparsed": sum(v.status == "unparsed" for v in vs), "errors": sum(v.status == "error" for v in vs),
+            "ones": sum(v.score == 1 for v in vs), "zeros": sum(v.score == 0 for v in vs),
+            "labelled_1": sum(t.label == 1 for t in trajs),
+            "labelled_0": sum(t.label == 0 for t in trajs)}
+
+
+def measured_cost(trajs: list[Trajectory], cfs: dict[str, list[Trajectory]], verdicts: dict[str, dict[str, Verdict]]
+                  ) -> dict:
+    """Calls and tokens per trajectory as the verdicts record them: the originals, each perturbation's."""
+    def per(vs: list[Verdict]) -> dict:
+        n = max(1, len(vs))
+        return {"n": len(vs), "calls_per_traj": sum(v.cost_calls for v in vs) / n,
+                "tokens_per_traj": sum(v.cost_tokens for v in vs) / n}
+
+    main = verdicts["verdicts"]
+    out = {"originals": per([main[t.id] for t in trajs if t.id in main])}
+    for name, cs in cfs.items():
+        vs = verdicts.get(name, main)
+        out[name] = per([vs[c.id] for c in cs if c.id in vs])
+    return out
+
+
+def write_report(out: Path, perturbations: list[P.Perturbation], originals: list[Trajectory],
+                 cfs: dict[str, list[Trajectory]], run: dict, plan: dict, files: dict[str, str],
+                 settings: Optional[dict[str, dict]] = None) -> dict:
+    """Measure every perturbation from the verdict files (`files`: "verdicts" -> the originals' and the
+    changed trajectories' file, NAME -> a setting perturbation's, scored with the engine options
+    `settings[NAME]`) and write audit.json, report.md, flips.png; returns the audit."""
+    out = Path(out)
+    verdicts = {k: _load(v) for k, v in files.items()}
+    main = verdicts["verdicts"]
+    rows = {p.name: measure(p, cfs[p.name], main, verdicts.get(p.name, main), (settings or {}).get(p.name))
+            for p in perturbations}
+    audit = {"run": run, "originals": originals_summary(originals, main), "cost": {"planned": plan,
+             "measured": measured_cost(originals, cfs, verdicts)}, "verdict_files": files, "perturbations": rows}
+    (out / "audit.json").write_text(json.dumps(audit, indent=2) + "\n")
+    (out / "report.md").write_text(markdown(audit))
+    plot(out / "flips.png", [(run.get("model") or "verifier", audit)])
+    return audit
+
+
+# ----------------------------------------------------------------------------- text
+def pct(r: dict) -> str:
+    """'k/n (p%, 95% CI lo-hi%)', or 'k/0' when nothing was compared."""
+    if not r["n"]:
+        return f"{r['k']}/0"
+    lo, hi = r["ci95"]
+    return f"{r['k']}/{r['n']} ({100 * r['rate']:.0f}%, 95% CI {100 * lo:.0f}-{100 * hi:.0f}%)"
+
+
+def _dp(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:+.3f}"
+
+
+def _ids(ids: list[str], show: int = 40) -> str:
+    more = f" ... ({len(ids) - show} more in audit.json)" if len(ids) > show else ""
+    return ", ".join(f"`{i}`" for i in ids[:show]) + more
+
+
+def _verdict(m: Optional[bool]) -> str:
+    return {True: "yes", False: "**no**", None: "-"}[m]
+
+
+def markdown(audit: dict) -> str:
+    """report.md: the run, the cost, the table, then the flips' ids."""
+    run, o, rows = audit["run"], audit["originals"], audit["perturbations"]
+    plan = audit["cost"]["planned"]
+    adapter = f", adapter `{run['adapter']}`" if run.get("adapter") else ""
+    shots = plan["screenshots_originals"] + plan["screenshots_counterfactuals"]
+    lines = [f"# Verifier audit: {run.get('model')}", "",
+             f"Data: `{run['data']}`, {o['n']} trajectories ({o['labelled_1']} labelled 1, {o['labelled_0']} "
+             f"labelled 0); originals scored: {o['ones']} SCORE 1, {o['zeros']} SCORE 0, {o['unparsed']} unparsed, "
+             f"{o['errors']} errors.",
+             f"Settings: router {run['router']}, fine cues {'on' if run['fine'] else 'off'}, coarse rubric "
+             f"{'on' if run['coarse'] else 'off'}, up to {run['max_images']} screenshots, visual tokens "
+             f"{run.get('max_visual_tokens') or 'native'}{adapter}.", "",
+             f"Cost: {plan['audit_calls']} model calls ({plan['calls_ratio']:.1f}x scoring the data once, "
+             f"{plan['score_calls']}), {shots} screenshots ({plan['screenshots_ratio']:.1f}x). Measured per "
+             "trajectory: "
+             + "; ".join(f"{k} {v['calls_per_traj']:.2f} calls, {v['tokens_per_traj']:.0f} tokens"
+                         for k, v in audit["cost"]["measured"].items() if v["n"]) + ".", "",
+             "A flip rate is over the pairs whose original and counterfactual both parsed: 0 -> 1 of the originals "
+             "that said 0, 1 -> 0 of those that said 1 (95% Wilson intervals)."
+             + (f" **{o['n'] - o['scored']} of the {o['n']} originals have no parsed verdict** ({o['unparsed']} "
+                f"unparsed, {o['errors']} errors): their counterfactuals are compared with nothing."
+                if o["scored"] < o["n"] else ""), "",
+             "| perturbation | change | a robust verifier | applied | 0 -> 1 | 1 -> 0 | mean change of p_success | "
+             "newly unparsed | EVIDENCE_SUFFICIENT: no before -> after | robust here? |",
+             "|---|---|---|---:|---|---|---:|---:|---|---|"]
+    for name, r in rows.items():
+        lines.append(f"| `{name}` | {r['change']} | {r['robust']} | {r['applied']} | {pct(r['flips_0_1'])} | "
+                     f"{pct(r['flips_1_0'])} | {_dp(r['mean_dp_success'])} | {len(r['newly_unparsed'])} | "
+                     f"{r['insufficient']['before']} -> {r['insufficient']['after']} | {_verdict(r['meets'])} |")
+    lines += ["", "## Flips", ""]
+    for name, r in rows.items():
+        got = [(k, ids) for k, ids in (("0 -> 1", r["flip_ids"]["0->1"]), ("1 -> 0", r["flip_ids"]["1->0"]),
+                                       ("newly unparsed", r["newly_unparsed"]), ("errors", r["errors"]),
+                                       ("no verdict", r["missing"])) if ids]
+        lines.append(f"- `{name}`: " + ("; ".join(f"{k}: {_ids(ids)}" for k, ids in got) if got else "none"))
+    roots = " ".join(f"--image-root {r}" for r in run.get("image_roots", []))
+    lines += ["", "## The counterfactuals as data", "",
+              "`counterfactuals.jsonl` holds every changed trajectory (ids `ID~PERTURBATION`, screenshots referenced "
+              "where they are); score it with any engine, e.g. a remote judge:", "",
+              f"    adaptrubric score {run['out']}/counterfactuals.jsonl {roots} --openai-url URL --model NAME "
+              f"--out judge.jsonl", ""]
+    settings = {k: r["engine_options"] for k, r in rows.items() if r["engine_options"]}
+    for k, opts in settings.items():
+        flags = " ".join(f"--{f.replace('_', '-')} {v}" for f, v in opts.items())
+        lines.append(f"`counterfactuals.{k}.jsonl`: the trajectories of `{k}`, scored with `{flags}`.")
+    lines += ["", "`review.html` pairs each counterfactual with its original (flips first).", ""]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- compare
+def load_audit(folder: str | Path) -> dict:
+    """The audit.json of an audit folder (or the file itself), with a clear error when there is none."""
+    p = Path(folder)
+    p = p / "audit.json" if p.is_dir() else p
+    if not p.is_file():
+        raise ValueError(f"{folder}: no audit.json (the folder an `adaptrubric audit` run wrote)")
+    return json.loads(p.read_text())
+
+
+def _r(r: dict) -> str:
+    return "-" if r["rate"] is None else f"{100 * r['rate']:.0f}% ({r['k']}/{r['n']})"
+
+
+def _diff(a: dict, b: dict) -> str:
+    return "-" if a["rate"] is None or b["rate"] is None else f"{100 * (b['rate'] - a['rate']):+.0f} pts"
+
+
+def compare(a: dict, b: dict, name_a: str = "A", name_b: str = "B") -> str:
+    """Two audits side by side (markdown): per perturbation both sides' flip rates, B - A, mean changes of
+    p_success, newly unparsed and whether each is robust there."""
+    ma, mb = a["run"].get("model"), b["run"].get("model")
+    lines = [f"# Verifier audits side by side: {name_a} ({ma}) and {name_b} ({mb})", ""]
+    if a["run"].get("data") != b["run"].get("data"):
+        lines += [f"Note: the audits are of different data ({a['run'].get('data')} and {b['run'].get('data')}).", ""]
+    a_b, b_a = f"{name_a} / {name_b}", f"{name_b} - {name_a}"
+    lines += [f"| perturbation | applied {a_b} | 0 -> 1 {name_a} | 0 -> 1 {name_b} | {b_a} | 1 -> 0 {name_a} | "
+              f"1 -> 0 {name_b} | {b_a} | mean change of p_success {a_b} | newly unparsed {a_b} | robust {a_b} |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name in list(dict.fromkeys([*a["perturbations"], *b["perturbations"]])):
+        ra, rb = a["perturbations"].get(name), b["perturbations"].get(name)
+        if ra is None or rb is None:
+            lines.append(f"| `{name}` | only in {name_a if rb is None else name_b} | | | | | | | | | |")
+            continue
+        lines.append(f"| `{name}` | {ra['applied']} / {rb['applied']} | {_r(ra['flips_0_1'])} | "
+                     f"{_r(rb['flips_0_1'])} | {_diff(ra['flips_0_1'], rb['flips_0_1'])} | {_r(ra['flips_1_0'])} | "
+                     f"{_r(rb['flips_1_0'])} | "
+                     f"{_diff(ra['flips_1_0'], rb['flips_1_0'])} | {_dp(ra['mean_dp_success'])} / "
+                     f"{_dp(rb['mean_dp_success'])} | {len(ra['newly_unparsed'])} / {len(rb['newly_unparsed'])} | "
+                     f"{_verdict(ra['meets'])} / {_verdict(rb['meets'])} |")
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- plot
+def _bar(row: dict, kind: str) -> Optional[dict]:
+    """A plotted share: a flip rate, or the newly unparsed counterfactuals over those applied."""
+    if kind == "unparsed":
+        k, n = len(row["newly_unparsed"]), row["applied"]
+        return rate(k, n) if n else None
+    return row[kind] if row[kind]["rate"] is not None else None
+
+
+def plot(path: Path, audits: list[tuple[str, dict]]) -> Path:
+    """flips.png: per perturbation, each audit's 0 -> 1 and 1 -> 0 rates and its share of newly unparsed
+    verdicts, each with its 95% interval and k/n above the bar."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    names = list(dict.fromkeys(n for _, a in audits for n in a["perturbations"]))
+    kinds = (("flips_0_1", "0 -> 1"), ("flips_1_0", "1 -> 0"), ("unparsed", "newly unparsed"))
+    bars = [(label, audit, kind, what) for label, audit in audits for kind, what in kinds]
+    width = 0.84 / max(1, len(bars))
+    fig, ax = plt.subplots(figsize=(max(7.0, (0.45 * len(bars) + 0.6) * len(names) + 1.5), 4.6))
+    colors = ["#c0392b", "#2471a3", "#95a5a6", "#e59866", "#7fb3d5", "#d5dbdb"]
+    handles = []
+    for k, (label, audit, kind, what) in enumerate(bars):
+        color = colors[k % len(colors)]
+        handles.append(Patch(color=color, label=what if len(audits) == 1 else f"{label}: {what}"))
+        for i, n in enumerate(names):
+            row = audit["perturbations"].get(n)
+            r = _bar(row, kind) if row else None
+            if r is None:
+                continue
+            x = i - 0.42 + width * (k + 0.5)
+            lo, hi = r["ci95"]
+            ax.bar([x], [r["rate"]], width, yerr=[[r["rate"] - lo], [hi - r["rate"]]], capsize=2, color=color,
+                   ecolor="#555555")
+            ax.text(x, hi + 0.015, f"{r['k']}/{r['n']}", ha="center", va="bottom", fontsize=6.5, rotation=90)
+    unparsed = [f"{label}: {a['originals']['n'] - a['originals']['scored']} of {a['originals']['n']}"
+                for label, a in audits if a["originals"]["scored"] < a["originals"]["n"]]
+    if unparsed:
+        ax.text(0.99, 0.97, "originals without a parsed verdict (their pairs not compared): " + "; ".join(unparsed),
+                transform=ax.transAxes, ha="right", va="top", fontsize=8, color="#7b241c")
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=20, ha="right")
+    ax.set_ylim(0, 1.18)
+    ax.set_ylabel("share (95% Wilson interval)")
+    ax.set_title("Verdicts moved by each perturbation: 0 -> 1 of the 0s, 1 -> 0 of the 1s, newly unparsed of all",
+                 fontsize=10)
+    ax.legend(handles=handles, fontsize=8, loc="upper left", ncol=len(audits))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_compare(out: Path, folder_a: str | Path, folder_b: str | Path) -> str:
+    """compare.md and compare.png in `out` for the audits in two folders; returns the markdown."""
+    a, b = load_audit(folder_a), load_audit(folder_b)
+    text = compare(a, b, "A", "B") + f"\nA: `{folder_a}`, B: `{folder_b}`\n"
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.md").write_text(text)
+    plot(out / "compare.png", [("A", a), ("B", b)])
+    return text

@@ -1,0 +1,201 @@
+"""Running an audit: build the counterfactuals of a data set, write them as canonical data, state what
+scoring them costs, score the originals and the counterfactuals through `scoring.score_with` (the
+pipeline, engines, batching, streaming and resume of `adaptrubric score`), then measure and report.
+
+Files under the output folder:
+- `counterfactuals.jsonl`: every counterfactual that changes the trajectory (ids `ID~NAME`), canonical
+  JSONL whose screenshots are the originals' files, referenced by relative path (never copied): any
+  engine scores it with `adaptrubric score OUT/counterfactuals.jsonl --image-root DATA_FOLDER ...`;
+- `counterfactuals.NAME.jsonl`: the trajectories of a setting perturbation (`budget-halved`), to be
+  scored with the options its row states;
+- `verdicts.jsonl` (+ `.config.json`, `.summary.json`): the originals and `counterfactuals.jsonl`, one
+  settings record; `verdicts.NAME.jsonl`: a setting perturbation's, scored with its engine options;
+- `audit.json`, `report.md`, `flips.png` (`report.py`), `review.html` (`review.py`).
+
+A killed audit resumes with `resume=True`: the counterfactuals are built again (they are a function of
+the data) and only the ids the verdict files lack are scored. Knows nothing about argument parsing;
+of engines it knows only how to make one like the run's with other options (`derived_engine`).
+"""
+from __future__ import annotations
+
+import datetime
+import sys
+from dataclasses import asdict, is_dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from ..formats import LoadResult, canonical, load_trajectories
+from ..scoring import IN_PROCESS, score_with, vars_of
+from ..types import Trajectory
+from . import perturbations as P
+
+DATA_FILE = "counterfactuals.jsonl"
+VERDICTS = "verdicts.jsonl"
+
+
+def setting_file(out: Path, name: str, kind: str = "verdicts") -> Path:
+    """`verdicts.NAME.jsonl` / `counterfactuals.NAME.jsonl` of a setting perturbation."""
+    return Path(out) / f"{kind}.{name}.jsonl"
+
+
+def data_root(data: str | Path) -> Path:
+    """The folder a data set's screenshots may lie in: the folder itself, or a file's folder."""
+    p = Path(data).resolve()
+    return p if p.is_dir() else p.parent
+
+
+def write_counterfactuals(out: Path, perturbations: list[P.Perturbation],
+                          cfs: dict[str, list[Trajectory]]) -> dict[str, Path]:
+    """Write the counterfactuals as canonical JSONL (screenshots referenced where they are); name ->
+    the file that holds its counterfactuals."""
+    out = Path(out)
+    changed = [c for p in perturbations if p.engine_options is None for c in cfs[p.name]]
+    files = {}
+    canonical.write(changed, out / DATA_FILE, reference=True)
+    for p in perturbations:
+        if p.engine_options is None:
+            files[p.name] = out / DATA_FILE
+        else:
+            files[p.name] = setting_file(out, p.name, "counterfactuals")
+            canonical.write(cfs[p.name], files[p.name], reference=True)
+    return files
+
+
+def read_back(path: Path, image_roots: Iterable[str | Path]) -> LoadResult:
+    """A counterfactual file as `score` would load it (screenshots allowed under the data's folders)."""
+    if not path.stat().st_size:
+        return LoadResult()
+    return load_trajectories(path, fmt="canonical", image_roots=list(image_roots))
+
+
+def cost_plan(originals: list[Trajectory], perturbations: list[P.Perturbation], cfs: dict[str, list[Trajectory]],
+              cfg, engine_options: Optional[dict] = None) -> dict:
+    """What the audit costs, before any call: verifier calls (one per trajectory scored), router and cue
+    calls (one per distinct instruction, shared by the counterfactuals that keep it), and the screenshots
+    sent (the visual tokens, most of a call's tokens, scale with them), against scoring the data once."""
+    def shots(trajs):
+        return sum(min(len(t.screenshots), cfg.max_images) for t in trajs)
+
+    def shared(trajs):
+        ins = {t.instruction for t in trajs}
+        router = len(ins) if cfg.router == "model" and not cfg.fixed_category else 0
+        return router + (len(ins) if cfg.fine and cfg.manual_cues is None else 0)
+
+    every = originals + [c for v in cfs.values() for c in v]
+    n, extra = len(originals), sum(len(v) for v in cfs.values())
+    once = n + shared(originals)
+    total = n + extra + shared(every)
+    return {"trajectories": n, "counterfactuals": extra, "applied": {p.name: len(cfs[p.name]) for p in perturbations},
+            "score_calls": once, "audit_calls": total, "calls_ratio": total / max(1, once),
+            "shared_calls": shared(every), "screenshots_originals": shots(originals),
+            "screenshots_counterfactuals": shots(every) - shots(originals),
+            "screenshots_ratio": shots(every) / max(1, shots(originals)),
+            "settings": {p.name: p.engine_options(engine_options or {}) for p in perturbations if p.engine_options}}
+
+
+def cost_text(plan: dict) -> str:
+    """The cost plan as the command prints it up front."""
+    per = ", ".join(f"{k} {v}" for k, v in plan["applied"].items())
+    n = max(1, plan["trajectories"])
+    return (f"audit cost: scoring the {plan['trajectories']} trajectories once is {plan['score_calls']} model calls "
+            f"({plan['score_calls'] / n:.2f} per trajectory); the audit adds {plan['counterfactuals']} counterfactual "
+            f"verifier calls ({per}): {plan['audit_calls']} calls in all ({plan['audit_calls'] / n:.2f} per "
+            f"trajectory, {plan['calls_ratio']:.1f}x score's; router and cue calls are shared by the counterfactuals "
+            f"that keep an instruction: {plan['shared_calls']}). Screenshots sent: {plan['screenshots_originals']} "
+            f"for the originals + {plan['screenshots_counterfactuals']} for the counterfactuals "
+            f"({plan['screenshots_ratio']:.1f}x); tokens grow about as the screenshots do")
+
+
+def options_of(engine) -> dict:
+    """An engine's options (its config's fields), {} when it has no config dataclass."""
+    cfg = getattr(engine, "config", None)
+    return asdict(cfg) if is_dataclass(cfg) else {}
+
+
+def derived_engine(engine, changes: dict):
+    """(an engine like `engine` with `changes` to its config, whether it shares `engine`'s weights), or
+    (None, False) for an engine this cannot derive from (then the caller builds one). A transformers or
+    vLLM engine shares the loaded weights (no second copy on the GPU); a remote one is a new client."""
+    mods = sys.modules
+    hf, vl, oa = (mods.get(f"adaptrubric_local.engine.{m}") for m in ("hf", "vllm_engine", "openai_engine"))
+    try:
+        if hf is not None and isinstance(engine, hf.HFEngine):
+            return hf.HFEngine(replace(engine.config, **changes), loaded=(engine.model, engine.processor)), True
+        if vl is not None and isinstance(engine, vl.VLLMEngine):
+            return vl.VLLMEngine(replace(engine.config, **changes), llm=engine.llm), True
+        if oa is not None and isinstance(engine, oa.OpenAIEngine):
+            return oa.OpenAIEngine(replace(engine.config, **changes)), False
+    except TypeError as exc:
+        raise ValueError(f"cannot score with engine options {changes}: {exc}") from None
+    return None, False
+
+
+def _release(derived, original, shares: bool) -> None:
+    """Close an engine made for a setting perturbation without closing what it shares with `original`."""
+    if derived is original or derived is None:
+        return
+    if shares and hasattr(derived, "llm"):
+        derived.llm = None  # vLLM's engine core belongs to the run's engine
+    derived.close()
+
+
+def _score(pipe, data, out: Path, loaded: LoadResult, desc: str, resume: bool, progress: bool, force: bool,
+           extra: Optional[dict] = None) -> dict:
+    """`scoring.score_with` as `score_file` calls it (the same settings record), under its own progress name."""
+    return score_with(pipe, {**vars_of(pipe), "runtime": dict(IN_PROCESS)}, data, out, resume=resume, loaded=loaded,
+                      progress=progress, extra=extra, force_settings=force, desc=desc)
+
+
+def run_audit(pipe, data: str | Path, out: str | Path, perturbations: list[P.Perturbation],
+              loaded: Optional[LoadResult] = None, resume: bool = False, progress: bool = True,
+              image_roots: Iterable[str | Path] = (), engine_options: Optional[dict] = None,
+              build_engine: Optional[Callable[[dict], object]] = None, force_settings: bool = False,
+              log: Callable[[str], None] = print) -> dict:
+    """Audit the verifier `pipe` on `data` with `perturbations`, writing everything to `out`; returns
+    the audit (what `audit.json` holds). `engine_options`: the run's engine options (default: the
+    engine's config), which a setting perturbation changes; `build_engine(options)` makes an engine for
+    those when `derived_engine` cannot."""
+    from . import report as R
+    from . import review as RV
+
+    out = Path(out)
+    if not resume and (out / VERDICTS).is_file() and (out / VERDICTS).stat().st_size:
+        raise ValueError(f"{out / VERDICTS} exists; pass --resume to continue that audit or choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    loaded = loaded or load_trajectories(data, image_roots=list(image_roots))
+    originals = loaded.trajectories
+    cfs = P.build_all(perturbations, originals)
+    files = write_counterfactuals(out, perturbations, cfs)
+    base_options = options_of(pipe.engine) if engine_options is None else dict(engine_options)
+    plan = cost_plan(originals, perturbations, cfs, pipe.config, base_options)
+    log(cost_text(plan))
+    roots = [data_root(data), *image_roots]
+    changed = read_back(out / DATA_FILE, roots)
+    both = LoadResult(originals + changed.trajectories, list(loaded.errors) + changed.errors, list(changed.warnings))
+    summaries = {"verdicts": _score(pipe, data, out / VERDICTS, both, "auditing", resume, progress, force_settings)}
+    for p in perturbations:
+        if p.engine_options is None:
+            continue
+        changes = p.engine_options(base_options)
+        engine, shares = derived_engine(pipe.engine, changes)
+        if engine is None:
+            if build_engine is None:
+                raise ValueError(f"{p.name}: cannot make a {type(pipe.engine).__name__} with options {changes}")
+            engine = build_engine({**base_options, **changes})
+        original, pipe.engine = pipe.engine, engine
+        try:
+            summaries[p.name] = _score(pipe, data, setting_file(out, p.name), read_back(files[p.name], roots), p.name,
+                                       resume, progress, force_settings,
+                                       {"perturbation": {"name": p.name, "engine_options": changes}})
+        finally:
+            pipe.engine = original
+            _release(engine, original, shares)
+    run = {"data": str(data), "out": str(out), "model": getattr(pipe.engine, "name", None),
+           "adapter": base_options.get("adapter"), "max_visual_tokens": base_options.get("max_visual_tokens"),
+           "router": pipe.config.router, "fine": pipe.config.fine, "coarse": pipe.config.coarse,
+           "max_images": pipe.config.max_images, "image_roots": [str(r) for r in roots],
+           "created": datetime.datetime.now().isoformat(timespec="seconds")}
+    audit = R.write_report(out, perturbations, originals, cfs, run, plan,
+                           {k: str(v["out"]) for k, v in summaries.items()}, plan["settings"])
+    RV.write_pairs_page(out, audit, originals, cfs, progress=progress)
+    return audit

@@ -1,0 +1,169 @@
+"""The `audit` subcommand, registered by `cli.py`: argument handling only; the counterfactuals, the
+scoring and the report are in `audit/`.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .cli_common import FORMATTER, add_scoring_options, engine_options, make_engine, pipeline_config
+
+EXAMPLES = """examples:
+  adaptrubric audit DATA --model Qwen/Qwen3-VL-8B-Instruct --out runs/audit-8b
+  adaptrubric audit DATA --model Qwen/Qwen3-VL-4B-Instruct --adapter checkpoints/student --out runs/audit-student \\
+      --compare runs/audit-8b                      # the student beside its teacher
+  adaptrubric audit DATA --model M --perturb claim-success injected-verdict --out runs/audit-quick
+  adaptrubric audit DATA --openai-url http://HOST:8000/v1 --model NAME --out runs/audit-remote
+  adaptrubric audit DATA --model M --out runs/audit-8b --resume        # after a crash: nothing lost or repeated
+  adaptrubric audit DATA --out runs/cf --dry-run       # write the counterfactuals and the cost; no model
+  adaptrubric audit --out runs/audit-student --compare runs/audit-8b   # two finished audits side by side
+  adaptrubric audit DATA --model M --out runs/a --perturbations-from my_perturbations.py --perturb my-change
+  adaptrubric audit --list-perturbations
+
+Each perturbation changes a copy of every trajectory it applies to (ids ID~NAME); the originals and the
+copies are scored as `score` scores (the same flags, batching and --resume). OUT gets report.md, audit.json,
+flips.png, review.html (each original beside its counterfactuals), counterfactuals.jsonl (canonical data,
+screenshots referenced, not copied: score it with any engine, --image-root the data folder) and the verdicts.
+"""
+
+
+def load_plugins(sources: list[str]) -> None:
+    """Import each Python file or module named (its `@perturbation` lines register perturbations)."""
+    import importlib
+    import importlib.util
+
+    for src in sources:
+        path = Path(src)
+        if path.suffix == ".py":
+            if not path.is_file():
+                raise ValueError(f"--perturbations-from {src}: no such file")
+            spec = importlib.util.spec_from_file_location(f"adaptrubric_audit_plugin_{path.stem}", path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        else:
+            try:
+                importlib.import_module(src)
+            except ModuleNotFoundError as exc:
+                raise ValueError(f"--perturbations-from {src}: {exc}") from None
+
+
+def perturbation_table() -> str:
+    """The registered perturbations: name, what it changes, what a robust verifier does, the label."""
+    from .audit import REGISTRY
+
+    rows = [f"{'name':<22} {'label':<9} change -> a robust verifier"]
+    for p in REGISTRY.values():
+        rows.append(f"{p.name:<22} {str(p.label):<9} {p.change} -> {p.robust}")
+    return "\n".join(rows)
+
+
+def _engine_from(options: dict):
+    """An engine for a flat mapping of options (a setting perturbation's, when the run's cannot be derived)."""
+    from .engine.remote import is_remote, remote_engine
+
+    if is_remote(options):
+        return remote_engine(options)
+    from .engine.build import build_engine
+
+    return build_engine(**options)
+
+
+def summary_lines(audit: dict) -> list[str]:
+    """One line per perturbation, as the command prints them."""
+    from .audit.report import pct
+
+    lines = []
+    for name, r in audit["perturbations"].items():
+        dp = "-" if r["mean_dp_success"] is None else f"{r['mean_dp_success']:+.3f}"
+        robust = {True: "yes", False: "NO", None: "-"}[r["meets"]]
+        lines.append(f"{name:<20} applied {r['applied']:>4}  0->1 {pct(r['flips_0_1'])}  1->0 {pct(r['flips_1_0'])}  "
+                     f"mean dp_success {dp}  newly unparsed {len(r['newly_unparsed'])}  robust: {robust} "
+                     f"({r['robust']})")
+    return lines
+
+
+def cmd_audit(args) -> int:
+    from .audit import build_all, get
+    from .audit import report as RP
+    from .audit import run as R
+
+    load_plugins(args.perturbations_from)
+    if args.list_perturbations:
+        print(perturbation_table())
+        return 0
+    if not args.out:
+        raise ValueError("give --out DIR (the audit's folder)")
+    if args.data is None:
+        if not args.compare:
+            raise ValueError("give DATA and --model to audit a verifier, or --compare RUN_B to put the audit in "
+                             "--out beside another")
+        print(RP.write_compare(args.out, args.out, args.compare))
+        print(f"wrote {args.out}/compare.md, compare.png")
+        return 0
+    from .formats import load_trajectories
+
+    chosen = get(args.perturb)
+    cfg = pipeline_config(args)
+    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
+    if args.dry_run:
+        for w in loaded.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        cfs = build_all(chosen, loaded.trajectories)
+        files = R.write_counterfactuals(out, chosen, cfs)
+        print(R.cost_text(R.cost_plan(loaded.trajectories, chosen, cfs, cfg)))
+        print(f"wrote {', '.join(sorted({str(f) for f in files.values()}))} (no model loaded: --dry-run)")
+        return 0
+    from .pipeline import AdaptRubric
+
+    options = engine_options(args, cfg)
+    engine = make_engine(args, cfg)
+    try:
+        audit = R.run_audit(AdaptRubric(engine, cfg), args.data, args.out, chosen, loaded=loaded, resume=args.resume,
+                            progress=not args.quiet, image_roots=args.image_root, engine_options=options,
+                            build_engine=_engine_from, force_settings=args.force_settings,
+                            log=lambda s: print(s, flush=True))
+    finally:
+        engine.close()
+    o = audit["originals"]
+    print(f"originals: {o['n']} ({o['ones']} SCORE 1, {o['zeros']} SCORE 0, {o['unparsed']} unparsed, {o['errors']} "
+          "errors)")
+    print("\n".join(summary_lines(audit)))
+    if args.compare:
+        print(RP.write_compare(args.out, args.out, args.compare))
+    print(f"wrote {args.out}/report.md, audit.json, flips.png, review.html, counterfactuals.jsonl, verdicts.jsonl"
+          + (", compare.md, compare.png" if args.compare else ""))
+    return 0
+
+
+def add_subcommands(sub) -> None:
+    """Register audit."""
+    p = sub.add_parser("audit", help="counterfactual trajectories: how often each change moves the verifier's verdict",
+                       description="Score every trajectory of a labelled DATA set and counterfactual copies of it "
+                                   "(the answer claiming success, verdict lines injected, the final frame dropped or "
+                                   "replaced, the frames reversed, another task's instruction, half the visual "
+                                   "budget), and report per change how many verdicts moved 0 -> 1 and 1 -> 0 (95% "
+                                   "intervals), the mean change of p_success and the verdicts that became unparsed.",
+                       epilog=EXAMPLES, formatter_class=FORMATTER)
+    p.add_argument("data", nargs="?", help="labelled trajectories (any supported format)")
+    p.add_argument("--out", help="the audit's folder")
+    p.add_argument("--perturb", nargs="+", action="extend", metavar="NAME",
+                   help="the perturbations to apply (repeatable; default: every registered one; see "
+                        "--list-perturbations)")
+    p.add_argument("--perturbations-from", action="append", default=[], metavar="FILE.py|MODULE",
+                   help="a Python file or module whose @perturbation lines register more perturbations (repeatable)")
+    p.add_argument("--list-perturbations", action="store_true", help="print the registered perturbations and exit")
+    p.add_argument("--compare", metavar="RUN_B",
+                   help="an earlier audit's folder: write OUT/compare.md and compare.png with both side by side "
+                        "(without DATA: compare the audit already in --out)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="write the counterfactual data and print what scoring it costs; load no model")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the audit in --out: score only what its verdict files lack (same settings)")
+    p.add_argument("--force-settings", action="store_true",
+                   help="with --resume, continue even if the settings differ from the files' (recorded)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_scoring_options(p)
+    p.set_defaults(func=cmd_audit)
+
