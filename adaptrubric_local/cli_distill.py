@@ -207,9 +207,11 @@ def add_subcommands(sub) -> None:
     p.add_argument("--adapter", required=True, help="adapter folder (from distill train)")
     p.add_argument("--out", required=True, help="result folder")
     p.add_argument("--split", default="val", choices=["val", "train"], help="which split (default val)")
-    p.add_argument("--max-batch-size", type=int, default=8, help="requests per generate call (default 8)")
-    p.add_argument("--verify-max-new-tokens", type=int, default=None,
-                   help="verifier token cap (default: the collection's)")
+    from .engine.hf_config import HFEngineConfig
+
+    add_config_arguments(p, HFEngineConfig, only=("max_batch_size",))  # the same option, default and help as score's
+    add_config_arguments(p, PipelineConfig, only=("verify_max_new_tokens",), defaults={"verify_max_new_tokens": None},
+                         shown={"verify_max_new_tokens": "the collection's"})
     p.add_argument("--data", help="the collected data set, if it moved since `collect` (default: manifest's)")
     p.add_argument("--no-base", action="store_true", help="score the adapter only")
     p.add_argument("--load-in-4bit", action=argparse.BooleanOptionalAction, default=None,

@@ -129,7 +129,7 @@ def run(tmp_path_factory):
     vfile = root / "verdicts.jsonl"
     score_file(AdaptRubric(FakeEngine(script=script, p_score=lambda r, d: 0.85 if d == "1" else 0.2),
                            PipelineConfig(router="rules", fine=False, max_images=5)), data, vfile, progress=False)
-    assert main(["eval", "--data", str(data), "--verdicts", str(vfile), "--out", str(root / "eval"), "--quiet"]) == 0
+    assert main(["eval", str(data), "--verdicts", str(vfile), "--out", str(root / "eval"), "--quiet"]) == 0
     metrics = json.loads((root / "eval" / "metrics.json").read_text())
     return root / "eval" / "review.html", metrics, data
 

@@ -87,7 +87,7 @@ def test_review_writes_the_budgeted_order_with_reasons_and_the_compared_verdict(
     vb = write_jsonl(tmp_path / "b.jsonl", [{"id": f"t{i}", "status": "ok", "score": 1, "p_success": 0.7,
                                              "model": "teacher"} for i in range(6)])
     out = tmp_path / "r"
-    assert main(["review", "--data", str(data), "--verdicts", str(va), "--out", str(out), "--order", "uncertain",
+    assert main(["review", str(data), "--verdicts", str(va), "--out", str(out), "--order", "uncertain",
                  "--budget", "3", "--compare", str(vb), "--quiet"]) == 0
     assert "cards in uncertain order against" in capsys.readouterr().out
     idx = _index(out)
@@ -97,10 +97,10 @@ def test_review_writes_the_budgeted_order_with_reasons_and_the_compared_verdict(
     cards = json.loads((out / "review_files" / "cards" / "00000.js").read_text().split(", ", 1)[1].rsplit(");", 1)[0])
     assert [c["rank"] for c in cards] == [1, 2, 3] and cards[0]["rank_reason"] == "|p - 0.5| = 0.050"
     assert cards[2]["compare"] == {"score": 1, "status": "ok", "model": "teacher", "p_success": 0.7}
-    assert main(["review", "--data", str(data), "--verdicts", str(va), "--out", str(out), "--order", "disagree",
+    assert main(["review", str(data), "--verdicts", str(va), "--out", str(out), "--order", "disagree",
                  "--compare", str(vb), "--quiet"]) == 0
     assert [r[0] for r in _index(out)["rows"]][:3] == ["t3", "t4", "t1"]  # B says 1 where A says 0, widest first
-    assert main(["review", "--data", str(data), "--verdicts", str(va), "--out", str(out), "--budget", "3"]) == 2
+    assert main(["review", str(data), "--verdicts", str(va), "--out", str(out), "--budget", "3"]) == 2
     assert "give --order too" in capsys.readouterr().err
 
 
@@ -113,7 +113,7 @@ def test_a_budgeted_review_prints_the_counts_of_the_cards_it_wrote(tmp_path, cap
     va = write_jsonl(tmp_path / "a.jsonl", [{"id": f"t{i}", "status": "ok", "score": 1, "p_success": 0.5 + i / 10}
                                             for i in range(4)])  # t4, t5 have no verdict
     out = tmp_path / "r"
-    assert main(["review", "--data", str(data), "--labels", str(labels), "--verdicts", str(va), "--out", str(out),
+    assert main(["review", str(data), "--labels", str(labels), "--verdicts", str(va), "--out", str(out),
                  "--order", "fp-first", "--budget", "3", "--quiet"]) == 0
     first, second = capsys.readouterr().out.splitlines()[:2]
     idx = _index(out)
