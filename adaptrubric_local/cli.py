@@ -26,7 +26,7 @@ from .cli_common import (
     needs_engine,
     pipeline_config,
 )
-from .flags import Parser, add_config_arguments, explicit, old_spelling_warning
+from .flags import Parser, add_config_arguments, common, explicit, old_spelling_warning
 from .pipeline import PipelineConfig
 
 EXAMPLES = """examples:
@@ -188,10 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "prompt (H.2).", epilog=EXAMPLES, formatter_class=FORMATTER)
     p.add_argument("instruction", nargs="?", help="an instruction to route")
     add_config_arguments(p, PipelineConfig, only=("router", "bank_path"))
-    p.add_argument("--explain", action="store_true",
-                   help="with --router rules: print how the rules read the instruction")
-    p.add_argument("--input", help="JSONL file whose lines have \"instruction\"")
-    p.add_argument("--out", help="where to write the routed JSONL (default stdout)")
+    common(p.add_argument("--explain", action="store_true",
+                          help="with --router rules: print how the rules read the instruction"), "method")
+    common(p.add_argument("--input", help="JSONL file whose lines have \"instruction\""), "data")
+    common(p.add_argument("--out", help="where to write the routed JSONL (default stdout)"), "output")
     p.add_old_spelling("--output", "out")
     add_model_options(p)
     add_remote_options(p)
@@ -202,10 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "`score` would send them with the same flags (the router and cue calls run on "
                                    "--model). Without a model: --router rules and --no-fine or --manual-cues TEXT.",
                        epilog=EXAMPLES, formatter_class=FORMATTER)
-    p.add_argument("data", help="trajectory file or folder (any supported format)")
-    p.add_argument("--id", required=True, help="trajectory id")
-    p.add_argument("--json", action="store_true",
-                   help="print the request (prompt, suffix, images, route, cues) as JSON")
+    p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
+    common(p.add_argument("--id", required=True, help="trajectory id"), "data")
+    common(p.add_argument("--json", action="store_true",
+                          help="print the request (prompt, suffix, images, route, cues) as JSON"), "output")
     add_scoring_options(p)  # exactly the flags of `score`, so the prompt is what `score` sends
     p.set_defaults(func=cmd_prompt)
 

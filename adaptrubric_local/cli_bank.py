@@ -143,8 +143,8 @@ def add_subcommands(sub) -> None:
                                     "kept) with a record of teacher, data and prompts; teacher replies and "
                                     "dimensions are kept in OUT.work/. Teacher calls: ceil(sampled / --per-call) "
                                     "+ 1.", epilog=EXAMPLES, formatter_class=FORMATTER)
-    p.add_argument("data", help="labelled trajectory file or folder (any supported format)")
-    p.add_argument("--out", required=True, help="bank YAML to write")
+    p.add_argument("data", metavar="DATA", help="labelled trajectory file or folder (any supported format)")
+    common(p.add_argument("--out", required=True, help="bank YAML to write"), "output")
     add_config_arguments(p.add_argument_group("induction"), InduceConfig, skip=("teacher_max_new_tokens",),
                          defaults={"name": None})
     p.add_argument("--base-bank", help="bank whose meta rule, output format and (with --keep-families) families are "
@@ -166,7 +166,7 @@ def add_subcommands(sub) -> None:
     add_data_argument(p, "labelled DEV trajectories (any supported format)")
     common(p.add_argument("--out", required=True, help="output folder"), "output")
     add_config_arguments(p.add_argument_group("refinement"), RefineConfig, skip=("teacher_max_new_tokens",))
-    p.add_argument("--resume", action="store_true", help="continue from the last round_K.yaml in OUT")
+    common(p.add_argument("--resume", action="store_true", help="continue from the last round_K.yaml in OUT"), "output")
     add_data_options(p)
     add_pipeline_options(p)  # --bank-path: the bank to refine (default: the bundled paper bank)
     add_model_options(p)

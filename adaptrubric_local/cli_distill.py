@@ -136,7 +136,7 @@ def add_subcommands(sub) -> None:
     """Register `distill {collect,train,plan,evaluate,merge}` on the main parser's subparsers."""
     from .distill.collect import CollectConfig
     from .engine.teacher import TeacherConfig
-    from .flags import add_config_arguments
+    from .flags import add_config_arguments, common
     from .pipeline import PipelineConfig
 
     fmt = argparse.RawDescriptionHelpFormatter
@@ -151,15 +151,17 @@ def add_subcommands(sub) -> None:
                                     "val.jsonl (split by task) and manifest.json. Unparsed teacher outputs are "
                                     "counted and left out; failed calls are reported and retried by --resume.",
                         epilog=EXAMPLES, formatter_class=fmt)
-    p.add_argument("data", help="trajectory file or folder (any supported format)")
-    p.add_argument("--out", required=True, help="distillation folder DIR")
+    p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
+    common(p.add_argument("--out", required=True, help="distillation folder DIR"), "output")
     t = p.add_argument_group("teacher (exactly one of --teacher-model, --teacher-url, --teacher-verdicts, "
                              "--teacher-labels)")
     add_config_arguments(t, TeacherConfig)
-    t.add_argument("--teacher-verdicts", help="verdict JSONL produced elsewhere (each line needs 'raw'; its "
-                                              "p_success, when present, is kept as the teacher's probability)")
-    t.add_argument("--teacher-labels", action="store_true", help="use the data's labels as the teacher's verdicts "
-                                                                 "(with --labels: those files' labels over the data's)")
+    common(t.add_argument("--teacher-verdicts", help="verdict JSONL produced elsewhere (each line needs 'raw'; "
+                                                     "its p_success, when present, is kept as the teacher's "
+                                                     "probability)"), "teacher")
+    common(t.add_argument("--teacher-labels", action="store_true",
+                          help="use the data's labels as the teacher's verdicts (with --labels: those files' labels "
+                               "over the data's)"), "teacher")
     g = p.add_argument_group("what the teacher runs (default router: model for model/url teachers, rules for "
                              "labels and verdicts, which carry no router answers)")
     add_config_arguments(g, PipelineConfig, only=("router", "max_images"), defaults={"router": None})
@@ -168,8 +170,9 @@ def add_subcommands(sub) -> None:
 
     add_config_arguments(p.add_argument_group("labels (what the review page exports; the records' labels, "
                                               "--agree-with-labels and --teacher-labels read them)"), LabelsConfig)
-    p.add_argument("--resume", action="store_true", help="continue DIR: skip what is there, retry failures (and "
-                                                         "truncated replies once the token cap is raised)")
+    common(p.add_argument("--resume", action="store_true", help="continue DIR: skip what is there, retry failures "
+                                                                "(and truncated replies once the token cap is raised)"),
+           "output")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_collect)
 

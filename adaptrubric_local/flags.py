@@ -151,8 +151,9 @@ class Parser(argparse.ArgumentParser):
         return ns, extras
 
     def short(self) -> bool:
-        """Whether `--help` shows only the common options (a command with many)."""
-        return sum(bool(a.option_strings) and a.help != argparse.SUPPRESS for a in self._actions) > SHORT_HELP_OVER
+        """Whether `--help` shows only the common options: a command with many, some marked common."""
+        options = [a for a in self._actions if a.option_strings and a.help != argparse.SUPPRESS]
+        return len(options) > SHORT_HELP_OVER and any(getattr(a, "common", None) for a in options)
 
     def format_help(self, every: bool = False) -> str:
         if every or not self.short():
@@ -169,9 +170,9 @@ class Parser(argparse.ArgumentParser):
         groups: dict[str, list] = {name: [] for name in HELP_GROUPS}
         for a in positionals:
             groups.setdefault("data" if a.dest == "data" else "arguments", []).append(a)
-        shown = [a for a in visible if a.option_strings and getattr(a, "common", None)]
-        for a in shown:
-            groups.setdefault(a.common, []).append(a)
+        shown = [a for a in visible if a.option_strings and (getattr(a, "common", None) or a.required)]
+        for a in shown:  # a required option nobody marked is shown all the same
+            groups.setdefault(getattr(a, "common", None) or ("output" if a.dest == "out" else "options"), []).append(a)
         for name, actions in sorted(groups.items(), key=lambda kv: kv[0] != "arguments"):
             if actions:
                 fmt.start_section(name)
