@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import canonical_record, write_jsonl
 
 from adaptrubric_local.cli import build_parser, main
 from adaptrubric_local.flags import Parser, common
+
+from conftest import canonical_record, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 

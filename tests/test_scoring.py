@@ -63,7 +63,8 @@ def test_verdict_settings_and_diff():
     assert scoring.verdict_settings(meta) == {"router": "model", "engine.model": "m", "engine.dtype": "bf16",
                                               "fine": True}
     assert scoring.verdict_settings({"engine": None}) == {"engine": None}
-    new = {**meta, "router": "rules", "trajectories_per_batch": 1, "engine": {"model": "m2", "max_batch_size": 1}, "extra": 1}
+    new = {**meta, "router": "rules", "trajectories_per_batch": 1, "engine": {"model": "m2", "max_batch_size": 1},
+           "extra": 1}
     del new["fine"]
     assert scoring.settings_diff(meta, new) == [
         "engine.dtype: 'bf16' -> None", "engine.model: 'm' -> 'm2'", "extra: None -> 1", "fine: True -> None",
