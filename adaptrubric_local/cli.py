@@ -1,14 +1,18 @@
 """The `adaptrubric` command line: argument parsing only; the work happens in the library.
 
 Heavy modules (torch, transformers) are imported inside the subcommands that need them, so
-`route`, `prompt` and `validate-bank` start fast.
+`route`, `prompt` and `bank validate` start fast. `main` is where the command line starts: there,
+and only there, third-party warnings a user cannot act on are filtered (`quiet_third_party`;
+`--verbose` shows them), so a Python caller of the library sees what its own settings let through.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import json
+import logging
 import sys
+import warnings
 from pathlib import Path
 
 from .cli_common import (
@@ -16,34 +20,35 @@ from .cli_common import (
     add_model_options,
     add_remote_options,
     add_scoring_options,
+    check_engine_options,
     die,
     make_engine,
     needs_engine,
     pipeline_config,
 )
-from .flags import Parser, add_config_arguments
+from .flags import Parser, add_config_arguments, common, explicit, old_spelling_warning
 from .pipeline import PipelineConfig
 
 EXAMPLES = """examples:
   adaptrubric route --router rules "Turn on Wi-Fi, then open the dialer app"
-  adaptrubric route --model Qwen/Qwen3-VL-4B-Instruct --input tasks.jsonl --output routed.jsonl
+  adaptrubric route --model Qwen/Qwen3-VL-4B-Instruct --input tasks.jsonl --out routed.jsonl
   adaptrubric prompt data/trajs.jsonl --id traj-3 --model Qwen/Qwen3-VL-8B-Instruct
   adaptrubric prompt data/trajs.jsonl --id traj-3 --router rules --manual-cues "Check if the text is at the top."
   adaptrubric prompt data/androidgen --id 1720533256 --router rules --no-fine --json
-  adaptrubric validate-bank rubric_bank/default.yaml
+  adaptrubric bank validate rubric_bank/default.yaml
   adaptrubric synth --out runs/synth
   adaptrubric make-tiny-model runs/tiny
   adaptrubric score runs/synth/trajectories.jsonl --model runs/tiny --out runs/verdicts.jsonl
   adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl --resume
-  adaptrubric eval --data DATA --verdicts verdicts.jsonl --out runs/eval
-  adaptrubric ablate --data DATA --model runs/tiny --out runs/ablate
-  adaptrubric tts --data DATA --verdicts verdicts.jsonl --out runs/tts
+  adaptrubric eval DATA --verdicts verdicts.jsonl --out runs/eval
+  adaptrubric ablate DATA --model runs/tiny --out runs/ablate
+  adaptrubric tts DATA --verdicts verdicts.jsonl --out runs/tts
   adaptrubric compare runs/eval-a runs/eval-b
   adaptrubric audit DATA --model M --out runs/audit
-  adaptrubric review --data DATA --verdicts verdicts.jsonl --out runs/review
-  adaptrubric review --data DATA --verdicts verdicts.jsonl --order uncertain --budget 50 --out runs/label
+  adaptrubric review DATA --verdicts verdicts.jsonl --out runs/review
+  adaptrubric review DATA --verdicts verdicts.jsonl --order uncertain --budget 50 --out runs/label
   adaptrubric labels merge DATA --labels labels.jsonl --out runs/labelled
-  adaptrubric calibrate --data DEV --verdicts dev_verdicts.jsonl --out calib.json
+  adaptrubric calibrate DEV --verdicts dev_verdicts.jsonl --out calib.json
   adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
 """
 
@@ -88,14 +93,14 @@ def cmd_route(args) -> int:
             bad += 1
     good = [obj for _, obj in rows if isinstance(obj, dict) and isinstance(obj.get("instruction"), str)]
     routes = pipe.route_many(o["instruction"] for o in good)
-    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
-    with out if args.output else contextlib.nullcontext(out):
+    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    with out if args.out else contextlib.nullcontext(out):
         for obj in good:
             out.write(json.dumps({**obj, "category": routes[obj["instruction"]].category}, ensure_ascii=False) + "\n")
     for e in result.errors:
         print(e, file=sys.stderr)
-    if args.output:
-        print(f"routed {len(good)} instruction(s) -> {args.output}"
+    if args.out:
+        print(f"routed {len(good)} instruction(s) -> {args.out}"
               + (f"; {bad + len(result.errors)} bad record(s) skipped" if bad or result.errors else ""),
               file=sys.stderr)
     return 0 if not (bad or result.errors) else 1
@@ -159,30 +164,14 @@ def known_ids(ids: list[str], show: int = 10) -> str:
 
 # ----------------------------------------------------------------------------- validate-bank
 def cmd_validate_bank(args) -> int:
-    from .bank import load_bank
-    from .schema import SchemaError
+    """`validate-bank PATH`, this release's old spelling of `bank validate PATH`."""
+    from .cli_bank import cmd_validate
 
-    try:
-        bank = load_bank(args.path)
-    except SchemaError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    n_items = sum(len(rs.rubric_items) for rs in bank.families.values())
-    print(f"{args.path}: OK ({len(bank.families)} families, {n_items} rubric items, sha {bank.sha})")
-    return 0
+    print(old_spelling_warning("validate-bank", "adaptrubric", args.path), file=sys.stderr)
+    return cmd_validate(args)
 
 
 # ----------------------------------------------------------------------------- parser
-VALIDATE_EXAMPLES = """examples:
-  adaptrubric validate-bank rubric_bank/default.yaml
-  adaptrubric validate-bank my_bank.yaml && adaptrubric score DATA --model M --bank-path my_bank.yaml --out v.jsonl
-
-A valid bank has its families (the paper's eight, or your own with `taxonomy: custom` and one fallback
-family), each with a description, verification steps, common pitfalls, special rules, an output format
-and rubric items, plus the shared meta rule; unknown keys are errors naming the file and field.
-"""
-
-
 def build_parser() -> argparse.ArgumentParser:
     from . import cli_audit, cli_bank, cli_distill, cli_eval, cli_labels, cli_review, cli_score, cli_serve
     from ._version import __version__
@@ -190,6 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent trajectories, run "
                 "in-process with Qwen3-VL.", epilog=EXAMPLES, formatter_class=FORMATTER)
     ap.add_argument("--version", action="version", version=f"adaptrubric-local {__version__}")
+    ap.add_argument("--verbose", action="store_true",
+                    help="also show the warnings of third-party libraries (hidden by default: nothing to act on)")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
 
     p = sub.add_parser("route", help="route instructions to one of the bank's task families",
@@ -198,10 +189,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "prompt (H.2).", epilog=EXAMPLES, formatter_class=FORMATTER)
     p.add_argument("instruction", nargs="?", help="an instruction to route")
     add_config_arguments(p, PipelineConfig, only=("router", "bank_path"))
-    p.add_argument("--explain", action="store_true",
-                   help="with --router rules: print how the rules read the instruction")
-    p.add_argument("--input", help="JSONL file whose lines have \"instruction\"")
-    p.add_argument("--output", help="where to write the routed JSONL (default stdout)")
+    common(p.add_argument("--explain", action="store_true",
+                          help="with --router rules: print how the rules read the instruction"), "method")
+    common(p.add_argument("--input", help="JSONL file whose lines have \"instruction\""), "data")
+    common(p.add_argument("--out", help="where to write the routed JSONL (default stdout)"), "output")
+    p.add_old_spelling("--output", "out")
     add_model_options(p)
     add_remote_options(p)
     p.set_defaults(func=cmd_route)
@@ -211,16 +203,14 @@ def build_parser() -> argparse.ArgumentParser:
                                    "`score` would send them with the same flags (the router and cue calls run on "
                                    "--model). Without a model: --router rules and --no-fine or --manual-cues TEXT.",
                        epilog=EXAMPLES, formatter_class=FORMATTER)
-    p.add_argument("data", help="trajectory file or folder (any supported format)")
-    p.add_argument("--id", required=True, help="trajectory id")
-    p.add_argument("--json", action="store_true",
-                   help="print the request (prompt, suffix, images, route, cues) as JSON")
+    p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
+    common(p.add_argument("--id", required=True, help="trajectory id"), "data")
+    common(p.add_argument("--json", action="store_true",
+                          help="print the request (prompt, suffix, images, route, cues) as JSON"), "output")
     add_scoring_options(p)  # exactly the flags of `score`, so the prompt is what `score` sends
     p.set_defaults(func=cmd_prompt)
 
-    p = sub.add_parser("validate-bank", help="check a rubric bank YAML against the schema",
-                       description="Load a rubric bank into the strict schema and print its hash, or every "
-                                   "problem with file and field.", epilog=VALIDATE_EXAMPLES, formatter_class=FORMATTER)
+    p = sub.add_parser("validate-bank", description="The old spelling of `adaptrubric bank validate PATH`.")
     p.add_argument("path", help="bank YAML file")
     p.set_defaults(func=cmd_validate_bank)
 
@@ -229,13 +219,60 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+# third-party messages a user of the command line cannot act on (shown with --verbose): warnings of
+# these categories raised outside this package, and these libraries' log records below ERROR
+QUIET_WARNINGS = (FutureWarning, DeprecationWarning, PendingDeprecationWarning)
+QUIET_LOGGERS = ("bitsandbytes", "accelerate", "peft", "torch", "torchvision", "transformers")
+
+
+@contextlib.contextmanager
+def quiet_third_party():
+    """While a command runs: hide what third-party libraries print that a user cannot act on, their
+    deprecation and future warnings (a library's own upgrade notes) and their log records below ERROR
+    (bitsandbytes' line about an optional CPU kernel package). The package's own warnings, and every
+    error, stay. Undone afterwards, so a program that calls `main` keeps its own settings."""
+    import os
+
+    levels = {name: logging.getLogger(name).level for name in QUIET_LOGGERS}
+    env = {k: os.environ.get(k) for k in ("TRANSFORMERS_VERBOSITY", "TRANSFORMERS_NO_ADVISORY_WARNINGS")}
+    with warnings.catch_warnings():
+        for category in QUIET_WARNINGS:
+            warnings.filterwarnings("ignore", category=category)
+            warnings.filterwarnings("default", category=category, module=r"adaptrubric_local(\.|$)")
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.ERROR)
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # read when transformers sets up its logger
+        os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+        try:
+            yield
+        finally:
+            for name, level in levels.items():
+                logging.getLogger(name).setLevel(level)
+            for k, v in env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--verbose" in argv:  # a global flag, taken before or after the command
+        return run(["--verbose", *(a for a in argv if a != "--verbose")])
+    with quiet_third_party():
+        return run(argv)
+
+
+def run(argv: list[str]) -> int:
+    """Parse `argv` and run its command: one error line (exit 2) for bad input."""
     ap = build_parser()
     args = ap.parse_args(argv)
     if not getattr(args, "func", None):
         ap.print_help()
         return 2
     try:
+        if getattr(args, "engine", None) is not None:  # an option the chosen engine does not read: refused first
+            check_engine_options(args.engine, explicit(args))
         return args.func(args)
     except KeyboardInterrupt:
         return die("interrupted", 130)

@@ -1,4 +1,4 @@
-"""The `adaptrubric bank` subcommands (`induce`, `refine`), registered into the main parser by
+"""The `adaptrubric bank` subcommands (`induce`, `refine`, `validate`), registered into the main parser by
 `cli.py` through `add_subcommands(sub)`. Argument handling only; the work is in
 `adaptrubric_local.bank_induction`.
 """
@@ -14,9 +14,9 @@ EXAMPLES = """examples:
   adaptrubric bank induce DATA --out my_bank.yaml --teacher-url http://judge:8000/v1 \\
       --teacher-name Qwen/Qwen3-VL-235B-A22B-Instruct --domain "our CRM web app" --name crm
   adaptrubric bank induce DATA --out my_bank.yaml --teacher-model Qwen/Qwen3-VL-32B-Instruct --keep-families
-  adaptrubric validate-bank my_bank.yaml
+  adaptrubric bank validate my_bank.yaml
   # 2. refine it on a labelled DEV set with the verifier you will use for rewards
-  adaptrubric bank refine --bank-path my_bank.yaml --data DEV --model Qwen/Qwen3-VL-8B-Instruct \\
+  adaptrubric bank refine DEV --bank-path my_bank.yaml --model Qwen/Qwen3-VL-8B-Instruct \\
       --teacher-url http://judge:8000/v1 --teacher-name Qwen/Qwen3-VL-235B-A22B-Instruct --out runs/refine --rounds 2
   adaptrubric bank refine ... --out runs/refine --resume        # continue after a teacher outage
   # 3. use the last round's bank
@@ -77,7 +77,7 @@ def cmd_induce(args) -> int:
         teacher.close()
     print(json.dumps(summary, indent=2))
     print(f"wrote {args.out} ({len(summary['families'])} families: {', '.join(summary['families'])}); "
-          f"{summary['teacher_calls']} teacher calls. Read it, then: adaptrubric validate-bank {args.out}",
+          f"{summary['teacher_calls']} teacher calls. Read it, then: adaptrubric bank validate {args.out}",
           file=sys.stderr)
     return 0
 
@@ -114,12 +114,19 @@ def cmd_refine(args) -> int:
 
 # ----------------------------------------------------------------------------- parser
 def add_subcommands(sub) -> None:
-    """Register `bank {induce,refine}` on the main parser's subparsers."""
+    """Register `bank {induce,refine,validate}` on the main parser's subparsers."""
     from .bank_induction.induce import InduceConfig
     from .bank_induction.refine import RefineConfig
-    from .cli_common import FORMATTER, add_data_options, add_model_options, add_pipeline_options, add_remote_options
-    from .flags import add_config_arguments
-    b = sub.add_parser("bank", help="build a rubric bank for your own apps (induce, refine)",
+    from .cli_common import (
+        FORMATTER,
+        add_data_argument,
+        add_data_options,
+        add_model_options,
+        add_pipeline_options,
+        add_remote_options,
+    )
+    from .flags import add_config_arguments, common
+    b = sub.add_parser("bank", help="build and check a rubric bank for your own apps (induce, refine, validate)",
                        description="Grow a rubric bank the way the paper built its own (§4.1, Appendix B): induce "
                                    "families and rubrics from labelled trajectories with a teacher model, then "
                                    "refine each family's rubric on the cases where the verifier disagrees with "
@@ -136,8 +143,8 @@ def add_subcommands(sub) -> None:
                                     "kept) with a record of teacher, data and prompts; teacher replies and "
                                     "dimensions are kept in OUT.work/. Teacher calls: ceil(sampled / --per-call) "
                                     "+ 1.", epilog=EXAMPLES, formatter_class=FORMATTER)
-    p.add_argument("data", help="labelled trajectory file or folder (any supported format)")
-    p.add_argument("--out", required=True, help="bank YAML to write")
+    p.add_argument("data", metavar="DATA", help="labelled trajectory file or folder (any supported format)")
+    common(p.add_argument("--out", required=True, help="bank YAML to write"), "output")
     add_config_arguments(p.add_argument_group("induction"), InduceConfig, skip=("teacher_max_new_tokens",),
                          defaults={"name": None})
     p.add_argument("--base-bank", help="bank whose meta rule, output format and (with --keep-families) families are "
@@ -156,13 +163,44 @@ def add_subcommands(sub) -> None:
                                     "trajectory (routes and cues once per run), one teacher call per family with "
                                     "disagreements, and one verifier call per validation trajectory of each "
                                     "revised family.", epilog=EXAMPLES, formatter_class=FORMATTER)
-    p.add_argument("--data", required=True, help="labelled DEV trajectories (any supported format)")
-    p.add_argument("--out", required=True, help="output folder")
+    add_data_argument(p, "labelled DEV trajectories (any supported format)")
+    common(p.add_argument("--out", required=True, help="output folder"), "output")
     add_config_arguments(p.add_argument_group("refinement"), RefineConfig, skip=("teacher_max_new_tokens",))
-    p.add_argument("--resume", action="store_true", help="continue from the last round_K.yaml in OUT")
+    common(p.add_argument("--resume", action="store_true", help="continue from the last round_K.yaml in OUT"), "output")
     add_data_options(p)
     add_pipeline_options(p)  # --bank-path: the bank to refine (default: the bundled paper bank)
     add_model_options(p)
     add_remote_options(p)
     _teacher_options(p)
     p.set_defaults(func=cmd_refine)
+
+    p = bsub.add_parser("validate", help="check a rubric bank YAML against the schema",
+                        description="Load a rubric bank into the strict schema and print its hash, or every "
+                                    "problem with file and field.", epilog=VALIDATE_EXAMPLES, formatter_class=FORMATTER)
+    p.add_argument("path", help="bank YAML file")
+    p.set_defaults(func=cmd_validate)
+
+
+# ----------------------------------------------------------------------------- validate
+VALIDATE_EXAMPLES = """examples:
+  adaptrubric bank validate rubric_bank/default.yaml
+  adaptrubric bank validate my_bank.yaml && adaptrubric score DATA --model M --bank-path my_bank.yaml --out v.jsonl
+
+A valid bank has its families (the paper's eight, or your own with `taxonomy: custom` and one fallback
+family), each with a description, verification steps, common pitfalls, special rules, an output format
+and rubric items, plus the shared meta rule; unknown keys are errors naming the file and field.
+"""
+
+
+def cmd_validate(args) -> int:
+    from .bank import load_bank
+    from .schema import SchemaError
+
+    try:
+        bank = load_bank(args.path)
+    except SchemaError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    n_items = sum(len(rs.rubric_items) for rs in bank.families.values())
+    print(f"{args.path}: OK ({len(bank.families)} families, {n_items} rubric items, sha {bank.sha})")
+    return 0

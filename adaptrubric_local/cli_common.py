@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from .engine.remote import RemoteConfig, is_remote, remote_engine
-from .flags import add_config_arguments, config_kwargs, explicit
+from .flags import add_config_arguments, common, config_kwargs, explicit, flag_name
 
 FORMATTER = argparse.RawDescriptionHelpFormatter
 
@@ -19,13 +19,23 @@ def die(msg: str, code: int = 2) -> int:
     return code
 
 
+def add_data_argument(p, help: str = "trajectory file or folder (any supported format)", required: bool = True):
+    """DATA, the data set a command reads, as its first positional argument; `--data DATA` (this
+    release's old spelling) still works, with a warning naming the new form."""
+    action = p.add_argument("data", nargs="?", metavar="DATA", help=help)
+    if required:
+        p.required_positional(action)
+    p.add_old_spelling("--data", "data")
+
+
 def add_data_options(p: argparse.ArgumentParser) -> None:
     """--format and --image-root."""
-    p.add_argument("--format", default="auto",
-                   help="input format: auto, canonical, androidgen, zerogui, osreward, clawgui (default auto)")
-    p.add_argument("--image-root", action="append", default=[], metavar="DIR",
-                   help="a folder screenshots may also live in (repeatable); the data folder is always allowed. "
-                        "Needed when records hold absolute paths outside the data folder")
+    common(p.add_argument("--format", default="auto",
+                          help="input format: auto, canonical, androidgen, zerogui, osreward, clawgui (default auto)"),
+           "data")
+    common(p.add_argument("--image-root", action="append", default=[], metavar="DIR",
+                          help="a folder screenshots may also live in (repeatable); the data folder is always "
+                               "allowed. Needed when records hold absolute paths outside the data folder"), "data")
 
 
 def add_labels_options(p: argparse.ArgumentParser) -> None:
@@ -36,7 +46,7 @@ def add_labels_options(p: argparse.ArgumentParser) -> None:
 
 
 def load_labelled(args, check_images: bool = False):
-    """(the data set of --data with the --labels files applied, their record or None): the one step
+    """(the data set DATA with the --labels files applied, their record or None): the one step
     every command that reads labels takes before it reads them."""
     from .formats import load_trajectories
     from .labels import apply_labels
@@ -45,7 +55,7 @@ def load_labelled(args, check_images: bool = False):
     files = list(getattr(args, "labels", None) or [])
     if not data:
         if files:
-            raise ValueError("--labels needs --data: a labels file labels the trajectories of a data set")
+            raise ValueError("--labels needs DATA: a labels file labels the trajectories of a data set")
         return None, None
     loaded = load_trajectories(data, fmt=getattr(args, "format", "auto"), check_images=check_images,
                                image_roots=getattr(args, "image_root", None) or ())
@@ -136,8 +146,8 @@ def engine_options(args, cfg=None) -> dict:
     defaults to the pipeline's budget."""
     from .engine.hf_config import HFEngineConfig
     from .engine.vllm_engine import VLLMConfig
-    from .flags import flag_name
 
+    check_engine_options(getattr(args, "engine", None) or "transformers", explicit(args))
     kw, _ = adopt_adapter_images(args, config_kwargs(args, HFEngineConfig), {})
     if cfg is not None:
         kw["max_new_tokens"] = max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens, cfg.route_max_new_tokens)
@@ -149,14 +159,41 @@ def engine_options(args, cfg=None) -> dict:
         kw.update(config_kwargs(args, VLLMConfig), engine="vllm")
         if kw.get("limit_mm_per_prompt") is None and cfg is not None:
             kw["limit_mm_per_prompt"] = cfg.max_images
-    else:
-        given = sorted(config_kwargs(args, VLLMConfig, only_given=True))
-        if given:
-            raise ValueError(f"{', '.join(flag_name(g) for g in given)}: option(s) of the vLLM engine; add --engine "
-                             "vllm")
     if getattr(args, "openai_url", None):
         kw.update(config_kwargs(args, RemoteConfig))
     return kw
+
+
+# options one engine reads and the other does not -> what to do with the other one instead
+TRANSFORMERS_ONLY = {
+    "max_batch_size": "use --max-num-seqs (requests vLLM runs at once)",
+    "max_batch_tokens": "vLLM's own cap is max_num_batched_tokens: --vllm-engine-args "
+                        "'{\"max_num_batched_tokens\": N}'",
+    "device_map": "use --tensor-parallel-size (GPUs one model is split over)",
+    "attn_implementation": "vLLM picks its own attention backend",
+    "load_in_4bit": "give a quantised checkpoint as --model (vLLM reads its quantization config)",
+    "load_in_8bit": "give a quantised checkpoint as --model (vLLM reads its quantization config)",
+    "compile": "vLLM compiles and captures CUDA graphs unless --enforce-eager",
+}
+VLLM_ONLY = {"max_num_seqs": "use --max-batch-size (most requests in one generate call), or add --engine vllm",
+             "tensor_parallel_size": "use --device-map (transformers' device_map), or add --engine vllm"}
+
+
+def check_engine_options(engine: str, given) -> None:
+    """Refuse an option given on the command line that `engine` does not read, naming what to use
+    instead (an error, exit 2): `--max-batch-size` with vLLM is `--max-num-seqs`; a vLLM option with
+    transformers names transformers' one, or --engine vllm."""
+    from .engine.vllm_engine import VLLM_FIELDS
+
+    if engine == "vllm":
+        wrong = {n: TRANSFORMERS_ONLY[n] for n in sorted(given) if n in TRANSFORMERS_ONLY}
+        what = "the transformers engine's option"
+    else:
+        wrong = {n: VLLM_ONLY.get(n, "add --engine vllm, or leave it out") for n in sorted(given) if n in VLLM_FIELDS}
+        what = "an option of the vLLM engine"
+    if wrong:
+        raise ValueError("; ".join(f"{flag_name(n)} is {what}, not read by --engine {engine}: {instead}"
+                                   for n, instead in wrong.items()))
 
 
 def make_engine(args, cfg=None):
@@ -191,19 +228,19 @@ def score_with_model(args, out, cfg, resume: bool = False, **score_kw) -> dict:
 
 
 def add_coverage_options(p: argparse.ArgumentParser, subset: bool = True) -> None:
-    """--subset and --allow-extra: what `eval`, `tts` and `review` do when the verdicts and --data differ
+    """--subset and --allow-extra: what `eval`, `tts` and `review` do when the verdicts and DATA differ
     (evaluation/coverage.py); --allow-extra alone with `subset` False (`calibrate`)."""
     if subset:
         p.add_argument("--subset", choices=["data", "verdicts"], default="data",
-                       help="data: every trajectory of --data, those without a verdict counted as missing (a "
+                       help="data: every trajectory of DATA, those without a verdict counted as missing (a "
                             "predicted failure, the paper's fixed denominators); verdicts: only the trajectories the "
                             "verdicts cover (said in the report) (default data)")
     p.add_argument("--allow-extra", action="store_true",
-                   help="leave out, with a warning, verdicts whose ids are not in --data (otherwise an error)")
+                   help="leave out, with a warning, verdicts whose ids are not in DATA (otherwise an error)")
 
 
 def print_coverage(result: dict) -> None:
-    """What the verdicts cover of --data (a metrics.json / tts.json content), on stderr: WARNING when
+    """What the verdicts cover of DATA (a metrics.json / tts.json content), on stderr: WARNING when
     trajectories lack a verdict or verdicts were left out, a note otherwise."""
     from .evaluation.coverage import Coverage
 

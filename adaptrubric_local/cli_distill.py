@@ -136,7 +136,7 @@ def add_subcommands(sub) -> None:
     """Register `distill {collect,train,plan,evaluate,merge}` on the main parser's subparsers."""
     from .distill.collect import CollectConfig
     from .engine.teacher import TeacherConfig
-    from .flags import add_config_arguments
+    from .flags import add_config_arguments, common
     from .pipeline import PipelineConfig
 
     fmt = argparse.RawDescriptionHelpFormatter
@@ -151,15 +151,17 @@ def add_subcommands(sub) -> None:
                                     "val.jsonl (split by task) and manifest.json. Unparsed teacher outputs are "
                                     "counted and left out; failed calls are reported and retried by --resume.",
                         epilog=EXAMPLES, formatter_class=fmt)
-    p.add_argument("data", help="trajectory file or folder (any supported format)")
-    p.add_argument("--out", required=True, help="distillation folder DIR")
+    p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
+    common(p.add_argument("--out", required=True, help="distillation folder DIR"), "output")
     t = p.add_argument_group("teacher (exactly one of --teacher-model, --teacher-url, --teacher-verdicts, "
                              "--teacher-labels)")
     add_config_arguments(t, TeacherConfig)
-    t.add_argument("--teacher-verdicts", help="verdict JSONL produced elsewhere (each line needs 'raw'; its "
-                                              "p_success, when present, is kept as the teacher's probability)")
-    t.add_argument("--teacher-labels", action="store_true", help="use the data's labels as the teacher's verdicts "
-                                                                 "(with --labels: those files' labels over the data's)")
+    common(t.add_argument("--teacher-verdicts", help="verdict JSONL produced elsewhere (each line needs 'raw'; "
+                                                     "its p_success, when present, is kept as the teacher's "
+                                                     "probability)"), "teacher")
+    common(t.add_argument("--teacher-labels", action="store_true",
+                          help="use the data's labels as the teacher's verdicts (with --labels: those files' labels "
+                               "over the data's)"), "teacher")
     g = p.add_argument_group("what the teacher runs (default router: model for model/url teachers, rules for "
                              "labels and verdicts, which carry no router answers)")
     add_config_arguments(g, PipelineConfig, only=("router", "max_images"), defaults={"router": None})
@@ -168,8 +170,9 @@ def add_subcommands(sub) -> None:
 
     add_config_arguments(p.add_argument_group("labels (what the review page exports; the records' labels, "
                                               "--agree-with-labels and --teacher-labels read them)"), LabelsConfig)
-    p.add_argument("--resume", action="store_true", help="continue DIR: skip what is there, retry failures (and "
-                                                         "truncated replies once the token cap is raised)")
+    common(p.add_argument("--resume", action="store_true", help="continue DIR: skip what is there, retry failures "
+                                                                "(and truncated replies once the token cap is raised)"),
+           "output")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_collect)
 
@@ -207,9 +210,11 @@ def add_subcommands(sub) -> None:
     p.add_argument("--adapter", required=True, help="adapter folder (from distill train)")
     p.add_argument("--out", required=True, help="result folder")
     p.add_argument("--split", default="val", choices=["val", "train"], help="which split (default val)")
-    p.add_argument("--max-batch-size", type=int, default=8, help="requests per generate call (default 8)")
-    p.add_argument("--verify-max-new-tokens", type=int, default=None,
-                   help="verifier token cap (default: the collection's)")
+    from .engine.hf_config import HFEngineConfig
+
+    add_config_arguments(p, HFEngineConfig, only=("max_batch_size",))  # the same option, default and help as score's
+    add_config_arguments(p, PipelineConfig, only=("verify_max_new_tokens",), defaults={"verify_max_new_tokens": None},
+                         shown={"verify_max_new_tokens": "the collection's"})
     p.add_argument("--data", help="the collected data set, if it moved since `collect` (default: manifest's)")
     p.add_argument("--no-base", action="store_true", help="score the adapter only")
     p.add_argument("--load-in-4bit", action=argparse.BooleanOptionalAction, default=None,

@@ -9,6 +9,7 @@ from pathlib import Path
 from .cli_common import (
     FORMATTER,
     add_coverage_options,
+    add_data_argument,
     add_labels_options,
     add_scoring_options,
     load_labelled,
@@ -19,12 +20,13 @@ from .cli_common import (
 )
 
 EXAMPLES = """examples:
-  adaptrubric eval --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/eval
-  adaptrubric eval --data ../data/androidgen --model Qwen/Qwen3-VL-8B-Instruct --out runs/eval-8b
-  adaptrubric eval --data DATA --openai-url http://HOST:8000/v1 --model Qwen/Qwen3-VL-8B-Instruct --out runs/eval-8b
-  adaptrubric ablate --data runs/synth/trajectories.jsonl --model runs/tiny --out runs/ablate
-  adaptrubric tts --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/tts
-  adaptrubric eval --data DATA --verdicts verdicts.jsonl --labels labels.jsonl --out runs/eval   # page's labels
+  adaptrubric eval runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/eval
+  adaptrubric eval ../data/androidgen --model Qwen/Qwen3-VL-8B-Instruct --out runs/eval-8b
+  adaptrubric eval DATA --openai-url http://HOST:8000/v1 --model Qwen/Qwen3-VL-8B-Instruct --out runs/eval-8b
+  adaptrubric ablate runs/synth/trajectories.jsonl --model runs/tiny --out runs/ablate
+  adaptrubric tts runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/tts
+  adaptrubric tts --verdicts runs/verdicts.jsonl --out runs/tts    # the labels and task ids in the verdicts
+  adaptrubric eval DATA --verdicts verdicts.jsonl --labels labels.jsonl --out runs/eval   # the page's labels
   adaptrubric compare runs/eval-4b runs/eval-8b --out runs/compare   # + both reliability diagrams
 """
 
@@ -122,20 +124,28 @@ def _f(x, signed=False, d=1):
 
 def add_subcommands(sub) -> None:
     """Register eval, ablate, tts and compare."""
+    from .flags import common
+
     fmt = FORMATTER
 
     def scoring_opts(p):
-        p.add_argument("--quiet", action="store_true", help="no progress bar")
+        common(p.add_argument("--quiet", action="store_true", help="no progress bar"), "output")
         add_scoring_options(p)
+
+    def verdicts(p, help="verdict JSONL from `adaptrubric score`"):
+        common(p.add_argument("--verdicts", help=help), "data")
+
+    def out(p, help="output folder"):
+        common(p.add_argument("--out", required=True, help=help), "output")
 
     p = sub.add_parser("eval", help="accuracy/precision/recall/F1/FPR overall and per platform, with a report",
                        description="Evaluate verdicts against the data set's labels (or score first with --model). "
                                    "Writes metrics.json, report.md, confusion.png, per_platform.png, calibration.png "
                                    "(p_success: AUROC, AUPRC, Brier, ECE) and review.html to --out.",
                        epilog=EXAMPLES, formatter_class=fmt)
-    p.add_argument("--data", required=True, help="labelled trajectories (any supported format)")
-    p.add_argument("--verdicts", help="verdict JSONL from `adaptrubric score`")
-    p.add_argument("--out", required=True, help="output folder")
+    add_data_argument(p, "labelled trajectories (any supported format)")
+    verdicts(p, "verdict JSONL from `adaptrubric score` (or score first with --model)")
+    out(p)
     p.add_argument("--review", action=argparse.BooleanOptionalAction, default=True,
                    help="also write review.html, every trajectory with what the verifier saw (default on)")
     add_labels_options(p)
@@ -145,16 +155,17 @@ def add_subcommands(sub) -> None:
 
     p = sub.add_parser("ablate", help="the four coarse/fine settings of Table 4 in one run, with deltas",
                        epilog=EXAMPLES, formatter_class=fmt)
-    p.add_argument("--data", required=True, help="labelled trajectories")
-    p.add_argument("--out", required=True, help="output folder (one subfolder per setting)")
+    add_data_argument(p, "labelled trajectories (any supported format)")
+    out(p, "output folder (one subfolder per setting)")
     scoring_opts(p)
     p.set_defaults(func=cmd_ablate)
 
     p = sub.add_parser("tts", help="test-time scaling: EarlyStop/BestOfN/Random/Oracle SR@N by task_id",
                        epilog=EXAMPLES, formatter_class=fmt)
-    p.add_argument("--data", help="labelled trajectories with task_id (labels in the verdicts are used otherwise)")
-    p.add_argument("--verdicts", help="verdict JSONL")
-    p.add_argument("--out", required=True, help="output folder")
+    add_data_argument(p, "labelled trajectories with task_id (without it: the labels and task ids in the verdicts)",
+                      required=False)
+    verdicts(p, "verdict JSONL (or score DATA first with --model)")
+    out(p)
     p.add_argument("--max-n", type=int, help="largest N (default: most candidates of any task)")
     p.add_argument("--seed", type=int, default=42, help="per-task shuffle seed (default 42, as in the paper)")
     add_labels_options(p)

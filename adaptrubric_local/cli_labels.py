@@ -14,7 +14,7 @@ from .cli_common import FORMATTER, add_data_options, add_labels_options, load_la
 EXAMPLES = """examples:
   adaptrubric labels merge runs/synth/trajectories.jsonl --labels labels.jsonl --out runs/labelled
   adaptrubric labels merge ../data/androidgen --labels alice.jsonl --labels bob.jsonl --out runs/androidgen-labelled
-  adaptrubric eval --data runs/labelled --image-root runs/synth --verdicts v.jsonl --out runs/eval
+  adaptrubric eval runs/labelled --image-root runs/synth --verdicts v.jsonl --out runs/eval
 
 The copy is one canonical JSONL (DIR/trajectories.jsonl) whose screenshots stay where they are: its
 image paths lead from DIR to the original files, so read it with --image-root naming the original data

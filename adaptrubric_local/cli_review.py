@@ -9,6 +9,7 @@ from pathlib import Path
 from .cli_common import (
     FORMATTER,
     add_coverage_options,
+    add_data_argument,
     add_data_options,
     add_labels_options,
     load_labelled,
@@ -16,16 +17,16 @@ from .cli_common import (
 )
 
 REVIEW_EXAMPLES = """examples:
-  adaptrubric review --data runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/review
-  adaptrubric review --data ../data/androidgen --verdicts verdicts.jsonl --out runs/review && \\
+  adaptrubric review runs/synth/trajectories.jsonl --verdicts runs/verdicts.jsonl --out runs/review
+  adaptrubric review ../data/androidgen --verdicts verdicts.jsonl --out runs/review && \\
       chromium runs/review/review.html
   # a labelling batch: the 50 verdicts nearest p_success 0.5 that have no label yet
-  adaptrubric review --data DATA --verdicts v.jsonl --order uncertain --budget 50 --out runs/label-1
+  adaptrubric review DATA --verdicts v.jsonl --order uncertain --budget 50 --out runs/label-1
   # the next batch, after exporting labels.jsonl from the first page
-  adaptrubric review --data DATA --verdicts v.jsonl --labels labels.jsonl --order uncertain --budget 50 \\
+  adaptrubric review DATA --verdicts v.jsonl --labels labels.jsonl --order uncertain --budget 50 \\
       --out runs/label-2
   # where a student and its teacher disagree
-  adaptrubric review --data DATA --verdicts student.jsonl --compare teacher.jsonl --order disagree --out runs/disagree
+  adaptrubric review DATA --verdicts student.jsonl --compare teacher.jsonl --order disagree --out runs/disagree
 
 The page works offline (no server, nothing from the network): open review.html in a browser. Filter by
 outcome (false positives first), family, platform, status and your labels; sort by p_success or by how
@@ -39,11 +40,11 @@ uncertain and disagree to find the verifier's mistakes.
 
 CALIBRATE_EXAMPLES = """examples:
   # fit on labelled dev verdicts, then score new data with calibrated probabilities
-  adaptrubric calibrate --data DEV --verdicts dev_verdicts.jsonl --out calib.json
+  adaptrubric calibrate DEV --verdicts dev_verdicts.jsonl --out calib.json
   adaptrubric score DATA --model M --out verdicts.jsonl --calibration calib.json
   # add calibrated probabilities to verdicts already scored (no model needed), then evaluate them
   adaptrubric calibrate --apply calib.json --verdicts test_verdicts.jsonl --out test_calibrated.jsonl
-  adaptrubric eval --data TEST --verdicts test_calibrated.jsonl --out runs/eval-calibrated
+  adaptrubric eval TEST --verdicts test_calibrated.jsonl --out runs/eval-calibrated
 
 Temperature scaling (default) divides logit(p_success) by one fitted number T; --method platt also fits
 an offset. Both keep the order of the probabilities (AUROC and best-of-N picks do not change); they fix
@@ -90,10 +91,11 @@ def cmd_calibrate(args) -> int:
 
     if args.apply:
         if args.labels:
-            raise ValueError("--labels is for fitting (with --data); --apply needs no labels")
+            raise ValueError("--labels is for fitting (with DATA); --apply needs no labels")
         return _apply(args)
     if not args.data:
-        raise ValueError("give --data DEV (the labelled trajectories the verdicts score) to fit a calibration")
+        raise ValueError("give DEV, the labelled trajectories the verdicts score, to fit a calibration: "
+                         "adaptrubric calibrate DEV --verdicts V.jsonl --out calib.json")
     loaded, labels = load_labelled(args)
     # the data's labels (with --labels applied) on the verdicts it holds; a verdict for an id the data lacks
     # would bring the label it was scored with, unseen: refused as in eval (--allow-extra leaves it out)
@@ -138,7 +140,7 @@ def add_subcommands(sub) -> None:
                                    "out, compiled evidence, raw output with the parsed block highlighted, "
                                    "SCORE, p_success, label, outcome). `eval` writes the same page.",
                        epilog=REVIEW_EXAMPLES, formatter_class=FORMATTER)
-    p.add_argument("--data", required=True, help="the trajectories the verdicts score (any supported format)")
+    add_data_argument(p, "the trajectories the verdicts score (any supported format)")
     p.add_argument("--verdicts", required=True, help="verdict JSONL from `adaptrubric score`")
     p.add_argument("--out", required=True, help="output folder (review.html + review_files/)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -152,11 +154,11 @@ def add_subcommands(sub) -> None:
     p.set_defaults(func=cmd_review)
 
     p = sub.add_parser("calibrate", help="fit temperature (or Platt) scaling of p_success on labelled verdicts",
-                       description="Fit a calibration of p_success on labelled verdicts (--data, --verdicts) and "
+                       description="Fit a calibration of p_success on labelled verdicts (DATA, --verdicts) and "
                                    "write it to --out; or, with --apply FILE, add p_success_calibrated to a verdict "
                                    "file and write the result to --out.",
                        epilog=CALIBRATE_EXAMPLES, formatter_class=FORMATTER)
-    p.add_argument("--data", help="labelled trajectories the verdicts score (to fit)")
+    add_data_argument(p, "labelled trajectories the verdicts score (to fit; not with --apply)", required=False)
     p.add_argument("--verdicts", required=True, help="verdict JSONL with p_success")
     p.add_argument("--out", required=True, help="calibration JSON to write (with --apply: the new verdict file)")
     p.add_argument("--method", choices=["temperature", "platt"], default="temperature",

@@ -50,10 +50,7 @@ def cmd_score(args) -> int:
 
 
 def check_ray_flags(args) -> None:
-    """--workers is gone; the replica flags need --ray."""
-    if args.workers is not None:
-        raise ValueError(f"--workers was replaced by --ray --replicas {args.workers}: the same processes on "
-                         "this machine, on a local Ray (pip install 'adaptrubric-local[ray]'); see README, Scoring")
+    """The replica flags need --ray; --ray holds the transformers engine in process."""
     from .flags import config_kwargs, flag_name
     from .ray_scoring import RayConfig
 
@@ -132,30 +129,30 @@ def cmd_demo(args) -> int:
 
 # ----------------------------------------------------------------------------- registration
 def add_score_arguments(p: argparse.ArgumentParser) -> None:
-    from .flags import add_config_arguments
+    """The flags of `score`."""
+    from .flags import add_config_arguments, common
     from .ray_scoring import RayConfig
 
-    """The flags of `score`."""
-    p.add_argument("data", help="trajectory file or folder (any supported format)")
-    p.add_argument("--out", required=True, help="verdict JSONL to write")
-    p.add_argument("--resume", action="store_true",
-                   help="continue --out: skip ids already scored (the settings must match the file's)")
+    p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
+    common(p.add_argument("--out", required=True, help="verdict JSONL to write"), "output")
+    common(p.add_argument("--resume", action="store_true",
+                          help="continue --out: skip ids already scored (the settings must match the file's)"),
+           "output")
     p.add_argument("--retry-errors", action=argparse.BooleanOptionalAction, default=True,
                    help="with --resume, score again the ids whose last line is an error (default on)")
     p.add_argument("--force-settings", action="store_true",
                    help="with --resume, continue even if the settings differ from the file's (recorded in the "
                         "config sidecar)")
-    p.add_argument("--workers", type=int, help=argparse.SUPPRESS)  # replaced by --ray --replicas N
     g = p.add_argument_group("Ray (several GPUs or machines; pip install 'adaptrubric-local[ray]')")
     g.add_argument("--ray", action="store_true",
                    help="score on Ray: --replicas actors, one model copy each, the driver writing --out; a killed "
                         "replica is restarted and its trajectories sent again (none lost or written twice)")
     add_config_arguments(g, RayConfig)
-    p.add_argument("--calibration", metavar="CALIB.json",
-                   help="a file from `adaptrubric calibrate`: each line also gets p_success_calibrated, and the "
-                        "file's sha256 is recorded in OUT.config.json")
+    common(p.add_argument("--calibration", metavar="CALIB.json",
+                          help="a file from `adaptrubric calibrate`: each line also gets p_success_calibrated, and "
+                               "the file's sha256 is recorded in OUT.config.json"), "output")
     p.add_argument("--summary-json", help="also write the run summary here")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    common(p.add_argument("--quiet", action="store_true", help="no progress bar"), "output")
     add_scoring_options(p)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from .cli_common import add_model_options, add_remote_options
+from .cli_common import TRAJECTORIES_PER_BATCH, add_model_options, add_remote_options
 from .flags import Parser
 
 EXAMPLES = """examples:
@@ -60,11 +60,12 @@ SERVE_DEFAULTS = {"max_pending": 1024}  # a service bounds its queue (503 beyond
 
 
 def cmd_serve(args) -> int:
+    from .cli_common import check_engine_options
     from .engine.build import EngineChoice
     from .engine.hf_config import HFEngineConfig
     from .engine.remote import RemoteConfig
     from .engine.vllm_engine import VLLMConfig
-    from .flags import config_kwargs
+    from .flags import config_kwargs, explicit
     from .pipeline import PipelineConfig
     from .reward_config import RewardConfig, load_options
     from .reward_model import RewardModel
@@ -75,9 +76,12 @@ def cmd_serve(args) -> int:
     for cls, skip in ((RewardConfig, CLIENT_ONLY), (PipelineConfig, ()), (EngineChoice, ()), (HFEngineConfig, ()),
                       (VLLMConfig, ()), (RemoteConfig, ())):
         opts.update(config_kwargs(args, cls, skip=skip, only_given=True))
+    if "trajectories_per_batch" not in opts:  # as every command derives it (TRAJECTORIES_PER_BATCH)
+        opts["trajectories_per_batch"] = max(4 * opts.get("max_batch_size", HFEngineConfig.max_batch_size), 8)
     if opts.get("service_url"):
         raise ValueError("the service cannot itself forward to service_url; remove it from the service's config")
     engine = opts.pop("engine", None)  # the in-process engine's name (a reward config's `engine:` key)
+    check_engine_options(engine or "transformers", explicit(args))
     if args.fake_engine:
         from .dry_run import FakeEngine
 
@@ -93,13 +97,13 @@ def cmd_serve(args) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `serve`: the service's (ServeConfig), and every verifier option (reward, pipeline and
     engine configs: the keys of a reward.yaml), a flag given winning over --config."""
-    from .flags import add_config_arguments
+    from .flags import add_config_arguments, common
     from .pipeline import PipelineConfig
     from .reward_config import RewardConfig
     from .serve import ServeConfig
 
-    p.add_argument("--config", help="YAML/JSON file of verifier options: the keys are the flags' names (every option "
-                                    "of `score`, plus the reward options below)")
+    common(p.add_argument("--config", help="YAML/JSON file of verifier options: the keys are the flags' names "
+                                           "(every option of `score`, plus the reward options)"), "service")
     add_config_arguments(p.add_argument_group("service"), ServeConfig)
     p.add_argument("--api-key-file", metavar="FILE", help="read the API key from FILE (instead of the environment)")
     p.add_argument("--fake-engine", action="store_true",
@@ -107,7 +111,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_config_arguments(p.add_argument_group("rewards"), RewardConfig, skip=CLIENT_ONLY, hide_defaults=True,
                          defaults=SERVE_DEFAULTS)
     add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig,
-                         hide_defaults=True)
+                         hide_defaults=True, shown={"trajectories_per_batch": TRAJECTORIES_PER_BATCH})
     add_model_options(p, serve=True)
     add_remote_options(p)
     p.set_defaults(func=cmd_serve)

@@ -12,17 +12,23 @@ them back. How a field's default reads in `--help` is decided here, once: `(defa
 bank"), never a second default in the field's own help.
 
 `Parser` is the argument parser of every command: no abbreviations (a prefix such as `--cue` is
-refused, not taken for the one flag it happens to start today), a flag renamed in an earlier release
-answered with its new name (`RENAMED`, the one list of renames), and an unknown flag answered by the
-subcommand it was given to, with its usage and the closest flag names. Subparsers are Parsers too
-(argparse makes them of the parent's class), so a new command or flag gets all of it. Parsing only:
-imports nothing of the package and no model code.
+refused, not taken for the one flag it happens to start today); the renames in one place: a spelling
+renamed in this release still works with one warning line naming its new form (`OLD_SPELLINGS`,
+`add_old_spelling`), one renamed in an earlier release is answered with its new name (`RENAMED`);
+and an unknown flag answered by the subcommand it was given to, with its usage and the closest flag
+names. `--help` of a command with many options shows the ones most runs need, in the groups of
+`HELP_GROUPS` (a field's `common` metadata, or `common(action, GROUP)` for a hand-written flag);
+`--help-all` shows every option, and an option nobody marked is in that list only. Subparsers are
+Parsers too (argparse makes them of the parent's class), so a new command or flag gets all of it.
+Parsing only: imports nothing of the package and no model code.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import difflib
+import sys
+import textwrap
 import typing
 from typing import Any, Iterable, Optional
 
@@ -51,22 +57,131 @@ RENAMED: dict[str, tuple[tuple[str, str], ...]] = {
     "--request-timeout": (("--request-timeout-s", "seconds a request may wait"),),
     "--set": (("--config", "a YAML/JSON file of options; and every option is a flag of its own: "
                            "--set max_images=6 is --max-images 6"),),
+    "--workers": (("--replicas", "model copies, with --ray: the same processes on this machine on a local Ray"),),
 }
+
+# Spellings renamed in this release: they still work, each use printing one warning line with the new
+# form (`{prog}` the command, `{value}` what was given); in the next release they move to RENAMED.
+OLD_SPELLINGS: dict[str, str] = {
+    "--data": "{prog} {value} (the data set is the first argument)",
+    "--output": "{prog} --out {value}",
+    "validate-bank": "adaptrubric bank validate {value}",
+}
+
+# The groups of a short `--help`, in this order (a group not named here comes after them)
+HELP_GROUPS = ("data", "model and engine", "method", "output")
+SHORT_HELP_OVER = 24  # a command with more options than this shows only its common ones in --help
+
+
+def old_spelling_warning(old: str, prog: str, value: str) -> str:
+    """The one line an old spelling prints: what to write instead."""
+    new = OLD_SPELLINGS[old].format(prog=prog, value=value)
+    was = f"{prog} {old} {value}" if old.startswith("--") else f"adaptrubric {old} {value}"
+    return f"warning: `{was}` is now `{new}`; the old spelling goes in the next release"
+
+
+class OldSpelling(argparse.Action):
+    """A spelling of OLD_SPELLINGS: its value goes to `target` (after parsing, see Parser), with one
+    warning line naming the new form."""
+
+    def __init__(self, option_strings, dest, target: str, **kwargs):
+        super().__init__(option_strings, dest=f"_old_{target}", default=argparse.SUPPRESS, help=argparse.SUPPRESS,
+                         **kwargs)
+        self.target = target
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(old_spelling_warning(option_string, parser.prog, str(values)), file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+class HelpAll(argparse.Action):
+    """--help-all: every option of the command, in its full groups."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(parser.format_help(every=True), end="")
+        parser.exit()
+
+
+def common(action: argparse.Action, group: str) -> argparse.Action:
+    """Show a hand-written flag in the short `--help`, under `group` (one of HELP_GROUPS, or a group of
+    its own); returns the action."""
+    action.common = group
+    return action
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse without abbreviations, with renamed flags answered by their new names and an unknown
-    flag answered by the (sub)command that was given it, with the closest flag names."""
+    """argparse without abbreviations, with this release's old spellings warned about and earlier renamed
+    flags answered by their new names, an unknown flag answered by the (sub)command that was given it
+    with the closest flag names, and a short `--help` beside `--help-all`."""
 
     def __init__(self, *args, **kwargs):
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
+        if self.add_help:
+            self.add_argument("--help-all", action=HelpAll, help="show every option and exit")
+
+    def add_old_spelling(self, old: str, target: str) -> None:
+        """Accept `old` (a key of OLD_SPELLINGS) for the argument stored in `target`, warning once per use."""
+        assert old in OLD_SPELLINGS, old
+        self.add_argument(old, action=OldSpelling, target=target)
+
+    def required_positional(self, action: argparse.Action) -> argparse.Action:
+        """A positional (nargs '?') that an old spelling may also give: required after parsing."""
+        action.required_after = True
+        return action
 
     def parse_known_args(self, args=None, namespace=None):
         ns, extras = super().parse_known_args(args, namespace)
         if extras:  # what this parser (and the subcommands under it) did not take: report it here
             self.error(unknown_message(self, extras))
+        for a in self._actions:
+            if isinstance(a, OldSpelling) and hasattr(ns, a.dest):
+                value = getattr(ns, a.dest)
+                delattr(ns, a.dest)
+                if getattr(ns, a.target, None) is not None:
+                    self.error(f"{a.option_strings[0]} and {a.target.upper()} both given: give it once")
+                setattr(ns, a.target, value)
+        missing = [a.metavar or a.dest.upper() for a in self._actions
+                   if getattr(a, "required_after", False) and getattr(ns, a.dest, None) is None]
+        if missing:
+            self.error(f"the following arguments are required: {', '.join(missing)}")
         return ns, extras
+
+    def short(self) -> bool:
+        """Whether `--help` shows only the common options: a command with many, some marked common."""
+        options = [a for a in self._actions if a.option_strings and a.help != argparse.SUPPRESS]
+        return len(options) > SHORT_HELP_OVER and any(getattr(a, "common", None) for a in options)
+
+    def format_help(self, every: bool = False) -> str:
+        if every or not self.short():
+            return super().format_help()
+        fmt = self._get_formatter()
+        visible = [a for a in self._actions if a.help != argparse.SUPPRESS]
+        positionals = [a for a in visible if not a.option_strings]
+        args = " ".join(fmt._format_args(a, fmt._get_default_metavar_for_positional(a)) for a in positionals)
+        fmt.add_usage(f"{self.prog} [options] {args}".rstrip(), None, [])
+        if self.description:  # wrapped here: a raw-description command keeps its own lines in --help-all
+            width = max(40, fmt._width - 2)
+            fmt.add_text("\n\n".join(textwrap.fill(" ".join(part.split()), width) for part in
+                                     self.description.split("\n\n")))
+        groups: dict[str, list] = {name: [] for name in HELP_GROUPS}
+        for a in positionals:
+            groups.setdefault("data" if a.dest == "data" else "arguments", []).append(a)
+        shown = [a for a in visible if a.option_strings and (getattr(a, "common", None) or a.required)]
+        for a in shown:  # a required option nobody marked is shown all the same
+            groups.setdefault(getattr(a, "common", None) or ("output" if a.dest == "out" else "options"), []).append(a)
+        for name, actions in sorted(groups.items(), key=lambda kv: kv[0] != "arguments"):
+            if actions:
+                fmt.start_section(name)
+                fmt.add_arguments(actions)
+                fmt.end_section()
+        hidden = sum(bool(a.option_strings) for a in visible) - len(shown) - 2  # -h and --help-all
+        fmt.add_text(f"{hidden} more options: {self.prog} --help-all")
+        fmt.add_text(self.epilog)
+        return fmt.format_help()
 
 
 def renamed(flag: str, known: Iterable[str], key: bool = False) -> Optional[str]:
@@ -95,6 +210,9 @@ def unknown_message(parser: argparse.ArgumentParser, extras: list[str]) -> str:
             continue
         if name in RENAMED:
             hints.append(f"{name} is now {renamed(name, known)}")
+            continue
+        if name in OLD_SPELLINGS and "--out" in known:
+            hints.append(f"{name}: write {OLD_SPELLINGS[name].format(prog=parser.prog, value='VALUE')}")
             continue
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         hints.append(f"{name}: did you mean {' or '.join(close)}?" if close else
@@ -194,7 +312,8 @@ def shown_default(f: dataclasses.Field, default: Any, kind, optional: bool, show
 def add_config_arguments(parser, cls, skip: Iterable[str] = (), defaults: Optional[dict] = None,
                          choices: Optional[dict] = None, hide_defaults: bool = False,
                          only: Optional[Iterable[str]] = None, shown: Optional[dict] = None) -> None:
-    """One flag per field of dataclass `cls` on `parser` (a parser or an argument group). `defaults`
+    """One flag per field of dataclass `cls` on `parser` (a parser or an argument group); a field whose
+    metadata names a `common` group is shown in the short `--help` under it. `defaults`
     overrides shown/used defaults; `shown` describes a default the command derives (`{"field": "4 x
     --max-batch-size"}`); with `hide_defaults` every flag defaults to None (a config file or the
     dataclass supplies the value) while its help still shows the field's default."""
@@ -208,21 +327,20 @@ def add_config_arguments(parser, cls, skip: Iterable[str] = (), defaults: Option
         allowed = choices.get(f.name, f.metadata.get("choices"))
         tail = shown_default(f, default, kind, optional, shown.get(f.name)).replace("%", "%%")
         if kind is bool:
-            parser.add_argument(flag_name(f.name), dest=f.name, action=RecordBool, default=used,
-                                help=f"{text} {tail}")
-            continue
-        if typing.get_origin(kind) is list:
+            action = parser.add_argument(flag_name(f.name), dest=f.name, action=RecordBool, default=used,
+                                         help=f"{text} {tail}")
+        elif typing.get_origin(kind) is list:
             tail = "(repeatable)" if not default and not f.metadata.get("none") else f"(repeatable) {tail}"
-            parser.add_argument(flag_name(f.name), dest=f.name, action=RecordAppend, default=used,
-                                metavar=f.metadata.get("metavar", "VALUE"), help=f"{text} {tail}")
-            continue
-        if typing.get_origin(kind) is tuple:
-            convert = _csv
+            action = parser.add_argument(flag_name(f.name), dest=f.name, action=RecordAppend, default=used,
+                                         metavar=f.metadata.get("metavar", "VALUE"), help=f"{text} {tail}")
         else:
-            convert = none_or(kind) if optional else kind
-        parser.add_argument(flag_name(f.name), dest=f.name, type=convert, default=used, action=Record,
-                            choices=allowed, metavar=None if allowed else f.metadata.get("metavar", f.name.upper()),
-                            help=f"{text} {tail}")
+            convert = _csv if typing.get_origin(kind) is tuple else (none_or(kind) if optional else kind)
+            action = parser.add_argument(flag_name(f.name), dest=f.name, type=convert, default=used, action=Record,
+                                         choices=allowed,
+                                         metavar=None if allowed else f.metadata.get("metavar", f.name.upper()),
+                                         help=f"{text} {tail}")
+        if f.metadata.get("common"):
+            common(action, f.metadata["common"])
 
 
 def explicit(args: argparse.Namespace) -> set[str]:

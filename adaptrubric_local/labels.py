@@ -261,7 +261,7 @@ def apply_labels(loaded: Any, paths: Iterable[str | Path], data_name: str = "the
 class LabelsConfig:
     """The labels files a command reads (its --labels flags)."""
 
-    labels: list[str] = field(default_factory=list, metadata={
+    labels: list[str] = field(default_factory=list, metadata={"common": "data",
         "metavar": "LABELS.jsonl",
         "help": "a labels file (what the review page's Export writes: id, label 1/0/null per line) whose labels "
                 "override or fill the data's; a later file wins per id; null (unsure) is no label"})

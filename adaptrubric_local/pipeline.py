@@ -41,13 +41,14 @@ class PipelineConfig:
     """Settings of one AdaptRubric run; saved as JSON next to what it produced. The defaults are the
     paper's method; every setting that changes what the verifier sees is an opt-in."""
 
-    router: str = field(default="model", metadata={
+    router: str = field(default="model", metadata={"common": "method",
         "help": "model: the paper's router prompt (H.2), one call per distinct instruction; rules: no model call. "
                 + RULES_ESTIMATE, "choices": ["model", "rules"]})
     coarse: bool = field(default=True, metadata={
         "help": "include the family rubric (Rc) and meta rule in the verifier prompt (--no-coarse: the ablation)"})
-    fine: bool = field(default=True, metadata={"help": "generate and include fine cues (Rf) (--no-fine: the ablation)"})
-    max_images: int = field(default=DEFAULT_BUDGET, metadata={
+    fine: bool = field(default=True, metadata={"common": "method",
+        "help": "generate and include fine cues (Rf) (--no-fine: the ablation)"})
+    max_images: int = field(default=DEFAULT_BUDGET, metadata={"common": "method",
         "help": "screenshot budget M per trajectory (paper: 10; with --adapter: the adapter's)"})
     trajectories_per_batch: int = field(default=32, metadata={
         "help": "trajectories prepared and handed to the engine per call (the engine splits them into "
@@ -65,7 +66,7 @@ class PipelineConfig:
         "help": "skip routing: use this family for every trajectory", "metavar": "FAMILY"})
     manual_cues: Optional[list[str]] = field(default=None, metadata={
         "help": "use this fine cue instead of generating cues (at most 2 kept)", "metavar": "TEXT"})
-    bank_path: Optional[str] = field(default=None, metadata={
+    bank_path: Optional[str] = field(default=None, metadata={"common": "method",
         "help": "rubric bank YAML", "none": "the bundled paper bank", "metavar": "YAML"})
 
     def __post_init__(self):

@@ -30,7 +30,7 @@ def default_model() -> str:
 class RewardConfig:
     """How rewards are made from verdicts and where trajectories and the verifier live."""
 
-    reward: str = field(default="binary", metadata={
+    reward: str = field(default="binary", metadata={"common": "rewards",
         "help": "binary (SCORE 0/1) or p_success (P(SCORE=1) read from the logits; 'soft' is accepted)"})
     unparsed_reward: float = field(default=0.0, metadata={
         "help": "the number given to frameworks that need one for an unparsed or failed verdict (TRL gets None)"})
@@ -57,7 +57,7 @@ class RewardConfig:
     max_pending: Optional[int] = field(default=None, metadata={
         "help": "most trajectories waiting to be scored; more are refused (the service answers 503)",
         "none": "no limit"})
-    calibration: Optional[str] = field(default=None, metadata={
+    calibration: Optional[str] = field(default=None, metadata={"common": "rewards",
         "help": "a file from `adaptrubric calibrate`: verdicts get p_success_calibrated, which the p_success "
                 "reward then uses"})
 

@@ -32,10 +32,9 @@ from .schema import json_lines
 from .types import Trajectory, Verdict
 
 # settings that change how fast a run goes, never what the verifier sees or says; `runtime` is how the
-# run was executed (in-process, or Ray with its replicas), `workers` the same in files of earlier versions
-# (`batch_size` too: the pipeline's trajectories_per_batch before it was renamed)
-RUNTIME_ONLY = {"trajectories_per_batch", "batch_size", "max_batch_size", "max_batch_tokens", "image_workers",
-                "device_map", "attn_implementation", "compile", "package_version", "data", "workers", "runtime",
+# run was executed (in-process, or Ray with its replicas)
+RUNTIME_ONLY = {"trajectories_per_batch", "max_batch_size", "max_batch_tokens", "image_workers",
+                "device_map", "attn_implementation", "compile", "package_version", "data", "runtime",
                 "calibration_path", "concurrency", "timeout", "max_retries", "api_key_env",  # these: a server's
                 # vLLM's memory, scheduling and compilation settings, and how an adapter is applied (LoRA or merged)
                 "gpu_memory_utilization", "max_num_seqs", "enforce_eager", "limit_mm_per_prompt",
@@ -136,9 +135,8 @@ def file_summary(before: dict[str, dict], verdicts: list[Verdict], run: dict, pr
     last = {i: _counted(d) for i, d in before.items()}
     last.update((str(v.id), v) for v in verdicts)
     prev = previous or {}
-    earlier = prev.get("this_run", prev)  # a summary of an earlier version holds its run's counts only
-    seconds = run["seconds"] + prev.get("seconds", (earlier.get("s_per_traj") or 0.0) * earlier.get("n", 0))
-    timed = run["n"] + prev.get("timed_trajectories", earlier.get("n", 0))
+    seconds = run["seconds"] + prev.get("seconds", 0.0)
+    timed = run["n"] + prev.get("timed_trajectories", 0)
     whole = summarize(list(last.values()), {k: run[f"{k}_unparsed"] + prev.get(f"{k}_unparsed", 0)
                                             for k in ("route", "cue")}, seconds)
     whole.update(s_per_traj=seconds / max(1, timed), seconds=seconds, timed_trajectories=timed, this_run=run)

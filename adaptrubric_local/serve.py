@@ -54,9 +54,9 @@ log = logging.getLogger("adaptrubric.serve")
 class ServeConfig:
     """Where the service listens and what it refuses."""
 
-    host: str = field(default="127.0.0.1", metadata={
+    host: str = field(default="127.0.0.1", metadata={"common": "service",
         "help": "address to bind (0.0.0.0 to serve other hosts: needs an API key, or --insecure)"})
-    port: int = field(default=8000, metadata={"help": "TCP port"})
+    port: int = field(default=8000, metadata={"common": "service", "help": "TCP port"})
     max_request_bytes: int = field(default=8 << 20, metadata={"help": "largest request body accepted (413 above)"})
     max_items: int = field(default=256, metadata={"help": "most trajectories in one request (413 above)"})
     request_timeout_s: float = field(default=600.0, metadata={"help": "a request waits at most this long (504)"})

@@ -130,6 +130,4 @@ class ServiceClient:
             res = self.post(self.urls[u] + "/score", {"trajectories": [p for _, p in batch]})
             for (i, _), d in zip(batch, res["verdicts"]):
                 out[i] = Verdict.from_dict(d)
-                if out[i].id is None:  # a service of an earlier version left error verdicts without one
-                    out[i].id = item_id(items[i], f"item {i}")
         return out  # type: ignore[return-value]

@@ -1,5 +1,5 @@
 """The rubric bank (bank.py): the paper's eight families as bundled, the strict schema with errors
-that name file and field, the content hash, and `validate-bank`."""
+that name file and field, the content hash, and `bank validate`."""
 import pytest
 import yaml
 
@@ -68,9 +68,9 @@ def test_sha_changes_with_content(tmp_path):
 
 
 def test_validate_bank_cli(tmp_path, capsys):
-    assert main(["validate-bank", str(DEFAULT_BANK)]) == 0
+    assert main(["bank", "validate", str(DEFAULT_BANK)]) == 0
     assert "OK (8 families" in capsys.readouterr().out
     doc = _bank_doc()
     doc["extra"] = 1
-    assert main(["validate-bank", str(_write(tmp_path, doc))]) == 1
+    assert main(["bank", "validate", str(_write(tmp_path, doc))]) == 1
     assert "field 'extra'" in capsys.readouterr().err

@@ -33,7 +33,7 @@ def induced(domain, tmp_path_factory):
 # ------------------------------------------------------------------ induce
 def test_induced_bank_validates_and_keeps_the_meta_rule(induced, capsys):
     out, summary = induced
-    assert main(["validate-bank", str(out)]) == 0
+    assert main(["bank", "validate", str(out)]) == 0
     assert "OK (4 families" in capsys.readouterr().out
     bank, paper = load_bank(out), load_bank()
     assert bank.taxonomy == "custom" and list(bank.families) == ["crm_lookup", "crm_update", "crm_refund", "general"]

@@ -115,7 +115,7 @@ def test_cli_induce_and_refine_with_a_served_teacher(server, tmp_path, tiny_mode
     assert run(["bank", "induce", str(data), "--out", str(tmp_path / "b.yaml"), "--domain", "ShopDesk", *teacher]) == 0
     assert "crm_update" in load_bank(tmp_path / "b.yaml").families
     assert "teacher calls" in capsys.readouterr().err
-    rc = run(["bank", "refine", "--bank-path", str(tmp_path / "b.yaml"), "--data", str(data), "--out",
+    rc = run(["bank", "refine", str(data), "--bank-path", str(tmp_path / "b.yaml"), "--out",
               str(tmp_path / "r"), "--model", str(tiny_model), "--rounds", "1", "--verify-max-new-tokens", "8",
               *teacher])
     assert rc == 0 and "| round | refine acc |" in capsys.readouterr().out

@@ -78,7 +78,7 @@ def _crafted_run(tmp_path):
 
 def test_eval_prints_the_hand_computed_figures(tmp_path, capsys):
     data, vfile = _crafted_run(tmp_path)
-    assert main(["eval", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet",
+    assert main(["eval", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet",
                  "--allow-extra"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("p_success over"))
@@ -101,7 +101,7 @@ def test_compare_draws_both_reliability_diagrams(tmp_path, capsys):
     C.Calibration(method="temperature", a=0.5).save(cal)
     assert main(["calibrate", "--apply", str(cal), "--verdicts", str(vfile), "--out", str(tmp_path / "vc.jsonl")]) == 0
     for name, v in (("A", vfile), ("B", tmp_path / "vc.jsonl")):
-        assert main(["eval", "--data", str(data), "--verdicts", str(v), "--out", str(tmp_path / name), "--quiet",
+        assert main(["eval", str(data), "--verdicts", str(v), "--out", str(tmp_path / name), "--quiet",
                      "--no-review", "--allow-extra"]) == 0
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "A"), str(tmp_path / "B"), "--out", str(tmp_path / "cmp")]) == 0
@@ -187,7 +187,7 @@ def test_calibrate_command_fits_and_applies(tmp_path, capsys):
     vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(v.to_dict()) for v in verdicts])
     (tmp_path / "v.config.json").write_text(json.dumps({"model": "m", "max_images": 10}))
     cal_path = tmp_path / "calib.json"
-    assert main(["calibrate", "--data", str(data), "--verdicts", str(vfile), "--out", str(cal_path)]) == 0
+    assert main(["calibrate", str(data), "--verdicts", str(vfile), "--out", str(cal_path)]) == 0
     out = capsys.readouterr().out
     cal, prov = C.load(cal_path)
     assert "temperature scaling on 300 labelled verdicts" in out and cal.n == 300
@@ -307,7 +307,7 @@ def test_calibrate_fits_on_the_data_sets_verdicts_only(tmp_path, capsys):
     verdicts = [Verdict(id=f"t{i}", score=int(p >= 0.5), p_success=p, label=ys[i]) for i, p in enumerate(ps)]
     vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(v.to_dict()) for v in verdicts])
     own = write_jsonl(tmp_path / "own.jsonl", [json.dumps(v.to_dict()) for v in verdicts[:200]])
-    args = ["calibrate", "--data", str(data), "--out"]
+    args = ["calibrate", str(data), "--out"]
     assert main([*args, str(tmp_path / "c.json"), "--verdicts", str(vfile)]) == 2
     assert "holds verdicts for 100 id(s) that are not in" in capsys.readouterr().err
     assert main([*args, str(tmp_path / "c.json"), "--verdicts", str(vfile), "--allow-extra"]) == 0

@@ -13,7 +13,7 @@ from conftest import canonical_record, write_jsonl
 
 def test_validate_bank_help_has_examples(capsys):
     with pytest.raises(SystemExit):
-        main(["validate-bank", "--help"])
+        main(["bank", "validate", "--help"])
     assert "examples:" in capsys.readouterr().out
 
 
@@ -63,7 +63,7 @@ def test_route_cli_file(tmp_path, capsys):
     inp.write_text('{"id": 1, "instruction": "Delete the note Foo."}\n{"id": 2}\n'
                    '{"id": 3, "instruction": "Turn on Bluetooth."}\n')
     out = tmp_path / "out.jsonl"
-    rc = main(["route", "--router", "rules", "--input", str(inp), "--output", str(out)])
+    rc = main(["route", "--router", "rules", "--input", str(inp), "--out", str(out)])
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [(r["id"], r["category"]) for r in rows] == [(1, "delete_cleanup"), (3, "state_navigation")]
     assert rc == 1 and "record line 2, field 'instruction'" in capsys.readouterr().err

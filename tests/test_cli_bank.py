@@ -26,6 +26,6 @@ def test_cli_bank_induce_and_refine_need_one_teacher(domain, tmp_path, capsys, m
     assert "exactly one teacher" in capsys.readouterr().err
     assert run(["bank", "induce", str(path), "--out", str(tmp_path / "b.yaml"), "--teacher-url", "http://x/v1"]) == 2
     assert "--teacher-name" in capsys.readouterr().err
-    assert run(["bank", "refine", "--data", str(path), "--out", str(tmp_path / "r"), "--teacher-url", "http://x/v1",
+    assert run(["bank", "refine", str(path), "--out", str(tmp_path / "r"), "--teacher-url", "http://x/v1",
                 "--teacher-name", "t"]) == 2
     assert "--model" in capsys.readouterr().err

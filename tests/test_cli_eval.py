@@ -13,7 +13,7 @@ def _verdict_file(path, verdicts):
 
 def test_eval_and_tts_commands_write_reports(tmp_path, capsys):
     vf = _verdict_file(tmp_path / "v.jsonl", METRIC_SET)
-    assert main(["eval", "--data", str(tmp_path / "none"), "--verdicts", str(vf), "--out", str(tmp_path / "e")]) == 2
+    assert main(["eval", str(tmp_path / "none"), "--verdicts", str(vf), "--out", str(tmp_path / "e")]) == 2
     capsys.readouterr()
     # without --data the labels in the verdict lines are used
     from adaptrubric_local.evaluation.harness import run_eval, run_tts

@@ -60,11 +60,11 @@ def _same(a: dict, b: dict, keys):
 
 def test_eval_and_tts_with_labels_equal_the_labels_written_into_the_data(case, tmp_path, capsys):
     root, data, written, files, vfile = case
-    assert main(["eval", "--data", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
+    assert main(["eval", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
                  str(tmp_path / "e1"), "--quiet", "--no-review"]) == 0
     assert "labels from a.jsonl, b.jsonl: 10 filled, 6 overridden, 0 the same as the data's, 1 unsure" in \
         capsys.readouterr().err
-    assert main(["eval", "--data", str(written), "--verdicts", str(vfile), "--out", str(tmp_path / "e2"),
+    assert main(["eval", str(written), "--verdicts", str(vfile), "--out", str(tmp_path / "e2"),
                  "--quiet", "--no-review"]) == 0
     m1, m2 = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("e1", "e2"))
     _same(m1, m2, ("overall", "per_platform", "probability"))
@@ -76,7 +76,7 @@ def test_eval_and_tts_with_labels_equal_the_labels_written_into_the_data(case, t
     assert f"labels file: `{files[1]}` (sha256 `{read_labels(files[1]).sha256[:16]}" in report
     for d, src in (("t1", data), ("t2", written)):
         extra = _labels_args(files) if src == data else []
-        assert main(["tts", "--data", str(src), *extra, "--verdicts", str(vfile), "--out", str(tmp_path / d)]) == 0
+        assert main(["tts", str(src), *extra, "--verdicts", str(vfile), "--out", str(tmp_path / d)]) == 0
     t1, t2 = (json.loads((tmp_path / d / "tts.json").read_text()) for d in ("t1", "t2"))
     _same(t1, t2, ("earlystop", "bestofn", "bestofn_soft", "random", "oracle", "pool", "classification"))
     assert json.loads((tmp_path / "t1" / "run.json").read_text())["labels"]["files"][0]["path"] == str(files[0])
@@ -84,9 +84,9 @@ def test_eval_and_tts_with_labels_equal_the_labels_written_into_the_data(case, t
 
 def test_calibrate_with_labels_fits_what_the_written_labels_fit(case, tmp_path):
     root, data, written, files, vfile = case
-    assert main(["calibrate", "--data", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
+    assert main(["calibrate", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
                  str(tmp_path / "c1.json")]) == 0
-    assert main(["calibrate", "--data", str(written), "--verdicts", str(vfile), "--out",
+    assert main(["calibrate", str(written), "--verdicts", str(vfile), "--out",
                  str(tmp_path / "c2.json")]) == 0
     c1, c2 = (json.loads((tmp_path / f).read_text()) for f in ("c1.json", "c2.json"))
     _same(c1, c2, ("method", "a", "b", "n", "positives", "before", "after"))
@@ -117,7 +117,7 @@ def test_distill_collect_teacher_labels_with_labels_equals_the_written_labels(ca
 
 def test_review_with_labels_shows_the_labels(case, tmp_path):
     root, data, written, files, vfile = case
-    assert main(["review", "--data", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
+    assert main(["review", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
                  str(tmp_path / "r"), "--quiet"]) == 0
     text = (tmp_path / "r" / "review_files" / "index.js").read_text()
     idx = json.loads(text[text.index("=") + 1:].rstrip().rstrip(";"))
@@ -130,7 +130,7 @@ def test_review_with_labels_shows_the_labels(case, tmp_path):
     marks = idx["meta"]["labels"]["marks"]
     assert {i: (m["label"], m["note"]) for i, m in marks.items()} == want
     assert idx["meta"]["labels"]["files"] == ["a.jsonl", "b.jsonl"]
-    assert main(["eval", "--data", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
+    assert main(["eval", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
                  str(tmp_path / "e"), "--quiet"]) == 0  # eval's page too
     text = (tmp_path / "e" / "review_files" / "index.js").read_text()
     assert json.loads(text[text.index("=") + 1:].rstrip().rstrip(";"))["meta"]["labels"]["marks"] == marks
@@ -150,9 +150,9 @@ def test_labels_merge_writes_the_labelled_copy_with_the_screenshots_where_they_a
                for t in copy.trajectories)
     record = json.loads((out / "merge.json").read_text())
     assert record["labels"]["files"][1]["sha256"] == read_labels(files[1]).sha256
-    assert main(["eval", "--data", str(out), "--image-root", str(root), "--verdicts", str(vfile), "--out",
+    assert main(["eval", str(out), "--image-root", str(root), "--verdicts", str(vfile), "--out",
                  str(tmp_path / "e1"), "--quiet", "--no-review"]) == 0
-    assert main(["eval", "--data", str(written), "--verdicts", str(vfile), "--out", str(tmp_path / "e2"),
+    assert main(["eval", str(written), "--verdicts", str(vfile), "--out", str(tmp_path / "e2"),
                  "--quiet", "--no-review"]) == 0
     m1, m2 = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("e1", "e2"))
     _same(m1, m2, ("overall", "per_platform", "probability"))
@@ -167,7 +167,7 @@ def test_an_id_outside_the_data_or_a_bad_line_stops_the_command_naming_it(case, 
     for cmd in (["eval", "--verdicts", str(vfile), "--out", str(tmp_path / "x")],
                 ["calibrate", "--verdicts", str(vfile), "--out", str(tmp_path / "x.json")],
                 ["review", "--verdicts", str(vfile), "--out", str(tmp_path / "x")]):
-        assert main([*cmd, "--data", str(data), "--labels", str(stray)]) == 2
+        assert main([*cmd, str(data), "--labels", str(stray)]) == 2
         err = capsys.readouterr().err
         assert f"{stray}: line 2: id 't404' is not in {data}" in err, cmd
     assert main(["distill", "collect", str(data), "--out", str(tmp_path / "d"), "--teacher-labels", "--labels",
@@ -178,7 +178,7 @@ def test_an_id_outside_the_data_or_a_bad_line_stops_the_command_naming_it(case, 
     assert main(["labels", "merge", str(data), "--labels", str(bad), "--out", str(tmp_path / "m")]) == 2
     assert f"{bad}: line 2, field 'label': must be 0, 1 or null" in capsys.readouterr().err
     assert main(["tts", "--verdicts", str(vfile), "--labels", str(files[0]), "--out", str(tmp_path / "t")]) == 2
-    assert "--labels needs --data" in capsys.readouterr().err
+    assert "--labels needs DATA" in capsys.readouterr().err
 
 
 def test_labels_that_fill_the_data_and_verdicts_that_cover_part_of_it(tmp_path, capsys):
@@ -190,14 +190,14 @@ def test_labels_that_fill_the_data_and_verdicts_that_cover_part_of_it(tmp_path, 
     labels = write_jsonl(tmp_path / "l.jsonl", [{"id": f"t{i}", "label": int(i % 2 == 0)} for i in range(5)])
     vfile = write_jsonl(tmp_path / "v.jsonl", [{"id": "t0", "status": "ok", "score": 1, "p_success": 0.9},
                                                {"id": "t1", "status": "ok", "score": 1, "p_success": 0.8}])
-    assert main(["eval", "--data", str(data), "--labels", str(labels), "--verdicts", str(vfile), "--out",
+    assert main(["eval", str(data), "--labels", str(labels), "--verdicts", str(vfile), "--out",
                  str(tmp_path / "e"), "--quiet", "--no-review"]) == 0
     m = json.loads((tmp_path / "e" / "metrics.json").read_text())
     # labelled t0-t4 (t0, t2, t4 successes); t0 TP, t1 FP; t2, t4 missing successes (FN), t3 a missing failure
     # (TN); t5, unlabelled, is in no figure
     assert m["overall"]["confusion"] == {"tp": 1, "fp": 1, "fn": 2, "tn": 1} and m["overall"]["missing"] == 3
     assert m["coverage"]["missing"] == ["t2", "t3", "t4", "t5"] and m["coverage"]["missing_labelled"] == 3
-    assert main(["tts", "--data", str(data), "--labels", str(labels), "--verdicts", str(vfile), "--out",
+    assert main(["tts", str(data), "--labels", str(labels), "--verdicts", str(vfile), "--out",
                  str(tmp_path / "t"), "--quiet"]) == 0
     res = json.loads((tmp_path / "t" / "tts.json").read_text())
     assert res["classification"]["n"] == 5 and res["coverage"]["missing_labelled"] == 3
@@ -224,18 +224,18 @@ def test_a_labelled_copy_read_without_image_root_stops_with_the_fix_never_the_ol
                 ["tts", "--out", str(tmp_path / "t3")], ["calibrate", "--out", str(tmp_path / "c3.json")],
                 ["review", "--out", str(tmp_path / "r3"), "--quiet"]):
         given = [] if "--model" in cmd else ["--verdicts", str(stale)]
-        assert main([*cmd, "--data", str(out), *given]) == 2, cmd[0]
+        assert main([*cmd, str(out), *given]) == 2, cmd[0]
         err = capsys.readouterr().err
         assert f"40 of the 40 records of {out} name screenshots outside its folder" in err, cmd[0]
         assert f"Pass --image-root {root.resolve()} (the folders {out / 'merge.json'} records)" in err, cmd[0]
     assert not (tmp_path / "e3" / "metrics.json").exists()
-    assert main(["eval", "--data", str(out), "--image-root", str(root), "--verdicts", str(stale), "--out",
+    assert main(["eval", str(out), "--image-root", str(root), "--verdicts", str(stale), "--out",
                  str(tmp_path / "e1"), "--quiet", "--no-review"]) == 0
-    assert main(["eval", "--data", str(written), "--verdicts", str(vfile), "--out", str(tmp_path / "e2"),
+    assert main(["eval", str(written), "--verdicts", str(vfile), "--out", str(tmp_path / "e2"),
                  "--quiet", "--no-review"]) == 0
     m1, m2 = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("e1", "e2"))
     _same(m1, m2, ("overall", "per_platform", "probability"))
-    assert main(["eval", "--data", str(data), "--verdicts", str(stale), "--out", str(tmp_path / "e0"),
+    assert main(["eval", str(data), "--verdicts", str(stale), "--out", str(tmp_path / "e0"),
                  "--quiet", "--no-review"]) == 0
     m0 = json.loads((tmp_path / "e0" / "metrics.json").read_text())  # the old labels give other figures
     assert m0["overall"]["acc"] != m2["overall"]["acc"]
@@ -260,12 +260,12 @@ def test_records_that_did_not_load_are_left_out_of_the_figures_and_named(case, t
     alone_file = write_jsonl(root / "alone.jsonl", alone)
     try:
         capsys.readouterr()
-        assert main(["eval", "--data", str(mixed_file), "--verdicts", str(stale), "--out", str(tmp_path / "e1"),
+        assert main(["eval", str(mixed_file), "--verdicts", str(stale), "--out", str(tmp_path / "e1"),
                      "--quiet", "--no-review"]) == 0
         err = capsys.readouterr().err
         assert f"WARNING: 3 record(s) of {mixed_file} did not load (first: t3, t8, t20)" in err
         assert "the 3 verdict(s)" in err and "are left out of the figures" in err
-        assert main(["eval", "--data", str(alone_file), "--verdicts", str(stale), "--out", str(tmp_path / "e2"),
+        assert main(["eval", str(alone_file), "--verdicts", str(stale), "--out", str(tmp_path / "e2"),
                      "--quiet", "--no-review", "--allow-extra"]) == 0
         m1, m2 = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("e1", "e2"))
         _same(m1, m2, ("overall", "per_platform", "probability"))

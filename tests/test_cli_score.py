@@ -76,7 +76,7 @@ def test_score_and_eval_agree_on_costs(fake, data, tmp_path, capsys):
     summary = json.loads((tmp_path / "v.summary.json").read_text())
     total = sum(o.prompt_tokens + o.completion_tokens for o in _fake_outputs(fake))
     assert summary["tokens_per_traj"] == pytest.approx(total / 6)  # every call: router, cues and verifier
-    assert main(["eval", "--data", str(data), "--verdicts", str(out), "--out", str(tmp_path / "e")]) == 0
+    assert main(["eval", str(data), "--verdicts", str(out), "--out", str(tmp_path / "e")]) == 0
     eff = json.loads((tmp_path / "e" / "metrics.json").read_text())["efficiency"]
     assert eff["tokens_per_traj"] == pytest.approx(summary["tokens_per_traj"])
     assert eff["calls_per_traj"] == pytest.approx(summary["calls_per_traj"])
@@ -236,7 +236,7 @@ def test_a_cut_line_mended_is_scored_on_resume_and_eval_reads_the_file(fake, tmp
     write_jsonl(data, whole)  # mended
     assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume"]) == 0
     capsys.readouterr()
-    assert main(["eval", "--data", str(data), "--verdicts", str(out), "--out", str(tmp_path / "e"), "--quiet",
+    assert main(["eval", str(data), "--verdicts", str(out), "--out", str(tmp_path / "e"), "--quiet",
                  "--no-review"]) == 0
     err = capsys.readouterr().err
     m = json.loads((tmp_path / "e" / "metrics.json").read_text())

@@ -16,7 +16,7 @@ def _serve_args(*argv):
 
 
 def test_the_module_runs_with_the_same_flags_and_examples():
-    out = subprocess.run([sys.executable, "-m", "adaptrubric_local.cli_serve", "--help"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "adaptrubric_local.cli_serve", "--help-all"], capture_output=True,
                          text=True, check=True).stdout
     assert out.startswith("usage: adaptrubric serve") and "--fake-engine" in out
     assert "--max-batch-trajectories" in out and "--max-images" in out and "--max-batch-size" in out

@@ -98,7 +98,7 @@ def test_eval_without_logprobs_leaves_p_success_null(data, server, tmp_path, mon
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("VERIFIER_KEY", SECRET)
     out = tmp_path / "eval"
-    assert main(["eval", "--data", str(path), "--openai-url", server.url, "--model", "qwen3-vl-8b", "--out", str(out),
+    assert main(["eval", str(path), "--openai-url", server.url, "--model", "qwen3-vl-8b", "--out", str(out),
                  "--openai-api-key-env", "VERIFIER_KEY", "--no-review", "--quiet"]) == 0
     v = _verdicts(out / "verdicts.jsonl")
     assert all(d["status"] == "ok" and d["p_success"] is None for d in v.values())
@@ -111,12 +111,12 @@ def test_eval_without_logprobs_leaves_p_success_null(data, server, tmp_path, mon
 
 def test_ablate_and_tts_share_routes_and_cues(data, server, tmp_path):
     path, recs, _, _ = data
-    assert main(["ablate", "--data", str(path), "--openai-url", server.url, "--model", "qwen3-vl-8b",
+    assert main(["ablate", str(path), "--openai-url", server.url, "--model", "qwen3-vl-8b",
                  "--out", str(tmp_path / "ab"), "--openai-top-logprobs", "0", "--quiet"]) == 0
     stub = server.stub
     assert len(stub.of_kind("route")) == len(stub.of_kind("cue")) == len(INSTRUCTIONS)  # once for the 4 rows
     assert len(stub.of_kind("verify")) == 4 * len(recs) and not any(c["logprobs"] for c in stub.calls)
-    assert main(["tts", "--data", str(path), "--openai-url", server.url, "--model", "qwen3-vl-8b",
+    assert main(["tts", str(path), "--openai-url", server.url, "--model", "qwen3-vl-8b",
                  "--out", str(tmp_path / "tts"), "--quiet"]) == 0
     tts = json.loads((tmp_path / "tts" / "tts.json").read_text())
     assert tts["bestofn"]["2"] == 100.0 and tts["random"]["2"] == 50.0  # the verifier picks each task's pass

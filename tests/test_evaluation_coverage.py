@@ -32,7 +32,7 @@ def _headline(out: str) -> dict:
 
 def test_eval_over_the_data_counts_trajectories_without_a_verdict_as_missing(ten, tmp_path, capsys):
     data, vfile = ten
-    assert main(["eval", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet"]) == 0
+    assert main(["eval", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet"]) == 0
     out, err = capsys.readouterr()
     h = _headline(out)
     # the paper's protocol: all 10 classified; the 8 without a verdict are predicted failures, so
@@ -50,7 +50,7 @@ def test_eval_over_the_data_counts_trajectories_without_a_verdict_as_missing(ten
 
 def test_subset_verdicts_evaluates_the_covered_trajectories_and_says_so(ten, tmp_path, capsys):
     data, vfile = ten
-    assert main(["eval", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet",
+    assert main(["eval", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet",
                  "--subset", "verdicts"]) == 0
     out, err = capsys.readouterr()
     h = _headline(out)
@@ -64,10 +64,10 @@ def test_subset_verdicts_evaluates_the_covered_trajectories_and_says_so(ten, tmp
 def test_verdicts_for_ids_not_in_the_data_are_an_error_or_left_out(ten, tmp_path, capsys):
     _, vfile = ten
     other = write_jsonl(tmp_path / "o" / "d.jsonl", [canonical_record(tmp_path / "o", "x", 2, label=1)])
-    assert main(["eval", "--data", str(other), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet"]) == 2
+    assert main(["eval", str(other), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "holds verdicts for 2 id(s) that are not in" in err and "(first: t0, t5)" in err and "--allow-extra" in err
-    assert main(["eval", "--data", str(other), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet",
+    assert main(["eval", str(other), "--verdicts", str(vfile), "--out", str(tmp_path / "e"), "--quiet",
                  "--allow-extra"]) == 0
     out, err = capsys.readouterr()
     assert _headline(out)["n"] == "1" and _headline(out)["missing"] == "1"
@@ -76,7 +76,7 @@ def test_verdicts_for_ids_not_in_the_data_are_an_error_or_left_out(ten, tmp_path
 
 def test_tts_over_the_data_and_without_it(ten, tmp_path, capsys):
     data, vfile = ten
-    assert main(["tts", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "t"), "--quiet"]) == 0
+    assert main(["tts", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "t"), "--quiet"]) == 0
     res = json.loads((tmp_path / "t" / "tts.json").read_text())
     assert res["pool"]["tasks"] == 5 and res["pool"]["missing"] == 8 and res["pool"]["scored"] == 2
     assert res["classification"]["n"] == 10 and "have no verdict" in capsys.readouterr().err
@@ -90,7 +90,7 @@ def test_tts_over_the_data_and_without_it(ten, tmp_path, capsys):
 
 def test_review_over_the_data_shows_the_missing_trajectories(ten, tmp_path, capsys):
     data, vfile = ten
-    assert main(["review", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    assert main(["review", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "r"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("10 cards: TP=1 FP=1 FN=0 TN=0 unparsed=0 error=0 missing=8 ")
     index = json.loads((tmp_path / "r" / "review_files" / "index.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))

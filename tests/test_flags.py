@@ -254,7 +254,7 @@ def test_an_unknown_flag_shows_the_subcommands_usage_and_the_closest_names(capsy
     assert err.rstrip().endswith("--num-images: did you mean --max-images?")
     code, err = _run(capsys, "distill", "plan", "d", "--lora-rank", "8")
     assert err.startswith("usage: adaptrubric distill plan ") and "did you mean --lora-r" in err
-    code, err = _run(capsys, "eval", "--data", "d", "--out", "o", "--zzzz")
+    code, err = _run(capsys, "eval", "d", "--out", "o", "--zzzz")
     assert "--zzzz is not a flag of adaptrubric eval (see adaptrubric eval --help)" in err
     # the config file of the service takes the same names: an old key says what it is now
     from adaptrubric_local.reward_config import split_options
@@ -297,7 +297,7 @@ def test_the_derived_batch_default_is_what_help_says_and_the_run_records():
     from adaptrubric_local.cli_common import pipeline_config
 
     args = build_parser().parse_args(["score", "d.jsonl", "--out", "v.jsonl"])
-    text = " ".join(build_parser()._subparsers._group_actions[0].choices["score"].format_help().split())
+    text = " ".join(build_parser()._subparsers._group_actions[0].choices["score"].format_help(every=True).split())
     assert "(default: 4 x --max-batch-size, at least 8)" in text and "most requests in one generate call (default 16)" \
         in text
     assert pipeline_config(args).trajectories_per_batch == 4 * args.max_batch_size == 64

@@ -125,7 +125,7 @@ def test_thumbnails_are_small_files_and_missing_images_are_named(scored, tmp_pat
     big = tmp_path / "img" / "t2_0.png"
     Image.new("RGB", (1080, 2400), (200, 10, 10)).save(big)
     (tmp_path / "img" / "t3_11.png").unlink()  # a screenshot removed after scoring
-    assert main(["review", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    assert main(["review", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "r"), "--quiet"]) == 0
     cards = {c["id"]: c for c in _cards(tmp_path / "r")}
     thumbs = list((tmp_path / "r" / "review_files" / "thumbs").glob("*.jpg"))
     assert len(thumbs) == 4 * 4 - 1
@@ -230,7 +230,7 @@ def test_review_prints_the_pages_own_counts(tmp_path, capsys):
     data = write_jsonl(tmp_path / "d.jsonl", recs)
     verdicts = [Verdict(id=f"t{i}", status="unparsed", raw="noise") for i in range(10)]
     vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(v.to_dict()) for v in verdicts])
-    assert main(["review", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    assert main(["review", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "r"), "--quiet"]) == 0
     first, second = capsys.readouterr().out.splitlines()[:2]
     index = json.loads((tmp_path / "r" / "review_files" / "index.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
     printed = dict(kv.split("=") for kv in first.split("(")[0].split()[2:])

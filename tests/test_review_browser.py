@@ -129,7 +129,7 @@ def run(tmp_path_factory):
     vfile = root / "verdicts.jsonl"
     score_file(AdaptRubric(FakeEngine(script=script, p_score=lambda r, d: 0.85 if d == "1" else 0.2),
                            PipelineConfig(router="rules", fine=False, max_images=5)), data, vfile, progress=False)
-    assert main(["eval", "--data", str(data), "--verdicts", str(vfile), "--out", str(root / "eval"), "--quiet"]) == 0
+    assert main(["eval", str(data), "--verdicts", str(vfile), "--out", str(root / "eval"), "--quiet"]) == 0
     metrics = json.loads((root / "eval" / "metrics.json").read_text())
     return root / "eval" / "review.html", metrics, data
 
@@ -553,7 +553,7 @@ def test_a_page_written_with_labels_shows_them_and_their_notes(browser, run, tmp
         {"id": ids[0], "label": 1, "note": "toggle is on"}, {"id": ids[1], "label": 0, "note": XSS},
         {"id": ids[2], "label": None, "note": "cannot tell"}])
     out = tmp_path / "with-labels"
-    assert main(["review", "--data", str(data), "--verdicts", str(vfile), "--labels", str(lab), "--out", str(out),
+    assert main(["review", str(data), "--verdicts", str(vfile), "--labels", str(lab), "--out", str(out),
                  "--quiet"]) == 0
     ctx = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
     p = Page(ctx, out / "review.html")

@@ -94,12 +94,12 @@ def test_review_writes_the_budgeted_order_with_reasons_and_the_compared_verdict(
     vb = write_jsonl(tmp_path / "b.jsonl", [{"id": f"t{i}", "status": "ok", "score": 1, "p_success": 0.7,
                                              "model": "teacher"} for i in range(6)])
     out = tmp_path / "r"
-    assert main(["review", "--data", str(data), "--verdicts", str(va), "--out", str(out), "--order", "uncertain",
+    assert main(["review", str(data), "--verdicts", str(va), "--out", str(out), "--order", "uncertain",
                  "--budget", "3", "--compare", str(vb), "--quiet"]) == 0
     assert "cards in uncertain order against" in capsys.readouterr().out
     assert [r[0] for r in _index(out)["rows"]] == ["t0", "t2", "t5"]  # t0's label is the data's: it does not count
     done = write_jsonl(tmp_path / "labels.jsonl", [{"id": "t0", "label": 1, "note": "seen"}])
-    assert main(["review", "--data", str(data), "--verdicts", str(va), "--out", str(out), "--order", "uncertain",
+    assert main(["review", str(data), "--verdicts", str(va), "--out", str(out), "--order", "uncertain",
                  "--budget", "3", "--compare", str(vb), "--labels", str(done), "--quiet"]) == 0
     idx = _index(out)
     assert [r[0] for r in idx["rows"]] == ["t2", "t5", "t4"]  # t0 (0.50) is labelled in the file: after the rest
@@ -108,10 +108,10 @@ def test_review_writes_the_budgeted_order_with_reasons_and_the_compared_verdict(
     cards = json.loads((out / "review_files" / "cards" / "00000.js").read_text().split(", ", 1)[1].rsplit(");", 1)[0])
     assert [c["rank"] for c in cards] == [1, 2, 3] and cards[0]["rank_reason"] == "|p - 0.5| = 0.050"
     assert cards[2]["compare"] == {"score": 1, "status": "ok", "model": "teacher", "p_success": 0.7}
-    assert main(["review", "--data", str(data), "--verdicts", str(va), "--out", str(out), "--order", "disagree",
+    assert main(["review", str(data), "--verdicts", str(va), "--out", str(out), "--order", "disagree",
                  "--compare", str(vb), "--quiet"]) == 0
     assert [r[0] for r in _index(out)["rows"]][:3] == ["t3", "t4", "t1"]  # B says 1 where A says 0, widest first
-    assert main(["review", "--data", str(data), "--verdicts", str(va), "--out", str(out), "--budget", "3"]) == 2
+    assert main(["review", str(data), "--verdicts", str(va), "--out", str(out), "--budget", "3"]) == 2
     assert "give --order too" in capsys.readouterr().err
 
 
@@ -124,7 +124,7 @@ def test_a_budgeted_review_prints_the_counts_of_the_cards_it_wrote(tmp_path, cap
     va = write_jsonl(tmp_path / "a.jsonl", [{"id": f"t{i}", "status": "ok", "score": 1, "p_success": 0.5 + i / 10}
                                             for i in range(4)])  # t4, t5 have no verdict
     out = tmp_path / "r"
-    assert main(["review", "--data", str(data), "--labels", str(labels), "--verdicts", str(va), "--out", str(out),
+    assert main(["review", str(data), "--labels", str(labels), "--verdicts", str(va), "--out", str(out),
                  "--order", "fp-first", "--budget", "3", "--quiet"]) == 0
     first, second = capsys.readouterr().out.splitlines()[:2]
     idx = _index(out)
@@ -184,7 +184,7 @@ def test_two_labelling_batches_on_data_that_comes_labelled_share_no_id(tmp_path,
 
     def batch(out, *labels):
         args = [x for f in labels for x in ("--labels", str(f))]
-        assert main(["review", "--data", str(data), "--verdicts", str(vfile), "--out", str(out), "--order",
+        assert main(["review", str(data), "--verdicts", str(vfile), "--out", str(out), "--order",
                      "uncertain", "--budget", "5", *args, "--quiet"]) == 0
         return _index(out)
 
@@ -202,7 +202,7 @@ def test_two_labelling_batches_on_data_that_comes_labelled_share_no_id(tmp_path,
     third = [r[0] for r in batch(tmp_path / "label-3", done, more)["rows"]]
     assert third == by_uncertainty[10:] + [one[4]] + by_uncertainty[:2]  # then unsure, then labelled, by p
     # a page written with --labels over every card: the labels and notes on the cards they label
-    assert main(["review", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "all"),
+    assert main(["review", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "all"),
                  "--labels", str(done), "--quiet"]) == 0
     marks = _index(tmp_path / "all")["meta"]["labels"]["marks"]
     assert {i: (m["label"], m["note"]) for i, m in marks.items()} == \

@@ -58,12 +58,13 @@ def test_error_id():
 
 
 def test_verdict_settings_and_diff():
-    meta = {"router": "model", "batch_size": 4, "created": "now", "forced_resumes": [1], "data": "d",
+    meta = {"router": "model", "trajectories_per_batch": 4, "created": "now", "forced_resumes": [1], "data": "d",
             "engine": {"model": "m", "max_batch_size": 8, "dtype": "bf16"}, "fine": True}
     assert scoring.verdict_settings(meta) == {"router": "model", "engine.model": "m", "engine.dtype": "bf16",
                                               "fine": True}
     assert scoring.verdict_settings({"engine": None}) == {"engine": None}
-    new = {**meta, "router": "rules", "batch_size": 1, "engine": {"model": "m2", "max_batch_size": 1}, "extra": 1}
+    new = {**meta, "router": "rules", "trajectories_per_batch": 1, "engine": {"model": "m2", "max_batch_size": 1},
+           "extra": 1}
     del new["fine"]
     assert scoring.settings_diff(meta, new) == [
         "engine.dtype: 'bf16' -> None", "engine.model: 'm' -> 'm2'", "extra: None -> 1", "fine: True -> None",

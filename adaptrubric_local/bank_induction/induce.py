@@ -324,7 +324,7 @@ def induce(trajs: list[Trajectory], out: str | Path, teacher_engine: Engine, cfg
     bank = RubricBank.model_validate(doc)
     header = (f"Rubric bank induced by `adaptrubric bank induce` (teacher: {teacher.name}).\n"
               f"Data: {data_desc} ({len(picked)} sampled trajectories); prompts: {ps.path} (sha {ps.sha}).\n"
-              "Check it with `adaptrubric validate-bank PATH`; read every family before using it for rewards.")
+              "Check it with `adaptrubric bank validate PATH`; read every family before using it for rewards.")
     write_bank(bank, out, header)
     reload_bank(out)  # what was written loads back through the strict schema
     (work / "sample.json").write_text(json.dumps({"per_family": counts, "ids": [t.id for t in picked]}, indent=2))

@@ -35,7 +35,7 @@ class TrainConfig:
     grad_accum: int = field(default=8, metadata={"help": "gradient accumulation steps"})
     max_visual_tokens: Optional[int] = field(default=None, metadata={
         "help": "visual-token budget per trajectory; recorded in the adapter, which `score --adapter` then adopts",
-        "none": "the processor's own resolution, what `score` sees unless told otherwise"})
+        "none": "the processor's own resolution, as in the paper"})
     max_pixels: Optional[int] = field(default=None, metadata={
         "help": "per-image pixel cap; recorded in the adapter like the budget", "none": "the processor's"})
     max_seq_len: int = field(default=32768, metadata={

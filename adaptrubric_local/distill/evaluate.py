@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ..engine.base import Engine, Output, Request
+from ..engine.hf_config import HFEngineConfig
 from ..formats import LoadResult, load_trajectories
 from ..pipeline import AdaptRubric, PipelineConfig
 
@@ -130,14 +131,15 @@ def score_split(data_path: str, loaded: LoadResult, engine: Engine, out: Path, p
 
 
 def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | Path, split: str = "val",
-             batch_size: int = 8, max_new_tokens: Optional[int] = None, data: Optional[str] = None,
-             progress: bool = True, base: bool = True, load_in_4bit: Optional[bool] = None) -> dict:
+             batch_size: int = HFEngineConfig.max_batch_size, max_new_tokens: Optional[int] = None,
+             data: Optional[str] = None, progress: bool = True, base: bool = True,
+             load_in_4bit: Optional[bool] = None) -> dict:
     """Base vs adapter on one split; writes out/{base,adapter}/ (verdicts, metrics, report, plots),
     out/comparison.json and out/comparison.md, and adds the numbers to the adapter's model card.
     Both score at the adapter's image settings (image_policy.json) and the collection's pipeline, on
     the base loaded as the adapter was trained (base_quantisation.json: a QLoRA student on its 4-bit
     base) unless `load_in_4bit` says otherwise (with a warning when it differs)."""
-    from ..engine.hf import HFEngine, HFEngineConfig
+    from ..engine.hf import HFEngine
     from ..evaluation.harness import run_eval
     from ..image_policy import adopt
 

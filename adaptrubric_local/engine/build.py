@@ -34,10 +34,9 @@ ENGINES = {"transformers": _transformers, "vllm": _vllm}
 class EngineChoice:
     """Which in-process engine runs the model."""
 
-    engine: str = field(default="transformers", metadata={
-        "help": "transformers: the model through transformers' generate (every option below); vllm: through one "
-                "in-process vllm.LLM (continuous batching, paged KV cache, prefix caching; the 'engine (vLLM)' "
-                "options; pip install 'adaptrubric-local[vllm]')", "choices": list(ENGINES)})
+    engine: str = field(default="transformers", metadata={"common": "model and engine",
+        "help": "transformers: transformers' generate; vllm: one in-process vllm.LLM (continuous batching, paged "
+                "KV cache, prefix caching; pip install 'adaptrubric-local[vllm]')", "choices": list(ENGINES)})
 
     def __post_init__(self):
         if self.engine not in ENGINES:

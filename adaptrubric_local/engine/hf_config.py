@@ -19,7 +19,7 @@ CPU_BATCH_TOKENS = 262_144  # padded tokens per group on the CPU, where memory i
 class HFEngineConfig:
     """How to load and run a Qwen3-VL checkpoint."""
 
-    model: str = field(default=DEFAULT_MODEL, metadata={
+    model: str = field(default=DEFAULT_MODEL, metadata={"common": "model and engine",
         "help": "Qwen3-VL checkpoint: a hub id (e.g. Qwen/Qwen3-VL-8B-Instruct) or a local folder saved with "
                 "save_pretrained (safetensors)"})
     dtype: str = field(default="auto", metadata={"help": "auto: bf16 on GPU, fp32 on CPU",
@@ -30,13 +30,15 @@ class HFEngineConfig:
                 "flash-attn distribution, >= 2.3.3), else sdpa with a line saying why; on CPU sdpa_padded_prefill"})
     load_in_4bit: bool = field(default=False, metadata={"help": "bitsandbytes nf4 quantisation"})
     load_in_8bit: bool = field(default=False, metadata={"help": "bitsandbytes int8 quantisation"})
-    adapter: Optional[str] = field(default=None, metadata={"help": "LoRA adapter folder (peft)"})
+    adapter: Optional[str] = field(default=None, metadata={"common": "model and engine",
+        "help": "LoRA adapter folder (peft)"})
     max_new_tokens: int = field(default=1024, metadata={
         "help": "cap on generated tokens per request (rows that set stop_after_line end earlier); commands set it "
                 "from the pipeline's caps", "no_flag": True})
     votes: int = field(default=1, metadata={"help": "samples per request; >1 samples (temperature) for majority vote"})
     temperature: float = field(default=0.7, metadata={"help": "sampling temperature when votes > 1"})
-    max_batch_size: int = field(default=16, metadata={"help": "most requests in one generate call"})
+    max_batch_size: int = field(default=16, metadata={"common": "model and engine",
+        "help": "most requests in one generate call"})
     max_batch_tokens: Optional[int] = field(default=None, metadata={
         "help": "padded tokens (prompt + new, times samples) per generate call, lowered after an out-of-memory "
                 "error",

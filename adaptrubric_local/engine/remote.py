@@ -37,7 +37,7 @@ NOT_REMOTE_WHY = {
 class RemoteConfig:
     """An OpenAI-compatible server that runs the verifier."""
 
-    openai_url: Optional[str] = field(default=None, metadata={
+    openai_url: Optional[str] = field(default=None, metadata={"common": "model and engine",
         "help": "run the verifier (router, cues and verdicts) on this OpenAI-compatible server, e.g. "
                 "http://host:8000/v1 (vLLM, SGLang, a hosted API); --model is then the served model name"})
     openai_api_key_env: str = field(default="OPENAI_API_KEY", metadata={

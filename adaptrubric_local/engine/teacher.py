@@ -18,11 +18,12 @@ from .base import Engine
 class TeacherConfig:
     """A teacher model and how to call it."""
 
-    teacher_model: Optional[str] = field(default=None, metadata={
+    teacher_model: Optional[str] = field(default=None, metadata={"common": "teacher",
         "help": "a local Qwen3-VL checkpoint (hub id or folder) run by this package"})
-    teacher_url: Optional[str] = field(default=None, metadata={
+    teacher_url: Optional[str] = field(default=None, metadata={"common": "teacher",
         "help": "OpenAI-compatible endpoint base URL, e.g. http://judge:8000/v1"})
-    teacher_name: Optional[str] = field(default=None, metadata={"help": "served model name at --teacher-url"})
+    teacher_name: Optional[str] = field(default=None, metadata={"common": "teacher",
+        "help": "served model name at --teacher-url"})
     api_key_env: str = field(default="OPENAI_API_KEY", metadata={
         "help": "environment variable holding the endpoint's API key (unset: 'EMPTY', which vLLM/SGLang accept)"})
     timeout: float = field(default=300.0, metadata={"help": "seconds per HTTP attempt (thinking judges are slow)"})

@@ -26,10 +26,8 @@ from . import probability as PR
 from . import report as R
 from . import tts as T
 
+
 # ----------------------------------------------------------------------------- inputs
-LATER_FIELDS = ("cost_tokens", "cost_calls", "hit_cap", "hit_context")  # verdict fields the metrics read when present
-
-
 def load_verdicts(path: str | Path) -> list[Verdict]:
     """Read a verdict JSONL file, one verdict per id (the last line written for it: a resumed run
     that retried an error appends the new verdict); a malformed line is an error naming the file
@@ -40,11 +38,7 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
         for n, d in json_lines(fh, path):
             if not isinstance(d, dict) or "id" not in d or "status" not in d:
                 raise ValueError(f"{path}: line {n}: not a verdict line (needs 'id' and 'status')")
-            v = Verdict.from_dict(d)
-            for k in LATER_FIELDS:  # kept even where this version's Verdict lacks the field
-                if k in d and not hasattr(v, k):
-                    setattr(v, k, d[k])
-            out.append(v)
+            out.append(Verdict.from_dict(d))
     return last_per_id(out)
 
 
