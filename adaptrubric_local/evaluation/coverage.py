@@ -4,7 +4,7 @@ The paper's figures have fixed denominators (k/77, k/188): every labelled trajec
 is classified. So, evaluated over a data set (`subset="data"`, the default):
 - a trajectory of the data without a verdict (a run killed midway, another file) stays in the
   denominator as a `missing` verdict, a predicted failure like an unparsed one, counted and named;
-- a verdict whose id is not in the data is an error (wrong --data or --verdicts?), or with
+- a verdict whose id is not in the data is an error (wrong DATA or --verdicts?), or with
   `allow_extra` left out with a warning; an error line for an id the data does not hold (a record
   that did not load then and was mended or removed since: its line is the file's, never rewritten)
   judged nothing and is left out with a note;
@@ -118,7 +118,7 @@ def align(verdicts: list[Verdict], trajectories: Optional[list[Trajectory]], sub
     extra = [str(v.id) for v in verdicts if str(v.id) not in known]
     if extra and not allow_extra:
         raise ValueError(f"{verdicts_name or 'the verdict file'} holds verdicts for {len(extra)} id(s) that are not in "
-                         f"{data or 'the data set'} (first: {first(extra)}): wrong --data or --verdicts? Pass "
+                         f"{data or 'the data set'} (first: {first(extra)}): wrong DATA or --verdicts? Pass "
                          "--allow-extra to leave them out and evaluate the data set's trajectories")
     kept = [label_from(v, by_id.get(str(v.id))) if str(v.id) in by_id else unlabelled(v)
             for v in verdicts if str(v.id) in known]
