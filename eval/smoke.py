@@ -37,6 +37,8 @@ SMOKE: dict[str, list[str]] = {
     "router_accuracy.py": [str(ROOT / "tests" / "data" / "router_styled.jsonl"), "--split", "fresh2"],
     "review_size.py": ["--tasks", "1"],
     "bank_demo.py": ["--tasks-per-kind", "2"],
+    # at full size (a minute to build, half a minute to score): the figures the docs quote
+    "answering_model.py": ["--work", "{tmp}"],
     # GPU scripts at CPU size: the memory model against a measured prefill, prompt tokenization, every stage
     # of the GPU check and the distillation memory check on the tiny model
     "prefill_memory.py": ["--ci"],
