@@ -93,10 +93,14 @@ def main() -> int:
                 return 1
             print(f"built: adaptrubric make-tiny-model MODEL --answering --seed {args.build_seed}  "
                   f"({time.perf_counter() - t0:.0f} s)")
-        rec = json.loads((model / "answering.json").read_text())
-        print(f"model: {model} (trained on {rec.get('trained_on', rec['settings'])}; held-out agreement "
-              f"{rec.get('agreement_with_teacher')}, unparsed {rec.get('unparsed')})")
-        failed = []
+        record = model / "answering.json"
+        rec = json.loads(record.read_text()) if record.is_file() else {}
+        print(f"model: {model} (" + (f"trained on {rec.get('trained_on', rec.get('settings'))}; held-out agreement "
+                                     f"{rec.get('agreement_with_teacher')}, unparsed {rec.get('unparsed')})"
+                                     if rec else "no answering.json: not built by make-tiny-model --answering)"))
+        print(f"data: adaptrubric synth --visible-outcome --size {args.size} --tasks {args.tasks} --candidates "
+              f"{args.candidates} --seed S; scored with score --router rules --no-fine", flush=True)
+        failed, banner_runs = [], []
         for seed in seeds:
             for banner in (True, False) if args.plain else (True,):
                 name = f"seed {seed}, " + ("outcome banner" if banner else "no banner")
@@ -105,11 +109,17 @@ def main() -> int:
                                   visible_outcome=banner)
                 f = score(data, model, d / "verdicts.jsonl")
                 print(line(name, f), flush=True)
+                if banner:
+                    banner_runs.append(f)
                 if banner and (f["parsed_frac"] < args.min_parsed or f["agreement"] < args.min_agreement):
                     failed.append(f"{name}: parsed {f['parsed_frac']:.3f} (need {args.min_parsed}), agreement "
                                   f"{f['agreement']:.3f} (need {args.min_agreement})")
-        print(f"data: adaptrubric synth --visible-outcome --size {args.size} --tasks {args.tasks} --candidates "
-              f"{args.candidates} --seed S; scored with score --router rules --no-fine")
+    worst_p = min(banner_runs, key=lambda f: f["parsed_frac"])
+    worst_a = min(banner_runs, key=lambda f: f["agreement"])
+    print(f"answering model on fresh data with the banner (seed {args.seeds}): parsed {worst_p['parsed']}/"
+          f"{worst_p['n']} = {worst_p['parsed_frac']:.3f}, agreement {worst_a['agree']}/{worst_a['n']} = "
+          f"{worst_a['agreement']:.3f}" + (" (the worst draw)" if len(banner_runs) > 1 else "")
+          + (f"; build {rec['seconds']:.0f} s" if isinstance(rec.get("seconds"), (int, float)) else ""))
     if failed:
         print("CHECK FAILED: " + "; ".join(failed), file=sys.stderr)
         return 1
