@@ -14,7 +14,7 @@ softmax. `answering.json` in the folder records how it was made, what it was tra
 held-out agreement. It reads the outcome banner and nothing else: data drawn the way it was trained
 (`answering_data`, or `adaptrubric synth --visible-outcome --size 96x192`, any seed) it answers; on other
 data (screens without the banner, real screenshots) it mostly writes unparseable verdicts, and the ones
-it parses do not follow the labels (`eval/answering_model.py --plain` prints both). Knows nothing about
+it parses do not follow the labels (`eval/answering_model.py` prints both). Knows nothing about
 engines beyond the transformers one the trainer and evaluator use.
 """
 from __future__ import annotations
@@ -43,11 +43,11 @@ class AnsweringSettings:
     seed: int = 0
 
 
-ELSEWHERE = ("it reads the outcome from the banner on the final screen and nothing else: on other data (synth "
-             "without --visible-outcome, real screenshots) it mostly writes unparseable verdicts "
-             "(EVIDENCE_SUFFICIENT '1' instead of yes/no), the ones it parses do not follow the labels, and its "
-             "p_success is about the same for successes and failures; for comparing engines and tests, not for "
-             "judging anything")
+ELSEWHERE = ("It reads the outcome from the banner on the final screen and nothing else: on other data it mostly "
+             "writes unparseable verdicts (synth without --visible-outcome: EVIDENCE_SUFFICIENT '1' instead of "
+             "yes/no; real screenshots: garbled lines up to the token cap), the ones it parses do not follow the "
+             "labels, and its p_success is about the same for successes and failures. For comparing engines and "
+             "tests, not for judging anything.")
 
 
 def trained_on(s: AnsweringSettings) -> str:
@@ -135,13 +135,13 @@ def answering_model(out: str | Path, s: Optional[AnsweringSettings] = None, work
                   "matching_data": f"adaptrubric synth --out DIR --visible-outcome --size {s.size[0]}x{s.size[1]} "
                                    "--seed S (a seed other than the build's for fresh data); in Python "
                                    "adaptrubric_local.distill.answering.answering_data(DIR, seed=S)",
-                  "check": "python eval/answering_model.py --model THIS --seeds 1,2"}
+                  "check": "python eval/answering_model.py --model THIS"}
         (out / "answering.json").write_text(json.dumps(record, indent=2) + "\n")
         (out / "README.md").write_text(
             "Tiny Qwen3-VL built by `adaptrubric make-tiny-model --answering`: a random tiny model with a LoRA "
             f"student merged in, distilled from {trained_on(s)}. It answers the verifier prompt of "
             "`--router rules --no-fine` with the verdict lines on data drawn that way (any seed); its p_success "
-            f"is near the teacher's. Elsewhere {ELSEWHERE}.\n")
+            f"is near the teacher's. What it does elsewhere: {ELSEWHERE}\n")
         log(f"answering tiny model: held-out agreement {_f(record['agreement_with_teacher'])}, unparsed "
             f"{record['unparsed']}, |p_success - teacher| {_f(record['p_mae_vs_teacher'])}, "
             f"{record['seconds']:.0f} s -> {out}")
