@@ -90,9 +90,10 @@ def cmd_synth(args) -> int:
     from .synth import synthesize
 
     w, h = (int(x) for x in args.size.lower().split("x"))
-    path = synthesize(Path(args.out), n_tasks=args.tasks, candidates=args.candidates, size=(w, h), seed=args.seed)
-    print(f"wrote {args.tasks * args.candidates} trajectories ({args.tasks} tasks x {args.candidates} candidates) "
-          f"-> {path}")
+    path = synthesize(Path(args.out), n_tasks=args.tasks, candidates=args.candidates, size=(w, h), seed=args.seed,
+                      visible_outcome=args.visible_outcome)
+    print(f"wrote {args.tasks * args.candidates} trajectories ({args.tasks} tasks x {args.candidates} candidates"
+          f"{', outcome banner on the final screen' if args.visible_outcome else ''}) -> {path}")
     return 0
 
 
@@ -174,18 +175,31 @@ def add_subcommands(sub) -> None:
     p.add_argument("--candidates", type=int, default=4, help="candidates per task (same task_id)")
     p.add_argument("--size", default="360x800", help="screen size WxH (default 360x800)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--visible-outcome", action="store_true",
+                   help="cover each final screen with the outcome (green \"Done\" / red \"Not done\" banner), as "
+                        "`demo` and `make-tiny-model --answering` train on (with --size 96x192)")
     p.set_defaults(func=cmd_synth)
 
+    from .distill.answering import AnsweringSettings
+
+    a = AnsweringSettings()
+    size = f"{a.size[0]}x{a.size[1]}"
     p = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL offline and save it",
                        description="A tiny Qwen3-VL (text head size 32, which vLLM's CPU and GPU kernels accept) "
                                    "that loads in both engines: random weights (its outputs are noise), or with "
                                    "--answering a student distilled on the CPU in about a minute that answers the "
-                                   "verifier prompt with parseable verdicts (for comparing engines).",
+                                   "verifier prompt with parseable verdicts on the data it was trained on: synthetic "
+                                   "screens whose outcome banner shows the result (`synth --visible-outcome --size "
+                                   "96x192`, any seed). On other data, such as real screenshots or synth without "
+                                   "--visible-outcome, it mostly writes unparseable verdicts. For comparing engines "
+                                   "and tests, not for judging anything.",
                        formatter_class=FORMATTER,
                        epilog="examples:\n  adaptrubric make-tiny-model runs/tiny\n"
                               "  adaptrubric make-tiny-model runs/tiny-qwen3 --tokenizer qwen3   # real tokenizer, "
                               "151,936 rows\n"
-                              "  adaptrubric make-tiny-model runs/tiny-answering --answering")
+                              "  adaptrubric make-tiny-model runs/tiny-answering --answering\n"
+                              "  adaptrubric synth --out runs/answerable --visible-outcome --size 96x192 --seed 1   "
+                              "# data it answers")
     p.add_argument("dir", help="output folder")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tokenizer", choices=["trained", "qwen3"], default="trained",
@@ -196,8 +210,11 @@ def add_subcommands(sub) -> None:
     p.add_argument("--thinking", action="store_true",
                    help="the chat template of a Thinking checkpoint: the reply opens inside <think>")
     p.add_argument("--answering", action="store_true",
-                   help="distil and merge a tiny student that writes verdicts (synthetic data, labels as a teacher "
-                        "0.8 sure; about a minute on 2 cores); score it with --router rules --no-fine")
+                   help=f"distil and merge a tiny student that writes verdicts, trained on {a.n_tasks} x "
+                        f"{a.candidates} synthetic trajectories at {size} with the outcome banner (labels as a "
+                        f"teacher {a.teacher_p:g} sure; about a minute on 2 cores); score it with --router rules "
+                        f"--no-fine on `synth --visible-outcome --size {size}` data (elsewhere its verdicts mostly "
+                        "do not parse)")
     p.set_defaults(func=cmd_make_tiny)
 
     p = sub.add_parser("demo", help="the product end to end on generated data, on the CPU",

@@ -315,3 +315,73 @@ def test_calibrate_fits_on_the_data_sets_verdicts_only(tmp_path, capsys):
     assert main([*args, str(tmp_path / "own.json"), "--verdicts", str(own)]) == 0
     a, b = C.load(tmp_path / "c.json")[0], C.load(tmp_path / "own.json")[0]
     assert a.n == b.n == 200 and a.temperature == b.temperature
+
+
+# ----------------------------------------------------------------------------- a fit that erases the signal
+def _uninformative(n=65, seed=0):
+    """Verdicts that say nothing about their labels: every p_success about 0.78, labels a coin toss."""
+    rng = random.Random(seed)
+    return [round(0.78 + rng.uniform(-0.02, 0.02), 4) for _ in range(n)], [int(rng.random() < 0.5) for _ in range(n)]
+
+
+def test_signal_problems_name_the_bound_and_the_near_constant_spread():
+    ps, ys = _uninformative()
+    flat = C.fit(ps, ys)
+    assert flat.temperature == pytest.approx(1 / C.A_MIN) and flat.after["std"] < 1e-3  # every p about 0.5003
+    problems = " ".join(C.signal_problems(flat))
+    assert "bound T = 1000" in problems and "near-constant on the 65 fitting verdicts" in problems
+    assert "constant reward: no learning signal" in problems
+    informative = C.fit(*_overconfident(300, seed=4))
+    assert informative.after["std"] > 0.2 and C.signal_problems(informative) == []
+    # the spread alone (a slope inside its bound), judged against the stated threshold
+    narrow = C.Calibration(method="temperature", a=0.5, n=40, after={"std": 0.03, "min": 0.45, "max": 0.56})
+    text = " ".join(C.signal_problems(narrow))
+    assert "standard deviation 0.0300, from 0.4500 to 0.5600 (below 0.05" in text and "bound" not in text
+    assert C.signal_problems(narrow, min_spread=0.02) == []
+
+
+def test_calibrate_warns_on_uninformative_verdicts_and_require_signal_makes_it_an_error(tmp_path, capsys):
+    ps, ys = _uninformative()
+    data = _labelled_data(tmp_path, ys)
+    vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(Verdict(id=f"t{i}", score=1, p_success=p).to_dict())
+                                               for i, p in enumerate(ps)])
+    fit = ["calibrate", "--data", str(data), "--verdicts", str(vfile), "--out"]
+    assert main([*fit, str(tmp_path / "flat.json")]) == 0
+    out, err = capsys.readouterr()
+    assert "T=1000.000" in out and "WARNING: the fit reached its bound T = 1000" in err
+    assert "constant reward: no learning signal" in err and "--require-signal makes this an error" in err
+    assert (tmp_path / "flat.json").is_file()
+    assert main([*fit, str(tmp_path / "strict.json"), "--require-signal"]) == 1
+    err = capsys.readouterr().err
+    assert "adaptrubric: error: the fit reached its bound" in err and "strict.json not written" in err
+    assert not (tmp_path / "strict.json").exists()
+    # applying a flat calibration: the same warning, and the same error with --require-signal
+    apply = ["calibrate", "--apply", str(tmp_path / "flat.json"), "--verdicts", str(vfile), "--out"]
+    assert main([*apply, str(tmp_path / "vc.jsonl")]) == 0
+    assert "WARNING: the fit reached its bound" in capsys.readouterr().err
+    lines = (tmp_path / "vc.jsonl").read_text().splitlines()
+    assert len(lines) == 65 and {round(json.loads(x)["p_success_calibrated"], 4) for x in lines} == {0.5003}
+    assert main([*apply, str(tmp_path / "vc2.jsonl"), "--require-signal"]) == 1
+    assert not (tmp_path / "vc2.jsonl").exists()
+
+
+def test_calibrate_on_informative_verdicts_does_not_warn(tmp_path, capsys):
+    ps, ys = _overconfident(300, seed=4)
+    data = _labelled_data(tmp_path, ys)
+    vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(Verdict(id=f"t{i}", score=int(p >= 0.5), p_success=p)
+                                                          .to_dict()) for i, p in enumerate(ps)])
+    assert main(["calibrate", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "c.json"),
+                 "--require-signal"]) == 0
+    out, err = capsys.readouterr()
+    assert "WARNING" not in err and "error" not in err and (tmp_path / "c.json").is_file()
+    assert re.search(r"p_success std 0\.\d{4} -> 0\.\d{4}", out)
+
+
+def test_calibrate_help_gives_the_measured_range_and_the_stated_thresholds(capsys):
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Fit on 50-200 labelled verdicts" in text and "few hundred" not in text
+    assert f"bound {1 / C.A_MIN:g}" in text and f"below {C.MIN_SPREAD:g}" in text
+    with pytest.raises(ValueError, match="50-200 for a stable fit"):
+        C.fit([0.9] * 5 + [0.1] * 5, [1] * 5 + [0] * 5)

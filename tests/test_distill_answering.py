@@ -26,6 +26,11 @@ def test_a_small_answering_model_is_a_checkpoint_with_its_record(tmp_path):
     out = answering_model(tmp_path / "m", s, work=tmp_path / "work", keep_adapter=True, log=lambda *_: None)
     rec = json.loads((out / "answering.json").read_text())
     assert rec["settings"]["n_tasks"] == 2 and rec["held_out"] >= 1 and "--router rules --no-fine" in rec["use"]
+    # what it was trained on, how to draw data like it, and what it does on other data
+    assert "synth --visible-outcome --size 64x128 --tasks 2 --candidates 2 --seed 0" in rec["trained_on"]
+    assert "--visible-outcome --size 64x128" in rec["matching_data"] and "answering_data" in rec["matching_data"]
+    assert "unparseable" in rec["elsewhere"] and "real screenshots" in rec["elsewhere"]
+    assert rec["trained_on"] in (out / "README.md").read_text()
     assert (out / "adapter" / "adapter_config.json").is_file() and (out / "README.md").is_file()
     assert not (out / "adapter_config.json").exists()  # merged: loads with --model alone
     eng = HFEngine(HFEngineConfig(model=str(out), max_new_tokens=4))
@@ -33,3 +38,15 @@ def test_a_small_answering_model_is_a_checkpoint_with_its_record(tmp_path):
         assert eng.generate([Request(prompt="hello")])[0].completion_tokens >= 1
     finally:
         eng.close()
+
+
+def test_make_tiny_model_help_says_what_the_answering_model_was_trained_on_and_does_elsewhere(capsys):
+    import pytest
+
+    from adaptrubric_local.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["make-tiny-model", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "synth --visible-outcome --size 96x192" in text and "12 x 4 synthetic trajectories" in text
+    assert "real screenshots" in text and "unparseable verdicts" in text

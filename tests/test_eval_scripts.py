@@ -2,6 +2,9 @@
 earlier runs."""
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,6 +89,7 @@ def test_every_eval_script_is_in_the_smoke_set_or_says_why_not():
     tables = [set(smoke.SMOKE), set(smoke.IN_SUITE), set(smoke.NOT_RUN)]
     assert [s for s in scripts if sum(s in t for t in tables) != 1] == []  # exactly one place each
     assert set().union(*tables) == scripts  # and nothing listed that is not there
+    assert set(smoke.SLOW) <= set(smoke.SMOKE)  # a longer time limit only for a script the smoke set runs
     quoted = {m for f in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
               for m in re.findall(r"eval/(\w+\.py)", f.read_text(encoding="utf-8"))}
     cannot_run = {"mutation_table.py", "smoke.py"}  # hours of mutmut; the runner
@@ -104,3 +108,13 @@ def test_the_smoke_run_fails_when_one_script_fails(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "FAIL router_accuracy.py" in out and "no such file: no-such-file.jsonl" in out
     assert "ok   calls_per_traj.py" in out and "1/2 passed" in out and "failed: router_accuracy.py" in out
+
+
+def test_answering_model_check_fails_on_a_model_that_does_not_answer(tiny_model, tmp_path):
+    """eval/answering_model.py (which the smoke set runs at full size on the answering model) exits 1 on the
+    random tiny model, whose verdicts do not parse: its check has teeth."""
+    r = subprocess.run([sys.executable, str(ROOT / "eval" / "answering_model.py"), "--model", str(tiny_model),
+                        "--tasks", "1", "--candidates", "2", "--work", str(tmp_path)],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "parsed 0/2 = 0.000" in r.stdout and "CHECK FAILED: seed 1, outcome banner: parsed 0.000" in r.stderr

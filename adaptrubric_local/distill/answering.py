@@ -10,8 +10,12 @@ adapter merged into the base (`distill/evaluate.merge`). What comes out answers 
 of `--router rules --no-fine` with the three verdict lines and an end of turn, its SCORE read from
 the pixels and its `p_success` near the teacher's, away from 0.5 and from 0/1, so that a numerical
 difference between engines shows as a difference in `p_success` rather than hiding in a saturated
-softmax. `answering.json` in the folder records how it was made and its held-out agreement.
-Knows nothing about engines beyond the transformers one the trainer and evaluator use.
+softmax. `answering.json` in the folder records how it was made, what it was trained on and its
+held-out agreement. It reads the outcome banner and nothing else: data drawn the way it was trained
+(`answering_data`, or `adaptrubric synth --visible-outcome --size 96x192`, any seed) it answers; on other
+data (screens without the banner, real screenshots) it mostly writes unparseable verdicts, and the ones
+it parses do not follow the labels (`eval/answering_model.py` prints both). Knows nothing about
+engines beyond the transformers one the trainer and evaluator use.
 """
 from __future__ import annotations
 
@@ -39,6 +43,37 @@ class AnsweringSettings:
     seed: int = 0
 
 
+ELSEWHERE = ("It reads the outcome from the banner on the final screen and nothing else: on other data it mostly "
+             "writes unparseable verdicts (synth without --visible-outcome: EVIDENCE_SUFFICIENT '1' instead of "
+             "yes/no; real screenshots: garbled lines up to the token cap), the ones it parses do not follow the "
+             "labels, and its p_success is about the same for successes and failures. For comparing engines and "
+             "tests, not for judging anything.")
+
+
+def trained_on(s: AnsweringSettings) -> str:
+    """What the model built with `s` was trained on, and the command that draws data like it."""
+    w, h = s.size
+    return (f"{s.n_tasks} tasks x {s.candidates} candidates of synthetic trajectories ({w}x{h}, seed {s.seed}) whose "
+            "final screen is covered by the outcome banner (green 'Done' / red 'Not done'), labels as a teacher "
+            f"{s.teacher_p:g} sure: what `adaptrubric synth --visible-outcome --size {w}x{h} --tasks {s.n_tasks} "
+            f"--candidates {s.candidates} --seed {s.seed}` draws")
+
+
+def answering_data(out: str | Path, s: Optional[AnsweringSettings] = None, seed: Optional[int] = None,
+                   n_tasks: Optional[int] = None, candidates: Optional[int] = None) -> Path:
+    """Labelled synthetic trajectories drawn the way the answering model built with `s` was trained (its screen
+    size, the outcome banner on each final screen) into `out`; returns the JSONL path. `seed` other than
+    `s.seed` draws fresh data (the same tasks, other candidates' labels and screens; `n_tasks` above the
+    build's adds new instructions of the same families). The same as `adaptrubric synth --visible-outcome
+    --size WxH --tasks N --seed SEED`."""
+    from ..synth import synthesize
+
+    s = s or AnsweringSettings()
+    return synthesize(Path(out), n_tasks=s.n_tasks if n_tasks is None else n_tasks,
+                      candidates=s.candidates if candidates is None else candidates, size=s.size,
+                      seed=s.seed if seed is None else seed, visible_outcome=True)
+
+
 def unsure_teacher(trajs, p: float):
     """A scripted teacher that answers each trajectory with its label, P(SCORE=1) = p when the label is
     1 and 1 - p when it is 0 (recorded as a vLLM judge's SCORE-digit logprobs would be)."""
@@ -59,7 +94,6 @@ def answering_model(out: str | Path, s: Optional[AnsweringSettings] = None, work
     from ..dry_run import tokenizer_corpus
     from ..engine.tiny import make_tiny_model
     from ..formats import load_trajectories
-    from ..synth import synthesize
     from .collect import CollectConfig, collect, teacher_pipeline
     from .config import TrainConfig
     from .evaluate import evaluate, merge
@@ -72,8 +106,7 @@ def answering_model(out: str | Path, s: Optional[AnsweringSettings] = None, work
     root = Path(work if work is not None else tmp)
     try:
         base = make_tiny_model(root / "base", corpus=tokenizer_corpus(), seed=s.seed)
-        data = synthesize(root / "synth", n_tasks=s.n_tasks, candidates=s.candidates, size=s.size, seed=s.seed,
-                          visible_outcome=True)
+        data = answering_data(root / "synth", s)
         dist = root / "distill"
         shutil.rmtree(dist, ignore_errors=True)
         collect(data, dist, unsure_teacher(load_trajectories(data).trajectories, s.teacher_p),
@@ -92,19 +125,23 @@ def answering_model(out: str | Path, s: Optional[AnsweringSettings] = None, work
         if keep_adapter:
             shutil.copytree(adapter, out / "adapter", dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("trainer", "*.jsonl"))
-        record = {"settings": asdict(s), "held_out": table["n"].get("adapter"),
+        record = {"settings": asdict(s), "trained_on": trained_on(s), "elsewhere": ELSEWHERE,
+                  "held_out": table["n"].get("adapter"),
                   "agreement_with_teacher": table["agreement_with_teacher"].get("adapter"),
                   "unparsed": table["unparsed"].get("adapter"), "p_mae_vs_teacher": table["p_mae_vs_teacher"].get(
                       "adapter"), "train_seconds": summary.get("seconds"), "seconds": time.perf_counter() - t0,
                   "use": "adaptrubric score DATA --model THIS --router rules --no-fine "
-                         f"--verify-max-new-tokens {s.max_new_tokens}"}
+                         f"--verify-max-new-tokens {s.max_new_tokens}",
+                  "matching_data": f"adaptrubric synth --out DIR --visible-outcome --size {s.size[0]}x{s.size[1]} "
+                                   "--seed S (a seed other than the build's for fresh data); in Python "
+                                   "adaptrubric_local.distill.answering.answering_data(DIR, seed=S)",
+                  "check": "python eval/answering_model.py --model THIS"}
         (out / "answering.json").write_text(json.dumps(record, indent=2) + "\n")
         (out / "README.md").write_text(
             "Tiny Qwen3-VL built by `adaptrubric make-tiny-model --answering`: a random tiny model with a LoRA "
-            "student merged in, distilled from labelled synthetic trajectories (outcome visible on the final "
-            f"screen) and a teacher {s.teacher_p:g} sure of each label. It answers the verifier prompt of "
-            "`--router rules --no-fine` with the verdict lines; its p_success is near the teacher's. For "
-            "comparing engines and tests, not for judging anything.\n")
+            f"student merged in, distilled from {trained_on(s)}. It answers the verifier prompt of "
+            "`--router rules --no-fine` with the verdict lines on data drawn that way (any seed); its p_success "
+            f"is near the teacher's. What it does elsewhere: {ELSEWHERE}\n")
         log(f"answering tiny model: held-out agreement {_f(record['agreement_with_teacher'])}, unparsed "
             f"{record['unparsed']}, |p_success - teacher| {_f(record['p_mae_vs_teacher'])}, "
             f"{record['seconds']:.0f} s -> {out}")

@@ -6,8 +6,12 @@ sigmoid(z / T) (one parameter, keeps 0.5 at 0.5 and the order of the probabiliti
 sigmoid(a z + b) (two parameters, also moves the 0.5 point). The parameters minimise the negative
 log-likelihood of the labels by Newton's method. Both maps are increasing, so they never change
 which of two verdicts has the higher probability: rankings, AUROC and best-of-N tie-breaks stay
-the same; Brier score, ECE and the size of a soft reward change. A calibration file is identified
-by its SHA-256, which scoring records as provenance. Knows nothing about models or argument parsing.
+the same; Brier score, ECE and the size of a soft reward change. A fit can also erase the signal:
+on verdicts whose p_success says little about the labels, the likelihood is best with every
+probability near the base rate, so T runs to its bound (1 / A_MIN) and a `p_success` reward becomes
+a constant; `signal_problems` names that (the bound reached, or calibrated probabilities whose
+standard deviation on the fitting data is below MIN_SPREAD). A calibration file is identified by its
+SHA-256, which scoring records as provenance. Knows nothing about models or argument parsing.
 """
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ from . import probability as P
 
 METHODS = ("temperature", "platt")
 MIN_EXAMPLES = 20  # below this a fit is refused: the parameters would follow the noise
+A_MIN = 1e-3  # the fit's bound on the slope: T = 1 / a is at most 1000
+MIN_SPREAD = 0.05  # calibrated probabilities with a standard deviation below this are called near-constant
 FORMAT = "adaptrubric-calibration/1"
 
 
@@ -122,7 +128,7 @@ def load(path: str | Path) -> tuple[Calibration, dict]:
 
 # ----------------------------------------------------------------------------- fitting
 def _newton(z: Sequence[float], y: Sequence[int], intercept: bool, iters: int = 100) -> tuple[float, float]:
-    """(a, b) minimising the log-loss of sigmoid(a z + b), by damped Newton steps; a >= 1e-3."""
+    """(a, b) minimising the log-loss of sigmoid(a z + b), by damped Newton steps; a >= A_MIN."""
     a, b = 1.0, 0.0
 
     def loss(a: float, b: float) -> float:
@@ -154,7 +160,7 @@ def _newton(z: Sequence[float], y: Sequence[int], intercept: bool, iters: int = 
             da, db = ga / haa, 0.0
         step = 1.0
         while step > 1e-6:  # halve the step until the loss does not grow
-            na, nb = max(a - step * da, 1e-3), b - step * db
+            na, nb = max(a - step * da, A_MIN), b - step * db
             new = loss(na, nb)
             if new <= cur + 1e-12:
                 break
@@ -177,7 +183,7 @@ def fit(probs: Sequence[float], labels: Sequence[int], method: str = "temperatur
     pairs = P._pairs(probs, labels)  # noqa: SLF001 - the same validation
     if len(pairs) < min_examples:
         raise ValueError(f"{len(pairs)} labelled verdict(s) with a probability; calibration needs at least "
-                         f"{min_examples} (a few hundred for a stable fit, see the README)")
+                         f"{min_examples}, and 50-200 for a stable fit (eval/calibration_data.py)")
     pos = sum(y for _, y in pairs)
     if pos in (0, len(pairs)):
         raise ValueError("every labelled verdict has the same label; calibration needs successes and failures")
@@ -193,7 +199,40 @@ def fit(probs: Sequence[float], labels: Sequence[int], method: str = "temperatur
 
 def _figures(probs: list[float], labels: list[int]) -> dict:
     f = P.figures(probs, labels)
-    return {k: f[k] for k in ("n", "brier", "ece", "auroc")} | {"nll": nll(probs, labels)}
+    return {k: f[k] for k in ("n", "brier", "ece", "auroc")} | {"nll": nll(probs, labels)} | spread(probs)
+
+
+def spread(probs: Sequence[float]) -> dict:
+    """How much the probabilities vary: {"std" (population), "min", "max"}."""
+    n = len(probs)
+    mean = sum(probs) / n
+    return {"std": math.sqrt(sum((p - mean) ** 2 for p in probs) / n), "min": min(probs), "max": max(probs)}
+
+
+def signal_problems(cal: Calibration, min_spread: float = MIN_SPREAD) -> list[str]:
+    """What, in the fit, leaves a `p_success` reward without a learning signal: the slope at its bound
+    (T = 1 / A_MIN), or calibrated probabilities on the fitting data whose standard deviation is below
+    `min_spread`. Empty when neither (a file written before the spread was recorded is judged on the
+    bound alone)."""
+    out = []
+    if cal.a <= A_MIN * (1 + 1e-9):
+        out.append(f"the fit reached its bound T = {1 / A_MIN:g} (the largest temperature it may take): the labels "
+                   "are about as likely whatever p_success says, so it flattens p_success toward one value")
+    std = cal.after.get("std")
+    if isinstance(std, (int, float)) and std < min_spread:
+        lo, hi = cal.after.get("min"), cal.after.get("max")
+        span = f", from {lo:.4f} to {hi:.4f}" if isinstance(lo, float) and isinstance(hi, float) else ""
+        raw = cal.before.get("std")
+        out.append(f"the calibrated p_success is near-constant on the {cal.n} fitting verdicts: standard "
+                   f"deviation {std:.4f}{span} (below {min_spread:g}"
+                   + (f"; raw p_success {raw:.4f})" if isinstance(raw, float) else ")"))
+    if out:
+        auroc = cal.before.get("auroc")
+        out.append((f"AUROC {auroc:.2f} on these labels; " if isinstance(auroc, float) else "")
+                   + "a `p_success` reward read through this calibration is about the same for every trajectory "
+                   "(a constant reward: no learning signal). Check the verifier and the labels (`eval`), or "
+                   "reward with the binary score")
+    return out
 
 
 def nll(probs: Sequence[float], labels: Sequence[int], eps: float = 1e-12) -> float:
