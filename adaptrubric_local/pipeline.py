@@ -302,6 +302,7 @@ class AdaptRubric:
         v.cost_tokens += share[0]
         v.cost_calls += share[1]
         self.stats["trajectories"] += 1
+        self.stats["errors"] += v.status == "error"
         self.stats["hit_cap"] += v.hit_cap
         self.stats["hit_context"] += v.hit_context
         return v
@@ -322,10 +323,12 @@ class AdaptRubric:
         return [v for _, v in sorted((kv for ready in self._iter_indexed(trajs) for kv in ready), key=lambda kv: kv[0])]
 
     def summary(self) -> dict:
-        """Calls, tokens and seconds per trajectory so far (all model calls, amortised as in Table 5)."""
-        n = max(1, self.stats["trajectories"])
+        """Calls, tokens and seconds per trajectory so far (all model calls, amortised as in Table 5),
+        over the trajectories that were not errors (those counted apart)."""
+        n = max(1, self.stats["trajectories"] - self.stats["errors"])
         out = {
             "trajectories": self.stats["trajectories"],
+            "errors": self.stats["errors"],
             "calls": self.stats["calls"],
             "calls_per_traj": self.stats["calls"] / n,
             "calls_by_kind": {k[6:]: v for k, v in self.stats.items() if k.startswith("calls_")},

@@ -101,21 +101,27 @@ def last_per_id(verdicts: list[Verdict]) -> list[Verdict]:
 def summarize(verdicts: list[Verdict], unparsed_calls: dict, seconds: float) -> dict:
     """The run summary printed at the end and written beside the verdicts. Calls and tokens per
     trajectory are the verdicts' own costs (router and cue calls shared out), so `eval` on the
-    same file gives the same figures."""
+    same file gives the same figures. The per-trajectory figures are over the trajectories the
+    verifier answered (ok or unparsed): error lines are counted apart (`errors`, `error_calls`), so
+    a data set with bad records does not make scoring look cheaper than it is."""
     n = len(verdicts)
-    denom = max(1, n)
+    answered = [v for v in verdicts if v.status != "error"]
+    denom = max(1, len(answered))
+    errors = [v for v in verdicts if v.status == "error"]
     return {
         "n": n,
         "scored": sum(v.status == "ok" for v in verdicts),
         "unparsed": sum(v.status == "unparsed" for v in verdicts),
-        "errors": sum(v.status == "error" for v in verdicts),
+        "errors": len(errors),
         "positives": sum(v.score == 1 for v in verdicts),
         "hit_cap": sum(v.hit_cap for v in verdicts),
         "hit_context": sum(v.hit_context for v in verdicts),
-        "s_per_traj": seconds / max(1, n),
+        "s_per_traj": seconds / denom,
         "seconds": seconds,
-        "calls_per_traj": sum(v.cost_calls for v in verdicts) / denom,
-        "tokens_per_traj": sum(v.cost_tokens for v in verdicts) / denom,
+        "timed_trajectories": len(answered),
+        "calls_per_traj": sum(v.cost_calls for v in answered) / denom,
+        "tokens_per_traj": sum(v.cost_tokens for v in answered) / denom,
+        "error_calls": sum(v.cost_calls for v in errors),
         "route_unparsed": unparsed_calls.get("route", 0),
         "cue_unparsed": unparsed_calls.get("cue", 0),
     }
@@ -132,13 +138,14 @@ def file_summary(before: dict[str, dict], verdicts: list[Verdict], run: dict, pr
     """The summary of everything the verdict file holds after this run: its last line per id, from the
     lines it held before (`before`, id -> line) and this run's `verdicts`, with `run` (this run's own
     `summarize`) under `this_run`. Seconds add up over the runs whose summary was written (`previous`:
-    the summary the file had before this run), so `s_per_traj` is the time per verdict those runs took."""
+    the summary the file had before this run), so `s_per_traj` is the time per answered verdict (not
+    error lines) those runs took."""
     last = {i: _counted(d) for i, d in before.items()}
     last.update((str(v.id), v) for v in verdicts)
     prev = previous or {}
     earlier = prev.get("this_run", prev)  # a summary of an earlier version holds its run's counts only
     seconds = run["seconds"] + prev.get("seconds", (earlier.get("s_per_traj") or 0.0) * earlier.get("n", 0))
-    timed = run["n"] + prev.get("timed_trajectories", earlier.get("n", 0))
+    timed = run["timed_trajectories"] + prev.get("timed_trajectories", earlier.get("n", 0))
     whole = summarize(list(last.values()), {k: run[f"{k}_unparsed"] + prev.get(f"{k}_unparsed", 0)
                                             for k in ("route", "cue")}, seconds)
     whole.update(s_per_traj=seconds / max(1, timed), seconds=seconds, timed_trajectories=timed, this_run=run)

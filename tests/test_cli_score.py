@@ -243,3 +243,30 @@ def test_a_cut_line_mended_is_scored_on_resume_and_eval_reads_the_file(fake, tmp
     assert m["overall"]["n"] == 5 and m["overall"]["errors"] == 0 and m["coverage"]["missing"] == []
     assert m["coverage"]["stale_errors"] == ["d.jsonl:line 4"] and m["coverage"]["extra"] == []
     assert "note: 1 error line(s) in" in err and "mended or removed since" in err
+
+
+def test_cost_figures_count_only_the_trajectories_scored(fake, tmp_path, capsys):
+    """4 records scored and 5 that do not load: calls and seconds per trajectory are over the 4 (one
+    verifier call each with --router rules --no-fine), the 5 error lines counted apart, in `score`'s
+    summary and in `eval`'s efficiency."""
+    recs = [canonical_record(tmp_path, f"r{i}", 3, label=i % 2) for i in range(9)]
+    for i in range(4, 9):
+        recs[i]["steps"][0]["screenshot"] = f"img/gone{i}.png"
+    data = write_jsonl(tmp_path / "d.jsonl", recs)
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--router", "rules",
+                 "--no-fine"]) == 0
+    s = json.loads((tmp_path / "v.summary.json").read_text())
+    assert (s["n"], s["scored"], s["errors"], s["timed_trajectories"]) == (9, 4, 5, 4)
+    assert s["calls_per_traj"] == pytest.approx(1.0) and s["this_run"]["calls_per_traj"] == pytest.approx(1.0)
+    assert s["s_per_traj"] == pytest.approx(s["seconds"] / 4)
+    tokens = sum(o.prompt_tokens + o.completion_tokens for o in _fake_outputs(fake))
+    assert s["tokens_per_traj"] == pytest.approx(tokens / 4)
+    capsys.readouterr()
+    assert main(["eval", "--data", str(data), "--verdicts", str(out), "--out", str(tmp_path / "e"), "--quiet",
+                 "--no-review"]) == 0
+    assert "calls/traj=1.00" in capsys.readouterr().out
+    eff = json.loads((tmp_path / "e" / "metrics.json").read_text())["efficiency"]
+    assert (eff["trajectories"], eff["errors"], eff["calls_per_traj"]) == (4, 5, pytest.approx(1.0))
+    assert eff["s_per_traj"] == pytest.approx(s["s_per_traj"])
+    assert "5 error line(s) counted apart" in (tmp_path / "e" / "report.md").read_text()
