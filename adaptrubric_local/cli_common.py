@@ -176,16 +176,27 @@ def needs_engine(cfg) -> bool:
 
 
 def score_with_model(args, out, cfg, resume: bool = False, **score_kw) -> dict:
-    """Load args.data (failing before the model loads), build the engine, score into `out`."""
+    """Load args.data and, with `resume`, check the verdict file's settings (both failing before the
+    model loads), build the engine, score into `out`. An in-process engine's settings record comes
+    from its config (as Ray's does); a server's from the engine, which asks the server."""
     from .formats import load_trajectories
     from .pipeline import AdaptRubric
-    from .scoring import score_file
+    from .scoring import planned_settings, precheck_out, score_file, score_with
 
     loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
+    options = engine_options(args, cfg)
+    settings = None if is_remote(options) else planned_settings(cfg, options)
+    if settings is not None:
+        precheck_out(out, settings, args.data, resume=resume, force=score_kw.get("force_settings", False),
+                     calibration=score_kw.get("calibration"))
     engine = make_engine(args, cfg)
     try:
-        return score_file(AdaptRubric(engine, cfg), args.data, out, resume=resume, fmt=args.format,
-                          progress=not args.quiet, loaded=loaded, **score_kw)
+        pipe = AdaptRubric(engine, cfg)
+        if settings is None:
+            return score_file(pipe, args.data, out, resume=resume, fmt=args.format, progress=not args.quiet,
+                              loaded=loaded, **score_kw)
+        return score_with(pipe, settings, args.data, out, resume=resume, fmt=args.format, progress=not args.quiet,
+                          loaded=loaded, **score_kw)
     finally:
         engine.close()
 

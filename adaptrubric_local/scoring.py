@@ -220,6 +220,48 @@ def check_resume(out: Path, meta: dict, force: bool) -> dict:
     return old
 
 
+def file_meta(settings: dict, data: str | Path, extra: Optional[dict] = None,
+              calibration: Optional[str | Path] = None) -> tuple[dict, Any]:
+    """(the config sidecar a run with `settings` writes, the loaded calibration or None)."""
+    from .evaluation import calibration as C
+
+    meta = {**settings, "data": str(data), **(extra or {})}
+    cal = None
+    if calibration is not None:
+        cal, prov = C.load(calibration)
+        meta.update(C.provenance(prov))
+    return meta, cal
+
+
+def precheck_out(out: str | Path, settings: dict, data: str | Path, resume: bool = False, force: bool = False,
+                 extra: Optional[dict] = None, calibration: Optional[str | Path] = None) -> None:
+    """`score_with`'s checks of `out`, before any model loads: ValueError when `out` holds lines and
+    `resume` is off, or when resuming it with `settings` (a `planned_settings` record) would be
+    refused; writes nothing."""
+    out = Path(out)
+    if not resume:
+        _check_fresh(out)
+    elif sidecar(out, "config").is_file():
+        check_resume(out, file_meta(settings, data, extra, calibration)[0], force)
+
+
+def _check_fresh(out: Path) -> None:
+    if out.exists() and out.stat().st_size:
+        raise ValueError(f"{out} exists; pass --resume to continue it or choose another output")
+
+
+def planned_settings(pipeline: PipelineConfig, engine_options: dict) -> dict:
+    """The settings record (with `runtime`) of an in-process run with these pipeline settings and
+    `engine.build.build_engine` options, from the configs alone: what `vars_of` gives once the
+    engine has loaded, known before it does."""
+    from .bank import load_bank
+    from .engine.build import engine_config
+    from .prompts import load_prompts
+
+    return {**run_settings(pipeline, engine_config(**engine_options), bank_sha=load_bank(pipeline.bank_path).sha,
+                           prompts_sha=load_prompts().sha), "runtime": dict(IN_PROCESS)}
+
+
 def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: bool = False, fmt: str = "auto",
                loaded: Optional[LoadResult] = None, progress: bool = True, extra: Optional[dict] = None,
                retry_errors: bool = True, force_settings: bool = False,
@@ -241,20 +283,14 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
     Nothing is scored (and no scorer started) when nothing is left to do."""
     from tqdm import tqdm
 
-    from .evaluation import calibration as C
-
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     loaded = loaded or load_trajectories(data, fmt=fmt)
     for w in loaded.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    if not resume and out.exists() and out.stat().st_size:
-        raise ValueError(f"{out} exists; pass --resume to continue it or choose another output")
-    meta = {**settings, "data": str(data), **(extra or {})}
-    cal = None
-    if calibration is not None:
-        cal, prov = C.load(calibration)
-        meta.update(C.provenance(prov))
+    if not resume:
+        _check_fresh(out)
+    meta, cal = file_meta(settings, data, extra, calibration)
     if resume:
         meta = check_resume(out, meta, force_settings)
     last = read_last_lines(out) if resume else {}
@@ -342,7 +378,9 @@ class ErrorReport:
             total = sum(self.kinds.values())
             parts = ", ".join(f"{n} {kind}" for kind, n in self.kinds.most_common())
             print(f"{total} record(s) failed in this run: {parts} (their error lines in {self.out} name the file, "
-                  "record and field; --resume scores them again once fixed)", file=sys.stderr)
+                  "record and field; --resume with the same flags scores them again once the data is fixed; a fix by a "
+                  "flag that changes what the verifier sees, such as --max-model-len or --max-visual-tokens, also "
+                  "needs --force-settings, recorded in the config sidecar)", file=sys.stderr)
 
 
 def _ready_lists(scorer: Scorer, trajs: list[Trajectory]) -> Iterator[list[Verdict]]:

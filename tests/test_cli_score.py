@@ -270,3 +270,39 @@ def test_cost_figures_count_only_the_trajectories_scored(fake, tmp_path, capsys)
     assert (eff["trajectories"], eff["errors"], eff["calls_per_traj"]) == (4, 5, pytest.approx(1.0))
     assert eff["s_per_traj"] == pytest.approx(s["s_per_traj"])
     assert "5 error line(s) counted apart" in (tmp_path / "e" / "report.md").read_text()
+
+
+def test_resume_refuses_other_settings_before_the_engine_is_built(fake, data, tmp_path, capsys):
+    """A vLLM file begun at --max-model-len 960: --resume at 2048 is refused before any engine is built
+    (vLLM's start-up took 41 s before the refusal), and so is a second run into a file that holds lines."""
+    import time
+
+    out = tmp_path / "v.jsonl"
+    flags = ["--model", "m", "--out", str(out), "--quiet", "--engine", "vllm"]
+    assert main(["score", str(data), *flags, "--max-model-len", "960"]) == 0
+    assert len(fake.built) == 1
+    capsys.readouterr()
+    t0 = time.perf_counter()
+    assert main(["score", str(data), *flags, "--max-model-len", "2048", "--resume"]) == 2
+    assert time.perf_counter() - t0 < 5
+    err = capsys.readouterr().err
+    assert "engine.max_model_len: 960 -> 2048" in err and "--force-settings" in err
+    assert len(fake.built) == 1  # the engine builder was never called
+    assert main(["score", str(data), *flags, "--max-model-len", "960"]) == 2  # no --resume
+    assert "exists; pass --resume" in capsys.readouterr().err and len(fake.built) == 1
+    # the same settings resume (the engine built, nothing left to do); --force-settings mixes them
+    assert main(["score", str(data), *flags, "--max-model-len", "960", "--resume"]) == 0
+    assert main(["score", str(data), *flags, "--max-model-len", "2048", "--resume", "--force-settings"]) == 0
+    assert len(fake.built) == 3
+    cfg = json.loads((tmp_path / "v.config.json").read_text())
+    assert cfg["forced_resumes"][0]["differences"] == ["engine.max_model_len: 960 -> 2048"]
+
+
+def test_the_error_summary_says_when_resume_needs_force_settings(fake, tmp_path, capsys):
+    recs = [canonical_record(tmp_path, f"r{i}", 3) for i in range(2)]
+    recs[1]["steps"][0]["screenshot"] = "img/gone.png"
+    data = write_jsonl(tmp_path / "d.jsonl", recs)
+    assert main(["score", str(data), "--model", "m", "--out", str(tmp_path / "v.jsonl"), "--quiet"]) == 0
+    closing = next(x for x in capsys.readouterr().err.splitlines() if "record(s) failed in this run" in x)
+    assert "--resume with the same flags" in closing and "--max-model-len" in closing
+    assert "also needs --force-settings" in closing

@@ -303,3 +303,16 @@ def test_the_file_summary_counts_what_earlier_runs_hit():
     whole = file_summary(before, new, run)
     assert (whole["n"], whole["hit_cap"], whole["hit_context"]) == (3, 1, 2)
     assert (run["hit_cap"], run["hit_context"]) == (0, 0)
+
+
+def test_planned_settings_are_the_loaded_engines(tiny_engine, tiny_model):
+    """The settings record `--resume` is checked against before the model loads (from the configs) is the
+    one the transformers engine gives once loaded, so the early check refuses exactly what the file's
+    record refuses."""
+    cfg = PipelineConfig(router="rules", fine=False, max_images=3)
+    planned = scoring.planned_settings(cfg, {"model": str(tiny_model), "max_new_tokens": 12, "max_batch_size": 8})
+    loaded = {**vars_of(AdaptRubric(tiny_engine, cfg)), "runtime": dict(scoring.IN_PROCESS)}
+    assert planned == loaded
+    other = scoring.planned_settings(cfg, {"model": str(tiny_model), "max_new_tokens": 12, "max_visual_tokens": 64})
+    assert scoring.settings_diff(loaded, other) == ["engine.max_visual_tokens: None -> 64",
+                                                    "max_visual_tokens: None -> 64"]
