@@ -64,8 +64,7 @@ def add_pipeline_options(p: argparse.ArgumentParser) -> None:
     """The AdaptRubric settings, one flag per PipelineConfig field; defaults are the paper's method."""
     from .pipeline import PipelineConfig
 
-    add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig,
-                         shown={"trajectories_per_batch": TRAJECTORIES_PER_BATCH})
+    add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig)
 
 
 def add_model_options(p: argparse.ArgumentParser, serve: bool = False) -> None:
@@ -97,16 +96,14 @@ def add_scoring_options(p: argparse.ArgumentParser) -> None:
     add_remote_options(p)
 
 
-TRAJECTORIES_PER_BATCH = "4 x --max-batch-size, at least 8"  # what the command line derives, as --help says
-
-
 def pipeline_config(args, **overrides):
     """The PipelineConfig the pipeline options describe (with --adapter, its screenshot budget)."""
     from .pipeline import PipelineConfig
 
     kw = {**config_kwargs(args, PipelineConfig), **overrides}
-    if "trajectories_per_batch" not in explicit(args) and getattr(args, "max_batch_size", None):
-        kw["trajectories_per_batch"] = max(4 * args.max_batch_size, 8)  # TRAJECTORIES_PER_BATCH: fills the engine
+    given = explicit(args)
+    if "trajectories_per_batch" not in given and "max_batch_size" in given and getattr(args, "max_batch_size", None):
+        kw["trajectories_per_batch"] = max(4 * args.max_batch_size, 8)  # keeps the engine's batches full
     _, kw = adopt_adapter_images(args, {}, kw)
     return PipelineConfig(**kw)
 

@@ -49,9 +49,11 @@ class PipelineConfig:
     fine: bool = field(default=True, metadata={"help": "generate and include fine cues (Rf) (--no-fine: the ablation)"})
     max_images: int = field(default=DEFAULT_BUDGET, metadata={
         "help": "screenshot budget M per trajectory (paper: 10; with --adapter: the adapter's)"})
-    trajectories_per_batch: int = field(default=32, metadata={
+    trajectories_per_batch: int = field(default=64, metadata={
         "help": "trajectories prepared and handed to the engine per call (the engine splits them into "
-                "generate calls of at most --max-batch-size rows and overlaps their images)"})
+                "generate calls of at most --max-batch-size rows and overlaps their images); 64 is 4 x the "
+                "engine's --max-batch-size of 16, the setting eval/bench_score.py measures; on the command line "
+                "a --max-batch-size given without this flag sets it to 4 x that, at least 8"})
     dedupe_frames: bool = field(default=False, metadata={
         "help": "opt-in: skip near-duplicate frames when selecting screenshots (not in the paper)"})
     cue_filter: bool = field(default=False, metadata={
