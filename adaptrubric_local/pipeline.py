@@ -135,6 +135,7 @@ class AdaptRubric:
                                  self.prompts)
         self._pool: Optional[ThreadPoolExecutor] = None
         self.on_stage: Optional[Callable[[str], None]] = None  # told what runs now: routing, cues, verifying
+        self._span: Optional[tuple[int, int]] = None  # the batch being scored: its first and last position (1-based)
 
     @property
     def config(self) -> PipelineConfig:
@@ -151,7 +152,7 @@ class AdaptRubric:
     def _call(self, requests: list[Request]) -> list[Output]:
         if not requests:
             return []
-        self._stage(f"{STAGES[requests[0].kind]} {len(requests)} {UNITS[requests[0].kind]}")
+        self._stage(self._what(requests))
         outs = self.engine.generate(requests)
         for req, out in zip(requests, outs):
             self._count(req, out)
@@ -161,7 +162,7 @@ class AdaptRubric:
         """The engine's outputs in the lists they are ready in (counted as they come), the stage named."""
         if not requests:
             return
-        self._stage(f"{STAGES[requests[0].kind]} {len(requests)} {UNITS[requests[0].kind]}")
+        self._stage(self._what(requests))
         for ready in self.engine.generate_iter(requests):
             for i, out in ready:
                 self._count(requests[i], out)
@@ -172,6 +173,18 @@ class AdaptRubric:
         self.stats["calls"] += 1
         self.stats["prompt_tokens"] += out.prompt_tokens
         self.stats["completion_tokens"] += out.completion_tokens
+
+    def _what(self, requests: list[Request]) -> str:
+        """What a call does, for `on_stage`: "verifying trajectories 1-8", "routing 3 instruction(s) for
+        trajectories 1-8" (the batch's positions in the run, whose total the caller knows)."""
+        kind, n = requests[0].kind, len(requests)
+        if self._span is None:
+            return f"{STAGES[kind]} {n} {UNITS[kind]}"
+        first, last = self._span
+        span = f"trajectories {first}-{last}" if last > first else f"trajectory {first}"
+        if kind == "verify":
+            return f"{STAGES[kind]} {span}" if n == last - first + 1 else f"{STAGES[kind]} {n} of {span}"
+        return f"{STAGES[kind]} {n} {UNITS[kind]} for {span}"
 
     def _stage(self, what: str) -> None:
         if self.on_stage is not None:
@@ -267,14 +280,19 @@ class AdaptRubric:
             raise ValueError("scoring needs an engine")
         batch: list[Trajectory] = []
         start = 0
-        for t in trajs:
-            batch.append(t)
-            if len(batch) >= self.config.trajectories_per_batch:
+        try:
+            for t in trajs:
+                batch.append(t)
+                if len(batch) >= self.config.trajectories_per_batch:
+                    self._span = (start + 1, start + len(batch))
+                    yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
+                    start += len(batch)
+                    batch = []
+            if batch:
+                self._span = (start + 1, start + len(batch))
                 yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
-                start += len(batch)
-                batch = []
-        if batch:
-            yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
+        finally:
+            self._span = None
 
     def _score_batch(self, batch: list[Trajectory]) -> Iterator[list[tuple[int, Verdict]]]:
         """Lists of (position in the batch, Verdict): the failed preparations first, then the verifier's

@@ -315,7 +315,7 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
             _write(fh, v, verdicts, last.get(v.id))
         bar = tqdm(total=len(todo), unit="traj", desc=desc, disable=not progress, dynamic_ncols=True)
         if progress and hasattr(scorer, "on_stage"):  # the pipeline names what runs: routing, cues, verifying
-            scorer.on_stage = lambda what: bar.set_description_str(f"{desc} ({what})")
+            scorer.on_stage = lambda what: bar.set_description_str(f"{desc} ({what} of {len(todo)})")
         counts: Counter = Counter()
         for ready in (_ready_lists(scorer, todo) if todo else ()):
             for v in ready:

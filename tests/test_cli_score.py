@@ -214,9 +214,9 @@ def test_progress_moves_as_verdicts_are_ready_and_names_the_stage(fake, data, tm
     assert main(["score", str(data), "--model", "m", "--out", str(out)]) == 0
     assert lines_before == [0, 1, 2, 3, 4, 5]
     bar = [x.rstrip() for x in capsys.readouterr().err.replace("\r", "\n").splitlines() if x.startswith("scoring")]
-    assert any(x.startswith("scoring (routing 2 instruction(s))") for x in bar)
-    assert any(x.startswith("scoring (cues for 2 instruction(s))") for x in bar)
-    shown = [x.split("|")[2].split()[0] for x in bar if x.startswith("scoring (verifying 6 trajectory(ies))")]
+    assert any(x.startswith("scoring (routing 2 instruction(s) for trajectories 1-6 of 6)") for x in bar)
+    assert any(x.startswith("scoring (cues for 2 instruction(s) for trajectories 1-6 of 6)") for x in bar)
+    shown = [x.split("|")[2].split()[0] for x in bar if x.startswith("scoring (verifying trajectories 1-6 of 6)")]
     assert list(dict.fromkeys(shown)) == [f"{k}/6" for k in range(7)]  # every step drawn, as it happened
 
 
