@@ -172,15 +172,16 @@ def needs_engine(cfg) -> bool:
     return (cfg.router == "model" and not cfg.fixed_category) or (cfg.fine and cfg.manual_cues is None)
 
 
-def score_with_model(args, out, cfg, resume: bool = False, **score_kw) -> dict:
-    """Load args.data and, with `resume`, check the verdict file's settings (both failing before the
+def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_kw) -> dict:
+    """Load args.data (unless `loaded`) and, with `resume`, check the verdict file's settings (both failing before the
     model loads), build the engine, score into `out`. An in-process engine's settings record comes
     from its config (as Ray's does); a server's from the engine, which asks the server."""
     from .formats import load_trajectories
     from .pipeline import AdaptRubric
     from .scoring import planned_settings, precheck_out, score_file, score_with
 
-    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
+    if loaded is None:
+        loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
     options = engine_options(args, cfg)
     settings = None if is_remote(options) else planned_settings(cfg, options)
     if settings is not None:

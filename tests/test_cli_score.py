@@ -162,8 +162,8 @@ def test_the_summary_after_resume_describes_the_whole_file(fake, data, tmp_path,
     out = tmp_path / "v.jsonl"
     assert main(["score", str(first_two), "--model", "m", "--out", str(out), "--quiet"]) == 0  # a run cut short
     capsys.readouterr()
-    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume"]) == 0
-    printed = json.loads(capsys.readouterr().out)
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--resume"]) == 0
+    printed = json.loads(capsys.readouterr().out)  # without --quiet: the summary JSON
     saved = json.loads((tmp_path / "v.summary.json").read_text())
     assert saved == printed and (saved["n"], saved["scored"], saved["this_run"]["n"]) == (6, 6, 4)
     # every line's calls: the first instruction was routed and cued once in each run (4 + 3 + 5 calls)
@@ -306,3 +306,60 @@ def test_the_error_summary_says_when_resume_needs_force_settings(fake, tmp_path,
     closing = next(x for x in capsys.readouterr().err.splitlines() if "record(s) failed in this run" in x)
     assert "--resume with the same flags" in closing and "--max-model-len" in closing
     assert "also needs --force-settings" in closing
+
+
+def test_quiet_prints_one_result_line(fake, data, tmp_path, capsys):
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--router", "rules",
+                 "--no-fine"]) == 0
+    cap = capsys.readouterr()
+    assert cap.out.count("\n") == 1 and cap.err == ""  # no summary JSON, no bar
+    line = cap.out.strip()
+    assert line.startswith(f"{out}: 6 verdict(s), 6 scored, 0 unparsed, 0 error(s); this run 6 in ")
+    assert "1.00 calls/traj" in line and "v.summary.json" in line
+    assert json.loads((tmp_path / "v.summary.json").read_text())["n"] == 6  # still written
+
+
+def test_quiet_silences_the_libraries_progress_bars(monkeypatch, tmp_path):
+    """--quiet turns off the hub's and transformers' bars and vLLM's INFO logs and weight-loading bar before
+    they are imported (a child process inherits the environment); a setting the user made is kept."""
+    import argparse
+
+    from adaptrubric_local.cli_score import quiet_libraries
+
+    for k in ("HF_HUB_DISABLE_PROGRESS_BARS", "VLLM_LOGGING_LEVEL", "TQDM_DISABLE", "TRANSFORMERS_VERBOSITY"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "ERROR")
+    args = argparse.Namespace(engine="vllm", vllm_engine_args='{"max_num_batched_tokens": 4096}')
+    quiet_libraries(args)
+    import os
+
+    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1" and os.environ["VLLM_LOGGING_LEVEL"] == "ERROR"
+    assert json.loads(args.vllm_engine_args) == {"max_num_batched_tokens": 4096, "use_tqdm_on_load": False}
+    args = argparse.Namespace(engine="vllm", vllm_engine_args='{"use_tqdm_on_load": true}')
+    quiet_libraries(args)
+    assert json.loads(args.vllm_engine_args) == {"use_tqdm_on_load": True}
+
+
+def test_ids_and_limit_score_a_subset_and_resume_the_rest(fake, tmp_path, capsys):
+    recs = [canonical_record(tmp_path, f"r{i}", 3, label=i % 2) for i in range(10)]
+    recs[2]["steps"][0]["screenshot"] = "img/gone.png"  # a bad record
+    data = write_jsonl(tmp_path / "d.jsonl", recs)
+    out = tmp_path / "v.jsonl"
+    flags = ["--model", "m", "--out", str(out), "--quiet", "--router", "rules", "--no-fine"]
+    assert main(["score", str(data), *flags, "--limit", "4"]) == 0
+    assert [r["id"] for r in _lines(out)] == ["r0", "r1", "r3", "r4"]  # the first 4 that loaded
+    s = json.loads((tmp_path / "v.summary.json").read_text())
+    assert s["subset"] == {"ids": None, "limit": 4, "by": "--limit 4", "trajectories": 4, "of": 10,
+                           "bad_records_left_out": 1}
+    assert "this run 4 of the 4 picked by --limit 4" in capsys.readouterr().out
+    assert main(["score", str(data), *flags, "--ids", "r7", "r2", "--resume"]) == 0
+    assert [r["id"] for r in _lines(out)][4:] == ["r2", "r7"]  # the bad record named: its error line
+    assert json.loads((tmp_path / "v.summary.json").read_text())["subset"]["ids"] == ["r7", "r2"]
+    capsys.readouterr()
+    assert main(["score", str(data), *flags, "--ids", "r77", "--resume"]) == 2
+    assert "--ids: r77: no such id in the data (did you mean r7?)" in capsys.readouterr().err
+    assert main(["score", str(data), *flags, "--resume"]) == 0  # the rest, no --force-settings needed
+    assert sorted(r["id"] for r in _lines(out)) == sorted(f"r{i}" for i in range(10))
+    s = json.loads((tmp_path / "v.summary.json").read_text())
+    assert "subset" not in s and s["n"] == 10
