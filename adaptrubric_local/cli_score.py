@@ -71,14 +71,22 @@ def result_line(summary: dict) -> str:
 
 
 def quiet_libraries(args) -> None:
-    """--quiet: no progress bars or INFO logs from the libraries that load the model (transformers, the
-    hub, vLLM and its engine process); set before they are imported, so their children inherit it."""
+    """--quiet: no progress bars, INFO logs or deprecation warnings from the libraries that load the model
+    (transformers, the hub, torch, vLLM and its engine process; vLLM's errors go to stderr); set before
+    they are imported, so their child processes inherit it. A setting the user made is kept."""
     import os
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' weight-loading bar too
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout holds the result line only
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning,ignore::DeprecationWarning")  # child processes
     os.environ.setdefault("TQDM_DISABLE", "1")
+    import warnings
+
+    for category in (FutureWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category)
     if getattr(args, "engine", None) == "vllm":  # vLLM's loading bar: its load option (a runtime-only setting)
         extra = json.loads(args.vllm_engine_args) if getattr(args, "vllm_engine_args", None) else {}
         if isinstance(extra, dict) and "use_tqdm_on_load" not in extra:

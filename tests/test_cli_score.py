@@ -324,17 +324,22 @@ def test_quiet_silences_the_libraries_progress_bars(monkeypatch, tmp_path):
     """--quiet turns off the hub's and transformers' bars and vLLM's INFO logs and weight-loading bar before
     they are imported (a child process inherits the environment); a setting the user made is kept."""
     import argparse
+    import warnings
 
     from adaptrubric_local.cli_score import quiet_libraries
 
-    for k in ("HF_HUB_DISABLE_PROGRESS_BARS", "VLLM_LOGGING_LEVEL", "TQDM_DISABLE", "TRANSFORMERS_VERBOSITY"):
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "ERROR")
+    for k in ("HF_HUB_DISABLE_PROGRESS_BARS", "VLLM_LOGGING_LEVEL", "TQDM_DISABLE", "TRANSFORMERS_VERBOSITY",
+              "VLLM_LOGGING_STREAM", "TORCH_CPP_LOG_LEVEL", "PYTHONWARNINGS"):
+        monkeypatch.setenv(k, "")  # monkeypatch restores each afterwards
+        monkeypatch.delenv(k)
+    monkeypatch.setattr(warnings, "filters", list(warnings.filters))
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")
     args = argparse.Namespace(engine="vllm", vllm_engine_args='{"max_num_batched_tokens": 4096}')
     quiet_libraries(args)
     import os
 
-    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1" and os.environ["VLLM_LOGGING_LEVEL"] == "ERROR"
+    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1" and os.environ["VLLM_LOGGING_LEVEL"] == "DEBUG"
+    assert os.environ["VLLM_LOGGING_STREAM"] == "ext://sys.stderr"  # vLLM logs to stdout by default
     assert json.loads(args.vllm_engine_args) == {"max_num_batched_tokens": 4096, "use_tqdm_on_load": False}
     args = argparse.Namespace(engine="vllm", vllm_engine_args='{"use_tqdm_on_load": true}')
     quiet_libraries(args)
