@@ -88,7 +88,10 @@ def quiet_libraries(args) -> None:
     for category in (FutureWarning, DeprecationWarning):
         warnings.filterwarnings("ignore", category=category)
     if getattr(args, "engine", None) == "vllm":  # vLLM's loading bar: its load option (a runtime-only setting)
-        extra = json.loads(args.vllm_engine_args) if getattr(args, "vllm_engine_args", None) else {}
+        try:
+            extra = json.loads(args.vllm_engine_args) if getattr(args, "vllm_engine_args", None) else {}
+        except ValueError:
+            return  # VLLMConfig says what is wrong with it
         if isinstance(extra, dict) and "use_tqdm_on_load" not in extra:
             args.vllm_engine_args = json.dumps({**extra, "use_tqdm_on_load": False})
 
