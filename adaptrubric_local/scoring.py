@@ -9,7 +9,8 @@ verdicts (the in-process pipeline, `ray_scoring`'s replicas). How a run was exec
 `runtime`, which never decides whether a resume is allowed.
 
 A verdict file holds one configuration: `--resume` refuses settings that differ from the ones the
-file was begun with (unless forced, which is recorded). Resuming scores again the ids whose last
+file was begun with (unless forced, which is recorded), and `precheck_out` says so before a model
+loads (`planned_settings`: the record from the configs alone). Resuming scores again the ids whose last
 line is an error; readers take the last line per id. Used by `adaptrubric score`, `eval --model`
 and `ablate`. Knows nothing about argument parsing or where the scorer runs.
 """
