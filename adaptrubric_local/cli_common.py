@@ -74,8 +74,7 @@ def add_pipeline_options(p: argparse.ArgumentParser) -> None:
     """The AdaptRubric settings, one flag per PipelineConfig field; defaults are the paper's method."""
     from .pipeline import PipelineConfig
 
-    add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig,
-                         shown={"trajectories_per_batch": TRAJECTORIES_PER_BATCH})
+    add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig)
 
 
 def add_model_options(p: argparse.ArgumentParser, serve: bool = False) -> None:
@@ -107,16 +106,14 @@ def add_scoring_options(p: argparse.ArgumentParser) -> None:
     add_remote_options(p)
 
 
-TRAJECTORIES_PER_BATCH = "4 x --max-batch-size, at least 8"  # what the command line derives, as --help says
-
-
 def pipeline_config(args, **overrides):
     """The PipelineConfig the pipeline options describe (with --adapter, its screenshot budget)."""
     from .pipeline import PipelineConfig
 
     kw = {**config_kwargs(args, PipelineConfig), **overrides}
-    if "trajectories_per_batch" not in explicit(args) and getattr(args, "max_batch_size", None):
-        kw["trajectories_per_batch"] = max(4 * args.max_batch_size, 8)  # TRAJECTORIES_PER_BATCH: fills the engine
+    given = explicit(args)
+    if "trajectories_per_batch" not in given and "max_batch_size" in given and getattr(args, "max_batch_size", None):
+        kw["trajectories_per_batch"] = max(4 * args.max_batch_size, 8)  # keeps the engine's batches full
     _, kw = adopt_adapter_images(args, {}, kw)
     return PipelineConfig(**kw)
 
@@ -212,17 +209,29 @@ def needs_engine(cfg) -> bool:
     return (cfg.router == "model" and not cfg.fixed_category) or (cfg.fine and cfg.manual_cues is None)
 
 
-def score_with_model(args, out, cfg, resume: bool = False, **score_kw) -> dict:
-    """Load args.data (failing before the model loads), build the engine, score into `out`."""
+def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_kw) -> dict:
+    """Load args.data (unless `loaded`) and, with `resume`, check the verdict file's settings (both failing before the
+    model loads), build the engine, score into `out`. An in-process engine's settings record comes
+    from its config (as Ray's does); a server's from the engine, which asks the server."""
     from .formats import load_trajectories
     from .pipeline import AdaptRubric
-    from .scoring import score_file
+    from .scoring import planned_settings, precheck_out, score_file, score_with
 
-    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
+    if loaded is None:
+        loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
+    options = engine_options(args, cfg)
+    settings = None if is_remote(options) else planned_settings(cfg, options)
+    if settings is not None:
+        precheck_out(out, settings, args.data, resume=resume, force=score_kw.get("force_settings", False),
+                     calibration=score_kw.get("calibration"))
     engine = make_engine(args, cfg)
     try:
-        return score_file(AdaptRubric(engine, cfg), args.data, out, resume=resume, fmt=args.format,
-                          progress=not args.quiet, loaded=loaded, **score_kw)
+        pipe = AdaptRubric(engine, cfg)
+        if settings is None:
+            return score_file(pipe, args.data, out, resume=resume, fmt=args.format, progress=not args.quiet,
+                              loaded=loaded, **score_kw)
+        return score_with(pipe, settings, args.data, out, resume=resume, fmt=args.format, progress=not args.quiet,
+                          loaded=loaded, **score_kw)
     finally:
         engine.close()
 

@@ -57,7 +57,8 @@ def cmd_eval(args) -> int:
           f"(counted as SCORE 0)  "
           f"acc={_f(o['acc'])} prec={_f(o['prec'])} rec={_f(o['rec'])} f1={_f(o['f1'])} fpr={_f(o['fpr'])}  "
           f"| scored only: acc={_f(o['scored_only']['acc'])} f1={_f(o['scored_only']['f1'])}")
-    print(f"calls/traj={e['calls_per_traj']:.2f} tokens/traj={e['tokens_per_traj']:.0f} ({e['accounting']})")
+    print(f"calls/traj={e['calls_per_traj']:.2f} tokens/traj={e['tokens_per_traj']:.0f} ({e['accounting']}"
+          + (f"; over {e['trajectories']} answered, errors: {e['errors']}" if e.get("errors") else "") + ")")
     for name, s in m["probability"].items():
         print(f"{name} over {s['n']} labelled verdicts: AUROC={_f(s['auroc'], d=4)} AUPRC={_f(s['auprc'], d=4)} "
               f"Brier={_f(s['brier'], d=4)} ECE={_f(s['ece'], d=4)} (15 bins)")

@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Optional
 
 from .cli_common import FORMATTER, add_scoring_options, engine_options, pipeline_config, score_with_model
 
@@ -29,13 +30,22 @@ own resolution, up to 1024 verifier tokens (stopping once the verdict block is c
 
 def cmd_score(args) -> int:
     check_ray_flags(args)
+    if args.quiet:
+        quiet_libraries(args)
     cfg = pipeline_config(args)
+    from .formats import load_trajectories
+
+    loaded, subset = pick_subset(load_trajectories(args.data, fmt=args.format, image_roots=args.image_root),
+                                 args.ids, args.limit)
     if args.ray:
-        summary = score_with_ray(args, cfg)
+        summary = score_with_ray(args, cfg, loaded)
     else:
         summary = score_with_model(args, args.out, cfg, resume=args.resume, retry_errors=args.retry_errors,
-                                   force_settings=args.force_settings, calibration=args.calibration)
-    print(json.dumps(summary, indent=2))
+                                   force_settings=args.force_settings, calibration=args.calibration, loaded=loaded)
+    if subset:
+        summary["subset"] = summary.setdefault("this_run", {})["subset"] = subset
+        Path(summary["out"]).with_suffix(".summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(result_line(summary) if args.quiet else json.dumps(summary, indent=2))
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
     run = summary.get("this_run", summary)
@@ -47,6 +57,77 @@ def cmd_score(args) -> int:
               "(prompt + reply reached max_model_len) before the token cap: raise --max-model-len (on a server: its "
               "--max-model-len), or lower --max-visual-tokens or --max-images", file=sys.stderr)
     return 0
+
+
+def result_line(summary: dict) -> str:
+    """`score --quiet`'s one line: what the file holds, what this run did, and its cost figures."""
+    run = summary.get("this_run", summary)
+    sub = summary.get("subset")
+    return (f"{summary['out']}: {summary['n']} verdict(s), {summary['scored']} scored, {summary['unparsed']} "
+            f"unparsed, {summary['errors']} error(s); this run {run['n']}"
+            + (f" of the {sub['trajectories']} picked by {sub['by']}" if sub else "")
+            + f" in {run['seconds']:.1f} s; {summary['calls_per_traj']:.2f} calls/traj, "
+            f"{summary['s_per_traj']:.3f} s/traj (summary: {Path(summary['out']).with_suffix('.summary.json')})")
+
+
+def quiet_libraries(args) -> None:
+    """--quiet: no progress bars, INFO logs or deprecation warnings from the libraries that load the model
+    (transformers, the hub, torch, vLLM and its engine process; vLLM's errors go to stderr); set before
+    they are imported, so their child processes inherit it. A setting the user made is kept."""
+    import os
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' weight-loading bar too
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout holds the result line only
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning,ignore::DeprecationWarning")  # child processes
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    import warnings
+
+    for category in (FutureWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category)
+    if getattr(args, "engine", None) == "vllm":  # vLLM's loading bar: its load option (a runtime-only setting)
+        try:
+            extra = json.loads(args.vllm_engine_args) if getattr(args, "vllm_engine_args", None) else {}
+        except ValueError:
+            return  # VLLMConfig says what is wrong with it
+        if isinstance(extra, dict) and "use_tqdm_on_load" not in extra:
+            args.vllm_engine_args = json.dumps({**extra, "use_tqdm_on_load": False})
+
+
+def pick_subset(loaded, ids: Optional[list[str]], limit: Optional[int]):
+    """(`loaded` cut to --ids, then to its first --limit trajectories, a record of the subset for the
+    summary; or `loaded` and None without either). --ids names bad records too (by their error line's
+    id), which then get their error lines; --limit counts the trajectories that loaded, in the data's
+    order, and leaves the bad records out (said in the record). An id not in the data is an error."""
+    if not ids and limit is None:
+        return loaded, None
+    from .formats.base import LoadResult
+    from .scoring import error_id
+
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit must be >= 1, got {limit}")
+    trajs, errors = list(loaded.trajectories), list(loaded.errors)
+    if ids:
+        known = [t.id for t in trajs] + [error_id(e) for e in errors]
+        unknown = [i for i in dict.fromkeys(ids) if i not in set(known)]
+        if unknown:
+            import difflib
+
+            close = difflib.get_close_matches(unknown[0], known, n=3)
+            raise ValueError(f"--ids: {', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}: no such id in "
+                             "the data" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
+        wanted = set(ids)
+        trajs, errors = [t for t in trajs if t.id in wanted], [e for e in errors if error_id(e) in wanted]
+    if limit is not None:
+        trajs, errors = trajs[:limit], []
+    by = " and ".join(b for b in ((f"--ids ({len(set(ids))})" if ids else ""),
+                                  (f"--limit {limit}" if limit is not None else "")) if b)
+    picked = LoadResult(trajectories=trajs, errors=errors, warnings=loaded.warnings)
+    return picked, {"ids": list(dict.fromkeys(ids)) if ids else None, "limit": limit, "by": by,
+                    "trajectories": len(trajs) + len(errors), "of": len(loaded.trajectories) + len(loaded.errors),
+                    "bad_records_left_out": len(loaded.errors) - len(errors)}
 
 
 def check_ray_flags(args) -> None:
@@ -66,14 +147,12 @@ def check_ray_flags(args) -> None:
                          "(requests in flight) instead")
 
 
-def score_with_ray(args, cfg) -> dict:
+def score_with_ray(args, cfg, loaded) -> dict:
     """`score --ray`: replicas on Ray (local or --ray-address), the driver writing --out."""
     from .flags import config_kwargs, explicit
-    from .formats import load_trajectories
     from .ray_scoring import RayConfig, ReplicasGone, score_ray
 
     ray_cfg = RayConfig(**config_kwargs(args, RayConfig))
-    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
     options = engine_options(args, cfg)
     if "image_workers" not in explicit(args):  # each replica decodes images with its own share of the CPUs
         options["image_workers"] = max(1, int(ray_cfg.cpus_per_replica))
@@ -153,7 +232,13 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
                           help="a file from `adaptrubric calibrate`: each line also gets p_success_calibrated, and "
                                "the file's sha256 is recorded in OUT.config.json"), "output")
     p.add_argument("--summary-json", help="also write the run summary here")
-    common(p.add_argument("--quiet", action="store_true", help="no progress bar"), "output")
+    common(p.add_argument("--quiet", action="store_true",
+                          help="print one result line, not the summary JSON (still written to OUT.summary.json); "
+                               "no progress bars or library logs"), "output")
+    common(p.add_argument("--ids", nargs="+", metavar="ID",
+                          help="score only these ids (a bad record by its error line's id)"), "data")
+    common(p.add_argument("--limit", type=int, metavar="N",
+                          help="score only the first N trajectories that load (after --ids)"), "data")
     add_scoring_options(p)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from .cli_common import TRAJECTORIES_PER_BATCH, add_model_options, add_remote_options
+from .cli_common import add_model_options, add_remote_options
 from .flags import Parser
 
 EXAMPLES = """examples:
@@ -76,8 +76,8 @@ def cmd_serve(args) -> int:
     for cls, skip in ((RewardConfig, CLIENT_ONLY), (PipelineConfig, ()), (EngineChoice, ()), (HFEngineConfig, ()),
                       (VLLMConfig, ()), (RemoteConfig, ())):
         opts.update(config_kwargs(args, cls, skip=skip, only_given=True))
-    if "trajectories_per_batch" not in opts:  # as every command derives it (TRAJECTORIES_PER_BATCH)
-        opts["trajectories_per_batch"] = max(4 * opts.get("max_batch_size", HFEngineConfig.max_batch_size), 8)
+    if "trajectories_per_batch" not in opts and opts.get("max_batch_size"):  # as every command derives it
+        opts["trajectories_per_batch"] = max(4 * opts["max_batch_size"], 8)
     if opts.get("service_url"):
         raise ValueError("the service cannot itself forward to service_url; remove it from the service's config")
     engine = opts.pop("engine", None)  # the in-process engine's name (a reward config's `engine:` key)
@@ -111,7 +111,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_config_arguments(p.add_argument_group("rewards"), RewardConfig, skip=CLIENT_ONLY, hide_defaults=True,
                          defaults=SERVE_DEFAULTS)
     add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig,
-                         hide_defaults=True, shown={"trajectories_per_batch": TRAJECTORIES_PER_BATCH})
+                         hide_defaults=True)
     add_model_options(p, serve=True)
     add_remote_options(p)
     p.set_defaults(func=cmd_serve)

@@ -175,18 +175,35 @@ class AppliedLabels:
     overridden: int = 0  # trajectories whose label a file replaced with a different one
     confirmed: int = 0  # trajectories whose label a file repeated
     unsure: int = 0  # ids whose last word (over all files) is unsure: their labels were left as they were
+    unsure_kept: dict = field(default_factory=dict)  # those ids by the label they keep: "1", "0", "none"
     not_loaded: list[str] = field(default_factory=list)  # ids of bad records (no trajectory to label)
 
     def record(self) -> dict:
         """For run.json, metrics.json, a calibration file or a manifest."""
         return {"files": self.files, "filled": self.filled, "overridden": self.overridden,
-                "confirmed": self.confirmed, "unsure": self.unsure, "not_loaded": len(self.not_loaded)}
+                "confirmed": self.confirmed, "unsure": self.unsure, "unsure_kept": dict(self.unsure_kept),
+                "not_loaded": len(self.not_loaded)}
+
+    def unsure_text(self) -> str:
+        """"2 unsure (keep the data's label 1)", "3 unsure (the data's labels kept: 2 of 1, 1 none)": what the
+        trajectories a file calls unsure are labelled with now."""
+        kept = {k: n for k, n in self.unsure_kept.items() if n}
+        if not self.unsure or not kept:
+            return f"{self.unsure} unsure"
+        data = "the data's"
+        if len(kept) == 1:
+            (key, n), = kept.items()
+            said = "no label: the data has none" if key == "none" else \
+                f"{'keeps' if n == 1 else 'keep'} {data} label {key}"
+            return f"{n} unsure ({said})"
+        parts = ", ".join(f"{kept[k]} {'none' if k == 'none' else f'of {k}'}" for k in ("1", "0", "none") if k in kept)
+        return f"{self.unsure} unsure ({data} labels kept: {parts})"
 
     def summary(self) -> str:
         """One line for the terminal."""
         names = ", ".join(Path(f["path"]).name for f in self.files)
         text = (f"labels from {names}: {self.filled} filled, {self.overridden} overridden, {self.confirmed} the "
-                f"same as the data's, {self.unsure} unsure (no label)")
+                f"same as the data's, {self.unsure_text()}")
         if self.not_loaded:
             text += f"; {len(self.not_loaded)} for records that did not load ({', '.join(self.not_loaded[:3])})"
         return text
@@ -246,6 +263,8 @@ def apply_labels(loaded: Any, paths: Iterable[str | Path], data_name: str = "the
             continue
         if label is None:
             applied.unsure += 1
+            key = "none" if t.label is None else str(t.label)
+            applied.unsure_kept[key] = applied.unsure_kept.get(key, 0) + 1
             continue
         if t.label is None:
             applied.filled += 1

@@ -50,9 +50,11 @@ class PipelineConfig:
         "help": "generate and include fine cues (Rf) (--no-fine: the ablation)"})
     max_images: int = field(default=DEFAULT_BUDGET, metadata={"common": "method",
         "help": "screenshot budget M per trajectory (paper: 10; with --adapter: the adapter's)"})
-    trajectories_per_batch: int = field(default=32, metadata={
+    trajectories_per_batch: int = field(default=64, metadata={
         "help": "trajectories prepared and handed to the engine per call (the engine splits them into "
-                "generate calls of at most --max-batch-size rows and overlaps their images)"})
+                "generate calls of at most --max-batch-size rows and overlaps their images); 64 is 4 x the "
+                "engine's --max-batch-size of 16, the setting eval/bench_score.py measures; on the command line "
+                "a --max-batch-size given without this flag sets it to 4 x that, at least 8"})
     dedupe_frames: bool = field(default=False, metadata={
         "help": "opt-in: skip near-duplicate frames when selecting screenshots (not in the paper)"})
     cue_filter: bool = field(default=False, metadata={
@@ -134,6 +136,7 @@ class AdaptRubric:
                                  self.prompts)
         self._pool: Optional[ThreadPoolExecutor] = None
         self.on_stage: Optional[Callable[[str], None]] = None  # told what runs now: routing, cues, verifying
+        self._span: Optional[tuple[int, int]] = None  # the batch being scored: its first and last position (1-based)
 
     @property
     def config(self) -> PipelineConfig:
@@ -150,7 +153,7 @@ class AdaptRubric:
     def _call(self, requests: list[Request]) -> list[Output]:
         if not requests:
             return []
-        self._stage(f"{STAGES[requests[0].kind]} {len(requests)} {UNITS[requests[0].kind]}")
+        self._stage(self._what(requests))
         outs = self.engine.generate(requests)
         for req, out in zip(requests, outs):
             self._count(req, out)
@@ -160,7 +163,7 @@ class AdaptRubric:
         """The engine's outputs in the lists they are ready in (counted as they come), the stage named."""
         if not requests:
             return
-        self._stage(f"{STAGES[requests[0].kind]} {len(requests)} {UNITS[requests[0].kind]}")
+        self._stage(self._what(requests))
         for ready in self.engine.generate_iter(requests):
             for i, out in ready:
                 self._count(requests[i], out)
@@ -171,6 +174,18 @@ class AdaptRubric:
         self.stats["calls"] += 1
         self.stats["prompt_tokens"] += out.prompt_tokens
         self.stats["completion_tokens"] += out.completion_tokens
+
+    def _what(self, requests: list[Request]) -> str:
+        """What a call does, for `on_stage`: "verifying trajectories 1-8", "routing 3 instruction(s) for
+        trajectories 1-8" (the batch's positions in the run, whose total the caller knows)."""
+        kind, n = requests[0].kind, len(requests)
+        if self._span is None:
+            return f"{STAGES[kind]} {n} {UNITS[kind]}"
+        first, last = self._span
+        span = f"trajectories {first}-{last}" if last > first else f"trajectory {first}"
+        if kind == "verify":
+            return f"{STAGES[kind]} {span}" if n == last - first + 1 else f"{STAGES[kind]} {n} of {span}"
+        return f"{STAGES[kind]} {n} {UNITS[kind]} for {span}"
 
     def _stage(self, what: str) -> None:
         if self.on_stage is not None:
@@ -266,14 +281,19 @@ class AdaptRubric:
             raise ValueError("scoring needs an engine")
         batch: list[Trajectory] = []
         start = 0
-        for t in trajs:
-            batch.append(t)
-            if len(batch) >= self.config.trajectories_per_batch:
+        try:
+            for t in trajs:
+                batch.append(t)
+                if len(batch) >= self.config.trajectories_per_batch:
+                    self._span = (start + 1, start + len(batch))
+                    yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
+                    start += len(batch)
+                    batch = []
+            if batch:
+                self._span = (start + 1, start + len(batch))
                 yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
-                start += len(batch)
-                batch = []
-        if batch:
-            yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
+        finally:
+            self._span = None
 
     def _score_batch(self, batch: list[Trajectory]) -> Iterator[list[tuple[int, Verdict]]]:
         """Lists of (position in the batch, Verdict): the failed preparations first, then the verifier's
@@ -303,6 +323,7 @@ class AdaptRubric:
         v.cost_tokens += share[0]
         v.cost_calls += share[1]
         self.stats["trajectories"] += 1
+        self.stats["errors"] += v.status == "error"
         self.stats["hit_cap"] += v.hit_cap
         self.stats["hit_context"] += v.hit_context
         return v
@@ -323,10 +344,12 @@ class AdaptRubric:
         return [v for _, v in sorted((kv for ready in self._iter_indexed(trajs) for kv in ready), key=lambda kv: kv[0])]
 
     def summary(self) -> dict:
-        """Calls, tokens and seconds per trajectory so far (all model calls, amortised as in Table 5)."""
-        n = max(1, self.stats["trajectories"])
+        """Calls, tokens and seconds per trajectory so far (all model calls, amortised as in Table 5),
+        over the trajectories that were not errors (those counted apart)."""
+        n = max(1, self.stats["trajectories"] - self.stats["errors"])
         out = {
             "trajectories": self.stats["trajectories"],
+            "errors": self.stats["errors"],
             "calls": self.stats["calls"],
             "calls_per_traj": self.stats["calls"] / n,
             "calls_by_kind": {k[6:]: v for k, v in self.stats.items() if k.startswith("calls_")},

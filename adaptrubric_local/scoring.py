@@ -9,7 +9,8 @@ verdicts (the in-process pipeline, `ray_scoring`'s replicas). How a run was exec
 `runtime`, which never decides whether a resume is allowed.
 
 A verdict file holds one configuration: `--resume` refuses settings that differ from the ones the
-file was begun with (unless forced, which is recorded). Resuming scores again the ids whose last
+file was begun with (unless forced, which is recorded), and `precheck_out` says so before a model
+loads (`planned_settings`: the record from the configs alone). Resuming scores again the ids whose last
 line is an error; readers take the last line per id. Used by `adaptrubric score`, `eval --model`
 and `ablate`. Knows nothing about argument parsing or where the scorer runs.
 """
@@ -100,21 +101,27 @@ def last_per_id(verdicts: list[Verdict]) -> list[Verdict]:
 def summarize(verdicts: list[Verdict], unparsed_calls: dict, seconds: float) -> dict:
     """The run summary printed at the end and written beside the verdicts. Calls and tokens per
     trajectory are the verdicts' own costs (router and cue calls shared out), so `eval` on the
-    same file gives the same figures."""
+    same file gives the same figures. The per-trajectory figures are over the trajectories the
+    verifier answered (ok or unparsed): error lines are counted apart (`errors`, `error_calls`), so
+    a data set with bad records does not make scoring look cheaper than it is."""
     n = len(verdicts)
-    denom = max(1, n)
+    answered = [v for v in verdicts if v.status != "error"]
+    denom = max(1, len(answered))
+    errors = [v for v in verdicts if v.status == "error"]
     return {
         "n": n,
         "scored": sum(v.status == "ok" for v in verdicts),
         "unparsed": sum(v.status == "unparsed" for v in verdicts),
-        "errors": sum(v.status == "error" for v in verdicts),
+        "errors": len(errors),
         "positives": sum(v.score == 1 for v in verdicts),
         "hit_cap": sum(v.hit_cap for v in verdicts),
         "hit_context": sum(v.hit_context for v in verdicts),
-        "s_per_traj": seconds / max(1, n),
+        "s_per_traj": seconds / denom,
         "seconds": seconds,
-        "calls_per_traj": sum(v.cost_calls for v in verdicts) / denom,
-        "tokens_per_traj": sum(v.cost_tokens for v in verdicts) / denom,
+        "timed_trajectories": len(answered),
+        "calls_per_traj": sum(v.cost_calls for v in answered) / denom,
+        "tokens_per_traj": sum(v.cost_tokens for v in answered) / denom,
+        "error_calls": sum(v.cost_calls for v in errors),
         "route_unparsed": unparsed_calls.get("route", 0),
         "cue_unparsed": unparsed_calls.get("cue", 0),
     }
@@ -131,12 +138,13 @@ def file_summary(before: dict[str, dict], verdicts: list[Verdict], run: dict, pr
     """The summary of everything the verdict file holds after this run: its last line per id, from the
     lines it held before (`before`, id -> line) and this run's `verdicts`, with `run` (this run's own
     `summarize`) under `this_run`. Seconds add up over the runs whose summary was written (`previous`:
-    the summary the file had before this run), so `s_per_traj` is the time per verdict those runs took."""
+    the summary the file had before this run), so `s_per_traj` is the time per answered verdict (not
+    error lines) those runs took."""
     last = {i: _counted(d) for i, d in before.items()}
     last.update((str(v.id), v) for v in verdicts)
     prev = previous or {}
     seconds = run["seconds"] + prev.get("seconds", 0.0)
-    timed = run["n"] + prev.get("timed_trajectories", 0)
+    timed = run["timed_trajectories"] + prev.get("timed_trajectories", 0)
     whole = summarize(list(last.values()), {k: run[f"{k}_unparsed"] + prev.get(f"{k}_unparsed", 0)
                                             for k in ("route", "cue")}, seconds)
     whole.update(s_per_traj=seconds / max(1, timed), seconds=seconds, timed_trajectories=timed, this_run=run)
@@ -211,6 +219,48 @@ def check_resume(out: Path, meta: dict, force: bool) -> dict:
     return old
 
 
+def file_meta(settings: dict, data: str | Path, extra: Optional[dict] = None,
+              calibration: Optional[str | Path] = None) -> tuple[dict, Any]:
+    """(the config sidecar a run with `settings` writes, the loaded calibration or None)."""
+    from .evaluation import calibration as C
+
+    meta = {**settings, "data": str(data), **(extra or {})}
+    cal = None
+    if calibration is not None:
+        cal, prov = C.load(calibration)
+        meta.update(C.provenance(prov))
+    return meta, cal
+
+
+def precheck_out(out: str | Path, settings: dict, data: str | Path, resume: bool = False, force: bool = False,
+                 extra: Optional[dict] = None, calibration: Optional[str | Path] = None) -> None:
+    """`score_with`'s checks of `out`, before any model loads: ValueError when `out` holds lines and
+    `resume` is off, or when resuming it with `settings` (a `planned_settings` record) would be
+    refused; writes nothing."""
+    out = Path(out)
+    if not resume:
+        _check_fresh(out)
+    elif sidecar(out, "config").is_file():
+        check_resume(out, file_meta(settings, data, extra, calibration)[0], force)
+
+
+def _check_fresh(out: Path) -> None:
+    if out.exists() and out.stat().st_size:
+        raise ValueError(f"{out} exists; pass --resume to continue it or choose another output")
+
+
+def planned_settings(pipeline: PipelineConfig, engine_options: dict) -> dict:
+    """The settings record (with `runtime`) of an in-process run with these pipeline settings and
+    `engine.build.build_engine` options, from the configs alone: what `vars_of` gives once the
+    engine has loaded, known before it does."""
+    from .bank import load_bank
+    from .engine.build import engine_config
+    from .prompts import load_prompts
+
+    return {**run_settings(pipeline, engine_config(**engine_options), bank_sha=load_bank(pipeline.bank_path).sha,
+                           prompts_sha=load_prompts().sha), "runtime": dict(IN_PROCESS)}
+
+
 def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: bool = False, fmt: str = "auto",
                loaded: Optional[LoadResult] = None, progress: bool = True, extra: Optional[dict] = None,
                retry_errors: bool = True, force_settings: bool = False,
@@ -232,20 +282,14 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
     Nothing is scored (and no scorer started) when nothing is left to do."""
     from tqdm import tqdm
 
-    from .evaluation import calibration as C
-
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     loaded = loaded or load_trajectories(data, fmt=fmt)
     for w in loaded.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    if not resume and out.exists() and out.stat().st_size:
-        raise ValueError(f"{out} exists; pass --resume to continue it or choose another output")
-    meta = {**settings, "data": str(data), **(extra or {})}
-    cal = None
-    if calibration is not None:
-        cal, prov = C.load(calibration)
-        meta.update(C.provenance(prov))
+    if not resume:
+        _check_fresh(out)
+    meta, cal = file_meta(settings, data, extra, calibration)
     if resume:
         meta = check_resume(out, meta, force_settings)
     last = read_last_lines(out) if resume else {}
@@ -270,7 +314,7 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
             _write(fh, v, verdicts, last.get(v.id))
         bar = tqdm(total=len(todo), unit="traj", desc=desc, disable=not progress, dynamic_ncols=True)
         if progress and hasattr(scorer, "on_stage"):  # the pipeline names what runs: routing, cues, verifying
-            scorer.on_stage = lambda what: bar.set_description_str(f"{desc} ({what})")
+            scorer.on_stage = lambda what: bar.set_description_str(f"{desc} ({what} of {len(todo)})")
         counts: Counter = Counter()
         for ready in (_ready_lists(scorer, todo) if todo else ()):
             for v in ready:
@@ -333,7 +377,9 @@ class ErrorReport:
             total = sum(self.kinds.values())
             parts = ", ".join(f"{n} {kind}" for kind, n in self.kinds.most_common())
             print(f"{total} record(s) failed in this run: {parts} (their error lines in {self.out} name the file, "
-                  "record and field; --resume scores them again once fixed)", file=sys.stderr)
+                  "record and field; --resume with the same flags scores them again once the data is fixed; a fix by a "
+                  "flag that changes what the verifier sees, such as --max-model-len or --max-visual-tokens, also "
+                  "needs --force-settings, recorded in the config sidecar)", file=sys.stderr)
 
 
 def _ready_lists(scorer: Scorer, trajs: list[Trajectory]) -> Iterator[list[Verdict]]:

@@ -162,8 +162,8 @@ def test_the_summary_after_resume_describes_the_whole_file(fake, data, tmp_path,
     out = tmp_path / "v.jsonl"
     assert main(["score", str(first_two), "--model", "m", "--out", str(out), "--quiet"]) == 0  # a run cut short
     capsys.readouterr()
-    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--resume"]) == 0
-    printed = json.loads(capsys.readouterr().out)
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--resume"]) == 0
+    printed = json.loads(capsys.readouterr().out)  # without --quiet: the summary JSON
     saved = json.loads((tmp_path / "v.summary.json").read_text())
     assert saved == printed and (saved["n"], saved["scored"], saved["this_run"]["n"]) == (6, 6, 4)
     # every line's calls: the first instruction was routed and cued once in each run (4 + 3 + 5 calls)
@@ -214,9 +214,9 @@ def test_progress_moves_as_verdicts_are_ready_and_names_the_stage(fake, data, tm
     assert main(["score", str(data), "--model", "m", "--out", str(out)]) == 0
     assert lines_before == [0, 1, 2, 3, 4, 5]
     bar = [x.rstrip() for x in capsys.readouterr().err.replace("\r", "\n").splitlines() if x.startswith("scoring")]
-    assert any(x.startswith("scoring (routing 2 instruction(s))") for x in bar)
-    assert any(x.startswith("scoring (cues for 2 instruction(s))") for x in bar)
-    shown = [x.split("|")[2].split()[0] for x in bar if x.startswith("scoring (verifying 6 trajectory(ies))")]
+    assert any(x.startswith("scoring (routing 2 instruction(s) for trajectories 1-6 of 6)") for x in bar)
+    assert any(x.startswith("scoring (cues for 2 instruction(s) for trajectories 1-6 of 6)") for x in bar)
+    shown = [x.split("|")[2].split()[0] for x in bar if x.startswith("scoring (verifying trajectories 1-6 of 6)")]
     assert list(dict.fromkeys(shown)) == [f"{k}/6" for k in range(7)]  # every step drawn, as it happened
 
 
@@ -243,3 +243,128 @@ def test_a_cut_line_mended_is_scored_on_resume_and_eval_reads_the_file(fake, tmp
     assert m["overall"]["n"] == 5 and m["overall"]["errors"] == 0 and m["coverage"]["missing"] == []
     assert m["coverage"]["stale_errors"] == ["d.jsonl:line 4"] and m["coverage"]["extra"] == []
     assert "note: 1 error line(s) in" in err and "mended or removed since" in err
+
+
+def test_cost_figures_count_only_the_trajectories_scored(fake, tmp_path, capsys):
+    """4 records scored and 5 that do not load: calls and seconds per trajectory are over the 4 (one
+    verifier call each with --router rules --no-fine), the 5 error lines counted apart, in `score`'s
+    summary and in `eval`'s efficiency."""
+    recs = [canonical_record(tmp_path, f"r{i}", 3, label=i % 2) for i in range(9)]
+    for i in range(4, 9):
+        recs[i]["steps"][0]["screenshot"] = f"img/gone{i}.png"
+    data = write_jsonl(tmp_path / "d.jsonl", recs)
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--router", "rules",
+                 "--no-fine"]) == 0
+    s = json.loads((tmp_path / "v.summary.json").read_text())
+    assert (s["n"], s["scored"], s["errors"], s["timed_trajectories"]) == (9, 4, 5, 4)
+    assert s["calls_per_traj"] == pytest.approx(1.0) and s["this_run"]["calls_per_traj"] == pytest.approx(1.0)
+    assert s["s_per_traj"] == pytest.approx(s["seconds"] / 4)
+    tokens = sum(o.prompt_tokens + o.completion_tokens for o in _fake_outputs(fake))
+    assert s["tokens_per_traj"] == pytest.approx(tokens / 4)
+    capsys.readouterr()
+    assert main(["eval", "--data", str(data), "--verdicts", str(out), "--out", str(tmp_path / "e"), "--quiet",
+                 "--no-review"]) == 0
+    assert "calls/traj=1.00" in capsys.readouterr().out
+    eff = json.loads((tmp_path / "e" / "metrics.json").read_text())["efficiency"]
+    assert (eff["trajectories"], eff["errors"], eff["calls_per_traj"]) == (4, 5, pytest.approx(1.0))
+    assert eff["s_per_traj"] == pytest.approx(s["s_per_traj"])
+    assert "5 error line(s) counted apart" in (tmp_path / "e" / "report.md").read_text()
+
+
+def test_resume_refuses_other_settings_before_the_engine_is_built(fake, data, tmp_path, capsys):
+    """A vLLM file begun at --max-model-len 960: --resume at 2048 is refused before any engine is built
+    (vLLM's start-up took 41 s before the refusal), and so is a second run into a file that holds lines."""
+    import time
+
+    out = tmp_path / "v.jsonl"
+    flags = ["--model", "m", "--out", str(out), "--quiet", "--engine", "vllm"]
+    assert main(["score", str(data), *flags, "--max-model-len", "960"]) == 0
+    assert len(fake.built) == 1
+    capsys.readouterr()
+    t0 = time.perf_counter()
+    assert main(["score", str(data), *flags, "--max-model-len", "2048", "--resume"]) == 2
+    assert time.perf_counter() - t0 < 5
+    err = capsys.readouterr().err
+    assert "engine.max_model_len: 960 -> 2048" in err and "--force-settings" in err
+    assert len(fake.built) == 1  # the engine builder was never called
+    assert main(["score", str(data), *flags, "--max-model-len", "960"]) == 2  # no --resume
+    assert "exists; pass --resume" in capsys.readouterr().err and len(fake.built) == 1
+    # the same settings resume (the engine built, nothing left to do); --force-settings mixes them
+    assert main(["score", str(data), *flags, "--max-model-len", "960", "--resume"]) == 0
+    assert main(["score", str(data), *flags, "--max-model-len", "2048", "--resume", "--force-settings"]) == 0
+    assert len(fake.built) == 3
+    cfg = json.loads((tmp_path / "v.config.json").read_text())
+    assert cfg["forced_resumes"][0]["differences"] == ["engine.max_model_len: 960 -> 2048"]
+
+
+def test_the_error_summary_says_when_resume_needs_force_settings(fake, tmp_path, capsys):
+    recs = [canonical_record(tmp_path, f"r{i}", 3) for i in range(2)]
+    recs[1]["steps"][0]["screenshot"] = "img/gone.png"
+    data = write_jsonl(tmp_path / "d.jsonl", recs)
+    assert main(["score", str(data), "--model", "m", "--out", str(tmp_path / "v.jsonl"), "--quiet"]) == 0
+    closing = next(x for x in capsys.readouterr().err.splitlines() if "record(s) failed in this run" in x)
+    assert "--resume with the same flags" in closing and "--max-model-len" in closing
+    assert "also needs --force-settings" in closing
+
+
+def test_quiet_prints_one_result_line(fake, data, tmp_path, capsys):
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet", "--router", "rules",
+                 "--no-fine"]) == 0
+    cap = capsys.readouterr()
+    assert cap.out.count("\n") == 1 and cap.err == ""  # no summary JSON, no bar
+    line = cap.out.strip()
+    assert line.startswith(f"{out}: 6 verdict(s), 6 scored, 0 unparsed, 0 error(s); this run 6 in ")
+    assert "1.00 calls/traj" in line and "v.summary.json" in line
+    assert json.loads((tmp_path / "v.summary.json").read_text())["n"] == 6  # still written
+
+
+def test_quiet_silences_the_libraries_progress_bars(monkeypatch, tmp_path):
+    """--quiet turns off the hub's and transformers' bars and vLLM's INFO logs and weight-loading bar before
+    they are imported (a child process inherits the environment); a setting the user made is kept."""
+    import argparse
+    import warnings
+
+    from adaptrubric_local.cli_score import quiet_libraries
+
+    for k in ("HF_HUB_DISABLE_PROGRESS_BARS", "VLLM_LOGGING_LEVEL", "TQDM_DISABLE", "TRANSFORMERS_VERBOSITY",
+              "VLLM_LOGGING_STREAM", "TORCH_CPP_LOG_LEVEL", "PYTHONWARNINGS"):
+        monkeypatch.setenv(k, "")  # monkeypatch restores each afterwards
+        monkeypatch.delenv(k)
+    monkeypatch.setattr(warnings, "filters", list(warnings.filters))
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")
+    args = argparse.Namespace(engine="vllm", vllm_engine_args='{"max_num_batched_tokens": 4096}')
+    quiet_libraries(args)
+    import os
+
+    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1" and os.environ["VLLM_LOGGING_LEVEL"] == "DEBUG"
+    assert os.environ["VLLM_LOGGING_STREAM"] == "ext://sys.stderr"  # vLLM logs to stdout by default
+    assert json.loads(args.vllm_engine_args) == {"max_num_batched_tokens": 4096, "use_tqdm_on_load": False}
+    args = argparse.Namespace(engine="vllm", vllm_engine_args='{"use_tqdm_on_load": true}')
+    quiet_libraries(args)
+    assert json.loads(args.vllm_engine_args) == {"use_tqdm_on_load": True}
+
+
+def test_ids_and_limit_score_a_subset_and_resume_the_rest(fake, tmp_path, capsys):
+    recs = [canonical_record(tmp_path, f"r{i}", 3, label=i % 2) for i in range(10)]
+    recs[2]["steps"][0]["screenshot"] = "img/gone.png"  # a bad record
+    data = write_jsonl(tmp_path / "d.jsonl", recs)
+    out = tmp_path / "v.jsonl"
+    flags = ["--model", "m", "--out", str(out), "--quiet", "--router", "rules", "--no-fine"]
+    assert main(["score", str(data), *flags, "--limit", "4"]) == 0
+    assert [r["id"] for r in _lines(out)] == ["r0", "r1", "r3", "r4"]  # the first 4 that loaded
+    s = json.loads((tmp_path / "v.summary.json").read_text())
+    assert s["subset"] == {"ids": None, "limit": 4, "by": "--limit 4", "trajectories": 4, "of": 10,
+                           "bad_records_left_out": 1}
+    assert "this run 4 of the 4 picked by --limit 4" in capsys.readouterr().out
+    assert main(["score", str(data), *flags, "--ids", "r7", "r2", "--resume"]) == 0
+    assert [r["id"] for r in _lines(out)][4:] == ["r2", "r7"]  # the bad record named: its error line
+    assert json.loads((tmp_path / "v.summary.json").read_text())["subset"]["ids"] == ["r7", "r2"]
+    capsys.readouterr()
+    assert main(["score", str(data), *flags, "--ids", "r77", "--resume"]) == 2
+    assert "--ids: r77: no such id in the data (did you mean r7?)" in capsys.readouterr().err
+    assert main(["score", str(data), *flags, "--resume"]) == 0  # the rest, no --force-settings needed
+    assert sorted(r["id"] for r in _lines(out)) == sorted(f"r{i}" for i in range(10))
+    s = json.loads((tmp_path / "v.summary.json").read_text())
+    assert "subset" not in s and s["n"] == 10

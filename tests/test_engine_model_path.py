@@ -35,6 +35,14 @@ def test_model_errors_say_what_was_found_and_what_was_expected(tiny_model, tmp_p
     msg = error("tinyy")
     assert f"--model tinyy: no folder named tinyy in {tmp_path} (did you mean tiny?)" in msg
     assert "hub ids look like Org/Name" in msg and "hf download" not in msg
+    # a mistyped folder with a slash: the same "did you mean" as with ./, not a hub id to download
+    (tmp_path / "models").mkdir()
+    (tmp_path / "tiny").rename(tmp_path / "models" / "tiny")
+    for typo in ("models/tinyy", "./models/tinyy"):
+        msg = error(typo)
+        assert f"model folder not found: {typo} (did you mean models/tiny?)" in msg, msg
+        assert "hf download" not in msg
+    (tmp_path / "models" / "tiny").rename(tmp_path / "tiny")
     # a LoRA adapter given as the model
     (tmp_path / "lora").mkdir()
     base = {"base_model_name_or_path": "Qwen/Qwen3-VL-4B-Instruct"}

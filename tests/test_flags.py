@@ -292,15 +292,23 @@ def test_each_flag_states_its_default_once_and_as_parsed():
     assert bad == []
 
 
-def test_the_derived_batch_default_is_what_help_says_and_the_run_records():
+def test_the_batch_default_is_the_dataclass_one_and_what_help_says():
+    """One default for trajectories_per_batch: PipelineConfig's, which --help shows and a run records; a
+    --max-batch-size given alone sets it to 4 x that."""
     from adaptrubric_local.cli import build_parser
     from adaptrubric_local.cli_common import pipeline_config
+    from adaptrubric_local.pipeline import PipelineConfig
 
-    args = build_parser().parse_args(["score", "d.jsonl", "--out", "v.jsonl"])
+    def parse(*flags):
+        return pipeline_config(build_parser().parse_args(["score", "d.jsonl", "--out", "v.jsonl", *flags]))
+
     text = " ".join(build_parser()._subparsers._group_actions[0].choices["score"].format_help(every=True).split())
-    assert "(default: 4 x --max-batch-size, at least 8)" in text and "most requests in one generate call (default 16)" \
-        in text
-    assert pipeline_config(args).trajectories_per_batch == 4 * args.max_batch_size == 64
+    assert f"at least 8 (default {PipelineConfig().trajectories_per_batch})" in text
+    assert "most requests in one generate call (default 16)" in text
+    assert parse().trajectories_per_batch == PipelineConfig().trajectories_per_batch == 64
+    assert parse("--max-batch-size", "4").trajectories_per_batch == 16
+    assert parse("--max-batch-size", "1").trajectories_per_batch == 8
+    assert parse("--max-batch-size", "4", "--trajectories-per-batch", "5").trajectories_per_batch == 5
 
 
 def test_every_flag_named_in_a_message_exists():

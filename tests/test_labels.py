@@ -77,7 +77,8 @@ def test_apply_fills_overrides_and_leaves_unsure_alone(data, tmp_path):
     assert (applied.filled, applied.overridden, applied.confirmed, applied.unsure) == (1, 0, 2, 1)
     assert applied.not_loaded == ["bad"]
     assert [f["sha256"] for f in applied.record()["files"]] == [read_labels(a).sha256, read_labels(b).sha256]
-    assert "1 filled" in applied.summary() and "1 unsure" in applied.summary()
+    assert "1 filled" in applied.summary() and "1 unsure (keeps the data's label 1)" in applied.summary()
+    assert applied.record()["unsure_kept"] == {"1": 1}
     assert merged_labels([read_labels(b), read_labels(a)])["t0"] == 0  # the order of the files decides
 
 
@@ -100,3 +101,17 @@ def test_a_data_folder_skips_a_labels_file_and_refuses_one_given_as_data(tmp_pat
     assert any("labels.jsonl: this looks like a labels file" in w for w in loaded.warnings)
     with pytest.raises(ValueError, match="looks like a labels file"):
         load_trajectories(lab)
+
+
+def test_unsure_says_what_label_each_trajectory_keeps(data, tmp_path):
+    """An unsure line leaves the data's label: the summary says which (not "no label" when the data has one)."""
+    def applied(lines):
+        return apply_labels(load_trajectories(data), [write_jsonl(tmp_path / "u.jsonl", lines)])
+
+    none = applied([{"id": "t2", "label": None}])
+    assert "1 unsure (no label: the data has none)" in none.summary()
+    two = applied([{"id": "t0", "label": None}, {"id": "t3", "label": None}])
+    assert "2 unsure (keep the data's label 1)" in two.summary()
+    mixed = applied([{"id": i, "label": None} for i in ("t0", "t1", "t2", "t3")])
+    assert "4 unsure (the data's labels kept: 2 of 1, 1 of 0, 1 none)" in mixed.summary()
+    assert mixed.record()["unsure_kept"] == {"1": 2, "0": 1, "none": 1}

@@ -47,9 +47,11 @@ def test_headline_never_rewards_an_unanswered_positive():
 
 def test_efficiency_falls_back_to_verifier_tokens():
     e = metrics.efficiency(METRIC_SET, {"calls_per_traj": 1.25, "tokens_per_traj": 9e9, "s_per_traj": 0.5})
-    # no cost fields in these verdicts: each verdict's own call; the summary's counts are not used
-    assert e["tokens_per_traj"] == 110 and e["calls"] == 10 and e["calls_per_traj"] == 1.0
-    assert e["minutes"] == pytest.approx(10 * 0.5 / 60) and e["s_per_traj"] == 0.5
+    # no cost fields in these verdicts: each verdict's own call; the summary's counts are not used; the
+    # error line (u3) is counted apart, not in the per-trajectory figures
+    assert e["tokens_per_traj"] == 110 and e["calls"] == 9 and e["calls_per_traj"] == 1.0
+    assert (e["trajectories"], e["errors"], e["error_calls"]) == (9, 1, 1)
+    assert e["minutes"] == pytest.approx(9 * 0.5 / 60) and e["s_per_traj"] == 0.5
     assert e["accounting"].startswith("verifier calls only")
     err = Verdict(id="e", status="error", error="bad record")  # never reached the model
     assert metrics.efficiency([err])["calls"] == 0
@@ -64,7 +66,11 @@ def test_efficiency_counts_every_model_call():
     e = metrics.efficiency(vs[:3])
     assert e["tokens"] == 470 and e["calls"] == 4.25 and e["calls_per_traj"] == pytest.approx(4.25 / 3)
     assert e["tokens_per_traj"] == pytest.approx(470 / 3) and e["accounting"].startswith("all model calls")
-    mixed = metrics.efficiency(vs)  # the error verdict has no cost fields: it falls back to its own call
+    with_error = metrics.efficiency(vs)  # the error line is counted apart: the figures are the three's
+    assert (with_error["calls_per_traj"], with_error["errors"]) == (pytest.approx(4.25 / 3), 1)
+    assert with_error["error_calls"] == 1  # it has no cost fields: its own call
+    vs[3].status = "ok"  # an answered verdict without cost fields: its own call, and the accounting says so
+    mixed = metrics.efficiency(vs)
     assert mixed["tokens"] == 470 + 110 and mixed["calls"] == 5.25 and mixed["accounting"].startswith("mixed")
 
 
@@ -129,10 +135,12 @@ def test_cost_and_efficiency():
     assert metrics._cost(err) == (0.0, 0.0, False)
     assert metrics._cost(unparsed0) == (0.0, 1.0, False)
     e = metrics.efficiency([full, old, err, unparsed0], {"s_per_traj": 3.0})
-    assert e == pytest.approx({"trajectories": 4, "tokens": 400.0, "calls": 3.5, "tokens_per_traj": 100.0,
-                               "calls_per_traj": 0.875, "images_per_traj": 1.5, "s_per_traj": 3.0,
-                               "minutes": 0.2, "accounting": "mixed: 1 of 4 verdicts carry all model calls, "
-                                                             "the rest the verifier's only"})
+    # over the three the verifier answered; the error line counted apart
+    assert e == pytest.approx({"trajectories": 3, "tokens": 400.0, "calls": 3.5, "tokens_per_traj": 400 / 3,
+                               "calls_per_traj": 3.5 / 3, "images_per_traj": 2.0, "s_per_traj": 3.0,
+                               "minutes": 0.15, "errors": 1, "error_calls": 0.0,
+                               "accounting": "mixed: 1 of 3 verdicts carry all model calls, "
+                                             "the rest the verifier's only"})
     assert "s_per_traj" not in metrics.efficiency([full], {"s_per_traj": None})
     assert "minutes" not in metrics.efficiency([full], None)
     empty = metrics.efficiency([])

@@ -18,7 +18,7 @@ from adaptrubric_local.ray_scoring import RayConfig, ReplicaPool, ReplicasGone, 
 from adaptrubric_local.scoring import settings_diff, sidecar
 from adaptrubric_local.types import Step, Trajectory
 
-FLAGS = ["--verify-max-new-tokens", "8", "--max-batch-size", "2", "--quiet"]
+FLAGS = ["--verify-max-new-tokens", "8", "--max-batch-size", "2"]  # no --quiet: the summary JSON is printed
 
 
 def traj(tid: str, instruction: str) -> Trajectory:

@@ -259,7 +259,7 @@ def test_score_file_progress_bar_names_its_unit_and_counts(tmp_path, capsys):
     cap = capsys.readouterr()
     bar = cap.err.replace("\r", "\n").splitlines()
     # the bar names the stage that runs; tqdm pads a redraw with spaces
-    final = [ln for ln in bar if ln.startswith("scoring (verifying 3 trajectory(ies)): 100%")][-1].rstrip()
+    final = [ln for ln in bar if ln.startswith("scoring (verifying trajectories 1-3 of 3): 100%")][-1].rstrip()
     # one ok, one engine error, one unparseable output
     assert "3/3" in final and "traj/s" in final and final.endswith("errors=1, unparsed=1]")
     assert cap.out == ""
@@ -304,3 +304,37 @@ def test_the_file_summary_counts_what_earlier_runs_hit():
     whole = file_summary(before, new, run)
     assert (whole["n"], whole["hit_cap"], whole["hit_context"]) == (3, 1, 2)
     assert (run["hit_cap"], run["hit_context"]) == (0, 0)
+
+
+def test_planned_settings_are_the_loaded_engines(tiny_engine, tiny_model):
+    """The settings record `--resume` is checked against before the model loads (from the configs) is the
+    one the transformers engine gives once loaded, so the early check refuses exactly what the file's
+    record refuses."""
+    cfg = PipelineConfig(router="rules", fine=False, max_images=3)
+    planned = scoring.planned_settings(cfg, {"model": str(tiny_model), "max_new_tokens": 12, "max_batch_size": 8})
+    loaded = {**vars_of(AdaptRubric(tiny_engine, cfg)), "runtime": dict(scoring.IN_PROCESS)}
+    assert planned == loaded
+    other = scoring.planned_settings(cfg, {"model": str(tiny_model), "max_new_tokens": 12, "max_visual_tokens": 64})
+    assert scoring.settings_diff(loaded, other) == ["engine.max_visual_tokens: None -> 64",
+                                                    "max_visual_tokens: None -> 64"]
+
+
+def test_the_progress_bar_names_the_batch_among_the_whole_runs_trajectories(tmp_path, capsys):
+    """10 records, one bad, in batches of 8: the stage names trajectories 1-8, then 9, of the run's 9 (the
+    bar's total), not "verifying 8 trajectory(ies)" beside 0/9."""
+    data = synthesize(tmp_path / "d", n_tasks=5, candidates=2, size=(90, 200))
+    lines = (tmp_path / "d" / "trajectories.jsonl").read_text().splitlines()
+    bad = json.loads(lines[1])
+    bad["instruction"] = ""
+    lines[1] = json.dumps(bad)
+    (tmp_path / "d" / "trajectories.jsonl").write_text("\n".join(lines) + "\n")
+    pipe = AdaptRubric(FakeEngine(), PipelineConfig(router="model", trajectories_per_batch=8))
+    score_file(pipe, data, tmp_path / "v.jsonl")
+    bar = [ln.rstrip() for ln in capsys.readouterr().err.replace("\r", "\n").splitlines() if ln.startswith("scoring")]
+    stages = list(dict.fromkeys(ln.split(":")[0] for ln in bar))
+    assert any(x.startswith("scoring (routing ") and x.endswith(" instruction(s) for trajectories 1-8 of 9)")
+               for x in stages), stages
+    assert any(x.startswith("scoring (verifying trajectories 1-8 of 9)") for x in stages), stages
+    assert "scoring (verifying trajectory 9 of 9)" in stages, stages
+    assert all("/9" in ln.split("|")[-1] for ln in bar if "|" in ln)
+    assert pipe._span is None

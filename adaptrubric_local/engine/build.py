@@ -43,6 +43,28 @@ class EngineChoice:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
 
 
+def engine_config(model: Optional[str] = None, engine: str = "transformers", **options):
+    """The config `build_engine` would run the engine with (HFEngineConfig, or VLLMEngineConfig for
+    vLLM), validated, without importing torch or vLLM or loading anything: what a verdict file's
+    settings record can be checked against before a model loads."""
+    EngineChoice(engine)
+    if not model:
+        raise ValueError("no model given: pass --model (a hub id such as Qwen/Qwen3-VL-4B-Instruct, or a local "
+                         "folder)")
+    if engine == "vllm":
+        from .vllm_engine import VLLMEngineConfig
+
+        return VLLMEngineConfig(model=model, **options)
+    from .hf_config import HFEngineConfig
+    from .vllm_engine import VLLM_FIELDS
+
+    stray = sorted(k for k in options if k in VLLM_FIELDS)
+    if stray:
+        raise ValueError(f"{', '.join(stray)}: option(s) of the vLLM engine; add engine='vllm' (--engine vllm) or "
+                         "leave them out")
+    return HFEngineConfig(model=model, **options)
+
+
 def build_engine(model: Optional[str] = None, engine: str = "transformers", **options):
     """The in-process engine `engine` for `model` with HFEngineConfig (and, for vLLM, VLLMConfig)
     `options` (imports torch)."""

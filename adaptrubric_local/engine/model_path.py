@@ -51,6 +51,10 @@ def check_model_path(model: str) -> bool:
     if "/" not in model and not _in_hub_cache(model):
         raise ValueError(f"--model {model}: no folder named {model} in {Path.cwd()}{_did_you_mean(path)}, and it is "
                          f"not a hub id: {HUB_IDS}")
+    near = _did_you_mean(path) if path.parent.is_dir() else ""
+    if near and not _in_hub_cache(model.strip("/").replace("/", "--")):  # models/tinyy beside models/tiny
+        raise ValueError(f"model folder not found: {model}{near}; give a local folder saved with save_pretrained, "
+                         f"or a hub id such as Qwen/Qwen3-VL-8B-Instruct (no hub id {model} in the local cache)")
     return False
 
 

@@ -95,15 +95,18 @@ def efficiency(verdicts: list[Verdict], run_summary: Optional[dict] = None) -> d
     """Calls, tokens and seconds per trajectory (Table 5's columns). Calls and tokens come from the
     verdicts (every model call, router and cue calls split over the trajectories that shared
     them), so `eval` and `score` agree and a resumed run counts every part; seconds come from the
-    scoring run's summary when available."""
-    n = len(verdicts)
-    costs = [_cost(v) for v in verdicts]
+    scoring run's summary when available. The figures are over the trajectories the verifier
+    answered (ok or unparsed); error lines are counted apart (`errors`, `error_calls`)."""
+    answered = [v for v in verdicts if v.status != "error"]
+    n = len(answered)
+    costs = [_cost(v) for v in answered]
     full = sum(c[2] for c in costs)
     tokens, calls = sum(c[0] for c in costs), sum(c[1] for c in costs)
     out = {"trajectories": n, "tokens": tokens, "calls": calls,
            "tokens_per_traj": tokens / max(1, n), "calls_per_traj": calls / max(1, n),
-           "images_per_traj": sum(v.n_images for v in verdicts) / max(1, n),
-           "accounting": _accounting(full, n)}
+           "images_per_traj": sum(v.n_images for v in answered) / max(1, n),
+           "accounting": _accounting(full, n), "errors": len(verdicts) - n,
+           "error_calls": sum(_cost(v)[1] for v in verdicts if v.status == "error")}
     if run_summary and run_summary.get("s_per_traj") is not None:
         out["s_per_traj"] = run_summary["s_per_traj"]
         out["minutes"] = out["s_per_traj"] * n / 60

@@ -100,7 +100,9 @@ def metrics_markdown(m: dict, run: dict, coverage: Optional[list[str]] = None) -
                   f"| {e['trajectories']} | {fmt(e.get('calls'), 0)} | {fmt(e.get('calls_per_traj'), 2)} | "
                   f"{fmt(e.get('tokens'), 0)} | {fmt(e.get('tokens_per_traj'), 0)} | {fmt(e.get('s_per_traj'), 3)} | "
                   f"{fmt(e.get('images_per_traj'), 1)} |", "",
-                  f"Calls and tokens: {e.get('accounting', 'verifier calls only')}.", ""]
+                  f"Calls and tokens: {e.get('accounting', 'verifier calls only')}"
+                  + (f"; over the {e['trajectories']} trajectories the verifier answered, {e['errors']} error "
+                     "line(s) counted apart" if e.get("errors") else "") + ".", ""]
     if m.get("unlabelled"):
         lines.append(f"{m['unlabelled']} trajectory(ies) had no label and were left out of the figures.")
     return "\n".join(lines) + "\n"

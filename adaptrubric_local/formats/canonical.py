@@ -60,7 +60,8 @@ def looks_like_labels(path: Path) -> bool:
 def labels_file_error(path: Path) -> DataError:
     """The error for a labels file given where trajectory data was expected."""
     return DataError(path, "this looks like a labels file (lines of id and label, as the review page exports), "
-                           "not trajectory data; give the data as DATA (the first argument) and this file with --labels")
+                           "not trajectory data; give the data as DATA (the first argument) and this file with "
+                           "--labels")
 
 
 def verdict_file_error(path: Path) -> DataError:
