@@ -208,7 +208,7 @@ class RewardModel:
                 log.warning("%s", exc)
                 verdicts = [Verdict(id=item_id(obj, f"item {i}"), status="error", error=str(exc))
                             for i, obj in enumerate(items)]
-            self._calibrated(verdicts)
+            verdicts = self._calibrated(verdicts)
         else:
             with ImageStore(self.config.max_image_pixels) as images:  # inline screenshots, for this call
                 trajs: list[Optional[Trajectory]] = []
@@ -244,11 +244,11 @@ class RewardModel:
         return out
 
     def _calibrated(self, verdicts: list[Verdict]) -> list[Verdict]:
-        """Set p_success_calibrated when a calibration is configured (verdicts from a service too)."""
-        if self.calibration is not None:
-            for v in verdicts:
-                v.p_success_calibrated = self.calibration.apply(v.p_success)
-        return verdicts
+        """The verdicts with p_success_calibrated when a calibration is configured (from a service too)."""
+        cal = self.calibration
+        if cal is None:
+            return verdicts
+        return [dataclasses.replace(v, p_success_calibrated=cal.apply(v.p_success)) for v in verdicts]
 
     def value(self, v: Verdict) -> Optional[float]:
         """The reward of one verdict: None unless it parsed. The p_success reward takes the calibrated

@@ -27,8 +27,10 @@ from .engine.base import Engine
 from .engine.hf_config import DEFAULT_MODEL, HFEngineConfig
 from .engine.remote import RemoteConfig, check_remote, remote_engine
 from .engine.vllm_engine import VLLMConfig
+from .formats import LoadResult
 from .image_policy import adopt
 from .pipeline import AdaptRubric, PipelineConfig
+from .scoring import error_id
 from .types import Trajectory, Verdict
 
 ENGINES = ("transformers", "vllm", "openai")
@@ -123,23 +125,31 @@ class Verifier:
         self._own_engine = not isinstance(engine, Engine)
         built = engine if isinstance(engine, Engine) else build(self.engine_options, self.pipeline_config)
         self.pipeline = AdaptRubric(built, self.pipeline_config)
+        self.closed = False
 
     # ------------------------------------------------------------------ scoring
-    def score(self, trajectories: Iterable[Trajectory]) -> list[Verdict]:
-        """One Verdict per trajectory, in input order (trajectories are read lazily, batch by batch)."""
-        return self.pipeline.score(trajectories)
+    def score(self, trajectories: Iterable[Trajectory] | LoadResult) -> list[Verdict]:
+        """One Verdict per trajectory, in input order. Given what `load_trajectories` returned, the
+        records it could not read follow as error verdicts naming file, record and field."""
+        return list(self.stream(trajectories))
 
-    def stream(self, trajectories: Iterable[Trajectory]) -> Iterator[Verdict]:
-        """Verdicts in input order, each batch's as soon as it is scored: trajectories are taken from
-        the iterable `pipeline.trajectories_per_batch` at a time, so a file of millions never sits
-        in memory at once."""
+    def stream(self, trajectories: Iterable[Trajectory] | LoadResult) -> Iterator[Verdict]:
+        """`score`, lazily: trajectories are taken from the iterable `pipeline.trajectories_per_batch`
+        at a time and each batch's verdicts are yielded, in input order, once it is scored, so a file
+        of millions never sits in memory at once."""
+        self._check_open()
+        loaded = trajectories if isinstance(trajectories, LoadResult) else None
         pending: dict[int, Verdict] = {}
         nxt = 0
-        for ready in self.pipeline._iter_indexed(trajectories):
+        for ready in self.pipeline._iter_indexed(loaded.trajectories if loaded else trajectories):
             pending.update(ready)
             while nxt in pending:
                 yield pending.pop(nxt)
                 nxt += 1
+        engine = self.pipeline.engine
+        for e in loaded.errors if loaded else ():
+            yield Verdict(id=error_id(e), status="error", error=str(e), bank_sha=self.pipeline.bank.sha,
+                          model=engine.name if engine is not None else None)
 
     def rewards(self, verdicts: Iterable[Verdict], reward: RewardMode = "binary",
                 calibration: Any = None, unparsed: Optional[float] = None) -> list[Optional[float]]:
@@ -161,10 +171,16 @@ class Verifier:
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:
-        """Release the engine (the model's memory) unless it was given as an Engine instance."""
-        if self._own_engine and self.pipeline.engine is not None:
-            self.pipeline.engine.close()
-            self._own_engine = False
+        """Release the engine (and with it the model's memory) unless it was given as an Engine
+        instance; scoring afterwards is an error. Closing twice does nothing."""
+        engine, self.closed = self.pipeline.engine, True
+        if self._own_engine and engine is not None:
+            self.pipeline.engine = None
+            engine.close()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("this Verifier is closed: make a new one to score more")
 
     def __enter__(self) -> "Verifier":
         return self

@@ -2,6 +2,7 @@
 computation on a crafted verdict file (through `adaptrubric eval`), temperature scaling that lowers
 held-out ECE on a synthetic over-confident verifier, and the calibration file travelling through
 `calibrate --apply`, `score --calibration`, RewardModel, the reward service and best-of-N."""
+import dataclasses
 import json
 import math
 import random
@@ -266,7 +267,7 @@ def test_bestofn_soft_uses_the_calibrated_probability():
     b = Verdict(id="b", score=1, p_success=0.8, p_success_calibrated=0.7, label=1, task_id="T")
     # made-up calibrated values that reverse the order show which field is read
     assert tts.bestofn([a, b], 2, soft=True).id == "b"
-    a.p_success_calibrated = b.p_success_calibrated = None
+    a, b = (dataclasses.replace(x, p_success_calibrated=None) for x in (a, b))
     assert tts.bestofn([a, b], 2, soft=True).id == "a"
 
 

@@ -15,7 +15,7 @@ and `Coverage` says that. Knows nothing about files, metrics or argument parsing
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Iterable, Optional
 
 from ..types import Trajectory, Verdict
@@ -122,9 +122,9 @@ def align(verdicts: list[Verdict], trajectories: Optional[list[Trajectory]], sub
 def label_from(v: Verdict, t: Optional[Trajectory]) -> Verdict:
     """The verdict with the trajectory's label, platform and task_id (a trajectory without a task_id is
     grouped with the others that share its instruction); unchanged without a trajectory."""
-    if t is not None:
-        v.label, v.platform, v.task_id = t.label, t.platform, t.task_id or f"instruction: {t.instruction}"
-    return v
+    if t is None:
+        return v
+    return replace(v, label=t.label, platform=t.platform, task_id=t.task_id or f"instruction: {t.instruction}")
 
 
 def covered(verdicts: list[Verdict]) -> list[Verdict]:
