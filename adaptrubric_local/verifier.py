@@ -26,7 +26,7 @@ from typing import Any, Iterable, Iterator, Literal, Mapping, Optional, Union
 from .engine.base import Engine
 from .engine.hf_config import DEFAULT_MODEL, HFEngineConfig
 from .engine.remote import RemoteConfig, check_remote, remote_engine
-from .engine.vllm_engine import VLLMConfig
+from .engine.vllm_engine import VLLM_FIELDS, VLLMConfig, VLLMEngineConfig
 from .formats import LoadResult
 from .image_policy import adopt
 from .pipeline import AdaptRubric, PipelineConfig
@@ -239,7 +239,23 @@ def resolve_engine(engine: Any, model: Optional[str], named: Mapping[str, Any], 
     explicit = set(given) | {f.name for f in dataclasses.fields(pipe)
                              if getattr(pipe, f.name) != getattr(default, f.name)}
     options, pipe_kw = adopt(options.get("adapter"), options, dataclasses.asdict(pipe), explicit=explicit)
+    if engine != "openai":  # validate now (no model library is imported), not when the model loads
+        _validated(engine, options)
     return engine, options, PipelineConfig(**pipe_kw)
+
+
+def _validated(engine: str, options: Mapping[str, Any]) -> None:
+    """Build the in-process engine's config from `options` once, so that a bad value or an option of the
+    other engine fails at construction, naming it."""
+    kw = {k: v for k, v in options.items() if k != "engine"}
+    if engine == "transformers":
+        stray = sorted(set(kw) & VLLM_FIELDS)
+        if stray:
+            raise ValueError(f"engine='transformers' does not read {', '.join(stray)} (vLLM's options); add "
+                             "engine='vllm' or leave them out")
+        HFEngineConfig(**kw)
+    else:
+        VLLMEngineConfig(**kw)
 
 
 def _config_fields(engine: str, cfg: Any) -> dict[str, Any]:

@@ -1,6 +1,8 @@
 """Discrimination and efficiency metrics (evaluation/metrics.py) against values worked out by hand:
 unparsed and error verdicts count as failures, costs per trajectory, F1 at its edges."""
 
+from dataclasses import replace
+
 import pytest
 
 from adaptrubric_local import Verdict
@@ -59,8 +61,8 @@ def test_efficiency_counts_every_model_call():
     vs = [hand_verdict("a", 1, 1), hand_verdict("b", 0, 0), hand_verdict("c", 0, 0), hand_verdict("d", 1,
                                                                                                   status="error")]
     costs = [(160.0, 1.5), (160.0, 1.5), (150.0, 1.25), (0.0, 0.0)]
-    for v, (tok, calls) in zip(vs, costs):
-        v.cost_tokens, v.cost_calls = tok, calls  # router and cue calls already split by the pipeline
+    # router and cue calls already split by the pipeline
+    vs = [replace(v, cost_tokens=tok, cost_calls=calls) for v, (tok, calls) in zip(vs, costs)]
     e = metrics.efficiency(vs[:3])
     assert e["tokens"] == 470 and e["calls"] == 4.25 and e["calls_per_traj"] == pytest.approx(4.25 / 3)
     assert e["tokens_per_traj"] == pytest.approx(470 / 3) and e["accounting"].startswith("all model calls")
