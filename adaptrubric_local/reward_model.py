@@ -299,7 +299,7 @@ class RewardModel:
         if self._pipe is not None and self._pipe.engine is not None and self._engine is None:
             self._pipe.engine.close()
 
-    def __enter__(self) -> "RewardModel":
+    def __enter__(self) -> RewardModel:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -182,7 +182,7 @@ class Verifier:
         if self.closed:
             raise RuntimeError("this Verifier is closed: make a new one to score more")
 
-    def __enter__(self) -> "Verifier":
+    def __enter__(self) -> Verifier:
         return self
 
     def __exit__(self, *exc: Any) -> None:
