@@ -122,8 +122,8 @@ class Verifier:
                      max_model_len=max_model_len)
         self.engine_name, self.engine_options, self.pipeline_config = resolve_engine(
             engine, model, named, openai_url=openai_url, engine_config=engine_config, pipeline=pipeline)
-        self._own_engine = not isinstance(engine, Engine)
-        built = engine if isinstance(engine, Engine) else build(self.engine_options, self.pipeline_config)
+        self._own_engine = isinstance(engine, str)  # an Engine given is the caller's to close
+        built = build(self.engine_options, self.pipeline_config) if isinstance(engine, str) else engine
         self.pipeline = AdaptRubric(built, self.pipeline_config)
         self.closed = False
 
