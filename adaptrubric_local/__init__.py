@@ -1,19 +1,38 @@
 """adaptrubric-local: AdaptRubric outcome rewards for GUI-agent trajectories, run in-process.
 
-Public API: the data model (Trajectory, Step, Verdict), loaders (load_trajectories), the verdict
-parser (parse_verdict), the orchestrator (AdaptRubric, PipelineConfig) and the engines.
-Heavy dependencies (torch, transformers) are imported only by the transformers engine.
+    from adaptrubric_local import Verifier, load_trajectories
+
+    with Verifier("Qwen/Qwen3-VL-4B-Instruct") as v:
+        verdicts = v.score(load_trajectories("trajectories.jsonl"))
+        rewards = v.rewards(verdicts)
+
+Public API (`__all__`): the front door (Verifier) and the reward function for RL (RewardModel); the
+data model (Trajectory, Step, Verdict) and its loaders (load_trajectories, load_verdicts); the
+settings (PipelineConfig, the engine configs HFEngineConfig / VLLMConfig / RemoteConfig,
+RewardConfig); what `adaptrubric score` and `adaptrubric eval` run (score_file, run_eval, evaluate);
+the pipeline itself (AdaptRubric) and the engine interface (Engine, Request, Output, FakeEngine).
+Importing the package imports no torch, transformers or vLLM: those load with an engine.
 """
 from ._version import __version__
 from .bank import RubricBank, load_bank
 from .dry_run import FakeEngine
 from .engine.base import Engine, Output, Request
+from .engine.hf_config import HFEngineConfig
+from .engine.remote import RemoteConfig
+from .engine.vllm_engine import VLLMConfig
+from .evaluation.harness import load_verdicts, run_eval
+from .evaluation.metrics import evaluate
 from .formats import DataError, detect_format, load_trajectories
 from .pipeline import AdaptRubric, PipelineConfig
+from .reward_config import RewardConfig
 from .reward_model import RewardModel
+from .scoring import score_file
 from .types import FAMILIES, CueResult, RouteResult, Step, Trajectory, Verdict
 from .verdict import parse_verdict
+from .verifier import Verifier
 
-__all__ = ["__version__", "FAMILIES", "Step", "Trajectory", "Verdict", "RouteResult", "CueResult",
-           "parse_verdict", "DataError", "detect_format", "load_trajectories", "RubricBank", "load_bank",
-           "Engine", "Request", "Output", "FakeEngine", "AdaptRubric", "PipelineConfig", "RewardModel"]
+__all__ = ["__version__", "Verifier", "RewardModel", "load_trajectories", "load_verdicts", "Trajectory", "Step",
+           "Verdict", "PipelineConfig", "HFEngineConfig", "VLLMConfig", "RemoteConfig", "RewardConfig",
+           "score_file", "run_eval", "evaluate", "FAMILIES", "RouteResult", "CueResult", "parse_verdict",
+           "DataError", "detect_format", "RubricBank", "load_bank", "Engine", "Request", "Output", "FakeEngine",
+           "AdaptRubric"]

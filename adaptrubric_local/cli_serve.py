@@ -87,7 +87,8 @@ def cmd_serve(args) -> int:
 
         engine = FakeEngine()
     cfg = ServeConfig(**{**config_kwargs(args, ServeConfig, skip=("api_key",)), "api_key": read_key(args, opts)})
-    rm = RewardModel(engine=engine, **opts)  # the ServeConfig above refused an open address without a key
+    # the ServeConfig above refused an open address without a key
+    rm = RewardModel.from_options(opts, where="serve", engine=engine)
     if cfg.api_key is None:
         logging.getLogger("adaptrubric.serve").warning("no API key: every client that reaches %s is served", cfg.host)
     serve(rm, cfg)

@@ -15,7 +15,7 @@ import time
 import weakref
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -241,28 +241,41 @@ class AdaptRubric:
                        stop_after_line=VERDICT_LAST_LINE)
 
     # ------------------------------------------------------------------ scoring
-    def _verdict(self, p: Prepared, out: Output) -> Verdict:
-        if out.error:
-            v = Verdict(status="error", error=f"{p.traj.source or '?'}, record {p.traj.id}: {out.error}")
-        elif out.samples:
-            v = vote([parse_verdict(t, out.opened_thinking) for t, _ in out.samples], out.text)
+    def _verdict(self, t: Trajectory, share: tuple[float, float], p: Optional[Prepared] = None,
+                 out: Optional[Output] = None, failed: Optional[Exception] = None) -> Verdict:
+        """The one place a trajectory's Verdict is built: the model's answer (`out`, parsed) or why there
+        is none (`failed`: its preparation raised), what was decided for it (`p`), the run's stamp, its
+        labels and its cost (its own call plus its `share` of the shared router and cue calls); counted."""
+        if failed is not None or p is None or out is None:
+            answer = Verdict(status="error", error=f"{t.source or '?'}, record {t.id}: {failed}")
+            own, decided = (0.0, 0.0), {}
         else:
-            v = parse_verdict(out.text, out.opened_thinking)
-            # a probability belongs to a verdict: an unparsed output (an incomplete block, a key line after
-            # it) has neither, so nothing downstream (calibration, ranking, a soft reward) reads one
-            v.p_success = p_success(out) if v.status == "ok" else None
-        v.id, v.category, v.cues = p.traj.id, p.route.category, list(p.cues.cues)
-        v.route_parsed, v.dropped_cues = p.route.parsed, list(p.cues.dropped)
-        v.n_images, v.prompt_tokens, v.completion_tokens = len(p.images), out.prompt_tokens, out.completion_tokens
-        v.hit_cap, v.hit_context = out.hit_cap, out.hit_context
+            answer = self._answer(p, out)
+            own = (float(out.prompt_tokens + out.completion_tokens), 1.0)
+            decided = dict(category=p.route.category, cues=list(p.cues.cues), route_parsed=p.route.parsed,
+                           dropped_cues=list(p.cues.dropped), n_images=len(p.images), prompt_tokens=out.prompt_tokens,
+                           completion_tokens=out.completion_tokens, hit_cap=out.hit_cap, hit_context=out.hit_context)
+        v = replace(answer, id=t.id, model=self.engine.name if self.engine is not None else None,
+                    bank_sha=self.bank.sha, label=t.label, platform=t.platform, task_id=t.task_id,
+                    cost_tokens=own[0] + share[0], cost_calls=own[1] + share[1], **decided)
+        self.stats["trajectories"] += 1
+        self.stats["errors"] += v.status == "error"
+        self.stats["hit_cap"] += v.hit_cap
+        self.stats["hit_context"] += v.hit_context
         return v
 
-    def _stamp(self, v: Verdict, t: Optional[Trajectory]) -> Verdict:
-        v.model = self.engine.name if self.engine is not None else None
-        v.bank_sha = self.bank.sha
-        if t is not None:
-            v.label, v.platform, v.task_id = t.label, t.platform, t.task_id
-        return v
+    @staticmethod
+    def _answer(p: Prepared, out: Output) -> Verdict:
+        """The verdict fields the model's output gives: parsed (a majority vote over samples), with
+        P(SCORE=1), or the engine's error."""
+        if out.error:
+            return Verdict(status="error", error=f"{p.traj.source or '?'}, record {p.traj.id}: {out.error}")
+        if out.samples:
+            return vote([parse_verdict(t, out.opened_thinking) for t, _ in out.samples], out.text)
+        v = parse_verdict(out.text, out.opened_thinking)
+        # a probability belongs to a verdict: an unparsed output (an incomplete block, a key line after it)
+        # has neither, so nothing downstream (calibration, ranking, a soft reward) reads one
+        return replace(v, p_success=p_success(out)) if v.status == "ok" else v
 
     def iter_score(self, trajs: Iterable[Trajectory]) -> Iterator[Verdict]:
         """Yield one Verdict per trajectory as it is ready: batch by batch, and within a batch as the
@@ -301,32 +314,14 @@ class AdaptRubric:
         t0 = time.perf_counter()
         prepared = self.prepare_many(batch)
         shares = self._shared_costs(batch)
-        failed = [(k, self._done(Verdict(id=batch[k].id, status="error",
-                                         error=f"{batch[k].source or '?'}, record {batch[k].id}: {p}"),
-                                 batch[k], shares[k])) for k, p in enumerate(prepared) if isinstance(p, Exception)]
+        failed = [(k, self._verdict(batch[k], shares[k], failed=p)) for k, p in enumerate(prepared)
+                  if isinstance(p, Exception)]
         if failed:
             yield failed
         ok = [k for k, p in enumerate(prepared) if isinstance(p, Prepared)]
         for ready in self._call_iter([self.verifier_request(prepared[k]) for k in ok]):
-            out = []
-            for j, o in ready:
-                k = ok[j]
-                v = self._verdict(prepared[k], o)
-                v.cost_tokens, v.cost_calls = float(v.prompt_tokens + v.completion_tokens), 1.0
-                out.append((k, self._done(v, batch[k], shares[k])))
-            yield out
+            yield [(ok[j], self._verdict(batch[ok[j]], shares[ok[j]], prepared[ok[j]], o)) for j, o in ready]
         self.stats["seconds"] += time.perf_counter() - t0
-
-    def _done(self, v: Verdict, t: Trajectory, share: tuple[float, float]) -> Verdict:
-        """A finished verdict: stamped, charged its share of the shared calls, counted."""
-        v = self._stamp(v, t)
-        v.cost_tokens += share[0]
-        v.cost_calls += share[1]
-        self.stats["trajectories"] += 1
-        self.stats["errors"] += v.status == "error"
-        self.stats["hit_cap"] += v.hit_cap
-        self.stats["hit_context"] += v.hit_context
-        return v
 
     def _shared_costs(self, batch: list[Trajectory]) -> list[tuple[float, float]]:
         """Each trajectory's share (tokens, calls) of this batch's router and cue calls."""
@@ -401,6 +396,4 @@ def vote(verdicts: list[Verdict], raw: str) -> Verdict:
                        p_success=ones / len(parsed) if parsed else None)
     winner = 1 if ones > zeros else 0
     best = next(v for v in parsed if v.score == winner)
-    best.p_success = ones / len(parsed)
-    best.raw = joined
-    return best
+    return replace(best, p_success=ones / len(parsed), raw=joined)

@@ -2,13 +2,16 @@
 
     rm = RewardModel(model="Qwen/Qwen3-VL-4B-Instruct", reward="p_success", data_root="/data/rollouts")
     rm = RewardModel.from_config("reward.yaml")       # every option of `adaptrubric score`, one flat mapping
+    rm = RewardModel(engine="vllm", pipeline=PipelineConfig(router="rules"), max_num_seqs=32)
     rm = RewardModel(reward="p_success", calibration="calib.json")   # p_success_calibrated as the soft reward
     rm = RewardModel(openai_url="http://vllm:8000/v1", model="Qwen/Qwen3-VL-8B-Instruct")   # on a server
     rm = RewardModel(model="Qwen/Qwen3-VL-8B-Instruct", engine="vllm", max_model_len=32768)   # vLLM in process
     rm.rewards([traj_a, traj_b])                      # -> [1.0, None]  (None: unparsed or error, never 0/1)
     rm.score([traj_a, traj_b])                        # -> [Verdict, Verdict]
 
-What it may be given: reward_inputs.py. Its options: reward_config.py (a LoRA adapter's image
+What it may be given: reward_inputs.py. Its options: the constructor's arguments, which are
+Verifier's (verifier.py) plus RewardConfig's (reward_config.py; a flat mapping of all of them:
+`from_options`, `from_config`; a LoRA adapter's image
 settings are adopted, image_policy.py). Every call from every thread goes through one scoring thread
 that gathers what is waiting into engine batches (batcher.py), so concurrent callers share batches
 and the route/cue cache, and the model is loaded once, under a lock, on first use. With
@@ -26,48 +29,102 @@ import threading
 import time
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from .batcher import Batcher
 from .engine.base import Engine
-from .engine.remote import check_remote, is_remote, remote_engine
-from .image_policy import adopt
-from .inline_images import ImageStore
+from .inline_images import DEFAULT_MAX_PIXELS, ImageStore
 from .pipeline import AdaptRubric, PipelineConfig
-from .reward_config import RewardConfig, default_model, load_options, split_options
+from .reward_config import RewardConfig, load_options, split_options
 from .reward_inputs import item_id, to_trajectory, traj_key
 from .service_client import ServiceClient
 from .types import Trajectory, Verdict
+from .verifier import READ_BY, EngineConfig, build, resolve_engine, reward_value
+
+NAMED_ENGINE_OPTIONS = frozenset(READ_BY)
 
 log = logging.getLogger("adaptrubric.rewards")
 
 
 class RewardModel:
-    """The AdaptRubric verifier as a reward function; see the module docstring."""
+    """The AdaptRubric verifier as a reward function: a `Verifier` (verifier.py) whose model loads on
+    first use, plus a scoring thread that batches concurrent calls, an optional calibration, and the
+    mapping of verdicts to rewards. It takes what RL frameworks hand over (reward_inputs.py): rollout
+    dicts, JSON lines, file paths or Trajectory objects. The engine arguments are Verifier's.
 
-    def __init__(self, model: Optional[str] = None, *, engine: Optional[Engine | str] = None,
-                 engine_factory: Optional[Callable[[], Engine]] = None, **options):
-        """`engine`: an Engine to use as it is, or the name of the in-process engine to build
-        ("transformers", the default, or "vllm": a reward config's `engine:` key)."""
-        opts = dict(options)
-        if isinstance(engine, str):
-            opts["engine"], engine = engine, None
-        if model is not None:
-            opts["model"] = model
-        reward_kw, pipe_kw, engine_kw = split_options(opts)
-        engine_kw, pipe_kw = adopt(engine_kw.get("adapter"), engine_kw, pipe_kw, explicit=opts)  # the adapter's images
-        self.config = RewardConfig(**reward_kw)
-        self.pipeline_config = PipelineConfig(**pipe_kw)
-        if is_remote(engine_kw):  # fail now, not at the first reward; a server names its model when not given
-            if engine_kw.get("engine", "transformers") != "transformers":
-                raise ValueError("give one of engine='vllm' (vLLM in this process) and openai_url (a model server)")
-            check_remote(engine_kw)
-            if self.config.service_url:
-                raise ValueError("give one of service_url (an `adaptrubric serve`) and openai_url (a model server)")
-        else:
-            engine_kw.setdefault("model", default_model())
-        self.engine_options = engine_kw
-        self._engine, self._factory = engine, engine_factory
+    Args:
+        model: As Verifier's: the checkpoint, or the served name with `openai_url`; None: the default
+            checkpoint (the server's only model with `openai_url`).
+        engine: As Verifier's: "transformers", "vllm", "openai" or an Engine instance used as it is.
+        adapter: A LoRA adapter folder (peft); its image settings are adopted unless given here.
+        pipeline: The method's settings; None: PipelineConfig(), the paper's method.
+        dtype: As Verifier's: "auto", "bf16", "fp16" or "fp32"; None: auto.
+        device_map: As Verifier's (transformers engine only).
+        load_in_4bit: As Verifier's (transformers engine only).
+        load_in_8bit: As Verifier's (transformers engine only).
+        max_visual_tokens: As Verifier's: visual-token budget per trajectory; None: the processor's.
+        max_pixels: As Verifier's: pixel cap per screenshot; None: the processor's.
+        votes: As Verifier's: samples per verifier call, majority-voted; None: 1.
+        max_batch_size: As Verifier's (transformers engine only; vLLM's is `max_num_seqs`).
+        max_batch_tokens: As Verifier's (transformers engine only).
+        gpu_memory_utilization: As Verifier's (vllm engine only).
+        max_num_seqs: As Verifier's (vllm engine only).
+        max_model_len: As Verifier's (vllm engine only).
+        openai_url: As Verifier's: run the model calls on this OpenAI-compatible server.
+        engine_config: As Verifier's: an HFEngineConfig, VLLMConfig or RemoteConfig for the rest.
+        reward: "binary" (SCORE 0/1) or "p_success" (P(SCORE=1) from the logits; "soft" is accepted).
+        unparsed_reward: The number `number()` gives for an unparsed or failed verdict (`rewards()`
+            gives None).
+        calibration: A file from `adaptrubric calibrate`: verdicts get p_success_calibrated, which
+            the p_success reward then uses.
+        data_root: The folder relative screenshot paths resolve against; None: the current directory.
+        image_roots: Further folders tried, in order, for relative screenshot paths.
+        service_url: URL(s) of `adaptrubric serve`, comma-separated: nothing is loaded here, the
+            trajectories are scored there.
+        service_timeout: Seconds to wait for the service per request.
+        inline_images: Send screenshots to the service inside the request (data URLs) instead of
+            as paths, for a service without a shared file system.
+        api_key_env: The environment variable holding the service's API key.
+        max_image_pixels: The largest inline screenshot accepted, in pixels.
+        batch_window_ms: How long the scoring thread waits for more concurrent calls before it runs
+            a batch.
+        max_batch_trajectories: The most trajectories the scoring thread gathers into one batch.
+        max_pending: The most trajectories waiting to be scored, more being refused; None: no limit.
+        engine_factory: Called once, on first use, to make the engine (instead of building it from
+            the options above).
+    """
+
+    def __init__(self, model: Optional[str] = None, *, engine: str | Engine | None = "transformers",
+                 adapter: Optional[str] = None, pipeline: Optional[PipelineConfig] = None,
+                 dtype: Optional[str] = None, device_map: Optional[str] = None,
+                 load_in_4bit: Optional[bool] = None, load_in_8bit: Optional[bool] = None,
+                 max_visual_tokens: Optional[int] = None, max_pixels: Optional[int] = None,
+                 votes: Optional[int] = None, max_batch_size: Optional[int] = None,
+                 max_batch_tokens: Optional[int] = None, gpu_memory_utilization: Optional[float] = None,
+                 max_num_seqs: Optional[int] = None, max_model_len: Optional[int] = None,
+                 openai_url: Optional[str] = None, engine_config: Optional[EngineConfig] = None,
+                 reward: str = "binary", unparsed_reward: float = 0.0, calibration: Optional[str] = None,
+                 data_root: Optional[str] = None, image_roots: Sequence[str] = (),
+                 service_url: Optional[str] = None, service_timeout: float = 600.0, inline_images: bool = False,
+                 api_key_env: str = "ADAPTRUBRIC_API_KEY", max_image_pixels: int = DEFAULT_MAX_PIXELS,
+                 batch_window_ms: float = 50.0, max_batch_trajectories: int = 32, max_pending: Optional[int] = None,
+                 engine_factory: Optional[Callable[[], Engine]] = None):
+        self.config = RewardConfig(
+            reward=reward, unparsed_reward=unparsed_reward, calibration=calibration, data_root=data_root,
+            image_roots=list(image_roots), service_url=service_url, service_timeout=service_timeout,
+            inline_images=inline_images, api_key_env=api_key_env, max_image_pixels=max_image_pixels,
+            batch_window_ms=batch_window_ms, max_batch_trajectories=max_batch_trajectories, max_pending=max_pending)
+        named = dict(adapter=adapter, dtype=dtype, device_map=device_map, load_in_4bit=load_in_4bit,
+                     load_in_8bit=load_in_8bit, max_visual_tokens=max_visual_tokens, max_pixels=max_pixels,
+                     votes=votes, max_batch_size=max_batch_size, max_batch_tokens=max_batch_tokens,
+                     gpu_memory_utilization=gpu_memory_utilization, max_num_seqs=max_num_seqs,
+                     max_model_len=max_model_len)
+        instance = engine if engine is not None and not isinstance(engine, str) else None
+        self.engine_name, self.engine_options, self.pipeline_config = resolve_engine(
+            engine, model, named, openai_url=openai_url, engine_config=engine_config, pipeline=pipeline)
+        if self.engine_options.get("openai_url") and self.config.service_url:
+            raise ValueError("give one of service_url (an `adaptrubric serve`) and openai_url (a model server)")
+        self._engine, self._factory = instance, engine_factory
         self._pipe: Optional[AdaptRubric] = None
         self._batcher: Optional[Batcher] = None
         self._load_lock = threading.Lock()
@@ -83,12 +140,32 @@ class RewardModel:
             self.provenance["calibration"] = prov
 
     @classmethod
+    def from_options(cls, options: Mapping[str, Any], where: str = "options", **overrides: Any) -> "RewardModel":
+        """Build from one flat mapping of options, as a reward.yaml or `serve`'s flags give them (any
+        RewardConfig, PipelineConfig, HFEngineConfig, VLLMConfig or RemoteConfig field, and `engine`);
+        an unknown key is a ValueError naming it and `where`. `overrides` (keyword arguments of the
+        constructor, e.g. `engine=FakeEngine()`, which leaves the mapping's engine options out) win over
+        the mapping."""
+        options = dict(options)
+        ctor = {k: options.pop(k) for k in ("pipeline", "engine_config", "engine_factory") if k in options}
+        reward_kw, pipe_kw, engine_kw = split_options(options, where=where)
+        model, engine = engine_kw.pop("model", None), engine_kw.pop("engine", None)
+        given = overrides.get("engine", engine)
+        if given is not None and not isinstance(given, str):  # an Engine instance: the mapping's engine options
+            model, engine_kw = None, {}                          # (a config shared with real runs) are not its
+        named = {k: engine_kw.pop(k) for k in list(engine_kw) if k in NAMED_ENGINE_OPTIONS}
+        kw: dict[str, Any] = dict(reward_kw, **named, model=model, engine=engine,
+                                  pipeline=PipelineConfig(**pipe_kw) if pipe_kw else None,
+                                  engine_config=engine_kw or None)
+        kw.update(ctor)
+        kw.update(overrides)
+        return cls(**kw)
+
+    @classmethod
     def from_config(cls, path: str | Path, **overrides) -> "RewardModel":
         """Build from a flat YAML/JSON mapping of options (any RewardConfig, PipelineConfig,
-        HFEngineConfig or RemoteConfig field); keyword `overrides` win over the file."""
-        opts = load_options(path)
-        split_options(opts, where=str(path))  # fail naming the file before anything loads
-        return cls(**{**opts, **overrides})
+        HFEngineConfig, VLLMConfig or RemoteConfig field); keys of `overrides` win over the file's."""
+        return cls.from_options({**load_options(path), **overrides}, where=str(path))
 
     # ------------------------------------------------------------------ loading (once, under a lock)
     def _build_engine(self) -> Engine:
@@ -96,16 +173,7 @@ class RewardModel:
             return self._engine
         if self._factory is not None:
             return self._factory()
-        if is_remote(self.engine_options):  # the cap covers every call the pipeline makes, as the CLI's does
-            c = self.pipeline_config
-            cap = max(c.verify_max_new_tokens, c.cue_max_new_tokens, c.route_max_new_tokens)
-            return remote_engine({**self.engine_options, "max_new_tokens": cap})
-        from .engine.build import build_engine
-
-        options = dict(self.engine_options)
-        if options.get("engine") == "vllm" and options.get("limit_mm_per_prompt") is None:
-            options["limit_mm_per_prompt"] = self.pipeline_config.max_images  # vLLM reserves memory per image
-        return build_engine(**options)
+        return build(self.engine_options, self.pipeline_config)
 
     def load(self) -> AdaptRubric:
         """The pipeline, building the engine on first use (exactly once, whichever thread gets here first)."""
@@ -140,7 +208,7 @@ class RewardModel:
                 log.warning("%s", exc)
                 verdicts = [Verdict(id=item_id(obj, f"item {i}"), status="error", error=str(exc))
                             for i, obj in enumerate(items)]
-            self._calibrated(verdicts)
+            verdicts = self._calibrated(verdicts)
         else:
             with ImageStore(self.config.max_image_pixels) as images:  # inline screenshots, for this call
                 trajs: list[Optional[Trajectory]] = []
@@ -176,22 +244,16 @@ class RewardModel:
         return out
 
     def _calibrated(self, verdicts: list[Verdict]) -> list[Verdict]:
-        """Set p_success_calibrated when a calibration is configured (verdicts from a service too)."""
-        if self.calibration is not None:
-            for v in verdicts:
-                v.p_success_calibrated = self.calibration.apply(v.p_success)
-        return verdicts
+        """The verdicts with p_success_calibrated when a calibration is configured (from a service too)."""
+        cal = self.calibration
+        if cal is None:
+            return verdicts
+        return [dataclasses.replace(v, p_success_calibrated=cal.apply(v.p_success)) for v in verdicts]
 
     def value(self, v: Verdict) -> Optional[float]:
         """The reward of one verdict: None unless it parsed. The p_success reward takes the calibrated
         probability when a calibration is configured."""
-        if v.status != "ok" or v.score is None:
-            return None
-        if self.config.reward == "p_success":
-            p = v.p_success_calibrated if self.calibration is not None else v.p_success
-            if p is not None:
-                return float(p)
-        return float(v.score)
+        return reward_value(v, self.config.reward, self.calibration)
 
     def rewards(self, items: Sequence[Any]) -> list[Optional[float]]:
         """One reward per item (binary or p_success); None for unparsed or failed verdicts."""
@@ -236,6 +298,12 @@ class RewardModel:
             self._batcher.close()
         if self._pipe is not None and self._pipe.engine is not None and self._engine is None:
             self._pipe.engine.close()
+
+    def __enter__(self) -> RewardModel:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def _result(fut: Future, t: Trajectory) -> Verdict:

@@ -22,7 +22,7 @@ import re
 import sys
 import time
 from collections import Counter
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Optional, Protocol
 
@@ -319,7 +319,7 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
         for ready in (_ready_lists(scorer, todo) if todo else ()):
             for v in ready:
                 if cal is not None:
-                    v.p_success_calibrated = cal.apply(v.p_success)
+                    v = replace(v, p_success_calibrated=cal.apply(v.p_success))
                 if v.status == "error":
                     errors.add(v, bar=bar)
                 _write(fh, v, verdicts, last.get(str(v.id)))

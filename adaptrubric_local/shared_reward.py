@@ -30,7 +30,7 @@ def configure(config: Optional[str | Path | PipelineConfig] = None, **options) -
     if isinstance(config, PipelineConfig):
         options = {**dataclasses.asdict(config), **options}
         config = None
-    rm = RewardModel.from_config(config, **options) if config else RewardModel(**options)
+    rm = RewardModel.from_config(config, **options) if config else RewardModel.from_options(options)
     with _SHARED_LOCK:
         old, _SHARED["rm"] = _SHARED["rm"], rm
     if old is not None:
@@ -47,7 +47,7 @@ def shared() -> RewardModel:
             if _SHARED["rm"] is None:
                 path = os.environ.get(CONFIG_ENV)
                 extra = {"service_url": os.environ[URL_ENV]} if os.environ.get(URL_ENV) else {}
-                _SHARED["rm"] = RewardModel.from_config(path, **extra) if path else RewardModel(**extra)
+                _SHARED["rm"] = RewardModel.from_config(path, **extra) if path else RewardModel.from_options(extra)
             rm = _SHARED["rm"]
     return rm
 
@@ -71,5 +71,5 @@ def for_router(address: str, served_name: Optional[str] = None) -> RewardModel:
                 opts["openai_url"] = url
                 if served_name:
                     opts["model"] = served_name
-                rm = _ROUTED[url] = RewardModel(**opts)
+                rm = _ROUTED[url] = RewardModel.from_options(opts, where=path or "options")
     return rm

@@ -89,9 +89,11 @@ class CueResult:
     parsed: bool = True
 
 
-@dataclass
+@dataclass(frozen=True)
 class Verdict:
-    """The verifier's judgement of one trajectory; `score` is None unless status is "ok"."""
+    """The verifier's judgement of one trajectory; `score` is None unless status is "ok". Frozen: the
+    pipeline builds each in one place (`AdaptRubric._verdict`); a changed copy is
+    `dataclasses.replace(v, field=value)`."""
 
     id: Optional[str] = None
     score: Optional[int] = None

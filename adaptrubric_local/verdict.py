@@ -105,12 +105,10 @@ def parse_verdict(text: str, opened: bool = False) -> Verdict:
     """Parse a verifier output into a Verdict; status "unparsed" with a reason when it cannot. Only its
     answer is read, not its thinking (`opened`: the output starts inside a thinking block its prompt
     opened); `raw` keeps the whole output."""
-    v = Verdict(raw=text)
+    trailing = False
 
     def fail(why: str) -> Verdict:
-        v.status, v.score, v.evidence_sufficient, v.missing_evidence = "unparsed", None, None, None
-        v.parse_error = why
-        return v
+        return Verdict(raw=text, status="unparsed", parse_error=why, trailing_text=trailing)
 
     if (not text or not text.strip()) and not opened:
         return fail("empty output")
@@ -120,7 +118,7 @@ def parse_verdict(text: str, opened: bool = False) -> Verdict:
     block = last_block(answer.answer)
     if block is None:
         return fail("output has no SCORE / EVIDENCE_SUFFICIENT / MISSING_EVIDENCE lines")
-    v.trailing_text = block.has_trailing_text
+    trailing = block.has_trailing_text
     mention = _KEY_MENTION.search(block.trailing)
     if mention:
         return fail(f"text after the last verdict block mentions {mention.group(0).strip()!r}")
@@ -135,10 +133,8 @@ def parse_verdict(text: str, opened: bool = False) -> Verdict:
     missing = [k for k in KEYS if k not in values]
     if missing:
         return fail(f"final block lacks {', '.join(missing)} (truncated or incomplete output?)")
-    v.score = int(values["SCORE"])
-    v.evidence_sufficient = bool(values["EVIDENCE_SUFFICIENT"])
-    v.missing_evidence = str(values["MISSING_EVIDENCE"])
-    return v
+    return Verdict(raw=text, score=int(values["SCORE"]), evidence_sufficient=bool(values["EVIDENCE_SUFFICIENT"]),
+                   missing_evidence=str(values["MISSING_EVIDENCE"]), trailing_text=trailing)
 
 
 def score_value_offset(text: str, opened: bool = False) -> Optional[int]:

@@ -24,6 +24,7 @@ import math
 import random
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -75,8 +76,7 @@ def errors_row(order: str, args, first: int = 50) -> list[int]:
     for r in range(args.repeats):
         verdicts, other, labels = pool(args.pool, r, args.sharpen)
         if order == "fp-first":  # sorts by outcome: only possible once the labels are known
-            for v in verdicts:
-                v.label = labels[v.id]
+            verdicts = [replace(v, label=labels[v.id]) for v in verdicts]
         chosen = [v for v, _ in arrange(verdicts, order, compare=other, seed=r, budget=first)]
         out.append(sum(v.score != labels[v.id] for v in chosen))
     return out

@@ -2,6 +2,7 @@
 computation on a crafted verdict file (through `adaptrubric eval`), temperature scaling that lowers
 held-out ECE on a synthetic over-confident verifier, and the calibration file travelling through
 `calibrate --apply`, `score --calibration`, RewardModel, the reward service and best-of-N."""
+import dataclasses
 import json
 import math
 import random
@@ -12,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from adaptrubric_local import FakeEngine, Verdict, load_trajectories
+from adaptrubric_local import FakeEngine, PipelineConfig, Verdict, load_trajectories
 from adaptrubric_local.cli import main
 from adaptrubric_local.engine import build
 from adaptrubric_local.evaluation import calibration as C
@@ -236,15 +237,16 @@ def test_reward_model_soft_reward_uses_the_calibration(synth_set, tmp_path):
     cal_path = tmp_path / "calib.json"
     C.Calibration(method="temperature", a=0.5).save(cal_path)
     eng = FakeEngine(p_score=lambda req, digit: 0.97 if digit == "1" else 0.2)
-    raw = RewardModel(engine=eng, reward="soft", router="rules", fine=False)
-    cal = RewardModel(engine=eng, reward="soft", router="rules", fine=False, calibration=str(cal_path))
+    RULES = PipelineConfig(router="rules", fine=False)
+    raw = RewardModel(engine=eng, reward="soft", pipeline=RULES)
+    cal = RewardModel(engine=eng, reward="soft", pipeline=RULES, calibration=str(cal_path))
     expected = 1 / (1 + math.exp(-math.log(0.97 / 0.03) / 2))
     assert raw.rewards(trajs) == pytest.approx([0.97] * 3)
     assert cal.rewards(trajs) == pytest.approx([expected] * 3)
     v = cal.score(trajs[:1])[0]
     assert (v.p_success, v.p_success_calibrated) == pytest.approx((0.97, expected))
     assert cal.stats["provenance"]["calibration"]["sha256"] == C.file_sha256(cal_path)
-    binary = RewardModel(engine=eng, router="rules", fine=False, calibration=str(cal_path))
+    binary = RewardModel(engine=eng, pipeline=RULES, calibration=str(cal_path))
     assert binary.rewards(trajs) == [1.0] * 3  # the binary reward is the SCORE, calibrated or not
     with pytest.raises(FileNotFoundError):
         RewardModel(engine=eng, calibration=str(tmp_path / "none.json"))
@@ -265,7 +267,7 @@ def test_bestofn_soft_uses_the_calibrated_probability():
     b = Verdict(id="b", score=1, p_success=0.8, p_success_calibrated=0.7, label=1, task_id="T")
     # made-up calibrated values that reverse the order show which field is read
     assert tts.bestofn([a, b], 2, soft=True).id == "b"
-    a.p_success_calibrated = b.p_success_calibrated = None
+    a, b = (dataclasses.replace(x, p_success_calibrated=None) for x in (a, b))
     assert tts.bestofn([a, b], 2, soft=True).id == "a"
 
 

@@ -32,7 +32,7 @@ PER_COMMAND = {
     "--verify-max-new-tokens": "distill evaluate: the cap the collection used",
     "--router": "distill collect: model for model/url teachers, rules for labels and verdicts",
     "--model": "serve starts with the engine config's model; a one-off command names the model it runs",
-    "--compare": "review: a second verdict file shown beside --verdicts; audit: a second audit run to set beside this one",
+    "--compare": "review: a second verdict file beside --verdicts; audit: a second audit run beside this one",
 }
 
 

@@ -32,7 +32,7 @@ def test_flags_override_the_config_file(tmp_path, monkeypatch):
     cfg.write_text("reward: p_success\nmax_images: 6\nrouter: rules\nmax_batch_size: 4\n")
     seen = {}
     monkeypatch.setattr("adaptrubric_local.serve.serve", lambda rm, sc: seen.update(rm=rm, sc=sc))
-    args = _serve_args("--config", str(cfg), "--max-images", "5", "--no-fine", "--fake-engine", "--port", "8123")
+    args = _serve_args("--config", str(cfg), "--max-images", "5", "--no-fine", "--port", "8123")  # loads on first use
     assert cli_serve.cmd_serve(args) == 0
     rm, sc = seen["rm"], seen["sc"]
     assert rm.config.reward == "p_success" and rm.pipeline_config.max_images == 5 and not rm.pipeline_config.fine

@@ -56,12 +56,13 @@ def test_score_adopts_the_adapters_budget_and_an_explicit_one_warns(student, tin
 
 
 def test_reward_model_adopts_the_adapters_images(student, tiny_model, capsys):
-    from adaptrubric_local import RewardModel
+    from adaptrubric_local import PipelineConfig, RewardModel
 
     _, adapter = student
-    rm = RewardModel(model=str(tiny_model), adapter=str(adapter), router="rules", fine=False)
+    rules = PipelineConfig(router="rules", fine=False)
+    rm = RewardModel(model=str(tiny_model), adapter=str(adapter), pipeline=rules)
     assert rm.engine_options["max_visual_tokens"] == 64 and rm.pipeline_config.max_images == 4
-    rm = RewardModel(model=str(tiny_model), adapter=str(adapter), router="rules", fine=False, max_visual_tokens=256)
+    rm = RewardModel(model=str(tiny_model), adapter=str(adapter), pipeline=rules, max_visual_tokens=256)
     assert rm.engine_options["max_visual_tokens"] == 256
     assert "max_visual_tokens=256 differs from the 64" in capsys.readouterr().err
 

@@ -1,6 +1,8 @@
 """Discrimination and efficiency metrics (evaluation/metrics.py) against values worked out by hand:
 unparsed and error verdicts count as failures, costs per trajectory, F1 at its edges."""
 
+from dataclasses import replace
+
 import pytest
 
 from adaptrubric_local import Verdict
@@ -61,15 +63,15 @@ def test_efficiency_counts_every_model_call():
     vs = [hand_verdict("a", 1, 1), hand_verdict("b", 0, 0), hand_verdict("c", 0, 0), hand_verdict("d", 1,
                                                                                                   status="error")]
     costs = [(160.0, 1.5), (160.0, 1.5), (150.0, 1.25), (0.0, 0.0)]
-    for v, (tok, calls) in zip(vs, costs):
-        v.cost_tokens, v.cost_calls = tok, calls  # router and cue calls already split by the pipeline
+    # router and cue calls already split by the pipeline
+    vs = [replace(v, cost_tokens=tok, cost_calls=calls) for v, (tok, calls) in zip(vs, costs)]
     e = metrics.efficiency(vs[:3])
     assert e["tokens"] == 470 and e["calls"] == 4.25 and e["calls_per_traj"] == pytest.approx(4.25 / 3)
     assert e["tokens_per_traj"] == pytest.approx(470 / 3) and e["accounting"].startswith("all model calls")
     with_error = metrics.efficiency(vs)  # the error line is counted apart: the figures are the three's
     assert (with_error["calls_per_traj"], with_error["errors"]) == (pytest.approx(4.25 / 3), 1)
     assert with_error["error_calls"] == 1  # it has no cost fields: its own call
-    vs[3].status = "ok"  # an answered verdict without cost fields: its own call, and the accounting says so
+    vs[3] = replace(vs[3], status="ok")  # an answered verdict without cost fields: its own call, and the accounting says so
     mixed = metrics.efficiency(vs)
     assert mixed["tokens"] == 470 + 110 and mixed["calls"] == 5.25 and mixed["accounting"].startswith("mixed")
 

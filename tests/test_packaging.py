@@ -18,6 +18,6 @@ def test_pip_install_puts_only_the_package_in_site_packages(tmp_path):
     assert top == {"adaptrubric_local"}, top
     assert not (target / "training").exists()
     pkg = target / "adaptrubric_local"
-    for data in ("prompts/default.yaml", "data/router_lexicon.yaml", "evaluation/review_assets/review.js"):
+    for data in ("py.typed", "prompts/default.yaml", "data/router_lexicon.yaml", "evaluation/review_assets/review.js"):
         assert (pkg / data).is_file(), data  # the package data ships with it
     assert (pkg / "distill" / "train.py").is_file()  # the training code is inside the package

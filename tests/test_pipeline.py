@@ -2,6 +2,7 @@
 route/cue cache, cost accounting, voting, P(SCORE=1), error verdicts and failure isolation."""
 import copy
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -146,8 +147,7 @@ def test_summary_reports_engine_stats_and_hit_cap(tmp_path):
 
 
 def test_vote_joins_samples_without_text_as_empty():
-    ok = parse_verdict("SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none")
-    ok.raw = "first"
+    ok = replace(parse_verdict("SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"), raw="first")
     failed = Verdict(status="error", error="engine failed")  # an error sample has no raw text
     out = vote([ok, failed], "raw")
     assert out.raw == "first\n\n----- sample -----\n"

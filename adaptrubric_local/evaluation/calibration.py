@@ -19,7 +19,7 @@ import datetime
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
@@ -254,12 +254,8 @@ def fit_verdicts(verdicts: Iterable, method: str = "temperature", field_name: st
 
 
 def apply_verdicts(verdicts: Iterable, cal: Calibration) -> list:
-    """Set `p_success_calibrated` on each verdict from its raw `p_success` (None stays None)."""
-    out = []
-    for v in verdicts:
-        v.p_success_calibrated = cal.apply(v.p_success)
-        out.append(v)
-    return out
+    """The verdicts with `p_success_calibrated` from each raw `p_success` (None stays None)."""
+    return [replace(v, p_success_calibrated=cal.apply(v.p_success)) for v in verdicts]
 
 
 def provenance(prov: dict) -> dict:

@@ -17,7 +17,7 @@ labels the verdicts carry are used, and `Coverage` says that. Knows nothing abou
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Iterable, Optional
 
 from ..types import Trajectory, Verdict
@@ -135,16 +135,15 @@ def align(verdicts: list[Verdict], trajectories: Optional[list[Trajectory]], sub
 def label_from(v: Verdict, t: Optional[Trajectory]) -> Verdict:
     """The verdict with the trajectory's label, platform and task_id (a trajectory without a task_id is
     grouped with the others that share its instruction); unchanged without a trajectory."""
-    if t is not None:
-        v.label, v.platform, v.task_id = t.label, t.platform, t.task_id or f"instruction: {t.instruction}"
-    return v
+    if t is None:
+        return v
+    return replace(v, label=t.label, platform=t.platform, task_id=t.task_id or f"instruction: {t.instruction}")
 
 
 def unlabelled(v: Verdict) -> Verdict:
     """The verdict of a data record that did not load: the data gives it no label, and the label its line
     was scored with is not used (it may be one a labels file has replaced since)."""
-    v.label = None
-    return v
+    return replace(v, label=None)
 
 
 def covered(verdicts: list[Verdict]) -> list[Verdict]:

@@ -1,0 +1,321 @@
+"""`Verifier`: the package's Python front door. One object holds one engine and one AdaptRubric
+pipeline; it scores trajectories (a list at once, or a stream batch by batch) and turns verdicts
+into rewards.
+
+    from adaptrubric_local import Verifier, load_trajectories
+
+    with Verifier("Qwen/Qwen3-VL-4B-Instruct") as v:
+        verdicts = v.score(load_trajectories("runs/synth/trajectories.jsonl"))
+        rewards = v.rewards(verdicts)            # 1.0 / 0.0, None where a verdict did not parse
+
+Every setting is a typed keyword argument: the method's in `pipeline` (a PipelineConfig), the
+engine's that matter most by name, the rest in `engine_config`. An option that the chosen engine
+does not read is a ValueError naming the engine and the option to use instead.
+
+This module also holds what `RewardModel` (reward_model.py) shares with it: `resolve_engine`, which
+turns those arguments into one checked set of engine options, `build` and `reward_value`. Engines
+are built by engine/build.py and engine/remote.py; the method is pipeline.py's. Knows nothing about
+files of verdicts, RL frameworks or HTTP.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Literal, Mapping, Optional, Union
+
+from .engine.base import Engine
+from .engine.hf_config import DEFAULT_MODEL, HFEngineConfig
+from .engine.remote import RemoteConfig, check_remote, remote_engine
+from .engine.vllm_engine import VLLM_FIELDS, VLLMConfig, VLLMEngineConfig
+from .formats import LoadResult
+from .image_policy import adopt
+from .pipeline import AdaptRubric, PipelineConfig
+from .scoring import error_id
+from .types import Trajectory, Verdict
+
+ENGINES = ("transformers", "vllm", "openai")
+EngineConfig = Union[HFEngineConfig, VLLMConfig, RemoteConfig]
+RewardMode = Literal["binary", "p_success"]
+
+# the named engine options, and the engines that read each
+READ_BY: dict[str, tuple[str, ...]] = {
+    "adapter": ("transformers", "vllm"), "dtype": ("transformers", "vllm"), "votes": ("transformers", "vllm"),
+    "max_visual_tokens": ENGINES, "max_pixels": ENGINES,
+    "device_map": ("transformers",), "load_in_4bit": ("transformers",), "load_in_8bit": ("transformers",),
+    "max_batch_size": ("transformers",), "max_batch_tokens": ("transformers",),
+    "gpu_memory_utilization": ("vllm",), "max_num_seqs": ("vllm",), "max_model_len": ("vllm",),
+}
+# what to use instead, per engine that does not read an option
+INSTEAD: dict[tuple[str, str], str] = {
+    ("max_batch_size", "vllm"): "max_num_seqs",
+    ("max_batch_tokens", "vllm"): "max_model_len and gpu_memory_utilization",
+    ("device_map", "vllm"): "engine_config=VLLMConfig(tensor_parallel_size=...)",
+    ("load_in_4bit", "vllm"): "a quantised checkpoint as model (vLLM reads its quantization config)",
+    ("load_in_8bit", "vllm"): "a quantised checkpoint as model (vLLM reads its quantization config)",
+    ("max_num_seqs", "transformers"): "max_batch_size",
+    ("max_model_len", "transformers"): "max_batch_tokens",
+    ("gpu_memory_utilization", "transformers"): "max_batch_tokens",
+    ("adapter", "openai"): "serve the adapter on the server (vLLM: --lora-modules NAME=DIR) and pass NAME as model",
+    ("votes", "openai"): "votes=1 (sampled votes are not supported on a server)",
+}
+
+
+class Verifier:
+    """The AdaptRubric verifier for GUI-agent trajectories: one model, loaded once.
+
+    Construction loads the model (or connects to the server); `score` and `stream` run the paper's
+    method (route the instruction to a task family, write instruction-grounded cues, select
+    screenshots, ask the model for SCORE / EVIDENCE_SUFFICIENT / MISSING_EVIDENCE) in batches of
+    `pipeline.trajectories_per_batch`. A trajectory that fails gets a Verdict with status "error",
+    one whose answer does not parse a Verdict with status "unparsed"; neither stops the others.
+
+    Args:
+        model: The Qwen3-VL checkpoint: a hub id (e.g. "Qwen/Qwen3-VL-8B-Instruct") or a local
+            folder; with `openai_url`, the served model name. None: Qwen/Qwen3-VL-4B-Instruct in
+            process, the server's only model with `openai_url`; not read with an Engine instance.
+        engine: "transformers" (the default: transformers' generate in this process), "vllm" (one
+            in-process vllm.LLM; pip install 'adaptrubric-local[vllm]'), "openai" (an
+            OpenAI-compatible server at `openai_url`), or an Engine instance used as it is (e.g.
+            FakeEngine for tests).
+        adapter: A LoRA adapter folder (peft) loaded on top of `model`; its recorded image settings
+            are adopted unless given here or in `pipeline`.
+        pipeline: The method's settings (router, rubric switches, screenshot budget, token caps,
+            rubric bank); None: PipelineConfig(), the paper's method.
+        dtype: Weights' dtype, "auto", "bf16", "fp16" or "fp32"; None: auto (bf16 on a GPU, fp32 on
+            the CPU).
+        device_map: transformers' device_map (transformers engine only); None: "auto".
+        load_in_4bit: Load the weights in 4-bit nf4 with bitsandbytes (transformers engine only).
+        load_in_8bit: Load the weights in 8-bit with bitsandbytes (transformers engine only).
+        max_visual_tokens: Visual-token budget per trajectory, e.g. 6144 for speed; None: the
+            processor's own resolution, as in the paper.
+        max_pixels: Pixel cap per screenshot; None: the processor's.
+        votes: Samples per verifier call; above 1 the verdict is their majority vote (sampled at
+            temperature 0.7); None: 1, greedy.
+        max_batch_size: Most requests in one generate call (transformers engine only; vLLM's is
+            `max_num_seqs`); None: 16.
+        max_batch_tokens: Padded tokens per generate call (transformers engine only); None: derived
+            from free GPU memory, 262144 on the CPU.
+        gpu_memory_utilization: Share of the GPU's memory vLLM takes for weights and KV cache (vllm
+            engine only); None: 0.9.
+        max_num_seqs: Most requests vLLM runs at once (vllm engine only); None: 64.
+        max_model_len: Context length per request, prompt plus reply (vllm engine only); None: the
+            model's.
+        openai_url: Run every model call on this OpenAI-compatible server, e.g.
+            "http://host:8000/v1" (vLLM, SGLang, a hosted API); implies engine="openai".
+        engine_config: The engine's remaining settings: an HFEngineConfig (transformers), a
+            VLLMConfig (vllm) or a RemoteConfig (openai); the named options above win over it.
+    """
+
+    def __init__(self, model: Optional[str] = None, *, engine: str | Engine = "transformers",
+                 adapter: Optional[str] = None, pipeline: Optional[PipelineConfig] = None,
+                 dtype: Optional[str] = None, device_map: Optional[str] = None,
+                 load_in_4bit: Optional[bool] = None, load_in_8bit: Optional[bool] = None,
+                 max_visual_tokens: Optional[int] = None, max_pixels: Optional[int] = None,
+                 votes: Optional[int] = None, max_batch_size: Optional[int] = None,
+                 max_batch_tokens: Optional[int] = None, gpu_memory_utilization: Optional[float] = None,
+                 max_num_seqs: Optional[int] = None, max_model_len: Optional[int] = None,
+                 openai_url: Optional[str] = None, engine_config: Optional[EngineConfig] = None):
+        named = dict(adapter=adapter, dtype=dtype, device_map=device_map, load_in_4bit=load_in_4bit,
+                     load_in_8bit=load_in_8bit, max_visual_tokens=max_visual_tokens, max_pixels=max_pixels,
+                     votes=votes, max_batch_size=max_batch_size, max_batch_tokens=max_batch_tokens,
+                     gpu_memory_utilization=gpu_memory_utilization, max_num_seqs=max_num_seqs,
+                     max_model_len=max_model_len)
+        self.engine_name, self.engine_options, self.pipeline_config = resolve_engine(
+            engine, model, named, openai_url=openai_url, engine_config=engine_config, pipeline=pipeline)
+        self._own_engine = isinstance(engine, str)  # an Engine given is the caller's to close
+        built = build(self.engine_options, self.pipeline_config) if isinstance(engine, str) else engine
+        self.pipeline = AdaptRubric(built, self.pipeline_config)
+        self.closed = False
+
+    # ------------------------------------------------------------------ scoring
+    def score(self, trajectories: Iterable[Trajectory] | LoadResult) -> list[Verdict]:
+        """One Verdict per trajectory, in input order. Given what `load_trajectories` returned, the
+        records it could not read follow as error verdicts naming file, record and field."""
+        return list(self.stream(trajectories))
+
+    def stream(self, trajectories: Iterable[Trajectory] | LoadResult) -> Iterator[Verdict]:
+        """`score`, lazily: trajectories are taken from the iterable `pipeline.trajectories_per_batch`
+        at a time and each batch's verdicts are yielded, in input order, once it is scored, so a file
+        of millions never sits in memory at once."""
+        self._check_open()
+        loaded = trajectories if isinstance(trajectories, LoadResult) else None
+        pending: dict[int, Verdict] = {}
+        nxt = 0
+        for ready in self.pipeline._iter_indexed(loaded.trajectories if loaded else trajectories):
+            pending.update(ready)
+            while nxt in pending:
+                yield pending.pop(nxt)
+                nxt += 1
+        engine = self.pipeline.engine
+        for e in loaded.errors if loaded else ():
+            yield Verdict(id=error_id(e), status="error", error=str(e), bank_sha=self.pipeline.bank.sha,
+                          model=engine.name if engine is not None else None)
+
+    def rewards(self, verdicts: Iterable[Verdict], reward: RewardMode = "binary",
+                calibration: Any = None, unparsed: Optional[float] = None) -> list[Optional[float]]:
+        """One reward per verdict: SCORE as 1.0 / 0.0 (`reward="binary"`) or P(SCORE=1) read from the
+        model's logits (`reward="p_success"`, through `calibration`, a file from `adaptrubric
+        calibrate` or a loaded Calibration, when given). A verdict that did not parse or failed gets
+        `unparsed` (None unless given: never a silent 0 or 1)."""
+        cal = load_calibration(calibration)
+        out = []
+        for v in verdicts:
+            x = reward_value(v, reward, cal)
+            out.append(unparsed if x is None else x)
+        return out
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Calls, tokens and seconds per trajectory so far, and the engine's own counters."""
+        return self.pipeline.summary()
+
+    # ------------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        """Release the engine (and with it the model's memory) unless it was given as an Engine
+        instance; scoring afterwards is an error. Closing twice does nothing."""
+        engine, self.closed = self.pipeline.engine, True
+        if self._own_engine and engine is not None:
+            self.pipeline.engine = None
+            engine.close()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("this Verifier is closed: make a new one to score more")
+
+    def __enter__(self) -> Verifier:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------- shared with RewardModel
+def resolve_engine(engine: Any, model: Optional[str], named: Mapping[str, Any], *, openai_url: Optional[str] = None,
+                   engine_config: Any = None, pipeline: Optional[PipelineConfig] = None,
+                   ) -> tuple[str, dict[str, Any], PipelineConfig]:
+    """(engine name, flat engine options, pipeline config) for the arguments of Verifier or RewardModel:
+    `named` holds the named engine options (None: not given), `engine_config` an engine config or a
+    mapping of its fields. A named option the engine does not read is a ValueError naming the engine
+    and what to use instead; an adapter's image settings are adopted where nothing set them."""
+    given = {k: v for k, v in named.items() if v is not None}
+    if engine is None:
+        engine = "transformers"
+    if not isinstance(engine, str):  # an Engine instance: nothing here configures it
+        if given or openai_url or engine_config is not None:
+            names = sorted(given) + ["openai_url"] * bool(openai_url) + ["engine_config"] * (engine_config is not None)
+            raise ValueError(f"engine is an Engine instance ({type(engine).__name__}), which does not read "
+                             f"{', '.join(names)}: configure the engine itself")
+        return type(engine).__name__, {}, pipeline or PipelineConfig()
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)} or an Engine instance, got {engine!r}")
+    if not openai_url:  # the server's address may come in the engine's config
+        openai_url = engine_config.get("openai_url") if isinstance(engine_config, Mapping) else getattr(
+            engine_config, "openai_url", None)
+    if openai_url:
+        if engine == "vllm":
+            raise ValueError("give one of engine='vllm' (vLLM in this process) and openai_url (a model server)")
+        engine = "openai"
+    elif engine == "openai":
+        raise ValueError("engine='openai' needs openai_url, the server's address (e.g. http://host:8000/v1)")
+    for key in given:
+        if engine not in READ_BY[key]:
+            readers = " and ".join(f"engine={e!r}" for e in READ_BY[key])
+            instead = INSTEAD.get((key, engine), "the server's own setting (vLLM: a `vllm serve` flag)")
+            raise ValueError(f"engine={engine!r} does not read {key} (an option of {readers}); use {instead}")
+    options = dict(_config_fields(engine, engine_config))
+    options.update(given)
+    if engine == "openai":
+        options["openai_url"] = openai_url
+        if model:
+            options["model"] = model
+        else:
+            options.pop("model", None)
+        check_remote(options)  # fail now, not at the first verdict
+    else:
+        options["model"] = model or options.get("model") or DEFAULT_MODEL
+        options["engine"] = engine
+    pipe = pipeline or PipelineConfig()
+    default = PipelineConfig()  # the pipeline's settings that differ from the defaults count as set
+    explicit = set(given) | {f.name for f in dataclasses.fields(pipe)
+                             if getattr(pipe, f.name) != getattr(default, f.name)}
+    options, pipe_kw = adopt(options.get("adapter"), options, dataclasses.asdict(pipe), explicit=explicit)
+    if engine != "openai":  # validate now (no model library is imported), not when the model loads
+        _validated(engine, options)
+    return engine, options, PipelineConfig(**pipe_kw)
+
+
+def _validated(engine: str, options: Mapping[str, Any]) -> None:
+    """Build the in-process engine's config from `options` once, so that a bad value or an option of the
+    other engine fails at construction, naming it."""
+    kw = {k: v for k, v in options.items() if k != "engine"}
+    if engine == "transformers":
+        stray = sorted(set(kw) & VLLM_FIELDS)
+        if stray:
+            raise ValueError(f"engine='transformers' does not read {', '.join(stray)} (vLLM's options); add "
+                             "engine='vllm' or leave them out")
+        HFEngineConfig(**kw)
+    else:
+        VLLMEngineConfig(**kw)
+
+
+def _config_fields(engine: str, cfg: Any) -> dict[str, Any]:
+    """The fields of an engine config (a mapping passes as it is) for engine `engine`, checked to be its kind."""
+    if cfg is None:
+        return {}
+    if isinstance(cfg, Mapping):
+        return dict(cfg)
+    kinds = {"vllm": VLLMConfig, "openai": RemoteConfig, "transformers": HFEngineConfig}
+    if isinstance(cfg, VLLMConfig):
+        kind = "vllm"
+    elif isinstance(cfg, RemoteConfig):
+        kind = "openai"
+    elif isinstance(cfg, HFEngineConfig):
+        kind = "transformers"
+    else:
+        raise TypeError("engine_config must be an HFEngineConfig, VLLMConfig or RemoteConfig, got "
+                        f"{type(cfg).__name__}")
+    if kind != engine:
+        fix = f" or add engine={kind!r}" if kind != "openai" else " or give openai_url"
+        raise ValueError(f"engine_config is a {type(cfg).__name__}, which engine={engine!r} does not read; pass a "
+                         f"{kinds[engine].__name__}{fix}")
+    out = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
+    out.pop("engine", None)
+    return out
+
+
+def build(options: Mapping[str, Any], pipeline: PipelineConfig) -> Engine:
+    """The engine for `resolve_engine`'s options (loads the model, or checks the server)."""
+    options = dict(options)
+    if options.get("openai_url"):  # the cap covers every call the pipeline makes, as the CLI's does
+        cap = max(pipeline.verify_max_new_tokens, pipeline.cue_max_new_tokens, pipeline.route_max_new_tokens)
+        return remote_engine({**options, "max_new_tokens": cap})
+    from .engine.build import build_engine
+
+    if options.get("engine") == "vllm" and options.get("limit_mm_per_prompt") is None:
+        options["limit_mm_per_prompt"] = pipeline.max_images  # vLLM reserves memory per image
+    return build_engine(**options)
+
+
+def load_calibration(calibration: Any):
+    """A Calibration from a path or a loaded one; None stays None."""
+    if calibration is None or not isinstance(calibration, (str, Path)):
+        return calibration
+    from .evaluation.calibration import load
+
+    return load(calibration)[0]
+
+
+def reward_value(v: Verdict, reward: str = "binary", calibration: Any = None) -> Optional[float]:
+    """The reward of one verdict: None unless it parsed. "binary": SCORE; "p_success" ("soft"):
+    P(SCORE=1), through `calibration` when given, SCORE when the engine reported no probability."""
+    if reward == "soft":
+        reward = "p_success"
+    if reward not in ("binary", "p_success"):
+        raise ValueError(f"reward must be 'binary' or 'p_success', got {reward!r}")
+    if v.status != "ok" or v.score is None:
+        return None
+    if reward == "p_success":
+        p = calibration.apply(v.p_success) if calibration is not None else v.p_success
+        if p is not None:
+            return float(p)
+    return float(v.score)
