@@ -1,9 +1,10 @@
 """Write the command reference (docs/reference/cli.md) from the `adaptrubric` argument parsers.
 
-Every command and subcommand the parser lists gets a section with its full help text, exactly as the
-parser formats it at a fixed width of 100 columns (so the page does not depend on the terminal it was
-made in). The page is committed; CI runs `--check`, which regenerates it and fails when the committed
-file differs, so a flag that is added, renamed or documented differently shows up in the reference.
+Every command and subcommand the parser lists gets a section with its full help text (every option, as
+`--help-all` prints it), formatted by the parser at a fixed width of 100 columns, so the page does not
+depend on the terminal it was made in. The page is committed; CI runs `--check`, which regenerates it
+and fails when the committed file differs, so a flag that is added, renamed or documented differently
+shows up in the reference.
 
     python tools/gen_cli_reference.py            # write docs/reference/cli.md
     python tools/gen_cli_reference.py --check    # exit 1 when docs/reference/cli.md is stale
@@ -24,9 +25,9 @@ WIDTH = 100
 
 HEADER = """# Command reference
 
-Every `adaptrubric` command with its full `--help`. This page is generated from the parsers by
-`python tools/gen_cli_reference.py`; CI regenerates it and fails when it differs from this file, so it
-is what the installed command prints. Task-oriented guides: [Scoring](../scoring.md),
+Every `adaptrubric` command with every option (what `--help-all` prints). This page is generated from
+the parsers by `python tools/gen_cli_reference.py`; CI regenerates it and fails when it differs from this
+file, so it is what the installed command prints. Task-oriented guides: [Scoring](../scoring.md),
 [Evaluation](../evaluation.md), [Rewards](../rewards.md), [Distillation](../distillation.md),
 [Rubric banks](../rubric-banks.md).
 """
@@ -49,6 +50,14 @@ def walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
         yield from walk(sub, (*path, name))
 
 
+def full_help(parser: argparse.ArgumentParser) -> str:
+    """The parser's help with every option: what `--help-all` prints where `--help` is the short list."""
+    try:
+        return parser.format_help(every=True)
+    except TypeError:  # a plain argparse parser: its --help is already everything
+        return parser.format_help()
+
+
 def render() -> str:
     """The page: the header, then one section per command, each its parser's help at WIDTH columns."""
     if str(ROOT) not in sys.path:
@@ -61,7 +70,7 @@ def render() -> str:
         parts = [HEADER]
         for path, parser in walk(build_parser()):
             title = " ".join(("adaptrubric", *path))
-            parts.append(f"## `{title}`\n\n```text\n{parser.format_help().rstrip()}\n```\n")
+            parts.append(f"## `{title}`\n\n```text\n{full_help(parser).rstrip()}\n```\n")
     finally:
         if columns is None:
             os.environ.pop("COLUMNS", None)
