@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-rl install-vllm test test-vllm eval-smoke demo clean
+.PHONY: install install-rl install-vllm test test-vllm eval-smoke demo docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ install: $(STAMP)
 # The real verl and OpenRLHF for tests/test_rewards_verl.py and tests/test_rewards_openrlhf.py, installed
 # beside this package's torch and transformers WITHOUT their own dependencies (vLLM, DeepSpeed and their
 # transformers pins: verl <5.11, OpenRLHF ==5.15.0); the light packages their reward paths import come
-# from the test-rl extra. README, "RL rewards", says what this means for users.
+# from the test-rl extra. docs/rewards.md, "TRL, verl and OpenRLHF", says what this means for users.
 RL_STAMP := $(VENV)/.installed-rl
 RL_FRAMEWORKS := verl==0.9.1 openrlhf==0.11.2 tensordict==0.10.0
 
@@ -71,5 +71,17 @@ eval-smoke: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/adaptrubric demo --out runs/demo
 
+# The documentation site (mkdocs.yml, docs/) into site/: the command reference must be what
+# tools/gen_cli_reference.py prints from the parsers, and --strict fails on a broken link or anchor.
+DOCS_STAMP := $(VENV)/.installed-docs
+
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(PY) tools/gen_cli_reference.py --check
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf runs .pytest_cache
+	rm -rf runs site .pytest_cache

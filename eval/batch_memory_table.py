@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How many rows of a 10-phone-frame trajectory one generate call of the verifier can hold, per GPU size
 and attention implementation: the arithmetic of the engine's memory model (engine/memory.py, checked
-against measured peaks by `eval/prefill_memory.py`) for the README.
+against measured peaks by `eval/prefill_memory.py`) for docs/engines.md.
 
 A row is the reference trajectory of `eval/distill_plan_table.py`: 10 screenshots of 1080x2400 at the
 processor's native resolution (25,500 visual tokens) or at the 6,144-token budget (5,760), 2,500 tokens
@@ -12,7 +12,7 @@ GPU_MEMORY_FRACTION). Rows are left-padded (a real group's rows differ in length
 transformers' SDPA path build its (B, 1, L, L) mask. The engine also caps a group at --max-batch-size
 (16).
 
-    python eval/batch_memory_table.py            # the README table (markdown)
+    python eval/batch_memory_table.py            # the table of docs/engines.md (markdown)
 """
 from __future__ import annotations
 

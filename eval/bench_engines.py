@@ -15,7 +15,7 @@ Models (random weights, the package's tiny tokenizer):
   --shape 4b     Qwen3-VL-4B's text layers at full width (2560, 32/8 heads of 128, MLP 9728) and its
                  151,936-row vocabulary, at --layers depth, with a 1-layer vision tower of its width:
                  the matmul, attention and LM-head costs per token scale as on the real model, the
-                 depth and the vision tower's share do not (GPU arithmetic: README, "Engines").
+                 depth and the vision tower's share do not (GPU arithmetic: docs/engines.md, "Which engine when").
   --model DIR    a checkpoint, e.g. `make-tiny-model --answering`'s (with --size 96x192, the screens it
                  learned on): then each path's verdicts, p_success and prompt tokens are compared with
                  transformers' too (`parity, ... vs transformers: ...` lines).

@@ -1,4 +1,4 @@
-"""The memory planner's table for the README: Qwen3-VL-4B/8B x LoRA/QLoRA x (native, 6,144, 3,072
+"""The memory planner's table for docs/distillation.md: Qwen3-VL-4B/8B x LoRA/QLoRA x (native, 6,144, 3,072
 visual tokens) on a reference trajectory, against 24/48/80 GB GPUs.
 
 The reference trajectory is the paper's budget: 10 phone screenshots of 1080x2400 (native: 2,550
@@ -9,7 +9,7 @@ come from the published configs (engine/architectures.py), counted on the meta d
 is needed. What `distill plan DIR --model M` prints for your own data uses the same estimate.
 
     python eval/distill_plan_table.py
-    python eval/distill_plan_table.py --check README.md   # exit 1 when the file's copy of the table is stale
+    python eval/distill_plan_table.py --check docs/distillation.md   # exit 1 when the page's copy is stale
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def markdown(rows: list[dict]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                  allow_abbrev=False)
-    ap.add_argument("--check", metavar="FILE", help="exit 1 unless FILE (the README) holds this table as printed")
+    ap.add_argument("--check", metavar="FILE", help="exit 1 unless FILE (docs/distillation.md) holds the table")
     args = ap.parse_args(argv)
     text = markdown(table())
     print(text)

@@ -2,7 +2,7 @@
 (seconds each) in its own process, the way a user runs it. Each script checks its own results and exits
 non-zero when a check fails (an answer lost, duplicated or wrong, a failed parity check, a ratio it could
 not compute); this runner fails when any of them does, so CI catches a benchmark that rotted under a
-change before the README quotes it again.
+change before the docs quote it again.
 
     python eval/smoke.py                 # all of SMOKE, one after another (`make eval-smoke`, `.ci/run`)
     python eval/smoke.py bench_serve     # the ones whose names contain a word
@@ -33,7 +33,7 @@ SMOKE: dict[str, list[str]] = {
     "calls_per_traj.py": ["--tasks", "6", "--group", "2"],
     "calibration_data.py": ["--test", "300", "--repeats", "2", "--sizes", "20,50"],
     "distill_demo.py": ["--out", "{tmp}", "--tasks", "4", "--epochs", "2", "--min-agreement", "0"],
-    "distill_plan_table.py": ["--check", str(ROOT / "README.md")],
+    "distill_plan_table.py": ["--check", str(ROOT / "docs" / "distillation.md")],
     "router_accuracy.py": [str(ROOT / "tests" / "data" / "router_styled.jsonl"), "--split", "fresh2"],
     "review_size.py": ["--tasks", "1"],
     "bank_demo.py": ["--tasks-per-kind", "2"],
@@ -61,7 +61,7 @@ IN_SUITE: dict[str, str] = {
     "distill_soft_labels.py": "tests/test_distill_soft_labels.py",
     "gpu_bench.py": "tests/test_engine_hf.py",  # its --tiny CPU path, exit status checked
     "bench_engines.py": "tests/test_engine_vllm_engine.py",  # --ci, in .venv-vllm (make test-vllm)
-    "batch_memory_table.py": "tests/test_engine_memory.py",  # the README's table is what it prints
+    "batch_memory_table.py": "tests/test_engine_memory.py",  # docs/engines.md's table is what it prints
     "label_order.py": "tests/test_review_order.py",  # --ci, its checks on a small synthetic set
     "prompt_tokens.py": "tests/test_eval_scripts.py",  # on generated phone screens and the real tokenizer
 }

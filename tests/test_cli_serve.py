@@ -43,16 +43,16 @@ def test_flags_override_the_config_file(tmp_path, monkeypatch):
         cli_serve.cmd_serve(_serve_args("--config", str(cfg), "--fake-engine"))
 
 
-def _readme_http_block() -> str:
+def _docs_http_block() -> str:
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = text.split("### The reward service's HTTP API", 1)[1]
+    text = (Path(__file__).resolve().parents[1] / "docs" / "rewards.md").read_text(encoding="utf-8")
+    section = text.split("## The HTTP API", 1)[1]
     return section.split("```bash\n", 1)[1].split("```", 1)[0]
 
 
-def test_the_readmes_http_example_runs_as_written(tmp_path):
-    """The README's curl example, run by bash as written against `adaptrubric serve` on loopback; the only
+def test_the_docs_http_example_runs_as_written(tmp_path):
+    """The curl example of docs/rewards.md, run by bash as written against `adaptrubric serve` on loopback; the only
     changes: --fake-engine in place of the model, and a free port in place of 8000."""
     import json
     import os
@@ -64,7 +64,7 @@ def test_the_readmes_http_example_runs_as_written(tmp_path):
     if shutil.which("curl") is None:
         pytest.skip("curl is not installed (.ci/run installs it)")
     port = free_port()
-    block = _readme_http_block().replace("--model Qwen/Qwen3-VL-4B-Instruct", "--fake-engine")
+    block = _docs_http_block().replace("--model Qwen/Qwen3-VL-4B-Instruct", "--fake-engine")
     block = block.replace("127.0.0.1:8000", f"127.0.0.1:{port}").replace("--port 8000", f"--port {port}")
     lines = block.splitlines(keepends=True)
     at = next(i for i, x in enumerate(lines) if x.startswith("adaptrubric serve"))

