@@ -23,6 +23,7 @@ from .cli_common import (
 )
 from .flags import Parser, add_config_arguments
 from .pipeline import PipelineConfig
+from .stopping import Stopped, stop_on_signals
 
 EXAMPLES = """examples:
   adaptrubric route --router rules "Turn on Wi-Fi, then open the dialer app"
@@ -235,7 +236,14 @@ def main(argv=None) -> int:
         ap.print_help()
         return 2
     try:
-        return args.func(args)
+        with stop_on_signals():
+            return args.func(args)
+    except Stopped as stop:  # SIGTERM or Ctrl-C: the command's clean-up has run; one line says what it left
+        print(f"adaptrubric: stopped by {stop.name}" + (f": {stop.note}" if stop.note else "")
+              + (f"; resume with: {resume_command(argv)}" if getattr(args, "resume", None) is not None else ""),
+              file=sys.stderr)
+        _exit_fast()
+        return stop.exit_code
     except KeyboardInterrupt:
         return die("interrupted", 130)
     except BrokenPipeError:
@@ -243,6 +251,24 @@ def main(argv=None) -> int:
         return die("output closed early (broken pipe); the rest of the output was not written", 1)
     except (ValueError, FileNotFoundError, ImportError) as exc:
         return die(str(exc))
+
+
+def _exit_fast() -> None:
+    """At this process's exit, leave the heap to the operating system: the interpreter's last full garbage
+    collection over everything torch, transformers and vLLM allocated takes seconds on a busy machine,
+    and the command's own clean-up has already run (vLLM's engine core does the same on its way out)."""
+    import atexit
+    import gc
+
+    atexit.register(gc.freeze)  # atexit runs before that collection
+
+
+def resume_command(argv=None) -> str:
+    """The command line that was run, with --resume (once), as a shell would take it."""
+    import shlex
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    return shlex.join(["adaptrubric", *args, *([] if "--resume" in args else ["--resume"])])
 
 
 def _silence_stdout() -> None:
