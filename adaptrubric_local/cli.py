@@ -242,7 +242,8 @@ def main(argv=None) -> int:
         print(f"adaptrubric: stopped by {stop.name}" + (f": {stop.note}" if stop.note else "")
               + (f"; resume with: {resume_command(argv)}" if getattr(args, "resume", None) is not None else ""),
               file=sys.stderr)
-        _exit_fast()
+        if argv is None:  # this process's own command line (not a caller's main([...]))
+            _exit_now(stop.exit_code)
         return stop.exit_code
     except KeyboardInterrupt:
         return die("interrupted", 130)
@@ -253,14 +254,16 @@ def main(argv=None) -> int:
         return die(str(exc))
 
 
-def _exit_fast() -> None:
-    """At this process's exit, leave the heap to the operating system: the interpreter's last full garbage
-    collection over everything torch, transformers and vLLM allocated takes seconds on a busy machine,
-    and the command's own clean-up has already run (vLLM's engine core does the same on its way out)."""
-    import atexit
-    import gc
+def _exit_now(code: int) -> None:
+    """End a stopped command's process here: its clean-up (every `finally`, the engine's close) has run,
+    and the interpreter's finalisation would only delay the exit (a full garbage collection over what
+    torch and vLLM allocated, about 10 s on a busy machine, then binding libraries' reports of what was
+    never freed)."""
+    import os
 
-    atexit.register(gc.freeze)  # atexit runs before that collection
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def resume_command(argv=None) -> str:
