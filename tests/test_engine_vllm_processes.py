@@ -1,11 +1,12 @@
 """vLLM's processes (engine/vllm_processes.py): a stopped command leaves none behind. Everywhere: the
-last resort (`kill_leftovers`, after vLLM's own SIGTERM and wait) ends a process that ignores SIGTERM. In .venv-vllm (`make test-vllm`,
-ADAPTRUBRIC_REQUIRE_VLLM=1: no skip there), as a user runs it: `score --engine vllm` on the tiny model,
-sent SIGTERM (to its pid, as `kill` does) mid-run, then resumed and sent SIGINT (to its process group,
-as Ctrl-C in a terminal does), then resumed to the end: each stop exits 143 / 130 with its one line,
-writes the summary, and 10 s after the signal no process of the run is left (`VLLM::EngineCore` and
-`VLLM::Worker` seen running before it; every process of the run's session counted, orphans too); the
-file ends with every trajectory once. One vLLM start per signal (about 40 s each on 2 cores)."""
+last resort (`kill_leftovers`, after vLLM's own SIGTERM and wait) ends a process that ignores SIGTERM.
+In .venv-vllm (`make test-vllm`, ADAPTRUBRIC_REQUIRE_VLLM=1: no skip there), as a user runs it: `score
+--engine vllm` on the tiny model, sent SIGTERM (to its pid, as `kill` does) mid-run, then resumed and
+sent SIGINT (to its process group, as Ctrl-C in a terminal does), then resumed to the end: each stop
+exits 143 / 130 with its one line, writes the summary, and 10 s after the signal no process of the run
+is left (`VLLM::EngineCore` and `VLLM::Worker` seen running before it; every process of the run's
+session counted, orphans too); the file ends with every trajectory once. One vLLM start per signal
+(about 40 s each on 2 quiet cores), and one to finish."""
 from __future__ import annotations
 
 import json
