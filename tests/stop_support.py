@@ -25,31 +25,33 @@ def session(leader: int) -> list[str]:
     return left
 
 
-def stop_mid_run(cmd: list[str], out, sig: int, lines_before: int, group: bool = False, start_s: float = 600):
-    """Run `cmd` in a session of its own; once `out` has `lines_before` more lines than now, send `sig`
-    (to the whole process group with `group`, as Ctrl-C in a terminal does). Returns (exit code, stderr,
-    the processes of the run still there 10 s after the signal, those there when it was sent), each
-    process as "pid name"; an exit code None: the run was still there after 10 s."""
+def stop_mid_run(cmd: list[str], out, sig: int, lines_before: int = 1, group: bool = False, start_s: float = 600,
+                 when=None, within: float = 10.0):
+    """Run `cmd` in a session of its own; once `out` has `lines_before` more lines than now (or, with
+    `when`, once `when(the run's pid)` is true), send `sig` (to the whole process group with `group`, as
+    Ctrl-C in a terminal does). Returns (exit code, stderr,
+    the processes of the run still there `within` s after the signal, those there when it was sent),
+    each process as "pid name"; an exit code None: the run was still there then."""
     have = out.read_text().count("\n") if out.exists() else 0
     err = out.with_name(f"stderr-{sig}.txt")
     with open(err, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=fh, start_new_session=True)
         end = time.monotonic() + start_s
         while time.monotonic() < end and proc.poll() is None:
-            if out.exists() and out.read_text().count("\n") >= have + lines_before:
+            if when(proc.pid) if when else out.exists() and out.read_text().count("\n") >= have + lines_before:
                 seen = session(proc.pid)
                 (os.killpg if group else os.kill)(proc.pid, sig)
                 break
             time.sleep(0.02)
         else:
             proc.kill()
-            pytest.fail(f"the run ended or stalled before {lines_before} line(s): {err.read_text()[-3000:]}")
+            pytest.fail(f"the run ended or stalled before the moment to stop it: {err.read_text()[-3000:]}")
         t0 = time.monotonic()
         try:
-            code = proc.wait(10)
+            code = proc.wait(within)
         except subprocess.TimeoutExpired:
             code = None
-        while session(proc.pid) and time.monotonic() < t0 + 10:
+        while session(proc.pid) and time.monotonic() < t0 + within:
             time.sleep(0.2)
         left = session(proc.pid)
         if code is None or left:

@@ -17,10 +17,11 @@ import sys
 import time
 
 import pytest
-from stop_support import stop_mid_run
+from stop_support import session, stop_mid_run
 from vllm_support import require_vllm
 
 from adaptrubric_local.engine.vllm_processes import kill_leftovers
+from adaptrubric_local.stopping import STOP_GRACE_S
 
 N = 40  # trajectories: one per engine batch, so the run is still going when the first lines are out
 
@@ -83,3 +84,18 @@ def test_score_engine_vllm_stopped_by_sigterm_and_by_ctrl_c_leaves_nothing_and_r
     assert len(ids) == N == len(set(ids))
     summary = json.loads(run["out"].with_suffix(".summary.json").read_text())
     assert summary["n"] == N and "stopped" not in summary
+
+
+def test_score_engine_vllm_stopped_while_vllm_starts_leaves_nothing(run):
+    """SIGTERM once vLLM's engine core is running but before vLLM is ready (a stop in its ~40 s start):
+    pyzmq's poll in vLLM's start-up handshake swallows the exception the handler raises, so the grace
+    of stopping.py ends the command (its children killed): nothing of the run left, exit 143."""
+    out = run["out"].with_name("starting.jsonl")
+    cmd = [out if a == str(run["out"]) else a for a in run["cmd"]]
+    cmd = [str(a) for a in cmd]
+    started = lambda pid: any(s.split(" ", 1)[1].startswith("VLLM::") for s in session(pid))  # noqa: E731
+    code, err, left, seen = stop_mid_run(cmd, out, signal.SIGTERM, when=started, within=STOP_GRACE_S + 10)
+    assert not left, f"still running {STOP_GRACE_S + 10:.0f} s later: {left}\n{err[-3000:]}"
+    assert code == 143, (code, err[-3000:])
+    assert err.strip().splitlines()[-1].startswith("adaptrubric: stopped by SIGTERM"), err[-3000:]
+    assert not out.exists() or not out.read_text()  # nothing was scored

@@ -37,15 +37,45 @@ def test_a_signal_becomes_stopped_once_and_the_old_handlers_come_back():
     assert (caught.value.name, caught.value.exit_code) == ("SIGTERM", 143)
     assert isinstance(caught.value, KeyboardInterrupt)  # code that lets Ctrl-C through lets it through
     assert signal.getsignal(signal.SIGTERM) == before
-    with stop_on_signals():  # a second signal while stopping is ignored: the clean-up is not cut short
-        with pytest.raises(Stopped) as first:
+    with pytest.raises(Stopped) as first:
+        with stop_on_signals(grace=1.0):
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(5)
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(0.1)
+    time.sleep(1.5)  # the block was left in time: the grace has nothing to end
     assert first.value.exit_code == 130
     assert stop_reason(first.value) == "SIGINT" and stop_reason(KeyboardInterrupt()) == "SIGINT"
     assert stop_reason(RuntimeError("boom")) == "RuntimeError: boom"
+
+
+@pytest.mark.parametrize("second", [True, False])
+def test_a_stop_that_does_not_finish_ends_at_once(second, tmp_path):
+    """A second signal, or a block still running `grace` s after the first (a library swallowed the
+    exception), ends the process: child processes killed, exit 143, one line saying why."""
+    code = ("import signal, subprocess, sys, time; from adaptrubric_local.stopping import stop_on_signals\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+            "with stop_on_signals(grace=5.0):\n"
+            "    print(child.pid, flush=True)\n"
+            "    while True:\n"
+            "        try:\n"
+            "            time.sleep(60)\n"
+            "        except BaseException:\n"
+            "            print('swallowed', flush=True)  # as pyzmq's retried poll does\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = int(proc.stdout.readline())
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.stdout.readline().strip() == "swallowed"
+    if second:
+        proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 143
+    assert (time.monotonic() - t0 < 4.5) if second else (time.monotonic() - t0 >= 5.0)  # the grace: 5 s
+    err = proc.stderr.read().strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("adaptrubric: stopped by SIGTERM (")
+    assert ("a second signal" in err[0]) is second
+    import psutil
+
+    time.sleep(0.5)
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
 
 
 def test_the_resume_command_is_the_command_with_resume_once():
