@@ -5,6 +5,7 @@ by the pipeline, the engines and `scoring`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -30,8 +31,11 @@ own resolution, up to 1024 verifier tokens (stopping once the verdict block is c
 
 def cmd_score(args) -> int:
     check_ray_flags(args)
-    if args.quiet:
-        quiet_libraries(args)
+    with quiet_libraries(args) if args.quiet else contextlib.nullcontext():
+        return _score(args)
+
+
+def _score(args) -> int:
     cfg = pipeline_config(args)
     from .formats import load_trajectories
 
@@ -70,30 +74,47 @@ def result_line(summary: dict) -> str:
             f"{summary['s_per_traj']:.3f} s/traj (summary: {Path(summary['out']).with_suffix('.summary.json')})")
 
 
-def quiet_libraries(args) -> None:
-    """--quiet: no progress bars, INFO logs or deprecation warnings from the libraries that load the model
-    (transformers, the hub, torch, vLLM and its engine process; vLLM's errors go to stderr); set before
-    they are imported, so their child processes inherit it. A setting the user made is kept."""
-    import os
+QUIET_ENV = {
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' weight-loading bar too
+    "TRANSFORMERS_VERBOSITY": "error",
+    "VLLM_LOGGING_LEVEL": "ERROR",
+    "VLLM_LOGGING_STREAM": "ext://sys.stderr",  # stdout holds the result line only
+    "TORCH_CPP_LOG_LEVEL": "ERROR",
+    "PYTHONWARNINGS": "ignore::FutureWarning,ignore::DeprecationWarning",  # child processes
+    "TQDM_DISABLE": "1",
+}
 
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' weight-loading bar too
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout holds the result line only
-    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
-    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning,ignore::DeprecationWarning")  # child processes
-    os.environ.setdefault("TQDM_DISABLE", "1")
+
+@contextlib.contextmanager
+def quiet_libraries(args):
+    """--quiet, while the command runs: no progress bars, INFO logs or deprecation warnings from the
+    libraries that load the model (transformers, the hub, torch, vLLM and its engine process; vLLM's
+    errors go to stderr); set before they are imported, so their child processes inherit it. A setting
+    the user made is kept; the environment is restored afterwards (a caller of `main` keeps its own)."""
+    import os
     import warnings
 
-    for category in (FutureWarning, DeprecationWarning):
-        warnings.filterwarnings("ignore", category=category)
+    before = {k: os.environ.get(k) for k in QUIET_ENV}
+    for k, v in QUIET_ENV.items():
+        os.environ.setdefault(k, v)
     if getattr(args, "engine", None) == "vllm":  # vLLM's loading bar: its load option (a runtime-only setting)
         try:
             extra = json.loads(args.vllm_engine_args) if getattr(args, "vllm_engine_args", None) else {}
         except ValueError:
-            return  # VLLMConfig says what is wrong with it
+            extra = None  # VLLMConfig says what is wrong with it
         if isinstance(extra, dict) and "use_tqdm_on_load" not in extra:
             args.vllm_engine_args = json.dumps({**extra, "use_tqdm_on_load": False})
+    try:
+        with warnings.catch_warnings():
+            for category in (FutureWarning, DeprecationWarning):
+                warnings.filterwarnings("ignore", category=category)
+            yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def pick_subset(loaded, ids: Optional[list[str]], limit: Optional[int]):

@@ -335,14 +335,18 @@ def test_quiet_silences_the_libraries_progress_bars(monkeypatch, tmp_path):
     monkeypatch.setattr(warnings, "filters", list(warnings.filters))
     monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")
     args = argparse.Namespace(engine="vllm", vllm_engine_args='{"max_num_batched_tokens": 4096}')
-    quiet_libraries(args)
     import os
 
-    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1" and os.environ["VLLM_LOGGING_LEVEL"] == "DEBUG"
-    assert os.environ["VLLM_LOGGING_STREAM"] == "ext://sys.stderr"  # vLLM logs to stdout by default
+    with quiet_libraries(args):
+        assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1" and os.environ["VLLM_LOGGING_LEVEL"] == "DEBUG"
+        assert os.environ["VLLM_LOGGING_STREAM"] == "ext://sys.stderr"  # vLLM logs to stdout by default
     assert json.loads(args.vllm_engine_args) == {"max_num_batched_tokens": 4096, "use_tqdm_on_load": False}
+    # undone afterwards: a program that calls main(["score", ..., "--quiet"]) keeps its own environment
+    assert "HF_HUB_DISABLE_PROGRESS_BARS" not in os.environ and "PYTHONWARNINGS" not in os.environ
+    assert os.environ["VLLM_LOGGING_LEVEL"] == "DEBUG"
     args = argparse.Namespace(engine="vllm", vllm_engine_args='{"use_tqdm_on_load": true}')
-    quiet_libraries(args)
+    with quiet_libraries(args):
+        pass
     assert json.loads(args.vllm_engine_args) == {"use_tqdm_on_load": True}
 
 
