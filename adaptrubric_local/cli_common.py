@@ -215,7 +215,8 @@ def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_
     from its config (as Ray's does); a server's from the engine, which asks the server."""
     from .formats import load_trajectories
     from .pipeline import AdaptRubric
-    from .scoring import planned_settings, precheck_out, score_file, score_with
+    from .run_settings import planned_settings, precheck_out
+    from .scoring import score_file, score_with
 
     if loaded is None:
         loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)

@@ -56,7 +56,8 @@ from .bank import load_bank
 from .formats import LoadResult
 from .pipeline import PipelineConfig
 from .prompts import load_prompts
-from .scoring import run_settings, score_with
+from .run_settings import run_settings
+from .scoring import score_with
 from .types import Trajectory, Verdict
 
 INSTALL_HINT = "Ray is not installed: pip install 'adaptrubric-local[ray]'"

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from adaptrubric_local import FakeEngine, scoring
+from adaptrubric_local import FakeEngine, run_settings, scoring
 from adaptrubric_local.dry_run import pipeline_script as default_script
 from adaptrubric_local.formats.base import DataError
 from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-from adaptrubric_local.scoring import score_file, vars_of
+from adaptrubric_local.run_settings import vars_of
+from adaptrubric_local.scoring import score_file
 from adaptrubric_local.synth import synthesize
 
 
@@ -60,39 +61,40 @@ def test_error_id():
 def test_verdict_settings_and_diff():
     meta = {"router": "model", "trajectories_per_batch": 4, "created": "now", "forced_resumes": [1], "data": "d",
             "engine": {"model": "m", "max_batch_size": 8, "dtype": "bf16"}, "fine": True}
-    assert scoring.verdict_settings(meta) == {"router": "model", "engine.model": "m", "engine.dtype": "bf16",
+    assert run_settings.verdict_settings(meta) == {"router": "model", "engine.model": "m", "engine.dtype": "bf16",
                                               "fine": True}
-    assert scoring.verdict_settings({"engine": None}) == {"engine": None}
+    assert run_settings.verdict_settings({"engine": None}) == {"engine": None}
     new = {**meta, "router": "rules", "trajectories_per_batch": 1, "engine": {"model": "m2", "max_batch_size": 1},
            "extra": 1}
     del new["fine"]
-    assert scoring.settings_diff(meta, new) == [
+    assert run_settings.settings_diff(meta, new) == [
         "engine.dtype: 'bf16' -> None", "engine.model: 'm' -> 'm2'", "extra: None -> 1", "fine: True -> None",
         "router: 'model' -> 'rules'"]
-    assert scoring.settings_diff(meta, {**meta, "data": "other", "created": "later"}) == []
+    assert run_settings.settings_diff(meta, {**meta, "data": "other", "created": "later"}) == []
     fast = {**meta, "engine": {**meta["engine"], "engine": "vllm", "max_num_seqs": 64, "max_model_len": 4096}}
     slow = {**fast, "engine": {**fast["engine"], "max_num_seqs": 8, "enforce_eager": True, "kv_cache_memory_gb": 2}}
-    assert scoring.settings_diff(fast, slow) == []  # vLLM's scheduling and memory settings change no verdict
-    assert scoring.settings_diff(meta, fast) == ["engine.engine: None -> 'vllm'", "engine.max_model_len: None -> 4096"]
+    assert run_settings.settings_diff(fast, slow) == []  # vLLM's scheduling and memory settings change no verdict
+    assert run_settings.settings_diff(meta, fast) == ["engine.engine: None -> 'vllm'",
+                                                      "engine.max_model_len: None -> 4096"]
 
 
 def test_check_resume(tmp_path, monkeypatch):
     out = tmp_path / "v.jsonl"
     meta = {"router": "model", "data": "new.jsonl"}
-    assert scoring.check_resume(out, meta, False) is meta
-    side = scoring.sidecar(out, "config")
+    assert run_settings.check_resume(out, meta, False) is meta
+    side = run_settings.sidecar(out, "config")
     assert side == tmp_path / "v.config.json"
     side.write_text(json.dumps({"router": "model", "data": "old.jsonl", "note": None}))
-    assert scoring.check_resume(out, meta, False) == {"router": "model", "data": "new.jsonl", "note": None}
-    assert scoring.check_resume(out, {"router": "model"}, False) == {"router": "model", "data": "old.jsonl",
+    assert run_settings.check_resume(out, meta, False) == {"router": "model", "data": "new.jsonl", "note": None}
+    assert run_settings.check_resume(out, {"router": "model"}, False) == {"router": "model", "data": "old.jsonl",
                                                                       "note": None}
     other = {"router": "rules", "fine": False}
     with pytest.raises(ValueError) as ei:
-        scoring.check_resume(out, other, False)
+        run_settings.check_resume(out, other, False)
     assert str(ei.value) == (f"--resume: {out} was begun with other settings (fine: None -> False; router: "
                              "'model' -> 'rules'). Use the original flags, write to a new --out, or pass "
                              "--force-settings to mix them (recorded in v.config.json)")
-    kept = scoring.check_resume(out, other, True)
+    kept = run_settings.check_resume(out, other, True)
     assert kept["router"] == "model" and kept["data"] == "old.jsonl"
     (rec,) = kept["forced_resumes"]
     assert set(rec) == {"at", "differences"} and isinstance(rec["at"], str) and len(rec["at"]) == 19
@@ -129,24 +131,24 @@ def test_run_settings_come_from_the_configs_alone():
         config = Cfg()
 
     pipe = AdaptRubric(Eng(name="m+runs/adapter"), PipelineConfig(router="rules", fine=False))
-    built = scoring.run_settings(PipelineConfig(router="rules", fine=False, trajectories_per_batch=3),
+    built = run_settings.run_settings(PipelineConfig(router="rules", fine=False, trajectories_per_batch=3),
                                  Cfg(image_workers=9), bank_sha=pipe.bank.sha, prompts_sha=pipe.prompts.sha)
     assert built["model"] == "m+runs/adapter" and built["ablation"] == pipe.config.ablation
-    assert set(built) == set(vars_of(pipe)) and scoring.settings_diff(vars_of(pipe), built) == []  # runtime only
-    assert scoring.run_settings(PipelineConfig(), None, bank_sha="b", prompts_sha="p")["model"] is None
-    assert scoring.run_settings(PipelineConfig(), Cfg(), bank_sha="b", prompts_sha="p", model="x")["model"] == "x"
+    assert set(built) == set(vars_of(pipe)) and run_settings.settings_diff(vars_of(pipe), built) == []  # runtime only
+    assert run_settings.run_settings(PipelineConfig(), None, bank_sha="b", prompts_sha="p")["model"] is None
+    assert run_settings.run_settings(PipelineConfig(), Cfg(), bank_sha="b", prompts_sha="p", model="x")["model"] == "x"
     # how a run was executed never decides a resume; a resume records how it ran
     a = {**built, "runtime": {"mode": "in-process"}}
     b = {**built, "runtime": {"mode": "ray", "replicas": 4}}
-    assert scoring.settings_diff(a, b) == []
+    assert run_settings.settings_diff(a, b) == []
 
 
 def test_a_resume_records_how_it_ran(tmp_path):
     out = tmp_path / "v.jsonl"
-    scoring.sidecar(out, "config").write_text(json.dumps({"router": "model", "runtime": {"mode": "in-process"}}))
-    kept = scoring.check_resume(out, {"router": "model", "runtime": {"mode": "ray", "replicas": 2}}, False)
+    run_settings.sidecar(out, "config").write_text(json.dumps({"router": "model", "runtime": {"mode": "in-process"}}))
+    kept = run_settings.check_resume(out, {"router": "model", "runtime": {"mode": "ray", "replicas": 2}}, False)
     assert kept["runtime"] == {"mode": "ray", "replicas": 2}
-    assert scoring.check_resume(out, {"router": "model"}, False)["runtime"] == {"mode": "in-process"}
+    assert run_settings.check_resume(out, {"router": "model"}, False)["runtime"] == {"mode": "in-process"}
 
 
 def test_score_file_defaults(tmp_path, capsys):
@@ -311,11 +313,12 @@ def test_planned_settings_are_the_loaded_engines(tiny_engine, tiny_model):
     one the transformers engine gives once loaded, so the early check refuses exactly what the file's
     record refuses."""
     cfg = PipelineConfig(router="rules", fine=False, max_images=3)
-    planned = scoring.planned_settings(cfg, {"model": str(tiny_model), "max_new_tokens": 12, "max_batch_size": 8})
-    loaded = {**vars_of(AdaptRubric(tiny_engine, cfg)), "runtime": dict(scoring.IN_PROCESS)}
+    planned = run_settings.planned_settings(cfg, {"model": str(tiny_model), "max_new_tokens": 12, "max_batch_size": 8})
+    loaded = {**vars_of(AdaptRubric(tiny_engine, cfg)), "runtime": dict(run_settings.IN_PROCESS)}
     assert planned == loaded
-    other = scoring.planned_settings(cfg, {"model": str(tiny_model), "max_new_tokens": 12, "max_visual_tokens": 64})
-    assert scoring.settings_diff(loaded, other) == ["engine.max_visual_tokens: None -> 64",
+    other = run_settings.planned_settings(cfg, {"model": str(tiny_model), "max_new_tokens": 12,
+                                                "max_visual_tokens": 64})
+    assert run_settings.settings_diff(loaded, other) == ["engine.max_visual_tokens: None -> 64",
                                                     "max_visual_tokens: None -> 64"]
 
 

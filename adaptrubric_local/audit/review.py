@@ -42,7 +42,7 @@ def write_pairs_page(out: Path, audit: dict, originals: list[Trajectory], cfs: d
     from ..evaluation.harness import load_verdicts
     from ..evaluation.review import build_cards
     from ..evaluation.review_page import write_review
-    from ..scoring import sidecar
+    from ..run_settings import sidecar
 
     out = Path(out)
     verdicts = {}

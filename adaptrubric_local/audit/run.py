@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from ..formats import LoadResult, canonical, load_trajectories
-from ..scoring import IN_PROCESS, score_with, vars_of
+from ..run_settings import IN_PROCESS, vars_of
+from ..scoring import score_with
 from ..types import Trajectory
 from . import perturbations as P
 

@@ -17,8 +17,9 @@ from .._version import __version__
 from ..formats import load_trajectories
 from ..fusion import ABLATIONS
 from ..labels import reviewed
+from ..run_settings import sidecar
 from ..schema import json_lines
-from ..scoring import error_id, last_per_id, sidecar
+from ..scoring import error_id, last_per_id
 from ..types import Verdict
 from . import coverage as C
 from . import metrics as M
@@ -279,7 +280,8 @@ def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True,
     shared; writes each setting's verdicts and metrics and the deltas against the full model."""
     from dataclasses import replace
 
-    from ..scoring import score_file, vars_of
+    from ..run_settings import vars_of
+    from ..scoring import score_file
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
