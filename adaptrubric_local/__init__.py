@@ -24,8 +24,8 @@ from .evaluation.harness import load_verdicts, run_eval
 from .evaluation.metrics import evaluate
 from .formats import DataError, detect_format, load_trajectories
 from .pipeline import AdaptRubric, PipelineConfig
-from .reward_config import RewardConfig
-from .reward_model import RewardModel
+from .rewards.config import RewardConfig
+from .rewards.model import RewardModel
 from .scoring import score_file
 from .types import FAMILIES, CueResult, RouteResult, Step, Trajectory, Verdict
 from .verdict import parse_verdict

@@ -12,7 +12,7 @@ Every setting is a typed keyword argument: the method's in `pipeline` (a Pipelin
 engine's that matter most by name, the rest in `engine_config`. An option that the chosen engine
 does not read is a ValueError naming the engine and the option to use instead.
 
-This module also holds what `RewardModel` (reward_model.py) shares with it: `resolve_engine`, which
+This module also holds what `RewardModel` (rewards/model.py) shares with it: `resolve_engine`, which
 turns those arguments into one checked set of engine options, `build` and `reward_value`. Engines
 are built by engine/build.py and engine/remote.py; the method is pipeline.py's. Knows nothing about
 files of verdicts, RL frameworks or HTTP.

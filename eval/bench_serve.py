@@ -59,7 +59,7 @@ def launch(model: str, max_batch: int, max_queue: int, window_ms: float, new_tok
            data_root: Path, timeout_s: float) -> tuple:
     """Start one `adaptrubric serve` process; (process, url, start time). `ready` waits for it."""
     port = free_port()
-    cmd = [sys.executable, "-m", "adaptrubric_local.cli_serve", "--model", model, "--port", str(port),
+    cmd = [sys.executable, "-m", "adaptrubric_local.cli.serve", "--model", model, "--port", str(port),
            "--max-batch-trajectories", str(max_batch), "--batch-window-ms", str(window_ms), "--max-pending",
            str(max_queue), "--verify-max-new-tokens", str(new_tokens), "--max-batch-size", str(max_batch),
            "--data-root", str(data_root), "--request-timeout-s", str(timeout_s)]

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # training/ and th
 
 def main(argv=None) -> int:
     from adaptrubric_local.cli import main as cli_main
-    from adaptrubric_local.demo import DemoSettings, distill_demo
+    from adaptrubric_local.cli.demo import DemoSettings, distill_demo
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                  allow_abbrev=False)

@@ -8,7 +8,7 @@ The agent loop stores each rollout's GUI episode in `output.extra_fields["trajec
   merges into `extra_info` (reward_loop/reward_manager/naive.py:45-47);
 - with `reward.reward_model.enable=True` and no `reward.reward_model.enable_resource_pool=True`, verl
   scores the batch after rollout, where the trajectory is a top-level key of the batch: add the three
-  `reward.reward_manager.*` overrides below (adaptrubric_local/verl_reward_manager.py), or every sample
+  `reward.reward_manager.*` overrides below (adaptrubric_local/rewards/verl_manager.py), or every sample
   is an error verdict "compute_score needs extra_info['trajectory']".
 
 Training (launched from this repository's root, so that Ray's workers can import `examples.*`)::
@@ -18,7 +18,7 @@ Training (launched from this repository's root, so that Ray's workers can import
         reward.custom_reward_function.path=pkg://adaptrubric_local.rewards \\
         reward.custom_reward_function.name=compute_score \\
         reward.reward_manager.source=importlib reward.reward_manager.name=TrajectoryRewardManager \\
-        reward.reward_manager.module.path=pkg://adaptrubric_local.verl_reward_manager ...
+        reward.reward_manager.module.path=pkg://adaptrubric_local.rewards.verl_manager ...
 
 with the dataset's `agent_name` column set to `adaptrubric_gui` (examples/verl_agent_loops.yaml maps it
 to the class below). On several nodes, see examples/README.md for PYTHONPATH and the environment of

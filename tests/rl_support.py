@@ -80,8 +80,8 @@ SERVER = textwrap.dedent("""
     sys.path.insert(0, {root!r})
     from adaptrubric_local import FakeEngine
     from adaptrubric_local.engine.fake import default_script
-    from adaptrubric_local.reward_model import RewardModel
-    from adaptrubric_local.serve import ServeConfig, serve
+    from adaptrubric_local.rewards.model import RewardModel
+    from adaptrubric_local.rewards.serve import ServeConfig, serve
 
     label_of = {{s["screenshot"]: t.get("label", 0) for t in json.load(open({trajs!r})) for s in t["steps"]}}
 

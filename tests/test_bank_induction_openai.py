@@ -97,7 +97,8 @@ def test_induce_then_refine_through_an_openai_compatible_teacher(server, tmp_pat
 
 
 def test_cli_induce_and_refine_with_a_served_teacher(server, tmp_path, tiny_model, monkeypatch, capsys):
-    from adaptrubric_local import cli, cli_bank
+    from adaptrubric_local import cli
+    from adaptrubric_local.cli import bank as cli_bank
 
     build = cli.build_parser
 

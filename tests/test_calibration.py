@@ -19,7 +19,7 @@ from adaptrubric_local.engine import build
 from adaptrubric_local.evaluation import calibration as C
 from adaptrubric_local.evaluation import probability as P
 from adaptrubric_local.evaluation import tts
-from adaptrubric_local.reward_model import RewardModel
+from adaptrubric_local.rewards.model import RewardModel
 
 from conftest import free_port, make_png, wait_until_loaded, write_jsonl
 

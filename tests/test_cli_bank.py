@@ -4,7 +4,8 @@ themselves are tested in test_bank_induction.py, over HTTP in test_bank_inductio
 
 def bank_cli(monkeypatch):
     """`adaptrubric` with the `bank` commands registered (cli.py loads cli_bank once it is in its list)."""
-    from adaptrubric_local import cli, cli_bank
+    from adaptrubric_local import cli
+    from adaptrubric_local.cli import bank as cli_bank
 
     build = cli.build_parser
 

@@ -5,7 +5,7 @@ import argparse
 import pytest
 
 from adaptrubric_local.cli import build_parser
-from adaptrubric_local.cli_common import add_scoring_options, needs_engine, pipeline_config
+from adaptrubric_local.cli.common import add_scoring_options, needs_engine, pipeline_config
 from adaptrubric_local.pipeline import PipelineConfig
 
 

@@ -326,7 +326,7 @@ def test_quiet_silences_the_libraries_progress_bars(monkeypatch, tmp_path):
     import argparse
     import warnings
 
-    from adaptrubric_local.cli_score import quiet_libraries
+    from adaptrubric_local.cli.score import quiet_libraries
 
     for k in ("HF_HUB_DISABLE_PROGRESS_BARS", "VLLM_LOGGING_LEVEL", "TQDM_DISABLE", "TRANSFORMERS_VERBOSITY",
               "VLLM_LOGGING_STREAM", "TORCH_CPP_LOG_LEVEL", "PYTHONWARNINGS"):

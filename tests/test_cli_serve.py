@@ -1,12 +1,12 @@
-"""`adaptrubric serve` and `python -m adaptrubric_local.cli_serve` (cli_serve.py): one flag per option of
+"""`adaptrubric serve` and `python -m adaptrubric_local.cli.serve` (cli_serve.py): one flag per option of
 the service and of the verifier (the keys of a reward.yaml), a flag given winning over --config. The
-service itself is tested in test_serve.py."""
+service itself is tested in test_rewards_serve.py."""
 import subprocess
 import sys
 
 import pytest
 
-from adaptrubric_local.cli_serve import main
+from adaptrubric_local.cli.serve import main
 
 
 def _serve_args(*argv):
@@ -16,7 +16,7 @@ def _serve_args(*argv):
 
 
 def test_the_module_runs_with_the_same_flags_and_examples():
-    out = subprocess.run([sys.executable, "-m", "adaptrubric_local.cli_serve", "--help-all"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "adaptrubric_local.cli.serve", "--help-all"], capture_output=True,
                          text=True, check=True).stdout
     assert out.startswith("usage: adaptrubric serve") and "--fake-engine" in out
     assert "--max-batch-trajectories" in out and "--max-images" in out and "--max-batch-size" in out
@@ -26,12 +26,12 @@ def test_the_module_runs_with_the_same_flags_and_examples():
 
 
 def test_flags_override_the_config_file(tmp_path, monkeypatch):
-    from adaptrubric_local import cli_serve
+    from adaptrubric_local.cli import serve as cli_serve
 
     cfg = tmp_path / "reward.yaml"
     cfg.write_text("reward: p_success\nmax_images: 6\nrouter: rules\nmax_batch_size: 4\n")
     seen = {}
-    monkeypatch.setattr("adaptrubric_local.serve.serve", lambda rm, sc: seen.update(rm=rm, sc=sc))
+    monkeypatch.setattr("adaptrubric_local.rewards.serve.serve", lambda rm, sc: seen.update(rm=rm, sc=sc))
     args = _serve_args("--config", str(cfg), "--max-images", "5", "--no-fine", "--port", "8123")  # loads on first use
     assert cli_serve.cmd_serve(args) == 0
     rm, sc = seen["rm"], seen["sc"]

@@ -184,7 +184,7 @@ def test_labels_teacher_agree_and_balance(tmp_path):
 
 
 def test_replayed_verdicts_disagreeing_are_left_out(tmp_path):
-    from adaptrubric_local.cli_distill import add_subcommands
+    from adaptrubric_local.cli.distill import add_subcommands
     import argparse
 
     recs = [canonical_record(tmp_path, f"v{i}", 3, instruction="Turn on Bluetooth.", label=i % 2, task_id=f"k{i}")
@@ -211,7 +211,7 @@ def test_replayed_verdicts_disagreeing_are_left_out(tmp_path):
 def test_cli_needs_exactly_one_teacher(data, tmp_path):
     import argparse
 
-    from adaptrubric_local.cli_distill import add_subcommands
+    from adaptrubric_local.cli.distill import add_subcommands
 
     ap = argparse.ArgumentParser()
     add_subcommands(ap.add_subparsers())

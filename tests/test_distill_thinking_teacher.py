@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from openai_stub import Running, _logprobs
 
-from adaptrubric_local.cli_distill import add_subcommands
+from adaptrubric_local.cli.distill import add_subcommands
 from adaptrubric_local.distill.examples import examples, read_split
 
 from conftest import canonical_record, write_jsonl

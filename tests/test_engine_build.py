@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from adaptrubric_local.cli_common import add_model_options
+from adaptrubric_local.cli.common import add_model_options
 from adaptrubric_local.engine.build import build_engine
 from adaptrubric_local.engine.hf_config import HFEngineConfig
 from adaptrubric_local.flags import config_fields, config_kwargs

@@ -13,7 +13,7 @@ from openai_stub import CUE, P_FAIL, P_PASS, Running, Stub, file_pixels
 
 from adaptrubric_local.cli import main
 from adaptrubric_local.engine.remote import RemoteConfig, check_remote
-from adaptrubric_local.reward_model import RewardModel
+from adaptrubric_local.rewards.model import RewardModel
 
 from conftest import make_png, write_jsonl
 
@@ -140,7 +140,7 @@ def test_reward_config_names_the_server_and_finds_its_model(data, server, tmp_pa
 
 
 def test_serve_takes_the_remote_flags(data, server, monkeypatch):
-    import adaptrubric_local.serve as serve_mod
+    import adaptrubric_local.rewards.serve as serve_mod
 
     path, recs, _, _ = data
     got = {}

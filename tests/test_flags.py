@@ -77,7 +77,7 @@ def _exposed():
     """Which configs each command takes flags for (None: all fields; else the fields it exposes)."""
     from adaptrubric_local.bank_induction.induce import InduceConfig
     from adaptrubric_local.bank_induction.refine import RefineConfig
-    from adaptrubric_local.cli_serve import CLIENT_ONLY
+    from adaptrubric_local.cli.serve import CLIENT_ONLY
     from adaptrubric_local.distill.collect import CollectConfig
     from adaptrubric_local.distill.config import TrainConfig
     from adaptrubric_local.engine.build import EngineChoice
@@ -89,8 +89,8 @@ def _exposed():
     from adaptrubric_local.flags import config_fields
     from adaptrubric_local.labels import LabelsConfig
     from adaptrubric_local.pipeline import PipelineConfig
-    from adaptrubric_local.reward_config import RewardConfig
-    from adaptrubric_local.serve import ServeConfig
+    from adaptrubric_local.rewards.config import RewardConfig
+    from adaptrubric_local.rewards.serve import ServeConfig
 
     engines = [(EngineChoice, None), (HFEngineConfig, None), (VLLMConfig, None), (RemoteConfig, None)]
     scoring = [(PipelineConfig, None), *engines]
@@ -139,13 +139,13 @@ def test_batch_size_means_one_thing():
 
 def test_reward_config_keys_are_the_serve_flags():
     """A reward.yaml key is the flag of the same name on `serve` (one vocabulary for files and flags)."""
-    from adaptrubric_local.cli_serve import CLIENT_ONLY
+    from adaptrubric_local.cli.serve import CLIENT_ONLY
     from adaptrubric_local.engine.build import EngineChoice
     from adaptrubric_local.engine.hf_config import HFEngineConfig
     from adaptrubric_local.engine.vllm_engine import VLLMConfig
     from adaptrubric_local.flags import config_fields, flag_name
     from adaptrubric_local.pipeline import PipelineConfig
-    from adaptrubric_local.reward_config import RewardConfig
+    from adaptrubric_local.rewards.config import RewardConfig
 
     flags = {s for a in _commands()["serve"]._actions for s in a.option_strings}
     keys = [f.name for cls in (RewardConfig, PipelineConfig, EngineChoice, HFEngineConfig, VLLMConfig)
@@ -156,8 +156,8 @@ def test_reward_config_keys_are_the_serve_flags():
 # ----------------------------------------------------------------------------- what a user types
 def _all_parsers():
     """Every parser a user can reach: `adaptrubric` and its subcommands, `python -m
-    adaptrubric_local.cli_serve` and `python -m adaptrubric_local.distill.train`."""
-    import adaptrubric_local.cli_serve as cli_serve
+    adaptrubric_local.cli.serve` and `python -m adaptrubric_local.distill.train`."""
+    import adaptrubric_local.cli.serve as cli_serve
     from adaptrubric_local.distill import train
 
     made = []
@@ -257,7 +257,7 @@ def test_an_unknown_flag_shows_the_subcommands_usage_and_the_closest_names(capsy
     code, err = _run(capsys, "eval", "d", "--out", "o", "--zzzz")
     assert "--zzzz is not a flag of adaptrubric eval (see adaptrubric eval --help)" in err
     # the config file of the service takes the same names: an old key says what it is now
-    from adaptrubric_local.reward_config import split_options
+    from adaptrubric_local.rewards.config import split_options
 
     with pytest.raises(ValueError, match="'batch_size' was renamed: it is now max_batch_size"):
         split_options({"batch_size": 8}, "reward.yaml")
@@ -296,7 +296,7 @@ def test_the_batch_default_is_the_dataclass_one_and_what_help_says():
     """One default for trajectories_per_batch: PipelineConfig's, which --help shows and a run records; a
     --max-batch-size given alone sets it to 4 x that."""
     from adaptrubric_local.cli import build_parser
-    from adaptrubric_local.cli_common import pipeline_config
+    from adaptrubric_local.cli.common import pipeline_config
     from adaptrubric_local.pipeline import PipelineConfig
 
     def parse(*flags):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from adaptrubric_local.cli import build_parser, main
-from adaptrubric_local.cli_common import engine_options, pipeline_config
+from adaptrubric_local.cli.common import engine_options, pipeline_config
 from adaptrubric_local.pipeline import PipelineConfig
 from adaptrubric_local.prompts import load_prompts
 from adaptrubric_local.ray_scoring import RayConfig, ReplicaPool, ReplicasGone, _Chunk, chunk_size, chunks, score_ray

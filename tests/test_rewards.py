@@ -281,7 +281,7 @@ def genrm(synth_set, monkeypatch):
     from openai_stub import Running, Stub, forbid_local_models, scores_by_final_frame
     from rl_support import task_group
 
-    from adaptrubric_local import shared_reward
+    from adaptrubric_local.rewards import shared as shared_reward
 
     trajs = task_group(synth_set)
     server = Running(Stub(scores_by_final_frame(trajs), served="genrm-verifier"))
@@ -295,7 +295,7 @@ def genrm(synth_set, monkeypatch):
 def test_compute_score_against_verls_reward_router(genrm):
     from openai_stub import P_FAIL, P_PASS
 
-    from adaptrubric_local import shared_reward
+    from adaptrubric_local.rewards import shared as shared_reward
 
     trajs, server = genrm
     kw = dict(data_source="gui", solution_str="tap(1)", ground_truth=None, reward_router_address=server.address,

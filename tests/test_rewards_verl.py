@@ -39,7 +39,7 @@ from adaptrubric_local import rewards  # noqa: E402
 REWARDS_FILE = Path(rewards.__file__)
 KEYS = {"score", "unparsed", "error", "p_success", "category", "status", "detail"}
 MANAGER = ["reward.reward_manager.source=importlib", "reward.reward_manager.name=TrajectoryRewardManager",
-           "reward.reward_manager.module.path=pkg://adaptrubric_local.verl_reward_manager"]
+           "reward.reward_manager.module.path=pkg://adaptrubric_local.rewards.verl_manager"]
 NEEDS_TRAJ = "compute_score needs extra_info['trajectory']"
 
 
@@ -207,7 +207,7 @@ def reward_router(group, monkeypatch):
     verl launches for reward.reward_model (they need a GPU); building a model in this process fails."""
     from openai_stub import Running, Stub, forbid_local_models, scores_by_final_frame
 
-    from adaptrubric_local import shared_reward
+    from adaptrubric_local.rewards import shared as shared_reward
 
     trajs, made = group
     server = Running(Stub(scores_by_final_frame(trajs)))
@@ -257,7 +257,7 @@ def test_genrm_example_config_after_rollout(agent_loop, group, reward_router, to
     after rollout by verl's RewardLoopWorker through TrajectoryRewardManager and compute_score_async."""
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 
-    from adaptrubric_local.verl_reward_manager import TrajectoryRewardManager
+    from adaptrubric_local.rewards.verl_manager import TrajectoryRewardManager
 
     with initialize_config_dir(config_dir=str(EXAMPLES), version_base=None):
         config = compose(config_name="verl_genrm", overrides=[

@@ -13,16 +13,12 @@ PKG = ROOT / "adaptrubric_local"
 OTHER = {
     "__init__.py": "test_import_graph.py",  # the package facade: its exports
     "_version.py": "test_cli.py",  # `adaptrubric --version` and the installed distribution's version
-    "cli_audit.py": "test_audit.py",  # `adaptrubric audit`, beside what it runs and writes
-    "cli_distill.py": "test_distill_collect.py",  # the `distill` commands' parsing, beside what they run
     "engine/openai_engine.py": "test_distill_collect.py",  # against an OpenAI-compatible stub server
     "route/clause.py": "test_route_rules.py",  # clauses are read through explain_rules
-    "cli_review.py": "test_review.py",  # `adaptrubric review`, beside the page it writes
     "evaluation/probability.py": "test_calibration.py",  # AUROC/AUPRC/Brier/ECE, hand-checked beside calibration
     "evaluation/review_page.py": "test_review.py",  # the page's files, with the cards they show
-    "inline_images.py": "test_serve_security.py",  # inline screenshots are a service-safety feature
+    "inline_images.py": "test_rewards_serve_security.py",  # inline screenshots are a service-safety feature
     "run_settings.py": "test_scoring.py",  # the settings record and the resume check, beside the writer that keeps them
-    "verl_reward_manager.py": "test_rewards_verl.py",  # driven by verl's own reward loop
 }
 
 

@@ -18,7 +18,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from adaptrubric_local import load_trajectories  # noqa: E402
-from adaptrubric_local.reward_model import RewardModel  # noqa: E402
+from adaptrubric_local.rewards.model import RewardModel  # noqa: E402
 
 from conftest import free_port, oversized_post_status, wait_until_loaded  # noqa: E402
 
@@ -27,8 +27,8 @@ SERVER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {root!r})
     from adaptrubric_local import FakeEngine
-    from adaptrubric_local.reward_model import RewardModel
-    from adaptrubric_local.serve import ServeConfig, serve
+    from adaptrubric_local.rewards.model import RewardModel
+    from adaptrubric_local.rewards.serve import ServeConfig, serve
 
     class Slow(FakeEngine):
         def generate(self, requests):

@@ -18,7 +18,7 @@ key). The copy matters: after `batch.repeat(..., interleave=True)` the n rollout
 ONE `extra_info` dict, and verl's manager writes into it from concurrent tasks. Select it with
 
     reward.reward_manager.source=importlib
-    reward.reward_manager.module.path=pkg://adaptrubric_local.verl_reward_manager
+    reward.reward_manager.module.path=pkg://adaptrubric_local.rewards.verl_manager
     reward.reward_manager.name=TrajectoryRewardManager
 
 verl's GenRM route (verl serves the verifier: `reward.reward_model.enable=True`) normally runs without a
@@ -26,7 +26,7 @@ resource pool of its own, so it is the after-rollout case and needs this manager
 gives it the reward router's address, which `run_single` passes on to `rewards.compute_score_async`
 unchanged (examples/verl_genrm.yaml holds the whole configuration).
 
-Imports verl: load it only where verl is installed. Knows nothing about scoring (rewards.py does it).
+Imports verl: load it only where verl is installed. Knows nothing about scoring (rewards/ does it).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Evaluation subcommands (`eval`, `ablate`, `tts`, `compare`), registered by `cli.py`.
+"""Evaluation subcommands (`eval`, `ablate`, `tts`, `compare`), registered by `cli/`.
 Argument handling only; the work is in `evaluation.harness`.
 """
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .cli_common import (
+from .common import (
     FORMATTER,
     add_coverage_options,
     add_data_argument,
@@ -40,7 +40,7 @@ def _score_first(args, out: Path) -> Path:
 
 
 def cmd_eval(args) -> int:
-    from .evaluation.harness import outside_image_roots, run_eval
+    from ..evaluation.harness import outside_image_roots, run_eval
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -68,7 +68,7 @@ def cmd_eval(args) -> int:
 
 
 def cmd_tts(args) -> int:
-    from .evaluation.harness import run_tts
+    from ..evaluation.harness import run_tts
 
     if bool(args.verdicts) == bool(args.model):
         raise ValueError("give exactly one of --verdicts V.jsonl or --model M")
@@ -91,9 +91,9 @@ def cmd_tts(args) -> int:
 
 
 def cmd_ablate(args) -> int:
-    from .evaluation.harness import run_ablation
-    from .formats import load_trajectories
-    from .pipeline import AdaptRubric
+    from ..evaluation.harness import run_ablation
+    from ..formats import load_trajectories
+    from ..pipeline import AdaptRubric
 
     cfg = pipeline_config(args)
     loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
@@ -111,7 +111,7 @@ def cmd_ablate(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .evaluation.harness import compare
+    from ..evaluation.harness import compare
 
     print(compare(args.dir_a, args.dir_b, args.out))
     if args.out:
@@ -125,7 +125,7 @@ def _f(x, signed=False, d=1):
 
 def add_subcommands(sub) -> None:
     """Register eval, ablate, tts and compare."""
-    from .flags import common
+    from ..flags import common
 
     fmt = FORMATTER
 

@@ -41,11 +41,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..inline_images import ImageStore
+from ..types import Verdict
 from .batcher import QueueFull
-from .inline_images import ImageStore
-from .reward_inputs import item_id, to_trajectory
-from .reward_model import RewardModel
-from .types import Verdict
+from .inputs import item_id, to_trajectory
+from .model import RewardModel
 
 log = logging.getLogger("adaptrubric.serve")
 

@@ -3,9 +3,9 @@ image_roots, never against /; paths escaping a root are refused; the service con
 import pytest
 
 from adaptrubric_local import FakeEngine, load_trajectories
-from adaptrubric_local.reward_config import RewardConfig
-from adaptrubric_local.reward_inputs import to_trajectory, traj_key
-from adaptrubric_local.reward_model import RewardModel
+from adaptrubric_local.rewards.config import RewardConfig
+from adaptrubric_local.rewards.inputs import to_trajectory, traj_key
+from adaptrubric_local.rewards.model import RewardModel
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 on first use from $ADAPTRUBRIC_CONFIG (a YAML/JSON file of options) and $ADAPTRUBRIC_SERVICE_URL; and
 one per model-server address a framework hands over (`for_router`: verl's reward router), which runs
 the method against that server and loads no model here. It lives in its own package module, not in
-rewards.py, because verl and OpenRLHF load rewards.py by path (a second copy of that file must still
+rewards/, because verl and OpenRLHF load rewards/ by path (a second copy of that file must still
 find the same models). Knows nothing about RL frameworks.
 """
 from __future__ import annotations
@@ -13,9 +13,9 @@ import threading
 from pathlib import Path
 from typing import Any, Optional
 
-from .pipeline import PipelineConfig
-from .reward_config import load_options
-from .reward_model import RewardModel
+from ..pipeline import PipelineConfig
+from .config import load_options
+from .model import RewardModel
 
 _SHARED: dict[str, Any] = {"rm": None}
 _SHARED_LOCK = threading.Lock()

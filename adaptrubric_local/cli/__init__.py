@@ -15,7 +15,11 @@ import sys
 import warnings
 from pathlib import Path
 
-from .cli_common import (
+from ..flags import Parser, add_config_arguments, explicit, old_spelling_warning
+from ..flags import common as mark_common  # (`common` is the name of the sub-module cli/common.py)
+from ..pipeline import PipelineConfig
+from ..stopping import Stopped, stop_on_signals
+from .common import (
     FORMATTER,
     add_model_options,
     add_remote_options,
@@ -26,9 +30,6 @@ from .cli_common import (
     needs_engine,
     pipeline_config,
 )
-from .flags import Parser, add_config_arguments, common, explicit, old_spelling_warning
-from .pipeline import PipelineConfig
-from .stopping import Stopped, stop_on_signals
 
 EXAMPLES = """examples:
   adaptrubric route --router rules "Turn on Wi-Fi, then open the dialer app"
@@ -56,7 +57,7 @@ EXAMPLES = """examples:
 
 # ----------------------------------------------------------------------------- route
 def cmd_route(args) -> int:
-    from .pipeline import AdaptRubric, PipelineConfig
+    from ..pipeline import AdaptRubric, PipelineConfig
 
     cfg = PipelineConfig(router=args.router, fine=False, bank_path=args.bank_path)
     engine = None
@@ -70,7 +71,7 @@ def cmd_route(args) -> int:
         res = pipe.route_many([args.instruction])[args.instruction]
         print(res.category)
         if args.explain and args.router == "rules":
-            from .route import explain_rules
+            from ..route import explain_rules
 
             why = explain_rules(args.instruction)
             print(f"rule: {why.rule}", file=sys.stderr)
@@ -83,7 +84,7 @@ def cmd_route(args) -> int:
         return 0
     if not args.input:
         return die("give an INSTRUCTION or --input FILE.jsonl")
-    from .formats.base import LoadResult, iter_json_lines
+    from ..formats.base import LoadResult, iter_json_lines
 
     result = LoadResult()
     rows = [(rec, obj) for rec, obj in iter_json_lines(Path(args.input), result)]
@@ -109,8 +110,8 @@ def cmd_route(args) -> int:
 
 # ----------------------------------------------------------------------------- prompt
 def cmd_prompt(args) -> int:
-    from .formats import load_trajectories
-    from .pipeline import AdaptRubric
+    from ..formats import load_trajectories
+    from ..pipeline import AdaptRubric
 
     cfg = pipeline_config(args)
     if needs_engine(cfg) and not args.model:
@@ -166,7 +167,7 @@ def known_ids(ids: list[str], show: int = 10) -> str:
 # ----------------------------------------------------------------------------- validate-bank
 def cmd_validate_bank(args) -> int:
     """`validate-bank PATH`, this release's old spelling of `bank validate PATH`."""
-    from .cli_bank import cmd_validate
+    from .bank import cmd_validate
 
     print(old_spelling_warning("validate-bank", "adaptrubric", args.path), file=sys.stderr)
     return cmd_validate(args)
@@ -174,8 +175,15 @@ def cmd_validate_bank(args) -> int:
 
 # ----------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
-    from . import cli_audit, cli_bank, cli_distill, cli_eval, cli_labels, cli_review, cli_score, cli_serve
-    from ._version import __version__
+    from .._version import __version__
+    from . import audit as cli_audit
+    from . import bank as cli_bank
+    from . import distill as cli_distill
+    from . import eval as cli_eval
+    from . import labels as cli_labels
+    from . import review as cli_review
+    from . import score as cli_score
+    from . import serve as cli_serve
 
     ap = Parser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent trajectories, run "
                 "in-process with Qwen3-VL.", epilog=EXAMPLES, formatter_class=FORMATTER)
@@ -190,10 +198,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "prompt (H.2).", epilog=EXAMPLES, formatter_class=FORMATTER)
     p.add_argument("instruction", nargs="?", help="an instruction to route")
     add_config_arguments(p, PipelineConfig, only=("router", "bank_path"))
-    common(p.add_argument("--explain", action="store_true",
+    mark_common(p.add_argument("--explain", action="store_true",
                           help="with --router rules: print how the rules read the instruction"), "method")
-    common(p.add_argument("--input", help="JSONL file whose lines have \"instruction\""), "data")
-    common(p.add_argument("--out", help="where to write the routed JSONL (default stdout)"), "output")
+    mark_common(p.add_argument("--input", help="JSONL file whose lines have \"instruction\""), "data")
+    mark_common(p.add_argument("--out", help="where to write the routed JSONL (default stdout)"), "output")
     p.add_old_spelling("--output", "out")
     add_model_options(p)
     add_remote_options(p)
@@ -205,8 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "--model). Without a model: --router rules and --no-fine or --manual-cues TEXT.",
                        epilog=EXAMPLES, formatter_class=FORMATTER)
     p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
-    common(p.add_argument("--id", required=True, help="trajectory id"), "data")
-    common(p.add_argument("--json", action="store_true",
+    mark_common(p.add_argument("--id", required=True, help="trajectory id"), "data")
+    mark_common(p.add_argument("--json", action="store_true",
                           help="print the request (prompt, suffix, images, route, cues) as JSON"), "output")
     add_scoring_options(p)  # exactly the flags of `score`, so the prompt is what `score` sends
     p.set_defaults(func=cmd_prompt)

@@ -31,14 +31,14 @@ class DemoSettings:
 
 def distill_demo(out: str | Path, s: DemoSettings | None = None, progress: bool = False, log=print) -> dict:
     """Synth -> collect (labels as teacher) -> train a tiny student -> evaluate base vs adapter."""
-    from .distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
-    from .distill.config import TrainConfig
-    from .distill.evaluate import evaluate
-    from .distill.train import train
-    from .dry_run import tokenizer_corpus
-    from .engine.tiny import make_tiny_model
-    from .formats import load_trajectories
-    from .synth import synthesize
+    from ..distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
+    from ..distill.config import TrainConfig
+    from ..distill.evaluate import evaluate
+    from ..distill.train import train
+    from ..dry_run import tokenizer_corpus
+    from ..engine.tiny import make_tiny_model
+    from ..formats import load_trajectories
+    from ..synth import synthesize
 
     s = s or DemoSettings()
     out = Path(out)

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from adaptrubric_local.reward_config import RewardConfig, default_model, split_options
-from adaptrubric_local.reward_model import RewardModel
+from adaptrubric_local.rewards.config import RewardConfig, default_model, split_options
+from adaptrubric_local.rewards.model import RewardModel
 
 
 def test_config_file_covers_every_option(tmp_path):

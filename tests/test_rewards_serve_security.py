@@ -26,8 +26,8 @@ from PIL import Image  # noqa: E402
 
 from adaptrubric_local import FakeEngine, cli, rewards  # noqa: E402
 from adaptrubric_local.inline_images import ImageStore, check_image, data_url  # noqa: E402
-from adaptrubric_local.reward_model import RewardModel  # noqa: E402
-from adaptrubric_local.serve import ServeConfig, authorized, is_loopback  # noqa: E402
+from adaptrubric_local.rewards.model import RewardModel  # noqa: E402
+from adaptrubric_local.rewards.serve import ServeConfig, authorized, is_loopback  # noqa: E402
 
 from conftest import free_port, oversized_post_status, wait_until_loaded  # noqa: E402
 
@@ -39,8 +39,8 @@ SERVER = textwrap.dedent("""
     from PIL import Image
     from adaptrubric_local import FakeEngine
     from adaptrubric_local.engine.fake import default_script
-    from adaptrubric_local.reward_model import RewardModel
-    from adaptrubric_local.serve import ServeConfig, serve
+    from adaptrubric_local.rewards.model import RewardModel
+    from adaptrubric_local.rewards.serve import ServeConfig, serve
 
     def script(req):  # SCORE 1 when the final frame is green: the verdict shows which pixels arrived
         if req.kind != "verify":
@@ -144,7 +144,7 @@ def test_refuses_an_open_address_without_key(monkeypatch, capsys, tmp_path):
     assert cli.main(["serve", "--fake-engine", "--host", "0.0.0.0"]) == 2
     assert "refusing to serve on '0.0.0.0' without an API key" in capsys.readouterr().err
     served = []
-    monkeypatch.setattr("adaptrubric_local.serve.serve", lambda rm, cfg: served.append(cfg))
+    monkeypatch.setattr("adaptrubric_local.rewards.serve.serve", lambda rm, cfg: served.append(cfg))
     assert cli.main(["serve", "--fake-engine", "--host", "0.0.0.0", "--insecure"]) == 0
     monkeypatch.setenv("ADAPTRUBRIC_API_KEY", "from-env")
     assert cli.main(["serve", "--fake-engine", "--host", "0.0.0.0"]) == 0

@@ -6,8 +6,8 @@ import zlib
 import pytest
 
 from adaptrubric_local import load_trajectories
-from adaptrubric_local.reward_config import RewardConfig
-from adaptrubric_local.service_client import ServiceClient
+from adaptrubric_local.rewards.client import ServiceClient
+from adaptrubric_local.rewards.config import RewardConfig
 from adaptrubric_local.types import Verdict
 
 

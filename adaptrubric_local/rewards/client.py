@@ -12,10 +12,10 @@ import zlib
 from pathlib import Path
 from typing import Any, Optional
 
-from .inline_images import data_url, is_inline
-from .reward_config import RewardConfig
-from .reward_inputs import item_id, resolve_shot, to_trajectory
-from .types import Trajectory, Verdict
+from ..inline_images import data_url, is_inline
+from ..types import Trajectory, Verdict
+from .config import RewardConfig
+from .inputs import item_id, resolve_shot, to_trajectory
 
 
 class ServiceClient:

@@ -1,6 +1,6 @@
-"""The `labels` subcommands, registered by `cli.py`: `labels merge` writes a labelled copy of a data
+"""The `labels` subcommands, registered by `cli/`: `labels merge` writes a labelled copy of a data
 set. Argument handling only; labels files are read and applied by `labels.py` (through
-`cli_common.load_labelled`, the step every command that reads labels takes), the copy is written by
+`cli/common.py`'s `load_labelled`, the step every command that reads labels takes), the copy is written by
 the canonical format's writer.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from .cli_common import FORMATTER, add_data_options, add_labels_options, load_labelled
+from .common import FORMATTER, add_data_options, add_labels_options, load_labelled
 
 EXAMPLES = """examples:
   adaptrubric labels merge runs/synth/trajectories.jsonl --labels labels.jsonl --out runs/labelled
@@ -29,7 +29,7 @@ def _image_roots(data: Path, extra: list[str]) -> list[str]:
 
 
 def cmd_merge(args) -> int:
-    from .formats import canonical, load_trajectories
+    from ..formats import canonical, load_trajectories
 
     if not args.labels:
         raise ValueError("give at least one --labels FILE (what the review page's Export writes)")

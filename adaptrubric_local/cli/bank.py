@@ -1,5 +1,5 @@
 """The `adaptrubric bank` subcommands (`induce`, `refine`, `validate`), registered into the main parser by
-`cli.py` through `add_subcommands(sub)`. Argument handling only; the work is in
+`cli/` through `add_subcommands(sub)`. Argument handling only; the work is in
 `adaptrubric_local.bank_induction`.
 """
 from __future__ import annotations
@@ -25,8 +25,8 @@ EXAMPLES = """examples:
 
 
 def _teacher_options(p: argparse.ArgumentParser) -> None:
-    from .engine.teacher import TeacherConfig
-    from .flags import add_config_arguments
+    from ..engine.teacher import TeacherConfig
+    from ..flags import add_config_arguments
 
     t = p.add_argument_group("teacher (exactly one: a local model, or an OpenAI-compatible endpoint)")
     add_config_arguments(t, TeacherConfig)
@@ -35,14 +35,14 @@ def _teacher_options(p: argparse.ArgumentParser) -> None:
 
 
 def _teacher(args):
-    from .engine.teacher import TeacherConfig
-    from .flags import config_kwargs
+    from ..engine.teacher import TeacherConfig
+    from ..flags import config_kwargs
 
     return TeacherConfig(**config_kwargs(args, TeacherConfig)).build()
 
 
 def _load(path: str, fmt: str, image_roots, check_images: bool = True):
-    from .formats import load_trajectories
+    from ..formats import load_trajectories
 
     loaded = load_trajectories(path, fmt=fmt, check_images=check_images, image_roots=image_roots)
     for w in loaded.warnings:
@@ -56,15 +56,15 @@ def _load(path: str, fmt: str, image_roots, check_images: bool = True):
 
 
 def _prompts(args):
-    from .bank_induction.prompts import load_induction_prompts
+    from ..bank_induction.prompts import load_induction_prompts
 
     return load_induction_prompts(args.induction_prompts)
 
 
 # ----------------------------------------------------------------------------- induce
 def cmd_induce(args) -> int:
-    from .bank_induction.induce import InduceConfig, induce
-    from .flags import config_kwargs
+    from ..bank_induction.induce import InduceConfig, induce
+    from ..flags import config_kwargs
 
     kw = config_kwargs(args, InduceConfig)
     cfg = InduceConfig(**{**kw, "name": kw.get("name") or Path(args.out).stem})
@@ -84,13 +84,13 @@ def cmd_induce(args) -> int:
 
 # ----------------------------------------------------------------------------- refine
 def cmd_refine(args) -> int:
-    from .bank_induction.refine import RefineConfig, refine
-    from .cli_common import make_engine, pipeline_config
+    from ..bank_induction.refine import RefineConfig, refine
+    from .common import make_engine, pipeline_config
 
     if not args.model:
         raise ValueError("--model (the verifier the bank is refined for) is required")
-    from .bank import DEFAULT_BANK
-    from .flags import config_kwargs
+    from ..bank import DEFAULT_BANK
+    from ..flags import config_kwargs
 
     cfg = RefineConfig(**config_kwargs(args, RefineConfig))
     bank = args.bank_path or str(DEFAULT_BANK)
@@ -115,9 +115,10 @@ def cmd_refine(args) -> int:
 # ----------------------------------------------------------------------------- parser
 def add_subcommands(sub) -> None:
     """Register `bank {induce,refine,validate}` on the main parser's subparsers."""
-    from .bank_induction.induce import InduceConfig
-    from .bank_induction.refine import RefineConfig
-    from .cli_common import (
+    from ..bank_induction.induce import InduceConfig
+    from ..bank_induction.refine import RefineConfig
+    from ..flags import add_config_arguments, common
+    from .common import (
         FORMATTER,
         add_data_argument,
         add_data_options,
@@ -125,7 +126,6 @@ def add_subcommands(sub) -> None:
         add_pipeline_options,
         add_remote_options,
     )
-    from .flags import add_config_arguments, common
     b = sub.add_parser("bank", help="build and check a rubric bank for your own apps (induce, refine, validate)",
                        description="Grow a rubric bank the way the paper built its own (§4.1, Appendix B): induce "
                                    "families and rubrics from labelled trajectories with a teacher model, then "
@@ -193,8 +193,8 @@ and rubric items, plus the shared meta rule; unknown keys are errors naming the 
 
 
 def cmd_validate(args) -> int:
-    from .bank import load_bank
-    from .schema import SchemaError
+    from ..bank import load_bank
+    from ..schema import SchemaError
 
     try:
         bank = load_bank(args.path)

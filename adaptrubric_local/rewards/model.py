@@ -9,17 +9,17 @@
     rm.rewards([traj_a, traj_b])                      # -> [1.0, None]  (None: unparsed or error, never 0/1)
     rm.score([traj_a, traj_b])                        # -> [Verdict, Verdict]
 
-What it may be given: reward_inputs.py. Its options: the constructor's arguments, which are
-Verifier's (verifier.py) plus RewardConfig's (reward_config.py; a flat mapping of all of them:
+What it may be given: rewards/inputs.py. Its options: the constructor's arguments, which are
+Verifier's (verifier.py) plus RewardConfig's (rewards/config.py; a flat mapping of all of them:
 `from_options`, `from_config`; a LoRA adapter's image
 settings are adopted, image_policy.py). Every call from every thread goes through one scoring thread
-that gathers what is waiting into engine batches (batcher.py), so concurrent callers share batches
+that gathers what is waiting into engine batches (rewards/batcher.py), so concurrent callers share batches
 and the route/cue cache, and the model is loaded once, under a lock, on first use. With
-`service_url` set nothing is loaded here: trajectories go to `adaptrubric serve` (service_client.py).
+`service_url` set nothing is loaded here: trajectories go to `adaptrubric serve` (rewards/client.py).
 With `openai_url` set nothing is loaded either: the method runs here and every model call goes to that
 OpenAI-compatible server (engine/remote.py; `model` is the served name, found on the server when omitted).
 
-Knows nothing about RL frameworks (rewards.py) or HTTP servers (serve.py).
+Knows nothing about RL frameworks (rewards/) or HTTP servers (rewards/serve.py).
 """
 from __future__ import annotations
 
@@ -31,15 +31,15 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
+from ..engine.base import Engine
+from ..inline_images import DEFAULT_MAX_PIXELS, ImageStore
+from ..pipeline import AdaptRubric, PipelineConfig
+from ..types import Trajectory, Verdict
+from ..verifier import READ_BY, EngineConfig, build, resolve_engine, reward_value
 from .batcher import Batcher
-from .engine.base import Engine
-from .inline_images import DEFAULT_MAX_PIXELS, ImageStore
-from .pipeline import AdaptRubric, PipelineConfig
-from .reward_config import RewardConfig, load_options, split_options
-from .reward_inputs import item_id, to_trajectory, traj_key
-from .service_client import ServiceClient
-from .types import Trajectory, Verdict
-from .verifier import READ_BY, EngineConfig, build, resolve_engine, reward_value
+from .client import ServiceClient
+from .config import RewardConfig, load_options, split_options
+from .inputs import item_id, to_trajectory, traj_key
 
 NAMED_ENGINE_OPTIONS = frozenset(READ_BY)
 
@@ -49,7 +49,7 @@ log = logging.getLogger("adaptrubric.rewards")
 class RewardModel:
     """The AdaptRubric verifier as a reward function: a `Verifier` (verifier.py) whose model loads on
     first use, plus a scoring thread that batches concurrent calls, an optional calibration, and the
-    mapping of verdicts to rewards. It takes what RL frameworks hand over (reward_inputs.py): rollout
+    mapping of verdicts to rewards. It takes what RL frameworks hand over (rewards/inputs.py): rollout
     dicts, JSON lines, file paths or Trajectory objects. The engine arguments are Verifier's.
 
     Args:
@@ -134,7 +134,7 @@ class RewardModel:
         self._client = ServiceClient(self.config) if self.config.service_url else None
         self.calibration, self.provenance = None, {}
         if self.config.calibration:  # read now: a bad file fails before any model loads
-            from .evaluation.calibration import load as load_calibration
+            from ..evaluation.calibration import load as load_calibration
 
             self.calibration, prov = load_calibration(self.config.calibration)
             self.provenance["calibration"] = prov

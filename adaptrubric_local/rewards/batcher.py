@@ -12,8 +12,8 @@ import time
 from concurrent.futures import Future
 from typing import Callable, Optional, Sequence
 
-from .reward_inputs import traj_key
-from .types import Trajectory, Verdict
+from ..types import Trajectory, Verdict
+from .inputs import traj_key
 
 
 class QueueFull(RuntimeError):

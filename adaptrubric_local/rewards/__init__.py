@@ -1,5 +1,5 @@
 """Reward adapters with the signatures RL frameworks call, as thin functions over one process-wide
-`RewardModel` (reward_model.py).
+`RewardModel` (rewards/model.py).
 
 For a reward that teaches, each completion must be scored on the policy's OWN rollout, which reaches
 the reward function like this (versions checked: TRL 1.16.0, verl 0.9.1, OpenRLHF 0.11.2):
@@ -37,8 +37,8 @@ import asyncio
 from typing import Any, Optional, Sequence
 
 # absolute imports: verl and OpenRLHF load this file by path, outside the package
-from adaptrubric_local import shared_reward as _rm
-from adaptrubric_local.reward_model import RewardModel
+from adaptrubric_local.rewards import shared as _rm
+from adaptrubric_local.rewards.model import RewardModel
 from adaptrubric_local.types import Verdict
 
 METRIC_PREFIX = "adaptrubric"

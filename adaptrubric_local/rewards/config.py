@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .engine.hf_config import DEFAULT_MODEL, HFEngineConfig
-from .engine.remote import REMOTE_FIELDS
-from .engine.vllm_engine import VLLM_FIELDS
-from .flags import flag_name, renamed
-from .inline_images import DEFAULT_MAX_PIXELS
-from .pipeline import PipelineConfig
+from ..engine.hf_config import DEFAULT_MODEL, HFEngineConfig
+from ..engine.remote import REMOTE_FIELDS
+from ..engine.vllm_engine import VLLM_FIELDS
+from ..flags import flag_name, renamed
+from ..inline_images import DEFAULT_MAX_PIXELS
+from ..pipeline import PipelineConfig
 
 REWARD_MODES = ("binary", "p_success")
 

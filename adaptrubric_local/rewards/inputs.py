@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
-from .inline_images import ImageStore, is_inline
-from .reward_config import RewardConfig
-from .types import Trajectory
+from ..inline_images import ImageStore, is_inline
+from ..types import Trajectory
+from .config import RewardConfig
 
 
 def _inside(path: str | Path, roots: list[Path], where: str, what: str) -> Path:
@@ -60,8 +60,8 @@ def to_trajectory(obj: Any, cfg: RewardConfig, where: str = "trajectory",
     Screenshots given inline (bytes or data URLs) are checked and written to `images`. With `confine`
     (the service: requests come from elsewhere), absolute paths, like relative ones, must lie inside
     data_root or image_roots."""
-    from .formats import load_trajectories
-    from .formats.canonical import parse_record
+    from ..formats import load_trajectories
+    from ..formats.canonical import parse_record
 
     if isinstance(obj, Trajectory):
         return obj
@@ -98,7 +98,7 @@ def item_id(obj: Any, where: str) -> str:
     an item which cannot be scored still answers under its own id. An item that names none (a path, a
     record without a usable id, other JSON that does not parse) answers under its location, `where`
     ("item 3"), as a bad record of a data file does under "file:line"."""
-    from .formats.base import leading_id, own_id
+    from ..formats.base import leading_id, own_id
 
     if isinstance(obj, Trajectory):
         return obj.id

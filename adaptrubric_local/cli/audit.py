@@ -1,4 +1,4 @@
-"""The `audit` subcommand, registered by `cli.py`: argument handling only; the counterfactuals, the
+"""The `audit` subcommand, registered by `cli/`: argument handling only; the counterfactuals, the
 scoring and the report are in `audit/`.
 """
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .cli_common import FORMATTER, add_scoring_options, engine_options, make_engine, pipeline_config
+from .common import FORMATTER, add_scoring_options, engine_options, make_engine, pipeline_config
 
 EXAMPLES = """examples:
   adaptrubric audit DATA --model Qwen/Qwen3-VL-8B-Instruct --out runs/audit-8b
@@ -49,7 +49,7 @@ def load_plugins(sources: list[str]) -> None:
 
 def perturbation_table() -> str:
     """The registered perturbations: name, what it changes, what a robust verifier does, the label."""
-    from .audit import REGISTRY
+    from ..audit import REGISTRY
 
     rows = [f"{'name':<22} {'label':<9} change -> a robust verifier"]
     for p in REGISTRY.values():
@@ -59,18 +59,18 @@ def perturbation_table() -> str:
 
 def _engine_from(options: dict):
     """An engine for a flat mapping of options (a setting perturbation's, when the run's cannot be derived)."""
-    from .engine.remote import is_remote, remote_engine
+    from ..engine.remote import is_remote, remote_engine
 
     if is_remote(options):
         return remote_engine(options)
-    from .engine.build import build_engine
+    from ..engine.build import build_engine
 
     return build_engine(**options)
 
 
 def summary_lines(audit: dict) -> list[str]:
     """One line per perturbation, as the command prints them."""
-    from .audit.report import pct
+    from ..audit.report import pct
 
     lines = []
     for name, r in audit["perturbations"].items():
@@ -83,9 +83,9 @@ def summary_lines(audit: dict) -> list[str]:
 
 
 def cmd_audit(args) -> int:
-    from .audit import build_all, get
-    from .audit import report as RP
-    from .audit import run as R
+    from ..audit import build_all, get
+    from ..audit import report as RP
+    from ..audit import run as R
 
     load_plugins(args.perturbations_from)
     if args.list_perturbations:
@@ -100,7 +100,7 @@ def cmd_audit(args) -> int:
         print(RP.write_compare(args.out, args.out, args.compare))
         print(f"wrote {args.out}/compare.md, compare.png")
         return 0
-    from .formats import load_trajectories
+    from ..formats import load_trajectories
 
     chosen = get(args.perturb)
     cfg = pipeline_config(args)
@@ -115,7 +115,7 @@ def cmd_audit(args) -> int:
         print(R.cost_text(R.cost_plan(loaded.trajectories, chosen, cfs, cfg)))
         print(f"wrote {', '.join(sorted({str(f) for f in files.values()}))} (no model loaded: --dry-run)")
         return 0
-    from .pipeline import AdaptRubric
+    from ..pipeline import AdaptRubric
 
     options = engine_options(args, cfg)
     engine = make_engine(args, cfg)

@@ -1,13 +1,13 @@
-"""The `serve` subcommand (registered into the main parser by `cli.py` through `add_subcommands`).
-Argument handling only; the service is serve.py, the verifier reward_model.py.
+"""The `serve` subcommand (registered into the main parser by `cli/` through `add_subcommands`).
+Argument handling only; the service is rewards/serve.py, the verifier rewards/model.py.
 """
 from __future__ import annotations
 
 import argparse
 import logging
 
-from .cli_common import add_model_options, add_remote_options
-from .flags import Parser
+from ..flags import Parser
+from .common import add_model_options, add_remote_options
 
 EXAMPLES = """examples:
   adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
@@ -38,7 +38,7 @@ def read_key(args, opts: dict) -> "str | None":
     import os
     from pathlib import Path
 
-    from .reward_config import RewardConfig
+    from ..rewards.config import RewardConfig
 
     env = opts.get("api_key_env", RewardConfig.api_key_env)
     if args.api_key:
@@ -60,16 +60,16 @@ SERVE_DEFAULTS = {"max_pending": 1024}  # a service bounds its queue (503 beyond
 
 
 def cmd_serve(args) -> int:
-    from .cli_common import check_engine_options
-    from .engine.build import EngineChoice
-    from .engine.hf_config import HFEngineConfig
-    from .engine.remote import RemoteConfig
-    from .engine.vllm_engine import VLLMConfig
-    from .flags import config_kwargs, explicit
-    from .pipeline import PipelineConfig
-    from .reward_config import RewardConfig, load_options
-    from .reward_model import RewardModel
-    from .serve import ServeConfig, serve
+    from ..engine.build import EngineChoice
+    from ..engine.hf_config import HFEngineConfig
+    from ..engine.remote import RemoteConfig
+    from ..engine.vllm_engine import VLLMConfig
+    from ..flags import config_kwargs, explicit
+    from ..pipeline import PipelineConfig
+    from ..rewards.config import RewardConfig, load_options
+    from ..rewards.model import RewardModel
+    from ..rewards.serve import ServeConfig, serve
+    from .common import check_engine_options
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     opts = {**SERVE_DEFAULTS, **(load_options(args.config) if args.config else {})}
@@ -83,7 +83,7 @@ def cmd_serve(args) -> int:
     engine = opts.pop("engine", None)  # the in-process engine's name (a reward config's `engine:` key)
     check_engine_options(engine or "transformers", explicit(args))
     if args.fake_engine:
-        from .dry_run import FakeEngine
+        from ..dry_run import FakeEngine
 
         engine = FakeEngine()
     cfg = ServeConfig(**{**config_kwargs(args, ServeConfig, skip=("api_key",)), "api_key": read_key(args, opts)})
@@ -98,10 +98,10 @@ def cmd_serve(args) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `serve`: the service's (ServeConfig), and every verifier option (reward, pipeline and
     engine configs: the keys of a reward.yaml), a flag given winning over --config."""
-    from .flags import add_config_arguments, common
-    from .pipeline import PipelineConfig
-    from .reward_config import RewardConfig
-    from .serve import ServeConfig
+    from ..flags import add_config_arguments, common
+    from ..pipeline import PipelineConfig
+    from ..rewards.config import RewardConfig
+    from ..rewards.serve import ServeConfig
 
     common(p.add_argument("--config", help="YAML/JSON file of verifier options: the keys are the flags' names "
                                            "(every option of `score`, plus the reward options)"), "service")
@@ -130,7 +130,7 @@ def add_subcommands(sub) -> None:
 
 
 def main(argv=None) -> int:
-    """`python -m adaptrubric_local.cli_serve` (the same flags as `adaptrubric serve`)."""
+    """`python -m adaptrubric_local.cli.serve` (the same flags as `adaptrubric serve`)."""
     ap = Parser(prog="adaptrubric serve", epilog=EXAMPLES,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(ap)

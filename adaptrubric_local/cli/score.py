@@ -1,5 +1,5 @@
 """Subcommands that run models or make data (`score`, `synth`, `make-tiny-model`, `demo`),
-registered into the main parser by `cli.py`. Argument handling and file I/O only; the work is done
+registered into the main parser by `cli/`. Argument handling and file I/O only; the work is done
 by the pipeline, the engines and `scoring`.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from .cli_common import FORMATTER, add_scoring_options, engine_options, pipeline_config, score_with_model
+from .common import FORMATTER, add_scoring_options, engine_options, pipeline_config, score_with_model
 
 EXAMPLES = """examples:
   adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl
@@ -37,7 +37,7 @@ def cmd_score(args) -> int:
 
 def _score(args) -> int:
     cfg = pipeline_config(args)
-    from .formats import load_trajectories
+    from ..formats import load_trajectories
 
     loaded, subset = pick_subset(load_trajectories(args.data, fmt=args.format, image_roots=args.image_root),
                                  args.ids, args.limit)
@@ -124,8 +124,8 @@ def pick_subset(loaded, ids: Optional[list[str]], limit: Optional[int]):
     order, and leaves the bad records out (said in the record). An id not in the data is an error."""
     if not ids and limit is None:
         return loaded, None
-    from .formats.base import LoadResult
-    from .scoring import error_id
+    from ..formats.base import LoadResult
+    from ..scoring import error_id
 
     if limit is not None and limit < 1:
         raise ValueError(f"--limit must be >= 1, got {limit}")
@@ -153,8 +153,8 @@ def pick_subset(loaded, ids: Optional[list[str]], limit: Optional[int]):
 
 def check_ray_flags(args) -> None:
     """The replica flags need --ray; --ray holds the transformers engine in process."""
-    from .flags import config_kwargs, flag_name
-    from .ray_scoring import RayConfig
+    from ..flags import config_kwargs, flag_name
+    from ..ray_scoring import RayConfig
 
     given = sorted(config_kwargs(args, RayConfig, only_given=True))
     if given and not args.ray:
@@ -170,8 +170,8 @@ def check_ray_flags(args) -> None:
 
 def score_with_ray(args, cfg, loaded) -> dict:
     """`score --ray`: replicas on Ray (local or --ray-address), the driver writing --out."""
-    from .flags import config_kwargs, explicit
-    from .ray_scoring import RayConfig, ReplicasGone, score_ray
+    from ..flags import config_kwargs, explicit
+    from ..ray_scoring import RayConfig, ReplicasGone, score_ray
 
     ray_cfg = RayConfig(**config_kwargs(args, RayConfig))
     options = engine_options(args, cfg)
@@ -187,7 +187,7 @@ def score_with_ray(args, cfg, loaded) -> dict:
 
 # ----------------------------------------------------------------------------- synth / tiny / demo
 def cmd_synth(args) -> int:
-    from .synth import synthesize
+    from ..synth import synthesize
 
     w, h = (int(x) for x in args.size.lower().split("x"))
     path = synthesize(Path(args.out), n_tasks=args.tasks, candidates=args.candidates, size=(w, h), seed=args.seed,
@@ -198,15 +198,15 @@ def cmd_synth(args) -> int:
 
 
 def cmd_make_tiny(args) -> int:
-    from .dry_run import tokenizer_corpus
-    from .engine.tiny import make_tiny_model
+    from ..dry_run import tokenizer_corpus
+    from ..engine.tiny import make_tiny_model
 
     if args.answering:
         if args.tokenizer != "trained" or args.thinking:
             print("make-tiny-model: error: --answering distils on the small trained tokenizer and the Instruct "
                   "template; leave out --tokenizer qwen3 and --thinking", file=sys.stderr)
             return 2
-        from .distill.answering import AnsweringSettings, answering_model
+        from ..distill.answering import AnsweringSettings, answering_model
 
         answering_model(args.dir, AnsweringSettings(seed=args.seed))
         return 0
@@ -231,8 +231,8 @@ def cmd_demo(args) -> int:
 # ----------------------------------------------------------------------------- registration
 def add_score_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `score`."""
-    from .flags import add_config_arguments, common
-    from .ray_scoring import RayConfig
+    from ..flags import add_config_arguments, common
+    from ..ray_scoring import RayConfig
 
     p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
     common(p.add_argument("--out", required=True, help="verdict JSONL to write"), "output")
@@ -286,7 +286,7 @@ def add_subcommands(sub) -> None:
                         "`demo` and `make-tiny-model --answering` train on (with --size 96x192)")
     p.set_defaults(func=cmd_synth)
 
-    from .distill.answering import AnsweringSettings
+    from ..distill.answering import AnsweringSettings
 
     a = AnsweringSettings()
     size = f"{a.size[0]}x{a.size[1]}"

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from adaptrubric_local import load_trajectories
-from adaptrubric_local.batcher import Batcher, QueueFull
+from adaptrubric_local.rewards.batcher import Batcher, QueueFull
 from adaptrubric_local.types import Verdict
 
 

@@ -1,5 +1,5 @@
 """The `adaptrubric distill` subcommands (`collect`, `plan`, `train`, `evaluate`, `merge`), registered
-into the main parser by `cli.py` through `add_subcommands(sub)`. Argument handling only; the work is
+into the main parser by `cli/` through `add_subcommands(sub)`. Argument handling only; the work is
 in `adaptrubric_local.distill`.
 """
 from __future__ import annotations
@@ -36,9 +36,9 @@ EXAMPLES = """examples:
 # ----------------------------------------------------------------------------- collect
 def _collect_teacher(args, pcfg_for, loaded):
     """(teacher engine, manifest description, pipeline config, per-trajectory configs or None)."""
-    from .distill.collect import label_teacher, load_teacher_verdicts, verdict_groups, verdicts_teacher
-    from .engine.teacher import TeacherConfig
-    from .flags import config_kwargs
+    from ..distill.collect import label_teacher, load_teacher_verdicts, verdict_groups, verdicts_teacher
+    from ..engine.teacher import TeacherConfig
+    from ..flags import config_kwargs
 
     tcfg = TeacherConfig(**config_kwargs(args, TeacherConfig))
     chosen = [x for x in (tcfg.teacher_model, tcfg.teacher_url, args.teacher_verdicts) if x] + (
@@ -59,9 +59,9 @@ def _collect_teacher(args, pcfg_for, loaded):
 
 
 def cmd_collect(args) -> int:
-    from .cli_common import load_labelled
-    from .distill.collect import CollectConfig, collect, teacher_pipeline
-    from .flags import config_kwargs
+    from .common import load_labelled
+    from ..distill.collect import CollectConfig, collect, teacher_pipeline
+    from ..flags import config_kwargs
 
     cfg = CollectConfig(**config_kwargs(args, CollectConfig))
     loaded, labels = load_labelled(args, check_images=True)  # the data's labels with --labels applied
@@ -90,9 +90,9 @@ def cmd_collect(args) -> int:
 
 # ----------------------------------------------------------------------------- train / plan
 def cmd_train(args) -> int:
-    from .distill.config import config_from_args
-    from .distill.plan import format_plan
-    from .distill.train import dry_run, train
+    from ..distill.config import config_from_args
+    from ..distill.plan import format_plan
+    from ..distill.train import dry_run, train
 
     cfg = config_from_args(args, **({"out": "(plan only)"} if args.func is cmd_plan else {}))
     if getattr(args, "dry_run", False):
@@ -114,7 +114,7 @@ def cmd_plan(args) -> int:
 
 # ----------------------------------------------------------------------------- evaluate / merge
 def cmd_evaluate(args) -> int:
-    from .distill.evaluate import evaluate
+    from ..distill.evaluate import evaluate
 
     res = evaluate(args.dir, args.model, args.adapter, args.out, split=args.split, batch_size=args.max_batch_size,
                    max_new_tokens=args.verify_max_new_tokens, data=args.data, progress=not args.quiet,
@@ -124,7 +124,7 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from .distill.evaluate import merge
+    from ..distill.evaluate import merge
 
     path = merge(args.model, args.adapter, args.out)
     print(f"merged {args.adapter} into {args.model} -> {path} (load it with --model {path})")
@@ -134,10 +134,10 @@ def cmd_merge(args) -> int:
 # ----------------------------------------------------------------------------- parser
 def add_subcommands(sub) -> None:
     """Register `distill {collect,train,plan,evaluate,merge}` on the main parser's subparsers."""
-    from .distill.collect import CollectConfig
-    from .engine.teacher import TeacherConfig
-    from .flags import add_config_arguments, common
-    from .pipeline import PipelineConfig
+    from ..distill.collect import CollectConfig
+    from ..engine.teacher import TeacherConfig
+    from ..flags import add_config_arguments, common
+    from ..pipeline import PipelineConfig
 
     fmt = argparse.RawDescriptionHelpFormatter
     d = sub.add_parser("distill", help="distil a large judge into a LoRA adapter for a small verifier",
@@ -166,7 +166,7 @@ def add_subcommands(sub) -> None:
                              "labels and verdicts, which carry no router answers)")
     add_config_arguments(g, PipelineConfig, only=("router", "max_images"), defaults={"router": None})
     add_config_arguments(p.add_argument_group("collection"), CollectConfig)
-    from .labels import LabelsConfig
+    from ..labels import LabelsConfig
 
     add_config_arguments(p.add_argument_group("labels (what the review page exports; the records' labels, "
                                               "--agree-with-labels and --teacher-labels read them)"), LabelsConfig)
@@ -176,7 +176,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_collect)
 
-    from .distill.train import add_train_args
+    from ..distill.train import add_train_args
 
     p = dsub.add_parser("train", help="train a LoRA/QLoRA student on DIR",
                         description="LoRA (or QLoRA with --load-in-4bit) on the student with transformers' Trainer; "
@@ -210,7 +210,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("--adapter", required=True, help="adapter folder (from distill train)")
     p.add_argument("--out", required=True, help="result folder")
     p.add_argument("--split", default="val", choices=["val", "train"], help="which split (default val)")
-    from .engine.hf_config import HFEngineConfig
+    from ..engine.hf_config import HFEngineConfig
 
     add_config_arguments(p, HFEngineConfig, only=("max_batch_size",))  # the same option, default and help as score's
     add_config_arguments(p, PipelineConfig, only=("verify_max_new_tokens",), defaults={"verify_max_new_tokens": None},

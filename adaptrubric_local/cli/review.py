@@ -1,4 +1,4 @@
-"""The `review` and `calibrate` subcommands, registered by `cli.py`. Argument handling only; the
+"""The `review` and `calibrate` subcommands, registered by `cli/`. Argument handling only; the
 work is in `evaluation.harness` (the review page) and `evaluation.calibration`.
 """
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .cli_common import (
+from .common import (
     FORMATTER,
     add_coverage_options,
     add_data_argument,
@@ -58,10 +58,10 @@ would then be constant, and --require-signal makes that an error.
 
 
 def cmd_review(args) -> int:
-    from .evaluation.harness import run_review
-    from .evaluation.review_order import ReviewOrderConfig
-    from .evaluation.review_page import folder_bytes
-    from .flags import config_kwargs
+    from ..evaluation.harness import run_review
+    from ..evaluation.review_order import ReviewOrderConfig
+    from ..evaluation.review_page import folder_bytes
+    from ..flags import config_kwargs
 
     order = ReviewOrderConfig(**config_kwargs(args, ReviewOrderConfig))
     loaded, labels = load_labelled(args)
@@ -90,8 +90,8 @@ def review_counts_line(res: dict) -> str:
 
 
 def cmd_calibrate(args) -> int:
-    from .evaluation import calibration as C
-    from .evaluation.harness import covered_verdicts
+    from ..evaluation import calibration as C
+    from ..evaluation.harness import covered_verdicts
 
     if args.apply:
         if args.labels:
@@ -137,12 +137,12 @@ def _signal_check(problems: list[str], required: bool, outcome: str) -> bool:
 
 
 def _apply(args) -> int:
-    from .evaluation import calibration as C
+    from ..evaluation import calibration as C
 
     cal, prov = C.load(args.apply)
     if Path(args.verdicts).resolve() == Path(args.out).resolve():
         raise ValueError("--out must differ from --verdicts (the raw verdict file is kept)")
-    from .scoring import calibrate_file
+    from ..scoring import calibrate_file
 
     if _signal_check(C.signal_problems(cal), args.require_signal, f"{args.out} not written"):
         return 1
@@ -164,8 +164,8 @@ def add_subcommands(sub) -> None:
     p.add_argument("--verdicts", required=True, help="verdict JSONL from `adaptrubric score`")
     p.add_argument("--out", required=True, help="output folder (review.html + review_files/)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    from .evaluation.review_order import ReviewOrderConfig
-    from .flags import add_config_arguments
+    from ..evaluation.review_order import ReviewOrderConfig
+    from ..flags import add_config_arguments
 
     add_config_arguments(p.add_argument_group("labelling order"), ReviewOrderConfig)
     add_labels_options(p)

@@ -1,6 +1,7 @@
 """One RewardModel per process for the RL adapters (shared_reward.py): built once from the environment,
 replaced (and the old one closed) by configure."""
-from adaptrubric_local import FakeEngine, shared_reward
+from adaptrubric_local import FakeEngine
+from adaptrubric_local.rewards import shared as shared_reward
 
 
 def test_built_once_from_the_environment_and_replaced_by_configure(monkeypatch, tmp_path):

@@ -3,7 +3,7 @@ labels, then base and adapter evaluated on held-out tasks, at its smallest size 
 The quality `make demo` checks (agreement >= 90%) needs its full size and is not asserted here."""
 import json
 
-from adaptrubric_local.demo import DemoSettings, distill_demo
+from adaptrubric_local.cli.demo import DemoSettings, distill_demo
 
 
 def test_the_demo_writes_every_artefact_and_a_comparison(tmp_path):

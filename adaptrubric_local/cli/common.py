@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .engine.remote import RemoteConfig, is_remote, remote_engine
-from .flags import add_config_arguments, common, config_kwargs, explicit, flag_name
+from ..engine.remote import RemoteConfig, is_remote, remote_engine
+from ..flags import add_config_arguments, common, config_kwargs, explicit, flag_name
 
 FORMATTER = argparse.RawDescriptionHelpFormatter
 
@@ -40,7 +40,7 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
 
 def add_labels_options(p: argparse.ArgumentParser) -> None:
     """--labels FILE (repeatable), one flag per LabelsConfig field."""
-    from .labels import LabelsConfig
+    from ..labels import LabelsConfig
 
     add_config_arguments(p.add_argument_group("labels (what the review page exports)"), LabelsConfig)
 
@@ -48,8 +48,8 @@ def add_labels_options(p: argparse.ArgumentParser) -> None:
 def load_labelled(args, check_images: bool = False):
     """(the data set DATA with the --labels files applied, their record or None): the one step
     every command that reads labels takes before it reads them."""
-    from .formats import load_trajectories
-    from .labels import apply_labels
+    from ..formats import load_trajectories
+    from ..labels import apply_labels
 
     data = args.data
     files = list(getattr(args, "labels", None) or [])
@@ -72,7 +72,7 @@ def load_labelled(args, check_images: bool = False):
 
 def add_pipeline_options(p: argparse.ArgumentParser) -> None:
     """The AdaptRubric settings, one flag per PipelineConfig field; defaults are the paper's method."""
-    from .pipeline import PipelineConfig
+    from ..pipeline import PipelineConfig
 
     add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig)
 
@@ -81,9 +81,9 @@ def add_model_options(p: argparse.ArgumentParser, serve: bool = False) -> None:
     """--engine, --model and every engine option: one flag per EngineChoice, HFEngineConfig and
     VLLMConfig field. `serve`: a flag not given leaves --config's value (no default shown), and the
     model defaults to the engine config's."""
-    from .engine.build import EngineChoice
-    from .engine.hf_config import HFEngineConfig
-    from .engine.vllm_engine import VLLMConfig
+    from ..engine.build import EngineChoice
+    from ..engine.hf_config import HFEngineConfig
+    from ..engine.vllm_engine import VLLMConfig
 
     g = p.add_argument_group("engine (transformers, Qwen3-VL; the options both engines share)")
     add_config_arguments(g, EngineChoice, hide_defaults=serve)
@@ -108,7 +108,7 @@ def add_scoring_options(p: argparse.ArgumentParser) -> None:
 
 def pipeline_config(args, **overrides):
     """The PipelineConfig the pipeline options describe (with --adapter, its screenshot budget)."""
-    from .pipeline import PipelineConfig
+    from ..pipeline import PipelineConfig
 
     kw = {**config_kwargs(args, PipelineConfig), **overrides}
     given = explicit(args)
@@ -120,7 +120,7 @@ def pipeline_config(args, **overrides):
 
 def adopt_adapter_images(args, engine: dict, pipeline: dict) -> tuple[dict, dict]:
     """The --adapter's image settings (image_policy.json) where no flag set them (image_policy.py)."""
-    from .image_policy import adopt
+    from ..image_policy import adopt
 
     return adopt(getattr(args, "adapter", None), engine, pipeline, explicit(args), warn=_warn_once(args))
 
@@ -141,8 +141,8 @@ def engine_options(args, cfg=None) -> dict:
     """HFEngineConfig options from the flags, plus VLLMConfig's with --engine vllm and RemoteConfig's
     with --openai-url; the token cap covers every call the pipeline makes, and vLLM's screenshot limit
     defaults to the pipeline's budget."""
-    from .engine.hf_config import HFEngineConfig
-    from .engine.vllm_engine import VLLMConfig
+    from ..engine.hf_config import HFEngineConfig
+    from ..engine.vllm_engine import VLLMConfig
 
     check_engine_options(getattr(args, "engine", None) or "transformers", explicit(args))
     kw, _ = adopt_adapter_images(args, config_kwargs(args, HFEngineConfig), {})
@@ -180,7 +180,7 @@ def check_engine_options(engine: str, given) -> None:
     """Refuse an option given on the command line that `engine` does not read, naming what to use
     instead (an error, exit 2): `--max-batch-size` with vLLM is `--max-num-seqs`; a vLLM option with
     transformers names transformers' one, or --engine vllm."""
-    from .engine.vllm_engine import VLLM_FIELDS
+    from ..engine.vllm_engine import VLLM_FIELDS
 
     if engine == "vllm":
         wrong = {n: TRANSFORMERS_ONLY[n] for n in sorted(given) if n in TRANSFORMERS_ONLY}
@@ -199,7 +199,7 @@ def make_engine(args, cfg=None):
     kw = engine_options(args, cfg)
     if is_remote(kw):
         return remote_engine(kw)
-    from .engine.build import build_engine
+    from ..engine.build import build_engine
 
     return build_engine(**kw)
 
@@ -213,10 +213,10 @@ def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_
     """Load args.data (unless `loaded`) and, with `resume`, check the verdict file's settings (both failing before the
     model loads), build the engine, score into `out`. An in-process engine's settings record comes
     from its config (as Ray's does); a server's from the engine, which asks the server."""
-    from .formats import load_trajectories
-    from .pipeline import AdaptRubric
-    from .run_settings import planned_settings, precheck_out
-    from .scoring import score_file, score_with
+    from ..formats import load_trajectories
+    from ..pipeline import AdaptRubric
+    from ..run_settings import planned_settings, precheck_out
+    from ..scoring import score_file, score_with
 
     if loaded is None:
         loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
@@ -252,7 +252,7 @@ def add_coverage_options(p: argparse.ArgumentParser, subset: bool = True) -> Non
 def print_coverage(result: dict) -> None:
     """What the verdicts cover of DATA (a metrics.json / tts.json content), on stderr: WARNING when
     trajectories lack a verdict or verdicts were left out, a note otherwise."""
-    from .evaluation.coverage import Coverage
+    from ..evaluation.coverage import Coverage
 
     if not result.get("coverage"):
         return

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from adaptrubric_local import FakeEngine, load_trajectories
-from adaptrubric_local.reward_model import RewardModel
+from adaptrubric_local.rewards.model import RewardModel
 
 
 @pytest.fixture
