@@ -3,13 +3,14 @@
 way it was trained (`synth --visible-outcome --size 96x192`, a data seed other than the build's), scores it
 with `score --router rules --no-fine` and prints the parsed fraction and the agreement with the labels.
 
-    python eval/answering_model.py                       # build (about a minute on 2 cores) + 12 tasks, seed 1
+    python eval/answering_model.py                       # build (1-2 minutes on 2 cores) + 12 tasks, seed 1
     python eval/answering_model.py --model runs/tiny-answering --seeds 1,2,3 --tasks 24
     python eval/answering_model.py --plain               # also data without the banner (not checked)
 
 Agreement counts every trajectory: an unparsed verdict does not agree. `--plain` also scores the same
-draw without the outcome banner, to show what the model does on data it was not trained on (reported,
-not checked). Exits 1 when a draw with the banner is parsed below --min-parsed (0.95) or agrees below
+draw without the outcome banner, where no completed outcome is visible at the end (the model, trained on
+copies of successes without it labelled 0, scores every one 0 whatever the label; reported, not checked).
+Exits 1 when a draw with the banner is parsed below --min-parsed (0.95) or agrees below
 --min-agreement (0.9).
 """
 from __future__ import annotations

@@ -37,9 +37,9 @@ SMOKE: dict[str, list[str]] = {
     "router_accuracy.py": [str(ROOT / "tests" / "data" / "router_styled.jsonl"), "--split", "fresh2"],
     "review_size.py": ["--tasks", "1"],
     "bank_demo.py": ["--tasks-per-kind", "2"],
-    # builds the answering tiny model (about a minute on 2 cores), then audits it on 16 trajectories
+    # builds the answering tiny model (one to two minutes on 2 cores), then audits it on 16 trajectories
     "audit_answering.py": ["--out", "{tmp}", "--tasks", "8", "--candidates", "2"],
-    # at full size (a minute to build, half a minute to score): the figures the docs quote
+    # at full size (one to two minutes to build, half a minute to score): the figures the docs quote
     "answering_model.py": ["--work", "{tmp}"],
     # GPU scripts at CPU size: the memory model against a measured prefill, prompt tokenization, every stage
     # of the GPU check and the distillation memory check on the tiny model

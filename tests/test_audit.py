@@ -262,6 +262,9 @@ def test_wilson_interval():
     lo, hi = RP.wilson(5, 10)
     assert lo == pytest.approx(0.2366, abs=1e-4) and hi == pytest.approx(0.7634, abs=1e-4)
     assert RP.wilson(0, 8)[0] == 0.0 and RP.wilson(0, 8)[1] == pytest.approx(0.3244, abs=1e-4)
+    # exact at the ends for every n (rounding left 4/4's upper bound below 1 and 0/69's lower above 0, and
+    # flips.png then failed on a negative error bar)
+    assert all(RP.wilson(n, n)[1] == 1.0 and RP.wilson(0, n)[0] == 0.0 for n in range(1, 300))
 
 
 def test_perturbations_from_a_file_join_the_command(fake, tmp_path, capsys):

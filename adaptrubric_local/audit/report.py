@@ -30,7 +30,8 @@ def wilson(k: int, n: int, z: float = Z95) -> Optional[list[float]]:
     p = k / n
     mid = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [max(0.0, mid - half), min(1.0, mid + half)]
+    # exact at the ends: rounding would put 0/n's lower bound above 0 or n/n's upper bound below 1
+    return [0.0 if k == 0 else max(0.0, mid - half), 1.0 if k == n else min(1.0, mid + half)]
 
 
 def rate(k: int, n: int) -> dict:

@@ -293,12 +293,12 @@ def add_subcommands(sub) -> None:
     p = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL offline and save it",
                        description="A tiny Qwen3-VL (text head size 32, which vLLM's CPU and GPU kernels accept) "
                                    "that loads in both engines: random weights (its outputs are noise), or with "
-                                   "--answering a student distilled on the CPU in about a minute that answers the "
+                                   "--answering a student distilled on the CPU in one to two minutes that answers the "
                                    "verifier prompt with parseable verdicts on the data it was trained on: synthetic "
                                    "screens whose outcome banner shows the result (`synth --visible-outcome --size "
-                                   "96x192`, any seed). On other data, such as real screenshots or synth without "
-                                   "--visible-outcome, it mostly writes unparseable verdicts. For comparing engines "
-                                   "and tests, not for judging anything.",
+                                   "96x192`, any seed); a final screen without the banner it scores 0. On real "
+                                   "screenshots it mostly writes unparseable verdicts. For comparing engines and "
+                                   "tests, not for judging anything.",
                        formatter_class=FORMATTER,
                        epilog="examples:\n  adaptrubric make-tiny-model runs/tiny\n"
                               "  adaptrubric make-tiny-model runs/tiny-qwen3 --tokenizer qwen3   # real tokenizer, "
@@ -317,10 +317,11 @@ def add_subcommands(sub) -> None:
                    help="the chat template of a Thinking checkpoint: the reply opens inside <think>")
     p.add_argument("--answering", action="store_true",
                    help=f"distil and merge a tiny student that writes verdicts, trained on {a.n_tasks} x "
-                        f"{a.candidates} synthetic trajectories at {size} with the outcome banner (labels as a "
-                        f"teacher {a.teacher_p:g} sure; about a minute on 2 cores); score it with --router rules "
-                        f"--no-fine on `synth --visible-outcome --size {size}` data (elsewhere its verdicts mostly "
-                        "do not parse)")
+                        f"{a.candidates} synthetic trajectories at {size} with the outcome banner and a copy of each "
+                        f"success without it, labelled 0 (labels as a teacher {a.teacher_p:g} sure; one to two "
+                        "minutes on 2 cores); score it with --router rules --no-fine on `synth --visible-outcome "
+                        f"--size {size}` data (a final screen without the banner it scores 0; on real screenshots "
+                        "its verdicts mostly do not parse)")
     p.set_defaults(func=cmd_make_tiny)
 
     p = sub.add_parser("demo", help="the product end to end on generated data, on the CPU",

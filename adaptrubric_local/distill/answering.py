@@ -2,19 +2,21 @@
 
 A random tiny model never writes a parseable verdict, so verdicts and `p_success` cannot be compared
 across engines (transformers and vLLM, in process and as a server) on it. `answering_model` builds,
-offline and in about a minute on 2 CPU cores: a tiny random Qwen3-VL (`engine/tiny.py`), labelled
-synthetic trajectories whose outcome is visible on the final screen, a teacher that judges each one
-correctly but is only `teacher_p` sure (P(SCORE=1) 0.8 when it says 1, 0.2 when it says 0), a LoRA
-student trained on the verdict lines with the soft-label term (`distill/trainer.py`), then the
-adapter merged into the base (`distill/evaluate.merge`). What comes out answers the verifier prompt
-of `--router rules --no-fine` with the three verdict lines and an end of turn, its SCORE read from
-the pixels and its `p_success` near the teacher's, away from 0.5 and from 0/1, so that a numerical
-difference between engines shows as a difference in `p_success` rather than hiding in a saturated
-softmax. `answering.json` in the folder records how it was made, what it was trained on and its
-held-out agreement. It reads the outcome banner and nothing else: data drawn the way it was trained
-(`answering_data`, or `adaptrubric synth --visible-outcome --size 96x192`, any seed) it answers; on other
-data (screens without the banner, real screenshots) it mostly writes unparseable verdicts, and the ones
-it parses do not follow the labels (`eval/answering_model.py` prints both). Knows nothing about
+offline in one to two minutes on 2 CPU cores: a tiny random Qwen3-VL (`engine/tiny.py`), labelled
+synthetic trajectories whose outcome is visible on the final screen, plus a copy of each success whose
+final screen shows no outcome (`no_outcome_copies`), a teacher that judges each one correctly (the copies
+0: no completed task is visible at the end) but is only `teacher_p` sure (P(SCORE=1) 0.8 when it says 1,
+0.2 when it says 0), a LoRA student trained on the verdict lines with the soft-label term
+(`distill/trainer.py`), then the adapter merged into the base (`distill/evaluate.merge`). What comes out
+answers the verifier prompt of `--router rules --no-fine` with the three verdict lines and an end of turn,
+its SCORE read from the pixels of the final screen and its `p_success` near the teacher's, away from 0.5
+and from 0/1, so that a numerical difference between engines shows as a difference in `p_success` rather
+than hiding in a saturated softmax. `answering.json` in the folder records how it was made, what it was
+trained on and its held-out agreement. It reads the outcome banner and nothing else: data drawn the way it
+was trained (`answering_data`, or `adaptrubric synth --visible-outcome --size 96x192`, any seed) it
+answers, a final screen without the banner (the audit's final-frame-first and frames-reversed, synth
+without --visible-outcome) it scores 0; on real screenshots it writes unparseable verdicts
+(`eval/answering_model.py` and `eval/audit_answering.py` print both). Knows nothing about
 engines beyond the transformers one the trainer and evaluator use.
 """
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Optional
 
 @dataclass
 class AnsweringSettings:
-    """How the answering tiny model is made (the defaults: about a minute on 2 CPU cores)."""
+    """How the answering tiny model is made (the defaults: one to two minutes on 2 CPU cores)."""
 
     n_tasks: int = 12
     candidates: int = 4
@@ -41,13 +43,14 @@ class AnsweringSettings:
     teacher_p: float = 0.8  # the teacher's P(SCORE = its answer)
     max_new_tokens: int = 24
     seed: int = 0
+    no_outcome: bool = True  # also train on a copy of each success whose final screen shows no outcome, labelled 0
 
 
-ELSEWHERE = ("It reads the outcome from the banner on the final screen and nothing else: on other data it mostly "
-             "writes unparseable verdicts (synth without --visible-outcome: EVIDENCE_SUFFICIENT '1' instead of "
-             "yes/no; real screenshots: garbled lines up to the token cap), the ones it parses do not follow the "
-             "labels, and its p_success is about the same for successes and failures. For comparing engines and "
-             "tests, not for judging anything.")
+ELSEWHERE = ("It reads the outcome from the banner on the final screen and nothing else: a final screen without "
+             "the banner (synth without --visible-outcome, the last screenshot replaced by an earlier one, the "
+             "steps reversed) it scores 0 with a parsed verdict, whatever the label; the instruction and the "
+             "agent's text do not move its verdict; on real screenshots it mostly writes unparseable verdicts "
+             "(garbled lines up to the token cap). For comparing engines and tests, not for judging anything.")
 
 
 def trained_on(s: AnsweringSettings) -> str:
@@ -56,7 +59,33 @@ def trained_on(s: AnsweringSettings) -> str:
     return (f"{s.n_tasks} tasks x {s.candidates} candidates of synthetic trajectories ({w}x{h}, seed {s.seed}) whose "
             "final screen is covered by the outcome banner (green 'Done' / red 'Not done'), labels as a teacher "
             f"{s.teacher_p:g} sure: what `adaptrubric synth --visible-outcome --size {w}x{h} --tasks {s.n_tasks} "
-            f"--candidates {s.candidates} --seed {s.seed}` draws")
+            f"--candidates {s.candidates} --seed {s.seed}` draws"
+            + ("; and a copy of each success whose final screen is an earlier one, without the banner, labelled 0"
+               if s.no_outcome else ""))
+
+
+def no_outcome_copies(trajs, seed: int = 0) -> list:
+    """For each success, a copy whose final screen shows no outcome, labelled 0 as a teacher that judges the
+    final screen would (no completed task is visible at the end): in turn, the last screenshot replaced by an
+    earlier screen of the same trajectory (the agent stopped before the outcome), or the steps in another
+    order that does not end on the outcome screen (the agent saw it, then ended elsewhere). Ids are the
+    original's with `~no-outcome`; task ids stay, so a copy lands in its original's train/val split; the
+    screenshots are the original's files."""
+    import random
+    from dataclasses import replace
+
+    rng = random.Random(seed)
+    out = []
+    for k, t in enumerate(x for x in trajs if x.label == 1 and len(x.steps) >= 2):
+        steps = list(t.steps)
+        if k % 2 == 0:
+            steps[-1] = replace(steps[-1], screenshot=steps[rng.randrange(len(steps) - 1)].screenshot)
+        else:
+            last = steps[-1]
+            while steps[-1] is last:
+                rng.shuffle(steps)
+        out.append(replace(t, id=f"{t.id}~no-outcome", steps=steps, label=0))
+    return out
 
 
 def answering_data(out: str | Path, s: Optional[AnsweringSettings] = None, seed: Optional[int] = None,
@@ -107,9 +136,16 @@ def answering_model(out: str | Path, s: Optional[AnsweringSettings] = None, work
     try:
         base = make_tiny_model(root / "base", corpus=tokenizer_corpus(), seed=s.seed)
         data = answering_data(root / "synth", s)
+        trajs = load_trajectories(data).trajectories
+        if s.no_outcome:
+            from ..formats import canonical
+
+            trajs = trajs + no_outcome_copies(trajs, s.seed)
+            data = data.with_name("train.jsonl")
+            canonical.write(trajs, data)
         dist = root / "distill"
         shutil.rmtree(dist, ignore_errors=True)
-        collect(data, dist, unsure_teacher(load_trajectories(data).trajectories, s.teacher_p),
+        collect(data, dist, unsure_teacher(trajs, s.teacher_p),
                 teacher_pipeline("labels"), CollectConfig(val_fraction=0.25, seed=s.seed), progress=False)
         adapter = root / "student"
         shutil.rmtree(adapter, ignore_errors=True)
