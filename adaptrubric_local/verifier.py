@@ -25,6 +25,7 @@ from typing import Any, Iterable, Iterator, Literal, Mapping, Optional, Union
 
 from .engine.base import Engine
 from .engine.hf_config import DEFAULT_MODEL, HFEngineConfig
+from .engine.options import ENGINES, NO_VALUE, advice, readers, render
 from .engine.remote import RemoteConfig, check_remote, remote_engine
 from .engine.vllm_engine import VLLM_FIELDS, VLLMConfig, VLLMEngineConfig
 from .formats import LoadResult
@@ -33,31 +34,22 @@ from .pipeline import AdaptRubric, PipelineConfig
 from .scoring import error_id
 from .types import Trajectory, Verdict
 
-ENGINES = ("transformers", "vllm", "openai")
 EngineConfig = Union[HFEngineConfig, VLLMConfig, RemoteConfig]
 RewardMode = Literal["binary", "p_success"]
 
-# the named engine options, and the engines that read each
-READ_BY: dict[str, tuple[str, ...]] = {
-    "adapter": ("transformers", "vllm"), "dtype": ("transformers", "vllm"), "votes": ("transformers", "vllm"),
-    "max_visual_tokens": ENGINES, "max_pixels": ENGINES,
-    "device_map": ("transformers",), "load_in_4bit": ("transformers",), "load_in_8bit": ("transformers",),
-    "max_batch_size": ("transformers",), "max_batch_tokens": ("transformers",),
-    "gpu_memory_utilization": ("vllm",), "max_num_seqs": ("vllm",), "max_model_len": ("vllm",),
-}
-# what to use instead, per engine that does not read an option
-INSTEAD: dict[tuple[str, str], str] = {
-    ("max_batch_size", "vllm"): "max_num_seqs",
-    ("max_batch_tokens", "vllm"): "max_model_len and gpu_memory_utilization",
-    ("device_map", "vllm"): "engine_config=VLLMConfig(tensor_parallel_size=...)",
-    ("load_in_4bit", "vllm"): "a quantised checkpoint as model (vLLM reads its quantization config)",
-    ("load_in_8bit", "vllm"): "a quantised checkpoint as model (vLLM reads its quantization config)",
-    ("max_num_seqs", "transformers"): "max_batch_size",
-    ("max_model_len", "transformers"): "max_batch_tokens",
-    ("gpu_memory_utilization", "transformers"): "max_batch_tokens",
-    ("adapter", "openai"): "serve the adapter on the server (vLLM: --lora-modules NAME=DIR) and pass NAME as model",
-    ("votes", "openai"): "votes=1 (sampled votes are not supported on a server)",
-}
+# the engine options Verifier and RewardModel take by name (engine/options.py says which engine reads each)
+NAMED_OPTIONS = ("adapter", "dtype", "device_map", "load_in_4bit", "load_in_8bit", "max_visual_tokens", "max_pixels",
+                 "votes", "max_batch_size", "max_batch_tokens", "gpu_memory_utilization", "max_num_seqs",
+                 "max_model_len")
+
+
+def spell(name: str, value: Any = NO_VALUE) -> str:
+    """An option of engine/options.py's advice as a Python caller writes it: a keyword argument, or a field
+    of engine_config."""
+    if name in NAMED_OPTIONS or name in ("model", "engine", "openai_url"):
+        return name if value is NO_VALUE else f"{name}={value!r}"
+    cls = "VLLMConfig" if name in VLLM_FIELDS else "RemoteConfig" if name.startswith("openai_") else "HFEngineConfig"
+    return f"engine_config={cls}({name}={'...' if value is NO_VALUE else repr(value)})"
 
 
 class Verifier:
@@ -218,10 +210,10 @@ def resolve_engine(engine: Any, model: Optional[str], named: Mapping[str, Any], 
     elif engine == "openai":
         raise ValueError("engine='openai' needs openai_url, the server's address (e.g. http://host:8000/v1)")
     for key in given:
-        if engine not in READ_BY[key]:
-            readers = " and ".join(f"engine={e!r}" for e in READ_BY[key])
-            instead = INSTEAD.get((key, engine), "the server's own setting (vLLM: a `vllm serve` flag)")
-            raise ValueError(f"engine={engine!r} does not read {key} (an option of {readers}); use {instead}")
+        instead = advice(key, engine)
+        if instead is not None:
+            by = " and ".join(f"engine={e!r}" for e in readers(key))
+            raise ValueError(f"engine={engine!r} does not read {key} (an option of {by}); {render(instead, spell)}")
     options = dict(_config_fields(engine, engine_config))
     options.update(given)
     if engine == "openai":

@@ -5,8 +5,10 @@ they describe. Every command that scores, shows a prompt or evaluates takes the 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
+from ..engine.options import NO_VALUE, advice, readers, render
 from ..engine.remote import RemoteConfig, is_remote, remote_engine
 from ..flags import add_config_arguments, common, config_kwargs, explicit, flag_name
 
@@ -161,36 +163,22 @@ def engine_options(args, cfg=None) -> dict:
     return kw
 
 
-# options one engine reads and the other does not -> what to do with the other one instead
-TRANSFORMERS_ONLY = {
-    "max_batch_size": "use --max-num-seqs (requests vLLM runs at once)",
-    "max_batch_tokens": "vLLM's own cap is max_num_batched_tokens: --vllm-engine-args "
-                        "'{\"max_num_batched_tokens\": N}'",
-    "device_map": "use --tensor-parallel-size (GPUs one model is split over)",
-    "attn_implementation": "vLLM picks its own attention backend",
-    "load_in_4bit": "give a quantised checkpoint as --model (vLLM reads its quantization config)",
-    "load_in_8bit": "give a quantised checkpoint as --model (vLLM reads its quantization config)",
-    "compile": "vLLM compiles and captures CUDA graphs unless --enforce-eager",
-}
-VLLM_ONLY = {"max_num_seqs": "use --max-batch-size (most requests in one generate call), or add --engine vllm",
-             "tensor_parallel_size": "use --device-map (transformers' device_map), or add --engine vllm"}
+def spell(name: str, value=NO_VALUE) -> str:
+    """An option of engine/options.py's advice as a command line writes it: its flag (and value)."""
+    if value is NO_VALUE or value is True:
+        return flag_name(name)
+    return f"{flag_name(name)} {shlex.quote(str(value))}"
 
 
 def check_engine_options(engine: str, given) -> None:
     """Refuse an option given on the command line that `engine` does not read, naming what to use
-    instead (an error, exit 2): `--max-batch-size` with vLLM is `--max-num-seqs`; a vLLM option with
-    transformers names transformers' one, or --engine vllm."""
-    from ..engine.vllm_engine import VLLM_FIELDS
-
-    if engine == "vllm":
-        wrong = {n: TRANSFORMERS_ONLY[n] for n in sorted(given) if n in TRANSFORMERS_ONLY}
-        what = "the transformers engine's option"
-    else:
-        wrong = {n: VLLM_ONLY.get(n, "add --engine vllm, or leave it out") for n in sorted(given) if n in VLLM_FIELDS}
-        what = "an option of the vLLM engine"
-    if wrong:
-        raise ValueError("; ".join(f"{flag_name(n)} is {what}, not read by --engine {engine}: {instead}"
-                                   for n, instead in wrong.items()))
+    instead from engine/options.py's table (an error, exit 2): `--max-batch-size` with vLLM is
+    `--max-num-seqs`; a vLLM option with transformers names transformers' one, or --engine vllm."""
+    wrong = {n: advice(n, engine) for n in sorted(given)}
+    msgs = [f"{flag_name(n)} is an option of {' and '.join(f'--engine {e}' for e in readers(n))}, not read by "
+            f"--engine {engine}: {render(instead, spell)}" for n, instead in wrong.items() if instead is not None]
+    if msgs:
+        raise ValueError("; ".join(msgs))
 
 
 def make_engine(args, cfg=None):

@@ -35,13 +35,13 @@ from ..engine.base import Engine
 from ..inline_images import DEFAULT_MAX_PIXELS, ImageStore
 from ..pipeline import AdaptRubric, PipelineConfig
 from ..types import Trajectory, Verdict
-from ..verifier import READ_BY, EngineConfig, build, resolve_engine, reward_value
+from ..verifier import NAMED_OPTIONS, EngineConfig, build, resolve_engine, reward_value
 from .batcher import Batcher
 from .client import ServiceClient
 from .config import RewardConfig, load_options, split_options
 from .inputs import item_id, to_trajectory, traj_key
 
-NAMED_ENGINE_OPTIONS = frozenset(READ_BY)
+NAMED_ENGINE_OPTIONS = frozenset(NAMED_OPTIONS)
 
 log = logging.getLogger("adaptrubric.rewards")
 

@@ -1,0 +1,67 @@
+"""engine/options.py: the one table of which engine reads which option. The command line and the
+Python API (Verifier, RewardModel) both refuse an unread option with that table's advice, each
+spelled its own way (flags, keyword names)."""
+import pytest
+
+from adaptrubric_local.cli.common import check_engine_options
+from adaptrubric_local.cli.common import spell as flag_spell
+from adaptrubric_local.engine import options as table
+from adaptrubric_local.engine.options import OPTIONS, advice, render
+from adaptrubric_local.verifier import NAMED_OPTIONS, resolve_engine
+from adaptrubric_local.verifier import spell as keyword_spell
+
+CLI_ENGINES = ("transformers", "vllm")  # --engine's choices; a server is --openai-url
+
+
+def cli_error(engine, name):
+    with pytest.raises(ValueError) as exc:
+        check_engine_options(engine, {name})
+    return str(exc.value)
+
+
+def python_error(engine, name):
+    kw = {"openai_url": "http://127.0.0.1:9/v1", "engine": "transformers"} if engine == "openai" else {"engine": engine}
+    with pytest.raises(ValueError) as exc:
+        resolve_engine(kw.pop("engine"), "m", {name: 1}, **kw)
+    return str(exc.value)
+
+
+UNREAD = [(n, e) for n, entry in OPTIONS.items() for e in table.ENGINES if e not in entry.read_by]
+
+
+@pytest.mark.parametrize("name, engine", UNREAD)
+def test_every_entry_s_advice_is_what_each_surface_says(name, engine):
+    text = advice(name, engine)
+    said = 0
+    if engine in CLI_ENGINES:
+        err = cli_error(engine, name)
+        assert f"not read by --engine {engine}: {render(text, flag_spell)}" in err
+        said += 1
+    if name in NAMED_OPTIONS:
+        err = python_error(engine, name)
+        assert f"does not read {name} (" in err and err.endswith(render(text, keyword_spell))
+        said += 1
+    assert said or engine == "openai"  # every entry reaches a surface (the server's options only Python's)
+
+
+def test_both_surfaces_share_the_entries_they_both_reach():
+    both = [(n, e) for n, e in UNREAD if e in CLI_ENGINES and n in NAMED_OPTIONS]
+    assert {("max_batch_size", "vllm"), ("max_batch_tokens", "vllm"), ("max_num_seqs", "transformers")} <= set(both)
+    assert "--vllm-engine-args '{\"max_num_batched_tokens\": N}'" in cli_error("vllm", "max_batch_tokens")
+    assert "engine_config=VLLMConfig(vllm_engine_args='{\"max_num_batched_tokens\": N}')" in python_error(
+        "vllm", "max_batch_tokens")
+
+
+def test_a_changed_entry_changes_both_messages(monkeypatch):
+    changed = table.EngineOption(("transformers",), {"vllm": "try `max_num_seqs=3` or `tensor_parallel_size`"})
+    monkeypatch.setitem(OPTIONS, "max_batch_size", changed)
+    assert cli_error("vllm", "max_batch_size").endswith("try --max-num-seqs 3 or --tensor-parallel-size")
+    assert python_error("vllm", "max_batch_size").endswith(
+        "try max_num_seqs=3 or engine_config=VLLMConfig(tensor_parallel_size=...)")
+
+
+def test_an_option_every_engine_reads_is_not_refused():
+    for engine in table.ENGINES:
+        assert advice("max_visual_tokens", engine) is None and advice("max_new_tokens", engine) is None
+    check_engine_options("vllm", {"max_visual_tokens", "max_new_tokens", "max_num_seqs"})
+    check_engine_options("transformers", {"max_batch_size", "compile"})
