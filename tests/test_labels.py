@@ -115,3 +115,18 @@ def test_unsure_says_what_label_each_trajectory_keeps(data, tmp_path):
     mixed = applied([{"id": i, "label": None} for i in ("t0", "t1", "t2", "t3")])
     assert "4 unsure (the data's labels kept: 2 of 1, 1 of 0, 1 none)" in mixed.summary()
     assert mixed.record()["unsure_kept"] == {"1": 2, "0": 1, "none": 1}
+
+
+def test_the_export_line_the_docs_show_is_a_labels_file_line(tmp_path):
+    """docs/evaluation.md shows one line of the review page's Export: it must read as a labels file."""
+    import re
+    from pathlib import Path
+
+    from adaptrubric_local.labels import merged_labels, read_labels
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "evaluation.md").read_text()
+    block = re.search(r"```json\n\s*(\{.*?\})\n\s*```", text, re.S)
+    assert block, "no json block in docs/evaluation.md"
+    path = tmp_path / "labels.jsonl"
+    path.write_text(block.group(1) + "\n")
+    assert merged_labels([read_labels(path)]) == {"1720533256": 0}
