@@ -54,9 +54,12 @@ def test_a_stop_that_does_not_finish_ends_at_once(second, tmp_path):
     code = ("import signal, subprocess, sys, time; from adaptrubric_local.stopping import stop_on_signals\n"
             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
             "with stop_on_signals(grace=5.0):\n"
-            "    print(child.pid, flush=True)\n"
+            "    ready = False\n"
             "    while True:\n"
             "        try:\n"
+            "            if not ready:  # said inside the try: a signal from now on is swallowed\n"
+            "                ready = True\n"
+            "                print(child.pid, flush=True)\n"
             "            time.sleep(60)\n"
             "        except BaseException:\n"
             "            print('swallowed', flush=True)  # as pyzmq's retried poll does\n")
