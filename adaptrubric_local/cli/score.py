@@ -60,7 +60,19 @@ def _score(args) -> int:
         print(f"note: {run['hit_context']} output(s) of this run were cut short by the model's context length "
               "(prompt + reply reached max_model_len) before the token cap: raise --max-model-len (on a server: its "
               "--max-model-len), or lower --max-visual-tokens or --max-images", file=sys.stderr)
-    return 0
+    return gate_status(args, summary)
+
+
+def gate_status(args, summary: dict) -> int:
+    """The exit status: 0, or with --fail-on-error and error lines in the file, exits.ERROR_LINES."""
+    from ..flags import config_kwargs
+    from .exits import GateConfig
+
+    status = GateConfig(**config_kwargs(args, GateConfig)).status(summary)
+    if status:
+        print(f"adaptrubric: {summary['errors']} error line(s) in {summary['out']} (--fail-on-error): exit {status}",
+              file=sys.stderr)
+    return status
 
 
 def result_line(summary: dict) -> str:
@@ -233,6 +245,7 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `score`."""
     from ..flags import add_config_arguments, common
     from ..ray_scoring import RayConfig
+    from .exits import GateConfig
 
     p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
     common(p.add_argument("--out", required=True, help="verdict JSONL to write"), "output")
@@ -256,6 +269,7 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
     common(p.add_argument("--quiet", action="store_true",
                           help="print one result line, not the summary JSON (still written to OUT.summary.json); "
                                "no progress bars or library logs"), "output")
+    add_config_arguments(p, GateConfig)
     common(p.add_argument("--ids", nargs="+", metavar="ID",
                           help="score only these ids (a bad record by its error line's id)"), "data")
     common(p.add_argument("--limit", type=int, metavar="N",
