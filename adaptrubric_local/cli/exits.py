@@ -39,7 +39,6 @@ class GateConfig:
     """How `score`'s exit status reads its verdict file, for a pipeline that gates on it."""
 
     fail_on_error: bool = field(default=False, metadata={
-        "common": "output",
         "help": f"exit {ERROR_LINES} when the verdict file holds error lines (bad records, failed calls), after "
                 "writing every verdict and the summary; without it error lines are counted in the summary and "
                 "the exit status is 0. Unparsed verdicts never fail the command: they are the model's answers"})
