@@ -68,3 +68,29 @@ def test_the_statuses_are_the_codes_the_commands_return(capsys, tmp_path):
 def test_the_docs_table_of_exit_statuses_is_the_codes_table():
     page = (ROOT / "docs" / "scoring.md").read_text(encoding="utf-8")
     assert exits.markdown_table() in page, "docs/scoring.md: paste exits.markdown_table() under 'Exit statuses'"
+
+
+# ----------------------------------------------------------------------------- random-weight models
+@pytest.fixture
+def noisy(monkeypatch):
+    """The engine writes what a random model writes: no verdict lines, up to the cap."""
+    eng = FakeEngine(name="noise", script=lambda req: " ".join(["tok"] * 50))
+    eng.close = lambda: None
+    monkeypatch.setattr(build, "build_engine", lambda **kw: eng)
+    return eng
+
+
+def test_a_random_weight_tiny_models_unparsed_verdicts_are_called_noise(noisy, tiny_model, tmp_path, capsys):
+    from adaptrubric_local.engine.tiny import is_random_tiny
+
+    data = write_jsonl(tmp_path / "d.jsonl", [canonical_record(tmp_path, f"r{i}", 2) for i in range(2)])
+    argv = ["score", str(data), "--router", "rules", "--no-fine", "--verify-max-new-tokens", "8", "--quiet"]
+    assert is_random_tiny(tiny_model) and not is_random_tiny(tmp_path)
+    assert main([*argv, "--model", str(tiny_model), "--out", str(tmp_path / "v.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert f"{tiny_model} is a random-weight tiny model (make-tiny-model): its outputs are noise" in err
+    assert "2 unparsed verdict(s) (2 cut at the cap)" in err and "raise the cap" not in err
+    # a real model's capped outputs still get the advice for a real model
+    assert main([*argv, "--model", "m", "--out", str(tmp_path / "w.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "cut-off outputs are usually unparsed: raise the cap" in err and "noise" not in err

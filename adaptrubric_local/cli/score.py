@@ -53,7 +53,9 @@ def _score(args) -> int:
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
     run = summary.get("this_run", summary)
-    if run.get("hit_cap"):
+    if noise_note(args, run):
+        print(noise_note(args, run), file=sys.stderr)
+    elif run.get("hit_cap"):
         print(f"note: {run['hit_cap']} output(s) of this run hit the --verify-max-new-tokens cap "
               f"({cfg.verify_max_new_tokens}); cut-off outputs are usually unparsed: raise the cap", file=sys.stderr)
     if run.get("hit_context"):
@@ -61,6 +63,20 @@ def _score(args) -> int:
               "(prompt + reply reached max_model_len) before the token cap: raise --max-model-len (on a server: its "
               "--max-model-len), or lower --max-visual-tokens or --max-images", file=sys.stderr)
     return gate_status(args, summary)
+
+
+def noise_note(args, run: dict) -> Optional[str]:
+    """For a random-weight tiny --model (no --adapter) with unparsed or capped outputs: they are noise,
+    not a cap to raise; None otherwise."""
+    from ..engine.tiny import is_random_tiny
+
+    if not (run.get("unparsed") or run.get("hit_cap")) or getattr(args, "adapter", None) or \
+            getattr(args, "openai_url", None) or not is_random_tiny(args.model):
+        return None
+    return (f"note: {args.model} is a random-weight tiny model (make-tiny-model): its outputs are noise, so its "
+            f"{run.get('unparsed', 0)} unparsed verdict(s) ({run.get('hit_cap', 0)} cut at the cap) say nothing "
+            "about the data or the settings, and raising the cap will not help; a tiny model that writes "
+            "verdicts: make-tiny-model --answering")
 
 
 def gate_status(args, summary: dict) -> int:
