@@ -25,7 +25,8 @@ EXIT_STATUSES: dict[int, tuple[str, str]] = {
                    "unexpected error (a Python traceback)"),
     USAGE: ("bad usage or bad input",
             "an unknown flag, a missing argument, an option the engine does not read, an unreadable or invalid "
-            "file, a model that is not there: one `error:` line, nothing done"),
+            "file, a model that is not there, a `distill train` its memory plan refuses: one `error:` line, before "
+            "any work is done"),
     ERROR_LINES: ("error lines", "`score --fail-on-error` when the verdict file holds `error` lines (bad records, "
                                  "failed calls); the verdicts and the summary are written as without it"),
     SIGINT_STATUS: ("stopped by Ctrl-C (SIGINT)", "every command; what was done is kept (`score --resume` "
