@@ -11,15 +11,16 @@ them back. How a field's default reads in `--help` is decided here, once: `(defa
 `(default: TEXT)` from the field's `none` metadata (what None means: "no limit", "the bundled paper
 bank"), never a second default in the field's own help.
 
-`Parser` is the argument parser of every command: no abbreviations (a prefix such as `--cue` is
-refused, not taken for the one flag it happens to start today); the renames in one place: a spelling
-renamed in this release still works with one warning line naming its new form (`OLD_SPELLINGS`,
-`add_old_spelling`), one renamed in an earlier release is answered with its new name (`RENAMED`);
-and an unknown flag answered by the subcommand it was given to, with its usage and the closest flag
-names. `--help` of a command with many options shows the ones most runs need, in the groups of
-`HELP_GROUPS` (a field's `common` metadata, or `common(action, GROUP)` for a hand-written flag);
-`--help-all` shows every option, and an option nobody marked is in that list only. Subparsers are
-Parsers too (argparse makes them of the parent's class), so a new command or flag gets all of it.
+`Parser` is the argument parser of every command: no abbreviations (a prefix such as `--cue` is refused,
+not taken for the one flag it happens to start today); the renames in one place: a spelling renamed in
+this release still works with one warning line naming its new form (`OLD_SPELLINGS`,
+`add_old_spelling`), one renamed in an earlier release is answered with its new name (`RENAMED`); and an
+unknown flag answered by the subcommand it was given to: the error and the closest flag names first,
+then one line of usage naming `--help` (every usage error reads so). `--help` of a command with many
+options shows the ones most runs need, in the groups of `HELP_GROUPS` (a field's `common` metadata, or
+`common(action, GROUP)` for a hand-written flag); `--help-all` shows every option, and an option nobody
+marked is in that list only. Subparsers are Parsers too (argparse makes them of the parent's class), so
+a new command or flag gets all of it.
 Parsing only: imports nothing of the package and no model code.
 """
 from __future__ import annotations
@@ -150,6 +151,20 @@ class Parser(argparse.ArgumentParser):
             self.error(f"the following arguments are required: {', '.join(missing)}")
         return ns, extras
 
+    def error(self, message: str):
+        """A usage error (exit 2): the error and its did-you-mean first, then one line of usage and where
+        the options are, not argparse's full usage block before the error (50 lines for `score`)."""
+        self.exit(2, f"{self.prog}: error: {message}\n{self.one_line_usage()}\n")
+
+    def one_line_usage(self) -> str:
+        """`usage: adaptrubric score [options] DATA (see adaptrubric score --help)`."""
+        fmt = self._get_formatter()
+        shown = [a for a in self._actions if a.help != argparse.SUPPRESS]
+        required = [f"{a.option_strings[0]} {fmt._format_args(a, fmt._get_default_metavar_for_optional(a))}"
+                    for a in shown if a.option_strings and a.required]
+        args = [fmt._format_args(a, fmt._get_default_metavar_for_positional(a)) for a in shown if not a.option_strings]
+        return " ".join(["usage:", self.prog, "[options]", *required, *args]) + f" (see {self.prog} --help)"
+
     def short(self) -> bool:
         """Whether `--help` shows only the common options: a command with many, some marked common."""
         options = [a for a in self._actions if a.option_strings and a.help != argparse.SUPPRESS]
@@ -216,7 +231,7 @@ def unknown_message(parser: argparse.ArgumentParser, extras: list[str]) -> str:
             continue
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         hints.append(f"{name}: did you mean {' or '.join(close)}?" if close else
-                     f"{name} is not a flag of {parser.prog} (see {parser.prog} --help)")
+                     f"{name} is not a flag of {parser.prog}")
     return f"unrecognized arguments: {' '.join(extras)}" + ("\n" + "\n".join(hints) if hints else "")
 
 

@@ -9,7 +9,10 @@ A labels file is JSONL, one line per labelled trajectory, as the review page exp
 `id` and `label` are required; `label` is 1 (success), 0 (failure) or null (the reviewer was
 unsure: no label); `score` and `p_success` are the verdict's when the label was set; the rest say
 when and on which page. Lines are read into a strict schema: an unknown key, a wrong type, a
-malformed line or an empty file is an error naming the file, the line and the field. A file may
+malformed line or an empty file is an error naming the file, the line and the field. A line keyed
+by `trace_id` instead of `id` is a line of AndroidGen's own `labels.jsonl` (the file an AndroidGen
+folder holds beside its traces): its `trace_id` and `label` are read, its other keys are its own
+notes and are not (`androidgen_line`). A file may
 name an id twice: the later line wins (appending a correction works, as in verdict files).
 
 `apply_labels` is the step every command that reads labels takes (eval, tts, calibrate, review,
@@ -107,10 +110,20 @@ class LabelsFile:
                 "labels": decided, "unsure": len(self.records) - decided}
 
 
-def _problem(path: Path, n: int, exc: ValidationError) -> str:
+def androidgen_line(obj: dict) -> Optional[dict]:
+    """A line of AndroidGen's own `labels.jsonl` (keyed by `trace_id`: what the AndroidGen loader reads
+    beside the traces) as a labels line: its `trace_id` is the id and its `label` the label; the notes of
+    its own (`confidence`, `why`, ...) are not read, as the loader does not read them. None for a line
+    that has an `id` or no `trace_id` (a labels line, read as it is)."""
+    if "id" in obj or "trace_id" not in obj:
+        return None
+    return {"id": obj["trace_id"], **({"label": obj["label"]} if "label" in obj else {})}
+
+
+def _problem(path: Path, n: int, exc: ValidationError, keyed_by: str = "id") -> str:
     parts = []
     for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "(line)"
+        where = ".".join(keyed_by if p == "id" else str(p) for p in err["loc"]) or "(line)"
         if err["type"] == "extra_forbidden":
             msg = f"unknown key (allowed: {', '.join(FIELDS)})"
         elif err["type"] == "missing":
@@ -143,10 +156,11 @@ def read_labels(path: str | Path) -> LabelsFile:
             kind = "trajectory data" if "steps" in obj else "a verdict file"
             raise LabelsError(f"{path}: line {n}: this looks like {kind}, not a labels file (lines of 'id' and "
                               "'label', as the review page's Export writes)")
+        android = androidgen_line(obj)
         try:
-            rec = LabelRecord.model_validate(obj)
+            rec = LabelRecord.model_validate(obj if android is None else android)
         except ValidationError as exc:
-            raise LabelsError(_problem(path, n, exc)) from None
+            raise LabelsError(_problem(path, n, exc, "id" if android is None else "trace_id")) from None
         records.pop(rec.id, None)  # keep first-seen order of the last line per id
         records[rec.id] = rec
         lines[rec.id] = n

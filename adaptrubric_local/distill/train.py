@@ -90,31 +90,30 @@ def gpu_budget(cfg: TrainConfig) -> Optional[float]:
 
 
 def load_processor(cfg: TrainConfig):
-    """(processor, model config) without the weights, through the engine's loading rules."""
-    from transformers import AutoConfig, AutoProcessor
+    """(processor, model config, where they came from) without the weights: the model's files, or for a
+    published Qwen3-VL id not in the local cache the package's copy of its values (engine/published.py),
+    so a plan needs no download."""
+    from ..engine.published import config_and_processor
 
-    from ..engine.loading import from_pretrained_local_first
-
-    local = Path(cfg.model).is_dir()
-    processor = from_pretrained_local_first(AutoProcessor.from_pretrained, cfg.model, local, "processor")
-    config = from_pretrained_local_first(AutoConfig.from_pretrained, cfg.model, local, "config")
-    return processor, config
+    return config_and_processor(cfg.model)
 
 
-def make_plan(cfg: TrainConfig, train: list[Example]) -> dict:
-    """The memory plan of `cfg` on its training examples (no weight is loaded)."""
+def make_plan(cfg: TrainConfig, train: list[Example], device: Optional[str] = None) -> dict:
+    """The memory plan of `cfg` on its training examples (no weight is loaded), for `device` (default:
+    this machine's)."""
     from ..engine.encoding import Encoder
     from ..engine.images import ImageConfig
     from .plan import cpu_runtime_bytes, plan_training
 
-    processor, mconfig = load_processor(cfg)
+    processor, mconfig, source = load_processor(cfg)
     overrides = {"max_visual_tokens": cfg.max_visual_tokens, "workers": 1}
     if cfg.max_pixels:
         overrides["max_pixels"] = cfg.max_pixels
     image_cfg = ImageConfig.from_processor(processor.image_processor, **overrides)
-    device = device_kind()
+    device = device or device_kind()
     runtime = cpu_runtime_bytes() if device == "cpu" else 0.0
-    return plan_training(cfg, train, Encoder(processor), image_cfg, mconfig, device, gpu_budget(cfg), runtime)
+    plan = plan_training(cfg, train, Encoder(processor), image_cfg, mconfig, device, gpu_budget(cfg), runtime)
+    return {**plan, "shapes_from": source}
 
 
 # ----------------------------------------------------------------------------- 2. student and adapter
@@ -283,9 +282,10 @@ def peak_gpu_gib() -> Optional[float]:
 
 
 def dry_run(cfg: TrainConfig) -> dict:
-    """The memory plan alone (`distill plan` / `distill train --dry-run`)."""
+    """The memory plan alone (`distill plan` / `distill train --dry-run`); with --gpu-memory, for a GPU
+    of that size even on a machine without one (where the plan is made before renting it)."""
     train_ex, _ = datasets(cfg)
-    return make_plan(cfg, train_ex)
+    return make_plan(cfg, train_ex, device="cuda" if cfg.gpu_memory else None)
 
 
 def add_train_args(p: argparse.ArgumentParser) -> None:

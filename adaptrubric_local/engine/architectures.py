@@ -1,6 +1,7 @@
-"""The published Qwen3-VL architectures (sizes from the checkpoints' config.json), so that memory plans
-and GPU benchmarks can be made for a model whose weights are not on this machine: a plan counts its
-parameters on the meta device, a benchmark builds it with random weights. Knows nothing about
+"""The published Qwen3-VL architectures, 2B, 4B, 8B and 32B (sizes from the checkpoints' config.json; a
+Thinking checkpoint has its Instruct sibling's), so that memory plans and GPU benchmarks can be made for a
+model whose weights are not on this machine: a plan counts its parameters on the meta device, a
+benchmark builds it with random weights. Knows nothing about
 checkpoints' weights, tokenizers or rubrics.
 """
 from __future__ import annotations
@@ -26,8 +27,22 @@ ARCHITECTURES = {
                     deepstack_visual_indexes=[8, 16, 24], num_position_embeddings=2304),
         tie_word_embeddings=False),
 }
-ARCHITECTURES["Qwen/Qwen3-VL-4B-Thinking"] = ARCHITECTURES["Qwen/Qwen3-VL-4B-Instruct"]
-ARCHITECTURES["Qwen/Qwen3-VL-8B-Thinking"] = ARCHITECTURES["Qwen/Qwen3-VL-8B-Instruct"]
+ARCHITECTURES.update({
+    "Qwen/Qwen3-VL-2B-Instruct": dict(
+        text=dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
+                  num_key_value_heads=8, head_dim=128, vocab_size=VOCAB, tie_word_embeddings=True),
+        vision=dict(depth=24, hidden_size=1024, intermediate_size=4096, num_heads=16, out_hidden_size=2048,
+                    deepstack_visual_indexes=[5, 11, 17], num_position_embeddings=2304),
+        tie_word_embeddings=True),
+    "Qwen/Qwen3-VL-32B-Instruct": dict(
+        text=dict(hidden_size=5120, intermediate_size=25600, num_hidden_layers=64, num_attention_heads=64,
+                  num_key_value_heads=8, head_dim=128, vocab_size=VOCAB, tie_word_embeddings=False),
+        vision=dict(depth=27, hidden_size=1152, intermediate_size=4304, num_heads=16, out_hidden_size=5120,
+                    deepstack_visual_indexes=[8, 16, 24], num_position_embeddings=2304),
+        tie_word_embeddings=False),
+})
+for _size in ("2B", "4B", "8B", "32B"):  # a Thinking checkpoint has its Instruct sibling's shapes
+    ARCHITECTURES[f"Qwen/Qwen3-VL-{_size}-Thinking"] = ARCHITECTURES[f"Qwen/Qwen3-VL-{_size}-Instruct"]
 
 
 def qwen3vl_config(arch: dict, token_ids: Optional[dict] = None):

@@ -117,6 +117,9 @@ def _hub_offline():
         constants.HF_HUB_OFFLINE = old
 
 
+hub_offline = _hub_offline  # the same switch for a caller that reads the local cache alone (engine/published.py)
+
+
 def hub_unreachable(timeout: float = 5.0) -> Optional[str]:
     """Why the hub endpoint ($HF_ENDPOINT, default huggingface.co) cannot be reached, or None when it
     answers (any HTTP status): one request through huggingface_hub's own HTTP client (its proxies and

@@ -72,6 +72,20 @@ QWEN3VL_CHAT_TEMPLATE = (
 THINK_OPEN = "<think>\n"
 
 
+# The first words of the README.md a random-weight tiny model is saved with: how a command tells that
+# `--model` is one (its outputs are noise). The answering model (`--answering`) writes its own README.
+RANDOM_WEIGHTS_MARK = "Tiny random-weight Qwen3-VL built by `adaptrubric make-tiny-model`"
+
+
+def is_random_tiny(model) -> bool:
+    """Whether `model` is a folder `make_tiny_model` saved with random weights (its README.md opens with
+    RANDOM_WEIGHTS_MARK): what it writes is noise, so advice for a real model does not apply."""
+    try:
+        return Path(str(model), "README.md").read_text(encoding="utf-8").startswith(RANDOM_WEIGHTS_MARK)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+
+
 def thinking_template(template: str) -> str:
     """A chat template whose generation prompt also opens a thinking block, as a Thinking
     checkpoint's does (Qwen3-VL-*-Thinking: "<|im_start|>assistant\n<think>\n")."""
@@ -226,7 +240,7 @@ def make_tiny_model(out: str | Path, corpus: Optional[Sequence[str]] = None, see
     model.save_pretrained(out, safe_serialization=True)
     processor.save_pretrained(out)
     kind = "the real Qwen3 tokenizer" if tokenizer == "qwen3" else "a small trained tokenizer"
-    (out / "README.md").write_text(f"Tiny random-weight Qwen3-VL built by `adaptrubric make-tiny-model` for tests "
+    (out / "README.md").write_text(f"{RANDOM_WEIGHTS_MARK} for tests "
                                    f"and smoke runs, on {kind}{' with a thinking chat template' if thinking else ''}. "
                                    "Its outputs are noise.\n")
     return out

