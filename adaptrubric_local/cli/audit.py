@@ -69,17 +69,18 @@ def _engine_from(options: dict):
 
 
 def summary_lines(audit: dict) -> list[str]:
-    """One line per perturbation, as the command prints them."""
+    """The accuracy, one line per perturbation (its verdict first) and the bottom line, as the command
+    prints them."""
     from ..audit.report import pct
+    from ..audit.verdict import accuracy_text
 
-    lines = []
+    lines = [accuracy_text(audit["verdict"]["accuracy"])]
     for name, r in audit["perturbations"].items():
         dp = "-" if r["mean_dp_success"] is None else f"{r['mean_dp_success']:+.3f}"
-        robust = {True: "yes", False: "NO", None: "-"}[r["meets"]]
-        lines.append(f"{name:<20} applied {r['applied']:>4}  0->1 {pct(r['flips_0_1'])}  1->0 {pct(r['flips_1_0'])}  "
-                     f"mean dp_success {dp}  newly unparsed {len(r['newly_unparsed'])}  robust: {robust} "
-                     f"({r['robust']})")
-    return lines
+        lines.append(f"{name:<20} {r['verdict'].upper():<15}  applied {r['applied']:>4}  0->1 {pct(r['flips_0_1'])}  "
+                     f"1->0 {pct(r['flips_1_0'])}  mean dp_success {dp}  newly unparsed {len(r['newly_unparsed'])}  "
+                     f"EVIDENCE_SUFFICIENT: no {r['insufficient']['before']} -> {r['insufficient']['after']}")
+    return lines + [f"bottom line: {audit['verdict']['bottom_line']}"]
 
 
 def cmd_audit(args) -> int:
