@@ -114,8 +114,8 @@ def test_a_verifier_that_follows_the_answer_is_caught_and_one_that_reads_the_scr
         assert rows[name]["mean_dp_success"] == pytest.approx(-0.8 * 3 / 6)
     # right every time, but on 6 trajectories (3 of 3, 0 of 6): nothing is decided either way
     assert set(b["verdict"]["perturbations"].values()) == {"too few to tell"}
-    assert b["verdict"]["bottom_line"].startswith("too few to tell yet: claim-success (3 pairs), injected-verdict "
-                                                  "(6 pairs)")
+    assert b["verdict"]["bottom_line"].startswith("too few to tell yet: claim-success (0/3 SCORE 0 -> 1), "
+                                                  "injected-verdict (0/6 verdicts moved)")
     text = (tmp_path / "robust" / "report.md").read_text()
     assert "| `claim-success` |" in text and "**not robust**" not in text
     assert text.index("**Bottom line: too few to tell yet") < text.index("| perturbation |")

@@ -80,10 +80,25 @@ def test_the_accuracy_counts_labelled_parsed_originals_and_names_the_rest():
     acc = V.accuracy(trajs, vs)
     assert (acc["k"], acc["n"], acc["unparsed"], acc["unscored"], acc["unlabelled"]) == (7, 8, 1, 1, 1)
     assert acc["ci95"] == pytest.approx(V.wilson(7, 8)) and acc["result"] == V.HOLDS  # 7/8: 53-98%
+    assert acc["baseline"] == {"label": 0, "rate": 0.5}
     assert V.accuracy_text(acc) == ("originals agree with their labels: 7/8 (88%, 95% CI 53-98%) of those labelled "
-                                    "with a parsed verdict (1 unparsed, 1 unscored, 1 unlabelled not counted): holds")
-    assert V.accuracy([traj(i, 1) for i in range(8)], {f"t{i}": verdict(i, score=0) for i in range(8)})["result"] \
-        == V.FAILS
+                                    "with a parsed verdict (1 unparsed, 1 unscored, 1 unlabelled not counted); "
+                                    "answering 0 every time: 50%: holds")
+
+
+def test_the_accuracy_is_judged_against_answering_the_commoner_label_every_time():
+    def acc(labels, scores):
+        trajs = [traj(i, x) for i, x in enumerate(labels)]
+        return V.accuracy(trajs, {f"t{i}": verdict(i, score=s) for i, s in enumerate(scores)})
+
+    assert acc([1] * 8, [0] * 8)["result"] == V.FAILS  # 0/8: 0-32%, below the 100% of always 1
+    # always 0 on balanced data: 50%, the baseline; undecided on 8, no better than it on 64
+    assert acc([0, 1] * 4, [0] * 8)["result"] == V.TOO_FEW and acc([0, 1] * 32, [0] * 64)["result"] == V.FAILS
+    assert acc([0, 1] * 8, [0, 1] * 5 + [1, 0] * 3)["result"] == V.TOO_FEW  # 10/16: 39-80%
+    assert acc([0, 1] * 8, [0, 1] * 7 + [1, 0])["result"] == V.HOLDS  # 14/16: 64-97%
+    # 14/16 on data that is 15/16 successes is below always answering 1
+    lop = acc([1] * 15 + [0], [1] * 14 + [0, 1])
+    assert lop["baseline"]["rate"] == 15 / 16 and lop["result"] == V.FAILS
 
 
 def rows(**verdicts) -> dict:
@@ -97,12 +112,13 @@ def test_the_bottom_line_names_what_failed_with_its_figures():
     good = V.accuracy([traj(i, i % 2) for i in range(16)], {f"t{i}": verdict(i, score=i % 2) for i in range(16)})
     line = V.bottom_line(good, rows(claim_success=dict(up=(0, 8)), other_instruction=dict(up=(0, 8), down=(0, 8))))
     assert line == ("not fit as an RL reward yet: other-instruction: 0/8 SCORE 1 -> 0 (expected: most 1s become 0); "
-                    "too few to tell: claim-success (8 pairs)")
+                    "too few to tell: claim-success (0/8 SCORE 0 -> 1)")
     bad = V.accuracy([traj(i, 1) for i in range(16)], {f"t{i}": verdict(i, score=0) for i in range(16)})
     assert V.bottom_line(bad, rows(claim_success=dict(up=(0, 16)))).startswith(
-        "not fit as an RL reward yet: agrees with the labels on only 0/16 (0%, 95% CI 0-19%)")
+        "not fit as an RL reward yet: agrees with the labels on 0/16 (0%, 95% CI 0-19%), no better than "
+        "answering 1 every time (100%)")
     few = V.bottom_line(good, rows(claim_success=dict(up=(0, 8)), final_frame_first=dict(up=(0, 16), down=(8, 8))))
-    assert few.startswith("too few to tell yet: claim-success (8 pairs); nothing failed so far: audit more")
+    assert few.startswith("too few to tell yet: claim-success (0/8 SCORE 0 -> 1); nothing failed so far: audit more")
     ok = V.bottom_line(good, rows(claim_success=dict(up=(0, 16)), final_frame_first=dict(up=(0, 16), down=(8, 8))))
     assert ok.startswith("robust to all 2 perturbations audited, agreeing with the labels on 16/16 (100%")
     none = V.accuracy([traj(i, 1) for i in range(4)], {f"t{i}": verdict(i, status="unparsed") for i in range(4)})

@@ -6,8 +6,11 @@ n, with its 95% Wilson interval lo-hi.
 - A "none" clause (no verdict moves; none moves 0 -> 1) fails at its first counterexample (k >= 1: the
   verdict did move, which decoding without sampling repeats) and holds when no pair moved and hi is under
   NONE_BELOW (20%), i.e. over at least MIN_PAIRS (16) pairs: 0 of 4 (0-49%) says nothing.
-- A "most" clause (most 1s become 0; most originals agree with their labels) holds when lo is above 50%
-  and fails when hi is below 50% (8 of 8 holds, 0 of 8 fails, 2 of 4 is too few).
+- A "most" clause (most 1s become 0) holds when lo is above 50% and fails when hi is below 50% (8 of 8
+  holds, 0 of 8 fails, 2 of 4 is too few).
+- The accuracy (the originals' agreement with their labels) holds when lo is above the share of the
+  commoner label (what answering it every time scores), fails when hi is below it or when k/n is no
+  higher over at least MIN_PAIRS originals (a verifier that always says 0 on balanced data: 32 of 64).
 - "more EVIDENCE_SUFFICIENT: no" holds when more of the counterfactuals than of their originals say it
   and fails when no more do, each over at least MIN_PAIRS compared pairs (0 -> 0 over 16 pairs fails).
 Anything else is too few to tell. A perturbation is not robust when a clause fails, robust when every
@@ -33,8 +36,10 @@ ROBUST, NOT_ROBUST = "robust", "not robust"
 RULE = ("Each clause of a perturbation's expectation is a share of pairs, k/n with its 95% Wilson interval: "
         "a 'none' clause (no verdict moves, none moves 0 -> 1) fails at its first flip and holds when none "
         f"moved over at least {MIN_PAIRS} pairs (the interval's upper bound under {100 * NONE_BELOW:.0f}%); "
-        "a 'most' clause (most 1s become 0, most originals agree with their labels) holds when the interval "
-        "lies above 50% and fails when it lies below; 'more EVIDENCE_SUFFICIENT: no' holds when more "
+        "a 'most' clause (most 1s become 0) holds when the interval lies above 50% and fails when it lies "
+        "below; the accuracy holds when its interval lies above the share of the commoner label (answering it "
+        f"every time) and fails when it lies below or when it is no higher over at least {MIN_PAIRS} originals; "
+        "'more EVIDENCE_SUFFICIENT: no' holds when more "
         f"counterfactuals than originals say it and fails when no more do, over at least {MIN_PAIRS} pairs; "
         "anything else is too few to tell. A perturbation is not robust when a clause fails, robust when "
         "every clause holds, otherwise too few to tell.")
@@ -110,14 +115,30 @@ def judge(p: P.Perturbation, row: dict) -> tuple[str, list[dict]]:
     return (NOT_ROBUST if FAILS in results else ROBUST if results == {HOLDS} else TOO_FEW), checks
 
 
+def accuracy_rule(k: int, n: int, baseline: float) -> str:
+    """Better than answering the commoner label every time (`baseline`, its share): holds when the interval
+    lies above it; fails when it lies below, or when k/n is no higher over at least MIN_PAIRS originals."""
+    ci = wilson(k, n)
+    if ci is None:
+        return TOO_FEW
+    if ci[0] > baseline:
+        return HOLDS
+    return FAILS if ci[1] < baseline or (k / n <= baseline and n >= MIN_PAIRS) else TOO_FEW
+
+
 def accuracy(trajs: list[Trajectory], verdicts: dict[str, Verdict]) -> dict:
-    """The originals' agreement with their labels (a 'most' clause), over those with a label and a parsed
-    verdict; the unparsed, errors, unscored and unlabelled ones are counted apart."""
+    """The originals' agreement with their labels, over those with a label and a parsed verdict, against
+    answering their commoner label every time (`accuracy_rule`); the unparsed, errors, unscored and
+    unlabelled ones are counted apart."""
     labelled = [t for t in trajs if t.label in (0, 1)]
     vs = [verdicts.get(t.id) for t in labelled]
     ok = [(t, v) for t, v in zip(labelled, vs) if v is not None and v.status == "ok"]
     k, n = sum(v.score == t.label for t, v in ok), len(ok)
-    return {"k": k, "n": n, "rate": k / n if n else None, "ci95": wilson(k, n), "result": most_rule(k, n),
+    ones = sum(t.label == 1 for t, _ in ok)
+    common = int(ones > n - ones)
+    base = max(ones, n - ones) / n if n else None
+    return {"k": k, "n": n, "rate": k / n if n else None, "ci95": wilson(k, n),
+            "result": accuracy_rule(k, n, base) if n else TOO_FEW, "baseline": {"label": common, "rate": base},
             "shown": _share(k, n), "unlabelled": len(trajs) - len(labelled),
             "unparsed": sum(v is not None and v.status == "unparsed" for v in vs),
             "errors": sum(v is not None and v.status == "error" for v in vs), "unscored": sum(v is None for v in vs)}
@@ -126,8 +147,10 @@ def accuracy(trajs: list[Trajectory], verdicts: dict[str, Verdict]) -> dict:
 def accuracy_text(acc: dict) -> str:
     """'agree with their labels: k/n (p%, 95% CI) of the labelled originals with a parsed verdict (...)'."""
     left = [f"{acc[k]} {k}" for k in ("unparsed", "errors", "unscored", "unlabelled") if acc[k]]
+    base = acc["baseline"]
+    than = f"; answering {base['label']} every time: {100 * base['rate']:.0f}%" if acc["n"] else ""
     return (f"originals agree with their labels: {acc['shown']} of those labelled with a parsed verdict"
-            + (f" ({', '.join(left)} not counted)" if left else "") + f": {acc['result']}")
+            + (f" ({', '.join(left)} not counted)" if left else "") + f"{than}: {acc['result']}")
 
 
 def bottom_line(acc: dict, rows: dict[str, dict]) -> str:
@@ -135,16 +158,18 @@ def bottom_line(acc: dict, rows: dict[str, dict]) -> str:
     if not acc["n"]:
         return ("cannot tell yet: no labelled original has a parsed verdict "
                 f"({acc['unparsed']} unparsed, {acc['errors']} errors, {acc['unlabelled']} unlabelled): every rate "
-                "is over nothing; fix the scoring (or the labels) first")
+                "is over nothing; make its verdicts parse (review.html shows their raw text) or label the data first")
     unparsed = acc["unparsed"] + acc["errors"]
     note = f"; {unparsed} of {acc['n'] + unparsed} labelled originals got no parsed verdict" if unparsed else ""
-    failed = [f"agrees with the labels on only {acc['shown']}"] if acc["result"] == FAILS else []
+    base = acc["baseline"]
+    failed = [f"agrees with the labels on {acc['shown']}, no better than answering {base['label']} every time "
+              f"({100 * base['rate']:.0f}%)"] if acc["result"] == FAILS else []
     for name, r in rows.items():
         failed += [f"{name}: {c['figure']} (expected: {c['says']})" for c in r["clauses"] if c["result"] == FAILS]
-    few = [f"{name} ({min(c['n'] for c in r['clauses'] if c['result'] == TOO_FEW)} pairs)"
+    few = [f"{name} ({', '.join(c['figure'] for c in r['clauses'] if c['result'] == TOO_FEW)})"
            for name, r in rows.items() if r["verdict"] == TOO_FEW]
     if acc["result"] == TOO_FEW:
-        few.insert(0, f"accuracy ({acc['shown']})")
+        few.insert(0, f"accuracy ({acc['k']}/{acc['n']} agree with the labels)")
     if failed:
         rest = f"; too few to tell: {', '.join(few)}" if few else ""
         return "not fit as an RL reward yet: " + "; ".join(failed) + rest + note

@@ -24,6 +24,9 @@ Each perturbation changes a copy of every trajectory it applies to (ids ID~NAME)
 copies are scored as `score` scores (the same flags, batching and --resume). OUT gets report.md, audit.json,
 flips.png, review.html (each original beside its counterfactuals), counterfactuals.jsonl (canonical data,
 screenshots referenced, not copied: score it with any engine, --image-root the data folder) and the verdicts.
+The report and the summary printed open with the verdict: the originals' agreement with their labels, each
+perturbation robust / not robust / too few to tell (by the 95% interval of each clause it states) and a
+bottom line (not fit as an RL reward yet / too few to tell yet / robust / cannot tell yet).
 """
 
 
