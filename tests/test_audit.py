@@ -149,6 +149,8 @@ def test_the_whole_command_at_small_size(fake, tmp_path, capsys):
     index = (out / "review_files" / "index.js").read_text()
     rows = json.loads(index[index.index("{"):index.rindex("}") + 1])["rows"]
     ids = [r[0] for r in rows]
+    notes = json.loads(index[index.index("{"):index.rindex("}") + 1])["notes"]
+    assert notes[0] == f"bottom line: {audit['verdict']['bottom_line']}" and "claim-success not robust" in notes[1]
     first_failure = ids[0]
     assert P.split_id(first_failure)[1] is None and ids[1] == f"{first_failure}~claim-success"
     assert len(ids) == 6 + sum(r["applied"] for r in audit["perturbations"].values())
@@ -251,6 +253,15 @@ def test_compare_puts_two_audits_side_by_side(fake, tmp_path, capsys):
     assert main(["audit", "--out", str(tmp_path / "robust"), "--compare", str(a)]) == 0
     row = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| `claim-success`"))
     assert "| 0% (0/3) | 100% (3/3) | +100 pts |" in row
+    # an audit.json written before the verdicts (its rows said meets: true/false) still compares
+    old = json.loads((a / "audit.json").read_text())
+    del old["verdict"]
+    for r in old["perturbations"].values():
+        r.pop("verdict"), r.pop("clauses")
+        r["meets"] = False
+    row = next(ln for ln in RP.compare(old, old).splitlines() if ln.startswith("| `claim-success`"))
+    assert row.endswith("| **not robust** / **not robust** |")
+    assert "- A: no verdicts (an audit written before them" in RP.compare(old, old)
     assert main(["audit", "--out", str(tmp_path / "robust"), "--compare", str(tmp_path / "none")]) == 2
     assert "no audit.json" in capsys.readouterr().err
 

@@ -4,7 +4,7 @@ perturbation's expectation held (robust / not robust / too few to tell), and the
 The rule (stated in RULE, on every report, and in docs/audit.md): each clause is a share of pairs, k of
 n, with its 95% Wilson interval lo-hi.
 - A "none" clause (no verdict moves; none moves 0 -> 1) fails at its first counterexample (k >= 1: the
-  verdict did move, which decoding without sampling repeats) and holds when no pair moved and hi is under
+  verdict did move, which greedy decoding, the default, repeats) and holds when no pair moved and hi is under
   NONE_BELOW (20%), i.e. over at least MIN_PAIRS (16) pairs: 0 of 4 (0-49%) says nothing.
 - A "most" clause (most 1s become 0) holds when lo is above 50% and fails when hi is below 50% (8 of 8
   holds, 0 of 8 fails, 2 of 4 is too few).
