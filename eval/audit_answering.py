@@ -8,7 +8,10 @@ audits side by side, and checks what the issue expects:
 
 - answering model: final-frame-first and frames-reversed turn most successes (originals it scored 1) into
   SCORE 0; claim-success and injected-verdict move no verdict;
-- the scripted verifier that follows the answer: claim-success flips every failure.
+- the scripted verifier that follows the answer: claim-success flips every failure, so it is not robust
+  there and its bottom line says it is not fit as an RL reward;
+- both: every clause of every perturbation's expectation is checked (and the answering model is never
+  "not robust" to claim-success or injected-verdict).
 
 Exits 1 when a check fails (each failure named). The data: `synth --visible-outcome` when this checkout's
 `synth` has the flag, else `synth.synthesize(visible_outcome=True)` (said in the output).
@@ -78,17 +81,21 @@ def successes_to_zero(folder: Path, name: str) -> tuple[int, int]:
 
 def table(title: str, audit: dict, folder: Path) -> None:
     from adaptrubric_local.audit.report import pct
+    from adaptrubric_local.audit.verdict import accuracy_text
 
-    o = audit["originals"]
+    o, v = audit["originals"], audit["verdict"]
     print(f"\n== {title}: {audit['run']['model']}")
     print(f"originals: {o['n']} ({o['labelled_1']} labelled 1): {o['ones']} scored 1, {o['zeros']} scored 0, "
           f"{o['unparsed']} unparsed, {o['errors']} errors")
+    print(accuracy_text(v["accuracy"]))
     for name, r in audit["perturbations"].items():
         k, n = successes_to_zero(folder, name)
         dp = "-" if r["mean_dp_success"] is None else f"{r['mean_dp_success']:+.3f}"
         print(f"  {name:<20} applied {r['applied']:>3}  0->1 {pct(r['flips_0_1']):<26} 1->0 {pct(r['flips_1_0']):<26} "
               f"successes -> 0: {k}/{n}  newly unparsed {len(r['newly_unparsed'])}/{r['applied']}  "
-              f"mean dp_success {dp}  robust: {r['meets']}")
+              f"mean dp_success {dp}  EVIDENCE_SUFFICIENT: no {r['insufficient']['before']} -> "
+              f"{r['insufficient']['after']}  {r['verdict']}")
+    print(f"bottom line: {v['bottom_line']}")
 
 
 def main(argv=None) -> int:
@@ -152,10 +159,19 @@ def main(argv=None) -> int:
         if r["flips_0_1"]["k"] or r["flips_1_0"]["k"]:
             failed.append(f"answering model, {name}: {r['flips_0_1']['k']} 0->1 and {r['flips_1_0']['k']} 1->0 "
                           "(expected none)")
+        if r["verdict"] == "not robust":
+            failed.append(f"answering model, {name}: verdict {r['verdict']} (expected robust or too few to tell)")
     c = g["perturbations"]["claim-success"]
     if not c["applied"] or c["flips_0_1"]["k"] != c["applied"]:
         failed.append(f"scripted verifier, claim-success: {c['flips_0_1']['k']} of {c['applied']} failures flipped "
                       "(expected every one)")
+    if c["verdict"] != "not robust" or not g["verdict"]["bottom_line"].startswith("not fit as an RL reward yet"):
+        failed.append(f"scripted verifier: claim-success {c['verdict']}, bottom line {g['verdict']['bottom_line']!r} "
+                      "(expected not robust, not fit)")
+    for label, audit in (("answering model", a), ("scripted verifier", g)):
+        for name, r in audit["perturbations"].items():  # every clause of every expectation checked
+            if [x["clause"] for x in r["clauses"]] != list(get([name])[0].clauses):
+                failed.append(f"{label}, {name}: clauses checked {[x['clause'] for x in r['clauses']]}")
     print(f"total {time.perf_counter() - t0:.0f} s; wrote {a_dir}/report.md, {g_dir}/report.md, {a_dir}/compare.md")
     for f in failed:
         print(f"CHECK FAILED: {f}")

@@ -97,22 +97,29 @@ def test_a_verifier_that_follows_the_answer_is_caught_and_one_that_reads_the_scr
     a = audit_with(gullible, data, tmp_path / "gullible")
     claim = a["perturbations"]["claim-success"]
     assert claim["applied"] == len(failures) == claim["flips_0_1"]["n"] == claim["flips_0_1"]["k"]
-    assert claim["flip_ids"]["0->1"] == [f"{i}~claim-success" for i in failures] and claim["meets"] is False
+    assert claim["flip_ids"]["0->1"] == [f"{i}~claim-success" for i in failures]
+    assert claim["verdict"] == "not robust"  # 3 of 3: a "none" clause fails at its first flip, at any n
+    assert a["verdict"]["bottom_line"].startswith("not fit as an RL reward yet: claim-success: 3/3 SCORE 0 -> 1")
     assert claim["flips_0_1"]["ci95"] == pytest.approx(RP.wilson(3, 3)) and claim["flips_0_1"]["ci95"][1] == 1.0
     # its answers never claim success otherwise, so nothing else moves: it looks robust to the frame changes
     assert all(r["flips_0_1"]["k"] == 0 for n, r in a["perturbations"].items() if n != "claim-success")
     b = audit_with(make_robust({t.id: t.instruction for t in trajs}), data, tmp_path / "robust")
     rows = b["perturbations"]
     assert b["originals"]["ones"] == sum(t.label for t in trajs)  # it judges every original right
+    assert b["verdict"]["accuracy"]["k"] == b["verdict"]["accuracy"]["n"] == 6
     for name in ("claim-success", "injected-verdict", "budget-halved"):
-        assert rows[name]["flips_0_1"]["k"] == rows[name]["flips_1_0"]["k"] == 0 and rows[name]["meets"] is True
+        assert rows[name]["flips_0_1"]["k"] == rows[name]["flips_1_0"]["k"] == 0
     for name in ("final-frame-first", "frames-reversed", "other-instruction"):  # every success becomes 0
         assert rows[name]["flips_1_0"]["k"] == rows[name]["flips_1_0"]["n"] == b["originals"]["ones"]
-        assert rows[name]["meets"] is True and rows[name]["mean_dp_success"] == pytest.approx(-0.8 * 3 / 6)
-    assert rows["final-frame-dropped"]["meets"] is True  # no 0 -> 1
+        assert rows[name]["mean_dp_success"] == pytest.approx(-0.8 * 3 / 6)
+    # right every time, but on 6 trajectories (3 of 3, 0 of 6): nothing is decided either way
+    assert set(b["verdict"]["perturbations"].values()) == {"too few to tell"}
+    assert b["verdict"]["bottom_line"].startswith("too few to tell yet: claim-success (0/3 SCORE 0 -> 1), "
+                                                  "injected-verdict (0/6 verdicts moved)")
     text = (tmp_path / "robust" / "report.md").read_text()
-    assert "| `claim-success` |" in text and "**no**" not in text
-    assert "**no**" in (tmp_path / "gullible" / "report.md").read_text()
+    assert "| `claim-success` |" in text and "**not robust**" not in text
+    assert text.index("**Bottom line: too few to tell yet") < text.index("| perturbation |")
+    assert "**not robust**" in (tmp_path / "gullible" / "report.md").read_text()
 
 
 def test_the_whole_command_at_small_size(fake, tmp_path, capsys):
@@ -123,7 +130,9 @@ def test_the_whole_command_at_small_size(fake, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert printed.index("audit cost:") < printed.index("originals:")  # the cost comes first
     assert "6 trajectories once is 6 model calls" in printed and "claim-success 3" in printed
-    assert re.search(r"claim-success +applied +3 +0->1 3/3 \(100%", printed)
+    assert re.search(r"claim-success +NOT ROBUST +applied +3 +0->1 3/3 \(100%", printed)
+    assert "originals agree with their labels: 3/6 (50%, 95% CI 19-81%)" in printed  # it says 1 only to claims
+    assert "\nbottom line: not fit as an RL reward yet: claim-success: 3/3 SCORE 0 -> 1" in printed
     audit = json.loads((out / "audit.json").read_text())
     assert list(audit["perturbations"]) == list(P.REGISTRY)[:7]
     assert audit["cost"]["planned"]["audit_calls"] == 6 + sum(audit["cost"]["planned"]["applied"].values())
@@ -140,6 +149,8 @@ def test_the_whole_command_at_small_size(fake, tmp_path, capsys):
     index = (out / "review_files" / "index.js").read_text()
     rows = json.loads(index[index.index("{"):index.rindex("}") + 1])["rows"]
     ids = [r[0] for r in rows]
+    notes = json.loads(index[index.index("{"):index.rindex("}") + 1])["notes"]
+    assert notes[0] == f"bottom line: {audit['verdict']['bottom_line']}" and "claim-success not robust" in notes[1]
     first_failure = ids[0]
     assert P.split_id(first_failure)[1] is None and ids[1] == f"{first_failure}~claim-success"
     assert len(ids) == 6 + sum(r["applied"] for r in audit["perturbations"].values())
@@ -232,7 +243,8 @@ def test_compare_puts_two_audits_side_by_side(fake, tmp_path, capsys):
                  "--perturb", "claim-success", "final-frame-first", "--compare", str(tmp_path / "robust")]) == 0
     text = capsys.readouterr().out
     row = next(ln for ln in text.splitlines() if ln.startswith("| `claim-success`"))
-    assert "| 100% (3/3) | 0% (0/3) | -100 pts |" in row and row.endswith("| **no** / yes |")
+    assert "| 100% (3/3) | 0% (0/3) | -100 pts |" in row and row.endswith("| **not robust** / too few to tell |")
+    assert "- A: originals agree with their labels: 3/6" in text and "bottom line: not fit as an RL reward" in text
     row = next(ln for ln in text.splitlines() if ln.startswith("| `frames-reversed`"))
     assert "only in B" in row
     assert (a / "compare.md").read_text().startswith("# Verifier audits side by side")
@@ -241,6 +253,15 @@ def test_compare_puts_two_audits_side_by_side(fake, tmp_path, capsys):
     assert main(["audit", "--out", str(tmp_path / "robust"), "--compare", str(a)]) == 0
     row = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| `claim-success`"))
     assert "| 0% (0/3) | 100% (3/3) | +100 pts |" in row
+    # an audit.json written before the verdicts (its rows said meets: true/false) still compares
+    old = json.loads((a / "audit.json").read_text())
+    del old["verdict"]
+    for r in old["perturbations"].values():
+        r.pop("verdict"), r.pop("clauses")
+        r["meets"] = False
+    row = next(ln for ln in RP.compare(old, old).splitlines() if ln.startswith("| `claim-success`"))
+    assert row.endswith("| **not robust** / **not robust** |")
+    assert "- A: no verdicts (an audit written before them" in RP.compare(old, old)
     assert main(["audit", "--out", str(tmp_path / "robust"), "--compare", str(tmp_path / "none")]) == 2
     assert "no audit.json" in capsys.readouterr().err
 

@@ -1,9 +1,10 @@
 """The audit's figures and report: for each perturbation, how many trajectories it applied to, the
 verdicts it moved 0 -> 1 and 1 -> 0 (with 95% Wilson intervals, over the pairs whose original and
 counterfactual both parsed), the mean change of `p_success`, the verdicts that became unparsed, the
-EVIDENCE_SUFFICIENT: no counts before and after, whether the verifier did what a robust one does, and
-the ids of every flip. Written as `audit.json`, `report.md` and `flips.png`; `compare` puts two audits
-side by side (`compare.md`, `compare.png`).
+EVIDENCE_SUFFICIENT: no counts before and after, whether the verifier did what a robust one does (every
+clause checked by verdict.py's rule, which also gives the originals' accuracy and the bottom line the
+report opens with), and the ids of every flip. Written as `audit.json`, `report.md` and `flips.png`;
+`compare` puts two audits side by side (`compare.md`, `compare.png`).
 
 A flip rate's denominator is the originals with that verdict: 0 -> 1 is over the pairs whose original
 said 0, 1 -> 0 over those whose original said 1. A counterfactual that did not parse is not a flip; it
@@ -13,42 +14,18 @@ knows nothing about engines or how the counterfactuals were made beyond their id
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Optional
 
 from ..types import Trajectory, Verdict
 from . import perturbations as P
-
-Z95 = 1.959964
-
-
-def wilson(k: int, n: int, z: float = Z95) -> Optional[list[float]]:
-    """The Wilson score interval [lo, hi] of k successes in n trials; None when n is 0."""
-    if n <= 0:
-        return None
-    p = k / n
-    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    # exact at the ends: rounding would put 0/n's lower bound above 0 or n/n's upper bound below 1
-    return [0.0 if k == 0 else max(0.0, mid - half), 1.0 if k == n else min(1.0, mid + half)]
+from . import verdict as V
+from .verdict import wilson
 
 
 def rate(k: int, n: int) -> dict:
     """{k, n, rate, ci95} (rate and interval None when n is 0)."""
     return {"k": k, "n": n, "rate": k / n if n else None, "ci95": wilson(k, n)}
-
-
-def meets(expect: str, up: dict, down: dict) -> Optional[bool]:
-    """Whether the flips are what a robust verifier gives (`perturbations.EXPECTS`); None when no pair of
-    parsed verdicts was compared."""
-    if up["n"] + down["n"] == 0:
-        return None
-    if expect == "same":
-        return up["k"] == 0 and down["k"] == 0
-    if expect == "no-0-to-1":
-        return up["k"] == 0
-    return up["k"] == 0 and (down["n"] == 0 or down["k"] > down["n"] / 2)  # to-0: most 1s become 0
 
 
 def measure(p: P.Perturbation, cfs: list[Trajectory], original: dict[str, Verdict],
@@ -61,18 +38,20 @@ def measure(p: P.Perturbation, cfs: list[Trajectory], original: dict[str, Verdic
     up_ids, down_ids = [i for _, c, i in zeros if c.score == 1], [i for _, c, i in ones if c.score == 0]
     dp = [c.p_success - o.p_success for o, c, _ in ok if o.p_success is not None and c.p_success is not None]
     up, down = rate(len(up_ids), len(zeros)), rate(len(down_ids), len(ones))
-    return {"change": p.change, "robust": p.robust, "expect": p.expect, "label": p.label,
-            "engine_options": engine_options,
-            "applied": len(cfs), "compared": len(ok), "flips_0_1": up, "flips_1_0": down,
-            "mean_dp_success": sum(dp) / len(dp) if dp else None, "n_dp": len(dp),
-            "newly_unparsed": [i for o, c, i in pairs if o is not None and c is not None and o.status == "ok"
-                               and c.status == "unparsed"],
-            "errors": [i for _, c, i in pairs if c is not None and c.status == "error"],
-            "missing": [i for _, c, i in pairs if c is None],
-            "original_not_parsed": sum(1 for o, c, _ in pairs if o is None or o.status != "ok"),
-            "insufficient": {"before": sum(o.evidence_sufficient is False for o, _, _ in ok),
-                             "after": sum(c.evidence_sufficient is False for _, c, _ in ok)},
-            "flip_ids": {"0->1": up_ids, "1->0": down_ids}, "meets": meets(p.expect, up, down)}
+    row = {"change": p.change, "robust": p.robust, "expect": p.expect, "label": p.label,
+           "engine_options": engine_options,
+           "applied": len(cfs), "compared": len(ok), "flips_0_1": up, "flips_1_0": down,
+           "mean_dp_success": sum(dp) / len(dp) if dp else None, "n_dp": len(dp),
+           "newly_unparsed": [i for o, c, i in pairs if o is not None and c is not None and o.status == "ok"
+                              and c.status == "unparsed"],
+           "errors": [i for _, c, i in pairs if c is not None and c.status == "error"],
+           "missing": [i for _, c, i in pairs if c is None],
+           "original_not_parsed": sum(1 for o, c, _ in pairs if o is None or o.status != "ok"),
+           "insufficient": {"before": sum(o.evidence_sufficient is False for o, _, _ in ok),
+                            "after": sum(c.evidence_sufficient is False for _, c, _ in ok)},
+           "flip_ids": {"0->1": up_ids, "1->0": down_ids}}
+    row["verdict"], row["clauses"] = V.judge(p, row)
+    return row
 
 
 def _load(path: str | Path) -> dict[str, Verdict]:
@@ -118,7 +97,8 @@ def write_report(out: Path, perturbations: list[P.Perturbation], originals: list
     main = verdicts["verdicts"]
     rows = {p.name: measure(p, cfs[p.name], main, verdicts.get(p.name, main), (settings or {}).get(p.name))
             for p in perturbations}
-    audit = {"run": run, "originals": originals_summary(originals, main), "cost": {"planned": plan,
+    audit = {"verdict": V.verdicts(originals, main, rows), "run": run,
+             "originals": originals_summary(originals, main), "cost": {"planned": plan,
              "measured": measured_cost(originals, cfs, verdicts)}, "verdict_files": files, "perturbations": rows}
     (out / "audit.json").write_text(json.dumps(audit, indent=2) + "\n")
     (out / "report.md").write_text(markdown(audit))
@@ -144,17 +124,30 @@ def _ids(ids: list[str], show: int = 40) -> str:
     return ", ".join(f"`{i}`" for i in ids[:show]) + more
 
 
-def _verdict(m: Optional[bool]) -> str:
-    return {True: "yes", False: "**no**", None: "-"}[m]
+def _verdict(row: dict) -> str:
+    """A row's verdict as the tables show it (an audit.json written before verdicts: its old yes/no)."""
+    v = row.get("verdict") or {True: V.ROBUST, False: V.NOT_ROBUST, None: V.TOO_FEW}[row.get("meets")]
+    return f"**{v}**" if v == V.NOT_ROBUST else v
+
+
+def top(audit: dict) -> list[str]:
+    """The report's first lines: the accuracy, each perturbation's verdict with its clauses, the bottom
+    line and the rule they follow (verdict.py)."""
+    v, rows = audit["verdict"], audit["perturbations"]
+    lines = [f"**Bottom line: {v['bottom_line']}**", "", f"- {V.accuracy_text(v['accuracy'])}"]
+    for name, r in rows.items():
+        checks = "; ".join(f"{c['says']}: {c['shown']}, {c['result']}" for c in r["clauses"])
+        lines.append(f"- `{name}`: {_verdict(r)} ({checks})")
+    return lines + ["", f"How these are decided: {v['rule']}"]
 
 
 def markdown(audit: dict) -> str:
-    """report.md: the run, the cost, the table, then the flips' ids."""
+    """report.md: the verdicts (`top`), the run, the cost, the table, then the flips' ids."""
     run, o, rows = audit["run"], audit["originals"], audit["perturbations"]
     plan = audit["cost"]["planned"]
     adapter = f", adapter `{run['adapter']}`" if run.get("adapter") else ""
     shots = plan["screenshots_originals"] + plan["screenshots_counterfactuals"]
-    lines = [f"# Verifier audit: {run.get('model')}", "",
+    lines = [f"# Verifier audit: {run.get('model')}", "", *top(audit), "",
              f"Data: `{run['data']}`, {o['n']} trajectories ({o['labelled_1']} labelled 1, {o['labelled_0']} "
              f"labelled 0); originals scored: {o['ones']} SCORE 1, {o['zeros']} SCORE 0, {o['unparsed']} unparsed, "
              f"{o['errors']} errors.",
@@ -172,12 +165,12 @@ def markdown(audit: dict) -> str:
                 f"unparsed, {o['errors']} errors): their counterfactuals are compared with nothing."
                 if o["scored"] < o["n"] else ""), "",
              "| perturbation | change | a robust verifier | applied | 0 -> 1 | 1 -> 0 | mean change of p_success | "
-             "newly unparsed | EVIDENCE_SUFFICIENT: no before -> after | robust here? |",
+             "newly unparsed | EVIDENCE_SUFFICIENT: no before -> after | verdict |",
              "|---|---|---|---:|---|---|---:|---:|---|---|"]
     for name, r in rows.items():
         lines.append(f"| `{name}` | {r['change']} | {r['robust']} | {r['applied']} | {pct(r['flips_0_1'])} | "
                      f"{pct(r['flips_1_0'])} | {_dp(r['mean_dp_success'])} | {len(r['newly_unparsed'])} | "
-                     f"{r['insufficient']['before']} -> {r['insufficient']['after']} | {_verdict(r['meets'])} |")
+                     f"{r['insufficient']['before']} -> {r['insufficient']['after']} | {_verdict(r)} |")
     lines += ["", "## Flips", ""]
     for name, r in rows.items():
         got = [(k, ids) for k, ids in (("0 -> 1", r["flip_ids"]["0->1"]), ("1 -> 0", r["flip_ids"]["1->0"]),
@@ -217,15 +210,20 @@ def _diff(a: dict, b: dict) -> str:
 
 
 def compare(a: dict, b: dict, name_a: str = "A", name_b: str = "B") -> str:
-    """Two audits side by side (markdown): per perturbation both sides' flip rates, B - A, mean changes of
-    p_success, newly unparsed and whether each is robust there."""
+    """Two audits side by side (markdown): each one's accuracy and bottom line, then per perturbation both
+    sides' flip rates, B - A, mean changes of p_success, newly unparsed and each one's verdict."""
     ma, mb = a["run"].get("model"), b["run"].get("model")
     lines = [f"# Verifier audits side by side: {name_a} ({ma}) and {name_b} ({mb})", ""]
     if a["run"].get("data") != b["run"].get("data"):
         lines += [f"Note: the audits are of different data ({a['run'].get('data')} and {b['run'].get('data')}).", ""]
+    for name, x in ((name_a, a), (name_b, b)):
+        v = x.get("verdict")  # absent from an audit.json written before the verdicts
+        lines.append(f"- {name}: " + (f"{V.accuracy_text(v['accuracy'])}; bottom line: {v['bottom_line']}" if v
+                                      else "no verdicts (an audit written before them: run it again)"))
+    lines.append("")
     a_b, b_a = f"{name_a} / {name_b}", f"{name_b} - {name_a}"
     lines += [f"| perturbation | applied {a_b} | 0 -> 1 {name_a} | 0 -> 1 {name_b} | {b_a} | 1 -> 0 {name_a} | "
-              f"1 -> 0 {name_b} | {b_a} | mean change of p_success {a_b} | newly unparsed {a_b} | robust {a_b} |",
+              f"1 -> 0 {name_b} | {b_a} | mean change of p_success {a_b} | newly unparsed {a_b} | verdict {a_b} |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in list(dict.fromkeys([*a["perturbations"], *b["perturbations"]])):
         ra, rb = a["perturbations"].get(name), b["perturbations"].get(name)
@@ -237,7 +235,7 @@ def compare(a: dict, b: dict, name_a: str = "A", name_b: str = "B") -> str:
                      f"{_r(rb['flips_1_0'])} | "
                      f"{_diff(ra['flips_1_0'], rb['flips_1_0'])} | {_dp(ra['mean_dp_success'])} / "
                      f"{_dp(rb['mean_dp_success'])} | {len(ra['newly_unparsed'])} / {len(rb['newly_unparsed'])} | "
-                     f"{_verdict(ra['meets'])} / {_verdict(rb['meets'])} |")
+                     f"{_verdict(ra)} / {_verdict(rb)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -70,6 +70,10 @@ def write_pairs_page(out: Path, audit: dict, originals: list[Trajectory], cfs: d
                                  "them together")
     notes.insert(0, "each original is followed by its counterfactuals (ids ID~PERTURBATION), originals with a "
                     "flip first; a counterfactual's 'compared' line is its original's verdict")
+    v = audit.get("verdict")
+    if v:  # the report's top (report.md): the bottom line, then each perturbation's verdict
+        notes[:0] = [f"bottom line: {v['bottom_line']}", "verdicts (rule in report.md): " + ", ".join(
+            f"{name} {verdict}" for name, verdict in v["perturbations"].items())]
     meta = {"title": f"Verifier audit: {audit['run'].get('model')}", "model": audit["run"].get("model"),
             "data": audit["run"].get("data"), "created": audit["run"].get("created")}
     return write_review(out, cards, meta, notes, progress)

@@ -24,6 +24,9 @@ Each perturbation changes a copy of every trajectory it applies to (ids ID~NAME)
 copies are scored as `score` scores (the same flags, batching and --resume). OUT gets report.md, audit.json,
 flips.png, review.html (each original beside its counterfactuals), counterfactuals.jsonl (canonical data,
 screenshots referenced, not copied: score it with any engine, --image-root the data folder) and the verdicts.
+The report and the summary printed open with the verdict: the originals' agreement with their labels, each
+perturbation robust / not robust / too few to tell (by the 95% interval of each clause it states) and a
+bottom line (not fit as an RL reward yet / too few to tell yet / robust / cannot tell yet).
 """
 
 
@@ -69,17 +72,18 @@ def _engine_from(options: dict):
 
 
 def summary_lines(audit: dict) -> list[str]:
-    """One line per perturbation, as the command prints them."""
+    """The accuracy, one line per perturbation (its verdict first) and the bottom line, as the command
+    prints them."""
     from ..audit.report import pct
+    from ..audit.verdict import accuracy_text
 
-    lines = []
+    lines = [accuracy_text(audit["verdict"]["accuracy"])]
     for name, r in audit["perturbations"].items():
         dp = "-" if r["mean_dp_success"] is None else f"{r['mean_dp_success']:+.3f}"
-        robust = {True: "yes", False: "NO", None: "-"}[r["meets"]]
-        lines.append(f"{name:<20} applied {r['applied']:>4}  0->1 {pct(r['flips_0_1'])}  1->0 {pct(r['flips_1_0'])}  "
-                     f"mean dp_success {dp}  newly unparsed {len(r['newly_unparsed'])}  robust: {robust} "
-                     f"({r['robust']})")
-    return lines
+        lines.append(f"{name:<20} {r['verdict'].upper():<15}  applied {r['applied']:>4}  0->1 {pct(r['flips_0_1'])}  "
+                     f"1->0 {pct(r['flips_1_0'])}  mean dp_success {dp}  newly unparsed {len(r['newly_unparsed'])}  "
+                     f"EVIDENCE_SUFFICIENT: no {r['insufficient']['before']} -> {r['insufficient']['after']}")
+    return lines + [f"bottom line: {audit['verdict']['bottom_line']}"]
 
 
 def cmd_audit(args) -> int:

@@ -1,0 +1,187 @@
+"""The audit's verdicts: how often the originals agree with their labels, whether each clause of each
+perturbation's expectation held (robust / not robust / too few to tell), and the one line a user acts on.
+
+The rule (stated in RULE, on every report, and in docs/audit.md): each clause is a share of pairs, k of
+n, with its 95% Wilson interval lo-hi.
+- A "none" clause (no verdict moves; none moves 0 -> 1) fails at its first counterexample (k >= 1: the
+  verdict did move, which greedy decoding, the default, repeats) and holds when no pair moved and hi is under
+  NONE_BELOW (20%), i.e. over at least MIN_PAIRS (16) pairs: 0 of 4 (0-49%) says nothing.
+- A "most" clause (most 1s become 0) holds when lo is above 50% and fails when hi is below 50% (8 of 8
+  holds, 0 of 8 fails, 2 of 4 is too few).
+- The accuracy (the originals' agreement with their labels) holds when lo is above the share of the
+  commoner label (what answering it every time scores), fails when hi is below it or when k/n is no
+  higher over at least MIN_PAIRS originals (a verifier that always says 0 on balanced data: 32 of 64).
+- "more EVIDENCE_SUFFICIENT: no" holds when more of the counterfactuals than of their originals say it
+  and fails when no more do, each over at least MIN_PAIRS compared pairs (0 -> 0 over 16 pairs fails).
+Anything else is too few to tell. A perturbation is not robust when a clause fails, robust when every
+clause holds, too few to tell otherwise. The bottom line: cannot tell when no original has a parsed
+verdict and a label; not fit as an RL reward yet when the accuracy or a perturbation fails (naming each
+with its figures); too few to tell when anything is undecided; robust otherwise.
+
+Reads the rows report.py measured and the originals' verdicts; knows nothing about files or engines.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from ..types import Trajectory, Verdict
+from . import perturbations as P
+
+Z95 = 1.959964
+NONE_BELOW = 0.20  # a "none" clause holds when no pair moved and the interval's upper bound is under this
+MIN_PAIRS = 16  # the fewest pairs with 0 of n under NONE_BELOW (0/15: 0-20.4%, 0/16: 0-19.4%)
+HOLDS, FAILS, TOO_FEW = "holds", "fails", "too few to tell"
+ROBUST, NOT_ROBUST = "robust", "not robust"
+RULE = ("Each clause of a perturbation's expectation is a share of pairs, k/n with its 95% Wilson interval: "
+        "a 'none' clause (no verdict moves, none moves 0 -> 1) fails at its first flip and holds when none "
+        f"moved over at least {MIN_PAIRS} pairs (the interval's upper bound under {100 * NONE_BELOW:.0f}%); "
+        "a 'most' clause (most 1s become 0) holds when the interval lies above 50% and fails when it lies "
+        "below; the accuracy holds when its interval lies above the share of the commoner label (answering it "
+        f"every time) and fails when it lies below or when it is no higher over at least {MIN_PAIRS} originals; "
+        "'more EVIDENCE_SUFFICIENT: no' holds when more "
+        f"counterfactuals than originals say it and fails when no more do, over at least {MIN_PAIRS} pairs; "
+        "anything else is too few to tell. A perturbation is not robust when a clause fails, robust when "
+        "every clause holds, otherwise too few to tell.")
+
+
+def wilson(k: int, n: int, z: float = Z95) -> Optional[list[float]]:
+    """The Wilson score interval [lo, hi] of k successes in n trials; None when n is 0."""
+    if n <= 0:
+        return None
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # exact at the ends: rounding would put 0/n's lower bound above 0 or n/n's upper bound below 1
+    return [0.0 if k == 0 else max(0.0, mid - half), 1.0 if k == n else min(1.0, mid + half)]
+
+
+def _share(k: int, n: int) -> str:
+    ci = wilson(k, n)
+    return f"{k}/{n}" + (f" ({100 * k / n:.0f}%, 95% CI {100 * ci[0]:.0f}-{100 * ci[1]:.0f}%)" if ci else "")
+
+
+def none_rule(k: int, n: int) -> str:
+    """A 'none' clause: fails at a flip, holds when none moved and the interval is under NONE_BELOW."""
+    if k > 0:
+        return FAILS
+    ci = wilson(k, n)
+    return HOLDS if ci and ci[1] < NONE_BELOW else TOO_FEW
+
+
+def most_rule(k: int, n: int) -> str:
+    """A 'most' clause: holds when the interval lies above 50%, fails when it lies below."""
+    ci = wilson(k, n)
+    if ci is None:
+        return TOO_FEW
+    return HOLDS if ci[0] > 0.5 else FAILS if ci[1] < 0.5 else TOO_FEW
+
+
+def more_rule(before: int, after: int, n: int) -> str:
+    """'More EVIDENCE_SUFFICIENT: no': decided over at least MIN_PAIRS pairs, by whether after > before."""
+    if n < MIN_PAIRS:
+        return TOO_FEW
+    return HOLDS if after > before else FAILS
+
+
+def check_clause(clause: str, row: dict) -> dict:
+    """One clause of a measured row (report.measure): what it says, its figures, its result and the short
+    figure the bottom line quotes."""
+    up, down = row["flips_0_1"], row["flips_1_0"]
+    if clause == "no-move":
+        k, n = up["k"] + down["k"], up["n"] + down["n"]
+        out = {"k": k, "n": n, "result": none_rule(k, n), "figure": f"{k}/{n} verdicts moved"}
+    elif clause == "no-0-to-1":
+        out = {"k": up["k"], "n": up["n"], "result": none_rule(up["k"], up["n"]),
+               "figure": f"{up['k']}/{up['n']} SCORE 0 -> 1"}
+    elif clause == "most-1-to-0":
+        out = {"k": down["k"], "n": down["n"], "result": most_rule(down["k"], down["n"]),
+               "figure": f"{down['k']}/{down['n']} SCORE 1 -> 0"}
+    elif clause == "more-insufficient":
+        b, a, n = row["insufficient"]["before"], row["insufficient"]["after"], row["compared"]
+        return {"clause": clause, "says": P.CLAUSES[clause], "before": b, "after": a, "n": n,
+                "result": more_rule(b, a, n), "figure": f"EVIDENCE_SUFFICIENT: no {b} -> {a} of {n}",
+                "shown": f"{b} -> {a} over {n} pairs"}
+    else:
+        raise ValueError(f"unknown clause {clause!r}; known: {', '.join(P.CLAUSES)}")
+    return {"clause": clause, "says": P.CLAUSES[clause], **out, "ci95": wilson(out["k"], out["n"]),
+            "shown": _share(out["k"], out["n"])}
+
+
+def judge(p: P.Perturbation, row: dict) -> tuple[str, list[dict]]:
+    """(robust / not robust / too few to tell, every clause of `p`'s expectation checked)."""
+    checks = [check_clause(c, row) for c in p.clauses]
+    results = {c["result"] for c in checks}
+    return (NOT_ROBUST if FAILS in results else ROBUST if results == {HOLDS} else TOO_FEW), checks
+
+
+def accuracy_rule(k: int, n: int, baseline: float) -> str:
+    """Better than answering the commoner label every time (`baseline`, its share): holds when the interval
+    lies above it; fails when it lies below, or when k/n is no higher over at least MIN_PAIRS originals."""
+    ci = wilson(k, n)
+    if ci is None:
+        return TOO_FEW
+    if ci[0] > baseline:
+        return HOLDS
+    return FAILS if ci[1] < baseline or (k / n <= baseline and n >= MIN_PAIRS) else TOO_FEW
+
+
+def accuracy(trajs: list[Trajectory], verdicts: dict[str, Verdict]) -> dict:
+    """The originals' agreement with their labels, over those with a label and a parsed verdict, against
+    answering their commoner label every time (`accuracy_rule`); the unparsed, errors, unscored and
+    unlabelled ones are counted apart."""
+    labelled = [t for t in trajs if t.label in (0, 1)]
+    vs = [verdicts.get(t.id) for t in labelled]
+    ok = [(t, v) for t, v in zip(labelled, vs) if v is not None and v.status == "ok"]
+    k, n = sum(v.score == t.label for t, v in ok), len(ok)
+    ones = sum(t.label == 1 for t, _ in ok)
+    common = int(ones > n - ones)
+    base = max(ones, n - ones) / n if n else None
+    return {"k": k, "n": n, "rate": k / n if n else None, "ci95": wilson(k, n),
+            "result": accuracy_rule(k, n, base) if n else TOO_FEW, "baseline": {"label": common, "rate": base},
+            "shown": _share(k, n), "unlabelled": len(trajs) - len(labelled),
+            "unparsed": sum(v is not None and v.status == "unparsed" for v in vs),
+            "errors": sum(v is not None and v.status == "error" for v in vs), "unscored": sum(v is None for v in vs)}
+
+
+def accuracy_text(acc: dict) -> str:
+    """'agree with their labels: k/n (p%, 95% CI) of the labelled originals with a parsed verdict (...)'."""
+    left = [f"{acc[k]} {k}" for k in ("unparsed", "errors", "unscored", "unlabelled") if acc[k]]
+    base = acc["baseline"]
+    than = f"; answering {base['label']} every time: {100 * base['rate']:.0f}%" if acc["n"] else ""
+    return (f"originals agree with their labels: {acc['shown']} of those labelled with a parsed verdict"
+            + (f" ({', '.join(left)} not counted)" if left else "") + f"{than}: {acc['result']}")
+
+
+def bottom_line(acc: dict, rows: dict[str, dict]) -> str:
+    """The one line a user acts on (the module docstring's order)."""
+    if not acc["n"]:
+        return ("cannot tell yet: no labelled original has a parsed verdict "
+                f"({acc['unparsed']} unparsed, {acc['errors']} errors, {acc['unlabelled']} unlabelled): every rate "
+                "is over nothing; make its verdicts parse (review.html shows their raw text) or label the data first")
+    unparsed = acc["unparsed"] + acc["errors"]
+    note = f"; {unparsed} of {acc['n'] + unparsed} labelled originals got no parsed verdict" if unparsed else ""
+    base = acc["baseline"]
+    failed = [f"agrees with the labels on {acc['shown']}, no better than answering {base['label']} every time "
+              f"({100 * base['rate']:.0f}%)"] if acc["result"] == FAILS else []
+    for name, r in rows.items():
+        failed += [f"{name}: {c['figure']} (expected: {c['says']})" for c in r["clauses"] if c["result"] == FAILS]
+    few = [f"{name} ({', '.join(c['figure'] for c in r['clauses'] if c['result'] == TOO_FEW)})"
+           for name, r in rows.items() if r["verdict"] == TOO_FEW]
+    if acc["result"] == TOO_FEW:
+        few.insert(0, f"accuracy ({acc['k']}/{acc['n']} agree with the labels)")
+    if failed:
+        rest = f"; too few to tell: {', '.join(few)}" if few else ""
+        return "not fit as an RL reward yet: " + "; ".join(failed) + rest + note
+    if few:
+        return (f"too few to tell yet: {', '.join(few)}; nothing failed so far: audit more trajectories (a 'none' "
+                f"clause needs {MIN_PAIRS} pairs without a flip) before trusting it as a reward" + note)
+    return (f"robust to all {len(rows)} perturbations audited, agreeing with the labels on {acc['shown']}: fit to "
+            "try as an RL reward as far as these checks tell" + note)
+
+
+def verdicts(trajs: list[Trajectory], verdicts_: dict[str, Verdict], rows: dict[str, dict]) -> dict:
+    """The top of the audit: accuracy, each perturbation's verdict, the bottom line and the rule."""
+    acc = accuracy(trajs, verdicts_)
+    return {"bottom_line": bottom_line(acc, rows), "accuracy": acc,
+            "perturbations": {name: r["verdict"] for name, r in rows.items()}, "rule": RULE}
