@@ -72,7 +72,8 @@ demo: $(STAMP)
 	$(VENV)/bin/adaptrubric demo --out runs/demo
 
 # The documentation site (mkdocs.yml, docs/) into site/: the command reference must be what
-# tools/gen_cli_reference.py prints from the parsers, and --strict fails on a broken link or anchor.
+# tools/gen_cli_reference.py prints from the parsers, --strict fails on a broken link or anchor, and
+# tools/check_site.py fails on markdown that did not render (a list turned into a paragraph of `*`s).
 DOCS_STAMP := $(VENV)/.installed-docs
 
 $(DOCS_STAMP): $(STAMP)
@@ -82,6 +83,7 @@ $(DOCS_STAMP): $(STAMP)
 docs: $(DOCS_STAMP)
 	$(PY) tools/gen_cli_reference.py --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	$(PY) tools/check_site.py site
 
 clean:
 	rm -rf runs site .pytest_cache
