@@ -73,8 +73,10 @@ def test_the_checker_passes_markdown_that_rendered(md):
 
 
 def test_the_checker_reads_prose_only():
+    """Not the navigation, not code, not the Python reference's docstrings (help texts are lower-case)."""
     page = ("<nav><p>* not the page</p></nav><article><p><code>-x</code> is a flag</p><pre>* a</pre>"
-            "<ul><li class='doc-section-item'><div><p>transformers' device_map</p></div></li></ul></article>")
+            "<ul><li class='doc-section-item'><div><p>transformers' device_map</p></div></li></ul>"
+            "<div class='doc-contents'><p>token cap for router outputs</p></div></article>")
     assert _checker().problems_in(page) == []
 
 
@@ -100,3 +102,54 @@ def test_make_docs_runs_the_checker():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     docs = re.search(r"^docs:.*?(?=^\S|\Z)", makefile, re.S | re.M).group(0)
     assert "tools/check_site.py site" in docs
+
+
+def _text(html: str) -> str:
+    import html as html_text
+
+    return " ".join(html_text.unescape(re.sub(r"<[^>]+>", "", html)).split())
+
+
+def test_the_python_reference_shows_real_defaults_and_each_fields_help(site):
+    """Not `max_images: int = DEFAULT_BUDGET` or a lambda: the value; and PipelineConfig's fields with
+    the help text their metadata carries (tools/griffe_fields.py)."""
+    import dataclasses
+
+    from adaptrubric_local import HFEngineConfig, PipelineConfig
+
+    text = _text((site / "reference" / "python.html").read_text(encoding="utf-8"))
+    assert "DEFAULT_BUDGET" not in text and "lambda" not in text and "default_factory" not in text
+    assert f"max_images: int = {PipelineConfig().max_images}" in text
+    assert "image_workers: int = max(1, os.cpu_count() or 1)" in text
+    missing = []
+    for cls in (PipelineConfig, HFEngineConfig):
+        for f in dataclasses.fields(cls):
+            help_text = " ".join(str(f.metadata.get("help", "")).split())
+            if help_text and help_text not in text:
+                missing.append(f"{cls.__name__}.{f.name}")
+    assert missing == [], f"fields whose help text the reference does not show: {missing}"
+
+
+def test_the_python_reference_has_the_functions_the_rewards_page_names(site):
+    """Every `rewards.NAME` function docs/rewards.md tells users to call has its own entry."""
+    from adaptrubric_local import rewards
+
+    page = (ROOT / "docs" / "rewards.md").read_text(encoding="utf-8")
+    named = {n for n in re.findall(r"\brewards\.(\w+)", page) if callable(getattr(rewards, n, None))}
+    assert {"trl_reward", "compute_score", "compute_score_async"} <= named
+    html = (site / "reference" / "python.html").read_text(encoding="utf-8")
+    absent = sorted(n for n in named | {"reward_func", "openrlhf_final_step", "configure"}
+                    if f'id="adaptrubric_local.rewards.{n}"' not in html)
+    assert absent == [], f"reward functions the rewards page names but the reference does not: {absent}"
+
+
+def test_every_make_target_the_docs_name_exists():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    targets = set(re.findall(r"^([\w-]+):", makefile, re.M))
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    named = {(p.name, t) for p in pages for t in re.findall(r"^\s*make ([\w-]+)", p.read_text(encoding="utf-8"),
+                                                             re.M)}
+    assert ("index.md", "docs-serve") in named
+    assert sorted(f"{p}: make {t}" for p, t in named if t not in targets) == []
+    serve = re.search(r"^docs-serve:.*?(?=^\S|\Z)", makefile, re.S | re.M).group(0)
+    assert "mkdocs serve" in serve

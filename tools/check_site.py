@@ -16,7 +16,8 @@ page's article this reports:
 
 Text inside code and the Python reference's signatures is not prose and is not checked. A paragraph that
 starts with a code span (`` `--resume` makes...``) or a bold lead-in (`**verl's routes.**`) is not a
-lower-case start, nor is the Python reference's description of one parameter ("transformers' ...").
+lower-case start, nor is any docstring of the Python reference (a help text such as "token cap for router
+outputs" is written lower-case; its lists and code are checked).
 
     python tools/check_site.py site      # exit 1 and one line per problem: page, paragraph
 
@@ -47,7 +48,7 @@ class Block:
     text: str = ""
     excerpt: str = ""
     starts_with_code: bool | None = None  # a code span or bold lead-in first; None until content is seen
-    field_description: bool = False  # the Python reference's description of one parameter or field
+    docstring: bool = False  # prose of the Python reference's docstrings (mkdocstrings' doc-contents)
     parts: list[str] = field(default_factory=list)  # the prose
     shown: list[str] = field(default_factory=list)  # everything, code included (for the message)
 
@@ -62,14 +63,15 @@ class _Paragraphs(HTMLParser):
         self._open: list[Block] = []
         self._article = 0
         self._skip = 0
-        self._fields = 0  # open elements of class doc-section-item
+        self._docs = 0  # open elements of class doc-contents or doc-section-item
 
     def handle_starttag(self, tag, attrs):
         if tag in VOID:
             return
         classes = (dict(attrs).get("class") or "").split()
-        self._stack.append((tag, "doc-section-item" in classes))
-        self._fields += "doc-section-item" in classes
+        is_doc = bool({"doc-contents", "doc-section-item"} & set(classes))
+        self._stack.append((tag, is_doc))
+        self._docs += is_doc
         if tag == "article":
             self._article += 1
         if not self._article or self._skip:
@@ -79,7 +81,7 @@ class _Paragraphs(HTMLParser):
                 self._open[-1].starts_with_code = tag == "code"
             self._skip = len(self._stack)  # skipped until this element closes
         elif tag in ("p", "li"):
-            self._open.append(Block(tag, field_description=self._fields > 0))
+            self._open.append(Block(tag, docstring=self._docs > 0))
         elif tag in ("strong", "b") and self._open and self._open[-1].starts_with_code is None:
             self._open[-1].starts_with_code = True
 
@@ -87,8 +89,8 @@ class _Paragraphs(HTMLParser):
         if tag in VOID or tag not in (t for t, _ in self._stack):
             return
         while self._stack:  # close what the page left open inside this element
-            depth, (top, is_field) = len(self._stack), self._stack.pop()
-            self._fields -= is_field
+            depth, (top, is_doc) = len(self._stack), self._stack.pop()
+            self._docs -= is_doc
             if self._skip:
                 if depth == self._skip:
                     self._skip = 0
@@ -137,7 +139,7 @@ def problems_in(html: str) -> list[str]:
             continue
         if LIST_MARKER.search(block.text.lstrip()):
             out.append(f"a list rendered as a paragraph: {excerpt!r}")
-        elif not block.starts_with_code and not block.field_description and MID_SENTENCE.match(text):
+        elif not block.starts_with_code and not block.docstring and MID_SENTENCE.match(text):
             out.append(f"a paragraph that starts mid-sentence: {excerpt!r}")
     return out
 
