@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-rl install-vllm test test-vllm eval-smoke demo docs clean
+.PHONY: install install-rl install-vllm test test-vllm eval-smoke demo docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,7 +72,8 @@ demo: $(STAMP)
 	$(VENV)/bin/adaptrubric demo --out runs/demo
 
 # The documentation site (mkdocs.yml, docs/) into site/: the command reference must be what
-# tools/gen_cli_reference.py prints from the parsers, and --strict fails on a broken link or anchor.
+# tools/gen_cli_reference.py prints from the parsers, --strict fails on a broken link or anchor, and
+# tools/check_site.py fails on markdown that did not render (a list turned into a paragraph of `*`s).
 DOCS_STAMP := $(VENV)/.installed-docs
 
 $(DOCS_STAMP): $(STAMP)
@@ -82,6 +83,13 @@ $(DOCS_STAMP): $(STAMP)
 docs: $(DOCS_STAMP)
 	$(PY) tools/gen_cli_reference.py --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	$(PY) tools/check_site.py site
+
+# The manual at http://127.0.0.1:8000, rebuilt as pages change (site/ also reads offline: open
+# site/index.html, search included). DOCS_ADDR=0.0.0.0:8000 serves other machines.
+DOCS_ADDR ?= 127.0.0.1:8000
+docs-serve: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr $(DOCS_ADDR)
 
 clean:
 	rm -rf runs site .pytest_cache

@@ -226,8 +226,13 @@ def test_the_command_reference_is_what_the_parsers_print(monkeypatch):
     assert os.environ["COLUMNS"] == "57"
     assert text == gen.PAGE.read_text(encoding="utf-8"), "docs/reference/cli.md is stale: run " \
         "`python tools/gen_cli_reference.py` and commit it"
-    sections = re.findall(r"^## `adaptrubric ?([^`]*)`", text, re.M)
+    sections = re.findall(r"^##+ `adaptrubric ?([^`]*)`", text, re.M)
     assert {"score", "eval", "serve", "distill collect", "bank induce"} <= set(sections)
+    # one heading per command, a subcommand's under its group's: a search hit lands on the command
+    assert "### `adaptrubric distill collect`" in text and "## `adaptrubric distill`" in text
+    from adaptrubric_local.cli import build_parser
+
+    assert len(sections) == len(set(sections)) == len(list(gen.walk(build_parser())))
     assert gen.main(["--check"]) == 0
 
 
@@ -284,3 +289,74 @@ def test_every_page_is_in_the_site_nav():
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     pages = {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")}
     assert sorted(p for p in pages if f": {p}" not in nav) == []
+
+
+# The widest code line a page may hold: what a code block shows at 1280 px without scrolling, measured in
+# Chromium (tests/test_docs_browser.py asserts it still fits): 118 columns of the monospace font beside the
+# navigation, with the page's table of contents in the navigation (mkdocs.yml toc.integrate); 110 leaves a
+# margin for a wider font.
+CODE_COLUMNS = 110
+ANY_FENCE = re.compile(r"^( *)```(\w*)[^\n]*\n(.*?)^\1```", re.S | re.M)
+WRAPPED = {"json"}  # one record per line as a JSONL file holds it; wrapped on screen (docs/stylesheets/extra.css)
+
+
+def wide_code_lines(text: str, columns: int = CODE_COLUMNS) -> list[tuple[int, int]]:
+    """(line number, width) of each line of a fenced block (at any indentation, which the page drops)
+    wider than `columns`, but for the languages the site wraps (WRAPPED)."""
+    out = []
+    for m in ANY_FENCE.finditer(text):
+        if m.group(2) in WRAPPED:
+            continue
+        first = text[:m.start()].count("\n") + 2
+        for i, line in enumerate(m.group(3).splitlines()):
+            shown = line[len(m.group(1)):] if line.startswith(m.group(1)) else line.lstrip()
+            if len(shown) > columns:
+                out.append((first + i, len(shown)))
+    return out
+
+
+def test_wide_code_lines_are_found_at_any_indentation():
+    text = ("* item:\n\n    ```text\n    " + "x" * 111 + "\n    " + "y" * 110 + "\n    ```\n\n"
+            "```\n" + "z" * 112 + "\n```\n\n```json\n" + "{}" * 60 + "\n```\n")
+    assert wide_code_lines(text) == [(4, 111), (9, 112)]
+
+
+def test_code_blocks_fit_the_page_at_1280_px():
+    wide = [f"{p.relative_to(ROOT).as_posix()}:{n}: {w} columns" for p in sorted((ROOT / "docs").rglob("*.md"))
+            for n, w in wide_code_lines(p.read_text(encoding="utf-8"))]
+    assert wide == [], f"code lines wider than {CODE_COLUMNS} columns (cut off at 1280 px): {wide}"
+    assert _generator().COLUMNS == CODE_COLUMNS
+
+
+def test_the_reference_breaks_a_long_command_where_a_shell_joins_it_again():
+    gen = _generator()
+    line = "  adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out v.jsonl " + "--votes 3 " * 8 + \
+        "--resume   # after a crash"
+    lines = gen.fit(line, 60)
+    assert lines[0] == "  # after a crash" and all(len(x) <= 60 for x in lines) and len(lines) > 2
+    assert shlex.split("\n".join(lines[1:]).replace("\\\n", " ")) == shlex.split(line, comments=True)
+    prose = "Score every trajectory in DATA and stream verdict lines to --out as they complete. " * 3
+    assert all(len(x) <= gen.WIDTH for x in gen.fit(prose)) and " ".join(gen.fit(prose)) == prose.strip()
+    assert gen.fit("  short line") == ["  short line"]
+
+
+def test_the_site_nav_groups_guide_reference_and_development():
+    import yaml
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    groups = {k: v for item in nav for k, v in item.items() if isinstance(v, list)}
+    assert list(groups) == ["Guide", "Reference", "Development"]
+    pages = {k: {p for e in v for p in e.values()} for k, v in groups.items()}
+    assert {"getting-started.md", "scoring.md", "engines.md", "evaluation.md"} <= pages["Guide"]
+    assert pages["Reference"] == {"reference/cli.md", "reference/python.md"}
+    assert pages["Development"] == {"architecture.md", "mutation.md"}
+
+
+def test_the_answering_models_build_line_is_quoted_as_it_prints():
+    text = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    quoted = re.search(r"`(answering tiny model: [^`]*)`", " ".join(text.split()))
+    assert quoted, "getting-started.md quotes the line the answering model's build prints"
+    assert re.fullmatch(r"answering tiny model: held-out agreement \d\.\d{3}, unparsed \d+, \.\.\.", quoted.group(1))
+    source = (ROOT / "adaptrubric_local" / "distill" / "answering.py").read_text(encoding="utf-8")
+    assert 'log(f"answering tiny model: held-out agreement {' in source and '}, unparsed "' in source
+    assert "every verdict parsed" not in " ".join(text.split())

@@ -1,10 +1,13 @@
 """Write the command reference (docs/reference/cli.md) from the `adaptrubric` argument parsers.
 
-Every command and subcommand the parser lists gets a section with its full help text (every option, as
-`--help-all` prints it), formatted by the parser at a fixed width of 100 columns, so the page does not
-depend on the terminal it was made in. The page is committed; CI runs `--check`, which regenerates it
-and fails when the committed file differs, so a flag that is added, renamed or documented differently
-shows up in the reference.
+Every command and subcommand the parser lists gets a section of its own (a heading per command, so a
+search hit lands on the command) with its full help text (every option, as `--help-all` prints it),
+formatted by the parser at a fixed width of 100 columns, so the page does not depend on the terminal it
+was made in. A line the parser leaves longer than COLUMNS (an example command, a one-line description)
+is broken to fit a code block at 1280 px without scrolling (tests/test_docs.py, CODE_COLUMNS): a command
+at spaces with backslash continuations, its trailing comment moved to the line above; prose at
+spaces. The page is committed; CI runs `--check`, which regenerates it and fails when the committed file
+differs, so a flag that is added, renamed or documented differently shows up in the reference.
 
     python tools/gen_cli_reference.py            # write docs/reference/cli.md
     python tools/gen_cli_reference.py --check    # exit 1 when docs/reference/cli.md is stale
@@ -16,14 +19,24 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "reference" / "cli.md"
 WIDTH = 100
+COLUMNS = 110  # the widest line of a code block on the page (tests/test_docs.py CODE_COLUMNS)
+COMMAND = re.compile(r"(\$ )?(adaptrubric|accelerate|python|\.venv\S*/\S+|[A-Z_]+=\S+) ")
 
-HEADER = """# Command reference
+HEADER = """---
+# reference: a search lands on a guide page first, and here on the command's own section
+search:
+  boost: 0.5
+---
+
+# Command reference
 
 Every `adaptrubric` command with every option (what `--help-all` prints). This page is generated from
 the parsers by `python tools/gen_cli_reference.py`; CI regenerates it and fails when it differs from this
@@ -58,6 +71,31 @@ def full_help(parser: argparse.ArgumentParser) -> str:
         return parser.format_help()
 
 
+def fit(line: str, columns: int = COLUMNS) -> list[str]:
+    """`line` as lines of at most `columns` characters where it can be broken at a space: a command
+    line with backslash continuations (its trailing `# comment` moved above it), anything else wrapped at
+    its own indentation. A single word longer than that stays whole."""
+    if len(line) <= columns:
+        return [line]
+    indent = line[:len(line) - len(line.lstrip())]
+    body = line.strip()
+    if not COMMAND.match(body):
+        return textwrap.wrap(body, min(columns, WIDTH), initial_indent=indent, subsequent_indent=indent,
+                             break_long_words=False, break_on_hyphens=False) or [line]
+    command, _, comment = body.partition("  # ")
+    out = [f"{indent}# {comment.strip()}"] if comment else []
+    words = command.strip().split(" ")
+    current = indent + words[0]
+    for word in words[1:]:
+        if len(current) + 1 + len(word) + 2 > columns:
+            out.append(current + " \\")
+            current = indent + "    " + word
+        else:
+            current += " " + word
+    out.append(current)
+    return out
+
+
 def render() -> str:
     """The page: the header, then one section per command, each its parser's help at WIDTH columns."""
     if str(ROOT) not in sys.path:
@@ -70,7 +108,8 @@ def render() -> str:
         parts = [HEADER]
         for path, parser in walk(build_parser()):
             title = " ".join(("adaptrubric", *path))
-            parts.append(f"## `{title}`\n\n```text\n{full_help(parser).rstrip()}\n```\n")
+            text = "\n".join(part for line in full_help(parser).rstrip().splitlines() for part in fit(line))
+            parts.append(f"{'#' * (1 + max(1, len(path)))} `{title}`\n\n```text\n{text}\n```\n")
     finally:
         if columns is None:
             os.environ.pop("COLUMNS", None)

@@ -80,17 +80,19 @@ def trl_reward(prompts: Optional[Sequence[Any]] = None, completions: Optional[Se
     `trajectory` key returned by `rollout_func`, or each environment's `trajectory`). Unparsed or
     failed verdicts give None; their rates are logged as `adaptrubric/unparsed_rate`, `.../error_rate`.
 
-    >>> import tempfile
-    >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
-    >>> from adaptrubric_local.synth import synthesize
-    >>> _ = rewards.configure(engine=FakeEngine())
-    >>> trajs = load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=3, size=(90, 200))).trajectories
-    >>> logged = {}
-    >>> rewards.trl_reward(prompts=["p"] * 3, completions=["a", "b", "c"], trajectory=[t.to_dict() for t in trajs],
-    ...                    log_metric=logged.__setitem__)
-    [1.0, 1.0, 1.0]
-    >>> logged
-    {'adaptrubric/unparsed_rate': 0.0, 'adaptrubric/error_rate': 0.0}
+    Examples:
+        >>> import tempfile
+        >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
+        >>> from adaptrubric_local.synth import synthesize
+        >>> _ = rewards.configure(engine=FakeEngine())
+        >>> data = synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=3, size=(90, 200))
+        >>> trajs = load_trajectories(data).trajectories
+        >>> logged = {}
+        >>> rewards.trl_reward(prompts=["p"] * 3, completions=["a", "b", "c"],
+        ...                    trajectory=[t.to_dict() for t in trajs], log_metric=logged.__setitem__)
+        [1.0, 1.0, 1.0]
+        >>> logged
+        {'adaptrubric/unparsed_rate': 0.0, 'adaptrubric/error_rate': 0.0}
     """
     if trajectory is None and environments is not None:
         trajectory = [_env_trajectory(e) for e in environments]
@@ -142,19 +144,22 @@ def compute_score(data_source: Any = None, solution_str: Any = None, ground_trut
     verifier is the model verl serves there (`http://host:port/v1`), one RewardModel per address in
     the process, and nothing is loaded here; `compute_score_async` is the form verl awaits.
 
-    >>> import tempfile, numpy as np
-    >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
-    >>> from adaptrubric_local.synth import synthesize
-    >>> _ = rewards.configure(engine=FakeEngine())
-    >>> ts = load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=2, size=(90, 200))).trajectories
-    >>> out = rewards.compute_score(data_source="gui", solution_str="", ground_truth=None,
-    ...                             extra_info={"trajectory": ts[0].to_dict()})
-    >>> out["score"], out["status"], out["category"]
-    (1.0, 'ok', 'create_modify')
-    >>> batch = rewards.compute_score(data_sources=np.array(["gui", "gui"], dtype=object), solution_strs=["", ""],
-    ...     ground_truths=[None, None], extra_infos=np.array([{"trajectory": t.to_dict()} for t in ts], dtype=object))
-    >>> [b["score"] for b in batch]
-    [1.0, 1.0]
+    Examples:
+        >>> import tempfile, numpy as np
+        >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
+        >>> from adaptrubric_local.synth import synthesize
+        >>> _ = rewards.configure(engine=FakeEngine())
+        >>> data = synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=2, size=(90, 200))
+        >>> ts = load_trajectories(data).trajectories
+        >>> out = rewards.compute_score(data_source="gui", solution_str="", ground_truth=None,
+        ...                             extra_info={"trajectory": ts[0].to_dict()})
+        >>> out["score"], out["status"], out["category"]
+        (1.0, 'ok', 'create_modify')
+        >>> batch = rewards.compute_score(
+        ...     data_sources=np.array(["gui", "gui"], dtype=object), solution_strs=["", ""], ground_truths=[None, None],
+        ...     extra_infos=np.array([{"trajectory": t.to_dict()} for t in ts], dtype=object))
+        >>> [b["score"] for b in batch]
+        [1.0, 1.0]
     """
     if reward_router_address:
         rm = _rm.for_router(reward_router_address, _served_name(reward_model_tokenizer))
@@ -189,15 +194,17 @@ async def compute_score_async(data_source: Any = None, solution_str: Any = None,
     plain one in its thread pool. Scoring blocks on the verifier's batches, so it runs in a worker
     thread while the loop serves the other samples, whose calls share those batches.
 
-    >>> import asyncio, tempfile
-    >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
-    >>> from adaptrubric_local.synth import synthesize
-    >>> _ = rewards.configure(engine=FakeEngine())
-    >>> t = load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=1, size=(90, 200))).trajectories[0]
-    >>> out = asyncio.run(rewards.compute_score_async(data_source="gui", solution_str="", ground_truth=None,
-    ...                                               extra_info={"trajectory": t.to_dict()}))
-    >>> out["score"], out["status"]
-    (1.0, 'ok')
+    Examples:
+        >>> import asyncio, tempfile
+        >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
+        >>> from adaptrubric_local.synth import synthesize
+        >>> _ = rewards.configure(engine=FakeEngine())
+        >>> data = synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=1, size=(90, 200))
+        >>> t = load_trajectories(data).trajectories[0]
+        >>> out = asyncio.run(rewards.compute_score_async(data_source="gui", solution_str="", ground_truth=None,
+        ...                                               extra_info={"trajectory": t.to_dict()}))
+        >>> out["score"], out["status"]
+        (1.0, 'ok')
     """
     return await asyncio.to_thread(compute_score, data_source, solution_str, ground_truth, extra_info, **kwargs)
 
@@ -215,14 +222,16 @@ def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence
     trajectory (a canonical dict, its JSON, or a path). Returns {"rewards", "scores", "extra_logs"}.
     OpenRLHF 0.11.2 calls this with one sample per call from many threads; the calls share batches.
 
-    >>> import tempfile
-    >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
-    >>> from adaptrubric_local.synth import synthesize
-    >>> _ = rewards.configure(engine=FakeEngine())
-    >>> trajs = load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=2, size=(90, 200))).trajectories
-    >>> out = rewards.reward_func(["q", "q"], ["p", "p"], [t.to_dict() for t in trajs])
-    >>> out["rewards"].tolist(), out["extra_logs"]["adaptrubric_unparsed"].tolist()
-    ([1.0, 1.0], [0.0, 0.0])
+    Examples:
+        >>> import tempfile
+        >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
+        >>> from adaptrubric_local.synth import synthesize
+        >>> _ = rewards.configure(engine=FakeEngine())
+        >>> data = synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=2, size=(90, 200))
+        >>> trajs = load_trajectories(data).trajectories
+        >>> out = rewards.reward_func(["q", "q"], ["p", "p"], [t.to_dict() for t in trajs])
+        >>> out["rewards"].tolist(), out["extra_logs"]["adaptrubric_unparsed"].tolist()
+        ([1.0, 1.0], [0.0, 0.0])
     """
     import torch
 
@@ -237,14 +246,16 @@ async def openrlhf_final_step(trajectory: Any, environment_feedback: str = "") -
     for this episode's own trajectory, `done=True`. Scored in a worker thread, so the event loop
     keeps serving the other rollouts (whose calls share the verifier's batches).
 
-    >>> import asyncio, tempfile
-    >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
-    >>> from adaptrubric_local.synth import synthesize
-    >>> _ = rewards.configure(engine=FakeEngine())
-    >>> t = load_trajectories(synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=1, size=(90, 200))).trajectories[0]
-    >>> res = asyncio.run(rewards.openrlhf_final_step(t.to_dict()))
-    >>> res["rewards"].item(), res["done"], res["extra_logs"]["adaptrubric_error"].item()
-    (1.0, True, 0.0)
+    Examples:
+        >>> import asyncio, tempfile
+        >>> from adaptrubric_local import FakeEngine, load_trajectories, rewards
+        >>> from adaptrubric_local.synth import synthesize
+        >>> _ = rewards.configure(engine=FakeEngine())
+        >>> data = synthesize(tempfile.mkdtemp(), n_tasks=1, candidates=1, size=(90, 200))
+        >>> t = load_trajectories(data).trajectories[0]
+        >>> res = asyncio.run(rewards.openrlhf_final_step(t.to_dict()))
+        >>> res["rewards"].item(), res["done"], res["extra_logs"]["adaptrubric_error"].item()
+        (1.0, True, 0.0)
     """
     import torch
 
