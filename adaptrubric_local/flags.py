@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import shutil
 import sys
 import textwrap
 import typing
@@ -136,7 +137,7 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         ns, extras = super().parse_known_args(args, namespace)
         if extras:  # what this parser (and the subcommands under it) did not take: report it here
-            self.error(unknown_message(self, extras))
+            self.error(unknown_message(self.prog, [s for a in self._actions for s in a.option_strings], extras))
         for a in self._actions:
             if isinstance(a, OldSpelling) and hasattr(ns, a.dest):
                 value = getattr(ns, a.dest)
@@ -161,10 +162,10 @@ class Parser(argparse.ArgumentParser):
         fmt = self._get_formatter()
         visible = [a for a in self._actions if a.help != argparse.SUPPRESS]
         positionals = [a for a in visible if not a.option_strings]
-        args = " ".join(fmt._format_args(a, fmt._get_default_metavar_for_positional(a)) for a in positionals)
+        args = " ".join(positional_usage(a) for a in positionals)
         fmt.add_usage(f"{self.prog} [options] {args}".rstrip(), None, [])
         if self.description:  # wrapped here: a raw-description command keeps its own lines in --help-all
-            width = max(40, fmt._width - 2)
+            width = max(40, shutil.get_terminal_size().columns - 4)  # argparse's own width, less 2
             fmt.add_text("\n\n".join(textwrap.fill(" ".join(part.split()), width) for part in
                                      self.description.split("\n\n")))
         groups: dict[str, list] = {name: [] for name in HELP_GROUPS}
@@ -195,9 +196,16 @@ def renamed(flag: str, known: Iterable[str], key: bool = False) -> Optional[str]
     return ", or ".join(f"{new[2:].replace('-', '_') if key else new} ({what})" for new, what in here)
 
 
-def unknown_message(parser: argparse.ArgumentParser, extras: list[str]) -> str:
-    """'unrecognized arguments: ...' with, per unknown flag, its new name or the closest ones."""
-    known = [s for s in parser._option_string_actions if s.startswith("--")]
+def positional_usage(a: argparse.Action) -> str:
+    """A positional argument as the usage line writes it (`DATA`, `[DATA]`, `FILE [FILE ...]`)."""
+    name = a.metavar if isinstance(a.metavar, str) else a.dest
+    return {"?": f"[{name}]", "*": f"[{name} ...]", "+": f"{name} [{name} ...]"}.get(a.nargs, name)
+
+
+def unknown_message(prog: str, flags: Iterable[str], extras: list[str]) -> str:
+    """'unrecognized arguments: ...' with, per unknown flag among `extras`, its new name or the closest of
+    the flags of command `prog`."""
+    known = [s for s in flags if s.startswith("--")]
     hints = []
     for k, arg in enumerate(extras):
         if not arg.startswith("--"):
@@ -212,11 +220,11 @@ def unknown_message(parser: argparse.ArgumentParser, extras: list[str]) -> str:
             hints.append(f"{name} is now {renamed(name, known)}")
             continue
         if name in OLD_SPELLINGS and "--out" in known:
-            hints.append(f"{name}: write {OLD_SPELLINGS[name].format(prog=parser.prog, value='VALUE')}")
+            hints.append(f"{name}: write {OLD_SPELLINGS[name].format(prog=prog, value='VALUE')}")
             continue
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         hints.append(f"{name}: did you mean {' or '.join(close)}?" if close else
-                     f"{name} is not a flag of {parser.prog} (see {parser.prog} --help)")
+                     f"{name} is not a flag of {prog} (see {prog} --help)")
     return f"unrecognized arguments: {' '.join(extras)}" + ("\n" + "\n".join(hints) if hints else "")
 
 

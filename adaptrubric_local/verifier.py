@@ -133,7 +133,7 @@ class Verifier:
         loaded = trajectories if isinstance(trajectories, LoadResult) else None
         pending: dict[int, Verdict] = {}
         nxt = 0
-        for ready in self.pipeline._iter_indexed(loaded.trajectories if loaded else trajectories):
+        for ready in self.pipeline.iter_indexed(loaded.trajectories if loaded else trajectories):
             pending.update(ready)
             while nxt in pending:
                 yield pending.pop(nxt)

@@ -191,6 +191,16 @@ class RewardModel:
         return self._pipe
 
     @property
+    def loaded(self) -> bool:
+        """Whether the engine is built (it is on first use)."""
+        return self._pipe is not None
+
+    @property
+    def pending(self) -> int:
+        """Trajectories waiting for the scoring thread (0 before it starts)."""
+        return self._batcher.pending if self._batcher is not None else 0
+
+    @property
     def batcher(self) -> Batcher:
         """The scoring thread (started on first use)."""
         self.load()
@@ -223,7 +233,7 @@ class RewardModel:
                 futs = iter(self.submit(good)) if good else iter(())
                 verdicts = [Verdict(id=item_id(items[i], f"item {i}"), status="error", error=errors[i]) if t is None
                             else _result(next(futs), t) for i, t in enumerate(trajs)]
-        self._count(verdicts)
+        self.count_verdicts(verdicts)
         return verdicts
 
     def submit(self, trajs: Sequence[Trajectory]) -> list[Future]:
@@ -264,7 +274,8 @@ class RewardModel:
         x = self.value(v)
         return self.config.unparsed_reward if x is None else x
 
-    def _count(self, verdicts: Iterable[Verdict]) -> None:
+    def count_verdicts(self, verdicts: Iterable[Verdict]) -> None:
+        """Add verdicts to `stats`' counts: `score` does, and so does a caller that scored through `submit`."""
         with self._stats_lock:
             for v in verdicts:
                 c = self._counts
