@@ -2,14 +2,14 @@
 from the field's metadata, so a field's flag, its config-file key and its `--help` come from one
 place (as transformers' `HfArgumentParser` does for its argument dataclasses).
 
-`add_config_arguments(parser, Config)` adds `--field-name` for every field (booleans get
-`--x/--no-x`; `Optional[int]` fields also take `none`; tuple fields take comma-separated values;
-list fields are repeatable; a field's metadata may name its `choices`, or `no_flag` for a field a
-program sets rather than a person) and records which flags were actually given, so a caller can
-tell "not given" from "given the default" (`explicit(args)`). `config_kwargs(args, Config)` reads
-them back. How a field's default reads in `--help` is decided here, once: `(default VALUE)`, or
-`(default: TEXT)` from the field's `none` metadata (what None means: "no limit", "the bundled paper
-bank"), never a second default in the field's own help.
+`add_config_arguments(parser, Config)` adds `--field-name` for every field (booleans get `--x/--no-x`;
+`Optional[int]` fields also take `none`; tuple fields take comma-separated values; list fields are
+repeatable; a field's metadata may name its `choices` (or a function giving them, called when the flags
+are made), or `no_flag` for a field a program sets rather than a person) and records which flags were
+actually given, so a caller can tell "not given" from "given the default" (`explicit(args)`).
+`config_kwargs(args, Config)` reads them back. How a field's default reads in `--help` is decided here,
+once: `(default VALUE)`, or `(default: TEXT)` from the field's `none` metadata (what None means: "no
+limit", "the bundled paper bank"), never a second default in the field's own help.
 
 `Parser` is the argument parser of every command: no abbreviations (a prefix such as `--cue` is
 refused, not taken for the one flag it happens to start today); the renames in one place: a spelling
@@ -123,6 +123,15 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         if self.add_help:
             self.add_argument("--help-all", action=HelpAll, help="show every option and exit")
+
+    def commands(self):
+        """The parsers under this one that run a command (no subcommands of their own), each once."""
+        subs = [a.choices for a in self._actions if isinstance(getattr(a, "choices", None), dict)]
+        if not subs:
+            yield self
+        for choices in subs:
+            for sub in dict.fromkeys(choices.values()):  # an alias maps to its command's parser
+                yield from sub.commands()
 
     def add_old_spelling(self, old: str, target: str) -> None:
         """Accept `old` (a key of OLD_SPELLINGS) for the argument stored in `target`, warning once per use."""
@@ -333,6 +342,8 @@ def add_config_arguments(parser, cls, skip: Iterable[str] = (), defaults: Option
         text = f.metadata.get("help", "").replace("%", "%%")
         used = None if hide_defaults else default
         allowed = choices.get(f.name, f.metadata.get("choices"))
+        if callable(allowed):  # a registry's names, read when the flags are made (after --plugins)
+            allowed = list(allowed())
         tail = shown_default(f, default, kind, optional, shown.get(f.name)).replace("%", "%%")
         if kind is bool:
             action = parser.add_argument(flag_name(f.name), dest=f.name, action=RecordBool, default=used,

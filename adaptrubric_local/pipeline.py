@@ -27,7 +27,6 @@ from .engine.base import Engine, Output, Request
 from .evidence import compile_evidence
 from .fusion import ABLATIONS, VerifierPrompt, fuse
 from .prompts import PromptSet, load_prompts
-from .route import RULES_ESTIMATE
 from .types import CueResult, RouteResult, Trajectory, Verdict
 from .verdict import parse_verdict, score_value_offset
 
@@ -42,8 +41,9 @@ class PipelineConfig:
     paper's method; every setting that changes what the verifier sees is an opt-in."""
 
     router: str = field(default="model", metadata={"common": "method",
-        "help": "model: the paper's router prompt (H.2), one call per distinct instruction; rules: no model call. "
-                + RULES_ESTIMATE, "choices": ["model", "rules"]})
+        "help": "model: the paper's router prompt (H.2), one call per distinct instruction; rules: keyword rules, no "
+                "model call, less accurate (docs/benchmarks.md has their measured accuracy)",
+        "choices": ["model", "rules"]})
     coarse: bool = field(default=True, metadata={
         "help": "include the family rubric (Rc) and meta rule in the verifier prompt (--no-coarse: the ablation)"})
     fine: bool = field(default=True, metadata={"common": "method",

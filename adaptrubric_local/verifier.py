@@ -25,9 +25,9 @@ from typing import Any, Iterable, Iterator, Literal, Mapping, Optional, Union
 
 from .engine.base import Engine
 from .engine.hf_config import DEFAULT_MODEL, HFEngineConfig
-from .engine.options import ENGINES, NO_VALUE, advice, readers, render
+from .engine.options import NO_VALUE, engines, refuse_unread, vllm_options
 from .engine.remote import RemoteConfig, check_remote, remote_engine
-from .engine.vllm_engine import VLLM_FIELDS, VLLMConfig, VLLMEngineConfig
+from .engine.vllm_engine import VLLMConfig
 from .formats import LoadResult
 from .image_policy import adopt
 from .pipeline import AdaptRubric, PipelineConfig
@@ -48,7 +48,7 @@ def spell(name: str, value: Any = NO_VALUE) -> str:
     of engine_config."""
     if name in NAMED_OPTIONS or name in ("model", "engine", "openai_url"):
         return name if value is NO_VALUE else f"{name}={value!r}"
-    cls = "VLLMConfig" if name in VLLM_FIELDS else "RemoteConfig" if name.startswith("openai_") else "HFEngineConfig"
+    cls = "VLLMConfig" if vllm_options([name]) else "RemoteConfig" if name.startswith("openai_") else "HFEngineConfig"
     return f"engine_config={cls}({name}={'...' if value is NO_VALUE else repr(value)})"
 
 
@@ -198,8 +198,9 @@ def resolve_engine(engine: Any, model: Optional[str], named: Mapping[str, Any], 
             raise ValueError(f"engine is an Engine instance ({type(engine).__name__}), which does not read "
                              f"{', '.join(names)}: configure the engine itself")
         return type(engine).__name__, {}, pipeline or PipelineConfig()
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)} or an Engine instance, got {engine!r}")
+    if engine not in engines():
+        raise ValueError(f"engine must be one of {', '.join(engines())} or an Engine instance, got {engine!r} (a "
+                         "user's engine is registered with @register_engine: docs/architecture.md)")
     if not openai_url:  # the server's address may come in the engine's config
         openai_url = engine_config.get("openai_url") if isinstance(engine_config, Mapping) else getattr(
             engine_config, "openai_url", None)
@@ -209,11 +210,7 @@ def resolve_engine(engine: Any, model: Optional[str], named: Mapping[str, Any], 
         engine = "openai"
     elif engine == "openai":
         raise ValueError("engine='openai' needs openai_url, the server's address (e.g. http://host:8000/v1)")
-    for key in given:
-        instead = advice(key, engine)
-        if instead is not None:
-            by = " and ".join(f"engine={e!r}" for e in readers(key))
-            raise ValueError(f"engine={engine!r} does not read {key} (an option of {by}); {render(instead, spell)}")
+    refuse_unread(engine, given, spell)
     options = dict(_config_fields(engine, engine_config))
     options.update(given)
     if engine == "openai":
@@ -237,17 +234,11 @@ def resolve_engine(engine: Any, model: Optional[str], named: Mapping[str, Any], 
 
 
 def _validated(engine: str, options: Mapping[str, Any]) -> None:
-    """Build the in-process engine's config from `options` once, so that a bad value or an option of the
-    other engine fails at construction, naming it."""
-    kw = {k: v for k, v in options.items() if k != "engine"}
-    if engine == "transformers":
-        stray = sorted(set(kw) & VLLM_FIELDS)
-        if stray:
-            raise ValueError(f"engine='transformers' does not read {', '.join(stray)} (vLLM's options); add "
-                             "engine='vllm' or leave them out")
-        HFEngineConfig(**kw)
-    else:
-        VLLMEngineConfig(**kw)
+    """Build the in-process engine's config from `options` once (engine/build.py's `engine_config`), so
+    that a bad value or an option of another engine fails at construction, naming it."""
+    from .engine.build import engine_config
+
+    engine_config(**{**options, "engine": engine})
 
 
 def _config_fields(engine: str, cfg: Any) -> dict[str, Any]:
@@ -257,6 +248,9 @@ def _config_fields(engine: str, cfg: Any) -> dict[str, Any]:
     if isinstance(cfg, Mapping):
         return dict(cfg)
     kinds = {"vllm": VLLMConfig, "openai": RemoteConfig, "transformers": HFEngineConfig}
+    if engine not in kinds:
+        raise TypeError(f"engine_config for engine={engine!r} (a registered engine) must be a mapping of its options, "
+                        f"got {type(cfg).__name__}")
     if isinstance(cfg, VLLMConfig):
         kind = "vllm"
     elif isinstance(cfg, RemoteConfig):

@@ -99,13 +99,16 @@ def test_a_load_result_is_scored_with_its_unreadable_records_as_errors(tmp_path)
 
 
 def test_an_option_the_engine_does_not_read_names_the_one_to_use():
-    with pytest.raises(ValueError, match=r"engine='vllm' does not read max_batch_size .*use max_num_seqs"):
+    with pytest.raises(ValueError, match=r"max_batch_size is an option of engine='transformers', not read by "
+                                         r"engine='vllm': use max_num_seqs"):
         Verifier("m", engine="vllm", max_batch_size=4)
-    with pytest.raises(ValueError, match=r"engine='transformers' does not read max_num_seqs .*use max_batch_size"):
+    with pytest.raises(ValueError, match=r"max_num_seqs is an option of engine='vllm', not read by "
+                                         r"engine='transformers': use max_batch_size"):
         Verifier("m", max_num_seqs=4)
-    with pytest.raises(ValueError, match=r"engine='openai' does not read max_batch_size"):
+    with pytest.raises(ValueError, match=r"max_batch_size is an option of .*, not read by engine='openai'"):
         Verifier("m", openai_url="http://127.0.0.1:9/v1", max_batch_size=4)
-    with pytest.raises(ValueError, match="engine='vllm' does not read load_in_4bit"):
+    with pytest.raises(ValueError, match="load_in_4bit is an option of engine='transformers', not read by "
+                                         "engine='vllm'"):
         Verifier("m", engine="vllm", load_in_4bit=True)
     with pytest.raises(ValueError, match="engine_config is a VLLMConfig.*engine='vllm'"):
         Verifier("m", engine_config=VLLMConfig(max_num_seqs=8))
@@ -115,9 +118,9 @@ def test_an_option_the_engine_does_not_read_names_the_one_to_use():
         Verifier("m", engine="tensorrt")
     with pytest.raises(ValueError, match="needs openai_url"):
         Verifier("m", engine="openai")
-    with pytest.raises(ValueError, match="does not read max_batch_size"):  # RewardModel checks the same
+    with pytest.raises(ValueError, match="max_batch_size is an option of .*, not read by"):  # RewardModel: the same
         RewardModel("m", engine="vllm", max_batch_size=4)
-    with pytest.raises(ValueError, match="does not read max_batch_size"):  # and so does a reward.yaml
+    with pytest.raises(ValueError, match="max_batch_size is an option of .*, not read by"):  # and so does a reward.yaml
         RewardModel.from_options({"engine": "vllm", "max_batch_size": 4})
 
 

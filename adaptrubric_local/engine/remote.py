@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Optional
 
 from .base import Engine
+from .options import register_engine
 
 # in-process options that change what the verifier says, with the value that means "not used"
 NOT_REMOTE = {"adapter": None, "votes": 1, "load_in_4bit": False, "load_in_8bit": False}
@@ -116,3 +117,8 @@ def served_models(openai_url: str, api_key_env: str = "OPENAI_API_KEY", timeout:
     with openai.OpenAI(base_url=openai_url, api_key=api_key_from_env(api_key_env), timeout=min(timeout, 60.0),
                        max_retries=2) as client:
         return [m.id for m in client.models.list()]
+
+
+@register_engine("openai", in_process=False, help="an OpenAI-compatible server at openai_url (--openai-url)")
+def _openai(model=None, **options) -> Engine:
+    return remote_engine({**options, **({"model": model} if model else {})})
