@@ -37,10 +37,41 @@ from .types import Trajectory, Verdict
 EngineConfig = Union[HFEngineConfig, VLLMConfig, RemoteConfig]
 RewardMode = Literal["binary", "p_success"]
 
-# the engine options Verifier and RewardModel take by name (engine/options.py says which engine reads each)
-NAMED_OPTIONS = ("adapter", "dtype", "device_map", "load_in_4bit", "load_in_8bit", "max_visual_tokens", "max_pixels",
-                 "votes", "max_batch_size", "max_batch_tokens", "gpu_memory_utilization", "max_num_seqs",
-                 "max_model_len")
+# The keyword options Verifier and RewardModel both take, each defaulting to None (not given): its type as
+# the signatures write it and its `Args:` sentence, written here once. The two signatures and docstrings keep
+# copies (for help(), IDEs and the reference), which tests/test_verifier.py holds to this table.
+KEYWORDS: dict[str, tuple[str, str]] = {
+    "adapter": ("Optional[str]", "A LoRA adapter folder (peft) loaded on top of `model`; its recorded image settings "
+                                 "are adopted unless given here or in `pipeline`."),
+    "dtype": ("Optional[str]", 'Weights\' dtype, "auto", "bf16", "fp16" or "fp32"; None: auto (bf16 on a GPU, fp32 on '
+                               'the CPU).'),
+    "device_map": ("Optional[str]", 'transformers\' device_map (transformers engine only); None: "auto".'),
+    "load_in_4bit": ("Optional[bool]", "Load the weights in 4-bit nf4 with bitsandbytes (transformers engine only)."),
+    "load_in_8bit": ("Optional[bool]", "Load the weights in 8-bit with bitsandbytes (transformers engine only)."),
+    "max_visual_tokens": ("Optional[int]", "Visual-token budget per trajectory, e.g. 6144 for speed; None: the "
+                                           "processor's own resolution, as in the paper."),
+    "max_pixels": ("Optional[int]", "Pixel cap per screenshot; None: the processor's."),
+    "votes": ("Optional[int]", "Samples per verifier call; above 1 the verdict is their majority vote (sampled at "
+                               "temperature 0.7); None: 1, greedy."),
+    "max_batch_size": ("Optional[int]", "Most requests in one generate call (transformers engine only; vLLM's is "
+                                        "`max_num_seqs`); None: 16."),
+    "max_batch_tokens": ("Optional[int]", "Padded tokens per generate call (transformers engine only); None: derived "
+                                          "from free GPU memory, 262144 on the CPU."),
+    "gpu_memory_utilization": ("Optional[float]", "Share of the GPU's memory vLLM takes for weights and KV cache "
+                                                  "(vllm engine only); None: 0.9."),
+    "max_num_seqs": ("Optional[int]", "Most requests vLLM runs at once (vllm engine only); None: 64."),
+    "max_model_len": ("Optional[int]", "Context length per request, prompt plus reply (vllm engine only); None: the "
+                                       "model's."),
+    "openai_url": ("Optional[str]", 'Run every model call on this OpenAI-compatible server, e.g. '
+                                    '"http://host:8000/v1" (vLLM, SGLang, a hosted API); implies engine="openai".'),
+}
+# the engine options among them (engine/options.py says which engine reads each); openai_url picks the engine
+NAMED_OPTIONS = tuple(k for k in KEYWORDS if k != "openai_url")
+
+
+def named_options(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The NAMED_OPTIONS of a constructor's arguments (its `locals()`), None where not given."""
+    return {k: given[k] for k in NAMED_OPTIONS}
 
 
 def spell(name: str, value: Any = NO_VALUE) -> str:
@@ -107,11 +138,7 @@ class Verifier:
                  max_batch_tokens: Optional[int] = None, gpu_memory_utilization: Optional[float] = None,
                  max_num_seqs: Optional[int] = None, max_model_len: Optional[int] = None,
                  openai_url: Optional[str] = None, engine_config: Optional[EngineConfig] = None):
-        named = dict(adapter=adapter, dtype=dtype, device_map=device_map, load_in_4bit=load_in_4bit,
-                     load_in_8bit=load_in_8bit, max_visual_tokens=max_visual_tokens, max_pixels=max_pixels,
-                     votes=votes, max_batch_size=max_batch_size, max_batch_tokens=max_batch_tokens,
-                     gpu_memory_utilization=gpu_memory_utilization, max_num_seqs=max_num_seqs,
-                     max_model_len=max_model_len)
+        named = named_options(locals())
         self.engine_name, self.engine_options, self.pipeline_config = resolve_engine(
             engine, model, named, openai_url=openai_url, engine_config=engine_config, pipeline=pipeline)
         self._own_engine = isinstance(engine, str)  # an Engine given is the caller's to close

@@ -25,7 +25,9 @@ from adaptrubric_local import (
     VLLMConfig,
     load_trajectories,
 )
+from adaptrubric_local.engine.options import readers
 from adaptrubric_local.evaluation.calibration import Calibration
+from adaptrubric_local.verifier import KEYWORDS, NAMED_OPTIONS
 
 from conftest import canonical_record, write_jsonl
 
@@ -167,6 +169,36 @@ def test_every_argument_is_typed_keyword_only_and_documented(cls):
     page = pydoc.render_doc(cls, renderer=pydoc.plaintext)  # what help() prints
     for p in params:
         assert re.search(rf"\b{p.name}: ", page), p.name
+
+
+def keyword_drift(cls, table) -> list[str]:
+    """Where `cls`'s signature or `Args:` entries differ from the one table of front-door keywords."""
+    params = inspect.signature(cls).parameters
+    doc = args_section(inspect.getdoc(cls))
+    out = [] if [n for n in params if n in table] == list(table) else ["order or presence"]
+    for name, (kind, sentence) in table.items():
+        p = params.get(name)
+        if p is None or (p.kind, p.annotation, p.default) != (inspect.Parameter.KEYWORD_ONLY, kind, None):
+            out.append(f"{name}: signature")
+        if doc.get(name) != sentence:
+            out.append(f"{name}: docstring")
+    return out
+
+
+@pytest.mark.parametrize("cls", [Verifier, RewardModel])
+def test_the_front_door_keywords_are_the_one_table(cls):
+    assert keyword_drift(cls, KEYWORDS) == []
+    assert set(NAMED_OPTIONS) == set(KEYWORDS) - {"openai_url"}
+    drifted = dict(KEYWORDS, votes=("Optional[int]", "Samples per call."),
+                   max_pixels=("int", KEYWORDS["max_pixels"][1]))
+    assert keyword_drift(cls, drifted) == ["max_pixels: signature", "votes: docstring"]
+
+
+def test_a_keyword_s_sentence_names_the_one_engine_that_reads_it_as_the_table_does():
+    for name, (_, sentence) in KEYWORDS.items():
+        only = re.search(r"\((\w+) engine only", sentence)
+        by = readers(name)
+        assert (only and only.group(1)) == (by[0] if len(by) == 1 else None), (name, by)
 
 
 def test_the_documented_defaults_are_the_engines():
