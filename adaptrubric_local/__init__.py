@@ -10,7 +10,8 @@ Public API (`__all__`): the front door (Verifier) and the reward function for RL
 data model (Trajectory, Step, Verdict) and its loaders (load_trajectories, load_verdicts); the
 settings (PipelineConfig, the engine configs HFEngineConfig / VLLMConfig / RemoteConfig,
 RewardConfig); what `adaptrubric score` and `adaptrubric eval` run (score_file, run_eval, evaluate);
-the pipeline itself (AdaptRubric) and the engine interface (Engine, Request, Output, FakeEngine).
+the pipeline itself (AdaptRubric) and the engine interface (Engine, Request, Output, FakeEngine); the
+extension points (register_engine, register_format, and load_plugins for a user's file of them).
 Importing the package imports no torch, transformers or vLLM: those load with an engine.
 """
 from ._version import __version__
@@ -18,12 +19,14 @@ from .bank import RubricBank, load_bank
 from .dry_run import FakeEngine
 from .engine.base import Engine, Output, Request
 from .engine.hf_config import HFEngineConfig
+from .engine.options import register_engine
 from .engine.remote import RemoteConfig
 from .engine.vllm_engine import VLLMConfig
 from .evaluation.harness import load_verdicts, run_eval
 from .evaluation.metrics import evaluate
-from .formats import DataError, detect_format, load_trajectories
+from .formats import DataError, detect_format, load_trajectories, register_format
 from .pipeline import AdaptRubric, PipelineConfig
+from .registry import load_plugins
 from .rewards.config import RewardConfig
 from .rewards.model import RewardModel
 from .scoring import score_file
@@ -35,4 +38,4 @@ __all__ = ["__version__", "Verifier", "RewardModel", "load_trajectories", "load_
            "Verdict", "PipelineConfig", "HFEngineConfig", "VLLMConfig", "RemoteConfig", "RewardConfig",
            "score_file", "run_eval", "evaluate", "FAMILIES", "RouteResult", "CueResult", "parse_verdict",
            "DataError", "detect_format", "RubricBank", "load_bank", "Engine", "Request", "Output", "FakeEngine",
-           "AdaptRubric"]
+           "AdaptRubric", "register_engine", "register_format", "load_plugins"]

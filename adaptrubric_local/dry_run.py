@@ -3,7 +3,7 @@
 The engine package knows no stage, so what needs the prompts, the bank or the router lives here:
 - `pipeline_script`: answers a router prompt with the rules router's family for the prompt's
   instruction, a cue prompt with NO_HINT and a verifier prompt with a passing verdict;
-- `FakeEngine`: engine.fake.FakeEngine with `pipeline_script` as its default script (the package
+- `FakeEngine`: engine.fake.ScriptedEngine with `pipeline_script` as its default script (the package
   exports this one as `adaptrubric_local.FakeEngine`);
 - `tokenizer_corpus`: the text the tiny random model's tokenizer is trained on (the bundled prompts
   and bank, and the verdict lines), for engine.tiny.make_tiny_model.
@@ -31,8 +31,8 @@ def pipeline_script(req: Request) -> str:
     return fake.default_script(req)
 
 
-class FakeEngine(fake.FakeEngine):
-    """The scripted engine (engine.fake.FakeEngine) answering with `pipeline_script` unless given a script."""
+class FakeEngine(fake.ScriptedEngine):
+    """The scripted engine (engine.fake.ScriptedEngine) answering with `pipeline_script` unless given a script."""
 
     def __init__(self, script: Optional[Callable[[Request], str]] = None, **kwargs):
         super().__init__(script or pipeline_script, **kwargs)

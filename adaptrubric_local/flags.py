@@ -2,14 +2,14 @@
 from the field's metadata, so a field's flag, its config-file key and its `--help` come from one
 place (as transformers' `HfArgumentParser` does for its argument dataclasses).
 
-`add_config_arguments(parser, Config)` adds `--field-name` for every field (booleans get
-`--x/--no-x`; `Optional[int]` fields also take `none`; tuple fields take comma-separated values;
-list fields are repeatable; a field's metadata may name its `choices`, or `no_flag` for a field a
-program sets rather than a person) and records which flags were actually given, so a caller can
-tell "not given" from "given the default" (`explicit(args)`). `config_kwargs(args, Config)` reads
-them back. How a field's default reads in `--help` is decided here, once: `(default VALUE)`, or
-`(default: TEXT)` from the field's `none` metadata (what None means: "no limit", "the bundled paper
-bank"), never a second default in the field's own help.
+`add_config_arguments(parser, Config)` adds `--field-name` for every field (booleans get `--x/--no-x`;
+`Optional[int]` fields also take `none`; tuple fields take comma-separated values; list fields are
+repeatable; a field's metadata may name its `choices` (or a function giving them, called when the flags
+are made), or `no_flag` for a field a program sets rather than a person) and records which flags were
+actually given, so a caller can tell "not given" from "given the default" (`explicit(args)`).
+`config_kwargs(args, Config)` reads them back. How a field's default reads in `--help` is decided here,
+once: `(default VALUE)`, or `(default: TEXT)` from the field's `none` metadata (what None means: "no
+limit", "the bundled paper bank"), never a second default in the field's own help.
 
 `Parser` is the argument parser of every command: no abbreviations (a prefix such as `--cue` is refused,
 not taken for the one flag it happens to start today); the renames in one place: a spelling renamed in
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import shutil
 import sys
 import textwrap
 import typing
@@ -124,6 +125,15 @@ class Parser(argparse.ArgumentParser):
         if self.add_help:
             self.add_argument("--help-all", action=HelpAll, help="show every option and exit")
 
+    def commands(self):
+        """The parsers under this one that run a command (no subcommands of their own), each once."""
+        subs = [a.choices for a in self._actions if isinstance(getattr(a, "choices", None), dict)]
+        if not subs:
+            yield self
+        for choices in subs:
+            for sub in dict.fromkeys(choices.values()):  # an alias maps to its command's parser
+                yield from sub.commands()
+
     def add_old_spelling(self, old: str, target: str) -> None:
         """Accept `old` (a key of OLD_SPELLINGS) for the argument stored in `target`, warning once per use."""
         assert old in OLD_SPELLINGS, old
@@ -137,7 +147,7 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         ns, extras = super().parse_known_args(args, namespace)
         if extras:  # what this parser (and the subcommands under it) did not take: report it here
-            self.error(unknown_message(self, extras))
+            self.error(unknown_message(self.prog, [s for a in self._actions for s in a.option_strings], extras))
         for a in self._actions:
             if isinstance(a, OldSpelling) and hasattr(ns, a.dest):
                 value = getattr(ns, a.dest)
@@ -176,10 +186,10 @@ class Parser(argparse.ArgumentParser):
         fmt = self._get_formatter()
         visible = [a for a in self._actions if a.help != argparse.SUPPRESS]
         positionals = [a for a in visible if not a.option_strings]
-        args = " ".join(fmt._format_args(a, fmt._get_default_metavar_for_positional(a)) for a in positionals)
+        args = " ".join(positional_usage(a) for a in positionals)
         fmt.add_usage(f"{self.prog} [options] {args}".rstrip(), None, [])
         if self.description:  # wrapped here: a raw-description command keeps its own lines in --help-all
-            width = max(40, fmt._width - 2)
+            width = max(40, shutil.get_terminal_size().columns - 4)  # argparse's own width, less 2
             fmt.add_text("\n\n".join(textwrap.fill(" ".join(part.split()), width) for part in
                                      self.description.split("\n\n")))
         groups: dict[str, list] = {name: [] for name in HELP_GROUPS}
@@ -210,9 +220,16 @@ def renamed(flag: str, known: Iterable[str], key: bool = False) -> Optional[str]
     return ", or ".join(f"{new[2:].replace('-', '_') if key else new} ({what})" for new, what in here)
 
 
-def unknown_message(parser: argparse.ArgumentParser, extras: list[str]) -> str:
-    """'unrecognized arguments: ...' with, per unknown flag, its new name or the closest ones."""
-    known = [s for s in parser._option_string_actions if s.startswith("--")]
+def positional_usage(a: argparse.Action) -> str:
+    """A positional argument as the usage line writes it (`DATA`, `[DATA]`, `FILE [FILE ...]`)."""
+    name = a.metavar if isinstance(a.metavar, str) else a.dest
+    return {"?": f"[{name}]", "*": f"[{name} ...]", "+": f"{name} [{name} ...]"}.get(a.nargs, name)
+
+
+def unknown_message(prog: str, flags: Iterable[str], extras: list[str]) -> str:
+    """'unrecognized arguments: ...' with, per unknown flag among `extras`, its new name or the closest of
+    the flags of command `prog`."""
+    known = [s for s in flags if s.startswith("--")]
     hints = []
     for k, arg in enumerate(extras):
         if not arg.startswith("--"):
@@ -227,11 +244,11 @@ def unknown_message(parser: argparse.ArgumentParser, extras: list[str]) -> str:
             hints.append(f"{name} is now {renamed(name, known)}")
             continue
         if name in OLD_SPELLINGS and "--out" in known:
-            hints.append(f"{name}: write {OLD_SPELLINGS[name].format(prog=parser.prog, value='VALUE')}")
+            hints.append(f"{name}: write {OLD_SPELLINGS[name].format(prog=prog, value='VALUE')}")
             continue
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         hints.append(f"{name}: did you mean {' or '.join(close)}?" if close else
-                     f"{name} is not a flag of {parser.prog}")
+                     f"{name} is not a flag of {prog}")
     return f"unrecognized arguments: {' '.join(extras)}" + ("\n" + "\n".join(hints) if hints else "")
 
 
@@ -340,6 +357,8 @@ def add_config_arguments(parser, cls, skip: Iterable[str] = (), defaults: Option
         text = f.metadata.get("help", "").replace("%", "%%")
         used = None if hide_defaults else default
         allowed = choices.get(f.name, f.metadata.get("choices"))
+        if callable(allowed):  # a registry's names, read when the flags are made (after --plugins)
+            allowed = list(allowed())
         tail = shown_default(f, default, kind, optional, shown.get(f.name)).replace("%", "%%")
         if kind is bool:
             action = parser.add_argument(flag_name(f.name), dest=f.name, action=RecordBool, default=used,

@@ -27,7 +27,6 @@ from .engine.base import Engine, Output, Request
 from .evidence import compile_evidence
 from .fusion import ABLATIONS, VerifierPrompt, fuse
 from .prompts import PromptSet, load_prompts
-from .route import RULES_ESTIMATE
 from .types import CueResult, RouteResult, Trajectory, Verdict
 from .verdict import parse_verdict, score_value_offset
 
@@ -42,8 +41,9 @@ class PipelineConfig:
     paper's method; every setting that changes what the verifier sees is an opt-in."""
 
     router: str = field(default="model", metadata={"common": "method",
-        "help": "model: the paper's router prompt (H.2), one call per distinct instruction; rules: no model call. "
-                + RULES_ESTIMATE, "choices": ["model", "rules"]})
+        "help": "model: the paper's router prompt (H.2), one call per distinct instruction; rules: keyword rules, no "
+                "model call, less accurate (docs/benchmarks.md has their measured accuracy)",
+        "choices": ["model", "rules"]})
     coarse: bool = field(default=True, metadata={
         "help": "include the family rubric (Rc) and meta rule in the verifier prompt (--no-coarse: the ablation)"})
     fine: bool = field(default=True, metadata={"common": "method",
@@ -130,7 +130,7 @@ class AdaptRubric:
             raise ValueError("router='model' (the paper's default) needs an engine; use router='rules' to run "
                              "without a model")
         self.stats: Counter = Counter()
-        # the criteria reach the engine through a weak reference: a bound self._call would be a reference
+        # the criteria reach the engine through a weak reference: a bound self.call_engine would be a reference
         # cycle that keeps a dropped pipeline, and its engine's model on the GPU, alive until gc runs
         self.criteria = Criteria(_calls_of(self) if engine is not None else None, self.config, self.bank,
                                  self.prompts)
@@ -150,7 +150,8 @@ class AdaptRubric:
             self.criteria.config = cfg
 
     # ------------------------------------------------------------------ engine accounting
-    def _call(self, requests: list[Request]) -> list[Output]:
+    def call_engine(self, requests: list[Request]) -> list[Output]:
+        """The engine's outputs for `requests`, counted, the stage named (what the criteria call)."""
         if not requests:
             return []
         self._stage(self._what(requests))
@@ -285,10 +286,10 @@ class AdaptRubric:
 
     def iter_ready(self, trajs: Iterable[Trajectory]) -> Iterator[list[Verdict]]:
         """`iter_score` in the lists the verdicts become ready in (a failed preparation, an engine group)."""
-        for ready in self._iter_indexed(trajs):
+        for ready in self.iter_indexed(trajs):
             yield [v for _, v in ready]
 
-    def _iter_indexed(self, trajs: Iterable[Trajectory]) -> Iterator[list[tuple[int, Verdict]]]:
+    def iter_indexed(self, trajs: Iterable[Trajectory]) -> Iterator[list[tuple[int, Verdict]]]:
         """Lists of (input position, Verdict), as ready."""
         if self.engine is None:
             raise ValueError("scoring needs an engine")
@@ -336,7 +337,7 @@ class AdaptRubric:
 
     def score(self, trajs: Iterable[Trajectory]) -> list[Verdict]:
         """Score every trajectory; one Verdict each, in input order."""
-        return [v for _, v in sorted((kv for ready in self._iter_indexed(trajs) for kv in ready), key=lambda kv: kv[0])]
+        return [v for _, v in sorted((kv for ready in self.iter_indexed(trajs) for kv in ready), key=lambda kv: kv[0])]
 
     def summary(self) -> dict:
         """Calls, tokens and seconds per trajectory so far (all model calls, amortised as in Table 5),
@@ -362,11 +363,11 @@ class AdaptRubric:
 
 
 def _calls_of(pipe: "AdaptRubric"):
-    """`pipe._call` without a strong reference to `pipe`."""
+    """`pipe.call_engine` without a strong reference to `pipe`."""
     ref = weakref.ref(pipe)
 
     def call(requests: list[Request]) -> list[Output]:
-        return ref()._call(requests)
+        return ref().call_engine(requests)
 
     return call
 

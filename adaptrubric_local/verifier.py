@@ -25,9 +25,9 @@ from typing import Any, Iterable, Iterator, Literal, Mapping, Optional, Union
 
 from .engine.base import Engine
 from .engine.hf_config import DEFAULT_MODEL, HFEngineConfig
-from .engine.options import ENGINES, NO_VALUE, advice, readers, render
+from .engine.options import NO_VALUE, engines, refuse_unread, vllm_options
 from .engine.remote import RemoteConfig, check_remote, remote_engine
-from .engine.vllm_engine import VLLM_FIELDS, VLLMConfig, VLLMEngineConfig
+from .engine.vllm_engine import VLLMConfig
 from .formats import LoadResult
 from .image_policy import adopt
 from .pipeline import AdaptRubric, PipelineConfig
@@ -37,10 +37,41 @@ from .types import Trajectory, Verdict
 EngineConfig = Union[HFEngineConfig, VLLMConfig, RemoteConfig]
 RewardMode = Literal["binary", "p_success"]
 
-# the engine options Verifier and RewardModel take by name (engine/options.py says which engine reads each)
-NAMED_OPTIONS = ("adapter", "dtype", "device_map", "load_in_4bit", "load_in_8bit", "max_visual_tokens", "max_pixels",
-                 "votes", "max_batch_size", "max_batch_tokens", "gpu_memory_utilization", "max_num_seqs",
-                 "max_model_len")
+# The keyword options Verifier and RewardModel both take, each defaulting to None (not given): its type as
+# the signatures write it and its `Args:` sentence, written here once. The two signatures and docstrings keep
+# copies (for help(), IDEs and the reference), which tests/test_verifier.py holds to this table.
+KEYWORDS: dict[str, tuple[str, str]] = {
+    "adapter": ("Optional[str]", "A LoRA adapter folder (peft) loaded on top of `model`; its recorded image settings "
+                                 "are adopted unless given here or in `pipeline`."),
+    "dtype": ("Optional[str]", 'Weights\' dtype, "auto", "bf16", "fp16" or "fp32"; None: auto (bf16 on a GPU, fp32 on '
+                               'the CPU).'),
+    "device_map": ("Optional[str]", 'transformers\' device_map (transformers engine only); None: "auto".'),
+    "load_in_4bit": ("Optional[bool]", "Load the weights in 4-bit nf4 with bitsandbytes (transformers engine only)."),
+    "load_in_8bit": ("Optional[bool]", "Load the weights in 8-bit with bitsandbytes (transformers engine only)."),
+    "max_visual_tokens": ("Optional[int]", "Visual-token budget per trajectory, e.g. 6144 for speed; None: the "
+                                           "processor's own resolution, as in the paper."),
+    "max_pixels": ("Optional[int]", "Pixel cap per screenshot; None: the processor's."),
+    "votes": ("Optional[int]", "Samples per verifier call; above 1 the verdict is their majority vote (sampled at "
+                               "temperature 0.7); None: 1, greedy."),
+    "max_batch_size": ("Optional[int]", "Most requests in one generate call (transformers engine only; vLLM's is "
+                                        "`max_num_seqs`); None: 16."),
+    "max_batch_tokens": ("Optional[int]", "Padded tokens per generate call (transformers engine only); None: derived "
+                                          "from free GPU memory, 262144 on the CPU."),
+    "gpu_memory_utilization": ("Optional[float]", "Share of the GPU's memory vLLM takes for weights and KV cache "
+                                                  "(vllm engine only); None: 0.9."),
+    "max_num_seqs": ("Optional[int]", "Most requests vLLM runs at once (vllm engine only); None: 64."),
+    "max_model_len": ("Optional[int]", "Context length per request, prompt plus reply (vllm engine only); None: the "
+                                       "model's."),
+    "openai_url": ("Optional[str]", 'Run every model call on this OpenAI-compatible server, e.g. '
+                                    '"http://host:8000/v1" (vLLM, SGLang, a hosted API); implies engine="openai".'),
+}
+# the engine options among them (engine/options.py says which engine reads each); openai_url picks the engine
+NAMED_OPTIONS = tuple(k for k in KEYWORDS if k != "openai_url")
+
+
+def named_options(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The NAMED_OPTIONS of a constructor's arguments (its `locals()`), None where not given."""
+    return {k: given[k] for k in NAMED_OPTIONS}
 
 
 def spell(name: str, value: Any = NO_VALUE) -> str:
@@ -48,7 +79,7 @@ def spell(name: str, value: Any = NO_VALUE) -> str:
     of engine_config."""
     if name in NAMED_OPTIONS or name in ("model", "engine", "openai_url"):
         return name if value is NO_VALUE else f"{name}={value!r}"
-    cls = "VLLMConfig" if name in VLLM_FIELDS else "RemoteConfig" if name.startswith("openai_") else "HFEngineConfig"
+    cls = "VLLMConfig" if vllm_options([name]) else "RemoteConfig" if name.startswith("openai_") else "HFEngineConfig"
     return f"engine_config={cls}({name}={'...' if value is NO_VALUE else repr(value)})"
 
 
@@ -107,11 +138,7 @@ class Verifier:
                  max_batch_tokens: Optional[int] = None, gpu_memory_utilization: Optional[float] = None,
                  max_num_seqs: Optional[int] = None, max_model_len: Optional[int] = None,
                  openai_url: Optional[str] = None, engine_config: Optional[EngineConfig] = None):
-        named = dict(adapter=adapter, dtype=dtype, device_map=device_map, load_in_4bit=load_in_4bit,
-                     load_in_8bit=load_in_8bit, max_visual_tokens=max_visual_tokens, max_pixels=max_pixels,
-                     votes=votes, max_batch_size=max_batch_size, max_batch_tokens=max_batch_tokens,
-                     gpu_memory_utilization=gpu_memory_utilization, max_num_seqs=max_num_seqs,
-                     max_model_len=max_model_len)
+        named = named_options(locals())
         self.engine_name, self.engine_options, self.pipeline_config = resolve_engine(
             engine, model, named, openai_url=openai_url, engine_config=engine_config, pipeline=pipeline)
         self._own_engine = isinstance(engine, str)  # an Engine given is the caller's to close
@@ -133,7 +160,7 @@ class Verifier:
         loaded = trajectories if isinstance(trajectories, LoadResult) else None
         pending: dict[int, Verdict] = {}
         nxt = 0
-        for ready in self.pipeline._iter_indexed(loaded.trajectories if loaded else trajectories):
+        for ready in self.pipeline.iter_indexed(loaded.trajectories if loaded else trajectories):
             pending.update(ready)
             while nxt in pending:
                 yield pending.pop(nxt)
@@ -198,8 +225,9 @@ def resolve_engine(engine: Any, model: Optional[str], named: Mapping[str, Any], 
             raise ValueError(f"engine is an Engine instance ({type(engine).__name__}), which does not read "
                              f"{', '.join(names)}: configure the engine itself")
         return type(engine).__name__, {}, pipeline or PipelineConfig()
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)} or an Engine instance, got {engine!r}")
+    if engine not in engines():
+        raise ValueError(f"engine must be one of {', '.join(engines())} or an Engine instance, got {engine!r} (a "
+                         "user's engine is registered with @register_engine: docs/architecture.md)")
     if not openai_url:  # the server's address may come in the engine's config
         openai_url = engine_config.get("openai_url") if isinstance(engine_config, Mapping) else getattr(
             engine_config, "openai_url", None)
@@ -209,11 +237,7 @@ def resolve_engine(engine: Any, model: Optional[str], named: Mapping[str, Any], 
         engine = "openai"
     elif engine == "openai":
         raise ValueError("engine='openai' needs openai_url, the server's address (e.g. http://host:8000/v1)")
-    for key in given:
-        instead = advice(key, engine)
-        if instead is not None:
-            by = " and ".join(f"engine={e!r}" for e in readers(key))
-            raise ValueError(f"engine={engine!r} does not read {key} (an option of {by}); {render(instead, spell)}")
+    refuse_unread(engine, given, spell)
     options = dict(_config_fields(engine, engine_config))
     options.update(given)
     if engine == "openai":
@@ -237,17 +261,11 @@ def resolve_engine(engine: Any, model: Optional[str], named: Mapping[str, Any], 
 
 
 def _validated(engine: str, options: Mapping[str, Any]) -> None:
-    """Build the in-process engine's config from `options` once, so that a bad value or an option of the
-    other engine fails at construction, naming it."""
-    kw = {k: v for k, v in options.items() if k != "engine"}
-    if engine == "transformers":
-        stray = sorted(set(kw) & VLLM_FIELDS)
-        if stray:
-            raise ValueError(f"engine='transformers' does not read {', '.join(stray)} (vLLM's options); add "
-                             "engine='vllm' or leave them out")
-        HFEngineConfig(**kw)
-    else:
-        VLLMEngineConfig(**kw)
+    """Build the in-process engine's config from `options` once (engine/build.py's `engine_config`), so
+    that a bad value or an option of another engine fails at construction, naming it."""
+    from .engine.build import engine_config
+
+    engine_config(**{**options, "engine": engine})
 
 
 def _config_fields(engine: str, cfg: Any) -> dict[str, Any]:
@@ -257,6 +275,9 @@ def _config_fields(engine: str, cfg: Any) -> dict[str, Any]:
     if isinstance(cfg, Mapping):
         return dict(cfg)
     kinds = {"vllm": VLLMConfig, "openai": RemoteConfig, "transformers": HFEngineConfig}
+    if engine not in kinds:
+        raise TypeError(f"engine_config for engine={engine!r} (a registered engine) must be a mapping of its options, "
+                        f"got {type(cfg).__name__}")
     if isinstance(cfg, VLLMConfig):
         kind = "vllm"
     elif isinstance(cfg, RemoteConfig):

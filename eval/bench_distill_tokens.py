@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     from adaptrubric_local.distill.config import TrainConfig
     from adaptrubric_local.distill.train import train
     from adaptrubric_local.dry_run import tokenizer_corpus
-    from adaptrubric_local.engine.fake import FakeEngine
+    from adaptrubric_local.engine.fake import ScriptedEngine
     from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
     from adaptrubric_local.engine.tiny import make_tiny_model
     from adaptrubric_local.formats import load_trajectories
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
         make_tiny_model(model, corpus=tokenizer_corpus())
     data = synthesize(out / "synth", n_tasks=args.tasks, candidates=4, size=(96, 192), visible_outcome=True)
     trajs = load_trajectories(data).trajectories
-    teacher = FakeEngine(script=teacher_script({t.id: t.label for t in trajs}), name="scripted-judge")
+    teacher = ScriptedEngine(script=teacher_script({t.id: t.label for t in trajs}), name="scripted-judge")
     dist = out / "distill"
     if not (dist / "manifest.json").is_file():
         collect(data, dist, teacher, teacher_pipeline("labels"), CollectConfig(val_fraction=0.25), progress=False)

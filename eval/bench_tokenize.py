@@ -49,11 +49,11 @@ def real_tokenizer():
 def verifier_requests(n: int, frames: int):
     """`n` verifier requests as the pipeline sends them, each naming `frames` screenshots."""
     from adaptrubric_local import AdaptRubric, PipelineConfig, load_trajectories
-    from adaptrubric_local.engine.fake import FakeEngine
+    from adaptrubric_local.engine.fake import ScriptedEngine
     from adaptrubric_local.synth import synthesize
 
     data = synthesize(Path(tempfile.mkdtemp()) / "synth", n_tasks=max(1, n // 2), candidates=2, size=(90, 200))
-    engine = FakeEngine()  # it records every batch it is sent
+    engine = ScriptedEngine()  # it records every batch it is sent
     AdaptRubric(engine, PipelineConfig(router="rules", fine=False)).score(load_trajectories(data).trajectories[:n])
     reqs = [r for batch in engine.batches for r in batch if r.kind == "verify"][:n]
     for r in reqs:

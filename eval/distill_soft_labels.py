@@ -31,10 +31,10 @@ TEACHER_P = {1: 0.8, 0: 0.2}
 def teacher(trajs):
     """Correct decisions, 80% sure: the verdict lines of each trajectory's label, P(SCORE=1) 0.8/0.2."""
     from adaptrubric_local.distill.collect import label_block
-    from adaptrubric_local.engine.fake import FakeEngine
+    from adaptrubric_local.engine.fake import ScriptedEngine
 
     texts = {t.id: label_block(t.label) for t in trajs}
-    return FakeEngine(script=lambda req: texts[req.tag], name="unsure-judge",
+    return ScriptedEngine(script=lambda req: texts[req.tag], name="unsure-judge",
                       p_score=lambda req, digit: TEACHER_P[int(digit)])
 
 

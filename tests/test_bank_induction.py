@@ -1,4 +1,4 @@
-"""Bank induction and refinement with a scripted teacher and a scripted verifier (FakeEngine), and the
+"""Bank induction and refinement with a scripted teacher and a scripted verifier (ScriptedEngine), and the
 router following the bank in use."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from adaptrubric_local.bank_induction import InduceConfig, RefineConfig, induce,
 from adaptrubric_local.bank_induction.synthetic import ScriptedTeacher, make_domain, scripted_teacher, scripted_verifier
 from adaptrubric_local.bank_induction.teacher import DimensionsReply, parse_reply
 from adaptrubric_local.cli import main
-from adaptrubric_local.engine.fake import FakeEngine
+from adaptrubric_local.engine.fake import ScriptedEngine
 from adaptrubric_local.formats import load_trajectories
 from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
 from adaptrubric_local.prompts import load_prompts, render
@@ -50,7 +50,7 @@ def test_induce_shows_screenshots_and_labels_and_reuses_dimensions(domain, tmp_p
     path, trajs = domain
     seen = []
     teacher = ScriptedTeacher()
-    eng = FakeEngine(lambda r: (seen.append(r), teacher(r))[1], name="t")
+    eng = ScriptedEngine(lambda r: (seen.append(r), teacher(r))[1], name="t")
     out = tmp_path / "b.yaml"
     induce(trajs, out, eng, InduceConfig(per_call=6, images_per_traj=2))
     dims = [r for r in seen if "List the verification dimensions" in r.suffix]
@@ -80,7 +80,7 @@ def test_induce_keep_rewrites_texts_of_the_papers_families(domain, tmp_path):
 def test_unreadable_teacher_reply_is_reported(domain, tmp_path):
     _, trajs = domain
     with pytest.raises(ValueError, match="no verification dimensions.*no JSON object"):
-        induce(trajs, tmp_path / "b.yaml", FakeEngine(lambda r: "I think it went fine.", name="t"))
+        induce(trajs, tmp_path / "b.yaml", ScriptedEngine(lambda r: "I think it went fine.", name="t"))
     assert not (tmp_path / "b.yaml").exists()
     reply, why = parse_reply('```json\n{"dimensions": [{"name": "x"}]}\n```', DimensionsReply)
     assert reply is None and "dimensions.0.check" in why
@@ -197,7 +197,7 @@ def test_teacher_failure_mid_run_loses_nothing_written(induced, domain, tmp_path
         calls["n"] += 1
         return "endpoint down" if calls["n"] > 2 else None  # round 1's two calls work, round 2's fail
 
-    teacher = FakeEngine(ScriptedTeacher(), name="scripted-teacher", fail=fail)
+    teacher = ScriptedEngine(ScriptedTeacher(), name="scripted-teacher", fail=fail)
     rep = refine(trajs, bank_path, out, scripted_verifier(), teacher, RefineConfig(rounds=2))
     assert rep["status"].startswith("stopped in round 2") and "endpoint down" in rep["status"]
     assert not (out / "round_2.yaml").exists()
@@ -216,8 +216,8 @@ def test_teacher_failure_mid_run_loses_nothing_written(induced, domain, tmp_path
 def test_one_family_teacher_error_keeps_that_family(induced, domain, tmp_path):
     bank_path, _ = induced
     _, trajs = domain
-    teacher = FakeEngine(ScriptedTeacher(), name="t", fail=lambda r: "overloaded" if "FAMILY: crm_refund" in r.prompt
-                         else None)
+    teacher = ScriptedEngine(ScriptedTeacher(), name="t",
+                             fail=lambda r: "overloaded" if "FAMILY: crm_refund" in r.prompt else None)
     rep = refine(trajs, bank_path, tmp_path / "r", scripted_verifier(), teacher, RefineConfig(rounds=1))
     ch = next(r for r in rep["rounds"] if r["round"] == 1)["changes"]
     assert ch["crm_refund"] == {"disagreements": ch["crm_refund"]["disagreements"], "decision": "teacher error",

@@ -1,12 +1,13 @@
 """The `adaptrubric` command line itself (cli.py): `route` on a file, `prompt --json`, help texts with
 examples, the version, and a closed pipe ending a command with one line."""
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
-from adaptrubric_local.cli import main
+from adaptrubric_local.cli import build_parser, main
 
 from conftest import canonical_record, write_jsonl
 
@@ -83,10 +84,27 @@ def test_version_is_the_packages(capsys):
     assert importlib.metadata.version("adaptrubric-local") == __version__  # pyproject reads _version.py
 
 
-def test_route_help_gives_the_rules_routers_figures(capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "1000")  # one line per option: no hyphen split by the wrapping
+def test_route_shows_only_the_options_routing_uses(capsys):
+    with pytest.raises(SystemExit):
+        main(["route", "--help-all"])
+    shown = set(re.findall(r"^  (--[a-z0-9-]+)", capsys.readouterr().out, re.M))
+    assert shown == {"--help-all", "--router", "--bank-path", "--explain", "--input", "--out", "--plugins", "--engine",
+                     "--model", "--adapter", "--dtype", "--device-map", "--attn-implementation", "--load-in-4bit",
+                     "--load-in-8bit", "--openai-url", "--openai-api-key-env", "--openai-concurrency",
+                     "--openai-timeout", "--openai-max-retries"}  # no --vllm-engine-args, image budget or batch sizes
+
+
+def test_no_help_text_carries_a_measured_figure(capsys, monkeypatch):
+    """Figures go stale in help and belong on docs/benchmarks.md, where their command and date are: the
+    --router help points there instead of quoting the rules router's accuracy."""
+    monkeypatch.setenv("COLUMNS", "1000")  # one line per option: no figure split by the wrapping
+    for command in build_parser().commands():
+        text = command.format_help(every=True)
+        figures = re.findall(r".{0,40}\d%(?! (?:Wilson )?(?:intervals?|CI)).{0,20}", text)  # a confidence level is none
+        assert not figures, (command.prog, figures)
     with pytest.raises(SystemExit):
         main(["route", "--help"])
-    out = capsys.readouterr().out
-    assert "84% leave-one-source-out on 85 dev instructions, 81% on 58 unseen benchmark-style instructions" in out
-    assert "on real benchmark text expect about 66.0% (measured on 156 real benchmark instructions" in out
+    assert "rules: keyword rules, no model call, less accurate (docs/benchmarks.md has their measured accuracy)" in (
+        capsys.readouterr().out)
+
+

@@ -28,7 +28,7 @@ def test_other_kinds_fall_through_to_the_engine_fake_default():
 
 def test_a_given_script_wins_and_the_package_exports_this_engine():
     assert FakeEngine(lambda r: "x").generate([_route_request("Turn on Bluetooth.")])[0].text == "x"
-    assert PackageFakeEngine is FakeEngine and issubclass(FakeEngine, fake.FakeEngine)
+    assert PackageFakeEngine is FakeEngine and issubclass(FakeEngine, fake.ScriptedEngine)
 
 
 def test_tokenizer_corpus_holds_the_prompts_bank_and_verdict_lines():

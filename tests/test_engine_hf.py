@@ -521,9 +521,9 @@ def test_vote_samples_belong_to_their_own_request(tiny_model, synth_set, monkeyp
 
 
 def test_fake_engine_stops_after_the_line_and_reports_the_cap():
-    from adaptrubric_local.engine.fake import FakeEngine
+    from adaptrubric_local.engine.fake import ScriptedEngine
 
-    eng = FakeEngine(script=lambda r: BLOCK + CHATTER)
+    eng = ScriptedEngine(script=lambda r: BLOCK + CHATTER)
     stopped, capped, free = eng.generate([Request(prompt="p", stop_after_line="MISSING_EVIDENCE:"),
                                           Request(prompt="p", max_new_tokens=5),
                                           Request(prompt="p", max_new_tokens=500)])

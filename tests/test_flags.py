@@ -77,6 +77,7 @@ def _exposed():
     """Which configs each command takes flags for (None: all fields; else the fields it exposes)."""
     from adaptrubric_local.bank_induction.induce import InduceConfig
     from adaptrubric_local.bank_induction.refine import RefineConfig
+    from adaptrubric_local.cli.common import ROUTING_ENGINE_OPTIONS, ROUTING_REMOTE_OPTIONS
     from adaptrubric_local.cli.serve import CLIENT_ONLY
     from adaptrubric_local.distill.collect import CollectConfig
     from adaptrubric_local.distill.config import TrainConfig
@@ -97,7 +98,8 @@ def _exposed():
     labels = [(LabelsConfig, None)]
     shared_teacher = {"teacher_max_new_tokens"}  # induce/refine read the teacher's cap from the teacher's flag
     return {
-        "route": [(PipelineConfig, {"router", "bank_path"}), *engines],
+        "route": [(PipelineConfig, {"router", "bank_path"}), (EngineChoice, None),
+                  (HFEngineConfig, set(ROUTING_ENGINE_OPTIONS)), (RemoteConfig, set(ROUTING_REMOTE_OPTIONS))],
         "prompt": scoring, "score": scoring, "eval": scoring + labels, "ablate": scoring, "tts": scoring + labels,
         "review": [(ReviewOrderConfig, None), *labels], "calibrate": labels, "labels merge": labels,
         "serve": [(ServeConfig, None), (RewardConfig, {f.name for f in config_fields(RewardConfig, CLIENT_ONLY)}),

@@ -75,8 +75,9 @@ def test_detect_format_of_folders(tmp_path):
     (tmp_path / "x.txt").write_text("")
     with pytest.raises(DataError) as ei:
         detect_format(tmp_path / "x.txt")
-    assert _msg(ei, tmp_path) == ("{d}/x.txt: unknown file type: expected .jsonl (canonical), .json (OSReward) "
-                                  "or episode.json")
+    assert _msg(ei, tmp_path) == ("{d}/x.txt: unknown file type: looked for */record.jsonl (AndroidGen), traj.jsonl "
+                                  "(ZeroGUI/OSWorld), episode.json (ClawGUI), *.jsonl (canonical), trace JSON "
+                                  "(OSReward)")
 
     def folder(name, files):
         d = tmp_path / name
@@ -249,7 +250,7 @@ def test_hint_lists_deeper_data_but_not_other_formats_files(tmp_path):
     (folder / "a" / "b" / "deep.jsonl").write_text("{}\n")
     with pytest.raises(DataError) as ei:
         load_trajectories(folder, fmt="canonical")
-    looked_for = __import__("adaptrubric_local.formats", fromlist=["LOOKED_FOR"]).LOOKED_FOR["canonical"]
+    looked_for = __import__("adaptrubric_local.formats", fromlist=["FORMATS"]).FORMATS["canonical"].looked_for
     assert str(ei.value) == (f"{folder}: no trajectories found: the canonical loader looked for {looked_for}. "
                              f"Trajectory data may be in: {folder / 'a' / 'b' / 'deep.jsonl'}; pass that path instead")
 

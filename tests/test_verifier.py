@@ -25,7 +25,9 @@ from adaptrubric_local import (
     VLLMConfig,
     load_trajectories,
 )
+from adaptrubric_local.engine.options import readers
 from adaptrubric_local.evaluation.calibration import Calibration
+from adaptrubric_local.verifier import KEYWORDS, NAMED_OPTIONS
 
 from conftest import canonical_record, write_jsonl
 
@@ -99,13 +101,16 @@ def test_a_load_result_is_scored_with_its_unreadable_records_as_errors(tmp_path)
 
 
 def test_an_option_the_engine_does_not_read_names_the_one_to_use():
-    with pytest.raises(ValueError, match=r"engine='vllm' does not read max_batch_size .*use max_num_seqs"):
+    with pytest.raises(ValueError, match=r"max_batch_size is an option of engine='transformers', not read by "
+                                         r"engine='vllm': use max_num_seqs"):
         Verifier("m", engine="vllm", max_batch_size=4)
-    with pytest.raises(ValueError, match=r"engine='transformers' does not read max_num_seqs .*use max_batch_size"):
+    with pytest.raises(ValueError, match=r"max_num_seqs is an option of engine='vllm', not read by "
+                                         r"engine='transformers': use max_batch_size"):
         Verifier("m", max_num_seqs=4)
-    with pytest.raises(ValueError, match=r"engine='openai' does not read max_batch_size"):
+    with pytest.raises(ValueError, match=r"max_batch_size is an option of .*, not read by engine='openai'"):
         Verifier("m", openai_url="http://127.0.0.1:9/v1", max_batch_size=4)
-    with pytest.raises(ValueError, match="engine='vllm' does not read load_in_4bit"):
+    with pytest.raises(ValueError, match="load_in_4bit is an option of engine='transformers', not read by "
+                                         "engine='vllm'"):
         Verifier("m", engine="vllm", load_in_4bit=True)
     with pytest.raises(ValueError, match="engine_config is a VLLMConfig.*engine='vllm'"):
         Verifier("m", engine_config=VLLMConfig(max_num_seqs=8))
@@ -115,9 +120,9 @@ def test_an_option_the_engine_does_not_read_names_the_one_to_use():
         Verifier("m", engine="tensorrt")
     with pytest.raises(ValueError, match="needs openai_url"):
         Verifier("m", engine="openai")
-    with pytest.raises(ValueError, match="does not read max_batch_size"):  # RewardModel checks the same
+    with pytest.raises(ValueError, match="max_batch_size is an option of .*, not read by"):  # RewardModel: the same
         RewardModel("m", engine="vllm", max_batch_size=4)
-    with pytest.raises(ValueError, match="does not read max_batch_size"):  # and so does a reward.yaml
+    with pytest.raises(ValueError, match="max_batch_size is an option of .*, not read by"):  # and so does a reward.yaml
         RewardModel.from_options({"engine": "vllm", "max_batch_size": 4})
 
 
@@ -164,6 +169,36 @@ def test_every_argument_is_typed_keyword_only_and_documented(cls):
     page = pydoc.render_doc(cls, renderer=pydoc.plaintext)  # what help() prints
     for p in params:
         assert re.search(rf"\b{p.name}: ", page), p.name
+
+
+def keyword_drift(cls, table) -> list[str]:
+    """Where `cls`'s signature or `Args:` entries differ from the one table of front-door keywords."""
+    params = inspect.signature(cls).parameters
+    doc = args_section(inspect.getdoc(cls))
+    out = [] if [n for n in params if n in table] == list(table) else ["order or presence"]
+    for name, (kind, sentence) in table.items():
+        p = params.get(name)
+        if p is None or (p.kind, p.annotation, p.default) != (inspect.Parameter.KEYWORD_ONLY, kind, None):
+            out.append(f"{name}: signature")
+        if doc.get(name) != sentence:
+            out.append(f"{name}: docstring")
+    return out
+
+
+@pytest.mark.parametrize("cls", [Verifier, RewardModel])
+def test_the_front_door_keywords_are_the_one_table(cls):
+    assert keyword_drift(cls, KEYWORDS) == []
+    assert set(NAMED_OPTIONS) == set(KEYWORDS) - {"openai_url"}
+    drifted = dict(KEYWORDS, votes=("Optional[int]", "Samples per call."),
+                   max_pixels=("int", KEYWORDS["max_pixels"][1]))
+    assert keyword_drift(cls, drifted) == ["max_pixels: signature", "votes: docstring"]
+
+
+def test_a_keyword_s_sentence_names_the_one_engine_that_reads_it_as_the_table_does():
+    for name, (_, sentence) in KEYWORDS.items():
+        only = re.search(r"\((\w+) engine only", sentence)
+        by = readers(name)
+        assert (only and only.group(1)) == (by[0] if len(by) == 1 else None), (name, by)
 
 
 def test_the_documented_defaults_are_the_engines():

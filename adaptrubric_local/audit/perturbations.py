@@ -9,7 +9,7 @@ stated expectation: 0 for a trajectory whose outcome the change destroyed). A ch
 trajectory as it was is "not applied". A *setting* perturbation (`budget-halved`) keeps the trajectory
 and changes the engine options it is scored with (`engine_options`).
 
-Adding one in Python (then `--perturb answer-dropped`, with `--perturbations-from FILE.py` on the
+Adding one in Python (then `--perturb answer-dropped`, with `--plugins FILE.py` on the
 command line):
 
     from dataclasses import replace
@@ -29,6 +29,7 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Union
 
+from ..registry import Registry
 from ..types import Trajectory
 
 SEP = "~"  # a counterfactual's id: ORIGINAL_ID~PERTURBATION
@@ -117,15 +118,12 @@ class Perturbation:
         return traj.label if self.label == "original" else int(self.label)
 
 
-REGISTRY: dict[str, Perturbation] = {}
+REGISTRY: Registry[Perturbation] = Registry("perturbation")
 
 
 def register(p: Perturbation, replace_existing: bool = False) -> Perturbation:
     """Add `p` to the registry (a name already there is an error unless `replace_existing`)."""
-    if p.name in REGISTRY and not replace_existing:
-        raise ValueError(f"a perturbation named {p.name!r} is already registered")
-    REGISTRY[p.name] = p
-    return p
+    return REGISTRY.add(p.name, p, replace_existing)
 
 
 def perturbation(name: str, change: str, robust: str, expect: str = "same", label: Union[str, int] = "original",

@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..engine.base import Request
-from ..engine.fake import FakeEngine
+from ..engine.fake import ScriptedEngine
 
 KINDS = ("lookup", "update", "refund")
 NAMES = ["Ada Lin", "Bo Chen", "Cy Park", "Di Roy", "Ed Kim", "Flo Ng", "Gus Ray", "Hal Ito", "Ivy Sun", "Jo Lee",
@@ -122,9 +122,9 @@ def verifier_script(req: Request) -> str:
     return f"{why}.\nSCORE: {int(ok)}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
 
 
-def scripted_verifier() -> FakeEngine:
+def scripted_verifier() -> ScriptedEngine:
     """The scripted verifier as an engine."""
-    return FakeEngine(verifier_script, name="scripted-verifier")
+    return ScriptedEngine(verifier_script, name="scripted-verifier")
 
 
 # ----------------------------------------------------------------------------- scripted teacher
@@ -182,6 +182,6 @@ class ScriptedTeacher:
         return "I do not understand the request."
 
 
-def scripted_teacher(**kw) -> FakeEngine:
+def scripted_teacher(**kw) -> ScriptedEngine:
     """The scripted teacher as an engine."""
-    return FakeEngine(ScriptedTeacher(**kw), name="scripted-teacher")
+    return ScriptedEngine(ScriptedTeacher(**kw), name="scripted-teacher")

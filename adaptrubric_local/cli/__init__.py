@@ -18,10 +18,12 @@ from pathlib import Path
 from ..flags import Parser, add_config_arguments, explicit, old_spelling_warning
 from ..flags import common as mark_common  # (`common` is the name of the sub-module cli/common.py)
 from ..pipeline import PipelineConfig
+from ..registry import load_plugins, plugins_in
 from ..stopping import Stopped, stop_on_signals
 from .common import (
     FORMATTER,
     add_model_options,
+    add_plugins_option,
     add_remote_options,
     add_scoring_options,
     check_engine_options,
@@ -203,8 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
     mark_common(p.add_argument("--input", help="JSONL file whose lines have \"instruction\""), "data")
     mark_common(p.add_argument("--out", help="where to write the routed JSONL (default stdout)"), "output")
     p.add_old_spelling("--output", "out")
-    add_model_options(p)
-    add_remote_options(p)
+    add_model_options(p, routing=True)  # what routing uses, no more
+    add_remote_options(p, routing=True)
     p.set_defaults(func=cmd_route)
 
     p = sub.add_parser("prompt", help="show exactly what the verifier would see for one trajectory",
@@ -225,6 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     for module in (cli_score, cli_eval, cli_audit, cli_review, cli_labels, cli_distill, cli_serve, cli_bank):
         module.add_subcommands(sub)
+    for command in ap.commands():  # every command takes --plugins, declared once
+        add_plugins_option(command)
     return ap
 
 
@@ -273,7 +277,12 @@ def main(argv=None) -> int:
 
 
 def run(argv: list[str]) -> int:
-    """Parse `argv` and run its command: one error line (exit 2) for bad input."""
+    """Import the --plugins files of `argv`, then parse it and run its command: one error line (exit 2)
+    for bad input."""
+    try:
+        load_plugins(plugins_in(argv))
+    except (ValueError, ImportError) as exc:
+        return die(str(exc))
     ap = build_parser()
     args = ap.parse_args(argv)
     if not getattr(args, "func", None):

@@ -3,6 +3,7 @@ scoring and the report are in `audit/`.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -17,7 +18,7 @@ EXAMPLES = """examples:
   adaptrubric audit DATA --model M --out runs/audit-8b --resume        # after a crash: nothing lost or repeated
   adaptrubric audit DATA --out runs/cf --dry-run       # write the counterfactuals and the cost; no model
   adaptrubric audit --out runs/audit-student --compare runs/audit-8b   # two finished audits side by side
-  adaptrubric audit DATA --model M --out runs/a --perturbations-from my_perturbations.py --perturb my-change
+  adaptrubric audit DATA --model M --out runs/a --plugins my_perturbations.py --perturb my-change
   adaptrubric audit --list-perturbations
 
 Each perturbation changes a copy of every trajectory it applies to (ids ID~NAME); the originals and the
@@ -28,26 +29,6 @@ The report and the summary printed open with the verdict: the originals' agreeme
 perturbation robust / not robust / too few to tell (by the 95% interval of each clause it states) and a
 bottom line (not fit as an RL reward yet / too few to tell yet / robust / cannot tell yet).
 """
-
-
-def load_plugins(sources: list[str]) -> None:
-    """Import each Python file or module named (its `@perturbation` lines register perturbations)."""
-    import importlib
-    import importlib.util
-
-    for src in sources:
-        path = Path(src)
-        if path.suffix == ".py":
-            if not path.is_file():
-                raise ValueError(f"--perturbations-from {src}: no such file")
-            spec = importlib.util.spec_from_file_location(f"adaptrubric_audit_plugin_{path.stem}", path)
-            mod = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(mod)
-        else:
-            try:
-                importlib.import_module(src)
-            except ModuleNotFoundError as exc:
-                raise ValueError(f"--perturbations-from {src}: {exc}") from None
 
 
 def perturbation_table() -> str:
@@ -91,7 +72,6 @@ def cmd_audit(args) -> int:
     from ..audit import report as RP
     from ..audit import run as R
 
-    load_plugins(args.perturbations_from)
     if args.list_perturbations:
         print(perturbation_table())
         return 0
@@ -155,8 +135,8 @@ def add_subcommands(sub) -> None:
     p.add_argument("--perturb", nargs="+", action="extend", metavar="NAME",
                    help="the perturbations to apply (repeatable; default: every registered one; see "
                         "--list-perturbations)")
-    p.add_argument("--perturbations-from", action="append", default=[], metavar="FILE.py|MODULE",
-                   help="a Python file or module whose @perturbation lines register more perturbations (repeatable)")
+    p.add_argument("--perturbations-from", dest="plugins", action="append", default=[],  # --plugins' earlier name
+                   help=argparse.SUPPRESS)
     p.add_argument("--list-perturbations", action="store_true", help="print the registered perturbations and exit")
     p.add_argument("--compare", metavar="RUN_B",
                    help="an earlier audit's folder: write OUT/compare.md and compare.png with both side by side "

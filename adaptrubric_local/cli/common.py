@@ -8,9 +8,10 @@ import argparse
 import shlex
 import sys
 
-from ..engine.options import NO_VALUE, advice, readers, render
+from ..engine.options import NO_VALUE, refuse_unread
 from ..engine.remote import RemoteConfig, is_remote, remote_engine
 from ..flags import add_config_arguments, common, config_kwargs, explicit, flag_name
+from ..registry import PLUGINS_FLAG, PLUGINS_HELP
 
 FORMATTER = argparse.RawDescriptionHelpFormatter
 
@@ -31,10 +32,11 @@ def add_data_argument(p, help: str = "trajectory file or folder (any supported f
 
 
 def add_data_options(p: argparse.ArgumentParser) -> None:
-    """--format and --image-root."""
+    """--format (the registered formats, a --plugins file's among them) and --image-root."""
+    from ..formats import FORMATS
+
     common(p.add_argument("--format", default="auto",
-                          help="input format: auto, canonical, androidgen, zerogui, osreward, clawgui (default auto)"),
-           "data")
+                          help=f"input format: auto, {', '.join(FORMATS)} (default auto)"), "data")
     common(p.add_argument("--image-root", action="append", default=[], metavar="DIR",
                           help="a folder screenshots may also live in (repeatable); the data folder is always "
                                "allowed. Needed when records hold absolute paths outside the data folder"), "data")
@@ -72,6 +74,14 @@ def load_labelled(args, check_images: bool = False):
     return loaded, applied.record()
 
 
+def add_plugins_option(p: argparse.ArgumentParser) -> None:
+    """--plugins FILE.py|MODULE (repeatable; audit's earlier --perturbations-from is read as it). The
+    command line imports them before it builds its parser (cli/__init__.py's `run`), so what they
+    register is a choice of --engine, --format and --perturb; the value here is for --help."""
+    p.add_argument(PLUGINS_FLAG, dest="plugins", action="append", default=[], metavar="FILE.py|MODULE",
+                   help=PLUGINS_HELP)
+
+
 def add_pipeline_options(p: argparse.ArgumentParser) -> None:
     """The AdaptRubric settings, one flag per PipelineConfig field; defaults are the paper's method."""
     from ..pipeline import PipelineConfig
@@ -79,10 +89,18 @@ def add_pipeline_options(p: argparse.ArgumentParser) -> None:
     add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig)
 
 
-def add_model_options(p: argparse.ArgumentParser, serve: bool = False) -> None:
+# what `route` runs the model with: the router prompt is text only and its answer one line, so the
+# image budget, batch sizes, votes and vLLM's tuning do not apply (vLLM runs with its defaults)
+ROUTING_ENGINE_OPTIONS = ("model", "adapter", "dtype", "device_map", "attn_implementation", "load_in_4bit",
+                          "load_in_8bit")
+ROUTING_REMOTE_OPTIONS = ("openai_url", "openai_api_key_env", "openai_concurrency", "openai_timeout",
+                          "openai_max_retries")
+
+
+def add_model_options(p: argparse.ArgumentParser, serve: bool = False, routing: bool = False) -> None:
     """--engine, --model and every engine option: one flag per EngineChoice, HFEngineConfig and
     VLLMConfig field. `serve`: a flag not given leaves --config's value (no default shown), and the
-    model defaults to the engine config's."""
+    model defaults to the engine config's. `routing`: only what `route` uses (ROUTING_ENGINE_OPTIONS)."""
     from ..engine.build import EngineChoice
     from ..engine.hf_config import HFEngineConfig
     from ..engine.vllm_engine import VLLMConfig
@@ -90,14 +108,18 @@ def add_model_options(p: argparse.ArgumentParser, serve: bool = False) -> None:
     g = p.add_argument_group("engine (transformers, Qwen3-VL; the options both engines share)")
     add_config_arguments(g, EngineChoice, hide_defaults=serve)
     add_config_arguments(g, HFEngineConfig, defaults={} if serve else {"model": None},  # a command names its model
-                         hide_defaults=serve)
-    add_config_arguments(p.add_argument_group("engine (vLLM: with --engine vllm)"), VLLMConfig, hide_defaults=serve)
+                         hide_defaults=serve, only=ROUTING_ENGINE_OPTIONS if routing else None)
+    if not routing:
+        add_config_arguments(p.add_argument_group("engine (vLLM: with --engine vllm)"), VLLMConfig,
+                             hide_defaults=serve)
 
 
-def add_remote_options(p: argparse.ArgumentParser) -> None:
-    """--openai-url and how to call that server (engine/remote.py's RemoteConfig), one flag per field."""
+def add_remote_options(p: argparse.ArgumentParser, routing: bool = False) -> None:
+    """--openai-url and how to call that server (engine/remote.py's RemoteConfig), one flag per field
+    (`routing`: those `route` uses, ROUTING_REMOTE_OPTIONS)."""
     add_config_arguments(p.add_argument_group("remote verifier (an OpenAI-compatible server instead of the "
-                                              "in-process model)"), RemoteConfig)
+                                              "in-process model)"), RemoteConfig,
+                         only=ROUTING_REMOTE_OPTIONS if routing else None)
 
 
 def add_scoring_options(p: argparse.ArgumentParser) -> None:
@@ -158,6 +180,8 @@ def engine_options(args, cfg=None) -> dict:
         kw.update(config_kwargs(args, VLLMConfig), engine="vllm")
         if kw.get("limit_mm_per_prompt") is None and cfg is not None:
             kw["limit_mm_per_prompt"] = cfg.max_images
+    elif engine != "transformers":  # a registered engine: build_engine passes it the options it reads
+        kw["engine"] = engine
     if getattr(args, "openai_url", None):
         kw.update(config_kwargs(args, RemoteConfig))
     return kw
@@ -174,11 +198,7 @@ def check_engine_options(engine: str, given) -> None:
     """Refuse an option given on the command line that `engine` does not read, naming what to use
     instead from engine/options.py's table (an error, exit 2): `--max-batch-size` with vLLM is
     `--max-num-seqs`; a vLLM option with transformers names transformers' one, or --engine vllm."""
-    wrong = {n: advice(n, engine) for n in sorted(given)}
-    msgs = [f"{flag_name(n)} is an option of {' and '.join(f'--engine {e}' for e in readers(n))}, not read by "
-            f"--engine {engine}: {render(instead, spell)}" for n, instead in wrong.items() if instead is not None]
-    if msgs:
-        raise ValueError("; ".join(msgs))
+    refuse_unread(engine, given, spell)
 
 
 def make_engine(args, cfg=None):

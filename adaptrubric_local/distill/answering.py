@@ -106,11 +106,11 @@ def answering_data(out: str | Path, s: Optional[AnsweringSettings] = None, seed:
 def unsure_teacher(trajs, p: float):
     """A scripted teacher that answers each trajectory with its label, P(SCORE=1) = p when the label is
     1 and 1 - p when it is 0 (recorded as a vLLM judge's SCORE-digit logprobs would be)."""
-    from ..engine.fake import FakeEngine
+    from ..engine.fake import ScriptedEngine
     from .collect import label_block
 
     texts = {t.id: label_block(t.label) for t in trajs}
-    return FakeEngine(script=lambda req: texts[req.tag], name=f"labels-{p:g}-sure",
+    return ScriptedEngine(script=lambda req: texts[req.tag], name=f"labels-{p:g}-sure",
                       p_score=lambda req, digit: p if int(digit) == 1 else 1.0 - p)
 
 

@@ -25,7 +25,7 @@ from .._version import __version__
 from ..bank import load_bank
 from ..cues import cue_prompt
 from ..engine.base import Engine, Output, Request
-from ..engine.fake import FakeEngine
+from ..engine.fake import ScriptedEngine
 from ..engine.openai_engine import chat_messages
 from ..formats import load_trajectories
 from ..pipeline import AdaptRubric, PipelineConfig
@@ -77,17 +77,17 @@ def label_block(label: int) -> str:
     return f"SCORE: {int(label)}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
 
 
-def label_teacher(trajs: list[Trajectory]) -> FakeEngine:
+def label_teacher(trajs: list[Trajectory]) -> ScriptedEngine:
     """A teacher that answers every verifier request with the trajectory's own label."""
     texts = {t.id: label_block(t.label) for t in trajs if t.label in (0, 1)}
-    return FakeEngine(script=lambda req: texts[req.tag], name="labels", p_score=lambda req, digit: None,
+    return ScriptedEngine(script=lambda req: texts[req.tag], name="labels", p_score=lambda req, digit: None,
                       fail=lambda req: None if req.tag in texts else f"trajectory {req.tag} has no 0/1 label")
 
 
-def verdicts_teacher(verdicts: dict[str, Verdict], name: str) -> FakeEngine:
+def verdicts_teacher(verdicts: dict[str, Verdict], name: str) -> ScriptedEngine:
     """A teacher that replays verdict lines produced elsewhere (their `raw` text, and their
     `p_success` when the file has one)."""
-    return FakeEngine(script=lambda req: verdicts[req.tag].raw, name=name,
+    return ScriptedEngine(script=lambda req: verdicts[req.tag].raw, name=name,
                       p_score=lambda req, digit: verdicts[req.tag].p_success,
                       fail=lambda req: None if verdicts.get(req.tag) and verdicts[req.tag].raw else
                       f"no verdict with 'raw' text for {req.tag}")

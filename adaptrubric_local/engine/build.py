@@ -1,33 +1,49 @@
 """Building an engine from options: the one place outside the engine package that knows how. The
-options are HFEngineConfig's fields, plus VLLMConfig's for `engine="vllm"` (their flags come from
-flags.py, like every config's); `ENGINES` registers each in-process engine by name. Importing this
-module does not import torch, transformers or vLLM: that happens in `build_engine`. Knows nothing
-about rubrics, pipelines or files of trajectories.
+in-process engines are registered here with engine/options.py's `register_engine`, as a user's are;
+the transformers engine's options are HFEngineConfig's fields, vLLM's those plus VLLMConfig's
+(their flags come from flags.py, like every config's). Importing this module does not import torch,
+transformers or vLLM: that happens in `build_engine`. Knows nothing about rubrics, pipelines or
+files of trajectories.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .options import engines, readers, refuse_unread, register_engine, vllm_options
 
+
+def _hf_config(model: str, **options):
+    from .hf_config import HFEngineConfig
+
+    refuse_unread("transformers", vllm_options(options))
+    return HFEngineConfig(model=model, **options)
+
+
+def _vllm_config(model: str, **options):
+    from .vllm_config import VLLMEngineConfig
+
+    return VLLMEngineConfig(model=model, **options)
+
+
+@register_engine("transformers", config=_hf_config, help="transformers' generate")
 def _transformers(model: str, **options):
-    from .hf import HFEngine, HFEngineConfig
-    from .vllm_engine import VLLM_FIELDS
+    from .hf import HFEngine
 
-    stray = sorted(k for k in options if k in VLLM_FIELDS)
-    if stray:
-        raise ValueError(f"{', '.join(stray)}: option(s) of the vLLM engine; add engine='vllm' (--engine vllm) or "
-                         "leave them out")
-    return HFEngine(HFEngineConfig(model=model, **options))
+    return HFEngine(_hf_config(model, **options))
 
 
+@register_engine("vllm", config=_vllm_config, help="one in-process vllm.LLM (continuous batching, paged KV cache, "
+                                                   "prefix caching; pip install 'adaptrubric-local[vllm]')")
 def _vllm(model: str, **options):
-    from .vllm_engine import VLLMEngine, VLLMEngineConfig
+    from .vllm_engine import VLLMEngine
 
-    return VLLMEngine(VLLMEngineConfig(model=model, **options))
+    return VLLMEngine(_vllm_config(model, **options))
 
 
-ENGINES = {"transformers": _transformers, "vllm": _vllm}
+def in_process() -> list[str]:
+    """The engines `--engine` chooses from (registered, in process)."""
+    return [name for name, spec in engines().items() if spec.in_process]
 
 
 @dataclass
@@ -35,41 +51,37 @@ class EngineChoice:
     """Which in-process engine runs the model."""
 
     engine: str = field(default="transformers", metadata={"common": "model and engine",
-        "help": "transformers: transformers' generate; vllm: one in-process vllm.LLM (continuous batching, paged "
-                "KV cache, prefix caching; pip install 'adaptrubric-local[vllm]')", "choices": list(ENGINES)})
+        "help": "transformers: transformers' generate; vllm: one in-process vllm.LLM (paged KV cache, prefix "
+                "caching; pip install 'adaptrubric-local[vllm]'); or one a --plugins file registers",
+        "choices": in_process})
 
     def __post_init__(self):
-        if self.engine not in ENGINES:
-            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.engine not in in_process():
+            raise ValueError(f"engine must be one of {', '.join(in_process())}, got {self.engine!r} (a Python "
+                             "file given with --plugins FILE.py registers more)")
+
+
+def _checked(model: Optional[str], engine: str):
+    EngineChoice(engine)
+    if not model:
+        raise ValueError("no model given: pass --model (a hub id such as Qwen/Qwen3-VL-4B-Instruct, or a local "
+                         "folder)")
+    return engines()[engine]
 
 
 def engine_config(model: Optional[str] = None, engine: str = "transformers", **options):
     """The config `build_engine` would run the engine with (HFEngineConfig, or VLLMEngineConfig for
     vLLM), validated, without importing torch or vLLM or loading anything: what a verdict file's
-    settings record can be checked against before a model loads."""
-    EngineChoice(engine)
-    if not model:
-        raise ValueError("no model given: pass --model (a hub id such as Qwen/Qwen3-VL-4B-Instruct, or a local "
-                         "folder)")
-    if engine == "vllm":
-        from .vllm_engine import VLLMEngineConfig
-
-        return VLLMEngineConfig(model=model, **options)
-    from .hf_config import HFEngineConfig
-    from .vllm_engine import VLLM_FIELDS
-
-    stray = sorted(k for k in options if k in VLLM_FIELDS)
-    if stray:
-        raise ValueError(f"{', '.join(stray)}: option(s) of the vLLM engine; add engine='vllm' (--engine vllm) or "
-                         "leave them out")
-    return HFEngineConfig(model=model, **options)
+    settings record can be checked against before a model loads. None for a registered engine
+    without a config."""
+    spec = _checked(model, engine)
+    return spec.config(model, **options) if spec.config is not None else None
 
 
 def build_engine(model: Optional[str] = None, engine: str = "transformers", **options):
-    """The in-process engine `engine` for `model` with HFEngineConfig (and, for vLLM, VLLMConfig)
-    `options` (imports torch)."""
-    EngineChoice(engine)
-    if not model:
-        raise ValueError("no model given: pass --model (a hub id such as Qwen/Qwen3-VL-4B-Instruct, or a local "
-                         "folder)")
-    return ENGINES[engine](model, **options)
+    """The in-process engine `engine` for `model` with `options` (imports its backend): all of them for
+    an engine with a config, else those the engine reads (engine/options.py)."""
+    spec = _checked(model, engine)
+    if spec.config is None:
+        options = {k: v for k, v in options.items() if engine in readers(k)}
+    return spec.build(model, **options)

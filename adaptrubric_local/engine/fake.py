@@ -30,7 +30,7 @@ def default_script(req: Request) -> str:
             "SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none")
 
 
-class FakeEngine(Engine):
+class ScriptedEngine(Engine):
     """Deterministic scripted engine with call and token accounting."""
 
     def __init__(self, script: Optional[Callable[[Request], str]] = None,

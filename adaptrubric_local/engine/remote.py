@@ -22,15 +22,11 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Optional
 
 from .base import Engine
+from .options import advice, plain, register_engine, render
 
-# in-process options that change what the verifier says, with the value that means "not used"
+# in-process options that change what the verifier says, with the value that means "not used" (what to use
+# instead: engine/options.py's table)
 NOT_REMOTE = {"adapter": None, "votes": 1, "load_in_4bit": False, "load_in_8bit": False}
-NOT_REMOTE_WHY = {
-    "adapter": "serve the adapter on the server (vLLM: --lora-modules NAME=DIR) and pass NAME as --model",
-    "votes": "sampled majority votes are not supported on a server yet; use votes=1",
-    "load_in_4bit": "quantisation is the server's setting",
-    "load_in_8bit": "quantisation is the server's setting",
-}
 
 
 @dataclass
@@ -79,7 +75,8 @@ def check_remote(options: Mapping[str, Any]) -> RemoteConfig:
         raise ValueError("no openai_url given")
     for name, unused in NOT_REMOTE.items():
         if options.get(name, unused) != unused:
-            raise ValueError(f"{name}={options[name]!r} cannot be used with openai_url: {NOT_REMOTE_WHY[name]}")
+            raise ValueError(f"{name}={options[name]!r} cannot be used with openai_url: "
+                             f"{render(advice(name, 'openai'), plain)}")
     return rc
 
 
@@ -116,3 +113,8 @@ def served_models(openai_url: str, api_key_env: str = "OPENAI_API_KEY", timeout:
     with openai.OpenAI(base_url=openai_url, api_key=api_key_from_env(api_key_env), timeout=min(timeout, 60.0),
                        max_retries=2) as client:
         return [m.id for m in client.models.list()]
+
+
+@register_engine("openai", in_process=False, help="an OpenAI-compatible server at openai_url (--openai-url)")
+def _openai(model=None, **options) -> Engine:
+    return remote_engine({**options, **({"model": model} if model else {})})

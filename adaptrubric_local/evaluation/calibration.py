@@ -180,7 +180,7 @@ def fit(probs: Sequence[float], labels: Sequence[int], method: str = "temperatur
     a single class."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    pairs = P._pairs(probs, labels)  # noqa: SLF001 - the same validation
+    pairs = P.checked_pairs(probs, labels)  # the same validation
     if len(pairs) < min_examples:
         raise ValueError(f"{len(pairs)} labelled verdict(s) with a probability; calibration needs at least "
                          f"{min_examples}, and 50-200 for a stable fit (eval/calibration_data.py)")

@@ -21,7 +21,7 @@ ECE_BINS = 15
 PROB_FIELDS = ("p_success", "p_success_calibrated")
 
 
-def _pairs(probs: Sequence[float], labels: Sequence[int]) -> list[tuple[float, int]]:
+def checked_pairs(probs: Sequence[float], labels: Sequence[int]) -> list[tuple[float, int]]:
     if len(probs) != len(labels):
         raise ValueError(f"{len(probs)} probabilities but {len(labels)} labels")
     out = []
@@ -36,7 +36,7 @@ def _pairs(probs: Sequence[float], labels: Sequence[int]) -> list[tuple[float, i
 
 def auroc(probs: Sequence[float], labels: Sequence[int]) -> Optional[float]:
     """Area under the ROC curve by average ranks (ties count one half); None without both classes."""
-    pairs = sorted(_pairs(probs, labels))
+    pairs = sorted(checked_pairs(probs, labels))
     pos = sum(y for _, y in pairs)
     neg = len(pairs) - pos
     if not pos or not neg:
@@ -54,7 +54,7 @@ def auroc(probs: Sequence[float], labels: Sequence[int]) -> Optional[float]:
 
 def auprc(probs: Sequence[float], labels: Sequence[int]) -> Optional[float]:
     """Average precision over distinct thresholds; None without positives."""
-    pairs = sorted(_pairs(probs, labels), key=lambda t: -t[0])
+    pairs = sorted(checked_pairs(probs, labels), key=lambda t: -t[0])
     pos = sum(y for _, y in pairs)
     if not pos:
         return None
@@ -73,7 +73,7 @@ def auprc(probs: Sequence[float], labels: Sequence[int]) -> Optional[float]:
 
 def brier(probs: Sequence[float], labels: Sequence[int]) -> Optional[float]:
     """Mean squared difference between probability and label; None when empty."""
-    pairs = _pairs(probs, labels)
+    pairs = checked_pairs(probs, labels)
     return sum((p - y) ** 2 for p, y in pairs) / len(pairs) if pairs else None
 
 
@@ -85,7 +85,7 @@ def bin_of(p: float, bins: int = ECE_BINS) -> int:
 def reliability(probs: Sequence[float], labels: Sequence[int], bins: int = ECE_BINS) -> list[dict]:
     """One row per non-empty bin: its edges, count, mean probability and fraction of positives."""
     acc: dict[int, list[tuple[float, int]]] = {}
-    for p, y in _pairs(probs, labels):
+    for p, y in checked_pairs(probs, labels):
         acc.setdefault(bin_of(p, bins), []).append((p, y))
     return [{"lo": k / bins, "hi": (k + 1) / bins, "n": len(v), "mean_p": sum(p for p, _ in v) / len(v),
              "frac_pos": sum(y for _, y in v) / len(v)} for k, v in sorted(acc.items())]

@@ -1,39 +1,54 @@
 """Load trajectories from any supported on-disk format, detecting which one it is.
 
-Formats: `canonical` (JSONL), `androidgen`, `zerogui`, `osreward`, `clawgui`. Each loader returns a
-LoadResult: one bad record becomes a DataError in `errors` (with the record's own id in `record_id`
-when it has one) and never loses the other records. Loading nothing at all is an error naming what
-was looked for; verdict files (what `score` writes) are recognised and never read as data.
-Screenshots must lie in the data folder or in a folder the caller allows (`image_roots`).
+Formats: `canonical` (JSONL), `androidgen`, `zerogui`, `osreward`, `clawgui`, each registered in
+`FORMATS` with `register_format` (how it is detected, what its loader looks for), as a user's file given
+with `--plugins FILE.py` registers its own. Each loader returns a LoadResult: one bad record becomes a
+DataError in `errors` (with the record's own id in `record_id` when it has one) and never loses the
+other records. Loading nothing at all is an error naming what was looked for; verdict files (what
+`score` writes) are recognised and never read as data. Screenshots must lie in the data folder or in a
+folder the caller allows (`image_roots`).
 """
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
+from ..registry import Registry
 from . import androidgen, canonical, others
-from .base import DataError, LoadResult, check_image_roots
+from .base import DataError, LoadResult, check_image_roots, resolve_image
 
-FORMATS = ("canonical", "androidgen", "zerogui", "osreward", "clawgui")
-
-_LOADERS = {
-    "canonical": canonical.load,
-    "androidgen": androidgen.load,
-    "zerogui": others.load_zerogui,
-    "osreward": others.load_osreward,
-    "clawgui": others.load_clawgui,
-}
+Loader = Callable[..., LoadResult]  # load(path, check_images=True, image_roots=()) -> LoadResult
 
 
-LOOKED_FOR = {
-    "canonical": "one JSON trajectory per line ({\"id\", \"instruction\", \"steps\": [...]}) in *.jsonl",
-    "androidgen": "record.jsonl (AndroidGen) in the folder or in its sub-folders",
-    "zerogui": "traj.jsonl (ZeroGUI/OSWorld result folders) anywhere below",
-    "osreward": "trace JSON files (objects with trace_id and trajectory) anywhere below",
-    "clawgui": "episode.json (ClawGUI) anywhere below",
-}
+@dataclass(frozen=True)
+class FormatSpec:
+    """A registered data format: `load` reads a file or folder of it, `detect(path)` says whether a file
+    or folder is one (tried in ascending `order`, ties in registration order), `looked_for` is what the
+    loader looks for (said when nothing loads), `shape` how detection knows it (said when none does)."""
+
+    name: str
+    load: Loader
+    detect: Callable[[Path], bool]
+    looked_for: str
+    shape: str
+    order: int = 0
+
+
+FORMATS: Registry[FormatSpec] = Registry("data format")
+
+
+def register_format(name: str, *, detect: Callable[[Path], bool], looked_for: str, shape: str, order: int = 0,
+                    replace: bool = False):
+    """Decorator: register the loader below as data format `name` (`--format NAME`, `fmt="NAME"`, and
+    auto-detection by `detect`); see FormatSpec. The package's own formats have orders 10 to 50, so a
+    user's (order 0 by default) is tried before them."""
+    def wrap(load: Loader) -> Loader:
+        FORMATS.add(name, FormatSpec(name, load, detect, looked_for, shape, order), replace)
+        return load
+    return wrap
 
 
 def _data_jsonl(folder: Path, warnings: list[str] | None = None) -> list[Path]:
@@ -72,26 +87,19 @@ def detect_format(path: str | Path) -> str:
     p = Path(path)
     if not p.exists():
         raise DataError(p, "no such file or folder")
+    tried = sorted(FORMATS.values(), key=lambda spec: spec.order)
+    for spec in tried:
+        if spec.detect(p):
+            return spec.name
+    shapes = ", ".join(spec.shape for spec in tried)
     if p.is_file():
-        if p.name == "episode.json":
-            return "clawgui"
-        if p.name == "record.jsonl":
-            return "androidgen"
-        if p.name == "traj.jsonl":
-            return "zerogui"
-        if p.suffix == ".jsonl":
-            return "canonical"
-        if p.suffix == ".json":
-            return "osreward"
-        raise DataError(p, "unknown file type: expected .jsonl (canonical), .json (OSReward) or episode.json")
-    if (p / "record.jsonl").is_file() or any(p.glob("*/record.jsonl")):
-        return "androidgen"
-    if (p / "traj.jsonl").is_file() or any(p.rglob("traj.jsonl")):
-        return "zerogui"
-    if any(p.rglob("episode.json")):
-        return "clawgui"
-    if _data_jsonl(p):
-        return "canonical"
+        raise DataError(p, f"unknown file type: looked for {shapes}")
+    raise DataError(p, f"could not detect the format: looked for {shapes}" + _hints(p))
+
+
+def _is_osreward(p: Path) -> bool:
+    if p.is_file():
+        return p.suffix == ".json"
     for f in sorted(p.rglob("*.json"))[:20]:
         try:
             obj = json.loads(f.read_text(encoding="utf-8"))
@@ -100,10 +108,38 @@ def detect_format(path: str | Path) -> str:
         if isinstance(obj, list):
             obj = obj[0] if obj else {}
         if isinstance(obj, dict) and "trace_id" in obj and "trajectory" in obj:
-            return "osreward"
-    raise DataError(p, "could not detect the format: looked for */record.jsonl (AndroidGen), traj.jsonl "
-                       "(ZeroGUI/OSWorld), episode.json (ClawGUI), *.jsonl (canonical), trace JSON (OSReward)"
-                       + _hints(p))
+            return True
+    return False
+
+
+def _load_canonical(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = ()):
+    """A canonical file, or every data *.jsonl of a folder (one id per data set, not per file)."""
+    if not path.is_dir():
+        return canonical.load(path, check_images, image_roots)
+    result, seen = LoadResult(), {}
+    for f in _data_jsonl(path, result.warnings):
+        result.extend(canonical.load(f, check_images, image_roots, seen))
+    return result
+
+
+register_format("canonical", order=40, shape="*.jsonl (canonical)",
+                looked_for="one JSON trajectory per line ({\"id\", \"instruction\", \"steps\": [...]}) in *.jsonl",
+                detect=lambda p: p.suffix == ".jsonl" if p.is_file() else bool(_data_jsonl(p)))(_load_canonical)
+register_format("androidgen", order=10, shape="*/record.jsonl (AndroidGen)",
+                looked_for="record.jsonl (AndroidGen) in the folder or in its sub-folders",
+                detect=lambda p: p.name == "record.jsonl" if p.is_file() else
+                (p / "record.jsonl").is_file() or any(p.glob("*/record.jsonl")))(androidgen.load)
+register_format("zerogui", order=20, shape="traj.jsonl (ZeroGUI/OSWorld)",
+                looked_for="traj.jsonl (ZeroGUI/OSWorld result folders) anywhere below",
+                detect=lambda p: p.name == "traj.jsonl" if p.is_file() else any(p.rglob("traj.jsonl")))(
+                    others.load_zerogui)
+register_format("osreward", order=50, shape="trace JSON (OSReward)", detect=_is_osreward,
+                looked_for="trace JSON files (objects with trace_id and trajectory) anywhere below")(
+                    others.load_osreward)
+register_format("clawgui", order=30, shape="episode.json (ClawGUI)",
+                looked_for="episode.json (ClawGUI) anywhere below",
+                detect=lambda p: p.name == "episode.json" if p.is_file() else any(p.rglob("episode.json")))(
+                    others.load_clawgui)
 
 
 def _refuse_repeated_ids(result: LoadResult) -> None:
@@ -123,7 +159,7 @@ def _refuse_repeated_ids(result: LoadResult) -> None:
 
 def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = True,
                       image_roots: Iterable[str | os.PathLike] = ()) -> LoadResult:
-    """Load every trajectory under `path`; `fmt` is one of FORMATS or "auto".
+    """Load every trajectory under `path`; `fmt` is a format registered in FORMATS or "auto".
 
     Screenshots may lie in the data folder or in one of `image_roots` (extra folders the caller
     allows; the CLI's `--image-root DIR`). Raises DataError when the path cannot be read as data
@@ -131,22 +167,18 @@ def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = 
     p = Path(path)
     if fmt == "auto":
         fmt = detect_format(p)
-    if fmt not in _LOADERS:
+    if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)} or auto")
     if not p.exists():
         raise DataError(p, "no such file or folder")
     roots = check_image_roots(image_roots)
-    if fmt == "canonical" and p.is_dir():
-        result, seen = LoadResult(), {}
-        for f in _data_jsonl(p, result.warnings):
-            result.extend(canonical.load(f, check_images, roots, seen))  # one id per data set, not per file
-    else:
-        result = _LOADERS[fmt](p, check_images=check_images, image_roots=roots)
-        _refuse_repeated_ids(result)
+    result = FORMATS[fmt].load(p, check_images=check_images, image_roots=roots)
+    _refuse_repeated_ids(result)
     if not result.trajectories and not result.errors:
         hint = _hints(p) if p.is_dir() else ""
-        raise DataError(p, f"no trajectories found: the {fmt} loader looked for {LOOKED_FOR[fmt]}{hint}")
+        raise DataError(p, f"no trajectories found: the {fmt} loader looked for {FORMATS[fmt].looked_for}{hint}")
     return result
 
 
-__all__ = ["DataError", "LoadResult", "FORMATS", "detect_format", "load_trajectories", "canonical"]
+__all__ = ["DataError", "FormatSpec", "LoadResult", "FORMATS", "detect_format", "load_trajectories", "register_format",
+           "resolve_image", "canonical"]

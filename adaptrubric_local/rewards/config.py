@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..engine.hf_config import DEFAULT_MODEL, HFEngineConfig
+from ..engine.options import OPTIONS
 from ..engine.remote import REMOTE_FIELDS
-from ..engine.vllm_engine import VLLM_FIELDS
 from ..flags import flag_name, renamed
 from ..inline_images import DEFAULT_MAX_PIXELS
 from ..pipeline import PipelineConfig
@@ -88,7 +88,7 @@ def split_options(options: dict[str, Any], where: str = "options") -> tuple[dict
     verifier on a server, RemoteConfig's (`openai_url`, ...); an unknown key is an error that names it
     and lists the known ones."""
     groups = [{f.name for f in dataclasses.fields(c)} for c in (RewardConfig, PipelineConfig, HFEngineConfig)]
-    groups[2] |= REMOTE_FIELDS | VLLM_FIELDS | {"engine"}
+    groups[2] |= REMOTE_FIELDS | set(OPTIONS) | {"engine"}  # the table names every engine's options
     out: tuple[dict, dict, dict] = ({}, {}, {})
     for key, val in options.items():
         for names, dest in zip(groups, out):

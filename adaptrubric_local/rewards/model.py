@@ -35,7 +35,7 @@ from ..engine.base import Engine
 from ..inline_images import DEFAULT_MAX_PIXELS, ImageStore
 from ..pipeline import AdaptRubric, PipelineConfig
 from ..types import Trajectory, Verdict
-from ..verifier import NAMED_OPTIONS, EngineConfig, build, resolve_engine, reward_value
+from ..verifier import NAMED_OPTIONS, EngineConfig, build, named_options, resolve_engine, reward_value
 from .batcher import Batcher
 from .client import ServiceClient
 from .config import RewardConfig, load_options, split_options
@@ -56,21 +56,30 @@ class RewardModel:
         model: As Verifier's: the checkpoint, or the served name with `openai_url`; None: the default
             checkpoint (the server's only model with `openai_url`).
         engine: As Verifier's: "transformers", "vllm", "openai" or an Engine instance used as it is.
-        adapter: A LoRA adapter folder (peft); its image settings are adopted unless given here.
+        adapter: A LoRA adapter folder (peft) loaded on top of `model`; its recorded image settings
+            are adopted unless given here or in `pipeline`.
         pipeline: The method's settings; None: PipelineConfig(), the paper's method.
-        dtype: As Verifier's: "auto", "bf16", "fp16" or "fp32"; None: auto.
-        device_map: As Verifier's (transformers engine only).
-        load_in_4bit: As Verifier's (transformers engine only).
-        load_in_8bit: As Verifier's (transformers engine only).
-        max_visual_tokens: As Verifier's: visual-token budget per trajectory; None: the processor's.
-        max_pixels: As Verifier's: pixel cap per screenshot; None: the processor's.
-        votes: As Verifier's: samples per verifier call, majority-voted; None: 1.
-        max_batch_size: As Verifier's (transformers engine only; vLLM's is `max_num_seqs`).
-        max_batch_tokens: As Verifier's (transformers engine only).
-        gpu_memory_utilization: As Verifier's (vllm engine only).
-        max_num_seqs: As Verifier's (vllm engine only).
-        max_model_len: As Verifier's (vllm engine only).
-        openai_url: As Verifier's: run the model calls on this OpenAI-compatible server.
+        dtype: Weights' dtype, "auto", "bf16", "fp16" or "fp32"; None: auto (bf16 on a GPU, fp32 on
+            the CPU).
+        device_map: transformers' device_map (transformers engine only); None: "auto".
+        load_in_4bit: Load the weights in 4-bit nf4 with bitsandbytes (transformers engine only).
+        load_in_8bit: Load the weights in 8-bit with bitsandbytes (transformers engine only).
+        max_visual_tokens: Visual-token budget per trajectory, e.g. 6144 for speed; None: the
+            processor's own resolution, as in the paper.
+        max_pixels: Pixel cap per screenshot; None: the processor's.
+        votes: Samples per verifier call; above 1 the verdict is their majority vote (sampled at
+            temperature 0.7); None: 1, greedy.
+        max_batch_size: Most requests in one generate call (transformers engine only; vLLM's is
+            `max_num_seqs`); None: 16.
+        max_batch_tokens: Padded tokens per generate call (transformers engine only); None: derived
+            from free GPU memory, 262144 on the CPU.
+        gpu_memory_utilization: Share of the GPU's memory vLLM takes for weights and KV cache (vllm
+            engine only); None: 0.9.
+        max_num_seqs: Most requests vLLM runs at once (vllm engine only); None: 64.
+        max_model_len: Context length per request, prompt plus reply (vllm engine only); None: the
+            model's.
+        openai_url: Run every model call on this OpenAI-compatible server, e.g.
+            "http://host:8000/v1" (vLLM, SGLang, a hosted API); implies engine="openai".
         engine_config: As Verifier's: an HFEngineConfig, VLLMConfig or RemoteConfig for the rest.
         reward: "binary" (SCORE 0/1) or "p_success" (P(SCORE=1) from the logits; "soft" is accepted).
         unparsed_reward: The number `number()` gives for an unparsed or failed verdict (`rewards()`
@@ -114,11 +123,7 @@ class RewardModel:
             image_roots=list(image_roots), service_url=service_url, service_timeout=service_timeout,
             inline_images=inline_images, api_key_env=api_key_env, max_image_pixels=max_image_pixels,
             batch_window_ms=batch_window_ms, max_batch_trajectories=max_batch_trajectories, max_pending=max_pending)
-        named = dict(adapter=adapter, dtype=dtype, device_map=device_map, load_in_4bit=load_in_4bit,
-                     load_in_8bit=load_in_8bit, max_visual_tokens=max_visual_tokens, max_pixels=max_pixels,
-                     votes=votes, max_batch_size=max_batch_size, max_batch_tokens=max_batch_tokens,
-                     gpu_memory_utilization=gpu_memory_utilization, max_num_seqs=max_num_seqs,
-                     max_model_len=max_model_len)
+        named = named_options(locals())
         instance = engine if engine is not None and not isinstance(engine, str) else None
         self.engine_name, self.engine_options, self.pipeline_config = resolve_engine(
             engine, model, named, openai_url=openai_url, engine_config=engine_config, pipeline=pipeline)
@@ -191,6 +196,16 @@ class RewardModel:
         return self._pipe
 
     @property
+    def loaded(self) -> bool:
+        """Whether the engine is built (it is on first use)."""
+        return self._pipe is not None
+
+    @property
+    def pending(self) -> int:
+        """Trajectories waiting for the scoring thread (0 before it starts)."""
+        return self._batcher.pending if self._batcher is not None else 0
+
+    @property
     def batcher(self) -> Batcher:
         """The scoring thread (started on first use)."""
         self.load()
@@ -223,7 +238,7 @@ class RewardModel:
                 futs = iter(self.submit(good)) if good else iter(())
                 verdicts = [Verdict(id=item_id(items[i], f"item {i}"), status="error", error=errors[i]) if t is None
                             else _result(next(futs), t) for i, t in enumerate(trajs)]
-        self._count(verdicts)
+        self.count_verdicts(verdicts)
         return verdicts
 
     def submit(self, trajs: Sequence[Trajectory]) -> list[Future]:
@@ -264,7 +279,8 @@ class RewardModel:
         x = self.value(v)
         return self.config.unparsed_reward if x is None else x
 
-    def _count(self, verdicts: Iterable[Verdict]) -> None:
+    def count_verdicts(self, verdicts: Iterable[Verdict]) -> None:
+        """Add verdicts to `stats`' counts: `score` does, and so does a caller that scored through `submit`."""
         with self._stats_lock:
             for v in verdicts:
                 c = self._counts

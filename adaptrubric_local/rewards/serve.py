@@ -186,14 +186,13 @@ def build_app(rm: RewardModel, cfg: Optional[ServeConfig] = None):
             close_when_done(images, futs)
         for (i, t), v in zip(trajs, done):
             verdicts[i] = v if isinstance(v, Verdict) else Verdict(id=t.id, status="error", error=f"{type(v).__name__}: {v}")
-        rm._count(verdicts)  # noqa: SLF001 - the service scores through the model's own queue
+        rm.count_verdicts(verdicts)  # the service scores through the model's own queue
         return verdicts, None
 
     @app.get("/health")
     async def health():
-        b = rm._batcher  # noqa: SLF001
-        return {"status": "ok", "model": rm.engine_options.get("model"), "loaded": rm._pipe is not None,  # noqa: SLF001
-                "pending": b.pending if b else 0, "stats": {**rm.stats, **counters}}
+        return {"status": "ok", "model": rm.engine_options.get("model"), "loaded": rm.loaded,
+                "pending": rm.pending, "stats": {**rm.stats, **counters}}
 
     @app.post("/score")
     async def score(request: Request):
