@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import statistics
+import textwrap
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -378,7 +379,8 @@ def format_plan(plan: dict) -> str:
     """The plan as a few lines a person reads before training."""
     L, est = plan["lengths"], plan["estimate_gib"]
     lines = [f"memory plan for {plan['model']} on {plan['device']} ({L['examples']} training examples)",
-             *([f"  shapes from: {plan['shapes_from']}"] if plan.get("shapes_from") else []),
+             *(textwrap.wrap(f"shapes from: {plan['shapes_from']}", 100, initial_indent="  ",
+                             subsequent_indent="    ") if plan.get("shapes_from") else []),
              "  tokens per example      p50      p95      max"]
     for k in ("text", "visual", "total"):
         lines.append(f"    {k:<20} {L[k]['p50']:>8} {L[k]['p95']:>8} {L[k]['max']:>8}")
