@@ -2,7 +2,7 @@
 core and workers, which inherit them) and libraries writing to them directly are covered too:
 `output_on_stdout` keeps stdout for the command's output (JSON, a result line) and sends everything
 else to stderr; `dropping_lines` (for --quiet) drops lines no library setting silences. Each acts
-only when `sys.stdout` and `sys.stderr` are descriptors 1 and 2 (a caller that replaced them, as
+only on the descriptors `sys.stdout` and `sys.stderr` write to (a caller that replaced them, as
 pytest's capture does, keeps its own) and is undone afterwards. Knows nothing about the commands.
 """
 from __future__ import annotations
@@ -68,9 +68,14 @@ def output_on_stdout() -> Iterator[None]:
 @contextlib.contextmanager
 def dropping_lines(needles: tuple[str, ...]) -> Iterator[None]:
     """While the block runs, lines written to descriptor 2 (and to 1 when it points at stderr, as in
-    `output_on_stdout`) that contain one of `needles` are dropped; the rest reach stderr as they were
-    written, this process's own `sys.stderr` directly. Nothing changes without needles."""
-    if not needles or not _standard():
+    `output_on_stdout`) that contain one of `needles` are dropped (this process's own lines too: vLLM
+    logs the same line here); the rest reach stderr in the order written. Nothing changes without
+    needles."""
+    try:
+        standard = sys.stderr.fileno() == 2  # (sys.stdout may be output_on_stdout's duplicate)
+    except (AttributeError, ValueError, OSError):
+        standard = False
+    if not needles or not standard:
         yield
         return
     sys.stderr.flush()
@@ -81,8 +86,6 @@ def dropping_lines(needles: tuple[str, ...]) -> Iterator[None]:
     if also_out:
         os.dup2(write, 1)
     os.close(write)
-    keep = sys.stderr
-    sys.stderr = _like(keep, real_err)
     copier = threading.Thread(target=_copy_lines, args=(read, real_err, [n.encode() for n in needles]),
                               daemon=True, name="stderr-filter")
     copier.start()
@@ -91,7 +94,6 @@ def dropping_lines(needles: tuple[str, ...]) -> Iterator[None]:
     finally:
         with contextlib.suppress(OSError, ValueError):
             sys.stderr.flush()
-        sys.stderr = keep
         os.dup2(real_err, 2)
         os.dup2(real_out, 1)
         os.close(real_out)
