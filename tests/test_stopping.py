@@ -198,6 +198,20 @@ def test_a_stopped_score_closes_its_engine_writes_its_summary_and_says_how_to_re
     assert "stopped" not in summary and summary["n"] == 6
 
 
+def test_a_score_stopped_while_its_model_loads_writes_the_summary_of_nothing(monkeypatch, data, tmp_path, capsys):
+    def loading(**kw):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises before this ends
+
+    monkeypatch.setattr(build, "build_engine", loading)
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(data), "--model", "m", "--out", str(out), *VERIFY_ONLY]) == 143
+    summary = json.loads(out.with_suffix(".summary.json").read_text())
+    assert summary["stopped"] == {"by": "SIGTERM", "left": 6} and summary["n"] == 0 and out.read_text() == ""
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"adaptrubric: stopped by SIGTERM: 0 verdict line(s) written to {out}")
+
+
 def test_a_crash_inside_the_pipeline_closes_the_engine_and_writes_the_summary(monkeypatch, data, tmp_path):
     out = tmp_path / "v.jsonl"
 
