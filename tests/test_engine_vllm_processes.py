@@ -25,7 +25,9 @@ import pytest
 from stop_support import session, stop_mid_run
 from vllm_support import require_vllm
 
-from adaptrubric_local.engine.vllm_processes import kill_leftovers
+from adaptrubric_local.engine import vllm_processes
+from adaptrubric_local.engine.vllm_processes import kill_leftovers, stop_llm
+from adaptrubric_local.stopping import Stopped
 
 N = 40  # trajectories: one per engine batch, so the run is still going when the first lines are out
 
@@ -42,6 +44,21 @@ def test_the_last_resort_ends_a_process_that_ignores_sigterm():
     assert time.monotonic() - t0 < 5  # it ended (a zombie is not waited for) well before the grace
     assert proc.wait(5) == -signal.SIGKILL
     assert kill_leftovers([psutil.Process()] * 0) == []  # nothing left: nothing signalled
+
+
+def test_a_stop_during_vllms_shutdown_still_kills_what_the_engine_started(monkeypatch):
+    from types import SimpleNamespace
+
+    killed = []
+    monkeypatch.setattr(vllm_processes, "kill_leftovers", lambda processes: killed.append(list(processes)))
+
+    class Client:
+        def shutdown(self):
+            raise Stopped(signal.SIGTERM)  # the signal arrives while vLLM waits for its engine core
+
+    with pytest.raises(Stopped):
+        stop_llm(SimpleNamespace(llm_engine=SimpleNamespace(engine_core=Client())), ["core", "worker"])
+    assert killed == [["core", "worker"]]
 
 
 @pytest.fixture(scope="module")
