@@ -8,20 +8,25 @@ carries the signal's name and the conventional exit code (128 + the signal's num
 What was done before the stop is said by whoever catches it (`note`, set on the way out).
 
 A library may swallow the exception a handler raises (pyzmq's poll retries after an interrupted
-call, as in vLLM's start-up handshake), so a stop cannot rest on it alone: a command still inside
-the block `STOP_GRACE_S` after the signal, or given a second one, ends at once: its child processes
-killed, the same exit code, one line saying so. Knows nothing about engines, verdict files or the
-command line.
+call, as in vLLM's start-up handshake). Code that calls such a library marks the call with
+`rescue_stop(on_stop)`: a stop inside it runs `on_stop` at once in a thread (end the processes the
+call waits on), delivers the signal to the main thread again every `REDELIVER_S` s until the call
+returns or raises (a wait on a lock or a queue is interrupted and lets the exception through), and
+the block's exit raises the stop. As a last resort a command still inside `stop_on_signals`
+`STOP_GRACE_S` after the signal, or given a second one, ends at once: its child processes killed, the
+same exit code, one line saying so. Knows nothing about engines, verdict files or the command line.
 """
 from __future__ import annotations
 
 import contextlib
 import signal
 import threading
-from typing import Iterator, Optional
+from dataclasses import dataclass
+from typing import Callable, Iterator, Optional
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
-STOP_GRACE_S = 20.0  # a stopped command's clean-up gets this long (vLLM's shutdown takes up to about 10 s)
+STOP_GRACE_S = 8.0  # a stopped command's clean-up gets this long: every process of it is gone within 10 s
+REDELIVER_S = 0.5  # inside `rescue_stop`, how often a stop is delivered again until it gets through
 
 
 class Stopped(KeyboardInterrupt):
@@ -53,32 +58,94 @@ def stop_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+@dataclass
+class _Stopping:
+    """The state of the innermost `stop_on_signals` block (main thread only)."""
+
+    stop: Optional[Stopped] = None  # the first signal's exception, once there is one
+    rescue: Optional[tuple] = None  # (on_stop, the Event set when the `rescue_stop` block is left) inside one
+    redeliver: int = 0  # a signal this module sent the main thread again, not yet handled
+
+
+_active: Optional[_Stopping] = None
+
+
 @contextlib.contextmanager
 def stop_on_signals(grace: float = STOP_GRACE_S) -> Iterator[None]:
     """Within the block, SIGTERM and SIGINT raise `Stopped` in the main thread; a second signal, or a
     block not left `grace` s after the first, ends the process at once (`end_now`). The previous
     handlers are back after it. Outside the main thread it changes nothing."""
+    global _active
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     left = threading.Event()
-    state = {"raised": False}
+    state = _Stopping()
 
     def handler(signum, frame):
-        if state["raised"]:
+        if state.stop is not None:
+            if state.redeliver:  # sent again by `rescue_stop`: raised again while its block runs, else nothing
+                state.redeliver -= 1
+                if state.rescue is not None:
+                    raise state.stop
+                return
             end_now(signum, "a second signal")
-        state["raised"] = True
+        state.stop = Stopped(signum)
         threading.Thread(target=lambda: left.wait(grace) or end_now(signum, f"still stopping after {grace:.0f} s"),
                          daemon=True, name="stop-grace").start()
-        raise Stopped(signum)
+        if state.rescue is not None:
+            threading.Thread(target=_rescue, args=(state, signum, *state.rescue), daemon=True,
+                             name="stop-rescue").start()
+        raise state.stop
 
+    outer, _active = _active, state
     previous = {s: signal.signal(s, handler) for s in SIGNALS}
     try:
         yield
     finally:
         left.set()
+        _active = outer
         for s, old in previous.items():
             signal.signal(s, old if old is not None else signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def rescue_stop(on_stop: Callable[[], object]) -> Iterator[None]:
+    """Around a call into a library that may swallow `Stopped` (vLLM's start): a stop inside the block
+    runs `on_stop` in a thread (end what the call waits on), is delivered again every `REDELIVER_S` s
+    until the block is left, and the block's exit raises it (from whatever the call raised instead).
+    Outside `stop_on_signals`, or outside the main thread, it changes nothing."""
+    state = _active
+    if state is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before, outer = state.stop, state.rescue
+    done = threading.Event()
+    state.rescue = (on_stop, done)
+    try:
+        yield
+    except BaseException as exc:
+        if state.stop is not before and exc is not state.stop:
+            raise state.stop from exc
+        raise
+    finally:
+        state.rescue = outer
+        done.set()
+    if state.stop is not before:  # the library swallowed it and went on
+        raise state.stop
+
+
+def _rescue(state: _Stopping, signum: int, on_stop: Callable[[], object], done: threading.Event) -> None:
+    """`rescue_stop`'s thread: `on_stop`, then the signal again to the main thread until `done`."""
+    try:
+        on_stop()
+    except Exception:  # what it ends may be gone already
+        pass
+    main = threading.main_thread().ident
+    while not done.wait(REDELIVER_S):
+        if not state.redeliver:  # one at a time: signals sent together arrive as one
+            state.redeliver = 1
+            signal.pthread_kill(main, signum)
 
 
 def end_now(signum: int, why: str) -> None:

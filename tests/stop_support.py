@@ -29,13 +29,13 @@ def stop_mid_run(cmd: list[str], out, sig: int, lines_before: int = 1, group: bo
                  when=None, within: float = 10.0):
     """Run `cmd` in a session of its own; once `out` has `lines_before` more lines than now (or, with
     `when`, once `when(the run's pid)` is true), send `sig` (to the whole process group with `group`, as
-    Ctrl-C in a terminal does). Returns (exit code, stderr,
+    Ctrl-C in a terminal does). Its stdout is left in `out`'s folder as stdout-SIG.txt. Returns (exit code, stderr,
     the processes of the run still there `within` s after the signal, those there when it was sent),
     each process as "pid name"; an exit code None: the run was still there then."""
     have = out.read_text().count("\n") if out.exists() else 0
     err = out.with_name(f"stderr-{sig}.txt")
-    with open(err, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=fh, start_new_session=True)
+    with open(err, "wb") as fh, open(out.with_name(f"stdout-{sig}.txt"), "wb") as stdout:
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=fh, start_new_session=True)
         end = time.monotonic() + start_s
         while time.monotonic() < end and proc.poll() is None:
             if when(proc.pid) if when else out.exists() and out.read_text().count("\n") >= have + lines_before:

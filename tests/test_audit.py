@@ -308,3 +308,13 @@ def test_perturbations_from_a_file_join_the_command(fake, tmp_path, capsys):
     assert audit["perturbations"]["answer-dropped"]["applied"] == 6  # every trajectory of data_set has an answer
     assert main(["audit", "--perturbations-from", str(tmp_path / "none.py"), "--list-perturbations"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_audit_quiet_loads_a_real_model_without_a_bar(tiny_model, tmp_path, capfd):
+    """`audit --quiet` on the transformers engine: no `Loading weights` bar (it was printed: --quiet set the
+    libraries' quiet settings for `score` only), no progress bar at all."""
+    data = data_set(tmp_path, per_task=1)
+    assert main(["audit", str(data), "--model", str(tiny_model), "--out", str(tmp_path / "a"), "--router", "rules",
+                 "--no-fine", "--quiet", "--perturb", "claim-success", "--verify-max-new-tokens", "4"]) == 0
+    err = capfd.readouterr().err
+    assert "Loading weights" not in err and "it/s]" not in err, err

@@ -108,3 +108,15 @@ def test_no_help_text_carries_a_measured_figure(capsys, monkeypatch):
         capsys.readouterr().out)
 
 
+def test_streams_keep_stdout_for_the_output_and_quiet_drops_only_its_lines():
+    """cli/streams.py in a process of its own: what a child process writes to stdout goes to stderr, the
+    command's output to stdout; with needles, their lines are dropped (this process's and the child's)."""
+    code = ("import subprocess, sys; from adaptrubric_local.cli.streams import dropping_lines, output_on_stdout\n"
+            "child = \"import sys; print('child out'); print('NOISE child', file=sys.stderr)\"\n"
+            "with output_on_stdout(), dropping_lines(('NOISE',)):\n"
+            "    subprocess.run([sys.executable, '-c', child])\n"
+            "    print('NOISE here', file=sys.stderr, flush=True)\n"
+            "    print('{\"output\": 1}')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"output": 1} and r.stderr == "child out\n"

@@ -162,8 +162,10 @@ def test_score_cli_resume_after_sigkill(tiny_model, synth_set, tmp_path):
     assert 4 <= partial < 24
     with open(out, "a") as fh:  # a torn line, as a kill during a write leaves
         fh.write('{"id": "t00')
-    done = subprocess.run(cmd + ["--summary-json", str(tmp_path / "s.json")], capture_output=True, text=True)
+    done = subprocess.run([a for a in cmd if a != "--quiet"] + ["--summary-json", str(tmp_path / "s.json")],
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == json.loads((tmp_path / "s.json").read_text())  # stdout: the summary only
     ids = [json.loads(x)["id"] for x in out.read_text().splitlines()]
     assert len(ids) == 24 and len(set(ids)) == 24
     summary = json.loads((tmp_path / "s.json").read_text())

@@ -7,6 +7,8 @@ them, null when not; token counts from `usage`; the URL and served model in the 
 key from the environment only, and in no file or log."""
 import json
 import logging
+import subprocess
+import sys
 
 import pytest
 from openai_stub import CUE, P_FAIL, P_PASS, Running, Stub, file_pixels
@@ -219,3 +221,20 @@ def test_a_reply_shortened_by_the_server_context_is_not_a_cap_hit(monkeypatch):
     assert short.hit_context and not short.hit_cap and short.completion_tokens == 40
     assert capped.hit_cap and not capped.hit_context
     assert refused.error and "--max-model-len" in refused.error and "2311" in refused.error
+
+
+def test_score_on_the_server_pipes_its_summary_and_is_quiet_with_quiet(data, server, tmp_path):
+    """As a user runs it (its own process): stdout is the summary JSON and nothing else, and with --quiet
+    its one result line, stderr empty."""
+    path = data[0]
+    cmd = [sys.executable, "-m", "adaptrubric_local.cli", "score", str(path), "--openai-url", server.url, "--model",
+           "qwen3-vl-8b"]
+    out = tmp_path / "v.jsonl"
+    r = subprocess.run([*cmd, "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout) == json.loads(out.with_suffix(".summary.json").read_text())
+    out = tmp_path / "q.jsonl"
+    r = subprocess.run([*cmd, "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.splitlines() == [r.stdout.strip()] and r.stdout.startswith(f"{out}: 6 verdict(s)"), r.stdout
+    assert r.stderr == ""

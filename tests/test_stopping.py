@@ -81,6 +81,62 @@ def test_a_stop_that_does_not_finish_ends_at_once(second, tmp_path):
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
 
 
+def test_a_stop_a_library_swallows_is_rescued_in_a_second(tmp_path):
+    """Inside `rescue_stop`, a library that swallows the exception at its poll (as pyzmq's does in vLLM's
+    start-up handshake) and then waits on a lock: `on_stop` ends what it polls, the signal is sent again
+    until the exception gets through, and the command stops in about a second, not at the grace's end."""
+    code = ("import sys, threading, time; from adaptrubric_local.stopping import rescue_stop, stop_on_signals\n"
+            "polled_ended = threading.Event()\n"
+            "def library():\n"
+            "    ready = False\n"
+            "    while not polled_ended.is_set():\n"
+            "        try:\n"
+            "            if not ready:  # said inside the try: a signal from now on is swallowed\n"
+            "                ready = True\n"
+            "                print('ready', flush=True)\n"
+            "            time.sleep(0.05)\n"
+            "        except BaseException:\n"
+            "            print('swallowed', flush=True)\n"
+            "    threading.Event().wait()  # a reply that never comes: only a signal ends this wait\n"
+            "try:\n"
+            "    with stop_on_signals(grace=30.0), rescue_stop(polled_ended.set):\n"
+            "        library()\n"
+            "except KeyboardInterrupt as stop:\n"
+            "    print('stopped', stop.name, flush=True)\n"
+            "    sys.exit(stop.exit_code)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("the swallowed stop was not rescued: still running 10 s after the signal")
+    assert time.monotonic() - t0 < 5 and code == 143
+    assert proc.stdout.read().split() == ["swallowed", "stopped", "SIGTERM"], proc.stderr.read()
+
+
+def test_a_stopped_command_ends_its_process_without_the_interpreters_finalisation(data, tmp_path):
+    """`adaptrubric` (main() on the process's own command line) stopped by a signal ends the process once its
+    clean-up has run (the summary written, the engine closed): no atexit hook, no garbage collection."""
+    out = tmp_path / "v.jsonl"
+    code = ("import atexit, sys, time\n"
+            "atexit.register(print, 'finalised', file=sys.stderr, flush=True)\n"
+            "from adaptrubric_local import FakeEngine\n"
+            "from adaptrubric_local.cli import main\n"
+            "from adaptrubric_local.engine import build\n"
+            "slow = lambda req: time.sleep(0.3) or 'SCORE: 1\\nEVIDENCE_SUFFICIENT: yes\\nMISSING_EVIDENCE: none'\n"
+            "build.build_engine = lambda **kw: FakeEngine(script=slow, name='fake-model')\n"
+            "sys.exit(main())\n")
+    cmd = [sys.executable, "-c", code, "score", str(data), "--model", "m", "--out", str(out), *VERIFY_ONLY]
+    code, err, left, _ = stop_mid_run(cmd, out, signal.SIGTERM, 1)
+    assert code == 143 and not left, (code, err)
+    assert err.strip().splitlines()[-1].startswith("adaptrubric: stopped by SIGTERM: ")
+    assert json.loads(out.with_suffix(".summary.json").read_text())["stopped"]["by"] == "SIGTERM"
+    assert "finalised" not in err, err
+
+
 def test_the_resume_command_is_the_command_with_resume_once():
     got = resume_command(["score", "my data", "--out", "v.jsonl"])
     assert got == "adaptrubric score 'my data' --out v.jsonl --resume"
@@ -142,6 +198,20 @@ def test_a_stopped_score_closes_its_engine_writes_its_summary_and_says_how_to_re
     assert "stopped" not in summary and summary["n"] == 6
 
 
+def test_a_score_stopped_while_its_model_loads_writes_the_summary_of_nothing(monkeypatch, data, tmp_path, capsys):
+    def loading(**kw):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises before this ends
+
+    monkeypatch.setattr(build, "build_engine", loading)
+    out = tmp_path / "v.jsonl"
+    assert main(["score", str(data), "--model", "m", "--out", str(out), *VERIFY_ONLY]) == 143
+    summary = json.loads(out.with_suffix(".summary.json").read_text())
+    assert summary["stopped"] == {"by": "SIGTERM", "left": 6} and summary["n"] == 0 and out.read_text() == ""
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"adaptrubric: stopped by SIGTERM: 0 verdict line(s) written to {out}")
+
+
 def test_a_crash_inside_the_pipeline_closes_the_engine_and_writes_the_summary(monkeypatch, data, tmp_path):
     out = tmp_path / "v.jsonl"
 
@@ -181,6 +251,10 @@ def test_score_transformers_stopped_by_sigterm_then_sigint_and_resumed(tiny_mode
 
     done = subprocess.run(resume, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    # --quiet: its one result line on stdout; on stderr the package's own lines (what is resumed, the note on
+    # the token cap the random model's replies hit), no bar or library log
+    assert len(done.stdout.splitlines()) == 1 and done.stdout.startswith(f"{out}: 24 verdict(s)"), done.stdout
+    assert [x.split(":")[0] for x in done.stderr.splitlines()] == ["resuming", "note"], done.stderr
     ids = [json.loads(x)["id"] for x in out.read_text().splitlines()]
     assert len(ids) == 24 == len(set(ids))
     summary = json.loads(out.with_suffix(".summary.json").read_text())

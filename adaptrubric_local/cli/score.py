@@ -132,12 +132,18 @@ def quiet_libraries(args):
             extra = None  # VLLMConfig says what is wrong with it
         if isinstance(extra, dict) and "use_tqdm_on_load" not in extra:
             args.vllm_engine_args = json.dumps({**extra, "use_tqdm_on_load": False})
+    bars = sys.modules.get("transformers.utils.logging")  # imported already: its bars read the env at import
+    bars_on = bars is not None and bars.is_progress_bar_enabled()
+    if bars_on:
+        bars.disable_progress_bar()
     try:
         with warnings.catch_warnings():
             for category in (FutureWarning, DeprecationWarning):
                 warnings.filterwarnings("ignore", category=category)
             yield
     finally:
+        if bars_on:
+            bars.enable_progress_bar()
         for k, v in before.items():
             if v is None:
                 os.environ.pop(k, None)

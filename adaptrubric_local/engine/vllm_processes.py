@@ -7,13 +7,19 @@ stops its workers, a bounded wait, then vLLM's own kill of the process tree), th
 kills whichever of the noted processes is still alive (a worker whose engine core died first is no
 longer in any tree of this process). A start that fails or is interrupted stops what it
 had started the same way. With `stopping.stop_on_signals` around a command, SIGTERM and Ctrl-C reach
-this through the engine's `close()`, so a stopped command leaves no engine holding the GPU. Knows
-nothing about configs, requests or generation (vllm_config.py, vllm_engine.py).
+this through the engine's `close()`, so a stopped command leaves no engine holding the GPU. A stop
+during the start, whose handshake swallows the exception (pyzmq retries an interrupted poll), is
+rescued (`stopping.rescue_stop`): the processes the start added are killed at once (all but
+multiprocessing's resource tracker, which cleans up after them and ends with this process), so the
+start fails within seconds and the stop goes on from there. Knows nothing about configs, requests or
+generation (vllm_config.py, vllm_engine.py).
 """
 from __future__ import annotations
 
 import os
 import time
+
+from ..stopping import rescue_stop
 
 LEFTOVER_GRACE_S = 5.0  # how long SIGKILLed leftovers get to end
 
@@ -38,7 +44,8 @@ def start_llm(kwargs: dict):
     os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
     before = _descendants()
     try:
-        llm = LLM(**kwargs)
+        with rescue_stop(lambda: kill_leftovers(p for p in _descendants() - before if not _resource_tracker(p))):
+            llm = LLM(**kwargs)
     except BaseException as exc:
         kill_leftovers(_descendants() - before)
         if isinstance(exc, RuntimeError) and "initialization failed" in str(exc).lower():
@@ -52,12 +59,13 @@ def start_llm(kwargs: dict):
 def stop_llm(llm, processes=()) -> None:
     """Stop `llm`'s engine core and workers: vLLM's shutdown, then `kill_leftovers(processes)`."""
     client = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
-    if client is not None:
-        try:
+    try:
+        if client is not None:
             client.shutdown()
-        except Exception:  # already gone, or its sockets are: the leftovers are killed below
-            pass
-    kill_leftovers(processes)
+    except Exception:  # already gone, or its sockets are: the leftovers are killed below
+        pass
+    finally:  # a stop during the shutdown too
+        kill_leftovers(processes)
 
 
 def kill_leftovers(processes, grace: float = LEFTOVER_GRACE_S) -> list[int]:
@@ -78,6 +86,14 @@ def kill_leftovers(processes, grace: float = LEFTOVER_GRACE_S) -> list[int]:
         time.sleep(0.05)
     multiprocessing.active_children()  # reap the engine core multiprocessing started (no zombie left behind)
     return [p.pid for p in alive]
+
+
+def _resource_tracker(p) -> bool:
+    """Whether a psutil.Process is multiprocessing's resource tracker (it unlinks what the killed leave)."""
+    try:
+        return any("resource_tracker" in a for a in p.cmdline())
+    except Exception:
+        return False
 
 
 def _running(p) -> bool:

@@ -1,0 +1,116 @@
+"""Where a command's text goes, at the level of file descriptors, so child processes (vLLM's engine
+core and workers, which inherit them) and libraries writing to them directly are covered too:
+`output_on_stdout` keeps stdout for the command's output (JSON, a result line) and sends everything
+else to stderr; `dropping_lines` (for --quiet) drops lines no library setting silences. Each acts
+only on the descriptors `sys.stdout` and `sys.stderr` write to (a caller that replaced them, as
+pytest's capture does, keeps its own) and is undone afterwards. Knows nothing about the commands.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import threading
+from typing import Iterator
+
+OUTPUT_ENV = {"VLLM_LOGGING_STREAM": "ext://sys.stderr"}  # vLLM logs to stdout by default (its envs.py)
+
+
+def _standard() -> bool:
+    """Whether sys.stdout and sys.stderr write to descriptors 1 and 2."""
+    try:
+        return sys.stdout.fileno() == 1 and sys.stderr.fileno() == 2
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _like(stream, fd: int) -> io.TextIOWrapper:
+    """A text stream on `fd` (left open when it closes) buffered as `stream` is (unbuffered under -u or
+    PYTHONUNBUFFERED, line-buffered on a terminal)."""
+    raw = isinstance(getattr(stream, "buffer", None), io.RawIOBase)
+    return io.TextIOWrapper(open(fd, "wb", buffering=0 if raw else -1, closefd=False), encoding=stream.encoding,
+                            errors=stream.errors, line_buffering=stream.line_buffering,
+                            write_through=stream.write_through)
+
+
+@contextlib.contextmanager
+def output_on_stdout() -> Iterator[None]:
+    """While a command runs, stdout carries its output only: descriptor 1 points at stderr, so what
+    libraries and child processes write there goes to stderr, and `sys.stdout` writes to a duplicate
+    of the real stdout. vLLM's log handler, which takes `sys.stdout` when it is set up, is pointed at
+    stderr (a setting the user made is kept)."""
+    env = {k: os.environ.get(k) for k in OUTPUT_ENV}
+    for k, v in OUTPUT_ENV.items():
+        os.environ.setdefault(k, v)
+    real, saved = sys.stdout, None
+    if _standard():
+        real.flush()
+        saved = os.dup(1)
+        sys.stdout = _like(real, saved)
+        os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stdout.flush()
+            sys.stdout = real
+            os.dup2(saved, 1)
+            os.close(saved)
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def dropping_lines(needles: tuple[str, ...]) -> Iterator[None]:
+    """While the block runs, lines written to descriptor 2 (and to 1 when it points at stderr, as in
+    `output_on_stdout`) that contain one of `needles` are dropped (this process's own lines too: vLLM
+    logs the same line here); the rest reach stderr in the order written. Nothing changes without
+    needles."""
+    try:
+        standard = sys.stderr.fileno() == 2  # (sys.stdout may be output_on_stdout's duplicate)
+    except (AttributeError, ValueError, OSError):
+        standard = False
+    if not needles or not standard:
+        yield
+        return
+    sys.stderr.flush()
+    real_err, real_out = os.dup(2), os.dup(1)
+    also_out = os.path.samestat(os.fstat(1), os.fstat(2))
+    read, write = os.pipe()
+    os.dup2(write, 2)
+    if also_out:
+        os.dup2(write, 1)
+    os.close(write)
+    copier = threading.Thread(target=_copy_lines, args=(read, real_err, [n.encode() for n in needles]),
+                              daemon=True, name="stderr-filter")
+    copier.start()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+        os.dup2(real_err, 2)
+        os.dup2(real_out, 1)
+        os.close(real_out)
+        copier.join(0.5)  # the pipe ends once every writer is gone (multiprocessing's resource tracker: with us)
+        if not copier.is_alive():
+            os.close(real_err)
+
+
+def _copy_lines(read: int, dest: int, needles: list[bytes]) -> None:
+    """Copy lines from `read` to `dest` until end of file, leaving out those holding a needle."""
+    with open(read, "rb", buffering=0) as src:
+        pending = b""
+        while chunk := src.read(65536):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if not any(n in line for n in needles):
+                    os.write(dest, line + b"\n")
+        if pending and not any(n in pending for n in needles):
+            os.write(dest, pending)
