@@ -169,3 +169,50 @@ def test_band_fit_and_the_estimate_on_known_pairs():
     est = estimate(100, 80, [True] * 9 + [False])
     assert est["agreement"] == pytest.approx((20 + 80 * 0.9) / 100) and est["ci95"][0] < est["agreement"]
     assert cascade_summary([])["cascade_agreement_est"] is None
+
+
+# ----------------------------------------------------------------------------- as a reward
+def _fake(scores: dict[str, int], p: float = 0.95):
+    """A scripted verifier scoring each trajectory by its instruction's marker `(id)` with P(its answer) = p."""
+    import re
+
+    from adaptrubric_local.dry_run import FakeEngine, pipeline_script
+
+    def script(req):
+        if req.kind != "verify":
+            return pipeline_script(req)
+        tid = re.search(r"\((\w+)\)", req.prompt).group(1)
+        return f"Checked.\nSCORE: {scores[tid]}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+
+    return FakeEngine(script=script, p_score=lambda req, digit: p if digit == "1" else 1 - p)
+
+
+def test_reward_model_with_a_judge_reports_the_live_agreement_and_warns(tmp_path, caplog):
+    from adaptrubric_local.pipeline import PipelineConfig
+    from adaptrubric_local.rewards.model import RewardModel
+
+    recs = []
+    for i in range(10):
+        make_png(tmp_path / f"s{i}.png", seed=i)
+        recs.append({"id": f"r{i}", "instruction": f"Turn on Wi-Fi (r{i}).", "steps": [{"screenshot": f"s{i}.png"}]})
+    truth = {f"r{i}": i % 2 for i in range(10)}
+    wrong = {**truth, "r0": 1, "r2": 1, "r4": 1}  # the student passes three failures
+    rm = RewardModel(engine=_fake(wrong), judge_engine=_fake(truth), data_root=str(tmp_path),
+                     pipeline=PipelineConfig(router="rules", fine=False),
+                     judge={"spot_check": 1.0, "escalate_band": (0.4, 0.6), "warn_below": 0.9, "agreement_window": 6})
+    with caplog.at_level("WARNING", logger="adaptrubric.cascade"):
+        assert rm.rewards(recs) == [float(truth[r["id"]]) for r in recs]  # every one checked: the judge's reward
+    live = rm.stats["cascade"]
+    assert live["trajectories"] == 10 and live["decided_by_judge"] == 10 and live["why"] == {"spot_check": 10}
+    a = live["agreement"]
+    assert (a["n"], a["agree"]) == (6, 5) and a["ci95"][0] < 5 / 6 < a["ci95"][1]  # the window: r4-r9
+    assert a["warning"] is False  # the upper end of 5/6 is above 0.9
+    assert rm.rewards(recs[:5]) == [0.0, 1.0, 0.0, 1.0, 0.0]  # r0, r2, r4 wrong again: 3 of the window's 6
+    a = rm.stats["cascade"]["agreement"]
+    assert (a["n"], a["agree"]) == (6, 3) and a["warning"] is True
+    assert "below warn_below 0.90" in caplog.text
+    rm.close()
+    with pytest.raises(ValueError, match="unknown option"):
+        RewardModel(engine=_fake(truth), judge={"judge_colour": 1})
+    with pytest.raises(ValueError, match="judge needs judge_url"):
+        RewardModel(engine=_fake(truth), judge={"spot_check": 0.1})

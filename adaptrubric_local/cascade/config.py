@@ -9,9 +9,9 @@ Knows nothing about pipelines, verdict lines or scoring.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 from ..engine.teacher import TeacherConfig
 
@@ -49,6 +49,11 @@ class CascadeConfig:
                 "student's confidence): the sample that estimates the student's agreement on this data"})
     spot_check_seed: int = field(default=0, metadata={"help": "seed of the spot-check draw (per id, so --resume "
                                                               "draws the same ones)"})
+    warn_below: float = field(default=0.9, metadata={
+        "help": "warn when the upper end of the spot checks' 95% interval for the student's agreement with the "
+                "judge falls below this (the reward has drifted, or the policy games the student)"})
+    agreement_window: int = field(default=200, metadata={"no_flag": True,
+        "help": "RewardModel and serve: the live agreement is over the last this many spot checks"})
 
     def __post_init__(self):
         if self.judge_url and self.judge_model:
@@ -59,6 +64,9 @@ class CascadeConfig:
             self.escalate_band = check_band(self.escalate_band, "--escalate-band")
         if not 0.0 <= self.spot_check <= 1.0:
             raise ValueError(f"--spot-check must be a fraction in [0, 1], got {self.spot_check}")
+        if not 0.0 <= self.warn_below <= 1.0 or self.agreement_window < 1:
+            raise ValueError(f"warn_below must be in [0, 1] and agreement_window >= 1, got {self.warn_below}, "
+                             f"{self.agreement_window}")
         if self.judge_concurrency < 1 or self.judge_timeout <= 0 or self.judge_max_retries < 0:
             raise ValueError("--judge-concurrency must be >= 1, --judge-timeout > 0 and --judge-max-retries >= 0")
 
@@ -87,7 +95,31 @@ class CascadeConfig:
         return {"judge": {"kind": "url" if self.judge_url else "model", "name": self.judge_name or self.judge_model,
                           "url": self.judge_url, "max_new_tokens": self.judge_max_new_tokens},
                 "band": list(self.band()), "band_file": self.cascade_band, "spot_check": self.spot_check,
-                "spot_check_seed": self.spot_check_seed}
+                "spot_check_seed": self.spot_check_seed, "warn_below": self.warn_below}
+
+
+JUDGE_FIELDS = frozenset(f.name for f in fields(CascadeConfig))
+
+
+def judge_config(judge: Any, engine: Any = None) -> Optional[CascadeConfig]:
+    """RewardModel's `judge` as a CascadeConfig (None: no judge); a mapping's unknown key is an error
+    naming it. With a judge `engine` given, `judge` may be None (the defaults) and names no endpoint."""
+    if judge is None and engine is None:
+        return None
+    if isinstance(judge, CascadeConfig):
+        cfg = judge
+    elif judge is None or isinstance(judge, Mapping):
+        unknown = sorted(set(judge or {}) - JUDGE_FIELDS)
+        if unknown:
+            raise ValueError(f"judge: unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(JUDGE_FIELDS))}")
+        cfg = CascadeConfig(**(judge or {}))
+    else:
+        raise ValueError(f"judge must be a CascadeConfig or a mapping of its fields, got {type(judge).__name__}")
+    if engine is None and not cfg.enabled:
+        raise ValueError("judge needs judge_url with judge_name, judge_model, or judge_engine")
+    if engine is not None and cfg.enabled:
+        raise ValueError("give the judge as judge_engine or as judge_url/judge_model, not both")
+    return cfg
 
 
 def check_band(band, what: str) -> tuple[float, float]:

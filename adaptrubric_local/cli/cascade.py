@@ -22,13 +22,15 @@ FIT_EXAMPLES = """examples:
 """
 
 
-def add_judge_arguments(p: argparse.ArgumentParser) -> None:
-    """The cascade's flags on `score` (cascade/config.py's CascadeConfig, one flag per field)."""
+def add_judge_arguments(p: argparse.ArgumentParser, hide_defaults: bool = False) -> None:
+    """The cascade's flags on `score` and `serve` (cascade/config.py's CascadeConfig, one flag per field;
+    `hide_defaults`: a flag not given leaves a --config file's value)."""
     from ..cascade.config import CascadeConfig
     from ..flags import add_config_arguments
 
     add_config_arguments(p.add_argument_group("judge (a cascade: the judge checks what the student is unsure of; "
-                                              "docs/student-judge.md)"), CascadeConfig)
+                                              "docs/student-judge.md)"), CascadeConfig,
+                         hide_defaults=hide_defaults)
 
 
 def cascade_config(args):
@@ -88,6 +90,11 @@ def score_cascade(args, cfg, ccfg, loaded) -> dict:
     summary["cascade"]["judge_retried_this_run"] = retried
     sidecar(out, "summary").write_text(json.dumps(summary, indent=2) + "\n")
     print(describe(summary["cascade"]), file=sys.stderr)
+    ci = summary["cascade"]["spot_checks"]["ci95"]
+    if ci is not None and ci[1] < ccfg.warn_below:
+        print(f"WARNING: the student agrees with the judge at most {ci[1]:.2f} (95% upper end) on this data's spot "
+              f"checks, below --warn-below {ccfg.warn_below:g}: distil again on this data, or widen the band",
+              file=sys.stderr)
     return summary
 
 
@@ -171,6 +178,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("--target-agreement", type=float, default=0.97,
                    help="least agreement with judge-only scoring (default 0.97)")
     p.add_argument("--max-judge-share", type=float, default=0.5,
-                   help="most of the trajectories the judge may take; beyond half, a cascade saves little (default 0.5)")
+                   help="most of the trajectories the judge may take; beyond half, a cascade saves little "
+                        "(default 0.5)")
     p.add_argument("--out", required=True, help="the band file to write (BAND.json)")
     p.set_defaults(func=cmd_fit)

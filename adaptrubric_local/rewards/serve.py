@@ -9,6 +9,7 @@ the queue before exiting.
 
 Endpoints:
   GET  /health                 {"status", "model", "loaded", "pending", "stats"}
+  GET  /stats                  the RewardModel's stats; with a judge, `cascade`: the live agreement
   POST /score                  {"trajectories": [record | JSON | path, ...]} -> {"verdicts", "rewards"}, one
                                each, in order; every verdict carries its trajectory's id, an error verdict
                                too (an item that names no id: its place, "item 3")
@@ -194,6 +195,11 @@ def build_app(rm: RewardModel, cfg: Optional[ServeConfig] = None):
         b = rm._batcher  # noqa: SLF001
         return {"status": "ok", "model": rm.engine_options.get("model"), "loaded": rm._pipe is not None,  # noqa: SLF001
                 "pending": b.pending if b else 0, "stats": {**rm.stats, **counters}}
+
+    @app.get("/stats")
+    async def stats():
+        """The model's counts and, with a judge, the live agreement (`cascade`)."""
+        return {**rm.stats, **counters}
 
     @app.post("/score")
     async def score(request: Request):
