@@ -216,3 +216,46 @@ def test_reward_model_with_a_judge_reports_the_live_agreement_and_warns(tmp_path
         RewardModel(engine=_fake(truth), judge={"judge_colour": 1})
     with pytest.raises(ValueError, match="judge needs judge_url"):
         RewardModel(engine=_fake(truth), judge={"spot_check": 0.1})
+
+
+def test_the_reward_service_stats_carry_the_live_agreement(tmp_path):
+    pytest.importorskip("fastapi")
+    uvicorn = pytest.importorskip("uvicorn")
+    import threading
+    import time
+    import urllib.request
+
+    from adaptrubric_local.pipeline import PipelineConfig
+    from adaptrubric_local.rewards.model import RewardModel
+    from adaptrubric_local.rewards.serve import build_app
+
+    from conftest import free_port
+
+    recs = []
+    for i in range(4):
+        make_png(tmp_path / f"s{i}.png", seed=i)
+        recs.append({"id": f"r{i}", "instruction": f"Open the app (r{i}).",
+                     "steps": [{"screenshot": str(tmp_path / f"s{i}.png")}]})
+    truth = {f"r{i}": i % 2 for i in range(4)}
+    rm = RewardModel(engine=_fake({**truth, "r0": 1}), judge_engine=_fake(truth), image_roots=[str(tmp_path)],
+                     pipeline=PipelineConfig(router="rules", fine=False), judge={"spot_check": 1.0})
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(build_app(rm), host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.02)
+        base = f"http://127.0.0.1:{port}"
+        req = urllib.request.Request(f"{base}/score", data=json.dumps({"trajectories": recs}).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            body = json.loads(r.read())
+        assert body["rewards"] == [0.0, 1.0, 0.0, 1.0] and [v["decided_by"] for v in body["verdicts"]] == ["judge"] * 4
+        with urllib.request.urlopen(f"{base}/stats", timeout=10) as r:
+            a = json.loads(r.read())["cascade"]["agreement"]
+        assert (a["n"], a["agree"]) == (4, 3) and len(a["ci95"]) == 2
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        rm.close()

@@ -92,7 +92,8 @@ def remote_engine(options: Mapping[str, Any]) -> Engine:
     rc = check_remote(options)
     model = options.get("model")
     if model:  # one request before any record: a wrong URL or served name stops here, naming it
-        check_endpoint(rc.openai_url, model, rc.openai_api_key_env, rc.openai_timeout, what="verifier server")
+        check_endpoint(rc.openai_url, model, rc.openai_api_key_env, rc.openai_timeout, what="verifier server",
+                       reachable_only=True)
     else:
         model = only_model(rc)
     return OpenAIEngine(OpenAIEngineConfig(
@@ -112,17 +113,28 @@ def only_model(rc: RemoteConfig) -> str:
 
 
 def check_endpoint(url: str, name: Optional[str], api_key_env: str = "OPENAI_API_KEY", timeout: float = 30.0,
-                   what: str = "teacher") -> list[str]:
+                   what: str = "teacher", reachable_only: bool = False) -> list[str]:
     """Ask a teacher's or judge's endpoint once (`GET {url}/models`) before any record is sent: a
     ValueError naming the URL when it cannot be reached or does not answer as an OpenAI-compatible
-    server, or when it does not serve `name` (the served names listed); the served names otherwise."""
+    server, or when it does not serve `name` (the served names listed); the served names otherwise.
+    `reachable_only`: only a server that cannot be reached is refused (a router in front of several
+    servers, as verl's, may answer /models with other names or not at all)."""
+    import openai
+
     try:
         names = served_models(url, api_key_env, timeout, retries=0)
-    except Exception as exc:  # openai.APIConnectionError, APIStatusError, a reply that is not a model list
+    except openai.APIStatusError:
+        if reachable_only:
+            return []
+        raise ValueError(f"the {what} at {url} answered GET {url.rstrip('/')}/models with an error: is the URL "
+                         "its /v1 base?") from None
+    except Exception as exc:  # openai.APIConnectionError, APITimeoutError, a reply that is not a model list
+        if reachable_only and not isinstance(exc, openai.APIConnectionError):
+            return []
         why = " ".join(str(exc).split()) or type(exc).__name__
         raise ValueError(f"the {what} at {url} did not answer GET {url.rstrip('/')}/models ({type(exc).__name__}: "
                          f"{why}): is the server running, and is the URL its /v1 base?") from None
-    if name and name not in names:
+    if name and name not in names and not reachable_only:
         raise ValueError(f"the {what} at {url} does not serve {name!r} (it serves: {', '.join(names) or 'nothing'})")
     return names
 
