@@ -259,3 +259,36 @@ def test_the_reward_service_stats_carry_the_live_agreement(tmp_path):
         server.should_exit = True
         thread.join(10)
         rm.close()
+
+
+def test_judge_calls_overlap_the_students_next_batches(tmp_path):
+    import threading
+
+    from adaptrubric_local.cascade.scorer import Cascade
+    from adaptrubric_local.formats import load_trajectories
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+
+    recs = []
+    for i in range(3):
+        make_png(tmp_path / f"s{i}.png", seed=i)
+        recs.append({"id": f"r{i}", "instruction": f"Open it (r{i}).", "steps": [{"screenshot": f"s{i}.png"}]})
+    trajs = load_trajectories(write_jsonl(tmp_path / "d.jsonl", recs)).trajectories
+    second = threading.Event()
+    seen: list[bool] = []
+    student, judge = _fake({"r0": 1, "r1": 1, "r2": 1}), _fake({"r0": 0, "r1": 1, "r2": 1})
+    s_generate, j_generate = student.generate, judge.generate
+
+    def student_generate(requests):
+        if len(student.batches) >= 1:
+            second.set()  # the student's second batch has started
+        return s_generate(requests)
+
+    def judge_generate(requests):
+        seen.append(second.wait(5))  # true only when the student went on while the judge was asked
+        return j_generate(requests)
+
+    student.generate, judge.generate = student_generate, judge_generate
+    cfg = PipelineConfig(router="rules", fine=False, trajectories_per_batch=1)
+    cascade = Cascade(AdaptRubric(student, cfg), AdaptRubric(judge, cfg), (0.0, 1.0))  # every verdict escalates
+    lines = {v.id: v for ready in cascade.iter_ready(trajs) for v in ready}
+    assert seen and all(seen) and lines["r0"].score == 0 and lines["r0"].decided_by == "judge"
