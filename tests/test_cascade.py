@@ -138,6 +138,12 @@ def test_spot_checks_give_the_agreement_and_cascade_fit_says_when_the_target_is_
     fitted = json.loads(band.read_text())
     assert fitted["met"] and fitted["band"] == [0.9, 0.9] and fitted["judge_share"] == pytest.approx(4 / 6)
     assert json.loads(capsys.readouterr().out)["band"] == [0.9, 0.9]
+    ev = tmp_path / "eval"  # eval shows the student and the judge side by side where both answered
+    assert main(["eval", str(path), "--verdicts", str(out), "--out", str(ev), "--no-review", "--quiet"]) == 0
+    side = json.loads((ev / "metrics.json").read_text())["cascade"]
+    assert side["both_answered"] == 5 and side["student_vs_judge"]["agree"] == 4  # t11: the student unparsed
+    assert side["judge_vs_labels"]["agree"] == 5 and side["student_vs_labels"]["agree"] == 4
+    assert "## Student and judge" in (ev / "report.md").read_text()
     out2 = tmp_path / "v2.jsonl"  # score reads the file: now t00 (p 0.9) goes to the judge
     assert _score(path, s, j, out2, "--cascade-band", str(band), "--spot-check", "0") == 0
     lines = _lines(out2)

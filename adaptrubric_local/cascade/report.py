@@ -102,3 +102,37 @@ def describe(c: dict) -> str:
         text += (f"; estimated agreement with judge-only {est['agreement']:.3f} "
                  f"(95% {est['ci95'][0]:.3f}-{est['ci95'][1]:.3f})")
     return text
+
+
+def side_by_side(lines: Iterable[dict]) -> Optional[dict]:
+    """`eval`'s view of a cascade file: its summary, and where both the student and the judge answered
+    (and the line has a 0/1 label), how often each agrees with the label and with the other; None for a
+    file that is not a cascade's."""
+    lines = [d for d in lines if d.get("decided_by")]
+    if not lines:
+        return None
+    both = [d for d in lines if (d.get("student") or {}).get("status") == "ok"
+            and (d.get("judge") or {}).get("status") == "ok" and d.get("label") in (0, 1)]
+
+    def rate(k: int) -> dict:
+        return {"agree": k, "n": len(both), "rate": k / len(both) if both else None, "ci95": wilson(k, len(both))}
+
+    return {"summary": cascade_summary(lines), "both_answered": len(both),
+            "student_vs_labels": rate(sum(d["student"]["score"] == d["label"] for d in both)),
+            "judge_vs_labels": rate(sum(d["judge"]["score"] == d["label"] for d in both)),
+            "student_vs_judge": rate(sum(d["student"]["score"] == d["judge"]["score"] for d in both))}
+
+
+def markdown(side: dict) -> str:
+    """The report.md section of a cascade file."""
+    c = side["summary"]
+    rows = [("student", side["student_vs_labels"]), ("judge", side["judge_vs_labels"]),
+            ("student vs judge", side["student_vs_judge"])]
+    text = ["", "## Student and judge", "", describe(c) + ".", "",
+            f"Where both answered ({side['both_answered']} labelled trajectories):", "",
+            "| | agree | rate | 95% interval |", "|---|---|---|---|"]
+    for name, r in rows:
+        ci = f"{r['ci95'][0]:.3f}-{r['ci95'][1]:.3f}" if r["ci95"] else "-"
+        text.append(f"| {name}{' with the labels' if name != 'student vs judge' else ''} | {r['agree']}/{r['n']} | "
+                    f"{r['rate']:.3f} | {ci} |" if r["rate"] is not None else f"| {name} | 0/0 | - | - |")
+    return "\n".join(text) + "\n"
