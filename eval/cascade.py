@@ -11,8 +11,8 @@ by the real vLLM OpenAI server from .venv-vllm (`--judge-engine vllm`, the defau
 exists) or run in process by the transformers engine (`--judge-engine transformers`). The student is
 the same recipe cut short (fewer epochs, another seed, a teacher `--student-teacher-p` sure), so it
 still writes unparsed and unsure verdicts. The data is `synth --visible-outcome --size 96x192` with
-hard cases: on `--hard` of the trajectories the final screen's outcome banner is mostly covered by a
-grey card, leaving a strip of its colour. Two draws: a fit set (seed 11) on which `cascade-fit` fits
+hard cases: on `--hard` of the trajectories the final banner is only partly its outcome's colour, the
+lower 30-70% the other outcome's. Two draws: a fit set (seed 11) on which `cascade-fit` fits
 the band (`--target-agreement`, `--max-judge-share 0.25`) from the student-only and judge-only verdict
 files, and a test set (seed 12) on which the three are run and compared, all by the command line.
 
@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from adaptrubric_local.audit.report import wilson  # noqa: E402
+from adaptrubric_local.cascade.config import DEFAULT_BAND  # noqa: E402
 from adaptrubric_local.cascade.report import estimate  # noqa: E402
 from adaptrubric_local.cascade.scorer import escalation  # noqa: E402
 from adaptrubric_local.synth import synthesize  # noqa: E402
@@ -77,7 +78,9 @@ def build(out: Path, seed: int, epochs: float, teacher_p: float) -> Path:
 
 
 def draw(out: Path, seed: int, tasks: int, candidates: int, hard: float) -> tuple[Path, int]:
-    """A synth --visible-outcome set whose final banner is mostly covered on `hard` of its trajectories."""
+    """A synth --visible-outcome set with hard cases: on `hard` of its trajectories the final screen's
+    banner is only partly its outcome's colour, the rest (a random 30-70% from the bottom) the other
+    outcome's, so what the screen says is unclear."""
     from PIL import Image, ImageDraw
 
     data = synthesize(out, n_tasks=tasks, candidates=candidates, size=(96, 192), seed=seed, visible_outcome=True)
@@ -91,8 +94,8 @@ def draw(out: Path, seed: int, tasks: int, candidates: int, hard: float) -> tupl
         final = out / r["steps"][-1]["screenshot"]
         im = Image.open(final).convert("RGB")
         w, h = im.size
-        strip = rng.randint(h // 40, h // 8)  # what is left of the banner's colour at the bottom
-        ImageDraw.Draw(im).rectangle([0, h // 20, w, h - strip], fill=(210, 210, 210))
+        other = (200, 40, 40) if r.get("label") == 1 else (40, 170, 70)
+        ImageDraw.Draw(im).rectangle([0, int(h * (1 - rng.uniform(0.3, 0.7))), w, h], fill=other)
         copy = final.with_name(final.stem + "-hard.png")
         im.save(copy)
         r["steps"][-1]["screenshot"] = str(copy.relative_to(out))
@@ -179,6 +182,13 @@ def coverage(s: dict, j: dict, band, fraction: float, repeats: int) -> dict:
             "mean_width": sum(widths) / max(1, len(widths))}
 
 
+def _r(x):
+    """Rounded for printing (a number or a list of them)."""
+    if isinstance(x, list):
+        return [_r(v) for v in x]
+    return round(x, 3) if isinstance(x, float) else x
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                  allow_abbrev=False)
@@ -210,7 +220,7 @@ def main() -> int:
         sets = {name: draw(work / name, seed, args.tasks, args.candidates, args.hard)
                 for name, seed in (("fit", 11), ("test", 12))}
         print(f"data: synth --visible-outcome --size 96x192 --tasks {args.tasks} --candidates {args.candidates}, "
-              f"seeds 11 (fit) and 12 (test); covered banners {sets['fit'][1]} and {sets['test'][1]}", flush=True)
+              f"seeds 11 (fit) and 12 (test); hard cases {sets['fit'][1]} and {sets['test'][1]}", flush=True)
         server = VllmJudge(judge, work / "vllm.log") if engine == "vllm" else None
         try:
             return run(args, work, engine, server, judge, student, sets)
@@ -239,37 +249,47 @@ def run(args, work: Path, engine: str, server, judge: Path, student: Path, sets:
     if p.returncode not in (0, 1):
         raise SystemExit(f"cascade-fit failed:\n{p.stderr[-2000:]}")
     fit = json.loads(band_file.read_text())
-    print(f"band fitted on the fit set: {fit['band']} (target {args.target_agreement:g}, met: {fit['met']}; on the "
-          f"fit set agreement {fit['agreement']}, judge share {fit['judge_share']})"
+    lo, hi = fit["band"]
+    print(f"band fitted on the fit set: [{lo:.3f}, {hi:.3f}] (target {args.target_agreement:g}, met: {fit['met']}; "
+          f"on the fit set agreement {fit['agreement'] or 0:.3f}, judge share {fit['judge_share'] or 0:.3f})"
           + (f"; {fit['why_not']}" if not fit["met"] else ""))
     out = work / "cascade-test.jsonl"
     walls["cascade"] = must(["score", str(sets["test"][0]), "--model", str(student), *cascade_judge, *METHOD,
                              "--cascade-band", str(band_file), "--spot-check", str(args.spot_check), "--out", str(out),
                              "--quiet"])
+    out_d = work / "cascade-default.jsonl"  # the same at the default band (no band file)
+    walls["default"] = must(["score", str(sets["test"][0]), "--model", str(student), *cascade_judge, *METHOD,
+                             "--spot-check", str(args.spot_check), "--out", str(out_d), "--quiet"])
     s, j, c = lines(work / "student-test.jsonl"), lines(work / "judge-test.jsonl"), lines(out)
+    d_lines, d_sum = lines(out_d), json.loads(out_d.with_suffix(".summary.json").read_text())["cascade"]
     summary = json.loads(out.with_suffix(".summary.json").read_text())["cascade"]
     failed = []
-    if set(c) != set(j):
-        failed.append(f"the cascade wrote {len(c)} lines for {len(j)} trajectories")
-    differ = [i for i, d in c.items() if d["decided_by"] == "judge" and d["score"] != j[i].get("score")]
+    for got in (c, d_lines):
+        if set(got) != set(j):
+            failed.append(f"a cascade wrote {len(got)} lines for {len(j)} trajectories")
+    differ = [i for got in (c, d_lines) for i, d in got.items() if d["decided_by"] == "judge"
+              and d["score"] != j[i].get("score")]
     if differ:
         failed.append(f"{len(differ)} judge-decided line(s) differ from judge-only scoring: {differ[:5]}")
     n = len(j)
     jcalls = sum(d["cost_calls"] for d in j.values())
     rows = [("student only", agreement(s, j), 0, 0.0, walls["student-test"]),
             ("judge only", agreement(j, j), n, jcalls, walls["judge-test"]),
-            (f"cascade {fit['band']}", agreement(c, j), summary["sent_to_judge"], summary["judge_calls"],
-             walls["cascade"])]
+            (f"cascade fitted [{lo:.2f}, {hi:.2f}]", agreement(c, j), summary["sent_to_judge"],
+             summary["judge_calls"], walls["cascade"]),
+            (f"cascade default {list(DEFAULT_BAND)}", agreement(d_lines, j), d_sum["sent_to_judge"],
+             d_sum["judge_calls"], walls["default"])]
     print(f"\ntest set, {n} trajectories ({sets['test'][1]} hard); agreement with judge-only scoring:")
-    print(f"{'':<22}{'agreement':>16}{'to judge':>10}{'judge calls':>13}{'wall s':>9}")
+    print(f"{'':<30}{'agreement':>16}{'to judge':>10}{'judge calls':>13}{'wall s':>9}")
     for name, (k, m), sent, calls, wall in rows:
-        print(f"{name:<22}{f'{k}/{m} = {k / max(1, m):.3f}':>16}{sent:>10}{calls:>13.1f}{wall:>9.1f}")
+        print(f"{name:<30}{f'{k}/{m} = {k / max(1, m):.3f}':>16}{sent:>10}{calls:>13.1f}{wall:>9.1f}")
     k, m = rows[2][1]
     share = summary["sent_to_judge"] / max(1, n)
     est = summary["cascade_agreement_est"] or {}
     print(f"cascade: {share:.1%} of trajectories to the judge ({summary['why']}), judge calls "
           f"{summary['judge_calls']:.0f} vs {jcalls:.0f} judge-only ({summary['judge_calls'] / max(1, jcalls):.2f}x); "
-          f"its own estimate {est.get('agreement')} (95% {est.get('ci95')}) from {est.get('n_sample', 0)} spot checks")
+          f"its own estimate {_r(est.get('agreement'))} (95% {_r(est.get('ci95'))}) from {est.get('n_sample', 0)} spot "
+          "checks")
     goal = k / max(1, m) >= args.target_agreement and share <= args.max_judge_share
     print("target met: agreement {:.3f} >= {:g} sending {:.1%} <= {:.0%}".format(k / max(1, m), args.target_agreement,
                                                                                 share, args.max_judge_share)

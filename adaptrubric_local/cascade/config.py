@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional
 from ..engine.teacher import TeacherConfig
 
 # the default band, measured with eval/cascade.py (docs/student-judge.md): p_success in [LO, HI] is unsure
-DEFAULT_BAND = (0.2, 0.8)
+DEFAULT_BAND = (0.1, 0.9)
 BAND_KIND = "adaptrubric-cascade-band"
 
 
@@ -24,12 +24,11 @@ BAND_KIND = "adaptrubric-cascade-band"
 class CascadeConfig:
     """A judge that checks a student's verdicts, and which verdicts it checks."""
 
-    judge_url: Optional[str] = field(default=None, metadata={"common": "judge",
-        "help": "an OpenAI-compatible endpoint serving the judge, e.g. http://judge:8000/v1 (as distill collect's "
-                "--teacher-url): the trajectories the student is unsure of go to it"})
-    judge_name: Optional[str] = field(default=None, metadata={"common": "judge",
+    judge_url: Optional[str] = field(default=None, metadata={
+        "help": "a judge's OpenAI-compatible endpoint: it scores what --model is unsure of (docs/student-judge.md)"})
+    judge_name: Optional[str] = field(default=None, metadata={
         "help": "served model name at --judge-url"})
-    judge_model: Optional[str] = field(default=None, metadata={"common": "judge",
+    judge_model: Optional[str] = field(default=None, metadata={
         "help": "a local Qwen3-VL checkpoint run in this process as the judge (instead of --judge-url)"})
     judge_api_key_env: str = field(default="OPENAI_API_KEY", metadata={
         "help": "environment variable holding the judge endpoint's API key (unset: 'EMPTY')"})
@@ -38,13 +37,13 @@ class CascadeConfig:
     judge_max_retries: int = field(default=3, metadata={"help": "retries per judge call"})
     judge_max_new_tokens: Optional[int] = field(default=None, metadata={
         "help": "the judge's verifier token cap (a thinking judge needs room)", "none": "--verify-max-new-tokens"})
-    escalate_band: Optional[tuple[float, float]] = field(default=None, metadata={"common": "judge", "nargs": 2,
+    escalate_band: Optional[tuple[float, float]] = field(default=None, metadata={"nargs": 2,
         "metavar": ("LO", "HI"), "help": "send a verdict whose p_success is in [LO, HI] to the judge (unparsed, "
                                          "error and EVIDENCE_SUFFICIENT: no always go)",
         "none": f"--cascade-band's file, else {DEFAULT_BAND[0]} {DEFAULT_BAND[1]}"})
-    cascade_band: Optional[str] = field(default=None, metadata={"common": "judge", "metavar": "BAND.json",
+    cascade_band: Optional[str] = field(default=None, metadata={"metavar": "BAND.json",
         "help": "the band file `adaptrubric cascade-fit` wrote (--escalate-band overrides it)"})
-    spot_check: float = field(default=0.05, metadata={"common": "judge",
+    spot_check: float = field(default=0.05, metadata={
         "help": "also send this fraction of trajectories to the judge at random (seeded, independent of the "
                 "student's confidence): the sample that estimates the student's agreement on this data"})
     spot_check_seed: int = field(default=0, metadata={"help": "seed of the spot-check draw (per id, so --resume "
