@@ -144,6 +144,16 @@ def test_spot_checks_give_the_agreement_and_cascade_fit_says_when_the_target_is_
     assert side["both_answered"] == 5 and side["student_vs_judge"]["agree"] == 4  # t11: the student unparsed
     assert side["judge_vs_labels"]["agree"] == 5 and side["student_vs_labels"]["agree"] == 4
     assert "## Student and judge" in (ev / "report.md").read_text()
+    from adaptrubric_local.evaluation.harness import load_verdicts
+    from adaptrubric_local.evaluation.review import Preparer, card
+    from adaptrubric_local.formats import load_trajectories
+
+    trajs = {t.id: t for t in load_trajectories(path).trajectories}
+    cards = {v.id: card(v, trajs[v.id], Preparer()) for v in load_verdicts(out)}  # the review page's cards
+    assert cards["t00"]["decided_by"] == "judge" and cards["t00"]["student"]["score"] == 1
+    assert ("decided by the judge (band, spot_check); the student said SCORE 1 (p_success 0.90), the judge SCORE 0 "
+            "(p_success 0.20)") in cards["t00"]["notes"]
+    assert any("the student said unparsed" in n for n in cards["t11"]["notes"])
     out2 = tmp_path / "v2.jsonl"  # score reads the file: now t00 (p 0.9) goes to the judge
     assert _score(path, s, j, out2, "--cascade-band", str(band), "--spot-check", "0") == 0
     lines = _lines(out2)

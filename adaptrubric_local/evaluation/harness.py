@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from .._version import __version__
+from ..cascade.scorer import CascadeVerdict
 from ..formats import load_trajectories
 from ..fusion import ABLATIONS
 from ..labels import reviewed
@@ -39,7 +40,7 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
         for n, d in json_lines(fh, path):
             if not isinstance(d, dict) or "id" not in d or "status" not in d:
                 raise ValueError(f"{path}: line {n}: not a verdict line (needs 'id' and 'status')")
-            out.append(Verdict.from_dict(d))
+            out.append((CascadeVerdict if "decided_by" in d else Verdict).from_dict(d))  # a cascade's keeps both
     return last_per_id(out)
 
 
