@@ -3,7 +3,8 @@ from the field's metadata, so a field's flag, its config-file key and its `--hel
 place (as transformers' `HfArgumentParser` does for its argument dataclasses).
 
 `add_config_arguments(parser, Config)` adds `--field-name` for every field (booleans get `--x/--no-x`;
-`Optional[int]` fields also take `none`; tuple fields take comma-separated values; list fields are
+`Optional[int]` fields also take `none`; tuple fields take comma-separated values, or
+separate ones with `nargs` metadata; list fields are
 repeatable; a field's metadata may name its `choices` (or a function giving them, called when the flags
 are made), or `no_flag` for a field a program sets rather than a person) and records which flags were
 actually given, so a caller can tell "not given" from "given the default" (`explicit(args)`).
@@ -368,9 +369,11 @@ def add_config_arguments(parser, cls, skip: Iterable[str] = (), defaults: Option
             action = parser.add_argument(flag_name(f.name), dest=f.name, action=RecordAppend, default=used,
                                          metavar=f.metadata.get("metavar", "VALUE"), help=f"{text} {tail}")
         else:
-            convert = _csv if typing.get_origin(kind) is tuple else (none_or(kind) if optional else kind)
+            nargs = f.metadata.get("nargs")  # a fixed-length tuple given as separate values: --band LO HI
+            convert = typing.get_args(kind)[0] if nargs else (
+                _csv if typing.get_origin(kind) is tuple else (none_or(kind) if optional else kind))
             action = parser.add_argument(flag_name(f.name), dest=f.name, type=convert, default=used, action=Record,
-                                         choices=allowed,
+                                         choices=allowed, nargs=nargs,
                                          metavar=None if allowed else f.metadata.get("metavar", f.name.upper()),
                                          help=f"{text} {tail}")
         if f.metadata.get("common"):

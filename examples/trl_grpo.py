@@ -6,6 +6,8 @@ real setup would execute the actions on an emulator and record its screenshots) 
 episodes under the extra key `trajectory`, which TRL passes to `rewards.trl_reward`.
 
     python examples/trl_grpo.py --fake-verifier       # scripted verifier (passes episodes labelled 1): learns
+    python examples/trl_grpo.py --fake-verifier --judge   # a scripted student that is always wrong, checked by
+                                                      # a scripted judge: adaptrubric/judge_agreement 0 in the logs
     python examples/trl_grpo.py                       # tiny RANDOM verifier: its outputs are noise, so every
                                                       # verdict is unparsed (reward None, adaptrubric/unparsed_rate 1.0)
     ADAPTRUBRIC_CONFIG=reward.yaml python examples/trl_grpo.py   # your verifier settings (model, ...)
@@ -78,8 +80,12 @@ def scripted_verifier(trajectories: list[dict]):
     return FakeEngine(script=script)
 
 
-def main(out: str | Path, steps: int = 2, fake_verifier: bool = False, verifier_model: str | None = None) -> dict:
-    """Train `steps` GRPO steps; returns {"log": TRL's log history, "rewards": per-step group rewards}."""
+def main(out: str | Path, steps: int = 2, fake_verifier: bool = False, verifier_model: str | None = None,
+         judge: bool = False) -> dict:
+    """Train `steps` GRPO steps; returns {"log": TRL's log history, "rewards": per-step group rewards,
+    "stats": the reward model's stats}. `judge` (with `fake_verifier`): the scripted verifier is a
+    student that is always wrong, and a scripted judge checks every reward (spot_check 1.0), whose
+    verdict is then the reward."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -93,7 +99,11 @@ def main(out: str | Path, steps: int = 2, fake_verifier: bool = False, verifier_
     by_task: dict[str, list[dict]] = {}
     for t in trajs:
         by_task.setdefault(t["instruction"], []).append(t)
-    if fake_verifier:
+    if fake_verifier and judge:  # the student answers, the judge checks (docs/student-judge.md)
+        wrong = [{**t, "label": 1 - t.get("label", 0)} for t in trajs]  # a student that is always wrong
+        rewards.configure(engine=scripted_verifier(wrong), judge_engine=scripted_verifier(trajs),
+                          judge={"spot_check": 1.0})
+    elif fake_verifier:
         rewards.configure(engine=scripted_verifier(trajs))
     elif verifier_model or not (os.environ.get("ADAPTRUBRIC_CONFIG") or os.environ.get("ADAPTRUBRIC_SERVICE_URL")):
         from adaptrubric_local.dry_run import tokenizer_corpus
@@ -118,7 +128,7 @@ def main(out: str | Path, steps: int = 2, fake_verifier: bool = False, verifier_
                           train_dataset=Dataset.from_dict({"prompt": prompts * 4}),
                           rollout_func=make_rollout_func(by_task))
     trainer.train()
-    return {"log": trainer.state.log_history, "rewards": seen}
+    return {"log": trainer.state.log_history, "rewards": seen, "stats": rewards.reward_model().stats}
 
 
 if __name__ == "__main__":
@@ -127,8 +137,9 @@ if __name__ == "__main__":
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--fake-verifier", action="store_true", help="scripted verifier instead of a model")
     ap.add_argument("--verifier-model", help="Qwen3-VL folder or hub id for the verifier (default: tiny random)")
+    ap.add_argument("--judge", action="store_true", help="with --fake-verifier: a scripted judge checks a student")
     a = ap.parse_args()
-    res = main(a.out or tempfile.mkdtemp(), a.steps, a.fake_verifier, a.verifier_model)
+    res = main(a.out or tempfile.mkdtemp(), a.steps, a.fake_verifier, a.verifier_model, a.judge)
     for row in res["log"]:
         print(json.dumps({k: row[k] for k in row if k in ("step", "loss", "grad_norm", "reward", "reward_std",
                                                            "frac_reward_zero_std") or k.startswith("adaptrubric")}))

@@ -30,3 +30,8 @@ def test_cli_bank_induce_and_refine_need_one_teacher(domain, tmp_path, capsys, m
     assert run(["bank", "refine", str(path), "--out", str(tmp_path / "r"), "--teacher-url", "http://x/v1",
                 "--teacher-name", "t"]) == 2
     assert "--model" in capsys.readouterr().err
+    for cmd in (["induce", str(path), "--out", str(tmp_path / "b.yaml")],
+                ["refine", str(path), "--out", str(tmp_path / "r"), "--model", "m"]):
+        assert run(["bank", *cmd, "--teacher-url", "http://127.0.0.1:9/v1", "--teacher-name", "t"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "http://127.0.0.1:9/v1 did not answer" in err[0], err  # one line, before any record

@@ -227,6 +227,17 @@ def test_cli_needs_exactly_one_teacher(data, tmp_path):
         OpenAIEngineConfig(base_url="127.0.0.1:8000", model="m")
 
 
+def test_cli_an_unreachable_teacher_stops_before_the_first_record_naming_the_url(data, tmp_path, capsys):
+    from adaptrubric_local.cli import run
+
+    out = tmp_path / "x"
+    assert run(["distill", "collect", str(data), "--out", str(out), "--teacher-url", "http://127.0.0.1:9/v1",
+                "--teacher-name", "judge", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "teacher at http://127.0.0.1:9/v1 did not answer" in err[0], err
+    assert not (out / "failures.jsonl").exists()  # no record was tried
+
+
 def test_collect_warns_when_a_split_holds_one_class(tmp_path, capsys):
     from adaptrubric_local.cli import main
 

@@ -163,6 +163,7 @@ def test_serve_takes_the_remote_flags(data, server, monkeypatch):
     (["--openai-url", "http://x/v1", "--votes", "3"], "votes=3 cannot be used with openai_url"),
     (["--openai-url", "http://x/v1", "--ray"], "raise --openai-concurrency"),
     (["--openai-url", "http://x/v1", "--openai-top-logprobs", "30"], "openai_top_logprobs must be in [0, 20]"),
+    (["--openai-url", "http://127.0.0.1:9/v1"], "verifier server at http://127.0.0.1:9/v1 did not answer GET"),
 ])
 def test_bad_remote_settings_fail_before_any_call(data, tmp_path, capsys, flags, message):
     path = data[0]

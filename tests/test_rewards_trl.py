@@ -13,11 +13,12 @@ pytest.importorskip("datasets")
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "trl_grpo.py"
 
 
-def test_grpo_learns_from_own_rollouts(tmp_path):
+@pytest.mark.parametrize("judge", [False, True], ids=["verifier", "student-and-judge"])
+def test_grpo_learns_from_own_rollouts(tmp_path, judge):
     spec = importlib.util.spec_from_file_location("trl_grpo_example", EXAMPLE)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    res = mod.main(tmp_path, steps=2, fake_verifier=True)
+    res = mod.main(tmp_path, steps=2, fake_verifier=True, judge=judge)
     steps = [r for r in res["log"] if "loss" in r]
     assert len(steps) == 2
     for r in steps:
@@ -27,3 +28,13 @@ def test_grpo_learns_from_own_rollouts(tmp_path):
     calls = res["rewards"]
     assert len(calls) == 2 and all(len(c) == 4 for c in calls)  # one group of 4 completions per step
     assert any(len(set(c)) > 1 for c in calls)  # rewards differ within a group
+    if judge:  # every reward checked by the judge: the live agreement in stats() and in TRL's logs
+        live = res["stats"]["cascade"]
+        assert live["trajectories"] == 8 and live["decided_by_judge"] == 8
+        a = live["agreement"]
+        assert (a["n"], a["agree"]) == (8, 0) and a["ci95"][1] < 0.5 and a["warning"]  # the student: always wrong
+        for r in steps:
+            assert r["adaptrubric/judge_agreement"] == 0.0 and r["adaptrubric/judge_share"] == 1.0
+            assert r["adaptrubric/judge_agreement_hi"] < 0.5 and r["adaptrubric/judge_warning"] == 1.0
+    else:
+        assert "cascade" not in res["stats"] and not any("judge" in k for r in steps for k in r)

@@ -181,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .._version import __version__
     from . import audit as cli_audit
     from . import bank as cli_bank
+    from . import cascade as cli_cascade
     from . import distill as cli_distill
     from . import eval as cli_eval
     from . import labels as cli_labels
@@ -226,7 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="bank YAML file")
     p.set_defaults(func=cmd_validate_bank)
 
-    for module in (cli_score, cli_eval, cli_audit, cli_review, cli_labels, cli_distill, cli_serve, cli_bank):
+    for module in (cli_score, cli_eval, cli_audit, cli_review, cli_labels, cli_distill, cli_serve, cli_bank,
+                   cli_cascade):
         module.add_subcommands(sub)
     for command in ap.commands():  # every command takes --plugins, declared once
         add_plugins_option(command)

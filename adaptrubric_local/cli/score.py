@@ -41,7 +41,12 @@ def _score(args) -> int:
 
     loaded, subset = pick_subset(load_trajectories(args.data, fmt=args.format, image_roots=args.image_root),
                                  args.ids, args.limit)
-    if args.ray:
+    from .cascade import cascade_config, score_cascade
+
+    ccfg = cascade_config(args)
+    if ccfg is not None:  # a judge checks the student (cli/cascade.py)
+        summary = score_cascade(args, cfg, ccfg, loaded)
+    elif args.ray:
         summary = score_with_ray(args, cfg, loaded)
     else:
         summary = score_with_model(args, args.out, cfg, resume=args.resume, retry_errors=args.retry_errors,
@@ -298,6 +303,9 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
     common(p.add_argument("--limit", type=int, metavar="N",
                           help="score only the first N trajectories that load (after --ids)"), "data")
     add_scoring_options(p)
+    from .cascade import add_judge_arguments
+
+    add_judge_arguments(p)
 
 
 def add_subcommands(sub) -> None:

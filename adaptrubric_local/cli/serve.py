@@ -60,6 +60,7 @@ SERVE_DEFAULTS = {"max_pending": 1024}  # a service bounds its queue (503 beyond
 
 
 def cmd_serve(args) -> int:
+    from ..cascade.config import CascadeConfig
     from ..engine.build import EngineChoice
     from ..engine.hf_config import HFEngineConfig
     from ..engine.remote import RemoteConfig
@@ -74,7 +75,7 @@ def cmd_serve(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     opts = {**SERVE_DEFAULTS, **(load_options(args.config) if args.config else {})}
     for cls, skip in ((RewardConfig, CLIENT_ONLY), (PipelineConfig, ()), (EngineChoice, ()), (HFEngineConfig, ()),
-                      (VLLMConfig, ()), (RemoteConfig, ())):
+                      (VLLMConfig, ()), (RemoteConfig, ()), (CascadeConfig, ())):
         opts.update(config_kwargs(args, cls, skip=skip, only_given=True))
     if "trajectories_per_batch" not in opts and opts.get("max_batch_size"):  # as every command derives it
         opts["trajectories_per_batch"] = max(4 * opts["max_batch_size"], 8)
@@ -115,6 +116,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          hide_defaults=True)
     add_model_options(p, serve=True)
     add_remote_options(p)
+    from .cascade import add_judge_arguments
+
+    add_judge_arguments(p, hide_defaults=True)  # /stats then holds the live agreement
     p.set_defaults(func=cmd_serve)
 
 

@@ -87,7 +87,12 @@ def remote_engine(options: Mapping[str, Any]) -> Engine:
     from .openai_engine import OpenAIEngine, OpenAIEngineConfig
 
     rc = check_remote(options)
-    model = options.get("model") or only_model(rc)
+    model = options.get("model")
+    if model:  # one request before any record: a wrong URL or served name stops here, naming it
+        check_endpoint(rc.openai_url, model, rc.openai_api_key_env, rc.openai_timeout, what="verifier server",
+                       reachable_only=True)
+    else:
+        model = only_model(rc)
     return OpenAIEngine(OpenAIEngineConfig(
         base_url=rc.openai_url, model=model, api_key_env=rc.openai_api_key_env, timeout=rc.openai_timeout,
         max_retries=rc.openai_max_retries, concurrency=rc.openai_concurrency,
@@ -104,14 +109,42 @@ def only_model(rc: RemoteConfig) -> str:
     return names[0]
 
 
-def served_models(openai_url: str, api_key_env: str = "OPENAI_API_KEY", timeout: float = 30.0) -> list[str]:
+def check_endpoint(url: str, name: Optional[str], api_key_env: str = "OPENAI_API_KEY", timeout: float = 30.0,
+                   what: str = "teacher", reachable_only: bool = False) -> list[str]:
+    """Ask a teacher's or judge's endpoint once (`GET {url}/models`) before any record is sent: a
+    ValueError naming the URL when it cannot be reached or does not answer as an OpenAI-compatible
+    server, or when it does not serve `name` (the served names listed); the served names otherwise.
+    `reachable_only`: only a server that cannot be reached is refused (a router in front of several
+    servers, as verl's, may answer /models with other names or not at all)."""
+    import openai
+
+    try:
+        names = served_models(url, api_key_env, timeout, retries=0)
+    except openai.APIStatusError:
+        if reachable_only:
+            return []
+        raise ValueError(f"the {what} at {url} answered GET {url.rstrip('/')}/models with an error: is the URL "
+                         "its /v1 base?") from None
+    except Exception as exc:  # openai.APIConnectionError, APITimeoutError, a reply that is not a model list
+        if reachable_only and not isinstance(exc, openai.APIConnectionError):
+            return []
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(f"the {what} at {url} did not answer GET {url.rstrip('/')}/models ({type(exc).__name__}: "
+                         f"{why}): is the server running, and is the URL its /v1 base?") from None
+    if name and name not in names and not reachable_only:
+        raise ValueError(f"the {what} at {url} does not serve {name!r} (it serves: {', '.join(names) or 'nothing'})")
+    return names
+
+
+def served_models(openai_url: str, api_key_env: str = "OPENAI_API_KEY", timeout: float = 30.0,
+                  retries: int = 2) -> list[str]:
     """The model names a server serves (`GET {openai_url}/models`)."""
     import openai
 
     from .openai_engine import api_key_from_env
 
     with openai.OpenAI(base_url=openai_url, api_key=api_key_from_env(api_key_env), timeout=min(timeout, 60.0),
-                       max_retries=2) as client:
+                       max_retries=retries) as client:
         return [m.id for m in client.models.list()]
 
 

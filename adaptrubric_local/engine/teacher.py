@@ -64,14 +64,26 @@ class TeacherConfig:
         return {"resized": True, "max_visual_tokens": self.teacher_max_visual_tokens,
                 "max_pixels": self.teacher_max_pixels}
 
-    def build(self) -> Engine:
-        """The teacher engine (exactly one of a local model or an endpoint must be set)."""
+    def check(self, what: str = "teacher") -> None:
+        """An endpoint teacher's one request before any record (engine/remote.py's `check_endpoint`): a
+        ValueError naming the URL when it is unreachable or does not serve `teacher_name`."""
+        if self.teacher_url:
+            from .remote import check_endpoint
+
+            check_endpoint(self.teacher_url, self.teacher_name, self.api_key_env, self.timeout, what=what)
+
+    def build(self, check: bool = True, what: str = "teacher") -> Engine:
+        """The teacher engine (exactly one of a local model or an endpoint must be set); an endpoint is
+        asked once first (`check`), so a wrong URL or name stops the command before its first record
+        (the message calls it `what`: the teacher, the judge)."""
         if bool(self.teacher_model) == bool(self.teacher_url):
             raise ValueError("give exactly one teacher: --teacher-model M, or --teacher-url URL with --teacher-name "
                              "NAME")
         if self.teacher_url:
             from .openai_engine import OpenAIEngine, OpenAIEngineConfig
 
+            if check:
+                self.check(what)
             return OpenAIEngine(OpenAIEngineConfig(
                 base_url=self.teacher_url, model=self.teacher_name, api_key_env=self.api_key_env,
                 timeout=self.timeout, max_retries=self.max_retries, concurrency=self.concurrency,

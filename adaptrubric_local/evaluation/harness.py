@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from .._version import __version__
+from ..cascade.scorer import CascadeVerdict
 from ..formats import load_trajectories
 from ..fusion import ABLATIONS
 from ..labels import reviewed
@@ -39,7 +40,7 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
         for n, d in json_lines(fh, path):
             if not isinstance(d, dict) or "id" not in d or "status" not in d:
                 raise ValueError(f"{path}: line {n}: not a verdict line (needs 'id' and 'status')")
-            out.append(Verdict.from_dict(d))
+            out.append((CascadeVerdict if "decided_by" in d else Verdict).from_dict(d))  # a cascade's keeps both
     return last_per_id(out)
 
 
@@ -157,6 +158,13 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
     already loaded, to avoid reading it again."""
     out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
     m["efficiency"] = M.efficiency(C.covered(verdicts), _summary(Path(verdicts_path)))
+    from ..cascade.report import markdown as cascade_markdown
+    from ..cascade.report import side_by_side
+    from ..scoring import read_last_lines
+
+    both = side_by_side(read_last_lines(Path(verdicts_path)).values())  # a cascade's: student and judge
+    if both:
+        m["cascade"] = both
     if review:
         write_review_page(out, verdicts, loaded, m, title, progress, reviewed=reviewed(labels))
         m["review"] = "review.html"
@@ -166,7 +174,8 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
     R.plot_per_platform(m["per_platform"], out / "per_platform.png",
                         f"Per-platform metrics (unparsed/errors/missing as predicted failures): {title}")
     R.plot_reliability(list(m["probability"].items()), out / "calibration.png", f"Reliability of p_success: {title}")
-    (out / "report.md").write_text(R.metrics_markdown(m, m["run"], coverage_notes(m)))
+    (out / "report.md").write_text(R.metrics_markdown(m, m["run"], coverage_notes(m))
+                                   + (cascade_markdown(both) if both else ""))
     return m
 
 

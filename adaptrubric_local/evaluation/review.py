@@ -121,6 +121,26 @@ def _frames(traj: Trajectory, prepared) -> tuple[list[dict], list[dict]]:
     return selected, left
 
 
+def _said(d: Optional[dict]) -> str:
+    if not d:
+        return "nothing"
+    if d.get("status") != "ok":
+        return d.get("status") or "nothing"
+    p = d.get("p_success")
+    return f"SCORE {d.get('score')}" + (f" (p_success {p:.2f})" if isinstance(p, (int, float)) else "")
+
+
+def cascade_note(v) -> str:
+    """Who decided a cascade's line, why it went to the judge, and what each of the two said."""
+    why = ", ".join(v.escalated) if v.escalated else "not sent to the judge"
+    text = f"decided by the {v.decided_by} ({why})"
+    if v.escalated:
+        text += f"; the student said {_said(v.student)}, the judge {_said(v.judge)}"
+    if v.judge_error:
+        text += f"; the judge failed: {v.judge_error}"
+    return text
+
+
 def card(v: Verdict, traj: Optional[Trajectory], preparer: Preparer) -> dict:
     """One card as plain JSON-ready data (paths absolute; the page writer turns them into links)."""
     c = {"id": str(v.id), "instruction": traj.instruction if traj else None,
@@ -137,6 +157,9 @@ def card(v: Verdict, traj: Optional[Trajectory], preparer: Preparer) -> dict:
          "answer": traj.answer if traj else None, "source": traj.source if traj else None}
     if v.raw and SAMPLE_SEPARATOR in v.raw:
         c["notes"].append("majority vote over sampled outputs: no single block is highlighted")
+    if getattr(v, "decided_by", None):  # a cascade's line: the student's and the judge's verdicts side by side
+        c.update(decided_by=v.decided_by, student=v.student, judge=v.judge)
+        c["notes"].append(cascade_note(v))
     if traj is None:
         c["notes"].append("this id is not in the data set: no instruction or screenshots to show")
         return c

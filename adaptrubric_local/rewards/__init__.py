@@ -65,6 +65,19 @@ def _rates(verdicts: Sequence[Verdict]) -> dict[str, float]:
             "error_rate": sum(v.status == "error" for v in verdicts) / n}
 
 
+def _judge_metrics(rm: RewardModel) -> dict[str, float]:
+    """With a judge (RewardModel(judge=...)): the live agreement over the window and its 95% interval,
+    the share sent to the judge, and 1.0 while the warning holds; {} without a judge or a spot check yet."""
+    live = rm.cascade_stats()
+    if not live:
+        return {}
+    a = live["agreement"]
+    out = {"judge_share": live["judge_share"], "judge_agreement": a["rate"], "judge_warning": float(a["warning"])}
+    if a["ci95"]:
+        out.update(judge_agreement_lo=a["ci95"][0], judge_agreement_hi=a["ci95"][1])
+    return {k: float(v) for k, v in out.items() if v is not None}
+
+
 # ----------------------------------------------------------------------------- TRL
 def _env_trajectory(env: Any) -> Any:
     t = getattr(env, "trajectory", None)
@@ -78,7 +91,9 @@ def trl_reward(prompts: Optional[Sequence[Any]] = None, completions: Optional[Se
                log_metric: Any = None, **kwargs) -> list[Optional[float]]:
     """TRL reward function: one reward per completion, from the rollout's own trajectory (the
     `trajectory` key returned by `rollout_func`, or each environment's `trajectory`). Unparsed or
-    failed verdicts give None; their rates are logged as `adaptrubric/unparsed_rate`, `.../error_rate`.
+    failed verdicts give None; their rates are logged as `adaptrubric/unparsed_rate`, `.../error_rate`;
+    with a judge, also `.../judge_agreement` (with `_lo`, `_hi`: its 95% interval), `.../judge_share`
+    and `.../judge_warning`.
 
     Examples:
         >>> import tempfile
@@ -105,7 +120,7 @@ def trl_reward(prompts: Optional[Sequence[Any]] = None, completions: Optional[Se
     rm = reward_model()
     verdicts = rm.score(list(trajectory))
     if log_metric is not None:
-        for k, v in _rates(verdicts).items():
+        for k, v in {**_rates(verdicts), **_judge_metrics(rm)}.items():
             log_metric(f"{METRIC_PREFIX}/{k}", v)
     return [rm.value(v) for v in verdicts]
 
@@ -121,9 +136,12 @@ def _verl_traj(extra_info: Any) -> Any:
 
 def _verl_result(rm: RewardModel, v: Verdict) -> dict:
     # the same keys every time: verl gathers each key into a list as long as the batch
-    return {"score": rm.number(v), "unparsed": float(v.status == "unparsed"), "error": float(v.status == "error"),
-            "p_success": v.p_success, "category": v.category, "status": v.status,
-            "detail": v.error or v.parse_error}
+    out = {"score": rm.number(v), "unparsed": float(v.status == "unparsed"), "error": float(v.status == "error"),
+           "p_success": v.p_success, "category": v.category, "status": v.status,
+           "detail": v.error or v.parse_error}
+    if rm.judge_config is not None:  # a process with a judge adds it to every call's keys
+        out["decided_by_judge"] = float(getattr(v, "decided_by", None) == "judge")
+    return out
 
 
 def _served_name(tokenizer: Any) -> Optional[str]:
@@ -213,8 +231,12 @@ async def compute_score_async(data_source: Any = None, solution_str: Any = None,
 def _openrlhf_logs(verdicts: Sequence[Verdict]):
     import torch
 
-    return {f"{METRIC_PREFIX}_unparsed": torch.tensor([float(v.status == "unparsed") for v in verdicts]),
+    logs = {f"{METRIC_PREFIX}_unparsed": torch.tensor([float(v.status == "unparsed") for v in verdicts]),
             f"{METRIC_PREFIX}_error": torch.tensor([float(v.status == "error") for v in verdicts])}
+    if any(hasattr(v, "decided_by") for v in verdicts):  # a judge checks the verifier (RewardModel(judge=...))
+        logs[f"{METRIC_PREFIX}_decided_by_judge"] = torch.tensor(
+            [float(getattr(v, "decided_by", None) == "judge") for v in verdicts])
+    return logs
 
 
 def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any]) -> dict:

@@ -101,6 +101,11 @@ class RewardModel:
         max_pending: The most trajectories waiting to be scored, more being refused; None: no limit.
         engine_factory: Called once, on first use, to make the engine (instead of building it from
             the options above).
+        judge: A judge that checks this verifier (the student): a CascadeConfig or a mapping of its
+            fields (judge_url + judge_name or judge_model, escalate_band, cascade_band, spot_check,
+            warn_below, ...; docs/student-judge.md). Escalated and spot-checked trajectories are scored
+            by the judge, whose verdict becomes the reward; `stats["cascade"]` holds the live agreement.
+        judge_engine: The judge's engine as an instance (instead of judge_url/judge_model).
     """
 
     def __init__(self, model: Optional[str] = None, *, engine: str | Engine | None = "transformers",
@@ -117,7 +122,8 @@ class RewardModel:
                  service_url: Optional[str] = None, service_timeout: float = 600.0, inline_images: bool = False,
                  api_key_env: str = "ADAPTRUBRIC_API_KEY", max_image_pixels: int = DEFAULT_MAX_PIXELS,
                  batch_window_ms: float = 50.0, max_batch_trajectories: int = 32, max_pending: Optional[int] = None,
-                 engine_factory: Optional[Callable[[], Engine]] = None):
+                 engine_factory: Optional[Callable[[], Engine]] = None, judge: Any = None,
+                 judge_engine: Optional[Engine] = None):
         self.config = RewardConfig(
             reward=reward, unparsed_reward=unparsed_reward, calibration=calibration, data_root=data_root,
             image_roots=list(image_roots), service_url=service_url, service_timeout=service_timeout,
@@ -130,6 +136,9 @@ class RewardModel:
         if self.engine_options.get("openai_url") and self.config.service_url:
             raise ValueError("give one of service_url (an `adaptrubric serve`) and openai_url (a model server)")
         self._engine, self._factory = instance, engine_factory
+        from ..cascade.config import judge_config
+
+        self.judge_config, self._judge_engine, self._live = judge_config(judge, judge_engine), judge_engine, None
         self._pipe: Optional[AdaptRubric] = None
         self._batcher: Optional[Batcher] = None
         self._load_lock = threading.Lock()
@@ -151,8 +160,16 @@ class RewardModel:
         an unknown key is a ValueError naming it and `where`. `overrides` (keyword arguments of the
         constructor, e.g. `engine=FakeEngine()`, which leaves the mapping's engine options out) win over
         the mapping."""
+        from ..cascade.config import JUDGE_FIELDS
+
         options = dict(options)
-        ctor = {k: options.pop(k) for k in ("pipeline", "engine_config", "engine_factory") if k in options}
+        ctor = {k: options.pop(k) for k in ("pipeline", "engine_config", "engine_factory", "judge", "judge_engine")
+                if k in options}
+        judge = {k: options.pop(k) for k in list(options) if k in JUDGE_FIELDS}  # a reward.yaml's judge keys
+        if judge:
+            base = ctor.get("judge")
+            base = dataclasses.asdict(base) if dataclasses.is_dataclass(base) else dict(base or {})
+            ctor["judge"] = {**base, **judge}
         reward_kw, pipe_kw, engine_kw = split_options(options, where=where)
         model, engine = engine_kw.pop("model", None), engine_kw.pop("engine", None)
         given = overrides.get("engine", engine)
@@ -188,7 +205,13 @@ class RewardModel:
                     engine = self._build_engine()
                     self.loads += 1
                     pipe = AdaptRubric(engine, self.pipeline_config)
-                    self._batcher = Batcher(lambda ts: self._calibrated(pipe.score(ts)),
+                    score = pipe.score
+                    if self.judge_config is not None:  # the student answers, the judge checks (cascade/live.py)
+                        from ..cascade.live import LiveCascade
+
+                        self._live = LiveCascade.build(pipe, self.judge_config, self._judge_engine)
+                        score = self._live.score
+                    self._batcher = Batcher(lambda ts: self._calibrated(score(ts)),
                                             max_batch=self.config.max_batch_trajectories,
                                             window_s=self.config.batch_window_ms / 1000,
                                             max_pending=self.config.max_pending)
@@ -306,7 +329,13 @@ class RewardModel:
                 except RuntimeError:
                     time.sleep(0.001)
             out["batches"] = len(self._batcher.batches) if self._batcher else 0
+        if self._live is not None:
+            out["cascade"] = self._live.stats()
         return out
+
+    def cascade_stats(self) -> Optional[dict[str, Any]]:
+        """The judge's live figures (cascade/live.py), or None without a judge or before the first call."""
+        return self._live.stats() if self._live is not None else None
 
     def close(self) -> None:
         """Finish queued work, stop the scoring thread, release the engine."""
@@ -314,6 +343,8 @@ class RewardModel:
             self._batcher.close()
         if self._pipe is not None and self._pipe.engine is not None and self._engine is None:
             self._pipe.engine.close()
+        if self._live is not None and self._judge_engine is None:
+            self._live.close()
 
     def __enter__(self) -> RewardModel:
         return self

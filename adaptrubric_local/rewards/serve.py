@@ -9,6 +9,7 @@ the queue before exiting.
 
 Endpoints:
   GET  /health                 {"status", "model", "loaded", "pending", "stats"}
+  GET  /stats                  the RewardModel's stats; with a judge, `cascade`: the live agreement
   POST /score                  {"trajectories": [record | JSON | path, ...]} -> {"verdicts", "rewards"}, one
                                each, in order; every verdict carries its trajectory's id, an error verdict
                                too (an item that names no id: its place, "item 3")
@@ -193,6 +194,11 @@ def build_app(rm: RewardModel, cfg: Optional[ServeConfig] = None):
     async def health():
         return {"status": "ok", "model": rm.engine_options.get("model"), "loaded": rm.loaded,
                 "pending": rm.pending, "stats": {**rm.stats, **counters}}
+
+    @app.get("/stats")
+    async def stats():
+        """The model's counts and, with a judge, the live agreement (`cascade`)."""
+        return {**rm.stats, **counters}
 
     @app.post("/score")
     async def score(request: Request):

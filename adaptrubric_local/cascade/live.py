@@ -1,0 +1,97 @@
+"""The cascade as a reward (RewardModel(judge=...), `adaptrubric serve`): each call's verdicts go
+through the student, the escalated ones through the judge, and the spot checks feed a sliding window
+of the student's agreement with the judge on the rollouts being scored now, with its 95% interval and
+a warning when the interval's upper end falls below `warn_below` (the reward has drifted from the
+judge, or the policy has found where the student is wrong).
+
+Only spot checks that nothing else sent count in the window (a random sample of the verdicts the
+student decides, so the figure is the student-decided reward's agreement). Knows nothing about RL
+frameworks or HTTP.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter, deque
+from typing import Optional
+
+from ..audit.report import wilson
+from ..engine.base import Engine
+from ..pipeline import AdaptRubric
+from ..types import Trajectory
+from .config import CascadeConfig
+from .scorer import Cascade, CascadeVerdict
+
+log = logging.getLogger("adaptrubric.cascade")
+
+
+class LiveCascade:
+    """A student pipeline with a judge, scoring calls in order and keeping the live agreement."""
+
+    def __init__(self, student: AdaptRubric, judge_engine: Engine, cfg: CascadeConfig):
+        self.cfg = cfg
+        self.cascade = Cascade(student, AdaptRubric(judge_engine, student.config), cfg.band(), cfg.spot_check,
+                               cfg.spot_check_seed)
+        self.window: deque[bool] = deque(maxlen=cfg.agreement_window)
+        self.counts: Counter = Counter()
+        self.lock = threading.Lock()
+        self.warned = False
+
+    @classmethod
+    def build(cls, student: AdaptRubric, cfg: CascadeConfig, engine: Optional[Engine] = None) -> "LiveCascade":
+        """With `engine` the judge's engine as given; else built from `cfg` (an endpoint asked once first)."""
+        judge = engine if engine is not None else cfg.teacher(student.config.verify_max_new_tokens).build(
+            what="judge")
+        return cls(student, judge, cfg)
+
+    def score(self, trajs: list[Trajectory]) -> list[CascadeVerdict]:
+        """One cascade line per trajectory, in order."""
+        by_id: dict[str, CascadeVerdict] = {}
+        for ready in self.cascade.iter_ready(trajs):
+            for v in ready:
+                by_id[str(v.id)] = v
+        out = [by_id[str(t.id)] for t in trajs]
+        self._count(out)
+        return out
+
+    def _count(self, lines: list[CascadeVerdict]) -> None:
+        with self.lock:
+            for v in lines:
+                self.counts["trajectories"] += 1
+                self.counts[f"decided_by_{v.decided_by}"] += 1
+                self.counts["sent_to_judge"] += bool(v.escalated)
+                self.counts["judge_failed"] += bool(v.judge_error)
+                for why in v.escalated:
+                    self.counts[f"why_{why}"] += 1
+                if v.escalated == ["spot_check"] and v.judge and v.judge.get("status") == "ok":
+                    s = v.student or {}
+                    self.window.append(s.get("status") == "ok" and s.get("score") == v.judge.get("score"))
+            self._warn()
+
+    def _warn(self) -> None:
+        ci = wilson(sum(self.window), len(self.window))
+        low = ci is not None and ci[1] < self.cfg.warn_below
+        if low and not self.warned:
+            log.warning("the student's live agreement with the judge is %d/%d (95%% interval %.2f-%.2f), below "
+                        "warn_below %.2f: the reward has drifted from the judge or is being gamed",
+                        sum(self.window), len(self.window), ci[0], ci[1], self.cfg.warn_below)
+        self.warned = low
+
+    def stats(self) -> dict:
+        """The live figures: counts, the window's agreement and interval, and whether to worry."""
+        with self.lock:
+            k, n = sum(self.window), len(self.window)
+            c = dict(self.counts)
+        ci = wilson(k, n)
+        return {"trajectories": c.get("trajectories", 0), "decided_by_judge": c.get("decided_by_judge", 0),
+                "sent_to_judge": c.get("sent_to_judge", 0), "judge_failed": c.get("judge_failed", 0),
+                "why": {k[4:]: v for k, v in c.items() if k.startswith("why_")},
+                "judge_share": c.get("sent_to_judge", 0) / c["trajectories"] if c.get("trajectories") else None,
+                "agreement": {"window": self.cfg.agreement_window, "n": n, "agree": k,
+                              "rate": k / n if n else None, "ci95": ci, "warn_below": self.cfg.warn_below,
+                              "warning": bool(ci is not None and ci[1] < self.cfg.warn_below)},
+                "band": list(self.cascade.band), "spot_check": self.cfg.spot_check}
+
+    def close(self) -> None:
+        if self.cascade.judge.engine is not None:
+            self.cascade.judge.engine.close()

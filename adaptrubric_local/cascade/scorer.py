@@ -1,0 +1,163 @@
+"""The student answers, the judge checks: a scorer that runs the student's pipeline over every
+trajectory and sends to a judge's pipeline (the same method: router, cues, fused prompt, selected
+screenshots) the ones the student is unsure of, plus a seeded random sample (the spot checks).
+
+A verdict goes to the judge when it is an error or unparsed, says EVIDENCE_SUFFICIENT: no, or has
+p_success inside the band; and, independently of all that, when the id is drawn for a spot check.
+The judge's answer becomes the line's verdict (`decided_by: judge`) with the student's beside it
+(`student`); a judge that fails (an error, a timeout, an unparsable answer, an exception) leaves the
+student's verdict standing (`decided_by: student`, `judge_error` saying why), so no line is lost.
+Judge calls run on a worker thread while the student goes on with its next batches. Knows nothing
+about files, flags or summaries.
+"""
+from __future__ import annotations
+
+import hashlib
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Iterator, Optional
+
+from ..pipeline import AdaptRubric
+from ..types import Trajectory, Verdict
+
+REASONS = ("error", "unparsed", "evidence_insufficient", "band", "spot_check")
+COMPACT = ("status", "score", "p_success", "evidence_sufficient", "model", "parse_error", "error", "cost_calls",
+           "cost_tokens")
+
+
+@dataclass(frozen=True)
+class CascadeVerdict(Verdict):
+    """A verdict line of a cascade: who decided, why it went to the judge, and both verdicts."""
+
+    decided_by: str = "student"  # "student" | "judge"
+    escalated: list[str] = field(default_factory=list)  # REASONS that sent it to the judge; [] when none
+    student: Optional[dict[str, Any]] = None  # the student's verdict, on a line the judge was asked about
+    judge: Optional[dict[str, Any]] = None  # the judge's verdict (or its failure), when it was asked
+    judge_error: Optional[str] = None  # why the judge gave no verdict: the student's stands
+
+
+def compact(v: Verdict) -> dict[str, Any]:
+    """The fields of a verdict kept beside the other's on a cascade line."""
+    return {k: getattr(v, k) for k in COMPACT}
+
+
+def spot_drawn(seed: int, traj_id: str, fraction: float) -> bool:
+    """Whether `traj_id` is in the spot-check sample: a uniform draw from a hash of (seed, id), so it
+    does not depend on the verdict and a resumed run draws the same ids."""
+    if fraction <= 0:
+        return False
+    u = int.from_bytes(hashlib.sha256(f"{seed}\0{traj_id}".encode()).digest()[:8], "big") / 2 ** 64
+    return u < fraction
+
+
+def escalation(v: Verdict, band: tuple[float, float], spot_check: float = 0.0, seed: int = 0) -> list[str]:
+    """Why the student's verdict `v` goes to the judge (REASONS, in that order); [] when it stands."""
+    why = []
+    if v.status in ("error", "unparsed"):
+        why.append(v.status)
+    else:
+        if v.evidence_sufficient is False:
+            why.append("evidence_insufficient")
+        if v.p_success is not None and band[0] <= v.p_success <= band[1]:
+            why.append("band")
+    if spot_drawn(seed, str(v.id), spot_check):
+        why.append("spot_check")
+    return why
+
+
+def merge(s: Verdict, why: list[str], j: Optional[Verdict] = None, failure: Optional[str] = None) -> CascadeVerdict:
+    """The line for the student's verdict `s`: as it stands (`why` empty), the judge's `j` (answered),
+    or the student's with the judge's failure (`failure`, or `j` that is not ok)."""
+    if not why:
+        return CascadeVerdict(**asdict(s))
+    if j is not None and j.status == "ok" and failure is None:
+        d = asdict(j)
+        d.update(cost_calls=s.cost_calls + j.cost_calls, cost_tokens=s.cost_tokens + j.cost_tokens)
+        return CascadeVerdict(**d, decided_by="judge", escalated=list(why), student=compact(s), judge=compact(j))
+    if failure is None:
+        failure = (f"unparsed: {j.parse_error or 'no verdict block'}" if j.status == "unparsed"
+                   else f"error: {j.error}")
+    d = asdict(s)
+    if j is not None:
+        d.update(cost_calls=s.cost_calls + j.cost_calls, cost_tokens=s.cost_tokens + j.cost_tokens)
+    return CascadeVerdict(**d, decided_by="student", escalated=list(why), student=compact(s),
+                          judge=compact(j) if j is not None else None, judge_error=failure)
+
+
+def student_of(line: dict) -> Verdict:
+    """The student's verdict on a line whose judge failed (its own fields are the student's)."""
+    return Verdict.from_dict(line)
+
+
+class Cascade:
+    """A Scorer (scoring.score_with) made of a student pipeline and a judge pipeline."""
+
+    def __init__(self, student: AdaptRubric, judge: AdaptRubric, band: tuple[float, float], spot_check: float = 0.0,
+                 seed: int = 0):
+        self.student, self.judge = student, judge
+        self.band, self.spot_check, self.seed = band, spot_check, seed
+
+    @property
+    def on_stage(self):
+        return self.student.on_stage
+
+    @on_stage.setter
+    def on_stage(self, fn) -> None:
+        self.student.on_stage = fn
+
+    def escalation(self, v: Verdict) -> list[str]:
+        return escalation(v, self.band, self.spot_check, self.seed)
+
+    def ask_judge(self, items: list[tuple[Trajectory, Verdict, list[str]]]) -> list[CascadeVerdict]:
+        """The lines for student verdicts sent to the judge; never raises (a failed call is each
+        line's `judge_error`)."""
+        try:
+            answers = {str(j.id): j for j in self.judge.score([t for t, _, _ in items])}
+        except Exception as exc:  # the judge's engine crashed or the server went away mid-call
+            failure = f"error: {type(exc).__name__}: {exc}"
+            return [merge(s, why, failure=failure) for _, s, why in items]
+        return [merge(s, why, answers.get(str(t.id)), None if str(t.id) in answers else "error: no judge verdict")
+                for t, s, why in items]
+
+    def iter_ready(self, trajs: Iterable[Trajectory]) -> Iterator[list[CascadeVerdict]]:
+        """Lines as they become ready: a student batch's confident verdicts at once, the escalated ones
+        when the judge answers (judge calls overlap the student's next batches)."""
+        trajs = list(trajs)
+        by_id = {str(t.id): t for t in trajs}
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
+        pending: list[Future] = []
+        try:
+            for ready in self.student.iter_ready(trajs):
+                now, sent = [], []
+                for v in ready:
+                    why = self.escalation(v)
+                    if why and str(v.id) in by_id:
+                        sent.append((by_id[str(v.id)], v, why))
+                    else:
+                        now.append(merge(v, []))
+                if sent:
+                    pending.append(pool.submit(self.ask_judge, sent))
+                for f in [f for f in pending if f.done()]:
+                    pending.remove(f)
+                    now += f.result()
+                if now:
+                    yield now
+            for f in pending:
+                yield f.result()
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def iter_score(self, trajs: Iterable[Trajectory]) -> Iterator[CascadeVerdict]:
+        for ready in self.iter_ready(trajs):
+            yield from ready
+
+    def rejudge(self, lines: list[dict], trajs: dict[str, Trajectory]) -> list[CascadeVerdict]:
+        """Ask the judge again about lines whose judge failed (`--resume`), the student's verdicts kept."""
+        items = [(trajs[str(d["id"])], student_of(d), list(d.get("escalated") or ["error"])) for d in lines
+                 if str(d["id"]) in trajs]
+        return self.ask_judge(items) if items else []
+
+    def summary(self) -> dict:
+        out = dict(self.student.summary())
+        out["judge"] = self.judge.summary()
+        return out

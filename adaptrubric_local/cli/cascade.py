@@ -1,0 +1,184 @@
+"""`score --judge-url/--judge-model` (the student answers, the judge checks) and `cascade-fit` (the
+escalation band from trajectories scored by both), registered by `cli/`. Argument handling and file
+I/O only; the cascade itself is `adaptrubric_local.cascade`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .common import FORMATTER
+
+FIT_EXAMPLES = """examples:
+  # score a held-out set with both, then fit the band on it
+  adaptrubric score HELDOUT --model STUDENT --judge-url http://judge:8000/v1 --judge-name J --spot-check 1 \\
+      --out both.jsonl
+  adaptrubric cascade-fit both.jsonl --target-agreement 0.97 --out band.json
+  adaptrubric cascade-fit --student student.jsonl --judge judge.jsonl --out band.json   # two verdict files
+  adaptrubric score DATA --model STUDENT --judge-url http://judge:8000/v1 --judge-name J --cascade-band band.json \\
+      --out v.jsonl
+"""
+
+
+def add_judge_arguments(p: argparse.ArgumentParser, hide_defaults: bool = False) -> None:
+    """The cascade's flags on `score` and `serve` (cascade/config.py's CascadeConfig, one flag per field;
+    `hide_defaults`: a flag not given leaves a --config file's value)."""
+    from ..cascade.config import CascadeConfig
+    from ..flags import add_config_arguments
+
+    add_config_arguments(p.add_argument_group("judge (a cascade: the judge checks what the student is unsure of; "
+                                              "docs/student-judge.md)"), CascadeConfig,
+                         hide_defaults=hide_defaults)
+
+
+def cascade_config(args):
+    """The CascadeConfig of the flags; None when no judge was given (then no cascade flag may be)."""
+    from ..cascade.config import CascadeConfig
+    from ..flags import config_kwargs, flag_name
+
+    cfg = CascadeConfig(**config_kwargs(args, CascadeConfig))
+    if not cfg.enabled:
+        given = sorted(config_kwargs(args, CascadeConfig, only_given=True))
+        if given:
+            raise ValueError(f"{', '.join(flag_name(g) for g in given)} need(s) a judge: --judge-url URL with "
+                             "--judge-name NAME, or --judge-model M")
+        return None
+    if getattr(args, "ray", False):
+        raise ValueError("a judge (--judge-url/--judge-model) cannot be combined with --ray yet")
+    return cfg
+
+
+def score_cascade(args, cfg, ccfg, loaded) -> dict:
+    """Score DATA with the student (--model) and the judge into --out; the summary gets `cascade`."""
+    from dataclasses import replace
+
+    from ..cascade.report import cascade_summary, describe
+    from ..cascade.scorer import Cascade
+    from ..engine.remote import is_remote
+    from ..pipeline import AdaptRubric
+    from ..run_settings import IN_PROCESS, planned_settings, precheck_out, sidecar, vars_of
+    from ..scoring import read_last_lines, score_with
+    from .common import engine_options, make_engine
+
+    out = Path(args.out)
+    band = ccfg.band()  # a bad band file stops here
+    extra = {"cascade": ccfg.describe()}
+    options = engine_options(args, cfg)
+    settings = None if is_remote(options) else planned_settings(cfg, options)
+    if settings is not None:
+        precheck_out(out, settings, args.data, resume=args.resume, force=args.force_settings, extra=extra,
+                     calibration=args.calibration)
+    judge_engine = ccfg.teacher(cfg.verify_max_new_tokens).build(what="judge")  # an endpoint is asked once, here
+    jcfg = replace(cfg, verify_max_new_tokens=ccfg.judge_max_new_tokens) if ccfg.judge_max_new_tokens else cfg
+    student_engine = None
+    try:
+        student_engine = make_engine(args, cfg)
+        cascade = Cascade(AdaptRubric(student_engine, cfg), AdaptRubric(judge_engine, jcfg), band,
+                          ccfg.spot_check, ccfg.spot_check_seed)
+        settings = settings or {**vars_of(cascade.student), "runtime": dict(IN_PROCESS)}
+        retried = rejudge_failed(cascade, out, loaded) if args.resume else 0
+        summary = score_with(cascade, settings, args.data, out, resume=args.resume, fmt=args.format,
+                             progress=not args.quiet, loaded=loaded, extra=extra, retry_errors=args.retry_errors,
+                             force_settings=args.force_settings, calibration=args.calibration)
+    finally:
+        judge_engine.close()
+        if student_engine is not None:
+            student_engine.close()
+    summary["cascade"] = cascade_summary(read_last_lines(out).values())
+    summary["cascade"]["judge_retried_this_run"] = retried
+    sidecar(out, "summary").write_text(json.dumps(summary, indent=2) + "\n")
+    print(describe(summary["cascade"]), file=sys.stderr)
+    ci = summary["cascade"]["spot_checks"]["ci95"]
+    if ci is not None and ci[1] < ccfg.warn_below:
+        print(f"WARNING: the student agrees with the judge at most {ci[1]:.2f} (95% upper end) on this data's spot "
+              f"checks, below --warn-below {ccfg.warn_below:g}: distil again on this data, or widen the band",
+              file=sys.stderr)
+    return summary
+
+
+def rejudge_failed(cascade, out: Path, loaded) -> int:
+    """`--resume`: ask the judge again about the lines whose judge failed (only those), appending their
+    new lines; returns how many were asked."""
+    from ..scoring import read_last_lines
+
+    failed = [d for d in read_last_lines(out).values() if d.get("judge_error")]
+    if not failed:
+        return 0
+    trajs = {str(t.id): t for t in loaded.trajectories}
+    print(f"resuming: asking the judge again about {len(failed)} line(s) whose judge failed", file=sys.stderr)
+    lines = cascade.rejudge(failed, trajs)
+    with open(out, "a", encoding="utf-8") as fh:
+        for v in lines:
+            fh.write(json.dumps(v.to_dict(), ensure_ascii=False) + "\n")
+    return len(lines)
+
+
+def cmd_fit(args) -> int:
+    from ..cascade.band import fit_band
+
+    pairs = fit_pairs(args)
+    result = fit_band(pairs, args.target_agreement, args.max_judge_share)
+    result["source"] = {"cascade": args.verdicts, "student": args.student, "judge": args.judge}
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    if len(pairs) < 100:
+        print(f"note: fitted on {len(pairs)} trajectories; a band fitted on fewer than 100 is a rough guess",
+              file=sys.stderr)
+    if not result["met"]:
+        print(f"the target cannot be met: {result['why_not']} (written to {args.out} anyway)", file=sys.stderr)
+        return 1
+    lo, hi = result["band"]
+    print(f"band [{lo:g}, {hi:g}]: agreement {result['agreement']:.3f} with judge-only scoring on {len(pairs)} "
+          f"trajectories, sending {result['judge_share']:.1%} of them to the judge -> {args.out}", file=sys.stderr)
+    return 0
+
+
+def fit_pairs(args) -> list:
+    """(student verdict, judge score) pairs from a cascade file's random spot checks, or from two verdict
+    files joined by id (lines where either has no 0/1 score from the judge are left out)."""
+    from ..cascade.band import Pair
+    from ..scoring import read_last_lines
+
+    def pair(s: dict, judge_score) -> Pair:
+        return Pair(status=s.get("status", "ok"), score=s.get("score"), p_success=s.get("p_success"),
+                    evidence_sufficient=s.get("evidence_sufficient"), judge_score=judge_score)
+
+    if args.verdicts:
+        if args.student or args.judge:
+            raise ValueError("give a cascade verdict file, or --student and --judge, not both")
+        lines = read_last_lines(Path(args.verdicts))
+        sample = [d for d in lines.values() if "spot_check" in (d.get("escalated") or [])
+                  and (d.get("judge") or {}).get("status") == "ok"]
+        if not sample:
+            raise ValueError(f"{args.verdicts}: no spot-checked line with a judge verdict (score with --spot-check, "
+                             "e.g. --spot-check 1 on a held-out set)")
+        return [pair(d["student"], d["judge"]["score"]) for d in sample]
+    if not (args.student and args.judge):
+        raise ValueError("give a cascade verdict file (VERDICTS), or both --student S.jsonl and --judge J.jsonl")
+    student, judge = read_last_lines(Path(args.student)), read_last_lines(Path(args.judge))
+    both = [i for i in student if i in judge and judge[i].get("status") == "ok"]
+    if not both:
+        raise ValueError(f"{args.student} and {args.judge} share no id the judge scored")
+    return [pair(student[i], judge[i]["score"]) for i in both]
+
+
+def add_subcommands(sub) -> None:
+    p = sub.add_parser("cascade-fit", help="fit the band of student p_success that goes to the judge",
+                       description="From trajectories scored by both the student and the judge (a cascade file's "
+                                   "spot checks, or two verdict files), fit the narrowest band [LO, HI] of the "
+                                   "student's p_success that keeps the cascade's agreement with judge-only scoring "
+                                   "at or above --target-agreement, and write it for `score --cascade-band`. Exit 1 "
+                                   "when the target cannot be met within --max-judge-share.",
+                       epilog=FIT_EXAMPLES, formatter_class=FORMATTER)
+    p.add_argument("verdicts", nargs="?", metavar="VERDICTS", help="a cascade verdict file (its spot-checked lines)")
+    p.add_argument("--student", help="the student's verdict file (with --judge)")
+    p.add_argument("--judge", help="the judge's verdict file on the same trajectories (with --student)")
+    p.add_argument("--target-agreement", type=float, default=0.97,
+                   help="least agreement with judge-only scoring (default 0.97)")
+    p.add_argument("--max-judge-share", type=float, default=0.5,
+                   help="most of the trajectories the judge may take; beyond half, a cascade saves little "
+                        "(default 0.5)")
+    p.add_argument("--out", required=True, help="the band file to write (BAND.json)")
+    p.set_defaults(func=cmd_fit)
