@@ -9,7 +9,8 @@ process each, measured from outside (peak RSS of the child from wait4's rusage):
   resume  of the finished file (nothing left to do: what a resume reads before it can start);
   first   a resume of the file with its last --cut lines removed: seconds until the first new engine call,
           and its summary's counts against the uncut file's (they must be equal);
-  eval    `adaptrubric eval DATA --verdicts V` (the metrics of the finished file).
+  eval    `adaptrubric eval DATA --verdicts V --no-review` (the metrics of the finished file, read into
+          columns; the review page holds every card and is not measured here).
 Prints one row per size and step, the growth of peak RSS and the ratio of time per trajectory from the
 smallest size of at least 10,000 (else the smallest) to the largest.
 
@@ -67,7 +68,7 @@ def child(step: str, data: str, out: str) -> None:
     if step == "eval":
         from adaptrubric_local.cli import main
 
-        rc = main(["eval", data, "--verdicts", out, "--out", str(Path(out).parent / "eval"), "--quiet"])
+        rc = main(["eval", data, "--verdicts", out, "--out", str(Path(out).parent / "eval"), "--quiet", "--no-review"])
         print(json.dumps({"rc": rc, "seconds": time.perf_counter() - t0}))
         return
     from adaptrubric_local.dry_run import FakeEngine
@@ -77,10 +78,13 @@ def child(step: str, data: str, out: str) -> None:
     first: list[float] = []
 
     class Timed(FakeEngine):
+        """The scripted engine, noting when its first call comes and keeping no log of the requests (the
+        test engine's `batches` would hold every prompt of the run)."""
+
         def generate(self, requests, **kw):
             if not first:
                 first.append(time.perf_counter() - t0)
-            return super().generate(requests, **kw)
+            return [self._one(r) for r in requests]
 
     s = score_file(AdaptRubric(Timed(), PipelineConfig()), data, out, resume=step != "score", progress=False)
     print(json.dumps({"seconds": time.perf_counter() - t0, "first_call": first[0] if first else None,

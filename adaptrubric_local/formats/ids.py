@@ -40,7 +40,10 @@ class IdBuilder:
 
     def order(self) -> np.ndarray:
         """The digests in the order they were added (a copy)."""
-        return np.frombuffer(bytes(self._buf), dtype=f"S{DIGEST}").copy()
+        view = np.frombuffer(self._buf, dtype=f"S{DIGEST}")
+        out = view.copy()
+        del view  # the buffer may grow again once no array looks into it
+        return out
 
     def freeze(self) -> "IdSet":
         """The ids added so far, as a sorted set (the buffer is released)."""
@@ -52,8 +55,9 @@ class IdBuilder:
 class IdSet:
     """Sorted digests: `in` by binary search; `repeated()` the digests added more than once."""
 
-    def __init__(self, keys: np.ndarray):
-        keys.sort()
+    def __init__(self, keys: np.ndarray, presorted: bool = False):
+        if not presorted:
+            keys.sort()
         self._all = keys
         same = keys[1:] == keys[:-1] if len(keys) > 1 else np.zeros(0, dtype=bool)
         self._repeated = frozenset(keys[1:][same].tolist()) if same.any() else frozenset()
@@ -79,6 +83,18 @@ class IdSet:
         """The sorted digests less those of `ids`."""
         drop = np.array([digest(i).rstrip(b"\0") for i in ids], dtype=f"S{DIGEST}")
         return self._keys[~np.isin(self._keys, drop)] if len(drop) else self._keys
+
+    def has_keys(self, keys: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
+        """For each digest of `keys`, whether it is in the set (binary search, a chunk at a time, so the
+        temporaries stay small)."""
+        out = np.zeros(len(keys), dtype=bool)
+        if not len(self._keys):
+            return out
+        for a in range(0, len(keys), chunk):
+            part = keys[a:a + chunk]
+            k = np.minimum(np.searchsorted(self._keys, part), len(self._keys) - 1)
+            out[a:a + chunk] = self._keys[k] == part
+        return out
 
     def __contains__(self, i: str) -> bool:
         return self.has_digest(digest(i))

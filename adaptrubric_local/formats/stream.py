@@ -170,7 +170,7 @@ def _count(order: np.ndarray, shard: Optional[Shard], done: Optional[np.ndarray]
     mine = order[shard.index - 1::shard.count] if shard else order
     if done is None or not len(done):
         return len(mine)
-    return int((~np.isin(mine, done)).sum())
+    return int(len(mine) - IdSet(done, presorted=True).has_keys(mine).sum())
 
 
 def stream_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = True,
