@@ -18,14 +18,17 @@ import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator, Optional, Protocol
+from typing import Iterable, Iterator, Optional, Protocol
 
-from .formats import LoadResult, load_trajectories
+from .formats import LoadResult
+from .formats.stream import Shard, as_stream, stream_trajectories
 from .pipeline import AdaptRubric
 from .run_settings import IN_PROCESS, check_fresh, check_resume, file_meta, sidecar, vars_of
 from .schema import json_lines
 from .stopping import Stopped, stop_reason
 from .types import Trajectory, Verdict
+from .verdict_file import FileState, Tally, iter_lines
+from .verdict_file import repair_torn_tail as _repair
 
 
 class Scorer(Protocol):
@@ -38,35 +41,25 @@ class Scorer(Protocol):
         """At least `route_unparsed` and `cue_unparsed` so far; `engine` and `runtime` when known."""
 
 
-def repair_torn_tail(path: Path) -> bytes:
-    """The file's bytes, with a torn last line (killed mid-write) cut off the file."""
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with open(path, "r+b") as fh:
-            fh.truncate(cut)
-        data = data[:cut]
-    return data
+def repair_torn_tail(path: Path) -> None:
+    """Cut a torn last line (killed mid-write) off the file (reading only its end)."""
+    _repair(Path(path))
 
 
 def read_last_lines(path: Path) -> dict[str, dict]:
-    """id -> the last verdict line (as a dict) for that id; a torn last line is cut off first."""
+    """id -> the last verdict line (as a dict) for that id; a torn last line is cut off first. Holds
+    the whole file: `verdict_file.FileState` is what a resume reads."""
+    path = Path(path)
     if not path.is_file():
         return {}
-    last: dict[str, dict] = {}
-    for n, line in enumerate(repair_torn_tail(path).decode("utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                d = json.loads(line)
-                last[str(d["id"])] = d
-            except (json.JSONDecodeError, KeyError, TypeError):
-                raise ValueError(f"{path}: line {n} is not a verdict line; cannot resume into it") from None
-    return last
+    _repair(path)
+    return {i: d for _, i, d in iter_lines(path)}
 
 
 def read_done_ids(path: Path, retry_errors: bool = False) -> set[str]:
     """Ids already in a verdict file (with `retry_errors`, not those whose last line is an error)."""
-    return {i for i, d in read_last_lines(path).items() if not (retry_errors and d.get("status") == "error")}
+    state = FileState.scan(Path(path))
+    return {i for _, i, _ in iter_lines(Path(path)) if state.done(i, retry_errors)} if state else set()
 
 
 def last_per_id(verdicts: list[Verdict]) -> list[Verdict]:
@@ -77,33 +70,16 @@ def last_per_id(verdicts: list[Verdict]) -> list[Verdict]:
     return list(last.values())
 
 
-def summarize(verdicts: list[Verdict], unparsed_calls: dict, seconds: float) -> dict:
-    """The run summary printed at the end and written beside the verdicts. Calls and tokens per
-    trajectory are the verdicts' own costs (router and cue calls shared out), so `eval` on the
-    same file gives the same figures. The per-trajectory figures are over the trajectories the
-    verifier answered (ok or unparsed): error lines are counted apart (`errors`, `error_calls`), so
-    a data set with bad records does not make scoring look cheaper than it is."""
-    n = len(verdicts)
-    answered = [v for v in verdicts if v.status != "error"]
-    denom = max(1, len(answered))
-    errors = [v for v in verdicts if v.status == "error"]
-    return {
-        "n": n,
-        "scored": sum(v.status == "ok" for v in verdicts),
-        "unparsed": sum(v.status == "unparsed" for v in verdicts),
-        "errors": len(errors),
-        "positives": sum(v.score == 1 for v in verdicts),
-        "hit_cap": sum(v.hit_cap for v in verdicts),
-        "hit_context": sum(v.hit_context for v in verdicts),
-        "s_per_traj": seconds / denom,
-        "seconds": seconds,
-        "timed_trajectories": len(answered),
-        "calls_per_traj": sum(v.cost_calls for v in answered) / denom,
-        "tokens_per_traj": sum(v.cost_tokens for v in answered) / denom,
-        "error_calls": sum(v.cost_calls for v in errors),
-        "route_unparsed": unparsed_calls.get("route", 0),
-        "cue_unparsed": unparsed_calls.get("cue", 0),
-    }
+def summarize(verdicts: Iterable[Verdict], unparsed_calls: dict, seconds: float) -> dict:
+    """The run summary printed at the end and written beside the verdicts (verdict_file.Tally's counts).
+    Calls and tokens per trajectory are the verdicts' own costs (router and cue calls shared out), so
+    `eval` on the same file gives the same figures. The per-trajectory figures are over the
+    trajectories the verifier answered (ok or unparsed): error lines are counted apart (`errors`,
+    `error_calls`), so a data set with bad records does not make scoring look cheaper than it is."""
+    tally = Tally()
+    for v in verdicts:
+        tally.add(v)
+    return tally.summary(unparsed_calls, seconds)
 
 
 def _counted(d: dict) -> Verdict:
@@ -141,21 +117,25 @@ def error_id(e) -> str:
 def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: bool = False, fmt: str = "auto",
                loaded: Optional[LoadResult] = None, progress: bool = True, extra: Optional[dict] = None,
                retry_errors: bool = True, force_settings: bool = False,
-               calibration: Optional[str | Path] = None) -> dict:
-    """Score every trajectory of `data` into `out` in this process; returns the summary. With
-    `calibration` (a file from `adaptrubric calibrate`), each line also gets `p_success_calibrated`
-    and the config sidecar records the file's hash."""
+               calibration: Optional[str | Path] = None, shard: Optional[Shard] = None) -> dict:
+    """Score every trajectory of `data` (of `shard`, when given) into `out` in this process; returns the
+    summary. With `calibration` (a file from `adaptrubric calibrate`), each line also gets
+    `p_success_calibrated` and the config sidecar records the file's hash."""
     return score_with(pipe, {**vars_of(pipe), "runtime": dict(IN_PROCESS)}, data, out, resume=resume, fmt=fmt,
                       loaded=loaded, progress=progress, extra=extra, retry_errors=retry_errors,
-                      force_settings=force_settings, calibration=calibration)
+                      force_settings=force_settings, calibration=calibration, shard=shard)
 
 
 def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path, resume: bool = False,
-               fmt: str = "auto", loaded: Optional[LoadResult] = None, progress: bool = True,
+               fmt: str = "auto", loaded=None, progress: bool = True,
                extra: Optional[dict] = None, retry_errors: bool = True, force_settings: bool = False,
-               calibration: Optional[str | Path] = None, desc: str = "scoring") -> dict:
+               calibration: Optional[str | Path] = None, desc: str = "scoring",
+               shard: Optional[Shard] = None) -> dict:
     """The one writer of verdict files: score what `out` lacks of `data` with `scorer` (whose
     `run_settings` are `settings`), appending each verdict line as it arrives; returns the summary.
+    `loaded` is a LoadResult or a stream (formats/stream.py); without it `data` is streamed, parsed
+    batch by batch as the scorer asks, and the summary comes from running counts, so memory does not
+    grow with the data. With `shard`, only that shard's records (recorded in the config sidecar).
     Nothing is scored (and no scorer started) when nothing is left to do. A run stopped by a signal
     or an exception writes the summary of what it did (`stopped`: by what, how many left) before the
     stop goes on (a `stopping.Stopped` gets a `note` saying so)."""
@@ -163,47 +143,67 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    loaded = loaded or load_trajectories(data, fmt=fmt)
-    for w in loaded.warnings:
+    stream = as_stream(loaded) if loaded is not None else stream_trajectories(data, fmt=fmt)
+    for w in stream.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if not resume:
         check_fresh(out)
-    meta, cal = file_meta(settings, data, extra, calibration)
+    meta, cal = file_meta(settings, data, {**(extra or {}), **({"shard": str(shard)} if shard else {})}, calibration)
     if resume:
         meta = check_resume(out, meta, force_settings)
-    last = read_last_lines(out) if resume else {}
-    previous = _read_summary(out) if last else None  # what the file held before this run
-    done = {i for i, d in last.items() if not (retry_errors and d.get("status") == "error")}
-    todo = [t for t in loaded.trajectories if t.id not in done]
-    bad = [e for e in loaded.errors if error_id(e) not in done]
+    state = FileState.scan(out) if resume else FileState()
+    previous = _read_summary(out) if state else None  # what the file held before this run
+    done_keys = state.ids.without(state.errors) if retry_errors else state.ids.keys
+    n_todo = stream.count(shard, done_keys)
+    n_done = (stream.count(shard) - n_todo) if state else 0
+    retried = sum(1 for i in state.errors if i in stream.ids) if retry_errors else 0
     sidecar(out, "config").write_text(json.dumps(meta, indent=2) + "\n")
-    retried = sum(1 for t in todo if t.id in last) + sum(1 for e in bad if error_id(e) in last)
-    if last:
-        print(f"resuming: {len(done)} id(s) already in {out}, {len(todo) + len(bad)} to do"
+    if state:
+        print(f"resuming: {len(done_keys)} id(s) already in {out}, {n_todo} to do"
               + (f" ({retried} error line(s) retried)" if retried else ""), file=sys.stderr)
-    verdicts: list[Verdict] = []
+    run_tally, whole = Tally(), state.tally
     t0 = time.perf_counter()
     before = scorer.summary()
     model, bank_sha = settings.get("model"), settings.get("bank_sha")
     errors = ErrorReport(out)
     with open(out, "a", encoding="utf-8") as fh:
-        for e in bad:
-            v = Verdict(id=error_id(e), status="error", error=str(e), bank_sha=bank_sha, model=model)
-            errors.add(v, e.problem)
-            _write(fh, v, verdicts, last.get(v.id))
-        bar = tqdm(total=len(todo), unit="traj", desc=desc, disable=not progress, dynamic_ncols=True)
+        bar = tqdm(total=n_todo, unit="traj", desc=desc, disable=not progress, dynamic_ncols=True)
+
+        def write(v: Verdict, problem: Optional[str] = None, on_bar: bool = True) -> None:
+            if cal is not None:
+                v = replace(v, p_success_calibrated=cal.apply(v.p_success))
+            if v.status == "error":
+                errors.add(v, problem, bar=bar if on_bar else None)
+            old = state.errors.get(str(v.id))
+            if old is not None:
+                whole.remove(old)
+            whole.add(v)
+            run_tally.add(v)
+            _write(fh, v, old)
+
+        def keep(position: int, own: Optional[str]) -> bool:
+            if shard is not None and not shard.takes(position):
+                return False
+            return own is None or not state.done(own, retry_errors)
+
+        def trajectories() -> Iterator[Trajectory]:  # bad records written as they come, the rest to the scorer
+            for _, x in stream.items(keep):
+                if isinstance(x, Trajectory):
+                    if not state.done(x.id, retry_errors):
+                        yield x
+                elif not state.done(error_id(x), retry_errors):
+                    write(Verdict(id=error_id(x), status="error", error=str(x), bank_sha=bank_sha, model=model),
+                              x.problem, on_bar=False)
+                    bar.update(1)
+
         if progress and hasattr(scorer, "on_stage"):  # the pipeline names what runs: routing, cues, verifying
-            scorer.on_stage = lambda what: bar.set_description_str(f"{desc} ({what} of {len(todo)})")
+            scorer.on_stage = lambda what: bar.set_description_str(f"{desc} ({what} of {n_todo})")
         counts: Counter = Counter()
         stopped: Optional[BaseException] = None
         try:
-            for ready in (_ready_lists(scorer, todo) if todo else ()):
+            for ready in (_ready_lists(scorer, trajectories()) if n_todo else ()):
                 for v in ready:
-                    if cal is not None:
-                        v = replace(v, p_success_calibrated=cal.apply(v.p_success))
-                    if v.status == "error":
-                        errors.add(v, bar=bar)
-                    _write(fh, v, verdicts, last.get(str(v.id)))
+                    write(v)
                     counts[v.status] += 1
                 bar.update(len(ready))
                 bar.set_postfix(unparsed=counts["unparsed"], errors=counts["error"])  # refreshes: shown as it happens
@@ -215,24 +215,36 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
     errors.close()
     after = _scorer_summary(scorer, before) if stopped is not None else scorer.summary()
     unparsed = {k: after.get(f"{k}_unparsed", 0) - before.get(f"{k}_unparsed", 0) for k in ("route", "cue")}
-    run = summarize(verdicts, unparsed, time.perf_counter() - t0)
-    run.update(skipped_resume=len(done), retried_errors=retried, errors_by_kind=dict(errors.kinds))
-    summary = file_summary(last, verdicts, run, previous)
+    run = run_tally.summary(unparsed, time.perf_counter() - t0)
+    run.update(skipped_resume=n_done, retried_errors=retried, errors_by_kind=dict(errors.kinds))
+    summary = _whole(whole, run, previous)
     summary.update(model=model, bank_sha=bank_sha, ablation=settings.get("ablation"), out=str(out),
-                   skipped_resume=len(done), retried_errors=retried)
+                   skipped_resume=n_done, retried_errors=retried)
+    if shard is not None:
+        summary["shard"] = run["shard"] = str(shard)
     for key in ("engine", "runtime"):
         if after.get(key):
             summary[key] = after[key]
     if stopped is not None:
-        left = len(todo) + len(bad) - len(verdicts)
+        left = max(0, n_todo - run_tally.n)
         run["stopped"] = summary["stopped"] = {"by": stop_reason(stopped), "left": left}
         if isinstance(stopped, Stopped):
-            stopped.note = (f"{len(verdicts)} verdict line(s) written to {out} by this run, {left} trajectory(ies) "
+            stopped.note = (f"{run_tally.n} verdict line(s) written to {out} by this run, {left} trajectory(ies) "
                             f"left (summary in {sidecar(out, 'summary')})")
     sidecar(out, "summary").write_text(json.dumps(summary, indent=2) + "\n")
     if stopped is not None:
         raise stopped
     return summary
+
+
+def _whole(whole: Tally, run: dict, previous: Optional[dict]) -> dict:
+    """The file's summary from its running counts, with `run` under `this_run` (see `file_summary`)."""
+    prev = previous or {}
+    seconds = run["seconds"] + prev.get("seconds", 0.0)
+    timed = run["timed_trajectories"] + prev.get("timed_trajectories", 0)
+    out = whole.summary({k: run[f"{k}_unparsed"] + prev.get(f"{k}_unparsed", 0) for k in ("route", "cue")}, seconds)
+    out.update(s_per_traj=seconds / max(1, timed), seconds=seconds, timed_trajectories=timed, this_run=run)
+    return out
 
 
 def error_kind(problem: str) -> str:
@@ -281,12 +293,14 @@ def _scorer_summary(scorer: Scorer, fallback: dict) -> dict:
         return fallback
 
 
-def _ready_lists(scorer: Scorer, trajs: list[Trajectory]) -> Iterator[list[Verdict]]:
-    """The scorer's verdicts in the lists they become ready in (`iter_ready`), else one at a time."""
+def _ready_lists(scorer: Scorer, trajs: Iterable[Trajectory]) -> Iterator[list[Verdict]]:
+    """The scorer's verdicts in the lists they become ready in (`iter_ready`: the pipeline, which takes
+    the trajectories batch by batch as it goes), else one at a time from `iter_score` (Ray's pool, which
+    splits a list it holds into chunks)."""
     if hasattr(scorer, "iter_ready"):
         yield from scorer.iter_ready(trajs)
     else:
-        yield from ([v] for v in scorer.iter_score(trajs))
+        yield from ([v] for v in scorer.iter_score(list(trajs)))
 
 
 def _read_summary(out: Path) -> Optional[dict]:
@@ -297,9 +311,8 @@ def _read_summary(out: Path) -> Optional[dict]:
         return None
 
 
-def _write(fh, v: Verdict, sink: list, previous: Optional[dict]) -> None:
+def _write(fh, v: Verdict, previous: Optional[dict]) -> None:
     """Append a verdict line, unless it repeats the id's last line's error word for word."""
-    sink.append(v)
     if previous and v.status == "error" and previous.get("status") == "error" and previous.get("error") == v.error:
         return
     fh.write(json.dumps(v.to_dict(), ensure_ascii=False) + "\n")

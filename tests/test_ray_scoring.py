@@ -168,7 +168,7 @@ def test_an_in_process_file_resumes_on_ray(setup, local_ray, tmp_path, capsys):
     data, model, ref = setup
     out = tmp_path / "v.jsonl"
     lines = ref.read_text().splitlines(keepends=True)
-    assert json.loads(lines[0])["id"] == "bad"  # the bad record's error line comes first
+    assert any(json.loads(x)["id"] == "bad" for x in lines)  # its error line, written when the data reaches it
     # begun in one process, killed mid-write after the first instruction's 4 verdicts (lines come in completion
     # order, so they are picked by id: the resumed run then shares no router or cue call with the first)
     first = [x for x in lines if json.loads(x)["id"] == "bad" or json.loads(x)["id"].startswith("t000")]

@@ -18,17 +18,14 @@ from adaptrubric_local.synth import synthesize
 
 def test_torn_tail_is_cut_at_the_last_newline(tmp_path):
     p = tmp_path / "v.jsonl"
-    p.write_bytes(b'{"id": "a"}\n{"id": "b"}\n{"id": "c", "sco')
-    assert scoring.repair_torn_tail(p) == b'{"id": "a"}\n{"id": "b"}\n'
-    assert p.read_bytes() == b'{"id": "a"}\n{"id": "b"}\n'
-    p.write_bytes(b'{"id": "a"}\n')
-    assert scoring.repair_torn_tail(p) == b'{"id": "a"}\n' and p.read_bytes() == b'{"id": "a"}\n'
-    p.write_bytes(b'{"id": "torn')
-    assert scoring.repair_torn_tail(p) == b"" and p.read_bytes() == b""
-    p.write_bytes(b'{"id": "a"}\nXX\nXX')  # whatever the torn line holds, it is cut
-    assert scoring.repair_torn_tail(p) == b'{"id": "a"}\nXX\n' and p.read_bytes() == b'{"id": "a"}\nXX\n'
-    p.write_bytes(b"")
-    assert scoring.repair_torn_tail(p) == b""
+    for before, after in [(b'{"id": "a"}\n{"id": "b"}\n{"id": "c", "sco', b'{"id": "a"}\n{"id": "b"}\n'),
+                          (b'{"id": "a"}\n', b'{"id": "a"}\n'), (b'{"id": "torn', b""),
+                          (b'{"id": "a"}\nXX\nXX', b'{"id": "a"}\nXX\n'),  # whatever the torn line holds, it is cut
+                          (b"", b""),
+                          (b'{"id": "a"}\n' + b"x" * 200_000, b'{"id": "a"}\n')]:  # a torn line longer than a block
+        p.write_bytes(before)
+        scoring.repair_torn_tail(p)
+        assert p.read_bytes() == after, before[:40]
 
 
 def test_read_last_lines(tmp_path):
@@ -323,8 +320,9 @@ def test_planned_settings_are_the_loaded_engines(tiny_engine, tiny_model):
 
 
 def test_the_progress_bar_names_the_batch_among_the_whole_runs_trajectories(tmp_path, capsys):
-    """10 records, one bad, in batches of 8: the stage names trajectories 1-8, then 9, of the run's 9 (the
-    bar's total), not "verifying 8 trajectory(ies)" beside 0/9."""
+    """10 records, one bad, in batches of 8: the stage names trajectories 1-8, then 9, of the run's 10 records
+    (the bar's total: the data is streamed, so a bad record is known when it is read, and the bar counts its
+    error line too), not "verifying 8 trajectory(ies)" beside 0/10."""
     data = synthesize(tmp_path / "d", n_tasks=5, candidates=2, size=(90, 200))
     lines = (tmp_path / "d" / "trajectories.jsonl").read_text().splitlines()
     bad = json.loads(lines[1])
@@ -335,9 +333,9 @@ def test_the_progress_bar_names_the_batch_among_the_whole_runs_trajectories(tmp_
     score_file(pipe, data, tmp_path / "v.jsonl")
     bar = [ln.rstrip() for ln in capsys.readouterr().err.replace("\r", "\n").splitlines() if ln.startswith("scoring")]
     stages = list(dict.fromkeys(ln.split(":")[0] for ln in bar))
-    assert any(x.startswith("scoring (routing ") and x.endswith(" instruction(s) for trajectories 1-8 of 9)")
+    assert any(x.startswith("scoring (routing ") and x.endswith(" instruction(s) for trajectories 1-8 of 10)")
                for x in stages), stages
-    assert any(x.startswith("scoring (verifying trajectories 1-8 of 9)") for x in stages), stages
-    assert "scoring (verifying trajectory 9 of 9)" in stages, stages
-    assert all("/9" in ln.split("|")[-1] for ln in bar if "|" in ln)
+    assert any(x.startswith("scoring (verifying trajectories 1-8 of 10)") for x in stages), stages
+    assert "scoring (verifying trajectory 9 of 10)" in stages, stages
+    assert all("/10" in ln.split("|")[-1] for ln in bar if "|" in ln)
     assert pipe._span is None

@@ -188,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     from . import review as cli_review
     from . import score as cli_score
     from . import serve as cli_serve
+    from . import shards as cli_shards
 
     ap = Parser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent trajectories, run "
                 "in-process with Qwen3-VL.", epilog=EXAMPLES, formatter_class=FORMATTER)
@@ -228,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate_bank)
 
     for module in (cli_score, cli_eval, cli_audit, cli_review, cli_labels, cli_distill, cli_serve, cli_bank,
-                   cli_cascade):
+                   cli_cascade, cli_shards):
         module.add_subcommands(sub)
     for command in ap.commands():  # every command takes --plugins, declared once
         add_plugins_option(command)

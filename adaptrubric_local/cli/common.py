@@ -232,8 +232,9 @@ def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_
     options = engine_options(args, cfg)
     settings = None if is_remote(options) else planned_settings(cfg, options)
     if settings is not None:
+        shard = score_kw.get("shard")
         precheck_out(out, settings, args.data, resume=resume, force=score_kw.get("force_settings", False),
-                     calibration=score_kw.get("calibration"))
+                     calibration=score_kw.get("calibration"), extra={"shard": str(shard)} if shard else None)
     try:
         engine = make_engine(args, cfg)
     except Stopped as stop:  # stopped while the model loads: the summary says nothing was scored, all is left

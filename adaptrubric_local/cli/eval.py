@@ -46,11 +46,14 @@ def cmd_eval(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if bool(args.verdicts) == bool(args.model):
         raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
-    loaded, labels = load_labelled(args)  # before scoring: a bad labels file stops the command early
-    outside_image_roots(loaded, args.data)  # and so does a labelled copy read without --image-root
+    if args.verdicts and not args.review and not args.labels:  # read into columns (evaluation/columns.py)
+        loaded, labels = None, None
+    else:
+        loaded, labels = load_labelled(args)  # before scoring: a bad labels file stops the command early
+        outside_image_roots(loaded, args.data)  # and so does a labelled copy read without --image-root
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
     m = run_eval(vpath, out, args.data, loaded, review=args.review, progress=not args.quiet, labels=labels,
-                 subset=args.subset, allow_extra=args.allow_extra)
+                 subset=args.subset, allow_extra=args.allow_extra, fmt=args.format, image_roots=args.image_root)
     print_coverage(m)
     o, e = m["overall"], m["efficiency"]
     print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} missing={o['missing']} "

@@ -23,6 +23,7 @@ EXAMPLES = """examples:
   adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out v.jsonl --ray --replicas 4   # 4 GPUs, local Ray
   adaptrubric score DATA --model M --out v.jsonl --ray --ray-address auto --replicas 16      # a running Ray cluster
   adaptrubric score DATA --model M --out v.jsonl --calibration calib.json     # + p_success_calibrated
+  adaptrubric score DATA --model M --out v2.jsonl --shard 2/4     # machine 2 of 4; then merge-shards
 
 Defaults are the paper's method: the model router, fine cues, up to 10 screenshots at the processor's
 own resolution, up to 1024 verifier tokens (stopping once the verdict block is complete).
@@ -38,19 +39,28 @@ def cmd_score(args) -> int:
 def _score(args) -> int:
     cfg = pipeline_config(args)
     from ..formats import load_trajectories
+    from ..formats.stream import Shard, stream_trajectories
 
-    loaded, subset = pick_subset(load_trajectories(args.data, fmt=args.format, image_roots=args.image_root),
-                                 args.ids, args.limit)
     from .cascade import cascade_config, score_cascade
 
     ccfg = cascade_config(args)
+    shard = Shard.parse(args.shard) if args.shard else None
+    if shard and (args.ray or ccfg is not None):
+        raise ValueError(f"--shard splits the data between machines that each score their own file: give it without "
+                         f"{'--ray (which splits it between replicas already)' if args.ray else 'a judge'}")
+    if args.ids or args.limit is not None or ccfg is not None:  # a subset, or a cascade: loaded whole
+        loaded, subset = pick_subset(load_trajectories(args.data, fmt=args.format, image_roots=args.image_root),
+                                     args.ids, args.limit)
+    else:  # streamed: parsed batch by batch as the scorer asks (formats/stream.py)
+        loaded, subset = stream_trajectories(args.data, fmt=args.format, image_roots=args.image_root), None
     if ccfg is not None:  # a judge checks the student (cli/cascade.py)
         summary = score_cascade(args, cfg, ccfg, loaded)
     elif args.ray:
         summary = score_with_ray(args, cfg, loaded)
     else:
         summary = score_with_model(args, args.out, cfg, resume=args.resume, retry_errors=args.retry_errors,
-                                   force_settings=args.force_settings, calibration=args.calibration, loaded=loaded)
+                                   force_settings=args.force_settings, calibration=args.calibration, loaded=loaded,
+                                   **({"shard": shard} if shard else {}))
     if subset:
         summary["subset"] = summary.setdefault("this_run", {})["subset"] = subset
         Path(summary["out"]).with_suffix(".summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -294,6 +304,10 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
                           help="a file from `adaptrubric calibrate`: each line also gets p_success_calibrated, and "
                                "the file's sha256 is recorded in OUT.config.json"), "output")
     p.add_argument("--summary-json", help="also write the run summary here")
+    p.add_argument("--shard", metavar="I/N",
+                   help="score only shard I of N (every N-th record, from record I) into --out, for N machines or "
+                        "GPUs each writing its own file; join them with `adaptrubric merge-shards`, which checks they "
+                        "cover the data once")
     common(p.add_argument("--quiet", action="store_true",
                           help="print one result line, not the summary JSON (still written to OUT.summary.json); "
                                "no progress bars or library logs"), "output")

@@ -152,10 +152,16 @@ def coverage_notes(m: dict) -> list[str]:
 
 def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
              review: bool = True, progress: bool = False, labels: Optional[dict] = None, subset: str = "data",
-             allow_extra: bool = False) -> dict:
+             allow_extra: bool = False, fmt: str = "auto", image_roots=()) -> dict:
     """Metrics, report, plots and (with `review`) the review page for one verdict file over the data
     set (`coverage.py`: `subset`, `allow_extra`); returns metrics.json's content. `loaded`: the data set
-    already loaded, to avoid reading it again."""
+    already loaded, to avoid reading it again. Without `review`, `loaded` and `labels`, the files are
+    read into columns (evaluation/columns.py: memory that does not grow with the run's size)."""
+    if not review and loaded is None and labels is None:
+        m, title = _columnar(verdicts_path, data, subset, allow_extra, fmt, image_roots)
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        return _write_eval(out, m, title)
     out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
     m["efficiency"] = M.efficiency(C.covered(verdicts), _summary(Path(verdicts_path)))
     from ..cascade.report import markdown as cascade_markdown
@@ -168,6 +174,29 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
     if review:
         write_review_page(out, verdicts, loaded, m, title, progress, reviewed=reviewed(labels))
         m["review"] = "review.html"
+    return _write_eval(out, m, title)
+
+
+def _columnar(verdicts_path, data, subset: str, allow_extra: bool, fmt: str = "auto",
+              image_roots=()) -> tuple[dict, str]:
+    """`_evaluated`'s metrics (with efficiency) and title, from columns (evaluation/columns.py)."""
+    from . import columns
+
+    m, cols, outside = columns.metrics(verdicts_path, data, subset, allow_extra, _summary(Path(verdicts_path)),
+                                       fmt=fmt, image_roots=image_roots)
+    if outside:
+        from types import SimpleNamespace
+
+        errors, total = outside
+        outside_image_roots(SimpleNamespace(errors=errors, trajectories=range(total - len(errors))), data)
+    stand_ins = [Verdict(model=md, bank_sha=b) for md in cols.models for b in cols.banks]
+    m["run"] = run_meta(Path(verdicts_path), stand_ins, data=str(data) if data else None)
+    m["efficiency"] = m.pop("efficiency")  # the key order of the other path's metrics.json
+    return m, f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"
+
+
+def _write_eval(out: Path, m: dict, title: str) -> dict:
+    """metrics.json, run.json, the plots and report.md of an evaluation; returns `m`."""
     _dump(out / "metrics.json", m)
     _dump(out / "run.json", m["run"])
     R.plot_confusion(m["overall"]["confusion"], out / "confusion.png", f"Confusion matrix: {title}")

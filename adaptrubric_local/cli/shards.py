@@ -1,0 +1,35 @@
+"""The `merge-shards` subcommand, registered by `cli/`: argument handling only; the checks and the
+merge are in `shards`."""
+from __future__ import annotations
+
+import json
+
+from .common import FORMATTER, add_data_options
+
+EXAMPLES = """examples:
+  adaptrubric score DATA --model M --out v1.jsonl --shard 1/4      # on machine 1 (2/4, 3/4, 4/4 on the others)
+  adaptrubric merge-shards v1.jsonl v2.jsonl v3.jsonl v4.jsonl --data DATA --out verdicts.jsonl
+"""
+
+
+def cmd_merge_shards(args) -> int:
+    from ..shards import merge_shards
+
+    summary = merge_shards(args.shards, args.out, data=args.data, fmt=args.format, image_roots=args.image_root)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def add_subcommands(sub) -> None:
+    """Register `merge-shards`."""
+    p = sub.add_parser("merge-shards", help="join the verdict files of `score --shard I/N` into one",
+                       description="Check that the shard files cover the data once (shards 1..N each once, the "
+                                   "same settings, no id in two shards and, with --data, every record answered), "
+                                   "then write them as one verdict file with its config and summary sidecars. "
+                                   "Prints the summary JSON.",
+                       epilog=EXAMPLES, formatter_class=FORMATTER)
+    p.add_argument("shards", nargs="+", metavar="SHARD.jsonl", help="the verdict files `score --shard I/N` wrote")
+    p.add_argument("--out", required=True, help="the merged verdict JSONL to write (must not hold lines)")
+    p.add_argument("--data", help="the data that was scored: check that every record has its verdict")
+    add_data_options(p)
+    p.set_defaults(func=cmd_merge_shards)

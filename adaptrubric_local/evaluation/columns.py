@@ -1,0 +1,303 @@
+"""`eval` over a large run in memory that grows with what it must keep: the verdict file and the data
+are read line by line into columns (numpy arrays: a status code, score, label, platform code, the two
+probabilities, costs; about 60 bytes a trajectory, against some kilobytes as Verdict and Trajectory
+objects), and the figures of metrics.py, probability.py and coverage.py are computed over the columns.
+The definitions are those modules' own (same counts, same rates; AUROC/AUPRC/Brier/ECE equal to within
+float rounding): a test checks the two paths give the same metrics on the same files.
+
+Used by `run_eval` without a review page and labels files (the review page needs every verdict's
+text, the labels files the trajectories). Knows nothing about plots, reports or argument parsing.
+"""
+from __future__ import annotations
+
+from array import array
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..formats.base import OUTSIDE_ROOTS
+from ..formats.ids import DIGEST, IdBuilder, digest
+from ..formats.stream import stream_trajectories
+from ..schema import json_lines
+from . import probability as PR
+from .coverage import SUBSETS, Coverage, first
+from .metrics import _accounting, rates
+
+STATUSES = ("ok", "unparsed", "error", "missing")
+OK, UNPARSED, ERROR, MISSING = range(4)
+
+
+class Columns:
+    """One row per verdict: int8 status/score/label (-1: none), platform codes, float probabilities (nan:
+    none), costs; `key`: each row's id digest."""
+
+    FIELDS = {"status": "b", "score": "b", "label": "b", "platform": "q", "p": "d", "pcal": "d", "ctok": "d",
+              "ccalls": "d", "own": "q", "images": "q", "cap": "b", "ctx": "b"}
+
+    def __init__(self):
+        self.cols = {k: array(t) for k, t in self.FIELDS.items()}
+        self.ids = IdBuilder()
+        self.platforms: dict[Optional[str], int] = {}
+        self.models: set = set()
+        self.banks: set = set()
+
+    def code(self, platform: Optional[str]) -> int:
+        return self.platforms.setdefault(platform, len(self.platforms))
+
+    def add(self, d: dict, status: int, label, platform: Optional[str]) -> None:
+        c = self.cols
+        c["status"].append(status)
+        c["score"].append(d.get("score") if d.get("score") in (0, 1) else -1)
+        c["label"].append(label if label in (0, 1) else -1)
+        c["platform"].append(self.code(platform))
+        for name, key in (("p", "p_success"), ("pcal", "p_success_calibrated")):
+            v = d.get(key)
+            c[name].append(float(v) if v is not None else np.nan)
+        c["ctok"].append(float(d.get("cost_tokens") or 0))
+        c["ccalls"].append(float(d.get("cost_calls") or 0))
+        c["own"].append(int(d.get("prompt_tokens") or 0) + int(d.get("completion_tokens") or 0))
+        c["images"].append(int(d.get("n_images") or 0))
+        c["cap"].append(bool(d.get("hit_cap")))
+        c["ctx"].append(bool(d.get("hit_context")))
+
+    def frozen(self) -> dict[str, np.ndarray]:
+        out = {k: np.frombuffer(v, dtype=v.typecode).copy() if len(v) else np.zeros(0, dtype=v.typecode)
+               for k, v in self.cols.items()}
+        out["key"] = self.ids.order()
+        return out
+
+
+def read_verdicts(path: Path) -> tuple[dict[str, np.ndarray], Columns]:
+    """The verdict file's last line per id, as columns (in the order ids first appear)."""
+    cols = Columns()
+    with open(path, encoding="utf-8") as fh:
+        for n, d in json_lines(fh, path):
+            if not isinstance(d, dict) or "id" not in d or "status" not in d:
+                raise ValueError(f"{path}: line {n}: not a verdict line (needs 'id' and 'status')")
+            cols.ids.add(str(d["id"]))
+            cols.add(d, STATUSES.index(d["status"]) if d["status"] in STATUSES else UNPARSED, d.get("label"),
+                     d.get("platform"))
+            cols.models.add(d.get("model"))
+            cols.banks.add(d.get("bank_sha"))
+    a = cols.frozen()
+    _, last = np.unique(a["key"][::-1], return_index=True)  # the last line of each id
+    rows = np.sort(len(a["key"]) - 1 - last)
+    return {k: v[rows] for k, v in a.items()}, cols
+
+
+def _names(path: Path, keys: np.ndarray) -> list[str]:
+    """The ids (in file order) of the verdict lines whose digests are in `keys`."""
+    wanted = set(keys.tolist())
+    out: dict[str, None] = {}
+    if wanted:
+        with open(path, encoding="utf-8") as fh:
+            for _, d in json_lines(fh, path):
+                if digest(str(d["id"])).rstrip(b"\0") in wanted:
+                    out[str(d["id"])] = None
+    return list(out)
+
+
+def _sorted_has(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    if not len(sorted_keys):
+        return np.zeros(len(keys), dtype=bool)
+    k = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return sorted_keys[k] == keys
+
+
+def read_data(data, v: dict, cols: Columns, fmt: str = "auto", image_roots=()) -> dict:
+    """The data set's ids (digests), labels and platforms, its unreadable records' ids, and the ids and
+    labels of its trajectories that have no verdict (`v`: the verdict columns)."""
+    have = np.unique(v["key"])
+    stream = stream_trajectories(data, fmt=fmt, check_images=False, image_roots=image_roots)
+    ids, labels, plats = IdBuilder(), array("b"), array("q")
+    missing, missing_labels, bad, outside = [], [], [], []
+    from ..scoring import error_id
+
+    for _, x in stream.items():
+        if isinstance(x, Exception):
+            bad.append(error_id(x))
+            if OUTSIDE_ROOTS in str(x):
+                outside.append(x)
+            continue
+        ids.add(x.id)
+        labels.append(x.label if x.label in (0, 1) else -1)
+        plats.append(cols.code(x.platform))
+        if not _sorted_has(have, np.array([digest(x.id).rstrip(b"\0")], dtype=f"S{DIGEST}"))[0]:
+            missing.append(x.id)
+            missing_labels.append(x.label if x.label in (0, 1) else -1)
+    keys = ids.order()
+    order = np.argsort(keys, kind="stable")
+    return {"key": keys[order], "label": np.frombuffer(labels, dtype="int8")[order] if len(labels) else
+            np.zeros(0, "int8"), "platform": np.frombuffer(plats, dtype="int64")[order] if len(plats) else
+            np.zeros(0, "int64"), "missing": missing, "missing_labels": missing_labels, "bad": bad,
+            "outside": outside, "records": stream.records}
+
+
+def align(path: Path, v: dict, d: Optional[dict], subset: str, allow_extra: bool, data_name: Optional[str]):
+    """coverage.align over columns: (the rows to evaluate, Coverage)."""
+    if subset not in SUBSETS:
+        raise ValueError(f"subset must be one of {', '.join(SUBSETS)}, got {subset!r}")
+    n = len(v["key"])
+    if d is None:
+        return v, Coverage(labels="verdicts", subset=subset, verdicts=n, covered=n, evaluated=n)
+    in_data = _sorted_has(d["key"], v["key"])
+    bad = [i for i in dict.fromkeys(map(str, d["bad"]))
+           if not _sorted_has(d["key"], np.array([digest(i).rstrip(b"\0")], dtype=f"S{DIGEST}"))[0]]
+    bad_keys = np.sort(np.array([digest(i).rstrip(b"\0") for i in bad], dtype=f"S{DIGEST}"))
+    in_bad = _sorted_has(bad_keys, v["key"]) & ~in_data
+    known = in_data | in_bad
+    stale = ~known & (v["status"] == ERROR)
+    stale_names = _names(path, v["key"][stale])
+    keep = ~stale
+    v, in_data, in_bad, known = ({k: a[keep] for k, a in v.items()}, in_data[keep], in_bad[keep], known[keep])
+    extra = _names(path, v["key"][~known])
+    if extra and not allow_extra:
+        raise ValueError(f"{path} holds verdicts for {len(extra)} id(s) that are not in {data_name or 'the data set'} "
+                         f"(first: {first(extra)}): wrong DATA or --verdicts? Pass --allow-extra to leave them out and "
+                         "evaluate the data set's trajectories")
+    have_n = len(v["key"])
+    rows = {k: a[known] for k, a in v.items()}
+    at = np.searchsorted(d["key"], rows["key"])
+    from_data = in_data[known]
+    at = np.minimum(at, max(0, len(d["key"]) - 1))
+    rows["label"] = np.where(from_data, d["label"][at] if len(d["key"]) else -1, -1).astype("int8")
+    rows["platform"] = np.where(from_data, d["platform"][at] if len(d["key"]) else rows["platform"],
+                                rows["platform"])
+    m = len(d["missing"])
+    if subset == "data" and m:
+        add = {k: np.zeros(m, dtype=a.dtype) for k, a in rows.items() if k != "key"}
+        add.update(status=np.full(m, MISSING, "int8"), score=np.full(m, -1, "int8"),
+                   label=np.array(d["missing_labels"], dtype="int8"), p=np.full(m, np.nan), pcal=np.full(m, np.nan))
+        missing_keys = np.array([digest(i).rstrip(b"\0") for i in d["missing"]], dtype=f"S{DIGEST}")
+        add["platform"] = d["platform"][np.searchsorted(d["key"], missing_keys)]
+        add["key"] = missing_keys
+        rows = {k: np.concatenate([rows[k], add[k]]) for k in rows}
+    cov = Coverage(labels="data", subset=subset, trajectories=len(np.unique(d["key"])) + len(bad), verdicts=have_n,
+                   covered=int(known.sum()), missing=list(d["missing"]),
+                   missing_labelled=sum(y in (0, 1) for y in d["missing_labels"]), extra=extra,
+                   stale_errors=stale_names, not_loaded=bad, not_loaded_verdicts=int(in_bad.sum()),
+                   evaluated=len(rows["key"]))
+    return rows, cov
+
+
+def _confusion(label: np.ndarray, pred: np.ndarray) -> dict[str, int]:
+    right = label == pred
+    pos = pred == 1
+    return {"tp": int((right & pos).sum()), "fp": int((~right & pos).sum()), "tn": int((right & ~pos).sum()),
+            "fn": int((~right & ~pos).sum())}
+
+
+def classification(r: dict) -> dict:
+    """metrics.classification over rows (all labelled)."""
+    status, label, score = r["status"], r["label"], r["score"]
+    ok = status == OK
+    pred = np.where(ok & (score >= 0), score, 0)
+    c_all = _confusion(label, pred)
+    c_ok = _confusion(label[ok], np.where(score[ok] >= 0, score[ok], -1))
+    n = len(status)
+    un = ~ok
+    return {"n": n, "scored": int(ok.sum()), "unparsed": int((status == UNPARSED).sum()),
+            "errors": int((status == ERROR).sum()), "missing": int((status == MISSING).sum()),
+            "positives": int((label == 1).sum()), "hit_cap": int(r["cap"].sum()), "hit_context": int(r["ctx"].sum()),
+            **rates(c_all), "confusion": c_all,
+            "unanswered_as_fail": {"fn": int((label[un] == 1).sum()), "tn": int((label[un] == 0).sum())},
+            "acc_strict": 100.0 * (c_ok["tp"] + c_ok["tn"]) / n if n else None,
+            "scored_only": {"n": int(ok.sum()), **rates(c_ok), "confusion": c_ok}}
+
+
+def evaluate(r: dict, platforms: dict) -> dict:
+    """metrics.evaluate over rows."""
+    names = {c: (p or "unknown") for p, c in platforms.items()}
+    lab = r["label"] >= 0
+    sub = {k: a[lab] for k, a in r.items()}
+    plat = np.array([names[c] for c in range(len(platforms))] or [""], dtype=object)[sub["platform"]] \
+        if len(sub["platform"]) else np.zeros(0, dtype=object)
+    per = {}
+    for name in sorted(set(plat.tolist())):
+        mask = plat == name
+        per[name] = classification({k: a[mask] for k, a in sub.items()})
+    return {"overall": classification(sub), "per_platform": per, "unlabelled": int((~lab).sum())}
+
+
+def figures(p: np.ndarray, y: np.ndarray, bins: int = PR.ECE_BINS) -> dict:
+    """probability.figures over arrays."""
+    if ((p < 0) | (p > 1)).any():
+        raise ValueError(f"probability {float(p[(p < 0) | (p > 1)][0])!r} is outside [0, 1]")
+    n, pos = len(p), int(y.sum())
+    neg = n - pos
+    order = np.argsort(p, kind="stable")
+    sp, sy = p[order], y[order].astype(np.int64)
+    uniq, start, count = np.unique(sp, return_index=True, return_counts=True)
+    group_pos = np.add.reduceat(sy, start) if n else np.zeros(0, np.int64)
+    auroc = (float((((2 * start + 1 + count) / 2) * group_pos).sum()) - pos * (pos + 1) / 2) / (pos * neg) \
+        if pos and neg else None
+    auprc = None
+    if pos:  # thresholds from the highest p down
+        tp = np.cumsum(group_pos[::-1])
+        seen = np.cumsum(count[::-1])
+        recall = tp / pos
+        auprc = float(((recall - np.concatenate([[0.0], recall[:-1]])) * (tp / seen)).sum())
+    brier = float(((p - y) ** 2).sum() / n) if n else None
+    b = np.minimum((p * bins).astype(np.int64), bins - 1)
+    rel = []
+    for k in np.unique(b):
+        mask = b == k
+        rel.append({"lo": k / bins, "hi": (k + 1) / bins, "n": int(mask.sum()), "mean_p": float(p[mask].mean()),
+                    "frac_pos": float(y[mask].mean())})
+    ece = sum(r["n"] / n * abs(r["frac_pos"] - r["mean_p"]) for r in rel) if n else None
+    return {"n": n, "positives": pos, "auroc": auroc, "auprc": auprc, "brier": brier, "ece": ece, "ece_bins": bins,
+            "reliability": [{**r, "lo": float(r["lo"]), "hi": float(r["hi"])} for r in rel]}
+
+
+def probability(r: dict) -> dict:
+    """probability.summaries over the rows the file holds (missing stand-ins left out)."""
+    cov = r["status"] != MISSING
+    lab = cov & (r["label"] >= 0)
+    out = {}
+    for field, col in zip(PR.PROB_FIELDS, ("p", "pcal")):
+        have = lab & ~np.isnan(r[col])
+        if not have.any():
+            continue
+        s = figures(r[col][have], r["label"][have].astype(np.int64))
+        st = r["status"][have]
+        s.update(field=field, without_probability=int(lab.sum() - have.sum()),
+                 statuses={STATUSES[k]: int((st == k).sum()) for k in sorted(set(st.tolist()), key=STATUSES.__getitem__)})
+        s["statuses"] = dict(sorted(s["statuses"].items()))
+        out[field] = s
+    return out
+
+
+def efficiency(r: dict, run_summary: Optional[dict] = None) -> dict:
+    """metrics.efficiency over the rows the file holds."""
+    cov = r["status"] != MISSING
+    st, ctok, ccalls, own = r["status"][cov], r["ctok"][cov], r["ccalls"][cov], r["own"][cov]
+    full_cost = (ctok != 0) | (ccalls != 0)
+    tokens = np.where(full_cost, ctok, own.astype(float))
+    calls = np.where(full_cost, ccalls, np.where((own > 0) | (st != ERROR), 1.0, 0.0))
+    ans = st != ERROR
+    n = int(ans.sum())
+    t, c = float(tokens[ans].sum()), float(calls[ans].sum())
+    out = {"trajectories": n, "tokens": t, "calls": c, "tokens_per_traj": t / max(1, n),
+           "calls_per_traj": c / max(1, n), "images_per_traj": float(r["images"][cov][ans].sum()) / max(1, n),
+           "accounting": _accounting(int(full_cost[ans].sum()), n), "errors": int(len(st) - n),
+           "error_calls": float(calls[~ans].sum())}
+    if run_summary and run_summary.get("s_per_traj") is not None:
+        out["s_per_traj"] = run_summary["s_per_traj"]
+        out["minutes"] = out["s_per_traj"] * n / 60
+    return out
+
+
+def metrics(verdicts_path: str | Path, data=None, subset: str = "data", allow_extra: bool = False,
+            run_summary: Optional[dict] = None, fmt: str = "auto", image_roots=()) -> tuple[dict, Columns, list]:
+    """(the metrics dict `run_eval` writes, less its run record; the columns reader (models, banks); the
+    data's records that name screenshots outside its folder, with their total, for `outside_image_roots`)."""
+    path = Path(verdicts_path)
+    v, cols = read_verdicts(path)
+    d = read_data(data, v, cols, fmt, image_roots) if data is not None else None
+    rows, cov = align(path, v, d, subset, allow_extra, str(data) if data else None)
+    m = evaluate(rows, cols.platforms)
+    m["probability"] = probability(rows)
+    m["coverage"] = cov.to_dict()
+    m["efficiency"] = efficiency(rows, run_summary)
+    return m, cols, ([] if d is None else [d["outside"], d["records"]])

@@ -1,0 +1,114 @@
+"""A compact set of ids for data sets of millions of records: each id is kept as its 16-byte BLAKE2b
+digest in one sorted array (16 bytes an id, against about 100 for a Python set of strings), so the
+checks that need every id of a data set (repeated ids, what a verdict file already holds) cost memory
+that grows by megabytes, not by the records. Two different ids share a digest with a probability
+below 1e-26 for a million ids; the set treats them as one, as git treats equal hashes.
+
+Knows nothing about trajectories or verdicts: it holds strings.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable, Optional
+
+import numpy as np
+
+DIGEST = 16
+
+
+def digest(i: str) -> bytes:
+    """The 16-byte key an id is kept under."""
+    return hashlib.blake2b(i.encode("utf-8", "surrogatepass"), digest_size=DIGEST).digest()
+
+
+class IdBuilder:
+    """Collects ids (appending their digests to one buffer) and freezes them into an `IdSet`."""
+
+    def __init__(self):
+        self._buf = bytearray()
+
+    def add(self, i: str) -> None:
+        """Add one id."""
+        self._buf += digest(i)
+
+    def add_key(self, i: Optional[str]) -> None:
+        """Add one id, or an empty key for a record without one (kept for its position)."""
+        self._buf += digest(i) if i is not None else bytes(DIGEST)
+
+    def __len__(self) -> int:
+        return len(self._buf) // DIGEST
+
+    def order(self) -> np.ndarray:
+        """The digests in the order they were added (a copy)."""
+        view = np.frombuffer(self._buf, dtype=f"S{DIGEST}")
+        out = view.copy()
+        del view  # the buffer may grow again once no array looks into it
+        return out
+
+    def freeze(self) -> "IdSet":
+        """The ids added so far, as a sorted set (the buffer is released)."""
+        keys = self.order()
+        self._buf = bytearray()
+        return IdSet(keys)
+
+
+class IdSet:
+    """Sorted digests: `in` by binary search; `repeated()` the digests added more than once."""
+
+    def __init__(self, keys: np.ndarray, presorted: bool = False):
+        if not presorted:
+            keys.sort()
+        self._all = keys
+        same = keys[1:] == keys[:-1] if len(keys) > 1 else np.zeros(0, dtype=bool)
+        self._repeated = frozenset(keys[1:][same].tolist()) if same.any() else frozenset()
+        self._keys = np.unique(keys) if self._repeated else keys
+
+    @classmethod
+    def of(cls, ids: Iterable[str]) -> "IdSet":
+        """The set of `ids`."""
+        b = IdBuilder()
+        for i in ids:
+            b.add(i)
+        return b.freeze()
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @property
+    def keys(self) -> np.ndarray:
+        """The sorted digests, each once."""
+        return self._keys
+
+    def without(self, ids: Iterable[str]) -> np.ndarray:
+        """The sorted digests less those of `ids`."""
+        drop = np.array([digest(i).rstrip(b"\0") for i in ids], dtype=f"S{DIGEST}")
+        return self._keys[~np.isin(self._keys, drop)] if len(drop) else self._keys
+
+    def has_keys(self, keys: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
+        """For each digest of `keys`, whether it is in the set (binary search, a chunk at a time, so the
+        temporaries stay small)."""
+        out = np.zeros(len(keys), dtype=bool)
+        if not len(self._keys):
+            return out
+        for a in range(0, len(keys), chunk):
+            part = keys[a:a + chunk]
+            k = np.minimum(np.searchsorted(self._keys, part), len(self._keys) - 1)
+            out[a:a + chunk] = self._keys[k] == part
+        return out
+
+    def __contains__(self, i: str) -> bool:
+        return self.has_digest(digest(i))
+
+    def has_digest(self, key: bytes) -> bool:
+        """Whether a digest (from `digest`) is in the set."""
+        key = key.rstrip(b"\0")  # numpy's fixed-width bytes drop trailing NULs when read back
+        k = np.searchsorted(self._keys, key)
+        return bool(k < len(self._keys) and self._keys[k] == key)
+
+    def is_repeated(self, i: str) -> bool:
+        """Whether the id was added more than once (few are, in any real data set)."""
+        return bool(self._repeated) and digest(i).rstrip(b"\0") in self._repeated
+
+    def repeated_count(self) -> int:
+        """How many ids were added more than once."""
+        return len(self._repeated)

@@ -1,0 +1,189 @@
+"""What a verdict file holds, read in memory that does not grow with its lines: the ids it answers (a
+compact digest set, formats/ids.py), the last line of each id whose last line is an error (the lines a
+resume retries; few), and the running counts of its summary (`Tally`, over the last line per id). A
+torn last line (a writer killed mid-line) is cut off first, reading only the file's end.
+
+`Tally` is the one place the summary's counts are made: `score`'s summary, a resume's and a shard
+merge's come from it, so they agree to the last bit (sums are kept exact, independent of order).
+Knows nothing about trajectories, scorers or settings.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from .formats.base import leading_id
+from .formats.ids import IdBuilder, IdSet
+
+_SCALE = 1100  # floats are summed as exact multiples of 2**-1100 (every finite double is one)
+COUNTED = ("status", "score", "hit_cap", "hit_context", "cost_calls", "cost_tokens")
+
+
+def _exact(x: float) -> int:
+    n, d = float(x).as_integer_ratio()
+    return n * ((1 << _SCALE) // d)
+
+
+def _float(acc: int) -> float:
+    return float(Fraction(acc, 1 << _SCALE))
+
+
+def counted(d: Any) -> dict:
+    """The fields of a verdict (a line's dict or a Verdict) that the summary counts, and its error text."""
+    get = d.get if isinstance(d, dict) else (lambda k, default=None: getattr(d, k, default))
+    return {"status": get("status", "ok") or "ok", "score": get("score"), "hit_cap": bool(get("hit_cap")),
+            "hit_context": bool(get("hit_context")), "cost_calls": get("cost_calls") or 0.0,
+            "cost_tokens": get("cost_tokens") or 0.0, "error": get("error")}
+
+
+@dataclass
+class Tally:
+    """Running counts of verdicts: `add` one, `remove` one added before (a retried error line)."""
+
+    n: int = 0
+    by_status: dict = field(default_factory=lambda: {"ok": 0, "unparsed": 0, "error": 0})
+    positives: int = 0
+    hit_cap: int = 0
+    hit_context: int = 0
+    calls: int = 0  # exact sums (see _exact) over the answered verdicts
+    tokens: int = 0
+    error_calls: int = 0
+
+    def add(self, v: Any, sign: int = 1) -> None:
+        """Count one verdict (a Verdict, a line's dict or a `counted` dict)."""
+        c = counted(v)
+        self.n += sign
+        self.by_status[c["status"]] = self.by_status.get(c["status"], 0) + sign
+        self.positives += sign * (c["score"] == 1)
+        self.hit_cap += sign * c["hit_cap"]
+        self.hit_context += sign * c["hit_context"]
+        if c["status"] == "error":
+            self.error_calls += sign * _exact(c["cost_calls"])
+        else:
+            self.calls += sign * _exact(c["cost_calls"])
+            self.tokens += sign * _exact(c["cost_tokens"])
+
+    def merge(self, other: "Tally") -> None:
+        """Add another tally's counts (verdicts of other ids)."""
+        self.n += other.n
+        for k, c in other.by_status.items():
+            self.by_status[k] = self.by_status.get(k, 0) + c
+        for k in ("positives", "hit_cap", "hit_context", "calls", "tokens", "error_calls"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
+    def remove(self, v: Any) -> None:
+        """Take back a verdict counted before."""
+        self.add(v, sign=-1)
+
+    def summary(self, unparsed_calls: dict, seconds: float) -> dict:
+        """The counts as `scoring.summarize` writes them."""
+        answered = self.n - self.by_status.get("error", 0)
+        denom = max(1, answered)
+        return {
+            "n": self.n, "scored": self.by_status.get("ok", 0), "unparsed": self.by_status.get("unparsed", 0),
+            "errors": self.by_status.get("error", 0), "positives": self.positives, "hit_cap": self.hit_cap,
+            "hit_context": self.hit_context, "s_per_traj": seconds / denom, "seconds": seconds,
+            "timed_trajectories": answered, "calls_per_traj": _float(self.calls) / denom,
+            "tokens_per_traj": _float(self.tokens) / denom, "error_calls": _float(self.error_calls),
+            "route_unparsed": unparsed_calls.get("route", 0), "cue_unparsed": unparsed_calls.get("cue", 0),
+        }
+
+
+def repair_torn_tail(path: Path) -> None:
+    """Cut a torn last line (no newline at the end: a writer killed mid-line) off the file, reading
+    only its end."""
+    size = path.stat().st_size
+    if not size:
+        return
+    with open(path, "r+b") as fh:
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        pos, block = size, 1 << 16
+        while pos > 0:
+            start = max(0, pos - block)
+            fh.seek(start)
+            chunk = fh.read(pos - start)
+            k = chunk.rfind(b"\n")
+            if k >= 0:
+                fh.truncate(start + k + 1)
+                return
+            pos = start
+        fh.truncate(0)
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, str, dict]]:
+    """(line number, id, line dict) for each verdict line; ValueError naming the line that is not one."""
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+                yield n, str(d["id"]), d
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise ValueError(f"{path}: line {n} is not a verdict line; cannot resume into it") from None
+
+
+@dataclass
+class FileState:
+    """A verdict file's ids, the last line of the ids whose last line is an error, and the `Tally` of
+    its last line per id."""
+
+    ids: IdSet = field(default_factory=lambda: IdSet.of(()))
+    errors: dict = field(default_factory=dict)  # id -> counted() of its last line, an error
+    tally: Tally = field(default_factory=Tally)
+    lines: int = 0
+
+    def __bool__(self) -> bool:
+        return self.lines > 0
+
+    def done(self, i: str, retry_errors: bool) -> bool:
+        """Whether id `i` is answered (with `retry_errors`, an id whose last line is an error is not)."""
+        return i in self.ids and not (retry_errors and i in self.errors)
+
+    @classmethod
+    def scan(cls, path: Path) -> "FileState":
+        """Read `path` (a torn last line cut off first); an empty state when there is no such file."""
+        path = Path(path)
+        if not path.is_file():
+            return cls()
+        repair_torn_tail(path)
+        ids, state = IdBuilder(), cls()
+        for _, i, d in iter_lines(path):
+            ids.add(i)
+            c = counted(d)
+            state.tally.add(c)
+            state.lines += 1
+            if c["status"] == "error":
+                state.errors[i] = c
+        state.ids = ids.freeze()
+        if len(state.ids) < state.lines:  # ids with several lines (retried errors): count their last line only
+            state._recount(path)
+        return state
+
+    def _recount(self, path: Path) -> None:
+        lines: dict[str, list[dict]] = {}
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                i = leading_id(line)
+                if i is None or self.ids.is_repeated(i):
+                    d = json.loads(line) if line.strip() else None
+                    if d is not None and self.ids.is_repeated(str(d["id"])):
+                        lines.setdefault(str(d["id"]), []).append(counted(d))
+        for i, cs in lines.items():
+            for c in cs:
+                self.tally.remove(c)
+            self.tally.add(cs[-1])
+            if cs[-1]["status"] == "error":
+                self.errors[i] = cs[-1]
+            else:
+                self.errors.pop(i, None)
+
+
+def previous_error(state: Optional[FileState], i: str) -> Optional[dict]:
+    """The last line of id `i` when it is an error line, else None."""
+    return state.errors.get(i) if state else None

@@ -1,0 +1,208 @@
+"""Scoring at scale: time per trajectory and peak memory of `score`, its resume and `eval` over data sets
+of growing size, each in a fresh process, with the scripted verifier (dry_run.FakeEngine: no model, so
+only the package's own work counts: loading, routing, cues, prompts, writing, reading back).
+
+Each size N is a canonical JSONL of N trajectories of --steps steps sharing --shots screenshots (the
+paper's default path: the model router and fine cues, answered by the script). For each N, in a child
+process each, measured from outside (peak RSS of the child from wait4's rusage):
+  score   the data into a fresh verdict file;
+  resume  of the finished file (nothing left to do: what a resume reads before it can start);
+  first   a resume of the file with its last --cut lines removed: seconds until the first new engine call,
+          and its summary's counts against the uncut file's (they must be equal);
+  eval    `adaptrubric eval DATA --verdicts V --no-review` (the metrics of the finished file, read into
+          columns; the review page holds every card and is not measured here).
+Prints one row per size and step, the growth of peak RSS and the ratio of time per trajectory from the
+smallest size of at least 10,000 (else the smallest) to the largest.
+
+    python eval/stream_scale.py                          # 1k, 10k, 100k
+    python eval/stream_scale.py --sizes 10000,1000000    # a million lines: about half an hour on 2 cores
+
+Exits 1 when a check fails: a verdict file without exactly one line per trajectory, a resume that scored
+anything of a finished file, a cut resume whose counts differ from the uncut file's, a missing figure.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COUNTS = ("n", "scored", "unparsed", "errors", "positives", "hit_cap", "hit_context")
+
+
+def build(folder: Path, n: int, steps: int, shots: int) -> Path:
+    """N trajectories (8 task families' worth of instructions) over `shots` shared screenshots."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for k in range(shots):
+        path = folder / "shots" / f"s{k}.png"
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True)
+            Image.new("RGB", (90, 200), (20 * k % 255, 40, 90)).save(path)
+    tasks = ["Open the settings app and turn on Wi-Fi", "Search for a pizza place near me and open its page",
+             "Add milk to my shopping list", "Send a message to Anna saying I am late",
+             "Set an alarm for 7 am tomorrow", "Delete the last photo in the gallery",
+             "Create a note titled Ideas", "Play the next song in the music app"]
+    data = folder / f"data-{n}.jsonl"
+    with open(data, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            t = i % 64
+            steps_out = [{"screenshot": f"shots/s{(i + s) % shots}.png", "action": f"click({10 + s}, {20 + s})",
+                          "action_type": "click", "thought": "tap the next control on the way to the goal"}
+                         for s in range(steps)]
+            fh.write(json.dumps({"id": f"t{i:07d}", "instruction": f"{tasks[t % 8]} ({t})", "task_id": f"task{t}",
+                                 "label": i % 2, "steps": steps_out}) + "\n")
+    return data
+
+
+def child(step: str, data: str, out: str) -> None:
+    """One measured step, in this (fresh) process; prints its result JSON on the last line."""
+    sys.path.insert(0, str(ROOT))
+    t0 = time.perf_counter()
+    if step == "eval":
+        from adaptrubric_local.cli import main
+
+        rc = main(["eval", data, "--verdicts", out, "--out", str(Path(out).parent / "eval"), "--quiet", "--no-review"])
+        print(json.dumps({"rc": rc, "seconds": time.perf_counter() - t0}))
+        return
+    from adaptrubric_local.dry_run import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+    from adaptrubric_local.scoring import score_file
+
+    first: list[float] = []
+
+    class Timed(FakeEngine):
+        """The scripted engine, noting when its first call comes and keeping no log of the requests (the
+        test engine's `batches` would hold every prompt of the run)."""
+
+        def generate(self, requests, **kw):
+            if not first:
+                first.append(time.perf_counter() - t0)
+            return [self._one(r) for r in requests]
+
+    s = score_file(AdaptRubric(Timed(), PipelineConfig()), data, out, resume=step != "score", progress=False)
+    print(json.dumps({"seconds": time.perf_counter() - t0, "first_call": first[0] if first else None,
+                      "this_run": s["this_run"]["n"], **{k: s[k] for k in COUNTS}}))
+
+
+def measure(step: str, data: Path, out: Path) -> dict:
+    """Run one step in a fresh process: its result, wall seconds and peak RSS (MB) from wait4."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, __file__, "--child", step, str(data), str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    text = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{step} of {data} failed (exit {proc.returncode})")
+    res = json.loads(text.strip().splitlines()[-1])
+    return {**res, "wall": wall, "rss_mb": usage.ru_maxrss / 1024}
+
+
+def cut_tail(path: Path, k: int) -> None:
+    """Remove the last `k` lines of `path` (in place, reading only its end)."""
+    with open(path, "rb+") as fh:
+        fh.seek(0, 2)
+        pos, left = fh.tell(), k + 1
+        while pos > 0 and left:
+            step = min(pos, 1 << 16)
+            pos -= step
+            fh.seek(pos)
+            chunk = fh.read(step)
+            for j in range(len(chunk) - 1, -1, -1):
+                if chunk[j] == 10:
+                    left -= 1
+                    if not left:
+                        fh.truncate(pos + j + 1)
+                        return
+        fh.truncate(0)
+
+
+def run_size(work: Path, n: int, args) -> dict:
+    data = build(work, n, args.steps, args.shots)
+    out = work / f"v-{n}.jsonl"
+    for p in out.parent.glob(f"v-{n}.*"):
+        p.unlink()
+    row = {"score": measure("score", data, out)}
+    lines = sum(1 for _ in open(out, "rb"))
+    problems = [] if lines == n == row["score"]["n"] else [f"{n}: {lines} lines for {n} trajectories"]
+    row["resume"] = measure("resume", data, out)
+    if row["resume"]["this_run"]:
+        problems.append(f"{n}: the resume of the finished file scored {row['resume']['this_run']}")
+    row["eval"] = measure("eval", data, out)
+    if row["eval"].get("rc"):
+        problems.append(f"{n}: eval exited {row['eval']['rc']}")
+    cut_tail(out, args.cut)
+    row["first"] = measure("first", data, out)
+    if {k: row["first"][k] for k in COUNTS} != {k: row["score"][k] for k in COUNTS}:
+        problems.append(f"{n}: the cut resume's counts differ from the uncut file's")
+    if row["first"]["first_call"] is None:
+        problems.append(f"{n}: the cut resume made no engine call")
+    row["problems"] = problems
+    return row
+
+
+def report(sizes: list[int], rows: dict[int, dict]) -> list[str]:
+    print("| trajectories | step | seconds | ms/traj | peak RSS (MB) | first new call (s) |")
+    print("|---|---|---|---|---|---|")
+    for n in sizes:
+        for step in ("score", "resume", "first", "eval"):
+            r = rows[n][step]
+            first = f"{r['first_call']:.1f}" if step == "first" and r.get("first_call") is not None else ""
+            print(f"| {n:,} | {step} | {r['wall']:.1f} | {1000 * r['wall'] / n:.3f} | {r['rss_mb']:.0f} | {first} |")
+    base = next((n for n in sizes if n >= 10000), sizes[0])
+    top = sizes[-1]
+    problems = []
+    print(f"\nfrom {base:,} to {top:,} trajectories ({top / base:g}x the data):")
+    for step in ("score", "resume", "first", "eval"):
+        a, b = rows[base][step], rows[top][step]
+        grow = b["rss_mb"] - a["rss_mb"]
+        ratio = (b["wall"] / top) / (a["wall"] / base) if a["wall"] else float("nan")
+        print(f"  {step:6s} peak RSS {a['rss_mb']:.0f} -> {b['rss_mb']:.0f} MB ({grow:+.0f} MB), "
+              f"time per trajectory x{ratio:.2f}")
+    for n in sizes:
+        problems += rows[n]["problems"]
+    return problems
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,10000,100000", help="comma-separated trajectory counts")
+    ap.add_argument("--steps", type=int, default=8, help="steps per trajectory (default 8)")
+    ap.add_argument("--shots", type=int, default=16, help="screenshots shared by all trajectories (default 16)")
+    ap.add_argument("--cut", type=int, default=64, help="lines removed before the timed resume (default 64)")
+    ap.add_argument("--work", help="folder for the data and verdicts (default: a temporary one)")
+    ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--child", nargs=3, metavar=("STEP", "DATA", "OUT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(*args.child)
+        return 0
+    sizes = sorted(int(x) for x in args.sizes.split(","))
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(args.work or tmp)
+        print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; python eval/stream_scale.py --sizes "
+              f"{args.sizes} --steps {args.steps} --shots {args.shots}")
+        rows = {}
+        for n in sizes:
+            rows[n] = run_size(work, n, args)
+            print(f"  {n:,}: done in {sum(rows[n][s]['wall'] for s in ('score', 'resume', 'first', 'eval')):.0f} s",
+                  file=sys.stderr)
+        problems = report(sizes, rows)
+        if args.json:
+            Path(args.json).write_text(json.dumps({str(n): rows[n] for n in sizes}, indent=2) + "\n")
+    for p in problems:
+        print(f"FAILED: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

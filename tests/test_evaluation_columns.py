@@ -1,0 +1,59 @@
+"""`eval` over columns (evaluation/columns.py) against `eval` over Verdict objects."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from stream_support import _data
+
+from adaptrubric_local.dry_run import FakeEngine
+from adaptrubric_local.formats import load_trajectories
+from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+from adaptrubric_local.scoring import score_file
+
+
+def _approx(x):
+    if isinstance(x, dict):
+        return {k: _approx(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_approx(v) for v in x]
+    return pytest.approx(x, rel=1e-12, abs=1e-12) if isinstance(x, float) else x
+
+
+def test_eval_over_columns_gives_the_metrics_of_eval_over_verdicts(tmp_path):
+    """A file with every case coverage.py names: missing verdicts, an extra one, a stale error line, a record
+    that did not load, unlabelled trajectories, two platforms, calibrated probabilities, a retried error."""
+    from adaptrubric_local.evaluation.harness import run_eval
+
+    data = _data(tmp_path, n_tasks=8, candidates=3)
+    lines = data.read_text().splitlines()
+    for k in (2, 5):  # unlabelled, and another platform
+        d = json.loads(lines[k])
+        d.pop("label", None) if k == 2 else d.update(platform="web")
+        lines[k] = json.dumps(d)
+    data.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "v.jsonl"
+    failing = FakeEngine(fail=lambda r: "boom" if r.kind == "verify" and r.tag == "t001_c0" else None)
+    score_file(AdaptRubric(failing, PipelineConfig(router="model", trajectories_per_batch=4)), data, out,
+               progress=False)
+    vl = out.read_text().splitlines()
+    extra = json.loads(vl[0]) | {"id": "not-in-data"}
+    stale = json.loads(vl[1]) | {"id": "gone", "status": "error", "score": None}
+    again = json.loads(vl[3]) | {"p_success_calibrated": 0.25}
+    out.write_text("\n".join(vl[4:-3] + [json.dumps(x) for x in (extra, stale, again)]) + "\n")  # 3 missing
+    for subset in ("data", "verdicts"):
+        old = run_eval(out, tmp_path / f"old-{subset}", data, load_trajectories(data, check_images=False),
+                       review=False, subset=subset, allow_extra=True)
+        new = run_eval(out, tmp_path / f"new-{subset}", data, review=False, subset=subset, allow_extra=True)
+        for m in (old, new):
+            m.pop("run")
+        assert new["coverage"]["missing"] and new["coverage"]["extra"] == ["not-in-data"]
+        assert new["coverage"]["stale_errors"] == ["gone"] and new["coverage"]["not_loaded"]
+        assert new["overall"]["errors"] and len(new["per_platform"]) == 2
+        assert new["unlabelled"] == (2 if subset == "data" else 0)
+        assert "p_success_calibrated" in new["probability"]
+        assert new == _approx(old), subset
+    without = run_eval(out, tmp_path / "nodata", review=False)
+    assert without["coverage"]["labels"] == "verdicts"
+    with pytest.raises(ValueError, match="not-in-data"):
+        run_eval(out, tmp_path / "strict", data, review=False)

@@ -1,0 +1,53 @@
+"""`score --shard I/N` and `merge-shards` (shards.py): the shards of a data set and their merge."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from stream_support import COUNTS, _data, _lines, _pipe
+
+from adaptrubric_local.formats.stream import Shard
+from adaptrubric_local.scoring import score_file
+from adaptrubric_local.shards import ShardError, merge_shards
+
+
+def test_four_shards_and_their_merge_give_the_verdicts_of_one_run(tmp_path):
+    data = _data(tmp_path)
+    one = score_file(_pipe(), data, tmp_path / "one.jsonl", progress=False)
+    parts = [tmp_path / f"s{i}.jsonl" for i in range(1, 5)]
+    for i, p in enumerate(parts, start=1):
+        s = score_file(_pipe(), data, p, progress=False, shard=Shard(i, 4))
+        assert s["shard"] == f"{i}/4" and json.loads(p.with_suffix(".config.json").read_text())["shard"] == f"{i}/4"
+    sizes = [sum(1 for _ in open(p)) for p in parts]
+    assert sum(sizes) == one["n"] == 20 and max(sizes) - min(sizes) <= 1
+    merged = merge_shards(list(reversed(parts)), tmp_path / "m.jsonl", data=data)
+    assert _lines(tmp_path / "m.jsonl") == _lines(tmp_path / "one.jsonl")
+    assert {k: merged[k] for k in COUNTS} == {k: one[k] for k in COUNTS}
+    assert "shard" not in json.loads((tmp_path / "m.config.json").read_text())
+
+
+def test_the_merge_refuses_shards_that_do_not_cover_the_data_once(tmp_path):
+    data = _data(tmp_path, n_tasks=2, candidates=2)
+    parts = [tmp_path / f"s{i}.jsonl" for i in range(1, 4)]
+    for i, p in enumerate(parts, start=1):
+        score_file(_pipe(), data, p, progress=False, shard=Shard(i, 3))
+    with pytest.raises(ShardError, match=r"shard\(s\) 2/3 missing"):
+        merge_shards([parts[0], parts[2]], tmp_path / "m.jsonl")
+    with pytest.raises(ShardError, match="given twice"):
+        merge_shards([parts[0], parts[0], parts[1], parts[2]], tmp_path / "m.jsonl")
+    lines = parts[1].read_text().splitlines()
+    parts[1].write_text("\n".join(lines[:-1]) + "\n")  # shard 2 unfinished
+    with pytest.raises(ShardError, match="have no verdict in any shard"):
+        merge_shards(parts, tmp_path / "m.jsonl", data=data)
+    with open(parts[1], "a") as fh:  # an id of shard 1 in shard 2 too
+        fh.write(open(parts[0]).readline())
+    with pytest.raises(ShardError, match="in more than one shard"):
+        merge_shards(parts, tmp_path / "m.jsonl")
+    assert not (tmp_path / "m.jsonl").exists()
+
+
+def test_shard_parse_says_the_form():
+    assert str(Shard.parse("2/4")) == "2/4" and [p for p in range(9) if Shard(2, 4).takes(p)] == [1, 5]
+    for bad in ("2", "0/4", "5/4", "a/b"):
+        with pytest.raises(ValueError, match="I/N|1 <= I <= N"):
+            Shard.parse(bad)
