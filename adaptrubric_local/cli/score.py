@@ -40,7 +40,6 @@ def _score(args) -> int:
     cfg = pipeline_config(args)
     from ..formats import load_trajectories
     from ..formats.stream import Shard, stream_trajectories
-
     from .cascade import cascade_config, score_cascade
 
     ccfg = cascade_config(args)

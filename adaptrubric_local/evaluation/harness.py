@@ -164,13 +164,7 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Pa
         return _write_eval(out, m, title)
     out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
     m["efficiency"] = M.efficiency(C.covered(verdicts), _summary(Path(verdicts_path)))
-    from ..cascade.report import markdown as cascade_markdown
-    from ..cascade.report import side_by_side
-    from ..scoring import read_last_lines
-
-    both = side_by_side(read_last_lines(Path(verdicts_path)).values())  # a cascade's: student and judge
-    if both:
-        m["cascade"] = both
+    _add_cascade(m, Path(verdicts_path))
     if review:
         write_review_page(out, verdicts, loaded, m, title, progress, reviewed=reviewed(labels))
         m["review"] = "review.html"
@@ -192,7 +186,20 @@ def _columnar(verdicts_path, data, subset: str, allow_extra: bool, fmt: str = "a
     stand_ins = [Verdict(model=md, bank_sha=b) for md in cols.models for b in cols.banks]
     m["run"] = run_meta(Path(verdicts_path), stand_ins, data=str(data) if data else None)
     m["efficiency"] = m.pop("efficiency")  # the key order of the other path's metrics.json
+    _add_cascade(m, Path(verdicts_path))
     return m, f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"
+
+
+def _add_cascade(m: dict, verdicts_path: Path) -> None:
+    """A cascade's file (its summary has `cascade`): the student and the judge side by side in `m`."""
+    if "cascade" not in (_summary(verdicts_path) or {}):
+        return
+    from ..cascade.report import side_by_side
+    from ..scoring import read_last_lines
+
+    both = side_by_side(read_last_lines(verdicts_path).values())
+    if both:
+        m["cascade"] = both
 
 
 def _write_eval(out: Path, m: dict, title: str) -> dict:
@@ -203,8 +210,10 @@ def _write_eval(out: Path, m: dict, title: str) -> dict:
     R.plot_per_platform(m["per_platform"], out / "per_platform.png",
                         f"Per-platform metrics (unparsed/errors/missing as predicted failures): {title}")
     R.plot_reliability(list(m["probability"].items()), out / "calibration.png", f"Reliability of p_success: {title}")
+    from ..cascade.report import markdown as cascade_markdown
+
     (out / "report.md").write_text(R.metrics_markdown(m, m["run"], coverage_notes(m))
-                                   + (cascade_markdown(both) if both else ""))
+                                   + (cascade_markdown(m["cascade"]) if m.get("cascade") else ""))
     return m
 
 

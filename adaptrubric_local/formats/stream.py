@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 import numpy as np
 
 from ..types import Trajectory
-from . import LOOKED_FOR, _data_jsonl, _hints, canonical, detect_format, load_trajectories
+from . import FORMATS, _data_jsonl, _hints, canonical, detect_format, load_trajectories
 from .base import DataError, LoadResult, check_image_roots, iter_json_lines, own_id
 from .ids import IdBuilder, IdSet
 
@@ -87,7 +87,7 @@ class TrajectoryStream:
         if not self.records:
             hint = _hints(self.path) if self.path.is_dir() else ""
             raise DataError(self.path, f"no trajectories found: the canonical loader looked for "
-                                       f"{LOOKED_FOR['canonical']}{hint}")
+                                       f"{FORMATS['canonical'].looked_for}{hint}")
 
     def items(self, keep: Optional[Keep] = None) -> Iterator[tuple[int, Item]]:
         """(position, Trajectory or DataError) for each record in data order; with `keep`, a record it
