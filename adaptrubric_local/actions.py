@@ -48,7 +48,7 @@ def action_kind(step: Step) -> str:
         return "delete"
     if _TOGGLE.search(act):
         return "toggle"
-    if _SUBMIT.search(act) or at in ("enter", "submit", "key") and re.search(r"enter|return", act, re.I):
+    if _SUBMIT.search(act) or (at in ("enter", "submit", "key") and re.search(r"enter|return", act, re.I)):
         return "submit"
     if at in ("tap", "click", "long_press", "double_click", "right_click") or re.search(r"\b(?:tap|click)", act, re.I):
         return "tap"

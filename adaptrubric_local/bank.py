@@ -15,7 +15,7 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -48,7 +48,7 @@ class RubricSet(_Strict):
     special_rules: list[str] = Field(min_length=1)
     output_format: str
     rubric_items: list[RubricItem] = Field(min_length=1)
-    router_description: Optional[str] = None  # the router prompt's line for this family (default: see prompts)
+    router_description: str | None = None  # the router prompt's line for this family (default: see prompts)
 
     @property
     def critical_items(self) -> list[RubricItem]:
@@ -66,7 +66,7 @@ class BuildStep(_Strict):
     prompts_sha: str
     created: str
     teacher_calls: int = 0
-    details: dict[str, Union[str, int, float, bool, None]] = Field(default_factory=dict)
+    details: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
 
 
 FAMILY_NAME = re.compile(r"^[a-z][a-z0-9_]{1,47}$")
@@ -77,7 +77,7 @@ class RubricBank(_Strict):
 
     version: int
     name: str
-    source: Optional[str] = None
+    source: str | None = None
     taxonomy: Literal["paper", "custom"] = "paper"
     output_formats: dict[str, str] = Field(min_length=1)
     meta_rule: list[str] = Field(min_length=1)
@@ -85,7 +85,7 @@ class RubricBank(_Strict):
     record: list[BuildStep] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _family_set(self) -> "RubricBank":
+    def _family_set(self) -> RubricBank:
         fams = self.families
         if self.taxonomy == "paper":
             unknown = set(fams) - set(FAMILIES)
@@ -110,7 +110,7 @@ class RubricBank(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _formats_exist(self) -> "RubricBank":
+    def _formats_exist(self) -> RubricBank:
         for fam, rs in self.families.items():
             if rs.output_format not in self.output_formats:
                 raise ValueError(f"families.{fam}.output_format names {rs.output_format!r}, which is not "
@@ -157,10 +157,10 @@ class RubricBank(_Strict):
 
 
 @lru_cache(maxsize=8)
-def _load_cached(path: str) -> RubricBank:
+def load_cached(path: str) -> RubricBank:
     return load_yaml_model(path, RubricBank)
 
 
 def load_bank(path: str | Path | None = None) -> RubricBank:
     """Load and validate a bank (default: the bundled one); raises SchemaError naming file and field."""
-    return _load_cached(str(Path(path or DEFAULT_BANK).resolve()))
+    return load_cached(str(Path(path or DEFAULT_BANK).resolve()))

@@ -11,8 +11,8 @@ limited to an optional fingerprint callable; knows nothing about prompts or mode
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 from .actions import PRIORITY, action_kind, is_high_signal
 from .types import Trajectory
@@ -95,7 +95,7 @@ def _score_frames(traj: Trajectory, family: str, frames: list[int]) -> dict[int,
 
 
 def select_context(traj: Trajectory, family: str = "general", budget: int = DEFAULT_BUDGET,
-                   fingerprint: Optional[Fingerprint] = None, near_dup: Optional[Callable] = None) -> Selection:
+                   fingerprint: Fingerprint | None = None, near_dup: Callable | None = None) -> Selection:
     """Pick at most `budget` screenshot-bearing steps; first and final frame always included.
 
     With a `fingerprint`, consecutive near-identical frames form a run that is shown once: by its
@@ -137,8 +137,8 @@ class _Runs:
     """Runs of consecutive near-identical frames, found lazily so only the frames selection looks
     at (and their neighbours) are fingerprinted. Without a fingerprint every frame is its own run."""
 
-    def __init__(self, traj: Trajectory, frames: list[int], fingerprint: Optional[Fingerprint],
-                 near_dup: Optional[Callable]):
+    def __init__(self, traj: Trajectory, frames: list[int], fingerprint: Fingerprint | None,
+                 near_dup: Callable | None):
         self.traj, self.frames, self.fingerprint, self.near_dup = traj, frames, fingerprint, near_dup
         self.pos = {f: n for n, f in enumerate(frames)}
         self._fp: dict[str, object] = {}

@@ -9,7 +9,7 @@ engines' internals, images, screenshots or verdicts.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 
 from .bank import RubricBank
 from .cues import cue_prompt, manual_cues, parse_cues
@@ -24,7 +24,7 @@ CallFn = Callable[[list[Request]], list[Output]]
 class Criteria:
     """Route and cue instructions through `call` (None: no model), caching both."""
 
-    def __init__(self, call: Optional[CallFn], config, bank: RubricBank, prompts: PromptSet):
+    def __init__(self, call: CallFn | None, config, bank: RubricBank, prompts: PromptSet):
         self.call, self.config, self.bank, self.prompts = call, config, bank, prompts
         self.routes: dict[str, RouteResult] = {}
         self.cues: dict[tuple[str, str], CueResult] = {}
@@ -76,7 +76,7 @@ class Criteria:
                     abstained=True, reason=f"cue call failed: {out.error}", parsed=False)
                 self.unparsed["cue"] += not res.parsed
                 self.cues[p] = res
-                self.fresh[("cue",) + p] = (out.prompt_tokens + out.completion_tokens, 1)
+                self.fresh[("cue", *p)] = (out.prompt_tokens + out.completion_tokens, 1)
         return {p: self.cues[p] for p in pairs}
 
     def _call(self, reqs: list[Request]) -> list[Output]:

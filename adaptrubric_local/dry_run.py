@@ -12,7 +12,7 @@ Knows nothing about trajectories or scoring.
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from .bank import DEFAULT_BANK
 from .engine import fake
@@ -34,7 +34,7 @@ def pipeline_script(req: Request) -> str:
 class FakeEngine(fake.ScriptedEngine):
     """The scripted engine (engine.fake.ScriptedEngine) answering with `pipeline_script` unless given a script."""
 
-    def __init__(self, script: Optional[Callable[[Request], str]] = None, **kwargs):
+    def __init__(self, script: Callable[[Request], str] | None = None, **kwargs):
         super().__init__(script or pipeline_script, **kwargs)
 
 

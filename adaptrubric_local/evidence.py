@@ -49,7 +49,7 @@ def compile_evidence(traj: Trajectory) -> Evidence:
         if is_high_signal(k):
             key.append(f"step {n} {k}: {_one_line(s.action, 120)}")
     if len(key) > MAX_KEY_ACTIONS:
-        key = key[: MAX_KEY_ACTIONS // 2] + ["..."] + key[-MAX_KEY_ACTIONS // 2:]
+        key = [*key[:MAX_KEY_ACTIONS // 2], "...", *key[-MAX_KEY_ACTIONS // 2:]]
     trace = "\n".join(f"Step {n}: {_one_line(s.action) or '(no action recorded)'}"
                       for n, s in enumerate(traj.steps, start=1))
     return Evidence(agent_answer=_quote(traj.answer) if traj.answer else NONE,

@@ -33,7 +33,8 @@ import shutil
 import sys
 import textwrap
 import typing
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 EXPLICIT = "_explicit_options"
 
@@ -169,11 +170,10 @@ class Parser(argparse.ArgumentParser):
 
     def one_line_usage(self) -> str:
         """`usage: adaptrubric score [options] DATA (see adaptrubric score --help)`."""
-        fmt = self._get_formatter()
         shown = [a for a in self._actions if a.help != argparse.SUPPRESS]
-        required = [f"{a.option_strings[0]} {fmt._format_args(a, fmt._get_default_metavar_for_optional(a))}"
+        required = [f"{a.option_strings[0]} {a.metavar if isinstance(a.metavar, str) else a.dest.upper()}"
                     for a in shown if a.option_strings and a.required]
-        args = [fmt._format_args(a, fmt._get_default_metavar_for_positional(a)) for a in shown if not a.option_strings]
+        args = [positional_usage(a) for a in shown if not a.option_strings]
         return " ".join(["usage:", self.prog, "[options]", *required, *args]) + f" (see {self.prog} --help)"
 
     def short(self) -> bool:
@@ -210,7 +210,7 @@ class Parser(argparse.ArgumentParser):
         return fmt.format_help()
 
 
-def renamed(flag: str, known: Iterable[str], key: bool = False) -> Optional[str]:
+def renamed(flag: str, known: Iterable[str], key: bool = False) -> str | None:
     """What replaced a renamed flag ('--max-batch-size (requests per generate call), or ...'), the
     replacements among `known` first (all of them when none is); None when it was never renamed.
     With `key`, the new names are spelled as config-file keys (`max_batch_size`)."""
@@ -300,7 +300,7 @@ class RecordAppend(argparse.Action):
         items = list(getattr(namespace, self.dest, None) or [])
         if self.dest not in getattr(namespace, EXPLICIT, set()):
             items = []  # the first use replaces the default
-        setattr(namespace, self.dest, items + [values])
+        setattr(namespace, self.dest, [*items, values])
         given = set(getattr(namespace, EXPLICIT, set()))
         given.add(self.dest)
         setattr(namespace, EXPLICIT, given)
@@ -319,14 +319,14 @@ def flag_name(field_name: str) -> str:
     return "--" + field_name.replace("_", "-")
 
 
-def config_fields(cls, skip: Iterable[str] = (), only: Optional[Iterable[str]] = None) -> list[dataclasses.Field]:
+def config_fields(cls, skip: Iterable[str] = (), only: Iterable[str] | None = None) -> list[dataclasses.Field]:
     """The fields of `cls` that become flags (all but `skip` and those marked no_flag; or just `only`)."""
     skip, only = set(skip), (set(only) if only is not None else None)
     return [f for f in dataclasses.fields(cls) if f.name not in skip and not f.metadata.get("no_flag")
             and (only is None or f.name in only)]
 
 
-def shown_default(f: dataclasses.Field, default: Any, kind, optional: bool, shown: Optional[str] = None) -> str:
+def shown_default(f: dataclasses.Field, default: Any, kind, optional: bool, shown: str | None = None) -> str:
     """How a field's default reads at the end of its help, the one place that decides it:
     `(default 8)`, `(default on)`, `(default: TEXT)` (`shown`, or the field's `none` metadata when the
     default is None: what None means), `(default 1024; none: no limit)` for an optional value whose
@@ -342,9 +342,9 @@ def shown_default(f: dataclasses.Field, default: Any, kind, optional: bool, show
     return f"(default {value}; none: {means})" if optional and means else f"(default {value})"
 
 
-def add_config_arguments(parser, cls, skip: Iterable[str] = (), defaults: Optional[dict] = None,
-                         choices: Optional[dict] = None, hide_defaults: bool = False,
-                         only: Optional[Iterable[str]] = None, shown: Optional[dict] = None) -> None:
+def add_config_arguments(parser, cls, skip: Iterable[str] = (), defaults: dict | None = None,
+                         choices: dict | None = None, hide_defaults: bool = False,
+                         only: Iterable[str] | None = None, shown: dict | None = None) -> None:
     """One flag per field of dataclass `cls` on `parser` (a parser or an argument group); a field whose
     metadata names a `common` group is shown in the short `--help` under it. `defaults`
     overrides shown/used defaults; `shown` describes a default the command derives (`{"field": "4 x

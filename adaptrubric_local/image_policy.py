@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable, Optional
 
 POLICY_FILE = "image_policy.json"
 QUANT_FILE = "base_quantisation.json"
@@ -29,7 +29,7 @@ def write_policy(adapter: str | Path, policy: dict) -> None:
     (Path(adapter) / POLICY_FILE).write_text(json.dumps(policy, indent=2) + "\n")
 
 
-def read_policy(adapter: Optional[str | Path]) -> dict:
+def read_policy(adapter: str | Path | None) -> dict:
     """The adapter's image settings ({} for no adapter, or one trained before they were recorded)."""
     if not adapter:
         return {}
@@ -50,7 +50,7 @@ def write_quantisation(adapter: str | Path, load_in_4bit: bool, load_in_8bit: bo
     (Path(adapter) / QUANT_FILE).write_text(json.dumps(record, indent=2) + "\n")
 
 
-def read_quantisation(adapter: Optional[str | Path]) -> dict:
+def read_quantisation(adapter: str | Path | None) -> dict:
     """{load_in_4bit, load_in_8bit} of the base the adapter was trained on; {} when unknown (no
     adapter, or one from elsewhere)."""
     if not adapter:
@@ -71,7 +71,7 @@ def _warn(msg: str) -> None:
     print(f"warning: {msg}", file=sys.stderr)
 
 
-def adopt(adapter: Optional[str | Path], engine: dict, pipeline: dict, explicit: Iterable[str] = (),
+def adopt(adapter: str | Path | None, engine: dict, pipeline: dict, explicit: Iterable[str] = (),
           warn: Callable[[str], None] = _warn) -> tuple[dict, dict]:
     """(engine options, pipeline options) with the adapter's image settings filled in where the
     caller did not set them explicitly; an explicit value that differs is kept, with a warning."""

@@ -25,7 +25,7 @@ import tempfile
 import threading
 import warnings
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 DEFAULT_MAX_PIXELS = 50_000_000  # an 8K frame is 33 Mpx; PIL itself refuses only above 179 Mpx
 FORMATS = {"PNG": ("png", "image/png"), "JPEG": ("jpg", "image/jpeg"), "WEBP": ("webp", "image/webp"),
@@ -93,16 +93,16 @@ class ImageStore:
     """Inline screenshots written to a private temporary folder for the time of one scoring call.
     Thread-safe; a context manager; identical images share one file."""
 
-    def __init__(self, max_pixels: int = DEFAULT_MAX_PIXELS, parent: Optional[str] = None):
+    def __init__(self, max_pixels: int = DEFAULT_MAX_PIXELS, parent: str | None = None):
         if max_pixels < 1:
             raise ValueError(f"max_pixels must be >= 1, got {max_pixels}")
         self.max_pixels, self._parent = max_pixels, parent
-        self._dir: Optional[Path] = None
+        self._dir: Path | None = None
         self._lock = threading.Lock()
         self.count = 0
 
     @property
-    def folder(self) -> Optional[Path]:
+    def folder(self) -> Path | None:
         """The temporary folder (None until the first image arrives)."""
         return self._dir
 
@@ -128,7 +128,7 @@ class ImageStore:
         if d is not None:
             shutil.rmtree(d, ignore_errors=True)
 
-    def __enter__(self) -> "ImageStore":
+    def __enter__(self) -> ImageStore:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -32,9 +32,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -53,13 +54,13 @@ class LabelRecord(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
-    label: Optional[Literal[0, 1]]
-    note: Optional[str] = None
-    score: Optional[Literal[0, 1]] = None
-    p_success: Optional[float] = None
-    time: Optional[str] = None
-    data: Optional[str] = None
-    verdicts: Optional[str] = None
+    label: Literal[0, 1] | None
+    note: str | None = None
+    score: Literal[0, 1] | None = None
+    p_success: float | None = None
+    time: str | None = None
+    data: str | None = None
+    verdicts: str | None = None
 
     @field_validator("id", mode="before")
     @classmethod
@@ -110,7 +111,7 @@ class LabelsFile:
                 "labels": decided, "unsure": len(self.records) - decided}
 
 
-def androidgen_line(obj: dict) -> Optional[dict]:
+def androidgen_line(obj: dict) -> dict | None:
     """A line of AndroidGen's own `labels.jsonl` (keyed by `trace_id`: what the AndroidGen loader reads
     beside the traces) as a labels line: its `trace_id` is the id and its `label` the label; the notes of
     its own (`confidence`, `why`, ...) are not read, as the loader does not read them. None for a line
@@ -234,12 +235,12 @@ def merged_records(files: list[LabelsFile]) -> dict[str, LabelRecord]:
     return out
 
 
-def merged_labels(files: list[LabelsFile]) -> dict[str, Optional[int]]:
+def merged_labels(files: list[LabelsFile]) -> dict[str, int | None]:
     """id -> label over files in order (`merged_records`)."""
     return {i: r.label for i, r in merged_records(files).items()}
 
 
-def reviewed(record: Optional[dict]) -> dict[str, LabelRecord]:
+def reviewed(record: dict | None) -> dict[str, LabelRecord]:
     """The lines (label, note, time) of the labels files an `AppliedLabels.record()` names, merged as
     `apply_labels` merged them: what a person decided, as opposed to the labels that come with the data.
     A file that changed since it was applied is a LabelsError."""

@@ -14,10 +14,10 @@ import os
 import time
 import weakref
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional
 
 from ._version import __version__
 from .bank import RubricBank, RubricSet, load_bank
@@ -64,11 +64,11 @@ class PipelineConfig:
     cue_max_new_tokens: int = field(default=160, metadata={"help": "token cap for cue outputs"})
     verify_max_new_tokens: int = field(default=1024, metadata={
         "help": "token cap for verifier outputs; generation stops once the verdict block is complete"})
-    fixed_category: Optional[str] = field(default=None, metadata={
+    fixed_category: str | None = field(default=None, metadata={
         "help": "skip routing: use this family for every trajectory", "metavar": "FAMILY"})
-    manual_cues: Optional[list[str]] = field(default=None, metadata={
+    manual_cues: list[str] | None = field(default=None, metadata={
         "help": "use this fine cue instead of generating cues (at most 2 kept)", "metavar": "TEXT"})
-    bank_path: Optional[str] = field(default=None, metadata={"common": "method",
+    bank_path: str | None = field(default=None, metadata={"common": "method",
         "help": "rubric bank YAML", "none": "the bundled paper bank", "metavar": "YAML"})
 
     def __post_init__(self):
@@ -117,8 +117,8 @@ class Prepared:
 class AdaptRubric:
     """Score trajectories with the AdaptRubric method through one batched engine."""
 
-    def __init__(self, engine: Optional[Engine] = None, config: Optional[PipelineConfig] = None,
-                 bank: Optional[RubricBank] = None, prompts: Optional[PromptSet] = None):
+    def __init__(self, engine: Engine | None = None, config: PipelineConfig | None = None,
+                 bank: RubricBank | None = None, prompts: PromptSet | None = None):
         self.engine = engine
         self.config = config or PipelineConfig()
         self.bank = bank or load_bank(self.config.bank_path)
@@ -134,9 +134,9 @@ class AdaptRubric:
         # cycle that keeps a dropped pipeline, and its engine's model on the GPU, alive until gc runs
         self.criteria = Criteria(_calls_of(self) if engine is not None else None, self.config, self.bank,
                                  self.prompts)
-        self._pool: Optional[ThreadPoolExecutor] = None
-        self.on_stage: Optional[Callable[[str], None]] = None  # told what runs now: routing, cues, verifying
-        self._span: Optional[tuple[int, int]] = None  # the batch being scored: its first and last position (1-based)
+        self._pool: ThreadPoolExecutor | None = None
+        self.on_stage: Callable[[str], None] | None = None  # told what runs now: routing, cues, verifying
+        self._span: tuple[int, int] | None = None  # the batch being scored: its first and last position (1-based)
 
     @property
     def config(self) -> PipelineConfig:
@@ -242,8 +242,8 @@ class AdaptRubric:
                        stop_after_line=VERDICT_LAST_LINE)
 
     # ------------------------------------------------------------------ scoring
-    def _verdict(self, t: Trajectory, share: tuple[float, float], p: Optional[Prepared] = None,
-                 out: Optional[Output] = None, failed: Optional[Exception] = None) -> Verdict:
+    def _verdict(self, t: Trajectory, share: tuple[float, float], p: Prepared | None = None,
+                 out: Output | None = None, failed: Exception | None = None) -> Verdict:
         """The one place a trajectory's Verdict is built: the model's answer (`out`, parsed) or why there
         is none (`failed`: its preparation raised), what was decided for it (`p`), the run's stamp, its
         labels and its cost (its own call plus its `share` of the shared router and cue calls); counted."""
@@ -362,7 +362,7 @@ class AdaptRubric:
         return out
 
 
-def _calls_of(pipe: "AdaptRubric"):
+def _calls_of(pipe: AdaptRubric):
     """`pipe.call_engine` without a strong reference to `pipe`."""
     ref = weakref.ref(pipe)
 
@@ -372,7 +372,7 @@ def _calls_of(pipe: "AdaptRubric"):
     return call
 
 
-def p_success(out: Output) -> Optional[float]:
+def p_success(out: Output) -> float | None:
     """P(SCORE=1) at the final SCORE digit of the answer, normalised over {0, 1}; None if not reported."""
     offset = score_value_offset(out.text, out.opened_thinking)
     if offset is None:

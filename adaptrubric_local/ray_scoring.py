@@ -48,9 +48,9 @@ import os
 import sys
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Optional
 
 from .bank import load_bank
 from .formats import LoadResult
@@ -71,11 +71,11 @@ class ReplicasGone(RuntimeError):
 class RayConfig:
     """Where the replicas run and what each one gets."""
 
-    ray_address: Optional[str] = field(default=None, metadata={
+    ray_address: str | None = field(default=None, metadata={
         "help": "an existing Ray cluster: auto, HOST:6379 or ray://HOST:10001",
         "none": "$RAY_ADDRESS if set, else a local Ray started for this run"})
     replicas: int = field(default=1, metadata={"help": "Ray actors, one engine (model copy) each"})
-    gpus_per_replica: Optional[float] = field(default=None, metadata={
+    gpus_per_replica: float | None = field(default=None, metadata={
         "help": "GPUs per replica (fractions share a GPU)", "none": "1 when the cluster has GPUs, else 0"})
     cpus_per_replica: float = field(default=1.0, metadata={
         "help": "CPUs Ray reserves per replica (also its torch threads on the CPU)"})
@@ -150,7 +150,7 @@ class ReplicaPool:
     returned them has its next chunk (`pool.busy`: replica -> chunk in flight; `pool.pids`)."""
 
     def __init__(self, pipeline: PipelineConfig, engine_options: dict, config: RayConfig, *,
-                 stamp: Optional[dict] = None, on_chunk: Optional[Callable[["ReplicaPool"], None]] = None):
+                 stamp: dict | None = None, on_chunk: Callable[[ReplicaPool], None] | None = None):
         self.pipeline, self.engine_options, self.config = pipeline, engine_options, config
         self.stamp = stamp or {}
         self.on_chunk = on_chunk
@@ -160,9 +160,9 @@ class ReplicaPool:
         self.unparsed = {"route_unparsed": 0, "cue_unparsed": 0}
         self.counts = {"chunks": 0, "replica_deaths": 0, "resent_chunks": 0, "failed_chunks": 0}
         self.engine_stats: dict[int, dict] = {}
-        self.gpus: Optional[float] = None
+        self.gpus: float | None = None
         self._started_ray = False
-        self._last_error: Optional[Exception] = None
+        self._last_error: Exception | None = None
 
     # ------------------------------------------------------------------ what score_with reads
     def summary(self) -> dict:
@@ -311,9 +311,9 @@ def _last_line(exc: Exception) -> str:
 
 
 def score_ray(data: str | Path, out: str | Path, pipeline: PipelineConfig, engine_options: dict, config: RayConfig,
-              *, loaded: Optional[LoadResult] = None, resume: bool = False, fmt: str = "auto", progress: bool = True,
-              retry_errors: bool = True, force_settings: bool = False, calibration: Optional[str | Path] = None,
-              on_chunk: Optional[Callable[[ReplicaPool], None]] = None) -> dict:
+              *, loaded: LoadResult | None = None, resume: bool = False, fmt: str = "auto", progress: bool = True,
+              retry_errors: bool = True, force_settings: bool = False, calibration: str | Path | None = None,
+              on_chunk: Callable[[ReplicaPool], None] | None = None) -> dict:
     """Score `data` into `out` on Ray with `config.replicas` replicas; returns the summary (as
     `scoring.score_file`). `engine_options` are `engine.build.build_engine`'s keyword arguments
     (`model`, HFEngineConfig fields). The settings record is the in-process one: a file begun

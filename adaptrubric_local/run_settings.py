@@ -10,7 +10,7 @@ import datetime
 import json
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from ._version import __version__
 from .pipeline import AdaptRubric, PipelineConfig
@@ -33,7 +33,7 @@ def sidecar(out: Path, kind: str) -> Path:
 
 
 def run_settings(pipeline: PipelineConfig, engine_config: Any = None, *, bank_sha: str, prompts_sha: str,
-                 model: Optional[str] = None) -> dict:
+                 model: str | None = None) -> dict:
     """The settings record of a verdict file, the same whatever scores it: pipeline settings, model
     (the engine's name; default: the engine config's `name`, else its `model`), adapter, engine
     settings, bank and prompt hashes, package version. Built from configs, so a driver that never
@@ -92,8 +92,8 @@ def check_resume(out: Path, meta: dict, force: bool) -> dict:
     return old
 
 
-def file_meta(settings: dict, data: str | Path, extra: Optional[dict] = None,
-              calibration: Optional[str | Path] = None) -> tuple[dict, Any]:
+def file_meta(settings: dict, data: str | Path, extra: dict | None = None,
+              calibration: str | Path | None = None) -> tuple[dict, Any]:
     """(the config sidecar a run with `settings` writes, the loaded calibration or None)."""
     from .evaluation import calibration as C
 
@@ -106,7 +106,7 @@ def file_meta(settings: dict, data: str | Path, extra: Optional[dict] = None,
 
 
 def precheck_out(out: str | Path, settings: dict, data: str | Path, resume: bool = False, force: bool = False,
-                 extra: Optional[dict] = None, calibration: Optional[str | Path] = None) -> None:
+                 extra: dict | None = None, calibration: str | Path | None = None) -> None:
     """`score_with`'s checks of `out`, before any model loads: ValueError when `out` holds lines and
     `resume` is off, or when resuming it with `settings` (a `planned_settings` record) would be
     refused; writes nothing."""

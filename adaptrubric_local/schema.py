@@ -5,8 +5,9 @@ Shared by the rubric bank and the prompt set. Knows nothing about what either co
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Type, TypeVar
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -18,7 +19,7 @@ class SchemaError(ValueError):
     """A data file that does not match its schema; the message names the file and each field."""
 
 
-def load_yaml_model(path: str | Path, model: Type[M]) -> M:
+def load_yaml_model(path: str | Path, model: type[M]) -> M:
     """Read `path` as YAML and validate it into `model`, or raise SchemaError."""
     path = Path(path)
     try:
@@ -47,7 +48,7 @@ def json_problem(exc: json.JSONDecodeError, line: bool = False) -> str:
     return f"{exc.msg} {where}" if exc.msg.endswith(" at") else f"{exc.msg} at {where}"
 
 
-def json_lines(lines: Iterable[str], path, error: Type[Exception] = ValueError) -> Iterator[tuple[int, Any]]:
+def json_lines(lines: Iterable[str], path, error: type[Exception] = ValueError) -> Iterator[tuple[int, Any]]:
     """(line number, object) for each non-blank line of a JSONL file (`lines`: its lines, `path`: its
     name in messages); a line that is not JSON raises `error` naming the file and the line."""
     for n, line in enumerate(lines, start=1):

@@ -16,9 +16,10 @@ import re
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Protocol
+from typing import Protocol
 
 from .formats import LoadResult
 from .formats.stream import Shard, as_stream, stream_trajectories
@@ -89,7 +90,7 @@ def _counted(d: dict) -> Verdict:
                    cost_tokens=d.get("cost_tokens") or 0.0)
 
 
-def file_summary(before: dict[str, dict], verdicts: list[Verdict], run: dict, previous: Optional[dict] = None) -> dict:
+def file_summary(before: dict[str, dict], verdicts: list[Verdict], run: dict, previous: dict | None = None) -> dict:
     """The summary of everything the verdict file holds after this run: its last line per id, from the
     lines it held before (`before`, id -> line) and this run's `verdicts`, with `run` (this run's own
     `summarize`) under `this_run`. Seconds add up over the runs whose summary was written (`previous`:
@@ -115,9 +116,9 @@ def error_id(e) -> str:
 
 
 def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: bool = False, fmt: str = "auto",
-               loaded: Optional[LoadResult] = None, progress: bool = True, extra: Optional[dict] = None,
+               loaded: LoadResult | None = None, progress: bool = True, extra: dict | None = None,
                retry_errors: bool = True, force_settings: bool = False,
-               calibration: Optional[str | Path] = None, shard: Optional[Shard] = None) -> dict:
+               calibration: str | Path | None = None, shard: Shard | None = None) -> dict:
     """Score every trajectory of `data` (of `shard`, when given) into `out` in this process; returns the
     summary. With `calibration` (a file from `adaptrubric calibrate`), each line also gets
     `p_success_calibrated` and the config sidecar records the file's hash."""
@@ -128,9 +129,9 @@ def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: boo
 
 def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path, resume: bool = False,
                fmt: str = "auto", loaded=None, progress: bool = True,
-               extra: Optional[dict] = None, retry_errors: bool = True, force_settings: bool = False,
-               calibration: Optional[str | Path] = None, desc: str = "scoring",
-               shard: Optional[Shard] = None) -> dict:
+               extra: dict | None = None, retry_errors: bool = True, force_settings: bool = False,
+               calibration: str | Path | None = None, desc: str = "scoring",
+               shard: Shard | None = None) -> dict:
     """The one writer of verdict files: score what `out` lacks of `data` with `scorer` (whose
     `run_settings` are `settings`), appending each verdict line as it arrives; returns the summary.
     `loaded` is a LoadResult or a stream (formats/stream.py); without it `data` is streamed, parsed
@@ -169,7 +170,7 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
     with open(out, "a", encoding="utf-8") as fh:
         bar = tqdm(total=n_todo, unit="traj", desc=desc, disable=not progress, dynamic_ncols=True)
 
-        def write(v: Verdict, problem: Optional[str] = None, on_bar: bool = True) -> None:
+        def write(v: Verdict, problem: str | None = None, on_bar: bool = True) -> None:
             if cal is not None:
                 v = replace(v, p_success_calibrated=cal.apply(v.p_success))
             if v.status == "error":
@@ -181,7 +182,7 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
             run_tally.add(v)
             _write(fh, v, old)
 
-        def keep(position: int, own: Optional[str]) -> bool:
+        def keep(position: int, own: str | None) -> bool:
             if shard is not None and not shard.takes(position):
                 return False
             return own is None or not state.done(own, retry_errors)
@@ -199,7 +200,7 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
         if progress and hasattr(scorer, "on_stage"):  # the pipeline names what runs: routing, cues, verifying
             scorer.on_stage = lambda what: bar.set_description_str(f"{desc} ({what} of {n_todo})")
         counts: Counter = Counter()
-        stopped: Optional[BaseException] = None
+        stopped: BaseException | None = None
         try:
             for ready in (_ready_lists(scorer, trajectories()) if n_todo else ()):
                 for v in ready:
@@ -237,7 +238,7 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
     return summary
 
 
-def _whole(whole: Tally, run: dict, previous: Optional[dict]) -> dict:
+def _whole(whole: Tally, run: dict, previous: dict | None) -> dict:
     """The file's summary from its running counts, with `run` under `this_run` (see `file_summary`)."""
     prev = previous or {}
     seconds = run["seconds"] + prev.get("seconds", 0.0)
@@ -262,7 +263,7 @@ class ErrorReport:
     def __init__(self, out: Path):
         self.out, self.kinds = out, Counter()
 
-    def add(self, v: Verdict, problem: Optional[str] = None, bar=None) -> None:
+    def add(self, v: Verdict, problem: str | None = None, bar=None) -> None:
         """Report one error verdict; `problem`: the error without its file/record prefix, when known."""
         if problem is None:  # the pipeline's errors read "<file>, record <id>: <problem>"
             text = v.error or "error"
@@ -303,7 +304,7 @@ def _ready_lists(scorer: Scorer, trajs: Iterable[Trajectory]) -> Iterator[list[V
         yield from ([v] for v in scorer.iter_score(list(trajs)))
 
 
-def _read_summary(out: Path) -> Optional[dict]:
+def _read_summary(out: Path) -> dict | None:
     """The summary sidecar of `out`, or None when there is none (a run killed before writing it) or it is unreadable."""
     try:
         return json.loads(sidecar(out, "summary").read_text())
@@ -311,7 +312,7 @@ def _read_summary(out: Path) -> Optional[dict]:
         return None
 
 
-def _write(fh, v: Verdict, previous: Optional[dict]) -> None:
+def _write(fh, v: Verdict, previous: dict | None) -> None:
     """Append a verdict line, unless it repeats the id's last line's error word for word."""
     if previous and v.status == "error" and previous.get("status") == "error" and previous.get("error") == v.error:
         return

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Optional
 
 from .formats.ids import IdSet
 from .formats.stream import Shard, stream_trajectories
@@ -63,7 +62,7 @@ def check_shards(paths: list[Path]) -> tuple[list[Path], dict]:
     return ordered, base
 
 
-def merge_shards(paths: list[str | Path], out: str | Path, data: Optional[str | Path] = None, fmt: str = "auto",
+def merge_shards(paths: list[str | Path], out: str | Path, data: str | Path | None = None, fmt: str = "auto",
                  image_roots=()) -> dict:
     """Check the shards (`check_shards`, then their ids: none in two shards, and with `data` every
     record answered) and write them as one verdict file `out` with its sidecars; returns its summary."""

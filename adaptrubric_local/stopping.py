@@ -21,8 +21,8 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 STOP_GRACE_S = 8.0  # a stopped command's clean-up gets this long: every process of it is gone within 10 s
@@ -35,7 +35,7 @@ class Stopped(KeyboardInterrupt):
     def __init__(self, signum: int):
         super().__init__(signum)
         self.signum = signum
-        self.note: Optional[str] = None
+        self.note: str | None = None
 
     @property
     def name(self) -> str:
@@ -62,12 +62,12 @@ def stop_reason(exc: BaseException) -> str:
 class _Stopping:
     """The state of the innermost `stop_on_signals` block (main thread only)."""
 
-    stop: Optional[Stopped] = None  # the first signal's exception, once there is one
-    rescue: Optional[tuple] = None  # (on_stop, the Event set when the `rescue_stop` block is left) inside one
+    stop: Stopped | None = None  # the first signal's exception, once there is one
+    rescue: tuple | None = None  # (on_stop, the Event set when the `rescue_stop` block is left) inside one
     redeliver: int = 0  # a signal this module sent the main thread again, not yet handled
 
 
-_active: Optional[_Stopping] = None
+_active: _Stopping | None = None
 
 
 @contextlib.contextmanager
@@ -137,10 +137,8 @@ def rescue_stop(on_stop: Callable[[], object]) -> Iterator[None]:
 
 def _rescue(state: _Stopping, signum: int, on_stop: Callable[[], object], done: threading.Event) -> None:
     """`rescue_stop`'s thread: `on_stop`, then the signal again to the main thread until `done`."""
-    try:
+    with contextlib.suppress(Exception):  # what it ends may be gone already
         on_stop()
-    except Exception:  # what it ends may be gone already
-        pass
     main = threading.main_thread().ident
     while not done.wait(REDELIVER_S):
         if not state.redeliver:  # one at a time: signals sent together arrive as one
@@ -158,10 +156,8 @@ def end_now(signum: int, why: str) -> None:
         import psutil
 
         for p in reversed(psutil.Process().children(recursive=True)):
-            try:
+            with contextlib.suppress(psutil.Error):
                 p.kill()
-            except psutil.Error:
-                pass
     except Exception:  # no psutil, or the process table unreadable: exit all the same
         pass
     try:

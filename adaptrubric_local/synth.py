@@ -12,9 +12,9 @@ models.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -28,9 +28,9 @@ class Screen:
     app: str
     rows: list[str] = field(default_factory=list)
     toggles: list[tuple[str, bool]] = field(default_factory=list)
-    input_text: Optional[str] = None
+    input_text: str | None = None
     bubbles: list[str] = field(default_factory=list)
-    dialog: Optional[str] = None
+    dialog: str | None = None
     keyboard: bool = False
 
 
@@ -97,7 +97,7 @@ def draw(screen: Screen, size: tuple[int, int]) -> Image.Image:
 
 # A task is: family, instruction, and a function (success, rng) -> (steps as (screen, action,
 # action_type, typed text), answer). Each builder's failure branch is one of the paper's failure modes.
-Built = tuple[list[tuple[Screen, str, str, Optional[str]]], Optional[str]]
+Built = tuple[list[tuple[Screen, str, str, str | None]], str | None]
 
 
 def _home(rng) -> Screen:
@@ -154,10 +154,10 @@ def _toggle(v: dict) -> Callable[[bool, random.Random], Built]:
         steps = [(_home(rng), "open_app('Settings')", "open_app", None),
                  (Screen("Settings", rows=["Network", "Connected devices", "Display"]), "tap('Connected devices')",
                   "tap", None),
-                 (Screen("Connected devices", toggles=[(v["setting"], False)] + others), f"tap('{v['setting']}')",
+                 (Screen("Connected devices", toggles=[(v["setting"], False), *others]), f"tap('{v['setting']}')",
                   "tap", None)]
         # failure: page visited, toggle tapped, state not changed
-        steps.append((Screen("Connected devices", toggles=[(v["setting"], ok)] + others), "finish()", "answer", None))
+        steps.append((Screen("Connected devices", toggles=[(v["setting"], ok), *others]), "finish()", "answer", None))
         return steps, None
     return build
 
@@ -292,7 +292,7 @@ def synthesize(out: Path, n_tasks: int = 16, candidates: int = 4, size: tuple[in
     rng = random.Random(seed)
     trajs = []
     for i in range(n_tasks):
-        family, instruction, build = task_bank(rng, i)
+        _family, instruction, build = task_bank(rng, i)
         labels = [j % 2 for j in range(candidates)]
         random.Random(seed * 1000 + i).shuffle(labels)
         for j, ok in enumerate(labels):

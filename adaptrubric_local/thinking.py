@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 OPEN, CLOSE = "<think>", "</think>"
 _TAG = re.compile(r"</?think>")
@@ -30,7 +29,7 @@ class Split:
     """An output split into its visible answer and its thinking."""
 
     answer: str  # the text outside every thinking block, leading whitespace stripped
-    thinking: Optional[str]  # the thinking blocks' text, stripped, joined by blank lines; None if none
+    thinking: str | None  # the thinking blocks' text, stripped, joined by blank lines; None if none
     unfinished: bool  # the output ends inside a thinking block
     spans: tuple[tuple[int, int], ...]  # where the answer's characters lie in the output, in order
 
@@ -91,7 +90,7 @@ def ends_inside(text: str, opened: bool = False) -> bool:
     return _scan(text or "", opened)[2]
 
 
-def visible_line(line: str, inside: bool) -> tuple[Optional[str], bool]:
+def visible_line(line: str, inside: bool) -> tuple[str | None, bool]:
     """(the part of one complete output line that is answer and starts an answer line, or None; whether
     the output is inside thinking after it), given whether it was inside thinking before the line.
     A line that ends inside thinking has no such part; one with a tag keeps the text after its last

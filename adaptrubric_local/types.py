@@ -6,7 +6,7 @@ file formats (see `formats/`), rubrics, prompts or models.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 FAMILIES = (
     "info_query",
@@ -34,11 +34,11 @@ MISSING_EVIDENCE_VALUES = (
 class Step:
     """One agent step: the screenshot seen before acting, and the action taken."""
 
-    screenshot: Optional[str]
+    screenshot: str | None
     action: str
-    action_type: Optional[str] = None
-    text: Optional[str] = None
-    thought: Optional[str] = None
+    action_type: str | None = None
+    text: str | None = None
+    thought: str | None = None
 
 
 @dataclass
@@ -48,11 +48,11 @@ class Trajectory:
     id: str
     instruction: str
     steps: list[Step]
-    answer: Optional[str] = None
-    platform: Optional[str] = None
-    task_id: Optional[str] = None
-    label: Optional[int] = None
-    source: Optional[str] = field(default=None, compare=False)
+    answer: str | None = None
+    platform: str | None = None
+    task_id: str | None = None
+    label: int | None = None
+    source: str | None = field(default=None, compare=False)
 
     @property
     def screenshots(self) -> list[str]:
@@ -73,7 +73,7 @@ class RouteResult:
 
     category: str
     mode: str  # "rules" | "model" | "fixed"
-    raw: Optional[str] = None
+    raw: str | None = None
     parsed: bool = True
 
 
@@ -83,9 +83,9 @@ class CueResult:
 
     cues: list[str] = field(default_factory=list)
     abstained: bool = False
-    reason: Optional[str] = None
+    reason: str | None = None
     dropped: list[dict[str, str]] = field(default_factory=list)
-    raw: Optional[str] = None
+    raw: str | None = None
     parsed: bool = True
 
 
@@ -95,28 +95,28 @@ class Verdict:
     pipeline builds each in one place (`AdaptRubric._verdict`); a changed copy is
     `dataclasses.replace(v, field=value)`."""
 
-    id: Optional[str] = None
-    score: Optional[int] = None
-    p_success: Optional[float] = None
-    p_success_calibrated: Optional[float] = None  # p_success through a calibration file (`--calibration`)
+    id: str | None = None
+    score: int | None = None
+    p_success: float | None = None
+    p_success_calibrated: float | None = None  # p_success through a calibration file (`--calibration`)
     status: str = "ok"  # "ok" | "unparsed" | "error"
-    category: Optional[str] = None
+    category: str | None = None
     cues: list[str] = field(default_factory=list)
-    evidence_sufficient: Optional[bool] = None
-    missing_evidence: Optional[str] = None
-    raw: Optional[str] = None
+    evidence_sufficient: bool | None = None
+    missing_evidence: str | None = None
+    raw: str | None = None
     n_images: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    model: Optional[str] = None
-    bank_sha: Optional[str] = None
-    error: Optional[str] = None
-    parse_error: Optional[str] = None
+    model: str | None = None
+    bank_sha: str | None = None
+    error: str | None = None
+    parse_error: str | None = None
     trailing_text: bool = False  # text followed the verdict block (allowed when it names no key)
-    label: Optional[int] = None
-    platform: Optional[str] = None
-    task_id: Optional[str] = None
-    route_parsed: Optional[bool] = None  # False: the model router's output was unparseable -> general
+    label: int | None = None
+    platform: str | None = None
+    task_id: str | None = None
+    route_parsed: bool | None = None  # False: the model router's output was unparseable -> general
     dropped_cues: list[dict[str, str]] = field(default_factory=list)
     hit_cap: bool = False  # generation stopped at max_new_tokens (a cut-off output is usually unparsed)
     hit_context: bool = False  # stopped earlier, when prompt + reply filled the model's context length
@@ -128,7 +128,7 @@ class Verdict:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Verdict":
+    def from_dict(cls, d: dict[str, Any]) -> Verdict:
         """Rebuild from a verdict line, ignoring keys this version does not know."""
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in d.items() if k in known})

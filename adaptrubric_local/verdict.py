@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 from .thinking import split
 from .types import MISSING_EVIDENCE_VALUES, Verdict
@@ -41,7 +40,7 @@ def _clean(line: str) -> str:
     return s.strip().rstrip(".").strip()
 
 
-def _value(key: str, raw: str) -> tuple[Optional[object], Optional[str]]:
+def _value(key: str, raw: str) -> tuple[object | None, str | None]:
     v = raw.strip().strip("*_`\"'").strip().rstrip(".").strip()
     if key == "SCORE":
         m = _SCORE_VAL.match(v)
@@ -82,7 +81,7 @@ class Block:
         return any(not _DECOR_ONLY.match(x) for x in self.trailing.splitlines())
 
 
-def last_block(text: str) -> Optional[Block]:
+def last_block(text: str) -> Block | None:
     """The last run of consecutive key lines in `text` and the text after it; None if there is none."""
     block: list[KeyLine] = []
     in_run, end, offset = False, 0, 0
@@ -137,7 +136,7 @@ def parse_verdict(text: str, opened: bool = False) -> Verdict:
                    missing_evidence=str(values["MISSING_EVIDENCE"]), trailing_text=trailing)
 
 
-def score_value_offset(text: str, opened: bool = False) -> Optional[int]:
+def score_value_offset(text: str, opened: bool = False) -> int | None:
     """Character offset in `text` of the 0/1 digit on the SCORE line of the block `parse_verdict`
     judges (its last SCORE line, in the answer), for P(SCORE=1); None if there is no such block or
     line."""

@@ -10,10 +10,11 @@ Knows nothing about trajectories, scorers or settings.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from .formats.base import leading_id
 from .formats.ids import IdBuilder, IdSet
@@ -66,7 +67,7 @@ class Tally:
             self.calls += sign * _exact(c["cost_calls"])
             self.tokens += sign * _exact(c["cost_tokens"])
 
-    def merge(self, other: "Tally") -> None:
+    def merge(self, other: Tally) -> None:
         """Add another tally's counts (verdicts of other ids)."""
         self.n += other.n
         for k, c in other.by_status.items():
@@ -146,7 +147,7 @@ class FileState:
         return i in self.ids and not (retry_errors and i in self.errors)
 
     @classmethod
-    def scan(cls, path: Path) -> "FileState":
+    def scan(cls, path: Path) -> FileState:
         """Read `path` (a torn last line cut off first); an empty state when there is no such file."""
         path = Path(path)
         if not path.is_file():
@@ -184,6 +185,6 @@ class FileState:
                 self.errors.pop(i, None)
 
 
-def previous_error(state: Optional[FileState], i: str) -> Optional[dict]:
+def previous_error(state: FileState | None, i: str) -> dict | None:
     """The last line of id `i` when it is an error line, else None."""
     return state.errors.get(i) if state else None

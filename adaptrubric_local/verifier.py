@@ -20,8 +20,9 @@ files of verdicts, RL frameworks or HTTP.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal, Mapping, Optional, Union
+from typing import Any, Literal
 
 from .engine.base import Engine
 from .engine.hf_config import DEFAULT_MODEL, HFEngineConfig
@@ -34,7 +35,7 @@ from .pipeline import AdaptRubric, PipelineConfig
 from .scoring import error_id
 from .types import Trajectory, Verdict
 
-EngineConfig = Union[HFEngineConfig, VLLMConfig, RemoteConfig]
+EngineConfig = HFEngineConfig | VLLMConfig | RemoteConfig
 RewardMode = Literal["binary", "p_success"]
 
 # The keyword options Verifier and RewardModel both take, each defaulting to None (not given): its type as
@@ -129,15 +130,15 @@ class Verifier:
             VLLMConfig (vllm) or a RemoteConfig (openai); the named options above win over it.
     """
 
-    def __init__(self, model: Optional[str] = None, *, engine: str | Engine = "transformers",
-                 adapter: Optional[str] = None, pipeline: Optional[PipelineConfig] = None,
-                 dtype: Optional[str] = None, device_map: Optional[str] = None,
-                 load_in_4bit: Optional[bool] = None, load_in_8bit: Optional[bool] = None,
-                 max_visual_tokens: Optional[int] = None, max_pixels: Optional[int] = None,
-                 votes: Optional[int] = None, max_batch_size: Optional[int] = None,
-                 max_batch_tokens: Optional[int] = None, gpu_memory_utilization: Optional[float] = None,
-                 max_num_seqs: Optional[int] = None, max_model_len: Optional[int] = None,
-                 openai_url: Optional[str] = None, engine_config: Optional[EngineConfig] = None):
+    def __init__(self, model: str | None = None, *, engine: str | Engine = "transformers",
+                 adapter: str | None = None, pipeline: PipelineConfig | None = None,
+                 dtype: str | None = None, device_map: str | None = None,
+                 load_in_4bit: bool | None = None, load_in_8bit: bool | None = None,
+                 max_visual_tokens: int | None = None, max_pixels: int | None = None,
+                 votes: int | None = None, max_batch_size: int | None = None,
+                 max_batch_tokens: int | None = None, gpu_memory_utilization: float | None = None,
+                 max_num_seqs: int | None = None, max_model_len: int | None = None,
+                 openai_url: str | None = None, engine_config: EngineConfig | None = None):
         named = named_options(locals())
         self.engine_name, self.engine_options, self.pipeline_config = resolve_engine(
             engine, model, named, openai_url=openai_url, engine_config=engine_config, pipeline=pipeline)
@@ -171,7 +172,7 @@ class Verifier:
                           model=engine.name if engine is not None else None)
 
     def rewards(self, verdicts: Iterable[Verdict], reward: RewardMode = "binary",
-                calibration: Any = None, unparsed: Optional[float] = None) -> list[Optional[float]]:
+                calibration: Any = None, unparsed: float | None = None) -> list[float | None]:
         """One reward per verdict: SCORE as 1.0 / 0.0 (`reward="binary"`) or P(SCORE=1) read from the
         model's logits (`reward="p_success"`, through `calibration`, a file from `adaptrubric
         calibrate` or a loaded Calibration, when given). A verdict that did not parse or failed gets
@@ -209,8 +210,8 @@ class Verifier:
 
 
 # ---------------------------------------------------------------------- shared with RewardModel
-def resolve_engine(engine: Any, model: Optional[str], named: Mapping[str, Any], *, openai_url: Optional[str] = None,
-                   engine_config: Any = None, pipeline: Optional[PipelineConfig] = None,
+def resolve_engine(engine: Any, model: str | None, named: Mapping[str, Any], *, openai_url: str | None = None,
+                   engine_config: Any = None, pipeline: PipelineConfig | None = None,
                    ) -> tuple[str, dict[str, Any], PipelineConfig]:
     """(engine name, flat engine options, pipeline config) for the arguments of Verifier or RewardModel:
     `named` holds the named engine options (None: not given), `engine_config` an engine config or a
@@ -318,7 +319,7 @@ def load_calibration(calibration: Any):
     return load(calibration)[0]
 
 
-def reward_value(v: Verdict, reward: str = "binary", calibration: Any = None) -> Optional[float]:
+def reward_value(v: Verdict, reward: str = "binary", calibration: Any = None) -> float | None:
     """The reward of one verdict: None unless it parsed. "binary": SCORE; "p_success" ("soft"):
     P(SCORE=1), through `calibration` when given, SCORE when the engine reported no probability."""
     if reward == "soft":

@@ -119,9 +119,8 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     model = Path(args.model) if args.model else out / "answering"
-    if not args.model:
-        if cli(["make-tiny-model", str(model), "--answering"]) != 0:
-            raise SystemExit("make-tiny-model --answering failed")
+    if not args.model and cli(["make-tiny-model", str(model), "--answering"]) != 0:
+        raise SystemExit("make-tiny-model --answering failed")
     made = json.loads((model / "answering.json").read_text()) if (model / "answering.json").is_file() else {}
     cap = str(made.get("settings", {}).get("max_new_tokens", 24))
     print(f"answering model: {model} (held-out agreement {made.get('agreement_with_teacher')}, unparsed "

@@ -23,13 +23,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from adaptrubric_local.bank import load_bank  # noqa: E402
-from adaptrubric_local.bank_induction import InduceConfig, RefineConfig, induce, refine  # noqa: E402
-from adaptrubric_local.bank_induction.synthetic import make_domain, scripted_teacher, scripted_verifier  # noqa: E402
-from adaptrubric_local.formats import load_trajectories  # noqa: E402
-from adaptrubric_local.prompts import load_prompts  # noqa: E402
-from adaptrubric_local.route import router_prompt  # noqa: E402
-from adaptrubric_local.schema import SchemaError  # noqa: E402
+from adaptrubric_local.bank import load_bank
+from adaptrubric_local.bank_induction import InduceConfig, RefineConfig, induce, refine
+from adaptrubric_local.bank_induction.synthetic import make_domain, scripted_teacher, scripted_verifier
+from adaptrubric_local.formats import load_trajectories
+from adaptrubric_local.prompts import load_prompts
+from adaptrubric_local.route import router_prompt
+from adaptrubric_local.schema import SchemaError
 
 
 def main(argv=None) -> int:

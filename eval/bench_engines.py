@@ -37,7 +37,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine  # noqa: E402
+import contextlib
+
+from _machine import machine
 
 
 def build_model(out: Path, shape: str, layers: int) -> Path:
@@ -141,14 +143,10 @@ def stop_server(proc) -> None:
 
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(30)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def main(argv=None) -> int:
@@ -171,7 +169,7 @@ def main(argv=None) -> int:
         args.trajectories, args.max_new_tokens, args.repeats = 4, 24 if args.model else 8, 1
         args.shape = "tiny"
     try:
-        import vllm  # noqa: F401
+        import vllm
     except ImportError:
         print("vLLM is not installed here: `make install-vllm`, then run this with .venv-vllm/bin/python",
               file=sys.stderr)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine  # noqa: E402
+from _machine import machine
 
 NATIVE_TOKENS = 2550  # a 1080x2400 frame at the processor's native resolution (32-pixel grid)
 GPU_PREFILL_S, GPU_STEP_S, STEPS = 1.1, 0.008, 64  # notes/gpu-engine.md: 8B on an H200 (estimates)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adaptrubric_local.evaluation import calibration as C  # noqa: E402
-from adaptrubric_local.evaluation import probability as P  # noqa: E402
+from adaptrubric_local.evaluation import calibration as C
+from adaptrubric_local.evaluation import probability as P
 
 
 def draw(n: int, seed: int, sharpen: float) -> tuple[list[float], list[int], list[float]]:

@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, load_trajectories  # noqa: E402
-from adaptrubric_local.synth import synthesize  # noqa: E402
+from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, load_trajectories
+from adaptrubric_local.synth import synthesize
 
 
 def main() -> int:

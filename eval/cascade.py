@@ -291,8 +291,8 @@ def run(args, work: Path, engine: str, server, judge: Path, student: Path, sets:
           f"its own estimate {_r(est.get('agreement'))} (95% {_r(est.get('ci95'))}) from {est.get('n_sample', 0)} spot "
           "checks")
     goal = k / max(1, m) >= args.target_agreement and share <= args.max_judge_share
-    print("target met: agreement {:.3f} >= {:g} sending {:.1%} <= {:.0%}".format(k / max(1, m), args.target_agreement,
-                                                                                share, args.max_judge_share)
+    print(f"target met: agreement {k / max(1, m):.3f} >= {args.target_agreement:g} "
+          f"sending {share:.1%} <= {args.max_judge_share:.0%}"
           if goal else f"target NOT met on this data: agreement {k / max(1, m):.3f} (need {args.target_agreement:g}) "
           f"sending {share:.1%} (at most {args.max_judge_share:.0%}); the student-only agreement is "
           f"{rows[0][1][0] / max(1, rows[0][1][1]):.3f} and {fit.get('always_sent_share', 0):.1%} of the fit set goes "

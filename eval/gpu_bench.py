@@ -49,7 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adaptrubric_local.engine.architectures import ARCHITECTURES  # noqa: E402 (after the path is set)
+from adaptrubric_local.engine.architectures import ARCHITECTURES
 
 PRACTICAL_PEAK_TFLOPS = 790.0  # bf16 8192^3 matmul measured on the H200 available for checks
 QWEN3VL_MAX_PIXELS, QWEN3VL_MIN_PIXELS = 16_777_216, 65_536  # Qwen3-VL preprocessor_config "size"
@@ -398,7 +398,7 @@ def main(argv=None) -> int:
     from adaptrubric_local import load_trajectories
     from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.hf import HFEngine, HFEngineConfig
-    from adaptrubric_local.engine.loading import _attn_implementation
+    from adaptrubric_local.engine.loading import attn_implementation_for
     from adaptrubric_local.engine.tiny import build_processor, build_tokenizer
 
     cuda = not args.tiny
@@ -424,7 +424,7 @@ def main(argv=None) -> int:
     processor = build_processor(tokenizer, max_pixels=QWEN3VL_MAX_PIXELS, min_pixels=QWEN3VL_MIN_PIXELS)
     t0 = time.perf_counter()
     arch = ARCH_TINY if args.tiny else ARCHITECTURES["Qwen/Qwen3-VL-8B-Instruct"]
-    attn_default = _attn_implementation(HFEngineConfig(attn_implementation=args.attn), cuda)
+    attn_default = attn_implementation_for(HFEngineConfig(attn_implementation=args.attn), cuda)
     model = build_model(arch, tokenizer, device, dtype, attn_default)
     params = sum(p.numel() for p in model.parameters()) / 1e9
     print(f"model: {'tiny' if args.tiny else 'Qwen3-VL-8B'} architecture, {params:.2f}B parameters, built in "

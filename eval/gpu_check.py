@@ -166,7 +166,7 @@ def setup(ctx: Context) -> None:
     from adaptrubric_local import load_trajectories
     from adaptrubric_local.dry_run import tokenizer_corpus
     from adaptrubric_local.engine.hf import HFEngineConfig
-    from adaptrubric_local.engine.loading import _attn_implementation
+    from adaptrubric_local.engine.loading import attn_implementation_for
     from adaptrubric_local.engine.tiny import build_processor, build_tokenizer
 
     bench = ctx.bench = _gpu_bench()
@@ -176,7 +176,7 @@ def setup(ctx: Context) -> None:
     tok = build_tokenizer(tokenizer_corpus())
     ctx.processor = build_processor(tok, max_pixels=bench.QWEN3VL_MAX_PIXELS, min_pixels=bench.QWEN3VL_MIN_PIXELS)
     arch = bench.ARCH_TINY if ctx.dry else bench.ARCHITECTURES["Qwen/Qwen3-VL-8B-Instruct"]
-    attn = _attn_implementation(HFEngineConfig(), ctx.cuda)
+    attn = attn_implementation_for(HFEngineConfig(), ctx.cuda)
     dtype = torch.float32 if ctx.dry else torch.bfloat16
     ctx.model = bench.build_model(arch, tok, "cpu" if ctx.dry else "cuda", dtype, attn)
     print(f"set up in {ctx.elapsed():.0f} s: {'tiny' if ctx.dry else 'Qwen3-VL-8B'} architecture, attention "

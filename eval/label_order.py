@@ -30,12 +30,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibration_data import draw  # noqa: E402
+from calibration_data import draw
 
-from adaptrubric_local.evaluation import calibration as C  # noqa: E402
-from adaptrubric_local.evaluation import probability as P  # noqa: E402
-from adaptrubric_local.evaluation.review_order import arrange  # noqa: E402
-from adaptrubric_local.types import Verdict  # noqa: E402
+from adaptrubric_local.evaluation import calibration as C
+from adaptrubric_local.evaluation import probability as P
+from adaptrubric_local.evaluation.review_order import arrange
+from adaptrubric_local.types import Verdict
 
 ERROR_ORDERS = ("uncertain", "disagree", "random", "fp-first")
 

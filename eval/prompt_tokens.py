@@ -23,9 +23,9 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from adaptrubric_local import AdaptRubric, PipelineConfig, load_trajectories  # noqa: E402
-from adaptrubric_local.dry_run import pipeline_script  # noqa: E402
-from adaptrubric_local.engine.base import Engine, Output, Request  # noqa: E402
+from adaptrubric_local import AdaptRubric, PipelineConfig, load_trajectories
+from adaptrubric_local.dry_run import pipeline_script
+from adaptrubric_local.engine.base import Engine, Output, Request
 
 PAPER_TOKENS_PER_TRAJ = 19_100  # Table 5, AdaptRubric row: 26.98M tokens over 1,406 trajectories
 
@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     print(f"{'id':<16}{'screens':>8}{'visual':>9}{'verifier prompt':>17}")
     for v in res["verdicts"]:
         if v.id in verify:
-            print(f"{str(v.id):<16}{v.n_images:>8}{verify[v.id][1]:>9}{verify[v.id][0]:>17}")
+            print(f"{v.id!s:<16}{v.n_images:>8}{verify[v.id][1]:>9}{verify[v.id][0]:>17}")
     prompts = [p for p, _ in verify.values()]
     visual = [x for _, x in verify.values()]
     total = (sum(prompts) + side) / len(prompts)

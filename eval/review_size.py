@@ -23,12 +23,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, load_trajectories  # noqa: E402
-from adaptrubric_local.evaluation.harness import run_review  # noqa: E402
-from adaptrubric_local.scoring import score_file  # noqa: E402
+from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, load_trajectories
+from adaptrubric_local.evaluation.harness import run_review
+from adaptrubric_local.scoring import score_file
 
-WORDS = ("the final screen shows the note list and the requested text appears at the top of the file while the "
-         "keyboard is closed and no error dialog is visible so the edit was saved ").split()
+WORDS = ["the", "final", "screen", "shows", "the", "note", "list", "and", "the", "requested", "text",
+         "appears", "at", "the", "top", "of", "the", "file", "while", "the", "keyboard", "is", "closed",
+         "and", "no", "error", "dialog", "is", "visible", "so", "the", "edit", "was", "saved"]
 
 
 def rationale(chars: int) -> str:

@@ -43,7 +43,7 @@ def default_dev_file() -> Path:
     return ROOT / ".." / "shared" / "data" / "router_dev.jsonl"
 
 
-def load_rows(path: Path, split: str = None) -> list[dict]:
+def load_rows(path: Path, split: str | None = None) -> list[dict]:
     rows = []
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():

@@ -36,7 +36,7 @@ def force(monkeypatch, engine, texts: list[str], end: str = "<|im_end|>") -> lis
 
     def generate(**kw):
         plen = kw["input_ids"].shape[1]
-        kw["logits_processor"] = [ForceTokens(targets, plen)] + list(kw.get("logits_processor") or [])
+        kw["logits_processor"] = [ForceTokens(targets, plen), *list(kw.get("logits_processor") or [])]
         res = real(**kw)
         calls.append({"new_tokens": res.sequences.shape[1] - plen, "stopping": kw.get("stopping_criteria")})
         return res

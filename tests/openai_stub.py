@@ -120,13 +120,13 @@ class Running:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def do_GET(self):  # noqa: N802 - http.server's naming
+            def do_GET(self):
                 if self.path.rstrip("/") == "/v1/models":
                     return self._send(200, {"object": "list", "data": [
                         {"id": stub.served, "object": "model", "created": 0, "owned_by": "stub"}]})
                 return self._send(404, {"error": "not found"})
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 if self.path != "/v1/chat/completions":
                     return self._send(404, {"error": f"no route {self.path}"})
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

@@ -13,7 +13,7 @@ import textwrap
 import threading
 from pathlib import Path
 
-from conftest import free_port, wait_until_loaded  # noqa: E402
+from conftest import free_port, wait_until_loaded
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -96,7 +96,7 @@ def test_injected_verdict_reaches_answer_and_typed_text_and_stays_quoted(data):
 def test_final_frame_dropped_removes_only_the_last_screenshot(data):
     t = by_id(data)
     c = one("final-frame-dropped", t["a1"], data)
-    assert shots(c) == shots(t["a1"])[:-1] + [None] and c.label == 1  # the original's label
+    assert shots(c) == [*shots(t["a1"])[:-1], None] and c.label == 1  # the original's label
     assert [s.action for s in c.steps] == [s.action for s in t["a1"].steps] and c.answer == t["a1"].answer
     assert one("final-frame-dropped", t["b1"], data) is None  # one screenshot: nothing would be left
 
@@ -104,7 +104,7 @@ def test_final_frame_dropped_removes_only_the_last_screenshot(data):
 def test_final_frame_first_shows_the_first_screen_at_the_end(data):
     t = by_id(data)
     c = one("final-frame-first", t["a1"], data)
-    assert shots(c) == shots(t["a1"])[:-1] + [shots(t["a1"])[0]] and c.label == 0
+    assert shots(c) == [*shots(t["a1"])[:-1], shots(t["a1"])[0]] and c.label == 0
     assert [s.action for s in c.steps] == [s.action for s in t["a1"].steps]
     assert one("final-frame-first", t["b1"], data) is None
 
@@ -149,7 +149,7 @@ def test_ids_are_unique_and_say_where_they_come_from(data):
     clash = copy.deepcopy(data[0])
     clash.id = "a0~claim-success"
     with pytest.raises(ValueError, match="already an id of the data set"):
-        P.build_all(P.get(["claim-success"]), data[:2] + [clash])
+        P.build_all(P.get(["claim-success"]), [*data[:2], clash])
     assert P.split_id("plain") == ("plain", None)
 
 

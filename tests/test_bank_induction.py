@@ -47,7 +47,7 @@ def test_induced_bank_validates_and_keeps_the_meta_rule(induced, capsys):
 
 
 def test_induce_shows_screenshots_and_labels_and_reuses_dimensions(domain, tmp_path):
-    path, trajs = domain
+    _path, trajs = domain
     seen = []
     teacher = ScriptedTeacher()
     eng = ScriptedEngine(lambda r: (seen.append(r), teacher(r))[1], name="t")
@@ -64,7 +64,7 @@ def test_induce_shows_screenshots_and_labels_and_reuses_dimensions(domain, tmp_p
 
 
 def test_induce_keep_rewrites_texts_of_the_papers_families(domain, tmp_path):
-    path, trajs = domain
+    _path, trajs = domain
     out = tmp_path / "keep.yaml"
     induce(trajs, out, scripted_teacher(), InduceConfig(keep_families=True), data_desc="d")
     bank, paper = load_bank(out), load_bank()
@@ -158,7 +158,7 @@ def test_custom_bank_hash_ignores_the_record(induced):
 # ------------------------------------------------------------------ refine
 def test_refine_keeps_a_fixing_revision_and_rejects_a_useless_one(induced, domain, tmp_path):
     bank_path, _ = induced
-    path, trajs = domain
+    _path, trajs = domain
     out = tmp_path / "refine"
     rep = refine(trajs, bank_path, out, scripted_verifier(), scripted_teacher(), RefineConfig(rounds=2), data_desc="d")
     assert rep["status"] == "done"

@@ -59,7 +59,7 @@ def _same(a: dict, b: dict, keys):
 
 
 def test_eval_and_tts_with_labels_equal_the_labels_written_into_the_data(case, tmp_path, capsys):
-    root, data, written, files, vfile = case
+    _root, data, written, files, vfile = case
     assert main(["eval", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
                  str(tmp_path / "e1"), "--quiet", "--no-review"]) == 0
     assert "labels from a.jsonl, b.jsonl: 10 filled, 6 overridden, 0 the same as the data's, 1 unsure" in \
@@ -83,7 +83,7 @@ def test_eval_and_tts_with_labels_equal_the_labels_written_into_the_data(case, t
 
 
 def test_calibrate_with_labels_fits_what_the_written_labels_fit(case, tmp_path):
-    root, data, written, files, vfile = case
+    _root, data, written, files, vfile = case
     assert main(["calibrate", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
                  str(tmp_path / "c1.json")]) == 0
     assert main(["calibrate", str(written), "--verdicts", str(vfile), "--out",
@@ -103,7 +103,7 @@ def _collected(out: Path) -> dict:
 
 
 def test_distill_collect_teacher_labels_with_labels_equals_the_written_labels(case, tmp_path):
-    root, data, written, files, vfile = case
+    _root, data, written, files, _vfile = case
     assert main(["distill", "collect", str(data), "--out", str(tmp_path / "d1"), "--teacher-labels",
                  *_labels_args(files), "--quiet", "--no-copy-images"]) == 0
     assert main(["distill", "collect", str(written), "--out", str(tmp_path / "d2"), "--teacher-labels", "--quiet",
@@ -116,7 +116,7 @@ def test_distill_collect_teacher_labels_with_labels_equals_the_written_labels(ca
 
 
 def test_review_with_labels_shows_the_labels(case, tmp_path):
-    root, data, written, files, vfile = case
+    _root, data, _written, files, vfile = case
     assert main(["review", str(data), *_labels_args(files), "--verdicts", str(vfile), "--out",
                  str(tmp_path / "r"), "--quiet"]) == 0
     text = (tmp_path / "r" / "review_files" / "index.js").read_text()
@@ -162,7 +162,7 @@ def test_labels_merge_writes_the_labelled_copy_with_the_screenshots_where_they_a
 
 
 def test_an_id_outside_the_data_or_a_bad_line_stops_the_command_naming_it(case, tmp_path, capsys):
-    root, data, written, files, vfile = case
+    _root, data, _written, files, vfile = case
     stray = write_jsonl(tmp_path / "stray.jsonl", [{"id": "t1", "label": 1}, {"id": "t404", "label": 0}])
     for cmd in (["eval", "--verdicts", str(vfile), "--out", str(tmp_path / "x")],
                 ["calibrate", "--verdicts", str(vfile), "--out", str(tmp_path / "x.json")],
@@ -244,7 +244,7 @@ def test_a_labelled_copy_read_without_image_root_stops_with_the_fix_never_the_ol
 def test_records_that_did_not_load_are_left_out_of_the_figures_and_named(case, tmp_path, capsys):
     """3 of 40 records name a screenshot outside the data folder: the other 37 give the figures they give
     alone, the 3 are named, and the labels their verdict lines carry are not used."""
-    root, data, written, files, vfile = case
+    root, _data, written, _files, vfile = case
     stale = _stale_verdicts(tmp_path, vfile, written)
     lines = written.read_text().splitlines()
     bad = {"t3", "t8", "t20"}

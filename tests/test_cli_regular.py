@@ -95,7 +95,7 @@ def test_data_sets_come_first_and_writers_take_out():
         assert first.dest == "data", cmd
     for cmd, p in cmds.items():
         visible = {s for a in p._actions if a.help != argparse.SUPPRESS for s in a.option_strings}
-        assert "--output" not in visible and "--data" not in visible or cmd == "distill evaluate", cmd
+        assert ("--output" not in visible and "--data" not in visible) or cmd == "distill evaluate", cmd
     assert "--out" in cmds["route"]._option_string_actions and "validate" in [
         n for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
         for n, sp in a.choices["bank"]._subparsers._group_actions[0].choices.items()]

@@ -228,7 +228,7 @@ def test_a_cut_line_mended_is_scored_on_resume_and_eval_reads_the_file(fake, tmp
     recs = [canonical_record(tmp_path, f"r{i}", 2, label=1) for i in range(4)]
     recs[3] = {"instruction": recs[3]["instruction"], **recs[3]}  # its id is not the first key
     whole = [json.dumps(r) for r in recs] + [json.dumps(recs[0]).replace('"r0"', '"r9"')]
-    data = write_jsonl(tmp_path / "d.jsonl", whole[:3] + [whole[3][:30], whole[4][:40]])
+    data = write_jsonl(tmp_path / "d.jsonl", [*whole[:3], whole[3][:30], whole[4][:40]])
     out = tmp_path / "v.jsonl"
     assert main(["score", str(data), "--model", "m", "--out", str(out), "--quiet"]) == 0
     assert {v.id: v.status for v in load_verdicts(out)} == {"r0": "ok", "r1": "ok", "r2": "ok", "r9": "error",

@@ -21,7 +21,7 @@ def test_filters_are_options():
     assert words_only.cues == [LONG] and "'exactly'" in words_only.dropped[0]["reason"]
     length_only = parse_cues(text, "Create an event for 5 May at 10:00.", limit_length=True)
     assert length_only.cues == ["Pay attention to whether the exact date/time is set."]
-    assert "over 40 words (47)" == length_only.dropped[0]["reason"]
+    assert length_only.dropped[0]["reason"] == "over 40 words (47)"
 
 
 INS = "Add 'Hello, World!' to the top of note_SiFbv.txt in Markor."

@@ -72,7 +72,7 @@ def stub_server():
     stub = Stub()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - http.server's naming
+        def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             status, payload, delay = stub.reply(body)
             time.sleep(delay)

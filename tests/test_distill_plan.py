@@ -144,9 +144,9 @@ def test_what_a_lora_branch_keeps_of_its_input_is_what_autograd_saves(dtype, dro
             saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
         return t
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
-            model(x).sum().backward()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
+            torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
+        model(x).sum().backward()
     measured = sum(saved.values()) / x.numel()
     assert measured == lora_input_bytes(Setting(dtype_bytes=2 if dtype == "bf16" else 4, lora_dropout=dropout,
                                                 device="cpu"))
@@ -166,7 +166,7 @@ def test_plan_for_too_long_examples_offers_only_what_shortens_them(tiny_model, d
     assert all(x.endswith((f"(still over --max-seq-len {cap})", f"(within --max-seq-len {cap})")) for x in alts), out
     fix = alts[-1]  # the usual budgets leave these small screens as they are: the budget that fits is computed
     budget, tokens = re.search(r"--max-visual-tokens (\d+): .* longest example (\d+) tokens", fix).groups()
-    assert fix.endswith("(within --max-seq-len %d)" % cap) and int(tokens) <= cap and int(budget) % 64 == 0
+    assert fix.endswith(f"(within --max-seq-len {cap})") and int(tokens) <= cap and int(budget) % 64 == 0
     assert _distill("plan", dist, "--model", tiny_model, "--max-seq-len", cap, "--max-visual-tokens", budget) == 0
 
 

@@ -152,7 +152,7 @@ def test_python_examples_run(page, line, code, workdir, monkeypatch):
     scope: dict = {"__name__": "__main__"}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, f"{page}:{line}", "exec"), scope)  # noqa: S102 - the documented example itself
+        exec(compile(code, f"{page}:{line}", "exec"), scope)
     verdicts, rewards = scope.get("verdicts"), scope.get("rewards")
     if verdicts is not None:
         assert len(verdicts) == n and {v.status for v in verdicts} <= {"ok", "unparsed", "error"}

@@ -44,7 +44,7 @@ def test_row_stop_on_token_ids(token_engine):
     width = max(map(len, rows))
     done_at = {}
     for j in range(1, width + 1):
-        ids = torch.tensor([[0, 0] + (r + r[-1:] * width)[:j] for r in rows])
+        ids = torch.tensor([[0, 0, *(r + r[-1:] * width)[:j]] for r in rows])
         done = stop(ids, None)
         for b in range(3):
             if bool(done[b]) and b not in done_at:
@@ -63,7 +63,7 @@ def test_watched_offsets_are_the_lengths_of_the_decoded_prefixes():
 
     tok = qwen3_tokenizer()
     text = "<think>\nstep 10 of 21: 价格 109 元, é 0.5 😀1\n</think>\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\n"
-    ids = tok.encode(text * 3) + [tok.convert_tokens_to_ids("<|im_end|>")] + tok.encode(" 0 1")
+    ids = [*tok.encode(text * 3), tok.convert_tokens_to_ids("<|im_end|>"), *tok.encode(" 0 1")]
     wanted = {tok.convert_tokens_to_ids("0"), tok.convert_tokens_to_ids("1")}
     expected = [(j, len(tok.decode(ids[:j], skip_special_tokens=True))) for j, t in enumerate(ids) if t in wanted]
     assert len(expected) > 20 and list(watched_offsets(tok, ids, wanted)) == expected

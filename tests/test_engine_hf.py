@@ -303,7 +303,7 @@ def _forcing(monkeypatch, engine, texts):
 
     def generate(**kw):
         plen = kw["input_ids"].shape[1]
-        kw["logits_processor"] = list(kw.get("logits_processor") or []) + [ForceText(targets, plen)]
+        kw["logits_processor"] = [*list(kw.get("logits_processor") or []), ForceText(targets, plen)]
         res = real(**kw)
         calls.append((res.sequences.shape[1] - plen, kw))
         return res
@@ -484,12 +484,11 @@ class ForceByPrompt:
 def _force_by_prompt(monkeypatch, engine, marker_token, texts):
     tok = engine.tokenizer
     marker = tok.convert_tokens_to_ids(marker_token)
-    targets = [tok.encode(t, add_special_tokens=False) + [tok.convert_tokens_to_ids("<|im_end|>")] for t in texts]
+    targets = [[*tok.encode(t, add_special_tokens=False), tok.convert_tokens_to_ids("<|im_end|>")] for t in texts]
     real = engine.model.generate
 
     def generate(**kw):
-        kw["logits_processor"] = list(kw.get("logits_processor") or []) + [
-            ForceByPrompt(marker, targets, kw["input_ids"].shape[1])]
+        kw["logits_processor"] = [*list(kw.get("logits_processor") or []), ForceByPrompt(marker, targets, kw["input_ids"].shape[1])]
         return real(**kw)
 
     monkeypatch.setattr(engine.model, "generate", generate)
@@ -632,7 +631,7 @@ def test_gpu_bench_times_the_vision_tower_inside_the_prefill_window(tiny_engine,
         tiny_engine.generate([req])
     finally:
         meter.close()
-    lm, vis, head = bench.param_counts(model)
+    _lm, vis, _head = bench.param_counts(model)
     assert meter.seconds >= 0.3
     assert meter.flops > 2 * vis * 4  # the tower's FLOPs over the image's patches are in
 

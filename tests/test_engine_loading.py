@@ -271,11 +271,11 @@ def test_flash_attn_that_transformers_would_refuse_falls_back_to_sdpa(tmp_path, 
     from adaptrubric_local.engine.hf_config import HFEngineConfig
 
     monkeypatch.syspath_prepend(str(_fake_flash_attn(tmp_path / "site", dist, version)))
-    assert loading._attn_implementation(HFEngineConfig(model="m"), cuda=True) == "sdpa"
+    assert loading.attn_implementation_for(HFEngineConfig(model="m"), cuda=True) == "sdpa"
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("attention: sdpa, not flash_attention_2 (") and why in err
     with pytest.raises(ValueError, match="flash_attention_2 cannot run: " + why.split(" is ")[0]):
-        loading._attn_implementation(HFEngineConfig(model="m", attn_implementation="flash_attention_2"), cuda=True)
+        loading.attn_implementation_for(HFEngineConfig(model="m", attn_implementation="flash_attention_2"), cuda=True)
 
 
 def test_a_usable_flash_attn_is_chosen_on_cuda(tmp_path, monkeypatch, capsys):
@@ -285,5 +285,5 @@ def test_a_usable_flash_attn_is_chosen_on_cuda(tmp_path, monkeypatch, capsys):
 
     monkeypatch.syspath_prepend(str(_fake_flash_attn(tmp_path / "site", "flash-attn", "2.8.3")))
     monkeypatch.setattr(transformers.utils, "is_flash_attn_2_available", lambda: True)  # it needs CUDA itself
-    assert loading._attn_implementation(HFEngineConfig(model="m"), cuda=True) == "flash_attention_2"
+    assert loading.attn_implementation_for(HFEngineConfig(model="m"), cuda=True) == "flash_attention_2"
     assert capsys.readouterr().err == ""

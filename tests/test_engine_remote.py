@@ -95,7 +95,7 @@ def test_score_runs_the_method_on_the_server(data, server, tmp_path, monkeypatch
 
 
 def test_eval_without_logprobs_leaves_p_success_null(data, server, tmp_path, monkeypatch):
-    path, recs, _, _ = data
+    path, _recs, _, _ = data
     server.stub.logprobs = False
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("VERIFIER_KEY", SECRET)
@@ -125,7 +125,7 @@ def test_ablate_and_tts_share_routes_and_cues(data, server, tmp_path):
 
 
 def test_reward_config_names_the_server_and_finds_its_model(data, server, tmp_path, monkeypatch):
-    path, recs, _, _ = data
+    _path, recs, _, _ = data
     monkeypatch.setenv("MY_VERIFIER_KEY", SECRET)
     cfg = tmp_path / "reward.yaml"
     cfg.write_text(f"openai_url: {server.url}\nopenai_api_key_env: MY_VERIFIER_KEY\nreward: p_success\n"

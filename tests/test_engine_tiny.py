@@ -70,7 +70,7 @@ def test_qwen3_chat_template_renders_as_qwen3_vls():
                     "<|vision_start|><|image_pad|><|vision_end|>end<|im_end|>\n<|im_start|>assistant\n")
     thinking = qwen3_tokenizer(thinking=True).apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
     assert thinking == text + "<think>\n"
-    sys_text = qwen3_tokenizer().apply_chat_template([{"role": "system", "content": "S"}] + msgs, tokenize=False)
+    sys_text = qwen3_tokenizer().apply_chat_template([{"role": "system", "content": "S"}, *msgs], tokenize=False)
     assert sys_text.startswith("<|im_start|>system\nS<|im_end|>\n<|im_start|>user\n")
 
 

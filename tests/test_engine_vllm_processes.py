@@ -123,7 +123,7 @@ def test_score_engine_vllm_stopped_while_it_starts_ends_within_10_s_with_its_sum
         printed = _printed(out.with_name(f"stderr-{signal.SIGTERM}.txt"))
         when = _after(0.0, printed) if name == "vllm-imported" else _after(5.0, started)
         cmd = [str(out) if a == str(run["out"]) else a for a in run["cmd"]]
-        code, err, left, seen = stop_mid_run(cmd, out, signal.SIGTERM, when=when)
+        code, err, left, _seen = stop_mid_run(cmd, out, signal.SIGTERM, when=when)
         assert not left, f"{name}: still running 10 s later: {left}\n{err[-3000:]}"
         assert code == 143, (name, code, err[-3000:])
         assert err.strip().splitlines()[-1].startswith("adaptrubric: stopped by SIGTERM: "), err[-3000:]

@@ -3,7 +3,6 @@ default; `none` for optional numbers, comma lists for tuples, --x/--no-x for boo
 were given, so a value given on the command line can be told from a default."""
 import argparse
 from dataclasses import dataclass, field
-from typing import Optional
 
 import pytest
 
@@ -14,8 +13,8 @@ from adaptrubric_local.flags import add_config_arguments, config_kwargs, explici
 class Demo:
     data: str = field(default="d", metadata={"help": "positional", "no_flag": True})
     max_new_tokens: int = field(default=8, metadata={"help": "a cap"})
-    budget: Optional[int] = field(default=None, metadata={"help": "a budget", "none": "no limit"})
-    queue: Optional[int] = field(default=4, metadata={"help": "a queue", "none": "unbounded"})
+    budget: int | None = field(default=None, metadata={"help": "a budget", "none": "no limit"})
+    queue: int | None = field(default=4, metadata={"help": "a queue", "none": "unbounded"})
     tasks: tuple[str, ...] = field(default=("a",), metadata={"help": "some tasks"})
     fast: bool = field(default=False, metadata={"help": "go fast"})
     rate: float = field(default=0.5, metadata={"help": "50% of it"})

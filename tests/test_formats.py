@@ -162,7 +162,7 @@ def test_a_folder_with_nothing_of_the_named_format_is_an_error(fmt, tmp_path):
 @pytest.mark.parametrize("fmt,name", [("androidgen", "555/record.jsonl"), ("zerogui", "app/ex1/traj.jsonl"),
                                       ("clawgui", "ep7/episode.json")])
 def test_a_formats_own_file_is_read_as_its_folder(fmt, name, tmp_path):
-    root, tid = make_dataset(fmt, tmp_path / "data")
+    root, _tid = make_dataset(fmt, tmp_path / "data")
     file = root / name
     assert detect_format(file) == fmt
     folder = load_trajectories(file.parent)
@@ -186,7 +186,7 @@ def test_a_verdict_file_is_not_data(tmp_path):
 
 
 def test_verdicts_beside_the_data_are_skipped_with_a_warning(tmp_path):
-    path, tid = make_dataset("canonical", tmp_path)
+    _path, tid = make_dataset("canonical", tmp_path)
     _verdict_lines(tmp_path / "verdicts.jsonl", [tid])
     res = load_trajectories(tmp_path)
     assert [t.id for t in res.trajectories] == [tid] and not res.errors

@@ -27,7 +27,7 @@ def _androidgen(root, tid, n, two_on_one_line=False):
                                 "state": '<element id="3" class="Button" clickable> OK </element>',
                                 "parsed_action": pa}))
     if two_on_one_line:
-        rows = [rows[0] + " " + rows[1]] + rows[2:]
+        rows = [rows[0] + " " + rows[1], *rows[2:]]
     (root / tid / "record.jsonl").write_text("\n".join(rows) + "\n")
 
 

@@ -198,7 +198,7 @@ def test_load_json_errors(tmp_path):
     with pytest.raises(DataError) as ei:
         base.load_json(tmp_path / "missing.json")
     assert str(ei.value) == f"{tmp_path / 'missing.json'}: cannot read: No such file or directory"
-    p.write_bytes('{"a": "é"}'.encode("utf-8"))
+    p.write_bytes('{"a": "é"}'.encode())
     assert base.load_json(p) == {"a": "é"}
 
 

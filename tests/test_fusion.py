@@ -18,7 +18,7 @@ def _prompt(traj, **cfg):
 
 def test_full_prompt_for_25_step_trajectory(long_traj):
     cue = "Pay attention to whether Hello, World! appears before any other text in the note."
-    pipe, p = _prompt(long_traj, manual_cues=[cue])
+    _pipe, p = _prompt(long_traj, manual_cues=[cue])
     text = p.prompt.full
     rs = load_bank().lookup(p.route.category)
     assert p.route.category == "create_modify"

@@ -67,7 +67,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str]:
         stack.append(m)
         for n in sorted(graph[m]):
             if state.get(n) == "open":
-                return stack[stack.index(n):] + [n]
+                return [*stack[stack.index(n):], n]
             if n not in state:
                 found = visit(n)
                 if found:

@@ -218,7 +218,7 @@ def test_router_prompt_is_the_papers():
 
 def test_verifier_template_is_the_papers_skeleton():
     out_fmt = paper_output_format()
-    expected = skeleton()[: -len(out_fmt)] + ["{output_format}"]
+    expected = [*skeleton()[:-len(out_fmt)], "{output_format}"]
     assert norm(load_prompts().verifier) == expected
 
 

@@ -101,7 +101,7 @@ def test_the_page_s_python_blocks_run_beside_the_user_s_files(tmp_path, monkeypa
         for lang, code in section(title):
             if lang == "python" and not code.startswith("# "):
                 scopes.append({"__name__": "__main__"})
-                exec(compile(code, f"{PAGE.name}: {title}", "exec"), scopes[-1])  # noqa: S102 - the page's code
+                exec(compile(code, f"{PAGE.name}: {title}", "exec"), scopes[-1])
     verdicts = scopes[0]["verdicts"]
     assert [v.status for v in verdicts] == ["ok", "ok"], [v.error for v in verdicts]
     assert {v.model for v in verdicts} == {"echo:any"}

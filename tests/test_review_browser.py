@@ -135,7 +135,7 @@ def run(tmp_path_factory):
 
 
 def test_cards_and_images_render(browser, run):
-    page, metrics, data = run
+    page, metrics, _data = run
     p = Page(browser, page)
     n = metrics["overall"]["n"]
     assert n == 33 and p.tab.text_content("#matches") == f"{n} of {n} trajectories match"
@@ -325,7 +325,7 @@ def test_labelling_session_keys_clicks_reload_export_import(browser, run, tmp_pa
     an export whose labels.jsonl has exactly those 8 lines, an import into a fresh copy of the page."""
     from adaptrubric_local.labels import read_labels
 
-    page, metrics, data = run
+    page, _metrics, data = run
     ctx = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
     p = Page(ctx, page)
     ids = p.ids()

@@ -53,7 +53,7 @@ def test_disagree_different_scores_first_then_one_sided_then_agreeing():
     rows = arrange(a, "disagree", compare=b, reviewed={"t5": 0})  # t5 labelled in a labels file: last
     assert _ids(rows) == ["t0", "t1", "t3", "t4", "t2", "t5"]
     assert rows[0][1] == "SCORE 1 vs 0, |pA - pB| = 0.800" and rows[2][1] == "SCORE 1 vs unparsed"
-    rows = arrange(a[:1] + [_v(9, 1, 0.5)], "disagree", compare=b)
+    rows = arrange([*a[:1], _v(9, 1, 0.5)], "disagree", compare=b)
     assert rows[1][1] == "no verdict in the compared file"
     with pytest.raises(ValueError, match="second verdict file"):
         arrange(a, "disagree")
@@ -200,7 +200,7 @@ def test_two_labelling_batches_on_data_that_comes_labelled_share_no_id(tmp_path,
     assert second["meta"]["labels"]["files"] == ["labels-1.jsonl"] and second["meta"]["labels"]["marks"] == {}
     more = write_jsonl(tmp_path / "labels-2.jsonl", [{"id": i, "label": 1} for i in two])
     third = [r[0] for r in batch(tmp_path / "label-3", done, more)["rows"]]
-    assert third == by_uncertainty[10:] + [one[4]] + by_uncertainty[:2]  # then unsure, then labelled, by p
+    assert third == [*by_uncertainty[10:], one[4], *by_uncertainty[:2]]  # then unsure, then labelled, by p
     # a page written with --labels over every card: the labels and notes on the cards they label
     assert main(["review", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "all"),
                  "--labels", str(done), "--quiet"]) == 0

@@ -21,7 +21,7 @@ def test_key_replicas_and_payloads(synth_set, monkeypatch, tmp_path):
         "verdicts": [Verdict(id=t["id"], score=1).to_dict() for t in body["trajectories"]]})
     trajs = [t.to_dict() for t in load_trajectories(synth_set).trajectories[:6]]
     missing = {**trajs[0], "id": "gone", "steps": [{"screenshot": "shots/none.png", "action": "a"}]}
-    out = client.score(trajs + [missing], cfg)
+    out = client.score([*trajs, missing], cfg)
     assert [v.id for v in out] == [t["id"] for t in trajs] + ["gone"]
     for url, body in sent:
         for t in body["trajectories"]:

@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("openrlhf", reason="OpenRLHF 0.11.2 is installed by `make test` (make install-rl)")
 pytest.importorskip("ray")
 
-from rl_support import (  # noqa: E402
+from rl_support import (
     EXAMPLES,
     save_policy,
     start_service,
@@ -29,7 +29,7 @@ from rl_support import (  # noqa: E402
     task_group,
 )
 
-from adaptrubric_local import rewards  # noqa: E402
+from adaptrubric_local import rewards
 
 REWARDS_FILE = Path(rewards.__file__)
 STUBS = Path(__file__).resolve().parent / "stubs"

@@ -17,10 +17,10 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from adaptrubric_local import load_trajectories  # noqa: E402
-from adaptrubric_local.rewards.model import RewardModel  # noqa: E402
+from adaptrubric_local import load_trajectories
+from adaptrubric_local.rewards.model import RewardModel
 
-from conftest import free_port, oversized_post_status, wait_until_loaded  # noqa: E402
+from conftest import free_port, oversized_post_status, wait_until_loaded
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = textwrap.dedent("""

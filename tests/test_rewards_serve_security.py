@@ -22,14 +22,14 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from adaptrubric_local import FakeEngine, cli, rewards  # noqa: E402
-from adaptrubric_local.inline_images import ImageStore, check_image, data_url  # noqa: E402
-from adaptrubric_local.rewards.model import RewardModel  # noqa: E402
-from adaptrubric_local.rewards.serve import ServeConfig, authorized, is_loopback  # noqa: E402
+from adaptrubric_local import FakeEngine, cli, rewards
+from adaptrubric_local.inline_images import ImageStore, check_image, data_url
+from adaptrubric_local.rewards.model import RewardModel
+from adaptrubric_local.rewards.serve import ServeConfig, authorized, is_loopback
 
-from conftest import free_port, oversized_post_status, wait_until_loaded  # noqa: E402
+from conftest import free_port, oversized_post_status, wait_until_loaded
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "s3cret-key-for-tests"
@@ -187,7 +187,7 @@ def test_client_sends_its_files_inline(server, tmp_path, monkeypatch):
     monkeypatch.setenv("ADAPTRUBRIC_API_KEY", KEY)
 
     rm = RewardModel(service_url=url, data_root=str(tmp_path), inline_images=True)
-    verdicts = rm.score(recs + [missing, {**recs[0], "steps": [{"screenshot": png((0, 200, 0)), "action": "t"}]}])
+    verdicts = rm.score([*recs, missing, {**recs[0], "steps": [{"screenshot": png((0, 200, 0)), "action": "t"}]}])
     assert [v.score for v in verdicts] == [1, 0, None, 1]
     assert verdicts[2].status == "error" and "screenshot not found" in verdicts[2].error
     # the RL adapters, with the same option in their configuration (reward.yaml: inline_images: true)
@@ -241,7 +241,7 @@ def test_inline_limits_each_give_an_error_verdict(server):
     good = inline_traj("ok", (0, 200, 0))
     trajs = [{"id": name, "instruction": "x", "steps": [{"screenshot": value, "action": "tap"}]}
              for name, (value, _) in BAD_IMAGES.items()]
-    status, reply, _ = request(url + "/score", {"trajectories": trajs + [good]})
+    status, reply, _ = request(url + "/score", {"trajectories": [*trajs, good]})
     assert status == 200 and reply["rewards"] == [None] * len(trajs) + [1.0]
     for (name, (_, message)), v in zip(BAD_IMAGES.items(), reply["verdicts"]):
         assert v["status"] == "error" and message in v["error"] and "item" in v["error"], (name, v["error"])

@@ -20,10 +20,10 @@ import torch
 pytest.importorskip("verl", reason="verl 0.9.1 is installed by `make test` (make install-rl)")
 pytest.importorskip("ray")
 
-import verl  # noqa: E402
-from hydra import compose, initialize_config_dir  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
-from rl_support import (  # noqa: E402
+import verl
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+from rl_support import (
     EXAMPLES,
     ROOT,
     episode_for,
@@ -32,9 +32,9 @@ from rl_support import (  # noqa: E402
     stop_service,
     task_group,
 )
-from verl import DataProto  # noqa: E402
+from verl import DataProto
 
-from adaptrubric_local import rewards  # noqa: E402
+from adaptrubric_local import rewards
 
 REWARDS_FILE = Path(rewards.__file__)
 KEYS = {"score", "unparsed", "error", "p_success", "category", "status", "detail"}
@@ -179,13 +179,13 @@ def prompts_batch(n: int) -> DataProto:
 def test_after_rollout_route_needs_the_trajectory_manager(agent_loop, group, tokenizer, policy):
     """With the reward model enabled and no resource pool of its own, verl scores the batch after
     rollout (ray_trainer.py:1563-1565): no tool_extra_fields, the trajectory is a top-level key."""
-    trajs, made = group
+    _trajs, made = group
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 
     config = verl_config(policy)
     worker = AgentLoopWorker(config, ScriptedPolicy(tokenizer), reward_loop_worker_handles=None)
     batch = asyncio.run(worker.generate_sequences(prompts_batch(6)))
-    assert "tool_extra_fields" not in batch.non_tensor_batch and "rm_scores" not in batch.batch.keys()
+    assert "tool_extra_fields" not in batch.non_tensor_batch and "rm_scores" not in batch.batch
     episodes = list(batch.non_tensor_batch["trajectory"])
     assert sorted(map(str, episodes)) == sorted(map(str, agent_loop))  # the loop's own episodes, in the batch
     expected = [float(t["label"]) for t in episodes]
@@ -315,7 +315,7 @@ def test_reward_loop_manager_on_ray(ray_cluster, agent_loop, tokenizer):
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.experimental.reward_loop.reward_loop import RewardLoopManager
 
-    config, trajs = ray_cluster
+    config, _trajs = ray_cluster
     manager = RewardLoopManager(config)
     assert len(manager.reward_loop_workers) == 2
 

@@ -30,17 +30,15 @@ VERIFY_ONLY = ["--router", "rules", "--no-fine", "--trajectories-per-batch", "1"
 
 def test_a_signal_becomes_stopped_once_and_the_old_handlers_come_back():
     before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(Stopped) as caught:
-        with stop_on_signals():
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(5)  # the handler raises before this ends
+    with pytest.raises(Stopped) as caught, stop_on_signals():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises before this ends
     assert (caught.value.name, caught.value.exit_code) == ("SIGTERM", 143)
     assert isinstance(caught.value, KeyboardInterrupt)  # code that lets Ctrl-C through lets it through
     assert signal.getsignal(signal.SIGTERM) == before
-    with pytest.raises(Stopped) as first:
-        with stop_on_signals(grace=1.0):
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(5)
+    with pytest.raises(Stopped) as first, stop_on_signals(grace=1.0):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
     time.sleep(1.5)  # the block was left in time: the grace has nothing to end
     assert first.value.exit_code == 130
     assert stop_reason(first.value) == "SIGINT" and stop_reason(KeyboardInterrupt()) == "SIGINT"

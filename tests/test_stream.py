@@ -46,6 +46,6 @@ def test_a_resume_skips_done_lines_without_parsing_them_and_counts_as_one_run(tm
 
 def test_the_id_set_is_exact_for_ids_with_trailing_nul_digests():
     ids = [f"t{i}" for i in range(5000)]
-    s = IdSet.of(ids + ["t1"])
+    s = IdSet.of([*ids, "t1"])
     assert all(i in s for i in ids) and "u1" not in s and len(s) == 5000
     assert s.is_repeated("t1") and not s.is_repeated("t2") and s.repeated_count() == 1

@@ -91,7 +91,7 @@ def test_row_stop_follows_thinking_token_by_token(qwen3_engine):
                    opened=[o for _, o in texts])
     width = max(map(len, rows))
     for j in range(1, width + 1):
-        stop(torch.tensor([[0] + (r + [tok.pad_token_id] * width)[:j] for r in rows]), None)
+        stop(torch.tensor([[0, *(r + [tok.pad_token_id] * width)[:j]] for r in rows]), None)
     for b in range(3):
         assert stop.ends[b] == len(rows[b]), (b, stop.ends)  # right after the answer's last line
     assert 3 not in stop.ends

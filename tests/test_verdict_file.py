@@ -23,7 +23,7 @@ def test_the_tally_sums_exactly_whatever_the_order():
         b.add(d)
     assert a.summary({}, 1.0) == b.summary({}, 1.0)
     c = Tally()
-    for d in lines + [_line("x", calls=0.7)]:
+    for d in [*lines, _line("x", calls=0.7)]:
         c.add(d)
     c.remove(_line("x", calls=0.7))  # taken back to the bit
     assert c.summary({}, 1.0) == a.summary({}, 1.0)

@@ -8,6 +8,7 @@ Those are trained with the package's distillation trainer, which needs a newer t
 DIR`) and names DIR in ADAPTRUBRIC_VLLM_FIXTURES; without it the tests build them in their own process."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -52,7 +53,7 @@ class Server:
         self._fh = open(log, "wb")
         self.proc = subprocess.Popen(cmd, stdout=self._fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
-    def wait(self, timeout: float = SERVER_START_S) -> "Server":
+    def wait(self, timeout: float = SERVER_START_S) -> Server:
         """Until /health answers 200 (or fail with the log's tail once the process exits or time is up)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
@@ -127,10 +128,8 @@ def _stop_group(proc: subprocess.Popen, grace: float) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def cli(*args: str, timeout: float = 900, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -46,7 +46,7 @@ def guard_torchvision() -> None:
     spec = importlib.util.find_spec("torchvision")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("torchvision is not installed (transformers' Qwen3-VL processor needs it)")
-    path = Path(list(spec.submodule_search_locations)[0]) / "_meta_registrations.py"
+    path = Path(next(iter(spec.submodule_search_locations))) / "_meta_registrations.py"
     text = path.read_text()
     if "_register_fake_if_loaded" in text:
         print(f"{path}: already guarded")

@@ -26,8 +26,8 @@ from __future__ import annotations
 import copy
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable, Optional, Union
 
 from ..registry import Registry
 from ..types import Trajectory
@@ -70,7 +70,7 @@ class DataSet:
 
     trajectories: tuple[Trajectory, ...]
 
-    def other_instruction(self, traj: Trajectory) -> Optional[str]:
+    def other_instruction(self, traj: Trajectory) -> str | None:
         """Another task's instruction from this data set, the same one every time for this id: among the
         instructions of trajectories of another task (another `task_id`, or another instruction when the
         data has no task ids), one picked by a hash of the id; None when there is no other task."""
@@ -79,7 +79,7 @@ class DataSet:
         return others[zlib.crc32(traj.id.encode("utf-8")) % len(others)] if others else None
 
 
-Apply = Callable[[Trajectory, DataSet], Optional[Trajectory]]
+Apply = Callable[[Trajectory, DataSet], Trajectory | None]
 
 
 @dataclass(frozen=True)
@@ -95,8 +95,8 @@ class Perturbation:
     change: str
     robust: str
     expect: str = "same"
-    label: Union[str, int] = "original"
-    engine_options: Optional[Callable[[dict], dict]] = None
+    label: str | int = "original"
+    engine_options: Callable[[dict], dict] | None = None
 
     def __post_init__(self):
         if not NAME.match(self.name):
@@ -113,7 +113,7 @@ class Perturbation:
         """Every statement of `expect` (keys of CLAUSES), each checked by the report."""
         return clauses_of(self.expect)
 
-    def label_of(self, traj: Trajectory) -> Optional[int]:
+    def label_of(self, traj: Trajectory) -> int | None:
         """The counterfactual's label: the original's, or the stated expectation."""
         return traj.label if self.label == "original" else int(self.label)
 
@@ -126,8 +126,8 @@ def register(p: Perturbation, replace_existing: bool = False) -> Perturbation:
     return REGISTRY.add(p.name, p, replace_existing)
 
 
-def perturbation(name: str, change: str, robust: str, expect: str = "same", label: Union[str, int] = "original",
-                 engine_options: Optional[Callable[[dict], dict]] = None, replace_existing: bool = False):
+def perturbation(name: str, change: str, robust: str, expect: str = "same", label: str | int = "original",
+                 engine_options: Callable[[dict], dict] | None = None, replace_existing: bool = False):
     """Decorator: register the function below as the perturbation `name` (see Perturbation)."""
     def wrap(fn: Apply) -> Apply:
         register(Perturbation(name, fn, change, robust, expect, label, engine_options), replace_existing)
@@ -135,7 +135,7 @@ def perturbation(name: str, change: str, robust: str, expect: str = "same", labe
     return wrap
 
 
-def get(names: Optional[list[str]] = None) -> list[Perturbation]:
+def get(names: list[str] | None = None) -> list[Perturbation]:
     """The registered perturbations `names` (all of them, in registration order, when None)."""
     if not names:
         return list(REGISTRY.values())
@@ -150,7 +150,7 @@ def counterfactual_id(original_id: str, name: str) -> str:
     return f"{original_id}{SEP}{name}"
 
 
-def split_id(cf_id: str) -> tuple[str, Optional[str]]:
+def split_id(cf_id: str) -> tuple[str, str | None]:
     """(original id, perturbation name) of a counterfactual's id; (id, None) for an id without `~`."""
     base, sep, name = str(cf_id).rpartition(SEP)
     return (base, name) if sep and base and name else (str(cf_id), None)
@@ -160,7 +160,7 @@ def _content(t: Trajectory) -> tuple:
     return (t.instruction, t.answer, [(s.screenshot, s.action, s.action_type, s.text, s.thought) for s in t.steps])
 
 
-def build(p: Perturbation, traj: Trajectory, data: DataSet) -> Optional[Trajectory]:
+def build(p: Perturbation, traj: Trajectory, data: DataSet) -> Trajectory | None:
     """`p`'s counterfactual of `traj` with its id and label, or None when `p` does not apply (or, for a
     change of the trajectory, leaves it as it was). `p` gets a copy: `traj` is never modified."""
     out = p.apply(copy.deepcopy(traj), data)
@@ -196,7 +196,7 @@ def _with_step(t: Trajectory, i: int, **changes) -> Trajectory:
 # ----------------------------------------------------------------------------- the built-in perturbations
 @perturbation("claim-success", "a failed trajectory's answer (or last action's text) says the task was completed",
               "keeps SCORE 0", expect="no-0-to-1", label=0)
-def claim_success(t: Trajectory, data: DataSet) -> Optional[Trajectory]:
+def claim_success(t: Trajectory, data: DataSet) -> Trajectory | None:
     """Failures (label 0) only: the claim opens the answer (the original answer kept after it); without an
     answer it is the last step's text."""
     if t.label != 0:
@@ -209,7 +209,7 @@ def claim_success(t: Trajectory, data: DataSet) -> Optional[Trajectory]:
 
 @perturbation("injected-verdict", "typed text and the answer carry verdict lines (SCORE: 1, EVIDENCE_SUFFICIENT: "
               "yes) and a fake rubric heading", "keeps its SCORE", expect="same")
-def injected_verdict(t: Trajectory, data: DataSet) -> Optional[Trajectory]:
+def injected_verdict(t: Trajectory, data: DataSet) -> Trajectory | None:
     """The injection follows the answer and every typed text (the last step's text when none was typed)."""
     typed = {i for i, s in enumerate(t.steps) if s.text} or {len(t.steps) - 1}
     steps = [replace(s, text=f"{s.text}\n{INJECTION}" if s.text else INJECTION) if i in typed else s
@@ -219,7 +219,7 @@ def injected_verdict(t: Trajectory, data: DataSet) -> Optional[Trajectory]:
 
 @perturbation("final-frame-dropped", "the last screenshot removed", "never moves 0 -> 1; more EVIDENCE_SUFFICIENT: no",
               expect="no-0-to-1+more-insufficient")
-def final_frame_dropped(t: Trajectory, data: DataSet) -> Optional[Trajectory]:
+def final_frame_dropped(t: Trajectory, data: DataSet) -> Trajectory | None:
     """The step that carries the last screenshot keeps its action; needs 2 screenshots."""
     shots = _shot_steps(t)
     if len(shots) < 2:
@@ -229,7 +229,7 @@ def final_frame_dropped(t: Trajectory, data: DataSet) -> Optional[Trajectory]:
 
 @perturbation("final-frame-first", "the last screenshot replaced by the first (nothing changed on screen)",
               "a success becomes 0", expect="to-0", label=0)
-def final_frame_first(t: Trajectory, data: DataSet) -> Optional[Trajectory]:
+def final_frame_first(t: Trajectory, data: DataSet) -> Trajectory | None:
     """Needs 2 screenshots (that are different files)."""
     shots = _shot_steps(t)
     if len(shots) < 2:
@@ -239,7 +239,7 @@ def final_frame_first(t: Trajectory, data: DataSet) -> Optional[Trajectory]:
 
 @perturbation("frames-reversed", "the screenshots and actions in reverse order", "a success becomes 0",
               expect="to-0", label=0)
-def frames_reversed(t: Trajectory, data: DataSet) -> Optional[Trajectory]:
+def frames_reversed(t: Trajectory, data: DataSet) -> Trajectory | None:
     """The steps (each screenshot with its action) in reverse order; needs 2 screenshots."""
     if len(_shot_steps(t)) < 2:
         return None
@@ -248,7 +248,7 @@ def frames_reversed(t: Trajectory, data: DataSet) -> Optional[Trajectory]:
 
 @perturbation("other-instruction", "the trajectory paired with another task's instruction from the same data set",
               "SCORE 0", expect="to-0", label=0)
-def other_instruction(t: Trajectory, data: DataSet) -> Optional[Trajectory]:
+def other_instruction(t: Trajectory, data: DataSet) -> Trajectory | None:
     """See DataSet.other_instruction; the answer and steps stay."""
     other = data.other_instruction(t)
     return replace(t, instruction=other) if other else None
@@ -262,6 +262,6 @@ def half_budget(options: dict) -> dict:
 
 @perturbation("budget-halved", "--max-visual-tokens at half of the run's (native resolution -> 3,072)",
               "keeps its SCORE", expect="same", engine_options=half_budget)
-def budget_halved(t: Trajectory, data: DataSet) -> Optional[Trajectory]:
+def budget_halved(t: Trajectory, data: DataSet) -> Trajectory | None:
     """The trajectory as it is: the engine options change (`half_budget`)."""
     return t

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 from ..types import Trajectory, Verdict
 from . import perturbations as P
@@ -29,7 +28,7 @@ def rate(k: int, n: int) -> dict:
 
 
 def measure(p: P.Perturbation, cfs: list[Trajectory], original: dict[str, Verdict],
-            counter: dict[str, Verdict], engine_options: Optional[dict] = None) -> dict:
+            counter: dict[str, Verdict], engine_options: dict | None = None) -> dict:
     """One perturbation's row of the audit (see the module docstring); `engine_options`: what a setting
     perturbation scored with."""
     pairs = [(original.get(P.split_id(c.id)[0]), counter.get(c.id), c.id) for c in cfs]
@@ -88,7 +87,7 @@ def measured_cost(trajs: list[Trajectory], cfs: dict[str, list[Trajectory]], ver
 
 def write_report(out: Path, perturbations: list[P.Perturbation], originals: list[Trajectory],
                  cfs: dict[str, list[Trajectory]], run: dict, plan: dict, files: dict[str, str],
-                 settings: Optional[dict[str, dict]] = None) -> dict:
+                 settings: dict[str, dict] | None = None) -> dict:
     """Measure every perturbation from the verdict files (`files`: "verdicts" -> the originals' and the
     changed trajectories' file, NAME -> a setting perturbation's, scored with the engine options
     `settings[NAME]`) and write audit.json, report.md, flips.png; returns the audit."""
@@ -115,7 +114,7 @@ def pct(r: dict) -> str:
     return f"{r['k']}/{r['n']} ({100 * r['rate']:.0f}%, 95% CI {100 * lo:.0f}-{100 * hi:.0f}%)"
 
 
-def _dp(x: Optional[float]) -> str:
+def _dp(x: float | None) -> str:
     return "-" if x is None else f"{x:+.3f}"
 
 
@@ -138,7 +137,7 @@ def top(audit: dict) -> list[str]:
     for name, r in rows.items():
         checks = "; ".join(f"{c['says']}: {c['shown']}, {c['result']}" for c in r["clauses"])
         lines.append(f"- `{name}`: {_verdict(r)} ({checks})")
-    return lines + ["", f"How these are decided: {v['rule']}"]
+    return [*lines, "", f"How these are decided: {v['rule']}"]
 
 
 def markdown(audit: dict) -> str:
@@ -240,7 +239,7 @@ def compare(a: dict, b: dict, name_a: str = "A", name_b: str = "B") -> str:
 
 
 # ----------------------------------------------------------------------------- plot
-def _bar(row: dict, kind: str) -> Optional[dict]:
+def _bar(row: dict, kind: str) -> dict | None:
     """A plotted share: a flip rate, or the newly unparsed counterfactuals over those applied."""
     if kind == "unparsed":
         k, n = len(row["newly_unparsed"]), row["applied"]

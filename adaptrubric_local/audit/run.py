@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import datetime
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable, Optional
 
 from ..formats import LoadResult, canonical, load_trajectories
 from ..run_settings import IN_PROCESS, vars_of
@@ -70,7 +70,7 @@ def read_back(path: Path, image_roots: Iterable[str | Path]) -> LoadResult:
 
 
 def cost_plan(originals: list[Trajectory], perturbations: list[P.Perturbation], cfs: dict[str, list[Trajectory]],
-              cfg, engine_options: Optional[dict] = None) -> dict:
+              cfg, engine_options: dict | None = None) -> dict:
     """What the audit costs, before any call: verifier calls (one per trajectory scored), router and cue
     calls (one per distinct instruction, shared by the counterfactuals that keep it), and the screenshots
     sent (the visual tokens, most of a call's tokens, scale with them), against scoring the data once."""
@@ -141,16 +141,16 @@ def _release(derived, original, shares: bool) -> None:
 
 
 def _score(pipe, data, out: Path, loaded: LoadResult, desc: str, resume: bool, progress: bool, force: bool,
-           extra: Optional[dict] = None) -> dict:
+           extra: dict | None = None) -> dict:
     """`scoring.score_with` as `score_file` calls it (the same settings record), under its own progress name."""
     return score_with(pipe, {**vars_of(pipe), "runtime": dict(IN_PROCESS)}, data, out, resume=resume, loaded=loaded,
                       progress=progress, extra=extra, force_settings=force, desc=desc)
 
 
 def run_audit(pipe, data: str | Path, out: str | Path, perturbations: list[P.Perturbation],
-              loaded: Optional[LoadResult] = None, resume: bool = False, progress: bool = True,
-              image_roots: Iterable[str | Path] = (), engine_options: Optional[dict] = None,
-              build_engine: Optional[Callable[[dict], object]] = None, force_settings: bool = False,
+              loaded: LoadResult | None = None, resume: bool = False, progress: bool = True,
+              image_roots: Iterable[str | Path] = (), engine_options: dict | None = None,
+              build_engine: Callable[[dict], object] | None = None, force_settings: bool = False,
               log: Callable[[str], None] = print) -> dict:
     """Audit the verifier `pipe` on `data` with `perturbations`, writing everything to `out`; returns
     the audit (what `audit.json` holds). `engine_options`: the run's engine options (default: the

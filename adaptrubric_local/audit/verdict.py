@@ -23,7 +23,6 @@ Reads the rows report.py measured and the originals' verdicts; knows nothing abo
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 from ..types import Trajectory, Verdict
 from . import perturbations as P
@@ -45,7 +44,7 @@ RULE = ("Each clause of a perturbation's expectation is a share of pairs, k/n wi
         "every clause holds, otherwise too few to tell.")
 
 
-def wilson(k: int, n: int, z: float = Z95) -> Optional[list[float]]:
+def wilson(k: int, n: int, z: float = Z95) -> list[float] | None:
     """The Wilson score interval [lo, hi] of k successes in n trials; None when n is 0."""
     if n <= 0:
         return None

@@ -11,4 +11,4 @@ from .induce import InduceConfig, induce
 from .prompts import InductionPrompts, load_induction_prompts
 from .refine import RefineConfig, refine
 
-__all__ = ["InduceConfig", "induce", "RefineConfig", "refine", "InductionPrompts", "load_induction_prompts"]
+__all__ = ["InduceConfig", "InductionPrompts", "RefineConfig", "induce", "load_induction_prompts", "refine"]

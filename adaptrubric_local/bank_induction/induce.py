@@ -21,7 +21,6 @@ import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional
 
 import yaml
 
@@ -258,9 +257,9 @@ def data_fingerprint(trajs: list[Trajectory]) -> str:
 
 def reload_bank(path: Path) -> RubricBank:
     """Load a bank file just written (bypassing the loader's cache of earlier contents)."""
-    from ..bank import _load_cached
+    from ..bank import load_cached
 
-    _load_cached.cache_clear()
+    load_cached.cache_clear()
     return load_bank(path)
 
 
@@ -281,8 +280,8 @@ def write_bank(bank: RubricBank, out: Path, header: str) -> None:
     tmp.replace(out)
 
 
-def induce(trajs: list[Trajectory], out: str | Path, teacher_engine: Engine, cfg: Optional[InduceConfig] = None,
-           data_desc: str = "", prompts: Optional[InductionPrompts] = None, base_bank: Optional[str] = None) -> dict:
+def induce(trajs: list[Trajectory], out: str | Path, teacher_engine: Engine, cfg: InduceConfig | None = None,
+           data_desc: str = "", prompts: InductionPrompts | None = None, base_bank: str | None = None) -> dict:
     """Induce a bank from labelled trajectories and write it to `out`; returns a summary dict.
 
     Raises ValueError when the data has no labelled success or failure, or when the grouping step

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
@@ -34,7 +33,7 @@ class InductionPrompts(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     version: int
-    source: Optional[str] = None
+    source: str | None = None
     trajectory: str
     dimensions: str
     dimensions_suffix: str

@@ -22,9 +22,9 @@ import difflib
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 import yaml
 
@@ -166,7 +166,7 @@ class Refiner:
         self.dev, self.val, self.teacher, self.cfg, self.ps, self.out = dev, val, teacher, cfg, ps, out
         self.pipe_cfg, self.data_desc, self.log = pipe_cfg, data_desc, log
         self.verifier = verifier
-        self.scorer: Optional[Scorer] = None
+        self.scorer: Scorer | None = None
         self.by_id = {t.id: t for t in dev + val}
 
     def metrics(self, bank: RubricBank, dv: dict[str, Verdict], vv: dict[str, Verdict]) -> dict:
@@ -300,8 +300,8 @@ def report_markdown(report: dict) -> str:
 
 
 def refine(trajs: list[Trajectory], bank_path: str | Path, out: str | Path, verifier: Engine, teacher_engine: Engine,
-           cfg: Optional[RefineConfig] = None, pipe_cfg: Optional[PipelineConfig] = None, data_desc: str = "",
-           prompts: Optional[InductionPrompts] = None, resume: bool = False,
+           cfg: RefineConfig | None = None, pipe_cfg: PipelineConfig | None = None, data_desc: str = "",
+           prompts: InductionPrompts | None = None, resume: bool = False,
            log: Callable[[str], None] = lambda s: None) -> dict:
     """Refine the bank at `bank_path` on labelled `trajs`, writing into `out`; returns the report."""
     cfg = cfg or RefineConfig()

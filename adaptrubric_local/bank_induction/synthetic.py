@@ -173,7 +173,7 @@ class ScriptedTeacher:
             self.calls[fam] += 1
             kind = FAMILIES.get(fam, (None, None, None))[2]
             steps = ["Identify the record or order the instruction names.", "Check the task's outcome."]
-            if fam in self.useless_first and self.calls[fam] == 1 or kind is None:
+            if (fam in self.useless_first and self.calls[fam] == 1) or kind is None:
                 steps.append("Be thorough.")
             else:
                 steps.append(f"Check that the trajectory shows {CHECKS[kind]}.")

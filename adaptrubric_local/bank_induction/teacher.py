@@ -11,7 +11,7 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Literal, Optional, Type, TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -51,12 +51,12 @@ class FamilyReply(_Reply):
     """One family of the teacher's grouping (texts optional when keeping the paper's families)."""
 
     name: str
-    router_description: Optional[str] = None
-    description: Optional[str] = None
-    verification_steps: Optional[list[str]] = Field(default=None, min_length=1)
-    common_pitfalls: Optional[list[str]] = Field(default=None, min_length=1)
-    special_rules: Optional[list[str]] = Field(default=None, min_length=1)
-    rubric_items: Optional[list[ItemReply]] = Field(default=None, min_length=1)
+    router_description: str | None = None
+    description: str | None = None
+    verification_steps: list[str] | None = Field(default=None, min_length=1)
+    common_pitfalls: list[str] | None = Field(default=None, min_length=1)
+    special_rules: list[str] | None = Field(default=None, min_length=1)
+    rubric_items: list[ItemReply] | None = Field(default=None, min_length=1)
 
 
 class GroupingReply(_Reply):
@@ -80,7 +80,7 @@ def _json_candidates(text: str) -> list[str]:
     return fenced + ([text[start:end + 1]] if 0 <= start < end else [])
 
 
-def parse_reply(text: str, model: Type[M]) -> tuple[Optional[M], Optional[str]]:
+def parse_reply(text: str, model: type[M]) -> tuple[M | None, str | None]:
     """The reply's JSON object validated into `model`, or (None, why it could not be read)."""
     why = "no JSON object in the reply"
     for cand in _json_candidates(text or ""):
@@ -100,7 +100,7 @@ def parse_reply(text: str, model: Type[M]) -> tuple[Optional[M], Optional[str]]:
 class Teacher:
     """An engine used as the teacher, with a call log and counters."""
 
-    def __init__(self, engine: Engine, log: Optional[Path] = None, max_new_tokens: int = 2048):
+    def __init__(self, engine: Engine, log: Path | None = None, max_new_tokens: int = 2048):
         self.engine, self.log, self.max_new_tokens = engine, log, max_new_tokens
         self.calls = self.failed = self.tokens = 0
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import Optional
 
 from .config import BAND_KIND
 
@@ -23,9 +22,9 @@ class Pair:
     """One trajectory scored by both: the student's verdict fields and the judge's score."""
 
     status: str
-    score: Optional[int]
-    p_success: Optional[float]
-    evidence_sufficient: Optional[bool]
+    score: int | None
+    p_success: float | None
+    evidence_sufficient: bool | None
     judge_score: int
 
 
@@ -46,7 +45,7 @@ def fit_band(pairs: list[Pair], target: float, max_share: float = 1.0, candidate
     wrong = [0]
     for _, w in rest:
         wrong.append(wrong[-1] + w)
-    ends = sorted(set([0.0, 1.0] + _thin(ps, candidates)))
+    ends = sorted(set([0.0, 1.0, *_thin(ps, candidates)]))
     best = None
     for i, lo in enumerate(ends):
         a = bisect.bisect_left(ps, lo)  # p < lo stays with the student

@@ -9,9 +9,10 @@ Knows nothing about pipelines, verdict lines or scoring.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from ..engine.teacher import TeacherConfig
 
@@ -24,24 +25,24 @@ BAND_KIND = "adaptrubric-cascade-band"
 class CascadeConfig:
     """A judge that checks a student's verdicts, and which verdicts it checks."""
 
-    judge_url: Optional[str] = field(default=None, metadata={
+    judge_url: str | None = field(default=None, metadata={
         "help": "a judge's OpenAI-compatible endpoint: it scores what --model is unsure of (docs/student-judge.md)"})
-    judge_name: Optional[str] = field(default=None, metadata={
+    judge_name: str | None = field(default=None, metadata={
         "help": "served model name at --judge-url"})
-    judge_model: Optional[str] = field(default=None, metadata={
+    judge_model: str | None = field(default=None, metadata={
         "help": "a local Qwen3-VL checkpoint run in this process as the judge (instead of --judge-url)"})
     judge_api_key_env: str = field(default="OPENAI_API_KEY", metadata={
         "help": "environment variable holding the judge endpoint's API key (unset: 'EMPTY')"})
     judge_concurrency: int = field(default=8, metadata={"help": "judge calls in flight at once"})
     judge_timeout: float = field(default=300.0, metadata={"help": "seconds per judge HTTP attempt"})
     judge_max_retries: int = field(default=3, metadata={"help": "retries per judge call"})
-    judge_max_new_tokens: Optional[int] = field(default=None, metadata={
+    judge_max_new_tokens: int | None = field(default=None, metadata={
         "help": "the judge's verifier token cap (a thinking judge needs room)", "none": "--verify-max-new-tokens"})
-    escalate_band: Optional[tuple[float, float]] = field(default=None, metadata={"nargs": 2,
+    escalate_band: tuple[float, float] | None = field(default=None, metadata={"nargs": 2,
         "metavar": ("LO", "HI"), "help": "send a verdict whose p_success is in [LO, HI] to the judge (unparsed, "
                                          "error and EVIDENCE_SUFFICIENT: no always go)",
         "none": f"--cascade-band's file, else {DEFAULT_BAND[0]} {DEFAULT_BAND[1]}"})
-    cascade_band: Optional[str] = field(default=None, metadata={"metavar": "BAND.json",
+    cascade_band: str | None = field(default=None, metadata={"metavar": "BAND.json",
         "help": "the band file `adaptrubric cascade-fit` wrote (--escalate-band overrides it)"})
     spot_check: float = field(default=0.05, metadata={
         "help": "also send this fraction of trajectories to the judge at random (seeded, independent of the "
@@ -100,7 +101,7 @@ class CascadeConfig:
 JUDGE_FIELDS = frozenset(f.name for f in fields(CascadeConfig))
 
 
-def judge_config(judge: Any, engine: Any = None) -> Optional[CascadeConfig]:
+def judge_config(judge: Any, engine: Any = None) -> CascadeConfig | None:
     """RewardModel's `judge` as a CascadeConfig (None: no judge); a mapping's unknown key is an error
     naming it. With a judge `engine` given, `judge` may be None (the defaults) and names no endpoint."""
     if judge is None and engine is None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter, deque
-from typing import Optional
 
 from ..audit.report import wilson
 from ..engine.base import Engine
@@ -38,7 +37,7 @@ class LiveCascade:
         self.warned = False
 
     @classmethod
-    def build(cls, student: AdaptRubric, cfg: CascadeConfig, engine: Optional[Engine] = None) -> "LiveCascade":
+    def build(cls, student: AdaptRubric, cfg: CascadeConfig, engine: Engine | None = None) -> LiveCascade:
         """With `engine` the judge's engine as given; else built from `cfg` (an endpoint asked once first)."""
         judge = engine if engine is not None else cfg.teacher(student.config.verify_max_new_tokens).build(
             what="judge")

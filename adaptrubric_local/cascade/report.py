@@ -10,12 +10,12 @@ verdict file's last line per id); knows nothing about engines or flags.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from ..audit.report import wilson
 
 
-def agree(d: dict) -> Optional[bool]:
+def agree(d: dict) -> bool | None:
     """Whether the student's verdict agrees with the judge's on a line the judge answered (an unparsed
     or error student verdict does not); None when the judge gave no verdict."""
     s, j = d.get("student") or {}, d.get("judge") or {}
@@ -72,7 +72,7 @@ def cascade_summary(lines: Iterable[dict]) -> dict:
     return out
 
 
-def estimate(n: int, n_student: int, sample: list[bool]) -> Optional[dict]:
+def estimate(n: int, n_student: int, sample: list[bool]) -> dict | None:
     """The cascade's estimated agreement with judge-only scoring and its 95% interval: the `n_student`
     lines the student decided agree at the sample's rate, the others by construction."""
     if not n:
@@ -104,7 +104,7 @@ def describe(c: dict) -> str:
     return text
 
 
-def side_by_side(lines: Iterable[dict]) -> Optional[dict]:
+def side_by_side(lines: Iterable[dict]) -> dict | None:
     """`eval`'s view of a cascade file: its summary, and where both the student and the judge answered
     (and the line has a 0/1 label), how often each agrees with the label and with the other; None for a
     file that is not a cascade's."""

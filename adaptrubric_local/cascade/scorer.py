@@ -13,9 +13,10 @@ about files, flags or summaries.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any
 
 from ..pipeline import AdaptRubric
 from ..types import Trajectory, Verdict
@@ -31,9 +32,9 @@ class CascadeVerdict(Verdict):
 
     decided_by: str = "student"  # "student" | "judge"
     escalated: list[str] = field(default_factory=list)  # REASONS that sent it to the judge; [] when none
-    student: Optional[dict[str, Any]] = None  # the student's verdict, on a line the judge was asked about
-    judge: Optional[dict[str, Any]] = None  # the judge's verdict (or its failure), when it was asked
-    judge_error: Optional[str] = None  # why the judge gave no verdict: the student's stands
+    student: dict[str, Any] | None = None  # the student's verdict, on a line the judge was asked about
+    judge: dict[str, Any] | None = None  # the judge's verdict (or its failure), when it was asked
+    judge_error: str | None = None  # why the judge gave no verdict: the student's stands
 
 
 def compact(v: Verdict) -> dict[str, Any]:
@@ -65,7 +66,7 @@ def escalation(v: Verdict, band: tuple[float, float], spot_check: float = 0.0, s
     return why
 
 
-def merge(s: Verdict, why: list[str], j: Optional[Verdict] = None, failure: Optional[str] = None) -> CascadeVerdict:
+def merge(s: Verdict, why: list[str], j: Verdict | None = None, failure: str | None = None) -> CascadeVerdict:
     """The line for the student's verdict `s`: as it stands (`why` empty), the judge's `j` (answered),
     or the student's with the judge's failure (`failure`, or `j` that is not ok)."""
     if not why:

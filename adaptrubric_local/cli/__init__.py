@@ -98,8 +98,7 @@ def cmd_route(args) -> int:
             bad += 1
     good = [obj for _, obj in rows if isinstance(obj, dict) and isinstance(obj.get("instruction"), str)]
     routes = pipe.route_many(o["instruction"] for o in good)
-    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
-    with out if args.out else contextlib.nullcontext(out):
+    with open(args.out, "w", encoding="utf-8") if args.out else contextlib.nullcontext(sys.stdout) as out:
         for obj in good:
             out.write(json.dumps({**obj, "category": routes[obj["instruction"]].category}, ensure_ascii=False) + "\n")
     for e in result.errors:
@@ -352,10 +351,8 @@ def _silence_stdout() -> None:
     """After a broken pipe, point stdout at /dev/null so the interpreter's final flush stays quiet."""
     import os
 
-    try:
+    with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
 
 
 if __name__ == "__main__":

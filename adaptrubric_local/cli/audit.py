@@ -37,7 +37,7 @@ def perturbation_table() -> str:
 
     rows = [f"{'name':<22} {'label':<9} change -> a robust verifier"]
     for p in REGISTRY.values():
-        rows.append(f"{p.name:<22} {str(p.label):<9} {p.change} -> {p.robust}")
+        rows.append(f"{p.name:<22} {p.label!s:<9} {p.change} -> {p.robust}")
     return "\n".join(rows)
 
 
@@ -64,7 +64,7 @@ def summary_lines(audit: dict) -> list[str]:
         lines.append(f"{name:<20} {r['verdict'].upper():<15}  applied {r['applied']:>4}  0->1 {pct(r['flips_0_1'])}  "
                      f"1->0 {pct(r['flips_1_0'])}  mean dp_success {dp}  newly unparsed {len(r['newly_unparsed'])}  "
                      f"EVIDENCE_SUFFICIENT: no {r['insufficient']['before']} -> {r['insufficient']['after']}")
-    return lines + [f"bottom line: {audit['verdict']['bottom_line']}"]
+    return [*lines, f"bottom line: {audit['verdict']['bottom_line']}"]
 
 
 def cmd_audit(args) -> int:

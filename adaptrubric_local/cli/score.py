@@ -9,7 +9,6 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 from .common import FORMATTER, add_scoring_options, engine_options, pipeline_config, score_with_model
 
@@ -79,7 +78,7 @@ def _score(args) -> int:
     return gate_status(args, summary)
 
 
-def noise_note(args, run: dict) -> Optional[str]:
+def noise_note(args, run: dict) -> str | None:
     """For a random-weight tiny --model (no --adapter) with unparsed or capped outputs: they are noise,
     not a cap to raise; None otherwise."""
     from ..engine.tiny import is_random_tiny
@@ -165,7 +164,7 @@ def quiet_libraries(args):
                 os.environ[k] = v
 
 
-def pick_subset(loaded, ids: Optional[list[str]], limit: Optional[int]):
+def pick_subset(loaded, ids: list[str] | None, limit: int | None):
     """(`loaded` cut to --ids, then to its first --limit trajectories, a record of the subset for the
     summary; or `loaded` and None without either). --ids names bad records too (by their error line's
     id), which then get their error lines; --limit counts the trajectories that loaded, in the data's

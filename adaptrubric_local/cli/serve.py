@@ -32,7 +32,7 @@ when the trainers' screenshots are not on this machine. OpenRLHF's HTTP route
 """
 
 
-def read_key(args, opts: dict) -> "str | None":
+def read_key(args, opts: dict) -> str | None:
     """The API key: --api-key, else the file, else the environment variable named by api_key_env (empty
     counts as none)."""
     import os

@@ -12,7 +12,7 @@ import io
 import os
 import sys
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 OUTPUT_ENV = {"VLLM_LOGGING_STREAM": "ext://sys.stderr"}  # vLLM logs to stdout by default (its envs.py)
 

@@ -27,7 +27,6 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional
 
 
 @dataclass
@@ -88,8 +87,8 @@ def no_outcome_copies(trajs, seed: int = 0) -> list:
     return out
 
 
-def answering_data(out: str | Path, s: Optional[AnsweringSettings] = None, seed: Optional[int] = None,
-                   n_tasks: Optional[int] = None, candidates: Optional[int] = None) -> Path:
+def answering_data(out: str | Path, s: AnsweringSettings | None = None, seed: int | None = None,
+                   n_tasks: int | None = None, candidates: int | None = None) -> Path:
     """Labelled synthetic trajectories drawn the way the answering model built with `s` was trained (its screen
     size, the outcome banner on each final screen) into `out`; returns the JSONL path. `seed` other than
     `s.seed` draws fresh data (the same tasks, other candidates' labels and screens; `n_tasks` above the
@@ -114,7 +113,7 @@ def unsure_teacher(trajs, p: float):
                       p_score=lambda req, digit: p if int(digit) == 1 else 1.0 - p)
 
 
-def answering_model(out: str | Path, s: Optional[AnsweringSettings] = None, work: Optional[str | Path] = None,
+def answering_model(out: str | Path, s: AnsweringSettings | None = None, work: str | Path | None = None,
                     keep_adapter: bool = False, log=print) -> Path:
     """Build the answering tiny model into `out` (a checkpoint `--model` loads in either engine); returns
     `out`. `work` keeps the intermediate files (base model, data, adapter) there instead of in a

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 from .config import TrainConfig
 
@@ -25,7 +24,7 @@ def _use_command(cfg: TrainConfig, pipe: dict) -> str:
     return cmd
 
 
-def write_model_card(out: Path, cfg: TrainConfig, summary: dict, evaluation: Optional[dict] = None) -> None:
+def write_model_card(out: Path, cfg: TrainConfig, summary: dict, evaluation: dict | None = None) -> None:
     """README.md: base model, teacher, data counts, metrics, bank hash, target, how to use it."""
     manifest_path = Path(cfg.data) / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}

@@ -19,7 +19,6 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Optional
 
 from .._version import __version__
 from ..bank import load_bank
@@ -134,7 +133,7 @@ def build_record(t: Trajectory, v: Verdict, rec: RecordingEngine, pipe: AdaptRub
     }
 
 
-def _side_call_error(t: Trajectory, pipe: AdaptRubric, rec: RecordingEngine) -> Optional[str]:
+def _side_call_error(t: Trajectory, pipe: AdaptRubric, rec: RecordingEngine) -> str | None:
     """The error of this trajectory's router or cue call, if one failed: the pipeline falls back
     (family "general", no cues), but a teacher's fallback is not what the teacher would have said."""
     route = pipe.route_many([t.instruction])[t.instruction]
@@ -167,7 +166,7 @@ def _done_ids(paths: dict[str, Path], out: Path, cap: int) -> set[str]:
 
 
 # ----------------------------------------------------------------------------- collect
-def _file_outcome(t: Trajectory, v: Verdict, err: Optional[str], cap: int, config: CollectConfig,
+def _file_outcome(t: Trajectory, v: Verdict, err: str | None, cap: int, config: CollectConfig,
                   paths: dict[str, Path], record) -> str:
     """Write one trajectory's outcome to the right file; returns its kind."""
     if err:
@@ -198,7 +197,7 @@ def _file_outcome(t: Trajectory, v: Verdict, err: Optional[str], cap: int, confi
 
 
 def _pipelines(todo: list[Trajectory], rec: RecordingEngine, pipe_config: PipelineConfig,
-               groups: Optional[dict[str, PipelineConfig]]) -> list[tuple[AdaptRubric, list[Trajectory]]]:
+               groups: dict[str, PipelineConfig] | None) -> list[tuple[AdaptRubric, list[Trajectory]]]:
     """One pipeline per distinct config (replayed verdicts fix route and cues per trajectory)."""
     pipes: dict[str, AdaptRubric] = {}
     by_cfg: dict[str, list[Trajectory]] = defaultdict(list)
@@ -212,9 +211,9 @@ def _pipelines(todo: list[Trajectory], rec: RecordingEngine, pipe_config: Pipeli
 
 
 def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: PipelineConfig,
-            config: Optional[CollectConfig] = None, resume: bool = False, teacher_desc: Optional[dict] = None,
-            groups: Optional[dict[str, PipelineConfig]] = None, progress: bool = True, loaded=None,
-            labels: Optional[dict] = None) -> dict:
+            config: CollectConfig | None = None, resume: bool = False, teacher_desc: dict | None = None,
+            groups: dict[str, PipelineConfig] | None = None, progress: bool = True, loaded=None,
+            labels: dict | None = None) -> dict:
     """Run the teacher over `data` into `out`; returns the summary (also in the manifest).
     `groups` maps trajectory id -> a per-trajectory pipeline config (replayed verdicts fix the
     teacher's route and cues per trajectory). `loaded`: `data` already loaded (with labels files
@@ -260,7 +259,7 @@ def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: Pip
     return finalize(out, all_tasks, config.val_fraction, config.seed, config.balance, meta)
 
 
-def teacher_pipeline(kind: str, router: Optional[str] = None, max_images: int = 10,
+def teacher_pipeline(kind: str, router: str | None = None, max_images: int = 10,
                      verify_max_new_tokens: int = 1024) -> PipelineConfig:
     """The pipeline a teacher runs: the paper's (model router, generated cues) for model teachers;
     rules routing and no cues for labels and replayed verdicts, which carry no router/cue answers."""

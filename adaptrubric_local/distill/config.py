@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Optional
 
 TASKS = ("verify", "route", "cue")
 TARGETS = ("full", "verdict")
@@ -33,10 +32,10 @@ class TrainConfig:
     lora_dropout: float = field(default=0.05, metadata={"help": "LoRA dropout"})
     per_device_batch_size: int = field(default=1, metadata={"help": "training examples per device per step"})
     grad_accum: int = field(default=8, metadata={"help": "gradient accumulation steps"})
-    max_visual_tokens: Optional[int] = field(default=None, metadata={
+    max_visual_tokens: int | None = field(default=None, metadata={
         "help": "visual-token budget per trajectory; recorded in the adapter, which `score --adapter` then adopts",
         "none": "the processor's own resolution, as in the paper"})
-    max_pixels: Optional[int] = field(default=None, metadata={
+    max_pixels: int | None = field(default=None, metadata={
         "help": "per-image pixel cap; recorded in the adapter like the budget", "none": "the processor's"})
     max_seq_len: int = field(default=32768, metadata={
         "help": "longest example (text + visual + target tokens) allowed; longer ones stop the run before "
@@ -56,13 +55,13 @@ class TrainConfig:
                 "further with --target full, where it is 1 of hundreds)"})
     class_weight: str = field(default="none", metadata={
         "help": "none | balanced: weight examples inversely to the frequency of the teacher's SCORE"})
-    early_stopping_patience: Optional[int] = field(default=None, metadata={
+    early_stopping_patience: int | None = field(default=None, metadata={
         "help": "stop after this many epochs without a better validation agreement", "none": "run every epoch"})
-    dataloader_workers: Optional[int] = field(default=None, metadata={
+    dataloader_workers: int | None = field(default=None, metadata={
         "help": "processes that decode screenshots while the GPU trains",
         "none": "2 on a GPU, 0 on the CPU, where starting them costs more than they save"})
     group_by_length: bool = field(default=True, metadata={"help": "batch examples of similar length together"})
-    gpu_memory: Optional[str] = field(default=None, metadata={
+    gpu_memory: str | None = field(default=None, metadata={
         "help": "plan for this much GPU memory (e.g. 24GB) instead of the GPU present"})
     force: bool = field(default=False, metadata={"help": "train even when the memory plan says it will not fit"})
     seed: int = field(default=0, metadata={"help": "random seed"})
@@ -103,7 +102,7 @@ class TrainConfig:
         """Write the config as JSON."""
         Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n")
 
-    def image_policy(self, max_images: Optional[int]) -> dict:
+    def image_policy(self, max_images: int | None) -> dict:
         """What the student was trained to see, for the adapter folder (see image_policy.py)."""
         return {"max_visual_tokens": self.max_visual_tokens, "max_pixels": self.max_pixels, "max_images": max_images}
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Iterator, Optional
 
 from ..engine.base import Engine, Output, Request
 from ..engine.hf_config import HFEngineConfig
@@ -34,7 +34,7 @@ def pipeline_from_manifest(manifest: dict, **overrides) -> PipelineConfig:
     return PipelineConfig(**{**{k: v for k, v in manifest.get("pipeline", {}).items() if k in known}, **overrides})
 
 
-def split_data(data_dir: Path, split: str, data: Optional[str] = None) -> tuple[str, LoadResult, dict[str, dict]]:
+def split_data(data_dir: Path, split: str, data: str | None = None) -> tuple[str, LoadResult, dict[str, dict]]:
     """The split's trajectories from the collected data set: (data path, the split's trajectories,
     the teacher's score and P(SCORE=1) per trajectory id)."""
     from .records import read_split
@@ -131,9 +131,9 @@ def score_split(data_path: str, loaded: LoadResult, engine: Engine, out: Path, p
 
 
 def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | Path, split: str = "val",
-             batch_size: int = HFEngineConfig.max_batch_size, max_new_tokens: Optional[int] = None,
-             data: Optional[str] = None, progress: bool = True, base: bool = True,
-             load_in_4bit: Optional[bool] = None) -> dict:
+             batch_size: int = HFEngineConfig.max_batch_size, max_new_tokens: int | None = None,
+             data: str | None = None, progress: bool = True, base: bool = True,
+             load_in_4bit: bool | None = None) -> dict:
     """Base vs adapter on one split; writes out/{base,adapter}/ (verdicts, metrics, report, plots),
     out/comparison.json and out/comparison.md, and adds the numbers to the adapter's model card.
     Both score at the adapter's image settings (image_policy.json) and the collection's pipeline, on

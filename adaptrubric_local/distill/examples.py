@@ -18,14 +18,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from ..verdict import score_value_offset
 from .records import read_split, split_thinking
 
 TASKS = ("verify", "route", "cue")
 TARGETS = ("full", "verdict")
-__all__ = ["TASKS", "TARGETS", "Example", "examples", "read_split", "verdict_lines", "Collator"]
+__all__ = ["TARGETS", "TASKS", "Collator", "Example", "examples", "read_split", "verdict_lines"]
 
 
 @dataclass
@@ -38,8 +37,8 @@ class Example:
     images: list[str]
     suffix: str
     target: str
-    teacher_score: Optional[int] = None  # verify: the teacher's SCORE
-    teacher_p: Optional[float] = None  # verify: the teacher's P(SCORE=1), when it gave one
+    teacher_score: int | None = None  # verify: the teacher's SCORE
+    teacher_p: float | None = None  # verify: the teacher's P(SCORE=1), when it gave one
     weight: float = 1.0  # loss weight (class balancing)
 
 
@@ -83,7 +82,7 @@ def examples(records: list[dict], data_dir: str | Path, target: str = "full",
     return out
 
 
-def target_ids(tokenizer, text: str, end_id: int) -> tuple[list[int], Optional[int]]:
+def target_ids(tokenizer, text: str, end_id: int) -> tuple[list[int], int | None]:
     """(the target's token ids, leading whitespace stripped, followed by the end-of-turn id; the index
     of the token holding the final SCORE digit or None)."""
     text = text.lstrip()
@@ -93,13 +92,13 @@ def target_ids(tokenizer, text: str, end_id: int) -> tuple[list[int], Optional[i
     digit = None
     if at is not None:
         digit = next((k for k, (a, b) in enumerate(spans) if a <= at < b), None)
-    return ids + [end_id], digit
+    return [*ids, end_id], digit
 
 
 class Collator:
     """Examples -> padded model inputs with labels, through the scoring engine's own encoder."""
 
-    def __init__(self, encoder, image_config, end_token: Optional[str] = None):
+    def __init__(self, encoder, image_config, end_token: str | None = None):
         self.encoder = encoder
         self.image_config = image_config
         tok = encoder.tokenizer

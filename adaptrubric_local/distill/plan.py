@@ -28,7 +28,6 @@ import re
 import statistics
 import textwrap
 from dataclasses import dataclass, field
-from typing import Optional
 
 GiB = 1024 ** 3
 GPU_RESERVE = 1.5 * GiB  # CUDA context + allocator slack, outside max_memory_allocated
@@ -243,7 +242,7 @@ def length_stats(shapes: list[Shape]) -> dict:
             "visual": pct([x.visual for x in shapes]), "total": pct([x.total for x in shapes])}
 
 
-def fits(est: Estimate, budget: Optional[float]) -> Optional[bool]:
+def fits(est: Estimate, budget: float | None) -> bool | None:
     """Whether the estimate fits `budget` bytes of GPU memory (less the fixed reserve)."""
     return None if budget is None else est.total <= budget - GPU_RESERVE
 
@@ -291,7 +290,7 @@ def _too_long(exs: list, shapes: list[Shape], cap: int) -> list[dict]:
 
 
 def plan_training(cfg, exs: list, encoder, image_cfg, model_config, device: str,
-                  budget: Optional[float], runtime: float = 0.0) -> dict:
+                  budget: float | None, runtime: float = 0.0) -> dict:
     """The plan for training `cfg` on examples `exs`: lengths, the estimate and whether it fits,
     examples over `max_seq_len`, and changes that would fit when it does not."""
 
@@ -312,7 +311,7 @@ def plan_training(cfg, exs: list, encoder, image_cfg, model_config, device: str,
 
 
 def alternatives(plan: dict, arch: Arch, setting: Setting, exs: list, shapes: list[Shape], encoder, image_cfg, cfg,
-                 budget: Optional[float], runtime: float) -> list[dict]:
+                 budget: float | None, runtime: float) -> list[dict]:
     """Changes that address what is wrong, each with its estimate, whether it fits the memory and its
     longest example: only changes that shorten the examples when they are too long but the memory
     fits, visual-token budgets below the current one, and, when none of the usual budgets brings the
@@ -355,7 +354,7 @@ def _alternative(change: str, arch: Arch, s2: Setting, exs, shapes, encoder, ima
             "longest": max(x.total for x in sh)}
 
 
-def budget_within(exs: list, shapes: list[Shape], image_cfg, cap: int, step: int = 64) -> Optional[int]:
+def budget_within(exs: list, shapes: list[Shape], image_cfg, cap: int, step: int = 64) -> int | None:
     """A visual-token budget (a multiple of `step`) at which every example is at most `cap` tokens: the room
     the longest text leaves, lowered until the planned images fit; None when the text leaves no room."""
     from dataclasses import replace
@@ -407,7 +406,7 @@ def format_plan(plan: dict) -> str:
     return "\n".join(lines)
 
 
-def refusal(plan: dict) -> Optional[str]:
+def refusal(plan: dict) -> str | None:
     """Why training should not start (examples too long, or an estimate over the budget) and what
     would fix it; None when it may start."""
     fixes = [a["change"] for a in plan["alternatives"]

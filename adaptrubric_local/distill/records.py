@@ -14,7 +14,6 @@ import random
 import shutil
 from collections import defaultdict
 from pathlib import Path
-from typing import Optional
 
 from ..schema import json_lines
 from ..thinking import split
@@ -23,7 +22,7 @@ FILES = {"collected": "collected.jsonl", "rejected": "rejected.jsonl", "failures
          "train": "train.jsonl", "val": "val.jsonl", "manifest": "manifest.json"}
 
 
-def split_thinking(text: str) -> tuple[str, Optional[str]]:
+def split_thinking(text: str) -> tuple[str, str | None]:
     """(the answer with every `<think>...</think>` block taken out and leading whitespace stripped,
     the thinking text or None), by the definition the verdict parser and the stop criterion use
     (`thinking.py`). A reply whose opening tag was in the prompt (Qwen3's thinking template) has
@@ -50,7 +49,7 @@ def copy_images(paths: list[str], out: Path, tid: str, copy: bool) -> list[str]:
 
 
 def verify_record(prompt: str, images: list[str], suffix: str, messages: list[dict], text: str,
-                  reasoning: Optional[str], verdict, hit_cap: bool) -> dict:
+                  reasoning: str | None, verdict, hit_cap: bool) -> dict:
     """The `verify` part of a record: what the verifier saw and what the teacher answered."""
     _, inline = split_thinking(text)
     return {"prompt": prompt, "images": images, "suffix": suffix, "messages": messages, "response": text,

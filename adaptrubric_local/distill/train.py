@@ -23,8 +23,8 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 from ..flags import Parser
 from .config import TrainConfig, config_from_args
@@ -76,7 +76,7 @@ def device_kind() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def gpu_budget(cfg: TrainConfig) -> Optional[float]:
+def gpu_budget(cfg: TrainConfig) -> float | None:
     """Bytes of GPU memory to plan for: --gpu-memory, else the GPU present, else none (CPU)."""
     import torch
 
@@ -98,7 +98,7 @@ def load_processor(cfg: TrainConfig):
     return config_and_processor(cfg.model)
 
 
-def make_plan(cfg: TrainConfig, train: list[Example], device: Optional[str] = None) -> dict:
+def make_plan(cfg: TrainConfig, train: list[Example], device: str | None = None) -> dict:
     """The memory plan of `cfg` on its training examples (no weight is loaded), for `device` (default:
     this machine's)."""
     from ..engine.encoding import Encoder
@@ -212,7 +212,7 @@ def epoch_metrics(history: list[dict]) -> list[dict]:
     return [{k: h[k] for k in keep if k in h} for h in history if "eval_loss" in h]
 
 
-def train(cfg: TrainConfig, metrics_fn: Optional[Callable] = None) -> dict:
+def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
     """Plan, train, save the adapter folder (best epoch), return the run's numbers. `metrics_fn`
     replaces the validation metrics (agreement with the teacher) the best epoch is chosen by."""
     from ..image_policy import write_policy, write_quantisation
@@ -274,7 +274,7 @@ def train(cfg: TrainConfig, metrics_fn: Optional[Callable] = None) -> dict:
     return summary
 
 
-def peak_gpu_gib() -> Optional[float]:
+def peak_gpu_gib() -> float | None:
     """torch.cuda.max_memory_allocated of this process, in GiB (None on the CPU)."""
     import torch
 

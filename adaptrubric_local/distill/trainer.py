@@ -18,7 +18,6 @@ choose the best epoch. Knows nothing about files, prompts or argument parsing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 import torch
@@ -74,7 +73,7 @@ def two_way(logits: torch.Tensor, zero: int, one: int) -> torch.Tensor:
 class DistillTrainer(Trainer):
     """Trainer whose loss is computed here (see the module docstring)."""
 
-    _pixel_dtype: Optional[torch.dtype] = None  # the vision tower's, read on the first batch
+    _pixel_dtype: torch.dtype | None = None  # the vision tower's, read on the first batch
 
     def __init__(self, *args, loss: LossConfig, digit_ids: tuple[int, int], image_config, lengths=None,
                  group_by_length: bool = False, **kwargs):
@@ -136,7 +135,7 @@ class DistillTrainer(Trainer):
         return {"loss": loss, "p1": p1, "nll": nll / n.clamp(min=1), "teacher_score": t_score, "teacher_p": t_p}
 
     @staticmethod
-    def _kd(log2: torch.Tensor, t_p: torch.Tensor, soft: torch.Tensor, w: torch.Tensor) -> Optional[torch.Tensor]:
+    def _kd(log2: torch.Tensor, t_p: torch.Tensor, soft: torch.Tensor, w: torch.Tensor) -> torch.Tensor | None:
         """Mean KL(teacher || student) over the two digits, for the rows with a soft label."""
         if not soft.any():
             return None

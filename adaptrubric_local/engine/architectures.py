@@ -6,8 +6,6 @@ checkpoints' weights, tokenizers or rubrics.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 # Qwen's special token ids (tokenizer_config.json of every Qwen3-VL checkpoint)
 QWEN_TOKEN_IDS = {"<|endoftext|>": 151643, "<|im_end|>": 151645, "<|vision_start|>": 151652,
                   "<|vision_end|>": 151653, "<|image_pad|>": 151655, "<|video_pad|>": 151656}
@@ -45,7 +43,7 @@ for _size in ("2B", "4B", "8B", "32B"):  # a Thinking checkpoint has its Instruc
     ARCHITECTURES[f"Qwen/Qwen3-VL-{_size}-Thinking"] = ARCHITECTURES[f"Qwen/Qwen3-VL-{_size}-Instruct"]
 
 
-def qwen3vl_config(arch: dict, token_ids: Optional[dict] = None):
+def qwen3vl_config(arch: dict, token_ids: dict | None = None):
     """A Qwen3VLConfig of one of the ARCHITECTURES (or any dict of the same shape); `token_ids`
     replaces Qwen's special token ids (a smaller tokenizer's)."""
     from transformers import Qwen3VLConfig

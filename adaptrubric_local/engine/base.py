@@ -24,8 +24,8 @@ The engine knows nothing about rubrics, routing or verdicts.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
 
 from ..thinking import visible_line
 
@@ -37,11 +37,11 @@ class Request:
     prompt: str
     images: list[str] = field(default_factory=list)
     suffix: str = ""
-    max_new_tokens: Optional[int] = None
+    max_new_tokens: int | None = None
     watch: tuple[str, ...] = ()
     kind: str = "verify"  # accounting label: "route" | "cue" | "verify"
-    tag: Optional[str] = None  # caller's id for error messages
-    stop_after_line: Optional[str] = None  # end the row after the first complete line starting with this
+    tag: str | None = None  # caller's id for error messages
+    stop_after_line: str | None = None  # end the row after the first complete line starting with this
 
     def cap(self, engine_cap: int) -> int:
         """The new tokens this request may generate: its own cap, never past the engine's."""
@@ -67,11 +67,11 @@ class Output:
     token_probs: list[TokenProbs] = field(default_factory=list)
     n_images: int = 0
     visual_tokens: int = 0
-    error: Optional[str] = None
+    error: str | None = None
     samples: list[tuple[str, list[TokenProbs]]] = field(default_factory=list)  # all k texts when voting
     hit_cap: bool = False  # stopped by max_new_tokens (any sample, when voting), not by EOS or stop_after_line
     hit_context: bool = False  # stopped before max_new_tokens because prompt + reply filled the context length
-    reasoning: Optional[str] = None  # a thinking model's separate reasoning text (an endpoint's reasoning_content)
+    reasoning: str | None = None  # a thinking model's separate reasoning text (an endpoint's reasoning_content)
     opened_thinking: bool = False  # the text starts inside a thinking block its prompt opened (see thinking.py)
 
 
@@ -79,7 +79,7 @@ class Engine(ABC):
     """A batched text(+image) generator."""
 
     name: str = "engine"
-    config: Optional[object] = None  # a backend's settings dataclass (recorded in provenance); none if scripted
+    config: object | None = None  # a backend's settings dataclass (recorded in provenance); none if scripted
 
     @abstractmethod
     def generate(self, requests: list[Request]) -> list[Output]:
@@ -105,7 +105,7 @@ class Engine(ABC):
         """Release resources (threads, GPU memory)."""
 
 
-def length_reason(completion_tokens: Optional[int], cap: int) -> str:
+def length_reason(completion_tokens: int | None, cap: int) -> str:
     """Why a reply that ended at a length limit (`finish_reason: length`) ended there: "cap" when it
     used the whole new-token cap (or its length is unknown), "context" when it is shorter, so the
     model's context length cut it."""
@@ -114,7 +114,7 @@ def length_reason(completion_tokens: Optional[int], cap: int) -> str:
     return "context"
 
 
-def cut_after_line(text: str, prefix: str, opened: bool = False) -> Optional[str]:
+def cut_after_line(text: str, prefix: str, opened: bool = False) -> str | None:
     """`text` up to and including the first line outside the thinking (`opened`: the text starts inside
     it) that starts with `prefix` and is complete (ended by a newline, which is kept, or by the end of
     the text); None when there is no such line."""

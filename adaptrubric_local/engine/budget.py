@@ -10,7 +10,6 @@ is what the engine reports. Knows nothing about models, requests or memory arith
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 
 @dataclass
@@ -26,7 +25,7 @@ class TokenBudget:
     failed_attempts: int = 0
     _groups: int = 0
     _fits_in_a_row: int = 0
-    _failed_cost: Optional[int] = None  # the cheapest attempt that failed in the group being run
+    _failed_cost: int | None = None  # the cheapest attempt that failed in the group being run
     _fitted: int = 0  # the dearest attempt that fitted since that failure
 
     def __post_init__(self):

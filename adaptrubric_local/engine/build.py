@@ -8,7 +8,6 @@ files of trajectories.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from .options import engines, readers, refuse_unread, register_engine, vllm_options
 
@@ -61,7 +60,7 @@ class EngineChoice:
                              "file given with --plugins FILE.py registers more)")
 
 
-def _checked(model: Optional[str], engine: str):
+def _checked(model: str | None, engine: str):
     EngineChoice(engine)
     if not model:
         raise ValueError("no model given: pass --model (a hub id such as Qwen/Qwen3-VL-4B-Instruct, or a local "
@@ -69,7 +68,7 @@ def _checked(model: Optional[str], engine: str):
     return engines()[engine]
 
 
-def engine_config(model: Optional[str] = None, engine: str = "transformers", **options):
+def engine_config(model: str | None = None, engine: str = "transformers", **options):
     """The config `build_engine` would run the engine with (HFEngineConfig, or VLLMEngineConfig for
     vLLM), validated, without importing torch or vLLM or loading anything: what a verdict file's
     settings record can be checked against before a model loads. None for a registered engine
@@ -78,7 +77,7 @@ def engine_config(model: Optional[str] = None, engine: str = "transformers", **o
     return spec.config(model, **options) if spec.config is not None else None
 
 
-def build_engine(model: Optional[str] = None, engine: str = "transformers", **options):
+def build_engine(model: str | None = None, engine: str = "transformers", **options):
     """The in-process engine `engine` for `model` with `options` (imports its backend): all of them for
     an engine with a config, else those the engine reads (engine/options.py)."""
     spec = _checked(model, engine)

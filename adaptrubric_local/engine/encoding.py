@@ -9,8 +9,6 @@ move it). Knows nothing about models, rubrics or verdicts.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
 from .base import Request
@@ -22,7 +20,7 @@ IMAGE_PAD = "<|image_pad|>"
 class Encoder:
     """A processor's chat template and tokenizer, applied the way the engine feeds Qwen3-VL."""
 
-    def __init__(self, processor, image_token_id: Optional[int] = None, video_token_id: Optional[int] = None):
+    def __init__(self, processor, image_token_id: int | None = None, video_token_id: int | None = None):
         self.processor = processor
         self.tokenizer = processor.tokenizer
         self.tokenizer.padding_side = "left"
@@ -47,7 +45,7 @@ class Encoder:
         return parts[0] + "".join(IMAGE_PAD * n + rest for n, rest in zip(tokens, parts[1:]))
 
     def prompt_ids(self, reqs: list[Request], tokens: list[list[int]],
-                   prefixes: Optional[list[str]] = None) -> list[list[int]]:
+                   prefixes: list[str] | None = None) -> list[list[int]]:
         """Each request's prompt token ids (plus an assistant prefix, tokenised with the prompt): the text
         is tokenised with one pad token per image, which is then repeated once per visual token of its
         image. The pad is a special token, matched before anything else is split, so the ids are those of

@@ -13,7 +13,7 @@ request's `stop_after_line`, and to the request's `max_new_tokens` words (then `
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from .base import Engine, Output, Request, TokenProbs, cut_after_line
 
@@ -33,9 +33,9 @@ def default_script(req: Request) -> str:
 class ScriptedEngine(Engine):
     """Deterministic scripted engine with call and token accounting."""
 
-    def __init__(self, script: Optional[Callable[[Request], str]] = None,
-                 p_score: Optional[Callable[[Request, str], Optional[float]]] = None, name: str = "fake",
-                 fail: Optional[Callable[[Request], Optional[str]]] = None):
+    def __init__(self, script: Callable[[Request], str] | None = None,
+                 p_score: Callable[[Request, str], float | None] | None = None, name: str = "fake",
+                 fail: Callable[[Request], str | None] | None = None):
         self.script = script or default_script
         self.p_score = p_score or (lambda req, digit: 0.9 if digit == "1" else 0.1)
         self.fail = fail
@@ -67,7 +67,7 @@ class ScriptedEngine(Engine):
             text = cut_after_line(text, req.stop_after_line) or text
         cap = req.max_new_tokens
         if cap is not None and len(text.split()) > cap:
-            m = re.match(r"\s*(?:\S+\s+){%d}" % cap, text)
+            m = re.match(rf"\s*(?:\S+\s+){{{cap}}}", text)
             return (m.group(0).rstrip() if m else text), True
         return text, False
 

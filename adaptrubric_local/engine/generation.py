@@ -9,8 +9,6 @@ batching policy, loading or verdicts.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 from transformers import StoppingCriteria
 
@@ -33,7 +31,7 @@ class WatchRecorder:
         self.steps.append(torch.softmax(scores.float(), dim=-1).index_select(-1, self.ids))
         return scores
 
-    def stacked(self) -> Optional[torch.Tensor]:
+    def stacked(self) -> torch.Tensor | None:
         """(batch, steps, watched) on the CPU, or None before the first step."""
         return torch.stack(self.steps, dim=1).cpu() if self.steps else None
 
@@ -48,15 +46,15 @@ class RowStop(StoppingCriteria):
     is the number of tokens a row kept when its line stopped it (absent for rows the line did not
     stop)."""
 
-    def __init__(self, tokenizer, newline: torch.Tensor, prefixes: list[Optional[str]], caps: list[int],
-                 prompt_len: int, opened: Optional[list[bool]] = None):
+    def __init__(self, tokenizer, newline: torch.Tensor, prefixes: list[str | None], caps: list[int],
+                 prompt_len: int, opened: list[bool] | None = None):
         self.tok, self.newline, self.prefixes, self.caps = tokenizer, newline, prefixes, caps
         self.prompt_len = prompt_len
         self.line_start = [prompt_len] * len(caps)
         self.fragment = [False] * len(caps)  # the current line starts inside a token that ended the last one
         self.inside = list(opened) if opened is not None else [False] * len(caps)  # inside thinking
         self.ends: dict[int, int] = {}
-        self.done: Optional[torch.Tensor] = None
+        self.done: torch.Tensor | None = None
         self.watching = any(p is not None for p in prefixes)
 
     def __call__(self, input_ids: torch.Tensor, scores=None, **kwargs) -> torch.Tensor:

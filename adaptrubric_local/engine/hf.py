@@ -27,7 +27,7 @@ import gc
 import os
 import time
 from collections import Counter
-from typing import Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
 
 import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
@@ -47,7 +47,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we use our own threa
 class HFEngine(Engine):
     """Qwen3-VL through transformers, in-process."""
 
-    def __init__(self, config: Optional[HFEngineConfig] = None, loaded: Optional[tuple] = None, **overrides):
+    def __init__(self, config: HFEngineConfig | None = None, loaded: tuple | None = None, **overrides):
         """`loaded` = (model, processor) already in memory (benchmarks, a served model); otherwise
         `load_model(config)`."""
         self.config = config or HFEngineConfig(**overrides)
@@ -67,12 +67,12 @@ class HFEngine(Engine):
                                  if ".visual." in f".{n}" and p.is_floating_point()), torch.float32)
         self.sizes = memory.Sizes.of(self.model.config)
         self.attn = _attn_of(self.model)
-        self.memory_budget: Optional[float] = None  # bytes a group's estimated peak may reach (GPU only)
+        self.memory_budget: float | None = None  # bytes a group's estimated peak may reach (GPU only)
         self.budget = TokenBudget(self.config.max_batch_tokens or self._derive_batch_tokens())
-        self._newline: Optional[torch.Tensor] = None
+        self._newline: torch.Tensor | None = None
         # a Thinking checkpoint's chat template opens the reply inside <think>: its rows start there
         self.opens_thinking = prompt_opens(self.encoder.chat_text(Request(prompt="")))
-        self.inject_oom: Optional[Callable[[int], bool]] = None  # test hook: rows -> raise OOM (inputs built)?
+        self.inject_oom: Callable[[int], bool] | None = None  # test hook: rows -> raise OOM (inputs built)?
         self.counts: Counter = Counter()
 
     @property
@@ -127,24 +127,24 @@ class HFEngine(Engine):
         return self.encoder.chat_text(req)
 
     def _token_rows(self, reqs: list[Request], tokens: list[list[int]],
-                    prefixes: Optional[list[str]] = None) -> list[list[int]]:
+                    prefixes: list[str] | None = None) -> list[list[int]]:
         return self.encoder.prompt_ids(reqs, tokens, prefixes)
 
     def _collate(self, rows: list[list[int]], imgs: BatchImages, device=None) -> dict:
         return self.encoder.collate(rows, imgs, device, self.pixel_dtype)
 
-    def encode(self, reqs: list[Request], imgs: BatchImages, prefixes: Optional[list[str]] = None,
+    def encode(self, reqs: list[Request], imgs: BatchImages, prefixes: list[str] | None = None,
                device=None) -> dict:
         """Model inputs for a batch, exactly as the Qwen3-VL processor would build them (float32
         pixels on the CPU when `device` is None; the engine's own path passes its device)."""
         return self._collate(self._token_rows(reqs, imgs.tokens_per_image, prefixes), imgs, device)
 
-    def _shape(self, req: Request, planned: Optional[list[int]]) -> tuple[int, int, int]:
+    def _shape(self, req: Request, planned: list[int] | None) -> tuple[int, int, int]:
         """(prompt tokens, visual tokens, new tokens) of a request, by the same estimate."""
         visual = sum(planned or [])
         return len(req.prompt + req.suffix) // 3 + visual, visual, req.cap(self.config.max_new_tokens)
 
-    def _estimate(self, req: Request, planned: Optional[list[int]]) -> int:
+    def _estimate(self, req: Request, planned: list[int] | None) -> int:
         """Padded tokens a request costs: text by characters, images by their planned sizes (headers
         only), the new tokens it may generate, times the samples drawn."""
         prompt, _, new = self._shape(req, planned)
@@ -159,7 +159,7 @@ class HFEngine(Engine):
         for i in remaining:
             new_longest = max(longest, est[i])
             if cur and (len(cur) >= self.config.max_batch_size or new_longest * (len(cur) + 1) > self.max_batch_tokens
-                        or not self._fits(cur + [i], shape)):
+                        or not self._fits([*cur, i], shape)):
                 break
             cur.append(i)
             longest = new_longest
@@ -173,7 +173,7 @@ class HFEngine(Engine):
         return memory.fits(self.sizes, g, self.attn, self._dtype_bytes(), self.memory_budget)
 
     def _sub_batches(self, order: list[int], est: dict[int, int],
-                     shape: Optional[dict[int, tuple[int, int, int]]] = None) -> list[list[int]]:
+                     shape: dict[int, tuple[int, int, int]] | None = None) -> list[list[int]]:
         """Length-sorted groups under the batch-size and padded-token budgets (as the budget is now)."""
         shape = shape or {i: (est[i], 0, 0) for i in order}
         groups, rest = [], list(order)
@@ -182,7 +182,7 @@ class HFEngine(Engine):
             rest = rest[len(groups[-1]):]
         return groups
 
-    def _prompt_rows(self, reqs: list[Request], planned: list[Optional[list[int]]]) -> dict[int, list[int]]:
+    def _prompt_rows(self, reqs: list[Request], planned: list[list[int] | None]) -> dict[int, list[int]]:
         """Token ids of the requests whose images were planned."""
         t0 = time.perf_counter()
         ready = [k for k, p in enumerate(planned) if p is not None]
@@ -193,7 +193,7 @@ class HFEngine(Engine):
 
     def generate(self, requests: list[Request]) -> list[Output]:
         """One Output per Request, in order."""
-        outputs: list[Optional[Output]] = [None] * len(requests)
+        outputs: list[Output | None] = [None] * len(requests)
         for ready in self.generate_iter(requests):
             for i, out in ready:
                 outputs[i] = out
@@ -241,7 +241,7 @@ class HFEngine(Engine):
             self.budget.group_done()
 
     def _run_split(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]],
-                   costs: Optional[list[int]] = None) -> list[Output]:
+                   costs: list[int] | None = None) -> list[Output]:
         """Generate, halving the batch on out-of-memory until every request is done; a part over the
         (lowered) token budget is split before it runs. The retry runs after the exception handler has
         exited, so the failed attempt's tensors are already freed."""
@@ -280,7 +280,7 @@ class HFEngine(Engine):
         est = memory.estimate(self.sizes, g, self.attn, self._dtype_bytes(), self.device.type).total
         self.counts["peak_estimate"] = max(self.counts["peak_estimate"], int(est))
 
-    def _attempt(self, reqs, imgs, rows) -> tuple[list[Output], Optional[str]]:
+    def _attempt(self, reqs, imgs, rows) -> tuple[list[Output], str | None]:
         """(outputs, None), or ([], message) on out-of-memory; only the message leaves the handler."""
         try:
             return self._run(reqs, imgs, rows), None
@@ -347,7 +347,7 @@ class HFEngine(Engine):
                                opened_thinking=self.opens_thinking))
         return outs
 
-    def _decode(self, ids: torch.Tensor, probs: Optional[torch.Tensor], columns: list[str], watch: tuple[str, ...]):
+    def _decode(self, ids: torch.Tensor, probs: torch.Tensor | None, columns: list[str], watch: tuple[str, ...]):
         """(text, watched-token probabilities at the positions where a watched token was generated,
         number of generated tokens, whether it ended with EOS); `probs` is (steps, len(columns))."""
         ids = ids.tolist()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 DEFAULT_MODEL = "Qwen/Qwen3-VL-4B-Instruct"
 CPU_BATCH_TOKENS = 262_144  # padded tokens per group on the CPU, where memory is rarely the limit
@@ -24,13 +23,13 @@ class HFEngineConfig:
                 "save_pretrained (safetensors)"})
     dtype: str = field(default="auto", metadata={"help": "auto: bf16 on GPU, fp32 on CPU",
                                                  "choices": ["auto", "bf16", "fp16", "fp32"]})
-    device_map: Optional[str] = field(default="auto", metadata={"help": "transformers device_map; ignored on CPU"})
-    attn_implementation: Optional[str] = field(default=None, metadata={
+    device_map: str | None = field(default="auto", metadata={"help": "transformers device_map; ignored on CPU"})
+    attn_implementation: str | None = field(default=None, metadata={
         "help": "transformers attention kernel", "none": "flash_attention_2 on GPU when transformers can run it (the "
                 "flash-attn distribution, >= 2.3.3), else sdpa with a line saying why; on CPU sdpa_padded_prefill"})
     load_in_4bit: bool = field(default=False, metadata={"help": "bitsandbytes nf4 quantisation"})
     load_in_8bit: bool = field(default=False, metadata={"help": "bitsandbytes int8 quantisation"})
-    adapter: Optional[str] = field(default=None, metadata={"common": "model and engine",
+    adapter: str | None = field(default=None, metadata={"common": "model and engine",
         "help": "LoRA adapter folder (peft)"})
     max_new_tokens: int = field(default=1024, metadata={
         "help": "cap on generated tokens per request (rows that set stop_after_line end earlier); commands set it "
@@ -39,15 +38,15 @@ class HFEngineConfig:
     temperature: float = field(default=0.7, metadata={"help": "sampling temperature when votes > 1"})
     max_batch_size: int = field(default=16, metadata={"common": "model and engine",
         "help": "most requests in one generate call"})
-    max_batch_tokens: Optional[int] = field(default=None, metadata={
+    max_batch_tokens: int | None = field(default=None, metadata={
         "help": "padded tokens (prompt + new, times samples) per generate call, lowered after an out-of-memory "
                 "error",
         "none": "on CUDA derived from free GPU memory, with each group also checked against the memory model of "
                 f"the attention implementation (engine/memory.py; off when this is given), {CPU_BATCH_TOKENS} on "
                 "the CPU"})
-    max_pixels: Optional[int] = field(default=None, metadata={"help": "per-image pixel cap",
+    max_pixels: int | None = field(default=None, metadata={"help": "per-image pixel cap",
                                                               "none": "the processor's"})
-    max_visual_tokens: Optional[int] = field(default=None, metadata={
+    max_visual_tokens: int | None = field(default=None, metadata={
         "help": "visual-token budget per request (trajectory), e.g. 6144 for speed",
         "none": "the processor's own resolution, as in the paper"})
     image_workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1),

@@ -23,7 +23,6 @@ import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Optional
 
 import torch
 
@@ -41,7 +40,7 @@ class ImageConfig:
     std: tuple[float, float, float] = (0.5, 0.5, 0.5)
     min_pixels: int = 4 * PIXELS_PER_TOKEN_DEFAULT
     max_pixels: int = 1024 * PIXELS_PER_TOKEN_DEFAULT
-    max_visual_tokens: Optional[int] = None  # per request (trajectory); None = no budget (the processor's own)
+    max_visual_tokens: int | None = None  # per request (trajectory); None = no budget (the processor's own)
     workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
     pin_memory: bool = False  # allocate batch tensors in pinned memory (for non-blocking copies to a GPU)
 
@@ -62,7 +61,7 @@ class ImageConfig:
         return (h // self.patch_size) * (w // self.patch_size) // self.merge_size ** 2
 
     @classmethod
-    def from_processor(cls, image_processor, **overrides) -> "ImageConfig":
+    def from_processor(cls, image_processor, **overrides) -> ImageConfig:
         """Read the settings off a loaded Qwen2-VL-style image processor."""
         size = image_processor.size
         get = (lambda k: size.get(k)) if isinstance(size, dict) else (lambda k: getattr(size, k, None))
@@ -81,17 +80,17 @@ class ImageConfig:
 class BatchImages:
     """Preprocessed images of a batch of requests, in request order."""
 
-    patches: Optional[torch.Tensor]  # (sum patches, C*P*P) uint8: one frame, not yet repeated or normalised
-    image_grid_thw: Optional[torch.Tensor]  # (n_images, 3) long
+    patches: torch.Tensor | None  # (sum patches, C*P*P) uint8: one frame, not yet repeated or normalised
+    image_grid_thw: torch.Tensor | None  # (n_images, 3) long
     tokens_per_image: list[list[int]]  # per request, visual tokens of each image
     errors: dict[int, str] = field(default_factory=dict)  # request index -> problem
-    cfg: Optional["ImageConfig"] = None  # normalisation settings (mean, std, temporal patch size)
+    cfg: ImageConfig | None = None  # normalisation settings (mean, std, temporal patch size)
 
     def visual_tokens(self, i: int) -> int:
         """Visual tokens of request i."""
         return sum(self.tokens_per_image[i])
 
-    def pixel_values_on(self, device=None, dtype: torch.dtype = torch.float32) -> Optional[torch.Tensor]:
+    def pixel_values_on(self, device=None, dtype: torch.dtype = torch.float32) -> torch.Tensor | None:
         """The processor's `pixel_values` (sum patches, C*T*P*P), built on `device`: the uint8 patches
         travel (non-blocking from pinned memory), the repeat and normalisation run there."""
         if self.patches is None:
@@ -101,7 +100,7 @@ class BatchImages:
         return normalise(x, cfg).to(dtype)
 
     @property
-    def pixel_values(self) -> Optional[torch.Tensor]:
+    def pixel_values(self) -> torch.Tensor | None:
         """`pixel_values_on` the CPU, as float32 (what transformers' processor returns)."""
         return self.pixel_values_on(None)
 
@@ -197,7 +196,7 @@ def normalise(patches: torch.Tensor, cfg: ImageConfig) -> torch.Tensor:
     return x.mul_(scale).sub_(offset)
 
 
-def patchify(images: torch.Tensor, cfg: ImageConfig, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+def patchify(images: torch.Tensor, cfg: ImageConfig, out: torch.Tensor | None = None) -> torch.Tensor:
     """uint8 patches (N * gh * gw, C * P * P) of same-size uint8 images (N, C, H, W), in the Qwen2-VL
     image processor's patch order (one frame; `normalise` makes the processor's values); writes into
     `out` when given."""
@@ -213,7 +212,7 @@ def patchify(images: torch.Tensor, cfg: ImageConfig, out: Optional[torch.Tensor]
 class ImagePipeline:
     """Thread-pooled decode/resize/patchify into one batch tensor; `submit` runs in the background."""
 
-    def __init__(self, cfg: Optional[ImageConfig] = None):
+    def __init__(self, cfg: ImageConfig | None = None):
         self.cfg = cfg or ImageConfig()
         self._pool = ThreadPoolExecutor(max_workers=self.cfg.workers, thread_name_prefix="img")
         self._bg = ThreadPoolExecutor(max_workers=1, thread_name_prefix="img-batch")
@@ -293,10 +292,10 @@ class ImagePipeline:
         return BatchImages(out, torch.tensor(grids, dtype=torch.long), tokens, errors, cfg)
 
 
-def plan_tokens(requests: list[list[str]], cfg: ImageConfig) -> list[Optional[list[int]]]:
+def plan_tokens(requests: list[list[str]], cfg: ImageConfig) -> list[list[int] | None]:
     """Visual tokens of each image of each request from the headers alone (None for a request whose
     images cannot be planned), so that prompts can be tokenized while the pixels are decoded."""
-    out: list[Optional[list[int]]] = []
+    out: list[list[int] | None] = []
     for paths in requests:
         try:
             sizes = target_sizes([image_size(p) for p in paths], cfg)

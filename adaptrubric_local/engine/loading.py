@@ -15,7 +15,6 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
 
 import torch
 
@@ -52,7 +51,7 @@ def offline_help(model: str) -> str:
 FLASH_ATTN_MIN = "2.3.3"  # the oldest flash-attn transformers runs
 
 
-def flash_attn_2_problem(cuda: bool) -> Optional[str]:
+def flash_attn_2_problem(cuda: bool) -> str | None:
     """Why transformers would not run flash_attention_2 here, or None. Its own rule
     (transformers/utils/import_utils.py, `is_flash_attn_2_available`, 5.24: lines 1324-1339): the
     `flash_attn` module must come from the `flash-attn` distribution (FlashAttention-4 installs under
@@ -81,7 +80,7 @@ def flash_attn_2_problem(cuda: bool) -> Optional[str]:
     return None
 
 
-def _attn_implementation(cfg: HFEngineConfig, cuda: bool) -> str:
+def attn_implementation_for(cfg: HFEngineConfig, cuda: bool) -> str:
     attn = cfg.attn_implementation
     if attn == "flash_attention_2":
         why = flash_attn_2_problem(cuda)
@@ -120,7 +119,7 @@ def _hub_offline():
 hub_offline = _hub_offline  # the same switch for a caller that reads the local cache alone (engine/published.py)
 
 
-def hub_unreachable(timeout: float = 5.0) -> Optional[str]:
+def hub_unreachable(timeout: float = 5.0) -> str | None:
     """Why the hub endpoint ($HF_ENDPOINT, default huggingface.co) cannot be reached, or None when it
     answers (any HTTP status): one request through huggingface_hub's own HTTP client (its proxies and
     certificates), no retries, in a thread so that a slow name lookup cannot hold it past `timeout`."""
@@ -188,7 +187,7 @@ def load_model(cfg: HFEngineConfig):
         # decode step); transformers keeps it off by default because CUDA's masked GQA hits the math kernel
         os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
     local = check_model_path(cfg.model)
-    attn = _attn_implementation(cfg, cuda)
+    attn = attn_implementation_for(cfg, cuda)
     processor = load_processor(cfg.model, local)
     kwargs = dict(trust_remote_code=False, dtype=_dtype(cfg), use_safetensors=True, attn_implementation=attn)
     if cuda and cfg.device_map:
@@ -208,7 +207,7 @@ def load_model(cfg: HFEngineConfig):
     return model, processor
 
 
-def load_processor(model: str, local: Optional[bool] = None):
+def load_processor(model: str, local: bool | None = None):
     """The model's processor (local first, a quick offline failure), after `check_model_path` when
     `local` is not known yet: a folder that is no model is a one-line ValueError before anything loads."""
     from transformers import AutoProcessor

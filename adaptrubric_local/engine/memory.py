@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Optional
 
 GiB = 1024 ** 3
 GPU_MEMORY_FRACTION = 0.85  # share of the free GPU memory (after loading) that groups may fill
@@ -60,7 +59,7 @@ class Sizes:
     pos_taps: int = 4  # bilinear interpolation of the learned position table
 
     @classmethod
-    def of(cls, config) -> "Sizes":
+    def of(cls, config) -> Sizes:
         t, v = getattr(config, "text_config", config), getattr(config, "vision_config", None)
         head_dim = getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads
         kv_heads = getattr(t, "num_key_value_heads", None) or t.num_attention_heads
@@ -84,7 +83,7 @@ class Group:
     visual: list[int]
     new_tokens: int = 1
     votes: int = 1
-    left_padded: Optional[bool] = None  # default: whether the rows differ in length
+    left_padded: bool | None = None  # default: whether the rows differ in length
 
     @property
     def width(self) -> int:
@@ -154,7 +153,7 @@ def runtime() -> Runtime:
 
 
 def estimate(s: Sizes, g: Group, attn: str = "sdpa", b: int = 2, device: str = "cuda",
-             rt: Optional[Runtime] = None) -> Estimate:
+             rt: Runtime | None = None) -> Estimate:
     """Peak bytes of one generate call of group `g` (see the module docstring), by phase and term."""
     rt = rt or runtime()
     if attn not in PATHS:
@@ -240,7 +239,7 @@ def free_budget(free_bytes: float) -> float:
     return free_bytes * GPU_MEMORY_FRACTION
 
 
-def fits(s: Sizes, g: Group, attn: str, b: int, budget: Optional[float], device: str = "cuda") -> bool:
+def fits(s: Sizes, g: Group, attn: str, b: int, budget: float | None, device: str = "cuda") -> bool:
     return budget is None or estimate(s, g, attn, b, device).total <= budget
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 
 def safetensors_help(folder: str) -> str:
@@ -112,7 +111,7 @@ def _did_you_mean(path: Path) -> str:
         if close else ""
 
 
-def _adapter_base(folder: Path) -> Optional[str]:
+def _adapter_base(folder: Path) -> str | None:
     import json
 
     try:

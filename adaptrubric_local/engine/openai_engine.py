@@ -31,10 +31,10 @@ import base64
 import math
 import mimetypes
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional
 
 from .base import Engine, Output, Request, TokenProbs, length_reason
 
@@ -58,10 +58,10 @@ class OpenAIEngineConfig:
     temperature: float = field(default=0.0, metadata={"help": "sampling temperature (0: greedy)"})
     top_logprobs: int = field(default=5, metadata={
         "help": "alternatives per position asked for when a request watches tokens (0: ask for no logprobs)"})
-    max_visual_tokens: Optional[int] = field(default=None, metadata={
+    max_visual_tokens: int | None = field(default=None, metadata={
         "help": "resize each request's images to this visual-token budget before sending, as a Qwen3-VL "
                 "student with the same budget sees them (default: send the original files)"})
-    max_pixels: Optional[int] = field(default=None, metadata={
+    max_pixels: int | None = field(default=None, metadata={
         "help": "per-image pixel cap for that resizing (default: Qwen3-VL's, 16777216)"})
 
     def __post_init__(self):
@@ -161,7 +161,7 @@ def context_hint(exc: Exception) -> str:
     return ""
 
 
-def chat_messages(req: Request, image_urls: Optional[list[str]] = None) -> list[dict]:
+def chat_messages(req: Request, image_urls: list[str] | None = None) -> list[dict]:
     """The chat messages for one request: prompt text, images in order, then suffix text. Without
     `image_urls` the images are named by path (for records; the wire format uses data URLs)."""
     urls = image_urls if image_urls is not None else list(req.images)
@@ -175,7 +175,7 @@ def chat_messages(req: Request, image_urls: Optional[list[str]] = None) -> list[
 class OpenAIEngine(Engine):
     """A chat endpoint reached through the `openai` client, called with bounded concurrency."""
 
-    def __init__(self, config: Optional[OpenAIEngineConfig] = None, **overrides):
+    def __init__(self, config: OpenAIEngineConfig | None = None, **overrides):
         import openai
 
         self.config = config or OpenAIEngineConfig(**overrides)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any
 
 from ..registry import Registry
 from .vllm_config import VLLM_FIELDS
@@ -89,7 +90,7 @@ class EngineSpec:
     name: str
     build: Callable[..., Any]
     reads: frozenset[str] = frozenset()
-    config: Optional[Callable[..., Any]] = None
+    config: Callable[..., Any] | None = None
     help: str = ""
     in_process: bool = True
 
@@ -97,7 +98,7 @@ class EngineSpec:
 ENGINES: Registry[EngineSpec] = Registry("engine")
 
 
-def register_engine(name: str, *, reads: Iterable[str] = (), config: Optional[Callable[..., Any]] = None,
+def register_engine(name: str, *, reads: Iterable[str] = (), config: Callable[..., Any] | None = None,
                     help: str = "", in_process: bool = True, replace: bool = False):
     """Decorator: register the function below, `build(model, **options) -> Engine`, as engine `name`,
     reading the options of OPTIONS named in `reads` (besides those every engine reads); see EngineSpec."""
@@ -133,7 +134,7 @@ def readers(name: str) -> tuple[str, ...]:
     return entry.read_by + tuple(e for e, spec in engines().items() if name in spec.reads and e not in entry.read_by)
 
 
-def advice(name: str, engine: str) -> Optional[str]:
+def advice(name: str, engine: str) -> str | None:
     """What to use instead of option `name` with `engine`, in the table's markup; None: `engine` reads it."""
     entry = OPTIONS.get(name)
     if entry is None or engine in readers(name):
@@ -151,7 +152,7 @@ def plain(name: str, value: Any = NO_VALUE) -> str:
     return name if value is NO_VALUE else f"{name}={value!r}"
 
 
-def unread(engine: str, names: Iterable[str], spell: Callable[[str, Any], str] = plain) -> Optional[str]:
+def unread(engine: str, names: Iterable[str], spell: Callable[[str, Any], str] = plain) -> str | None:
     """Why `engine` refuses the options `names` it does not read, one clause per option naming the
     engines that read it and what to use instead, spelled by `spell` (the engine as option `engine`);
     None when it reads them all."""

@@ -18,8 +18,9 @@ Knows nothing about rubrics, pipelines or verdicts.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from .base import Engine
 from .options import advice, plain, register_engine, render
@@ -33,7 +34,7 @@ NOT_REMOTE = {"adapter": None, "votes": 1, "load_in_4bit": False, "load_in_8bit"
 class RemoteConfig:
     """An OpenAI-compatible server that runs the verifier."""
 
-    openai_url: Optional[str] = field(default=None, metadata={"common": "model and engine",
+    openai_url: str | None = field(default=None, metadata={"common": "model and engine",
         "help": "run the verifier (router, cues and verdicts) on this OpenAI-compatible server, e.g. "
                 "http://host:8000/v1 (vLLM, SGLang, a hosted API); --model is then the served model name"})
     openai_api_key_env: str = field(default="OPENAI_API_KEY", metadata={
@@ -109,7 +110,7 @@ def only_model(rc: RemoteConfig) -> str:
     return names[0]
 
 
-def check_endpoint(url: str, name: Optional[str], api_key_env: str = "OPENAI_API_KEY", timeout: float = 30.0,
+def check_endpoint(url: str, name: str | None, api_key_env: str = "OPENAI_API_KEY", timeout: float = 30.0,
                    what: str = "teacher", reachable_only: bool = False) -> list[str]:
     """Ask a teacher's or judge's endpoint once (`GET {url}/models`) before any record is sent: a
     ValueError naming the URL when it cannot be reached or does not answer as an OpenAI-compatible

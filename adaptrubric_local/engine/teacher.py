@@ -9,7 +9,6 @@ manifests and model cards record) holds no key. Knows nothing about rubrics, ban
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from .base import Engine
 
@@ -18,11 +17,11 @@ from .base import Engine
 class TeacherConfig:
     """A teacher model and how to call it."""
 
-    teacher_model: Optional[str] = field(default=None, metadata={"common": "teacher",
+    teacher_model: str | None = field(default=None, metadata={"common": "teacher",
         "help": "a local Qwen3-VL checkpoint (hub id or folder) run by this package"})
-    teacher_url: Optional[str] = field(default=None, metadata={"common": "teacher",
+    teacher_url: str | None = field(default=None, metadata={"common": "teacher",
         "help": "OpenAI-compatible endpoint base URL, e.g. http://judge:8000/v1"})
-    teacher_name: Optional[str] = field(default=None, metadata={"common": "teacher",
+    teacher_name: str | None = field(default=None, metadata={"common": "teacher",
         "help": "served model name at --teacher-url"})
     api_key_env: str = field(default="OPENAI_API_KEY", metadata={
         "help": "environment variable holding the endpoint's API key (unset: 'EMPTY', which vLLM/SGLang accept)"})
@@ -31,10 +30,10 @@ class TeacherConfig:
     concurrency: int = field(default=8, metadata={"help": "teacher calls in flight at once"})
     teacher_max_new_tokens: int = field(default=2048, metadata={
         "help": "token cap per teacher reply; a thinking teacher needs room for its reasoning"})
-    teacher_max_visual_tokens: Optional[int] = field(default=None, metadata={
+    teacher_max_visual_tokens: int | None = field(default=None, metadata={
         "help": "show the teacher each trajectory's screenshots at this visual-token budget (what a student "
                 "trained and scored with the same budget sees)", "none": "the original files"})
-    teacher_max_pixels: Optional[int] = field(default=None, metadata={
+    teacher_max_pixels: int | None = field(default=None, metadata={
         "help": "per-image pixel cap for the teacher's images", "none": "the processor's"})
     teacher_batch_size: int = field(default=8, metadata={"help": "requests per generate call of a local teacher"})
     teacher_load_in_4bit: bool = field(default=False, metadata={"help": "load a local teacher in 4-bit (nf4)"})
@@ -46,7 +45,7 @@ class TeacherConfig:
             raise ValueError(f"teacher_max_new_tokens must be >= 1, got {self.teacher_max_new_tokens}")
 
     @property
-    def kind(self) -> Optional[str]:
+    def kind(self) -> str | None:
         """'url', 'model', or None when neither is set."""
         return "url" if self.teacher_url else ("model" if self.teacher_model else None)
 

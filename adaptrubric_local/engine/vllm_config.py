@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from .hf_config import HFEngineConfig
 
@@ -31,7 +30,7 @@ class VLLMConfig:
     gpu_memory_utilization: float = field(default=0.9, metadata={
         "help": "share of the GPU's memory vLLM takes for weights, activations and KV cache (vLLM's option; on "
                 "the CPU the KV cache is --kv-cache-memory-gb instead)"})
-    max_model_len: Optional[int] = field(default=None, metadata={
+    max_model_len: int | None = field(default=None, metadata={
         "help": "context length per request, prompt + reply (vLLM's option). A prompt that does not fit is an "
                 "error verdict; a reply cut by it is reported as hit_context, not hit_cap", "none": "the model's"})
     max_num_seqs: int = field(default=64, metadata={
@@ -39,20 +38,20 @@ class VLLMConfig:
                 "preprocessed screenshots in host memory until it finishes)"})
     enforce_eager: bool = field(default=False, metadata={
         "help": "no torch.compile or CUDA graphs: faster start, slower steps (vLLM's option)"})
-    limit_mm_per_prompt: Optional[int] = field(default=None, metadata={
+    limit_mm_per_prompt: int | None = field(default=None, metadata={
         "help": "most screenshots per request vLLM reserves memory for",
         "none": "--max-images, the pipeline's screenshot budget"})
     enable_prefix_caching: bool = field(default=True, metadata={
         "help": "reuse the KV cache of prompt prefixes requests share (the rubric text, one trajectory's images "
                 "across router, cue and verifier calls)"})
-    kv_cache_memory_gb: Optional[float] = field(default=None, metadata={
+    kv_cache_memory_gb: float | None = field(default=None, metadata={
         "help": "KV cache size in GiB", "none": "from --gpu-memory-utilization on a GPU, 1 GiB on the CPU"})
     tensor_parallel_size: int = field(default=1, metadata={"help": "GPUs one model is split over (vLLM's option)"})
     adapter_mode: str = field(default="auto", metadata={
         "help": "how --adapter runs: lora (vLLM's LoRA), merged (a merged copy in a temporary folder), auto (LoRA "
                 "unless the adapter trains modules vLLM's LoRA cannot load, such as lm_head)",
         "choices": ["auto", "lora", "merged"]})
-    vllm_engine_args: Optional[str] = field(default=None, metadata={
+    vllm_engine_args: str | None = field(default=None, metadata={
         "help": "more vllm.LLM keyword arguments as a JSON object, e.g. '{\"max_num_batched_tokens\": 16384}'",
         "metavar": "JSON"})
 
@@ -105,7 +104,7 @@ class VLLMEngineConfig(VLLMConfig, HFEngineConfig):
 
 VLLM_FIELDS = frozenset(VLLMConfig.__dataclass_fields__)
 
-def llm_kwargs(cfg: VLLMEngineConfig, weights: str, cuda: bool, lora_rank: Optional[int] = None) -> dict:
+def llm_kwargs(cfg: VLLMEngineConfig, weights: str, cuda: bool, lora_rank: int | None = None) -> dict:
     """The `vllm.LLM` keyword arguments for a config (`weights`: the model folder or hub id, or a merged
     copy; `cuda`: whether a GPU is there, which decides the default dtype and KV cache size)."""
     dtype = DTYPES.get(cfg.dtype) or ("bfloat16" if cuda else "float32")
@@ -133,7 +132,7 @@ def lora_rank_slot(rank: int) -> int:
     raise ValueError(f"LoRA rank {rank} is larger than vLLM supports (512)")
 
 
-def lora_unsupported(adapter: str | Path) -> Optional[str]:
+def lora_unsupported(adapter: str | Path) -> str | None:
     """Why vLLM's LoRA cannot load a peft adapter (what it trains besides LoRA matrices), or None."""
     path = Path(adapter) / "adapter_config.json"
     if not path.is_file():

@@ -31,7 +31,6 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from ..thinking import prompt_opens
 from .base import Engine, Output, Request, TokenProbs, cut_after_line, length_reason, watched_offsets
@@ -47,7 +46,7 @@ from .vllm_processes import start_llm, stop_llm
 MAX_ROUNDS = 8  # stop rounds per row (each prefix line inside a thinking block costs one)
 
 
-def cut_after_verdict_line(text: str, prefix: str, opened: bool = False) -> tuple[Optional[str], bool]:
+def cut_after_verdict_line(text: str, prefix: str, opened: bool = False) -> tuple[str | None, bool]:
     """(`base.cut_after_line`: `text` up to and including the first line outside thinking that starts
     with `prefix`, the transformers engine's rule; whether that line is complete, ended by a newline
     rather than by the end of the text so far), or (None, False) when there is no such line."""
@@ -63,11 +62,11 @@ class _Row:
     sample: int
     ids: list = field(default_factory=list)
     logprobs: list = field(default_factory=list)  # per generated token: {token id: logprob} of the watched ids
-    finished: Optional[str] = None  # "eos" | "line" | "cap" | "context"
+    finished: str | None = None  # "eos" | "line" | "cap" | "context"
     rounds: int = 0
     prompt_tokens: int = 0
     text: str = ""
-    cut: Optional[str] = None  # the text up to the stop line (cut_after_verdict_line), once it has begun
+    cut: str | None = None  # the text up to the stop line (cut_after_verdict_line), once it has begun
     complete: bool = False  # that line has ended
 
 
@@ -75,7 +74,7 @@ class VLLMEngine(Engine):
     """Qwen3-VL through vLLM, in process (its engine core runs in a child process: a script that builds
     this engine must guard its code with `if __name__ == "__main__":`)."""
 
-    def __init__(self, config: Optional[VLLMEngineConfig] = None, llm=None, **overrides):
+    def __init__(self, config: VLLMEngineConfig | None = None, llm=None, **overrides):
         """`llm`: a `vllm.LLM` already running (benchmarks, a second image setting on the same weights);
         otherwise one is started for `config` (its adapter, if any, merged or as LoRA)."""
         try:
@@ -101,7 +100,7 @@ class VLLMEngine(Engine):
                                                                    ("<|im_end|>", "<|endoftext|>")))
                         if isinstance(i, int) and i >= 0}
         self.counts: Counter = Counter()
-        self._tmp: Optional[str] = None
+        self._tmp: str | None = None
         self.lora = None
         self.adapter_route = None
         weights = self._weights()
@@ -138,7 +137,7 @@ class VLLMEngine(Engine):
         self.adapter_route = "merged" + (f" ({unsupported})" if unsupported else "")
         return self._tmp
 
-    def _lora_rank(self) -> Optional[int]:
+    def _lora_rank(self) -> int | None:
         if self.lora is None:
             return None
         return int(json.loads((Path(self.config.adapter) / "adapter_config.json").read_text()).get("r", 16))
@@ -156,7 +155,7 @@ class VLLMEngine(Engine):
                 "adapter": self.adapter_route or "none", "max_model_len": self.max_model_len}
 
     # ------------------------------------------------------------------ inputs
-    def _inputs(self, req: Request, prefix: str = "") -> tuple[Optional[dict], int, int, Optional[str]]:
+    def _inputs(self, req: Request, prefix: str = "") -> tuple[dict | None, int, int, str | None]:
         """(vLLM prompt with token ids and resized images, planned prompt tokens, visual tokens, error)."""
         from PIL import Image
 
@@ -175,7 +174,7 @@ class VLLMEngine(Engine):
             prompt["multi_modal_data"] = {"image": pics}
         return prompt, planned, sum(tokens), None
 
-    def _too_long(self, planned: int, n_images: int) -> Optional[str]:
+    def _too_long(self, planned: int, n_images: int) -> str | None:
         limit = self.config.image_limit
         if n_images > limit:
             return (f"{n_images} screenshots, more than limit_mm_per_prompt ({limit}) allows: raise "
@@ -190,7 +189,7 @@ class VLLMEngine(Engine):
     def generate(self, requests: list[Request]) -> list[Output]:
         """One Output per Request, in order."""
         prepared = list(self._pool.map(self._inputs, requests))
-        outputs: list[Optional[Output]] = [None] * len(requests)
+        outputs: list[Output | None] = [None] * len(requests)
         rows: list[_Row] = []
         jobs = []
         for i, (req, (prompt, planned, _, err)) in enumerate(zip(requests, prepared)):
@@ -213,7 +212,7 @@ class VLLMEngine(Engine):
     def _cap(self, req: Request) -> int:
         return req.cap(self.config.max_new_tokens)
 
-    def _params(self, req: Request, row_sample: Optional[int], done: int, planned: int, stop: Optional[list]):
+    def _params(self, req: Request, row_sample: int | None, done: int, planned: int, stop: list | None):
         """SamplingParams for a request's next round (`row_sample` None: the first round, all samples)."""
         from vllm import SamplingParams
 
@@ -282,7 +281,7 @@ class VLLMEngine(Engine):
                         pending.append((row, prompt, planned))
         return failed
 
-    def _stop(self, req: Request, row: _Row) -> Optional[list]:
+    def _stop(self, req: Request, row: _Row) -> list | None:
         """This round's stop strings: the start of a line beginning with the prefix, or, once such a
         line has begun outside thinking, its end."""
         if not req.stop_after_line or row.rounds >= MAX_ROUNDS:

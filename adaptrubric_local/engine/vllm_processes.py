@@ -16,6 +16,7 @@ generation (vllm_config.py, vllm_engine.py).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -77,10 +78,8 @@ def kill_leftovers(processes, grace: float = LEFTOVER_GRACE_S) -> list[int]:
 
     alive = [p for p in processes if _running(p)]
     for p in alive:
-        try:
+        with contextlib.suppress(psutil.Error):
             p.kill()  # psutil checks the pid is still this process (not a reused one)
-        except psutil.Error:
-            pass
     end = time.monotonic() + grace
     while any(_running(p) for p in alive) and time.monotonic() < end:
         time.sleep(0.05)

@@ -19,9 +19,9 @@ import datetime
 import hashlib
 import json
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
 
 from ..schema import json_problem
 from . import probability as P
@@ -47,7 +47,7 @@ class Calibration:
     fitted_on: dict = field(default_factory=dict)  # data and verdict files, verdict file hash
     before: dict = field(default_factory=dict)  # figures on the fitting data with the raw probability
     after: dict = field(default_factory=dict)  # the same figures with the calibrated probability
-    created: Optional[str] = None
+    created: str | None = None
     format: str = FORMAT
 
     def __post_init__(self):
@@ -67,7 +67,7 @@ class Calibration:
         """T of sigmoid(logit(p) / T) (for Platt scaling: 1 / slope)."""
         return 1.0 / self.a
 
-    def apply(self, p: Optional[float]) -> Optional[float]:
+    def apply(self, p: float | None) -> float | None:
         """The calibrated probability (None stays None)."""
         if p is None:
             return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from array import array
 from pathlib import Path
-from typing import Optional
+from typing import ClassVar
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from ..formats.stream import stream_trajectories
 from ..schema import json_lines
 from . import probability as PR
 from .coverage import SUBSETS, Coverage, first
-from .metrics import _accounting, rates
+from .metrics import accounting_text, rates
 
 STATUSES = ("ok", "unparsed", "error", "missing")
 OK, UNPARSED, ERROR, MISSING = range(4)
@@ -32,20 +32,20 @@ class Columns:
     """One row per verdict: int8 status/score/label (-1: none), platform codes, float probabilities (nan:
     none), costs; `key`: each row's id digest."""
 
-    FIELDS = {"status": "b", "score": "b", "label": "b", "platform": "q", "p": "d", "pcal": "d", "ctok": "d",
+    FIELDS: ClassVar[dict[str, str]] = {"status": "b", "score": "b", "label": "b", "platform": "q", "p": "d", "pcal": "d", "ctok": "d",
               "ccalls": "d", "own": "q", "images": "q", "cap": "b", "ctx": "b"}
 
     def __init__(self):
         self.cols = {k: array(t) for k, t in self.FIELDS.items()}
         self.ids = IdBuilder()
-        self.platforms: dict[Optional[str], int] = {}
+        self.platforms: dict[str | None, int] = {}
         self.models: set = set()
         self.banks: set = set()
 
-    def code(self, platform: Optional[str]) -> int:
+    def code(self, platform: str | None) -> int:
         return self.platforms.setdefault(platform, len(self.platforms))
 
-    def add(self, d: dict, status: int, label, platform: Optional[str]) -> None:
+    def add(self, d: dict, status: int, label, platform: str | None) -> None:
         c = self.cols
         c["status"].append(status)
         c["score"].append(d.get("score") if d.get("score") in (0, 1) else -1)
@@ -134,7 +134,7 @@ def read_data(data, v: dict, cols: Columns, fmt: str = "auto", image_roots=()) -
             "outside": outside, "records": stream.records}
 
 
-def align(path: Path, v: dict, d: Optional[dict], subset: str, allow_extra: bool, data_name: Optional[str]):
+def align(path: Path, v: dict, d: dict | None, subset: str, allow_extra: bool, data_name: str | None):
     """coverage.align over columns: (the rows to evaluate, Coverage)."""
     if subset not in SUBSETS:
         raise ValueError(f"subset must be one of {', '.join(SUBSETS)}, got {subset!r}")
@@ -228,7 +228,7 @@ def figures(p: np.ndarray, y: np.ndarray, bins: int = PR.ECE_BINS) -> dict:
     neg = n - pos
     order = np.argsort(p, kind="stable")
     sp, sy = p[order], y[order].astype(np.int64)
-    uniq, start, count = np.unique(sp, return_index=True, return_counts=True)
+    _uniq, start, count = np.unique(sp, return_index=True, return_counts=True)
     group_pos = np.add.reduceat(sy, start) if n else np.zeros(0, np.int64)
     auroc = (float((((2 * start + 1 + count) / 2) * group_pos).sum()) - pos * (pos + 1) / 2) / (pos * neg) \
         if pos and neg else None
@@ -268,7 +268,7 @@ def probability(r: dict) -> dict:
     return out
 
 
-def efficiency(r: dict, run_summary: Optional[dict] = None) -> dict:
+def efficiency(r: dict, run_summary: dict | None = None) -> dict:
     """metrics.efficiency over the rows the file holds."""
     cov = r["status"] != MISSING
     st, ctok, ccalls, own = r["status"][cov], r["ctok"][cov], r["ccalls"][cov], r["own"][cov]
@@ -280,7 +280,7 @@ def efficiency(r: dict, run_summary: Optional[dict] = None) -> dict:
     t, c = float(tokens[ans].sum()), float(calls[ans].sum())
     out = {"trajectories": n, "tokens": t, "calls": c, "tokens_per_traj": t / max(1, n),
            "calls_per_traj": c / max(1, n), "images_per_traj": float(r["images"][cov][ans].sum()) / max(1, n),
-           "accounting": _accounting(int(full_cost[ans].sum()), n), "errors": int(len(st) - n),
+           "accounting": accounting_text(int(full_cost[ans].sum()), n), "errors": int(len(st) - n),
            "error_calls": float(calls[~ans].sum())}
     if run_summary and run_summary.get("s_per_traj") is not None:
         out["s_per_traj"] = run_summary["s_per_traj"]
@@ -289,7 +289,7 @@ def efficiency(r: dict, run_summary: Optional[dict] = None) -> dict:
 
 
 def metrics(verdicts_path: str | Path, data=None, subset: str = "data", allow_extra: bool = False,
-            run_summary: Optional[dict] = None, fmt: str = "auto", image_roots=()) -> tuple[dict, Columns, list]:
+            run_summary: dict | None = None, fmt: str = "auto", image_roots=()) -> tuple[dict, Columns, list]:
     """(the metrics dict `run_eval` writes, less its run record; the columns reader (models, banks); the
     data's records that name screenshots outside its folder, with their total, for `outside_image_roots`)."""
     path = Path(verdicts_path)

@@ -17,8 +17,8 @@ labels the verdicts carry are used, and `Coverage` says that. Knows nothing abou
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Iterable, Optional
 
 from ..types import Trajectory, Verdict
 
@@ -47,7 +47,7 @@ class Coverage:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def messages(self, data: Optional[str] = None, verdicts: Optional[str] = None) -> list[tuple[bool, str]]:
+    def messages(self, data: str | None = None, verdicts: str | None = None) -> list[tuple[bool, str]]:
         """(loud, sentence) pairs for the terminal and the report: what was evaluated, what is missing or
         extra; loud when trajectories of the data lack a verdict in the headline or verdicts were left out."""
         data, verdicts = data or "the data set", verdicts or "the verdict file"
@@ -79,7 +79,7 @@ class Coverage:
                                "scored): left out"))
         return out
 
-    def lines(self, data: Optional[str] = None, verdicts: Optional[str] = None) -> list[str]:
+    def lines(self, data: str | None = None, verdicts: str | None = None) -> list[str]:
         """The sentences of `messages`."""
         return [text for _, text in self.messages(data, verdicts)]
 
@@ -97,9 +97,9 @@ def missing_verdict(t: Trajectory) -> Verdict:
                    error="no verdict for this trajectory in the verdict file")
 
 
-def align(verdicts: list[Verdict], trajectories: Optional[list[Trajectory]], subset: str = "data",
-          allow_extra: bool = False, unreadable: Iterable[str] = (), data: Optional[str] = None,
-          verdicts_name: Optional[str] = None) -> tuple[list[Verdict], Coverage]:
+def align(verdicts: list[Verdict], trajectories: list[Trajectory] | None, subset: str = "data",
+          allow_extra: bool = False, unreadable: Iterable[str] = (), data: str | None = None,
+          verdicts_name: str | None = None) -> tuple[list[Verdict], Coverage]:
     """(the verdicts to evaluate, how they cover the data). With `trajectories` None the verdicts are
     kept as they are. `unreadable`: ids of data records that could not be loaded (their verdicts belong
     to the data, unlabelled: `unlabelled`). Raises ValueError on verdicts for ids the data lacks, unless
@@ -132,7 +132,7 @@ def align(verdicts: list[Verdict], trajectories: Optional[list[Trajectory]], sub
     return kept, cov
 
 
-def label_from(v: Verdict, t: Optional[Trajectory]) -> Verdict:
+def label_from(v: Verdict, t: Trajectory | None) -> Verdict:
     """The verdict with the trajectory's label, platform and task_id (a trajectory without a task_id is
     grouped with the others that share its instruction); unchanged without a trajectory."""
     if t is None:

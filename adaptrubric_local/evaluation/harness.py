@@ -11,7 +11,6 @@ import datetime
 import hashlib
 import json
 from pathlib import Path
-from typing import Optional
 
 from .._version import __version__
 from ..cascade.scorer import CascadeVerdict
@@ -44,7 +43,7 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
     return last_per_id(out)
 
 
-def outside_image_roots(loaded, data: Optional[str | Path] = None) -> None:
+def outside_image_roots(loaded, data: str | Path | None = None) -> None:
     """Raise ValueError with the fix when most records of `loaded` did not load because their screenshots
     lie outside the data folder (a `labels merge` copy read without --image-root): evaluated without
     them, the figures would be over the few that loaded. The folders to pass are those the copy's
@@ -73,7 +72,7 @@ def outside_image_roots(loaded, data: Optional[str | Path] = None) -> None:
                      f"Pass {fix}")
 
 
-def covered_verdicts(verdicts_path: str | Path, data: Optional[str | Path], loaded, subset: str = "data",
+def covered_verdicts(verdicts_path: str | Path, data: str | Path | None, loaded, subset: str = "data",
                      allow_extra: bool = False) -> tuple[list[Verdict], C.Coverage]:
     """The verdicts `eval`, `tts`, `review` and `calibrate` work over, and how they cover the data set:
     every trajectory of `loaded` (the data set, its labels as they are now), those without a verdict as
@@ -88,7 +87,7 @@ def covered_verdicts(verdicts_path: str | Path, data: Optional[str | Path], load
                    data=str(data) if data else None, verdicts_name=str(verdicts_path))
 
 
-def run_meta(verdicts_path: Optional[Path], verdicts: list[Verdict], **extra) -> dict:
+def run_meta(verdicts_path: Path | None, verdicts: list[Verdict], **extra) -> dict:
     """What produced a result: the scoring run's config sidecar, the verdicts' model/bank, and more."""
     meta: dict = {}
     if verdicts_path is not None:
@@ -106,7 +105,7 @@ def run_meta(verdicts_path: Optional[Path], verdicts: list[Verdict], **extra) ->
     return meta
 
 
-def _summary(verdicts_path: Optional[Path]) -> Optional[dict]:
+def _summary(verdicts_path: Path | None) -> dict | None:
     if verdicts_path is None:
         return None
     p = sidecar(Path(verdicts_path), "summary")
@@ -150,8 +149,8 @@ def coverage_notes(m: dict) -> list[str]:
     return C.Coverage(**cov).lines(run.get("data"), run.get("verdicts")) if cov else []
 
 
-def run_eval(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
-             review: bool = True, progress: bool = False, labels: Optional[dict] = None, subset: str = "data",
+def run_eval(verdicts_path: str | Path, out: str | Path, data: str | Path | None = None, loaded=None,
+             review: bool = True, progress: bool = False, labels: dict | None = None, subset: str = "data",
              allow_extra: bool = False, fmt: str = "auto", image_roots=()) -> dict:
     """Metrics, report, plots and (with `review`) the review page for one verdict file over the data
     set (`coverage.py`: `subset`, `allow_extra`); returns metrics.json's content. `loaded`: the data set
@@ -218,7 +217,7 @@ def _write_eval(out: Path, m: dict, title: str) -> dict:
 
 
 # ----------------------------------------------------------------------------- review
-def page_labels(reviewed: dict, ids: list[str], files: list[dict], created: Optional[str]) -> Optional[dict]:
+def page_labels(reviewed: dict, ids: list[str], files: list[dict], created: str | None) -> dict | None:
     """What the page shows of the labels files (`labels.reviewed`) on its cards, as if the reviewer had
     imported them when the page was written: each card's label (1/0/null), note, the verdict's score and
     p_success when labelled, and the time; `token` names this writing of the page, so a reload keeps what
@@ -233,8 +232,8 @@ def page_labels(reviewed: dict, ids: list[str], files: list[dict], created: Opti
 
 
 def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title: str, progress: bool = False,
-                      extra: Optional[dict] = None, order: Optional[dict] = None,
-                      reviewed: Optional[dict] = None) -> Path:
+                      extra: dict | None = None, order: dict | None = None,
+                      reviewed: dict | None = None) -> Path:
     """review.html for labelled verdicts whose metrics are `m` (cards from `loaded`'s trajectories, in
     the order of `verdicts`; `extra` and `order` from `ordered`; `reviewed`: the labels files' lines,
     `labels.reviewed`, shown on the cards as the reviewer's labels)."""
@@ -259,7 +258,7 @@ def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title
     return write_review(out, cards, meta, notes, progress)
 
 
-def ordered(verdicts: list[Verdict], cfg, reviewed: Optional[dict] = None) -> tuple[list[Verdict], dict, dict]:
+def ordered(verdicts: list[Verdict], cfg, reviewed: dict | None = None) -> tuple[list[Verdict], dict, dict]:
     """The cards' verdicts in the labelling order of `cfg` (a ReviewOrderConfig), the fields each card
     gets (rank, why, the compared verdict) and what the page says about the order. `reviewed`: the
     labels files' lines (`labels.reviewed`), whose ids go after the others."""
@@ -281,8 +280,8 @@ def ordered(verdicts: list[Verdict], cfg, reviewed: Optional[dict] = None) -> tu
     return [v for v, _ in rows], extra, info
 
 
-def run_review(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None, loaded=None,
-               progress: bool = False, order=None, labels: Optional[dict] = None, subset: str = "data",
+def run_review(verdicts_path: str | Path, out: str | Path, data: str | Path | None = None, loaded=None,
+               progress: bool = False, order=None, labels: dict | None = None, subset: str = "data",
                allow_extra: bool = False) -> dict:
     """The review page alone (`adaptrubric review`); returns the counts it shows (`counts`: its cards per
     outcome, the page's own chips; `n` cards of the `of` verdicts evaluated, fewer with a budget) beside
@@ -303,8 +302,8 @@ def run_review(verdicts_path: str | Path, out: str | Path, data: Optional[str | 
 
 
 # ----------------------------------------------------------------------------- tts
-def run_tts(verdicts_path: str | Path, out: str | Path, data: Optional[str | Path] = None,
-            max_n: Optional[int] = None, seed: int = T.SEED, loaded=None, labels: Optional[dict] = None,
+def run_tts(verdicts_path: str | Path, out: str | Path, data: str | Path | None = None,
+            max_n: int | None = None, seed: int = T.SEED, loaded=None, labels: dict | None = None,
             subset: str = "data", allow_extra: bool = False) -> dict:
     """Test-time-scaling curves, pool composition, report and figure over the data set's candidates (a
     candidate without a verdict is `missing`, never a predicted success); returns tts.json's content."""
@@ -425,7 +424,7 @@ def _number(x, sign: bool = False) -> str:
     return f"{x:+.2f}" if sign else R.fmt(x, 2)
 
 
-def compare(dir_a: str | Path, dir_b: str | Path, out: Optional[str | Path] = None) -> str:
+def compare(dir_a: str | Path, dir_b: str | Path, out: str | Path | None = None) -> str:
     """A plain-text table of the settings and metrics that differ between two result folders; with
     `out`, two eval folders' reliability diagrams drawn together into out/calibration.png."""
     (ka, a), (kb, b) = _load_result(Path(dir_a)), _load_result(Path(dir_b))

@@ -12,12 +12,12 @@ Knows nothing about models or files.
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from ..types import Verdict
 
 
-def _pct(num: float, den: float) -> Optional[float]:
+def _pct(num: float, den: float) -> float | None:
     return 100.0 * num / den if den else None
 
 
@@ -91,7 +91,7 @@ def _cost(v: Verdict) -> tuple[float, float, bool]:
     return float(own), float(1 if own or v.status != "error" else 0), False
 
 
-def efficiency(verdicts: list[Verdict], run_summary: Optional[dict] = None) -> dict:
+def efficiency(verdicts: list[Verdict], run_summary: dict | None = None) -> dict:
     """Calls, tokens and seconds per trajectory (Table 5's columns). Calls and tokens come from the
     verdicts (every model call, router and cue calls split over the trajectories that shared
     them), so `eval` and `score` agree and a resumed run counts every part; seconds come from the
@@ -105,7 +105,7 @@ def efficiency(verdicts: list[Verdict], run_summary: Optional[dict] = None) -> d
     out = {"trajectories": n, "tokens": tokens, "calls": calls,
            "tokens_per_traj": tokens / max(1, n), "calls_per_traj": calls / max(1, n),
            "images_per_traj": sum(v.n_images for v in answered) / max(1, n),
-           "accounting": _accounting(full, n), "errors": len(verdicts) - n,
+           "accounting": accounting_text(full, n), "errors": len(verdicts) - n,
            "error_calls": sum(_cost(v)[1] for v in verdicts if v.status == "error")}
     if run_summary and run_summary.get("s_per_traj") is not None:
         out["s_per_traj"] = run_summary["s_per_traj"]
@@ -113,7 +113,7 @@ def efficiency(verdicts: list[Verdict], run_summary: Optional[dict] = None) -> d
     return out
 
 
-def _accounting(full: int, n: int) -> str:
+def accounting_text(full: int, n: int) -> str:
     """Which model calls the efficiency figures count."""
     if full == n and n:
         return "all model calls (router, cues, verifier), amortised per trajectory"

@@ -15,7 +15,7 @@ Knows nothing about files, models or plots.
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
 
 ECE_BINS = 15
 PROB_FIELDS = ("p_success", "p_success_calibrated")
@@ -34,7 +34,7 @@ def checked_pairs(probs: Sequence[float], labels: Sequence[int]) -> list[tuple[f
     return out
 
 
-def auroc(probs: Sequence[float], labels: Sequence[int]) -> Optional[float]:
+def auroc(probs: Sequence[float], labels: Sequence[int]) -> float | None:
     """Area under the ROC curve by average ranks (ties count one half); None without both classes."""
     pairs = sorted(checked_pairs(probs, labels))
     pos = sum(y for _, y in pairs)
@@ -52,7 +52,7 @@ def auroc(probs: Sequence[float], labels: Sequence[int]) -> Optional[float]:
     return (rank_sum - pos * (pos + 1) / 2) / (pos * neg)
 
 
-def auprc(probs: Sequence[float], labels: Sequence[int]) -> Optional[float]:
+def auprc(probs: Sequence[float], labels: Sequence[int]) -> float | None:
     """Average precision over distinct thresholds; None without positives."""
     pairs = sorted(checked_pairs(probs, labels), key=lambda t: -t[0])
     pos = sum(y for _, y in pairs)
@@ -71,7 +71,7 @@ def auprc(probs: Sequence[float], labels: Sequence[int]) -> Optional[float]:
     return ap
 
 
-def brier(probs: Sequence[float], labels: Sequence[int]) -> Optional[float]:
+def brier(probs: Sequence[float], labels: Sequence[int]) -> float | None:
     """Mean squared difference between probability and label; None when empty."""
     pairs = checked_pairs(probs, labels)
     return sum((p - y) ** 2 for p, y in pairs) / len(pairs) if pairs else None
@@ -91,7 +91,7 @@ def reliability(probs: Sequence[float], labels: Sequence[int], bins: int = ECE_B
              "frac_pos": sum(y for _, y in v) / len(v)} for k, v in sorted(acc.items())]
 
 
-def ece(probs: Sequence[float], labels: Sequence[int], bins: int = ECE_BINS) -> Optional[float]:
+def ece(probs: Sequence[float], labels: Sequence[int], bins: int = ECE_BINS) -> float | None:
     """Expected calibration error over `bins` equal-width bins; None when empty."""
     rows = reliability(probs, labels, bins)
     n = sum(r["n"] for r in rows)
@@ -105,7 +105,7 @@ def figures(probs: Sequence[float], labels: Sequence[int], bins: int = ECE_BINS)
             "ece_bins": bins, "reliability": reliability(probs, labels, bins)}
 
 
-def summary(verdicts: Iterable, field: str = "p_success") -> Optional[dict]:
+def summary(verdicts: Iterable, field: str = "p_success") -> dict | None:
     """`figures` over the labelled verdicts whose `field` is set, with how many labelled verdicts
     lacked it; None when no labelled verdict has it."""
     labelled = [v for v in verdicts if getattr(v, "label", None) in (0, 1)]

@@ -6,10 +6,9 @@ how they were computed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 
-def fmt(x: Optional[float], digits: int = 1) -> str:
+def fmt(x: float | None, digits: int = 1) -> str:
     """A percentage or '-' when undefined."""
     return "-" if x is None else f"{x:.{digits}f}"
 
@@ -41,14 +40,14 @@ def _metric_row(r: dict) -> str:
     return f"{fmt(r['acc'])} | {fmt(r['prec'])} | {fmt(r['rec'])} | {fmt(r['f1'])} | {fmt(r['fpr'])}"
 
 
-def coverage_markdown(notes: Optional[list[str]]) -> list[str]:
+def coverage_markdown(notes: list[str] | None) -> list[str]:
     """The report section saying what was evaluated when it is not simply every trajectory of the data."""
     if not notes:
         return []
     return ["## What was evaluated", "", *[f"- **{n}**" for n in notes], ""]
 
 
-def metrics_markdown(m: dict, run: dict, coverage: Optional[list[str]] = None) -> str:
+def metrics_markdown(m: dict, run: dict, coverage: list[str] | None = None) -> str:
     """report.md for `adaptrubric eval`; `coverage`: sentences on what the verdicts cover of the data."""
     o = m["overall"]
     s = o["scored_only"]
@@ -181,7 +180,7 @@ def plot_tts(res: dict, path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def tts_markdown(res: dict, run: dict, coverage: Optional[list[str]] = None) -> str:
+def tts_markdown(res: dict, run: dict, coverage: list[str] | None = None) -> str:
     """report.md for `adaptrubric tts`; `coverage`: sentences on what the verdicts cover of the data."""
     ns = sorted(res["random"])
     p = res["pool"]
@@ -263,7 +262,7 @@ def ablation_markdown(rows: dict, run: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def probability_markdown(prob: Optional[dict]) -> list[str]:
+def probability_markdown(prob: dict | None) -> list[str]:
     """The report section on p_success: ranking and calibration figures and the reliability diagram."""
     if not prob:
         return ["## Probabilities", "", "No labelled verdict carries a probability (p_success), so AUROC, AUPRC, Brier "

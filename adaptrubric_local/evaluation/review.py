@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import fields, replace
-from typing import Optional
 
 from ..evidence import compile_evidence
 from ..types import Trajectory, Verdict
@@ -43,7 +42,7 @@ def outcome_counts(verdicts: list[Verdict]) -> dict[str, int]:
     return {o: sum(outcome(v) == o for v in verdicts) for o in OUTCOMES}
 
 
-def error_confidence(v: Verdict) -> Optional[float]:
+def error_confidence(v: Verdict) -> float | None:
     """The probability the verdict put on the wrong class: p_success for a failure, 1 - p_success for
     a success (high on a false positive the verifier was sure of); None without label or p_success."""
     if v.label not in (0, 1) or v.p_success is None:
@@ -51,7 +50,7 @@ def error_confidence(v: Verdict) -> Optional[float]:
     return float(v.p_success) if v.label == 0 else 1.0 - float(v.p_success)
 
 
-def block_span(v: Verdict) -> Optional[list[int]]:
+def block_span(v: Verdict) -> list[int] | None:
     """[start, end) of the verdict block the parser read in `raw` (parsed single outputs only)."""
     if v.status != "ok" or not v.raw or SAMPLE_SEPARATOR in v.raw:
         return None
@@ -66,7 +65,7 @@ class Preparer:
     """Runs `AdaptRubric.prepare` with a verdict's family and cues under the run's settings, one
     pipeline (no engine) per distinct (family, cues)."""
 
-    def __init__(self, run_config: Optional[dict] = None):
+    def __init__(self, run_config: dict | None = None):
         from ..bank import load_bank
         from ..pipeline import PipelineConfig
         from ..prompts import load_prompts
@@ -121,7 +120,7 @@ def _frames(traj: Trajectory, prepared) -> tuple[list[dict], list[dict]]:
     return selected, left
 
 
-def _said(d: Optional[dict]) -> str:
+def _said(d: dict | None) -> str:
     if not d:
         return "nothing"
     if d.get("status") != "ok":
@@ -141,7 +140,7 @@ def cascade_note(v) -> str:
     return text
 
 
-def card(v: Verdict, traj: Optional[Trajectory], preparer: Preparer) -> dict:
+def card(v: Verdict, traj: Trajectory | None, preparer: Preparer) -> dict:
     """One card as plain JSON-ready data (paths absolute; the page writer turns them into links)."""
     c = {"id": str(v.id), "instruction": traj.instruction if traj else None,
          "platform": (traj.platform if traj else None) or v.platform, "family": v.category,
@@ -187,8 +186,8 @@ def card(v: Verdict, traj: Optional[Trajectory], preparer: Preparer) -> dict:
     return c
 
 
-def build_cards(verdicts: list[Verdict], trajectories: list[Trajectory], run_config: Optional[dict] = None,
-                progress: bool = False, extra: Optional[dict[str, dict]] = None) -> tuple[list[dict], list[str]]:
+def build_cards(verdicts: list[Verdict], trajectories: list[Trajectory], run_config: dict | None = None,
+                progress: bool = False, extra: dict[str, dict] | None = None) -> tuple[list[dict], list[str]]:
     """One card per verdict (in the order given) and the notes about the whole page; `extra` adds
     fields to the card of an id (the review order's reason, the compared verdict)."""
     from tqdm import tqdm

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import random as _random
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ..types import Verdict
 from .review import OUTCOMES, error_confidence, outcome
@@ -33,15 +32,15 @@ ORDERS = ("fp-first", "uncertain", "disagree", "random")
 class ReviewOrderConfig:
     """How `adaptrubric review` orders and limits its cards for labelling."""
 
-    order: Optional[str] = field(default=None, metadata={
+    order: str | None = field(default=None, metadata={
         "choices": ORDERS, "help": "order the cards for labelling: fp-first (false positives first, as the page "
                                    "sorts), uncertain (p_success nearest 0.5 first), disagree (where --compare "
                                    "says otherwise first), random (seeded by --seed); unlabelled trajectories "
                                    "first except for fp-first",
                   "none": "every card, in the page's own sort, false positives first"})
-    budget: Optional[int] = field(default=None, metadata={
+    budget: int | None = field(default=None, metadata={
         "metavar": "N", "help": "write only the first N cards of --order (a labelling batch)", "none": "all of them"})
-    compare: Optional[str] = field(default=None, metadata={
+    compare: str | None = field(default=None, metadata={
         "metavar": "B.jsonl", "help": "a second verdict file over the same data (for --order disagree; its SCORE "
                                       "and p_success are shown on each card)", "none": "no second file"})
     seed: int = field(default=42, metadata={"help": "seed of --order random"})
@@ -58,29 +57,29 @@ class ReviewOrderConfig:
             raise ValueError("--order disagree needs --compare B.jsonl (a second verdict file over the same data)")
 
 
-def probability(v: Verdict) -> Optional[float]:
+def probability(v: Verdict) -> float | None:
     """The probability `uncertain` reads: the calibrated one when present."""
     p = v.p_success_calibrated if v.p_success_calibrated is not None else v.p_success
     return None if p is None else float(p)
 
 
-def _parsed(v: Optional[Verdict]) -> bool:
+def _parsed(v: Verdict | None) -> bool:
     return v is not None and v.status == "ok" and v.score in (0, 1)
 
 
-def _gap(a: Verdict, b: Optional[Verdict]) -> float:
+def _gap(a: Verdict, b: Verdict | None) -> float:
     pa, pb = probability(a), probability(b) if b is not None else None
     return abs(pa - pb) if pa is not None and pb is not None else 0.0
 
 
-def disagreement(a: Verdict, b: Optional[Verdict]) -> tuple[int, float]:
+def disagreement(a: Verdict, b: Verdict | None) -> tuple[int, float]:
     """(kind, size): 0 both parsed and different, 1 one side unparsed or missing, 2 agree."""
     if _parsed(a) and _parsed(b):
         return (0 if a.score != b.score else 2), _gap(a, b)
     return (2 if not _parsed(a) and b is not None and not _parsed(b) else 1), _gap(a, b)
 
 
-def _reason(order: str, v: Verdict, b: Optional[Verdict]) -> str:
+def _reason(order: str, v: Verdict, b: Verdict | None) -> str:
     if order == "uncertain":
         p = probability(v)
         return "no probability" if p is None else f"|p - 0.5| = {abs(p - 0.5):.3f}"
@@ -97,16 +96,16 @@ def _reason(order: str, v: Verdict, b: Optional[Verdict]) -> str:
     return "random"
 
 
-def decided(reviewed: Optional[dict[str, Optional[int]]], v: Verdict) -> int:
+def decided(reviewed: dict[str, int | None] | None, v: Verdict) -> int:
     """0: no labels file names the verdict's id; 1: one marks it unsure; 2: one labels it 0/1."""
     if not reviewed or str(v.id) not in reviewed:
         return 0
     return 1 if reviewed[str(v.id)] is None else 2
 
 
-def arrange(verdicts: list[Verdict], order: str, compare: Optional[dict[str, Verdict]] = None,
-            seed: int = 42, budget: Optional[int] = None,
-            reviewed: Optional[dict[str, Optional[int]]] = None) -> list[tuple[Verdict, str]]:
+def arrange(verdicts: list[Verdict], order: str, compare: dict[str, Verdict] | None = None,
+            seed: int = 42, budget: int | None = None,
+            reviewed: dict[str, int | None] | None = None) -> list[tuple[Verdict, str]]:
     """The verdicts in `order` (the first `budget` of them), each with why it stands where it does.
     `reviewed`: id -> label (None: unsure) of the labels files, whose ids go last (`decided`)."""
     if order not in ORDERS:

@@ -28,7 +28,6 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import Optional
 from urllib.parse import quote
 
 from .review import OUTCOMES, relpath
@@ -47,7 +46,7 @@ def _js(obj) -> str:
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def _finite(x) -> Optional[float]:
+def _finite(x) -> float | None:
     return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
@@ -61,7 +60,7 @@ def thumb_name(path: str) -> str:
     return hashlib.sha1(key.encode("utf-8")).hexdigest()[:20] + ".jpg"
 
 
-def make_thumbnail(src: str, dest: Path, box: tuple[int, int] = THUMB_BOX) -> Optional[str]:
+def make_thumbnail(src: str, dest: Path, box: tuple[int, int] = THUMB_BOX) -> str | None:
     """Write a JPEG thumbnail of `src` (kept if already there); None, or why it could not be made."""
     if dest.is_file():
         return None
@@ -83,14 +82,14 @@ def make_thumbnail(src: str, dest: Path, box: tuple[int, int] = THUMB_BOX) -> Op
 
 
 def make_thumbnails(paths: list[str], folder: Path,
-                    progress: bool = False) -> dict[str, tuple[Optional[str], Optional[str]]]:
+                    progress: bool = False) -> dict[str, tuple[str | None, str | None]]:
     """path -> (thumbnail file name or None, why not), made in a thread pool."""
     from tqdm import tqdm
 
     folder.mkdir(parents=True, exist_ok=True)
     unique = list(dict.fromkeys(paths))
     names = {p: thumb_name(p) for p in unique}
-    out: dict[str, tuple[Optional[str], Optional[str]]] = {}
+    out: dict[str, tuple[str | None, str | None]] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1))) as pool:
         results = pool.map(lambda p: make_thumbnail(p, folder / names[p]), unique)
         for p, err in tqdm(zip(unique, results), total=len(unique), desc="thumbnails", unit="img",
@@ -151,7 +150,7 @@ def _row(i: int, c: dict) -> list:
             c["outcome"], _finite(c["p_success"]), _finite(c["error_confidence"]), c["label"], c["score"], i // CHUNK]
 
 
-def write_review(out: str | Path, cards: list[dict], meta: Optional[dict] = None, notes: Optional[list[str]] = None,
+def write_review(out: str | Path, cards: list[dict], meta: dict | None = None, notes: list[str] | None = None,
                  progress: bool = False) -> Path:
     """Write review.html and review_files/ into `out`; returns the page's path."""
     out = Path(out)

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from typing import Optional
 
 from ..types import Verdict
 
 SEED = 42
 
 
-def groups(verdicts: list[Verdict], seed: Optional[int] = SEED) -> dict[str, list[Verdict]]:
+def groups(verdicts: list[Verdict], seed: int | None = SEED) -> dict[str, list[Verdict]]:
     """task_id -> labelled candidates in the fixed per-task shuffled order (tasks in sorted order);
     seed None keeps the candidates sorted by id."""
     by_task: dict[str, list[Verdict]] = defaultdict(list)
@@ -84,7 +83,7 @@ def oracle(cands: list[Verdict], n: int) -> int:
     return int(any(v.label == 1 for v in cands[:n]))
 
 
-def curves(verdicts: list[Verdict], max_n: Optional[int] = None, seed: Optional[int] = SEED) -> dict:
+def curves(verdicts: list[Verdict], max_n: int | None = None, seed: int | None = SEED) -> dict:
     """SR@N for N = 1..max_n for every protocol, gains over Random, and the pool composition."""
     tasks = groups(verdicts, seed)
     if not tasks:

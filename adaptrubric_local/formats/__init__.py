@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Optional
 
 from ..registry import Registry
 from . import androidgen, canonical, others
@@ -51,7 +51,7 @@ def register_format(name: str, *, detect: Callable[[Path], bool], looked_for: st
     return wrap
 
 
-def _data_jsonl(folder: Path, warnings: list[str] | None = None) -> list[Path]:
+def data_jsonl(folder: Path, warnings: list[str] | None = None) -> list[Path]:
     """The folder's own *.jsonl files that are not verdict files (noted in `warnings`)."""
     out = []
     for f in sorted(folder.glob("*.jsonl")):
@@ -68,7 +68,7 @@ def _data_jsonl(folder: Path, warnings: list[str] | None = None) -> list[Path]:
     return out
 
 
-def _hints(folder: Path) -> str:
+def folder_hints(folder: Path) -> str:
     """What a folder that is not data holds instead: verdict files, and data files further down."""
     verdicts = [f.name for f in sorted(folder.glob("*.jsonl")) if canonical.looks_like_verdicts(f)]
     deeper = [f for f in sorted(folder.glob("*/*.jsonl")) + sorted(folder.glob("*/*/*.jsonl"))
@@ -94,7 +94,7 @@ def detect_format(path: str | Path) -> str:
     shapes = ", ".join(spec.shape for spec in tried)
     if p.is_file():
         raise DataError(p, f"unknown file type: looked for {shapes}")
-    raise DataError(p, f"could not detect the format: looked for {shapes}" + _hints(p))
+    raise DataError(p, f"could not detect the format: looked for {shapes}" + folder_hints(p))
 
 
 def _is_osreward(p: Path) -> bool:
@@ -117,14 +117,14 @@ def _load_canonical(path: Path, check_images: bool = True, image_roots: Iterable
     if not path.is_dir():
         return canonical.load(path, check_images, image_roots)
     result, seen = LoadResult(), {}
-    for f in _data_jsonl(path, result.warnings):
+    for f in data_jsonl(path, result.warnings):
         result.extend(canonical.load(f, check_images, image_roots, seen))
     return result
 
 
 register_format("canonical", order=40, shape="*.jsonl (canonical)",
                 looked_for="one JSON trajectory per line ({\"id\", \"instruction\", \"steps\": [...]}) in *.jsonl",
-                detect=lambda p: p.suffix == ".jsonl" if p.is_file() else bool(_data_jsonl(p)))(_load_canonical)
+                detect=lambda p: p.suffix == ".jsonl" if p.is_file() else bool(data_jsonl(p)))(_load_canonical)
 register_format("androidgen", order=10, shape="*/record.jsonl (AndroidGen)",
                 looked_for="record.jsonl (AndroidGen) in the folder or in its sub-folders",
                 detect=lambda p: p.name == "record.jsonl" if p.is_file() else
@@ -145,7 +145,7 @@ register_format("clawgui", order=30, shape="episode.json (ClawGUI)",
 def _refuse_repeated_ids(result: LoadResult) -> None:
     """A second trajectory with an id already loaded becomes an error naming both sources: verdicts
     are matched to trajectories by id, so one id must mean one trajectory."""
-    first: dict[str, Optional[str]] = {}
+    first: dict[str, str | None] = {}
     keep = []
     for t in result.trajectories:
         if t.id in first:
@@ -175,10 +175,19 @@ def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = 
     result = FORMATS[fmt].load(p, check_images=check_images, image_roots=roots)
     _refuse_repeated_ids(result)
     if not result.trajectories and not result.errors:
-        hint = _hints(p) if p.is_dir() else ""
+        hint = folder_hints(p) if p.is_dir() else ""
         raise DataError(p, f"no trajectories found: the {fmt} loader looked for {FORMATS[fmt].looked_for}{hint}")
     return result
 
 
-__all__ = ["DataError", "FormatSpec", "LoadResult", "FORMATS", "detect_format", "load_trajectories", "register_format",
-           "resolve_image", "canonical"]
+__all__ = [
+    "FORMATS",
+    "DataError",
+    "FormatSpec",
+    "LoadResult",
+    "canonical",
+    "detect_format",
+    "load_trajectories",
+    "register_format",
+    "resolve_image",
+]

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from ..types import Step, Trajectory
 from .base import DataError, LoadResult, check_nonempty, iter_json_lines, own_id, parse_label, resolve_image, tag
@@ -18,7 +19,7 @@ from .base import DataError, LoadResult, check_nonempty, iter_json_lines, own_id
 _ELEMENT = re.compile(r'<element id="(\d+)"[^>]*>(.*?)</element>', re.S)
 
 
-def _element_label(state: Any, element_id: Any) -> Optional[str]:
+def _element_label(state: Any, element_id: Any) -> str | None:
     if not isinstance(state, str) or element_id is None:
         return None
     for eid, text in _ELEMENT.findall(state):
@@ -28,7 +29,7 @@ def _element_label(state: Any, element_id: Any) -> Optional[str]:
     return None
 
 
-def describe_action(pa: Any, state: Any) -> tuple[str, Optional[str], Optional[str], Optional[str]]:
+def describe_action(pa: Any, state: Any) -> tuple[str, str | None, str | None, str | None]:
     """(action text, action_type, typed text, answer) for one AndroidGen `parsed_action`."""
     if not isinstance(pa, dict):
         return (json.dumps(pa, ensure_ascii=False), None, None, None)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any
 
 from ..schema import json_problem
 from ..types import Trajectory
@@ -23,8 +24,8 @@ class DataError(ValueError):
     """A problem with one record of the input, naming the file, the record and the field;
     `record_id` is the record's own id when it has one (the id its trajectory would have had)."""
 
-    def __init__(self, file: str | os.PathLike, problem: str, record: Optional[str] = None,
-                 field: Optional[str] = None, record_id: Optional[str] = None):
+    def __init__(self, file: str | os.PathLike, problem: str, record: str | None = None,
+                 field: str | None = None, record_id: str | None = None):
         self.file, self.record, self.field, self.problem = str(file), record, field, problem
         self.record_id = record_id
         where = self.file
@@ -38,7 +39,7 @@ class DataError(ValueError):
         return (DataError, (self.file, self.problem, self.record, self.field, self.record_id))
 
 
-def own_id(value: Any) -> Optional[str]:
+def own_id(value: Any) -> str | None:
     """A record's id as a string when it is a usable one (a non-empty string or an integer)."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return None
@@ -49,7 +50,7 @@ def own_id(value: Any) -> Optional[str]:
 _LEADING_ID = re.compile(r'\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*[,}]')
 
 
-def leading_id(text: str) -> Optional[str]:
+def leading_id(text: str) -> str | None:
     """The id a JSON record that does not parse names as its first key, complete (`{"id": "t7", "instr`:
     a line cut short by a killed writer), or None; what a record reads as before it is parsed."""
     m = _LEADING_ID.match(text)
@@ -76,7 +77,7 @@ class LoadResult:
     errors: list[DataError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def extend(self, other: "LoadResult") -> None:
+    def extend(self, other: LoadResult) -> None:
         """Append another result's contents to this one."""
         self.trajectories += other.trajectories
         self.errors += other.errors
@@ -174,7 +175,7 @@ def require(obj: dict, key: str, file: Path, record: str, kind: type | tuple = s
     return val
 
 
-def parse_label(value: Any, file: Path, record: str, field_name: str) -> Optional[int]:
+def parse_label(value: Any, file: Path, record: str, field_name: str) -> int | None:
     """Read a success label: 0/1, booleans, SUCCESS/FAIL style strings, or None."""
     if value is None:
         return None

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
 
 from ..types import Step, Trajectory
 from .base import DataError, LoadResult, check_nonempty, iter_json_lines, parse_label, require, resolve_image, tag
@@ -123,7 +123,7 @@ def _parse_record(obj: dict, root: Path, file: Path, record: str, check_images: 
 
 
 def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
-         seen: Optional[dict[str, Path]] = None) -> LoadResult:
+         seen: dict[str, Path] | None = None) -> LoadResult:
     """Load a canonical JSONL file; bad records become errors, the rest still load. A verdict
     file raises DataError (it is not data). `seen` (id -> file) carries the ids of files loaded
     before this one (a folder of files is one data set): a repeated id is an error there too."""

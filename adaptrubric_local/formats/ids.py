@@ -9,7 +9,7 @@ Knows nothing about trajectories or verdicts: it holds strings.
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -31,7 +31,7 @@ class IdBuilder:
         """Add one id."""
         self._buf += digest(i)
 
-    def add_key(self, i: Optional[str]) -> None:
+    def add_key(self, i: str | None) -> None:
         """Add one id, or an empty key for a record without one (kept for its position)."""
         self._buf += digest(i) if i is not None else bytes(DIGEST)
 
@@ -45,7 +45,7 @@ class IdBuilder:
         del view  # the buffer may grow again once no array looks into it
         return out
 
-    def freeze(self) -> "IdSet":
+    def freeze(self) -> IdSet:
         """The ids added so far, as a sorted set (the buffer is released)."""
         keys = self.order()
         self._buf = bytearray()
@@ -64,7 +64,7 @@ class IdSet:
         self._keys = np.unique(keys) if self._repeated else keys
 
     @classmethod
-    def of(cls, ids: Iterable[str]) -> "IdSet":
+    def of(cls, ids: Iterable[str]) -> IdSet:
         """The set of `ids`."""
         b = IdBuilder()
         for i in ids:

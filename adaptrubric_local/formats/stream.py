@@ -12,19 +12,19 @@ verdicts or scoring.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
 from ..types import Trajectory
-from . import FORMATS, _data_jsonl, _hints, canonical, detect_format, load_trajectories
+from . import FORMATS, canonical, data_jsonl, detect_format, folder_hints, load_trajectories
 from .base import DataError, LoadResult, check_image_roots, iter_json_lines, own_id
 from .ids import IdBuilder, IdSet
 
-Item = Union[Trajectory, DataError]
-Keep = Callable[[int, Optional[str]], bool]  # (position, the record's own id or None) -> parse it?
+Item = Trajectory | DataError
+Keep = Callable[[int, str | None], bool]  # (position, the record's own id or None) -> parse it?
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Shard:
             raise ValueError(f"--shard I/N needs 1 <= I <= N, got {self.index}/{self.count}")
 
     @classmethod
-    def parse(cls, text: str) -> "Shard":
+    def parse(cls, text: str) -> Shard:
         """'2/4' -> Shard(2, 4); ValueError saying the form otherwise."""
         try:
             i, n = (int(x) for x in str(text).split("/"))
@@ -64,7 +64,7 @@ class TrajectoryStream:
         self.image_roots = check_image_roots(image_roots)
         self.warnings: list[str] = []
         if self.path.is_dir():
-            self.files = _data_jsonl(self.path, self.warnings)
+            self.files = data_jsonl(self.path, self.warnings)
         else:
             if canonical.looks_like_verdicts(self.path):
                 raise canonical.verdict_file_error(self.path)
@@ -85,11 +85,11 @@ class TrajectoryStream:
         self.records = len(self.order)
         self.ids: IdSet = IdSet(self.order[self.order != b""].copy())
         if not self.records:
-            hint = _hints(self.path) if self.path.is_dir() else ""
+            hint = folder_hints(self.path) if self.path.is_dir() else ""
             raise DataError(self.path, f"no trajectories found: the canonical loader looked for "
                                        f"{FORMATS['canonical'].looked_for}{hint}")
 
-    def items(self, keep: Optional[Keep] = None) -> Iterator[tuple[int, Item]]:
+    def items(self, keep: Keep | None = None) -> Iterator[tuple[int, Item]]:
         """(position, Trajectory or DataError) for each record in data order; with `keep`, a record it
         refuses (by position and own id) is passed over without being parsed. A record whose id is
         repeated in the data is always parsed (which of them is the first decides which is an error)
@@ -113,7 +113,7 @@ class TrajectoryStream:
                 yield from self._error(position, e, keep)
                 position += 1
 
-    def _error(self, position: int, e: DataError, keep: Optional[Keep]) -> Iterator[tuple[int, Item]]:
+    def _error(self, position: int, e: DataError, keep: Keep | None) -> Iterator[tuple[int, Item]]:
         if keep is None or keep(position, e.record_id):
             yield position, e
 
@@ -129,11 +129,11 @@ class TrajectoryStream:
             first[t.id] = f
         return t
 
-    def repeated(self, i: Optional[str]) -> bool:
+    def repeated(self, i: str | None) -> bool:
         """Whether an id belongs to more than one record (those records are always parsed)."""
         return i is not None and self.ids.is_repeated(i)
 
-    def count(self, shard: Optional[Shard] = None, done: Optional[np.ndarray] = None) -> int:
+    def count(self, shard: Shard | None = None, done: np.ndarray | None = None) -> int:
         """How many records (of `shard`) have no id among the sorted digests `done`."""
         return _count(self.order, shard, done)
 
@@ -150,23 +150,23 @@ class LoadedStream:
         self.order = ids.order()
         self.ids = IdSet(self.order[self.order != b""].copy())
 
-    def items(self, keep: Optional[Keep] = None) -> Iterator[tuple[int, Item]]:
+    def items(self, keep: Keep | None = None) -> Iterator[tuple[int, Item]]:
         """As `TrajectoryStream.items`."""
         for position, x in enumerate([*self.loaded.errors, *self.loaded.trajectories]):
             own = x.record_id if isinstance(x, DataError) else x.id
             if keep is None or keep(position, own):
                 yield position, x
 
-    def repeated(self, i: Optional[str]) -> bool:
+    def repeated(self, i: str | None) -> bool:
         """A LoadResult holds no repeated id (its loader turned the second into an error)."""
         return False
 
-    def count(self, shard: Optional[Shard] = None, done: Optional[np.ndarray] = None) -> int:
+    def count(self, shard: Shard | None = None, done: np.ndarray | None = None) -> int:
         """As `TrajectoryStream.count`."""
         return _count(self.order, shard, done)
 
 
-def _count(order: np.ndarray, shard: Optional[Shard], done: Optional[np.ndarray]) -> int:
+def _count(order: np.ndarray, shard: Shard | None, done: np.ndarray | None) -> int:
     mine = order[shard.index - 1::shard.count] if shard else order
     if done is None or not len(done):
         return len(mine)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import string
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict
 
@@ -44,7 +43,7 @@ class PromptSet(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     version: int
-    source: Optional[str] = None
+    source: str | None = None
     router: str
     verifier: str
     fine_cue: str

@@ -34,7 +34,8 @@ to it.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 # absolute imports: verl and OpenRLHF load this file by path, outside the package
 from adaptrubric_local.rewards import shared as _rm
@@ -44,7 +45,7 @@ from adaptrubric_local.types import Verdict
 METRIC_PREFIX = "adaptrubric"
 
 
-def configure(config: Optional[str] = None, **options) -> RewardModel:
+def configure(config: str | None = None, **options) -> RewardModel:
     """Set the process-wide verifier from a YAML/JSON file and/or options (see RewardModel)."""
     return _rm.configure(config, **options)
 
@@ -86,9 +87,9 @@ def _env_trajectory(env: Any) -> Any:
     return t() if callable(t) else t
 
 
-def trl_reward(prompts: Optional[Sequence[Any]] = None, completions: Optional[Sequence[Any]] = None,
-               trajectory: Optional[Sequence[Any]] = None, environments: Optional[Sequence[Any]] = None,
-               log_metric: Any = None, **kwargs) -> list[Optional[float]]:
+def trl_reward(prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
+               trajectory: Sequence[Any] | None = None, environments: Sequence[Any] | None = None,
+               log_metric: Any = None, **kwargs) -> list[float | None]:
     """TRL reward function: one reward per completion, from the rollout's own trajectory (the
     `trajectory` key returned by `rollout_func`, or each environment's `trajectory`). Unparsed or
     failed verdicts give None; their rates are logged as `adaptrubric/unparsed_rate`, `.../error_rate`;
@@ -144,7 +145,7 @@ def _verl_result(rm: RewardModel, v: Verdict) -> dict:
     return out
 
 
-def _served_name(tokenizer: Any) -> Optional[str]:
+def _served_name(tokenizer: Any) -> str | None:
     """The name verl's reward servers serve the model under: the path its tokenizer was loaded from
     (verl starts vLLM/SGLang on that path, workers/rollout/vllm_rollout/vllm_async_server.py:456)."""
     name = getattr(tokenizer, "name_or_path", None)
@@ -153,7 +154,7 @@ def _served_name(tokenizer: Any) -> Optional[str]:
 
 def compute_score(data_source: Any = None, solution_str: Any = None, ground_truth: Any = None,
                   extra_info: Any = None, *, data_sources: Any = None, solution_strs: Any = None,
-                  ground_truths: Any = None, extra_infos: Any = None, reward_router_address: Optional[str] = None,
+                  ground_truths: Any = None, extra_infos: Any = None, reward_router_address: str | None = None,
                   reward_model_tokenizer: Any = None, **kwargs) -> Any:
     """verl `compute_score`. One sample (`extra_info`, from the reward loop or the naive manager) gives a
     dict; the batch manager's plural keywords (`extra_infos`, a numpy object array) give a list of

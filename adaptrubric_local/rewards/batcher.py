@@ -9,8 +9,8 @@ import dataclasses
 import queue
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Callable, Optional, Sequence
 
 from ..types import Trajectory, Verdict
 from .inputs import traj_key
@@ -25,7 +25,7 @@ class Batcher:
     (up to `max_batch`) is scored as one batch, each distinct trajectory once. Thread-safe; futures out."""
 
     def __init__(self, score: Callable[[list[Trajectory]], list[Verdict]], max_batch: int = 32,
-                 window_s: float = 0.02, max_pending: Optional[int] = None):
+                 window_s: float = 0.02, max_pending: int | None = None):
         self._score = score
         self.max_batch, self.window_s, self.max_pending = max_batch, window_s, max_pending
         self._q: queue.Queue = queue.Queue()
@@ -91,7 +91,7 @@ class Batcher:
             with self._lock:
                 self.pending -= len(batch)
 
-    def close(self, timeout: Optional[float] = None) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """Finish everything queued, then stop the thread."""
         with self._lock:
             if self._closed:

@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 import zlib
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from ..inline_images import data_url, is_inline
 from ..types import Trajectory, Verdict
@@ -117,7 +117,7 @@ class ServiceClient:
     def score(self, items: list[Any], cfg: RewardConfig) -> list[Verdict]:
         """Verdicts from the service, in order (requests to different replicas run one after another);
         an item that cannot be sent (a screenshot missing here) is an error verdict of its own."""
-        out: list[Optional[Verdict]] = [None] * len(items)
+        out: list[Verdict | None] = [None] * len(items)
         by_url: dict[int, list[tuple[int, Any]]] = {}
         for i, obj in enumerate(items):
             try:

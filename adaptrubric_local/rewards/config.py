@@ -9,7 +9,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from ..engine.hf_config import DEFAULT_MODEL, HFEngineConfig
 from ..engine.options import OPTIONS
@@ -34,11 +34,11 @@ class RewardConfig:
         "help": "binary (SCORE 0/1) or p_success (P(SCORE=1) read from the logits; 'soft' is accepted)"})
     unparsed_reward: float = field(default=0.0, metadata={
         "help": "the number given to frameworks that need one for an unparsed or failed verdict (TRL gets None)"})
-    data_root: Optional[str] = field(default=None, metadata={
+    data_root: str | None = field(default=None, metadata={
         "help": "folder that relative screenshot paths resolve against", "none": "the current directory"})
     image_roots: list[str] = field(default_factory=list, metadata={
         "help": "further folders tried, in order, for relative screenshot paths"})
-    service_url: Optional[str] = field(default=None, metadata={
+    service_url: str | None = field(default=None, metadata={
         "help": "URL(s) of `adaptrubric serve`, comma-separated; when set no model is loaded in this process"})
     service_timeout: float = field(default=600.0, metadata={"help": "seconds to wait for the service per request"})
     inline_images: bool = field(default=False, metadata={
@@ -54,10 +54,10 @@ class RewardConfig:
         "help": "how long the scoring thread waits for more concurrent calls before running a batch"})
     max_batch_trajectories: int = field(default=32, metadata={
         "help": "most trajectories the scoring thread gathers from concurrent calls into one batch"})
-    max_pending: Optional[int] = field(default=None, metadata={
+    max_pending: int | None = field(default=None, metadata={
         "help": "most trajectories waiting to be scored; more are refused (the service answers 503)",
         "none": "no limit"})
-    calibration: Optional[str] = field(default=None, metadata={"common": "rewards",
+    calibration: str | None = field(default=None, metadata={"common": "rewards",
         "help": "a file from `adaptrubric calibrate`: verdicts get p_success_calibrated, which the p_success "
                 "reward then uses"})
 

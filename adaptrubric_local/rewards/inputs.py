@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from ..inline_images import ImageStore, is_inline
 from ..types import Trajectory
@@ -45,7 +45,7 @@ def resolve_shot(rel: str, roots: list[Path], where: str, confine: bool = False)
     raise ValueError(f"{where}: screenshot not found: {rel!r} (tried {', '.join(tried)}; set data_root or image_roots)")
 
 
-def _shot(value: Any, roots: list[Path], images: Optional[ImageStore], where: str, confine: bool) -> Any:
+def _shot(value: Any, roots: list[Path], images: ImageStore | None, where: str, confine: bool) -> Any:
     """A step's screenshot as a local path: inline images go to `images`, paths are resolved."""
     if is_inline(value):
         if images is None:
@@ -55,7 +55,7 @@ def _shot(value: Any, roots: list[Path], images: Optional[ImageStore], where: st
 
 
 def to_trajectory(obj: Any, cfg: RewardConfig, where: str = "trajectory",
-                  images: Optional[ImageStore] = None, confine: bool = False) -> Trajectory:
+                  images: ImageStore | None = None, confine: bool = False) -> Trajectory:
     """A Trajectory from a Trajectory, a canonical dict (or its JSON), or a path to trajectory data.
     Screenshots given inline (bytes or data URLs) are checked and written to `images`. With `confine`
     (the service: requests come from elsewhere), absolute paths, like relative ones, must lie inside

@@ -27,9 +27,10 @@ import dataclasses
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any
 
 from ..engine.base import Engine
 from ..inline_images import DEFAULT_MAX_PIXELS, ImageStore
@@ -108,22 +109,22 @@ class RewardModel:
         judge_engine: The judge's engine as an instance (instead of judge_url/judge_model).
     """
 
-    def __init__(self, model: Optional[str] = None, *, engine: str | Engine | None = "transformers",
-                 adapter: Optional[str] = None, pipeline: Optional[PipelineConfig] = None,
-                 dtype: Optional[str] = None, device_map: Optional[str] = None,
-                 load_in_4bit: Optional[bool] = None, load_in_8bit: Optional[bool] = None,
-                 max_visual_tokens: Optional[int] = None, max_pixels: Optional[int] = None,
-                 votes: Optional[int] = None, max_batch_size: Optional[int] = None,
-                 max_batch_tokens: Optional[int] = None, gpu_memory_utilization: Optional[float] = None,
-                 max_num_seqs: Optional[int] = None, max_model_len: Optional[int] = None,
-                 openai_url: Optional[str] = None, engine_config: Optional[EngineConfig] = None,
-                 reward: str = "binary", unparsed_reward: float = 0.0, calibration: Optional[str] = None,
-                 data_root: Optional[str] = None, image_roots: Sequence[str] = (),
-                 service_url: Optional[str] = None, service_timeout: float = 600.0, inline_images: bool = False,
+    def __init__(self, model: str | None = None, *, engine: str | Engine | None = "transformers",
+                 adapter: str | None = None, pipeline: PipelineConfig | None = None,
+                 dtype: str | None = None, device_map: str | None = None,
+                 load_in_4bit: bool | None = None, load_in_8bit: bool | None = None,
+                 max_visual_tokens: int | None = None, max_pixels: int | None = None,
+                 votes: int | None = None, max_batch_size: int | None = None,
+                 max_batch_tokens: int | None = None, gpu_memory_utilization: float | None = None,
+                 max_num_seqs: int | None = None, max_model_len: int | None = None,
+                 openai_url: str | None = None, engine_config: EngineConfig | None = None,
+                 reward: str = "binary", unparsed_reward: float = 0.0, calibration: str | None = None,
+                 data_root: str | None = None, image_roots: Sequence[str] = (),
+                 service_url: str | None = None, service_timeout: float = 600.0, inline_images: bool = False,
                  api_key_env: str = "ADAPTRUBRIC_API_KEY", max_image_pixels: int = DEFAULT_MAX_PIXELS,
-                 batch_window_ms: float = 50.0, max_batch_trajectories: int = 32, max_pending: Optional[int] = None,
-                 engine_factory: Optional[Callable[[], Engine]] = None, judge: Any = None,
-                 judge_engine: Optional[Engine] = None):
+                 batch_window_ms: float = 50.0, max_batch_trajectories: int = 32, max_pending: int | None = None,
+                 engine_factory: Callable[[], Engine] | None = None, judge: Any = None,
+                 judge_engine: Engine | None = None):
         self.config = RewardConfig(
             reward=reward, unparsed_reward=unparsed_reward, calibration=calibration, data_root=data_root,
             image_roots=list(image_roots), service_url=service_url, service_timeout=service_timeout,
@@ -139,8 +140,8 @@ class RewardModel:
         from ..cascade.config import judge_config
 
         self.judge_config, self._judge_engine, self._live = judge_config(judge, judge_engine), judge_engine, None
-        self._pipe: Optional[AdaptRubric] = None
-        self._batcher: Optional[Batcher] = None
+        self._pipe: AdaptRubric | None = None
+        self._batcher: Batcher | None = None
         self._load_lock = threading.Lock()
         self._stats_lock = threading.Lock()
         self.loads = 0
@@ -154,7 +155,7 @@ class RewardModel:
             self.provenance["calibration"] = prov
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any], where: str = "options", **overrides: Any) -> "RewardModel":
+    def from_options(cls, options: Mapping[str, Any], where: str = "options", **overrides: Any) -> RewardModel:
         """Build from one flat mapping of options, as a reward.yaml or `serve`'s flags give them (any
         RewardConfig, PipelineConfig, HFEngineConfig, VLLMConfig or RemoteConfig field, and `engine`);
         an unknown key is a ValueError naming it and `where`. `overrides` (keyword arguments of the
@@ -184,7 +185,7 @@ class RewardModel:
         return cls(**kw)
 
     @classmethod
-    def from_config(cls, path: str | Path, **overrides) -> "RewardModel":
+    def from_config(cls, path: str | Path, **overrides) -> RewardModel:
         """Build from a flat YAML/JSON mapping of options (any RewardConfig, PipelineConfig,
         HFEngineConfig, VLLMConfig or RemoteConfig field); keys of `overrides` win over the file's."""
         return cls.from_options({**load_options(path), **overrides}, where=str(path))
@@ -249,7 +250,7 @@ class RewardModel:
             verdicts = self._calibrated(verdicts)
         else:
             with ImageStore(self.config.max_image_pixels) as images:  # inline screenshots, for this call
-                trajs: list[Optional[Trajectory]] = []
+                trajs: list[Trajectory | None] = []
                 errors: dict[int, str] = {}
                 for i, obj in enumerate(items):
                     try:
@@ -288,12 +289,12 @@ class RewardModel:
             return verdicts
         return [dataclasses.replace(v, p_success_calibrated=cal.apply(v.p_success)) for v in verdicts]
 
-    def value(self, v: Verdict) -> Optional[float]:
+    def value(self, v: Verdict) -> float | None:
         """The reward of one verdict: None unless it parsed. The p_success reward takes the calibrated
         probability when a calibration is configured."""
         return reward_value(v, self.config.reward, self.calibration)
 
-    def rewards(self, items: Sequence[Any]) -> list[Optional[float]]:
+    def rewards(self, items: Sequence[Any]) -> list[float | None]:
         """One reward per item (binary or p_success); None for unparsed or failed verdicts."""
         return [self.value(v) for v in self.score(items)]
 
@@ -333,7 +334,7 @@ class RewardModel:
             out["cascade"] = self._live.stats()
         return out
 
-    def cascade_stats(self) -> Optional[dict[str, Any]]:
+    def cascade_stats(self) -> dict[str, Any] | None:
         """The judge's live figures (cascade/live.py), or None without a judge or before the first call."""
         return self._live.stats() if self._live is not None else None
 

@@ -40,7 +40,7 @@ import threading
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from ..inline_images import ImageStore
 from ..types import Verdict
@@ -62,7 +62,7 @@ class ServeConfig:
     max_items: int = field(default=256, metadata={"help": "most trajectories in one request (413 above)"})
     request_timeout_s: float = field(default=600.0, metadata={"help": "a request waits at most this long (504)"})
     graceful_timeout_s: float = field(default=120.0, metadata={"help": "on shutdown, wait this long for requests"})
-    api_key: Optional[str] = field(default=None, repr=False, metadata={
+    api_key: str | None = field(default=None, repr=False, metadata={
         "help": "the key every request must send as 'Authorization: Bearer <key>'; as a flag it shows in `ps` and "
                 "shell history: prefer the variable named by --api-key-env (ADAPTRUBRIC_API_KEY) or --api-key-file"})
     insecure: bool = field(default=False, metadata={
@@ -93,7 +93,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def authorized(header: Optional[str], key: str) -> bool:
+def authorized(header: str | None, key: str) -> bool:
     """Whether an Authorization header carries `key` as a bearer token, compared in constant time
     (the digests have equal length whatever was sent)."""
     scheme, _, token = (header or "").partition(" ")
@@ -108,7 +108,7 @@ def _error(status: int, msg: str, **headers):
     return JSONResponse({"error": msg}, status_code=status, headers=headers or None)
 
 
-def build_app(rm: RewardModel, cfg: Optional[ServeConfig] = None):
+def build_app(rm: RewardModel, cfg: ServeConfig | None = None):
     """The FastAPI app around one RewardModel (loaded at startup, drained at shutdown)."""
     from fastapi import FastAPI, Request
 
@@ -163,7 +163,7 @@ def build_app(rm: RewardModel, cfg: Optional[ServeConfig] = None):
                 verdicts[i] = Verdict(id=item_id(obj, f"item {i}"), status="error", error=str(exc))
         return trajs, verdicts
 
-    async def score_items(items: list) -> tuple[Optional[list[Verdict]], Any]:
+    async def score_items(items: list) -> tuple[list[Verdict] | None, Any]:
         if len(items) > cfg.max_items:
             counters["rejected_size"] += 1
             return None, _error(413, f"{len(items)} trajectories in one request > limit {cfg.max_items}")
@@ -257,7 +257,7 @@ def close_when_done(images: ImageStore, futs: list) -> None:
         f.add_done_callback(one_done)
 
 
-def serve(rm: RewardModel, cfg: Optional[ServeConfig] = None) -> None:
+def serve(rm: RewardModel, cfg: ServeConfig | None = None) -> None:
     """Run the service until SIGTERM/SIGINT (then finish in-flight requests and the queue)."""
     import uvicorn
 

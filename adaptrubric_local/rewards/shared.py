@@ -11,7 +11,7 @@ import dataclasses
 import os
 import threading
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from ..pipeline import PipelineConfig
 from .config import load_options
@@ -24,7 +24,7 @@ CONFIG_ENV = "ADAPTRUBRIC_CONFIG"
 URL_ENV = "ADAPTRUBRIC_SERVICE_URL"
 
 
-def configure(config: Optional[str | Path | PipelineConfig] = None, **options) -> RewardModel:
+def configure(config: str | Path | PipelineConfig | None = None, **options) -> RewardModel:
     """Set the process-wide RewardModel from a config file and/or options (replacing any earlier one).
     A PipelineConfig may stand in for the file: its fields become options."""
     if isinstance(config, PipelineConfig):
@@ -52,7 +52,7 @@ def shared() -> RewardModel:
     return rm
 
 
-def for_router(address: str, served_name: Optional[str] = None) -> RewardModel:
+def for_router(address: str, served_name: str | None = None) -> RewardModel:
     """The process-wide RewardModel for the OpenAI-compatible server at `address` ("host:port", or a
     URL), built once per address: the options of $ADAPTRUBRIC_CONFIG (when set) with `openai_url`
     pointing at `http://host:port/v1` and `model` the served name (`served_name`, else the file's

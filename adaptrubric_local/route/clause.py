@@ -12,7 +12,6 @@ nothing about how clauses combine into the instruction's family (rules.py).
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from .lexicon import Lexicon
 
@@ -45,7 +44,7 @@ def strip_prefix(clause: str) -> str:
     return clause
 
 
-def head_verb(clause: str, lex: Lexicon) -> Optional[str]:
+def head_verb(clause: str, lex: Lexicon) -> str | None:
     """The lexicon verb (or phrase) the lower-cased `clause` starts with, longest first."""
     low = clause.lower()
     for v in lex.verb_keys:
@@ -136,7 +135,7 @@ def _classify_by_verb(verb: str, low: str, obj: str, lex: Lexicon) -> str:
     return fam
 
 
-def _by_specific_verb(verb: str, obj: str, lex: Lexicon) -> Optional[str]:
+def _by_specific_verb(verb: str, obj: str, lex: Lexicon) -> str | None:
     """Verbs whose family depends on what follows them (let X know, leave a comment, take a photo ...)."""
     if verb == "let":
         return "communication" if re.search(r"\bknow\b", obj) else "general"
@@ -187,7 +186,7 @@ def split_clauses(instruction: str, lex: Lexicon) -> list[tuple[str, str]]:
     return [(k, p.strip()) for k, p in pieces if p.strip()]
 
 
-def normalise_verb(body: str, lex: Lexicon) -> tuple[Optional[str], str]:
+def normalise_verb(body: str, lex: Lexicon) -> tuple[str | None, str]:
     """(head verb, clause) after undoing "re-" (reopen -> open), "use X to <verb>" and "check out X"."""
     verb = head_verb(body, lex)
     if verb is None:
@@ -227,7 +226,7 @@ def is_step(p, lex: Lexicon) -> bool:
 
 def step_family(p) -> str:
     """The family of an instruction made only of steps, from its first step."""
-    _, verb, body, fam = p
+    _, verb, _body, fam = p
     if verb in ("find", "check", "look", "locate"):
         return "info_query"
     if verb in ("fill", "enter", "type", "input", "select", "choose", "click", "tap"):

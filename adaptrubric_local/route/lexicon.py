@@ -8,11 +8,11 @@ A `Lexicon` is a value: the rules take it as an argument, and `without(verbs)` r
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -149,13 +149,13 @@ class Lexicon:
             object.__setattr__(self, name, value)
 
     @classmethod
-    def from_file(cls, doc: LexiconFile) -> "Lexicon":
+    def from_file(cls, doc: LexiconFile) -> Lexicon:
         verbs = {verb: fam for fam, vs in doc.verbs.items() for verb in vs}
         return cls(verbs=verbs, step_verbs=frozenset(doc.step_verbs), item_only_verbs=frozenset(doc.item_only_verbs),
                    answer_verbs=frozenset(doc.answer_verbs), purchase_verbs=frozenset(doc.purchase_verbs),
                    stop_words=frozenset(doc.stop_words), kind_nouns=frozenset(doc.kind_nouns), words=doc.words)
 
-    def without(self, verbs: Iterable[str]) -> "Lexicon":
+    def without(self, verbs: Iterable[str]) -> Lexicon:
         """This lexicon with the head verbs `verbs` removed (verbs it does not have are ignored)."""
         drop = set(verbs)
         return replace(self, verbs={v: f for v, f in self.verbs.items() if v not in drop})

@@ -7,7 +7,7 @@ Knows nothing about engines or trajectories: the caller sends the prompt and pas
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from ..prompts import render
 from ..types import FAMILIES, RouteResult
@@ -15,7 +15,7 @@ from ..types import FAMILIES, RouteResult
 _CATEGORY_LINE = re.compile(r"^\W*category\W*[:=][ \t]*(.*)$", re.I | re.M)
 
 
-def _family_named(value: str, families: Sequence[str] = FAMILIES) -> Optional[str]:
+def _family_named(value: str, families: Sequence[str] = FAMILIES) -> str | None:
     """The family a CATEGORY value names, tolerating markdown, case and spaces or hyphens for '_'."""
     words = [w.replace("-", "_") for w in re.findall(r"[a-z0-9]+(?:[_-][a-z0-9]+)*", value.lower())]
     for k in range(min(4, len(words)), 0, -1):  # "info_query", "state-navigation", "composite workflow"

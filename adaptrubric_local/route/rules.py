@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ..types import RouteResult
 from .clause import (
@@ -44,7 +43,7 @@ _SENDS_PREVIOUS = re.compile(r"^\w+(?:\s+\w+)?\s+(?:it|them|(?:this|that|these|t
 _STRENGTH = {None: -1, "start": 0, "and": 1, "or": 1, "then": 2, "sentence": 3}
 
 
-def route_rules(instruction: str, lexicon: Optional[Lexicon] = None) -> RouteResult:
+def route_rules(instruction: str, lexicon: Lexicon | None = None) -> RouteResult:
     """Deterministic family for `instruction` (no model), with `lexicon` (default: the bundled one)."""
     return RouteResult(category=explain_rules(instruction, lexicon).category, mode="rules")
 
@@ -70,7 +69,7 @@ class RulesReading:
     context: list[str] = field(default_factory=list)
 
 
-def explain_rules(instruction: str, lexicon: Optional[Lexicon] = None) -> RulesReading:
+def explain_rules(instruction: str, lexicon: Lexicon | None = None) -> RulesReading:
     """The rules router's reading of `instruction` (route_rules returns its category)."""
     lex = lexicon if lexicon is not None else load_lexicon()
     first = strip_prefix(instruction)
@@ -105,7 +104,7 @@ def explain_rules(instruction: str, lexicon: Optional[Lexicon] = None) -> RulesR
     outcomes, carry = [], None
     for p in parsed:  # a step's boundary carries over to the next outcome clause
         if not is_step(p, lex) or (p[1] == "check" and INFO_ANYWHERE.search(p[2])):
-            outcomes.append((_stronger(carry, p[0]),) + p[1:])
+            outcomes.append((_stronger(carry, p[0]), *p[1:]))
             carry = None
         else:
             carry = _stronger(carry, p[0])
@@ -118,7 +117,7 @@ def explain_rules(instruction: str, lexicon: Optional[Lexicon] = None) -> RulesR
     return RulesReading(_combine(outcomes, instruction, lex), rule, clauses, context)
 
 
-def _stronger(a: Optional[str], b: str) -> str:
+def _stronger(a: str | None, b: str) -> str:
     return a if _STRENGTH[a] > _STRENGTH[b] else b
 
 
@@ -131,7 +130,7 @@ def _words(text: str, lex: Lexicon) -> set[str]:
     return out
 
 
-def _app(body: str) -> Optional[str]:
+def _app(body: str) -> str | None:
     """The app or site a clause names ("... in Pro Expense", "on Mastodon"), if any."""
     m = _APP.search(body)
     return m.group(1).lower() if m else None
