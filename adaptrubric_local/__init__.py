@@ -8,7 +8,7 @@
 
 Public API (`__all__`): the front door (Verifier) and the reward function for RL (RewardModel); the
 data model (Trajectory, Step, Verdict) and its loaders (load_trajectories, load_verdicts); the
-settings (PipelineConfig, the engine configs HFEngineConfig / VLLMConfig / RemoteConfig,
+settings (PipelineConfig, the engine configs HFEngineConfig / VLLMOptions / RemoteConfig,
 RewardConfig); what `adaptrubric score` and `adaptrubric eval` run (score_file, run_eval, evaluate);
 the pipeline itself (AdaptRubric) and the engine interface (Engine, Request, Output, FakeEngine); the
 extension points (register_engine, register_format, and load_plugins for a user's file of them).
@@ -21,7 +21,7 @@ from .engine.base import Engine, Output, Request
 from .engine.hf_config import HFEngineConfig
 from .engine.options import register_engine
 from .engine.remote import RemoteConfig
-from .engine.vllm_engine import VLLMConfig
+from .engine.vllm_engine import VLLMOptions
 from .evaluation.harness import load_verdicts, run_eval
 from .evaluation.metrics import evaluate
 from .formats import DataError, detect_format, load_trajectories, register_format
@@ -52,7 +52,7 @@ __all__ = [
            "RubricBank",
            "Step",
            "Trajectory",
-           "VLLMConfig",
+           "VLLMOptions",
            "Verdict",
            "Verifier",
            "__version__",
@@ -68,3 +68,14 @@ __all__ = [
            "run_eval",
            "score_file",
 ]
+
+
+def __getattr__(name: str):
+    """`VLLMConfig`, the earlier name of VLLMOptions (vLLM's own options), with a warning."""
+    if name == "VLLMConfig":
+        import warnings
+
+        warnings.warn("adaptrubric_local.VLLMConfig is now VLLMOptions (vLLM's own options)", DeprecationWarning,
+                      stacklevel=2)
+        return VLLMOptions
+    raise AttributeError(f"module 'adaptrubric_local' has no attribute {name!r}")

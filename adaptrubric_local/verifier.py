@@ -28,42 +28,42 @@ from .engine.base import Engine
 from .engine.hf_config import DEFAULT_MODEL, HFEngineConfig
 from .engine.options import NO_VALUE, engines, refuse_unread, vllm_options
 from .engine.remote import RemoteConfig, check_remote, remote_engine
-from .engine.vllm_engine import VLLMConfig
+from .engine.vllm_engine import VLLMOptions
 from .formats import LoadResult
 from .image_policy import adopt
 from .pipeline import AdaptRubric, PipelineConfig
 from .scoring import error_id
 from .types import Trajectory, Verdict
 
-EngineConfig = HFEngineConfig | VLLMConfig | RemoteConfig
+EngineConfig = HFEngineConfig | VLLMOptions | RemoteConfig
 RewardMode = Literal["binary", "p_success"]
 
 # The keyword options Verifier and RewardModel both take, each defaulting to None (not given): its type as
 # the signatures write it and its `Args:` sentence, written here once. The two signatures and docstrings keep
 # copies (for help(), IDEs and the reference), which tests/test_verifier.py holds to this table.
 KEYWORDS: dict[str, tuple[str, str]] = {
-    "adapter": ("Optional[str]", "A LoRA adapter folder (peft) loaded on top of `model`; its recorded image settings "
+    "adapter": ("str | None", "A LoRA adapter folder (peft) loaded on top of `model`; its recorded image settings "
                                  "are adopted unless given here or in `pipeline`."),
-    "dtype": ("Optional[str]", 'Weights\' dtype, "auto", "bf16", "fp16" or "fp32"; None: auto (bf16 on a GPU, fp32 on '
+    "dtype": ("str | None", 'Weights\' dtype, "auto", "bf16", "fp16" or "fp32"; None: auto (bf16 on a GPU, fp32 on '
                                'the CPU).'),
-    "device_map": ("Optional[str]", 'transformers\' device_map (transformers engine only); None: "auto".'),
-    "load_in_4bit": ("Optional[bool]", "Load the weights in 4-bit nf4 with bitsandbytes (transformers engine only)."),
-    "load_in_8bit": ("Optional[bool]", "Load the weights in 8-bit with bitsandbytes (transformers engine only)."),
-    "max_visual_tokens": ("Optional[int]", "Visual-token budget per trajectory, e.g. 6144 for speed; None: the "
+    "device_map": ("str | None", 'transformers\' device_map (transformers engine only); None: "auto".'),
+    "load_in_4bit": ("bool | None", "Load the weights in 4-bit nf4 with bitsandbytes (transformers engine only)."),
+    "load_in_8bit": ("bool | None", "Load the weights in 8-bit with bitsandbytes (transformers engine only)."),
+    "max_visual_tokens": ("int | None", "Visual-token budget per trajectory, e.g. 6144 for speed; None: the "
                                            "processor's own resolution, as in the paper."),
-    "max_pixels": ("Optional[int]", "Pixel cap per screenshot; None: the processor's."),
-    "votes": ("Optional[int]", "Samples per verifier call; above 1 the verdict is their majority vote (sampled at "
+    "max_pixels": ("int | None", "Pixel cap per screenshot; None: the processor's."),
+    "votes": ("int | None", "Samples per verifier call; above 1 the verdict is their majority vote (sampled at "
                                "temperature 0.7); None: 1, greedy."),
-    "max_batch_size": ("Optional[int]", "Most requests in one generate call (transformers engine only; vLLM's is "
+    "max_batch_size": ("int | None", "Most requests in one generate call (transformers engine only; vLLM's is "
                                         "`max_num_seqs`); None: 16."),
-    "max_batch_tokens": ("Optional[int]", "Padded tokens per generate call (transformers engine only); None: derived "
+    "max_batch_tokens": ("int | None", "Padded tokens per generate call (transformers engine only); None: derived "
                                           "from free GPU memory, 262144 on the CPU."),
-    "gpu_memory_utilization": ("Optional[float]", "Share of the GPU's memory vLLM takes for weights and KV cache "
+    "gpu_memory_utilization": ("float | None", "Share of the GPU's memory vLLM takes for weights and KV cache "
                                                   "(vllm engine only); None: 0.9."),
-    "max_num_seqs": ("Optional[int]", "Most requests vLLM runs at once (vllm engine only); None: 64."),
-    "max_model_len": ("Optional[int]", "Context length per request, prompt plus reply (vllm engine only); None: the "
+    "max_num_seqs": ("int | None", "Most requests vLLM runs at once (vllm engine only); None: 64."),
+    "max_model_len": ("int | None", "Context length per request, prompt plus reply (vllm engine only); None: the "
                                        "model's."),
-    "openai_url": ("Optional[str]", 'Run every model call on this OpenAI-compatible server, e.g. '
+    "openai_url": ("str | None", 'Run every model call on this OpenAI-compatible server, e.g. '
                                     '"http://host:8000/v1" (vLLM, SGLang, a hosted API); implies engine="openai".'),
 }
 # the engine options among them (engine/options.py says which engine reads each); openai_url picks the engine
@@ -80,7 +80,7 @@ def spell(name: str, value: Any = NO_VALUE) -> str:
     of engine_config."""
     if name in NAMED_OPTIONS or name in ("model", "engine", "openai_url"):
         return name if value is NO_VALUE else f"{name}={value!r}"
-    cls = "VLLMConfig" if vllm_options([name]) else "RemoteConfig" if name.startswith("openai_") else "HFEngineConfig"
+    cls = "VLLMOptions" if vllm_options([name]) else "RemoteConfig" if name.startswith("openai_") else "HFEngineConfig"
     return f"engine_config={cls}({name}={'...' if value is NO_VALUE else repr(value)})"
 
 
@@ -127,7 +127,7 @@ class Verifier:
         openai_url: Run every model call on this OpenAI-compatible server, e.g.
             "http://host:8000/v1" (vLLM, SGLang, a hosted API); implies engine="openai".
         engine_config: The engine's remaining settings: an HFEngineConfig (transformers), a
-            VLLMConfig (vllm) or a RemoteConfig (openai); the named options above win over it.
+            VLLMOptions (vllm) or a RemoteConfig (openai); the named options above win over it.
     """
 
     def __init__(self, model: str | None = None, *, engine: str | Engine = "transformers",
@@ -275,18 +275,18 @@ def _config_fields(engine: str, cfg: Any) -> dict[str, Any]:
         return {}
     if isinstance(cfg, Mapping):
         return dict(cfg)
-    kinds = {"vllm": VLLMConfig, "openai": RemoteConfig, "transformers": HFEngineConfig}
+    kinds = {"vllm": VLLMOptions, "openai": RemoteConfig, "transformers": HFEngineConfig}
     if engine not in kinds:
         raise TypeError(f"engine_config for engine={engine!r} (a registered engine) must be a mapping of its options, "
                         f"got {type(cfg).__name__}")
-    if isinstance(cfg, VLLMConfig):
+    if isinstance(cfg, VLLMOptions):
         kind = "vllm"
     elif isinstance(cfg, RemoteConfig):
         kind = "openai"
     elif isinstance(cfg, HFEngineConfig):
         kind = "transformers"
     else:
-        raise TypeError("engine_config must be an HFEngineConfig, VLLMConfig or RemoteConfig, got "
+        raise TypeError("engine_config must be an HFEngineConfig, VLLMOptions or RemoteConfig, got "
                         f"{type(cfg).__name__}")
     if kind != engine:
         fix = f" or add engine={kind!r}" if kind != "openai" else " or give openai_url"

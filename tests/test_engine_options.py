@@ -51,7 +51,7 @@ def test_both_surfaces_share_the_entries_they_both_reach():
     both = [(n, e) for n, e in UNREAD if e in CLI_ENGINES and n in NAMED_OPTIONS]
     assert {("max_batch_size", "vllm"), ("max_batch_tokens", "vllm"), ("max_num_seqs", "transformers")} <= set(both)
     assert "--vllm-engine-args '{\"max_num_batched_tokens\": N}'" in cli_error("vllm", "max_batch_tokens")
-    assert "engine_config=VLLMConfig(vllm_engine_args='{\"max_num_batched_tokens\": N}')" in python_error(
+    assert "engine_config=VLLMOptions(vllm_engine_args='{\"max_num_batched_tokens\": N}')" in python_error(
         "vllm", "max_batch_tokens")
 
 
@@ -60,7 +60,7 @@ def test_a_changed_entry_changes_both_messages(monkeypatch):
     monkeypatch.setitem(OPTIONS, "max_batch_size", changed)
     assert cli_error("vllm", "max_batch_size").endswith("try --max-num-seqs 3 or --tensor-parallel-size")
     assert python_error("vllm", "max_batch_size").endswith(
-        "try max_num_seqs=3 or engine_config=VLLMConfig(tensor_parallel_size=...)")
+        "try max_num_seqs=3 or engine_config=VLLMOptions(tensor_parallel_size=...)")
 
 
 def test_an_option_every_engine_reads_is_not_refused():

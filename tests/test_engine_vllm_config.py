@@ -6,8 +6,8 @@ import json
 import pytest
 
 from adaptrubric_local.engine.vllm_config import (
-    VLLMConfig,
     VLLMEngineConfig,
+    VLLMOptions,
     llm_kwargs,
     lora_rank_slot,
     lora_unsupported,
@@ -16,12 +16,12 @@ from adaptrubric_local.engine.vllm_config import (
 
 def test_vllm_options_are_validated_and_shared_options_refused_when_meaningless(tmp_path):
     with pytest.raises(ValueError, match="gpu_memory_utilization"):
-        VLLMConfig(gpu_memory_utilization=1.5)
+        VLLMOptions(gpu_memory_utilization=1.5)
     with pytest.raises(ValueError, match="not valid JSON"):
-        VLLMConfig(vllm_engine_args="{oops")
+        VLLMOptions(vllm_engine_args="{oops")
     with pytest.raises(ValueError, match="load_in_4bit.*quantis"):
         VLLMEngineConfig(model="m", load_in_4bit=True)
-    assert VLLMConfig(vllm_engine_args='{"max_num_batched_tokens": 4096}').extra_args() == {
+    assert VLLMOptions(vllm_engine_args='{"max_num_batched_tokens": 4096}').extra_args() == {
         "max_num_batched_tokens": 4096}
     (tmp_path / "a").mkdir()
     conf = tmp_path / "a" / "adapter_config.json"

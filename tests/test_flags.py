@@ -84,7 +84,7 @@ def _exposed():
     from adaptrubric_local.engine.hf_config import HFEngineConfig
     from adaptrubric_local.engine.remote import RemoteConfig
     from adaptrubric_local.engine.teacher import TeacherConfig
-    from adaptrubric_local.engine.vllm_engine import VLLMConfig
+    from adaptrubric_local.engine.vllm_engine import VLLMOptions
     from adaptrubric_local.evaluation.review_order import ReviewOrderConfig
     from adaptrubric_local.flags import config_fields
     from adaptrubric_local.labels import LabelsConfig
@@ -92,7 +92,7 @@ def _exposed():
     from adaptrubric_local.rewards.config import RewardConfig
     from adaptrubric_local.rewards.serve import ServeConfig
 
-    engines = [(EngineChoice, None), (HFEngineConfig, None), (VLLMConfig, None), (RemoteConfig, None)]
+    engines = [(EngineChoice, None), (HFEngineConfig, None), (VLLMOptions, None), (RemoteConfig, None)]
     scoring = [(PipelineConfig, None), *engines]
     labels = [(LabelsConfig, None)]
     shared_teacher = {"teacher_max_new_tokens"}  # induce/refine read the teacher's cap from the teacher's flag
@@ -143,13 +143,13 @@ def test_reward_config_keys_are_the_serve_flags():
     from adaptrubric_local.cli.serve import CLIENT_ONLY
     from adaptrubric_local.engine.build import EngineChoice
     from adaptrubric_local.engine.hf_config import HFEngineConfig
-    from adaptrubric_local.engine.vllm_engine import VLLMConfig
+    from adaptrubric_local.engine.vllm_engine import VLLMOptions
     from adaptrubric_local.flags import config_fields, flag_name
     from adaptrubric_local.pipeline import PipelineConfig
     from adaptrubric_local.rewards.config import RewardConfig
 
     flags = {s for a in _commands()["serve"]._actions for s in a.option_strings}
-    keys = [f.name for cls in (RewardConfig, PipelineConfig, EngineChoice, HFEngineConfig, VLLMConfig)
+    keys = [f.name for cls in (RewardConfig, PipelineConfig, EngineChoice, HFEngineConfig, VLLMOptions)
             for f in config_fields(cls, CLIENT_ONLY)]
     assert [k for k in keys if flag_name(k) not in flags] == []
 

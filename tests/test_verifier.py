@@ -22,7 +22,7 @@ from adaptrubric_local import (
     RewardModel,
     Verdict,
     Verifier,
-    VLLMConfig,
+    VLLMOptions,
     load_trajectories,
 )
 from adaptrubric_local.engine.options import readers
@@ -112,8 +112,8 @@ def test_an_option_the_engine_does_not_read_names_the_one_to_use():
     with pytest.raises(ValueError, match="load_in_4bit is an option of engine='transformers', not read by "
                                          "engine='vllm'"):
         Verifier("m", engine="vllm", load_in_4bit=True)
-    with pytest.raises(ValueError, match="engine_config is a VLLMConfig.*engine='vllm'"):
-        Verifier("m", engine_config=VLLMConfig(max_num_seqs=8))
+    with pytest.raises(ValueError, match="engine_config is a VLLMOptions.*engine='vllm'"):
+        Verifier("m", engine_config=VLLMOptions(max_num_seqs=8))
     with pytest.raises(ValueError, match="FakeEngine.*does not read dtype"):
         Verifier(engine=FakeEngine(), dtype="bf16")
     with pytest.raises(ValueError, match="engine must be one of"):
@@ -127,7 +127,7 @@ def test_an_option_the_engine_does_not_read_names_the_one_to_use():
 
 
 def test_options_reach_the_engine_and_the_config_object_fills_the_rest():
-    rm = RewardModel("m", engine="vllm", max_num_seqs=8, engine_config=VLLMConfig(enforce_eager=True, max_num_seqs=2))
+    rm = RewardModel("m", engine="vllm", max_num_seqs=8, engine_config=VLLMOptions(enforce_eager=True, max_num_seqs=2))
     assert rm.engine_options["max_num_seqs"] == 8 and rm.engine_options["enforce_eager"] is True  # named wins
     assert rm.engine_options["engine"] == "vllm" and rm.engine_options["model"] == "m"
     rm = RewardModel(max_batch_size=3, engine_config=HFEngineConfig(compile=True))
@@ -189,7 +189,7 @@ def keyword_drift(cls, table) -> list[str]:
 def test_the_front_door_keywords_are_the_one_table(cls):
     assert keyword_drift(cls, KEYWORDS) == []
     assert set(NAMED_OPTIONS) == set(KEYWORDS) - {"openai_url"}
-    drifted = dict(KEYWORDS, votes=("Optional[int]", "Samples per call."),
+    drifted = dict(KEYWORDS, votes=("int | None", "Samples per call."),
                    max_pixels=("int", KEYWORDS["max_pixels"][1]))
     assert keyword_drift(cls, drifted) == ["max_pixels: signature", "votes: docstring"]
 
@@ -204,7 +204,7 @@ def test_a_keyword_s_sentence_names_the_one_engine_that_reads_it_as_the_table_do
 def test_the_documented_defaults_are_the_engines():
     doc = args_section(inspect.getdoc(Verifier))
     for name, cls in (("max_batch_size", HFEngineConfig), ("votes", HFEngineConfig), ("device_map", HFEngineConfig),
-                      ("max_num_seqs", VLLMConfig), ("gpu_memory_utilization", VLLMConfig)):
+                      ("max_num_seqs", VLLMOptions), ("gpu_memory_utilization", VLLMOptions)):
         default = {f.name: f.default for f in dataclasses.fields(cls)}[name]
         said = re.search(r"None: ([^,;. ]+(?:\.\d+)?)", doc[name]).group(1).strip('"')
         assert said == str(default), (name, said, default)
@@ -216,7 +216,7 @@ def test_the_documented_defaults_are_the_engines():
 
 def test_every_public_name_is_importable_and_documented():
     expected = {"Verifier", "RewardModel", "load_trajectories", "Trajectory", "Step", "Verdict", "PipelineConfig",
-                "HFEngineConfig", "VLLMConfig", "RemoteConfig", "RewardConfig", "score_file", "run_eval", "evaluate",
+                "HFEngineConfig", "VLLMOptions", "RemoteConfig", "RewardConfig", "score_file", "run_eval", "evaluate",
                 "load_verdicts"}
     assert expected <= set(adaptrubric_local.__all__)
     for name in adaptrubric_local.__all__:
@@ -244,3 +244,10 @@ def test_verdict_built_by_the_pipeline_is_frozen(trajs):
     assert isinstance(verdict, Verdict)
     with pytest.raises(dataclasses.FrozenInstanceError):
         verdict.score = 0
+
+
+def test_the_earlier_name_of_vllm_options_still_imports_with_a_warning():
+    import adaptrubric_local
+
+    with pytest.warns(DeprecationWarning, match="VLLMOptions"):
+        assert adaptrubric_local.VLLMConfig is adaptrubric_local.VLLMOptions

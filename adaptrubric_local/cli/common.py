@@ -100,18 +100,18 @@ ROUTING_REMOTE_OPTIONS = ("openai_url", "openai_api_key_env", "openai_concurrenc
 
 def add_model_options(p: argparse.ArgumentParser, serve: bool = False, routing: bool = False) -> None:
     """--engine, --model and every engine option: one flag per EngineChoice, HFEngineConfig and
-    VLLMConfig field. `serve`: a flag not given leaves --config's value (no default shown), and the
+    VLLMOptions field. `serve`: a flag not given leaves --config's value (no default shown), and the
     model defaults to the engine config's. `routing`: only what `route` uses (ROUTING_ENGINE_OPTIONS)."""
     from ..engine.build import EngineChoice
     from ..engine.hf_config import HFEngineConfig
-    from ..engine.vllm_engine import VLLMConfig
+    from ..engine.vllm_engine import VLLMOptions
 
     g = p.add_argument_group("engine (transformers, Qwen3-VL; the options both engines share)")
     add_config_arguments(g, EngineChoice, hide_defaults=serve)
     add_config_arguments(g, HFEngineConfig, defaults={} if serve else {"model": None},  # a command names its model
                          hide_defaults=serve, only=ROUTING_ENGINE_OPTIONS if routing else None)
     if not routing:
-        add_config_arguments(p.add_argument_group("engine (vLLM: with --engine vllm)"), VLLMConfig,
+        add_config_arguments(p.add_argument_group("engine (vLLM: with --engine vllm)"), VLLMOptions,
                              hide_defaults=serve)
 
 
@@ -163,11 +163,11 @@ def _warn_once(args):
 
 
 def engine_options(args, cfg=None) -> dict:
-    """HFEngineConfig options from the flags, plus VLLMConfig's with --engine vllm and RemoteConfig's
+    """HFEngineConfig options from the flags, plus VLLMOptions's with --engine vllm and RemoteConfig's
     with --openai-url; the token cap covers every call the pipeline makes, and vLLM's screenshot limit
     defaults to the pipeline's budget."""
     from ..engine.hf_config import HFEngineConfig
-    from ..engine.vllm_engine import VLLMConfig
+    from ..engine.vllm_engine import VLLMOptions
 
     check_engine_options(getattr(args, "engine", None) or "transformers", explicit(args))
     kw, _ = adopt_adapter_images(args, config_kwargs(args, HFEngineConfig), {})
@@ -178,7 +178,7 @@ def engine_options(args, cfg=None) -> dict:
         if getattr(args, "openai_url", None):
             raise ValueError("--engine vllm runs vLLM in this process; --openai-url sends every call to a server: "
                              "choose one")
-        kw.update(config_kwargs(args, VLLMConfig), engine="vllm")
+        kw.update(config_kwargs(args, VLLMOptions), engine="vllm")
         if kw.get("limit_mm_per_prompt") is None and cfg is not None:
             kw["limit_mm_per_prompt"] = cfg.max_images
     elif engine != "transformers":  # a registered engine: build_engine passes it the options it reads

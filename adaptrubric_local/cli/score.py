@@ -142,7 +142,7 @@ def quiet_libraries(args):
         try:
             extra = json.loads(args.vllm_engine_args) if getattr(args, "vllm_engine_args", None) else {}
         except ValueError:
-            extra = None  # VLLMConfig says what is wrong with it
+            extra = None  # VLLMOptions says what is wrong with it
         if isinstance(extra, dict) and "use_tqdm_on_load" not in extra:
             args.vllm_engine_args = json.dumps({**extra, "use_tqdm_on_load": False})
     bars = sys.modules.get("transformers.utils.logging")  # imported already: its bars read the env at import

@@ -64,7 +64,7 @@ def cmd_serve(args) -> int:
     from ..engine.build import EngineChoice
     from ..engine.hf_config import HFEngineConfig
     from ..engine.remote import RemoteConfig
-    from ..engine.vllm_engine import VLLMConfig
+    from ..engine.vllm_engine import VLLMOptions
     from ..flags import config_kwargs, explicit
     from ..pipeline import PipelineConfig
     from ..rewards.config import RewardConfig, load_options
@@ -75,7 +75,7 @@ def cmd_serve(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     opts = {**SERVE_DEFAULTS, **(load_options(args.config) if args.config else {})}
     for cls, skip in ((RewardConfig, CLIENT_ONLY), (PipelineConfig, ()), (EngineChoice, ()), (HFEngineConfig, ()),
-                      (VLLMConfig, ()), (RemoteConfig, ()), (CascadeConfig, ())):
+                      (VLLMOptions, ()), (RemoteConfig, ()), (CascadeConfig, ())):
         opts.update(config_kwargs(args, cls, skip=skip, only_given=True))
     if "trajectories_per_batch" not in opts and opts.get("max_batch_size"):  # as every command derives it
         opts["trajectories_per_batch"] = max(4 * opts["max_batch_size"], 8)

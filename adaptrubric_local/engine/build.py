@@ -1,6 +1,6 @@
 """Building an engine from options: the one place outside the engine package that knows how. The
 in-process engines are registered here with engine/options.py's `register_engine`, as a user's are;
-the transformers engine's options are HFEngineConfig's fields, vLLM's those plus VLLMConfig's
+the transformers engine's options are HFEngineConfig's fields, vLLM's those plus VLLMOptions's
 (their flags come from flags.py, like every config's). Importing this module does not import torch,
 transformers or vLLM: that happens in `build_engine`. Knows nothing about rubrics, pipelines or
 files of trajectories.

@@ -174,5 +174,5 @@ def refuse_unread(engine: str, names: Iterable[str], spell: Callable[[str, Any],
 
 
 def vllm_options(names: Iterable[str]) -> list[str]:
-    """Those of `names` that are vLLM's own options (VLLMConfig's fields)."""
+    """Those of `names` that are vLLM's own options (VLLMOptions's fields)."""
     return sorted(n for n in names if n in VLLM_FIELDS)

@@ -1,4 +1,4 @@
-"""What the vLLM engine is configured with (`VLLMConfig`: vLLM's own options, flags of their own;
+"""What the vLLM engine is configured with (`VLLMOptions`: vLLM's own options, flags of their own;
 `VLLMEngineConfig`: those and the options both engines share) and the keyword arguments of the
 `vllm.LLM` a config becomes (`llm_kwargs`), with what an adapter needs of vLLM's LoRA
 (`lora_unsupported`, the rank slot). Imports neither torch nor vLLM, so the command line builds its
@@ -23,7 +23,7 @@ DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 @dataclass
-class VLLMConfig:
+class VLLMOptions:
     """vLLM's own settings (`--engine vllm`); what both engines share (model, dtype, adapter, votes,
     the image budget, token caps) are HFEngineConfig's options."""
 
@@ -89,20 +89,20 @@ class VLLMConfig:
 
 
 @dataclass
-class VLLMEngineConfig(VLLMConfig, HFEngineConfig):
+class VLLMEngineConfig(VLLMOptions, HFEngineConfig):
     """Everything the vLLM engine runs with: the shared options and vLLM's own (one settings record)."""
 
     engine: str = field(default="vllm", metadata={"help": "the engine", "no_flag": True})
 
     def __post_init__(self):
         HFEngineConfig.__post_init__(self)
-        VLLMConfig.__post_init__(self)
+        VLLMOptions.__post_init__(self)
         from .options import refuse_unread  # the table imports this module's VLLM_FIELDS
 
         refuse_unread("vllm", [name for name, unused in NOT_VLLM.items() if getattr(self, name) != unused])
 
 
-VLLM_FIELDS = frozenset(VLLMConfig.__dataclass_fields__)
+VLLM_FIELDS = frozenset(VLLMOptions.__dataclass_fields__)
 
 def llm_kwargs(cfg: VLLMEngineConfig, weights: str, cuda: bool, lora_rank: int | None = None) -> dict:
     """The `vllm.LLM` keyword arguments for a config (`weights`: the model folder or hub id, or a merged

@@ -34,10 +34,10 @@ from pathlib import Path
 
 from ..thinking import prompt_opens
 from .base import Engine, Output, Request, TokenProbs, cut_after_line, length_reason, watched_offsets
-from .vllm_config import (  # noqa: F401 - VLLMConfig and lora_unsupported are imported from here too
+from .vllm_config import (  # noqa: F401 - VLLMOptions and lora_unsupported are imported from here too
     INSTALL_HINT,
-    VLLMConfig,
     VLLMEngineConfig,
+    VLLMOptions,
     llm_kwargs,
     lora_unsupported,
 )

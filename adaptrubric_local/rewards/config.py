@@ -84,7 +84,7 @@ class RewardConfig:
 
 def split_options(options: dict[str, Any], where: str = "options") -> tuple[dict, dict, dict]:
     """One flat mapping -> (RewardConfig, PipelineConfig, engine) keyword arguments, the engine's being
-    HFEngineConfig's, `engine` with VLLMConfig's for the vLLM engine (`engine: vllm`) and, for a
+    HFEngineConfig's, `engine` with VLLMOptions's for the vLLM engine (`engine: vllm`) and, for a
     verifier on a server, RemoteConfig's (`openai_url`, ...); an unknown key is an error that names it
     and lists the known ones."""
     groups = [{f.name for f in dataclasses.fields(c)} for c in (RewardConfig, PipelineConfig, HFEngineConfig)]

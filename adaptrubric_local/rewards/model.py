@@ -81,7 +81,7 @@ class RewardModel:
             model's.
         openai_url: Run every model call on this OpenAI-compatible server, e.g.
             "http://host:8000/v1" (vLLM, SGLang, a hosted API); implies engine="openai".
-        engine_config: As Verifier's: an HFEngineConfig, VLLMConfig or RemoteConfig for the rest.
+        engine_config: As Verifier's: an HFEngineConfig, VLLMOptions or RemoteConfig for the rest.
         reward: "binary" (SCORE 0/1) or "p_success" (P(SCORE=1) from the logits; "soft" is accepted).
         unparsed_reward: The number `number()` gives for an unparsed or failed verdict (`rewards()`
             gives None).
@@ -157,7 +157,7 @@ class RewardModel:
     @classmethod
     def from_options(cls, options: Mapping[str, Any], where: str = "options", **overrides: Any) -> RewardModel:
         """Build from one flat mapping of options, as a reward.yaml or `serve`'s flags give them (any
-        RewardConfig, PipelineConfig, HFEngineConfig, VLLMConfig or RemoteConfig field, and `engine`);
+        RewardConfig, PipelineConfig, HFEngineConfig, VLLMOptions or RemoteConfig field, and `engine`);
         an unknown key is a ValueError naming it and `where`. `overrides` (keyword arguments of the
         constructor, e.g. `engine=FakeEngine()`, which leaves the mapping's engine options out) win over
         the mapping."""
@@ -187,7 +187,7 @@ class RewardModel:
     @classmethod
     def from_config(cls, path: str | Path, **overrides) -> RewardModel:
         """Build from a flat YAML/JSON mapping of options (any RewardConfig, PipelineConfig,
-        HFEngineConfig, VLLMConfig or RemoteConfig field); keys of `overrides` win over the file's."""
+        HFEngineConfig, VLLMOptions or RemoteConfig field); keys of `overrides` win over the file's."""
         return cls.from_options({**load_options(path), **overrides}, where=str(path))
 
     # ------------------------------------------------------------------ loading (once, under a lock)
