@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .engine.base import Engine
+from .engine.build import engines
 from .engine.hf_config import DEFAULT_MODEL, HFEngineConfig
-from .engine.options import NO_VALUE, engines, refuse_unread, vllm_options
+from .engine.options import NO_VALUE, refuse_unread, vllm_options
 from .engine.remote import RemoteConfig, check_remote, remote_engine
 from .engine.vllm_engine import VLLMOptions
 from .formats import LoadResult

@@ -102,7 +102,8 @@ def main(out: str | Path, steps: int = 2, fake_verifier: bool = False, verifier_
     if fake_verifier and judge:  # the student answers, the judge checks (docs/student-judge.md)
         wrong = [{**t, "label": 1 - t.get("label", 0)} for t in trajs]  # a student that is always wrong
         rewards.configure(engine=scripted_verifier(wrong), judge_engine=scripted_verifier(trajs),
-                          judge={"spot_check": 1.0})
+                          judge={"spot_check": 1.0, "escalate_band": (0.45, 0.55)})  # a band the scripted
+        # student's p_success (0.1 or 0.9) is never in: every check is a spot check, so every one counts
     elif fake_verifier:
         rewards.configure(engine=scripted_verifier(trajs))
     elif verifier_model or not (os.environ.get("ADAPTRUBRIC_CONFIG") or os.environ.get("ADAPTRUBRIC_SERVICE_URL")):

@@ -212,20 +212,3 @@ def test_every_published_qwen3vl_size_plans_offline_with_its_own_shapes(no_hub, 
     assert plan["shapes_from"].startswith(f"published config values of {model}")
     assert plan["device"] == "cuda" and plan["fits"] is fits
     assert ARCHITECTURES[model.replace("Thinking", "Instruct")] is ARCHITECTURES[model.replace("Instruct", "Thinking")]
-
-
-def test_the_published_processor_is_qwen3vls():
-    """The settings of the checkpoints' preprocessor_config.json (also /work/shared/notes: patch 16,
-    temporal patch 2, merge 2, mean/std 0.5, 65,536 to 16,777,216 pixels) on the 151,669-token tokenizer."""
-    from adaptrubric_local.engine.published import published
-
-    processor, config, _ = published("Qwen/Qwen3-VL-8B-Thinking")
-    ip = processor.image_processor
-    assert (ip.patch_size, ip.temporal_patch_size, ip.merge_size) == (16, 2, 2)
-    assert list(ip.image_mean) == list(ip.image_std) == [0.5, 0.5, 0.5]
-    assert dict(ip.size) == {"shortest_edge": 65_536, "longest_edge": 16_777_216}
-    assert len(processor.tokenizer) == 151_669 and config.text_config.vocab_size == 151_936
-    assert processor.tokenizer.convert_tokens_to_ids("<|image_pad|>") == config.image_token_id == 151_655
-    rendered = processor.apply_chat_template([{"role": "user", "content": "x"}], add_generation_prompt=True,
-                                             tokenize=False)
-    assert rendered.endswith("<|im_start|>assistant\n<think>\n")  # a Thinking checkpoint's reply opens thinking

@@ -71,7 +71,7 @@ def test_an_option_every_engine_reads_is_not_refused():
 
 
 def test_the_table_is_the_only_place_that_words_advice_or_checks_vllm_fields():
-    """No module but the table writes an entry's advice or tests names against vLLM's fields (vllm_config.py
+    """No module but the table writes an entry's advice or tests names against vLLM's fields (vllm_options.py
     defines them); the surfaces render both from here."""
     import pathlib
 
@@ -84,6 +84,6 @@ def test_the_table_is_the_only_place_that_words_advice_or_checks_vllm_fields():
             continue
         src = path.read_text(encoding="utf-8")
         found += [f"{path.name}: VLLM_FIELDS" for _ in re.finditer(r"\bVLLM_FIELDS\b", src)
-                  if path.name != "vllm_config.py"]
+                  if path.name != "vllm_options.py"]
         found += [f"{path.name}: {w!r}" for w in words if len(w) > 12 and w in src]
     assert found == []

@@ -7,22 +7,15 @@ import pytest
 
 from adaptrubric_local.engine.vllm_config import (
     VLLMEngineConfig,
-    VLLMOptions,
     llm_kwargs,
     lora_rank_slot,
     lora_unsupported,
 )
 
 
-def test_vllm_options_are_validated_and_shared_options_refused_when_meaningless(tmp_path):
-    with pytest.raises(ValueError, match="gpu_memory_utilization"):
-        VLLMOptions(gpu_memory_utilization=1.5)
-    with pytest.raises(ValueError, match="not valid JSON"):
-        VLLMOptions(vllm_engine_args="{oops")
+def test_shared_options_are_refused_when_meaningless_and_lora_limits_named(tmp_path):
     with pytest.raises(ValueError, match="load_in_4bit.*quantis"):
         VLLMEngineConfig(model="m", load_in_4bit=True)
-    assert VLLMOptions(vllm_engine_args='{"max_num_batched_tokens": 4096}').extra_args() == {
-        "max_num_batched_tokens": 4096}
     (tmp_path / "a").mkdir()
     conf = tmp_path / "a" / "adapter_config.json"
     conf.write_text(json.dumps({"peft_type": "LORA", "modules_to_save": ["lm_head"]}))

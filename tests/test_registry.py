@@ -10,7 +10,8 @@ import pytest
 from adaptrubric_local import Verifier, load_plugins, load_trajectories, register_engine
 from adaptrubric_local.audit import perturbations as P
 from adaptrubric_local.cli import main
-from adaptrubric_local.engine.options import ENGINES, OPTIONS, engines, unread
+from adaptrubric_local.engine.build import engines
+from adaptrubric_local.engine.options import ENGINES, OPTIONS, unread
 from adaptrubric_local.formats import FORMATS
 from adaptrubric_local.registry import Registry, plugins_in
 

@@ -51,3 +51,18 @@ def test_shard_parse_says_the_form():
     for bad in ("2", "0/4", "5/4", "a/b"):
         with pytest.raises(ValueError, match="I/N|1 <= I <= N"):
             Shard.parse(bad)
+
+
+def test_the_command_line_merges_shards_of_data_given_first(tmp_path, capsys):
+    from adaptrubric_local.cli import main
+
+    data = _data(tmp_path, n_tasks=2, candidates=2)
+    parts = [tmp_path / f"s{i}.jsonl" for i in (1, 2)]
+    for i, p in enumerate(parts, start=1):
+        score_file(_pipe(), data, p, progress=False, shard=Shard(i, 2))
+    capsys.readouterr()
+    assert main(["merge-shards", str(data), "--shards", *map(str, parts), "--out", str(tmp_path / "m.jsonl")]) == 0
+    summary = json.loads(capsys.readouterr().out)  # stdout is the summary alone
+    assert summary["n"] == sum(len(_lines(p)) for p in parts) and len(_lines(tmp_path / "m.jsonl")) == summary["n"]
+    with pytest.raises(SystemExit):  # the data set is required: the merge checks the shards cover it
+        main(["merge-shards", "--shards", *map(str, parts), "--out", str(tmp_path / "m2.jsonl")])

@@ -14,7 +14,7 @@ import logging
 import threading
 from collections import Counter, deque
 
-from ..audit.report import wilson
+from ..audit.verdict import wilson
 from ..engine.base import Engine
 from ..pipeline import AdaptRubric
 from ..types import Trajectory

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from ..audit.report import wilson
+from ..audit.verdict import wilson
 
 
 def agree(d: dict) -> bool | None:

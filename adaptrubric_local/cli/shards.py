@@ -8,7 +8,7 @@ from .common import FORMATTER, add_data_options
 
 EXAMPLES = """examples:
   adaptrubric score DATA --model M --out v1.jsonl --shard 1/4      # on machine 1 (2/4, 3/4, 4/4 on the others)
-  adaptrubric merge-shards v1.jsonl v2.jsonl v3.jsonl v4.jsonl --data DATA --out verdicts.jsonl
+  adaptrubric merge-shards DATA --shards v1.jsonl v2.jsonl v3.jsonl v4.jsonl --out verdicts.jsonl
 """
 
 
@@ -24,12 +24,13 @@ def add_subcommands(sub) -> None:
     """Register `merge-shards`."""
     p = sub.add_parser("merge-shards", help="join the verdict files of `score --shard I/N` into one",
                        description="Check that the shard files cover the data once (shards 1..N each once, the "
-                                   "same settings, no id in two shards and, with --data, every record answered), "
+                                   "same settings, no id in two shards, every record of DATA answered), "
                                    "then write them as one verdict file with its config and summary sidecars. "
                                    "Prints the summary JSON.",
                        epilog=EXAMPLES, formatter_class=FORMATTER)
-    p.add_argument("shards", nargs="+", metavar="SHARD.jsonl", help="the verdict files `score --shard I/N` wrote")
+    p.add_argument("data", metavar="DATA", help="the data that was scored: every record must have its verdict")
+    p.add_argument("--shards", nargs="+", required=True, metavar="SHARD.jsonl",
+                   help="the verdict files `score --shard I/N` wrote")
     p.add_argument("--out", required=True, help="the merged verdict JSONL to write (must not hold lines)")
-    p.add_argument("--data", help="the data that was scored: check that every record has its verdict")
     add_data_options(p)
     p.set_defaults(func=cmd_merge_shards)

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .options import engines, readers, refuse_unread, register_engine, vllm_options
+from ..registry import Registry
+from . import remote  # noqa: F401 - its @register_engine line registers the openai engine
+from .options import ENGINES, EngineSpec, readers, refuse_unread, register_engine, vllm_options
+
+
+def engines() -> Registry[EngineSpec]:
+    """ENGINES with the package's own engines registered: this module's and remote.py's (imported above;
+    neither imports torch), and any a user's --plugins file added."""
+    return ENGINES
 
 
 def _hf_config(model: str, **options):

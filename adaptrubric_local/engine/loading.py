@@ -100,7 +100,7 @@ def attn_implementation_for(cfg: HFEngineConfig, cuda: bool) -> str:
 
 
 @contextmanager
-def _hub_offline():
+def hub_offline():
     """huggingface_hub's offline switch, on for the duration: `local_files_only` alone still lets it
     look up optional files (an adapter config) and its own metadata over the network."""
     try:
@@ -116,7 +116,6 @@ def _hub_offline():
         constants.HF_HUB_OFFLINE = old
 
 
-hub_offline = _hub_offline  # the same switch for a caller that reads the local cache alone (engine/published.py)
 
 
 def hub_unreachable(timeout: float = 5.0) -> str | None:
@@ -149,7 +148,7 @@ def from_pretrained_local_first(load, model: str, local: bool, what: str, **kwar
     at all); a hub id that is not (fully) cached is downloaded unless the hub is offline or cannot be
     reached (one quick check instead of the hub client's minutes of retries)."""
     try:
-        with _hub_offline():
+        with hub_offline():
             return load(model, local_files_only=True, **kwargs)
     except OSError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -255,7 +254,7 @@ def load_adapter(model, adapter: str):
     the adapter is cast here to the dtype of the model's unquantised weights (bitsandbytes' compute dtype)."""
     from peft import PeftModel
 
-    with _hub_offline():  # a local folder (checked in HFEngineConfig): nothing to fetch
+    with hub_offline():  # a local folder (checked in HFEngineConfig): nothing to fetch
         model = PeftModel.from_pretrained(model, adapter, is_trainable=False, autocast_adapter_dtype=False)
     dtype = model.get_input_embeddings().weight.dtype
     for name, p in model.named_parameters():

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..registry import Registry
-from .vllm_config import VLLM_FIELDS
+from .vllm_options import VLLM_FIELDS
 
 BUILT_IN = ("transformers", "vllm", "openai")
 _QUANTISED = "give a quantised checkpoint as `model` (vLLM reads its quantization config)"
@@ -115,13 +115,6 @@ def register_engine(name: str, *, reads: Iterable[str] = (), config: Callable[..
     return wrap
 
 
-def engines() -> Registry[EngineSpec]:
-    """ENGINES with the package's own engines registered (importing where they are does not import torch)."""
-    from . import build, remote  # noqa: F401  (their @register_engine lines)
-
-    return ENGINES
-
-
 _OPTION = re.compile(r"`([a-z_][a-z0-9_]*)(?:=([^`]*))?`")
 NO_VALUE: Any = ...
 
@@ -130,8 +123,8 @@ def readers(name: str) -> tuple[str, ...]:
     """The engines that read option `name`."""
     entry = OPTIONS.get(name)
     if entry is None:
-        return BUILT_IN + tuple(e for e in engines() if e not in BUILT_IN)
-    return entry.read_by + tuple(e for e, spec in engines().items() if name in spec.reads and e not in entry.read_by)
+        return BUILT_IN + tuple(e for e in ENGINES if e not in BUILT_IN)
+    return entry.read_by + tuple(e for e, spec in ENGINES.items() if name in spec.reads and e not in entry.read_by)
 
 
 def advice(name: str, engine: str) -> str | None:
