@@ -16,7 +16,7 @@ import numpy as np
 
 from ..formats import LoadResult, canonical
 from ..formats.ids import IdSet, digest
-from ..formats.stream import Keep, Shard, TrajectoryStream, _count, as_stream
+from ..formats.stream import Keep, Shard, TrajectoryStream, _count, as_stream, trajectories
 from ..types import Trajectory
 from . import perturbations as P
 
@@ -101,13 +101,6 @@ class CostCount:
         self.applied[name] += 1
         self.shots_all += min(len(c.screenshots), self.max_images)
         self.ins_all.add(c.instruction)
-
-
-def trajectories(stream) -> Iterator[Trajectory]:
-    """The stream's trajectories (its bad records left out: `score_with` writes their error lines)."""
-    for _, x in stream.items():
-        if isinstance(x, Trajectory):
-            yield x
 
 
 def write_streamed(out: Path, perturbations: list[P.Perturbation], stream, max_images: int
