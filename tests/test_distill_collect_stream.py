@@ -81,3 +81,40 @@ def test_a_resume_reads_ids_only_and_skips_what_is_collected(tmp_path, monkeypat
     assert man["this_run"]["resumed_past"] == 10 and man["this_run"]["collected"] == N - 10
     assert sorted(asked) == sorted(t.id for t in trajs[10:])
     assert man["counts"]["collected"] == N
+
+
+def _reference_split(records, val_tasks, seed):
+    """The split and balancing as finalize made them from the whole list (before it streamed)."""
+    import random
+    from collections import defaultdict
+
+    train = [r for r in records if r["task_id"] not in val_tasks]
+    by = defaultdict(list)
+    for r in train:
+        by[r["verify"]["verdict"]["score"]].append(r)
+    k = min(len(x) for x in by.values())
+    rng = random.Random(seed)
+    keep = {r["id"] for x in by.values() for r in rng.sample(x, k)}
+    return [r["id"] for r in train if r["id"] in keep], [r["id"] for r in records if r["task_id"] in val_tasks]
+
+
+def test_finalize_reads_the_collected_file_line_by_line_and_balances_as_the_list_did(tmp_path, monkeypatch):
+    from adaptrubric_local.distill import records as R
+
+    recs = [{"id": f"c{i}", "task_id": f"task{i % 7}", "verify": {"verdict": {"score": int(i % 3 == 0)},
+             "p_success": 0.5 if i % 2 else None}} for i in range(60)]
+    out = tmp_path / "dist"
+    out.mkdir()
+    write_jsonl(out / "collected.jsonl", recs)
+    write_jsonl(out / "rejected.jsonl", [{"id": "c1", "reason": "unparsed"}, {"id": "z", "reason": "truncated"},
+                                         {"id": "z", "reason": "unparsed"}])
+    monkeypatch.setattr(R, "read_jsonl", _refuse)
+    tasks = sorted({r["task_id"] for r in recs})
+    for seed in (0, 5):
+        m = R.finalize(out, tasks, 0.3, seed, True, {})
+        train, val = _reference_split(recs, R.split_tasks(tasks, 0.3, seed), seed)
+        assert [json.loads(x)["id"] for x in open(out / "train.jsonl")] == train
+        assert [json.loads(x)["id"] for x in open(out / "val.jsonl")] == val
+        c = m["counts"]
+        assert (c["train"], c["val"], c["collected"], c["with_p_success"]) == (len(train), len(val), 60, 30)
+        assert c["train_positive"] * 2 == c["train"] and c["unparsed"] == 1 and c["truncated"] == 0  # z: its last
