@@ -21,7 +21,9 @@ arrived: that is what makes `--resume` and exactly-once work, and actors give it
 * No `ray[data]` (pandas, pyarrow): plain `ray` only.
 
 Chunks are at most the pipeline's `batch_size` and small enough to keep every replica busy (about 4
-per replica). They stay whole per instruction. Verdict lines arrive in completion order, not data
+per replica). The driver takes the trajectories from `score_with`'s stream a window at a time (4
+chunks per replica), as replicas ask for chunks, so it holds a few chunks, not the data set; chunks
+stay whole per instruction within a window. Verdict lines arrive in completion order, not data
 order; readers take the last line per id.
 
 Paths by which an id could reach the driver twice, and why none does. (1) A replica that finishes a
@@ -48,8 +50,9 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from .bank import load_bank
@@ -107,6 +110,17 @@ def chunks(trajs: list[Trajectory], size: int) -> list[list[Trajectory]]:
         else:
             out.append(list(group))
     return out
+
+
+def windowed_chunks(first: list[Trajectory], rest: Iterator[Trajectory], window: int, size: int
+                    ) -> Iterator[_Chunk]:
+    """`chunks` of `first`, then of each next `window` trajectories of `rest`, read as they are asked
+    for: an instruction's group stays whole within a window (one that a window's end cuts is sent as
+    two groups: its router and cue calls may be made twice, once per replica)."""
+    part = first
+    while part:
+        yield from (_Chunk(c) for c in chunks(part, size))
+        part = list(islice(rest, window))
 
 
 def chunk_size(n: int, replicas: int, batch_size: int) -> int:
@@ -180,15 +194,25 @@ class ReplicaPool:
         return {"mode": "ray", "address": c.ray_address, "replicas": c.replicas, "gpus_per_replica": gpus,
                 "cpus_per_replica": c.cpus_per_replica}
 
-    def iter_score(self, trajs: list[Trajectory]) -> Iterator[Verdict]:
+    def iter_score(self, trajs: Iterable[Trajectory]) -> Iterator[Verdict]:
         """One verdict per trajectory, in completion order."""
-        if not trajs:
+        for ready in self.iter_ready(trajs):
+            yield from ready
+
+    def iter_ready(self, trajs: Iterable[Trajectory]) -> Iterator[list[Verdict]]:
+        """The verdicts as they arrive, taking the trajectories from `trajs` (a stream: `score_with`'s)
+        a window at a time as replicas ask for chunks (`windowed_chunks`), so the driver holds a few
+        chunks, not the data set."""
+        it = iter(trajs)
+        window = 4 * self.config.replicas * self.pipeline.trajectories_per_batch
+        first = list(islice(it, window))
+        if not first:
             return
-        size = chunk_size(len(trajs), self.config.replicas, self.pipeline.trajectories_per_batch)
-        pending = deque(_Chunk(c) for c in chunks(trajs, size))
+        size = chunk_size(len(first), self.config.replicas, self.pipeline.trajectories_per_batch)
         self._start()
         try:
-            yield from self._run(pending)
+            for v in self._run(deque(), windowed_chunks(first, it, window, size)):
+                yield [v]
         finally:
             self.close()
 
@@ -224,22 +248,32 @@ class ReplicaPool:
             ray.shutdown()
             self._started_ray = False
 
-    def _run(self, pending: deque[_Chunk]) -> Iterator[Verdict]:
+    def _run(self, pending: deque[_Chunk], source: Iterator[_Chunk] | None = None) -> Iterator[Verdict]:
+        """Send chunks (those sent again first, then the next of `source`) to idle replicas until both
+        run out and no chunk is in flight."""
         import ray
         from ray.exceptions import RayActorError, RayTaskError
 
         seen: set[str] = set()
         calls: dict = {a.ready.remote(): (r, None) for r, a in enumerate(self.actors)}  # ref -> (replica, chunk)
         idle: list[int] = []
+        source = source if source is not None else iter(())
+        more = [True]  # whether `source` may hold more chunks
 
         def dispatch() -> None:
-            while idle and pending:
+            while idle and (pending or more[0]):
+                chunk = pending.popleft() if pending else next(source, None)
+                if chunk is None:
+                    more[0] = False
+                    break
                 r = idle.pop(0)
-                self.busy[r] = chunk = pending.popleft()
+                self.busy[r] = chunk
                 calls[self.actors[r].score.remote(chunk.trajs)] = (r, chunk)
 
-        while pending or self.busy:
+        while True:
             dispatch()
+            if not (pending or self.busy or more[0]):
+                break
             if not calls:
                 raise ReplicasGone("no Ray replica is left (it could not start, or its restarts are used up); the "
                                    f"verdicts written so far are kept: rerun with --resume. Last error:\n"

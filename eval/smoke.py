@@ -37,6 +37,7 @@ SMOKE: dict[str, list[str]] = {
     "router_accuracy.py": [str(ROOT / "tests" / "data" / "router_styled.jsonl"), "--split", "fresh2"],
     "review_size.py": ["--tasks", "1"],
     "stream_scale.py": ["--sizes", "200,2000"],
+    "stream_commands.py": ["--sizes", "50,200"],
     "bank_demo.py": ["--tasks-per-kind", "2"],
     # builds the answering tiny model (one to two minutes on 2 cores), then audits it on 16 trajectories
     "audit_answering.py": ["--out", "{tmp}", "--tasks", "8", "--candidates", "2"],

@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from ..registry import Registry
@@ -64,19 +64,60 @@ HALF_OF_NATIVE = 3072  # budget-halved when the run has no --max-visual-tokens: 
 NAME = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
 
 
-@dataclass(frozen=True)
 class DataSet:
-    """The data set the originals come from (what a perturbation may draw on besides its trajectory)."""
+    """What a perturbation may draw on besides its trajectory: the data set's tasks, each distinct
+    (instruction, task_id) pair once (`tasks`), gathered in a pass that keeps no trajectory, so an audit
+    of a million trajectories holds its distinct instructions, not its records. `DataSet(trajectories)`
+    gathers them from a list; `add` one trajectory at a time."""
 
-    trajectories: tuple[Trajectory, ...]
+    def __init__(self, trajectories: Iterable[Trajectory] = ()):
+        self._pairs: set[tuple[str, str | None]] = set()
+        self._index: tuple | None = None
+        for t in trajectories:
+            self.add(t)
+
+    def add(self, t: Trajectory) -> None:
+        """Count one trajectory's (instruction, task_id)."""
+        self._pairs.add((t.instruction, t.task_id))
+        self._index = None
+
+    @property
+    def tasks(self) -> frozenset[tuple[str, str | None]]:
+        """Each distinct (instruction, task_id) of the data set."""
+        return frozenset(self._pairs)
+
+    def _built(self) -> tuple:
+        if self._index is None:  # sorted instructions; per task id, the positions of those seen with it only
+            ins = sorted({i for i, _ in self._pairs})
+            at = {x: k for k, x in enumerate(ins)}
+            tids: dict[str, set] = {}
+            for i, tid in self._pairs:
+                tids.setdefault(i, set()).add(tid)
+            only: dict = {}
+            for i, ts in tids.items():
+                if len(ts) == 1:
+                    only.setdefault(next(iter(ts)), []).append(at[i])
+            self._index = (ins, at, {k: sorted(v) for k, v in only.items()})
+        return self._index
 
     def other_instruction(self, traj: Trajectory) -> str | None:
         """Another task's instruction from this data set, the same one every time for this id: among the
         instructions of trajectories of another task (another `task_id`, or another instruction when the
         data has no task ids), one picked by a hash of the id; None when there is no other task."""
-        others = sorted({t.instruction for t in self.trajectories if t.instruction != traj.instruction
-                         and (traj.task_id is None or t.task_id != traj.task_id)})
-        return others[zlib.crc32(traj.id.encode("utf-8")) % len(others)] if others else None
+        ins, at, only = self._built()
+        skip = set(only.get(traj.task_id, ())) if traj.task_id is not None else set()
+        if traj.instruction in at:
+            skip.add(at[traj.instruction])
+        n = len(ins) - len(skip)
+        if n <= 0:
+            return None
+        k = zlib.crc32(traj.id.encode("utf-8")) % n
+        for p in sorted(skip):  # the k-th instruction not skipped
+            if p <= k:
+                k += 1
+            else:
+                break
+        return ins[k]
 
 
 Apply = Callable[[Trajectory, DataSet], Trajectory | None]
@@ -172,16 +213,27 @@ def build(p: Perturbation, traj: Trajectory, data: DataSet) -> Trajectory | None
 def build_all(perturbations: list[Perturbation], trajectories: list[Trajectory]) -> dict[str, list[Trajectory]]:
     """name -> the counterfactuals of every trajectory it applies to, in data order; ValueError when an id
     would repeat one already in the data (an original named like a counterfactual)."""
-    data = DataSet(tuple(trajectories))
-    out = {p.name: [c for c in (build(p, t, data) for t in trajectories) if c is not None] for p in perturbations}
+    data = DataSet(trajectories)
+    out: dict[str, list[Trajectory]] = {p.name: [] for p in perturbations}
     seen = {t.id for t in trajectories}
-    for cfs in out.values():
-        for c in cfs:
-            if c.id in seen:
-                raise ValueError(f"counterfactual id {c.id!r} is already an id of the data set: rename that "
-                                 "trajectory (ids ending in ~NAME are the audit's)")
-            seen.add(c.id)
+    for t in trajectories:
+        for p, c in build_each(perturbations, t, data, seen.__contains__):
+            out[p.name].append(c)
     return out
+
+
+def build_each(perturbations: list[Perturbation], traj: Trajectory, data: DataSet,
+               in_data: Callable[[str], bool]) -> Iterator[tuple[Perturbation, Trajectory]]:
+    """(perturbation, counterfactual) for each of `perturbations` that applies to `traj`; ValueError when
+    a counterfactual's id is one of the data set's (`in_data`: an original named like a counterfactual)."""
+    for p in perturbations:
+        c = build(p, traj, data)
+        if c is None:
+            continue
+        if in_data(c.id):
+            raise ValueError(f"counterfactual id {c.id!r} is already an id of the data set: rename that "
+                             "trajectory (ids ending in ~NAME are the audit's)")
+        yield p, c
 
 
 def _shot_steps(t: Trajectory) -> list[int]:

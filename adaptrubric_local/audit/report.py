@@ -9,7 +9,8 @@ report opens with), and the ids of every flip. Written as `audit.json`, `report.
 A flip rate's denominator is the originals with that verdict: 0 -> 1 is over the pairs whose original
 said 0, 1 -> 0 over those whose original said 1. A counterfactual that did not parse is not a flip; it
 is counted as newly unparsed (its original parsed) and left out of both rates. Reads verdict files;
-knows nothing about engines or how the counterfactuals were made beyond their ids.
+knows nothing about engines or how the counterfactuals were made beyond their ids; the counting is
+tally.py's, line by line, so the report's memory grows with the ids it names, not the data.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from ..types import Trajectory, Verdict
 from . import perturbations as P
+from . import tally as T
 from . import verdict as V
 from .verdict import wilson
 
@@ -29,76 +31,67 @@ def rate(k: int, n: int) -> dict:
 
 def measure(p: P.Perturbation, cfs: list[Trajectory], original: dict[str, Verdict],
             counter: dict[str, Verdict], engine_options: dict | None = None) -> dict:
-    """One perturbation's row of the audit (see the module docstring); `engine_options`: what a setting
-    perturbation scored with."""
-    pairs = [(original.get(P.split_id(c.id)[0]), counter.get(c.id), c.id) for c in cfs]
-    ok = [(o, c, i) for o, c, i in pairs if o is not None and c is not None and o.status == "ok" == c.status]
-    zeros, ones = [x for x in ok if x[0].score == 0], [x for x in ok if x[0].score == 1]
-    up_ids, down_ids = [i for _, c, i in zeros if c.score == 1], [i for _, c, i in ones if c.score == 0]
-    dp = [c.p_success - o.p_success for o, c, _ in ok if o.p_success is not None and c.p_success is not None]
-    up, down = rate(len(up_ids), len(zeros)), rate(len(down_ids), len(ones))
+    """One perturbation's row of the audit (see the module docstring) from lists; `engine_options`: what
+    a setting perturbation scored with."""
+    counts = T.PairCounts()
+    for c in cfs:
+        o, v = original.get(P.split_id(c.id)[0]), counter.get(c.id)
+        counts.add(None if o is None else T.compact(o), None if v is None else T.compact(v), c.id)
+    return row_of(p, len(cfs), counts, engine_options)
+
+
+def row_of(p: P.Perturbation, applied: int, c: T.PairCounts, engine_options: dict | None = None) -> dict:
+    """One perturbation's row from its pair counts (tally.py)."""
     row = {"change": p.change, "robust": p.robust, "expect": p.expect, "label": p.label,
-           "engine_options": engine_options,
-           "applied": len(cfs), "compared": len(ok), "flips_0_1": up, "flips_1_0": down,
-           "mean_dp_success": sum(dp) / len(dp) if dp else None, "n_dp": len(dp),
-           "newly_unparsed": [i for o, c, i in pairs if o is not None and c is not None and o.status == "ok"
-                              and c.status == "unparsed"],
-           "errors": [i for _, c, i in pairs if c is not None and c.status == "error"],
-           "missing": [i for _, c, i in pairs if c is None],
-           "original_not_parsed": sum(1 for o, c, _ in pairs if o is None or o.status != "ok"),
-           "insufficient": {"before": sum(o.evidence_sufficient is False for o, _, _ in ok),
-                            "after": sum(c.evidence_sufficient is False for _, c, _ in ok)},
-           "flip_ids": {"0->1": up_ids, "1->0": down_ids}}
+           "engine_options": engine_options, "applied": applied, "compared": c.compared,
+           "flips_0_1": rate(len(c.up), c.zeros), "flips_1_0": rate(len(c.down), c.ones),
+           "mean_dp_success": c.dp_sum / c.n_dp if c.n_dp else None, "n_dp": c.n_dp,
+           "newly_unparsed": c.newly_unparsed, "errors": c.errors, "missing": c.missing,
+           "original_not_parsed": c.original_not_parsed, "insufficient": {"before": c.before, "after": c.after},
+           "flip_ids": {"0->1": c.up, "1->0": c.down}}
     row["verdict"], row["clauses"] = V.judge(p, row)
     return row
 
 
-def _load(path: str | Path) -> dict[str, Verdict]:
-    from ..evaluation.harness import load_verdicts
-
-    return {str(v.id): v for v in load_verdicts(path)}
-
-
-def originals_summary(trajs: list[Trajectory], verdicts: dict[str, Verdict]) -> dict:
-    """How the originals were scored."""
-    vs = [verdicts[t.id] for t in trajs if t.id in verdicts]
-    return {"n": len(trajs), "scored": sum(v.status == "ok" for v in vs),
-            "unparsed": sum(v.status == "unparsed" for v in vs), "errors": sum(v.status == "error" for v in vs),
-            "ones": sum(v.score == 1 for v in vs), "zeros": sum(v.score == 0 for v in vs),
-            "labelled_1": sum(t.label == 1 for t in trajs),
-            "labelled_0": sum(t.label == 0 for t in trajs)}
-
-
-def measured_cost(trajs: list[Trajectory], cfs: dict[str, list[Trajectory]], verdicts: dict[str, dict[str, Verdict]]
-                  ) -> dict:
-    """Calls and tokens per trajectory as the verdicts record them: the originals, each perturbation's."""
-    def per(vs: list[Verdict]) -> dict:
-        n = max(1, len(vs))
-        return {"n": len(vs), "calls_per_traj": sum(v.cost_calls for v in vs) / n,
-                "tokens_per_traj": sum(v.cost_tokens for v in vs) / n}
-
-    main = verdicts["verdicts"]
-    out = {"originals": per([main[t.id] for t in trajs if t.id in main])}
-    for name, cs in cfs.items():
-        vs = verdicts.get(name, main)
-        out[name] = per([vs[c.id] for c in cs if c.id in vs])
-    return out
+def _originals(ov: T.OriginalVerdicts) -> tuple[dict, dict, dict]:
+    """(originals' summary, accuracy, measured cost of the originals) from their arrays."""
+    o = ov.originals
+    traj, has = o.parsed, o.parsed & (ov.status >= 0)
+    labelled = traj & (o.label >= 0)
+    ok = labelled & (ov.status == 0)
+    n = int(has.sum())
+    summary = {"n": int(traj.sum()), "scored": int((has & (ov.status == 0)).sum()),
+               "unparsed": int((has & (ov.status == 1)).sum()), "errors": int((has & (ov.status == 2)).sum()),
+               "ones": int((has & (ov.score == 1)).sum()), "zeros": int((has & (ov.score == 0)).sum()),
+               "labelled_1": int((traj & (o.label == 1)).sum()), "labelled_0": int((traj & (o.label == 0)).sum())}
+    acc = V.accuracy_of(int((ov.score[ok] == o.label[ok]).sum()), int(ok.sum()), int((o.label[ok] == 1).sum()),
+                        unlabelled=int(traj.sum() - labelled.sum()),
+                        unparsed=int((labelled & (ov.status == 1)).sum()),
+                        errors=int((labelled & (ov.status == 2)).sum()),
+                        unscored=int((labelled & (ov.status < 0)).sum()))
+    cost = {"n": n, "calls_per_traj": float(ov.calls[has].sum()) / max(1, n),
+            "tokens_per_traj": float(ov.tokens[has].sum()) / max(1, n)}
+    return summary, acc, cost
 
 
-def write_report(out: Path, perturbations: list[P.Perturbation], originals: list[Trajectory],
-                 cfs: dict[str, list[Trajectory]], run: dict, plan: dict, files: dict[str, str],
-                 settings: dict[str, dict] | None = None) -> dict:
-    """Measure every perturbation from the verdict files (`files`: "verdicts" -> the originals' and the
-    changed trajectories' file, NAME -> a setting perturbation's, scored with the engine options
-    `settings[NAME]`) and write audit.json, report.md, flips.png; returns the audit."""
+def write_report(out: Path, perturbations: list[P.Perturbation], originals, run: dict, plan: dict,
+                 files: dict[str, str], cf_files: dict[str, Path], settings: dict[str, dict] | None = None) -> dict:
+    """Measure every perturbation from the verdict files, read line by line (`files`: "verdicts" -> the
+    originals' and the changed trajectories' file, NAME -> a setting perturbation's, scored with the
+    engine options `settings[NAME]`; `cf_files`: NAME -> its counterfactuals' file; `originals`:
+    streamed.Originals) and write audit.json, report.md, flips.png; returns the audit."""
     out = Path(out)
-    verdicts = {k: _load(v) for k, v in files.items()}
-    main = verdicts["verdicts"]
-    rows = {p.name: measure(p, cfs[p.name], main, verdicts.get(p.name, main), (settings or {}).get(p.name))
-            for p in perturbations}
-    audit = {"verdict": V.verdicts(originals, main, rows), "run": run,
-             "originals": originals_summary(originals, main), "cost": {"planned": plan,
-             "measured": measured_cost(originals, cfs, verdicts)}, "verdict_files": files, "perturbations": rows}
+    ov = T.read_originals(Path(files["verdicts"]), originals)
+    rows, measured = {}, {}
+    for p in perturbations:
+        c = T.count_pairs(Path(files.get(p.name, files["verdicts"])), Path(cf_files[p.name]), p.name, ov)
+        rows[p.name] = row_of(p, plan["applied"][p.name], c, (settings or {}).get(p.name))
+        n = max(1, c.scored)
+        measured[p.name] = {"n": c.scored, "calls_per_traj": c.calls / n, "tokens_per_traj": c.tokens / n}
+    summary, acc, cost = _originals(ov)
+    audit = {"verdict": V.verdicts_of(acc, rows), "run": run, "originals": summary,
+             "cost": {"planned": plan, "measured": {"originals": cost, **measured}}, "verdict_files": files,
+             "perturbations": rows}
     (out / "audit.json").write_text(json.dumps(audit, indent=2) + "\n")
     (out / "report.md").write_text(markdown(audit))
     plot(out / "flips.png", [(run.get("model") or "verifier", audit)])

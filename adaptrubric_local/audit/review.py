@@ -2,7 +2,9 @@
 originals and their counterfactuals, each original followed by its counterfactuals, the originals with
 a flip first. A counterfactual's card shows its original's verdict beside its own (the page's
 "compared" line), says what the perturbation changed and names the original's card (`#id=ID`);
-searching an id shows the original and every counterfactual of it together.
+searching an id shows the original and every counterfactual of it together. Over a large audit the
+page shows at most LIMIT originals (flips first, then data order) and says so; the cards' data is
+read from the streams, only the chosen records parsed.
 
 Builds no page machinery of its own and changes nothing on the page; knows nothing about scoring.
 """
@@ -10,48 +12,84 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..types import Trajectory
+from ..types import Trajectory, Verdict
 from . import perturbations as P
 
+LIMIT = 500  # the originals review.html shows at most (with their counterfactuals)
 
-def ordered_ids(audit: dict, originals: list[Trajectory], cfs: dict[str, list[Trajectory]]) -> list[str]:
-    """Card order: each original with a flip (0 -> 1 first, then 1 -> 0, then newly unparsed), then the
-    others, each followed by its counterfactuals in perturbation order."""
-    by_orig: dict[str, list[str]] = {t.id: [] for t in originals}
+
+def ordered_ids(audit: dict, originals: list[str], cfs: dict[str, list[str]]) -> list[str]:
+    """Card order over ids: each original with a flip (0 -> 1 first, then 1 -> 0, then newly unparsed),
+    then the others, each followed by its counterfactuals in perturbation order."""
+    by_orig: dict[str, list[str]] = {i: [] for i in originals}
     for name in audit["perturbations"]:
         for c in cfs.get(name, []):
-            by_orig.setdefault(P.split_id(c.id)[0], []).append(c.id)
-
-    def rank(orig: str) -> int:
-        rows = audit["perturbations"].values()
-        for k, key in enumerate((lambda r: r["flip_ids"]["0->1"], lambda r: r["flip_ids"]["1->0"],
-                                 lambda r: r["newly_unparsed"])):
-            if any(P.split_id(i)[0] == orig for r in rows for i in key(r)):
-                return k
-        return 3
-
-    order = sorted(by_orig, key=rank)  # stable: data order within a rank
+            by_orig.setdefault(P.split_id(c)[0], []).append(c)
+    ranks: dict[str, int] = {}
+    for r in audit["perturbations"].values():
+        for k, ids in enumerate((r["flip_ids"]["0->1"], r["flip_ids"]["1->0"], r["newly_unparsed"])):
+            for i in ids:
+                o = P.split_id(i)[0]
+                ranks[o] = min(k, ranks.get(o, 3))
+    order = sorted(by_orig, key=lambda o: ranks.get(o, 3))  # stable: data order within a rank
     return [i for o in order for i in [o, *by_orig[o]]]
 
 
-def write_pairs_page(out: Path, audit: dict, originals: list[Trajectory], cfs: dict[str, list[Trajectory]],
-                     progress: bool = False) -> Path:
-    """review.html (+ review_files/) in `out` for the audit's verdict files."""
+def chosen_originals(audit: dict, stream, limit: int) -> tuple[list[str], int]:
+    """(the originals the page shows, how many there are): those with a flip or a newly unparsed
+    counterfactual first, then the others in data order, `limit` in all; read from the stream's ids."""
+    flipped = list(dict.fromkeys(P.split_id(i)[0] for r in audit["perturbations"].values()
+                                 for key in ("0->1", "1->0") for i in r["flip_ids"][key]))
+    flipped += [P.split_id(i)[0] for r in audit["perturbations"].values() for i in r["newly_unparsed"]]
+    chosen = list(dict.fromkeys(flipped))[:limit]
+    taken, total = set(chosen), [0]
+
+    def note(_position: int, own: str | None) -> bool:  # reads ids only: no record is parsed
+        if own is not None:
+            total[0] += 1
+            if len(chosen) < limit and own not in taken:
+                chosen.append(own)
+                taken.add(own)
+        return False
+
+    for _ in stream.items(note):
+        pass
+    return chosen, total[0]
+
+
+def _pick(stream, ids: set) -> list[Trajectory]:
+    return [x for _, x in stream.items(lambda _p, own: own is None or own in ids)
+            if isinstance(x, Trajectory) and x.id in ids]
+
+
+def write_pairs_page(out: Path, audit: dict, stream, cf_files: dict[str, Path], roots: list,
+                     progress: bool = False, limit: int = LIMIT) -> Path:
+    """review.html (+ review_files/) in `out` for the audit's verdict files: at most `limit` originals
+    (`chosen_originals`) with their counterfactuals; the page says how many it shows and which."""
     import json
 
-    from ..evaluation.harness import load_verdicts
     from ..evaluation.review import build_cards
     from ..evaluation.review_page import write_review
     from ..run_settings import sidecar
+    from ..verdict_file import iter_lines
+    from .streamed import cf_stream
 
     out = Path(out)
+    chosen, total = chosen_originals(audit, stream, limit)
+    keep = set(chosen)
+    trajs = _pick(stream, keep)
+    cfs: dict[str, list[str]] = {}
+    for f in dict.fromkeys(cf_files.values()):
+        for c in _pick(cf_stream(f, roots), {P.counterfactual_id(o, n) for o in keep for n in audit["perturbations"]}):
+            cfs.setdefault(P.split_id(c.id)[1], []).append(c.id)
+            trajs.append(c)
+    wanted = {t.id for t in trajs}
     verdicts = {}
     for path in audit["verdict_files"].values():
-        verdicts.update({str(v.id): v for v in load_verdicts(path)})
+        verdicts.update({i: Verdict.from_dict(d) for _, i, d in iter_lines(Path(path)) if i in wanted})
     cfg_path = sidecar(Path(audit["verdict_files"]["verdicts"]), "config")
     run_config = json.loads(cfg_path.read_text()) if cfg_path.is_file() else {}
-    order = [i for i in ordered_ids(audit, originals, cfs) if i in verdicts]
-    trajs = originals + [c for v in cfs.values() for c in v]
+    order = [i for i in ordered_ids(audit, chosen, cfs) if i in verdicts]
     extra = {}
     for i in order:
         orig, name = P.split_id(i)
@@ -68,6 +106,10 @@ def write_pairs_page(out: Path, audit: dict, originals: list[Trajectory], cfs: d
             c["notes"].insert(0, f"counterfactual of {orig} ({name}: {row['change']}; a robust verifier: "
                                  f"{row['robust']}). Its original: review.html#id={orig}; search {orig} to see "
                                  "them together")
+    if total > len(chosen):
+        notes.insert(0, f"showing {len(chosen)} of the {total} originals (those with a flip or a newly unparsed "
+                        "counterfactual first, then the others in data order) and their counterfactuals; audit.json "
+                        "and report.md count them all")
     notes.insert(0, "each original is followed by its counterfactuals (ids ID~PERTURBATION), originals with a "
                     "flip first; a counterfactual's 'compared' line is its original's verdict")
     v = audit.get("verdict")

@@ -25,10 +25,12 @@ from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
 
 from ..formats import LoadResult, canonical, load_trajectories
+from ..formats.stream import as_stream, stream_trajectories
 from ..run_settings import IN_PROCESS, vars_of
 from ..scoring import score_with
 from ..types import Trajectory
 from . import perturbations as P
+from . import streamed as S
 
 DATA_FILE = "counterfactuals.jsonl"
 VERDICTS = "verdicts.jsonl"
@@ -71,26 +73,32 @@ def read_back(path: Path, image_roots: Iterable[str | Path]) -> LoadResult:
 
 def cost_plan(originals: list[Trajectory], perturbations: list[P.Perturbation], cfs: dict[str, list[Trajectory]],
               cfg, engine_options: dict | None = None) -> dict:
+    """`plan_of` for lists of originals and their counterfactuals."""
+    cost = S.CostCount(perturbations, cfg.max_images)
+    for t in originals:
+        cost.original(t)
+    for p in perturbations:
+        for c in cfs[p.name]:
+            cost.counterfactual(p.name, c)
+    return plan_of(cost, perturbations, cfg, engine_options)
+
+
+def plan_of(cost: S.CostCount, perturbations: list[P.Perturbation], cfg, engine_options: dict | None = None) -> dict:
     """What the audit costs, before any call: verifier calls (one per trajectory scored), router and cue
     calls (one per distinct instruction, shared by the counterfactuals that keep it), and the screenshots
     sent (the visual tokens, most of a call's tokens, scale with them), against scoring the data once."""
-    def shots(trajs):
-        return sum(min(len(t.screenshots), cfg.max_images) for t in trajs)
-
-    def shared(trajs):
-        ins = {t.instruction for t in trajs}
+    def shared(ins: set) -> int:
         router = len(ins) if cfg.router == "model" and not cfg.fixed_category else 0
         return router + (len(ins) if cfg.fine and cfg.manual_cues is None else 0)
 
-    every = originals + [c for v in cfs.values() for c in v]
-    n, extra = len(originals), sum(len(v) for v in cfs.values())
-    once = n + shared(originals)
-    total = n + extra + shared(every)
-    return {"trajectories": n, "counterfactuals": extra, "applied": {p.name: len(cfs[p.name]) for p in perturbations},
+    n, extra = cost.n, sum(cost.applied.values())
+    once = n + shared(cost.ins_originals)
+    total = n + extra + shared(cost.ins_all)
+    return {"trajectories": n, "counterfactuals": extra, "applied": dict(cost.applied),
             "score_calls": once, "audit_calls": total, "calls_ratio": total / max(1, once),
-            "shared_calls": shared(every), "screenshots_originals": shots(originals),
-            "screenshots_counterfactuals": shots(every) - shots(originals),
-            "screenshots_ratio": shots(every) / max(1, shots(originals)),
+            "shared_calls": shared(cost.ins_all), "screenshots_originals": cost.shots_originals,
+            "screenshots_counterfactuals": cost.shots_all - cost.shots_originals,
+            "screenshots_ratio": cost.shots_all / max(1, cost.shots_originals),
             "settings": {p.name: p.engine_options(engine_options or {}) for p in perturbations if p.engine_options}}
 
 
@@ -140,7 +148,7 @@ def _release(derived, original, shares: bool) -> None:
     derived.close()
 
 
-def _score(pipe, data, out: Path, loaded: LoadResult, desc: str, resume: bool, progress: bool, force: bool,
+def _score(pipe, data, out: Path, loaded, desc: str, resume: bool, progress: bool, force: bool,
            extra: dict | None = None) -> dict:
     """`scoring.score_with` as `score_file` calls it (the same settings record), under its own progress name."""
     return score_with(pipe, {**vars_of(pipe), "runtime": dict(IN_PROCESS)}, data, out, resume=resume, loaded=loaded,
@@ -148,55 +156,60 @@ def _score(pipe, data, out: Path, loaded: LoadResult, desc: str, resume: bool, p
 
 
 def run_audit(pipe, data: str | Path, out: str | Path, perturbations: list[P.Perturbation],
-              loaded: LoadResult | None = None, resume: bool = False, progress: bool = True,
+              loaded=None, resume: bool = False, progress: bool = True,
               image_roots: Iterable[str | Path] = (), engine_options: dict | None = None,
               build_engine: Callable[[dict], object] | None = None, force_settings: bool = False,
-              log: Callable[[str], None] = print) -> dict:
+              log: Callable[[str], None] = print, review_limit: int | None = None) -> dict:
     """Audit the verifier `pipe` on `data` with `perturbations`, writing everything to `out`; returns
-    the audit (what `audit.json` holds). `engine_options`: the run's engine options (default: the
-    engine's config), which a setting perturbation changes; `build_engine(options)` makes an engine for
-    those when `derived_engine` cannot."""
+    the audit (what `audit.json` holds). The data is streamed (`loaded`: a LoadResult or a stream,
+    formats/stream.py; default: `data` streamed): the counterfactuals are written one original at a
+    time, scored with the originals as one stream, and the report counted line by line, so memory does
+    not grow with the data. `engine_options`: the run's engine options (default: the engine's config),
+    which a setting perturbation changes; `build_engine(options)` makes an engine for those when
+    `derived_engine` cannot; `review_limit`: the originals review.html shows (review.LIMIT)."""
     from . import report as R
     from . import review as RV
 
     out = Path(out)
     if not resume and (out / VERDICTS).is_file() and (out / VERDICTS).stat().st_size:
         raise ValueError(f"{out / VERDICTS} exists; pass --resume to continue that audit or choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    loaded = loaded or load_trajectories(data, image_roots=list(image_roots))
-    originals = loaded.trajectories
-    cfs = P.build_all(perturbations, originals)
-    files = write_counterfactuals(out, perturbations, cfs)
+    stream = as_stream(loaded) if loaded is not None else stream_trajectories(data, image_roots=list(image_roots))
+    files, cost, originals = S.write_streamed(out, perturbations, stream, pipe.config.max_images)
     base_options = options_of(pipe.engine) if engine_options is None else dict(engine_options)
-    plan = cost_plan(originals, perturbations, cfs, pipe.config, base_options)
+    plan = plan_of(cost, perturbations, pipe.config, base_options)
     log(cost_text(plan))
     roots = [data_root(data), *image_roots]
-    changed = read_back(out / DATA_FILE, roots)
-    both = LoadResult(originals + changed.trajectories, list(loaded.errors) + changed.errors, list(changed.warnings))
+    both = S.ChainedStream([stream, S.cf_stream(out / DATA_FILE, roots)])
     summaries = {"verdicts": _score(pipe, data, out / VERDICTS, both, "auditing", resume, progress, force_settings)}
     for p in perturbations:
-        if p.engine_options is None:
-            continue
-        changes = p.engine_options(base_options)
-        engine, shares = derived_engine(pipe.engine, changes)
-        if engine is None:
-            if build_engine is None:
-                raise ValueError(f"{p.name}: cannot make a {type(pipe.engine).__name__} with options {changes}")
-            engine = build_engine({**base_options, **changes})
-        original, pipe.engine = pipe.engine, engine
-        try:
-            summaries[p.name] = _score(pipe, data, setting_file(out, p.name), read_back(files[p.name], roots), p.name,
-                                       resume, progress, force_settings,
-                                       {"perturbation": {"name": p.name, "engine_options": changes}})
-        finally:
-            pipe.engine = original
-            _release(engine, original, shares)
+        if p.engine_options is not None:
+            summaries[p.name] = _score_setting(pipe, p, data, out, files[p.name], roots, base_options, build_engine,
+                                               resume, progress, force_settings)
     run = {"data": str(data), "out": str(out), "model": getattr(pipe.engine, "name", None),
            "adapter": base_options.get("adapter"), "max_visual_tokens": base_options.get("max_visual_tokens"),
            "router": pipe.config.router, "fine": pipe.config.fine, "coarse": pipe.config.coarse,
            "max_images": pipe.config.max_images, "image_roots": [str(r) for r in roots],
            "created": datetime.datetime.now().isoformat(timespec="seconds")}
-    audit = R.write_report(out, perturbations, originals, cfs, run, plan,
-                           {k: str(v["out"]) for k, v in summaries.items()}, plan["settings"])
-    RV.write_pairs_page(out, audit, originals, cfs, progress=progress)
+    audit = R.write_report(out, perturbations, originals, run, plan, {k: str(v["out"]) for k, v in summaries.items()},
+                           files, plan["settings"])
+    RV.write_pairs_page(out, audit, stream, files, roots, progress=progress,
+                        limit=RV.LIMIT if review_limit is None else review_limit)
     return audit
+
+
+def _score_setting(pipe, p: P.Perturbation, data, out: Path, cf_file: Path, roots: list, base_options: dict,
+                   build_engine, resume: bool, progress: bool, force: bool) -> dict:
+    """Score a setting perturbation's file with an engine like the run's with its options."""
+    changes = p.engine_options(base_options)
+    engine, shares = derived_engine(pipe.engine, changes)
+    if engine is None:
+        if build_engine is None:
+            raise ValueError(f"{p.name}: cannot make a {type(pipe.engine).__name__} with options {changes}")
+        engine = build_engine({**base_options, **changes})
+    original, pipe.engine = pipe.engine, engine
+    try:
+        return _score(pipe, data, setting_file(out, p.name), S.cf_stream(cf_file, roots), p.name, resume, progress,
+                      force, {"perturbation": {"name": p.name, "engine_options": changes}})
+    finally:
+        pipe.engine = original
+        _release(engine, original, shares)

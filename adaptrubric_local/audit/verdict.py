@@ -132,15 +132,22 @@ def accuracy(trajs: list[Trajectory], verdicts: dict[str, Verdict]) -> dict:
     labelled = [t for t in trajs if t.label in (0, 1)]
     vs = [verdicts.get(t.id) for t in labelled]
     ok = [(t, v) for t, v in zip(labelled, vs) if v is not None and v.status == "ok"]
-    k, n = sum(v.score == t.label for t, v in ok), len(ok)
-    ones = sum(t.label == 1 for t, _ in ok)
+    return accuracy_of(sum(v.score == t.label for t, v in ok), len(ok), sum(t.label == 1 for t, _ in ok),
+                       unlabelled=len(trajs) - len(labelled),
+                       unparsed=sum(v is not None and v.status == "unparsed" for v in vs),
+                       errors=sum(v is not None and v.status == "error" for v in vs),
+                       unscored=sum(v is None for v in vs))
+
+
+def accuracy_of(k: int, n: int, ones: int, unlabelled: int, unparsed: int, errors: int, unscored: int) -> dict:
+    """`accuracy` from its counts: k of the n labelled originals with a parsed verdict agree, `ones` of
+    those n are labelled 1; the rest as `accuracy` counts them (so a stream of verdicts needs no list)."""
     common = int(ones > n - ones)
     base = max(ones, n - ones) / n if n else None
     return {"k": k, "n": n, "rate": k / n if n else None, "ci95": wilson(k, n),
             "result": accuracy_rule(k, n, base) if n else TOO_FEW, "baseline": {"label": common, "rate": base},
-            "shown": _share(k, n), "unlabelled": len(trajs) - len(labelled),
-            "unparsed": sum(v is not None and v.status == "unparsed" for v in vs),
-            "errors": sum(v is not None and v.status == "error" for v in vs), "unscored": sum(v is None for v in vs)}
+            "shown": _share(k, n), "unlabelled": unlabelled, "unparsed": unparsed, "errors": errors,
+            "unscored": unscored}
 
 
 def accuracy_text(acc: dict) -> str:
@@ -181,6 +188,10 @@ def bottom_line(acc: dict, rows: dict[str, dict]) -> str:
 
 def verdicts(trajs: list[Trajectory], verdicts_: dict[str, Verdict], rows: dict[str, dict]) -> dict:
     """The top of the audit: accuracy, each perturbation's verdict, the bottom line and the rule."""
-    acc = accuracy(trajs, verdicts_)
+    return verdicts_of(accuracy(trajs, verdicts_), rows)
+
+
+def verdicts_of(acc: dict, rows: dict[str, dict]) -> dict:
+    """`verdicts` from the accuracy already counted."""
     return {"bottom_line": bottom_line(acc, rows), "accuracy": acc,
             "perturbations": {name: r["verdict"] for name, r in rows.items()}, "rule": RULE}

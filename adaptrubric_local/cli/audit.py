@@ -68,7 +68,7 @@ def summary_lines(audit: dict) -> list[str]:
 
 
 def cmd_audit(args) -> int:
-    from ..audit import build_all, get
+    from ..audit import get
     from ..audit import report as RP
     from ..audit import run as R
 
@@ -84,19 +84,17 @@ def cmd_audit(args) -> int:
         print(RP.write_compare(args.out, args.out, args.compare))
         print(f"wrote {args.out}/compare.md, compare.png")
         return 0
-    from ..formats import load_trajectories
+    from ..audit import streamed as S
+    from ..formats.stream import stream_trajectories
 
     chosen = get(args.perturb)
     cfg = pipeline_config(args)
-    loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
+    loaded = stream_trajectories(args.data, fmt=args.format, image_roots=args.image_root)  # read as a stream
     if args.dry_run:
         for w in loaded.warnings:
             print(f"warning: {w}", file=sys.stderr)
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        cfs = build_all(chosen, loaded.trajectories)
-        files = R.write_counterfactuals(out, chosen, cfs)
-        print(R.cost_text(R.cost_plan(loaded.trajectories, chosen, cfs, cfg)))
+        files, cost, _ = S.write_streamed(Path(args.out), chosen, loaded, cfg.max_images)
+        print(R.cost_text(R.plan_of(cost, chosen, cfg)))
         print(f"wrote {', '.join(sorted({str(f) for f in files.values()}))} (no model loaded: --dry-run)")
         return 0
     from ..pipeline import AdaptRubric

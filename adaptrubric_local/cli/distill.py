@@ -55,7 +55,10 @@ def _collect_teacher(args, pcfg_for, loaded):
         pcfg = pcfg_for("verdicts")
         desc = {"kind": "verdicts", "name": name, "file": str(args.teacher_verdicts)}
         return verdicts_teacher(verdicts, name), desc, pcfg, verdict_groups(verdicts, pcfg)
-    return label_teacher(loaded.trajectories), {"kind": "labels", "name": "labels"}, pcfg_for("labels"), None
+    from ..formats.stream import as_stream, trajectories
+
+    teacher = label_teacher(trajectories(as_stream(loaded)))  # a pass over the data: its labels, one byte each
+    return teacher, {"kind": "labels", "name": "labels"}, pcfg_for("labels"), None
 
 
 def cmd_collect(args) -> int:
@@ -64,7 +67,14 @@ def cmd_collect(args) -> int:
     from ..flags import config_kwargs
 
     cfg = CollectConfig(**config_kwargs(args, CollectConfig))
-    loaded, labels = load_labelled(args, check_images=True)  # the data's labels with --labels applied
+    if getattr(args, "labels", None):
+        loaded, labels = load_labelled(args, check_images=True)  # the data's labels with --labels applied
+    else:  # read as a stream: the records parsed as the teacher asks for them
+        from ..formats.stream import stream_trajectories
+
+        loaded = stream_trajectories(args.data, fmt=getattr(args, "format", "auto"),
+                                     image_roots=getattr(args, "image_root", None) or ())
+        labels = None
     teacher, desc, pcfg, groups = _collect_teacher(
         args, lambda kind: teacher_pipeline(kind, args.router, args.max_images, args.teacher_max_new_tokens), loaded)
     try:

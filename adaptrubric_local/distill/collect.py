@@ -8,17 +8,21 @@ never into training data. A reply cut by the teacher's token cap (`finish_reason
 thinking teacher that used the whole budget to reason) is rejected as `truncated` with the cap,
 whether or not a verdict block parses in it (one drafted in the reasoning is not the answer):
 `--resume` retries it only once the cap is raised. Failed calls go to `failures.jsonl` and are
-retried by the next `--resume`. `finalize` splits by task into `train.jsonl`/`val.jsonl` and writes
-`manifest.json`. Knows nothing about argument parsing or training.
+retried by the next `--resume`. The data is read as a stream (formats/stream.py), the records parsed as
+the teacher asks for them; a resume reads the ids of `collected.jsonl` only. `finalize` splits by task into
+`train.jsonl`/`val.jsonl` and writes `manifest.json`. Knows nothing about argument parsing or training.
 """
 from __future__ import annotations
 
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
+
+import numpy as np
 
 from .._version import __version__
 from ..bank import load_bank
@@ -26,12 +30,15 @@ from ..cues import cue_prompt
 from ..engine.base import Engine, Output, Request
 from ..engine.fake import ScriptedEngine
 from ..engine.openai_engine import chat_messages
-from ..formats import load_trajectories
+from ..formats.base import DataError, leading_id
+from ..formats.ids import IdBuilder, IdSet, digest
+from ..formats.stream import as_stream, stream_trajectories
 from ..pipeline import AdaptRubric, PipelineConfig
 from ..prompts import load_prompts
 from ..route import router_prompt
 from ..types import Trajectory, Verdict
-from .records import FILES, append, copy_images, finalize, last_rejections, verify_record
+from ..verdict_file import repair_torn_tail
+from .records import FILES, append, copy_images, finalize, verify_record
 
 
 @dataclass
@@ -76,11 +83,40 @@ def label_block(label: int) -> str:
     return f"SCORE: {int(label)}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
 
 
-def label_teacher(trajs: list[Trajectory]) -> ScriptedEngine:
-    """A teacher that answers every verifier request with the trajectory's own label."""
-    texts = {t.id: label_block(t.label) for t in trajs if t.label in (0, 1)}
-    return ScriptedEngine(script=lambda req: texts[req.tag], name="labels", p_score=lambda req, digit: None,
-                      fail=lambda req: None if req.tag in texts else f"trajectory {req.tag} has no 0/1 label")
+def label_teacher(trajs: Iterable[Trajectory]) -> ScriptedEngine:
+    """A teacher that answers every verifier request with the trajectory's own label (`trajs` may be a
+    stream's: the labels are kept as one byte per id digest, not as the trajectories)."""
+    labels = Labels(trajs)
+    return ScriptedEngine(script=lambda req: label_block(labels[req.tag]), name="labels",
+                          p_score=lambda req, digit: None,
+                          fail=lambda req: None if labels.get(req.tag) is not None else
+                          f"trajectory {req.tag} has no 0/1 label")
+
+
+class Labels:
+    """The 0/1 labels of trajectories by id: sorted 16-byte digests and one byte each."""
+
+    def __init__(self, trajs: Iterable[Trajectory]):
+        ids, marks = IdBuilder(), bytearray()
+        for t in trajs:
+            if t.label in (0, 1):
+                ids.add(t.id)
+                marks.append(t.label)
+        keys = ids.order()
+        order = np.argsort(keys, kind="stable")
+        self._keys, self._labels = keys[order], np.frombuffer(bytes(marks), dtype=np.uint8)[order]
+
+    def get(self, i) -> int | None:
+        """The label of id `i`, or None."""
+        key = digest(str(i)).rstrip(b"\0")
+        k = int(np.searchsorted(self._keys, key))
+        return int(self._labels[k]) if k < len(self._keys) and self._keys[k] == key else None
+
+    def __getitem__(self, i) -> int:
+        out = self.get(i)
+        if out is None:
+            raise KeyError(i)
+        return out
 
 
 def verdicts_teacher(verdicts: dict[str, Verdict], name: str) -> ScriptedEngine:
@@ -146,23 +182,44 @@ def _side_call_error(t: Trajectory, pipe: AdaptRubric, rec: RecordingEngine) -> 
     return None
 
 
-def read_ids(path: Path) -> set[str]:
-    """Ids in a JSONL file written by this module; a torn last line is cut off."""
-    from ..scoring import read_done_ids
+def read_ids(path: Path) -> IdSet:
+    """Ids in a JSONL file written by this module, read without parsing its lines (each starts with
+    its id); a torn last line is cut off."""
+    path = Path(path)
+    ids = IdBuilder()
+    if path.is_file():
+        repair_torn_tail(path)
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    ids.add(leading_id(line) or str(json.loads(line)["id"]))
+    return ids.freeze()
 
-    return read_done_ids(path)
+
+class Done:
+    """The ids a resumed run skips: those collected (a digest set) and those rejected for good."""
+
+    def __init__(self, collected: IdSet, rejected: set[str]):
+        self.collected, self.rejected = collected, rejected
+
+    def __contains__(self, i: str) -> bool:
+        return i in self.rejected or i in self.collected
 
 
-def _done_ids(paths: dict[str, Path], out: Path, cap: int) -> set[str]:
+def _done_ids(paths: dict[str, Path], out: Path, cap: int) -> Done:
     """Ids a resumed run skips: collected, and rejected for good (a truncated reply only when its cap
-    was at least this run's; a reply cut by the server's context never)."""
-    done = read_ids(paths["collected"])
-    for i, r in last_rejections(out).items():
-        if r["reason"] == "context":  # cut by the server's context length: asked again (it may have grown)
-            continue
-        if r["reason"] != "truncated" or r.get("max_new_tokens", 0) >= cap:
-            done.add(i)
-    return done
+    was at least this run's; a reply cut by the server's context never), the rejections read line by
+    line (the last per id decides)."""
+    final: dict[str, bool] = {}
+    path = out / FILES["rejected"]
+    if path.is_file():
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    r = json.loads(line)
+                    final[str(r["id"])] = r["reason"] != "context" and (
+                        r["reason"] != "truncated" or r.get("max_new_tokens", 0) >= cap)
+    return Done(read_ids(paths["collected"]), {i for i, done in final.items() if done})
 
 
 # ----------------------------------------------------------------------------- collect
@@ -196,18 +253,45 @@ def _file_outcome(t: Trajectory, v: Verdict, err: str | None, cap: int, config: 
     return "collected"
 
 
-def _pipelines(todo: list[Trajectory], rec: RecordingEngine, pipe_config: PipelineConfig,
-               groups: dict[str, PipelineConfig] | None) -> list[tuple[AdaptRubric, list[Trajectory]]]:
-    """One pipeline per distinct config (replayed verdicts fix route and cues per trajectory)."""
+def _pipelines(todo: Iterable[Trajectory], rec: RecordingEngine, pipe_config: PipelineConfig,
+               groups: dict[str, PipelineConfig] | None) -> list[tuple[AdaptRubric, Iterable[Trajectory]]]:
+    """One pipeline per distinct config (replayed verdicts fix route and cues per trajectory: those are
+    grouped, the replayed file being in memory already); without `groups` one pipeline over the stream."""
+    if not groups:
+        return [(AdaptRubric(rec, pipe_config), todo)]
     pipes: dict[str, AdaptRubric] = {}
     by_cfg: dict[str, list[Trajectory]] = defaultdict(list)
     for t in todo:
-        cfg = (groups or {}).get(t.id, pipe_config)
+        cfg = groups.get(t.id, pipe_config)
         key = json.dumps(asdict(cfg), sort_keys=True)
         if key not in pipes:
             pipes[key] = AdaptRubric(rec, cfg)
         by_cfg[key].append(t)
     return [(pipes[k], by_cfg[k]) for k in pipes]
+
+
+class _Pass:
+    """One pass over the stream: the trajectories to collect (those `done` lacks) handed out as the
+    pipeline asks, each kept until its verdict comes (`flight`), and the counts the manifest needs."""
+
+    def __init__(self, stream, done: Done):
+        self.stream, self.done = stream, done
+        self.tasks: set[str] = set()
+        self.flight: dict[str, Trajectory] = {}
+        self.skipped = self.bad = 0
+
+    def __iter__(self) -> Iterator[Trajectory]:
+        for _, x in self.stream.items():
+            if isinstance(x, DataError):
+                print(f"skipped: {x}", file=sys.stderr)
+                self.bad += 1
+                continue
+            self.tasks.add(x.task_id or f"instruction: {x.instruction}")
+            if x.id in self.done:
+                self.skipped += 1
+                continue
+            self.flight[x.id] = x
+            yield x
 
 
 def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: PipelineConfig,
@@ -216,8 +300,9 @@ def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: Pip
             labels: dict | None = None) -> dict:
     """Run the teacher over `data` into `out`; returns the summary (also in the manifest).
     `groups` maps trajectory id -> a per-trajectory pipeline config (replayed verdicts fix the
-    teacher's route and cues per trajectory). `loaded`: `data` already loaded (with labels files
-    applied: `labels` is their record, kept in the manifest)."""
+    teacher's route and cues per trajectory). `loaded`: `data` already loaded or a stream of it
+    (formats/stream.py; with labels files applied: `labels` is their record, kept in the manifest);
+    without it `data` is streamed, its records parsed batch by batch as the teacher asks for them."""
     from tqdm import tqdm
 
     config = config or CollectConfig()
@@ -226,22 +311,20 @@ def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: Pip
     paths = {k: out / v for k, v in FILES.items()}
     if not resume and any(paths[k].is_file() and paths[k].stat().st_size for k in ("collected", "rejected")):
         raise ValueError(f"{out} already holds collected data; pass --resume to continue it or choose another --out")
-    loaded = loaded if loaded is not None else load_trajectories(data)
-    for e in loaded.errors:
-        print(f"skipped: {e}", file=sys.stderr)
+    stream = as_stream(loaded) if loaded is not None else stream_trajectories(data)
     cap = pipe_config.verify_max_new_tokens
     done = _done_ids(paths, out, cap)
-    todo = [t for t in loaded.trajectories if t.id not in done]
     if paths["failures"].exists():
         paths["failures"].unlink()
     rec = RecordingEngine(teacher)
-    runs = _pipelines(todo, rec, pipe_config, groups)
+    walk = _Pass(stream, done)
+    runs = _pipelines(walk, rec, pipe_config, groups)
     counts = dict.fromkeys(("collected", "unparsed", "truncated", "disagree", "failed"), 0)
-    bar = tqdm(total=len(todo), unit="traj", desc="collecting", disable=not progress, dynamic_ncols=True)
+    left = stream.count(None, done.collected.keys) - len(done.rejected)
+    bar = tqdm(total=max(0, left), unit="traj", desc="collecting", disable=not progress, dynamic_ncols=True)
     for pipe, trajs in runs:
-        by_id = {t.id: t for t in trajs}
         for v in pipe.iter_score(trajs):
-            t = by_id[str(v.id)]
+            t = walk.flight.pop(str(v.id))
             err = v.error if v.status == "error" else _side_call_error(t, pipe, rec)
             kind = _file_outcome(t, v, err, cap, config, paths,
                                  partial(build_record, t, v, rec, pipe, out, config.copy_images))
@@ -251,12 +334,11 @@ def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: Pip
             bar.set_postfix(failed=counts["failed"], unparsed=counts["unparsed"], truncated=counts["truncated"])
     bar.close()
     bank_sha = runs[0][0].bank.sha if runs else load_bank(pipe_config.bank_path).sha
-    all_tasks = sorted({t.task_id or f"instruction: {t.instruction}" for t in loaded.trajectories})
     meta = {"teacher": teacher_desc or {"name": teacher.name}, "pipeline": asdict(pipe_config),
             "collect": asdict(config), "bank_sha": bank_sha, "prompts_sha": load_prompts().sha,
             "data": str(data), "package_version": __version__, **({"labels": labels} if labels else {}),
-            "this_run": {**counts, "resumed_past": len(done), "bad_records": len(loaded.errors)}}
-    return finalize(out, all_tasks, config.val_fraction, config.seed, config.balance, meta)
+            "this_run": {**counts, "resumed_past": walk.skipped, "bad_records": walk.bad}}
+    return finalize(out, sorted(walk.tasks), config.val_fraction, config.seed, config.balance, meta)
 
 
 def teacher_pipeline(kind: str, router: str | None = None, max_images: int = 10,

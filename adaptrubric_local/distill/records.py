@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import random
 import shutil
-from collections import defaultdict
 from pathlib import Path
 
+from ..formats.ids import IdBuilder
 from ..schema import json_lines
 from ..thinking import split
 
@@ -96,18 +96,6 @@ def last_rejections(out: Path) -> dict[str, dict]:
     return {str(r["id"]): r for r in read_jsonl(out / FILES["rejected"])}
 
 
-def _balance(train: list[dict], seed: int) -> tuple[list[dict], int]:
-    by = defaultdict(list)
-    for r in train:
-        by[r["verify"]["verdict"]["score"]].append(r)
-    if len(by) != 2:
-        return train, 0
-    k = min(len(x) for x in by.values())
-    rng = random.Random(seed)
-    keep = {r["id"] for x in by.values() for r in rng.sample(x, k)}
-    return [r for r in train if r["id"] in keep], len(train) - len(keep)
-
-
 def split_warnings(counts: dict, val_fraction: float, seed: int) -> list[str]:
     """What is wrong with a train/val split for training (one class only, nothing held out)."""
     out = []
@@ -125,32 +113,71 @@ def split_warnings(counts: dict, val_fraction: float, seed: int) -> list[str]:
     return out
 
 
+def iter_jsonl(path: Path):
+    """Each line of a JSONL file written by this package, parsed one at a time; nothing when there is no file."""
+    if Path(path).is_file():
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    yield json.loads(line)
+
+
+def _balanced(per_score: dict, seed: int) -> dict | None:
+    """Which train records of each score balancing keeps (score -> kept positions among that score's
+    records, in file order), drawn as a sample of each score's records
+    would be (`random.sample` picks by position only: the same seed, the same records);
+    None when there is a single class."""
+    if len(per_score) != 2:
+        return None
+    k = min(per_score.values())
+    rng = random.Random(seed)
+    return {score: set(rng.sample(range(n), k)) for score, n in per_score.items()}
+
+
 def finalize(out: Path, all_tasks: list[str], val_fraction: float, seed: int, balance: bool, meta: dict) -> dict:
-    """Write train.jsonl / val.jsonl (split by task) and manifest.json from collected.jsonl."""
-    records = read_jsonl(out / FILES["collected"])
+    """Write train.jsonl / val.jsonl (split by task) and manifest.json from collected.jsonl, read twice
+    line by line (counts, then the split written record by record), so memory does not grow with it."""
+    path = out / FILES["collected"]
     val_tasks = split_tasks(all_tasks, val_fraction, seed)
-    train = [r for r in records if r["task_id"] not in val_tasks]
-    val = [r for r in records if r["task_id"] in val_tasks]
-    balanced_out = 0
-    if balance:
-        train, balanced_out = _balance(train, seed)
-    for name, rows in (("train", train), ("val", val)):
-        with open(out / FILES[name], "w", encoding="utf-8") as fh:
-            for r in rows:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    collected = {str(r["id"]) for r in records}
-    rejected = [r for i, r in last_rejections(out).items() if i not in collected]
-    failures = read_jsonl(out / FILES["failures"])
+    counts = dict.fromkeys(("collected", "with_p_success", "with_reasoning"), 0)
+    per_score: dict = {}
+    ids = IdBuilder()
+    for r in iter_jsonl(path):
+        ids.add(str(r["id"]))
+        counts["collected"] += 1
+        counts["with_p_success"] += r["verify"].get("p_success") is not None
+        counts["with_reasoning"] += bool(r["verify"].get("reasoning"))
+        if r["task_id"] not in val_tasks:
+            score = r["verify"]["verdict"]["score"]
+            per_score[score] = per_score.get(score, 0) + 1
+    keep = _balanced(per_score, seed) if balance else None
+    sizes = dict.fromkeys(("train", "val", "train_positive", "val_positive"), 0)
+    place: dict = {}
+    with open(out / FILES["train"], "w", encoding="utf-8") as train, open(out / FILES["val"], "w",
+                                                                          encoding="utf-8") as val:
+        for r in iter_jsonl(path):
+            score = r["verify"]["verdict"]["score"]
+            name = "val" if r["task_id"] in val_tasks else "train"
+            if name == "train":
+                place[score] = k = place.get(score, -1) + 1
+                if keep is not None and k not in keep[score]:
+                    continue
+            (val if name == "val" else train).write(json.dumps(r, ensure_ascii=False) + "\n")
+            sizes[name] += 1
+            sizes[f"{name}_positive"] += score == 1
+    collected = ids.freeze()
+    reasons = {str(r["id"]): r["reason"] for r in iter_jsonl(out / FILES["rejected"])}  # the last per id
+    rejected = [why for i, why in reasons.items() if i not in collected]
     counts = {
-        "collected": len(records), "train": len(train), "val": len(val), "balanced_out": balanced_out,
-        "train_positive": sum(r["verify"]["verdict"]["score"] == 1 for r in train),
-        "val_positive": sum(r["verify"]["verdict"]["score"] == 1 for r in val),
-        "with_p_success": sum(r["verify"].get("p_success") is not None for r in records),
-        "with_reasoning": sum(bool(r["verify"].get("reasoning")) for r in records),
-        "unparsed": sum(r["reason"] == "unparsed" for r in rejected),
-        "truncated": sum(r["reason"] in ("truncated", "context") for r in rejected),
-        "disagree": sum(r["reason"] == "disagrees with label" for r in rejected),
-        "failed": len(failures), "tasks": len(all_tasks), "val_tasks": len(val_tasks),
+        "collected": counts["collected"], "train": sizes["train"], "val": sizes["val"],
+        "balanced_out": sum(per_score.values()) - sizes["train"] if keep is not None else 0,
+        "train_positive": sizes["train_positive"], "val_positive": sizes["val_positive"],
+        "with_p_success": counts["with_p_success"], "with_reasoning": counts["with_reasoning"],
+        "unparsed": sum(why == "unparsed" for why in rejected),
+        "truncated": sum(why in ("truncated", "context") for why in rejected),
+        "disagree": sum(why == "disagrees with label" for why in rejected),
+        "failed": sum(1 for _ in iter_jsonl(out / FILES["failures"])), "tasks": len(all_tasks),
+        "val_tasks": len(val_tasks),
     }
     manifest = {**meta, "counts": counts, "warnings": split_warnings(counts, val_fraction, seed)}
     (out / FILES["manifest"]).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")

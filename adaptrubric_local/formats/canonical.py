@@ -166,20 +166,24 @@ def write(trajectories: Iterable[Trajectory], path: Path, reference: bool = Fals
     screenshot lies outside that folder, unless `reference`: then the path leads out of it (`../`)
     to the screenshot where it is, and a reader must allow that folder (`--image-root`)."""
     path = Path(path)
-    base = path.parent.resolve()
-    lines = []
-    for t in trajectories:
-        d = t.to_dict()
-        for s in d["steps"]:
-            if s.get("screenshot") and reference:
-                full = Path(s["screenshot"]).resolve()
-                try:
-                    s["screenshot"] = Path(os.path.relpath(full, base)).as_posix()
-                except ValueError:  # another drive: no relative path leads there
-                    s["screenshot"] = full.as_posix()
-            elif s.get("screenshot"):
-                s["screenshot"] = relative_screenshot(s["screenshot"], base, f"{path}, trajectory {t.id}")
-        lines.append(json.dumps(d, ensure_ascii=False) + "\n")
+    lines = [record_line(t, path, reference) for t in trajectories]
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
         fh.writelines(lines)
+
+
+def record_line(t: Trajectory, path: Path, reference: bool = False) -> str:
+    """One trajectory's canonical JSONL line for the file `path` (screenshots as `write` gives them),
+    so a caller streaming records writes them one at a time."""
+    base = Path(path).parent.resolve()
+    d = t.to_dict()
+    for s in d["steps"]:
+        if s.get("screenshot") and reference:
+            full = Path(s["screenshot"]).resolve()
+            try:
+                s["screenshot"] = Path(os.path.relpath(full, base)).as_posix()
+            except ValueError:  # another drive: no relative path leads there
+                s["screenshot"] = full.as_posix()
+        elif s.get("screenshot"):
+            s["screenshot"] = relative_screenshot(s["screenshot"], base, f"{path}, trajectory {t.id}")
+    return json.dumps(d, ensure_ascii=False) + "\n"

@@ -188,3 +188,10 @@ def stream_trajectories(path: str | Path, fmt: str = "auto", check_images: bool 
 def as_stream(loaded: LoadResult | TrajectoryStream | LoadedStream) -> TrajectoryStream | LoadedStream:
     """A stream of `loaded`, which may already be one."""
     return LoadedStream(loaded) if isinstance(loaded, LoadResult) else loaded
+
+
+def trajectories(stream: TrajectoryStream | LoadedStream) -> Iterator[Trajectory]:
+    """The stream's trajectories in data order, its bad records left out."""
+    for _, x in stream.items():
+        if isinstance(x, Trajectory):
+            yield x

@@ -60,7 +60,6 @@ def to_trajectory(obj: Any, cfg: RewardConfig, where: str = "trajectory",
     Screenshots given inline (bytes or data URLs) are checked and written to `images`. With `confine`
     (the service: requests come from elsewhere), absolute paths, like relative ones, must lie inside
     data_root or image_roots."""
-    from ..formats import load_trajectories
     from ..formats.canonical import parse_record
 
     if isinstance(obj, Trajectory):
@@ -85,11 +84,34 @@ def to_trajectory(obj: Any, cfg: RewardConfig, where: str = "trajectory",
         path = obj if os.path.isabs(str(obj)) else cfg.root / obj
         if confine:
             path = _inside(path, [cfg.root, *map(Path, cfg.image_roots)], where, "trajectory path")
-        loaded = load_trajectories(path, image_roots=tuple(cfg.image_roots))
-        if not loaded.trajectories:
-            raise ValueError(f"{where}: no trajectory in {path}: {'; '.join(map(str, loaded.errors)) or 'empty'}")
-        return loaded.trajectories[0]
+        t, errors = first_trajectory(Path(path), tuple(cfg.image_roots))
+        if t is None:
+            raise ValueError(f"{where}: no trajectory in {path}: {'; '.join(map(str, errors)) or 'empty'}")
+        return t
     raise TypeError(f"{where}: expected a Trajectory, a canonical dict or a path, got {type(obj).__name__}")
+
+
+def first_trajectory(path: Path, image_roots: tuple = ()) -> tuple[Trajectory | None, list]:
+    """(the first trajectory of a data file, the bad records before it): a canonical JSONL file is read
+    up to its first good record (a path into a million-line file reads one line, not the file); a
+    folder or another format is loaded by its loader."""
+    from ..formats import canonical, detect_format, load_trajectories
+    from ..formats.base import DataError, LoadResult, check_image_roots, iter_json_lines
+
+    if path.is_file() and detect_format(path) == "canonical":
+        if canonical.looks_like_verdicts(path):
+            raise canonical.verdict_file_error(path)
+        if canonical.looks_like_labels(path):
+            raise canonical.labels_file_error(path)
+        roots, result, errors = check_image_roots(image_roots), LoadResult(), []
+        for record, obj in iter_json_lines(path, result):
+            try:
+                return canonical.parse_record(obj, path.parent, path, record, True, roots), errors + result.errors
+            except DataError as exc:
+                errors.append(exc)
+        return None, errors + result.errors
+    loaded = load_trajectories(path, image_roots=image_roots)
+    return (loaded.trajectories[0] if loaded.trajectories else None), list(loaded.errors)
 
 
 def item_id(obj: Any, where: str) -> str:

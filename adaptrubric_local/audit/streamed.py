@@ -1,0 +1,129 @@
+"""The audit's data as streams: the counterfactuals built and written one original at a time
+(`write_streamed`, which also keeps the cost plan's running counts, `CostCount`, and each original's
+label in `Originals`), and the originals with their counterfactuals handed to `score_with` as one
+stream (`ChainedStream`), so an audit holds a batch of trajectories, not the data set.
+
+Keeps per original a 16-byte id digest and a few bytes (label, whether it parsed), per distinct
+instruction its text; never a list of trajectories. Knows nothing about engines or the report's rules.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from ..formats import LoadResult, canonical
+from ..formats.ids import IdSet, digest
+from ..formats.stream import Keep, Shard, TrajectoryStream, _count, as_stream, trajectories
+from ..types import Trajectory
+from . import perturbations as P
+
+
+class ChainedStream:
+    """Several streams (formats/stream.py) read one after another as one: positions run on across them."""
+
+    def __init__(self, streams: list):
+        self.streams = streams
+        self.warnings = [w for s in streams for w in s.warnings]
+        self.records = sum(s.records for s in streams)
+        self.order = np.concatenate([s.order for s in streams]) if streams else np.zeros(0, dtype="S16")
+        self.ids = IdSet(self.order[self.order != b""].copy())
+
+    def items(self, keep: Keep | None = None) -> Iterator[tuple[int, object]]:
+        """As `TrajectoryStream.items`, over each stream in turn."""
+        offset = 0
+        for s in self.streams:
+            shifted = None if keep is None else (lambda pos, own, o=offset: keep(pos + o, own))
+            for pos, x in s.items(shifted):
+                yield pos + offset, x
+            offset += s.records
+
+    def repeated(self, i: str | None) -> bool:
+        """Whether an id belongs to more than one record of a stream."""
+        return any(s.repeated(i) for s in self.streams)
+
+    def count(self, shard: Shard | None = None, done: np.ndarray | None = None) -> int:
+        """As `TrajectoryStream.count`."""
+        return _count(self.order, shard, done)
+
+
+def cf_stream(path: Path, roots: list):
+    """A counterfactual file as a stream (screenshots allowed under the data's folders); an empty one
+    when the file holds nothing."""
+    if not Path(path).stat().st_size:
+        return as_stream(LoadResult())
+    return TrajectoryStream(path, image_roots=roots)
+
+
+class Originals:
+    """Per original (by the sorted digests of the data's ids): its label (-1: none) and whether it is a
+    trajectory (not a bad record)."""
+
+    def __init__(self, stream):
+        self.keys = stream.ids.keys
+        self.label = np.full(len(self.keys), -1, dtype=np.int8)
+        self.parsed = np.zeros(len(self.keys), dtype=bool)
+
+    def index(self, i: str) -> int:
+        """The position of id `i` among `keys`, or -1."""
+        key = digest(i).rstrip(b"\0")
+        k = int(np.searchsorted(self.keys, key))
+        return k if k < len(self.keys) and self.keys[k] == key else -1
+
+    def add(self, t: Trajectory) -> None:
+        k = self.index(t.id)
+        if k >= 0:
+            self.parsed[k] = True
+            self.label[k] = t.label if t.label in (0, 1) else -1
+
+
+class CostCount:
+    """The running counts `run.cost_plan` reads: trajectories, counterfactuals per perturbation, the
+    screenshots sent and the distinct instructions."""
+
+    def __init__(self, perturbations: list[P.Perturbation], max_images: int):
+        self.max_images, self.n = max_images, 0
+        self.applied = {p.name: 0 for p in perturbations}
+        self.shots_originals = self.shots_all = 0
+        self.ins_originals: set[str] = set()
+        self.ins_all: set[str] = set()
+
+    def original(self, t: Trajectory) -> None:
+        self.n += 1
+        self.shots_originals += min(len(t.screenshots), self.max_images)
+        self.shots_all += min(len(t.screenshots), self.max_images)
+        self.ins_originals.add(t.instruction)
+        self.ins_all.add(t.instruction)
+
+    def counterfactual(self, name: str, c: Trajectory) -> None:
+        self.applied[name] += 1
+        self.shots_all += min(len(c.screenshots), self.max_images)
+        self.ins_all.add(c.instruction)
+
+
+def write_streamed(out: Path, perturbations: list[P.Perturbation], stream, max_images: int
+                   ) -> tuple[dict[str, Path], CostCount, Originals]:
+    """Write every counterfactual of the stream's trajectories (`run.write_counterfactuals`' files), one
+    original at a time; (name -> its file, the cost counts, the originals' labels)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = P.DataSet(trajectories(stream))  # first pass: the instructions other-instruction draws on
+    files = {p.name: out / run_data_file(p) for p in perturbations}
+    cost, originals = CostCount(perturbations, max_images), Originals(stream)
+    with contextlib.ExitStack() as stack:
+        handles = {f: stack.enter_context(open(f, "w", encoding="utf-8"))
+                   for f in {*files.values(), out / "counterfactuals.jsonl"}}
+        for t in trajectories(stream):
+            cost.original(t)
+            originals.add(t)
+            for p, c in P.build_each(perturbations, t, data, stream.ids.__contains__):
+                handles[files[p.name]].write(canonical.record_line(c, files[p.name], reference=True))
+                cost.counterfactual(p.name, c)
+    return files, cost, originals
+
+
+def run_data_file(p: P.Perturbation) -> str:
+    """The file a perturbation's counterfactuals are written to (see run.py's docstring)."""
+    return "counterfactuals.jsonl" if p.engine_options is None else f"counterfactuals.{p.name}.jsonl"

@@ -1,0 +1,168 @@
+"""The audit's figures from running counts: the originals' verdicts kept as a few numbers each (by the
+sorted digests of their ids, `OriginalVerdicts`), each perturbation's pairs counted as its verdict lines
+are read (`PairCounts`), so the report of a million-trajectory audit reads its verdict files line by line
+and keeps the counts and the ids it must name (flips, newly unparsed, errors, missing), not the verdicts.
+
+The last line of an id counts (a retried error's later line replaces it). Knows nothing about the
+report's rules (verdict.py) or its text (report.py).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..formats.ids import IdBuilder
+from ..verdict_file import iter_lines
+from . import perturbations as P
+
+STATUS = {"ok": 0, "unparsed": 1, "error": 2}
+NAMES = {v: k for k, v in STATUS.items()}
+Compact = tuple  # (status, score, p_success, evidence_sufficient) of a verdict
+
+
+def compact(d) -> Compact:
+    """The fields a pair is compared on, from a verdict line's dict or a Verdict."""
+    get = d.get if isinstance(d, dict) else (lambda k, default=None: getattr(d, k, default))
+    p = get("p_success")
+    return (get("status", "ok") or "ok", get("score"), p if isinstance(p, (int, float)) else None,
+            get("evidence_sufficient"))
+
+
+@dataclass
+class PairCounts:
+    """One perturbation's pairs (original, counterfactual) as report.measure counts them."""
+
+    compared: int = 0
+    zeros: int = 0
+    ones: int = 0
+    up: list = field(default_factory=list)
+    down: list = field(default_factory=list)
+    dp_sum: float = 0.0
+    n_dp: int = 0
+    newly_unparsed: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    missing: list = field(default_factory=list)
+    original_not_parsed: int = 0
+    before: int = 0
+    after: int = 0
+    calls: float = 0.0
+    tokens: float = 0.0
+    scored: int = 0
+
+    def add(self, o: Compact | None, c: Compact | None, cid: str) -> None:
+        """Count one pair (None: no verdict)."""
+        if o is None or o[0] != "ok":
+            self.original_not_parsed += 1
+        if c is None:
+            self.missing.append(cid)
+            return
+        if c[0] == "error":
+            self.errors.append(cid)
+        if o is None or o[0] != "ok":
+            return
+        if c[0] == "unparsed":
+            self.newly_unparsed.append(cid)
+        if c[0] != "ok":
+            return
+        self.compared += 1
+        if o[1] == 0:
+            self.zeros += 1
+            if c[1] == 1:
+                self.up.append(cid)
+        elif o[1] == 1:
+            self.ones += 1
+            if c[1] == 0:
+                self.down.append(cid)
+        if o[2] is not None and c[2] is not None:
+            self.dp_sum += c[2] - o[2]
+            self.n_dp += 1
+        self.before += o[3] is False
+        self.after += c[3] is False
+
+
+class OriginalVerdicts:
+    """The originals' verdicts (last line per id) as arrays by `Originals.keys`' index."""
+
+    def __init__(self, originals):
+        n = len(originals.keys)
+        self.originals = originals
+        self.status = np.full(n, -1, dtype=np.int8)
+        self.score = np.full(n, -1, dtype=np.int8)
+        self.p = np.full(n, np.nan)
+        self.evidence = np.full(n, -1, dtype=np.int8)
+        self.calls, self.tokens = np.zeros(n), np.zeros(n)
+
+    def put(self, k: int, d: dict) -> None:
+        s, score, p, ev = compact(d)
+        self.status[k] = STATUS.get(s, 0)
+        self.score[k] = score if score in (0, 1) else -1
+        self.p[k] = np.nan if p is None else p
+        self.evidence[k] = -1 if ev is None else int(bool(ev))
+        self.calls[k], self.tokens[k] = d.get("cost_calls") or 0.0, d.get("cost_tokens") or 0.0
+
+    def get(self, i: str) -> Compact | None:
+        k = self.originals.index(i)
+        if k < 0 or self.status[k] < 0:
+            return None
+        p, ev, score = self.p[k], self.evidence[k], self.score[k]
+        return (NAMES[int(self.status[k])], None if score < 0 else int(score), None if math.isnan(p) else float(p),
+                None if ev < 0 else bool(ev))
+
+
+def read_originals(path: Path, originals) -> OriginalVerdicts:
+    """The originals' verdicts of the main verdict file, line by line."""
+    out = OriginalVerdicts(originals)
+    for _, i, d in iter_lines(path):
+        k = originals.index(i)
+        if k >= 0:
+            out.put(k, d)
+    return out
+
+
+def count_pairs(verdict_file: Path, cf_file: Path, name: str, originals: OriginalVerdicts) -> PairCounts:
+    """Perturbation `name`'s pairs: its counterfactuals' verdict lines of `verdict_file` (the last per id,
+    each compared with its original's), then its counterfactuals in `cf_file` without a verdict, every
+    id list in the data's order."""
+    last: dict[str, Compact] = {}
+    ids, counts = IdBuilder(), PairCounts()
+    for _, i, _d in iter_lines(verdict_file):
+        if P.split_id(i)[1] == name:
+            ids.add(i)
+    seen = ids.freeze()
+    for _, i, d in iter_lines(verdict_file):
+        if P.split_id(i)[1] != name:
+            continue
+        if seen.is_repeated(i):  # a retried error: its last line counts, once
+            last[i] = (compact(d), d.get("cost_calls") or 0.0, d.get("cost_tokens") or 0.0)
+            continue
+        _count_line(counts, originals, i, compact(d), d.get("cost_calls") or 0.0, d.get("cost_tokens") or 0.0)
+    for i, (c, calls, tokens) in last.items():
+        _count_line(counts, originals, i, c, calls, tokens)
+    place: dict[str, int] = {}
+    listed = {*counts.up, *counts.down, *counts.newly_unparsed, *counts.errors}
+    with open(cf_file, encoding="utf-8") as fh:
+        for k, line in enumerate(fh):
+            if not line.strip():
+                continue
+            i = str(json.loads(line)["id"])
+            if P.split_id(i)[1] != name:
+                continue
+            if i in listed:
+                place[i] = k
+            if i not in seen:
+                counts.add(originals.get(P.split_id(i)[0]), None, i)
+    for key in ("up", "down", "newly_unparsed", "errors"):
+        getattr(counts, key).sort(key=lambda i: place.get(i, -1))
+    return counts
+
+
+def _count_line(counts: PairCounts, originals: OriginalVerdicts, i: str, c: Compact, calls: float,
+                tokens: float) -> None:
+    counts.add(originals.get(P.split_id(i)[0]), c, i)
+    counts.scored += 1
+    counts.calls += calls
+    counts.tokens += tokens

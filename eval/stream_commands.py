@@ -1,0 +1,137 @@
+"""Peak memory of the other commands that read a data set, at growing sizes: `audit` (every registered
+perturbation, the originals and counterfactuals scored, the report and review page written), `distill
+collect` (the labels as teacher) and the reward service's path items (`to_trajectory` of a path into
+the data file, what /score reads for one), each in a fresh process, with the scripted engine (no model:
+only the package's own work counts). The data is eval/stream_scale.py's: N trajectories of --steps
+steps sharing --shots screenshots.
+
+For each size and step, measured from outside (peak RSS of the child from wait4's rusage), it prints
+seconds, ms per trajectory and peak RSS, then the growth of peak RSS and the ratio of time per
+trajectory from the smallest size to the largest (with the growth a million trajectories would
+have at that rate).
+
+    python eval/stream_commands.py                       # 1,000 and 4,000 trajectories
+    python eval/stream_commands.py --sizes 1000,20000
+
+Exits 1 when a step fails or its output is short: an audit without a verdict line per original and
+counterfactual, a collection that did not keep every trajectory, a path item that gave the wrong record.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS = ("audit", "collect", "path")
+
+
+def child(step: str, data: str, out: str) -> None:
+    """One measured step in this (fresh) process; prints its result JSON on the last line."""
+    sys.path.insert(0, str(ROOT))
+    from adaptrubric_local.dry_run import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+
+    class Dropped(list):
+        """Where the scripted engine logs every batch of requests (`batches`, for tests): kept empty."""
+
+        def append(self, _batch):
+            pass
+
+    t0 = time.perf_counter()
+    if step == "audit":
+        from adaptrubric_local.audit import get
+        from adaptrubric_local.audit.run import run_audit
+
+        engine = FakeEngine()
+        engine.batches = Dropped()
+        a = run_audit(AdaptRubric(engine, PipelineConfig(router="rules", fine=False)), data, out, get(),
+                      progress=False, log=lambda s: None, build_engine=lambda options: engine)
+        lines = sum(1 for f in Path(out).glob("verdicts*.jsonl") for _ in open(f, "rb"))
+        res = {"n": a["originals"]["n"], "lines": lines, "want": a["cost"]["planned"]["audit_calls"]}
+    elif step == "collect":
+        from adaptrubric_local.distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
+        from adaptrubric_local.formats.stream import stream_trajectories, trajectories
+
+        teacher = label_teacher(trajectories(stream_trajectories(data)))
+        teacher.batches = Dropped()
+        m = collect(data, out, teacher, teacher_pipeline("labels"), CollectConfig(val_fraction=0.2, copy_images=False),
+                    progress=False)
+        res = {"n": m["counts"]["collected"], "lines": m["counts"]["collected"], "want": m["this_run"]["collected"]}
+    else:
+        from adaptrubric_local.rewards.config import RewardConfig
+        from adaptrubric_local.rewards.inputs import to_trajectory
+
+        t = to_trajectory(Path(data).name, RewardConfig(data_root=str(Path(data).parent)), "item 0", confine=True)
+        res = {"n": 1, "lines": int(t.id == "t0000000"), "want": 1}
+    print(json.dumps({**res, "seconds": time.perf_counter() - t0}))
+
+
+def measure(step: str, data: Path, out: Path) -> dict:
+    """Run one step in a fresh process: its result, wall seconds and peak RSS (MB) from wait4."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, __file__, "--child", step, str(data), str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    text = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise SystemExit(f"{step} of {data} failed (exit {code})")
+    return {**json.loads(text.strip().splitlines()[-1]), "wall": time.perf_counter() - t0,
+            "rss_mb": usage.ru_maxrss / 1024}
+
+
+def main() -> int:
+    sys.path.insert(0, str(ROOT / "eval"))
+    from stream_scale import build
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,4000", help="comma-separated trajectory counts")
+    ap.add_argument("--steps", type=int, default=8, help="steps per trajectory (default 8)")
+    ap.add_argument("--shots", type=int, default=16, help="screenshots shared by all trajectories (default 16)")
+    ap.add_argument("--work", help="folder for the data and outputs (default: a temporary one)")
+    ap.add_argument("--child", nargs=3, metavar=("STEP", "DATA", "OUT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(*args.child)
+        return 0
+    sizes = sorted(int(x) for x in args.sizes.split(","))
+    problems, rows = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(args.work or tmp)
+        print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; python eval/stream_commands.py --sizes "
+              f"{args.sizes} --steps {args.steps} --shots {args.shots}")
+        for n in sizes:
+            data = build(work, n, args.steps, args.shots)
+            rows[n] = {s: measure(s, data, work / f"{s}-{n}") for s in STEPS}
+            for s, r in rows[n].items():
+                if r["lines"] < r["want"] or (s != "path" and r["n"] != n):
+                    problems.append(f"{s} at {n}: {r}")
+    print("| trajectories | step | seconds | ms/traj | peak RSS (MB) |")
+    print("|---|---|---|---|---|")
+    for n in sizes:
+        for s in STEPS:
+            r = rows[n][s]
+            print(f"| {n:,} | {s} | {r['wall']:.1f} | {1000 * r['wall'] / n:.3f} | {r['rss_mb']:.0f} |")
+    a, b = sizes[0], sizes[-1]
+    print(f"\nfrom {a:,} to {b:,} trajectories ({b / a:g}x the data):")
+    for s in STEPS:
+        x, y = rows[a][s], rows[b][s]
+        grow = y["rss_mb"] - x["rss_mb"]
+        per_m = grow / max(1, b - a) * 1_000_000
+        ratio = (y["wall"] / b) / (x["wall"] / a) if x["wall"] else float("nan")
+        print(f"  {s:8s} peak RSS {x['rss_mb']:.0f} -> {y['rss_mb']:.0f} MB ({grow:+.0f} MB; at this rate "
+              f"{per_m:+.0f} MB per million), time per trajectory x{ratio:.2f}")
+    for p in problems:
+        print(f"FAILED: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
