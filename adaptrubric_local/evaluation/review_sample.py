@@ -61,7 +61,8 @@ def sampled(path: Path, data, cards: int, seed: int = SEED, fmt: str = "auto",
     verdicts = [(CascadeVerdict if "decided_by" in d else Verdict).from_dict(d) for d in last.values()]
     if data is None:
         return verdicts, None
-    trajs = [x for _, x in stream_trajectories(data, fmt=fmt, check_images=False, image_roots=image_roots).items()
+    stream = stream_trajectories(data, fmt=fmt, check_images=False, image_roots=image_roots)
+    trajs = [x for _, x in stream.items(keep=lambda _, own: own is None or own in ids)  # the others unparsed
              if not isinstance(x, Exception) and x.id in ids]
     verdicts, _ = C.align(verdicts, trajs, "verdicts", allow_extra=True)
     return verdicts, SimpleNamespace(trajectories=trajs)
