@@ -269,9 +269,7 @@ def figures(p: np.ndarray, y: np.ndarray, bins: int = PR.ECE_BINS) -> dict:
         seen = np.cumsum(count[::-1])
         recall = tp / pos
         auprc = float(((recall - np.concatenate([[0.0], recall[:-1]])) * (tp / seen)).sum())
-    diff = p - y
-    brier = float(diff @ diff / n) if n else None
-    del diff
+    brier = float(((p - y) ** 2).sum() / n) if n else None  # probability.py's sum, to the last bit
     b = (p * bins).astype(np.int16)
     np.minimum(b, bins - 1, out=b)
     rel = []
