@@ -10,12 +10,16 @@ process each, measured from outside (peak RSS of the child from wait4's rusage):
   first   a resume of the file with its last --cut lines removed: seconds until the first new engine call,
           and its summary's counts against the uncut file's (they must be equal);
   eval    `adaptrubric eval DATA --verdicts V --no-review` (the metrics of the finished file, read into
-          columns; the review page holds every card and is not measured here).
+          columns);
+  review  `adaptrubric eval DATA --verdicts V`, the default path: the metrics and the review page, a sample
+          of --review-cards cards (2,000) of a larger run.
 Prints one row per size and step, the growth of peak RSS and the ratio of time per trajectory from the
 smallest size of at least 10,000 (else the smallest) to the largest.
 
     python eval/stream_scale.py                          # 1k, 10k, 100k
     python eval/stream_scale.py --sizes 10000,1000000    # a million lines: about half an hour on 2 cores
+    python eval/stream_scale.py --sizes 10000,1000000 --work runs/scale --only eval,review   # again, on
+                                                         # the files an earlier run left in --work
 
 Exits 1 when a check fails: a verdict file without exactly one line per trajectory, a resume that scored
 anything of a finished file, a cut resume whose counts differ from the uncut file's, a missing figure.
@@ -33,6 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNTS = ("n", "scored", "unparsed", "errors", "positives", "hit_cap", "hit_context")
+STEPS = ("score", "resume", "first", "eval", "review")
 
 
 def build(folder: Path, n: int, steps: int, shots: int) -> Path:
@@ -65,10 +70,11 @@ def child(step: str, data: str, out: str) -> None:
     """One measured step, in this (fresh) process; prints its result JSON on the last line."""
     sys.path.insert(0, str(ROOT))
     t0 = time.perf_counter()
-    if step == "eval":
+    if step in ("eval", "review"):
         from adaptrubric_local.cli import main
 
-        rc = main(["eval", data, "--verdicts", out, "--out", str(Path(out).parent / "eval"), "--quiet", "--no-review"])
+        rc = main(["eval", data, "--verdicts", out, "--out", str(Path(out).parent / step), "--quiet"]
+                  + (["--no-review"] if step == "eval" else []))
         print(json.dumps({"rc": rc, "seconds": time.perf_counter() - t0}))
         return
     from adaptrubric_local.dry_run import FakeEngine
@@ -127,25 +133,36 @@ def cut_tail(path: Path, k: int) -> None:
 
 
 def run_size(work: Path, n: int, args) -> dict:
-    data = build(work, n, args.steps, args.shots)
+    only = args.only.split(",")
+    data = work / f"data-{n}.jsonl"
+    if "score" in only or not data.exists():
+        data = build(work, n, args.steps, args.shots)
     out = work / f"v-{n}.jsonl"
-    for p in out.parent.glob(f"v-{n}.*"):
-        p.unlink()
-    row = {"score": measure("score", data, out)}
-    lines = sum(1 for _ in open(out, "rb"))
-    problems = [] if lines == n == row["score"]["n"] else [f"{n}: {lines} lines for {n} trajectories"]
-    row["resume"] = measure("resume", data, out)
-    if row["resume"]["this_run"]:
-        problems.append(f"{n}: the resume of the finished file scored {row['resume']['this_run']}")
-    row["eval"] = measure("eval", data, out)
-    if row["eval"].get("rc"):
-        problems.append(f"{n}: eval exited {row['eval']['rc']}")
-    cut_tail(out, args.cut)
-    row["first"] = measure("first", data, out)
-    if {k: row["first"][k] for k in COUNTS} != {k: row["score"][k] for k in COUNTS}:
-        problems.append(f"{n}: the cut resume's counts differ from the uncut file's")
-    if row["first"]["first_call"] is None:
-        problems.append(f"{n}: the cut resume made no engine call")
+    row, problems = {}, []
+    if "score" in only:
+        for p in out.parent.glob(f"v-{n}.*"):
+            p.unlink()
+        row["score"] = measure("score", data, out)
+    lines = sum(1 for _ in open(out, "rb")) if out.exists() else 0
+    if lines != n or ("score" in row and row["score"]["n"] != n):
+        problems.append(f"{n}: {lines} lines for {n} trajectories")
+    if "resume" in only:
+        row["resume"] = measure("resume", data, out)
+        if row["resume"]["this_run"]:
+            problems.append(f"{n}: the resume of the finished file scored {row['resume']['this_run']}")
+    for step in ("eval", "review"):
+        if step in only:
+            row[step] = measure(step, data, out)
+            if row[step].get("rc"):
+                problems.append(f"{n}: {step} exited {row[step]['rc']}")
+    if "first" in only:
+        counts = {k: v for k, v in json.loads(out.with_suffix(".summary.json").read_text()).items() if k in COUNTS}
+        cut_tail(out, args.cut)
+        row["first"] = measure("first", data, out)
+        if {k: row["first"][k] for k in COUNTS} != counts:
+            problems.append(f"{n}: the cut resume's counts differ from the uncut file's")
+        if row["first"]["first_call"] is None:
+            problems.append(f"{n}: the cut resume made no engine call")
     row["problems"] = problems
     return row
 
@@ -153,8 +170,9 @@ def run_size(work: Path, n: int, args) -> dict:
 def report(sizes: list[int], rows: dict[int, dict]) -> list[str]:
     print("| trajectories | step | seconds | ms/traj | peak RSS (MB) | first new call (s) |")
     print("|---|---|---|---|---|---|")
+    steps = [s for s in STEPS if s in rows[sizes[0]]]
     for n in sizes:
-        for step in ("score", "resume", "first", "eval"):
+        for step in steps:
             r = rows[n][step]
             first = f"{r['first_call']:.1f}" if step == "first" and r.get("first_call") is not None else ""
             print(f"| {n:,} | {step} | {r['wall']:.1f} | {1000 * r['wall'] / n:.3f} | {r['rss_mb']:.0f} | {first} |")
@@ -162,7 +180,7 @@ def report(sizes: list[int], rows: dict[int, dict]) -> list[str]:
     top = sizes[-1]
     problems = []
     print(f"\nfrom {base:,} to {top:,} trajectories ({top / base:g}x the data):")
-    for step in ("score", "resume", "first", "eval"):
+    for step in steps:
         a, b = rows[base][step], rows[top][step]
         grow = b["rss_mb"] - a["rss_mb"]
         ratio = (b["wall"] / top) / (a["wall"] / base) if a["wall"] else float("nan")
@@ -181,6 +199,9 @@ def main() -> int:
     ap.add_argument("--cut", type=int, default=64, help="lines removed before the timed resume (default 64)")
     ap.add_argument("--work", help="folder for the data and verdicts (default: a temporary one)")
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--only", default=",".join(STEPS),
+                    help=f"the steps to measure (default all: {','.join(STEPS)}); without score, the verdict files "
+                         "of an earlier run in --work")
     ap.add_argument("--child", nargs=3, metavar=("STEP", "DATA", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -190,11 +211,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work or tmp)
         print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; python eval/stream_scale.py --sizes "
-              f"{args.sizes} --steps {args.steps} --shots {args.shots}")
+              f"{args.sizes} --steps {args.steps} --shots {args.shots} --only {args.only}")
         rows = {}
         for n in sizes:
             rows[n] = run_size(work, n, args)
-            print(f"  {n:,}: done in {sum(rows[n][s]['wall'] for s in ('score', 'resume', 'first', 'eval')):.0f} s",
+            print(f"  {n:,}: done in {sum(rows[n][s]['wall'] for s in STEPS if s in rows[n]):.0f} s",
                   file=sys.stderr)
         problems = report(sizes, rows)
         if args.json:

@@ -41,19 +41,23 @@ def _score_first(args, out: Path) -> Path:
 
 def cmd_eval(args) -> int:
     from ..evaluation.harness import outside_image_roots, run_eval
+    from ..evaluation.review_sample import more_lines
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if bool(args.verdicts) == bool(args.model):
         raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
-    if args.verdicts and not args.review and not args.labels:  # read into columns (evaluation/columns.py)
-        loaded, labels = None, None
+    if args.review_cards < 0:
+        raise ValueError(f"--review-cards must be 0 (every card) or more, got {args.review_cards}")
+    if args.verdicts and not args.labels and (not args.review or more_lines(args.verdicts, args.review_cards)):
+        loaded, labels = None, None  # read into columns (evaluation/columns.py), the page a sample
     else:
         loaded, labels = load_labelled(args)  # before scoring: a bad labels file stops the command early
         outside_image_roots(loaded, args.data)  # and so does a labelled copy read without --image-root
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
     m = run_eval(vpath, out, args.data, loaded, review=args.review, progress=not args.quiet, labels=labels,
-                 subset=args.subset, allow_extra=args.allow_extra, fmt=args.format, image_roots=args.image_root)
+                 subset=args.subset, allow_extra=args.allow_extra, fmt=args.format, image_roots=args.image_root,
+                 review_cards=args.review_cards)
     print_coverage(m)
     o, e = m["overall"], m["efficiency"]
     print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} missing={o['missing']} "
@@ -128,6 +132,7 @@ def _f(x, signed=False, d=1):
 
 def add_subcommands(sub) -> None:
     """Register eval, ablate, tts and compare."""
+    from ..evaluation.review_sample import REVIEW_CARDS
     from ..flags import common
 
     fmt = FORMATTER
@@ -152,6 +157,9 @@ def add_subcommands(sub) -> None:
     out(p)
     p.add_argument("--review", action=argparse.BooleanOptionalAction, default=True,
                    help="also write review.html, every trajectory with what the verifier saw (default on)")
+    p.add_argument("--review-cards", type=int, default=REVIEW_CARDS, metavar="N",
+                   help=f"a run of more than N verdicts gets a review page of a sample of N of them, drawn by a "
+                        f"seeded hash of the id (default {REVIEW_CARDS}; 0: every card)")
     add_labels_options(p)
     add_coverage_options(p)
     scoring_opts(p)

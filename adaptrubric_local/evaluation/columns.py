@@ -1,8 +1,10 @@
 """`eval` over a large run in memory that grows with what it must keep: the verdict file and the data
-are read line by line into columns (numpy arrays: a status code, score, label, platform code, the two
-probabilities, costs; about 60 bytes a trajectory, against some kilobytes as Verdict and Trajectory
-objects), and the figures of metrics.py, probability.py and coverage.py are computed over the columns.
-The definitions are those modules' own (same counts, same rates; AUROC/AUPRC/Brier/ECE equal to within
+are read line by line into columns (numpy arrays looking into the buffers they were built in: a status
+code, score, label, platform code, the two probabilities, costs; 49 bytes a verdict and its 16-byte id
+digest, against some kilobytes as Verdict and Trajectory objects), deduplicated only when an id repeats,
+the data's labels and platforms put straight beside the verdicts they belong to (a few bytes a verdict,
+none a record), and the figures of metrics.py, probability.py and coverage.py are computed over the
+columns without copying them. The definitions are those modules' own (same counts, same rates; AUROC/AUPRC/Brier/ECE equal to within
 float rounding): a test checks the two paths give the same metrics on the same files.
 
 Used by `run_eval` without a review page and labels files (the review page needs every verdict's
@@ -32,8 +34,9 @@ class Columns:
     """One row per verdict: int8 status/score/label (-1: none), platform codes, float probabilities (nan:
     none), costs; `key`: each row's id digest."""
 
-    FIELDS: ClassVar[dict[str, str]] = {"status": "b", "score": "b", "label": "b", "platform": "q", "p": "d", "pcal": "d", "ctok": "d",
-              "ccalls": "d", "own": "q", "images": "q", "cap": "b", "ctx": "b"}
+    FIELDS: ClassVar[dict[str, str]] = {  # 49 bytes a row
+        "status": "b", "score": "b", "label": "b", "platform": "i", "p": "d", "pcal": "d", "ctok": "d", "ccalls": "d",
+        "own": "i", "images": "i", "cap": "b", "ctx": "b"}
 
     def __init__(self):
         self.cols = {k: array(t) for k, t in self.FIELDS.items()}
@@ -41,6 +44,7 @@ class Columns:
         self.platforms: dict[str | None, int] = {}
         self.models: set = set()
         self.banks: set = set()
+        self.sorted_keys: np.ndarray | None = None  # the verdicts' digests, sorted, each once (read_verdicts)
 
     def code(self, platform: str | None) -> int:
         return self.platforms.setdefault(platform, len(self.platforms))
@@ -62,9 +66,10 @@ class Columns:
         c["ctx"].append(bool(d.get("hit_context")))
 
     def frozen(self) -> dict[str, np.ndarray]:
-        out = {k: np.frombuffer(v, dtype=v.typecode).copy() if len(v) else np.zeros(0, dtype=v.typecode)
+        """The columns as arrays that look into the buffers (no copy: nothing is added after this)."""
+        out = {k: np.frombuffer(v, dtype=v.typecode) if len(v) else np.zeros(0, dtype=v.typecode)
                for k, v in self.cols.items()}
-        out["key"] = self.ids.order()
+        out["key"] = self.ids.view()
         return out
 
 
@@ -81,9 +86,15 @@ def read_verdicts(path: Path) -> tuple[dict[str, np.ndarray], Columns]:
             cols.models.add(d.get("model"))
             cols.banks.add(d.get("bank_sha"))
     a = cols.frozen()
-    _, last = np.unique(a["key"][::-1], return_index=True)  # the last line of each id
-    rows = np.sort(len(a["key"]) - 1 - last)
-    return {k: v[rows] for k, v in a.items()}, cols
+    cols.sorted_keys = np.sort(a["key"])
+    s = cols.sorted_keys
+    if len(s) > 1 and (s[1:] == s[:-1]).any():  # a retried id: its last line, column by column
+        cols.sorted_keys = np.unique(s)
+        _, last = np.unique(a["key"][::-1], return_index=True)
+        rows = np.sort(len(a["key"]) - 1 - last)
+        for k in list(a):
+            a[k] = a[k][rows]
+    return a, cols
 
 
 def _names(path: Path, keys: np.ndarray) -> list[str]:
@@ -106,32 +117,40 @@ def _sorted_has(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 
 def read_data(data, v: dict, cols: Columns, fmt: str = "auto", image_roots=()) -> dict:
-    """The data set's ids (digests), labels and platforms, its unreadable records' ids, and the ids and
-    labels of its trajectories that have no verdict (`v`: the verdict columns)."""
-    have = np.unique(v["key"])
+    """What the data set says of the verdicts' ids (`have`: their sorted digests; `in`, `label`,
+    `platform`: one entry each, in that order), the ids, labels and platforms of its trajectories without
+    a verdict, its unreadable records' ids and how many records it holds: a few bytes per verdict, none
+    per record."""
+    have = cols.sorted_keys if cols.sorted_keys is not None else np.unique(v["key"])
     stream = stream_trajectories(data, fmt=fmt, check_images=False, image_roots=image_roots)
-    ids, labels, plats = IdBuilder(), array("b"), array("q")
-    missing, missing_labels, bad, outside = [], [], [], []
+    n = len(have)
+    found, labels, plats = np.zeros(n, bool), np.full(n, -1, "int8"), np.zeros(n, "int32")
+    missing, missing_labels, missing_plats, bad, outside, good_repeated = [], [], [], [], [], set()
     from ..scoring import error_id
 
+    good = 0
     for _, x in stream.items():
         if isinstance(x, Exception):
             bad.append(error_id(x))
             if OUTSIDE_ROOTS in str(x):
                 outside.append(x)
             continue
-        ids.add(x.id)
-        labels.append(x.label if x.label in (0, 1) else -1)
-        plats.append(cols.code(x.platform))
-        if not _sorted_has(have, np.array([digest(x.id).rstrip(b"\0")], dtype=f"S{DIGEST}"))[0]:
+        good += 1
+        if stream.repeated(x.id):  # a later record with this id is an error: not an unread trajectory
+            good_repeated.add(x.id)
+        label = x.label if x.label in (0, 1) else -1
+        key = digest(x.id).rstrip(b"\0")
+        j = int(np.searchsorted(have, key)) if n else 0
+        if j < n and have[j] == key:
+            found[j], labels[j], plats[j] = True, label, cols.code(x.platform)
+        else:
             missing.append(x.id)
-            missing_labels.append(x.label if x.label in (0, 1) else -1)
-    keys = ids.order()
-    order = np.argsort(keys, kind="stable")
-    return {"key": keys[order], "label": np.frombuffer(labels, dtype="int8")[order] if len(labels) else
-            np.zeros(0, "int8"), "platform": np.frombuffer(plats, dtype="int64")[order] if len(plats) else
-            np.zeros(0, "int64"), "missing": missing, "missing_labels": missing_labels, "bad": bad,
-            "outside": outside, "records": stream.records}
+            missing_labels.append(label)
+            missing_plats.append(cols.code(x.platform))
+    return {"have": have, "in": found, "label": labels, "platform": plats, "good": good,
+            "missing": missing, "missing_labels": missing_labels, "missing_platforms": missing_plats,
+            "bad": [i for i in dict.fromkeys(map(str, bad)) if i not in good_repeated], "outside": outside,
+            "records": stream.records}
 
 
 def align(path: Path, v: dict, d: dict | None, subset: str, allow_extra: bool, data_name: str | None):
@@ -141,44 +160,47 @@ def align(path: Path, v: dict, d: dict | None, subset: str, allow_extra: bool, d
     n = len(v["key"])
     if d is None:
         return v, Coverage(labels="verdicts", subset=subset, verdicts=n, covered=n, evaluated=n)
-    in_data = _sorted_has(d["key"], v["key"])
-    bad = [i for i in dict.fromkeys(map(str, d["bad"]))
-           if not _sorted_has(d["key"], np.array([digest(i).rstrip(b"\0")], dtype=f"S{DIGEST}"))[0]]
+    at = np.searchsorted(d["have"], v["key"]) if n else np.zeros(0, np.int64)
+    in_data = d["in"][at]
+    bad = d["bad"]
     bad_keys = np.sort(np.array([digest(i).rstrip(b"\0") for i in bad], dtype=f"S{DIGEST}"))
     in_bad = _sorted_has(bad_keys, v["key"]) & ~in_data
     known = in_data | in_bad
     stale = ~known & (v["status"] == ERROR)
     stale_names = _names(path, v["key"][stale])
-    keep = ~stale
-    v, in_data, in_bad, known = ({k: a[keep] for k, a in v.items()}, in_data[keep], in_bad[keep], known[keep])
+    if stale.any():
+        keep = ~stale
+        v, in_data, in_bad, known, at = (_rows(v, keep), in_data[keep], in_bad[keep], known[keep], at[keep])
     extra = _names(path, v["key"][~known])
     if extra and not allow_extra:
         raise ValueError(f"{path} holds verdicts for {len(extra)} id(s) that are not in {data_name or 'the data set'} "
                          f"(first: {first(extra)}): wrong DATA or --verdicts? Pass --allow-extra to leave them out and "
                          "evaluate the data set's trajectories")
     have_n = len(v["key"])
-    rows = {k: a[known] for k, a in v.items()}
-    at = np.searchsorted(d["key"], rows["key"])
-    from_data = in_data[known]
-    at = np.minimum(at, max(0, len(d["key"]) - 1))
-    rows["label"] = np.where(from_data, d["label"][at] if len(d["key"]) else -1, -1).astype("int8")
-    rows["platform"] = np.where(from_data, d["platform"][at] if len(d["key"]) else rows["platform"],
-                                rows["platform"])
+    rows = v if known.all() else _rows(v, known)
+    from_data, at = in_data[known], at[known]
+    rows["label"] = np.where(from_data, d["label"][at], -1).astype("int8")
+    rows["platform"] = np.where(from_data, d["platform"][at], rows["platform"]).astype("int32")
+    del at
     m = len(d["missing"])
     if subset == "data" and m:
         add = {k: np.zeros(m, dtype=a.dtype) for k, a in rows.items() if k != "key"}
         add.update(status=np.full(m, MISSING, "int8"), score=np.full(m, -1, "int8"),
-                   label=np.array(d["missing_labels"], dtype="int8"), p=np.full(m, np.nan), pcal=np.full(m, np.nan))
-        missing_keys = np.array([digest(i).rstrip(b"\0") for i in d["missing"]], dtype=f"S{DIGEST}")
-        add["platform"] = d["platform"][np.searchsorted(d["key"], missing_keys)]
-        add["key"] = missing_keys
+                   label=np.array(d["missing_labels"], dtype="int8"), p=np.full(m, np.nan), pcal=np.full(m, np.nan),
+                   platform=np.array(d["missing_platforms"], dtype="int32"))
+        add["key"] = np.array([digest(i).rstrip(b"\0") for i in d["missing"]], dtype=f"S{DIGEST}")
         rows = {k: np.concatenate([rows[k], add[k]]) for k in rows}
-    cov = Coverage(labels="data", subset=subset, trajectories=len(np.unique(d["key"])) + len(bad), verdicts=have_n,
+    cov = Coverage(labels="data", subset=subset, trajectories=d["good"] + len(bad), verdicts=have_n,
                    covered=int(known.sum()), missing=list(d["missing"]),
                    missing_labelled=sum(y in (0, 1) for y in d["missing_labels"]), extra=extra,
                    stale_errors=stale_names, not_loaded=bad, not_loaded_verdicts=int(in_bad.sum()),
                    evaluated=len(rows["key"]))
     return rows, cov
+
+
+def _rows(cols: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
+    """The rows of `mask`, as new columns (the caller drops the old ones)."""
+    return {k: a[mask] for k, a in cols.items()}
 
 
 def _confusion(label: np.ndarray, pred: np.ndarray) -> dict[str, int]:
@@ -208,15 +230,18 @@ def classification(r: dict) -> dict:
 
 def evaluate(r: dict, platforms: dict) -> dict:
     """metrics.evaluate over rows."""
-    names = {c: (p or "unknown") for p, c in platforms.items()}
+    names: dict[str, list[int]] = {}
+    for p, c in platforms.items():
+        names.setdefault(p or "unknown", []).append(c)
     lab = r["label"] >= 0
-    sub = {k: a[lab] for k, a in r.items()}
-    plat = np.array([names[c] for c in range(len(platforms))] or [""], dtype=object)[sub["platform"]] \
-        if len(sub["platform"]) else np.zeros(0, dtype=object)
+    sub = r if lab.all() else {k: a[lab] for k, a in r.items()}
     per = {}
-    for name in sorted(set(plat.tolist())):
-        mask = plat == name
-        per[name] = classification({k: a[mask] for k, a in sub.items()})
+    for name in sorted(names):
+        mask = np.isin(sub["platform"], names[name])
+        if mask.all():
+            per[name] = classification(sub)
+        elif mask.any():
+            per[name] = classification({k: a[mask] for k, a in sub.items()})
     return {"overall": classification(sub), "per_platform": per, "unlabelled": int((~lab).sum())}
 
 
@@ -224,12 +249,18 @@ def figures(p: np.ndarray, y: np.ndarray, bins: int = PR.ECE_BINS) -> dict:
     """probability.figures over arrays."""
     if ((p < 0) | (p > 1)).any():
         raise ValueError(f"probability {float(p[(p < 0) | (p > 1)][0])!r} is outside [0, 1]")
-    n, pos = len(p), int(y.sum())
+    n, pos = len(p), int(y.sum(dtype=np.int64))
     neg = n - pos
     order = np.argsort(p, kind="stable")
-    sp, sy = p[order], y[order].astype(np.int64)
-    _uniq, start, count = np.unique(sp, return_index=True, return_counts=True)
-    group_pos = np.add.reduceat(sy, start) if n else np.zeros(0, np.int64)
+    sp, sy = p[order], y[order]
+    del order
+    flags = np.ones(n, bool)
+    np.not_equal(sp[1:], sp[:-1], out=flags[1:])
+    start = np.flatnonzero(flags)  # the first of each run of equal p (sp is sorted)
+    del flags
+    count = np.diff(np.append(start, n))
+    group_pos = np.add.reduceat(sy, start, dtype=np.int64) if n else np.zeros(0, np.int64)
+    del sp, sy
     auroc = (float((((2 * start + 1 + count) / 2) * group_pos).sum()) - pos * (pos + 1) / 2) / (pos * neg) \
         if pos and neg else None
     auprc = None
@@ -238,8 +269,9 @@ def figures(p: np.ndarray, y: np.ndarray, bins: int = PR.ECE_BINS) -> dict:
         seen = np.cumsum(count[::-1])
         recall = tp / pos
         auprc = float(((recall - np.concatenate([[0.0], recall[:-1]])) * (tp / seen)).sum())
-    brier = float(((p - y) ** 2).sum() / n) if n else None
-    b = np.minimum((p * bins).astype(np.int64), bins - 1)
+    brier = float(((p - y) ** 2).sum() / n) if n else None  # probability.py's sum, to the last bit
+    b = (p * bins).astype(np.int16)
+    np.minimum(b, bins - 1, out=b)
     rel = []
     for k in np.unique(b):
         mask = b == k
@@ -259,7 +291,7 @@ def probability(r: dict) -> dict:
         have = lab & ~np.isnan(r[col])
         if not have.any():
             continue
-        s = figures(r[col][have], r["label"][have].astype(np.int64))
+        s = figures(r[col][have], r["label"][have])
         st = r["status"][have]
         s.update(field=field, without_probability=int(lab.sum() - have.sum()),
                  statuses={STATUSES[k]: int((st == k).sum()) for k in sorted(set(st.tolist()), key=STATUSES.__getitem__)})
@@ -270,18 +302,23 @@ def probability(r: dict) -> dict:
 
 def efficiency(r: dict, run_summary: dict | None = None) -> dict:
     """metrics.efficiency over the rows the file holds."""
-    cov = r["status"] != MISSING
-    st, ctok, ccalls, own = r["status"][cov], r["ctok"][cov], r["ccalls"][cov], r["own"][cov]
-    full_cost = (ctok != 0) | (ccalls != 0)
-    tokens = np.where(full_cost, ctok, own.astype(float))
-    calls = np.where(full_cost, ccalls, np.where((own > 0) | (st != ERROR), 1.0, 0.0))
-    ans = st != ERROR
+    st, ctok, ccalls, own = r["status"], r["ctok"], r["ccalls"], r["own"]
+    cov = st != MISSING
+    full = (ctok != 0) | (ccalls != 0)  # the verdict's own cost fields, else its call's tokens and one call
+    own_call = (own > 0) | (st != ERROR)
+    ans, err = cov & (st != ERROR), cov & (st == ERROR)
     n = int(ans.sum())
-    t, c = float(tokens[ans].sum()), float(calls[ans].sum())
+
+    def spent(rows):
+        tokens = float(ctok.sum(where=rows & full)) + float(own.sum(where=rows & ~full, dtype=np.float64))
+        return tokens, float(ccalls.sum(where=rows & full)) + float((rows & ~full & own_call).sum())
+
+    (t, c), (_, err_calls) = spent(ans), spent(err)
     out = {"trajectories": n, "tokens": t, "calls": c, "tokens_per_traj": t / max(1, n),
-           "calls_per_traj": c / max(1, n), "images_per_traj": float(r["images"][cov][ans].sum()) / max(1, n),
-           "accounting": accounting_text(int(full_cost[ans].sum()), n), "errors": int(len(st) - n),
-           "error_calls": float(calls[~ans].sum())}
+           "calls_per_traj": c / max(1, n),
+           "images_per_traj": float(r["images"].sum(where=ans, dtype=np.float64)) / max(1, n),
+           "accounting": accounting_text(int((full & ans).sum()), n), "errors": int(err.sum()),
+           "error_calls": err_calls}
     if run_summary and run_summary.get("s_per_traj") is not None:
         out["s_per_traj"] = run_summary["s_per_traj"]
         out["minutes"] = out["s_per_traj"] * n / 60
@@ -296,8 +333,12 @@ def metrics(verdicts_path: str | Path, data=None, subset: str = "data", allow_ex
     v, cols = read_verdicts(path)
     d = read_data(data, v, cols, fmt, image_roots) if data is not None else None
     rows, cov = align(path, v, d, subset, allow_extra, str(data) if data else None)
+    outside = [] if d is None else [d["outside"], d["records"]]
+    del v, d
+    rows.pop("key")  # what is left is counted: the ids' buffers go
+    cols.sorted_keys, cols.ids = None, IdBuilder()
     m = evaluate(rows, cols.platforms)
     m["probability"] = probability(rows)
     m["coverage"] = cov.to_dict()
     m["efficiency"] = efficiency(rows, run_summary)
-    return m, cols, ([] if d is None else [d["outside"], d["records"]])
+    return m, cols, outside

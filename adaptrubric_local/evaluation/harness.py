@@ -8,7 +8,6 @@ goes through `scoring.score_file`. Knows nothing about argument parsing.
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from . import coverage as C
 from . import metrics as M
 from . import probability as PR
 from . import report as R
+from . import review_sample as RS
 from . import tts as T
 
 
@@ -151,15 +151,21 @@ def coverage_notes(m: dict) -> list[str]:
 
 def run_eval(verdicts_path: str | Path, out: str | Path, data: str | Path | None = None, loaded=None,
              review: bool = True, progress: bool = False, labels: dict | None = None, subset: str = "data",
-             allow_extra: bool = False, fmt: str = "auto", image_roots=()) -> dict:
+             allow_extra: bool = False, fmt: str = "auto", image_roots=(), review_cards: int = RS.REVIEW_CARDS) -> dict:
     """Metrics, report, plots and (with `review`) the review page for one verdict file over the data
     set (`coverage.py`: `subset`, `allow_extra`); returns metrics.json's content. `loaded`: the data set
-    already loaded, to avoid reading it again. Without `review`, `loaded` and `labels`, the files are
-    read into columns (evaluation/columns.py: memory that does not grow with the run's size)."""
-    if not review and loaded is None and labels is None:
+    already loaded, to avoid reading it again. Without `loaded` and `labels`, the files are read into
+    columns (evaluation/columns.py: memory that does not grow with the run's size), and a run of more
+    than `review_cards` verdicts (0: no limit) gets a page of a sample of them (review_sample.py)."""
+    if loaded is None and labels is None and (not review or RS.more_lines(verdicts_path, review_cards)):
         m, title = _columnar(verdicts_path, data, subset, allow_extra, fmt, image_roots)
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
+        if review:
+            of = m["coverage"]["verdicts"]
+            shown, traj = RS.sampled(Path(verdicts_path), data, review_cards, RS.SEED, fmt, image_roots)
+            write_review_page(out, shown, traj, m, title, progress, notes=[RS.note(len(shown), of, review_cards)])
+            m["review"], m["review_cards"] = "review.html", {"shown": len(shown), "of": of, "sample_seed": RS.SEED}
         return _write_eval(out, m, title)
     out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
     m["efficiency"] = M.efficiency(C.covered(verdicts), _summary(Path(verdicts_path)))
@@ -217,31 +223,18 @@ def _write_eval(out: Path, m: dict, title: str) -> dict:
 
 
 # ----------------------------------------------------------------------------- review
-def page_labels(reviewed: dict, ids: list[str], files: list[dict], created: str | None) -> dict | None:
-    """What the page shows of the labels files (`labels.reviewed`) on its cards, as if the reviewer had
-    imported them when the page was written: each card's label (1/0/null), note, the verdict's score and
-    p_success when labelled, and the time; `token` names this writing of the page, so a reload keeps what
-    the reviewer changes on it since."""
-    on_page = {i: reviewed[i] for i in ids if i in reviewed}
-    if not files:
-        return None
-    token = hashlib.sha256(json.dumps([[f["sha256"] for f in files], created, sorted(on_page)]).encode()).hexdigest()
-    return {"token": token[:16], "files": [Path(f["path"]).name for f in files],
-            "marks": {i: {k: getattr(r, k) for k in ("label", "note", "score", "p_success", "time")}
-                      for i, r in on_page.items()}}
-
-
 def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title: str, progress: bool = False,
                       extra: dict | None = None, order: dict | None = None,
-                      reviewed: dict | None = None) -> Path:
+                      reviewed: dict | None = None, notes: list[str] | None = None) -> Path:
     """review.html for labelled verdicts whose metrics are `m` (cards from `loaded`'s trajectories, in
     the order of `verdicts`; `extra` and `order` from `ordered`; `reviewed`: the labels files' lines,
     `labels.reviewed`, shown on the cards as the reviewer's labels)."""
     from .review import build_cards
-    from .review_page import write_review
+    from .review_page import page_labels, write_review
 
     run = m.get("run", {})
-    cards, notes = build_cards(verdicts, loaded.trajectories if loaded else [], run, progress, extra)
+    cards, built = build_cards(verdicts, loaded.trajectories if loaded else [], run, progress, extra)
+    notes = [*(notes or []), *built]
     if loaded is None:
         notes.append("no data set given: the cards show the verdicts only")
     meta = {k: run.get(k) for k in ("model", "adapter", "data", "verdicts", "created") if run.get(k)}

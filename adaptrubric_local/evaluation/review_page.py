@@ -184,6 +184,20 @@ def write_review(out: str | Path, cards: list[dict], meta: dict | None = None, n
     return page
 
 
+def page_labels(reviewed: dict, ids: list[str], files: list[dict], created: str | None) -> dict | None:
+    """What the page shows of the labels files (`labels.reviewed`) on its cards, as if the reviewer had
+    imported them when the page was written: each card's label (1/0/null), note, the verdict's score and
+    p_success when labelled, and the time; `token` names this writing of the page, so a reload keeps what
+    the reviewer changes on it since."""
+    on_page = {i: reviewed[i] for i in ids if i in reviewed}
+    if not files:
+        return None
+    token = hashlib.sha256(json.dumps([[f["sha256"] for f in files], created, sorted(on_page)]).encode()).hexdigest()
+    return {"token": token[:16], "files": [Path(f["path"]).name for f in files],
+            "marks": {i: {k: getattr(r, k) for k in ("label", "note", "score", "p_success", "time")}
+                      for i, r in on_page.items()}}
+
+
 def folder_bytes(out: str | Path) -> int:
     """Bytes of review.html and review_files/ (for the README's size per 1,000 trajectories)."""
     out = Path(out)

@@ -45,6 +45,11 @@ class IdBuilder:
         del view  # the buffer may grow again once no array looks into it
         return out
 
+    def view(self) -> np.ndarray:
+        """The digests in the order they were added, looking into the buffer (no copy): add nothing more
+        while the view is alive."""
+        return np.frombuffer(self._buf, dtype=f"S{DIGEST}") if self._buf else np.zeros(0, dtype=f"S{DIGEST}")
+
     def freeze(self) -> IdSet:
         """The ids added so far, as a sorted set (the buffer is released)."""
         keys = self.order()
