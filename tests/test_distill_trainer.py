@@ -109,5 +109,5 @@ def test_agreement_metrics_by_hand():
     assert m["p_mae"] == pytest.approx((0.1 + 0.3) / 2)
     assert m["response_loss"] == pytest.approx(2.5)
     assert m["selection"] == pytest.approx(1 / 3 - 2.5 / (50 * 5))
-    worse_loss = agreement_metrics(SimpleNamespace(predictions=[*pred, [0, 40]], label_ids=truth))
+    worse_loss = agreement_metrics(SimpleNamespace(predictions=pred + np.array([0, 40]), label_ids=truth))
     assert m["selection"] > worse_loss["selection"] > m["agreement"] - 1 / 3  # the loss only breaks ties
