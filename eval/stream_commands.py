@@ -126,8 +126,9 @@ def main() -> int:
         grow = y["rss_mb"] - x["rss_mb"]
         per_m = grow / max(1, b - a) * 1_000_000
         ratio = (y["wall"] / b) / (x["wall"] / a) if x["wall"] else float("nan")
-        print(f"  {s:8s} peak RSS {x['rss_mb']:.0f} -> {y['rss_mb']:.0f} MB ({grow:+.0f} MB; at this rate "
-              f"{per_m:+.0f} MB per million), time per trajectory x{ratio:.2f}")
+        rate = f"at this rate {per_m:+.0f} MB per million" if grow > 0 else "no growth to extrapolate"
+        print(f"  {s:8s} peak RSS {x['rss_mb']:.0f} -> {y['rss_mb']:.0f} MB ({grow:+.0f} MB; {rate}), "
+              f"time per trajectory x{ratio:.2f}")
     for p in problems:
         print(f"FAILED: {p}", file=sys.stderr)
     return 1 if problems else 0
