@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -72,24 +70,9 @@ def child(step: str, data: str, out: str) -> None:
     print(json.dumps({**res, "seconds": time.perf_counter() - t0}))
 
 
-def measure(step: str, data: Path, out: Path) -> dict:
-    """Run one step in a fresh process: its result, wall seconds and peak RSS (MB) from wait4."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, __file__, "--child", step, str(data), str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
-    text = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise SystemExit(f"{step} of {data} failed (exit {code})")
-    return {**json.loads(text.strip().splitlines()[-1]), "wall": time.perf_counter() - t0,
-            "rss_mb": usage.ru_maxrss / 1024}
-
-
 def main() -> int:
     sys.path.insert(0, str(ROOT / "eval"))
-    from stream_scale import build
+    from stream_scale import build, measure
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,4000", help="comma-separated trajectory counts")
@@ -109,7 +92,7 @@ def main() -> int:
               f"{args.sizes} --steps {args.steps} --shots {args.shots}")
         for n in sizes:
             data = build(work, n, args.steps, args.shots)
-            rows[n] = {s: measure(s, data, work / f"{s}-{n}") for s in STEPS}
+            rows[n] = {s: measure(s, data, work / f"{s}-{n}", script=__file__) for s in STEPS}
             for s, r in rows[n].items():
                 if r["lines"] < r["want"] or (s != "path" and r["n"] != n):
                     problems.append(f"{s} at {n}: {r}")

@@ -97,10 +97,11 @@ def child(step: str, data: str, out: str) -> None:
                       "this_run": s["this_run"]["n"], **{k: s[k] for k in COUNTS}}))
 
 
-def measure(step: str, data: Path, out: Path) -> dict:
-    """Run one step in a fresh process: its result, wall seconds and peak RSS (MB) from wait4."""
+def measure(step: str, data: Path, out: Path, script: str = __file__) -> dict:
+    """Run one step of `script` (`script --child STEP DATA OUT`, this file by default) in a fresh process:
+    its result, wall seconds and peak RSS (MB) from wait4."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, __file__, "--child", step, str(data), str(out)],
+    proc = subprocess.Popen([sys.executable, script, "--child", step, str(data), str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     text = proc.stdout.read()

@@ -13,18 +13,16 @@ message; ADAPTRUBRIC_DOCS_SITE names another built folder.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
+from browser_support import chromium
 from test_docs import CODE_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("ADAPTRUBRIC_DOCS_SITE", ROOT / "site"))
 REQUIRED = os.environ.get("ADAPTRUBRIC_REQUIRE_DOCS_SITE") == "1"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
 QUERIES = ["resume", "labels", "vllm"]
 
 
@@ -52,17 +50,7 @@ def site() -> Path:
 
 @pytest.fixture(scope="module")
 def browser(site):
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _skip("playwright is not installed (pip install -e '.[test]')")
-    exe = os.environ.get("ADAPTRUBRIC_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    if not exe:
-        _skip("no Chromium on PATH: apt-get install -y chromium (.ci/run installs it)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=FLAGS)
-        yield b
-        b.close()
+    yield from chromium(_skip)
 
 
 def _tab(browser):

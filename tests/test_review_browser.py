@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from browser_support import chromium
 
 from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, load_trajectories
 from adaptrubric_local.cli import main
@@ -27,8 +28,6 @@ from adaptrubric_local.scoring import score_file
 from conftest import make_png, write_jsonl
 
 REQUIRED = os.environ.get("ADAPTRUBRIC_REQUIRE_BROWSER") == "1"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
 DEMO_PAGE = Path(os.environ.get("ADAPTRUBRIC_DEMO_REVIEW", Path(__file__).resolve().parents[1] / "runs" / "demo" /
                                 "eval" / "adapter" / "review.html"))
 XSS = '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
@@ -44,17 +43,7 @@ def _skip(why: str):
 
 @pytest.fixture(scope="module")
 def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _skip("playwright is not installed (pip install -e '.[test]')")
-    exe = os.environ.get("ADAPTRUBRIC_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    if not exe:
-        _skip("no Chromium on PATH: apt-get install -y chromium (.ci/run installs it)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=FLAGS)
-        yield b
-        b.close()
+    yield from chromium(_skip)
 
 
 class Page:
