@@ -493,10 +493,16 @@ def test_lightbox_shows_the_original_frames_left_and_right(browser, tmp_path):
     for _ in range(10):
         p.tab.keyboard.press("ArrowRight")
     assert "step 12 (12 of 12 frames) · not shown to the verifier" in p.tab.text_content("#lb-caption")
+    # the last frame's file is decoded before its size is read (a slower Chromium was still loading it)
+    p.tab.wait_for_function("() => { const i = document.getElementById('lb-img');"
+                            " return i.src.endsWith('/11.png') && i.complete && i.naturalWidth > 0; }")
     box = img.bounding_box()
     assert box["height"] <= 800 and box["height"] >= 600  # fitted to the window: a phone's status bar readable
     p.tab.keyboard.press("z")
-    assert abs(img.bounding_box()["width"] - 540) < 1  # actual pixels
+    # actual pixels, once the browser has laid the zoomed frame out (fails after 5 s if it never is)
+    p.tab.wait_for_function("() => Math.abs(document.getElementById('lb-img').getBoundingClientRect().width"
+                            " - 540) < 1", timeout=5000)
+    assert "actual" in p.tab.get_attribute("#lb-stage", "class")
     p.tab.keyboard.press("1")  # labels the card the lightbox shows
     p.tab.keyboard.press("Escape")
     assert not lb.is_visible()
