@@ -13,8 +13,9 @@ the same recipe cut short (fewer epochs, another seed, a teacher `--student-teac
 still writes unparsed and unsure verdicts. The data is `synth --visible-outcome --size 96x192` with
 hard cases: on `--hard` of the trajectories the final banner is only partly its outcome's colour, the
 lower 30-70% the other outcome's. Two draws: a fit set (seed 11) on which `cascade-fit` fits
-the band (`--target-agreement`, `--max-judge-share 0.25`) from the student-only and judge-only verdict
-files, and a test set (seed 12) on which the three are run and compared, all by the command line.
+the band (`--target-agreement`, `--max-judge-share 0.25`, the run's `--spot-check`) from the student-only
+and judge-only verdict files, and a test set (seed 12) on which the three are run and compared, all by
+the command line.
 
 Coverage: over `--repeats` spot-check seeds on the test set's fixed student and judge verdicts, how
 often the 95% Wilson interval of the spot checks contains the student's true agreement with the judge,
@@ -41,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from adaptrubric_local.audit.report import wilson  # noqa: E402
-from adaptrubric_local.cascade.config import DEFAULT_BAND  # noqa: E402
+from adaptrubric_local.cascade.config import DEFAULT_BAND, SPOT_CHECK  # noqa: E402
 from adaptrubric_local.cascade.report import estimate  # noqa: E402
 from adaptrubric_local.cascade.scorer import escalation  # noqa: E402
 from adaptrubric_local.synth import synthesize  # noqa: E402
@@ -200,12 +201,13 @@ def main() -> int:
                     help="how sure the labels the student learns from are (default 0.95)")
     ap.add_argument("--judge-engine", choices=["auto", "vllm", "transformers"], default="auto",
                     help="vllm: the judge on the vLLM OpenAI server of .venv-vllm; auto: vllm when it exists")
-    ap.add_argument("--tasks", type=int, default=24, help="synth --tasks per draw (default 24)")
+    ap.add_argument("--tasks", type=int, default=48, help="synth --tasks per draw (default 48)")
     ap.add_argument("--candidates", type=int, default=4, help="synth --candidates (default 4)")
     ap.add_argument("--hard", type=float, default=0.25, help="share of trajectories with a covered banner")
     ap.add_argument("--target-agreement", type=float, default=0.97)
     ap.add_argument("--max-judge-share", type=float, default=0.25)
-    ap.add_argument("--spot-check", type=float, default=0.1, help="the cascade's spot-check fraction (default 0.1)")
+    ap.add_argument("--spot-check", type=float, default=SPOT_CHECK,
+                    help=f"the cascade's spot-check fraction, in the fit too (default {SPOT_CHECK:g}, score's)")
     ap.add_argument("--repeats", type=int, default=200, help="spot-check seeds for the coverage (default 200)")
     args = ap.parse_args()
     engine = args.judge_engine if args.judge_engine != "auto" else ("vllm" if VLLM_PY.exists() else "transformers")
@@ -229,6 +231,25 @@ def main() -> int:
                 server.stop()
 
 
+def fit_on(args, work: Path, confidence: float) -> dict:
+    """`cascade-fit` on the fit set's two verdict files at `confidence` (0: the fit set's own figure):
+    the band file's content, also written to band-<confidence>.json."""
+    band_file = work / f"band-{confidence:g}.json"
+    _, p = cli("cascade-fit", "--student", str(work / "student-fit.jsonl"), "--judge", str(work / "judge-fit.jsonl"),
+               "--target-agreement", str(args.target_agreement), "--max-judge-share", str(args.max_judge_share),
+               "--spot-check", str(args.spot_check), "--confidence", str(confidence), "--out", str(band_file))
+    if p.returncode not in (0, 1):
+        raise SystemExit(f"cascade-fit failed:\n{p.stderr[-2000:]}")
+    fit = json.loads(band_file.read_text())
+    (lo, hi), (tlo, thi) = fit["band"], fit.get("tight_band", fit["band"])
+    print(f"band fitted on the fit set at --confidence {confidence:g}: [{lo:.3f}, {hi:.3f}], widened from "
+          f"[{tlo:.3f}, {thi:.3f}] (target {args.target_agreement:g}, --spot-check {args.spot_check:g}, met: "
+          f"{fit['met']}; on the fit set agreement {fit['agreement'] or 0:.3f}, its interval's lower end "
+          f"{fit.get('agreement_lower') or 0:.3f}, judge share {fit['judge_share'] or 0:.3f})"
+          + (f"; {fit['why_not']}" if not fit["met"] else ""))
+    return fit
+
+
 def run(args, work: Path, engine: str, server, judge: Path, student: Path, sets: dict) -> int:
     as_judge = ["--openai-url", server.url, "--model", "judge"] if server else ["--model", str(judge)]
     cascade_judge = (["--judge-url", server.url, "--judge-name", "judge"] if server else ["--judge-model", str(judge)])
@@ -242,32 +263,22 @@ def run(args, work: Path, engine: str, server, judge: Path, student: Path, sets:
                                        str(work / f"judge-{name}.jsonl"), "--quiet"])
         walls[f"student-{name}"] = must(["score", str(data), "--model", str(student), *METHOD, "--out",
                                          str(work / f"student-{name}.jsonl"), "--quiet"])
-    band_file = work / "band.json"
-    _, p = cli("cascade-fit", "--student", str(work / "student-fit.jsonl"), "--judge", str(work / "judge-fit.jsonl"),
-               "--target-agreement", str(args.target_agreement), "--max-judge-share", str(args.max_judge_share),
-               "--out", str(band_file))
-    if p.returncode not in (0, 1):
-        raise SystemExit(f"cascade-fit failed:\n{p.stderr[-2000:]}")
-    fit = json.loads(band_file.read_text())
-    lo, hi = fit["band"]
-    print(f"band fitted on the fit set: [{lo:.3f}, {hi:.3f}] (target {args.target_agreement:g}, met: {fit['met']}; "
-          f"on the fit set agreement {fit['agreement'] or 0:.3f}, judge share {fit['judge_share'] or 0:.3f})"
-          + (f"; {fit['why_not']}" if not fit["met"] else ""))
-    out = work / "cascade-test.jsonl"
-    walls["cascade"] = must(["score", str(sets["test"][0]), "--model", str(student), *cascade_judge, *METHOD,
-                             "--cascade-band", str(band_file), "--spot-check", str(args.spot_check), "--out", str(out),
-                             "--quiet"])
-    out_d = work / "cascade-default.jsonl"  # the same at the default band (no band file)
-    walls["default"] = must(["score", str(sets["test"][0]), "--model", str(student), *cascade_judge, *METHOD,
-                             "--spot-check", str(args.spot_check), "--out", str(out_d), "--quiet"])
-    s, j, c = lines(work / "student-test.jsonl"), lines(work / "judge-test.jsonl"), lines(out)
-    d_lines, d_sum = lines(out_d), json.loads(out_d.with_suffix(".summary.json").read_text())["cascade"]
-    summary = json.loads(out.with_suffix(".summary.json").read_text())["cascade"]
+    fits = {conf: fit_on(args, work, conf) for conf in (0.95, 0.0)}
+    fit = fits[0.95]
+    runs = {}
+    for name, band in (("cascade", work / "band-0.95.json"), ("point", work / "band-0.json"), ("default", None)):
+        out = work / f"cascade-{name}.jsonl"
+        walls[name] = must(["score", str(sets["test"][0]), "--model", str(student), *cascade_judge, *METHOD,
+                            *(["--cascade-band", str(band)] if band else []), "--spot-check", str(args.spot_check),
+                            "--out", str(out), "--quiet"])
+        runs[name] = (lines(out), json.loads(out.with_suffix(".summary.json").read_text())["cascade"])
+    s, j = lines(work / "student-test.jsonl"), lines(work / "judge-test.jsonl")
+    summary = runs["cascade"][1]
     failed = []
-    for got in (c, d_lines):
+    for got, _ in runs.values():
         if set(got) != set(j):
             failed.append(f"a cascade wrote {len(got)} lines for {len(j)} trajectories")
-    differ = [i for got in (c, d_lines) for i, d in got.items() if d["decided_by"] == "judge"
+    differ = [i for got, _ in runs.values() for i, d in got.items() if d["decided_by"] == "judge"
               and d["score"] != j[i].get("score")]
     if differ:
         failed.append(f"{len(differ)} judge-decided line(s) differ from judge-only scoring: {differ[:5]}")
@@ -275,14 +286,15 @@ def run(args, work: Path, engine: str, server, judge: Path, student: Path, sets:
     jcalls = sum(d["cost_calls"] for d in j.values())
     rows = [("student only", agreement(s, j), 0, 0.0, walls["student-test"]),
             ("judge only", agreement(j, j), n, jcalls, walls["judge-test"]),
-            (f"cascade fitted [{lo:.2f}, {hi:.2f}]", agreement(c, j), summary["sent_to_judge"],
-             summary["judge_calls"], walls["cascade"]),
-            (f"cascade default {list(DEFAULT_BAND)}", agreement(d_lines, j), d_sum["sent_to_judge"],
-             d_sum["judge_calls"], walls["default"])]
+            *((f"cascade {label} [{fits[conf]['band'][0]:.2f}, {fits[conf]['band'][1]:.2f}]",
+               agreement(runs[name][0], j), runs[name][1]["sent_to_judge"], runs[name][1]["judge_calls"], walls[name])
+              for name, conf, label in (("cascade", 0.95, "fitted, 95%"), ("point", 0.0, "fitted, own figure"))),
+            (f"cascade default {list(DEFAULT_BAND)}", agreement(runs["default"][0], j),
+             runs["default"][1]["sent_to_judge"], runs["default"][1]["judge_calls"], walls["default"])]
     print(f"\ntest set, {n} trajectories ({sets['test'][1]} hard); agreement with judge-only scoring:")
-    print(f"{'':<30}{'agreement':>16}{'to judge':>10}{'judge calls':>13}{'wall s':>9}")
+    print(f"{'':<40}{'agreement':>16}{'to judge':>10}{'judge calls':>13}{'wall s':>9}")
     for name, (k, m), sent, calls, wall in rows:
-        print(f"{name:<30}{f'{k}/{m} = {k / max(1, m):.3f}':>16}{sent:>10}{calls:>13.1f}{wall:>9.1f}")
+        print(f"{name:<40}{f'{k}/{m} = {k / max(1, m):.3f}':>16}{sent:>10}{calls:>13.1f}{wall:>9.1f}")
     k, m = rows[2][1]
     share = summary["sent_to_judge"] / max(1, n)
     est = summary["cascade_agreement_est"] or {}

@@ -57,7 +57,7 @@ SMOKE: dict[str, list[str]] = {
 SLOW: dict[str, float] = {
     "audit_answering.py": 900,  # builds the answering model too, then scores 16 trajectories 7 ways
     "answering_model.py": 900,  # about 90 s on a quiet 2-core machine; 5 minutes and more beside other jobs
-    "cascade.py": 1500,  # two model builds (about 45 and 85 s on a quiet machine), a vLLM server start, 7 runs
+    "cascade.py": 1500,  # two model builds (about 45 and 85 s on a quiet machine), a vLLM server start, 8 runs
 }
 
 # scripts whose own checks the test suite runs at their full size: script -> the test file

@@ -7,6 +7,7 @@ import json
 import pytest
 from openai_stub import Running, Stub, file_pixels
 
+from adaptrubric_local.audit.verdict import wilson
 from adaptrubric_local.cascade.band import Pair, fit_band
 from adaptrubric_local.cascade.report import cascade_summary, estimate
 from adaptrubric_local.cascade.scorer import escalation, spot_drawn
@@ -134,10 +135,13 @@ def test_spot_checks_give_the_agreement_and_cascade_fit_says_when_the_target_is_
     assert main(["cascade-fit", str(out), "--target-agreement", "0.97", "--out", str(band)]) == 1
     assert "the target cannot be met" in capsys.readouterr().err
     assert main(["cascade-fit", str(out), "--target-agreement", "0.97", "--max-judge-share", "1",
-                 "--out", str(band)]) == 0
+                 "--spot-check", "0", "--out", str(band)]) == 1  # 6 of 6: the 95% interval reaches down to 0.61
+    assert "lower end of its 95% interval" in capsys.readouterr().err
+    assert main(["cascade-fit", str(out), "--target-agreement", "0.97", "--max-judge-share", "1",
+                 "--spot-check", "0", "--confidence", "0", "--out", str(band)]) == 0
     fitted = json.loads(band.read_text())
-    assert fitted["met"] and fitted["band"] == [0.9, 0.9] and fitted["judge_share"] == pytest.approx(4 / 6)
-    assert json.loads(capsys.readouterr().out)["band"] == [0.9, 0.9]
+    assert fitted["met"] and fitted["tight_band"] == [0.9, 0.9] and fitted["judge_share"] == pytest.approx(4 / 6)
+    assert json.loads(capsys.readouterr().out)["band"] == fitted["band"]
     ev = tmp_path / "eval"  # eval shows the student and the judge side by side where both answered
     assert main(["eval", str(path), "--verdicts", str(out), "--out", str(ev), "--no-review", "--quiet"]) == 0
     side = json.loads((ev / "metrics.json").read_text())["cascade"]
@@ -158,7 +162,7 @@ def test_spot_checks_give_the_agreement_and_cascade_fit_says_when_the_target_is_
     assert _score(path, s, j, out2, "--cascade-band", str(band), "--spot-check", "0") == 0
     lines = _lines(out2)
     assert lines["t00"]["decided_by"] == "judge" and lines["t00"]["score"] == 0
-    assert json.loads(out2.with_suffix(".config.json").read_text())["cascade"]["band"] == [0.9, 0.9]
+    assert json.loads(out2.with_suffix(".config.json").read_text())["cascade"]["band"] == fitted["band"] == [0.55, 1.0]
 
 
 def test_an_unreachable_judge_is_refused_before_the_first_trajectory(data, servers, tmp_path, capsys):
@@ -179,9 +183,22 @@ def test_band_fit_and_the_estimate_on_known_pairs():
     pairs = [Pair("ok", 1, 0.95, True, 1)] * 80 + [Pair("ok", 0, 0.05, True, 0)] * 80 + [
         Pair("ok", 1, 0.6, True, 0)] * 10 + [Pair("ok", 0, 0.4, True, 0)] * 10 + [Pair("unparsed", None, None, None, 1)]
     fit = fit_band(pairs, 0.97)
-    assert fit["met"] and fit["band"] == [0.6, 0.6] and fit["judge_share"] == pytest.approx(11 / 181)
+    assert fit["met"] and fit["tight_band"] == [0.6, 0.6] and fit["judge_share"] == pytest.approx(11 / 181)
+    assert fit["band"] == pytest.approx([0.5, 0.775])  # halfway to the nearest p_success outside it: 0.4 and 0.95
     assert fit["agreement"] == 1.0 and fit["student_only_agreement"] == pytest.approx(170 / 181)
     assert not fit_band(pairs, 0.97, max_share=0.01)["met"]
+    assert fit["agreement_lower"] == pytest.approx(wilson(181, 181)[0]) and fit["agreement_lower"] >= 0.97
+    # half the rest spot-checked: the judge decides half of the 10 wrong ones, 0.972 without a band: enough
+    # for the fit set's own figure (confidence 0), not for the lower end of its 95% interval (0.934)
+    spot = fit_band(pairs, 0.97, spot_check=0.5, confidence=0)
+    assert spot["agreement"] == pytest.approx(1 - 5 / 181) and spot["judge_share"] == pytest.approx((1 + 90) / 181)
+    lo, hi = spot["band"]
+    assert not any(lo <= p.p_success <= hi for p in pairs if p.p_success is not None)
+    sure = fit_band(pairs, 0.97, spot_check=0.5)
+    assert sure["met"] and sure["tight_band"] == [0.6, 0.6] and sure["band"] == pytest.approx([0.5, 0.775])
+    assert sure["judge_share"] == pytest.approx((11 + 0.5 * 170) / 181)
+    too_sure = fit_band(pairs, 0.99, confidence=0.95)  # 181 of 181 agree: the interval's lower end is 0.979
+    assert not too_sure["met"] and "lower end of its 95% interval: 0.979" in too_sure["why_not"]
     est = estimate(100, 80, [True] * 9 + [False])
     assert est["agreement"] == pytest.approx((20 + 80 * 0.9) / 100) and est["ci95"][0] < est["agreement"]
     assert cascade_summary([])["cascade_agreement_est"] is None

@@ -5,15 +5,24 @@ agreement with judge-only scoring stays at or above a target.
 A trajectory always goes to the judge when the student's verdict is not ok or says
 EVIDENCE_SUFFICIENT: no; one the judge decides agrees with judge-only scoring by construction, one
 the student decides agrees when its score is the judge's. The search is over bands whose ends are
-the observed p_success values (and 0, 1): least judge share first, then the narrowest. The fit is
-only as good as its sample: it should be a random sample of the data (all of it, or spot checks),
-never the lines a band sent. Knows nothing about files or flags.
+the observed p_success values (and 0, 1): least judge share first, then the narrowest. A band
+qualifies when the lower end of the Wilson interval (`confidence`, 0.95 by default) of its agreement
+on the fit set reaches the target: the fit set's own figure, being the one the band was chosen on,
+is missed on new data about half the time (measured in docs/student-judge.md). The spot
+checks the scoring run will draw (`spot_check`, a fraction of the trajectories the band leaves to the
+student) count in the share and, decided by the judge, in the agreement. The band found is then
+widened to halfway between its ends and the nearest p_success outside it (the same trajectories of the
+fit set, a margin for new data: a band that ends on the last disagreement it holds misses the next one).
+The fit is only as good as its sample: it should be a random sample of the data (all of it, or spot
+checks), never the lines a band sent. Knows nothing about files or flags.
 """
 from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from statistics import NormalDist
 
+from ..audit.verdict import wilson
 from .config import BAND_KIND
 
 
@@ -33,11 +42,17 @@ def always_sent(p: Pair) -> bool:
     return p.status != "ok" or p.evidence_sufficient is False or p.p_success is None
 
 
-def fit_band(pairs: list[Pair], target: float, max_share: float = 1.0, candidates: int = 200) -> dict:
-    """The band file's content: the fitted band, its agreement and judge share on `pairs`, whether
-    the target was met (`met`) and, when not, why (`why_not`)."""
+def fit_band(pairs: list[Pair], target: float, max_share: float = 1.0, candidates: int = 200,
+             spot_check: float = 0.0, confidence: float = 0.95) -> dict:
+    """The band file's content: the fitted band, its expected agreement on `pairs` with `spot_check` of
+    the rest spot-checked (and that agreement's interval's lower end at `confidence`, 0: none) and its
+    judge share, whether the target was met (`met`) and, when not, why (`why_not`); `tight_band` is
+    the band before its ends were widened to the margin."""
     if not pairs:
         raise ValueError("no trajectory was scored by both the student and the judge: nothing to fit on")
+    if not 0.0 <= confidence < 1.0:
+        raise ValueError(f"confidence must be in [0, 1), got {confidence}")
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     n = len(pairs)
     fixed = sum(always_sent(p) for p in pairs)
     rest = sorted((p.p_success, p.score != p.judge_score) for p in pairs if not always_sent(p))
@@ -46,36 +61,48 @@ def fit_band(pairs: list[Pair], target: float, max_share: float = 1.0, candidate
     for _, w in rest:
         wrong.append(wrong[-1] + w)
     ends = sorted(set([0.0, 1.0, *_thin(ps, candidates)]))
-    best = None
-    for i, lo in enumerate(ends):
-        a = bisect.bisect_left(ps, lo)  # p < lo stays with the student
-        for hi in ends[i:]:
-            b = bisect.bisect_right(ps, hi)  # p > hi stays with the student
-            agreement = 1 - (wrong[a] + wrong[-1] - wrong[b]) / n
-            share = (fixed + b - a) / n
-            key = (share, hi - lo)
-            if agreement >= target and share <= max_share + 1e-12 and (best is None or key < best[0]):
-                best = (key, lo, hi, agreement, share)
-    out = {"kind": BAND_KIND, "target_agreement": target, "max_judge_share": max_share, "n": n,
-           "always_sent_share": fixed / n, "student_only_agreement": 1 - (wrong[-1] + _fixed_wrong(pairs)) / n}
-    if best is not None:
-        _, lo, hi, agreement, share = best
-        return {**out, "band": [lo, hi], "agreement": agreement, "judge_share": share, "met": True}
-    # the target cannot be met within max_share: report the band that comes closest at that share
-    top = max(((1 - (wrong[bisect.bisect_left(ps, lo)] + wrong[-1] - wrong[bisect.bisect_right(ps, hi)]) / n,
-                -(hi - lo), lo, hi) for i, lo in enumerate(ends) for hi in ends[i:]
-               if (fixed + bisect.bisect_right(ps, hi) - bisect.bisect_left(ps, lo)) / n <= max_share + 1e-12),
-              default=None)
-    if top is None:
+
+    def figures(lo: float, hi: float) -> tuple[float, float, float]:
+        """(agreement, its interval's lower end, judge share) of the band [lo, hi]: p < lo and p > hi stay
+        with the student, but for the spot checks."""
+        a, b = bisect.bisect_left(ps, lo), bisect.bisect_right(ps, hi)
+        outside = len(ps) - (b - a)
+        agreement = 1 - (1 - spot_check) * (wrong[a] + wrong[-1] - wrong[b]) / n
+        return agreement, wilson(agreement * n, n, z)[0], (fixed + b - a + spot_check * outside) / n
+
+    bands = [(lo, hi, *figures(lo, hi)) for i, lo in enumerate(ends) for hi in ends[i:]]
+    within = [b for b in bands if b[4] <= max_share + 1e-12]
+    met = [b for b in within if b[3] >= target - 1e-12]
+    out = {"kind": BAND_KIND, "target_agreement": target, "confidence": confidence, "max_judge_share": max_share,
+           "spot_check": spot_check, "n": n, "always_sent_share": fixed / n,
+           "student_only_agreement": 1 - (wrong[-1] + _fixed_wrong(pairs)) / n}
+    if met:
+        lo, hi, agreement, lower, share = min(met, key=lambda b: (b[4], b[1] - b[0]))
+        return {**out, "band": _widened(ps, lo, hi), "tight_band": [lo, hi], "agreement": agreement,
+                "agreement_lower": lower, "judge_share": share, "met": True}
+    if not within:
         why = (f"{fixed} of {n} trajectories ({fixed / n:.0%}) go to the judge whatever the band (unparsed, error, "
                f"EVIDENCE_SUFFICIENT: no or no p_success), more than --max-judge-share {max_share:g}")
         return {**out, "band": [0.5, 0.5], "agreement": None, "judge_share": None, "met": False, "why_not": why}
-    agreement, _, lo, hi = top
-    share = (fixed + bisect.bisect_right(ps, hi) - bisect.bisect_left(ps, lo)) / n
+    # the target cannot be met within max_share: report the band that comes closest at that share
+    lo, hi, agreement, lower, share = max(within, key=lambda b: (b[3], -(b[1] - b[0])))
+    sure = f" (the lower end of its {confidence:.0%} interval: {lower:.3f})" if confidence else ""
     why = (f"agreement {target:g} with judge-only scoring needs more than --max-judge-share {max_share:g} of the "
-           f"trajectories on this data; the best band within it, [{lo:g}, {hi:g}], agrees {agreement:.3f} "
+           f"trajectories on this data; the best band within it, [{lo:g}, {hi:g}], agrees {agreement:.3f}{sure} "
            f"sending {share:.0%}")
-    return {**out, "band": [lo, hi], "agreement": agreement, "judge_share": share, "met": False, "why_not": why}
+    return {**out, "band": _widened(ps, lo, hi), "tight_band": [lo, hi], "agreement": agreement,
+            "agreement_lower": lower, "judge_share": share, "met": False, "why_not": why}
+
+
+def _widened(ps: list[float], lo: float, hi: float) -> list[float]:
+    """[lo, hi] with each end moved halfway to the nearest of the sorted `ps` outside it (0 and 1 at
+    most): the same values of `ps` inside. An empty band (lo == hi, no value in it) stays as it is."""
+    a, b = bisect.bisect_left(ps, lo), bisect.bisect_right(ps, hi)
+    if a == b:
+        return [lo, hi]
+    below = ps[a - 1] if a > 0 else None
+    above = ps[b] if b < len(ps) else None
+    return [(lo + below) / 2 if below is not None else 0.0, (hi + above) / 2 if above is not None else 1.0]
 
 
 def _fixed_wrong(pairs: list[Pair]) -> int:

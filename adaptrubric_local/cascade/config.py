@@ -18,6 +18,7 @@ from ..engine.teacher import TeacherConfig
 
 # the default band, measured with eval/cascade.py (docs/student-judge.md): p_success in [LO, HI] is unsure
 DEFAULT_BAND = (0.1, 0.9)
+SPOT_CHECK = 0.05  # the default --spot-check of score and cascade-fit
 BAND_KIND = "adaptrubric-cascade-band"
 
 
@@ -44,7 +45,7 @@ class CascadeConfig:
         "none": f"--cascade-band's file, else {DEFAULT_BAND[0]} {DEFAULT_BAND[1]}"})
     cascade_band: str | None = field(default=None, metadata={"metavar": "BAND.json",
         "help": "the band file `adaptrubric cascade-fit` wrote (--escalate-band overrides it)"})
-    spot_check: float = field(default=0.05, metadata={
+    spot_check: float = field(default=SPOT_CHECK, metadata={
         "help": "also send this fraction of trajectories to the judge at random (seeded, independent of the "
                 "student's confidence): the sample that estimates the student's agreement on this data"})
     spot_check_seed: int = field(default=0, metadata={"help": "seed of the spot-check draw (per id, so --resume "

@@ -118,8 +118,13 @@ def rejudge_failed(cascade, out: Path, loaded) -> int:
 def cmd_fit(args) -> int:
     from ..cascade.band import fit_band
 
+    if not 0.0 <= args.spot_check <= 1.0:
+        raise ValueError(f"--spot-check must be a fraction in [0, 1], got {args.spot_check}")
+    if not 0.0 <= args.confidence < 1.0:
+        raise ValueError(f"--confidence must be in [0, 1), got {args.confidence}")
     pairs = fit_pairs(args)
-    result = fit_band(pairs, args.target_agreement, args.max_judge_share)
+    result = fit_band(pairs, args.target_agreement, args.max_judge_share, spot_check=args.spot_check,
+                      confidence=args.confidence)
     result["source"] = {"cascade": args.verdicts, "student": args.student, "judge": args.judge}
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
@@ -131,7 +136,8 @@ def cmd_fit(args) -> int:
         return 1
     lo, hi = result["band"]
     print(f"band [{lo:g}, {hi:g}]: agreement {result['agreement']:.3f} with judge-only scoring on {len(pairs)} "
-          f"trajectories, sending {result['judge_share']:.1%} of them to the judge -> {args.out}", file=sys.stderr)
+          f"trajectories, sending {result['judge_share']:.1%} of them to the judge (--spot-check {args.spot_check:g} "
+          f"included) -> {args.out}", file=sys.stderr)
     return 0
 
 
@@ -165,6 +171,8 @@ def fit_pairs(args) -> list:
 
 
 def add_subcommands(sub) -> None:
+    from ..cascade.config import SPOT_CHECK
+
     p = sub.add_parser("cascade-fit", help="fit the band of student p_success that goes to the judge",
                        description="From trajectories scored by both the student and the judge (a cascade file's "
                                    "spot checks, or two verdict files), fit the narrowest band [LO, HI] of the "
@@ -180,5 +188,13 @@ def add_subcommands(sub) -> None:
     p.add_argument("--max-judge-share", type=float, default=0.5,
                    help="most of the trajectories the judge may take; beyond half, a cascade saves little "
                         "(default 0.5)")
+    p.add_argument("--spot-check", type=float, default=SPOT_CHECK, metavar="F",
+                   help="the --spot-check of the `score` runs that will use the band: those random lines go to "
+                        "the judge too, counted in the judge share and the agreement (default %(default)s, "
+                        "score's)")
+    p.add_argument("--confidence", type=float, default=0.95, metavar="C",
+                   help="a band qualifies when the lower end of this Wilson interval of its agreement on the fit "
+                        "set reaches the target; 0: the fit set's own figure, which new data misses about half "
+                        "the time (default %(default)s)")
     p.add_argument("--out", required=True, help="the band file to write (BAND.json)")
     p.set_defaults(func=cmd_fit)
