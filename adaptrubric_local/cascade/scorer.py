@@ -122,18 +122,26 @@ class Cascade:
 
     def iter_ready(self, trajs: Iterable[Trajectory]) -> Iterator[list[CascadeVerdict]]:
         """Lines as they become ready: a student batch's confident verdicts at once, the escalated ones
-        when the judge answers (judge calls overlap the student's next batches)."""
-        trajs = list(trajs)
-        by_id = {str(t.id): t for t in trajs}
+        when the judge answers (judge calls overlap the student's next batches). `trajs` is taken as the
+        student asks for it; a trajectory is held only until its line is ready (in the student's batch,
+        then in the judge's call), so memory grows with the batches in flight, not the data."""
+        held: dict[str, Trajectory] = {}  # taken by the student, its verdict not yet out
+
+        def taken() -> Iterator[Trajectory]:
+            for t in trajs:
+                held[str(t.id)] = t
+                yield t
+
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
         pending: list[Future] = []
         try:
-            for ready in self.student.iter_ready(trajs):
+            for ready in self.student.iter_ready(taken()):
                 now, sent = [], []
                 for v in ready:
                     why = self.escalation(v)
-                    if why and str(v.id) in by_id:
-                        sent.append((by_id[str(v.id)], v, why))
+                    t = held.pop(str(v.id), None)
+                    if why and t is not None:
+                        sent.append((t, v, why))
                     else:
                         now.append(merge(v, []))
                 if sent:
@@ -143,8 +151,8 @@ class Cascade:
                     now += f.result()
                 if now:
                     yield now
-            for f in pending:
-                yield f.result()
+            while pending:
+                yield pending.pop(0).result()
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
