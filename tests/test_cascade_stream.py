@@ -80,6 +80,28 @@ def test_the_cascade_takes_trajectories_as_the_student_asks_and_holds_only_those
         assert not any(r() is not None for r in refs)
 
 
+def test_a_judge_slower_than_the_student_holds_it_back_so_the_waiting_trajectories_stay_few(tmp_path):
+    import time
+
+    cascade = _cascade(0.0, band=(0.0, 1.0))  # every verdict goes to the judge
+    cascade.max_waiting = 4
+    generate = cascade.judge.engine.generate
+
+    def slow(requests, **kw):
+        time.sleep(0.1)
+        return generate(requests, **kw)
+
+    cascade.judge.engine.generate = slow
+    refs, pulled, alive = [], [0], []
+    lines = []
+    for ready in cascade.iter_ready(_feed(_trajs(tmp_path, 12), refs, pulled)):
+        lines += ready
+        gc.collect()
+        alive.append(sum(r() is not None for r in refs))
+    assert len(lines) == 12 and all(v.decided_by == "judge" for v in lines)
+    assert max(alive) <= 4 + 2  # the judge's waiting trajectories and the student's batch, not the data
+
+
 def test_iter_last_lines_gives_what_read_last_lines_holds(tmp_path):
     p = tmp_path / "v.jsonl"
     lines = [{"id": "a", "n": 1}, {"id": 7, "n": 2}, {"id": "b", "n": 3}, {"n": 4, "id": "a"}, {"id": "c", "n": 5},

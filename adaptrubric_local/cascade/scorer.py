@@ -94,9 +94,12 @@ class Cascade:
     """A Scorer (scoring.score_with) made of a student pipeline and a judge pipeline."""
 
     def __init__(self, student: AdaptRubric, judge: AdaptRubric, band: tuple[float, float], spot_check: float = 0.0,
-                 seed: int = 0):
+                 seed: int = 0, max_waiting: int | None = None):
         self.student, self.judge = student, judge
         self.band, self.spot_check, self.seed = band, spot_check, seed
+        # trajectories sent to the judge and not yet answered beyond which the student waits for the oldest
+        # call (a judge slower than the student would otherwise hold more and more of the data)
+        self.max_waiting = max_waiting or 4 * student.config.trajectories_per_batch
 
     @property
     def on_stage(self):
@@ -133,7 +136,7 @@ class Cascade:
                 yield t
 
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
-        pending: list[Future] = []
+        pending: list[tuple[Future, int]] = []  # judge calls in order, with how many trajectories each holds
         try:
             for ready in self.student.iter_ready(taken()):
                 now, sent = [], []
@@ -145,14 +148,17 @@ class Cascade:
                     else:
                         now.append(merge(v, []))
                 if sent:
-                    pending.append(pool.submit(self.ask_judge, sent))
-                for f in [f for f in pending if f.done()]:
-                    pending.remove(f)
-                    now += f.result()
+                    pending.append((pool.submit(self.ask_judge, sent), len(sent)))
+                waiting = sum(k for _, k in pending)
+                for f, k in list(pending):
+                    if f.done() or waiting > self.max_waiting:  # the judge is behind: wait for its oldest calls
+                        pending.remove((f, k))
+                        waiting -= k
+                        now += f.result()
                 if now:
                     yield now
             while pending:
-                yield pending.pop(0).result()
+                yield pending.pop(0)[0].result()
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
