@@ -49,7 +49,8 @@ def repair_torn_tail(path: Path) -> None:
 
 def read_last_lines(path: Path) -> dict[str, dict]:
     """id -> the last verdict line (as a dict) for that id; a torn last line is cut off first. Holds
-    the whole file: `verdict_file.FileState` is what a resume reads."""
+    the whole file: `verdict_file.FileState` is what a resume reads, `verdict_file.iter_last_lines`
+    gives the same lines one at a time."""
     path = Path(path)
     if not path.is_file():
         return {}

@@ -1,7 +1,8 @@
 """What a verdict file holds, read in memory that does not grow with its lines: the ids it answers (a
 compact digest set, formats/ids.py), the last line of each id whose last line is an error (the lines a
-resume retries; few), and the running counts of its summary (`Tally`, over the last line per id). A
-torn last line (a writer killed mid-line) is cut off first, reading only the file's end.
+resume retries; few), and the running counts of its summary (`Tally`, over the last line per id); and
+the last line per id one at a time (`iter_last_lines`), for counts kept elsewhere. A torn last line (a
+writer killed mid-line) is cut off first, reading only the file's end.
 
 `Tally` is the one place the summary's counts are made: `score`'s summary, a resume's and a shard
 merge's come from it, so they agree to the last bit (sums are kept exact, independent of order).
@@ -127,6 +128,58 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str, dict]]:
                 yield n, str(d["id"]), d
             except (json.JSONDecodeError, KeyError, TypeError):
                 raise ValueError(f"{path}: line {n} is not a verdict line; cannot resume into it") from None
+
+
+def line_id(line: str, path: Path, n: int) -> str:
+    """The id of verdict line `n` of `path`, read from its start when it leads with it (every line
+    `score` writes does), else parsed; ValueError naming the line that is not a verdict line."""
+    i = leading_id(line)
+    if i is not None:
+        return i
+    try:
+        return str(json.loads(line)["id"])
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise ValueError(f"{path}: line {n} is not a verdict line") from None
+
+
+def iter_last_lines(path: Path) -> Iterator[dict]:
+    """The last line (a dict) of each id, in the order the ids first appear, as `read_last_lines(path)
+    .values()` gives them, holding one line at a time: a first pass keeps the ids' digests, and when
+    some id has several lines (retried errors, a judge asked again) a second keeps where each of those
+    ids' last line starts; the last pass reads the lines. A torn last line is cut off first."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    repair_torn_tail(path)
+    ids, n = IdBuilder(), 0
+    for k, line in _numbered(path):
+        ids.add(line_id(line, path, k))
+        n += 1
+    seen = ids.freeze()
+    if len(seen) == n:
+        yield from (d for _, _, d in iter_lines(path))
+        return
+    last: dict[str, int] = {}  # id with several lines -> where its last line starts
+    with open(path, "rb") as fh:
+        for k, raw in enumerate(iter(fh.readline, b""), start=1):
+            if raw.strip():
+                i = line_id(raw.decode("utf-8"), path, k)
+                if seen.is_repeated(i):
+                    last[i] = fh.tell() - len(raw)
+    with open(path, "rb") as other:
+        for _, i, d in iter_lines(path):
+            if not seen.is_repeated(i):
+                yield d
+            elif i in last:
+                other.seek(last.pop(i))
+                yield json.loads(other.readline())
+
+
+def _numbered(path: Path) -> Iterator[tuple[int, str]]:
+    with open(path, encoding="utf-8") as fh:
+        for k, line in enumerate(fh, start=1):
+            if line.strip():
+                yield k, line
 
 
 @dataclass

@@ -12,7 +12,11 @@ process each, measured from outside (peak RSS of the child from wait4's rusage):
   eval    `adaptrubric eval DATA --verdicts V --no-review` (the metrics of the finished file, read into
           columns);
   review  `adaptrubric eval DATA --verdicts V`, the default path: the metrics and the review page, a sample
-          of --review-cards cards (2,000) of a larger run.
+          of --review-cards cards (2,000) of a larger run;
+  cascade `score` with a judge into a verdict file of its own (cli/cascade.py `run_cascade`, the scripted
+          verifier as student and as judge): the student unsure (p_success 0.55, inside the band 0.5-0.6) on
+          one instruction in 5, a 5% spot check; the lines, the judge calls beside the student's batches,
+          and the `cascade` summary read back from the file.
 Prints one row per size and step, the growth of peak RSS and the ratio of time per trajectory from the
 smallest size of at least 10,000 (else the smallest) to the largest.
 
@@ -22,7 +26,8 @@ smallest size of at least 10,000 (else the smallest) to the largest.
                                                          # the files an earlier run left in --work
 
 Exits 1 when a check fails: a verdict file without exactly one line per trajectory, a resume that scored
-anything of a finished file, a cut resume whose counts differ from the uncut file's, a missing figure.
+anything of a finished file, a cut resume whose counts differ from the uncut file's, a cascade whose
+summary does not count every trajectory or sent none to the judge, a missing figure.
 """
 from __future__ import annotations
 
@@ -37,7 +42,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNTS = ("n", "scored", "unparsed", "errors", "positives", "hit_cap", "hit_context")
-STEPS = ("score", "resume", "first", "eval", "review")
+STEPS = ("score", "resume", "first", "eval", "review", "cascade")
+BAND, SPOT_CHECK = (0.5, 0.6), 0.05  # the cascade step's
 
 
 def build(folder: Path, n: int, steps: int, shots: int) -> Path:
@@ -92,9 +98,34 @@ def child(step: str, data: str, out: str) -> None:
                 first.append(time.perf_counter() - t0)
             return [self._one(r) for r in requests]
 
+    if step == "cascade":
+        print(json.dumps(cascade_child(Timed, data, out, t0)))
+        return
     s = score_file(AdaptRubric(Timed(), PipelineConfig()), data, out, resume=step != "score", progress=False)
     print(json.dumps({"seconds": time.perf_counter() - t0, "first_call": first[0] if first else None,
                       "this_run": s["this_run"]["n"], **{k: s[k] for k in COUNTS}}))
+
+
+def cascade_child(engine, data: str, out: str, t0: float) -> dict:
+    """The cascade step: `engine` (the scripted one) as student, unsure on one instruction in 5, and as judge."""
+    import zlib
+
+    from adaptrubric_local.cascade.scorer import Cascade
+    from adaptrubric_local.cli.cascade import run_cascade
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+    from adaptrubric_local.run_settings import IN_PROCESS, vars_of
+
+    def unsure(req, digit):
+        p = 0.55 if zlib.crc32(req.prompt.encode()) % 5 == 0 else 0.9
+        return p if digit == "1" else 1 - p
+
+    student = AdaptRubric(engine(p_score=unsure), PipelineConfig())
+    cascade = Cascade(student, AdaptRubric(engine(), PipelineConfig()), BAND, SPOT_CHECK)
+    s = run_cascade(cascade, {**vars_of(student), "runtime": dict(IN_PROCESS)}, data, Path(out), progress=False,
+                    extra={"cascade": {"band": list(BAND), "spot_check": SPOT_CHECK}})
+    c = s["cascade"]
+    return {"seconds": time.perf_counter() - t0, "this_run": s["this_run"]["n"], **{k: s[k] for k in COUNTS},
+            "trajectories": c["trajectories"], "sent_to_judge": c["sent_to_judge"], "why": c["why"]}
 
 
 def measure(step: str, data: Path, out: Path, script: str = __file__) -> dict:
@@ -156,6 +187,14 @@ def run_size(work: Path, n: int, args) -> dict:
             row[step] = measure(step, data, out)
             if row[step].get("rc"):
                 problems.append(f"{n}: {step} exited {row[step]['rc']}")
+    if "cascade" in only:
+        both = work / f"vc-{n}.jsonl"
+        for p in both.parent.glob(f"vc-{n}.*"):
+            p.unlink()
+        row["cascade"] = c = measure("cascade", data, both)
+        if c["trajectories"] != n or c["n"] != n or not c["sent_to_judge"]:
+            problems.append(f"{n}: the cascade counted {c['trajectories']} of {n}, sent {c['sent_to_judge']} to the "
+                            "judge")
     if "first" in only:
         counts = {k: v for k, v in json.loads(out.with_suffix(".summary.json").read_text()).items() if k in COUNTS}
         cut_tail(out, args.cut)

@@ -35,6 +35,10 @@ class Judge(Stub):
 
 @pytest.fixture
 def data(tmp_path):
+    return make_data(tmp_path)
+
+
+def make_data(tmp_path):
     """Six trajectories t{k}{label}: the judge knows every final frame; the student says 1 for t00
     (label 0) and does not know t11's final frame (an unparsed verdict)."""
     recs, truth, final = [], {}, {}
@@ -53,11 +57,16 @@ def data(tmp_path):
 
 @pytest.fixture
 def servers(data):
-    _, _, student, truth = data
-    s, j = Running(Stub(student, served="student")), Running(Judge(truth, served="judge"))
+    s, j = start_servers(data)
     yield s, j
     s.close()
     j.close()
+
+
+def start_servers(data):
+    """The student's and the judge's servers for `make_data`'s trajectories."""
+    _, _, student, truth = data
+    return Running(Stub(student, served="student")), Running(Judge(truth, served="judge"))
 
 
 def _score(path, s, j, out, *extra) -> int:

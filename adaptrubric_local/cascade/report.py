@@ -4,13 +4,15 @@ this data (95% Wilson interval) and the cascade's estimated agreement with judge
 
 The estimate: a line the judge decided agrees with judge-only scoring by construction; a line the
 student decided agrees at the rate the student agreed with the judge on the spot checks that nothing
-else sent (a random sample of exactly the lines the student would decide). Reads line dicts (a
-verdict file's last line per id); knows nothing about engines or flags.
+else sent (a random sample of exactly the lines the student would decide). Counts line dicts (a
+verdict file's last line per id) one at a time as they come (`CascadeTally`); knows nothing about
+engines, files or flags.
 """
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from ..audit.verdict import wilson
 
@@ -24,68 +26,112 @@ def agree(d: dict) -> bool | None:
     return s.get("status") == "ok" and s.get("score") == j.get("score")
 
 
-def spot_sample(lines: list[dict], only: bool) -> list[bool]:
-    """Agreement on the spot-checked lines the judge answered (`only`: those nothing else sent)."""
-    out = []
-    for d in lines:
-        why = d.get("escalated") or []
-        if "spot_check" in why and (not only or why == ["spot_check"]):
-            a = agree(d)
+def _spot(d: dict, only: bool) -> bool | None:
+    """The student's agreement on a spot-checked line (`only`: one nothing else sent); None otherwise."""
+    why = d.get("escalated") or []
+    if "spot_check" in why and (not only or why == ["spot_check"]):
+        return agree(d)
+    return None
+
+
+@dataclass
+class CascadeTally:
+    """Running counts of a cascade's lines (`add` one line dict at a time), for `cascade_summary`: what
+    the summary needs without holding the lines. Sums are taken in the order the lines come."""
+
+    n: int = 0
+    by_judge: int = 0
+    sent: int = 0
+    why: Counter = field(default_factory=Counter)
+    failed_by: Counter = field(default_factory=Counter)
+    calls: float = 0  # sums start at 0, as sum() does, so a file's figures read as they always have
+    tokens: float = 0
+    answered: int = 0
+    answered_calls: float = 0
+    answered_tokens: float = 0
+    spot_all: list[int] = field(default_factory=lambda: [0, 0])  # [agree, n]
+    spot_only: list[int] = field(default_factory=lambda: [0, 0])
+
+    def add(self, d: dict) -> None:
+        """Count one line (a line that is not a cascade's, without `decided_by`, is passed over)."""
+        if not d.get("decided_by"):
+            return
+        self.n += 1
+        self.by_judge += d["decided_by"] == "judge"
+        escalated = d.get("escalated") or []
+        self.why.update(escalated)
+        if d.get("judge_error"):
+            self.failed_by[d["judge_error"].split(":", 1)[0]] += 1
+        if escalated:
+            self.sent += 1
+            j = d.get("judge")
+            if j:
+                self.calls += j.get("cost_calls") or 0.0
+                self.tokens += j.get("cost_tokens") or 0.0
+                if j.get("status") == "ok":
+                    self.answered += 1
+                    self.answered_calls += j.get("cost_calls") or 0.0
+                    self.answered_tokens += j.get("cost_tokens") or 0.0
+        for only, acc in ((False, self.spot_all), (True, self.spot_only)):
+            a = _spot(d, only)
             if a is not None:
-                out.append(a)
-    return out
+                acc[0] += a
+                acc[1] += 1
+
+    def summary(self) -> dict:
+        """The `cascade` section of a run summary."""
+        n, (agreed, spots) = self.n, self.spot_all
+        per_call = self.answered_calls / self.answered if self.answered else None
+        per_tok = self.answered_tokens / self.answered if self.answered else None
+        failed = sum(self.failed_by.values())
+        out = {
+            "trajectories": n,
+            "decided_by": {"student": n - self.by_judge, "judge": self.by_judge},
+            "sent_to_judge": self.sent,
+            "judge_share": self.sent / n if n else None,
+            "why": {r: self.why[r] for r in ("error", "unparsed", "evidence_insufficient", "band", "spot_check")
+                    if self.why[r]},
+            "judge_failed": failed,
+            "judge_failed_by": dict(self.failed_by),
+            "judge_calls": self.calls,
+            "judge_tokens": self.tokens,
+            "judge_only_calls_est": per_call * n if per_call is not None else None,
+            "judge_only_tokens_est": per_tok * n if per_tok is not None else None,
+            "spot_checks": {"n": spots, "agree": agreed, "student_agreement": agreed / spots if spots else None,
+                            "ci95": wilson(agreed, spots)},
+        }
+        out["cascade_agreement_est"] = _estimate(n, n - self.by_judge, *self.spot_only)
+        return out
 
 
 def cascade_summary(lines: Iterable[dict]) -> dict:
-    """The `cascade` section of a run summary, from its verdict lines."""
-    lines = [d for d in lines if d.get("decided_by")]
-    n = len(lines)
-    why = Counter(r for d in lines for r in d.get("escalated") or [])
-    sent = [d for d in lines if d.get("escalated")]
-    by_judge = sum(d["decided_by"] == "judge" for d in lines)
-    failed = [d for d in lines if d.get("judge_error")]
-    judged = [d["judge"] for d in sent if d.get("judge")]
-    calls = sum(j.get("cost_calls") or 0.0 for j in judged)
-    tokens = sum(j.get("cost_tokens") or 0.0 for j in judged)
-    answered = [j for j in judged if j.get("status") == "ok"]
-    per_call = (sum(j.get("cost_calls") or 0.0 for j in answered) / len(answered)) if answered else None
-    per_tok = (sum(j.get("cost_tokens") or 0.0 for j in answered) / len(answered)) if answered else None
-    spot_all, spot_only = spot_sample(lines, only=False), spot_sample(lines, only=True)
-    student_ci = wilson(sum(spot_all), len(spot_all))
-    out = {
-        "trajectories": n,
-        "decided_by": {"student": n - by_judge, "judge": by_judge},
-        "sent_to_judge": len(sent),
-        "judge_share": len(sent) / n if n else None,
-        "why": {r: why[r] for r in ("error", "unparsed", "evidence_insufficient", "band", "spot_check") if why[r]},
-        "judge_failed": len(failed),
-        "judge_failed_by": dict(Counter(d["judge_error"].split(":", 1)[0] for d in failed)),
-        "judge_calls": calls,
-        "judge_tokens": tokens,
-        "judge_only_calls_est": per_call * n if per_call is not None else None,
-        "judge_only_tokens_est": per_tok * n if per_tok is not None else None,
-        "spot_checks": {"n": len(spot_all), "agree": sum(spot_all),
-                        "student_agreement": sum(spot_all) / len(spot_all) if spot_all else None,
-                        "ci95": student_ci},
-    }
-    out["cascade_agreement_est"] = estimate(n, n - by_judge, spot_only)
-    return out
+    """The `cascade` section of a run summary, from its verdict lines (an iterable, taken one line at a
+    time: a generator over a file's last line per id holds one line)."""
+    tally = CascadeTally()
+    for d in lines:
+        tally.add(d)
+    return tally.summary()
 
 
 def estimate(n: int, n_student: int, sample: list[bool]) -> dict | None:
     """The cascade's estimated agreement with judge-only scoring and its 95% interval: the `n_student`
     lines the student decided agree at the sample's rate, the others by construction."""
+    return _estimate(n, n_student, sum(sample), len(sample))
+
+
+def _estimate(n: int, n_student: int, agreed: int, size: int) -> dict | None:
+    """`estimate` from the sample's counts: `agreed` of `size` spot checks agree."""
     if not n:
         return None
-    if not sample:
+    if not size:
         return {"agreement": None, "ci95": None, "n_sample": 0,
                 "note": "no spot check fell on a line the student decided: raise --spot-check"}
-    r = sum(sample) / len(sample)
-    lo, hi = wilson(sum(sample), len(sample))
+    r = agreed / size
+    lo, hi = wilson(agreed, size)
     judge = n - n_student
     return {"agreement": (judge + n_student * r) / n, "ci95": [(judge + n_student * lo) / n,
                                                                  (judge + n_student * hi) / n],
-            "n_sample": len(sample), "student_rate": r}
+            "n_sample": size, "student_rate": r}
 
 
 def describe(c: dict) -> str:

@@ -94,9 +94,12 @@ class Cascade:
     """A Scorer (scoring.score_with) made of a student pipeline and a judge pipeline."""
 
     def __init__(self, student: AdaptRubric, judge: AdaptRubric, band: tuple[float, float], spot_check: float = 0.0,
-                 seed: int = 0):
+                 seed: int = 0, max_waiting: int | None = None):
         self.student, self.judge = student, judge
         self.band, self.spot_check, self.seed = band, spot_check, seed
+        # trajectories sent to the judge and not yet answered beyond which the student waits for the oldest
+        # call (a judge slower than the student would otherwise hold more and more of the data)
+        self.max_waiting = max_waiting or 4 * student.config.trajectories_per_batch
 
     @property
     def on_stage(self):
@@ -122,29 +125,40 @@ class Cascade:
 
     def iter_ready(self, trajs: Iterable[Trajectory]) -> Iterator[list[CascadeVerdict]]:
         """Lines as they become ready: a student batch's confident verdicts at once, the escalated ones
-        when the judge answers (judge calls overlap the student's next batches)."""
-        trajs = list(trajs)
-        by_id = {str(t.id): t for t in trajs}
+        when the judge answers (judge calls overlap the student's next batches). `trajs` is taken as the
+        student asks for it; a trajectory is held only until its line is ready (in the student's batch,
+        then in the judge's call), so memory grows with the batches in flight, not the data."""
+        held: dict[str, Trajectory] = {}  # taken by the student, its verdict not yet out
+
+        def taken() -> Iterator[Trajectory]:
+            for t in trajs:
+                held[str(t.id)] = t
+                yield t
+
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge")
-        pending: list[Future] = []
+        pending: list[tuple[Future, int]] = []  # judge calls in order, with how many trajectories each holds
         try:
-            for ready in self.student.iter_ready(trajs):
+            for ready in self.student.iter_ready(taken()):
                 now, sent = [], []
                 for v in ready:
                     why = self.escalation(v)
-                    if why and str(v.id) in by_id:
-                        sent.append((by_id[str(v.id)], v, why))
+                    t = held.pop(str(v.id), None)
+                    if why and t is not None:
+                        sent.append((t, v, why))
                     else:
                         now.append(merge(v, []))
                 if sent:
-                    pending.append(pool.submit(self.ask_judge, sent))
-                for f in [f for f in pending if f.done()]:
-                    pending.remove(f)
-                    now += f.result()
+                    pending.append((pool.submit(self.ask_judge, sent), len(sent)))
+                waiting = sum(k for _, k in pending)
+                for f, k in list(pending):
+                    if f.done() or waiting > self.max_waiting:  # the judge is behind: wait for its oldest calls
+                        pending.remove((f, k))
+                        waiting -= k
+                        now += f.result()
                 if now:
                     yield now
-            for f in pending:
-                yield f.result()
+            while pending:
+                yield pending.pop(0)[0].result()
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 

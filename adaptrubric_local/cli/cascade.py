@@ -50,16 +50,15 @@ def cascade_config(args):
     return cfg
 
 
-def score_cascade(args, cfg, ccfg, loaded) -> dict:
-    """Score DATA with the student (--model) and the judge into --out; the summary gets `cascade`."""
+def score_cascade(args, cfg, ccfg, loaded, shard=None) -> dict:
+    """Score DATA (of `shard`, when given) with the student (--model) and the judge into --out; the
+    summary gets `cascade`."""
     from dataclasses import replace
 
-    from ..cascade.report import cascade_summary, describe
     from ..cascade.scorer import Cascade
     from ..engine.remote import is_remote
     from ..pipeline import AdaptRubric
-    from ..run_settings import IN_PROCESS, planned_settings, precheck_out, sidecar, vars_of
-    from ..scoring import read_last_lines, score_with
+    from ..run_settings import IN_PROCESS, planned_settings, precheck_out, vars_of
     from .common import engine_options, make_engine
 
     out = Path(args.out)
@@ -68,8 +67,8 @@ def score_cascade(args, cfg, ccfg, loaded) -> dict:
     options = engine_options(args, cfg)
     settings = None if is_remote(options) else planned_settings(cfg, options)
     if settings is not None:
-        precheck_out(out, settings, args.data, resume=args.resume, force=args.force_settings, extra=extra,
-                     calibration=args.calibration)
+        precheck_out(out, settings, args.data, resume=args.resume, force=args.force_settings,
+                     extra={**extra, **({"shard": str(shard)} if shard else {})}, calibration=args.calibration)
     judge_engine = ccfg.teacher(cfg.verify_max_new_tokens).build(what="judge")  # an endpoint is asked once, here
     jcfg = replace(cfg, verify_max_new_tokens=ccfg.judge_max_new_tokens) if ccfg.judge_max_new_tokens else cfg
     student_engine = None
@@ -78,35 +77,100 @@ def score_cascade(args, cfg, ccfg, loaded) -> dict:
         cascade = Cascade(AdaptRubric(student_engine, cfg), AdaptRubric(judge_engine, jcfg), band,
                           ccfg.spot_check, ccfg.spot_check_seed)
         settings = settings or {**vars_of(cascade.student), "runtime": dict(IN_PROCESS)}
-        retried = rejudge_failed(cascade, out, loaded) if args.resume else 0
-        summary = score_with(cascade, settings, args.data, out, resume=args.resume, fmt=args.format,
-                             progress=not args.quiet, loaded=loaded, extra=extra, retry_errors=args.retry_errors,
-                             force_settings=args.force_settings, calibration=args.calibration)
+        summary = run_cascade(cascade, settings, args.data, out, loaded, resume=args.resume, fmt=args.format,
+                              progress=not args.quiet, extra=extra, retry_errors=args.retry_errors,
+                              force_settings=args.force_settings, calibration=args.calibration, shard=shard)
     finally:
         judge_engine.close()
         if student_engine is not None:
             student_engine.close()
-    summary["cascade"] = cascade_summary(read_last_lines(out).values())
-    summary["cascade"]["judge_retried_this_run"] = retried
-    sidecar(out, "summary").write_text(json.dumps(summary, indent=2) + "\n")
-    print(describe(summary["cascade"]), file=sys.stderr)
-    ci = summary["cascade"]["spot_checks"]["ci95"]
-    if ci is not None and ci[1] < ccfg.warn_below:
-        print(f"WARNING: the student agrees with the judge at most {ci[1]:.2f} (95% upper end) on this data's spot "
-              f"checks, below --warn-below {ccfg.warn_below:g}: distil again on this data, or widen the band",
-              file=sys.stderr)
+    report_cascade(summary["cascade"], ccfg.warn_below)
     return summary
+
+
+def run_cascade(cascade, settings: dict, data, out: Path, loaded=None, resume: bool = False, fmt: str = "auto",
+                **score_kw) -> dict:
+    """Score `data` (`loaded`: its LoadResult or stream; streamed from `data` without it) with `cascade`
+    into `out` (with `resume`, the lines whose judge failed asked again first), and add the `cascade`
+    section to the summary from the file's last line per id, read one line at a time."""
+    from ..formats.stream import stream_trajectories
+    from ..scoring import score_with
+
+    out = Path(out)
+    if loaded is None:
+        loaded = stream_trajectories(data, fmt=fmt)
+    retried = rejudge_failed(cascade, out, loaded) if resume else 0
+    summary = score_with(cascade, settings, data, out, resume=resume, fmt=fmt, loaded=loaded, **score_kw)
+    return add_cascade_section(out, summary, judge_retried_this_run=retried)
+
+
+def add_cascade_section(out: Path, summary: dict, **more) -> dict:
+    """`summary` with the `cascade` section of the verdict file `out` (its last line per id, read one
+    line at a time) and `more` in it, written as out's summary sidecar; returns `summary`."""
+    from ..cascade.report import cascade_summary
+    from ..run_settings import sidecar
+    from ..verdict_file import iter_last_lines
+
+    summary["cascade"] = {**cascade_summary(iter_last_lines(Path(out))), **more}
+    sidecar(Path(out), "summary").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def report_cascade(c: dict, warn_below: float) -> None:
+    """The cascade section's line on stderr, and the warning when the spot checks' agreement is low."""
+    from ..cascade.report import describe
+
+    print(describe(c), file=sys.stderr)
+    ci = c["spot_checks"]["ci95"]
+    if ci is not None and ci[1] < warn_below:
+        print(f"WARNING: the student agrees with the judge at most {ci[1]:.2f} (95% upper end) on this data's spot "
+              f"checks, below --warn-below {warn_below:g}: distil again on this data, or widen the band",
+              file=sys.stderr)
+
+
+FAILED_MARK = '"judge_error": "'  # in every line whose judge failed (json.dumps' own spacing); None is null
+
+
+def failed_lines(out: Path) -> list[dict]:
+    """The last lines of the verdict file `out` whose judge failed, read line by line: only those lines
+    are held (a line without FAILED_MARK is passed over by its leading id, unparsed)."""
+    from ..verdict_file import line_id, repair_torn_tail
+
+    failed: dict[str, dict] = {}
+    if not out.is_file():
+        return []
+    repair_torn_tail(out)
+    with open(out, encoding="utf-8") as fh:
+        for k, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            if FAILED_MARK in line:
+                d = json.loads(line)
+                if d.get("judge_error"):
+                    failed[str(d["id"])] = d
+                    continue
+                i = str(d["id"])
+            else:
+                i = line_id(line, out, k)
+            failed.pop(i, None)
+    return list(failed.values())
 
 
 def rejudge_failed(cascade, out: Path, loaded) -> int:
     """`--resume`: ask the judge again about the lines whose judge failed (only those), appending their
-    new lines; returns how many were asked."""
-    from ..scoring import read_last_lines
+    new lines; returns how many were asked. The failed ids are found first, then the data is streamed
+    and only their trajectories are kept."""
+    from ..formats.stream import as_stream
+    from ..types import Trajectory
 
-    failed = [d for d in read_last_lines(out).values() if d.get("judge_error")]
+    failed = failed_lines(out)
     if not failed:
         return 0
-    trajs = {str(t.id): t for t in loaded.trajectories}
+    wanted = {str(d["id"]) for d in failed}
+    trajs: dict[str, Trajectory] = {}
+    for _, x in as_stream(loaded).items(lambda _position, own: own is None or own in wanted):
+        if isinstance(x, Trajectory) and str(x.id) in wanted:
+            trajs.setdefault(str(x.id), x)
     print(f"resuming: asking the judge again about {len(failed)} line(s) whose judge failed", file=sys.stderr)
     lines = cascade.rejudge(failed, trajs)
     with open(out, "a", encoding="utf-8") as fh:

@@ -43,16 +43,16 @@ def _score(args) -> int:
 
     ccfg = cascade_config(args)
     shard = Shard.parse(args.shard) if args.shard else None
-    if shard and (args.ray or ccfg is not None):
-        raise ValueError(f"--shard splits the data between machines that each score their own file: give it without "
-                         f"{'--ray (which splits it between replicas already)' if args.ray else 'a judge'}")
-    if args.ids or args.limit is not None or ccfg is not None:  # a subset, or a cascade: loaded whole
+    if shard and args.ray:
+        raise ValueError("--shard splits the data between machines that each score their own file: give it without "
+                         "--ray (which splits it between replicas already)")
+    if args.ids or args.limit is not None:  # a subset: loaded whole
         loaded, subset = pick_subset(load_trajectories(args.data, fmt=args.format, image_roots=args.image_root),
                                      args.ids, args.limit)
     else:  # streamed: parsed batch by batch as the scorer asks (formats/stream.py)
         loaded, subset = stream_trajectories(args.data, fmt=args.format, image_roots=args.image_root), None
     if ccfg is not None:  # a judge checks the student (cli/cascade.py)
-        summary = score_cascade(args, cfg, ccfg, loaded)
+        summary = score_cascade(args, cfg, ccfg, loaded, shard)
     elif args.ray:
         summary = score_with_ray(args, cfg, loaded)
     else:

@@ -1,8 +1,9 @@
 """The `merge-shards` subcommand, registered by `cli/`: argument handling only; the checks and the
-merge are in `shards`."""
+merge are in `shards`, the `cascade` section of merged shards of a run with a judge in cli/cascade.py."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from .common import FORMATTER, add_data_options
 
@@ -13,9 +14,14 @@ EXAMPLES = """examples:
 
 
 def cmd_merge_shards(args) -> int:
+    from ..run_settings import sidecar
     from ..shards import merge_shards
 
     summary = merge_shards(args.shards, args.out, data=args.data, fmt=args.format, image_roots=args.image_root)
+    if "cascade" in json.loads(sidecar(Path(args.out), "config").read_text()):  # shards of a run with a judge
+        from .cascade import add_cascade_section
+
+        add_cascade_section(Path(args.out), summary)
     print(json.dumps(summary, indent=2))
     return 0
 
