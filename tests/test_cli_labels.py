@@ -330,3 +330,25 @@ def test_labels_merge_holds_few_bytes_a_record(tmp_path, capsys):
         tracemalloc.stop()
     assert f"{n} trajectories, {n} labelled" in capsys.readouterr().out
     assert peak / n < 2500, f"{peak / n:.0f} bytes a record"
+
+
+@pytest.mark.parametrize("fmt", ["androidgen", "zerogui", "osreward", "clawgui"])
+def test_labels_merge_of_a_folder_format_loads_it_whole_and_writes_the_same_copy(fmt, tmp_path, capsys):
+    """A folder format cannot stream: it is loaded whole and handed out the same way, so the copy is what
+    the labelled data writes and its label the labels file's."""
+    from adaptrubric_local.formats import canonical
+    from adaptrubric_local.labels import apply_labels
+
+    from conftest import make_dataset
+
+    data, tid = make_dataset(fmt, tmp_path / "d")
+    labels = write_jsonl(tmp_path / "l.jsonl", [{"id": tid, "label": 1}])
+    out = tmp_path / "merged"
+    assert main(["labels", "merge", str(data), "--format", fmt, "--labels", str(labels), "--out", str(out)]) == 0
+    assert "1 trajectories, 1 labelled" in capsys.readouterr().out
+    loaded = load_trajectories(data, fmt=fmt, check_images=False)
+    apply_labels(loaded, [labels], str(data))
+    canonical.write(loaded.trajectories, out / "whole.jsonl", reference=True)
+    assert (out / "trajectories.jsonl").read_bytes() == (out / "whole.jsonl").read_bytes()
+    assert [t.label for t in load_trajectories(out / "trajectories.jsonl", check_images=False,
+                                               image_roots=[tmp_path]).trajectories] == [1]

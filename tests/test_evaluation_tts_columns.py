@@ -132,3 +132,17 @@ def test_tts_over_columns_holds_few_bytes_a_candidate(tmp_path):
         tracemalloc.stop()
     assert res["pool"]["tasks"] == n // 8 and res["classification"]["n"] == n
     assert peak / n < 200, f"{peak / n:.0f} bytes a candidate"
+
+
+@pytest.mark.parametrize("fmt", ["androidgen", "zerogui", "osreward", "clawgui"])
+def test_a_folder_format_is_loaded_whole_and_gives_the_same_curves(fmt, tmp_path):
+    from conftest import make_dataset
+
+    data, tid = make_dataset(fmt, tmp_path / "d")
+    labels = write_jsonl(tmp_path / "l.jsonl", [{"id": tid, "label": 1}])
+    vfile = write_jsonl(tmp_path / "v.jsonl", [{"id": tid, "status": "ok", "score": 1, "p_success": 0.9}])
+    loaded = load_trajectories(data, fmt=fmt, check_images=False)
+    record = apply_labels(loaded, [labels], str(data)).record()
+    old = run_tts(vfile, tmp_path / "o", data, loaded=loaded, labels=record)
+    new = run_tts(vfile, tmp_path / "n", data, stream=LabelledStream(data, [labels], fmt=fmt))
+    assert _without_created(new) == _without_created(old) and new["oracle"] == {1: 100.0}
