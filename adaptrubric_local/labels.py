@@ -193,6 +193,19 @@ class AppliedLabels:
     unsure_kept: dict = field(default_factory=dict)  # those ids by the label they keep: "1", "0", "none"
     not_loaded: list[str] = field(default_factory=list)  # ids of bad records (no trajectory to label)
 
+    def count(self, before: int | None, label: int | None) -> None:
+        """Count one trajectory whose label was `before` and whose labels files' last word is `label`."""
+        if label is None:
+            self.unsure += 1
+            key = "none" if before is None else str(before)
+            self.unsure_kept[key] = self.unsure_kept.get(key, 0) + 1
+        elif before is None:
+            self.filled += 1
+        elif before != label:
+            self.overridden += 1
+        else:
+            self.confirmed += 1
+
     def record(self) -> dict:
         """For run.json, metrics.json, a calibration file or a manifest."""
         return {"files": self.files, "filled": self.filled, "overridden": self.overridden,
@@ -263,32 +276,29 @@ def apply_labels(loaded: Any, paths: Iterable[str | Path], data_name: str = "the
         return applied
     by_id = {t.id: t for t in loaded.trajectories}
     bad = {e.record_id for e in getattr(loaded, "errors", []) if getattr(e, "record_id", None)}
+    check_ids(files, lambda i: i in by_id or i in bad, data_name)
+    for i, label in merged_labels(files).items():
+        t = by_id.get(i)
+        if t is None:
+            applied.not_loaded.append(i)
+            continue
+        applied.count(t.label, label)
+        if label is not None:
+            t.label = label
+    return applied
+
+
+def check_ids(files: list[LabelsFile], in_data, data_name: str = "the data") -> None:
+    """Raise LabelsError naming the file, line and id of the first id of `files` (in order) that
+    `in_data(id)` says the data does not hold (a record that did not load holds its id)."""
     for f in files:
-        unknown = [i for i in f.records if i not in by_id and i not in bad]
+        unknown = [i for i in f.records if not in_data(i)]
         if unknown:
             first = unknown[0]
             more = f" (and {len(unknown) - 1} more: {', '.join(unknown[1:4])}{', ...' if len(unknown) > 4 else ''})" \
                 if len(unknown) > 1 else ""
             raise LabelsError(f"{f.path}: line {f.lines[first]}: id {first!r} is not in {data_name}{more}; "
                               "a labels file labels trajectories of the data set it is used with")
-    for i, label in merged_labels(files).items():
-        t = by_id.get(i)
-        if t is None:
-            applied.not_loaded.append(i)
-            continue
-        if label is None:
-            applied.unsure += 1
-            key = "none" if t.label is None else str(t.label)
-            applied.unsure_kept[key] = applied.unsure_kept.get(key, 0) + 1
-            continue
-        if t.label is None:
-            applied.filled += 1
-        elif t.label != label:
-            applied.overridden += 1
-        else:
-            applied.confirmed += 1
-        t.label = label
-    return applied
 
 
 @dataclass

@@ -46,8 +46,9 @@ STEPS = ("score", "resume", "first", "eval", "review", "cascade")
 BAND, SPOT_CHECK = (0.5, 0.6), 0.05  # the cascade step's
 
 
-def build(folder: Path, n: int, steps: int, shots: int) -> Path:
-    """N trajectories (8 task families' worth of instructions) over `shots` shared screenshots."""
+def build(folder: Path, n: int, steps: int, shots: int, group: int | None = None) -> Path:
+    """N trajectories (8 task families' worth of instructions) over `shots` shared screenshots; with
+    `group`, every `group` consecutive trajectories share a task_id (candidates of one task)."""
     from PIL import Image
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -60,14 +61,15 @@ def build(folder: Path, n: int, steps: int, shots: int) -> Path:
              "Add milk to my shopping list", "Send a message to Anna saying I am late",
              "Set an alarm for 7 am tomorrow", "Delete the last photo in the gallery",
              "Create a note titled Ideas", "Play the next song in the music app"]
-    data = folder / f"data-{n}.jsonl"
+    data = folder / (f"data-{n}.jsonl" if group is None else f"data-{n}-groups{group}.jsonl")
     with open(data, "w", encoding="utf-8") as fh:
         for i in range(n):
             t = i % 64
+            task = f"task{t if group is None else i // group}"
             steps_out = [{"screenshot": f"shots/s{(i + s) % shots}.png", "action": f"click({10 + s}, {20 + s})",
                           "action_type": "click", "thought": "tap the next control on the way to the goal"}
                          for s in range(steps)]
-            fh.write(json.dumps({"id": f"t{i:07d}", "instruction": f"{tasks[t % 8]} ({t})", "task_id": f"task{t}",
+            fh.write(json.dumps({"id": f"t{i:07d}", "instruction": f"{tasks[t % 8]} ({t})", "task_id": task,
                                  "label": i % 2, "steps": steps_out}) + "\n")
     return data
 

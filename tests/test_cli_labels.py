@@ -275,3 +275,80 @@ def test_records_that_did_not_load_are_left_out_of_the_figures_and_named(case, t
     finally:
         for f in (mixed_file, alone_file):
             f.unlink()
+
+
+def test_labels_merge_streams_the_copy_the_whole_data_would_give(case, tmp_path, capsys, monkeypatch):
+    """The copy is written record by record: byte for byte what the labelled data loaded whole writes, a bad
+    record named on stderr and not copied; a copy that does not read back with the same ids and labels (here
+    a writer that drops one label) is an error."""
+    from adaptrubric_local.formats import canonical
+    from adaptrubric_local.labels import apply_labels
+
+    _root, data, _written, files, _vfile = case
+    broken = write_jsonl(tmp_path / "broken.jsonl", [*data.read_text().splitlines(), '{"id": "nope", "steps": []}'])
+    out = tmp_path / "merged"
+    assert main(["labels", "merge", str(broken), *_labels_args(files), "--out", str(out)]) == 0
+    said = capsys.readouterr()
+    assert f"not copied (bad record): {broken}, record line 41 (id nope)" in said.err
+    assert "40 trajectories, 40 labelled; 1 bad record(s) not copied" in said.out
+    loaded = load_trajectories(broken, check_images=False)
+    apply_labels(loaded, files, str(broken))
+    canonical.write(loaded.trajectories, out / "whole.jsonl", reference=True)
+    assert (out / "trajectories.jsonl").read_bytes() == (out / "whole.jsonl").read_bytes()
+    assert json.loads((out / "merge.json").read_text())["bad_records"] == 1
+    line = canonical.record_line
+
+    def drops_a_label(t, path, reference=False):
+        return line(t, path, reference).replace('"label": 1', '"label": null', 1 if t.id == "t7" else 0)
+
+    monkeypatch.setattr(canonical, "record_line", drops_a_label)
+    assert main(["labels", "merge", str(data), *_labels_args(files), "--out", str(tmp_path / "m2")]) == 2
+    assert "trajectories.jsonl does not read back as written: the labels differ" in capsys.readouterr().err
+
+
+def test_labels_merge_holds_few_bytes_a_record(tmp_path, capsys):
+    """Streamed, `labels merge` of 4,000 records of 8 steps (about 2 KB each) with a labels file for every id
+    peaks under 2,500 traced bytes a record, most of them the labels it must keep (reading the file alone
+    peaks near 850 a line); loaded whole, the data set and the labels held about 9,700."""
+    import tracemalloc
+
+    n = 4000
+    data = tmp_path / "d" / "data.jsonl"
+    data.parent.mkdir()
+    with open(data, "w") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"id": f"t{i:06d}", "instruction": "Open the settings app and turn on Wi-Fi",
+                                 "label": i % 2, "steps": [{"screenshot": "s.png", "action": f"click({i}, {s})",
+                                                            "thought": "x" * 200} for s in range(8)]}) + "\n")
+    labels = write_jsonl(tmp_path / "l.jsonl", [{"id": f"t{i:06d}", "label": 1 - i % 2} for i in range(n)])
+    assert main(["labels", "merge", str(data), "--labels", str(labels), "--out", str(tmp_path / "warm")]) == 0
+    tracemalloc.start()  # after a first run: the modules it imports are not counted
+    try:
+        assert main(["labels", "merge", str(data), "--labels", str(labels), "--out", str(tmp_path / "o")]) == 0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert f"{n} trajectories, {n} labelled" in capsys.readouterr().out
+    assert peak / n < 2500, f"{peak / n:.0f} bytes a record"
+
+
+@pytest.mark.parametrize("fmt", ["androidgen", "zerogui", "osreward", "clawgui"])
+def test_labels_merge_of_a_folder_format_loads_it_whole_and_writes_the_same_copy(fmt, tmp_path, capsys):
+    """A folder format cannot stream: it is loaded whole and handed out the same way, so the copy is what
+    the labelled data writes and its label the labels file's."""
+    from adaptrubric_local.formats import canonical
+    from adaptrubric_local.labels import apply_labels
+
+    from conftest import make_dataset
+
+    data, tid = make_dataset(fmt, tmp_path / "d")
+    labels = write_jsonl(tmp_path / "l.jsonl", [{"id": tid, "label": 1}])
+    out = tmp_path / "merged"
+    assert main(["labels", "merge", str(data), "--format", fmt, "--labels", str(labels), "--out", str(out)]) == 0
+    assert "1 trajectories, 1 labelled" in capsys.readouterr().out
+    loaded = load_trajectories(data, fmt=fmt, check_images=False)
+    apply_labels(loaded, [labels], str(data))
+    canonical.write(loaded.trajectories, out / "whole.jsonl", reference=True)
+    assert (out / "trajectories.jsonl").read_bytes() == (out / "whole.jsonl").read_bytes()
+    assert [t.label for t in load_trajectories(out / "trajectories.jsonl", check_images=False,
+                                               image_roots=[tmp_path]).trajectories] == [1]

@@ -50,6 +50,9 @@ def add_labels_options(p: argparse.ArgumentParser) -> None:
     add_config_arguments(p.add_argument_group("labels (what the review page exports)"), LabelsConfig)
 
 
+NEEDS_DATA = "--labels needs DATA: a labels file labels the trajectories of a data set"
+
+
 def load_labelled(args, check_images: bool = False):
     """(the data set DATA with the --labels files applied, their record or None): the one step
     every command that reads labels takes before it reads them."""
@@ -60,7 +63,7 @@ def load_labelled(args, check_images: bool = False):
     files = list(getattr(args, "labels", None) or [])
     if not data:
         if files:
-            raise ValueError("--labels needs DATA: a labels file labels the trajectories of a data set")
+            raise ValueError(NEEDS_DATA)
         return None, None
     loaded = load_trajectories(data, fmt=getattr(args, "format", "auto"), check_images=check_images,
                                image_roots=getattr(args, "image_root", None) or ())
@@ -73,6 +76,31 @@ def load_labelled(args, check_images: bool = False):
     applied = apply_labels(loaded, files, data_name=str(data))
     print(applied.summary(), file=sys.stderr)
     return loaded, applied.record()
+
+
+def open_labelled(args):
+    """DATA as a stream with the --labels files applied as it is read (labelled_stream.py), or None
+    without DATA: `load_labelled` for commands whose memory must not grow with the data. The labels
+    files are read, and their ids checked against the data's, here."""
+    from ..labelled_stream import LabelledStream
+
+    files = list(getattr(args, "labels", None) or [])
+    if not args.data:
+        if files:
+            raise ValueError(NEEDS_DATA)
+        return None
+    return LabelledStream(args.data, files, fmt=getattr(args, "format", "auto"),
+                          image_roots=getattr(args, "image_root", None) or ())
+
+
+def report_labelled(stream) -> None:
+    """On stderr, what `load_labelled` says of a data set and its labels files, once `stream` is read."""
+    if stream is None:
+        return
+    if stream.warning():
+        print(stream.warning(), file=sys.stderr)
+    if stream.files:
+        print(stream.applied().summary(), file=sys.stderr)
 
 
 def add_plugins_option(p: argparse.ArgumentParser) -> None:

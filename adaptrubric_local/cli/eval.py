@@ -14,8 +14,10 @@ from .common import (
     add_scoring_options,
     load_labelled,
     make_engine,
+    open_labelled,
     pipeline_config,
     print_coverage,
+    report_labelled,
     score_with_model,
 )
 
@@ -81,10 +83,11 @@ def cmd_tts(args) -> int:
         raise ValueError("give exactly one of --verdicts V.jsonl or --model M")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    loaded, labels = load_labelled(args)
+    stream = open_labelled(args)  # before scoring: a bad labels file stops the command early
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
-    res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed, loaded=loaded, labels=labels,
-                  subset=args.subset, allow_extra=args.allow_extra)
+    res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed, subset=args.subset,
+                  allow_extra=args.allow_extra, stream=stream)
+    report_labelled(stream)
     print_coverage(res)
     n = max(res["random"])
     if not res["informative"]:

@@ -1,15 +1,18 @@
 """The `labels` subcommands, registered by `cli/`: `labels merge` writes a labelled copy of a data
-set. Argument handling only; labels files are read and applied by `labels.py` (through
-`cli/common.py`'s `load_labelled`, the step every command that reads labels takes), the copy is written by
-the canonical format's writer.
+set. Argument handling only; labels files are read and applied by `labels.py` as the data streams
+(`labelled_stream.py`, through `cli/common.py`'s `open_labelled`), each trajectory written by the canonical
+format's writer as it comes and the copy streamed back to check its ids and labels (a digest of them in
+order, not a list). The folder formats cannot stream: they are loaded whole, as before.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
 
-from .common import FORMATTER, add_data_options, add_labels_options, load_labelled
+from ..types import Trajectory
+from .common import FORMATTER, add_data_options, add_labels_options, open_labelled, report_labelled
 
 EXAMPLES = """examples:
   adaptrubric labels merge runs/synth/trajectories.jsonl --labels labels.jsonl --out runs/labelled
@@ -29,34 +32,70 @@ def _image_roots(data: Path, extra: list[str]) -> list[str]:
 
 
 def cmd_merge(args) -> int:
-    from ..formats import canonical, load_trajectories
+    from ..formats.stream import stream_trajectories
 
     if not args.labels:
         raise ValueError("give at least one --labels FILE (what the review page's Export writes)")
-    loaded, labels = load_labelled(args)
+    src = open_labelled(args)
     out = Path(args.out)
     target = out / "trajectories.jsonl"
-    sources = {Path(t.source).resolve() for t in loaded.trajectories if t.source}
-    if any(out.resolve() in (s, s.parent) for s in sources):
+    if any(out.resolve() in (s, s.parent) for s in src.sources()):
         raise ValueError(f"--out {out} holds the data set's own files; write the labelled copy into another folder "
                          "(read as a whole, a folder with both would hold every trajectory twice)")
     out.mkdir(parents=True, exist_ok=True)
-    canonical.write(loaded.trajectories, target, reference=True)
+    written = _copy(src, target)
+    report_labelled(src)
     roots = _image_roots(Path(args.data), args.image_root)
-    back = load_trajectories(target, check_images=False, image_roots=roots)  # the copy reads back as written
-    if back.errors or [(t.id, t.label) for t in back.trajectories] != [(t.id, t.label) for t in loaded.trajectories]:
-        why = back.errors[0] if back.errors else "the labels differ"
+    back = ReadBack()  # the copy reads back as written, streamed too
+    for _, x in stream_trajectories(target, check_images=False, image_roots=roots).items():
+        back.add(x)
+    if back.first_error or back.digest() != written.digest():
+        why = back.first_error or "the labels differ"
         raise ValueError(f"{target} does not read back as written: {why}")
-    record = {"data": str(args.data), "trajectories": len(loaded.trajectories), "bad_records": len(loaded.errors),
-              "labelled": sum(t.label in (0, 1) for t in loaded.trajectories), "labels": labels,
-              "image_roots": roots}
+    record = {"data": str(args.data), "trajectories": written.n, "bad_records": src.bad,
+              "labelled": written.labelled, "labels": src.applied().record(), "image_roots": roots}
     (out / "merge.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    for e in loaded.errors:
-        print(f"not copied (bad record): {e}", file=sys.stderr)
     print(f"wrote {target}: {record['trajectories']} trajectories, {record['labelled']} labelled"
-          + (f"; {len(loaded.errors)} bad record(s) not copied" if loaded.errors else ""))
+          + (f"; {src.bad} bad record(s) not copied" if src.bad else ""))
     print("its screenshots are the originals: read it with " + " ".join(f"--image-root {r}" for r in roots))
     return 0
+
+
+class ReadBack:
+    """What a copy holds, one trajectory at a time: how many, how many labelled, a digest of their ids and
+    labels in order, and the first record that did not read."""
+
+    def __init__(self):
+        self.n = self.labelled = 0
+        self.first_error = None
+        self._hash = hashlib.sha256()
+
+    def add(self, x) -> None:
+        if isinstance(x, Trajectory):
+            self.n += 1
+            self.labelled += x.label in (0, 1)
+            self._hash.update(json.dumps([x.id, x.label]).encode() + b"\n")
+        elif self.first_error is None:
+            self.first_error = x
+
+    def digest(self) -> tuple[int, str]:
+        return self.n, self._hash.hexdigest()
+
+
+def _copy(src, target: Path) -> ReadBack:
+    """Write the labelled trajectories of `src` to `target` as they are read (canonical JSONL, screenshots
+    referenced where they are); a bad record is named on stderr and not copied."""
+    from ..formats import canonical
+
+    written = ReadBack()
+    with open(target, "w", encoding="utf-8") as fh:
+        for _, x in src.items():
+            if isinstance(x, Trajectory):
+                fh.write(canonical.record_line(x, target, reference=True))
+                written.add(x)
+            else:
+                print(f"not copied (bad record): {x}", file=sys.stderr)
+    return written
 
 
 def add_subcommands(sub) -> None:

@@ -297,13 +297,20 @@ def run_review(verdicts_path: str | Path, out: str | Path, data: str | Path | No
 # ----------------------------------------------------------------------------- tts
 def run_tts(verdicts_path: str | Path, out: str | Path, data: str | Path | None = None,
             max_n: int | None = None, seed: int = T.SEED, loaded=None, labels: dict | None = None,
-            subset: str = "data", allow_extra: bool = False) -> dict:
-    """Test-time-scaling curves, pool composition, report and figure over the data set's candidates (a
-    candidate without a verdict is `missing`, never a predicted success); returns tts.json's content."""
-    out, loaded, verdicts, cov = _inputs(verdicts_path, out, data, loaded, subset, allow_extra)
-    res = T.curves(verdicts, max_n=max_n, seed=seed)
-    res["classification"] = M.classification([v for v in verdicts if v.label in (0, 1)])
-    res["coverage"] = cov.to_dict()
+            subset: str = "data", allow_extra: bool = False, stream=None) -> dict:
+    """Test-time-scaling curves, pool composition, report and figure over the data set's candidates (one without
+    a verdict is `missing`); returns tts.json. Without `loaded`: columns (tts_columns.py), the data `stream`."""
+    if loaded is None:
+        from . import tts_columns
+
+        res, verdicts, labels = tts_columns.result(verdicts_path, data, stream, max_n, seed, subset, allow_extra,
+                                                   labels, outside_image_roots)
+        (out := Path(out)).mkdir(parents=True, exist_ok=True)
+    else:
+        out, loaded, verdicts, cov = _inputs(verdicts_path, out, data, loaded, subset, allow_extra)
+        res = T.curves(verdicts, max_n=max_n, seed=seed)
+        res["classification"] = M.classification([v for v in verdicts if v.label in (0, 1)])
+        res["coverage"] = cov.to_dict()
     res["run"] = run_meta(Path(verdicts_path), verdicts, data=str(data) if data else None, seed=seed, labels=labels)
     _dump(out / "tts.json", res)
     _dump(out / "run.json", res["run"])

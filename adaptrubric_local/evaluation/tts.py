@@ -15,16 +15,26 @@ Random@1, with Random@1 the expected success of one uniformly chosen trial per t
 success rate when every task has the same number of trials).
 Unparsed and error verdicts, and candidates of the data set without a verdict ("missing"), are never
 "predicted success": they rank below a parsed 0 and are counted; when no candidate was scored at all, the verifier carried no information and no gains
-over Random are given. Success rates are percentages over tasks. Knows nothing about models or files.
+over Random are given. Success rates are percentages over tasks.
+
+The figures are tallied task by task in one pass (`Tally`), so a caller can hand in one task's candidates
+at a time (evaluation/tts_columns.py builds them from columns); the Random sums are exact (integers over
+each prefix length), so they do not depend on the order the tasks come in. A candidate is anything with
+the Verdict fields the protocols read (id, label, status, score, p_success, p_success_calibrated). Knows
+nothing about models or files.
 """
 from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Iterable
+from fractions import Fraction
 
 from ..types import Verdict
 
 SEED = 42
+PROTOCOLS = ("earlystop", "bestofn", "bestofn_soft", "random", "oracle")
+NO_TASKS = "no labelled verdicts with a task_id: test-time scaling needs candidates grouped by task"
 
 
 def groups(verdicts: list[Verdict], seed: int | None = SEED) -> dict[str, list[Verdict]]:
@@ -87,17 +97,19 @@ def curves(verdicts: list[Verdict], max_n: int | None = None, seed: int | None =
     """SR@N for N = 1..max_n for every protocol, gains over Random, and the pool composition."""
     tasks = groups(verdicts, seed)
     if not tasks:
-        raise ValueError("no labelled verdicts with a task_id: test-time scaling needs candidates grouped by task")
-    max_n = max_n or max(len(c) for c in tasks.values())
-    out: dict = {k: {} for k in ("earlystop", "bestofn", "bestofn_soft", "random", "oracle")}
-    t = len(tasks)
-    for n in range(1, max_n + 1):
-        out["earlystop"][n] = 100.0 * sum(earlystop(c, n).label for c in tasks.values()) / t
-        out["bestofn"][n] = 100.0 * sum(bestofn(c, n).label for c in tasks.values()) / t
-        out["bestofn_soft"][n] = 100.0 * sum(bestofn(c, n, soft=True).label for c in tasks.values()) / t
-        out["random"][n] = 100.0 * sum(random_expected(c, n) for c in tasks.values()) / t
-        out["oracle"][n] = 100.0 * sum(oracle(c, n) for c in tasks.values()) / t
-    out["pool"] = pool(tasks, max_n)
+        raise ValueError(NO_TASKS)
+    return over_tasks(tasks.values(), max_n or max(len(c) for c in tasks.values()))
+
+
+def over_tasks(tasks: Iterable[list], max_n: int) -> dict:
+    """`curves`' result from the tasks' candidate lists, each in its shuffled order, read once each."""
+    tally = Tally(max_n)
+    for cands in tasks:
+        tally.add(cands)
+    if not tally.tasks:
+        raise ValueError(NO_TASKS)
+    out: dict = {k: tally.curve(k) for k in PROTOCOLS}
+    out["pool"] = tally.pool()
     out["informative"] = out["pool"]["scored"] > 0
     if out["informative"]:
         out["gain_over_random"] = {k: {n: out[k][n] - out["random"][n] for n in out[k]}
@@ -115,22 +127,73 @@ def pool(tasks: dict[str, list[Verdict]], max_n: int) -> dict:
     """Pool composition as in Table 12: all-fail / all-pass / mixed tasks, trial SR (pooled over
     trials), Oracle@max, Random@1 (expected, one uniform trial per task) and headroom = Oracle@max
     minus Random@1, as the table's caption defines it."""
-    t = len(tasks)
-    all_fail = sum(all(v.label == 0 for v in c) for c in tasks.values())
-    all_pass = sum(all(v.label == 1 for v in c) for c in tasks.values())
-    mixed = t - all_fail - all_pass
-    labels = [v.label for c in tasks.values() for v in c]
-    oracle_max = 100.0 * sum(oracle(c, max_n) for c in tasks.values()) / t
-    random1 = 100.0 * sum(random_expected(c, len(c)) for c in tasks.values()) / t  # one uniform trial per task
-    cands = [v for c in tasks.values() for v in c]
-    return {
-        "tasks": t,
-        "trials_per_task": {"min": min(len(c) for c in tasks.values()), "max": max(len(c) for c in tasks.values())},
-        "all_fail": all_fail, "all_pass": all_pass, "mixed": mixed,
-        "all_fail_pct": 100.0 * all_fail / t, "all_pass_pct": 100.0 * all_pass / t, "mixed_pct": 100.0 * mixed / t,
-        "trial_sr": 100.0 * sum(labels) / len(labels),
-        "oracle_at_max": oracle_max, "random_at_1_expected": random1, "headroom": oracle_max - random1,
-        "scored": sum(v.status == "ok" for v in cands),
-        "unparsed": sum(v.status == "unparsed" for v in cands), "errors": sum(v.status == "error" for v in cands),
-        "missing": sum(v.status == "missing" for v in cands),
-    }
+    tally = Tally(max_n)
+    for cands in tasks.values():
+        tally.add(cands)
+    return tally.pool()
+
+
+def _exact(sums: dict[int, int]) -> float:
+    """The sum over prefix lengths k of successes / k, rounded once."""
+    return float(sum((Fraction(s, k) for k, s in sums.items()), Fraction(0)))
+
+
+class Tally:
+    """The protocols' successes per N and the pool's counts, added one task at a time."""
+
+    def __init__(self, max_n: int):
+        self.max_n = max_n
+        self.wins = {k: [0] * (max_n + 1) for k in ("earlystop", "bestofn", "bestofn_soft", "oracle")}
+        self.random = [defaultdict(int) for _ in range(max_n + 1)]  # N -> {prefix length: successes in it}
+        self.random1: dict[int, int] = defaultdict(int)  # trials -> successes of the tasks with that many
+        self.tasks = self.all_fail = self.all_pass = self.trials = self.successes = 0
+        self.sizes: tuple[int, int] | None = None
+        self.status = {"ok": 0, "unparsed": 0, "error": 0, "missing": 0}
+
+    def add(self, cands: list) -> None:
+        """One task's candidates, in its order."""
+        labels = [v.label for v in cands]
+        for n in range(1, self.max_n + 1):
+            self.wins["earlystop"][n] += earlystop(cands, n).label
+            self.wins["bestofn"][n] += bestofn(cands, n).label
+            self.wins["bestofn_soft"][n] += bestofn(cands, n, soft=True).label
+            self.wins["oracle"][n] += oracle(cands, n)
+            k = min(n, len(cands))
+            self.random[n][k] += sum(labels[:k])
+        won = sum(labels)
+        self.tasks += 1
+        self.all_fail += won == 0
+        self.all_pass += won == len(cands)
+        self.trials += len(cands)
+        self.successes += won
+        self.random1[len(cands)] += won
+        lo, hi = self.sizes or (len(cands), len(cands))
+        self.sizes = (min(lo, len(cands)), max(hi, len(cands)))
+        for v in cands:
+            if v.status in self.status:
+                self.status[v.status] += 1
+
+    def curve(self, protocol: str) -> dict[int, float]:
+        """SR@N (percent of tasks) for N = 1..max_n."""
+        t = self.tasks
+        if protocol == "random":
+            return {n: 100.0 * _exact(self.random[n]) / t for n in range(1, self.max_n + 1)}
+        return {n: 100.0 * self.wins[protocol][n] / t for n in range(1, self.max_n + 1)}
+
+    def pool(self) -> dict:
+        """`pool`'s dict."""
+        t = self.tasks
+        mixed = t - self.all_fail - self.all_pass
+        oracle_max = 100.0 * self.wins["oracle"][self.max_n] / t
+        random1 = 100.0 * _exact(self.random1) / t  # one uniform trial per task
+        return {
+            "tasks": t,
+            "trials_per_task": {"min": self.sizes[0], "max": self.sizes[1]},
+            "all_fail": self.all_fail, "all_pass": self.all_pass, "mixed": mixed,
+            "all_fail_pct": 100.0 * self.all_fail / t, "all_pass_pct": 100.0 * self.all_pass / t,
+            "mixed_pct": 100.0 * mixed / t,
+            "trial_sr": 100.0 * self.successes / self.trials,
+            "oracle_at_max": oracle_max, "random_at_1_expected": random1, "headroom": oracle_max - random1,
+            "scored": self.status["ok"], "unparsed": self.status["unparsed"], "errors": self.status["error"],
+            "missing": self.status["missing"],
+        }

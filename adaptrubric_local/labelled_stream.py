@@ -1,0 +1,86 @@
+"""A data set read as a stream with labels files applied to each trajectory as it passes: the streamed
+counterpart of loading the data whole and calling `labels.apply_labels` (cli/common.py's `load_labelled`),
+for the commands whose memory must not grow with the data (`tts`, `labels merge`).
+
+The labels files are read whole (an id and a label a line: what must be kept). The data's ids come from
+the stream's first pass (formats/stream.py: 16 bytes a record), so an id of a labels file that the data
+does not hold is `apply_labels`'s error, raised before any trajectory is parsed. Each trajectory's label
+is replaced as it is handed out (a later file wins; an unsure line leaves the data's label); the counts
+(`applied`: filled, overridden, unsure, ids of records that did not load) equal `apply_labels`' once the
+stream has been read through. The folder formats, which cannot stream, are loaded whole and handed out
+the same way (`stream_trajectories`). Knows nothing about verdicts, metrics or commands.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from .formats.base import DataError
+from .formats.stream import Item, LoadedStream, TrajectoryStream, stream_trajectories
+from .labels import AppliedLabels, check_ids, merged_labels, read_labels
+from .types import Trajectory
+
+
+class LabelledStream:
+    """The records of `data` (`items`, in data order) with the labels of `files` on its trajectories;
+    `bad`, `first_bad` and `records` once read through."""
+
+    def __init__(self, data: str | Path, files: Iterable[str | Path] = (), fmt: str = "auto",
+                 check_images: bool = False, image_roots: Iterable[str | os.PathLike] = ()):
+        self.data = data
+        self.stream: TrajectoryStream | LoadedStream = stream_trajectories(data, fmt=fmt, check_images=check_images,
+                                                                           image_roots=image_roots)
+        self.files = [read_labels(p) for p in files]
+        self.merged = merged_labels(self.files)
+        check_ids(self.files, self.stream.ids.__contains__, str(data))
+        self.before: dict[str, int | None] = {}  # a labelled id -> the label the data gave it
+        self.bad, self.first_bad = 0, None
+
+    @property
+    def records(self) -> int:
+        """The data's records, bad ones included (from the first pass)."""
+        return self.stream.records
+
+    def repeated(self, i: str | None) -> bool:
+        """As the stream's `repeated`."""
+        return self.stream.repeated(i)
+
+    def sources(self) -> set[Path]:
+        """The files the data's trajectories are read from, resolved."""
+        if isinstance(self.stream, TrajectoryStream):
+            return {Path(f).resolve() for f in self.stream.files}
+        return {Path(t.source).resolve() for t in self.stream.loaded.trajectories if t.source}
+
+    def items(self) -> Iterator[tuple[int, Item]]:
+        """(position, Trajectory with its label as the labels files make it, or DataError), in data order."""
+        self.before.clear()
+        self.bad, self.first_bad = 0, None
+        for position, x in self.stream.items():
+            if isinstance(x, Trajectory):
+                if x.id in self.merged:
+                    self.before[x.id] = x.label
+                    if self.merged[x.id] is not None:
+                        x.label = self.merged[x.id]
+            elif isinstance(x, DataError):
+                self.bad += 1
+                if self.first_bad is None:
+                    self.first_bad = x
+            yield position, x
+
+    def applied(self) -> AppliedLabels:
+        """What the labels files did to the trajectories read so far (`apply_labels`' counts, in its order)."""
+        out = AppliedLabels(files=[f.provenance for f in self.files])
+        for i, label in self.merged.items():
+            if i not in self.before:
+                out.not_loaded.append(i)
+            else:
+                out.count(self.before[i], label)
+        return out
+
+    def warning(self) -> str | None:
+        """`load_labelled`'s warning when records did not load (the data gives them no label)."""
+        if not self.bad:
+            return None
+        return (f"warning: {self.bad} of {self.records} record(s) of {self.data} did not load, so the data gives "
+                f"them no label; the first: {self.first_bad}")
