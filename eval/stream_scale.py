@@ -1,4 +1,4 @@
-"""Scoring at scale: time per trajectory and peak memory of `score`, its resume and `eval` over data sets
+"""Scoring at scale: time per trajectory and peak memory of `score`, its resume, `eval` and `calibrate` over data sets
 of growing size, each in a fresh process, with the scripted verifier (dry_run.FakeEngine: no model, so
 only the package's own work counts: loading, routing, cues, prompts, writing, reading back).
 
@@ -12,7 +12,13 @@ process each, measured from outside (peak RSS of the child from wait4's rusage):
   eval    `adaptrubric eval DATA --verdicts V --no-review` (the metrics of the finished file, read into
           columns);
   review  `adaptrubric eval DATA --verdicts V`, the default path: the metrics and the review page, a sample
-          of --review-cards cards (2,000) of a larger run.
+          of --review-cards cards (2,000) of a larger run;
+  labels  `adaptrubric eval DATA --verdicts V --no-review --labels L`, L a labels file that flips the label
+          of every tenth trajectory (the labels put on the columns): its run record must count them
+          overridden, and the positives must move by as many;
+  calibrate  `adaptrubric calibrate DATA --verdicts V --out C` (the fit from columns): C must be fitted on
+          every verdict, with the data's positives;
+  apply   `adaptrubric calibrate --apply C --verdicts V --out V2`, line by line: V2 must hold every line.
 Prints one row per size and step, the growth of peak RSS and the ratio of time per trajectory from the
 smallest size of at least 10,000 (else the smallest) to the largest.
 
@@ -22,7 +28,8 @@ smallest size of at least 10,000 (else the smallest) to the largest.
                                                          # the files an earlier run left in --work
 
 Exits 1 when a check fails: a verdict file without exactly one line per trajectory, a resume that scored
-anything of a finished file, a cut resume whose counts differ from the uncut file's, a missing figure.
+anything of a finished file, a cut resume whose counts differ from the uncut file's, a missing figure, the
+checks of labels, calibrate and apply above.
 """
 from __future__ import annotations
 
@@ -37,7 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNTS = ("n", "scored", "unparsed", "errors", "positives", "hit_cap", "hit_context")
-STEPS = ("score", "resume", "first", "eval", "review")
+STEPS = ("score", "resume", "first", "eval", "review", "labels", "calibrate", "apply")
 
 
 def build(folder: Path, n: int, steps: int, shots: int) -> Path:
@@ -70,11 +77,10 @@ def child(step: str, data: str, out: str) -> None:
     """One measured step, in this (fresh) process; prints its result JSON on the last line."""
     sys.path.insert(0, str(ROOT))
     t0 = time.perf_counter()
-    if step in ("eval", "review"):
+    if step in COMMANDS:
         from adaptrubric_local.cli import main
 
-        rc = main(["eval", data, "--verdicts", out, "--out", str(Path(out).parent / step), "--quiet"]
-                  + (["--no-review"] if step == "eval" else []))
+        rc = main(command(step, data, out))
         print(json.dumps({"rc": rc, "seconds": time.perf_counter() - t0}))
         return
     from adaptrubric_local.dry_run import FakeEngine
@@ -95,6 +101,54 @@ def child(step: str, data: str, out: str) -> None:
     s = score_file(AdaptRubric(Timed(), PipelineConfig()), data, out, resume=step != "score", progress=False)
     print(json.dumps({"seconds": time.perf_counter() - t0, "first_call": first[0] if first else None,
                       "this_run": s["this_run"]["n"], **{k: s[k] for k in COUNTS}}))
+
+
+COMMANDS = ("eval", "review", "labels", "calibrate", "apply")
+
+
+def side(out: str | Path, step: str) -> Path:
+    """Where a step over the verdict file `out` writes (and the labels file of `labels`)."""
+    n = Path(out).stem.split("-")[-1]
+    return Path(out).parent / {"labels": f"labels-{n}.jsonl", "calibrate": f"calib-{n}.json",
+                               "apply": f"v-{n}.calibrated.jsonl"}.get(step, step)
+
+
+def command(step: str, data: str, out: str) -> list[str]:
+    """The command line of a step that runs an `adaptrubric` command."""
+    if step == "calibrate":
+        return ["calibrate", data, "--verdicts", out, "--out", str(side(out, "calibrate"))]
+    if step == "apply":
+        return ["calibrate", "--apply", str(side(out, "calibrate")), "--verdicts", out, "--out",
+                str(side(out, "apply"))]
+    extra = {"eval": ["--no-review"], "review": [], "labels": ["--no-review", "--labels", str(side(out, "labels"))]}
+    return ["eval", data, "--verdicts", out, "--out", str(Path(out).parent / step), "--quiet", *extra[step]]
+
+
+def write_labels(path: Path, n: int) -> int:
+    """A labels file that flips the label of every tenth trajectory of `build`'s data; returns how many."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(0, n, 10):
+            fh.write(json.dumps({"id": f"t{i:07d}", "label": 1 - i % 2, "note": "flipped"}) + "\n")
+    return len(range(0, n, 10))
+
+
+def checked(step: str, n: int, out: Path) -> list[str]:
+    """What is wrong with the output of labels, calibrate or apply over `build`'s N trajectories."""
+    if step == "labels":
+        m = json.loads((out.parent / "labels" / "metrics.json").read_text())
+        flipped = len(range(0, n, 10))  # even ids: label 0 in the data, 1 in the labels file
+        if m["run"]["labels"]["overridden"] != flipped or m["overall"]["positives"] != n // 2 + flipped:
+            return [f"{n}: eval --labels counted {m['run']['labels']['overridden']} overridden and "
+                    f"{m['overall']['positives']} positives (want {flipped} and {n // 2 + flipped})"]
+    elif step == "calibrate":
+        cal = json.loads(side(out, "calibrate").read_text())
+        if (cal["n"], cal["positives"]) != (n, n // 2):
+            return [f"{n}: calibrate fitted on {cal['n']} verdicts ({cal['positives']} positive), want {n} ({n // 2})"]
+    elif step == "apply":
+        lines = sum(1 for _ in open(side(out, "apply"), "rb"))
+        if lines != n:
+            return [f"{n}: calibrate --apply wrote {lines} lines for {n}"]
+    return []
 
 
 def measure(step: str, data: Path, out: Path, script: str = __file__) -> dict:
@@ -151,11 +205,15 @@ def run_size(work: Path, n: int, args) -> dict:
         row["resume"] = measure("resume", data, out)
         if row["resume"]["this_run"]:
             problems.append(f"{n}: the resume of the finished file scored {row['resume']['this_run']}")
-    for step in ("eval", "review"):
+    if "labels" in only:
+        write_labels(side(out, "labels"), n)
+    for step in COMMANDS:
         if step in only:
             row[step] = measure(step, data, out)
             if row[step].get("rc"):
                 problems.append(f"{n}: {step} exited {row[step]['rc']}")
+            else:
+                problems += checked(step, n, out)
     if "first" in only:
         counts = {k: v for k, v in json.loads(out.with_suffix(".summary.json").read_text()).items() if k in COUNTS}
         cut_tail(out, args.cut)

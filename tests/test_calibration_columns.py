@@ -116,3 +116,11 @@ def test_calibrate_apply_holds_one_line_at_a_time(tmp_path):
     assert peaks[1] - peaks[0] < 16 * 1024, peaks
     last = json.loads((tmp_path / "out20000.jsonl").read_text().splitlines()[-1])
     assert last["p_success_calibrated"] == pytest.approx(cal.apply(last["p_success"]))
+
+
+def test_file_sha256_reads_in_chunks_and_gives_the_files_hash(tmp_path):
+    import hashlib
+
+    path = tmp_path / "big.bin"
+    path.write_bytes(bytes(range(256)) * (5 * 4096 + 3))  # over a megabyte, not a whole number of chunks
+    assert C.file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()

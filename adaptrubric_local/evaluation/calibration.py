@@ -97,8 +97,12 @@ def _sigmoid(z: float) -> float:
 
 
 def file_sha256(path: str | Path) -> str:
-    """SHA-256 of a file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """SHA-256 of a file's bytes (read a megabyte at a time: a verdict file may be gigabytes)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def load(path: str | Path) -> tuple[Calibration, dict]:

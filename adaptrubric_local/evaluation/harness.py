@@ -74,11 +74,11 @@ def outside_image_roots(loaded, data: str | Path | None = None) -> None:
 
 def covered_verdicts(verdicts_path: str | Path, data: str | Path | None, loaded, subset: str = "data",
                      allow_extra: bool = False) -> tuple[list[Verdict], C.Coverage]:
-    """The verdicts `eval`, `tts`, `review` and `calibrate` work over, and how they cover the data set:
-    every trajectory of `loaded` (the data set, its labels as they are now), those without a verdict as
-    `missing`, those whose records did not load unlabelled (`coverage.py`); without a data set, the
-    verdict file's own lines and labels. Stops when most records did not load for want of an
-    --image-root (`outside_image_roots`)."""
+    """The verdicts `eval`, `tts` and `review` work over (`columns.covered` is the same over columns, for
+    `eval` and `calibrate`), and how they cover the data set: every trajectory of `loaded` (the data set,
+    its labels as they are now), those without a verdict as `missing`, those whose records did not load
+    unlabelled (`coverage.py`); without a data set, the verdict file's own lines and labels. Stops when
+    most records did not load for want of an --image-root (`outside_image_roots`)."""
     verdicts = load_verdicts(verdicts_path)
     if loaded is None:
         return C.align(verdicts, None, subset)
