@@ -267,6 +267,15 @@ def reviewed(record: dict | None) -> dict[str, LabelRecord]:
     return merged_records(files)
 
 
+def unknown_ids(f: LabelsFile, unknown: list[str], data_name: str = "the data") -> LabelsError:
+    """The error for the ids of `f` (in its order) that the data does not hold, naming the first's line."""
+    first = unknown[0]
+    more = f" (and {len(unknown) - 1} more: {', '.join(unknown[1:4])}{', ...' if len(unknown) > 4 else ''})" \
+        if len(unknown) > 1 else ""
+    return LabelsError(f"{f.path}: line {f.lines[first]}: id {first!r} is not in {data_name}{more}; "
+                       "a labels file labels trajectories of the data set it is used with")
+
+
 def apply_labels(loaded: Any, paths: Iterable[str | Path], data_name: str = "the data") -> AppliedLabels:
     """Put the labels of `paths` (in order; a later file wins per id) on `loaded.trajectories`.
     An id in a file that the data does not hold is a LabelsError naming the file, line and id."""
@@ -294,11 +303,7 @@ def check_ids(files: list[LabelsFile], in_data, data_name: str = "the data") -> 
     for f in files:
         unknown = [i for i in f.records if not in_data(i)]
         if unknown:
-            first = unknown[0]
-            more = f" (and {len(unknown) - 1} more: {', '.join(unknown[1:4])}{', ...' if len(unknown) > 4 else ''})" \
-                if len(unknown) > 1 else ""
-            raise LabelsError(f"{f.path}: line {f.lines[first]}: id {first!r} is not in {data_name}{more}; "
-                              "a labels file labels trajectories of the data set it is used with")
+            raise unknown_ids(f, unknown, data_name)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Scoring at scale: time per trajectory and peak memory of `score`, its resume and `eval` over data sets
+"""Scoring at scale: time per trajectory and peak memory of `score`, its resume, `eval` and `calibrate` over data sets
 of growing size, each in a fresh process, with the scripted verifier (dry_run.FakeEngine: no model, so
 only the package's own work counts: loading, routing, cues, prompts, writing, reading back).
 
@@ -13,6 +13,12 @@ process each, measured from outside (peak RSS of the child from wait4's rusage):
           columns);
   review  `adaptrubric eval DATA --verdicts V`, the default path: the metrics and the review page, a sample
           of --review-cards cards (2,000) of a larger run;
+  labels  `adaptrubric eval DATA --verdicts V --no-review --labels L`, L a labels file that flips the label
+          of every tenth trajectory (the labels put on the columns): its run record must count them
+          overridden, and the positives must move by as many;
+  calibrate  `adaptrubric calibrate DATA --verdicts V --out C` (the fit from columns): C must be fitted on
+          every verdict, with the data's positives;
+  apply   `adaptrubric calibrate --apply C --verdicts V --out V2`, line by line: V2 must hold every line.
   cascade `score` with a judge into a verdict file of its own (cli/cascade.py `run_cascade`, the scripted
           verifier as student and as judge): the student unsure (p_success 0.55, inside the band 0.5-0.6) on
           one instruction in 5, a 5% spot check; the lines, the judge calls beside the student's batches,
@@ -27,7 +33,8 @@ smallest size of at least 10,000 (else the smallest) to the largest.
 
 Exits 1 when a check fails: a verdict file without exactly one line per trajectory, a resume that scored
 anything of a finished file, a cut resume whose counts differ from the uncut file's, a cascade whose
-summary does not count every trajectory or sent none to the judge, a missing figure.
+summary does not count every trajectory or sent none to the judge, a missing figure, the checks of
+labels, calibrate and apply above.
 """
 from __future__ import annotations
 
@@ -42,7 +49,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNTS = ("n", "scored", "unparsed", "errors", "positives", "hit_cap", "hit_context")
-STEPS = ("score", "resume", "first", "eval", "review", "cascade")
+STEPS = ("score", "resume", "first", "eval", "review", "labels", "calibrate", "apply", "cascade")
 BAND, SPOT_CHECK = (0.5, 0.6), 0.05  # the cascade step's
 
 
@@ -78,11 +85,10 @@ def child(step: str, data: str, out: str) -> None:
     """One measured step, in this (fresh) process; prints its result JSON on the last line."""
     sys.path.insert(0, str(ROOT))
     t0 = time.perf_counter()
-    if step in ("eval", "review"):
+    if step in COMMANDS:
         from adaptrubric_local.cli import main
 
-        rc = main(["eval", data, "--verdicts", out, "--out", str(Path(out).parent / step), "--quiet"]
-                  + (["--no-review"] if step == "eval" else []))
+        rc = main(command(step, data, out))
         print(json.dumps({"rc": rc, "seconds": time.perf_counter() - t0}))
         return
     from adaptrubric_local.dry_run import FakeEngine
@@ -128,6 +134,54 @@ def cascade_child(engine, data: str, out: str, t0: float) -> dict:
     c = s["cascade"]
     return {"seconds": time.perf_counter() - t0, "this_run": s["this_run"]["n"], **{k: s[k] for k in COUNTS},
             "trajectories": c["trajectories"], "sent_to_judge": c["sent_to_judge"], "why": c["why"]}
+
+
+COMMANDS = ("eval", "review", "labels", "calibrate", "apply")
+
+
+def side(out: str | Path, step: str) -> Path:
+    """Where a step over the verdict file `out` writes (and the labels file of `labels`)."""
+    n = Path(out).stem.split("-")[-1]
+    return Path(out).parent / {"labels": f"labels-{n}.jsonl", "calibrate": f"calib-{n}.json",
+                               "apply": f"v-{n}.calibrated.jsonl"}.get(step, step)
+
+
+def command(step: str, data: str, out: str) -> list[str]:
+    """The command line of a step that runs an `adaptrubric` command."""
+    if step == "calibrate":
+        return ["calibrate", data, "--verdicts", out, "--out", str(side(out, "calibrate"))]
+    if step == "apply":
+        return ["calibrate", "--apply", str(side(out, "calibrate")), "--verdicts", out, "--out",
+                str(side(out, "apply"))]
+    extra = {"eval": ["--no-review"], "review": [], "labels": ["--no-review", "--labels", str(side(out, "labels"))]}
+    return ["eval", data, "--verdicts", out, "--out", str(Path(out).parent / step), "--quiet", *extra[step]]
+
+
+def write_labels(path: Path, n: int) -> int:
+    """A labels file that flips the label of every tenth trajectory of `build`'s data; returns how many."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(0, n, 10):
+            fh.write(json.dumps({"id": f"t{i:07d}", "label": 1 - i % 2, "note": "flipped"}) + "\n")
+    return len(range(0, n, 10))
+
+
+def checked(step: str, n: int, out: Path) -> list[str]:
+    """What is wrong with the output of labels, calibrate or apply over `build`'s N trajectories."""
+    if step == "labels":
+        m = json.loads((out.parent / "labels" / "metrics.json").read_text())
+        flipped = len(range(0, n, 10))  # even ids: label 0 in the data, 1 in the labels file
+        if m["run"]["labels"]["overridden"] != flipped or m["overall"]["positives"] != n // 2 + flipped:
+            return [f"{n}: eval --labels counted {m['run']['labels']['overridden']} overridden and "
+                    f"{m['overall']['positives']} positives (want {flipped} and {n // 2 + flipped})"]
+    elif step == "calibrate":
+        cal = json.loads(side(out, "calibrate").read_text())
+        if (cal["n"], cal["positives"]) != (n, n // 2):
+            return [f"{n}: calibrate fitted on {cal['n']} verdicts ({cal['positives']} positive), want {n} ({n // 2})"]
+    elif step == "apply":
+        lines = sum(1 for _ in open(side(out, "apply"), "rb"))
+        if lines != n:
+            return [f"{n}: calibrate --apply wrote {lines} lines for {n}"]
+    return []
 
 
 def measure(step: str, data: Path, out: Path, script: str = __file__) -> dict:
@@ -184,11 +238,15 @@ def run_size(work: Path, n: int, args) -> dict:
         row["resume"] = measure("resume", data, out)
         if row["resume"]["this_run"]:
             problems.append(f"{n}: the resume of the finished file scored {row['resume']['this_run']}")
-    for step in ("eval", "review"):
+    if "labels" in only:
+        write_labels(side(out, "labels"), n)
+    for step in COMMANDS:
         if step in only:
             row[step] = measure(step, data, out)
             if row[step].get("rc"):
                 problems.append(f"{n}: {step} exited {row[step]['rc']}")
+            else:
+                problems += checked(step, n, out)
     if "cascade" in only:
         both = work / f"vc-{n}.jsonl"
         for p in both.parent.glob(f"vc-{n}.*"):

@@ -68,9 +68,10 @@ def load_labelled(args, check_images: bool = False):
     loaded = load_trajectories(data, fmt=getattr(args, "format", "auto"), check_images=check_images,
                                image_roots=getattr(args, "image_root", None) or ())
     if loaded.errors:  # their trajectories get no label from the data (nor from --labels)
+        from ..evaluation.coverage import not_loaded_warning
+
         n = len(loaded.errors) + len(loaded.trajectories)
-        print(f"warning: {len(loaded.errors)} of {n} record(s) of {data} did not load, so the data gives them no "
-              f"label; the first: {loaded.errors[0]}", file=sys.stderr)
+        print(not_loaded_warning(len(loaded.errors), n, loaded.errors[0], data), file=sys.stderr)
     if not files:
         return loaded, None
     applied = apply_labels(loaded, files, data_name=str(data))

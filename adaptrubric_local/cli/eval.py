@@ -4,6 +4,7 @@ Argument handling only; the work is in `evaluation.harness`.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .common import (
@@ -51,15 +52,18 @@ def cmd_eval(args) -> int:
         raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
     if args.review_cards < 0:
         raise ValueError(f"--review-cards must be 0 (every card) or more, got {args.review_cards}")
-    if args.verdicts and not args.labels and (not args.review or more_lines(args.verdicts, args.review_cards)):
-        loaded, labels = None, None  # read into columns (evaluation/columns.py), the page a sample
+    files = list(args.labels or [])
+    if args.verdicts and (not args.review or more_lines(args.verdicts, args.review_cards)):
+        loaded, labels = None, None  # read into columns (evaluation/columns.py), --labels on them, the page a sample
     else:
         loaded, labels = load_labelled(args)  # before scoring: a bad labels file stops the command early
         outside_image_roots(loaded, args.data)  # and so does a labelled copy read without --image-root
+        files = []
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
     m = run_eval(vpath, out, args.data, loaded, review=args.review, progress=not args.quiet, labels=labels,
                  subset=args.subset, allow_extra=args.allow_extra, fmt=args.format, image_roots=args.image_root,
-                 review_cards=args.review_cards)
+                 review_cards=args.review_cards, labels_files=files,
+                 log=(lambda s: print(s, file=sys.stderr)) if files else None)
     print_coverage(m)
     o, e = m["overall"], m["efficiency"]
     print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} missing={o['missing']} "

@@ -91,7 +91,7 @@ def review_counts_line(res: dict) -> str:
 
 def cmd_calibrate(args) -> int:
     from ..evaluation import calibration as C
-    from ..evaluation.harness import covered_verdicts
+    from ..evaluation.columns import covered
 
     if args.apply:
         if args.labels:
@@ -100,18 +100,20 @@ def cmd_calibrate(args) -> int:
     if not args.data:
         raise ValueError("give DEV, the labelled trajectories the verdicts score, to fit a calibration: "
                          "adaptrubric calibrate DEV --verdicts V.jsonl --out calib.json")
-    loaded, labels = load_labelled(args)
-    # the data's labels (with --labels applied) on the verdicts it holds; a verdict for an id the data lacks
-    # would bring the label it was scored with, unseen: refused as in eval (--allow-extra leaves it out)
-    verdicts, cov = covered_verdicts(args.verdicts, args.data, loaded, subset="verdicts", allow_extra=args.allow_extra)
+    # the data's labels (with --labels applied) on the verdicts it holds, read into columns; a verdict for an
+    # id the data lacks would bring the label it was scored with, unseen: refused as in eval (--allow-extra
+    # leaves it out)
+    rows, _, cov, applied = covered(args.verdicts, args.data, "verdicts", args.allow_extra, args.format,
+                                    args.image_root, args.labels, log=lambda s: print(s, file=sys.stderr))
     if cov.extra:
         print(f"WARNING: {len(cov.extra)} verdict id(s) in {args.verdicts} are not in {args.data}: left out "
               "(--allow-extra)", file=sys.stderr)
-    cal = C.fit_verdicts(verdicts, method=args.method, min_examples=args.min_examples)
+    cal = C.fit_rows(rows, method=args.method, min_examples=args.min_examples)
+    del rows
     cal.fitted_on = {"data": str(args.data), "verdicts": str(args.verdicts),
                      "verdicts_sha256": C.file_sha256(args.verdicts)}
-    if labels:
-        cal.fitted_on["labels"] = labels
+    if applied:
+        cal.fitted_on["labels"] = applied.record()
     b, a = cal.before, cal.after
     print(f"{cal.method} scaling on {cal.n} labelled verdicts ({cal.positives} successes): "
           f"T={cal.temperature:.3f}" + (f", b={cal.b:+.3f}" if cal.method == "platt" else ""))

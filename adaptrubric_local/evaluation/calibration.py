@@ -23,6 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from ..schema import json_problem
 from . import probability as P
 
@@ -95,8 +97,12 @@ def _sigmoid(z: float) -> float:
 
 
 def file_sha256(path: str | Path) -> str:
-    """SHA-256 of a file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """SHA-256 of a file's bytes (read a megabyte at a time: a verdict file may be gigabytes)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def load(path: str | Path) -> tuple[Calibration, dict]:
@@ -127,28 +133,41 @@ def load(path: str | Path) -> tuple[Calibration, dict]:
 
 
 # ----------------------------------------------------------------------------- fitting
-def _newton(z: Sequence[float], y: Sequence[int], intercept: bool, iters: int = 100) -> tuple[float, float]:
+CHUNK = 1 << 16  # rows a step of the fit works on at once: its temporaries stay small on a million rows
+
+
+def _sigmoids(t: np.ndarray) -> np.ndarray:
+    e = np.exp(-np.abs(t))
+    return np.where(t >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _loss(z: np.ndarray, y: np.ndarray, a: float, b: float) -> float:
+    """The log-loss of sigmoid(a z + b): sum of log(1 + e^t) - y t, computed stably."""
+    s = 0.0
+    for k in range(0, len(z), CHUNK):
+        t = a * z[k:k + CHUNK] + b
+        s += float((np.log1p(np.exp(-np.abs(t))) + np.maximum(t, 0.0) - y[k:k + CHUNK] * t).sum())
+    return s
+
+
+def _derivatives(z: np.ndarray, y: np.ndarray, a: float, b: float) -> tuple[float, ...]:
+    """(d/da, d/db, d2/da2, d2/dadb, d2/db2) of `_loss`."""
+    g = np.zeros(5)
+    for k in range(0, len(z), CHUNK):
+        zc = z[k:k + CHUNK]
+        q = _sigmoids(a * zc + b)
+        w = q * (1 - q)
+        r = q - y[k:k + CHUNK]
+        g += ((r * zc).sum(), r.sum(), (w * zc * zc).sum(), (w * zc).sum(), w.sum())
+    return tuple(float(x) for x in g)
+
+
+def _newton(z: np.ndarray, y: np.ndarray, intercept: bool, iters: int = 100) -> tuple[float, float]:
     """(a, b) minimising the log-loss of sigmoid(a z + b), by damped Newton steps; a >= A_MIN."""
     a, b = 1.0, 0.0
-
-    def loss(a: float, b: float) -> float:
-        s = 0.0
-        for zi, yi in zip(z, y):
-            t = a * zi + b
-            s += math.log1p(math.exp(-abs(t))) + max(t, 0.0) - yi * t  # log(1 + e^t) - y t, stably
-        return s
-
-    cur = loss(a, b)
+    cur = _loss(z, y, a, b)
     for _ in range(iters):
-        ga = gb = haa = hab = hbb = 0.0
-        for zi, yi in zip(z, y):
-            q = _sigmoid(a * zi + b)
-            w = q * (1 - q)
-            ga += (q - yi) * zi
-            gb += q - yi
-            haa += w * zi * zi
-            hab += w * zi
-            hbb += w
+        ga, gb, haa, hab, hbb = _derivatives(z, y, a, b)
         if intercept:
             det = haa * hbb - hab * hab
             if det <= 1e-12:
@@ -161,7 +180,7 @@ def _newton(z: Sequence[float], y: Sequence[int], intercept: bool, iters: int = 
         step = 1.0
         while step > 1e-6:  # halve the step until the loss does not grow
             na, nb = max(a - step * da, A_MIN), b - step * db
-            new = loss(na, nb)
+            new = _loss(z, y, na, nb)
             if new <= cur + 1e-12:
                 break
             step /= 2
@@ -181,32 +200,55 @@ def fit(probs: Sequence[float], labels: Sequence[int], method: str = "temperatur
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     pairs = P.checked_pairs(probs, labels)  # the same validation
-    if len(pairs) < min_examples:
-        raise ValueError(f"{len(pairs)} labelled verdict(s) with a probability; calibration needs at least "
+    return fit_arrays(np.array([p for p, _ in pairs], dtype=np.float64),
+                      np.array([y for _, y in pairs], dtype=np.int8), method, eps, min_examples)
+
+
+def fit_arrays(p: np.ndarray, y: np.ndarray, method: str = "temperature", eps: float = 1e-6,
+               min_examples: int = MIN_EXAMPLES) -> Calibration:
+    """`fit` over arrays (float probabilities, 0/1 labels; the columns of evaluation/columns.py): memory
+    of some bytes a pair, the figures those of `fit`."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if len(p) != len(y):
+        raise ValueError(f"{len(p)} probabilities but {len(y)} labels")
+    outside = ~((p >= 0.0) & (p <= 1.0))
+    if outside.any():
+        raise ValueError(f"probability {float(p[outside][0])!r} is outside [0, 1]")
+    if ((y != 0) & (y != 1)).any():
+        raise ValueError(f"label {int(y[(y != 0) & (y != 1)][0])!r} is not 0 or 1")
+    n = len(p)
+    if n < min_examples:
+        raise ValueError(f"{n} labelled verdict(s) with a probability; calibration needs at least "
                          f"{min_examples}, and 50-200 for a stable fit (eval/calibration_data.py)")
-    pos = sum(y for _, y in pairs)
-    if pos in (0, len(pairs)):
+    pos = int(y.sum(dtype=np.int64))
+    if pos in (0, n):
         raise ValueError("every labelled verdict has the same label; calibration needs successes and failures")
-    z = [_logit(p, eps) for p, _ in pairs]
-    y = [yy for _, yy in pairs]
+    z = _logits(p, eps)
     a, b = _newton(z, y, intercept=method == "platt")
-    cal = Calibration(method=method, a=a, b=b if method == "platt" else 0.0, eps=eps, n=len(pairs), positives=pos)
-    cal.before = _figures([p for p, _ in pairs], y)
-    cal.after = _figures([cal.apply(p) for p, _ in pairs], y)
+    cal = Calibration(method=method, a=a, b=b if method == "platt" else 0.0, eps=eps, n=n, positives=pos)
+    cal.before = _figures(p, y)
+    cal.after = _figures(_sigmoids(cal.a * z + cal.b), y)
     cal.created = datetime.datetime.now().isoformat(timespec="seconds")
     return cal
 
 
-def _figures(probs: list[float], labels: list[int]) -> dict:
-    f = P.figures(probs, labels)
+def _logits(p: np.ndarray, eps: float) -> np.ndarray:
+    c = np.clip(p, eps, 1.0 - eps)
+    return np.log(c / (1.0 - c))
+
+
+def _figures(probs: np.ndarray, labels: np.ndarray) -> dict:
+    from .columns import figures
+
+    f = figures(probs, labels)
     return {k: f[k] for k in ("n", "brier", "ece", "auroc")} | {"nll": nll(probs, labels)} | spread(probs)
 
 
-def spread(probs: Sequence[float]) -> dict:
+def spread(probs: Sequence[float] | np.ndarray) -> dict:
     """How much the probabilities vary: {"std" (population), "min", "max"}."""
-    n = len(probs)
-    mean = sum(probs) / n
-    return {"std": math.sqrt(sum((p - mean) ** 2 for p in probs) / n), "min": min(probs), "max": max(probs)}
+    p = np.asarray(probs, dtype=np.float64)
+    return {"std": float(np.sqrt(((p - p.mean()) ** 2).mean())), "min": float(p.min()), "max": float(p.max())}
 
 
 def signal_problems(cal: Calibration, min_spread: float = MIN_SPREAD) -> list[str]:
@@ -235,13 +277,11 @@ def signal_problems(cal: Calibration, min_spread: float = MIN_SPREAD) -> list[st
     return out
 
 
-def nll(probs: Sequence[float], labels: Sequence[int], eps: float = 1e-12) -> float:
+def nll(probs: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray, eps: float = 1e-12) -> float:
     """Mean negative log-likelihood of the labels."""
-    s = 0.0
-    for p, y in zip(probs, labels):
-        p = min(max(p, eps), 1 - eps)
-        s -= math.log(p if y == 1 else 1 - p)
-    return s / max(1, len(probs))
+    p = np.clip(np.asarray(probs, dtype=np.float64), eps, 1 - eps)
+    y = np.asarray(labels)
+    return float(-np.log(np.where(y == 1, p, 1 - p)).sum() / max(1, len(p)))
 
 
 def fit_verdicts(verdicts: Iterable, method: str = "temperature", field_name: str = "p_success",
@@ -250,6 +290,15 @@ def fit_verdicts(verdicts: Iterable, method: str = "temperature", field_name: st
     have = [v for v in verdicts if getattr(v, "label", None) in (0, 1) and getattr(v, field_name, None) is not None]
     cal = fit([float(getattr(v, field_name)) for v in have], [int(v.label) for v in have], method, **kw)
     cal.field_name = field_name
+    return cal
+
+
+def fit_rows(rows: dict[str, np.ndarray], method: str = "temperature", **kw) -> Calibration:
+    """`fit_verdicts` over the rows of evaluation/columns.py (`p`: p_success, nan without one; `label`: -1
+    without one)."""
+    have = (rows["label"] >= 0) & ~np.isnan(rows["p"])
+    cal = fit_arrays(rows["p"][have], rows["label"][have], method, **kw)
+    cal.field_name = "p_success"
     return cal
 
 

@@ -4,11 +4,13 @@ code, score, label, platform code, the two probabilities, costs; 49 bytes a verd
 digest, against some kilobytes as Verdict and Trajectory objects), deduplicated only when an id repeats,
 the data's labels and platforms put straight beside the verdicts they belong to (a few bytes a verdict,
 none a record), and the figures of metrics.py, probability.py and coverage.py are computed over the
-columns without copying them. The definitions are those modules' own (same counts, same rates; AUROC/AUPRC/Brier/ECE equal to within
-float rounding): a test checks the two paths give the same metrics on the same files.
+columns without copying them. The definitions are those modules' own (same counts, same rates;
+AUROC/AUPRC/Brier/ECE equal to within float rounding): a test checks the two paths give the same
+metrics on the same files.
 
-Used by `run_eval` without a review page and labels files (the review page needs every verdict's
-text, the labels files the trajectories). Knows nothing about plots, reports or argument parsing.
+Used by `run_eval` (the metrics, beside a review page of a sample of cards) and `calibrate` (the pairs
+it fits on), the labels files' labels put on the data's (column_labels.py: memory that grows with the
+labels files). Knows nothing about plots, reports or argument parsing.
 """
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ import numpy as np
 from ..formats.base import OUTSIDE_ROOTS
 from ..formats.ids import DIGEST, IdBuilder, digest
 from ..formats.stream import stream_trajectories
+from ..labels import AppliedLabels
 from ..schema import json_lines
+from . import column_labels
 from . import probability as PR
 from .coverage import SUBSETS, Coverage, first
 from .metrics import accounting_text, rates
@@ -119,8 +123,8 @@ def _sorted_has(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
 def read_data(data, v: dict, cols: Columns, fmt: str = "auto", image_roots=()) -> dict:
     """What the data set says of the verdicts' ids (`have`: their sorted digests; `in`, `label`,
     `platform`: one entry each, in that order), the ids, labels and platforms of its trajectories without
-    a verdict, its unreadable records' ids and how many records it holds: a few bytes per verdict, none
-    per record."""
+    a verdict, its unreadable records' ids (`errors` of them, the first one's message) and how many
+    records it holds: a few bytes per verdict, none per record."""
     have = cols.sorted_keys if cols.sorted_keys is not None else np.unique(v["key"])
     stream = stream_trajectories(data, fmt=fmt, check_images=False, image_roots=image_roots)
     n = len(have)
@@ -128,10 +132,12 @@ def read_data(data, v: dict, cols: Columns, fmt: str = "auto", image_roots=()) -
     missing, missing_labels, missing_plats, bad, outside, good_repeated = [], [], [], [], [], set()
     from ..scoring import error_id
 
-    good = 0
+    good, errors, first_error = 0, 0, None
     for _, x in stream.items():
         if isinstance(x, Exception):
             bad.append(error_id(x))
+            errors += 1
+            first_error = first_error or str(x)
             if OUTSIDE_ROOTS in str(x):
                 outside.append(x)
             continue
@@ -150,7 +156,7 @@ def read_data(data, v: dict, cols: Columns, fmt: str = "auto", image_roots=()) -
     return {"have": have, "in": found, "label": labels, "platform": plats, "good": good,
             "missing": missing, "missing_labels": missing_labels, "missing_platforms": missing_plats,
             "bad": [i for i in dict.fromkeys(map(str, bad)) if i not in good_repeated], "outside": outside,
-            "records": stream.records}
+            "records": stream.records, "errors": errors, "first_error": first_error}
 
 
 def align(path: Path, v: dict, d: dict | None, subset: str, allow_extra: bool, data_name: str | None):
@@ -326,20 +332,62 @@ def efficiency(r: dict, run_summary: dict | None = None) -> dict:
     return out
 
 
-def metrics(verdicts_path: str | Path, data=None, subset: str = "data", allow_extra: bool = False,
-            run_summary: dict | None = None, fmt: str = "auto", image_roots=()) -> tuple[dict, Columns, list]:
-    """(the metrics dict `run_eval` writes, less its run record; the columns reader (models, banks); the
-    data's records that name screenshots outside its folder, with their total, for `outside_image_roots`)."""
+def read(verdicts_path: str | Path, data=None, fmt: str = "auto", image_roots=(), labels=(),
+         data_name: str | None = None) -> tuple[dict, Columns, dict | None, AppliedLabels | None]:
+    """(the verdict file's columns, their reader, what the data says of them or None without data, what the
+    labels files did or None without any): the labels files are read first (a bad line stops before the
+    data is read), then put on the data's labels (column_labels.py)."""
+    if labels and data is None:
+        raise ValueError("--labels needs DATA: a labels file labels the trajectories of a data set")
+    files = column_labels.read(labels)
     path = Path(verdicts_path)
     v, cols = read_verdicts(path)
     d = read_data(data, v, cols, fmt, image_roots) if data is not None else None
-    rows, cov = align(path, v, d, subset, allow_extra, str(data) if data else None)
-    outside = [] if d is None else [d["outside"], d["records"]]
-    del v, d
-    rows.pop("key")  # what is left is counted: the ids' buffers go
+    applied = column_labels.apply(files, d, data_name or str(data)) if files else None
+    return v, cols, d, applied
+
+
+def covered(verdicts_path, data, subset: str = "data", allow_extra: bool = False, fmt: str = "auto",
+            image_roots=(), labels=(), log=None) -> tuple[dict, Columns, Coverage, AppliedLabels | None]:
+    """harness.covered_verdicts over columns, the `labels` files put on the data's labels: (the rows, the
+    columns reader, the Coverage, what the labels did or None). `log`: where the records that did not load
+    and the labels' summary are said (as cli/common.py's `load_labelled` says them)."""
+    from .coverage import not_loaded_warning
+    from .harness import outside_image_roots
+
+    v, cols, d, applied = read(verdicts_path, data, fmt, image_roots, labels)
+    if d is not None:
+        if d["errors"] and log:
+            log(not_loaded_warning(d["errors"], d["records"], d["first_error"], data))
+        if applied and log:
+            log(applied.summary())
+        if d["outside"]:
+            from types import SimpleNamespace
+
+            n = d["records"] - len(d["outside"])
+            outside_image_roots(SimpleNamespace(errors=d["outside"], trajectories=range(n)), data)
+    rows, cov = align(Path(verdicts_path), v, d, subset, allow_extra, str(data) if data else None)
+    return rows, cols, cov, applied
+
+
+def summary(rows: dict, cols: Columns, cov: Coverage, run_summary: dict | None = None) -> dict:
+    """The metrics dict `run_eval` writes, less its run record, over the aligned rows (their ids' buffers
+    are let go first)."""
+    rows.pop("key", None)
     cols.sorted_keys, cols.ids = None, IdBuilder()
     m = evaluate(rows, cols.platforms)
     m["probability"] = probability(rows)
     m["coverage"] = cov.to_dict()
     m["efficiency"] = efficiency(rows, run_summary)
-    return m, cols, outside
+    return m
+
+
+def metrics(verdicts_path: str | Path, data=None, subset: str = "data", allow_extra: bool = False,
+            run_summary: dict | None = None, fmt: str = "auto", image_roots=(), labels=()) -> tuple[dict, Columns, list]:
+    """(the metrics dict `run_eval` writes, less its run record; the columns reader (models, banks); the
+    data's records that name screenshots outside its folder, with their total, for `outside_image_roots`)."""
+    v, cols, d, _ = read(verdicts_path, data, fmt, image_roots, labels)
+    rows, cov = align(Path(verdicts_path), v, d, subset, allow_extra, str(data) if data else None)
+    outside = [] if d is None else [d["outside"], d["records"]]
+    del v, d
+    return summary(rows, cols, cov, run_summary), cols, outside

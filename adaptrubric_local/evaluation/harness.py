@@ -74,11 +74,11 @@ def outside_image_roots(loaded, data: str | Path | None = None) -> None:
 
 def covered_verdicts(verdicts_path: str | Path, data: str | Path | None, loaded, subset: str = "data",
                      allow_extra: bool = False) -> tuple[list[Verdict], C.Coverage]:
-    """The verdicts `eval`, `tts`, `review` and `calibrate` work over, and how they cover the data set:
-    every trajectory of `loaded` (the data set, its labels as they are now), those without a verdict as
-    `missing`, those whose records did not load unlabelled (`coverage.py`); without a data set, the
-    verdict file's own lines and labels. Stops when most records did not load for want of an
-    --image-root (`outside_image_roots`)."""
+    """The verdicts `eval`, `tts` and `review` work over (`columns.covered` is the same over columns, for
+    `eval` and `calibrate`), and how they cover the data set: every trajectory of `loaded` (the data set,
+    its labels as they are now), those without a verdict as `missing`, those whose records did not load
+    unlabelled (`coverage.py`); without a data set, the verdict file's own lines and labels. Stops when
+    most records did not load for want of an --image-root (`outside_image_roots`)."""
     verdicts = load_verdicts(verdicts_path)
     if loaded is None:
         return C.align(verdicts, None, subset)
@@ -151,22 +151,28 @@ def coverage_notes(m: dict) -> list[str]:
 
 def run_eval(verdicts_path: str | Path, out: str | Path, data: str | Path | None = None, loaded=None,
              review: bool = True, progress: bool = False, labels: dict | None = None, subset: str = "data",
-             allow_extra: bool = False, fmt: str = "auto", image_roots=(), review_cards: int = RS.REVIEW_CARDS) -> dict:
+             allow_extra: bool = False, fmt: str = "auto", image_roots=(), review_cards: int = RS.REVIEW_CARDS,
+             labels_files=(), log=None) -> dict:
     """Metrics, report, plots and (with `review`) the review page for one verdict file over the data
     set (`coverage.py`: `subset`, `allow_extra`); returns metrics.json's content. `loaded`: the data set
     already loaded, to avoid reading it again. Without `loaded` and `labels`, the files are read into
-    columns (evaluation/columns.py: memory that does not grow with the run's size), and a run of more
-    than `review_cards` verdicts (0: no limit) gets a page of a sample of them (review_sample.py)."""
+    columns (evaluation/columns.py: memory that does not grow with the run's size), `labels_files` put on
+    the data's labels (`log`: columns.covered), and a run of more than `review_cards` verdicts (0: no
+    limit) gets a page of a sample of them (review_sample.py)."""
     if loaded is None and labels is None and (not review or RS.more_lines(verdicts_path, review_cards)):
-        m, title = _columnar(verdicts_path, data, subset, allow_extra, fmt, image_roots)
+        m, title = _columnar(verdicts_path, data, subset, allow_extra, fmt, image_roots, labels_files, log)
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         if review:
-            of = m["coverage"]["verdicts"]
-            shown, traj = RS.sampled(Path(verdicts_path), data, review_cards, RS.SEED, fmt, image_roots)
-            write_review_page(out, shown, traj, m, title, progress, notes=[RS.note(len(shown), of, review_cards)])
+            of, said = m["coverage"]["verdicts"], reviewed(m["run"].get("labels"))
+            shown, traj = RS.sampled(Path(verdicts_path), data, review_cards, RS.SEED, fmt, image_roots,
+                                     {i: r.label for i, r in said.items()})
+            write_review_page(out, shown, traj, m, title, progress, reviewed=said,
+                              notes=[RS.note(len(shown), of, review_cards)])
             m["review"], m["review_cards"] = "review.html", {"shown": len(shown), "of": of, "sample_seed": RS.SEED}
         return _write_eval(out, m, title)
+    if labels_files:
+        raise ValueError("labels_files are read on the columns path; load the data with them applied instead")
     out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
     m["efficiency"] = M.efficiency(C.covered(verdicts), _summary(Path(verdicts_path)))
     _add_cascade(m, Path(verdicts_path))
@@ -176,20 +182,16 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: str | Path | None
     return _write_eval(out, m, title)
 
 
-def _columnar(verdicts_path, data, subset: str, allow_extra: bool, fmt: str = "auto",
-              image_roots=()) -> tuple[dict, str]:
+def _columnar(verdicts_path, data, subset: str, allow_extra: bool, fmt: str = "auto", image_roots=(),
+              labels=(), log=None) -> tuple[dict, str]:
     """`_evaluated`'s metrics (with efficiency) and title, from columns (evaluation/columns.py)."""
     from . import columns
 
-    m, cols, outside = columns.metrics(verdicts_path, data, subset, allow_extra, _summary(Path(verdicts_path)),
-                                       fmt=fmt, image_roots=image_roots)
-    if outside:
-        from types import SimpleNamespace
-
-        errors, total = outside
-        outside_image_roots(SimpleNamespace(errors=errors, trajectories=range(total - len(errors))), data)
+    rows, cols, cov, applied = columns.covered(verdicts_path, data, subset, allow_extra, fmt, image_roots, labels, log)
+    m = columns.summary(rows, cols, cov, _summary(Path(verdicts_path)))
     stand_ins = [Verdict(model=md, bank_sha=b) for md in cols.models for b in cols.banks]
-    m["run"] = run_meta(Path(verdicts_path), stand_ins, data=str(data) if data else None)
+    m["run"] = run_meta(Path(verdicts_path), stand_ins, data=str(data) if data else None,
+                        labels=applied.record() if applied else None)
     m["efficiency"] = m.pop("efficiency")  # the key order of the other path's metrics.json
     _add_cascade(m, Path(verdicts_path))
     return m, f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"

@@ -48,10 +48,10 @@ def sample_ids(path: Path, cards: int, seed: int = SEED) -> set[str]:
     return kept
 
 
-def sampled(path: Path, data, cards: int, seed: int = SEED, fmt: str = "auto",
-            image_roots=()) -> tuple[list[Verdict], SimpleNamespace | None]:
-    """The sample's verdicts (the last line of each id; labels from the data when given) and the data's
-    trajectories for them."""
+def sampled(path: Path, data, cards: int, seed: int = SEED, fmt: str = "auto", image_roots=(),
+            labels: dict | None = None) -> tuple[list[Verdict], SimpleNamespace | None]:
+    """The sample's verdicts (the last line of each id; labels from the data when given, with the 0/1 of
+    `labels`, id -> label, the labels files' last word, over them) and the data's trajectories for them."""
     ids = sample_ids(path, cards, seed)
     last: dict[str, dict] = {}
     with open(path, encoding="utf-8") as fh:
@@ -64,6 +64,9 @@ def sampled(path: Path, data, cards: int, seed: int = SEED, fmt: str = "auto",
     stream = stream_trajectories(data, fmt=fmt, check_images=False, image_roots=image_roots)
     trajs = [x for _, x in stream.items(keep=lambda _, own: own is None or own in ids)  # the others unparsed
              if not isinstance(x, Exception) and x.id in ids]
+    for t in trajs:
+        if (labels or {}).get(t.id) is not None:
+            t.label = labels[t.id]
     verdicts, _ = C.align(verdicts, trajs, "verdicts", allow_extra=True)
     return verdicts, SimpleNamespace(trajectories=trajs)
 
