@@ -40,7 +40,8 @@ def test_eval_and_tts_commands_write_reports(tmp_path, capsys):
 
 
 def test_compare(tmp_path):
-    from adaptrubric_local.evaluation.harness import compare, run_eval
+    from adaptrubric_local.evaluation.compare import compare
+    from adaptrubric_local.evaluation.harness import run_eval
 
     a = run_eval(_verdict_file(tmp_path / "a.jsonl", METRIC_SET), tmp_path / "A")
     changed = [hand_verdict(v.id, v.label, 1 if v.status == "ok" else None, v.status, v.platform) for v in METRIC_SET]

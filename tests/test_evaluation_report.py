@@ -6,7 +6,7 @@ import json
 import pytest
 
 from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, Verdict
-from adaptrubric_local.evaluation import harness, report
+from adaptrubric_local.evaluation import compare, harness, report
 
 from conftest import canonical_record, write_jsonl
 
@@ -55,7 +55,7 @@ def test_compare_files_old_metrics_as_scored_only(tmp_path):
     legacy["overall"].update(acc=100.0, f1=100.0)
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "metrics.json").write_text(json.dumps(legacy))
-    rows = {line.split()[0]: line.split()[1:] for line in harness.compare(tmp_path / "old",
+    rows = {line.split()[0]: line.split()[1:] for line in compare.compare(tmp_path / "old",
                                                                           tmp_path / "new").splitlines()
             if line.startswith("overall.")}
     assert rows["overall.scored_only.acc"] == ["100.00", "100.00", "+0.00"]

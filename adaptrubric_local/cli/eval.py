@@ -125,7 +125,7 @@ def cmd_ablate(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from ..evaluation.harness import compare
+    from ..evaluation.compare import compare
 
     print(compare(args.dir_a, args.dir_b, args.out))
     if args.out:
