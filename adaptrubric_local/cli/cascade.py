@@ -254,11 +254,10 @@ def add_subcommands(sub) -> None:
                         "(default 0.5)")
     p.add_argument("--spot-check", type=float, default=SPOT_CHECK, metavar="F",
                    help="the --spot-check of the `score` runs that will use the band: those random lines go to "
-                        "the judge too, counted in the judge share and the agreement (default %(default)s, "
-                        "score's)")
+                        f"the judge too, counted in the judge share and the agreement (default {SPOT_CHECK:g})")
     p.add_argument("--confidence", type=float, default=0.95, metavar="C",
                    help="a band qualifies when the lower end of this Wilson interval of its agreement on the fit "
                         "set reaches the target; 0: the fit set's own figure, which new data misses about half "
-                        "the time (default %(default)s)")
+                        "the time (default 0.95)")
     p.add_argument("--out", required=True, help="the band file to write (BAND.json)")
     p.set_defaults(func=cmd_fit)

@@ -75,15 +75,6 @@ def apply(files: list[LabelsFile], d: dict, data_name: str = "the data") -> Appl
 def _relabel(applied: AppliedLabels, label: int | None, labels, j: int) -> None:
     """Count and set one trajectory's label (`labels[j]`: -1 for none), as apply_labels does."""
     old = int(labels[j])
-    if label is None:
-        applied.unsure += 1
-        key = "none" if old < 0 else str(old)
-        applied.unsure_kept[key] = applied.unsure_kept.get(key, 0) + 1
-        return
-    if old < 0:
-        applied.filled += 1
-    elif old != label:
-        applied.overridden += 1
-    else:
-        applied.confirmed += 1
-    labels[j] = label
+    applied.count(None if old < 0 else old, label)
+    if label is not None:
+        labels[j] = label
