@@ -6,7 +6,7 @@ import json
 import pytest
 
 from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, Verdict
-from adaptrubric_local.evaluation import compare, harness, report
+from adaptrubric_local.evaluation import harness, report
 
 from conftest import canonical_record, write_jsonl
 
@@ -44,22 +44,6 @@ def test_ablation_report_describes_each_rows_inputs(monkeypatch):
         assert part in lines["- Full (Coarse + Fine)"]
     monkeypatch.setattr(fusion, "ABLATION_INPUTS", {"no_both": "the prompt module's own words"}, raising=False)
     assert "- w/o Both: the prompt module's own words" in report.ablation_markdown(rows, {})
-
-
-def test_compare_files_old_metrics_as_scored_only(tmp_path):
-    vs = [V("a", 1, 1), V("b", 0, 0), V("c", 1, status="unparsed")]
-    harness.run_eval(_write(tmp_path / "v.jsonl", vs), tmp_path / "new")
-    old = json.loads((tmp_path / "new" / "metrics.json").read_text())
-    # a metrics.json from before: overall held the scored-only figures and no scored_only block
-    legacy = {**old, "overall": {k: v for k, v in old["overall"].items() if k != "scored_only"}}
-    legacy["overall"].update(acc=100.0, f1=100.0)
-    (tmp_path / "old").mkdir()
-    (tmp_path / "old" / "metrics.json").write_text(json.dumps(legacy))
-    rows = {line.split()[0]: line.split()[1:] for line in compare.compare(tmp_path / "old",
-                                                                          tmp_path / "new").splitlines()
-            if line.startswith("overall.")}
-    assert rows["overall.scored_only.acc"] == ["100.00", "100.00", "+0.00"]
-    assert rows["overall.acc"][0] == "-" and rows["overall.acc"][1] == f"{200 / 3:.2f}"
 
 
 def test_eval_and_score_agree_on_cost(tmp_path):

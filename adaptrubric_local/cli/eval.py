@@ -43,7 +43,8 @@ def _score_first(args, out: Path) -> Path:
 
 
 def cmd_eval(args) -> int:
-    from ..evaluation.harness import outside_image_roots, run_eval
+    from ..evaluation.harness import run_eval
+    from ..evaluation.image_roots import outside_image_roots
     from ..evaluation.review_sample import more_lines
 
     out = Path(args.out)

@@ -239,7 +239,7 @@ def _logits(p: np.ndarray, eps: float) -> np.ndarray:
 
 
 def _figures(probs: np.ndarray, labels: np.ndarray) -> dict:
-    from .columns import figures
+    from .array_figures import figures
 
     f = figures(probs, labels)
     return {k: f[k] for k in ("n", "brier", "ece", "auroc")} | {"nll": nll(probs, labels)} | spread(probs)

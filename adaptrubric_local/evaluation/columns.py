@@ -27,6 +27,7 @@ from ..labels import AppliedLabels
 from ..schema import json_lines
 from . import column_labels
 from . import probability as PR
+from .array_figures import figures
 from .coverage import SUBSETS, Coverage, first
 from .metrics import accounting_text, rates
 
@@ -251,44 +252,6 @@ def evaluate(r: dict, platforms: dict) -> dict:
     return {"overall": classification(sub), "per_platform": per, "unlabelled": int((~lab).sum())}
 
 
-def figures(p: np.ndarray, y: np.ndarray, bins: int = PR.ECE_BINS) -> dict:
-    """probability.figures over arrays."""
-    if ((p < 0) | (p > 1)).any():
-        raise ValueError(f"probability {float(p[(p < 0) | (p > 1)][0])!r} is outside [0, 1]")
-    n, pos = len(p), int(y.sum(dtype=np.int64))
-    neg = n - pos
-    order = np.argsort(p, kind="stable")
-    sp, sy = p[order], y[order]
-    del order
-    flags = np.ones(n, bool)
-    np.not_equal(sp[1:], sp[:-1], out=flags[1:])
-    start = np.flatnonzero(flags)  # the first of each run of equal p (sp is sorted)
-    del flags
-    count = np.diff(np.append(start, n))
-    group_pos = np.add.reduceat(sy, start, dtype=np.int64) if n else np.zeros(0, np.int64)
-    del sp, sy
-    auroc = (float((((2 * start + 1 + count) / 2) * group_pos).sum()) - pos * (pos + 1) / 2) / (pos * neg) \
-        if pos and neg else None
-    auprc = None
-    if pos:  # thresholds from the highest p down
-        tp = np.cumsum(group_pos[::-1])
-        seen = np.cumsum(count[::-1])
-        recall = tp / pos
-        terms = (recall - np.concatenate([[0.0], recall[:-1]])) * (tp / seen)
-        auprc = float(np.add.accumulate(terms)[-1])  # summed in order, as probability.py does, to the last bit
-    brier = float(((p - y) ** 2).sum() / n) if n else None  # probability.py's sum, to the last bit
-    b = (p * bins).astype(np.int16)
-    np.minimum(b, bins - 1, out=b)
-    rel = []
-    for k in np.unique(b):
-        mask = b == k
-        rel.append({"lo": k / bins, "hi": (k + 1) / bins, "n": int(mask.sum()), "mean_p": float(p[mask].mean()),
-                    "frac_pos": float(y[mask].mean())})
-    ece = sum(r["n"] / n * abs(r["frac_pos"] - r["mean_p"]) for r in rel) if n else None
-    return {"n": n, "positives": pos, "auroc": auroc, "auprc": auprc, "brier": brier, "ece": ece, "ece_bins": bins,
-            "reliability": [{**r, "lo": float(r["lo"]), "hi": float(r["hi"])} for r in rel]}
-
-
 def probability(r: dict) -> dict:
     """probability.summaries over the rows the file holds (missing stand-ins left out)."""
     cov = r["status"] != MISSING
@@ -353,7 +316,7 @@ def covered(verdicts_path, data, subset: str = "data", allow_extra: bool = False
     columns reader, the Coverage, what the labels did or None). `log`: where the records that did not load
     and the labels' summary are said (as cli/common.py's `load_labelled` says them)."""
     from .coverage import not_loaded_warning
-    from .harness import outside_image_roots
+    from .image_roots import outside_image_roots
 
     v, cols, d, applied = read(verdicts_path, data, fmt, image_roots, labels)
     if d is not None:

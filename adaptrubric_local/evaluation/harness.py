@@ -26,6 +26,7 @@ from . import probability as PR
 from . import report as R
 from . import review_sample as RS
 from . import tts as T
+from .image_roots import outside_image_roots
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -41,35 +42,6 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
                 raise ValueError(f"{path}: line {n}: not a verdict line (needs 'id' and 'status')")
             out.append((CascadeVerdict if "decided_by" in d else Verdict).from_dict(d))  # a cascade's keeps both
     return last_per_id(out)
-
-
-def outside_image_roots(loaded, data: str | Path | None = None) -> None:
-    """Raise ValueError with the fix when most records of `loaded` did not load because their screenshots
-    lie outside the data folder (a `labels merge` copy read without --image-root): evaluated without
-    them, the figures would be over the few that loaded. The folders to pass are those the copy's
-    merge.json records, when there is one."""
-    from ..formats.base import OUTSIDE_ROOTS
-
-    if loaded is None:
-        return
-    outside = [e for e in loaded.errors if OUTSIDE_ROOTS in str(e)]
-    total = len(loaded.errors) + len(loaded.trajectories)
-    if not outside or 2 * len(outside) < total:
-        return
-    roots = []
-    if data is not None:
-        merge = (Path(data) if Path(data).is_dir() else Path(data).parent) / "merge.json"
-        try:
-            roots = json.loads(merge.read_text()).get("image_roots") or []
-        except (OSError, ValueError, AttributeError):
-            roots = []
-    fix = (" ".join(f"--image-root {r}" for r in roots) + f" (the folders {merge} records)" if roots
-           else "--image-root DIR, DIR being the folder that holds them (for a `labels merge` copy: the original "
-                "data folder)")
-    raise ValueError(f"{len(outside)} of the {total} records of {data or 'the data set'} name screenshots outside its "
-                     f"folder, so they did not load and the data gives them no label (the first: "
-                     f"{str(outside[0]).split(': image path')[0]}). "
-                     f"Pass {fix}")
 
 
 def covered_verdicts(verdicts_path: str | Path, data: str | Path | None, loaded, subset: str = "data",

@@ -1,0 +1,48 @@
+"""probability.py's ranking and calibration figures (AUROC, AUPRC, Brier, ECE and its reliability
+table) over numpy arrays, in memory of a few arrays the size of the input; the same figures to float
+rounding (numpy sums some of them in another order). For evaluation/columns.py (eval over a large run) and calibration.py (the fit's
+before/after figures). Knows nothing about verdicts or files.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import probability as PR
+
+
+def figures(p: np.ndarray, y: np.ndarray, bins: int = PR.ECE_BINS) -> dict:
+    """probability.figures over arrays `p` (probabilities) and `y` (0/1 labels)."""
+    if ((p < 0) | (p > 1)).any():
+        raise ValueError(f"probability {float(p[(p < 0) | (p > 1)][0])!r} is outside [0, 1]")
+    n, pos = len(p), int(y.sum(dtype=np.int64))
+    neg = n - pos
+    order = np.argsort(p, kind="stable")
+    sp, sy = p[order], y[order]
+    del order
+    flags = np.ones(n, bool)
+    np.not_equal(sp[1:], sp[:-1], out=flags[1:])
+    start = np.flatnonzero(flags)  # the first of each run of equal p (sp is sorted)
+    del flags
+    count = np.diff(np.append(start, n))
+    group_pos = np.add.reduceat(sy, start, dtype=np.int64) if n else np.zeros(0, np.int64)
+    del sp, sy
+    auroc = (float((((2 * start + 1 + count) / 2) * group_pos).sum()) - pos * (pos + 1) / 2) / (pos * neg) \
+        if pos and neg else None
+    auprc = None
+    if pos:  # thresholds from the highest p down
+        tp = np.cumsum(group_pos[::-1])
+        seen = np.cumsum(count[::-1])
+        recall = tp / pos
+        terms = (recall - np.concatenate([[0.0], recall[:-1]])) * (tp / seen)
+        auprc = float(np.add.accumulate(terms)[-1])  # summed in order, as probability.py does, to the last bit
+    brier = float(((p - y) ** 2).sum() / n) if n else None  # probability.py's mean, to float rounding
+    b = (p * bins).astype(np.int16)
+    np.minimum(b, bins - 1, out=b)
+    rel = []
+    for k in np.unique(b):
+        mask = b == k
+        rel.append({"lo": k / bins, "hi": (k + 1) / bins, "n": int(mask.sum()), "mean_p": float(p[mask].mean()),
+                    "frac_pos": float(y[mask].mean())})
+    ece = sum(r["n"] / n * abs(r["frac_pos"] - r["mean_p"]) for r in rel) if n else None
+    return {"n": n, "positives": pos, "auroc": auroc, "auprc": auprc, "brier": brier, "ece": ece, "ece_bins": bins,
+            "reliability": [{**r, "lo": float(r["lo"]), "hi": float(r["hi"])} for r in rel]}
