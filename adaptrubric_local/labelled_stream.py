@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .formats.base import DataError
 from .formats.stream import Item, LoadedStream, TrajectoryStream, stream_trajectories
-from .labels import AppliedLabels, check_ids, merged_labels, read_labels
+from .labels import AppliedLabels, check_ids, merged_labels, not_loaded_warning, read_labels
 from .types import Trajectory
 
 
@@ -82,5 +82,4 @@ class LabelledStream:
         """`load_labelled`'s warning when records did not load (the data gives them no label)."""
         if not self.bad:
             return None
-        return (f"warning: {self.bad} of {self.records} record(s) of {self.data} did not load, so the data gives "
-                f"them no label; the first: {self.first_bad}")
+        return not_loaded_warning(self.bad, self.records, self.first_bad, self.data)

@@ -267,6 +267,12 @@ def reviewed(record: dict | None) -> dict[str, LabelRecord]:
     return merged_records(files)
 
 
+def not_loaded_warning(errors: int, records: int, first_error, data) -> str:
+    """The line a command that reads labels prints when records of its data did not load."""
+    return (f"warning: {errors} of {records} record(s) of {data} did not load, so the data gives them no label; "
+            f"the first: {first_error}")
+
+
 def unknown_ids(f: LabelsFile, unknown: list[str], data_name: str = "the data") -> LabelsError:
     """The error for the ids of `f` (in its order) that the data does not hold, naming the first's line."""
     first = unknown[0]

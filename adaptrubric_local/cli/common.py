@@ -68,7 +68,7 @@ def load_labelled(args, check_images: bool = False):
     loaded = load_trajectories(data, fmt=getattr(args, "format", "auto"), check_images=check_images,
                                image_roots=getattr(args, "image_root", None) or ())
     if loaded.errors:  # their trajectories get no label from the data (nor from --labels)
-        from ..evaluation.coverage import not_loaded_warning
+        from ..labels import not_loaded_warning
 
         n = len(loaded.errors) + len(loaded.trajectories)
         print(not_loaded_warning(len(loaded.errors), n, loaded.errors[0], data), file=sys.stderr)

@@ -55,6 +55,7 @@ class Columns:
         return self.platforms.setdefault(platform, len(self.platforms))
 
     def add(self, d: dict, status: int, label, platform: str | None) -> None:
+        """One verdict line `d` (its status code, the label it is evaluated with, its platform)."""
         c = self.cols
         c["status"].append(status)
         c["score"].append(d.get("score") if d.get("score") in (0, 1) else -1)
@@ -63,12 +64,17 @@ class Columns:
         for name, key in (("p", "p_success"), ("pcal", "p_success_calibrated")):
             v = d.get(key)
             c[name].append(float(v) if v is not None else np.nan)
+        c["cap"].append(bool(d.get("hit_cap")))
+        c["ctx"].append(bool(d.get("hit_context")))
+        self.add_more(d)
+
+    def add_more(self, d: dict) -> None:
+        """The columns of FIELDS beyond those every Columns has: the costs."""
+        c = self.cols
         c["ctok"].append(float(d.get("cost_tokens") or 0))
         c["ccalls"].append(float(d.get("cost_calls") or 0))
         c["own"].append(int(d.get("prompt_tokens") or 0) + int(d.get("completion_tokens") or 0))
         c["images"].append(int(d.get("n_images") or 0))
-        c["cap"].append(bool(d.get("hit_cap")))
-        c["ctx"].append(bool(d.get("hit_context")))
 
     def frozen(self) -> dict[str, np.ndarray]:
         """The columns as arrays that look into the buffers (no copy: nothing is added after this)."""
@@ -78,16 +84,18 @@ class Columns:
         return out
 
 
-def read_verdicts(path: Path) -> tuple[dict[str, np.ndarray], Columns]:
-    """The verdict file's last line per id, as columns (in the order ids first appear)."""
-    cols = Columns()
+def read_verdicts(path: Path, cols: Columns | None = None, platform=lambda d: d.get("platform")
+                  ) -> tuple[dict[str, np.ndarray], Columns]:
+    """The verdict file's last line per id, as columns (in the order ids first appear), into `cols` (a
+    new Columns by default) with `platform(line)` in the platform column."""
+    cols = cols if cols is not None else Columns()
     with open(path, encoding="utf-8") as fh:
         for n, d in json_lines(fh, path):
             if not isinstance(d, dict) or "id" not in d or "status" not in d:
                 raise ValueError(f"{path}: line {n}: not a verdict line (needs 'id' and 'status')")
             cols.ids.add(str(d["id"]))
             cols.add(d, STATUSES.index(d["status"]) if d["status"] in STATUSES else UNPARSED, d.get("label"),
-                     d.get("platform"))
+                     platform(d))
             cols.models.add(d.get("model"))
             cols.banks.add(d.get("bank_sha"))
     a = cols.frozen()
@@ -128,6 +136,12 @@ def read_data(data, v: dict, cols: Columns, fmt: str = "auto", image_roots=()) -
     records it holds: a few bytes per verdict, none per record."""
     have = cols.sorted_keys if cols.sorted_keys is not None else np.unique(v["key"])
     stream = stream_trajectories(data, fmt=fmt, check_images=False, image_roots=image_roots)
+    return read_stream(stream, have, lambda x: cols.code(x.platform))
+
+
+def read_stream(stream, have: np.ndarray, code) -> dict:
+    """`read_data`'s dict from a stream of trajectories (`items()`, `repeated(id)`, `records`: a
+    formats/stream.py stream, or a labelled one), `code(trajectory)` in the platform column."""
     n = len(have)
     found, labels, plats = np.zeros(n, bool), np.full(n, -1, "int8"), np.zeros(n, "int32")
     missing, missing_labels, missing_plats, bad, outside, good_repeated = [], [], [], [], [], set()
@@ -149,11 +163,11 @@ def read_data(data, v: dict, cols: Columns, fmt: str = "auto", image_roots=()) -
         key = digest(x.id).rstrip(b"\0")
         j = int(np.searchsorted(have, key)) if n else 0
         if j < n and have[j] == key:
-            found[j], labels[j], plats[j] = True, label, cols.code(x.platform)
+            found[j], labels[j], plats[j] = True, label, code(x)
         else:
             missing.append(x.id)
             missing_labels.append(label)
-            missing_plats.append(cols.code(x.platform))
+            missing_plats.append(code(x))
     return {"have": have, "in": found, "label": labels, "platform": plats, "good": good,
             "missing": missing, "missing_labels": missing_labels, "missing_platforms": missing_plats,
             "bad": [i for i in dict.fromkeys(map(str, bad)) if i not in good_repeated], "outside": outside,
@@ -315,7 +329,7 @@ def covered(verdicts_path, data, subset: str = "data", allow_extra: bool = False
     """harness.covered_verdicts over columns, the `labels` files put on the data's labels: (the rows, the
     columns reader, the Coverage, what the labels did or None). `log`: where the records that did not load
     and the labels' summary are said (as cli/common.py's `load_labelled` says them)."""
-    from .coverage import not_loaded_warning
+    from ..labels import not_loaded_warning
     from .image_roots import outside_image_roots
 
     v, cols, d, applied = read(verdicts_path, data, fmt, image_roots, labels)

@@ -90,12 +90,6 @@ def first(ids: list[str], k: int = SHOWN_IDS) -> str:
     return shown + (f", ... ({len(ids) - k} more)" if len(ids) > k else "")
 
 
-def not_loaded_warning(errors: int, records: int, first_error, data) -> str:
-    """The line a command that reads labels prints when records of its data did not load."""
-    return (f"warning: {errors} of {records} record(s) of {data} did not load, so the data gives them no label; "
-            f"the first: {first_error}")
-
-
 def missing_verdict(t: Trajectory) -> Verdict:
     """The stand-in for a trajectory the verdict file has no line for (never written to a verdict file)."""
     return Verdict(id=t.id, status=MISSING, label=t.label, platform=t.platform,

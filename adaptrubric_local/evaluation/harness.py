@@ -278,7 +278,7 @@ def run_tts(verdicts_path: str | Path, out: str | Path, data: str | Path | None 
         from . import tts_columns
 
         res, verdicts, labels = tts_columns.result(verdicts_path, data, stream, max_n, seed, subset, allow_extra,
-                                                   labels, outside_image_roots)
+                                                   labels)
         (out := Path(out)).mkdir(parents=True, exist_ok=True)
     else:
         out, loaded, verdicts, cov = _inputs(verdicts_path, out, data, loaded, subset, allow_extra)

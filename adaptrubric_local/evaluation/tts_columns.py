@@ -21,13 +21,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..formats.base import OUTSIDE_ROOTS
 from ..formats.ids import digest
 from ..labelled_stream import LabelledStream
-from ..schema import json_lines
 from . import columns as CL
 from . import tts as T
-from .columns import STATUSES, UNPARSED, Columns
+from .columns import STATUSES, Columns
+from .image_roots import outside_image_roots
 
 
 @dataclass(slots=True)
@@ -54,21 +53,11 @@ class CandidateColumns(Columns):
         self.names = bytearray()
         self.no_task = self.code(None)
 
-    def add(self, d: dict, status: int, label, platform) -> None:
-        """One verdict line; `platform` is its task key (a digest, or None)."""
-        c = self.cols
-        c["status"].append(status)
-        c["score"].append(d.get("score") if d.get("score") in (0, 1) else -1)
-        c["label"].append(label if label in (0, 1) else -1)
-        c["platform"].append(self.code(platform))
-        for name, key in (("p", "p_success"), ("pcal", "p_success_calibrated")):
-            v = d.get(key)
-            c[name].append(float(v) if v is not None else np.nan)
-        c["cap"].append(bool(d.get("hit_cap")))
-        c["ctx"].append(bool(d.get("hit_context")))
+    def add_more(self, d: dict) -> None:
+        """Where the line's id lies in `names` (`add`'s platform column holds the task key's code)."""
         at, size = self.put_name(str(d["id"]))
-        c["at"].append(at)
-        c["size"].append(size)
+        self.cols["at"].append(at)
+        self.cols["size"].append(size)
 
     def put_name(self, i: str) -> tuple[int, int]:
         """Keep an id's bytes; where they lie (`at`, `size`)."""
@@ -93,60 +82,15 @@ def data_task(t) -> str:
 
 def read_verdicts(path: Path) -> tuple[dict[str, np.ndarray], CandidateColumns]:
     """The verdict file's last line per id as columns (`columns.read_verdicts`, with the task and id)."""
-    cols = CandidateColumns()
-    with open(path, encoding="utf-8") as fh:
-        for n, d in json_lines(fh, path):
-            if not isinstance(d, dict) or "id" not in d or "status" not in d:
-                raise ValueError(f"{path}: line {n}: not a verdict line (needs 'id' and 'status')")
-            cols.ids.add(str(d["id"]))
-            task = d.get("task_id")
-            cols.add(d, STATUSES.index(d["status"]) if d["status"] in STATUSES else UNPARSED, d.get("label"),
-                     None if task is None else task_key(str(task)))
-            cols.models.add(d.get("model"))
-            cols.banks.add(d.get("bank_sha"))
-    a = cols.frozen()
-    cols.sorted_keys = np.sort(a["key"])
-    s = cols.sorted_keys
-    if len(s) > 1 and (s[1:] == s[:-1]).any():  # a retried id: its last line
-        cols.sorted_keys = np.unique(s)
-        _, last = np.unique(a["key"][::-1], return_index=True)
-        rows = np.sort(len(a["key"]) - 1 - last)
-        a = {k: col[rows] for k, col in a.items()}
-    return a, cols
+    def task(d: dict) -> bytes | None:
+        return None if d.get("task_id") is None else task_key(str(d["task_id"]))
+
+    return CL.read_verdicts(path, CandidateColumns(), task)
 
 
 def read_data(src: LabelledStream, cols: CandidateColumns) -> dict:
     """`columns.read_data`'s dict from the labelled stream, the task code where it has the platform's."""
-    have = cols.sorted_keys
-    n = len(have)
-    found, labels, tasks = np.zeros(n, bool), np.full(n, -1, "int8"), np.zeros(n, "int32")
-    missing, missing_labels, missing_tasks, bad, outside, good_repeated = [], [], [], [], [], set()
-    from ..scoring import error_id
-
-    good = 0
-    for _, x in src.items():
-        if isinstance(x, Exception):
-            bad.append(error_id(x))
-            if OUTSIDE_ROOTS in str(x):
-                outside.append(x)
-            continue
-        good += 1
-        if src.repeated(x.id):
-            good_repeated.add(x.id)
-        label = x.label if x.label in (0, 1) else -1
-        task = cols.code(task_key(data_task(x)))
-        key = digest(x.id).rstrip(b"\0")
-        j = int(np.searchsorted(have, key)) if n else 0
-        if j < n and have[j] == key:
-            found[j], labels[j], tasks[j] = True, label, task
-        else:
-            missing.append(x.id)
-            missing_labels.append(label)
-            missing_tasks.append(task)
-    return {"have": have, "in": found, "label": labels, "platform": tasks, "good": good,
-            "missing": missing, "missing_labels": missing_labels, "missing_platforms": missing_tasks,
-            "bad": [i for i in dict.fromkeys(map(str, bad)) if i not in good_repeated], "outside": outside,
-            "records": src.records}
+    return CL.read_stream(src, cols.sorted_keys, lambda x: cols.code(task_key(data_task(x))))
 
 
 def candidates(path: Path, src: LabelledStream | None, subset: str, allow_extra: bool,
@@ -208,10 +152,10 @@ def curves(verdicts_path: str | Path, src: LabelledStream | None, max_n: int | N
 
 
 def result(verdicts_path: str | Path, data, src: LabelledStream | None, max_n: int | None, seed: int | None,
-           subset: str, allow_extra: bool, labels: dict | None, outside_image_roots) -> tuple[dict, list, dict | None]:
+           subset: str, allow_extra: bool, labels: dict | None) -> tuple[dict, list, dict | None]:
     """(tts.json's content less its run record, stand-in verdicts for its models and banks, the labels
-    record) for `harness.run_tts`; `src` is made from `data` when not given; `outside_image_roots(loaded,
-    data)` stops a copy read without its --image-root, after the data is read."""
+    record) for `harness.run_tts`; `src` is made from `data` when not given; a copy read without its
+    --image-root stops (image_roots.py), after the data is read."""
     from types import SimpleNamespace
 
     from ..types import Verdict
