@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..registry import Registry
-from . import androidgen, canonical, others
+from . import androidgen, canonical, hf_dataset, others
 from .base import DataError, LoadResult, check_image_roots, resolve_image
 
 Loader = Callable[..., LoadResult]  # load(path, check_images=True, image_roots=()) -> LoadResult
@@ -140,6 +140,7 @@ register_format("clawgui", order=30, shape="episode.json (ClawGUI)",
                 looked_for="episode.json (ClawGUI) anywhere below",
                 detect=lambda p: p.name == "episode.json" if p.is_file() else any(p.rglob("episode.json")))(
                     others.load_clawgui)
+register_format("hf-dataset", **hf_dataset.REGISTRATION)(hf_dataset.load_hf_dataset)
 
 
 def _refuse_repeated_ids(result: LoadResult) -> None:
