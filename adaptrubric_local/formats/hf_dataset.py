@@ -265,7 +265,7 @@ def load_hf_dataset(path: str | os.PathLike, check_images: bool = True, image_ro
 
 # how formats/__init__.py registers this loader (detection, and what is said when nothing loads)
 REGISTRATION = {"order": 35, "detect": is_hf_dataset,
-                "shape": "save_to_disk folder or *.parquet (Hugging Face datasets)",
+                "shape": "save_to_disk or *.parquet (datasets)",
                 "looked_for": f"a datasets save_to_disk folder or Parquet files, columns named by {MAPPING_FILE}"}
 
 __all__ = ["CACHE_DIR", "MAPPING_FILE", "ColumnMapping", "is_hf_dataset", "load_hf_dataset"]
