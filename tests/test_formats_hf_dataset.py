@@ -145,3 +145,13 @@ def test_mapping_errors_name_the_file_key_and_columns(tmp_path):
         load_trajectories(folder)
     with pytest.raises(ValueError, match="screens"):
         ColumnMapping(screens="during")
+
+
+def test_the_mapping_in_docs_data_md_reads_this_data_set(tmp_path):
+    text = (Path(__file__).resolve().parents[1] / "docs" / "data.md").read_text(encoding="utf-8")
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    folder = build(tmp_path, "parquet")
+    (folder / "adaptrubric-columns.yaml").write_text(block)
+    res = load_trajectories(folder)
+    assert [t.id for t in res.trajectories] == ["t1", "t2", "t3"] and not res.errors
+    assert ColumnMapping.from_file(folder / "adaptrubric-columns.yaml").no_label == (2,)
