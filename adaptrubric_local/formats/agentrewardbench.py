@@ -72,19 +72,16 @@ def _package_annotations() -> Path | None:
     return None
 
 
-def read_annotations(path: Path, warnings: list[str]) -> dict[tuple[str, str, str], int | None]:
-    """{(benchmark, agent, task_id): label} from annotations.csv, the first (primary) row of each."""
+def read_annotations(path: Path) -> dict[tuple[str, str, str], int | None]:
+    """{(benchmark, agent, task_id): label} from annotations.csv, the first (primary) row of each; a
+    trajectory_success other than Successful/Unsuccessful ("Unsure") is None."""
     out: dict[tuple[str, str, str], int | None] = {}
     with open(path, encoding="utf-8", newline="") as fh:
-        for n, row in enumerate(csv.DictReader(fh), start=2):
+        for row in csv.DictReader(fh):
             key = (row.get("benchmark", ""), row.get("model_name", ""), row.get("task_id", ""))
             if key in out:
                 continue
-            value = (row.get("trajectory_success") or "").strip().lower()
-            if value not in _SUCCESS:
-                warnings.append(f"{path}: line {n}: trajectory_success {row.get('trajectory_success')!r} is not "
-                                "Successful/Unsuccessful; that trajectory is unlabelled")
-            out[key] = _SUCCESS.get(value)
+            out[key] = _SUCCESS.get((row.get("trajectory_success") or "").strip().lower())  # "Unsure": None
     return out
 
 
@@ -155,7 +152,7 @@ def load_agentrewardbench(path: str | os.PathLike, check_images: bool = True,
     if ann is None:
         result.warnings.append("no annotations.csv (pip install agent-reward-bench, or put it in "
                                f"{root}): trajectories are unlabelled")
-    labels = read_annotations(ann, result.warnings) if ann else {}
+    labels = read_annotations(ann) if ann else {}
     files = [p] if p.is_file() else [f for f in sorted(p.rglob("*.json")) if _in_cleaned(f, root)]
     for f in files:
         try:
@@ -164,7 +161,11 @@ def load_agentrewardbench(path: str | os.PathLike, check_images: bool = True,
                 result.warnings.append(f"{f}: valid is false (an incomplete AgentLab run, which run_judge.py skips); "
                                        "skipped it")
                 continue
-            result.trajectories.append(_trajectory(obj, f, root, labels, check_images, (root, *image_roots)))
+            traj = _trajectory(obj, f, root, labels, check_images, (root, *image_roots))
+            if traj.label is None and labels.get((str(obj.get("benchmark")), str(obj.get("agent")), f.stem), 0) is None:
+                result.warnings.append(f"{ann}: {traj.id} is annotated neither Successful nor Unsuccessful "
+                                       "(Unsure); loaded unlabelled")
+            result.trajectories.append(traj)
         except DataError as exc:
             result.errors.append(tag(exc, _path_id(f, root)))
     return result
