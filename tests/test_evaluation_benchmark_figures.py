@@ -104,3 +104,9 @@ def test_rendered_table_shows_table1_row_intervals_and_unparsed():
     assert any(line.startswith("| Cohen's kappa | 0.250 | [") for line in lines)
     assert "unparsed verdicts: 1, counted as predicted failures" in text
     assert "| Judged - labelled success rate | -12.5 |" in text
+
+
+def test_platform_order_puts_the_named_platforms_first():
+    f = benchmark_figures([1, 0, 1], [1, 0, 0], ["web", "ubuntu", "android"], n_boot=5,
+                          platform_order=["ubuntu", "macos", "web"])
+    assert list(f["platforms"]) == ["ubuntu", "web", "android"]

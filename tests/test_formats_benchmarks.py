@@ -178,3 +178,13 @@ def test_online_mind2web_unknown_agent_warns_and_missing_screenshot_is_an_error(
 def test_online_mind2web_actions():
     assert classify("[button] Search -> CLICK") == ("tap", None)
     assert classify("SCROLL page -> scroll down | SUCCESS") == ("scroll", None)
+
+
+def test_a_cleaned_folder_of_other_json_is_not_agentrewardbench(tmp_path):
+    from adaptrubric_local.formats.agentrewardbench import is_agentrewardbench
+
+    (tmp_path / "cleaned" / "x").mkdir(parents=True)
+    (tmp_path / "cleaned" / "x" / "a.json").write_text('{"trace_id": "t", "trajectory": []}')
+    assert not is_agentrewardbench(tmp_path)
+    write_arb(tmp_path / "trajectories")
+    assert is_agentrewardbench(tmp_path / "trajectories")

@@ -128,17 +128,20 @@ def bootstrap_intervals(pred: np.ndarray, label: np.ndarray, n_boot: int = 1000,
 
 
 def benchmark_figures(predictions: Sequence[Any], labels: Sequence[Any], platforms: Sequence[Any] | None = None,
-                      *, unparsed: str = "fail", n_boot: int = 1000, seed: int = 0,
-                      confidence: float = 0.95) -> dict[str, Any]:
+                      *, unparsed: str = "fail", n_boot: int = 1000, seed: int = 0, confidence: float = 0.95,
+                      platform_order: Sequence[str] = ()) -> dict[str, Any]:
     """All the figures, as one JSON-ready dict:
 
     `overall` (every HEADLINE figure and `rate_gap`), `intervals` (a [low, high] per HEADLINE figure),
-    `platforms` ({name: {n, acc, f1, prec, rec}} in order of first appearance), `counts` (tp/fp/tn/fn),
+    `platforms` ({name: {n, acc, f1, prec, rec}}: those of `platform_order` that occur, in that order (the
+    paper's is Ubuntu, Mobile, Windows, macOS, Web), then the others in order of first appearance),
+    `counts` (tp/fp/tn/fn),
     `n` (trajectories in the figures), `n_unparsed` (predictions that were None), `unparsed` (the policy
     applied to them), and the bootstrap's `n_boot`, `seed`, `confidence`."""
     pred, label, plat, n_unparsed = prepare(predictions, labels, platforms, unparsed)
     per_platform = {}
-    for name in dict.fromkeys(plat.tolist()):
+    seen = dict.fromkeys(plat.tolist())
+    for name in [*(p for p in platform_order if p in seen), *(p for p in seen if p not in platform_order)]:
         mask = plat == name
         figs = point_figures(pred[mask], label[mask])
         per_platform[name] = {"n": int(mask.sum()), **{k: figs[k] for k in ("acc", "f1", "prec", "rec")}}

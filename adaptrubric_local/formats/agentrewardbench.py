@@ -61,7 +61,12 @@ def is_agentrewardbench(p: Path) -> bool:
     if p.is_file():
         return p.suffix == ".json" and "cleaned" in p.resolve().parts
     root = find_root(p)
-    return (root / "cleaned").is_dir() and next((root / "cleaned").rglob("*.json"), None) is not None
+    first = next((root / "cleaned").rglob("*.json"), None) if (root / "cleaned").is_dir() else None
+    try:
+        obj = load_json(first) if first else None
+    except DataError:
+        return False
+    return isinstance(obj, dict) and {"goal", "steps", "benchmark"} <= set(obj)
 
 
 def _package_annotations() -> Path | None:
