@@ -188,3 +188,14 @@ def test_a_cleaned_folder_of_other_json_is_not_agentrewardbench(tmp_path):
     assert not is_agentrewardbench(tmp_path)
     write_arb(tmp_path / "trajectories")
     assert is_agentrewardbench(tmp_path / "trajectories")
+
+
+def test_online_mind2web_v1_without_its_screenshot_folder_is_one_error(tmp_path):
+    task = om2w_v1(tmp_path)
+    other = om2w_v1(tmp_path / "x", agent_dir="Browser_Use")
+    shutil.move(str(other), str(task.parent / "0123456789abcdef0123456789abcdef"))
+    shutil.rmtree(task / "trajectory")
+    res = load_online_mind2web(task.parent)
+    assert len(res.trajectories) == 1
+    (err,) = res.errors
+    assert err.record_id == task.name and err.field == "trajectory"

@@ -258,7 +258,7 @@ def load_hf_dataset(path: str | os.PathLike, check_images: bool = True, image_ro
                 try:
                     result.trajectories.append(_trajectory(row, index, m, src, result.warnings))
                 except DataError as exc:
-                    result.errors.append(tag(exc, _cell(row, m.id)))
+                    result.errors.append(tag(exc, _cell(row, m.id) if m.id else index))
             start += batch.num_rows
     return result
 

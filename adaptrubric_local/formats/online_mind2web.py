@@ -72,6 +72,8 @@ def _steps(obj: dict, folder: Path, file: Path, check: bool, roots: tuple, warni
         entries = [(require(h, "screenshot", file, f"{rec} step {i}"), h.get("action"), h.get("thought"))
                    for i, h in enumerate(history)]
     else:
+        if not shots_dir.is_dir():
+            raise DataError(file, f"no screenshot folder {shots_dir}", rec, "trajectory")
         names = sorted((f.name for f in shots_dir.iterdir() if f.is_file()), key=_first_number)
         thoughts = obj.get("thoughts") or []
         if len(names) not in (len(history), len(history) + 1):
@@ -153,7 +155,7 @@ def load_online_mind2web(path: str | os.PathLike, check_images: bool = True,
             steps = _steps(obj, folder, file, check_images, (folder, *image_roots), result.warnings)
             answer = obj.get("agent_final_answer") if obj.get("schema_version") == V2 else obj.get(
                 "final_result_response")
-            tid = str(obj.get("task_id") or folder.name)
+            tid = str(obj.get("task_id") or folder.name).removeprefix("tasks/")  # v1 ids were written both ways
             traj = Trajectory(id=folder.name, instruction=task, steps=steps, answer=answer, platform="web",
                               task_id=tid, label=_label(by_task.get(tid), tid, result.warnings, label_file or file),
                               source=str(file))
