@@ -21,8 +21,8 @@ def test_format_path_and_image_root_errors(tmp_path):
     make_png(tmp_path / "a.png", 1)
     with pytest.raises(ValueError) as ei:
         load_trajectories(tmp_path / "x.jsonl", fmt="csv")
-    assert str(ei.value) == ("unknown format 'csv'; choose one of canonical, androidgen, zerogui, osreward, clawgui "
-                             "or auto")
+    assert str(ei.value) == ("unknown format 'csv'; choose one of canonical, androidgen, zerogui, osreward, clawgui, "
+                             "hf-dataset, agentrewardbench, online-mind2web or auto")
     for fmt in ("auto", "canonical"):
         with pytest.raises(DataError) as ei:
             load_trajectories(tmp_path / "missing.jsonl", fmt=fmt)
@@ -51,8 +51,9 @@ def test_empty_data_messages(tmp_path):
     with pytest.raises(DataError) as ei:
         load_trajectories(tmp_path / "empty")
     assert _msg(ei, tmp_path) == (
-        "{d}/empty: could not detect the format: looked for */record.jsonl (AndroidGen), traj.jsonl (ZeroGUI/OSWorld), "
-        "episode.json (ClawGUI), *.jsonl (canonical), trace JSON (OSReward)")
+        "{d}/empty: could not detect the format: looked for */record.jsonl (AndroidGen), cleaned/**/*.json "
+        "(AgentRewardBench), <task_id>/result.json (Online-Mind2Web), traj.jsonl (ZeroGUI/OSWorld), "
+        "episode.json (ClawGUI), save_to_disk or *.parquet (datasets), *.jsonl (canonical), trace JSON (OSReward)")
     with pytest.raises(DataError) as ei:
         load_trajectories(tmp_path / "empty", fmt="zerogui")
     assert _msg(ei, tmp_path) == ("{d}/empty: no trajectories found: the zerogui loader looked for traj.jsonl "
@@ -75,9 +76,10 @@ def test_detect_format_of_folders(tmp_path):
     (tmp_path / "x.txt").write_text("")
     with pytest.raises(DataError) as ei:
         detect_format(tmp_path / "x.txt")
-    assert _msg(ei, tmp_path) == ("{d}/x.txt: unknown file type: looked for */record.jsonl (AndroidGen), traj.jsonl "
-                                  "(ZeroGUI/OSWorld), episode.json (ClawGUI), *.jsonl (canonical), trace JSON "
-                                  "(OSReward)")
+    assert _msg(ei, tmp_path) == ("{d}/x.txt: unknown file type: looked for */record.jsonl (AndroidGen), "
+                                  "cleaned/**/*.json (AgentRewardBench), <task_id>/result.json (Online-Mind2Web), "
+                                  "traj.jsonl (ZeroGUI/OSWorld), episode.json (ClawGUI), save_to_disk or *.parquet "
+                                  "(datasets), *.jsonl (canonical), trace JSON (OSReward)")
 
     def folder(name, files):
         d = tmp_path / name

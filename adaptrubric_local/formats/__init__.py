@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..registry import Registry
-from . import androidgen, canonical, others
+from . import agentrewardbench, androidgen, canonical, hf_dataset, online_mind2web, others
 from .base import DataError, LoadResult, check_image_roots, resolve_image
 
 Loader = Callable[..., LoadResult]  # load(path, check_images=True, image_roots=()) -> LoadResult
@@ -140,6 +140,9 @@ register_format("clawgui", order=30, shape="episode.json (ClawGUI)",
                 looked_for="episode.json (ClawGUI) anywhere below",
                 detect=lambda p: p.name == "episode.json" if p.is_file() else any(p.rglob("episode.json")))(
                     others.load_clawgui)
+register_format("hf-dataset", **hf_dataset.REGISTRATION)(hf_dataset.load_hf_dataset)
+register_format("agentrewardbench", **agentrewardbench.REGISTRATION)(agentrewardbench.load_agentrewardbench)
+register_format("online-mind2web", **online_mind2web.REGISTRATION)(online_mind2web.load_online_mind2web)
 
 
 def _refuse_repeated_ids(result: LoadResult) -> None:

@@ -1,0 +1,112 @@
+"""evaluation/benchmark_figures.py against values worked out by hand."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from adaptrubric_local.evaluation.benchmark_figures import (
+    HEADLINE,
+    benchmark_figures,
+    bootstrap_intervals,
+    point_figures,
+    prepare,
+    render_table,
+)
+
+# 8 trajectories; the 6th verdict is unparsed. As a failure: pairs (pred, label) are
+# (1,1) tp, (1,0) fp, (0,0) tn, (0,1) fn, (1,1) tp, (0,1) fn, (0,0) tn, (1,1) tp -> TP 3, FP 1, TN 2, FN 2.
+PRED = [1, 1, 0, 0, 1, None, 0, 1]
+LABEL = [1, 0, 0, 1, 1, 1, 0, 1]
+PLAT = ["ubuntu"] * 4 + ["web"] * 4
+
+
+def test_overall_figures_by_hand():
+    f = benchmark_figures(PRED, LABEL, PLAT, n_boot=200)
+    o = f["overall"]
+    assert f["counts"] == {"tp": 3, "fp": 1, "tn": 2, "fn": 2}
+    assert f["n"] == 8 and f["n_unparsed"] == 1 and f["unparsed"] == "fail"
+    assert o["acc"] == pytest.approx(62.5)  # 5/8
+    assert o["prec"] == pytest.approx(75.0)  # 3/4
+    assert o["rec"] == pytest.approx(60.0)  # 3/5
+    assert o["f1"] == pytest.approx(200 / 3)  # 2*3 / (6+1+2)
+    assert o["npv"] == pytest.approx(50.0)  # 2/(2+2)
+    assert o["tnr"] == pytest.approx(200 / 3)  # 2/(2+1)
+    assert o["judged_rate"] == pytest.approx(50.0)  # 4/8 predicted successes
+    assert o["labelled_rate"] == pytest.approx(62.5)  # 5/8 labelled successes
+    assert o["rate_gap"] == pytest.approx(-12.5)
+    # kappa: po = 5/8, pe = (4*5 + 4*3)/64 = 1/2 -> (0.625-0.5)/(1-0.5)
+    assert o["kappa"] == pytest.approx(0.25)
+    # MCC: (3*2 - 1*2) / sqrt(4*5*3*4)
+    assert o["mcc"] == pytest.approx(4 / math.sqrt(240))
+
+
+def test_per_platform_acc_and_f1_by_hand():
+    p = benchmark_figures(PRED, LABEL, PLAT, n_boot=10)["platforms"]
+    assert list(p) == ["ubuntu", "web"]
+    # ubuntu: tp, fp, tn, fn -> Acc 2/4, F1 2/(2+1+1)
+    assert (p["ubuntu"]["n"], p["ubuntu"]["acc"], p["ubuntu"]["f1"]) == (4, pytest.approx(50.0), pytest.approx(50.0))
+    # web with the unparsed verdict as 0: (1,1) (0,1) (0,0) (1,1) -> TP 2, FN 1, TN 1: Acc 3/4, F1 4/5
+    assert (p["web"]["acc"], p["web"]["f1"]) == (pytest.approx(75.0), pytest.approx(80.0))
+
+
+def test_unparsed_dropped_is_left_out_and_still_counted():
+    f = benchmark_figures(PRED, LABEL, PLAT, unparsed="drop", n_boot=10)
+    assert f["n"] == 7 and f["n_unparsed"] == 1
+    assert f["counts"] == {"tp": 3, "fp": 1, "tn": 2, "fn": 1}
+    assert f["overall"]["acc"] == pytest.approx(500 / 7)
+    assert f["overall"]["f1"] == pytest.approx(75.0)  # 6 / (6+1+1)
+
+
+def test_undefined_figures_are_none_not_zero():
+    o = point_figures([0, 0, 0], [0, 0, 0])
+    assert o["acc"] == 100.0 and o["tnr"] == 100.0 and o["npv"] == 100.0
+    assert o["prec"] is None and o["rec"] is None and o["f1"] is None and o["mcc"] is None and o["kappa"] is None
+
+
+def test_bad_values_are_refused():
+    with pytest.raises(ValueError, match=r"labels\[1\]"):
+        prepare([1, 0], [1, None])
+    with pytest.raises(ValueError, match=r"predictions\[0\]"):
+        prepare([2], [1])
+    with pytest.raises(ValueError, match="unparsed"):
+        prepare([1], [1], unparsed="zero")
+    with pytest.raises(ValueError, match="one entry per trajectory"):
+        prepare([1], [1, 0])
+
+
+def test_bootstrap_is_seeded_and_contains_the_point():
+    pred = [1, 1, 0, 0, 1, 0, 0, 1, 1, 0] * 5
+    label = [1, 0, 0, 1, 1, 1, 0, 1, 1, 0] * 5
+    a = bootstrap_intervals(pred, label, n_boot=500, seed=7)
+    assert a == bootstrap_intervals(pred, label, n_boot=500, seed=7)
+    assert a != bootstrap_intervals(pred, label, n_boot=500, seed=8)
+    point = point_figures(pred, label)
+    for name in HEADLINE:
+        low, high = a[name]
+        assert low <= point[name] <= high, name
+        assert low < high, name
+    assert a["kappa"][0] >= -1 and a["mcc"][1] <= 1
+
+
+def test_bootstrap_of_a_figure_never_defined_is_none():
+    iv = bootstrap_intervals([0, 0, 0, 0], [0, 0, 0, 0], n_boot=50)
+    assert iv["prec"] is None and iv["acc"] == (100.0, 100.0)
+
+
+def test_rendered_table_shows_table1_row_intervals_and_unparsed():
+    text = render_table(benchmark_figures(PRED, LABEL, PLAT, n_boot=100, seed=3))
+    lines = text.splitlines()
+    assert lines[2] == ("| ubuntu Acc | ubuntu F1 | web Acc | web F1 | Overall Acc | Overall Prec | Overall Rec | "
+                        "Overall F1 |")
+    assert lines[4] == "| 50.0 | 50.0 | 75.0 | 80.0 | 62.5 | 75.0 | 60.0 | 66.7 |"
+    assert any(line.startswith("| NPV | 50.0 | [") for line in lines)
+    assert any(line.startswith("| Cohen's kappa | 0.250 | [") for line in lines)
+    assert "unparsed verdicts: 1, counted as predicted failures" in text
+    assert "| Judged - labelled success rate | -12.5 |" in text
+
+
+def test_platform_order_puts_the_named_platforms_first():
+    f = benchmark_figures([1, 0, 1], [1, 0, 0], ["web", "ubuntu", "android"], n_boot=5,
+                          platform_order=["ubuntu", "macos", "web"])
+    assert list(f["platforms"]) == ["ubuntu", "web", "android"]
