@@ -21,10 +21,13 @@ install: $(STAMP)
 # from the test-rl extra. docs/rewards.md, "TRL, verl and OpenRLHF", says what this means for users.
 RL_STAMP := $(VENV)/.installed-rl
 RL_FRAMEWORKS := verl==0.9.1 openrlhf==0.11.2 tensordict==0.10.0
+# AgentRewardBench's own package, for the annotations.csv its loader test reads; without its browsergym
+# dependencies, which the loader never imports.
+BENCH_PACKAGES := agent-reward-bench==0.1.2
 
 $(RL_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,test-rl]'
-	$(PY) -m pip install --quiet --no-deps $(RL_FRAMEWORKS)
+	$(PY) -m pip install --quiet --no-deps $(RL_FRAMEWORKS) $(BENCH_PACKAGES)
 	touch $(RL_STAMP)
 
 install-rl: $(RL_STAMP)
