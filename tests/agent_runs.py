@@ -2,6 +2,7 @@
 lines it follows), for the loader tests. Every screenshot is a distinct PNG (`make_png` seeds)."""
 from __future__ import annotations
 
+import contextlib
 import datetime
 import gzip
 import json
@@ -74,7 +75,8 @@ def zerogui_run(save_dir: Path, example_id: str, replies: list[tuple[str, list[s
                                     "info": {}, "screenshot_file": f"step_{idx + 1}.png", "input_text": "<prompt>",
                                     "output_text": reply}, ensure_ascii=False) + "\n")
     (d / "result.txt").write_text(f"{result}\n", encoding="utf-8")
-    (d / "eval.json").write_text(json.dumps({"reward": float(result)}, indent=4))
+    with contextlib.suppress(ValueError):  # not a reward: a failed reset (L95-105) leaves no eval.json
+        (d / "eval.json").write_text(json.dumps({"reward": float(result)}, indent=4))
     return d
 
 
@@ -118,7 +120,8 @@ def androidworld_task(run_dir: Path, name: str, goal: str, actions: list[dict], 
     episode_runner.py L108-125 makes of m3a.py's step data (raw_screenshot L395, action_output L434,
     action_reason L456, action_output_json L462)."""
     mod = _android_world_module()
-    sys.modules[mod.__name__] = mod
+    names = ("android_world", "android_world.env", mod.__name__)
+    sys.modules.update({n: mod if n == mod.__name__ else types.ModuleType(n) for n in names})
     try:
         n = len(actions)
         data = {"raw_screenshot": [screen(seed + i) for i in range(n)],
@@ -131,7 +134,8 @@ def androidworld_task(run_dir: Path, name: str, goal: str, actions: list[dict], 
                    "exception_info": None, "seed": 123}
         return write_pickle(run_dir / f"{name}.pkl.gz", [episode])
     finally:
-        del sys.modules[mod.__name__]
+        for n in names:
+            del sys.modules[n]
 
 
 def androidworld_failed(run_dir: Path, name: str, goal: str) -> Path:
