@@ -75,7 +75,9 @@ def make_dataset(fmt: str, root: Path, shots: Path | None = None, missing: bool 
         return root, "555"
     if fmt == "zerogui":  # a ZeroGUI task folder (tests/agent_runs.py `zerogui_run` cites the writer)
         ex = root / "app" / "ex1"
-        make_png(ex / "step_0.png", 0)
+        ex.mkdir(parents=True, exist_ok=True)
+        if shots is None:  # the initial screen lies in the task folder; with `shots`, it has none
+            make_png(ex / "step_0.png", 0)
         (ex / "config.json").write_text(json.dumps({"id": "ex1", "instruction": "Open the menu."}))
         rows = [{"step_num": i, "action": "pyautogui.click(1, 2)", "output_text": "Action: click(start_box='(1,2)')",
                  "screenshot_file": shot(f"app/ex1/step_{i}.png", i) if shots else
