@@ -37,6 +37,11 @@ def test_a_run_folder_with_every_field(tmp_path):
     for i, s in enumerate(t.steps):
         assert s.screenshot.startswith(str((run / ".adaptrubric-png").resolve()))
         assert np.array_equal(np.asarray(Image.open(s.screenshot)), screen(5 + i))
+    # a folder of run folders: ids are the files' paths below it
+    androidworld_task(tmp_path / "run_2", "MarkorNoteTitle_0", GOAL, ACTIONS, REASONS)
+    assert detect_format(tmp_path) == "androidworld"
+    assert [t.id for t in load_trajectories(tmp_path).trajectories] == [
+        "run_2/MarkorNoteTitle_0", "run_20250102T030405000000/MarkorNoteTitle_0"]
 
 
 def test_png_dir_and_cache(tmp_path):

@@ -151,9 +151,9 @@ register_format("osworld", order=21, shape="traj.jsonl (OSWorld)", screens="afte
                            "anywhere below",
                 detect=lambda p: first_traj_row(p) is not None)(osworld.load)
 register_format("androidworld", order=25, shape="*.pkl.gz (AndroidWorld)",
-                looked_for="*.pkl.gz (AndroidWorld checkpoints) in the folder",
+                looked_for="*.pkl.gz (AndroidWorld checkpoints) in the folder or in its run sub-folders",
                 detect=lambda p: p.name.endswith(androidworld.SUFFIX) if p.is_file()
-                else any(p.glob(f"*{androidworld.SUFFIX}")))(androidworld.load)
+                else bool(androidworld.checkpoints(p)))(androidworld.load)
 register_format("osreward", order=50, shape="trace JSON (OSReward)", detect=_is_osreward,
                 looked_for="trace JSON files (objects with trace_id and trajectory) anywhere below")(
                     others.load_osreward)

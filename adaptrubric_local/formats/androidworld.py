@@ -1,6 +1,7 @@
 """Load an AndroidWorld run folder: one gzipped pickle per task instance.
 
-Read from the writer, google-research/android_world (commit d9c569f764b3):
+Given a run folder, a folder of run folders, or one checkpoint. Read from the writer,
+google-research/android_world (commit d9c569f764b3):
 - `android_world/checkpointer.py` L53-72 (`_gzip_pickle`), L118-129 (`IncrementalCheckpointer.
   save_episodes`): `{directory}/{task_name}.pkl.gz`, a gzipped pickle of a list of episodes;
   L180-190: the run folder is `run_{%Y%m%dT%H%M%S%f}`.
@@ -159,9 +160,9 @@ def _label(ep: dict, file: Path, rec: str, warnings: list[str]) -> int | None:
         raise DataError(file, f"is_successful is not a number: {ok!r}", rec, "is_successful") from None
 
 
-def load_file(file: Path, png_root: Path) -> LoadResult:
-    """The episodes of one `{task}.pkl.gz`."""
-    result, stem = LoadResult(), file.name[: -len(SUFFIX)]
+def load_file(file: Path, png_root: Path, stem: str) -> LoadResult:
+    """The episodes of one `{task}.pkl.gz`; `stem`: its id (its path below the folder given, less the suffix)."""
+    result = LoadResult()
     try:
         episodes = read_pickle(file)
     except DataError as exc:
@@ -179,9 +180,10 @@ def load_file(file: Path, png_root: Path) -> LoadResult:
             if not isinstance(data, dict):
                 raise DataError(file, f"no steps (episode_data is {data!r}; exception_info: "
                                 f"{str(ep.get('exception_info'))[-120:]})", rec, "episode_data")
-            steps, answer = _steps(data, png_root / f"{stem}-{digest}" / str(i), file, rec)
+            steps, answer = _steps(data, png_root / f"{stem.replace('/', '--')}-{digest}" / str(i), file, rec)
             traj = Trajectory(id=tid, instruction=ep["goal"], steps=steps, answer=answer, platform="android",
-                              task_id=ep.get("task_template") or stem, label=label, source=str(file))
+                              task_id=ep.get("task_template") or file.name[: -len(SUFFIX)], label=label,
+                              source=str(file))
             result.trajectories.append(check_nonempty(traj, file, rec))
         except DataError as exc:
             result.errors.append(tag(exc, tid))
@@ -190,12 +192,19 @@ def load_file(file: Path, png_root: Path) -> LoadResult:
 
 def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
          png_dir: str | os.PathLike | None = None) -> LoadResult:
-    """Load every `*.pkl.gz` of an AndroidWorld run folder (or one such file); screenshots are written
-    as PNGs under `png_dir` (default: `.adaptrubric-png/` in the run folder)."""
+    """Load every `*.pkl.gz` of an AndroidWorld run folder, of the run folders in a folder, or one such
+    file; screenshots are written as PNGs under `png_dir` (default: `.adaptrubric-png/` in the folder
+    given). Ids are the files' paths below the folder given, less `.pkl.gz`."""
     path = Path(path)
-    files = [path] if path.is_file() else sorted(path.glob(f"*{SUFFIX}"))
-    root = Path(png_dir) if png_dir else (path.parent if path.is_file() else path) / ".adaptrubric-png"
+    base = path.parent if path.is_file() else path
+    files = [path] if path.is_file() else checkpoints(path)
+    root = Path(png_dir) if png_dir else base / ".adaptrubric-png"
     result = LoadResult()
     for f in files:
-        result.extend(load_file(f, root))
+        result.extend(load_file(f, root, str(f.relative_to(base))[: -len(SUFFIX)]))
     return result
+
+
+def checkpoints(folder: Path) -> list[Path]:
+    """The checkpoints of a run folder, else those of its run sub-folders."""
+    return sorted(folder.glob(f"*{SUFFIX}")) or sorted(folder.glob(f"*/*{SUFFIX}"))

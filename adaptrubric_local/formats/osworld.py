@@ -21,9 +21,12 @@ first action) and keeps the last screen as a final step. `response` is the thoug
 `thought`/`reasoning`/`content`, else its JSON), `natural_language_action` is put before the code in
 the action text. The instruction is read from the task JSON of the checkout the results folder lies in
 (walking up to the folder holding `evaluation_examples/examples`; `examples=DIR` points elsewhere;
-a task found under another domain folder is found by its id). The platform is `platform=` when given,
-else the task JSON's `platform`/`os`, else `windows` when the examples folder or the task's domain
-path names Windows or the task's config uses `C:\\` paths, else `ubuntu` (OSWorld's default VM).
+a task found under another domain folder is found by its id); with no checkout, rows that carry an
+`instruction` (some agents write one, e.g. `run_single_example_human`) give it, and the platform is
+`windows` when the folder names below the data folder (or its own name) say Windows. Otherwise the
+platform is `platform=` when given, else the task JSON's `platform`/`os`, else `windows` when the
+examples folder or the task's domain path names Windows or the task's config uses `C:\\` paths, else
+`ubuntu` (OSWorld's default VM).
 Label: `result.txt` > 0.5 is 1, else 0; a run ending in an `{"Error": ...}` row with no `result.txt`
 gets label None (it never reached the evaluator: not a failed task) and a warning naming the error.
 Not read: `recording.mp4`, `runtime.log`, `info`, `reward`, accessibility trees.
@@ -43,7 +46,7 @@ from .base import DataError, LoadResult, check_nonempty, iter_json_lines, load_j
 from .screens import after_to_before
 
 SCREENS = "after"
-_THOUGHT_KEYS = ("thought", "reasoning", "thinking", "content", "response")
+_THOUGHT_KEYS = ("reasoning_content", "thought", "reasoning", "thinking", "plan", "content", "response")
 _WINDOWS_PATH = re.compile(r"\b[a-z]:\\\\", re.I)
 
 
@@ -94,9 +97,9 @@ def _shot_name(folder: Path, row: dict, warn: list[str]) -> str | None:
     n = row.get("step_num")
     for alt in ([f"step_{n}_{row.get('action_timestamp')}.png", f"step_{n}.png"] if n is not None else []):
         if (folder / alt).is_file():
-            if name:
+            if name and not any("OpenCUA runner" in w for w in warn):
                 warn.append(f"{folder / 'traj.jsonl'}: step_num {n} names {name}, which does not exist; read "
-                            f"{alt} (what OSWorld's OpenCUA runner saves)")
+                            f"{alt} (what OSWorld's OpenCUA runner saves; so for every such step)")
             return alt
     return name if isinstance(name, str) else None
 
@@ -109,9 +112,12 @@ class _Run:
         self.file, self.rec = folder / "traj.jsonl", f"folder {folder.name}"
         self.warnings: list[str] = []
 
-    def task(self) -> tuple[str, str]:
-        """(instruction, platform) from the task JSON."""
+    def task(self, rows: list[dict]) -> tuple[str, str]:
+        """(instruction, platform) from the task JSON (or, without a checkout, from rows that carry it)."""
         examples = Path(self.opts["examples"]) if self.opts.get("examples") else find_examples(self.folder)
+        in_rows = next((r["instruction"] for r in rows if isinstance(r.get("instruction"), str)), None)
+        if examples is None and in_rows is not None:
+            return in_rows, self.opts.get("platform") or self.path_platform()
         if examples is None:
             raise DataError(self.file, "no instruction: OSWorld keeps it in evaluation_examples/examples/{domain}/"
                             f"{self.folder.name}.json of the checkout, and none was found above {self.folder} "
@@ -125,6 +131,11 @@ class _Run:
             raise DataError(found, "task JSON has no string 'instruction'", self.rec, "instruction")
         return task["instruction"], self.opts.get("platform") or task_platform(task, found, examples)
 
+    def path_platform(self) -> str:
+        """`windows` when a folder between the data folder given and the run names Windows, else `ubuntu`."""
+        return "windows" if "windows" in self.tid.lower() or "windows" in self.opts.get("given", "").lower() \
+            else "ubuntu"
+
     def shot(self, name: str | None, what: str) -> str | None:
         if name is None:
             return None
@@ -135,7 +146,7 @@ class _Run:
         if bad is not None:
             raise DataError(self.file, "step is not a JSON object", self.rec, f"line {bad + 1}")
         errors = [r["Error"] for r in rows if "Error" in r]
-        instruction, platform = self.task()
+        instruction, platform = self.task(rows)
         steps, answer = [], None
         for r in (r for r in rows if "Error" not in r):
             shot = self.shot(_shot_name(self.folder, r, self.warnings), f"step_num {r.get('step_num')}")
@@ -207,5 +218,6 @@ def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.P
     folders, root = result_folders(Path(path))
     result = LoadResult()
     for f in folders:
-        result.extend(load_folder(f, root, check_images, tuple(image_roots), examples=examples, platform=platform))
+        result.extend(load_folder(f, root, check_images, tuple(image_roots), examples=examples, platform=platform,
+                                  given=Path(path).resolve().name))
     return result
