@@ -142,3 +142,19 @@ def test_bad_result_and_rows(tmp_path):
         fh.write("[1, 2]\n")
     (err,) = osworld.load(run).errors
     assert (err.field, err.record_id) == ("line 2", ID)
+
+
+def test_a_copied_run_without_its_checkout(tmp_path):
+    """A run copied out of its checkout, as OSReward's committed samples are (raw/windows/<agent>-sample/
+    {domain}/{id}/): an agent that writes the instruction in its rows gives it; the folders name Windows;
+    a response dict's `reasoning_content` is the thought."""
+    root = tmp_path / "raw" / "windows" / "agent-sample"
+    run = osworld_run(root, "chrome", "t-wos", actions=["pyautogui.click(1, 2)"], result=None, extra=[
+        {"instruction": "Add the soundtrack to my cart.",
+         "response": {"content": "## Action: click", "reasoning_content": "The search box is at the top."}}])
+    res = load_trajectories(tmp_path / "raw" / "windows")
+    assert not res.errors
+    (t,) = res.trajectories
+    assert (t.instruction, t.platform, t.label, t.steps[0].thought) == (
+        "Add the soundtrack to my cart.", "windows", None, "The search box is at the top.")
+    assert load_trajectories(run).trajectories[0].platform == "ubuntu"  # nothing below the folder given says so

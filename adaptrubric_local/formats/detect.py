@@ -1,7 +1,7 @@
 """Helpers for format detection: which result folder a path holds (OSWorld and ZeroGUI both write
 `traj.jsonl`; ZeroGUI also writes `config.json` beside it and `output_text` in its rows), and, for a
-path no format detects, the nearest match: the format whose marker files (the file names and endings
-in its `shape`) the folder holds most of. Knows nothing about the loaders themselves.
+path no format detects, the nearest match: the format whose marker files (the file names, their stems
+and endings in its `shape`) the folder holds most of. Knows nothing about the loaders themselves.
 """
 from __future__ import annotations
 
@@ -32,15 +32,25 @@ def first_traj_row(p: Path) -> tuple[Path, bool] | None:
     return traj, isinstance(row, dict) and "output_text" in row
 
 
-def _markers(shape: str) -> list[str]:
-    """File names and endings a format's shape names: "*/record.jsonl (X)" -> ["record.jsonl", ".jsonl"]."""
+def _markers(shape: str) -> list[tuple[str, str, int]]:
+    """(how, what, weight) of the file names, stems and endings a format's shape names:
+    "*/record.jsonl (X)" -> [("name", "record.jsonl", 10), ("stem", "record", 5), ("end", ".jsonl", 1)]."""
     out = []
     for tok in _MARKER.findall(shape):
         name = tok.rsplit("/", 1)[-1]
         if not name.startswith("*"):
-            out.append(name)
-        out.append(name[name.index("."):])
+            out += [("name", name, 10), ("stem", name.split(".")[0], 5)]
+        end = name[name.index("."):]
+        out += [("end", end, 1)] + ([("end", "." + end.split(".")[1], 1)] if end.count(".") > 1 else [])
     return out
+
+
+def _hits(how: str, what: str, files: list[Path]) -> list[Path]:
+    if how == "name":
+        return [f for f in files if f.name == what]
+    if how == "stem":
+        return [f for f in files if f.name.split(".")[0] == what and f.name != what]
+    return [f for f in files if f.name.endswith(what)]
 
 
 def nearest_format(p: Path, shapes: list[tuple[str, str]]) -> str:
@@ -50,9 +60,9 @@ def nearest_format(p: Path, shapes: list[tuple[str, str]]) -> str:
     best, best_score, best_hit = None, 0, None
     for name, shape in shapes:
         score, hit = 0, None
-        for m in _markers(shape):
-            found = [f for f in files if (f.name == m if not m.startswith(".") else f.name.endswith(m))]
-            score += len(found) * (1 if m.startswith(".") else 10)
+        for how, what, weight in _markers(shape):
+            found = _hits(how, what, files)
+            score += len(found) * weight
             hit = hit or (found[0] if found else None)
         if score > best_score:
             best, best_score, best_hit = (name, shape), score, hit

@@ -1,0 +1,56 @@
+"""Format detection (formats/__init__.py, formats/detect.py): the folder each project's user has is detected,
+a folder no format detects names every format looked for and the nearest match, and a registered format
+says whether its screenshots are taken before or after their actions."""
+import pytest
+from agent_runs import androidworld_task, osworld_checkout, osworld_run, zerogui_run
+
+from adaptrubric_local.formats import FORMATS, DataError, detect_format, register_format
+from adaptrubric_local.formats.base import LoadResult
+from adaptrubric_local.formats.detect import first_traj_row, nearest_format
+
+
+def test_the_folders_users_have_are_detected(tmp_path):
+    osworld_checkout(tmp_path / "OSWorld", "os", "t1", "Say hi.")
+    osworld_run(tmp_path / "OSWorld", "os", "t1", actions=["pyautogui.click(1, 2)"])
+    zerogui_run(tmp_path / "zg" / "eval_results", "t1", [("Action: wait()", ["WAIT"])], {"instruction": "Wait."})
+    androidworld_task(tmp_path / "aw" / "run_20250101T000000000000", "T_0", "Go home.",
+                      [{"action_type": "navigate_home"}], ["Home."])
+    got = {p: detect_format(tmp_path / p) for p in ("OSWorld", "OSWorld/results", "zg/eval_results", "aw",
+                                                      "aw/run_20250101T000000000000")}
+    assert got == {"OSWorld": "osworld", "OSWorld/results": "osworld", "zg/eval_results": "zerogui",
+                   "aw": "androidworld", "aw/run_20250101T000000000000": "androidworld"}
+    assert first_traj_row(tmp_path / "nowhere") is None
+
+
+def test_an_unreadable_folder_names_what_was_looked_for_and_the_nearest_match(tmp_path):
+    run = tmp_path / "copied" / "chrome" / "t1"
+    run.mkdir(parents=True)
+    (run / "traj.json").write_text("[]")  # renamed by hand: no format reads it
+    (run / "step_1_20250101@000000.png").write_bytes(b"")
+    with pytest.raises(DataError) as ei:
+        detect_format(tmp_path / "copied")
+    msg = str(ei.value)
+    assert "could not detect the format: looked for */record.jsonl (AndroidGen), traj.jsonl + config.json" in msg
+    assert msg.endswith("; nearest match: zerogui (traj.jsonl + config.json (ZeroGUI): found chrome/t1/traj.json, "
+                        "but not the layout it reads)")
+    (tmp_path / "pickles").mkdir()
+    (tmp_path / "pickles" / "run.pkl").write_bytes(b"")
+    assert nearest_format(tmp_path / "pickles", [("a", "*.jsonl (A)"), ("aw", "*.pkl.gz (AndroidWorld)")]) == (
+        "; nearest match: aw (*.pkl.gz (AndroidWorld): found run.pkl, but not the layout it reads)")
+
+
+def test_register_format_records_what_its_screens_show():
+    assert {n: s.screens for n, s in FORMATS.items() if s.screens == "after"} == {"zerogui": "after",
+                                                                                   "osworld": "after"}
+
+    def load(path, check_images=True, image_roots=()):
+        return LoadResult()
+
+    try:
+        register_format("mine", detect=lambda p: False, looked_for="x", shape="x (mine)", screens="after")(load)
+        assert FORMATS["mine"].screens == "after"
+        with pytest.raises(ValueError, match="screens must be one of before, after, got 'during'"):
+            register_format("bad", detect=lambda p: False, looked_for="x", shape="x", screens="during")(load)
+    finally:
+        FORMATS.pop("mine", None)
+    assert "bad" not in FORMATS
