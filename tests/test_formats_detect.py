@@ -54,3 +54,40 @@ def test_register_format_records_what_its_screens_show():
     finally:
         FORMATS.pop("mine", None)
     assert "bad" not in FORMATS
+
+
+def test_loader_options_in_the_format_name(tmp_path):
+    from adaptrubric_local.formats import load_trajectories, split_format
+    from adaptrubric_local.formats.stream import stream_trajectories
+
+    assert split_format("osworld,examples=/a/b,platform=windows") == (
+        "osworld", {"examples": "/a/b", "platform": "windows"})
+    assert split_format("auto") == ("auto", {})
+    with pytest.raises(ValueError, match="format option 'oops' in 'osworld,oops': write NAME,KEY=VALUE"):
+        split_format("osworld,oops")
+    examples = osworld_checkout(tmp_path / "OSWorld", "os", "t1", "Say hi.").parents[1]
+    osworld_run(tmp_path / "copy", "os", "t1", actions=["pyautogui.click(1, 2)"])
+    fmt = f"osworld,examples={examples},platform=windows"
+    (t,) = load_trajectories(tmp_path / "copy", fmt=fmt).trajectories
+    assert (t.instruction, t.platform) == ("Say hi.", "windows")
+    (t,) = [x for _, x in stream_trajectories(tmp_path / "copy", fmt=f"auto,examples={examples}").items()]
+    assert (t.instruction, t.platform) == ("Say hi.", "ubuntu")
+    with pytest.raises(ValueError, match="format 'osworld' takes no option 'png_dir'"):
+        load_trajectories(tmp_path / "copy", fmt="auto,png_dir=x")
+
+
+def test_the_cli_reads_a_loaders_options_and_shows_each_action_with_its_screen(tmp_path, capsys):
+    """`prompt` (what `score` sends) on an OSWorld run copied away from its checkout, its task JSON given
+    with --format osworld,examples=DIR: step k's screenshot is the screen action k was taken on."""
+    from adaptrubric_local.cli import main
+
+    examples = osworld_checkout(tmp_path / "OSWorld", "os", "t1", "Save the file as report.txt.").parents[1]
+    run = osworld_run(tmp_path / "copy", "os", "t1", step0=True, actions=[
+        "pyautogui.click(10, 10)", "pyautogui.typewrite('report.txt')", "pyautogui.press('enter')"])
+    rc = main(["prompt", str(tmp_path / "copy" / "results"), "--format", f"osworld,examples={examples}",
+               "--id", "pyautogui/screenshot/gpt-4o/os/t1", "--router", "rules", "--no-fine"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "Save the file as report.txt." in out and '"report.txt"' in out
+    assert "Step 2: pyautogui.typewrite('report.txt')" in out
+    assert f"step 2: {(run / 'step_1_20250101@120000.png').resolve()}  (before type)" in out
+    assert f"step 4: {(run / 'step_3_20250101@120002.png').resolve()}  (final frame)" in out

@@ -187,16 +187,32 @@ def _check_options(fmt: str, options: dict) -> None:
                          f"{', '.join(known) or 'none'}")
 
 
+def split_format(fmt: str) -> tuple[str, dict[str, str]]:
+    """"osworld,examples=DIR,platform=windows" -> ("osworld", {"examples": "DIR", "platform": "windows"}):
+    a format name and its loader's options, as `--format` takes them."""
+    name, *rest = fmt.split(",")
+    options = {}
+    for item in rest:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"format option {item!r} in {fmt!r}: write NAME,KEY=VALUE[,KEY=VALUE...]")
+        options[key.strip()] = value
+    return name.strip(), options
+
+
 def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = True,
                       image_roots: Iterable[str | os.PathLike] = (), options: dict | None = None) -> LoadResult:
-    """Load every trajectory under `path`; `fmt` is a format registered in FORMATS or "auto".
+    """Load every trajectory under `path`; `fmt` is a format registered in FORMATS or "auto", optionally
+    followed by its loader's options (`split_format`: "osworld,examples=DIR").
 
     Screenshots may lie in the data folder or in one of `image_roots` (extra folders the caller
-    allows; the CLI's `--image-root DIR`). `options` go to the format's loader (osworld: `examples`,
-    `platform`; zerogui: `platform`; androidworld: `png_dir`); one it does not take is an error.
-    Raises DataError when the path cannot be read as data or holds no trajectory and no bad record
-    at all."""
+    allows; the CLI's `--image-root DIR`). `options` (and those in `fmt`) go to the format's loader
+    (osworld: `examples`, `platform`; zerogui: `platform`; androidworld: `png_dir`); one it does not
+    take is an error. Raises DataError when the path cannot be read as data or holds no trajectory and
+    no bad record at all."""
     p = Path(path)
+    fmt, in_fmt = split_format(fmt)
+    options = {**in_fmt, **(options or {})}
     if fmt == "auto":
         fmt = detect_format(p)
     if fmt not in FORMATS:
@@ -223,4 +239,5 @@ __all__ = [
     "load_trajectories",
     "register_format",
     "resolve_image",
+    "split_format",
 ]
