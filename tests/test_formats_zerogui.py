@@ -74,6 +74,17 @@ def test_an_androidlab_task(tmp_path):
     assert zerogui.load(tmp_path, platform="ubuntu").trajectories[0].platform == "ubuntu"
 
 
+def test_a_task_whose_reset_failed_is_named(tmp_path):
+    zerogui_run(tmp_path, "ex-3", REPLIES[:1], OSWORLD_TASK)
+    failed = tmp_path / "20250102030405_ex-9"  # vllm_agent_engine.py L95-105: only result.txt
+    failed.mkdir()
+    (failed / "result.txt").write_text("Env reset failed.")
+    res = zerogui.load(tmp_path)
+    assert len(res.trajectories) == 1 and not res.errors
+    assert res.warnings == [f"{failed / 'result.txt'}: 'Env reset failed.' and no traj.jsonl: the task never "
+                            "ran; not loaded"]
+
+
 def test_errors_keep_the_folder_id(tmp_path):
     bad = zerogui_run(tmp_path, "ex-6", REPLIES[:1], OSWORLD_TASK, result="Env reset failed.")
     none = zerogui_run(tmp_path, "ex-7", REPLIES[:1], OSWORLD_TASK)

@@ -3,7 +3,8 @@
 Read from the writer, OpenGVLab/ZeroGUI (commit d3d7be2b325d), `openrlhf/trainer/ray/vllm_agent_engine.py`
 `run_single_task`:
 - L85-91: one folder per task, `{save_dir}/{%Y%m%d%H%M%S}_{example_id}/`; L95-105: when the env
-  reset fails, only `result.txt` = `Env reset failed.` is written (no `traj.jsonl`: not loaded);
+  reset fails, only `result.txt` = `Env reset failed.` is written (no `traj.jsonl`: not loaded, a
+  warning names it);
 - L107-111: `step_0.png` (the initial screen) and `config.json` (the task config, with `instruction`);
 - L135-142: `model_output.jsonl` (every reply, parsed or not); L150-171: per executed action, the
   screen `env.step` leaves is saved as `step_{n}.png` and a `traj.jsonl` row written with `step_num`,
@@ -112,6 +113,9 @@ def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.P
     `platform` overrides the one read off each task config."""
     folders, root = result_folders(Path(path))
     result = LoadResult()
+    result.warnings += [f"{f}: {f.read_text(encoding='utf-8').strip()!r} and no traj.jsonl: the task never ran; "
+                        "not loaded" for f in sorted(Path(path).glob("*/result.txt")) if Path(path).is_dir()
+                        and not (f.parent / "traj.jsonl").exists()]
     for folder in folders:
         tid = str(folder.relative_to(root)) if folder != root else folder.name
         part = LoadResult()
