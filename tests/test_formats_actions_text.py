@@ -28,6 +28,11 @@ from adaptrubric_local.types import Step
     ("DONE", ("done", None, None)),
     ("FAIL", ("fail", None, None)),
     ("look around", (None, None, None)),
+    ("pyautogui.moveTo(9, 6); time.sleep(0.5); pyautogui.vscroll(-6)", ("scroll", None, None)),
+    ("pyautogui.moveTo(9, 6)", ("hover", None, None)),
+    # Agent-S style typing, as in OSReward's committed windows/interngui-sample traj.jsonl
+    ("import pyperclip;pyautogui.click(1, 2);pyperclip.copy('Dota 2');pyautogui.hotkey('ctrl', 'v');"
+     "pyautogui.press('enter');", ("type", "Dota 2", None)),
 ])
 def test_classify_code_action(action, expected):
     assert classify_code_action(action) == expected

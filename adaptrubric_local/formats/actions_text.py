@@ -3,8 +3,10 @@ line (`pyautogui.typewrite('hi')`), a function call (`type(content='hi')`, `fini
 `answer('3')`) or a bare keyword (OSWorld's `DONE`/`FAIL`/`WAIT`). Shared by the loaders of formats
 whose actions are code; knows nothing about any one format's files.
 
-The action type is the name of the call the action makes (or of its first call), never a keyword
-anywhere in the text: a comment or a docstring holding the agent's thought does not change it.
+The action type is the name of the call the action makes (its first call, unless that only moves the
+pointer or waits before another), never a keyword anywhere in the text: a comment or a docstring
+holding the agent's thought does not change it. Text put on the clipboard and pasted
+(`pyperclip.copy('x'); pyautogui.hotkey('ctrl', 'v')`, as some OSWorld agents type) is typed text.
 """
 from __future__ import annotations
 
@@ -20,6 +22,9 @@ _TYPE_RE = re.compile(r"(?:typewrite|write|type|input_text)\s*\(\s*(?:(?:text|co
                       re.S)
 _ANSWER_RE = re.compile(r"(?:answer|finished|terminate|exit)\s*\(\s*(?:(?:content|answer|message|text)\s*=\s*)?"
                         + _STR, re.S)
+_PASTE_RE = re.compile(r"pyperclip\.copy\(\s*" + _STR + r"\s*\)\s*;?\s*pyautogui\.hotkey\(\s*['\"](?:ctrl|command)['\"]"
+                       r"\s*,\s*['\"]v['\"]\s*\)", re.S)
+_WEAK = ("hover", "wait")  # a call that only prepares another (moveTo before a scroll) gives way to it
 _COMMENTS = re.compile(r"'''.*?'''|\"\"\".*?\"\"\"|#[^\n]*", re.S)
 _KINDS = {"typewrite": "type", "write": "type", "type": "type", "input_text": "type", "hotkey": "hotkey",
           "press": "key", "keydown": "key", "keyup": "key", "scroll": "scroll", "hscroll": "scroll",
@@ -55,14 +60,11 @@ def classify_code_action(action: str) -> tuple[str | None, str | None, str | Non
     m = _ANSWER_RE.search(code)
     if m:
         return "answer", None, _unescape(m.group(2))
-    m = _TYPE_RE.search(code)
+    m = _TYPE_RE.search(code) or _PASTE_RE.search(code)
     if m:
         return "type", _unescape(m.group(2)), None
-    for call in _CALL_RE.finditer(code):
-        name = call.group(1).lower()
-        if name in _KINDS:
-            return _KINDS[name], None, None
-    return None, None, None
+    kinds = [_KINDS[c.group(1).lower()] for c in _CALL_RE.finditer(code) if c.group(1).lower() in _KINDS]
+    return next((k for k in kinds if k not in _WEAK), kinds[0] if kinds else None), None, None
 
 
 def code_step(shot: str | None, raw_action: Any, thought: Any) -> tuple[Step, str | None]:
