@@ -143,17 +143,15 @@ register_format("androidgen", order=10, shape="*/record.jsonl (AndroidGen)",
                 looked_for="record.jsonl (AndroidGen) in the folder or in its sub-folders",
                 detect=lambda p: p.name == "record.jsonl" if p.is_file() else
                 (p / "record.jsonl").is_file() or any(p.glob("*/record.jsonl")))(androidgen.load)
-register_format("zerogui", order=20, shape="traj.jsonl + config.json (ZeroGUI)", screens="after",
+register_format("zerogui", order=20, shape="traj.jsonl + config.json (ZeroGUI)", screens=zerogui.SCREENS,
                 looked_for="traj.jsonl with config.json beside it (ZeroGUI task folders) anywhere below",
                 detect=lambda p: (first_traj_row(p) or (None, False))[1])(zerogui.load)
-register_format("osworld", order=21, shape="traj.jsonl (OSWorld)", screens="after",
+register_format("osworld", order=21, shape="traj.jsonl (OSWorld)", screens=osworld.SCREENS,
                 looked_for="traj.jsonl (OSWorld results/{action_space}/{observation_type}/{model}/{domain}/{id}) "
-                           "anywhere below",
-                detect=lambda p: first_traj_row(p) is not None)(osworld.load)
-register_format("androidworld", order=25, shape="*.pkl.gz (AndroidWorld)",
+                           "anywhere below", detect=lambda p: first_traj_row(p) is not None)(osworld.load)
+register_format("androidworld", order=25, shape="*.pkl.gz (AndroidWorld)", screens=androidworld.SCREENS,
                 looked_for="*.pkl.gz (AndroidWorld checkpoints) in the folder or in its run sub-folders",
-                detect=lambda p: p.name.endswith(androidworld.SUFFIX) if p.is_file()
-                else bool(androidworld.checkpoints(p)))(androidworld.load)
+                detect=androidworld.detect)(androidworld.load)
 register_format("osreward", order=50, shape="trace JSON (OSReward)", detect=_is_osreward,
                 looked_for="trace JSON files (objects with trace_id and trajectory) anywhere below")(
                     others.load_osreward)

@@ -205,6 +205,11 @@ def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.P
     return result
 
 
+def detect(p: Path) -> bool:
+    """A checkpoint, or a folder holding checkpoints (or run folders holding them)."""
+    return p.name.endswith(SUFFIX) if p.is_file() else bool(checkpoints(p))
+
+
 def checkpoints(folder: Path) -> list[Path]:
     """The checkpoints of a run folder, else those of its run sub-folders."""
     return sorted(folder.glob(f"*{SUFFIX}")) or sorted(folder.glob(f"*/*{SUFFIX}"))
