@@ -57,6 +57,15 @@ def test_png_dir_and_cache(tmp_path):
     assert np.array_equal(np.asarray(Image.open(t2.steps[0].screenshot)), screen(9))
 
 
+def test_an_unwritable_png_folder_is_an_error_naming_it(tmp_path):
+    androidworld_task(tmp_path / "run", "T_0", GOAL, ACTIONS[:1], REASONS[:1])
+    (tmp_path / "file").write_text("")
+    res = load_trajectories(tmp_path / "run", options={"png_dir": tmp_path / "file"})
+    (err,) = res.errors
+    assert err.record_id == "T_0" and "cannot write its screenshots as PNGs under" in err.problem
+    assert "png_dir=DIR" in err.problem
+
+
 def test_a_task_that_raised_is_not_a_failure(tmp_path):
     androidworld_task(tmp_path, "Good_0", GOAL, ACTIONS, REASONS, success=0.0)
     androidworld_failed(tmp_path, "Broken_0", GOAL)

@@ -180,7 +180,12 @@ def load_file(file: Path, png_root: Path, stem: str) -> LoadResult:
             if not isinstance(data, dict):
                 raise DataError(file, f"no steps (episode_data is {data!r}; exception_info: "
                                 f"{str(ep.get('exception_info'))[-120:]})", rec, "episode_data")
-            steps, answer = _steps(data, png_root / f"{stem.replace('/', '--')}-{digest}" / str(i), file, rec)
+            shots = png_root / f"{stem.replace('/', '--')}-{digest}" / str(i)
+            try:
+                steps, answer = _steps(data, shots, file, rec)
+            except OSError as exc:
+                raise DataError(file, f"cannot write its screenshots as PNGs under {shots}: {exc.strerror or exc} "
+                                "(give a writable folder with png_dir=DIR)", rec, "episode_data") from None
             traj = Trajectory(id=tid, instruction=ep["goal"], steps=steps, answer=answer, platform="android",
                               task_id=ep.get("task_template") or file.name[: -len(SUFFIX)], label=label,
                               source=str(file))
