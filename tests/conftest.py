@@ -73,9 +73,13 @@ def make_dataset(fmt: str, root: Path, shots: Path | None = None, missing: bool 
                 for i in range(3)]
         write_jsonl(root / "555" / "record.jsonl", rows)
         return root, "555"
-    if fmt == "zerogui":
+    if fmt == "zerogui":  # a ZeroGUI task folder (tests/agent_runs.py `zerogui_run` cites the writer)
         ex = root / "app" / "ex1"
-        rows = [{"step_num": i, "action": "pyautogui.click(1, 2)", "instruction": "Open the menu.",
+        ex.mkdir(parents=True, exist_ok=True)
+        if shots is None:  # the initial screen lies in the task folder; with `shots`, it has none
+            make_png(ex / "step_0.png", 0)
+        (ex / "config.json").write_text(json.dumps({"id": "ex1", "instruction": "Open the menu."}))
+        rows = [{"step_num": i, "action": "pyautogui.click(1, 2)", "output_text": "Action: click(start_box='(1,2)')",
                  "screenshot_file": shot(f"app/ex1/step_{i}.png", i) if shots else
                  Path(shot(f"app/ex1/step_{i}.png", i)).name} for i in range(1, 3)]
         write_jsonl(ex / "traj.jsonl", rows)

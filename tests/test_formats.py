@@ -17,12 +17,19 @@ def _msg(exc_info, root):
     return str(exc_info.value).replace(str(root), "{d}")
 
 
+LOOKED_FOR = ("*/record.jsonl (AndroidGen), cleaned/**/*.json (AgentRewardBench), <task_id>/result.json "
+              "(Online-Mind2Web), traj.jsonl + config.json (ZeroGUI), traj.jsonl (OSWorld), *.pkl.gz (AndroidWorld), "
+              "episode.json (ClawGUI), save_to_disk or *.parquet (datasets), *.jsonl (canonical), trace JSON "
+              "(OSReward)")
+
+
 def test_format_path_and_image_root_errors(tmp_path):
     make_png(tmp_path / "a.png", 1)
     with pytest.raises(ValueError) as ei:
         load_trajectories(tmp_path / "x.jsonl", fmt="csv")
-    assert str(ei.value) == ("unknown format 'csv'; choose one of canonical, androidgen, zerogui, osreward, clawgui, "
-                             "hf-dataset, agentrewardbench, online-mind2web or auto")
+    assert str(ei.value) == ("unknown format 'csv'; choose one of canonical, androidgen, zerogui, osworld, "
+                             "androidworld, osreward, clawgui, hf-dataset, agentrewardbench, online-mind2web "
+                             "or auto")
     for fmt in ("auto", "canonical"):
         with pytest.raises(DataError) as ei:
             load_trajectories(tmp_path / "missing.jsonl", fmt=fmt)
@@ -51,13 +58,12 @@ def test_empty_data_messages(tmp_path):
     with pytest.raises(DataError) as ei:
         load_trajectories(tmp_path / "empty")
     assert _msg(ei, tmp_path) == (
-        "{d}/empty: could not detect the format: looked for */record.jsonl (AndroidGen), cleaned/**/*.json "
-        "(AgentRewardBench), <task_id>/result.json (Online-Mind2Web), traj.jsonl (ZeroGUI/OSWorld), "
-        "episode.json (ClawGUI), save_to_disk or *.parquet (datasets), *.jsonl (canonical), trace JSON (OSReward)")
+        "{d}/empty: could not detect the format: looked for " + LOOKED_FOR + "; nearest match: none (no file here "
+        "has a name or ending any of them looks for)")
     with pytest.raises(DataError) as ei:
         load_trajectories(tmp_path / "empty", fmt="zerogui")
     assert _msg(ei, tmp_path) == ("{d}/empty: no trajectories found: the zerogui loader looked for traj.jsonl "
-                                  "(ZeroGUI/OSWorld result folders) anywhere below")
+                                  "with config.json beside it (ZeroGUI task folders) anywhere below")
     (tmp_path / "e.jsonl").write_text("")
     with pytest.raises(DataError) as ei:
         load_trajectories(tmp_path / "e.jsonl")
@@ -66,7 +72,8 @@ def test_empty_data_messages(tmp_path):
 
 
 @pytest.mark.parametrize("name, fmt", [("episode.json", "clawgui"), ("record.jsonl", "androidgen"),
-                                       ("traj.jsonl", "zerogui"), ("x.jsonl", "canonical"), ("x.json", "osreward")])
+                                       ("traj.jsonl", "osworld"), ("x.jsonl", "canonical"), ("x.json", "osreward"),
+                                       ("Task_0.pkl.gz", "androidworld")])
 def test_detect_format_of_a_file(tmp_path, name, fmt):
     (tmp_path / name).write_text("{}")
     assert detect_format(tmp_path / name) == fmt
@@ -76,10 +83,8 @@ def test_detect_format_of_folders(tmp_path):
     (tmp_path / "x.txt").write_text("")
     with pytest.raises(DataError) as ei:
         detect_format(tmp_path / "x.txt")
-    assert _msg(ei, tmp_path) == ("{d}/x.txt: unknown file type: looked for */record.jsonl (AndroidGen), "
-                                  "cleaned/**/*.json (AgentRewardBench), <task_id>/result.json (Online-Mind2Web), "
-                                  "traj.jsonl (ZeroGUI/OSWorld), episode.json (ClawGUI), save_to_disk or *.parquet "
-                                  "(datasets), *.jsonl (canonical), trace JSON (OSReward)")
+    assert _msg(ei, tmp_path) == ("{d}/x.txt: unknown file type: looked for " + LOOKED_FOR + "; nearest match: "
+                                  "none (no file here has a name or ending any of them looks for)")
 
     def folder(name, files):
         d = tmp_path / name
@@ -90,8 +95,11 @@ def test_detect_format_of_folders(tmp_path):
 
     assert detect_format(folder("ag1", {"record.jsonl": ""})) == "androidgen"
     assert detect_format(folder("ag2", {"555/record.jsonl": ""})) == "androidgen"
-    assert detect_format(folder("zg1", {"traj.jsonl": ""})) == "zerogui"
-    assert detect_format(folder("zg2", {"app/ex/deep/traj.jsonl": ""})) == "zerogui"
+    assert detect_format(folder("ow1", {"traj.jsonl": ""})) == "osworld"
+    assert detect_format(folder("ow2", {"app/ex/deep/traj.jsonl": ""})) == "osworld"
+    assert detect_format(folder("zg1", {"traj.jsonl": "", "config.json": "{}"})) == "zerogui"
+    assert detect_format(folder("zg2", {"app/ex/deep/traj.jsonl": '{"output_text": "Action: wait()"}'})) == "zerogui"
+    assert detect_format(folder("aw", {"run_1/T_0.pkl.gz": ""}) / "run_1") == "androidworld"
     assert detect_format(folder("cg", {"ep/sub/episode.json": "{}"})) == "clawgui"
     assert detect_format(folder("cn", {"data.jsonl": ""})) == "canonical"
     assert detect_format(folder("os1", {"a/t.json": '{"trace_id": 1, "trajectory": []}'})) == "osreward"

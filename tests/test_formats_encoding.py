@@ -7,7 +7,8 @@ from adaptrubric_local.formats import (
     canonical,
     detect_format,
     load_trajectories,
-    others,
+    osworld,
+    zerogui,
 )
 from adaptrubric_local.types import Step, Trajectory
 
@@ -41,17 +42,27 @@ def test_canonical_write_and_load(tmp_path, ascii_locale):
 
 
 def test_zerogui_text_files(tmp_path, ascii_locale):
-    row = json.dumps({"step_num": 1, "action": "pyautogui.click(1, 2)"}) + "\n"
+    row = json.dumps({"step_num": 1, "action": "DONE", "output_text": f"Thought: {TEXT}\nAction: finished("
+                      f"content='{TEXT}')"}, ensure_ascii=False) + "\n"
     one = tmp_path / "one"
     _utf8(one / "traj.jsonl", row)
-    _utf8(one / "instruction.txt", f" {TEXT}\n")
+    _utf8(one / "config.json", json.dumps({"instruction": TEXT}, ensure_ascii=False, indent=4))
     _utf8(one / "result.txt", "1\u00a0\n")  # a no-break space after the number
-    two = tmp_path / "two"
-    _utf8(two / "traj.jsonl", row)
-    _utf8(two / "task.json", json.dumps({"instruction": TEXT}, ensure_ascii=False))
-    res = others.load_zerogui(tmp_path, check_images=False)
+    res = zerogui.load(tmp_path, check_images=False)
     assert not res.errors
-    assert [(t.id, t.instruction, t.label) for t in res.trajectories] == [("one", TEXT, 1), ("two", TEXT, None)]
+    assert [(t.id, t.instruction, t.label, t.answer, t.steps[0].thought) for t in res.trajectories] == [
+        ("one", TEXT, 1, TEXT, TEXT)]
+
+
+def test_osworld_task_json(tmp_path, ascii_locale):
+    _utf8(tmp_path / "evaluation_examples" / "examples" / "os" / "t1.json",
+          json.dumps({"instruction": TEXT}, ensure_ascii=False))
+    run = tmp_path / "results" / "pyautogui" / "screenshot" / "m" / "os" / "t1"
+    _utf8(run / "traj.jsonl", json.dumps({"step_num": 1, "action": f"pyautogui.write('{TEXT}')",
+                                          "response": TEXT, "screenshot_file": "step_1_x.png"},
+                                         ensure_ascii=False) + "\n")
+    res = osworld.load(tmp_path / "results", check_images=False)
+    assert [(t.instruction, t.steps[0].text, t.steps[0].thought) for t in res.trajectories] == [(TEXT, TEXT, TEXT)]
 
 
 def test_osreward_detected_from_non_ascii_json(tmp_path, ascii_locale):

@@ -1,15 +1,19 @@
 """Load trajectories from any supported on-disk format, detecting which one it is.
 
-Formats: `canonical` (JSONL), `androidgen`, `zerogui`, `osreward`, `clawgui`, each registered in
-`FORMATS` with `register_format` (how it is detected, what its loader looks for), as a user's file given
-with `--plugins FILE.py` registers its own. Each loader returns a LoadResult: one bad record becomes a
-DataError in `errors` (with the record's own id in `record_id` when it has one) and never loses the
-other records. Loading nothing at all is an error naming what was looked for; verdict files (what
-`score` writes) are recognised and never read as data. Screenshots must lie in the data folder or in a
-folder the caller allows (`image_roots`).
+Formats: `canonical` (JSONL), `androidgen`, `osworld`, `zerogui`, `androidworld`, `osreward`, `clawgui`,
+each registered in `FORMATS` with `register_format` (how it is detected, what its loader looks for,
+whether its stored screenshot is the screen before or after its action), as a user's file given with
+`--plugins FILE.py` registers its own. Loaders return steps whose screenshot is the screen the action
+was taken on (a format that stores the screen after each action re-pairs them: `screens.py`). A folder
+no format detects gets an error naming every format looked for and the nearest match. Each loader
+returns a LoadResult: one bad record becomes a DataError in `errors` (with the record's own id in
+`record_id` when it has one) and never loses the other records. Loading nothing at all is an error
+naming what was looked for; verdict files (what `score` writes) are recognised and never read as data.
+Screenshots must lie in the data folder or in a folder the caller allows (`image_roots`).
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -17,8 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..registry import Registry
-from . import agentrewardbench, androidgen, canonical, hf_dataset, online_mind2web, others
+from . import (
+    agentrewardbench,
+    androidgen,
+    androidworld,
+    canonical,
+    hf_dataset,
+    online_mind2web,
+    osworld,
+    others,
+    zerogui,
+)
 from .base import DataError, LoadResult, check_image_roots, resolve_image
+from .detect import first_traj_row, nearest_format
+from .screens import SCREENS
 
 Loader = Callable[..., LoadResult]  # load(path, check_images=True, image_roots=()) -> LoadResult
 
@@ -35,18 +51,25 @@ class FormatSpec:
     looked_for: str
     shape: str
     order: int = 0
+    screens: str = "before"  # what its stored screenshot shows: the screen "before" or "after" its action
+
+    def __post_init__(self):
+        if self.screens not in SCREENS:
+            raise ValueError(f"format {self.name!r}: screens must be one of {', '.join(SCREENS)}, got "
+                             f"{self.screens!r}")
 
 
 FORMATS: Registry[FormatSpec] = Registry("data format")
 
 
 def register_format(name: str, *, detect: Callable[[Path], bool], looked_for: str, shape: str, order: int = 0,
-                    replace: bool = False):
+                    replace: bool = False, screens: str = "before"):
     """Decorator: register the loader below as data format `name` (`--format NAME`, `fmt="NAME"`, and
     auto-detection by `detect`); see FormatSpec. The package's own formats have orders 10 to 50, so a
-    user's (order 0 by default) is tried before them."""
+    user's (order 0 by default) is tried before them. `screens="after"` records that the format stores
+    the screen after each action (its loader still returns each action with the screen it was taken on)."""
     def wrap(load: Loader) -> Loader:
-        FORMATS.add(name, FormatSpec(name, load, detect, looked_for, shape, order), replace)
+        FORMATS.add(name, FormatSpec(name, load, detect, looked_for, shape, order, screens), replace)
         return load
     return wrap
 
@@ -92,9 +115,10 @@ def detect_format(path: str | Path) -> str:
         if spec.detect(p):
             return spec.name
     shapes = ", ".join(spec.shape for spec in tried)
+    near = nearest_format(p, [(spec.name, spec.shape) for spec in tried])
     if p.is_file():
-        raise DataError(p, f"unknown file type: looked for {shapes}")
-    raise DataError(p, f"could not detect the format: looked for {shapes}" + folder_hints(p))
+        raise DataError(p, f"unknown file type: looked for {shapes}{near}")
+    raise DataError(p, f"could not detect the format: looked for {shapes}{near}" + folder_hints(p))
 
 
 def _is_osreward(p: Path) -> bool:
@@ -129,10 +153,15 @@ register_format("androidgen", order=10, shape="*/record.jsonl (AndroidGen)",
                 looked_for="record.jsonl (AndroidGen) in the folder or in its sub-folders",
                 detect=lambda p: p.name == "record.jsonl" if p.is_file() else
                 (p / "record.jsonl").is_file() or any(p.glob("*/record.jsonl")))(androidgen.load)
-register_format("zerogui", order=20, shape="traj.jsonl (ZeroGUI/OSWorld)",
-                looked_for="traj.jsonl (ZeroGUI/OSWorld result folders) anywhere below",
-                detect=lambda p: p.name == "traj.jsonl" if p.is_file() else any(p.rglob("traj.jsonl")))(
-                    others.load_zerogui)
+register_format("zerogui", order=20, shape="traj.jsonl + config.json (ZeroGUI)", screens=zerogui.SCREENS,
+                looked_for="traj.jsonl with config.json beside it (ZeroGUI task folders) anywhere below",
+                detect=lambda p: (first_traj_row(p) or (None, False))[1])(zerogui.load)
+register_format("osworld", order=21, shape="traj.jsonl (OSWorld)", screens=osworld.SCREENS,
+                looked_for="traj.jsonl (OSWorld results/{action_space}/{observation_type}/{model}/{domain}/{id}) "
+                           "anywhere below", detect=lambda p: first_traj_row(p) is not None)(osworld.load)
+register_format("androidworld", order=25, shape="*.pkl.gz (AndroidWorld)", screens=androidworld.SCREENS,
+                looked_for="*.pkl.gz (AndroidWorld checkpoints) in the folder or in its run sub-folders",
+                detect=androidworld.detect)(androidworld.load)
 register_format("osreward", order=50, shape="trace JSON (OSReward)", detect=_is_osreward,
                 looked_for="trace JSON files (objects with trace_id and trajectory) anywhere below")(
                     others.load_osreward)
@@ -160,22 +189,50 @@ def _refuse_repeated_ids(result: LoadResult) -> None:
     result.trajectories = keep
 
 
+def _check_options(fmt: str, options: dict) -> None:
+    params = inspect.signature(FORMATS[fmt].load).parameters
+    known = [n for n in params if n not in ("path", "check_images", "image_roots")]
+    bad = [k for k in options if k not in known]
+    if bad:
+        raise ValueError(f"format {fmt!r} takes no option {', '.join(map(repr, bad))}; its options: "
+                         f"{', '.join(known) or 'none'}")
+
+
+def split_format(fmt: str) -> tuple[str, dict[str, str]]:
+    """"osworld,examples=DIR,platform=windows" -> ("osworld", {"examples": "DIR", "platform": "windows"}):
+    a format name and its loader's options, as `--format` takes them."""
+    name, *rest = fmt.split(",")
+    options = {}
+    for item in rest:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"format option {item!r} in {fmt!r}: write NAME,KEY=VALUE[,KEY=VALUE...]")
+        options[key.strip()] = value
+    return name.strip(), options
+
+
 def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = True,
-                      image_roots: Iterable[str | os.PathLike] = ()) -> LoadResult:
-    """Load every trajectory under `path`; `fmt` is a format registered in FORMATS or "auto".
+                      image_roots: Iterable[str | os.PathLike] = (), options: dict | None = None) -> LoadResult:
+    """Load every trajectory under `path`; `fmt` is a format registered in FORMATS or "auto", optionally
+    followed by its loader's options (`split_format`: "osworld,examples=DIR").
 
     Screenshots may lie in the data folder or in one of `image_roots` (extra folders the caller
-    allows; the CLI's `--image-root DIR`). Raises DataError when the path cannot be read as data
-    or holds no trajectory and no bad record at all."""
+    allows; the CLI's `--image-root DIR`). `options` (and those in `fmt`) go to the format's loader
+    (osworld: `examples`, `platform`; zerogui: `platform`; androidworld: `png_dir`); one it does not
+    take is an error. Raises DataError when the path cannot be read as data or holds no trajectory and
+    no bad record at all."""
     p = Path(path)
+    fmt, in_fmt = split_format(fmt)
+    options = {**in_fmt, **(options or {})}
     if fmt == "auto":
         fmt = detect_format(p)
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)} or auto")
     if not p.exists():
         raise DataError(p, "no such file or folder")
+    _check_options(fmt, options or {})
     roots = check_image_roots(image_roots)
-    result = FORMATS[fmt].load(p, check_images=check_images, image_roots=roots)
+    result = FORMATS[fmt].load(p, check_images=check_images, image_roots=roots, **(options or {}))
     _refuse_repeated_ids(result)
     if not result.trajectories and not result.errors:
         hint = folder_hints(p) if p.is_dir() else ""
@@ -193,4 +250,5 @@ __all__ = [
     "load_trajectories",
     "register_format",
     "resolve_image",
+    "split_format",
 ]

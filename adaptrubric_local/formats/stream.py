@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..types import Trajectory
-from . import FORMATS, canonical, data_jsonl, detect_format, folder_hints, load_trajectories
+from . import FORMATS, canonical, data_jsonl, detect_format, folder_hints, load_trajectories, split_format
 from .base import DataError, LoadResult, check_image_roots, iter_json_lines, own_id
 from .ids import IdBuilder, IdSet
 
@@ -178,9 +178,10 @@ def stream_trajectories(path: str | Path, fmt: str = "auto", check_images: bool 
     """The records of `path` as a stream (canonical JSONL), or loaded whole and handed out as one (the
     folder formats); the errors `load_trajectories` raises for data that cannot be read."""
     p = Path(path)
-    if fmt == "auto":
-        fmt = detect_format(p)
-    if fmt == "canonical" and p.exists():
+    name, options = split_format(fmt)
+    if name == "auto":
+        name = detect_format(p)
+    if name == "canonical" and p.exists() and not options:
         return TrajectoryStream(p, check_images, image_roots)
     return LoadedStream(load_trajectories(p, fmt=fmt, check_images=check_images, image_roots=image_roots))
 

@@ -1,0 +1,223 @@
+"""Load OSWorld result folders (and runs in its layout: Windows Agent Arena, OpenCUA's runner).
+
+Read from the writer, xlang-ai/OSWorld as forked in pkueecszc/OSWorld (commit eac51b51d3e6):
+- `run.py` L159-168: the task is `{test_config_base_dir}/examples/{domain}/{example_id}.json`
+  (default `evaluation_examples`, L90) and its `instruction` is the instruction; L178-186: results go
+  to `{result_dir}/{action_space}/{observation_type}/{model}/{domain}/{example_id}/` (default
+  `./results`, L107); L204-207: a run that raised (the time limit) appends `{"Error": "Time limit
+  exceeded in {domain}/{example_id}"}` to `traj.jsonl` and writes no `result.txt`.
+- `lib_run_single.py` L10-53 (`run_single_example`): per action, `env.step` runs first and the
+  screen it leaves is saved as `step_{n}_{%Y%m%d@%H%M%S}.png` (L30), then a `traj.jsonl` row
+  `step_num, action_timestamp, action, reward, done, info, screenshot_file` (L33-41); several actions
+  of one prediction share a `step_num`. `result.txt` holds the evaluator's score (L51).
+- fxsc03/OSWorld-main-nex (commit cfe2c9ba11f8) `lib_run_single.py`: `run_single_example` and
+  `run_single_example_opencua` also save the initial screen as `step_0.png` and add `response` (the
+  model's reply; a dict for some agents) and `natural_language_action`; the OpenCUA runner saves
+  `step_{n}.png` while its row names `step_{n}_{timestamp}.png`.
+
+So: each `step_N*.png` is the screen AFTER action N (`SCREENS = "after"`); the loader pairs each action
+with the screen it was taken on (`screens.after_to_before`: `step_0.png` when saved, else none for the
+first action) and keeps the last screen as a final step. `response` is the thought (a dict's
+`thought`/`reasoning`/`content`, else its JSON), `natural_language_action` is put before the code in
+the action text. The instruction is read from the task JSON of the checkout the results folder lies in
+(walking up to the folder holding `evaluation_examples/examples`; `examples=DIR` points elsewhere;
+a task found under another domain folder is found by its id); with no checkout, rows that carry an
+`instruction` (some agents write one, e.g. `run_single_example_human`) give it, and the platform is
+`windows` when the folder names below the data folder (or its own name) say Windows. Otherwise the
+platform is `platform=` when given, else the task JSON's `platform`/`os`, else `windows` when the
+examples folder or the task's domain path names Windows or the task's config uses `C:\\` paths, else
+`ubuntu` (OSWorld's default VM).
+Label: `result.txt` > 0.5 is 1, else 0; a run ending in an `{"Error": ...}` row with no `result.txt`
+gets label None (it never reached the evaluator: not a failed task) and a warning naming the error.
+Not read: `recording.mp4`, `runtime.log`, `info`, `reward`, accessibility trees.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..types import Trajectory
+from .actions_text import code_step
+from .base import DataError, LoadResult, check_nonempty, iter_json_lines, load_json, resolve_image, tag
+from .screens import after_to_before
+
+SCREENS = "after"
+_THOUGHT_KEYS = ("reasoning_content", "thought", "reasoning", "thinking", "plan", "content", "response")
+_WINDOWS_PATH = re.compile(r"\b[a-z]:\\\\", re.I)
+
+
+def find_examples(folder: Path) -> Path | None:
+    """`evaluation_examples/examples` of the checkout `folder` lies in (the nearest one above)."""
+    for p in (folder, *folder.parents):
+        for name in ("evaluation_examples", "evaluation_examples_windows"):
+            if (p / name / "examples").is_dir():
+                return p / name / "examples"
+    return None
+
+
+def task_file(examples: Path, domain: str, example_id: str) -> Path | None:
+    """The task JSON of `example_id`: `examples/{domain}/{id}.json`, else the one file of that name below."""
+    direct = examples / domain / f"{example_id}.json"
+    if direct.is_file():
+        return direct
+    return next(iter(sorted(examples.rglob(f"{example_id}.json"))), None)
+
+
+def task_platform(task: dict, file: Path, examples: Path) -> str:
+    """Windows or Ubuntu, from what the task JSON and where it lies say (see the module docstring)."""
+    for key in ("platform", "os"):
+        if isinstance(task.get(key), str) and task[key].strip():
+            return task[key].strip().lower()
+    where = [examples.parent.name, *file.relative_to(examples).parts[:-1]]
+    if any("windows" in part.lower() for part in where):
+        return "windows"
+    return "windows" if _WINDOWS_PATH.search(json.dumps(task.get("config", []))) else "ubuntu"
+
+
+def thought_of(response: Any) -> str | None:
+    """The model's reply as the step's thought: a string as it is, a dict's thought-like field, else its JSON."""
+    if isinstance(response, str):
+        return response.strip() or None
+    if isinstance(response, dict):
+        for key in _THOUGHT_KEYS:
+            if isinstance(response.get(key), str) and response[key].strip():
+                return response[key].strip()
+    return json.dumps(response, ensure_ascii=False) if response else None
+
+
+def _shot_name(folder: Path, row: dict, warn: list[str]) -> str | None:
+    """The row's screenshot file, or the file the OpenCUA runner really saved (`step_{n}.png`)."""
+    name = row.get("screenshot_file")
+    if isinstance(name, str) and (folder / name).is_file():
+        return name
+    n = row.get("step_num")
+    for alt in ([f"step_{n}_{row.get('action_timestamp')}.png", f"step_{n}.png"] if n is not None else []):
+        if (folder / alt).is_file():
+            if name and not any("OpenCUA runner" in w for w in warn):
+                warn.append(f"{folder / 'traj.jsonl'}: step_num {n} names {name}, which does not exist; read "
+                            f"{alt} (what OSWorld's OpenCUA runner saves; so for every such step)")
+            return alt
+    return name if isinstance(name, str) else None
+
+
+class _Run:
+    """One result folder being read."""
+
+    def __init__(self, folder: Path, tid: str, opts: dict, roots: tuple, check: bool):
+        self.folder, self.tid, self.opts, self.roots, self.check = folder, tid, opts, roots, check
+        self.file, self.rec = folder / "traj.jsonl", f"folder {folder.name}"
+        self.warnings: list[str] = []
+
+    def task(self, rows: list[dict]) -> tuple[str, str]:
+        """(instruction, platform) from the task JSON (or, without a checkout, from rows that carry it)."""
+        examples = Path(self.opts["examples"]) if self.opts.get("examples") else find_examples(self.folder)
+        in_rows = next((r["instruction"] for r in rows if isinstance(r.get("instruction"), str)), None)
+        if examples is None and in_rows is not None:
+            return in_rows, self.opts.get("platform") or self.path_platform()
+        if examples is None:
+            raise DataError(self.file, "no instruction: OSWorld keeps it in evaluation_examples/examples/{domain}/"
+                            f"{self.folder.name}.json of the checkout, and none was found above {self.folder} "
+                            "(point to one with examples=DIR)", self.rec, "instruction")
+        found = task_file(examples, self.folder.parent.name, self.folder.name)
+        if found is None:
+            raise DataError(self.file, f"no task JSON {self.folder.name}.json under {examples}", self.rec,
+                            "instruction")
+        task = load_json(found)
+        if not isinstance(task, dict) or not isinstance(task.get("instruction"), str):
+            raise DataError(found, "task JSON has no string 'instruction'", self.rec, "instruction")
+        return task["instruction"], self.opts.get("platform") or task_platform(task, found, examples)
+
+    def path_platform(self) -> str:
+        """`windows` when a folder between the data folder given and the run names Windows, else `ubuntu`."""
+        return "windows" if "windows" in self.tid.lower() or "windows" in self.opts.get("given", "").lower() \
+            else "ubuntu"
+
+    def shot(self, name: str | None, what: str) -> str | None:
+        if name is None:
+            return None
+        return resolve_image(self.folder, name, self.file, what, "screenshot_file", self.check, self.roots)
+
+    def read(self, rows: list) -> Trajectory:
+        bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict)), None)
+        if bad is not None:
+            raise DataError(self.file, "step is not a JSON object", self.rec, f"line {bad + 1}")
+        errors = [r["Error"] for r in rows if "Error" in r]
+        instruction, platform = self.task(rows)
+        steps, answer = [], None
+        for r in (r for r in rows if "Error" not in r):
+            shot = self.shot(_shot_name(self.folder, r, self.warnings), f"step_num {r.get('step_num')}")
+            step, ans = code_step(shot, r.get("action"), thought_of(r.get("response")))
+            nla = r.get("natural_language_action")
+            if isinstance(nla, str) and nla.strip():
+                step.action = f"{nla.strip()} [{step.action}]"
+            steps.append(step)
+            answer = ans if ans is not None else answer
+        initial = self.shot("step_0.png", "step 0") if (self.folder / "step_0.png").is_file() else None
+        label = self.label(errors)
+        traj = Trajectory(id=self.tid, instruction=instruction, steps=after_to_before(initial, steps),
+                          answer=answer, platform=platform, task_id=self.folder.name, label=label,
+                          source=str(self.file))
+        return check_nonempty(traj, self.file, self.rec)
+
+    def label(self, errors: list) -> int | None:
+        result = self.folder / "result.txt"
+        if not result.is_file():
+            if errors:
+                self.warnings.append(f"{self.file}: the run ended with {{\"Error\": {str(errors[-1])[:80]!r}}} and "
+                                     "has no result.txt: it never reached the evaluator, so its label is left "
+                                     "empty (not 0)")
+            return None
+        raw = result.read_text(encoding="utf-8").strip()
+        try:
+            score = float(raw)
+        except ValueError:
+            raise DataError(result, f"expected the evaluator's score (a number), got {raw[:40]!r}", self.rec,
+                            "result.txt") from None
+        if errors:
+            self.warnings.append(f"{self.file}: an {{\"Error\": ...}} row follows an evaluated run; kept its "
+                                 f"score {raw}")
+        return int(score > 0.5)
+
+
+def load_folder(folder: Path, root: Path, check_images: bool = True, image_roots: Iterable = (),
+                **opts) -> LoadResult:
+    """One result folder holding `traj.jsonl`; its id is the folder's path below `root`."""
+    result = LoadResult()
+    tid = str(folder.relative_to(root)) if folder != root else folder.name
+    rows = [obj for _, obj in iter_json_lines(folder / "traj.jsonl", result)]
+    if result.errors:
+        result.errors = [tag(e, tid) for e in result.errors]
+        return result
+    run = _Run(folder, tid, opts, (root, *image_roots), check_images)
+    try:
+        result.trajectories.append(run.read(rows))
+    except DataError as exc:
+        result.errors.append(tag(exc, tid))
+    result.warnings += run.warnings
+    return result
+
+
+def result_folders(path: Path) -> tuple[list[Path], Path]:
+    """The result folders under `path` (a results folder, one run, or its traj.jsonl) and the id root."""
+    if path.is_file() and path.name == "traj.jsonl":
+        path = path.parent
+    if (path / "traj.jsonl").is_file():
+        return [path], path.parent
+    return sorted(p.parent for p in path.rglob("traj.jsonl")), path
+
+
+def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
+         examples: str | os.PathLike | None = None, platform: str | None = None) -> LoadResult:
+    """Load every OSWorld result folder under `path`. `examples`: the `evaluation_examples/examples`
+    folder holding the task JSONs (default: the one of the checkout `path` lies in); `platform`:
+    the platform of every run (default: decided per task, see the module docstring)."""
+    folders, root = result_folders(Path(path))
+    result = LoadResult()
+    for f in folders:
+        result.extend(load_folder(f, root, check_images, tuple(image_roots), examples=examples, platform=platform,
+                                  given=Path(path).resolve().name))
+    return result
