@@ -1,6 +1,7 @@
 """Load trajectories from any supported on-disk format, detecting which one it is.
 
-Formats: `canonical` (JSONL), `androidgen`, `zerogui`, `osreward`, `clawgui`, each registered in
+Formats: `canonical` (JSONL), `androidgen`, `zerogui`, `osreward`, `osreward-androidworld`, `clawgui`,
+`clawgui-agent`, each registered in
 `FORMATS` with `register_format` (how it is detected, what its loader looks for), as a user's file given
 with `--plugins FILE.py` registers its own. Each loader returns a LoadResult: one bad record becomes a
 DataError in `errors` (with the record's own id in `record_id` when it has one) and never loses the
@@ -10,14 +11,13 @@ folder the caller allows (`image_roots`).
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..registry import Registry
-from . import androidgen, canonical, others
+from . import androidgen, canonical, clawgui, clawgui_agent, osreward, osreward_androidworld, others
 from .base import DataError, LoadResult, check_image_roots, resolve_image
 
 Loader = Callable[..., LoadResult]  # load(path, check_images=True, image_roots=()) -> LoadResult
@@ -97,21 +97,6 @@ def detect_format(path: str | Path) -> str:
     raise DataError(p, f"could not detect the format: looked for {shapes}" + folder_hints(p))
 
 
-def _is_osreward(p: Path) -> bool:
-    if p.is_file():
-        return p.suffix == ".json"
-    for f in sorted(p.rglob("*.json"))[:20]:
-        try:
-            obj = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        if isinstance(obj, list):
-            obj = obj[0] if obj else {}
-        if isinstance(obj, dict) and "trace_id" in obj and "trajectory" in obj:
-            return True
-    return False
-
-
 def _load_canonical(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = ()):
     """A canonical file, or every data *.jsonl of a folder (one id per data set, not per file)."""
     if not path.is_dir():
@@ -125,21 +110,21 @@ def _load_canonical(path: Path, check_images: bool = True, image_roots: Iterable
 register_format("canonical", order=40, shape="*.jsonl (canonical)",
                 looked_for="one JSON trajectory per line ({\"id\", \"instruction\", \"steps\": [...]}) in *.jsonl",
                 detect=lambda p: p.suffix == ".jsonl" if p.is_file() else bool(data_jsonl(p)))(_load_canonical)
-register_format("androidgen", order=10, shape="*/record.jsonl (AndroidGen)",
-                looked_for="record.jsonl (AndroidGen) in the folder or in its sub-folders",
-                detect=lambda p: p.name == "record.jsonl" if p.is_file() else
-                (p / "record.jsonl").is_file() or any(p.glob("*/record.jsonl")))(androidgen.load)
+register_format("androidgen", order=10, shape=androidgen.SHAPE, looked_for=androidgen.LOOKED_FOR,
+                detect=androidgen.detect)(androidgen.load)
 register_format("zerogui", order=20, shape="traj.jsonl (ZeroGUI/OSWorld)",
                 looked_for="traj.jsonl (ZeroGUI/OSWorld result folders) anywhere below",
                 detect=lambda p: p.name == "traj.jsonl" if p.is_file() else any(p.rglob("traj.jsonl")))(
                     others.load_zerogui)
-register_format("osreward", order=50, shape="trace JSON (OSReward)", detect=_is_osreward,
-                looked_for="trace JSON files (objects with trace_id and trajectory) anywhere below")(
-                    others.load_osreward)
-register_format("clawgui", order=30, shape="episode.json (ClawGUI)",
-                looked_for="episode.json (ClawGUI) anywhere below",
-                detect=lambda p: p.name == "episode.json" if p.is_file() else any(p.rglob("episode.json")))(
-                    others.load_clawgui)
+register_format("osreward", order=50, shape=osreward.SHAPE, looked_for=osreward.LOOKED_FOR, detect=osreward.detect)(
+    osreward.load)
+register_format("osreward-androidworld", order=25, shape=osreward_androidworld.SHAPE,
+                looked_for=osreward_androidworld.LOOKED_FOR, detect=osreward_androidworld.detect)(
+                    osreward_androidworld.load)
+register_format("clawgui", order=30, shape=clawgui.SHAPE, looked_for=clawgui.LOOKED_FOR, detect=clawgui.detect)(
+    clawgui.load)
+register_format("clawgui-agent", order=31, shape=clawgui_agent.SHAPE, looked_for=clawgui_agent.LOOKED_FOR,
+                detect=clawgui_agent.detect)(clawgui_agent.load)
 
 
 def _refuse_repeated_ids(result: LoadResult) -> None:
