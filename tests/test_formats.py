@@ -21,8 +21,8 @@ def test_format_path_and_image_root_errors(tmp_path):
     make_png(tmp_path / "a.png", 1)
     with pytest.raises(ValueError) as ei:
         load_trajectories(tmp_path / "x.jsonl", fmt="csv")
-    assert str(ei.value) == ("unknown format 'csv'; choose one of canonical, androidgen, zerogui, osreward, clawgui "
-                             "or auto")
+    assert str(ei.value) == ("unknown format 'csv'; choose one of canonical, androidgen, zerogui, osreward, "
+                             "osreward-androidworld, clawgui, clawgui-agent or auto")
     for fmt in ("auto", "canonical"):
         with pytest.raises(DataError) as ei:
             load_trajectories(tmp_path / "missing.jsonl", fmt=fmt)
@@ -46,13 +46,18 @@ def test_format_path_and_image_root_errors(tmp_path):
     assert [t.id for t in res.trajectories] == ["c"] and [e.record_id for e in res.errors] == ["b"]
 
 
+LOOKED_FOR = ("looked for */record.jsonl or episodes/*/record.jsonl (AndroidGen), traj.jsonl (ZeroGUI/OSWorld), "
+              "results/*.jsonl with goal and trajectory (OSReward AndroidWorld), episode.json with meta_data "
+              "(ClawGUI-RL), episode.json with task_name (ClawGUI phone agent), *.jsonl (canonical), trace JSON or "
+              "Parquet (OSReward)")
+
+
 def test_empty_data_messages(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataError) as ei:
         load_trajectories(tmp_path / "empty")
     assert _msg(ei, tmp_path) == (
-        "{d}/empty: could not detect the format: looked for */record.jsonl (AndroidGen), traj.jsonl (ZeroGUI/OSWorld), "
-        "episode.json (ClawGUI), *.jsonl (canonical), trace JSON (OSReward)")
+        "{d}/empty: could not detect the format: " + LOOKED_FOR)
     with pytest.raises(DataError) as ei:
         load_trajectories(tmp_path / "empty", fmt="zerogui")
     assert _msg(ei, tmp_path) == ("{d}/empty: no trajectories found: the zerogui loader looked for traj.jsonl "
@@ -64,10 +69,13 @@ def test_empty_data_messages(tmp_path):
                                   'trajectory per line ({"id", "instruction", "steps": [...]}) in *.jsonl')
 
 
-@pytest.mark.parametrize("name, fmt", [("episode.json", "clawgui"), ("record.jsonl", "androidgen"),
-                                       ("traj.jsonl", "zerogui"), ("x.jsonl", "canonical"), ("x.json", "osreward")])
-def test_detect_format_of_a_file(tmp_path, name, fmt):
-    (tmp_path / name).write_text("{}")
+@pytest.mark.parametrize("name, text, fmt", [
+    ("episode.json", '{"meta_data": {}, "episode": []}', "clawgui"),
+    ("episode.json", '{"task_name": "t", "episode": []}', "clawgui-agent"), ("record.jsonl", "{}", "androidgen"),
+    ("traj.jsonl", "{}", "zerogui"), ("x.jsonl", "{}", "canonical"), ("x.json", "{}", "osreward"),
+    ("r.jsonl", '{"goal": "g", "trajectory": []}', "osreward-androidworld")])
+def test_detect_format_of_a_file(tmp_path, name, text, fmt):
+    (tmp_path / name).write_text(text)
     assert detect_format(tmp_path / name) == fmt
 
 
@@ -75,9 +83,7 @@ def test_detect_format_of_folders(tmp_path):
     (tmp_path / "x.txt").write_text("")
     with pytest.raises(DataError) as ei:
         detect_format(tmp_path / "x.txt")
-    assert _msg(ei, tmp_path) == ("{d}/x.txt: unknown file type: looked for */record.jsonl (AndroidGen), traj.jsonl "
-                                  "(ZeroGUI/OSWorld), episode.json (ClawGUI), *.jsonl (canonical), trace JSON "
-                                  "(OSReward)")
+    assert _msg(ei, tmp_path) == "{d}/x.txt: unknown file type: " + LOOKED_FOR
 
     def folder(name, files):
         d = tmp_path / name
@@ -90,7 +96,11 @@ def test_detect_format_of_folders(tmp_path):
     assert detect_format(folder("ag2", {"555/record.jsonl": ""})) == "androidgen"
     assert detect_format(folder("zg1", {"traj.jsonl": ""})) == "zerogui"
     assert detect_format(folder("zg2", {"app/ex/deep/traj.jsonl": ""})) == "zerogui"
-    assert detect_format(folder("cg", {"ep/sub/episode.json": "{}"})) == "clawgui"
+    assert detect_format(folder("cg", {"ep/sub/episode.json": '{"meta_data": {}, "episode": []}'})) == "clawgui"
+    assert detect_format(folder("cga", {"ep/episode.json": '{"task_name": "t", "episode": []}'})) == "clawgui-agent"
+    assert detect_format(folder("ag3", {"episodes/555/record.jsonl": "", "database.json": "{}"})) == "androidgen"
+    assert detect_format(folder("aw", {"results/r.jsonl": '{"goal": "g", "trajectory": []}'})) == \
+        "osreward-androidworld"
     assert detect_format(folder("cn", {"data.jsonl": ""})) == "canonical"
     assert detect_format(folder("os1", {"a/t.json": '{"trace_id": 1, "trajectory": []}'})) == "osreward"
     assert detect_format(folder("os2", {"t.json": '[{"trace_id": 1, "trajectory": []}]',

@@ -75,11 +75,9 @@ def detect(p: Path) -> bool:
     if p.is_file():
         return p.suffix == ".json" or (p.suffix == ".parquet" and _parquet_ok(p))
     for f in sorted(p.rglob("*.json"))[:20]:
-        try:
-            if is_trace(json.loads(f.read_text(encoding="utf-8"))):
-                return True
-        except (OSError, ValueError):
-            continue
+        doc = _try(f)
+        if is_trace(doc) or (isinstance(doc, list) and any(is_trace(x) for x in doc[:5])):
+            return True
     return any(_parquet_ok(f) for f in sorted(p.rglob("*.parquet"))[:3])
 
 
