@@ -11,7 +11,8 @@
   default `./episodes`), keyed by episode folder, `complete: true/false`; a run the judge could not verify
   is left out (L35-52, L99-101): no label. Its sub-goal entries (`<folder>-<k>`, with `step`) are not
   episodes and are not read. The loader takes `database.json` from beside the episodes folder (or inside
-  it); `load(..., database=PATH)` points at another. A `labels.jsonl` (`trace_id`, `label`) in the episodes
+  it); `load(..., database=PATH)` points at another (on the command line, `--labels PATH/database.json`:
+  `labels.androidgen_database`). A `labels.jsonl` (`trace_id`, `label`) in the episodes
   folder, a person's labels, wins over the judge's.
 
 Given the project root (holding `episodes/`), the episodes folder, one trace folder or its
