@@ -127,7 +127,7 @@ def test_clawgui_rl_errors_name_file_field_and_id(tmp_path):
     got = sorted((e.record_id, e.field, e.problem.split(":")[0]) for e in res.errors)
     assert got == [("e1", "meta_data.success", "expected true or false, got 'yes'"),
                    ("e2", "episode[1].image_path", "image not found")]
-    assert str(ep / "episode.json") in str(res.errors[0]) or str(ep2 / "episode.json") in str(res.errors[0])
+    assert sorted(e.file for e in res.errors) == [str(ep / "episode.json"), str(ep2 / "episode.json")]
 
 
 def test_tool_calls_shapes():
