@@ -100,9 +100,15 @@ def test_clawgui_rl_failed_evaluation_is_no_label(tmp_path):
     _rl_episode(root, "A", "e2", CALLS, _evaluated(0.0, "eval_exception: timeout"))  # env_manager.py L1034-1038
     _rl_episode(root, "A", "e3", CALLS, None)  # never evaluated (update_episode_result did not run)
     _rl_episode(root, "A", "e4", CALLS, _evaluated(0.0, "the number is wrong"))
+    # a device error after step 2: no eval_score of its own, the rollout keeps step 1's 0.0 and "" (envs.py
+    # L480-503, L583-590; rollout_loop.py L616-622)
+    _rl_episode(root, "A", "e5", CALLS[:2], _evaluated(0.0, ""))
+    _rl_episode(root, "A", "e6", [*CALLS[:2], {"action": "terminate", "status": "success"}], _evaluated(0.0, ""))
     res = load_trajectories(root)
-    assert {t.id: t.label for t in res.trajectories} == {"e1": None, "e2": None, "e3": None, "e4": 0}
+    assert {t.id: t.label for t in res.trajectories} == {"e1": None, "e2": None, "e3": None, "e4": 0, "e5": None,
+                                                         "e6": 0}
     assert sum("the evaluation failed" in w for w in res.warnings) == 2
+    assert sum("ended without an evaluation" in w for w in res.warnings) == 1
 
 
 def test_clawgui_rl_null_image_and_unparsed_response(tmp_path):

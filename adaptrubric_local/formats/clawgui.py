@@ -16,9 +16,12 @@ Labels: `meta_data.success`. A run whose evaluation itself failed is not a failu
 MobileWorld env writes `eval_reason` "eval_failed_all_retries" with score 0
 (`agent_system/environments/env_package/mobileworld/envs.py` L555-560), the real-device judge
 "eval_exception: ..." (`agent_system/environments/env_manager.py` L1034-1038): those become no label
-(None), with a warning. An episode never evaluated (no `success`) has no label. A step that failed on the
-device ends the episode without an `eval_score` (envs.py L480-503) and is written as score 0 with an empty
-reason: the file does not tell it from a real failure, so it stays label 0.
+(None), with a warning. An episode never evaluated (no `success`) has no label. Nor does one that ended
+without an evaluation: a step that failed on the device ends the episode with no `eval_score` of its own
+(envs.py L480-503), so the rollout takes the last non-evaluating step's score 0.0 and empty reason
+(envs.py L583-590, rollout_loop.py L616-622); an empty `eval_reason` after a last action that is neither
+`answer` nor `terminate` is read so (no label, with a warning). An evaluator that gives an empty reason
+after the step limit is read so too: unknown rather than a wrong 0.
 
 Image paths: a relative one is taken from the episode's folder. An absolute one is used as written when it
 lies in the data folder (or an extra image root); otherwise it is re-rooted: the part after
@@ -104,13 +107,18 @@ def image(raw: Any, episode_dir: Path, file: Path, rec: str, field: str, check: 
     return resolve_image(episode_dir, raw, file, rec, field, check, roots)
 
 
-def label(meta: dict, file: Path, warnings: list[str]) -> int | None:
-    """`meta_data.success` as 0/1; None when never evaluated or when the evaluation itself failed."""
+def label(meta: dict, last_type: str | None, file: Path, warnings: list[str]) -> int | None:
+    """`meta_data.success` as 0/1; None when never evaluated, when the evaluation itself failed, or when
+    the episode ended without one (`last_type`: the last step's action type)."""
     if "success" not in meta or meta["success"] is None:
         return None
     reason = str(meta.get("eval_reason") or "")
     if reason.startswith(EVAL_FAILED):
         warnings.append(f"{file}: the evaluation failed ({reason[:80]!r}), not the task: no label")
+        return None
+    if meta["success"] is False and not reason and last_type not in ("answer", "terminate"):
+        warnings.append(f"{file}: the episode ended without an evaluation (last action not answer/terminate, "
+                        "no eval_reason: a device error or a cut rollout): no label")
         return None
     if not isinstance(meta["success"], bool):
         raise DataError(file, f"expected true or false, got {meta['success']!r}", None, "meta_data.success")
@@ -151,7 +159,8 @@ def _parse(doc: Any, file: Path, check_images: bool, roots: tuple, warnings: lis
         warnings.append(f"{file}: {missing} step(s) have no image (image_path null: the run could not save it)")
     traj = Trajectory(id=episode_id(doc, file), instruction=require(meta, "task_goal", file, rec), steps=steps,
                       answer=answer, platform="android", task_id=own_id(meta.get("task_name")),
-                      label=label(meta, file, warnings), source=str(file))
+                      label=label(meta, steps[-1].action_type if steps else None, file, warnings),
+                      source=str(file))
     return check_nonempty(traj, file, rec)
 
 
