@@ -13,7 +13,9 @@ malformed line or an empty file is an error naming the file, the line and the fi
 by `trace_id` instead of `id` is a line of AndroidGen's own `labels.jsonl` (the file an AndroidGen
 folder holds beside its traces): its `trace_id` and `label` are read, its other keys are its own
 notes and are not (`androidgen_line`). A file may
-name an id twice: the later line wins (appending a correction works, as in verdict files).
+name an id twice: the later line wins (appending a correction works, as in verdict files). An AndroidGen
+judge's `database.json` (one JSON object keyed by episode folder, `complete` true/false) is read as labels
+too (`androidgen_database`), so `--labels` points at one kept anywhere.
 
 `apply_labels` is the step every command that reads labels takes (eval, tts, calibrate, review,
 distill collect, labels merge): files in order, a later file wins per id; a 0/1 label overrides or
@@ -121,6 +123,19 @@ def androidgen_line(obj: dict) -> dict | None:
     return {"id": obj["trace_id"], **({"label": obj["label"]} if "label" in obj else {})}
 
 
+def androidgen_database(text: str) -> dict[str, int] | None:
+    """An AndroidGen judge's `database.json` (one JSON object keyed by episode folder whose entries carry
+    `complete`: THUDM/AndroidGen `model/judge/judge.py` L108-136) as id -> 0/1, or None when the text is
+    not one. Its sub-goal entries (`<folder>-<k>`, with `step`) are not episodes and are left out."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or not doc or not all(isinstance(v, dict) and "complete" in v for v in doc.values()):
+        return None
+    return {str(k): int(v["complete"]) for k, v in doc.items() if "step" not in v and isinstance(v["complete"], bool)}
+
+
 def _problem(path: Path, n: int, exc: ValidationError, keyed_by: str = "id") -> str:
     parts = []
     for err in exc.errors():
@@ -149,7 +164,12 @@ def read_labels(path: str | Path) -> LabelsFile:
     records: dict[str, LabelRecord] = {}
     lines: dict[str, int] = {}
     n_lines = 0
-    for n, obj in json_lines(text.splitlines(), path, LabelsError):
+    database = androidgen_database(text)
+    if database is not None:
+        records = {k: LabelRecord(id=k, label=v) for k, v in database.items()}
+        lines = dict.fromkeys(records, 1)
+        n_lines = len(records)
+    for n, obj in json_lines(text.splitlines() if database is None else [], path, LabelsError):
         if not isinstance(obj, dict):
             raise LabelsError(f"{path}: line {n}: expected a JSON object with 'id' and 'label', got "
                               f"{type(obj).__name__}")

@@ -40,7 +40,7 @@ def write_jsonl(path: Path, records) -> Path:
     return path
 
 
-FORMATS = ("canonical", "androidgen", "zerogui", "osreward", "clawgui")
+FORMATS = ("canonical", "androidgen", "zerogui", "osreward", "clawgui", "osreward-androidworld")
 
 
 def _shot(root: Path, shots: Path | None, rel: str, seed: int) -> str:
@@ -99,6 +99,13 @@ def make_dataset(fmt: str, root: Path, shots: Path | None = None, missing: bool 
                            for i in range(3)]}
         (ep / "episode.json").write_text(json.dumps(doc))
         return root, "ep-7"
+    if fmt == "osreward-androidworld":  # screenshots relative to the folder holding results/
+        call = json.dumps({"name": "mobile_use", "arguments": {"action": "click", "coordinate": [1, 2]}})
+        line = {"task_name": "T", "goal": "Open the clock.", "save_dir": "agent/T", "task_success": 1,
+                "trajectory": [{"step": i, "screenshot_path": shot(f"agent/T/screenshot_step{i}.png", i),
+                                "thought": "t", "action": '"tapped"', "tool_call": call} for i in range(3)]}
+        write_jsonl(root / "results" / "r.jsonl", [line])
+        return root, "agent/T"
     raise AssertionError(fmt)
 
 

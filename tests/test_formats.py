@@ -17,10 +17,11 @@ def _msg(exc_info, root):
     return str(exc_info.value).replace(str(root), "{d}")
 
 
-LOOKED_FOR = ("*/record.jsonl (AndroidGen), cleaned/**/*.json (AgentRewardBench), <task_id>/result.json "
-              "(Online-Mind2Web), traj.jsonl + config.json (ZeroGUI), traj.jsonl (OSWorld), *.pkl.gz (AndroidWorld), "
-              "episode.json (ClawGUI), save_to_disk or *.parquet (datasets), *.jsonl (canonical), trace JSON "
-              "(OSReward)")
+LOOKED_FOR = ("*/record.jsonl or episodes/*/record.jsonl (AndroidGen), cleaned/**/*.json (AgentRewardBench), "
+              "<task_id>/result.json (Online-Mind2Web), traj.jsonl + config.json (ZeroGUI), traj.jsonl (OSWorld), "
+              "*.pkl.gz (AndroidWorld), results/*.jsonl with goal and trajectory (OSReward AndroidWorld), "
+              "episode.json with meta_data (ClawGUI-RL), episode.json with task_name (ClawGUI phone agent), "
+              "*.jsonl (canonical), trace JSON or Parquet (OSReward), save_to_disk or *.parquet (datasets)")
 
 
 def test_format_path_and_image_root_errors(tmp_path):
@@ -28,8 +29,8 @@ def test_format_path_and_image_root_errors(tmp_path):
     with pytest.raises(ValueError) as ei:
         load_trajectories(tmp_path / "x.jsonl", fmt="csv")
     assert str(ei.value) == ("unknown format 'csv'; choose one of canonical, androidgen, zerogui, osworld, "
-                             "androidworld, osreward, clawgui, hf-dataset, agentrewardbench, online-mind2web "
-                             "or auto")
+                             "androidworld, osreward-androidworld, clawgui, clawgui-agent, osreward, hf-dataset, "
+                             "agentrewardbench, online-mind2web or auto")
     for fmt in ("auto", "canonical"):
         with pytest.raises(DataError) as ei:
             load_trajectories(tmp_path / "missing.jsonl", fmt=fmt)
@@ -71,11 +72,13 @@ def test_empty_data_messages(tmp_path):
                                   'trajectory per line ({"id", "instruction", "steps": [...]}) in *.jsonl')
 
 
-@pytest.mark.parametrize("name, fmt", [("episode.json", "clawgui"), ("record.jsonl", "androidgen"),
-                                       ("traj.jsonl", "osworld"), ("x.jsonl", "canonical"), ("x.json", "osreward"),
-                                       ("Task_0.pkl.gz", "androidworld")])
-def test_detect_format_of_a_file(tmp_path, name, fmt):
-    (tmp_path / name).write_text("{}")
+@pytest.mark.parametrize("name, text, fmt", [
+    ("episode.json", '{"meta_data": {}, "episode": []}', "clawgui"),
+    ("episode.json", '{"task_name": "t", "episode": []}', "clawgui-agent"), ("record.jsonl", "{}", "androidgen"),
+    ("traj.jsonl", "{}", "osworld"), ("x.jsonl", "{}", "canonical"), ("x.json", "{}", "osreward"),
+    ("r.jsonl", '{"goal": "g", "trajectory": []}', "osreward-androidworld"), ("Task_0.pkl.gz", "{}", "androidworld")])
+def test_detect_format_of_a_file(tmp_path, name, text, fmt):
+    (tmp_path / name).write_text(text)
     assert detect_format(tmp_path / name) == fmt
 
 
@@ -100,7 +103,11 @@ def test_detect_format_of_folders(tmp_path):
     assert detect_format(folder("zg1", {"traj.jsonl": "", "config.json": "{}"})) == "zerogui"
     assert detect_format(folder("zg2", {"app/ex/deep/traj.jsonl": '{"output_text": "Action: wait()"}'})) == "zerogui"
     assert detect_format(folder("aw", {"run_1/T_0.pkl.gz": ""}) / "run_1") == "androidworld"
-    assert detect_format(folder("cg", {"ep/sub/episode.json": "{}"})) == "clawgui"
+    assert detect_format(folder("cg", {"ep/sub/episode.json": '{"meta_data": {}, "episode": []}'})) == "clawgui"
+    assert detect_format(folder("cga", {"ep/episode.json": '{"task_name": "t", "episode": []}'})) == "clawgui-agent"
+    assert detect_format(folder("ag3", {"episodes/555/record.jsonl": "", "database.json": "{}"})) == "androidgen"
+    assert detect_format(folder("awj", {"results/r.jsonl": '{"goal": "g", "trajectory": []}'})) == \
+        "osreward-androidworld"
     assert detect_format(folder("cn", {"data.jsonl": ""})) == "canonical"
     assert detect_format(folder("os1", {"a/t.json": '{"trace_id": 1, "trajectory": []}'})) == "osreward"
     assert detect_format(folder("os2", {"t.json": '[{"trace_id": 1, "trajectory": []}]',

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from adaptrubric_local import Trajectory, detect_format, load_trajectories
-from adaptrubric_local.formats import androidgen
+from adaptrubric_local.formats import FORMATS, androidgen
 from adaptrubric_local.types import Step
 
 from conftest import make_png
@@ -196,3 +196,51 @@ def test_only_a_record_jsonl_file_is_read_as_its_folder(tmp_path):
     other = _write_rows(tmp_path / "t" / "notes.jsonl", ["{}"])
     assert androidgen.load(other).trajectories == []
     assert [t.id for t in androidgen.load(tmp_path / "t" / "record.jsonl").trajectories] == ["t"]
+
+
+# ---------------------------------------------------------------- the judge's database.json (model/judge/judge.py)
+def _project(root: Path, ids, database: dict | None) -> Path:
+    """An AndroidGen project root as run.py (TRACE_DIR ./episodes, config.json) and judge.py (-d ./episodes
+    -o ./database.json, judge.py L147-154) leave it."""
+    for tid in ids:
+        _androidgen(root / "episodes", tid, 3)
+    if database is not None:
+        (root / "database.json").write_text(json.dumps(database, ensure_ascii=False, indent=4))
+    return root
+
+
+def _entry(tid: str, complete: bool) -> dict:
+    """An episode entry as judge.py L108-116 writes it."""
+    return {"env": "android", "task": "What is the answer?", "init_state": "Home", "example": "# A reference example",
+            "complete": complete, "record": f"./episodes/{tid}", "conditions": [["Open the app", 0]]}
+
+
+def test_project_root_is_detected_and_reads_the_judges_labels(tmp_path):
+    db = {"111": _entry("111", True), "222": _entry("222", False),
+          # a sub-goal entry (judge.py L118-136): not an episode, never a label
+          "111-0": {"env": "android", "task": "Open the app", "complete": True, "record": "./episodes/111", "step": 0}}
+    root = _project(tmp_path / "proj", ["111", "222", "333"], db)  # 333: the judge could not verify it
+    assert detect_format(root) == "androidgen"
+    for given in (root, root / "episodes"):
+        res = load_trajectories(given)
+        assert res.errors == [] and {t.id: t.label for t in res.trajectories} == {"111": 1, "222": 0, "333": None}
+    t = load_trajectories(root / "episodes" / "111").trajectories[0]
+    assert t.label == 1 and t.answer == "done: 42" and t.platform == "android"
+    assert FORMATS["androidgen"].screens == "before"
+
+
+def test_database_option_and_labels_file_precedence(tmp_path):
+    root = _project(tmp_path / "proj", ["111", "222"], None)
+    other = tmp_path / "judged" / "db.json"
+    other.parent.mkdir()
+    other.write_text(json.dumps({"111": _entry("111", False), "222": {"complete": None}}))
+    res = androidgen.load(root, database=other)
+    assert {t.id: t.label for t in res.trajectories} == {"111": 0, "222": None}
+    assert any("'complete': expected true or false" in w for w in res.warnings)
+    (root / "episodes" / "labels.jsonl").write_text('{"trace_id": "111", "label": 1}\n')
+    assert {t.id: t.label for t in androidgen.load(root, database=other).trajectories}["111"] == 1
+    with pytest.raises(Exception, match="no such file"):
+        androidgen.load(root, database=tmp_path / "none.json")
+    (root / "database.json").write_text("{broken")
+    res = androidgen.load(root)
+    assert len(res.trajectories) == 2 and any("read no labels" in w for w in res.warnings)

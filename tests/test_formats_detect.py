@@ -30,7 +30,7 @@ def test_an_unreadable_folder_names_what_was_looked_for_and_the_nearest_match(tm
     with pytest.raises(DataError) as ei:
         detect_format(tmp_path / "copied")
     msg = str(ei.value)
-    assert "could not detect the format: looked for */record.jsonl (AndroidGen), cleaned/**/*.json" in msg
+    assert "could not detect the format: looked for */record.jsonl or episodes/*/record.jsonl (AndroidGen), " in msg
     assert msg.endswith("; nearest match: zerogui (traj.jsonl + config.json (ZeroGUI): found chrome/t1/traj.json, "
                         "but not the layout it reads)")
     (tmp_path / "pickles").mkdir()

@@ -178,3 +178,26 @@ def test_a_bad_androidgen_labels_line_names_its_trace_id_field(tmp_path):
     bad = write_jsonl(tmp_path / "l3.jsonl", [{"id": "t1", "trace_id": "t1", "label": 1}])
     with pytest.raises(LabelsError, match=r"field 'trace_id': unknown key"):
         read_labels(bad)
+
+
+def test_an_androidgen_judge_database_is_read_as_labels(tmp_path):
+    """model/judge/judge.py L108-136: episode entries keyed by folder with `complete`, sub-goal entries with
+    `step` (not episodes)."""
+    import json
+    db = {"1720533256": {"env": "android", "task": "t", "complete": True, "record": "./episodes/1720533256",
+                         "conditions": [["a", 0]]},
+          "1720594731": {"env": "android", "task": "t", "complete": False, "record": "./episodes/1720594731"},
+          "1720533256-0": {"env": "android", "task": "a", "complete": True, "step": 0}}
+    path = tmp_path / "judged" / "database.json"  # not beside the episodes: the loader does not find it
+    path.parent.mkdir()
+    path.write_text(json.dumps(db, indent=4))
+    f = read_labels(path)
+    assert {i: r.label for i, r in f.records.items()} == {"1720533256": 1, "1720594731": 0}
+    assert f.provenance["ids"] == 2
+    ids = ["1720533256", "1720594731"]
+    _androidgen_folder(tmp_path / "ag", ids)
+    (tmp_path / "ag" / "labels.jsonl").unlink()
+    loaded = load_trajectories(tmp_path / "ag")
+    assert {t.label for t in loaded.trajectories} == {None}
+    apply_labels(loaded, [path], data_name="ag")
+    assert {t.id: t.label for t in loaded.trajectories} == {"1720533256": 1, "1720594731": 0}

@@ -1,6 +1,7 @@
 """Load trajectories from any supported on-disk format, detecting which one it is.
 
-Formats: `canonical` (JSONL), `androidgen`, `osworld`, `zerogui`, `androidworld`, `osreward`, `clawgui`,
+Formats: `canonical` (JSONL), `androidgen`, `osworld`, `zerogui`, `androidworld`, `osreward`,
+`osreward-androidworld`, `clawgui`, `clawgui-agent`, `hf-dataset`, `agentrewardbench`, `online-mind2web`,
 each registered in `FORMATS` with `register_format` (how it is detected, what its loader looks for,
 whether its stored screenshot is the screen before or after its action), as a user's file given with
 `--plugins FILE.py` registers its own. Loaders return steps whose screenshot is the screen the action
@@ -14,7 +15,6 @@ Screenshots must lie in the data folder or in a folder the caller allows (`image
 from __future__ import annotations
 
 import inspect
-import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -26,10 +26,13 @@ from . import (
     androidgen,
     androidworld,
     canonical,
+    clawgui,
+    clawgui_agent,
     hf_dataset,
     online_mind2web,
+    osreward,
+    osreward_androidworld,
     osworld,
-    others,
     zerogui,
 )
 from .base import DataError, LoadResult, check_image_roots, resolve_image
@@ -121,21 +124,6 @@ def detect_format(path: str | Path) -> str:
     raise DataError(p, f"could not detect the format: looked for {shapes}{near}" + folder_hints(p))
 
 
-def _is_osreward(p: Path) -> bool:
-    if p.is_file():
-        return p.suffix == ".json"
-    for f in sorted(p.rglob("*.json"))[:20]:
-        try:
-            obj = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        if isinstance(obj, list):
-            obj = obj[0] if obj else {}
-        if isinstance(obj, dict) and "trace_id" in obj and "trajectory" in obj:
-            return True
-    return False
-
-
 def _load_canonical(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = ()):
     """A canonical file, or every data *.jsonl of a folder (one id per data set, not per file)."""
     if not path.is_dir():
@@ -149,10 +137,8 @@ def _load_canonical(path: Path, check_images: bool = True, image_roots: Iterable
 register_format("canonical", order=40, shape="*.jsonl (canonical)",
                 looked_for="one JSON trajectory per line ({\"id\", \"instruction\", \"steps\": [...]}) in *.jsonl",
                 detect=lambda p: p.suffix == ".jsonl" if p.is_file() else bool(data_jsonl(p)))(_load_canonical)
-register_format("androidgen", order=10, shape="*/record.jsonl (AndroidGen)",
-                looked_for="record.jsonl (AndroidGen) in the folder or in its sub-folders",
-                detect=lambda p: p.name == "record.jsonl" if p.is_file() else
-                (p / "record.jsonl").is_file() or any(p.glob("*/record.jsonl")))(androidgen.load)
+register_format("androidgen", order=10, shape=androidgen.SHAPE, looked_for=androidgen.LOOKED_FOR,
+                detect=androidgen.detect, screens=androidgen.SCREENS)(androidgen.load)
 register_format("zerogui", order=20, shape="traj.jsonl + config.json (ZeroGUI)", screens=zerogui.SCREENS,
                 looked_for="traj.jsonl with config.json beside it (ZeroGUI task folders) anywhere below",
                 detect=lambda p: (first_traj_row(p) or (None, False))[1])(zerogui.load)
@@ -162,13 +148,15 @@ register_format("osworld", order=21, shape="traj.jsonl (OSWorld)", screens=oswor
 register_format("androidworld", order=25, shape="*.pkl.gz (AndroidWorld)", screens=androidworld.SCREENS,
                 looked_for="*.pkl.gz (AndroidWorld checkpoints) in the folder or in its run sub-folders",
                 detect=androidworld.detect)(androidworld.load)
-register_format("osreward", order=50, shape="trace JSON (OSReward)", detect=_is_osreward,
-                looked_for="trace JSON files (objects with trace_id and trajectory) anywhere below")(
-                    others.load_osreward)
-register_format("clawgui", order=30, shape="episode.json (ClawGUI)",
-                looked_for="episode.json (ClawGUI) anywhere below",
-                detect=lambda p: p.name == "episode.json" if p.is_file() else any(p.rglob("episode.json")))(
-                    others.load_clawgui)
+register_format("osreward-androidworld", order=26, shape=osreward_androidworld.SHAPE,
+                looked_for=osreward_androidworld.LOOKED_FOR, detect=osreward_androidworld.detect,
+                screens=osreward_androidworld.SCREENS)(osreward_androidworld.load)
+register_format("clawgui", order=30, shape=clawgui.SHAPE, looked_for=clawgui.LOOKED_FOR, detect=clawgui.detect,
+                screens=clawgui.SCREENS)(clawgui.load)
+register_format("clawgui-agent", order=31, shape=clawgui_agent.SHAPE, looked_for=clawgui_agent.LOOKED_FOR,
+                detect=clawgui_agent.detect, screens=clawgui_agent.SCREENS)(clawgui_agent.load)
+register_format("osreward", order=50, shape=osreward.SHAPE, looked_for=osreward.LOOKED_FOR, detect=osreward.detect,
+                screens=osreward.SCREENS)(osreward.load)
 register_format("hf-dataset", **hf_dataset.REGISTRATION)(hf_dataset.load_hf_dataset)
 register_format("agentrewardbench", **agentrewardbench.REGISTRATION)(agentrewardbench.load_agentrewardbench)
 register_format("online-mind2web", **online_mind2web.REGISTRATION)(online_mind2web.load_online_mind2web)

@@ -1,8 +1,23 @@
-"""AndroidGen trajectory folders: `<root>/<trace_id>/record.jsonl`, one JSON object per step with
-`instruction`, `index`, `image` (Set-of-Mark screenshot), `raw` (plain screenshot), `state` (UI
-tree), `parsed_action`; the final `exit` action's message is the answer. Image paths are relative
-to `<root>`. An optional `<root>/labels.jsonl` (`trace_id`, `label`) supplies labels. A trace's id
-is its `trace_id` field, else its folder name; a `record.jsonl` given directly is read as its folder.
+"""AndroidGen trajectory folders, read as THUDM/AndroidGen writes them (commit 3f511cf):
+
+- `recorder.py` L6-38 (`Recorder`): `<TRACE_DIR>/<id>/record.jsonl` (TRACE_DIR is `./episodes` in its
+  `config.json`; the id is the start time in seconds), one JSON object per step with `instruction`,
+  `trace_id`, `index`, the environment's record (`env`, `app`, `state` (UI tree), `image` (Set-of-Mark
+  screenshot), `raw` (plain screenshot), both copied to `<id>/screenshots/` and written relative to
+  TRACE_DIR), the agent's output (`plan`, `response`) and `parsed_action`; the final `exit` action's
+  message is the answer. `run.py` L35-50 takes the screen state, then acts on it: `SCREENS =
+  "before"`.
+- Labels: `model/judge/judge.py` L80-154 writes `database.json` (default `./database.json`, beside the
+  default `./episodes`), keyed by episode folder, `complete: true/false`; a run the judge could not verify
+  is left out (L35-52, L99-101): no label. Its sub-goal entries (`<folder>-<k>`, with `step`) are not
+  episodes and are not read. The loader takes `database.json` from beside the episodes folder (or inside
+  it); `load(..., database=PATH)` points at another (on the command line, `--labels PATH/database.json`:
+  `labels.androidgen_database`). A `labels.jsonl` (`trace_id`, `label`) in the episodes
+  folder, a person's labels, wins over the judge's.
+
+Given the project root (holding `episodes/`), the episodes folder, one trace folder or its
+`record.jsonl`. A trace's id is its `trace_id` field, else its folder name. Not read: `plan`, `env`,
+`app`, the judge's `conditions`.
 """
 from __future__ import annotations
 
@@ -14,7 +29,21 @@ from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
-from .base import DataError, LoadResult, check_nonempty, iter_json_lines, own_id, parse_label, resolve_image, tag
+from .base import (
+    DataError,
+    LoadResult,
+    check_nonempty,
+    iter_json_lines,
+    load_json,
+    own_id,
+    parse_label,
+    resolve_image,
+    tag,
+)
+
+SCREENS = "before"
+SHAPE = "*/record.jsonl or episodes/*/record.jsonl (AndroidGen)"
+LOOKED_FOR = "record.jsonl (AndroidGen) in the folder, its sub-folders or its episodes/ sub-folders"
 
 _ELEMENT = re.compile(r'<element id="(\d+)"[^>]*>(.*?)</element>', re.S)
 
@@ -53,6 +82,41 @@ def describe_action(pa: Any, state: Any) -> tuple[str, str | None, str | None, s
                 None, None)
     args = ", ".join(f"{k}={v!r}" for k, v in kw.items())
     return (f"{name}({args})", name, None, None)
+
+
+def detect(p: Path) -> bool:
+    """A record.jsonl, a trace folder, an episodes folder, or a project root holding `episodes/`."""
+    if p.is_file():
+        return p.name == "record.jsonl"
+    return (p / "record.jsonl").is_file() or any(p.glob("*/record.jsonl")) or any(p.glob("episodes/*/record.jsonl"))
+
+
+def database_labels(path: Path, warnings: list[str]) -> dict[str, int]:
+    """Folder name -> 0/1 from an AndroidGen judge `database.json` (episode entries only: sub-goal
+    entries carry `step`); an unreadable file or entry is a warning, not a lost data set."""
+    try:
+        doc = load_json(path)
+    except DataError as exc:
+        warnings.append(f"{exc}: read no labels from it")
+        return {}
+    if not isinstance(doc, dict):
+        warnings.append(f"{path}: not an AndroidGen database (a JSON object keyed by episode): read no labels")
+        return {}
+    out = {}
+    for key, entry in doc.items():
+        if not isinstance(entry, dict) or "step" in entry:
+            continue
+        if isinstance(entry.get("complete"), bool):
+            out[str(key)] = int(entry["complete"])
+        else:
+            warnings.append(f"{path}, entry {key!r}, field 'complete': expected true or false, got "
+                            f"{entry.get('complete')!r}: no label")
+    return out
+
+
+def default_database(root: Path) -> Path | None:
+    """The judge's `database.json` beside the episodes folder `root` (its default), or inside it."""
+    return next((c for c in (root.parent / "database.json", root / "database.json") if c.is_file()), None)
 
 
 def _labels(root: Path) -> dict[str, int]:
@@ -110,21 +174,30 @@ def _trace(rows: list, record_file: Path, root: Path, trace_id: str, labels: dic
     if not isinstance(instruction, str):
         raise DataError(record_file, "required field missing", rows[0][0], "instruction")
     traj = Trajectory(id=trace_id, instruction=instruction, steps=steps, answer=answer, platform="android",
-                      label=labels.get(trace_id), source=str(record_file))
+                      label=labels.get(trace_id, labels.get(record_file.parent.name)), source=str(record_file))
     return check_nonempty(traj, record_file, f"trace {trace_id}")
 
 
-def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = ()) -> LoadResult:
-    """Load an AndroidGen folder of traces, a single trace folder, or its `record.jsonl`."""
+def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
+         database: str | os.PathLike | None = None) -> LoadResult:
+    """Load an AndroidGen project root (holding `episodes/`), a folder of traces, a single trace folder, or
+    its `record.jsonl`; labels from `database` (default: the judge's `database.json` found as the module
+    docstring says) and the folder's `labels.jsonl`."""
     path = Path(path)
     if path.is_file() and path.name == "record.jsonl":
         path = path.parent
     if (path / "record.jsonl").is_file():
         files, root = [path / "record.jsonl"], path.parent
+    elif not any(path.glob("*/record.jsonl")) and any(path.glob("episodes/*/record.jsonl")):
+        root = path / "episodes"
+        files = sorted(root.glob("*/record.jsonl"))
     else:
         files, root = sorted(path.glob("*/record.jsonl")), path
-    labels = _labels(root)
     result = LoadResult()
+    database = Path(database) if database is not None else default_database(root)
+    if database is not None and not database.is_file():
+        raise DataError(database, "no such file (given as the AndroidGen judge's database.json)")
+    labels = {**(database_labels(database, result.warnings) if database else {}), **_labels(root)}
     for f in files:
         result.extend(load_trace(f, root, labels, check_images, image_roots))
     return result

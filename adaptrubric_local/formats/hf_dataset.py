@@ -28,8 +28,8 @@ from typing import Any
 import yaml
 
 from ..types import Step, Trajectory
+from .actions_text import code_step
 from .base import DataError, LoadResult, check_nonempty, own_id, parse_label, resolve_image, tag
-from .others import code_step
 
 MAPPING_FILE = "adaptrubric-columns.yaml"
 CACHE_DIR = "adaptrubric-images"
@@ -264,7 +264,7 @@ def load_hf_dataset(path: str | os.PathLike, check_images: bool = True, image_ro
 
 
 # how formats/__init__.py registers this loader (detection, and what is said when nothing loads)
-REGISTRATION = {"order": 35, "detect": is_hf_dataset,
+REGISTRATION = {"order": 55, "detect": is_hf_dataset,
                 "shape": "save_to_disk or *.parquet (datasets)",
                 "looked_for": f"a datasets save_to_disk folder or Parquet files, columns named by {MAPPING_FILE}"}
 

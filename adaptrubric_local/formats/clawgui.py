@@ -1,0 +1,188 @@
+"""ClawGUI-RL episodes, read as ZJU-REAL/ClawGUI writes them (commit d990d3e):
+
+- `clawgui-rl/agent_system/multi_turn_rollout/utils.py` L220-327 (`save_episode_to_json`) lays out
+  `<save_dir>/<task_name with " " and "/" as "_">/<episode_id>/episode.json` and `images/step_0000.png`,
+  with `meta_data` (`task_name`, `task_goal`, `episode_id`, `created_at`) and `episode[]` (`step`,
+  `image_path` written ABSOLUTE or null when the image could not be saved, `model_response`, `timestamp`);
+  L330-377 (`update_episode_result`) adds `success` (eval_score > 0), `eval_score`, `eval_reason`,
+  `episode_reward`, `episode_length` once the run is evaluated.
+- `rollout_loop.py` L487-518 saves, per step, the observation BEFORE the action with the action taken on
+  it (`SCREENS = "before"`); L609-634 takes eval_score 0.0 when no step reported one.
+- `model_response` is the model's raw text: `<thinking>...</thinking><tool_call>{"name": "mobile_use",
+  "arguments": {"action": ..., "text": ...}}</tool_call>` (`formats.tool_calls`): `type` gives the
+  typed text, `answer` the answer; the thought is the text before the call.
+
+Labels: `meta_data.success`. A run whose evaluation itself failed is not a failure of the task: the
+MobileWorld env writes `eval_reason` "eval_failed_all_retries" with score 0
+(`agent_system/environments/env_package/mobileworld/envs.py` L555-560), the real-device judge
+"eval_exception: ..." (`agent_system/environments/env_manager.py` L1034-1038): those become no label
+(None), with a warning. An episode never evaluated (no `success`) has no label. Nor does one that ended
+without an evaluation: a step that failed on the device ends the episode with no `eval_score` of its own
+(envs.py L480-503), so the rollout takes the last non-evaluating step's score 0.0 and empty reason
+(envs.py L583-590, rollout_loop.py L616-622); an empty `eval_reason` after a last action that is neither
+`answer` nor `terminate` is read so (no label, with a warning). An evaluator that gives an empty reason
+after the step limit is read so too: unknown rather than a wrong 0.
+
+Image paths: a relative one is taken from the episode's folder. An absolute one is used as written when it
+lies in the data folder (or an extra image root); otherwise it is re-rooted: the part after
+`<task folder>/<episode_id>/` is taken from the episode's folder where it now is (a run copied to
+another disk). A path that matches neither is refused as escaping the dataset folder.
+
+Platform: android (MobileWorld and real Android devices). What is not read: `step_reward`,
+`eval_score` as a graded score, `episode_reward`, timestamps.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..types import Step, Trajectory
+from . import tool_calls
+from .base import DataError, LoadResult, check_nonempty, load_json, own_id, require, resolve_image, tag
+
+SCREENS = "before"
+SHAPE = "episode.json with meta_data (ClawGUI-RL)"
+LOOKED_FOR = "episode.json files with meta_data and episode[] (ClawGUI-RL) anywhere below"
+EVAL_FAILED = ("eval_failed_all_retries", "eval_exception")
+Roots = Iterable[str | os.PathLike]
+
+
+def _peek(f: Path) -> Any:
+    try:
+        return json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def episode_files(p: Path, limit: int | None = None) -> list[Path]:
+    """`p` itself when it is a file, else the episode.json files below it (sorted; the first `limit`)."""
+    if p.is_file():
+        return [p]
+    out = []
+    for f in sorted(p.rglob("episode.json")):
+        out.append(f)
+        if limit and len(out) >= limit:
+            break
+    return out
+
+
+def detect(p: Path) -> bool:
+    """An episode.json (or a folder holding them) whose object has `meta_data` and `episode`."""
+    files = episode_files(p, 5)
+    if p.is_file() and p.name != "episode.json":
+        return False
+    docs = [_peek(f) for f in files]
+    return any(isinstance(d, dict) and "meta_data" in d and "episode" in d for d in docs)
+
+
+def episode_id(doc: Any, file: Path) -> str:
+    """An episode's id: `meta_data.episode_id`, else its folder name."""
+    meta = doc.get("meta_data") if isinstance(doc, dict) else None
+    eid = meta.get("episode_id") if isinstance(meta, dict) else None
+    return own_id(eid) or file.parent.name
+
+
+def reroot(raw: str, episode_dir: Path) -> Path | None:
+    """The file an absolute path written by the run names inside the episode's folder where it is now:
+    the part of `raw` after `<task folder>/<episode_id>/` (both as the folder now is named), or None."""
+    parts = Path(raw).parts
+    name, parent = episode_dir.name, episode_dir.parent.name
+    for j in range(len(parts) - 2, 0, -1):
+        if parts[j] == name and parts[j - 1] == parent:
+            return episode_dir.joinpath(*parts[j + 1:])
+    return None
+
+
+def image(raw: Any, episode_dir: Path, file: Path, rec: str, field: str, check: bool, roots: tuple) -> str:
+    """One step's screenshot path, resolved as the module docstring says."""
+    if isinstance(raw, str) and os.path.isabs(raw):
+        full = Path(raw).resolve()
+        if not any(full.is_relative_to(r) for r in roots):
+            moved = reroot(raw, episode_dir)
+            if moved is not None:
+                return resolve_image(episode_dir, str(moved), file, rec, field, check, roots)
+    return resolve_image(episode_dir, raw, file, rec, field, check, roots)
+
+
+def label(meta: dict, last_type: str | None, file: Path, warnings: list[str]) -> int | None:
+    """`meta_data.success` as 0/1; None when never evaluated, when the evaluation itself failed, or when
+    the episode ended without one (`last_type`: the last step's action type)."""
+    if "success" not in meta or meta["success"] is None:
+        return None
+    reason = str(meta.get("eval_reason") or "")
+    if reason.startswith(EVAL_FAILED):
+        warnings.append(f"{file}: the evaluation failed ({reason[:80]!r}), not the task: no label")
+        return None
+    if meta["success"] is False and not reason and last_type not in ("answer", "terminate"):
+        warnings.append(f"{file}: the episode ended without an evaluation (last action not answer/terminate, "
+                        "no eval_reason: a device error or a cut rollout): no label")
+        return None
+    if not isinstance(meta["success"], bool):
+        raise DataError(file, f"expected true or false, got {meta['success']!r}", None, "meta_data.success")
+    return int(meta["success"])
+
+
+def parse(doc: Any, file: Path, check_images: bool, roots: tuple, warnings: list[str]) -> Trajectory:
+    """One ClawGUI-RL `episode.json` -> Trajectory; a DataError carries the episode's id."""
+    try:
+        return _parse(doc, file, check_images, roots, warnings)
+    except DataError as exc:
+        raise tag(exc, episode_id(doc, file)) from None
+
+
+def _parse(doc: Any, file: Path, check_images: bool, roots: tuple, warnings: list[str]) -> Trajectory:
+    rec = f"episode {file.parent.name}"
+    meta = require(doc, "meta_data", file, rec, dict)
+    episode = require(doc, "episode", file, rec, list)
+    steps, answer, missing = [], None, 0
+    for i, s in enumerate(episode):
+        if not isinstance(s, dict):
+            raise DataError(file, "step must be an object", rec, f"episode[{i}]")
+        shot = None
+        if s.get("image_path") is not None:
+            shot = image(s["image_path"], file.parent, file, rec, f"episode[{i}].image_path", check_images, roots)
+        missing += shot is None
+        response = s.get("model_response")
+        args = tool_calls.arguments_of(response)
+        if args is None:
+            action = response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
+            atype, text, ans = None, None, None
+        else:
+            action, atype, text, ans = tool_calls.describe(args)
+        answer = ans if ans is not None else answer
+        steps.append(Step(screenshot=shot, action=action, action_type=atype, text=text,
+                          thought=tool_calls.thought_before(response)))
+    if missing:
+        warnings.append(f"{file}: {missing} step(s) have no image (image_path null: the run could not save it)")
+    traj = Trajectory(id=episode_id(doc, file), instruction=require(meta, "task_goal", file, rec), steps=steps,
+                      answer=answer, platform="android", task_id=own_id(meta.get("task_name")),
+                      label=label(meta, steps[-1].action_type if steps else None, file, warnings),
+                      source=str(file))
+    return check_nonempty(traj, file, rec)
+
+
+def load(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
+    """Load one ClawGUI-RL `episode.json` or every one under a folder (an episode root such as
+    `clawgui-rl/episode/`); the folder given bounds where screenshots may lie, with `image_roots`."""
+    path = Path(path)
+    base = path.parent if path.is_file() else path
+    roots = tuple(dict.fromkeys(Path(r).resolve() for r in (base, *image_roots)))
+    result = LoadResult()
+    for f in episode_files(path):
+        try:
+            doc = load_json(f)
+        except DataError as exc:
+            result.errors.append(tag(exc, f.parent.name))
+            continue
+        if path.is_dir() and isinstance(doc, dict) and "meta_data" not in doc and "task_name" in doc:
+            result.warnings.append(f"{f}: a ClawGUI phone-agent episode, not ClawGUI-RL; skipped it "
+                                   "(read it with --format clawgui-agent)")
+            continue
+        try:
+            result.trajectories.append(parse(doc, f, check_images, roots, result.warnings))
+        except DataError as exc:
+            result.errors.append(exc)
+    return result

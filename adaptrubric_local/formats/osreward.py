@@ -1,0 +1,246 @@
+"""OSReward traces, read as OS-Copilot/OSReward's own judge reads them (`eval_pipeline/run_judge.py` at
+77dff13; trace format in `eval_pipeline/README.md` "Trace format", example `eval_pipeline/example/
+example_trace.json`):
+
+- JSON: one trace per file, `--traces` files or folders scanned recursively, dot-files skipped, a JSON that
+  is not a trace skipped (`discover_traces` L164-184, `discover_json_traces` L95-114, `is_binary_trace`
+  L86-92). A trace: `trace_id`, `task_id`, `platform` (Desktop | Mobile | Web), `agent`, `instruction`,
+  `trajectory[]` (`step_index`, `screenshot_path` RELATIVE TO THE TRACE JSON's folder, `thought`,
+  `action` such as `click(coordinate=[150, 608])`, `coordinate`, `meta_action`), `human_label`
+  SUCCESS | FAIL (optional here: no label without it). A step without a screenshot path has no screenshot
+  (`resolve_screenshots`, about L306-373, counts it as missing and goes on).
+- Parquet (`discover_parquet_traces` L117-161, `PARQUET_METADATA_COLUMNS` L45-55): one row per trace, the
+  same columns plus `screenshots`, a list as long as `trajectory` whose items are null (missing), bytes, or
+  `{"bytes", "path"}` with a path relative to the Parquet file's folder. Embedded bytes are written once to
+  a cache folder (`$XDG_CACHE_HOME` or ~/.cache, `adaptrubric-local/osreward-parquet/`), since a step
+  names a file. Needs pyarrow (the `parquet` extra).
+
+`SCREENS = "before"`: each step's screenshot is the screen its action was taken on (the judge
+draws the action's click point on it, `image_to_data_url` about L238-286; the example's thoughts describe
+the screen they act on). Typed text and an answer are read from `type(...)`/`answer(...)` actions (their `text` or
+`content`). Not read: `agent`, `coordinate` marks, `frame_semantics`, `human_alignment`/`human_efficiency`.
+
+Also here, for OSReward's OSWorld-style samples (`benchmarking_analysis/data/raw/osworld/kimi-sample`, read by
+`benchmarking_analysis/benchmark_analysis/adapters.py` `_instr_from_runtime` at b083948):
+`instruction_from_runtime_log(folder)`, the instruction of a run whose traj.jsonl does not carry it.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..types import Step, Trajectory
+from .base import DataError, LoadResult, check_nonempty, load_json, own_id, parse_label, require, resolve_image, tag
+
+SCREENS = "before"
+SHAPE = "trace JSON or Parquet (OSReward)"
+LOOKED_FOR = "trace JSON files (objects with trace_id and trajectory) or OSReward Parquet shards anywhere below"
+PARQUET_COLUMNS = ("trace_id", "task_id", "platform", "instruction", "trajectory", "human_label", "screenshots")
+Roots = Iterable[str | os.PathLike]
+
+
+def instruction_from_runtime_log(folder: str | os.PathLike) -> str | None:
+    """The instruction in a run folder's `runtime.log` (the block after `Instruction:` up to `Model Output:`,
+    else the rest of the `Instruction:` line), as OSReward's adapters read it; None without one."""
+    path = Path(folder) / "runtime.log"
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8", errors="replace")
+    m = re.search(r"Instruction:\s*\n(.*?)\nModel Output:", text, flags=re.S) or re.search(r"Instruction:\s*(.+)", text)
+    return (m.group(1).strip() or None) if m else None
+
+
+def is_trace(obj: Any) -> bool:
+    """Whether a JSON object is an OSReward trace (has a trace_id and a trajectory list)."""
+    return isinstance(obj, dict) and own_id(obj.get("trace_id")) is not None and isinstance(obj.get("trajectory"), list)
+
+
+def _parquet_ok(f: Path) -> bool:
+    try:
+        import pyarrow.parquet as pq
+        return set(PARQUET_COLUMNS) <= set(pq.ParquetFile(f).schema_arrow.names)
+    except Exception:  # not a Parquet file pyarrow can read: not this format
+        return False
+
+
+def detect(p: Path) -> bool:
+    """A trace JSON, an OSReward Parquet shard, or a folder with either below it."""
+    if p.is_file():
+        return p.suffix == ".json" or (p.suffix == ".parquet" and _parquet_ok(p))
+    for f in sorted(p.rglob("*.json"))[:20]:
+        doc = _try(f)
+        if is_trace(doc) or (isinstance(doc, list) and any(is_trace(x) for x in doc[:5])):
+            return True
+    return any(_parquet_ok(f) for f in sorted(p.rglob("*.parquet"))[:3])
+
+
+def call_of(action: Any) -> tuple[str | None, dict]:
+    """The name and literal keyword arguments of a function-call action (`type(text='hi')`)."""
+    if not isinstance(action, str):
+        return None, {}
+    try:
+        node = ast.parse(action.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return None, {}
+    if not isinstance(node, ast.Call):
+        return None, {}
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+    kwargs = {}
+    for kw in node.keywords:
+        try:
+            kwargs[kw.arg] = ast.literal_eval(kw.value)
+        except ValueError:
+            continue
+    if node.args and "text" not in kwargs:
+        with contextlib.suppress(ValueError):
+            kwargs["text"] = ast.literal_eval(node.args[0])
+    return name, kwargs
+
+
+def step_of(s: dict, shot: str | None) -> tuple[Step, str | None]:
+    """One trajectory step and the answer it submits, if any."""
+    action = s.get("action") if isinstance(s.get("action"), str) else json.dumps(s.get("action"), ensure_ascii=False)
+    name, kwargs = call_of(action)
+    kind = (s.get("meta_action") if isinstance(s.get("meta_action"), str) else None) or name
+    value = kwargs.get("text", kwargs.get("content"))
+    value = value if isinstance(value, str) else None
+    kind_l = (kind or "").lower()
+    text = value if kind_l in ("type", "typewrite", "write", "input_text") else None
+    answer = value if kind_l in ("answer", "finished", "finish") else None
+    thought = s.get("thought") if isinstance(s.get("thought"), str) and s.get("thought").strip() else None
+    return Step(screenshot=shot, action=action or "", action_type=kind, text=text, thought=thought), answer
+
+
+def parse(obj: Any, file: Path, shots: list[str | None], where: str) -> Trajectory:
+    """One trace (its screenshots already resolved, one per step or None) -> Trajectory."""
+    try:
+        rec = f"{where} (trace {obj.get('trace_id')})" if isinstance(obj, dict) else where
+        steps, answer = [], None
+        for i, s in enumerate(require(obj, "trajectory", file, rec, list)):
+            if not isinstance(s, dict):
+                raise DataError(file, "step must be an object", rec, f"trajectory[{i}]")
+            step, ans = step_of(s, shots[i])
+            steps.append(step)
+            answer = ans if ans is not None else answer
+        traj = Trajectory(id=str(require(obj, "trace_id", file, rec, (str, int))),
+                          instruction=require(obj, "instruction", file, rec), steps=steps, answer=answer,
+                          platform=obj.get("platform") or None, task_id=own_id(obj.get("task_id")),
+                          label=parse_label(obj.get("human_label"), file, rec, "human_label"), source=str(file))
+        return check_nonempty(traj, file, rec)
+    except DataError as exc:
+        raise tag(exc, obj.get("trace_id") if isinstance(obj, dict) else None) from None
+
+
+def _json_shots(obj: Any, file: Path, check: bool, roots: tuple) -> list[str | None]:
+    steps = obj.get("trajectory") if isinstance(obj, dict) and isinstance(obj.get("trajectory"), list) else []
+    rec = f"trace {obj.get('trace_id')}" if isinstance(obj, dict) else "trace"
+    out = []
+    for i, s in enumerate(steps):
+        rel = s.get("screenshot_path") if isinstance(s, dict) else None
+        out.append(resolve_image(file.parent, rel, file, rec, f"trajectory[{i}].screenshot_path", check, roots)
+                   if isinstance(rel, str) and rel else None)
+    return out
+
+
+def load_json_traces(files: list[Path], roots: tuple, check: bool, given_dir: bool) -> LoadResult:
+    """Load trace JSON files; in a folder, JSON files that are not traces are skipped."""
+    result = LoadResult()
+    for f in files:
+        try:
+            doc = load_json(f)
+        except DataError as exc:
+            result.errors.append(exc)
+            continue
+        for k, obj in enumerate(doc if isinstance(doc, list) else [doc]):
+            if given_dir and not is_trace(obj):
+                continue
+            where = f"item {k}" if isinstance(doc, list) else "trace"
+            try:
+                result.trajectories.append(parse(obj, f, _json_shots(obj, f, check, roots), where))
+            except DataError as exc:
+                result.errors.append(tag(exc, obj.get("trace_id") if isinstance(obj, dict) else None))
+    return result
+
+
+def _cache_dir(parquet: Path) -> Path:
+    st = parquet.stat()
+    key = hashlib.sha256(f"{parquet.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "adaptrubric-local" / "osreward-parquet" / key
+
+
+def _embedded(item: Any, f: Path, rec: str, i: int, out: Path, check: bool, roots: tuple) -> str | None:
+    """One Parquet screenshot item -> a file path (embedded bytes written to `out` once)."""
+    if item is None:
+        return None
+    data, name = (item, "") if isinstance(item, bytes) else (item.get("bytes"), item.get("path") or "")
+    if data is None and name:
+        return resolve_image(f.parent, name, f, rec, f"screenshots[{i}].path", check, roots)
+    if not isinstance(data, bytes) or not data:
+        raise DataError(f, "embedded image has no bytes", rec, f"screenshots[{i}]")
+    target = out / f"step_{i:04d}{Path(name).suffix or '.png'}"
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return str(target)
+
+
+def load_parquet(files: list[Path], roots: tuple, check: bool) -> LoadResult:
+    """Load OSReward Parquet shards, one trace per row."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DataError(files[0], "reading OSReward Parquet needs pyarrow: pip install "
+                                  "'adaptrubric-local[parquet]'") from None
+    result = LoadResult()
+    for f in files:
+        table = pq.ParquetFile(f)
+        missing = sorted(set(PARQUET_COLUMNS) - set(table.schema_arrow.names))
+        if missing:
+            result.errors.append(DataError(f, f"not an OSReward Parquet shard: columns {missing} missing"))
+            continue
+        cache = _cache_dir(f)
+        for n, row in enumerate(table.read(columns=list(PARQUET_COLUMNS)).to_pylist()):
+            rec = f"row {n}"
+            try:
+                shots = row.get("screenshots") or []
+                if len(shots) != len(row.get("trajectory") or []):
+                    raise DataError(f, f"{len(shots)} screenshots for {len(row.get('trajectory') or [])} steps",
+                                    rec, "screenshots")
+                sub = cache / re.sub(r"[^\w.-]", "_", str(row.get("trace_id")))
+                paths = [_embedded(x, f, rec, i, sub, check, roots) for i, x in enumerate(shots)]
+                result.trajectories.append(parse(row, f, paths, rec))
+            except DataError as exc:
+                result.errors.append(tag(exc, row.get("trace_id")))
+    return result
+
+
+def load(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
+    """Load a trace JSON, a Parquet shard, or a folder of either (not both, as run_judge.py refuses)."""
+    path = Path(path)
+    base = path.parent if path.is_file() else path
+    roots = tuple(dict.fromkeys(Path(r).resolve() for r in (base, *image_roots)))
+    if path.is_file():
+        jsons, shards = ([], [path]) if path.suffix == ".parquet" else ([path], [])
+    else:
+        jsons = [f for f in sorted(path.rglob("*.json")) if not f.name.startswith(".")]
+        shards = sorted(path.rglob("*.parquet"))
+    if jsons and shards and any(is_trace(_try(f)) for f in jsons):
+        raise DataError(path, "holds both trace JSON and Parquet shards; give one kind at a time")
+    if shards:
+        return load_parquet(shards, roots, check_images)
+    return load_json_traces(jsons, roots, check_images, path.is_dir())
+
+
+def _try(f: Path) -> Any:
+    try:
+        return json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
