@@ -95,13 +95,14 @@ def check_resume(out: Path, meta: dict, force: bool) -> dict:
 def file_meta(settings: dict, data: str | Path, extra: dict | None = None,
               calibration: str | Path | None = None) -> tuple[dict, Any]:
     """(the config sidecar a run with `settings` writes, the loaded calibration or None)."""
-    from .evaluation import calibration as C
+    from .evaluation.calibration import load as load_calibration
+    from .evaluation.calibration import provenance
 
     meta = {**settings, "data": str(data), **(extra or {})}
     cal = None
     if calibration is not None:
-        cal, prov = C.load(calibration)
-        meta.update(C.provenance(prov))
+        cal, prov = load_calibration(calibration)
+        meta.update(provenance(prov))
     return meta, cal
 
 
