@@ -17,26 +17,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..types import Trajectory, Verdict
-from .perturbations import Perturbation, split_id
-from .tally import OriginalVerdicts, PairCounts, compact, count_pairs, read_originals
+from .perturbations import Perturbation
+from .tally import OriginalVerdicts, PairCounts, count_pairs, read_originals
 from .verdict import NOT_ROBUST, ROBUST, TOO_FEW, accuracy_of, accuracy_text, judge, verdicts_of, wilson
 
 
 def rate(k: int, n: int) -> dict:
     """{k, n, rate, ci95} (rate and interval None when n is 0)."""
     return {"k": k, "n": n, "rate": k / n if n else None, "ci95": wilson(k, n)}
-
-
-def measure(p: Perturbation, cfs: list[Trajectory], original: dict[str, Verdict],
-            counter: dict[str, Verdict], engine_options: dict | None = None) -> dict:
-    """One perturbation's row of the audit (see the module docstring) from lists; `engine_options`: what
-    a setting perturbation scored with."""
-    counts = PairCounts()
-    for c in cfs:
-        o, v = original.get(split_id(c.id)[0]), counter.get(c.id)
-        counts.add(None if o is None else compact(o), None if v is None else compact(v), c.id)
-    return row_of(p, len(cfs), counts, engine_options)
 
 
 def row_of(p: Perturbation, applied: int, c: PairCounts, engine_options: dict | None = None) -> dict:

@@ -24,11 +24,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
 
-from ..formats import LoadResult, canonical, load_trajectories
 from ..formats.stream import as_stream, stream_trajectories
 from ..run_settings import IN_PROCESS, vars_of
 from ..scoring import score_with
-from ..types import Trajectory
 from .perturbations import Perturbation
 from .streamed import ChainedStream, CostCount, cf_stream, write_streamed
 
@@ -45,42 +43,6 @@ def data_root(data: str | Path) -> Path:
     """The folder a data set's screenshots may lie in: the folder itself, or a file's folder."""
     p = Path(data).resolve()
     return p if p.is_dir() else p.parent
-
-
-def write_counterfactuals(out: Path, perturbations: list[Perturbation],
-                          cfs: dict[str, list[Trajectory]]) -> dict[str, Path]:
-    """Write the counterfactuals as canonical JSONL (screenshots referenced where they are); name ->
-    the file that holds its counterfactuals."""
-    out = Path(out)
-    changed = [c for p in perturbations if p.engine_options is None for c in cfs[p.name]]
-    files = {}
-    canonical.write(changed, out / DATA_FILE, reference=True)
-    for p in perturbations:
-        if p.engine_options is None:
-            files[p.name] = out / DATA_FILE
-        else:
-            files[p.name] = setting_file(out, p.name, "counterfactuals")
-            canonical.write(cfs[p.name], files[p.name], reference=True)
-    return files
-
-
-def read_back(path: Path, image_roots: Iterable[str | Path]) -> LoadResult:
-    """A counterfactual file as `score` would load it (screenshots allowed under the data's folders)."""
-    if not path.stat().st_size:
-        return LoadResult()
-    return load_trajectories(path, fmt="canonical", image_roots=list(image_roots))
-
-
-def cost_plan(originals: list[Trajectory], perturbations: list[Perturbation], cfs: dict[str, list[Trajectory]],
-              cfg, engine_options: dict | None = None) -> dict:
-    """`plan_of` for lists of originals and their counterfactuals."""
-    cost = CostCount(perturbations, cfg.max_images)
-    for t in originals:
-        cost.original(t)
-    for p in perturbations:
-        for c in cfs[p.name]:
-            cost.counterfactual(p.name, c)
-    return plan_of(cost, perturbations, cfg, engine_options)
 
 
 def plan_of(cost: CostCount, perturbations: list[Perturbation], cfg, engine_options: dict | None = None) -> dict:

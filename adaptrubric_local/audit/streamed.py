@@ -80,7 +80,7 @@ class Originals:
 
 
 class CostCount:
-    """The running counts `run.cost_plan` reads: trajectories, counterfactuals per perturbation, the
+    """The running counts `run.plan_of` reads: trajectories, counterfactuals per perturbation, the
     screenshots sent and the distinct instructions."""
 
     def __init__(self, perturbations: list[Perturbation], max_images: int):
@@ -105,7 +105,7 @@ class CostCount:
 
 def write_streamed(out: Path, perturbations: list[Perturbation], stream, max_images: int
                    ) -> tuple[dict[str, Path], CostCount, Originals]:
-    """Write every counterfactual of the stream's trajectories (`run.write_counterfactuals`' files), one
+    """Write every counterfactual of the stream's trajectories (see run.py's docstring), one
     original at a time; (name -> its file, the cost counts, the originals' labels)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

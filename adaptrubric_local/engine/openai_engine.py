@@ -86,13 +86,6 @@ class OpenAIEngineConfig:
         """Whether images are resized before sending (rather than sent as the original files)."""
         return self.max_visual_tokens is not None or self.max_pixels is not None
 
-    def images_sent(self) -> dict:
-        """What the endpoint is sent, for a manifest: the original files, or the resizing applied."""
-        if not self.resizes:
-            return {"resized": False}
-        return {"resized": True, "max_visual_tokens": self.max_visual_tokens,
-                "max_pixels": self.max_pixels or QWEN3VL_MAX_PIXELS, "min_pixels": QWEN3VL_MIN_PIXELS}
-
 
 def api_key_from_env(var: str) -> str:
     """The API key in environment variable `var`; 'EMPTY' (what vLLM/SGLang accept) when it is unset."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine.hf_config import DEFAULT_MODEL, HFEngineConfig
+from ..engine.hf_config import HFEngineConfig
 from ..engine.options import OPTIONS
 from ..engine.remote import REMOTE_FIELDS
 from ..flags import flag_name, renamed
@@ -19,11 +19,6 @@ from ..inline_images import DEFAULT_MAX_PIXELS
 from ..pipeline import PipelineConfig
 
 REWARD_MODES = ("binary", "p_success")
-
-
-def default_model() -> str:
-    """The engine's default checkpoint (one default for the CLI, the engine and the rewards)."""
-    return DEFAULT_MODEL
 
 
 @dataclass
