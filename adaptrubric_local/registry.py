@@ -22,7 +22,6 @@ T = TypeVar("T")
 PLUGINS_FLAG = "--plugins"
 PLUGINS_HELP = ("a Python file or module to import first, repeatable: its @register_engine, @register_format and "
                 "@perturbation lines add engines (--engine), data formats (--format) and perturbations (audit)")
-PLUGINS_OLD = ("--perturbations-from",)  # audit's flag for the same thing, kept as a second spelling
 
 
 class Registry(dict[str, T]):
@@ -75,12 +74,11 @@ def load_plugins(sources: Iterable[str], flag: str = PLUGINS_FLAG) -> None:
 
 
 def plugins_in(argv: list[str]) -> list[str]:
-    """The values of `--plugins` (and its second spelling) in a command line, before it is parsed."""
+    """The values of `--plugins` in a command line, before it is parsed."""
     out = []
     for k, arg in enumerate(argv):
-        for flag in (PLUGINS_FLAG, *PLUGINS_OLD):
-            if arg == flag and k + 1 < len(argv):
-                out.append(argv[k + 1])
-            elif arg.startswith(flag + "="):
-                out.append(arg.split("=", 1)[1])
+        if arg == PLUGINS_FLAG and k + 1 < len(argv):
+            out.append(argv[k + 1])
+        elif arg.startswith(PLUGINS_FLAG + "="):
+            out.append(arg.split("=", 1)[1])
     return out

@@ -3,7 +3,6 @@ scoring and the report are in `audit/`.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -133,8 +132,6 @@ def add_subcommands(sub) -> None:
     p.add_argument("--perturb", nargs="+", action="extend", metavar="NAME",
                    help="the perturbations to apply (repeatable; default: every registered one; see "
                         "--list-perturbations)")
-    p.add_argument("--perturbations-from", dest="plugins", action="append", default=[],  # --plugins' earlier name
-                   help=argparse.SUPPRESS)
     p.add_argument("--list-perturbations", action="store_true", help="print the registered perturbations and exit")
     p.add_argument("--compare", metavar="RUN_B",
                    help="an earlier audit's folder: write OUT/compare.md and compare.png with both side by side "

@@ -14,7 +14,6 @@ from typing import Any
 from ..engine.hf_config import HFEngineConfig
 from ..engine.options import OPTIONS
 from ..engine.remote import REMOTE_FIELDS
-from ..flags import flag_name, renamed
 from ..inline_images import DEFAULT_MAX_PIXELS
 from ..pipeline import PipelineConfig
 
@@ -92,9 +91,6 @@ def split_options(options: dict[str, Any], where: str = "options") -> tuple[dict
                 break
         else:
             known = sorted(set().union(*groups))
-            now = renamed(flag_name(str(key)), map(flag_name, known), key=True)
-            if now:  # an option renamed in an earlier release: its key is its flag's name
-                raise ValueError(f"{where}: option {key!r} was renamed: it is now {now}")
             raise ValueError(f"{where}: unknown option {key!r}; known options: {', '.join(known)}")
     return out
 
