@@ -182,8 +182,8 @@ def load_model(cfg: HFEngineConfig):
 
     cuda = torch.cuda.is_available()
     if not cuda:
-        # masked grouped-query attention: on the CPU the fused path beats repeating K/V per head (3x on the
-        # decode step); transformers keeps it off by default because CUDA's masked GQA hits the math kernel
+        # masked grouped-query attention: on the CPU the fused path beats repeating K/V per head;
+        # transformers keeps it off by default because CUDA's masked GQA hits the math kernel
         os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
     local = check_model_path(cfg.model)
     attn = attn_implementation_for(cfg, cuda)
