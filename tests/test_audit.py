@@ -165,7 +165,7 @@ def test_the_whole_command_at_small_size(fake, tmp_path, capsys):
     assert main(["audit", str(data), "--model", "m", "--out", str(out), "--router", "rules", "--no-fine"]) == 2
     assert "pass --resume" in capsys.readouterr().err
     assert main(["audit", str(data), "--model", "m", "--out", str(tmp_path / "x"), "--perturb", "nope"]) == 2
-    assert "unknown perturbation(s) nope" in capsys.readouterr().err
+    assert "unknown perturbation 'nope'" in capsys.readouterr().err
 
 
 def test_dry_run_writes_the_data_and_the_cost_without_a_model(fake, tmp_path, capsys):

@@ -222,7 +222,7 @@ def spell(name: str, value=NO_VALUE) -> str:
 
 def check_engine_options(engine: str, given) -> None:
     """Refuse an option given on the command line that `engine` does not read, naming what to use
-    instead from engine/options.py's table (an error, exit 2): `--max-batch-size` with vLLM is
+    instead from the engine's registration (engine/options.py; an error, exit 2): `--max-batch-size` with vLLM is
     `--max-num-seqs`; a vLLM option with transformers names transformers' one, or --engine vllm."""
     refuse_unread(engine, given, spell)
 

@@ -26,7 +26,7 @@ from .base import Engine
 from .options import advice, plain, register_engine, render
 
 # in-process options that change what the verifier says, with the value that means "not used" (what to use
-# instead: engine/options.py's table)
+# instead: the openai engine's registration below)
 NOT_REMOTE = {"adapter": None, "votes": 1, "load_in_4bit": False, "load_in_8bit": False}
 
 
@@ -149,6 +149,10 @@ def served_models(openai_url: str, api_key_env: str = "OPENAI_API_KEY", timeout:
         return [m.id for m in client.models.list()]
 
 
-@register_engine("openai", in_process=False, help="an OpenAI-compatible server at openai_url (--openai-url)")
+@register_engine("openai", reads=("max_visual_tokens", "max_pixels"), instead={
+    "adapter": "serve the adapter on the server (vLLM: --lora-modules NAME=DIR) and pass NAME as `model`",
+    "votes": "use `votes=1` (sampled votes are not supported on a server)"},
+    otherwise="use the server's own setting (vLLM: a vllm serve flag)", in_process=False,
+    help="an OpenAI-compatible server at openai_url (--openai-url)")
 def _openai(model=None, **options) -> Engine:
     return remote_engine({**options, **({"model": model} if model else {})})

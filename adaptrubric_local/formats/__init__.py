@@ -37,7 +37,7 @@ class FormatSpec:
     order: int = 0
 
 
-FORMATS: Registry[FormatSpec] = Registry("data format")
+FORMATS: Registry[FormatSpec] = Registry("data format", FormatSpec)
 
 
 def register_format(name: str, *, detect: Callable[[Path], bool], looked_for: str, shape: str, order: int = 0,
@@ -45,10 +45,7 @@ def register_format(name: str, *, detect: Callable[[Path], bool], looked_for: st
     """Decorator: register the loader below as data format `name` (`--format NAME`, `fmt="NAME"`, and
     auto-detection by `detect`); see FormatSpec. The package's own formats have orders 10 to 50, so a
     user's (order 0 by default) is tried before them."""
-    def wrap(load: Loader) -> Loader:
-        FORMATS.add(name, FormatSpec(name, load, detect, looked_for, shape, order), replace)
-        return load
-    return wrap
+    return FORMATS.register(name, replace=replace, detect=detect, looked_for=looked_for, shape=shape, order=order)
 
 
 def data_jsonl(folder: Path, warnings: list[str] | None = None) -> list[Path]:

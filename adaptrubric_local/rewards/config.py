@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.hf_config import HFEngineConfig
-from ..engine.options import OPTIONS
+from ..engine.options import ENGINE_OPTIONS
 from ..engine.remote import REMOTE_FIELDS
 from ..inline_images import DEFAULT_MAX_PIXELS
 from ..pipeline import PipelineConfig
@@ -82,7 +82,7 @@ def split_options(options: dict[str, Any], where: str = "options") -> tuple[dict
     verifier on a server, RemoteConfig's (`openai_url`, ...); an unknown key is an error that names it
     and lists the known ones."""
     groups = [{f.name for f in dataclasses.fields(c)} for c in (RewardConfig, PipelineConfig, HFEngineConfig)]
-    groups[2] |= REMOTE_FIELDS | set(OPTIONS) | {"engine"}  # the table names every engine's options
+    groups[2] |= REMOTE_FIELDS | ENGINE_OPTIONS | {"engine"}
     out: tuple[dict, dict, dict] = ({}, {}, {})
     for key, val in options.items():
         for names, dest in zip(groups, out):
