@@ -21,11 +21,11 @@ from __future__ import annotations
 import datetime
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, is_dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ..formats.stream import as_stream, stream_trajectories
-from ..run_settings import IN_PROCESS, vars_of
+from ..run_settings import IN_PROCESS, engine_record, vars_of
 from ..scoring import score_with
 from .perturbations import Perturbation
 from .streamed import ChainedStream, CostCount, cf_stream, write_streamed
@@ -79,8 +79,7 @@ def cost_text(plan: dict) -> str:
 
 def options_of(engine) -> dict:
     """An engine's options (its config's fields), {} when it has no config dataclass."""
-    cfg = getattr(engine, "config", None)
-    return asdict(cfg) if is_dataclass(cfg) else {}
+    return engine_record(getattr(engine, "config", None)) or {}
 
 
 def derived_engine(engine, changes: dict):
