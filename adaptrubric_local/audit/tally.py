@@ -34,7 +34,7 @@ def compact(d) -> Compact:
 
 @dataclass
 class PairCounts:
-    """One perturbation's pairs (original, counterfactual) as report.measure counts them."""
+    """One perturbation's pairs (original, counterfactual) as report.row_of reads them."""
 
     compared: int = 0
     zeros: int = 0

@@ -84,7 +84,7 @@ def more_rule(before: int, after: int, n: int) -> str:
 
 
 def check_clause(clause: str, row: dict) -> dict:
-    """One clause of a measured row (report.measure): what it says, its figures, its result and the short
+    """One clause of a measured row (report.row_of): what it says, its figures, its result and the short
     figure the bottom line quotes."""
     up, down = row["flips_0_1"], row["flips_1_0"]
     if clause == "no-move":
