@@ -69,13 +69,3 @@ __all__ = [
            "score_file",
 ]
 
-
-def __getattr__(name: str):
-    """`VLLMConfig`, the earlier name of VLLMOptions (vLLM's own options), with a warning."""
-    if name == "VLLMConfig":
-        import warnings
-
-        warnings.warn("adaptrubric_local.VLLMConfig is now VLLMOptions (vLLM's own options)", DeprecationWarning,
-                      stacklevel=2)
-        return VLLMOptions
-    raise AttributeError(f"module 'adaptrubric_local' has no attribute {name!r}")

@@ -13,9 +13,7 @@ once: `(default VALUE)`, or `(default: TEXT)` from the field's `none` metadata (
 limit", "the bundled paper bank"), never a second default in the field's own help.
 
 `Parser` is the argument parser of every command: no abbreviations (a prefix such as `--cue` is refused,
-not taken for the one flag it happens to start today); the renames in one place: a spelling renamed in
-this release still works with one warning line naming its new form (`OLD_SPELLINGS`,
-`add_old_spelling`), one renamed in an earlier release is answered with its new name (`RENAMED`); and an
+not taken for the one flag it happens to start today), and an
 unknown flag answered by the subcommand it was given to: the error and the closest flag names first,
 then one line of usage naming `--help` (every usage error reads so). `--help` of a command with many
 options shows the ones most runs need, in the groups of `HELP_GROUPS` (a field's `common` metadata, or
@@ -30,7 +28,6 @@ import argparse
 import dataclasses
 import difflib
 import shutil
-import sys
 import textwrap
 import typing
 from collections.abc import Iterable
@@ -38,64 +35,9 @@ from typing import Any
 
 EXPLICIT = "_explicit_options"
 
-# Flags renamed or replaced in earlier releases -> what to use now, each with what it counts or does.
-# An unknown flag found here is answered with these (the ones the command has first).
-RENAMED: dict[str, tuple[tuple[str, str], ...]] = {
-    "--batch-size": (("--max-batch-size", "requests per generate call"),
-                     ("--trajectories-per-batch", "trajectories the pipeline prepares per engine call"),
-                     ("--max-batch-trajectories", "what the reward service gathers from concurrent calls"),
-                     ("--per-device-batch-size", "training examples per device per step"),
-                     ("--teacher-batch-size", "requests per generate call of a local teacher")),
-    "--max-new-tokens": (("--verify-max-new-tokens", "the verifier's output cap"),
-                         ("--cue-max-new-tokens", "the cue writer's cap"),
-                         ("--route-max-new-tokens", "the router's cap"),
-                         ("--teacher-max-new-tokens", "the teacher's cap per reply")),
-    "--cue": (("--manual-cues", "a fine cue to use instead of generated ones, repeatable"),),
-    "--bank": (("--bank-path", "the rubric bank YAML"),),
-    "--families": (("--keep-families", "keep the paper's eight families, was --families KEEP; without it "
-                                       "the teacher proposes its own"),),
-    "--max-batch": (("--max-batch-trajectories", "what the reward service gathers from concurrent calls"),
-                    ("--max-batch-size", "requests per generate call")),
-    "--max-queue": (("--max-pending", "most trajectories waiting to be scored"),),
-    "--max-request-mb": (("--max-request-bytes", "the request body limit, now in bytes"),),
-    "--request-timeout": (("--request-timeout-s", "seconds a request may wait"),),
-    "--set": (("--config", "a YAML/JSON file of options; and every option is a flag of its own: "
-                           "--set max_images=6 is --max-images 6"),),
-    "--workers": (("--replicas", "model copies, with --ray: the same processes on this machine on a local Ray"),),
-}
-
-# Spellings renamed in this release: they still work, each use printing one warning line with the new
-# form (`{prog}` the command, `{value}` what was given); in the next release they move to RENAMED.
-OLD_SPELLINGS: dict[str, str] = {
-    "--data": "{prog} {value} (the data set is the first argument)",
-    "--output": "{prog} --out {value}",
-    "validate-bank": "adaptrubric bank validate {value}",
-}
-
 # The groups of a short `--help`, in this order (a group not named here comes after them)
 HELP_GROUPS = ("data", "model and engine", "method", "output")
 SHORT_HELP_OVER = 24  # a command with more options than this shows only its common ones in --help
-
-
-def old_spelling_warning(old: str, prog: str, value: str) -> str:
-    """The one line an old spelling prints: what to write instead."""
-    new = OLD_SPELLINGS[old].format(prog=prog, value=value)
-    was = f"{prog} {old} {value}" if old.startswith("--") else f"adaptrubric {old} {value}"
-    return f"warning: `{was}` is now `{new}`; the old spelling goes in the next release"
-
-
-class OldSpelling(argparse.Action):
-    """A spelling of OLD_SPELLINGS: its value goes to `target` (after parsing, see Parser), with one
-    warning line naming the new form."""
-
-    def __init__(self, option_strings, dest, target: str, **kwargs):
-        super().__init__(option_strings, dest=f"_old_{target}", default=argparse.SUPPRESS, help=argparse.SUPPRESS,
-                         **kwargs)
-        self.target = target
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        print(old_spelling_warning(option_string, parser.prog, str(values)), file=sys.stderr)
-        setattr(namespace, self.dest, values)
 
 
 class HelpAll(argparse.Action):
@@ -117,8 +59,7 @@ def common(action: argparse.Action, group: str) -> argparse.Action:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse without abbreviations, with this release's old spellings warned about and earlier renamed
-    flags answered by their new names, an unknown flag answered by the (sub)command that was given it
+    """argparse without abbreviations, an unknown flag answered by the (sub)command that was given it
     with the closest flag names, and a short `--help` beside `--help-all`."""
 
     def __init__(self, *args, **kwargs):
@@ -136,31 +77,10 @@ class Parser(argparse.ArgumentParser):
             for sub in dict.fromkeys(choices.values()):  # an alias maps to its command's parser
                 yield from sub.commands()
 
-    def add_old_spelling(self, old: str, target: str) -> None:
-        """Accept `old` (a key of OLD_SPELLINGS) for the argument stored in `target`, warning once per use."""
-        assert old in OLD_SPELLINGS, old
-        self.add_argument(old, action=OldSpelling, target=target)
-
-    def required_positional(self, action: argparse.Action) -> argparse.Action:
-        """A positional (nargs '?') that an old spelling may also give: required after parsing."""
-        action.required_after = True
-        return action
-
     def parse_known_args(self, args=None, namespace=None):
         ns, extras = super().parse_known_args(args, namespace)
         if extras:  # what this parser (and the subcommands under it) did not take: report it here
             self.error(unknown_message(self.prog, [s for a in self._actions for s in a.option_strings], extras))
-        for a in self._actions:
-            if isinstance(a, OldSpelling) and hasattr(ns, a.dest):
-                value = getattr(ns, a.dest)
-                delattr(ns, a.dest)
-                if getattr(ns, a.target, None) is not None:
-                    self.error(f"{a.option_strings[0]} and {a.target.upper()} both given: give it once")
-                setattr(ns, a.target, value)
-        missing = [a.metavar or a.dest.upper() for a in self._actions
-                   if getattr(a, "required_after", False) and getattr(ns, a.dest, None) is None]
-        if missing:
-            self.error(f"the following arguments are required: {', '.join(missing)}")
         return ns, extras
 
     def error(self, message: str):
@@ -210,17 +130,6 @@ class Parser(argparse.ArgumentParser):
         return fmt.format_help()
 
 
-def renamed(flag: str, known: Iterable[str], key: bool = False) -> str | None:
-    """What replaced a renamed flag ('--max-batch-size (requests per generate call), or ...'), the
-    replacements among `known` first (all of them when none is); None when it was never renamed.
-    With `key`, the new names are spelled as config-file keys (`max_batch_size`)."""
-    if flag not in RENAMED:
-        return None
-    known = set(known)
-    here = [(new, what) for new, what in RENAMED[flag] if new in known] or list(RENAMED[flag])
-    return ", or ".join(f"{new[2:].replace('-', '_') if key else new} ({what})" for new, what in here)
-
-
 def positional_usage(a: argparse.Action) -> str:
     """A positional argument as the usage line writes it (`DATA`, `[DATA]`, `FILE [FILE ...]`)."""
     name = a.metavar if isinstance(a.metavar, str) else a.dest
@@ -228,25 +137,14 @@ def positional_usage(a: argparse.Action) -> str:
 
 
 def unknown_message(prog: str, flags: Iterable[str], extras: list[str]) -> str:
-    """'unrecognized arguments: ...' with, per unknown flag among `extras`, its new name or the closest of
-    the flags of command `prog`."""
+    """'unrecognized arguments: ...' with, per unknown flag among `extras`, the closest of the flags of
+    command `prog`."""
     known = [s for s in flags if s.startswith("--")]
     hints = []
-    for k, arg in enumerate(extras):
+    for arg in extras:
         if not arg.startswith("--"):
             continue
         name = arg.split("=", 1)[0]
-        given = extras[k + 1] if name == "--set" and k + 1 < len(extras) else ""
-        if "=" in given and flag_name(given.split("=", 1)[0].strip()) in known:  # --set key=value: --key value
-            key, value = given.split("=", 1)
-            hints.append(f"--set {given} is now {flag_name(key.strip())} {value}")
-            continue
-        if name in RENAMED:
-            hints.append(f"{name} is now {renamed(name, known)}")
-            continue
-        if name in OLD_SPELLINGS and "--out" in known:
-            hints.append(f"{name}: write {OLD_SPELLINGS[name].format(prog=prog, value='VALUE')}")
-            continue
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         hints.append(f"{name}: did you mean {' or '.join(close)}?" if close else
                      f"{name} is not a flag of {prog}")
@@ -315,7 +213,7 @@ class RecordBool(argparse.BooleanOptionalAction):
 
 
 def flag_name(field_name: str) -> str:
-    """The flag of a config field: `max_new_tokens` -> `--max-new-tokens`."""
+    """The flag of a config field: `max_images` -> `--max-images`."""
     return "--" + field_name.replace("_", "-")
 
 

@@ -1,8 +1,9 @@
 """What the package's extension points share: `Registry`, a name -> entry table for engines
 (engine/options.py), data formats (formats/__init__.py) and perturbations (audit/perturbations.py),
-and `load_plugins`, which imports a user's Python file or module so that its registration lines
-(`@register_engine`, `@register_format`, `@perturbation`) run. The package's own engines, formats
-and perturbations are registered through the same calls.
+with one decorator, `Registry.register(name, *, replace=False, **fields)`, that each extension point's
+own (`register_engine`, `register_format`, `perturbation`) passes its fields to; and `load_plugins`,
+which imports a user's Python file or module so that its registration lines run. The package's own
+engines, formats and perturbations are registered through the same calls.
 
 The command line loads a user's file with `--plugins FILE.py|MODULE` (read before the parser is
 built, so a registered engine or format is a choice of `--engine` and `--format`); Python code
@@ -13,32 +14,36 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 PLUGINS_FLAG = "--plugins"
 PLUGINS_HELP = ("a Python file or module to import first, repeatable: its @register_engine, @register_format and "
                 "@perturbation lines add engines (--engine), data formats (--format) and perturbations (audit)")
-PLUGINS_OLD = ("--perturbations-from",)  # audit's flag for the same thing, kept as a second spelling
 
 
 class Registry(dict[str, T]):
-    """Entries by name, in registration order: `add` refuses a name already there (unless
-    `replace`), `lookup` names the registered ones when a name is not."""
+    """Entries by name, in registration order, each made by `entry(name, function, **fields)` from the
+    function `register` decorates: a name already there is refused (unless `replace`), `lookup` names
+    the registered ones when a name is not."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, entry: Callable[..., T]):
         super().__init__()
-        self.kind = kind
+        self.kind, self.entry = kind, entry
 
-    def add(self, name: str, entry: T, replace: bool = False) -> T:
-        """Register `entry` as `name`; returns it."""
-        if name in self and not replace:
-            raise ValueError(f"a {self.kind} named {name!r} is already registered")
-        self[name] = entry
-        return entry
+    def register(self, name: str, *, replace: bool = False, **fields: Any) -> Callable[[F], F]:
+        """Decorator: register the function below as `name`, its entry `entry(name, function, **fields)`;
+        a name already registered is a ValueError unless `replace`. Returns the function unchanged."""
+        def wrap(function: F) -> F:
+            if name in self and not replace:
+                raise ValueError(f"a {self.kind} named {name!r} is already registered")
+            self[name] = self.entry(name, function, **fields)
+            return function
+        return wrap
 
     def lookup(self, name: str) -> T:
         """The entry `name`, or a ValueError naming the registered ones and how to add more."""
@@ -75,12 +80,11 @@ def load_plugins(sources: Iterable[str], flag: str = PLUGINS_FLAG) -> None:
 
 
 def plugins_in(argv: list[str]) -> list[str]:
-    """The values of `--plugins` (and its second spelling) in a command line, before it is parsed."""
+    """The values of `--plugins` in a command line, before it is parsed."""
     out = []
     for k, arg in enumerate(argv):
-        for flag in (PLUGINS_FLAG, *PLUGINS_OLD):
-            if arg == flag and k + 1 < len(argv):
-                out.append(argv[k + 1])
-            elif arg.startswith(flag + "="):
-                out.append(arg.split("=", 1)[1])
+        if arg == PLUGINS_FLAG and k + 1 < len(argv):
+            out.append(argv[k + 1])
+        elif arg.startswith(PLUGINS_FLAG + "="):
+            out.append(arg.split("=", 1)[1])
     return out

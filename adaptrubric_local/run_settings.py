@@ -32,6 +32,14 @@ def sidecar(out: Path, kind: str) -> Path:
     return out.with_suffix(f".{kind}.json")
 
 
+def engine_record(engine_config: Any) -> dict | None:
+    """An engine config's fields as a settings record holds them (its `settings()` where it has one, as
+    the OpenAI engine's, whose endpoint fields are written flat); None for no config dataclass."""
+    if hasattr(engine_config, "settings"):
+        return engine_config.settings()
+    return asdict(engine_config) if is_dataclass(engine_config) else None
+
+
 def run_settings(pipeline: PipelineConfig, engine_config: Any = None, *, bank_sha: str, prompts_sha: str,
                  model: str | None = None) -> dict:
     """The settings record of a verdict file, the same whatever scores it: pipeline settings, model
@@ -43,7 +51,7 @@ def run_settings(pipeline: PipelineConfig, engine_config: Any = None, *, bank_sh
     return {**asdict(pipeline), "ablation": pipeline.ablation, "model": model,
             "adapter": getattr(engine_config, "adapter", None),
             "max_visual_tokens": getattr(engine_config, "max_visual_tokens", None),
-            "engine": asdict(engine_config) if is_dataclass(engine_config) else None, "bank_sha": bank_sha,
+            "engine": engine_record(engine_config), "bank_sha": bank_sha,
             "prompts_sha": prompts_sha, "package_version": __version__}
 
 
@@ -95,13 +103,14 @@ def check_resume(out: Path, meta: dict, force: bool) -> dict:
 def file_meta(settings: dict, data: str | Path, extra: dict | None = None,
               calibration: str | Path | None = None) -> tuple[dict, Any]:
     """(the config sidecar a run with `settings` writes, the loaded calibration or None)."""
-    from .evaluation import calibration as C
+    from .evaluation.calibration import load as load_calibration
+    from .evaluation.calibration import provenance
 
     meta = {**settings, "data": str(data), **(extra or {})}
     cal = None
     if calibration is not None:
-        cal, prov = C.load(calibration)
-        meta.update(C.provenance(prov))
+        cal, prov = load_calibration(calibration)
+        meta.update(provenance(prov))
     return meta, cal
 
 

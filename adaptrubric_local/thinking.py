@@ -84,12 +84,6 @@ def prompt_opens(prompt: str) -> bool:
     return _scan(turn, False)[2]
 
 
-def ends_inside(text: str, opened: bool = False) -> bool:
-    """Whether `text` (an output; `opened`: its prompt opened a thinking block) ends inside a thinking
-    block: what a stop criterion that reads the text so far asks before it takes a line as the answer's."""
-    return _scan(text or "", opened)[2]
-
-
 def visible_line(line: str, inside: bool) -> tuple[str | None, bool]:
     """(the part of one complete output line that is answer and starts an answer line, or None; whether
     the output is inside thinking after it), given whether it was inside thinking before the line.

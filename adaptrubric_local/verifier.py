@@ -12,7 +12,8 @@ Every setting is a typed keyword argument: the method's in `pipeline` (a Pipelin
 engine's that matter most by name, the rest in `engine_config`. An option that the chosen engine
 does not read is a ValueError naming the engine and the option to use instead.
 
-This module also holds what `RewardModel` (rewards/model.py) shares with it: `resolve_engine`, which
+This module also holds what `RewardModel` (rewards/model.py) shares with it: the engine keywords and
+their `Args:` text (`KEYWORDS`, put in both docstrings by `documents_keywords`), `resolve_engine`, which
 turns those arguments into one checked set of engine options, `build` and `reward_value`. Engines
 are built by engine/build.py and engine/remote.py; the method is pipeline.py's. Knows nothing about
 files of verdicts, RL frameworks or HTTP.
@@ -20,13 +21,14 @@ files of verdicts, RL frameworks or HTTP.
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from .engine.base import Engine
 from .engine.build import engines
-from .engine.hf_config import DEFAULT_MODEL, HFEngineConfig
+from .engine.hf_config import CPU_BATCH_TOKENS, DEFAULT_MODEL, HFEngineConfig
 from .engine.options import NO_VALUE, refuse_unread, vllm_options
 from .engine.remote import RemoteConfig, check_remote, remote_engine
 from .engine.vllm_engine import VLLMOptions
@@ -39,34 +41,59 @@ from .types import Trajectory, Verdict
 EngineConfig = HFEngineConfig | VLLMOptions | RemoteConfig
 RewardMode = Literal["binary", "p_success"]
 
+
+def _default(cls: type, name: str) -> Any:
+    """A config field's default, as the keyword sentences below quote it."""
+    return {f.name: f.default for f in dataclasses.fields(cls)}[name]
+
+
 # The keyword options Verifier and RewardModel both take, each defaulting to None (not given): its type as
-# the signatures write it and its `Args:` sentence, written here once. The two signatures and docstrings keep
-# copies (for help(), IDEs and the reference), which tests/test_verifier.py holds to this table.
+# the signatures write it and its `Args:` sentence, written here once, the defaults quoted from the engines'
+# configs. Both docstrings get the sentences from here (`documents_keywords`); tests/test_verifier.py holds
+# the two signatures to the types.
 KEYWORDS: dict[str, tuple[str, str]] = {
     "adapter": ("str | None", "A LoRA adapter folder (peft) loaded on top of `model`; its recorded image settings "
-                                 "are adopted unless given here or in `pipeline`."),
+                              "are adopted unless given here or in `pipeline`."),
     "dtype": ("str | None", 'Weights\' dtype, "auto", "bf16", "fp16" or "fp32"; None: auto (bf16 on a GPU, fp32 on '
-                               'the CPU).'),
-    "device_map": ("str | None", 'transformers\' device_map (transformers engine only); None: "auto".'),
+                            'the CPU).'),
+    "device_map": ("str | None", f'transformers\' device_map (transformers engine only); None: '
+                                 f'"{_default(HFEngineConfig, "device_map")}".'),
     "load_in_4bit": ("bool | None", "Load the weights in 4-bit nf4 with bitsandbytes (transformers engine only)."),
     "load_in_8bit": ("bool | None", "Load the weights in 8-bit with bitsandbytes (transformers engine only)."),
     "max_visual_tokens": ("int | None", "Visual-token budget per trajectory, e.g. 6144 for speed; None: the "
-                                           "processor's own resolution, as in the paper."),
+                                        "processor's own resolution, as in the paper."),
     "max_pixels": ("int | None", "Pixel cap per screenshot; None: the processor's."),
     "votes": ("int | None", "Samples per verifier call; above 1 the verdict is their majority vote (sampled at "
-                               "temperature 0.7); None: 1, greedy."),
+                            f"temperature {_default(HFEngineConfig, 'temperature')}); None: "
+                            f"{_default(HFEngineConfig, 'votes')}, greedy."),
     "max_batch_size": ("int | None", "Most requests in one generate call (transformers engine only; vLLM's is "
-                                        "`max_num_seqs`); None: 16."),
+                                     f"`max_num_seqs`); None: {_default(HFEngineConfig, 'max_batch_size')}."),
     "max_batch_tokens": ("int | None", "Padded tokens per generate call (transformers engine only); None: derived "
-                                          "from free GPU memory, 262144 on the CPU."),
+                                       f"from free GPU memory, {CPU_BATCH_TOKENS} on the CPU."),
     "gpu_memory_utilization": ("float | None", "Share of the GPU's memory vLLM takes for weights and KV cache "
-                                                  "(vllm engine only); None: 0.9."),
-    "max_num_seqs": ("int | None", "Most requests vLLM runs at once (vllm engine only); None: 64."),
+                                               "(vllm engine only); None: "
+                                               f"{_default(VLLMOptions, 'gpu_memory_utilization')}."),
+    "max_num_seqs": ("int | None", "Most requests vLLM runs at once (vllm engine only); None: "
+                                   f"{_default(VLLMOptions, 'max_num_seqs')}."),
     "max_model_len": ("int | None", "Context length per request, prompt plus reply (vllm engine only); None: the "
-                                       "model's."),
+                                    "model's."),
     "openai_url": ("str | None", 'Run every model call on this OpenAI-compatible server, e.g. '
-                                    '"http://host:8000/v1" (vLLM, SGLang, a hosted API); implies engine="openai".'),
+                                 '"http://host:8000/v1" (vLLM, SGLang, a hosted API); implies engine="openai".'),
 }
+KEYWORDS_MARK = "        <the engine keywords: verifier.KEYWORDS>\n"
+
+
+def documents_keywords(cls: type) -> type:
+    """Class decorator: the `Args:` line KEYWORDS_MARK of `cls`'s docstring becomes one entry per keyword
+    of KEYWORDS, wrapped as the docstring's own entries are (what help(), IDEs and the reference show)."""
+    if cls.__doc__:
+        entries = [textwrap.fill(f"{name}: {text}", 108, initial_indent=" " * 8, subsequent_indent=" " * 12,
+                                 break_on_hyphens=False, break_long_words=False)
+                   for name, (_, text) in KEYWORDS.items()]
+        cls.__doc__ = cls.__doc__.replace(KEYWORDS_MARK, "\n".join(entries) + "\n")
+    return cls
+
+
 # the engine options among them (engine/options.py says which engine reads each); openai_url picks the engine
 NAMED_OPTIONS = tuple(k for k in KEYWORDS if k != "openai_url")
 
@@ -85,6 +112,7 @@ def spell(name: str, value: Any = NO_VALUE) -> str:
     return f"engine_config={cls}({name}={'...' if value is NO_VALUE else repr(value)})"
 
 
+@documents_keywords
 class Verifier:
     """The AdaptRubric verifier for GUI-agent trajectories: one model, loaded once.
 
@@ -102,37 +130,15 @@ class Verifier:
             in-process vllm.LLM; pip install 'adaptrubric-local[vllm]'), "openai" (an
             OpenAI-compatible server at `openai_url`), or an Engine instance used as it is (e.g.
             FakeEngine for tests).
-        adapter: A LoRA adapter folder (peft) loaded on top of `model`; its recorded image settings
-            are adopted unless given here or in `pipeline`.
         pipeline: The method's settings (router, rubric switches, screenshot budget, token caps,
             rubric bank); None: PipelineConfig(), the paper's method.
-        dtype: Weights' dtype, "auto", "bf16", "fp16" or "fp32"; None: auto (bf16 on a GPU, fp32 on
-            the CPU).
-        device_map: transformers' device_map (transformers engine only); None: "auto".
-        load_in_4bit: Load the weights in 4-bit nf4 with bitsandbytes (transformers engine only).
-        load_in_8bit: Load the weights in 8-bit with bitsandbytes (transformers engine only).
-        max_visual_tokens: Visual-token budget per trajectory, e.g. 6144 for speed; None: the
-            processor's own resolution, as in the paper.
-        max_pixels: Pixel cap per screenshot; None: the processor's.
-        votes: Samples per verifier call; above 1 the verdict is their majority vote (sampled at
-            temperature 0.7); None: 1, greedy.
-        max_batch_size: Most requests in one generate call (transformers engine only; vLLM's is
-            `max_num_seqs`); None: 16.
-        max_batch_tokens: Padded tokens per generate call (transformers engine only); None: derived
-            from free GPU memory, 262144 on the CPU.
-        gpu_memory_utilization: Share of the GPU's memory vLLM takes for weights and KV cache (vllm
-            engine only); None: 0.9.
-        max_num_seqs: Most requests vLLM runs at once (vllm engine only); None: 64.
-        max_model_len: Context length per request, prompt plus reply (vllm engine only); None: the
-            model's.
-        openai_url: Run every model call on this OpenAI-compatible server, e.g.
-            "http://host:8000/v1" (vLLM, SGLang, a hosted API); implies engine="openai".
+        <the engine keywords: verifier.KEYWORDS>
         engine_config: The engine's remaining settings: an HFEngineConfig (transformers), a
             VLLMOptions (vllm) or a RemoteConfig (openai); the named options above win over it.
     """
 
     def __init__(self, model: str | None = None, *, engine: str | Engine = "transformers",
-                 adapter: str | None = None, pipeline: PipelineConfig | None = None,
+                 pipeline: PipelineConfig | None = None, adapter: str | None = None,
                  dtype: str | None = None, device_map: str | None = None,
                  load_in_4bit: bool | None = None, load_in_8bit: bool | None = None,
                  max_visual_tokens: int | None = None, max_pixels: int | None = None,

@@ -165,7 +165,7 @@ def test_the_whole_command_at_small_size(fake, tmp_path, capsys):
     assert main(["audit", str(data), "--model", "m", "--out", str(out), "--router", "rules", "--no-fine"]) == 2
     assert "pass --resume" in capsys.readouterr().err
     assert main(["audit", str(data), "--model", "m", "--out", str(tmp_path / "x"), "--perturb", "nope"]) == 2
-    assert "unknown perturbation(s) nope" in capsys.readouterr().err
+    assert "unknown perturbation 'nope'" in capsys.readouterr().err
 
 
 def test_dry_run_writes_the_data_and_the_cost_without_a_model(fake, tmp_path, capsys):
@@ -297,16 +297,16 @@ def test_perturbations_from_a_file_join_the_command(fake, tmp_path, capsys):
                       "def answer_dropped(traj, data):\n"
                       "    return replace(traj, answer=None) if traj.answer else None\n")
     try:
-        assert main(["audit", "--perturbations-from", str(plugin), "--list-perturbations"]) == 0
+        assert main(["audit", "--plugins", str(plugin), "--list-perturbations"]) == 0
         assert "answer-dropped" in capsys.readouterr().out  # imported once: the second command has it too
         assert main(["audit", str(data), "--model", "m", "--out", str(tmp_path / "a"), "--router", "rules",
-                     "--no-fine", "--quiet", "--perturbations-from", str(plugin), "--perturb", "answer-dropped"]) == 0
+                     "--no-fine", "--quiet", "--plugins", str(plugin), "--perturb", "answer-dropped"]) == 0
     finally:
         P.REGISTRY.pop("answer-dropped", None)
     audit = json.loads((tmp_path / "a" / "audit.json").read_text())
     assert list(audit["perturbations"]) == ["answer-dropped"]
     assert audit["perturbations"]["answer-dropped"]["applied"] == 6  # every trajectory of data_set has an answer
-    assert main(["audit", "--perturbations-from", str(tmp_path / "none.py"), "--list-perturbations"]) == 2
+    assert main(["audit", "--plugins", str(tmp_path / "none.py"), "--list-perturbations"]) == 2
     assert "no such file" in capsys.readouterr().err
 
 

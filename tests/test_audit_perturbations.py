@@ -8,7 +8,7 @@ import pytest
 
 from adaptrubric_local.audit import perturbations as P
 from adaptrubric_local.audit import run as R
-from adaptrubric_local.formats import load_trajectories
+from adaptrubric_local.formats import canonical, load_trajectories
 from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
 
 from conftest import make_png, write_jsonl
@@ -180,22 +180,40 @@ def test_a_user_perturbation_is_one_registration(data):
     assert P.build(noop, data[0], P.DataSet(tuple(data))) is None
 
 
+def write_counterfactuals(out, perturbations, cfs):
+    """Lists of counterfactuals written as the audit writes them (canonical JSONL, screenshots referenced)."""
+    files = {}
+    canonical.write([c for p in perturbations if p.engine_options is None for c in cfs[p.name]],
+                    out / R.DATA_FILE, reference=True)
+    for p in perturbations:
+        files[p.name] = out / R.DATA_FILE if p.engine_options is None else R.setting_file(out, p.name,
+                                                                                           "counterfactuals")
+        if p.engine_options is not None:
+            canonical.write(cfs[p.name], files[p.name], reference=True)
+    return files
+
+
+def read_back(path, image_roots):
+    """A counterfactual file as `score` loads it (screenshots allowed under the data's folders)."""
+    return load_trajectories(path, fmt="canonical", image_roots=list(image_roots))
+
+
 def test_counterfactuals_are_data_that_score_reads_back_with_screenshots_referenced(data, tmp_path):
     out = tmp_path / "audit"
     out.mkdir()
     chosen = P.get()
     cfs = P.build_all(chosen, data)
-    files = R.write_counterfactuals(out, chosen, cfs)
+    files = write_counterfactuals(out, chosen, cfs)
     assert set(files.values()) == {out / "counterfactuals.jsonl", out / "counterfactuals.budget-halved.jsonl"}
     assert not list(out.rglob("*.png"))  # referenced, not copied
     lines = [json.loads(x) for x in (out / "counterfactuals.jsonl").read_text().splitlines()]
     assert all(s["screenshot"].startswith("../img/") for r in lines for s in r["steps"] if "screenshot" in s)
     alone = load_trajectories(out / "counterfactuals.jsonl")  # the data folder must be allowed (--image-root)
     assert not alone.trajectories and "escapes the dataset folder" in str(alone.errors[0])
-    back = R.read_back(out / "counterfactuals.jsonl", [tmp_path])
+    back = read_back(out / "counterfactuals.jsonl", [tmp_path])
     assert not back.errors
     written = [c for p in chosen if not p.engine_options for c in cfs[p.name]]
     assert [(t.id, t.label, t.instruction, t.answer, t.steps) for t in back.trajectories] == \
         [(t.id, t.label, t.instruction, t.answer, t.steps) for t in written]
-    assert [t.id for t in R.read_back(files["budget-halved"], [tmp_path]).trajectories] == \
+    assert [t.id for t in read_back(files["budget-halved"], [tmp_path]).trajectories] == \
         [f"{t.id}~budget-halved" for t in data]

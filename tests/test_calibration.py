@@ -347,7 +347,7 @@ def test_calibrate_warns_on_uninformative_verdicts_and_require_signal_makes_it_a
     data = _labelled_data(tmp_path, ys)
     vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(Verdict(id=f"t{i}", score=1, p_success=p).to_dict())
                                                for i, p in enumerate(ps)])
-    fit = ["calibrate", "--data", str(data), "--verdicts", str(vfile), "--out"]
+    fit = ["calibrate", str(data), "--verdicts", str(vfile), "--out"]
     assert main([*fit, str(tmp_path / "flat.json")]) == 0
     out, err = capsys.readouterr()
     assert "T=1000.000" in out and "WARNING: the fit reached its bound T = 1000" in err
@@ -372,7 +372,7 @@ def test_calibrate_on_informative_verdicts_does_not_warn(tmp_path, capsys):
     data = _labelled_data(tmp_path, ys)
     vfile = write_jsonl(tmp_path / "v.jsonl", [json.dumps(Verdict(id=f"t{i}", score=int(p >= 0.5), p_success=p)
                                                           .to_dict()) for i, p in enumerate(ps)])
-    assert main(["calibrate", "--data", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "c.json"),
+    assert main(["calibrate", str(data), "--verdicts", str(vfile), "--out", str(tmp_path / "c.json"),
                  "--require-signal"]) == 0
     out, err = capsys.readouterr()
     assert "WARNING" not in err and "error" not in err and (tmp_path / "c.json").is_file()

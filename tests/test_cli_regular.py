@@ -110,32 +110,13 @@ def labelled(tmp_path):
     return data, verdicts
 
 
-def test_the_old_spellings_still_run_and_print_their_new_form(labelled, tmp_path, capsys):
+def test_data_is_the_first_argument_and_required(labelled, tmp_path, capsys):
     data, verdicts = labelled
     assert main(["eval", str(data), "--verdicts", str(verdicts), "--out", str(tmp_path / "new"), "--no-review"]) == 0
-    assert "warning" not in capsys.readouterr().err
-    assert main(["eval", "--data", str(data), "--verdicts", str(verdicts), "--out", str(tmp_path / "old"),
-                 "--no-review"]) == 0
-    err = capsys.readouterr().err
-    assert f"warning: `adaptrubric eval --data {data}` is now `adaptrubric eval {data} (the data set is the first " \
-           "argument)`" in err and len([x for x in err.splitlines() if "warning" in x]) == 1
-    new, old = (json.loads((tmp_path / d / "metrics.json").read_text())["overall"] for d in ("new", "old"))
-    assert new == old and new["n"] == 6
-    with pytest.raises(SystemExit) as exc:
-        main(["eval", str(data), "--data", str(data), "--verdicts", str(verdicts), "--out", str(tmp_path / "x")])
-    assert exc.value.code == 2 and "--data and DATA both given" in capsys.readouterr().err
+    assert json.loads((tmp_path / "new" / "metrics.json").read_text())["overall"]["n"] == 6
     with pytest.raises(SystemExit) as exc:
         main(["eval", "--verdicts", str(verdicts), "--out", str(tmp_path / "x")])
     assert exc.value.code == 2 and "the following arguments are required: DATA" in capsys.readouterr().err
-
-    inp = write_jsonl(tmp_path / "tasks.jsonl", [{"instruction": "Turn on Wi-Fi"}])
-    assert main(["route", "--router", "rules", "--input", str(inp), "--output", str(tmp_path / "r.jsonl")]) == 0
-    assert f"is now `adaptrubric route --out {tmp_path / 'r.jsonl'}`" in capsys.readouterr().err
-    assert json.loads((tmp_path / "r.jsonl").read_text())["category"]
-    bank = str(ROOT / "rubric_bank" / "default.yaml")
-    assert main(["validate-bank", bank]) == 0
-    out = capsys.readouterr()
-    assert "OK (8 families" in out.out and f"is now `adaptrubric bank validate {bank}`" in out.err
 
 
 def _help_lines(capsys, monkeypatch, *argv) -> list[str]:
@@ -215,11 +196,13 @@ def noisy(args):
     print("ran", file=sys.stderr)
     return 0
 
-cli.cmd_validate_bank = noisy
+import adaptrubric_local.cli.bank as cli_bank
+
+cli_bank.cmd_validate = noisy
 if sys.argv[1:] == ["library"]:  # a Python caller: nothing filtered
     noisy(None)
 else:
-    sys.exit(cli.main(["validate-bank", "x", *sys.argv[1:]]))
+    sys.exit(cli.main(["bank", "validate", "x", *sys.argv[1:]]))
 """
 
 

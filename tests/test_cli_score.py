@@ -266,7 +266,7 @@ def test_cost_figures_count_only_the_trajectories_scored(fake, tmp_path, capsys)
     tokens = sum(o.prompt_tokens + o.completion_tokens for o in _fake_outputs(fake))
     assert s["tokens_per_traj"] == pytest.approx(tokens / 4)
     capsys.readouterr()
-    assert main(["eval", "--data", str(data), "--verdicts", str(out), "--out", str(tmp_path / "e"), "--quiet",
+    assert main(["eval", str(data), "--verdicts", str(out), "--out", str(tmp_path / "e"), "--quiet",
                  "--no-review"]) == 0
     assert "calls/traj=1.00" in capsys.readouterr().out
     eff = json.loads((tmp_path / "e" / "metrics.json").read_text())["efficiency"]

@@ -14,6 +14,7 @@ import pytest
 from conftest import canonical_record, write_jsonl
 
 from adaptrubric_local.distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
+from adaptrubric_local.engine.endpoint import Endpoint
 from adaptrubric_local.engine.openai_engine import OpenAIEngine, OpenAIEngineConfig
 from adaptrubric_local.formats import load_trajectories
 from adaptrubric_local.prompts import load_prompts
@@ -106,7 +107,7 @@ def data(tmp_path):
 
 
 def _teacher(url):
-    return OpenAIEngine(OpenAIEngineConfig(base_url=url, model="judge", timeout=0.5, max_retries=1, concurrency=4))
+    return OpenAIEngine(OpenAIEngineConfig(endpoint=Endpoint(url, "judge", timeout=0.5, max_retries=1, concurrency=4)))
 
 
 def _ids(path: Path) -> list[str]:
@@ -223,8 +224,10 @@ def test_cli_needs_exactly_one_teacher(data, tmp_path):
                           "http://127.0.0.1:9/v1"])
     with pytest.raises(ValueError, match="--teacher-name"):
         args.func(args)
-    with pytest.raises(ValueError, match="base_url"):
-        OpenAIEngineConfig(base_url="127.0.0.1:8000", model="m")
+    with pytest.raises(ValueError, match="url must start with http"):
+        Endpoint("127.0.0.1:8000", "m")
+    with pytest.raises(ValueError, match="name"):
+        OpenAIEngineConfig(endpoint=Endpoint("http://127.0.0.1:8000/v1"))
 
 
 def test_cli_an_unreachable_teacher_stops_before_the_first_record_naming_the_url(data, tmp_path, capsys):

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from adaptrubric_local.distill.records import last_rejections, split_tasks, split_thinking
+from adaptrubric_local.distill.records import FILES, read_jsonl, split_tasks, split_thinking
 
 
 @pytest.mark.parametrize("text, answer, thinking", [
@@ -25,6 +25,10 @@ def test_split_tasks_is_seeded_and_keeps_one_of_each_side():
     assert len(split_tasks(tasks, 0.2, 0)) == 2 and split_tasks(tasks, 0.2, 0) != split_tasks(tasks, 0.2, 1)
     assert len(split_tasks(["a", "b"], 0.01, 0)) == 1 and len(split_tasks(["a", "b"], 0.99, 0)) == 1
     assert split_tasks(tasks, 0.0, 0) == set()
+
+
+def last_rejections(out):
+    return {str(r["id"]): r for r in read_jsonl(out / FILES["rejected"])}
 
 
 def test_last_rejection_per_id(tmp_path):

@@ -128,6 +128,12 @@ def test_the_python_reference_shows_real_defaults_and_each_fields_help(site):
             if help_text and help_text not in text:
                 missing.append(f"{cls.__name__}.{f.name}")
     assert missing == [], f"fields whose help text the reference does not show: {missing}"
+    # Verifier's and RewardModel's engine keywords, written once (verifier.KEYWORDS), shown for both
+    from adaptrubric_local.verifier import KEYWORDS, KEYWORDS_MARK
+
+    assert KEYWORDS_MARK.strip() not in text
+    for name, (_, sentence) in KEYWORDS.items():
+        assert text.count(" ".join(sentence.replace("`", "").split())) >= 2, name
 
 
 def test_the_python_reference_has_the_functions_the_rewards_page_names(site):

@@ -1,6 +1,6 @@
-"""engine/options.py: the one table of which engine reads which option. The command line and the
-Python API (Verifier, RewardModel) both refuse an unread option with that table's advice, each
-spelled its own way (flags, keyword names)."""
+"""engine/options.py: which engine reads which option, as each engine's registration declares it. The
+command line and the Python API (Verifier, RewardModel) both refuse an unread option with the engine's
+advice, each spelled its own way (flags, keyword names)."""
 import re
 
 import pytest
@@ -8,7 +8,7 @@ import pytest
 from adaptrubric_local.cli.common import check_engine_options
 from adaptrubric_local.cli.common import spell as flag_spell
 from adaptrubric_local.engine import options as table
-from adaptrubric_local.engine.options import OPTIONS, advice, render
+from adaptrubric_local.engine.options import ENGINE_OPTIONS, advice, engines, render
 from adaptrubric_local.verifier import NAMED_OPTIONS, resolve_engine
 from adaptrubric_local.verifier import spell as keyword_spell
 
@@ -28,7 +28,8 @@ def python_error(engine, name):
     return str(exc.value)
 
 
-UNREAD = [(n, e) for n, entry in OPTIONS.items() for e in table.BUILT_IN if e not in entry.read_by]
+BUILT_IN = ("transformers", "vllm", "openai")
+UNREAD = [(n, e) for n in sorted(ENGINE_OPTIONS) for e in BUILT_IN if n not in engines()[e].reads]
 
 
 @pytest.mark.parametrize("name, engine", UNREAD)
@@ -56,31 +57,31 @@ def test_both_surfaces_share_the_entries_they_both_reach():
 
 
 def test_a_changed_entry_changes_both_messages(monkeypatch):
-    changed = table.EngineOption(("transformers",), {"vllm": "try `max_num_seqs=3` or `tensor_parallel_size`"})
-    monkeypatch.setitem(OPTIONS, "max_batch_size", changed)
+    monkeypatch.setitem(engines()["vllm"].instead, "max_batch_size", "try `max_num_seqs=3` or `tensor_parallel_size`")
     assert cli_error("vllm", "max_batch_size").endswith("try --max-num-seqs 3 or --tensor-parallel-size")
     assert python_error("vllm", "max_batch_size").endswith(
         "try max_num_seqs=3 or engine_config=VLLMOptions(tensor_parallel_size=...)")
 
 
 def test_an_option_every_engine_reads_is_not_refused():
-    for engine in table.BUILT_IN:
+    for engine in BUILT_IN:
         assert advice("max_visual_tokens", engine) is None and advice("max_new_tokens", engine) is None
     check_engine_options("vllm", {"max_visual_tokens", "max_new_tokens", "max_num_seqs"})
     check_engine_options("transformers", {"max_batch_size", "compile"})
 
 
-def test_the_table_is_the_only_place_that_words_advice_or_checks_vllm_fields():
-    """No module but the table writes an entry's advice or tests names against vLLM's fields (vllm_options.py
-    defines them); the surfaces render both from here."""
+def test_the_registrations_are_the_only_place_that_words_advice_or_checks_vllm_fields():
+    """No module but the engines' registrations (engine/build.py, engine/remote.py) and engine/options.py
+    writes an engine's advice or tests names against vLLM's fields (vllm_options.py defines them); the
+    surfaces render both from there."""
     import pathlib
 
     package = pathlib.Path(table.__file__).parents[1]
-    texts = {e for entry in OPTIONS.values() for e in entry.instead.values()} | set(table.DEFAULT_INSTEAD.values())
+    texts = {t for spec in engines().values() for t in (*spec.instead.values(), spec.otherwise)}
     words = [re.sub(r"`[^`]*`", "", t).split("(")[0].strip(" ,;") for t in texts]  # the plain words of each
     found = []
     for path in package.rglob("*.py"):
-        if path.name == "options.py" and path.parent.name == "engine":
+        if path.name in ("options.py", "build.py", "remote.py") and path.parent.name == "engine":
             continue
         src = path.read_text(encoding="utf-8")
         found += [f"{path.name}: VLLM_FIELDS" for _ in re.finditer(r"\bVLLM_FIELDS\b", src)

@@ -197,6 +197,7 @@ def test_a_reply_shortened_by_the_server_context_is_not_a_cap_hit(monkeypatch):
     from types import SimpleNamespace as NS
 
     from adaptrubric_local.engine.base import Request
+    from adaptrubric_local.engine.endpoint import Endpoint
     from adaptrubric_local.engine.openai_engine import OpenAIEngine, OpenAIEngineConfig
 
     def reply(n):
@@ -212,8 +213,8 @@ def test_a_reply_shortened_by_the_server_context_is_not_a_cap_hit(monkeypatch):
             raise r
         return r
 
-    eng = OpenAIEngine(OpenAIEngineConfig(base_url="http://127.0.0.1:9/v1", model="m", max_new_tokens=100,
-                                          max_retries=0, concurrency=1))
+    endpoint = Endpoint("http://127.0.0.1:9/v1", "m", max_retries=0, concurrency=1)
+    eng = OpenAIEngine(OpenAIEngineConfig(endpoint=endpoint, max_new_tokens=100))
     monkeypatch.setattr(eng.client.chat.completions, "create", create)
     try:
         short, capped, refused = eng.generate([Request(prompt="x"), Request(prompt="y"), Request(prompt="z")])

@@ -25,7 +25,7 @@ from vllm_support import CAP, Server, Service, cli, fixtures, require_vllm, scal
 from adaptrubric_local.engine.base import Request
 from adaptrubric_local.engine.vllm_engine import VLLMEngineConfig, cut_after_verdict_line
 from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-from adaptrubric_local.thinking import ends_inside
+from adaptrubric_local.thinking import _scan
 
 from conftest import free_port, write_jsonl
 
@@ -45,6 +45,9 @@ def test_the_stop_line_is_found_outside_thinking_only():
     assert cut_after_verdict_line("MISSING_EVIDENCE: a\n</think>\nMISSING_EVIDENCE: b\n", "MISSING_EVIDENCE:",
                                   opened=True)[0].endswith("MISSING_EVIDENCE: b\n")
     assert cut_after_verdict_line("<think>MISSING_EVIDENCE: a\n", "MISSING_EVIDENCE:") == (None, False)
+    def ends_inside(text, opened=False):
+        return _scan(text, opened)[2]
+
     assert ends_inside("a <think> b") and not ends_inside("<think> b </think>") and ends_inside("", True)
 
 

@@ -3,7 +3,7 @@ import dataclasses
 
 import pytest
 
-from adaptrubric_local.engine.options import OPTIONS, readers
+from adaptrubric_local.engine.options import ENGINE_OPTIONS, readers
 from adaptrubric_local.engine.vllm_options import VLLM_FIELDS, VLLMOptions
 
 
@@ -19,8 +19,8 @@ def test_vllm_options_are_validated():
     assert VLLMOptions().image_limit == 10 and VLLMOptions(limit_mm_per_prompt=3).image_limit == 3
 
 
-def test_every_field_is_in_the_table_as_read_by_vllm_alone_and_has_help():
+def test_every_field_is_an_engine_option_read_by_vllm_alone_and_has_help():
     names = {f.name for f in dataclasses.fields(VLLMOptions)}
-    assert names == VLLM_FIELDS and names <= set(OPTIONS)
+    assert names == VLLM_FIELDS and names <= ENGINE_OPTIONS
     assert all(readers(n) == ("vllm",) for n in names)
     assert all(f.metadata.get("help") for f in dataclasses.fields(VLLMOptions))

@@ -216,39 +216,6 @@ def test_an_abbreviation_is_refused_with_the_flags_it_could_mean(capsys):
     assert code == 2 and "--cue-max-new-tokens" in err
 
 
-def test_renamed_flags_answer_with_their_new_names(capsys):
-    cases = [
-        (["score", "d.jsonl", "--out", "v.jsonl", "--batch-size", "4"],
-         "--batch-size is now --max-batch-size (requests per generate call), or --trajectories-per-batch"),
-        (["score", "d.jsonl", "--out", "v.jsonl", "--max-new-tokens", "64"], "--max-new-tokens is now "
-         "--verify-max-new-tokens (the verifier's output cap)"),
-        (["prompt", "d.jsonl", "--id", "a", "--cue", "Check the title."], "--cue is now --manual-cues"),
-        (["score", "d.jsonl", "--out", "v.jsonl", "--bank", "b.yaml"], "--bank is now --bank-path"),
-        (["bank", "induce", "d", "--out", "b.yaml", "--families", "KEEP"], "--families is now --keep-families"),
-        (["distill", "train", "d", "--batch-size", "2"], "--batch-size is now --per-device-batch-size"),
-        (["serve", "--max-queue", "8"], "--max-queue is now --max-pending"),
-        (["serve", "--max-request-mb", "8"], "--max-request-mb is now --max-request-bytes (the request body "
-                                             "limit, now in bytes)"),
-        (["serve", "--set", "image_roots=[DIR]"], "--set image_roots=[DIR] is now --image-roots [DIR]"),
-        (["serve", "--batch-size=8"], "--batch-size is now --max-batch-size (requests per generate call), or "
-                                      "--trajectories-per-batch (trajectories the pipeline prepares per engine call), "
-                                      "or --max-batch-trajectories"),
-    ]
-    for argv, expected in cases:
-        code, err = _run(capsys, *argv)
-        assert code == 2 and expected in err, (argv, err)
-        # answered by the subcommand it was given to: its usage, not the top level's
-        assert f"usage: adaptrubric {argv[0]}" in err and "usage: adaptrubric [options] COMMAND" not in err
-
-
-def test_the_rename_list_names_only_old_flags_and_real_new_ones():
-    from adaptrubric_local.flags import RENAMED
-
-    flags = {s for p in _all_parsers() for a in p._actions for s in a.option_strings}
-    assert [old for old in RENAMED if old in flags] == []
-    assert [new for news in RENAMED.values() for new, _ in news if new not in flags] == []
-
-
 def test_an_unknown_flag_shows_the_error_and_the_closest_names_first_then_one_line_of_usage(capsys):
     code, err = _run(capsys, "score", "d.jsonl", "--out", "v.jsonl", "--num-images", "5")
     assert code == 2 and err.splitlines() == [
@@ -276,13 +243,6 @@ def test_every_parser_answers_a_usage_error_in_a_few_lines_error_first(capsys):
         assert len(lines) <= 3 and not any(line.startswith("usage:") for line in lines[:-1]), (p.prog, lines)
         if "unrecognized arguments" in lines[0]:
             assert lines[1].startswith("--frobnicate"), (p.prog, lines)
-    # the config file of the service takes the same names: an old key says what it is now
-    from adaptrubric_local.rewards.config import split_options
-
-    with pytest.raises(ValueError, match="'batch_size' was renamed: it is now max_batch_size"):
-        split_options({"batch_size": 8}, "reward.yaml")
-
-
 # ----------------------------------------------------------------------------- help text
 def _helps():
     """(parser prog, action, its help as printed) for every flag of every parser."""
@@ -355,8 +315,6 @@ def test_every_flag_named_in_a_message_exists():
     import re
     from pathlib import Path
 
-    from adaptrubric_local.flags import RENAMED
-
     other_programs = {"--lora-modules": "vllm serve", "--no-build-isolation": "pip install",
                       "--loso": "eval/router_accuracy.py"}
     flags = {s for p in _all_parsers() for a in p._actions for s in a.option_strings}
@@ -373,7 +331,7 @@ def test_every_flag_named_in_a_message_exists():
                 texts = [(n, re.sub(r"setProperty\(\s*[\"']--[\w-]+", "", t)) for n, t in texts]
         else:
             continue
-        allowed = set(RENAMED) | {"--field-name", "--no-field-name", "--x", "--no-x"} if f.name == "flags.py" else set()
+        allowed = {"--cue", "--field-name", "--no-field-name", "--x", "--no-x"} if f.name == "flags.py" else set()
         for line, text in texts:
             unknown += [f"{f.relative_to(package)}:{line}: {m}" for m in pattern.findall(text)
                         if m not in flags and m not in other_programs and m not in allowed]

@@ -73,12 +73,12 @@ def test_an_id_already_written_is_never_written_again_whatever_delivers_it():
     assert pool.counts["chunks"] == 1 and pool.pids == {0: 7}
 
 
-def test_workers_flag_is_answered_with_replicas_and_replica_flags_need_ray(tmp_path, capsys):
+def test_workers_is_an_unknown_flag_and_replica_flags_need_ray(tmp_path, capsys):
     data = tmp_path / "d.jsonl"
     data.write_text("")
-    with pytest.raises(SystemExit) as exc:  # removed: an unknown flag, answered by the rename table
+    with pytest.raises(SystemExit) as exc:  # removed: an unknown flag
         main(["score", str(data), "--model", "m", "--out", str(tmp_path / "v.jsonl"), "--workers", "2"])
-    assert exc.value.code == 2 and "--workers is now --replicas (model copies, with --ray" in capsys.readouterr().err
+    assert exc.value.code == 2 and "unrecognized arguments: --workers 2" in capsys.readouterr().err
     assert main(["score", str(data), "--model", "m", "--out", str(tmp_path / "v.jsonl"), "--replicas", "2"]) == 2
     assert "--replicas need(s) --ray" in capsys.readouterr().err
 

@@ -11,7 +11,7 @@ from adaptrubric_local import Verifier, load_plugins, load_trajectories, registe
 from adaptrubric_local.audit import perturbations as P
 from adaptrubric_local.cli import main
 from adaptrubric_local.engine.build import engines
-from adaptrubric_local.engine.options import ENGINES, OPTIONS, unread
+from adaptrubric_local.engine.options import ENGINE_OPTIONS, ENGINES, unread
 from adaptrubric_local.formats import FORMATS
 from adaptrubric_local.registry import Registry, plugins_in
 
@@ -114,11 +114,12 @@ def test_the_page_s_python_blocks_run_beside_the_user_s_files(tmp_path, monkeypa
 
 
 def test_a_registry_refuses_a_second_entry_and_names_the_registered_ones():
-    reg: Registry[int] = Registry("widget")
-    reg.add("a", 1)
+    reg: Registry[tuple] = Registry("widget", lambda name, function, **fields: (name, function(), fields))
+    assert reg.register("a", size=1)(lambda: 1)() == 1  # the decorator returns the function
     with pytest.raises(ValueError, match="a widget named 'a' is already registered"):
-        reg.add("a", 2)
-    assert reg.add("a", 3, replace=True) == 3 and reg.lookup("a") == 3
+        reg.register("a")(lambda: 2)
+    reg.register("a", replace=True, size=3)(lambda: 3)
+    assert reg.lookup("a") == ("a", 3, {"size": 3})
     with pytest.raises(ValueError, match=r"unknown widget 'b'; registered: a \(a Python file given with --plugins"):
         reg.lookup("b")
 
@@ -129,12 +130,11 @@ def test_an_engine_reads_only_options_of_the_table(restored):
     register_engine("quiet", reads=("votes",))(lambda model, **kw: None)
     assert unread("quiet", ["votes", "max_new_tokens"]) is None  # read, and read by every engine
     assert "device_map is an option of engine='transformers'" in unread("quiet", ["device_map"])
-    assert "quiet" not in unread("vllm", ["device_map"]) and "device_map" in OPTIONS
+    assert "quiet" not in unread("vllm", ["device_map"]) and "device_map" in ENGINE_OPTIONS
 
 
 def test_plugins_are_read_from_the_command_line_before_it_is_parsed(tmp_path, capsys):
-    assert plugins_in(["score", "D", "--plugins", "a.py", "--plugins=b", "--perturbations-from", "c.py"]) == [
-        "a.py", "b", "c.py"]
+    assert plugins_in(["score", "D", "--plugins", "a.py", "--plugins=b"]) == ["a.py", "b"]
     assert main(["score", "D", "--plugins", str(tmp_path / "none.py")]) == 2
     assert f"--plugins {tmp_path / 'none.py'}: no such file" in capsys.readouterr().err
     assert main(["score", "D", "--plugins", "no_such_module_here"]) == 2

@@ -106,14 +106,14 @@ def test_rates():
 def test_score_trajectories_in_order(three):
     ts, eng = three
     rewards.configure(engine=eng)
-    vs = rewards.score_trajectories(tuple(_dicts(ts)))
+    vs = rewards.reward_model().score(list(_dicts(ts)))
     assert [(v.status, v.score) for v in vs] == [("ok", 1), ("ok", 0), ("unparsed", None)]
 
 
 def test_compute_score_single_exact(three):
     ts, eng = three
     rewards.configure(engine=eng, unparsed_reward=-1.0)
-    cats = [v.category for v in rewards.score_trajectories(_dicts(ts))]
+    cats = [v.category for v in rewards.reward_model().score(_dicts(ts))]
     out = rewards.compute_score("gui", "", None, {"trajectory": ts[1].to_dict()})
     assert out == {"score": 0.0, "unparsed": 0.0, "error": 0.0, "p_success": 0.25, "category": cats[1],
                    "status": "ok", "detail": None}

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from adaptrubric_local.rewards.config import RewardConfig, default_model, split_options
+from adaptrubric_local.engine.hf_config import DEFAULT_MODEL
+from adaptrubric_local.rewards.config import RewardConfig, split_options
 from adaptrubric_local.rewards.model import RewardModel
 
 
@@ -21,7 +22,7 @@ def test_config_file_covers_every_option(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"modle": "x"}))
     with pytest.raises(ValueError, match=r"bad.json: unknown option 'modle'"):
         RewardModel.from_config(tmp_path / "bad.json")
-    assert RewardModel().engine_options["model"] == default_model() == "Qwen/Qwen3-VL-4B-Instruct"
+    assert RewardModel().engine_options["model"] == DEFAULT_MODEL == "Qwen/Qwen3-VL-4B-Instruct"
     r, p, e = split_options({"votes": 3, "fine": False, "reward": "binary"})
     assert (r, p, e) == ({"reward": "binary"}, {"fine": False}, {"votes": 3})
 

@@ -137,13 +137,14 @@ def test_the_remote_engine_reads_thinking_as_the_engine_does():
     content): the same verdict and the same answer as the in-process output."""
     from types import SimpleNamespace as NS
 
+    from adaptrubric_local.engine.endpoint import Endpoint
     from adaptrubric_local.engine.openai_engine import OpenAIEngine
 
     def reply(content, reasoning=None, finish="stop"):
         msg = NS(content=content, reasoning_content=reasoning)
         return NS(choices=[NS(message=msg, finish_reason=finish, logprobs=None)], usage=None)
 
-    eng = OpenAIEngine(base_url="http://127.0.0.1:9/v1", model="judge", max_retries=0, concurrency=1)
+    eng = OpenAIEngine(endpoint=Endpoint("http://127.0.0.1:9/v1", "judge", max_retries=0, concurrency=1))
     replies = iter([reply(ANSWER, DRAFT), reply(DRAFT + "</think>\n\n" + ANSWER), reply(None, DRAFT, "length"),
                     reply("<think>\n" + DRAFT, None, "length")])
     eng.client = NS(chat=NS(completions=NS(create=lambda **kw: next(replies))), close=lambda: None)

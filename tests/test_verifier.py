@@ -244,10 +244,3 @@ def test_verdict_built_by_the_pipeline_is_frozen(trajs):
     assert isinstance(verdict, Verdict)
     with pytest.raises(dataclasses.FrozenInstanceError):
         verdict.score = 0
-
-
-def test_the_earlier_name_of_vllm_options_still_imports_with_a_warning():
-    import adaptrubric_local
-
-    with pytest.warns(DeprecationWarning, match="VLLMOptions"):
-        assert adaptrubric_local.VLLMConfig is adaptrubric_local.VLLMOptions

@@ -14,6 +14,9 @@ shows), per field:
 - the attribute's docstring, where it has none, becomes its help text, with what None means
   (`metadata["none"]`) when the default is None.
 
+A class whose docstring is completed when the package is imported (Verifier's and RewardModel's `Args:`
+take the engine keywords from verifier.KEYWORDS, written once) is shown with the docstring Python gives it.
+
 It knows nothing of MkDocs; a class outside the modules the package imports is left as griffe read it
 (importing those would load torch and the training stack for nothing).
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import sys
 from typing import Any
 
@@ -76,6 +80,18 @@ def document_fields(cls: griffe.Class) -> int:
     return changed
 
 
+def runtime_docstring(cls: griffe.Class) -> bool:
+    """Give `cls` its docstring as Python has it after import, where that differs from the source's;
+    whether it did."""
+    runtime = getattr(sys.modules.get(cls.module.path), cls.name, None)
+    doc = inspect.cleandoc(runtime.__doc__) if getattr(runtime, "__doc__", None) else None
+    if doc is None or cls.docstring is None or cls.docstring.value == doc:
+        return False
+    cls.docstring = griffe.Docstring(doc, lineno=cls.docstring.lineno, endlineno=cls.docstring.endlineno,
+                                     parent=cls)
+    return True
+
+
 def _classes(obj: griffe.Object):
     for member in obj.members.values():
         if member.is_alias:
@@ -93,5 +109,6 @@ class FieldHelp(griffe.Extension):
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
         importlib.import_module(pkg.path)
         for cls in _classes(pkg):
+            runtime_docstring(cls)
             if any("dataclass" in str(d.value) for d in cls.decorators):
                 document_fields(cls)

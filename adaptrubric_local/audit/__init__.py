@@ -4,6 +4,6 @@ the verdict, and which way (`report`, `review`). `adaptrubric audit` is the comm
 
 Importing this package loads the perturbations only (no model code, no plotting).
 """
-from .perturbations import REGISTRY, DataSet, Perturbation, build, build_all, get, perturbation, register
+from .perturbations import REGISTRY, DataSet, Perturbation, build, build_all, get, perturbation
 
-__all__ = ["REGISTRY", "DataSet", "Perturbation", "build", "build_all", "get", "perturbation", "register"]
+__all__ = ["REGISTRY", "DataSet", "Perturbation", "build", "build_all", "get", "perturbation"]

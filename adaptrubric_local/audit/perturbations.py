@@ -159,31 +159,21 @@ class Perturbation:
         return traj.label if self.label == "original" else int(self.label)
 
 
-REGISTRY: Registry[Perturbation] = Registry("perturbation")
-
-
-def register(p: Perturbation, replace_existing: bool = False) -> Perturbation:
-    """Add `p` to the registry (a name already there is an error unless `replace_existing`)."""
-    return REGISTRY.add(p.name, p, replace_existing)
+REGISTRY: Registry[Perturbation] = Registry("perturbation", Perturbation)
 
 
 def perturbation(name: str, change: str, robust: str, expect: str = "same", label: str | int = "original",
-                 engine_options: Callable[[dict], dict] | None = None, replace_existing: bool = False):
+                 engine_options: Callable[[dict], dict] | None = None, *, replace: bool = False):
     """Decorator: register the function below as the perturbation `name` (see Perturbation)."""
-    def wrap(fn: Apply) -> Apply:
-        register(Perturbation(name, fn, change, robust, expect, label, engine_options), replace_existing)
-        return fn
-    return wrap
+    return REGISTRY.register(name, replace=replace, change=change, robust=robust, expect=expect, label=label,
+                             engine_options=engine_options)
 
 
 def get(names: list[str] | None = None) -> list[Perturbation]:
     """The registered perturbations `names` (all of them, in registration order, when None)."""
     if not names:
         return list(REGISTRY.values())
-    unknown = [n for n in names if n not in REGISTRY]
-    if unknown:
-        raise ValueError(f"unknown perturbation(s) {', '.join(unknown)}; registered: {', '.join(REGISTRY)}")
-    return [REGISTRY[n] for n in dict.fromkeys(names)]
+    return [REGISTRY.lookup(n) for n in dict.fromkeys(names)]
 
 
 def counterfactual_id(original_id: str, name: str) -> str:

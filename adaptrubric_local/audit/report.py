@@ -17,11 +17,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..types import Trajectory, Verdict
-from . import perturbations as P
-from . import tally as T
-from . import verdict as V
-from .verdict import wilson
+from .perturbations import Perturbation
+from .tally import OriginalVerdicts, PairCounts, count_pairs, read_originals
+from .verdict import NOT_ROBUST, ROBUST, TOO_FEW, accuracy_of, accuracy_text, judge, verdicts_of, wilson
 
 
 def rate(k: int, n: int) -> dict:
@@ -29,18 +27,7 @@ def rate(k: int, n: int) -> dict:
     return {"k": k, "n": n, "rate": k / n if n else None, "ci95": wilson(k, n)}
 
 
-def measure(p: P.Perturbation, cfs: list[Trajectory], original: dict[str, Verdict],
-            counter: dict[str, Verdict], engine_options: dict | None = None) -> dict:
-    """One perturbation's row of the audit (see the module docstring) from lists; `engine_options`: what
-    a setting perturbation scored with."""
-    counts = T.PairCounts()
-    for c in cfs:
-        o, v = original.get(P.split_id(c.id)[0]), counter.get(c.id)
-        counts.add(None if o is None else T.compact(o), None if v is None else T.compact(v), c.id)
-    return row_of(p, len(cfs), counts, engine_options)
-
-
-def row_of(p: P.Perturbation, applied: int, c: T.PairCounts, engine_options: dict | None = None) -> dict:
+def row_of(p: Perturbation, applied: int, c: PairCounts, engine_options: dict | None = None) -> dict:
     """One perturbation's row from its pair counts (tally.py)."""
     row = {"change": p.change, "robust": p.robust, "expect": p.expect, "label": p.label,
            "engine_options": engine_options, "applied": applied, "compared": c.compared,
@@ -49,11 +36,11 @@ def row_of(p: P.Perturbation, applied: int, c: T.PairCounts, engine_options: dic
            "newly_unparsed": c.newly_unparsed, "errors": c.errors, "missing": c.missing,
            "original_not_parsed": c.original_not_parsed, "insufficient": {"before": c.before, "after": c.after},
            "flip_ids": {"0->1": c.up, "1->0": c.down}}
-    row["verdict"], row["clauses"] = V.judge(p, row)
+    row["verdict"], row["clauses"] = judge(p, row)
     return row
 
 
-def _originals(ov: T.OriginalVerdicts) -> tuple[dict, dict, dict]:
+def _originals(ov: OriginalVerdicts) -> tuple[dict, dict, dict]:
     """(originals' summary, accuracy, measured cost of the originals) from their arrays."""
     o = ov.originals
     traj, has = o.parsed, o.parsed & (ov.status >= 0)
@@ -64,7 +51,7 @@ def _originals(ov: T.OriginalVerdicts) -> tuple[dict, dict, dict]:
                "unparsed": int((has & (ov.status == 1)).sum()), "errors": int((has & (ov.status == 2)).sum()),
                "ones": int((has & (ov.score == 1)).sum()), "zeros": int((has & (ov.score == 0)).sum()),
                "labelled_1": int((traj & (o.label == 1)).sum()), "labelled_0": int((traj & (o.label == 0)).sum())}
-    acc = V.accuracy_of(int((ov.score[ok] == o.label[ok]).sum()), int(ok.sum()), int((o.label[ok] == 1).sum()),
+    acc = accuracy_of(int((ov.score[ok] == o.label[ok]).sum()), int(ok.sum()), int((o.label[ok] == 1).sum()),
                         unlabelled=int(traj.sum() - labelled.sum()),
                         unparsed=int((labelled & (ov.status == 1)).sum()),
                         errors=int((labelled & (ov.status == 2)).sum()),
@@ -74,22 +61,22 @@ def _originals(ov: T.OriginalVerdicts) -> tuple[dict, dict, dict]:
     return summary, acc, cost
 
 
-def write_report(out: Path, perturbations: list[P.Perturbation], originals, run: dict, plan: dict,
+def write_report(out: Path, perturbations: list[Perturbation], originals, run: dict, plan: dict,
                  files: dict[str, str], cf_files: dict[str, Path], settings: dict[str, dict] | None = None) -> dict:
     """Measure every perturbation from the verdict files, read line by line (`files`: "verdicts" -> the
     originals' and the changed trajectories' file, NAME -> a setting perturbation's, scored with the
     engine options `settings[NAME]`; `cf_files`: NAME -> its counterfactuals' file; `originals`:
     streamed.Originals) and write audit.json, report.md, flips.png; returns the audit."""
     out = Path(out)
-    ov = T.read_originals(Path(files["verdicts"]), originals)
+    ov = read_originals(Path(files["verdicts"]), originals)
     rows, measured = {}, {}
     for p in perturbations:
-        c = T.count_pairs(Path(files.get(p.name, files["verdicts"])), Path(cf_files[p.name]), p.name, ov)
+        c = count_pairs(Path(files.get(p.name, files["verdicts"])), Path(cf_files[p.name]), p.name, ov)
         rows[p.name] = row_of(p, plan["applied"][p.name], c, (settings or {}).get(p.name))
         n = max(1, c.scored)
         measured[p.name] = {"n": c.scored, "calls_per_traj": c.calls / n, "tokens_per_traj": c.tokens / n}
     summary, acc, cost = _originals(ov)
-    audit = {"verdict": V.verdicts_of(acc, rows), "run": run, "originals": summary,
+    audit = {"verdict": verdicts_of(acc, rows), "run": run, "originals": summary,
              "cost": {"planned": plan, "measured": {"originals": cost, **measured}}, "verdict_files": files,
              "perturbations": rows}
     (out / "audit.json").write_text(json.dumps(audit, indent=2) + "\n")
@@ -118,15 +105,15 @@ def _ids(ids: list[str], show: int = 40) -> str:
 
 def _verdict(row: dict) -> str:
     """A row's verdict as the tables show it (an audit.json written before verdicts: its old yes/no)."""
-    v = row.get("verdict") or {True: V.ROBUST, False: V.NOT_ROBUST, None: V.TOO_FEW}[row.get("meets")]
-    return f"**{v}**" if v == V.NOT_ROBUST else v
+    v = row.get("verdict") or {True: ROBUST, False: NOT_ROBUST, None: TOO_FEW}[row.get("meets")]
+    return f"**{v}**" if v == NOT_ROBUST else v
 
 
 def top(audit: dict) -> list[str]:
     """The report's first lines: the accuracy, each perturbation's verdict with its clauses, the bottom
     line and the rule they follow (verdict.py)."""
     v, rows = audit["verdict"], audit["perturbations"]
-    lines = [f"**Bottom line: {v['bottom_line']}**", "", f"- {V.accuracy_text(v['accuracy'])}"]
+    lines = [f"**Bottom line: {v['bottom_line']}**", "", f"- {accuracy_text(v['accuracy'])}"]
     for name, r in rows.items():
         checks = "; ".join(f"{c['says']}: {c['shown']}, {c['result']}" for c in r["clauses"])
         lines.append(f"- `{name}`: {_verdict(r)} ({checks})")
@@ -210,7 +197,7 @@ def compare(a: dict, b: dict, name_a: str = "A", name_b: str = "B") -> str:
         lines += [f"Note: the audits are of different data ({a['run'].get('data')} and {b['run'].get('data')}).", ""]
     for name, x in ((name_a, a), (name_b, b)):
         v = x.get("verdict")  # absent from an audit.json written before the verdicts
-        lines.append(f"- {name}: " + (f"{V.accuracy_text(v['accuracy'])}; bottom line: {v['bottom_line']}" if v
+        lines.append(f"- {name}: " + (f"{accuracy_text(v['accuracy'])}; bottom line: {v['bottom_line']}" if v
                                       else "no verdicts (an audit written before them: run it again)"))
     lines.append("")
     a_b, b_a = f"{name_a} / {name_b}", f"{name_b} - {name_a}"

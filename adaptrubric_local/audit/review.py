@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..types import Trajectory, Verdict
-from . import perturbations as P
+from .perturbations import counterfactual_id, split_id
 
 LIMIT = 500  # the originals review.html shows at most (with their counterfactuals)
 
@@ -24,12 +24,12 @@ def ordered_ids(audit: dict, originals: list[str], cfs: dict[str, list[str]]) ->
     by_orig: dict[str, list[str]] = {i: [] for i in originals}
     for name in audit["perturbations"]:
         for c in cfs.get(name, []):
-            by_orig.setdefault(P.split_id(c)[0], []).append(c)
+            by_orig.setdefault(split_id(c)[0], []).append(c)
     ranks: dict[str, int] = {}
     for r in audit["perturbations"].values():
         for k, ids in enumerate((r["flip_ids"]["0->1"], r["flip_ids"]["1->0"], r["newly_unparsed"])):
             for i in ids:
-                o = P.split_id(i)[0]
+                o = split_id(i)[0]
                 ranks[o] = min(k, ranks.get(o, 3))
     order = sorted(by_orig, key=lambda o: ranks.get(o, 3))  # stable: data order within a rank
     return [i for o in order for i in [o, *by_orig[o]]]
@@ -38,9 +38,9 @@ def ordered_ids(audit: dict, originals: list[str], cfs: dict[str, list[str]]) ->
 def chosen_originals(audit: dict, stream, limit: int) -> tuple[list[str], int]:
     """(the originals the page shows, how many there are): those with a flip or a newly unparsed
     counterfactual first, then the others in data order, `limit` in all; read from the stream's ids."""
-    flipped = list(dict.fromkeys(P.split_id(i)[0] for r in audit["perturbations"].values()
+    flipped = list(dict.fromkeys(split_id(i)[0] for r in audit["perturbations"].values()
                                  for key in ("0->1", "1->0") for i in r["flip_ids"][key]))
-    flipped += [P.split_id(i)[0] for r in audit["perturbations"].values() for i in r["newly_unparsed"]]
+    flipped += [split_id(i)[0] for r in audit["perturbations"].values() for i in r["newly_unparsed"]]
     chosen = list(dict.fromkeys(flipped))[:limit]
     taken, total = set(chosen), [0]
 
@@ -80,8 +80,8 @@ def write_pairs_page(out: Path, audit: dict, stream, cf_files: dict[str, Path], 
     trajs = _pick(stream, keep)
     cfs: dict[str, list[str]] = {}
     for f in dict.fromkeys(cf_files.values()):
-        for c in _pick(cf_stream(f, roots), {P.counterfactual_id(o, n) for o in keep for n in audit["perturbations"]}):
-            cfs.setdefault(P.split_id(c.id)[1], []).append(c.id)
+        for c in _pick(cf_stream(f, roots), {counterfactual_id(o, n) for o in keep for n in audit["perturbations"]}):
+            cfs.setdefault(split_id(c.id)[1], []).append(c.id)
             trajs.append(c)
     wanted = {t.id for t in trajs}
     verdicts = {}
@@ -92,7 +92,7 @@ def write_pairs_page(out: Path, audit: dict, stream, cf_files: dict[str, Path], 
     order = [i for i in ordered_ids(audit, chosen, cfs) if i in verdicts]
     extra = {}
     for i in order:
-        orig, name = P.split_id(i)
+        orig, name = split_id(i)
         if name is None or orig not in verdicts:
             continue
         o = verdicts[orig]
@@ -100,7 +100,7 @@ def write_pairs_page(out: Path, audit: dict, stream, cf_files: dict[str, Path], 
                                 "p_success": o.p_success if isinstance(o.p_success, (int, float)) else None}}
     cards, notes = build_cards([verdicts[i] for i in order], trajs, run_config, progress, extra)
     for c in cards:
-        orig, name = P.split_id(c["id"])
+        orig, name = split_id(c["id"])
         row = audit["perturbations"].get(name) if name else None
         if row is not None:
             c["notes"].insert(0, f"counterfactual of {orig} ({name}: {row['change']}; a robust verifier: "

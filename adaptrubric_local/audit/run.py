@@ -21,16 +21,14 @@ from __future__ import annotations
 import datetime
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, is_dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from ..formats import LoadResult, canonical, load_trajectories
 from ..formats.stream import as_stream, stream_trajectories
-from ..run_settings import IN_PROCESS, vars_of
+from ..run_settings import IN_PROCESS, engine_record, vars_of
 from ..scoring import score_with
-from ..types import Trajectory
-from . import perturbations as P
-from . import streamed as S
+from .perturbations import Perturbation
+from .streamed import ChainedStream, CostCount, cf_stream, write_streamed
 
 DATA_FILE = "counterfactuals.jsonl"
 VERDICTS = "verdicts.jsonl"
@@ -47,43 +45,7 @@ def data_root(data: str | Path) -> Path:
     return p if p.is_dir() else p.parent
 
 
-def write_counterfactuals(out: Path, perturbations: list[P.Perturbation],
-                          cfs: dict[str, list[Trajectory]]) -> dict[str, Path]:
-    """Write the counterfactuals as canonical JSONL (screenshots referenced where they are); name ->
-    the file that holds its counterfactuals."""
-    out = Path(out)
-    changed = [c for p in perturbations if p.engine_options is None for c in cfs[p.name]]
-    files = {}
-    canonical.write(changed, out / DATA_FILE, reference=True)
-    for p in perturbations:
-        if p.engine_options is None:
-            files[p.name] = out / DATA_FILE
-        else:
-            files[p.name] = setting_file(out, p.name, "counterfactuals")
-            canonical.write(cfs[p.name], files[p.name], reference=True)
-    return files
-
-
-def read_back(path: Path, image_roots: Iterable[str | Path]) -> LoadResult:
-    """A counterfactual file as `score` would load it (screenshots allowed under the data's folders)."""
-    if not path.stat().st_size:
-        return LoadResult()
-    return load_trajectories(path, fmt="canonical", image_roots=list(image_roots))
-
-
-def cost_plan(originals: list[Trajectory], perturbations: list[P.Perturbation], cfs: dict[str, list[Trajectory]],
-              cfg, engine_options: dict | None = None) -> dict:
-    """`plan_of` for lists of originals and their counterfactuals."""
-    cost = S.CostCount(perturbations, cfg.max_images)
-    for t in originals:
-        cost.original(t)
-    for p in perturbations:
-        for c in cfs[p.name]:
-            cost.counterfactual(p.name, c)
-    return plan_of(cost, perturbations, cfg, engine_options)
-
-
-def plan_of(cost: S.CostCount, perturbations: list[P.Perturbation], cfg, engine_options: dict | None = None) -> dict:
+def plan_of(cost: CostCount, perturbations: list[Perturbation], cfg, engine_options: dict | None = None) -> dict:
     """What the audit costs, before any call: verifier calls (one per trajectory scored), router and cue
     calls (one per distinct instruction, shared by the counterfactuals that keep it), and the screenshots
     sent (the visual tokens, most of a call's tokens, scale with them), against scoring the data once."""
@@ -117,8 +79,7 @@ def cost_text(plan: dict) -> str:
 
 def options_of(engine) -> dict:
     """An engine's options (its config's fields), {} when it has no config dataclass."""
-    cfg = getattr(engine, "config", None)
-    return asdict(cfg) if is_dataclass(cfg) else {}
+    return engine_record(getattr(engine, "config", None)) or {}
 
 
 def derived_engine(engine, changes: dict):
@@ -155,7 +116,7 @@ def _score(pipe, data, out: Path, loaded, desc: str, resume: bool, progress: boo
                       progress=progress, extra=extra, force_settings=force, desc=desc)
 
 
-def run_audit(pipe, data: str | Path, out: str | Path, perturbations: list[P.Perturbation],
+def run_audit(pipe, data: str | Path, out: str | Path, perturbations: list[Perturbation],
               loaded=None, resume: bool = False, progress: bool = True,
               image_roots: Iterable[str | Path] = (), engine_options: dict | None = None,
               build_engine: Callable[[dict], object] | None = None, force_settings: bool = False,
@@ -167,19 +128,19 @@ def run_audit(pipe, data: str | Path, out: str | Path, perturbations: list[P.Per
     not grow with the data. `engine_options`: the run's engine options (default: the engine's config),
     which a setting perturbation changes; `build_engine(options)` makes an engine for those when
     `derived_engine` cannot; `review_limit`: the originals review.html shows (review.LIMIT)."""
-    from . import report as R
-    from . import review as RV
+    from .report import write_report
+    from .review import LIMIT, write_pairs_page
 
     out = Path(out)
     if not resume and (out / VERDICTS).is_file() and (out / VERDICTS).stat().st_size:
         raise ValueError(f"{out / VERDICTS} exists; pass --resume to continue that audit or choose another --out")
     stream = as_stream(loaded) if loaded is not None else stream_trajectories(data, image_roots=list(image_roots))
-    files, cost, originals = S.write_streamed(out, perturbations, stream, pipe.config.max_images)
+    files, cost, originals = write_streamed(out, perturbations, stream, pipe.config.max_images)
     base_options = options_of(pipe.engine) if engine_options is None else dict(engine_options)
     plan = plan_of(cost, perturbations, pipe.config, base_options)
     log(cost_text(plan))
     roots = [data_root(data), *image_roots]
-    both = S.ChainedStream([stream, S.cf_stream(out / DATA_FILE, roots)])
+    both = ChainedStream([stream, cf_stream(out / DATA_FILE, roots)])
     summaries = {"verdicts": _score(pipe, data, out / VERDICTS, both, "auditing", resume, progress, force_settings)}
     for p in perturbations:
         if p.engine_options is not None:
@@ -190,14 +151,14 @@ def run_audit(pipe, data: str | Path, out: str | Path, perturbations: list[P.Per
            "router": pipe.config.router, "fine": pipe.config.fine, "coarse": pipe.config.coarse,
            "max_images": pipe.config.max_images, "image_roots": [str(r) for r in roots],
            "created": datetime.datetime.now().isoformat(timespec="seconds")}
-    audit = R.write_report(out, perturbations, originals, run, plan, {k: str(v["out"]) for k, v in summaries.items()},
+    audit = write_report(out, perturbations, originals, run, plan, {k: str(v["out"]) for k, v in summaries.items()},
                            files, plan["settings"])
-    RV.write_pairs_page(out, audit, stream, files, roots, progress=progress,
-                        limit=RV.LIMIT if review_limit is None else review_limit)
+    write_pairs_page(out, audit, stream, files, roots, progress=progress,
+                        limit=LIMIT if review_limit is None else review_limit)
     return audit
 
 
-def _score_setting(pipe, p: P.Perturbation, data, out: Path, cf_file: Path, roots: list, base_options: dict,
+def _score_setting(pipe, p: Perturbation, data, out: Path, cf_file: Path, roots: list, base_options: dict,
                    build_engine, resume: bool, progress: bool, force: bool) -> dict:
     """Score a setting perturbation's file with an engine like the run's with its options."""
     changes = p.engine_options(base_options)
@@ -208,7 +169,7 @@ def _score_setting(pipe, p: P.Perturbation, data, out: Path, cf_file: Path, root
         engine = build_engine({**base_options, **changes})
     original, pipe.engine = pipe.engine, engine
     try:
-        return _score(pipe, data, setting_file(out, p.name), S.cf_stream(cf_file, roots), p.name, resume, progress,
+        return _score(pipe, data, setting_file(out, p.name), cf_stream(cf_file, roots), p.name, resume, progress,
                       force, {"perturbation": {"name": p.name, "engine_options": changes}})
     finally:
         pipe.engine = original

@@ -18,7 +18,7 @@ from ..formats import LoadResult, canonical
 from ..formats.ids import IdSet, digest
 from ..formats.stream import Keep, Shard, TrajectoryStream, _count, as_stream, trajectories
 from ..types import Trajectory
-from . import perturbations as P
+from .perturbations import DataSet, Perturbation, build_each
 
 
 class ChainedStream:
@@ -80,10 +80,10 @@ class Originals:
 
 
 class CostCount:
-    """The running counts `run.cost_plan` reads: trajectories, counterfactuals per perturbation, the
+    """The running counts `run.plan_of` reads: trajectories, counterfactuals per perturbation, the
     screenshots sent and the distinct instructions."""
 
-    def __init__(self, perturbations: list[P.Perturbation], max_images: int):
+    def __init__(self, perturbations: list[Perturbation], max_images: int):
         self.max_images, self.n = max_images, 0
         self.applied = {p.name: 0 for p in perturbations}
         self.shots_originals = self.shots_all = 0
@@ -103,13 +103,13 @@ class CostCount:
         self.ins_all.add(c.instruction)
 
 
-def write_streamed(out: Path, perturbations: list[P.Perturbation], stream, max_images: int
+def write_streamed(out: Path, perturbations: list[Perturbation], stream, max_images: int
                    ) -> tuple[dict[str, Path], CostCount, Originals]:
-    """Write every counterfactual of the stream's trajectories (`run.write_counterfactuals`' files), one
+    """Write every counterfactual of the stream's trajectories (see run.py's docstring), one
     original at a time; (name -> its file, the cost counts, the originals' labels)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    data = P.DataSet(trajectories(stream))  # first pass: the instructions other-instruction draws on
+    data = DataSet(trajectories(stream))  # first pass: the instructions other-instruction draws on
     files = {p.name: out / run_data_file(p) for p in perturbations}
     cost, originals = CostCount(perturbations, max_images), Originals(stream)
     with contextlib.ExitStack() as stack:
@@ -118,12 +118,12 @@ def write_streamed(out: Path, perturbations: list[P.Perturbation], stream, max_i
         for t in trajectories(stream):
             cost.original(t)
             originals.add(t)
-            for p, c in P.build_each(perturbations, t, data, stream.ids.__contains__):
+            for p, c in build_each(perturbations, t, data, stream.ids.__contains__):
                 handles[files[p.name]].write(canonical.record_line(c, files[p.name], reference=True))
                 cost.counterfactual(p.name, c)
     return files, cost, originals
 
 
-def run_data_file(p: P.Perturbation) -> str:
+def run_data_file(p: Perturbation) -> str:
     """The file a perturbation's counterfactuals are written to (see run.py's docstring)."""
     return "counterfactuals.jsonl" if p.engine_options is None else f"counterfactuals.{p.name}.jsonl"

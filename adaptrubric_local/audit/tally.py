@@ -17,7 +17,7 @@ import numpy as np
 
 from ..formats.ids import IdBuilder
 from ..verdict_file import iter_lines
-from . import perturbations as P
+from .perturbations import split_id
 
 STATUS = {"ok": 0, "unparsed": 1, "error": 2}
 NAMES = {v: k for k, v in STATUS.items()}
@@ -34,7 +34,7 @@ def compact(d) -> Compact:
 
 @dataclass
 class PairCounts:
-    """One perturbation's pairs (original, counterfactual) as report.measure counts them."""
+    """One perturbation's pairs (original, counterfactual) as report.row_of reads them."""
 
     compared: int = 0
     zeros: int = 0
@@ -130,11 +130,11 @@ def count_pairs(verdict_file: Path, cf_file: Path, name: str, originals: Origina
     last: dict[str, Compact] = {}
     ids, counts = IdBuilder(), PairCounts()
     for _, i, _d in iter_lines(verdict_file):
-        if P.split_id(i)[1] == name:
+        if split_id(i)[1] == name:
             ids.add(i)
     seen = ids.freeze()
     for _, i, d in iter_lines(verdict_file):
-        if P.split_id(i)[1] != name:
+        if split_id(i)[1] != name:
             continue
         if seen.is_repeated(i):  # a retried error: its last line counts, once
             last[i] = (compact(d), d.get("cost_calls") or 0.0, d.get("cost_tokens") or 0.0)
@@ -149,12 +149,12 @@ def count_pairs(verdict_file: Path, cf_file: Path, name: str, originals: Origina
             if not line.strip():
                 continue
             i = str(json.loads(line)["id"])
-            if P.split_id(i)[1] != name:
+            if split_id(i)[1] != name:
                 continue
             if i in listed:
                 place[i] = k
             if i not in seen:
-                counts.add(originals.get(P.split_id(i)[0]), None, i)
+                counts.add(originals.get(split_id(i)[0]), None, i)
     for key in ("up", "down", "newly_unparsed", "errors"):
         getattr(counts, key).sort(key=lambda i: place.get(i, -1))
     return counts
@@ -162,7 +162,7 @@ def count_pairs(verdict_file: Path, cf_file: Path, name: str, originals: Origina
 
 def _count_line(counts: PairCounts, originals: OriginalVerdicts, i: str, c: Compact, calls: float,
                 tokens: float) -> None:
-    counts.add(originals.get(P.split_id(i)[0]), c, i)
+    counts.add(originals.get(split_id(i)[0]), c, i)
     counts.scored += 1
     counts.calls += calls
     counts.tokens += tokens

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 from ..types import Trajectory, Verdict
-from . import perturbations as P
+from .perturbations import CLAUSES, Perturbation
 
 Z95 = 1.959964
 NONE_BELOW = 0.20  # a "none" clause holds when no pair moved and the interval's upper bound is under this
@@ -84,7 +84,7 @@ def more_rule(before: int, after: int, n: int) -> str:
 
 
 def check_clause(clause: str, row: dict) -> dict:
-    """One clause of a measured row (report.measure): what it says, its figures, its result and the short
+    """One clause of a measured row (report.row_of): what it says, its figures, its result and the short
     figure the bottom line quotes."""
     up, down = row["flips_0_1"], row["flips_1_0"]
     if clause == "no-move":
@@ -98,16 +98,16 @@ def check_clause(clause: str, row: dict) -> dict:
                "figure": f"{down['k']}/{down['n']} SCORE 1 -> 0"}
     elif clause == "more-insufficient":
         b, a, n = row["insufficient"]["before"], row["insufficient"]["after"], row["compared"]
-        return {"clause": clause, "says": P.CLAUSES[clause], "before": b, "after": a, "n": n,
+        return {"clause": clause, "says": CLAUSES[clause], "before": b, "after": a, "n": n,
                 "result": more_rule(b, a, n), "figure": f"EVIDENCE_SUFFICIENT: no {b} -> {a} of {n}",
                 "shown": f"{b} -> {a} over {n} pairs"}
     else:
-        raise ValueError(f"unknown clause {clause!r}; known: {', '.join(P.CLAUSES)}")
-    return {"clause": clause, "says": P.CLAUSES[clause], **out, "ci95": wilson(out["k"], out["n"]),
+        raise ValueError(f"unknown clause {clause!r}; known: {', '.join(CLAUSES)}")
+    return {"clause": clause, "says": CLAUSES[clause], **out, "ci95": wilson(out["k"], out["n"]),
             "shown": _share(out["k"], out["n"])}
 
 
-def judge(p: P.Perturbation, row: dict) -> tuple[str, list[dict]]:
+def judge(p: Perturbation, row: dict) -> tuple[str, list[dict]]:
     """(robust / not robust / too few to tell, every clause of `p`'s expectation checked)."""
     checks = [check_clause(c, row) for c in p.clauses]
     results = {c["result"] for c in checks}

@@ -27,7 +27,6 @@ KINDS = ("lookup", "update", "refund")
 NAMES = ["Ada Lin", "Bo Chen", "Cy Park", "Di Roy", "Ed Kim", "Flo Ng", "Gus Ray", "Hal Ito", "Ivy Sun", "Jo Lee",
          "Kai Wu", "Lu Ma", "Mo Diaz", "Nia Cole", "Oz Hart", "Pia Dunn"]
 CHECKS = {"lookup": "an answer was submitted", "update": "a click on Save", "refund": "a click on Confirm"}
-FAIL_MARK = {"lookup": None, "update": "click(Save)", "refund": "click(Confirm)"}
 
 
 def _png(path: Path, text: str, seed: int) -> None:

@@ -2,7 +2,8 @@
 spot checks) and the file `cascade fit` writes. Its fields are the `--judge-*`, `--escalate-band`,
 `--spot-check` flags of `score` and the `judge` options of `RewardModel`.
 
-The judge is described as `distill collect`'s teacher is: `teacher()` turns these fields into the one
+The judge's endpoint fields make one `Endpoint` (engine/endpoint.py, which validates them), and the judge
+is described as `distill collect`'s teacher is: `teacher()` turns these fields into the one
 `TeacherConfig` (engine/teacher.py), whose `build()` asks an endpoint once before the first record.
 Knows nothing about pipelines, verdict lines or scoring.
 """
@@ -14,6 +15,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..engine.endpoint import FIELDS as ENDPOINT_FIELDS
+from ..engine.endpoint import Endpoint
 from ..engine.teacher import TeacherConfig
 
 # the default band, measured with eval/cascade.py (docs/student-judge.md): p_success in [LO, HI] is unsure
@@ -68,8 +71,13 @@ class CascadeConfig:
         if not 0.0 <= self.warn_below <= 1.0 or self.agreement_window < 1:
             raise ValueError(f"warn_below must be in [0, 1] and agreement_window >= 1, got {self.warn_below}, "
                              f"{self.agreement_window}")
-        if self.judge_concurrency < 1 or self.judge_timeout <= 0 or self.judge_max_retries < 0:
-            raise ValueError("--judge-concurrency must be >= 1, --judge-timeout > 0 and --judge-max-retries >= 0")
+        self.endpoint()  # validates the judge endpoint's fields
+
+    def endpoint(self) -> Endpoint:
+        """The judge's endpoint (url None for a local judge)."""
+        return Endpoint(self.judge_url, self.judge_name, self.judge_api_key_env, self.judge_timeout,
+                        self.judge_max_retries, self.judge_concurrency,
+                        called={f: "--judge-" + f.replace("_", "-") for f in ENDPOINT_FIELDS})
 
     @property
     def enabled(self) -> bool:
@@ -86,9 +94,10 @@ class CascadeConfig:
 
     def teacher(self, verify_max_new_tokens: int) -> TeacherConfig:
         """The judge as distill collect's teacher description (one builder, one endpoint check)."""
-        return TeacherConfig(teacher_model=self.judge_model, teacher_url=self.judge_url, teacher_name=self.judge_name,
-                             api_key_env=self.judge_api_key_env, timeout=self.judge_timeout,
-                             max_retries=self.judge_max_retries, concurrency=self.judge_concurrency,
+        judge = self.endpoint()
+        return TeacherConfig(teacher_model=self.judge_model, teacher_url=judge.url, teacher_name=judge.name,
+                             api_key_env=judge.api_key_env, timeout=judge.timeout, max_retries=judge.max_retries,
+                             concurrency=judge.concurrency,
                              teacher_max_new_tokens=self.judge_max_new_tokens or verify_max_new_tokens)
 
     def describe(self) -> dict:

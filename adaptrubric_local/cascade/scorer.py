@@ -21,7 +21,6 @@ from typing import Any
 from ..pipeline import AdaptRubric
 from ..types import Trajectory, Verdict
 
-REASONS = ("error", "unparsed", "evidence_insufficient", "band", "spot_check")
 COMPACT = ("status", "score", "p_success", "evidence_sufficient", "model", "parse_error", "error", "cost_calls",
            "cost_tokens")
 
@@ -31,7 +30,7 @@ class CascadeVerdict(Verdict):
     """A verdict line of a cascade: who decided, why it went to the judge, and both verdicts."""
 
     decided_by: str = "student"  # "student" | "judge"
-    escalated: list[str] = field(default_factory=list)  # REASONS that sent it to the judge; [] when none
+    escalated: list[str] = field(default_factory=list)  # why it went to the judge; [] when none
     student: dict[str, Any] | None = None  # the student's verdict, on a line the judge was asked about
     judge: dict[str, Any] | None = None  # the judge's verdict (or its failure), when it was asked
     judge_error: str | None = None  # why the judge gave no verdict: the student's stands
@@ -52,7 +51,8 @@ def spot_drawn(seed: int, traj_id: str, fraction: float) -> bool:
 
 
 def escalation(v: Verdict, band: tuple[float, float], spot_check: float = 0.0, seed: int = 0) -> list[str]:
-    """Why the student's verdict `v` goes to the judge (REASONS, in that order); [] when it stands."""
+    """Why the student's verdict `v` goes to the judge (error,
+    unparsed, evidence_insufficient, band, spot_check, in that order); [] when it stands."""
     why = []
     if v.status in ("error", "unparsed"):
         why.append(v.status)

@@ -15,7 +15,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from ..flags import Parser, add_config_arguments, explicit, old_spelling_warning
+from ..flags import Parser, add_config_arguments, explicit
 from ..flags import common as mark_common  # (`common` is the name of the sub-module cli/common.py)
 from ..pipeline import PipelineConfig
 from ..registry import load_plugins, plugins_in
@@ -166,15 +166,6 @@ def known_ids(ids: list[str], show: int = 10) -> str:
     return f"ids: {', '.join(ids[:show])}{more}"
 
 
-# ----------------------------------------------------------------------------- validate-bank
-def cmd_validate_bank(args) -> int:
-    """`validate-bank PATH`, this release's old spelling of `bank validate PATH`."""
-    from .bank import cmd_validate
-
-    print(old_spelling_warning("validate-bank", "adaptrubric", args.path), file=sys.stderr)
-    return cmd_validate(args)
-
-
 # ----------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     from .._version import __version__
@@ -206,7 +197,6 @@ def build_parser() -> argparse.ArgumentParser:
                           help="with --router rules: print how the rules read the instruction"), "method")
     mark_common(p.add_argument("--input", help="JSONL file whose lines have \"instruction\""), "data")
     mark_common(p.add_argument("--out", help="where to write the routed JSONL (default stdout)"), "output")
-    p.add_old_spelling("--output", "out")
     add_model_options(p, routing=True)  # what routing uses, no more
     add_remote_options(p, routing=True)
     p.set_defaults(func=cmd_route)
@@ -222,10 +212,6 @@ def build_parser() -> argparse.ArgumentParser:
                           help="print the request (prompt, suffix, images, route, cues) as JSON"), "output")
     add_scoring_options(p)  # exactly the flags of `score`, so the prompt is what `score` sends
     p.set_defaults(func=cmd_prompt)
-
-    p = sub.add_parser("validate-bank", description="The old spelling of `adaptrubric bank validate PATH`.")
-    p.add_argument("path", help="bank YAML file")
-    p.set_defaults(func=cmd_validate_bank)
 
     for module in (cli_score, cli_eval, cli_audit, cli_review, cli_labels, cli_distill, cli_serve, cli_bank,
                    cli_cascade, cli_shards):
@@ -330,7 +316,7 @@ def run(argv: list[str], own: bool = False) -> int:
 def _exit_now(code: int) -> None:
     """End a stopped command's process here: its clean-up (every `finally`, the engine's close) has run,
     and the interpreter's finalisation would only delay the exit (a full garbage collection over what
-    torch and vLLM allocated, about 10 s on a busy machine, then binding libraries' reports of what was
+    torch and vLLM allocated, then binding libraries' reports of what was
     never freed)."""
     import os
 

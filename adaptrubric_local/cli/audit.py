@@ -3,7 +3,6 @@ scoring and the report are in `audit/`.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -69,8 +68,8 @@ def summary_lines(audit: dict) -> list[str]:
 
 def cmd_audit(args) -> int:
     from ..audit import get
-    from ..audit import report as RP
-    from ..audit import run as R
+    from ..audit.report import write_compare
+    from ..audit.run import cost_text, plan_of, run_audit
 
     if args.list_perturbations:
         print(perturbation_table())
@@ -81,10 +80,10 @@ def cmd_audit(args) -> int:
         if not args.compare:
             raise ValueError("give DATA and --model to audit a verifier, or --compare RUN_B to put the audit in "
                              "--out beside another")
-        print(RP.write_compare(args.out, args.out, args.compare))
+        print(write_compare(args.out, args.out, args.compare))
         print(f"wrote {args.out}/compare.md, compare.png")
         return 0
-    from ..audit import streamed as S
+    from ..audit.streamed import write_streamed
     from ..formats.stream import stream_trajectories
 
     chosen = get(args.perturb)
@@ -93,8 +92,8 @@ def cmd_audit(args) -> int:
     if args.dry_run:
         for w in loaded.warnings:
             print(f"warning: {w}", file=sys.stderr)
-        files, cost, _ = S.write_streamed(Path(args.out), chosen, loaded, cfg.max_images)
-        print(R.cost_text(R.plan_of(cost, chosen, cfg)))
+        files, cost, _ = write_streamed(Path(args.out), chosen, loaded, cfg.max_images)
+        print(cost_text(plan_of(cost, chosen, cfg)))
         print(f"wrote {', '.join(sorted({str(f) for f in files.values()}))} (no model loaded: --dry-run)")
         return 0
     from ..pipeline import AdaptRubric
@@ -102,7 +101,7 @@ def cmd_audit(args) -> int:
     options = engine_options(args, cfg)
     engine = make_engine(args, cfg)
     try:
-        audit = R.run_audit(AdaptRubric(engine, cfg), args.data, args.out, chosen, loaded=loaded, resume=args.resume,
+        audit = run_audit(AdaptRubric(engine, cfg), args.data, args.out, chosen, loaded=loaded, resume=args.resume,
                             progress=not args.quiet, image_roots=args.image_root, engine_options=options,
                             build_engine=_engine_from, force_settings=args.force_settings,
                             log=lambda s: print(s, flush=True))
@@ -113,7 +112,7 @@ def cmd_audit(args) -> int:
           "errors)")
     print("\n".join(summary_lines(audit)))
     if args.compare:
-        print(RP.write_compare(args.out, args.out, args.compare))
+        print(write_compare(args.out, args.out, args.compare))
     print(f"wrote {args.out}/report.md, audit.json, flips.png, review.html, counterfactuals.jsonl, verdicts.jsonl"
           + (", compare.md, compare.png" if args.compare else ""))
     return 0
@@ -133,8 +132,6 @@ def add_subcommands(sub) -> None:
     p.add_argument("--perturb", nargs="+", action="extend", metavar="NAME",
                    help="the perturbations to apply (repeatable; default: every registered one; see "
                         "--list-perturbations)")
-    p.add_argument("--perturbations-from", dest="plugins", action="append", default=[],  # --plugins' earlier name
-                   help=argparse.SUPPRESS)
     p.add_argument("--list-perturbations", action="store_true", help="print the registered perturbations and exit")
     p.add_argument("--compare", metavar="RUN_B",
                    help="an earlier audit's folder: write OUT/compare.md and compare.png with both side by side "

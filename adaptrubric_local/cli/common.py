@@ -24,12 +24,8 @@ def die(msg: str, code: int = 2) -> int:
 
 
 def add_data_argument(p, help: str = "trajectory file or folder (any supported format)", required: bool = True):
-    """DATA, the data set a command reads, as its first positional argument; `--data DATA` (this
-    release's old spelling) still works, with a warning naming the new form."""
-    action = p.add_argument("data", nargs="?", metavar="DATA", help=help)
-    if required:
-        p.required_positional(action)
-    p.add_old_spelling("--data", "data")
+    """DATA, the data set a command reads, as its first positional argument."""
+    p.add_argument("data", nargs=None if required else "?", metavar="DATA", help=help)
 
 
 def add_data_options(p: argparse.ArgumentParser) -> None:
@@ -107,7 +103,7 @@ def report_labelled(stream) -> None:
 
 
 def add_plugins_option(p: argparse.ArgumentParser) -> None:
-    """--plugins FILE.py|MODULE (repeatable; audit's earlier --perturbations-from is read as it). The
+    """--plugins FILE.py|MODULE (repeatable). The
     command line imports them before it builds its parser (cli/__init__.py's `run`), so what they
     register is a choice of --engine, --format and --perturb; the value here is for --help."""
     p.add_argument(PLUGINS_FLAG, dest="plugins", action="append", default=[], metavar="FILE.py|MODULE",
@@ -228,7 +224,7 @@ def spell(name: str, value=NO_VALUE) -> str:
 
 def check_engine_options(engine: str, given) -> None:
     """Refuse an option given on the command line that `engine` does not read, naming what to use
-    instead from engine/options.py's table (an error, exit 2): `--max-batch-size` with vLLM is
+    instead from the engine's registration (engine/options.py; an error, exit 2): `--max-batch-size` with vLLM is
     `--max-num-seqs`; a vLLM option with transformers names transformers' one, or --engine vllm."""
     refuse_unread(engine, given, spell)
 

@@ -1,4 +1,4 @@
-"""The product in a few minutes on a CPU: synthetic trajectories whose outcome is visible on screen,
+"""The product on a CPU: synthetic trajectories whose outcome is visible on screen,
 a tiny Qwen3-VL student distilled from their labels with LoRA, then scoring and evaluation of the
 held-out tasks with the adapter (and the base model beside it), so the report has real numbers and
 plots. `run_demo(out)` is what `make demo` runs; `distill_demo(...)` is the parameterised flow that
@@ -14,7 +14,7 @@ from pathlib import Path
 
 @dataclass
 class DemoSettings:
-    """Sizes and training settings of a demo run (defaults fit `make demo`: under 3 minutes on 2 cores)."""
+    """Sizes and training settings of a demo run (the defaults are `make demo`'s)."""
 
     n_tasks: int = 12
     candidates: int = 4

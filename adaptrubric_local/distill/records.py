@@ -90,12 +90,6 @@ def split_tasks(tasks: list[str], val_fraction: float, seed: int) -> set[str]:
     return set(order[:n_val])
 
 
-def last_rejections(out: Path) -> dict[str, dict]:
-    """The last rejection line per id (a truncated reply retried with a larger cap may be rejected
-    again, or collected)."""
-    return {str(r["id"]): r for r in read_jsonl(out / FILES["rejected"])}
-
-
 def split_warnings(counts: dict, val_fraction: float, seed: int) -> list[str]:
     """What is wrong with a train/val split for training (one class only, nothing held out)."""
     out = []

@@ -1,7 +1,7 @@
 """An attention function for left-padded batched prefill, registered with transformers'
 AttentionInterface as "sdpa_padded_prefill", with a mask function of its own.
 
-With a padding mask, SDPA leaves its causal fast path (about 3.7x slower per row on the CPU),
+With a padding mask, SDPA leaves its causal fast path (slower per row on the CPU),
 transformers builds a (B, 1, L, L) boolean mask, SDPA makes a query-dtype copy of it in every layer
 and K/V are repeated per head for grouped-query attention: at 30K-token rows that is gigabytes per
 row (engine/memory.py). For the prefill of a left-padded batch (what batched generation builds) the

@@ -1,5 +1,6 @@
 """Building an engine from options: the one place outside the engine package that knows how. The
-in-process engines are registered here with engine/options.py's `register_engine`, as a user's are;
+in-process engines are registered here with engine/options.py's `register_engine`, as a user's are,
+each naming the options it reads;
 the transformers engine's options are HFEngineConfig's fields, vLLM's those plus VLLMOptions's
 (their flags come from flags.py, like every config's). Importing this module does not import torch,
 transformers or vLLM: that happens in `build_engine`. Knows nothing about rubrics, pipelines or
@@ -9,15 +10,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..registry import Registry
 from . import remote  # noqa: F401 - its @register_engine line registers the openai engine
-from .options import ENGINES, EngineSpec, readers, refuse_unread, register_engine, vllm_options
+from .options import engines, readers, refuse_unread, register_engine, vllm_options
+from .vllm_options import VLLM_FIELDS
 
-
-def engines() -> Registry[EngineSpec]:
-    """ENGINES with the package's own engines registered: this module's and remote.py's (imported above;
-    neither imports torch), and any a user's --plugins file added."""
-    return ENGINES
+# what each in-process engine reads of ENGINE_OPTIONS (engine/options.py), and what to use instead
+_BOTH = ("adapter", "dtype", "votes", "max_visual_tokens", "max_pixels")
+_QUANTISED = "give a quantised checkpoint as `model` (vLLM reads its quantization config)"
+TRANSFORMERS_READS = (*_BOTH, "device_map", "attn_implementation", "compile", "load_in_4bit", "load_in_8bit",
+                      "max_batch_size", "max_batch_tokens")
+TRANSFORMERS_INSTEAD = {
+    "gpu_memory_utilization": "add `engine='vllm'`, or cap transformers' memory with `max_batch_tokens` (padded "
+                              "tokens per generate call)",
+    "max_num_seqs": "use `max_batch_size` (the most requests in one generate call), or add `engine='vllm'`",
+    "max_model_len": "add `engine='vllm'`, or leave it out (transformers sets no context length; "
+                     "`max_batch_tokens` caps a generate call's padded tokens)",
+    "tensor_parallel_size": "use `device_map` (transformers' device_map), or add `engine='vllm'`"}
+VLLM_READS = (*_BOTH, *sorted(VLLM_FIELDS), "gpu_memory_utilization", "max_num_seqs", "max_model_len",
+              "tensor_parallel_size")
+VLLM_INSTEAD = {
+    "device_map": "use `tensor_parallel_size` (GPUs one model is split over)",
+    "attn_implementation": "vLLM picks its own attention backend",
+    "compile": "vLLM compiles and captures CUDA graphs unless `enforce_eager=True`",
+    "load_in_4bit": _QUANTISED, "load_in_8bit": _QUANTISED,
+    "max_batch_size": "use `max_num_seqs` (the most requests vLLM runs at once)",
+    "max_batch_tokens": "vLLM's per-step token budget is max_num_batched_tokens: use "
+                        "`vllm_engine_args='{\"max_num_batched_tokens\": N}'`"}
 
 
 def _hf_config(model: str, **options):
@@ -33,14 +51,17 @@ def _vllm_config(model: str, **options):
     return VLLMEngineConfig(model=model, **options)
 
 
-@register_engine("transformers", config=_hf_config, help="transformers' generate")
+@register_engine("transformers", reads=TRANSFORMERS_READS, instead=TRANSFORMERS_INSTEAD,
+                 otherwise="add `engine='vllm'`, or leave it out", config=_hf_config, help="transformers' generate")
 def _transformers(model: str, **options):
     from .hf import HFEngine
 
     return HFEngine(_hf_config(model, **options))
 
 
-@register_engine("vllm", config=_vllm_config, help="one in-process vllm.LLM (continuous batching, paged KV cache, "
+@register_engine("vllm", reads=VLLM_READS, instead=VLLM_INSTEAD,
+                 otherwise="leave it out (the transformers engine's option)", config=_vllm_config,
+                 help="one in-process vllm.LLM (continuous batching, paged KV cache, "
                                                    "prefix caching; pip install 'adaptrubric-local[vllm]')")
 def _vllm(model: str, **options):
     from .vllm_engine import VLLMEngine
@@ -87,7 +108,7 @@ def engine_config(model: str | None = None, engine: str = "transformers", **opti
 
 def build_engine(model: str | None = None, engine: str = "transformers", **options):
     """The in-process engine `engine` for `model` with `options` (imports its backend): all of them for
-    an engine with a config, else those the engine reads (engine/options.py)."""
+    an engine with a config, else those the engine reads (its `reads`)."""
     spec = _checked(model, engine)
     if spec.config is None:
         options = {k: v for k, v in options.items() if engine in readers(k)}

@@ -52,8 +52,7 @@ class HFEngineConfig:
     image_workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1),
                                metadata={"help": "threads for image decode/resize"})
     compile: bool = field(default=False, metadata={
-        "help": "static KV cache, with torch.compile of the decode step on CUDA (recompiles per batch shape; "
-                "not yet measured on a GPU)"})
+        "help": "static KV cache, with torch.compile of the decode step on CUDA (recompiles per batch shape)"})
     sampling_seed: int = field(default=0, metadata={"help": "random seed for sampling (votes > 1)"})
 
     def __post_init__(self):

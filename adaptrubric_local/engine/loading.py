@@ -10,7 +10,6 @@ retries), and one-line errors a user can act on. What `--model` names is checked
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from contextlib import contextmanager
@@ -56,17 +55,18 @@ def flash_attn_2_problem(cuda: bool) -> str | None:
     (transformers/utils/import_utils.py, `is_flash_attn_2_available`, 5.24: lines 1324-1339): the
     `flash_attn` module must come from the `flash-attn` distribution (FlashAttention-4 installs under
     the same module name) at version >= 2.3.3, on CUDA; a module that is merely importable is not enough."""
-    import importlib.metadata as md
+    import importlib.metadata
 
     from packaging.version import InvalidVersion, Version
 
     if importlib.util.find_spec("flash_attn") is None:
         return "flash-attn is not installed"
-    dists = sorted({d.lower().replace("_", "-") for d in md.packages_distributions().get("flash_attn", [])})
+    owners = importlib.metadata.packages_distributions().get("flash_attn", [])
+    dists = sorted({d.lower().replace("_", "-") for d in owners})
     if "flash-attn" not in dists:
         return (f"the flash_attn module comes from {', '.join(dists) or 'no installed distribution'}, not from "
                 "flash-attn (FlashAttention-2; FlashAttention-4 installs a module of the same name)")
-    version = md.version("flash-attn")
+    version = importlib.metadata.version("flash-attn")
     try:
         if Version(version) < Version(FLASH_ATTN_MIN):
             return f"flash-attn {version} is older than {FLASH_ATTN_MIN}, the oldest transformers runs"
@@ -182,8 +182,8 @@ def load_model(cfg: HFEngineConfig):
 
     cuda = torch.cuda.is_available()
     if not cuda:
-        # masked grouped-query attention: on the CPU the fused path beats repeating K/V per head (3x on the
-        # decode step); transformers keeps it off by default because CUDA's masked GQA hits the math kernel
+        # masked grouped-query attention: on the CPU the fused path beats repeating K/V per head;
+        # transformers keeps it off by default because CUDA's masked GQA hits the math kernel
         os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
     local = check_model_path(cfg.model)
     attn = attn_implementation_for(cfg, cuda)

@@ -4,7 +4,8 @@ pipeline (router, cues, fused prompt, selected screenshots) runs on it unchanged
 
 Each request becomes one user message: the prompt text, then each screenshot as a base64 data URL
 (the original file, or resized to a visual-token budget so a teacher sees what a student will),
-then the suffix text. Calls go through the `openai` client, which owns timeouts and retries
+then the suffix text. The server is an `Endpoint` (endpoint.py: URL, served name, API key variable,
+timeout, retries, concurrency); calls go through its `openai` client, which owns timeouts and retries
 (connection errors, timeouts, 408/409/429/5xx are retried with backoff); concurrency is bounded by
 a thread pool. The API key is read from an environment variable (`OPENAI_API_KEY` by default),
 never taken from a command line or kept in the config, so it cannot reach a manifest or a log.
@@ -30,13 +31,13 @@ from __future__ import annotations
 import base64
 import math
 import mimetypes
-import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .base import Engine, Output, Request, TokenProbs, length_reason
+from .endpoint import Endpoint
 
 # Qwen3-VL's published preprocessor bounds ("size": shortest_edge / longest_edge), used to plan a
 # teacher's resized images exactly as a Qwen3-VL student's processor would
@@ -45,15 +46,9 @@ QWEN3VL_MIN_PIXELS, QWEN3VL_MAX_PIXELS = 65_536, 16_777_216
 
 @dataclass
 class OpenAIEngineConfig:
-    """Where the teacher is served and how to call it."""
+    """Where the model is served (`endpoint`, with its served name) and what each request asks for."""
 
-    base_url: str = field(metadata={"help": "endpoint base URL, e.g. http://host:8000/v1"})
-    model: str = field(metadata={"help": "the served model name (the request's `model` field)"})
-    api_key_env: str = field(default="OPENAI_API_KEY", metadata={
-        "help": "environment variable holding the API key (unset: 'EMPTY', which vLLM/SGLang accept)"})
-    timeout: float = field(default=300.0, metadata={"help": "seconds per HTTP attempt"})
-    max_retries: int = field(default=3, metadata={"help": "retries per request (the openai client's backoff)"})
-    concurrency: int = field(default=8, metadata={"help": "requests in flight at once"})
+    endpoint: Endpoint = field(metadata={"help": "the server, its served model name and how to call it"})
     max_new_tokens: int = field(default=1024, metadata={"help": "cap on generated tokens per request"})
     temperature: float = field(default=0.0, metadata={"help": "sampling temperature (0: greedy)"})
     top_logprobs: int = field(default=5, metadata={
@@ -65,38 +60,29 @@ class OpenAIEngineConfig:
         "help": "per-image pixel cap for that resizing (default: Qwen3-VL's, 16777216)"})
 
     def __post_init__(self):
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
-        if not self.model:
-            raise ValueError("model (the served model name) must not be empty")
-        if self.timeout <= 0:
-            raise ValueError(f"timeout must be > 0, got {self.timeout}")
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
-        for name in ("concurrency", "max_new_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not self.endpoint.url:
+            raise ValueError("the endpoint's url must be given")
+        if not self.endpoint.name:
+            raise ValueError("the endpoint's name (the served model name) must not be empty")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
         if not 0 <= self.top_logprobs <= 20:
             raise ValueError(f"top_logprobs must be in [0, 20] (the OpenAI API's range), got {self.top_logprobs}")
         if self.max_visual_tokens is not None and self.max_visual_tokens < 4:
             raise ValueError(f"max_visual_tokens must be >= 4 or None, got {self.max_visual_tokens}")
 
+    def settings(self) -> dict:
+        """The fields as a settings record writes them: the endpoint's as `base_url`, `model`, `api_key_env`
+        (the variable, never the key), `timeout`, `max_retries`, `concurrency`, then the others."""
+        e = self.endpoint
+        return {"base_url": e.url, "model": e.name, "api_key_env": e.api_key_env, "timeout": e.timeout,
+                "max_retries": e.max_retries, "concurrency": e.concurrency,
+                **{f.name: getattr(self, f.name) for f in fields(self) if f.name != "endpoint"}}
+
     @property
     def resizes(self) -> bool:
         """Whether images are resized before sending (rather than sent as the original files)."""
         return self.max_visual_tokens is not None or self.max_pixels is not None
-
-    def images_sent(self) -> dict:
-        """What the endpoint is sent, for a manifest: the original files, or the resizing applied."""
-        if not self.resizes:
-            return {"resized": False}
-        return {"resized": True, "max_visual_tokens": self.max_visual_tokens,
-                "max_pixels": self.max_pixels or QWEN3VL_MAX_PIXELS, "min_pixels": QWEN3VL_MIN_PIXELS}
-
-
-def api_key_from_env(var: str) -> str:
-    """The API key in environment variable `var`; 'EMPTY' (what vLLM/SGLang accept) when it is unset."""
-    return os.environ.get(var) or "EMPTY"
 
 
 def data_url(path: str) -> str:
@@ -176,13 +162,11 @@ class OpenAIEngine(Engine):
     """A chat endpoint reached through the `openai` client, called with bounded concurrency."""
 
     def __init__(self, config: OpenAIEngineConfig | None = None, **overrides):
-        import openai
-
         self.config = config or OpenAIEngineConfig(**overrides)
-        self.name = f"{self.config.model}@{self.config.base_url}"
-        self.client = openai.OpenAI(base_url=self.config.base_url, api_key=api_key_from_env(self.config.api_key_env),
-                                    timeout=self.config.timeout, max_retries=self.config.max_retries)
-        self._pool = ThreadPoolExecutor(max_workers=self.config.concurrency, thread_name_prefix="teacher")
+        endpoint = self.config.endpoint
+        self.name = f"{endpoint.name}@{endpoint.url}"
+        self.client = endpoint.client()
+        self._pool = ThreadPoolExecutor(max_workers=endpoint.concurrency, thread_name_prefix="teacher")
 
     def _image_urls(self, req: Request) -> list[str]:
         if self.config.resizes and req.images:
@@ -199,8 +183,8 @@ class OpenAIEngine(Engine):
         extra = {"logprobs": True, "top_logprobs": self.config.top_logprobs} if (
             req.watch and self.config.top_logprobs) else {}
         try:
-            resp = self.client.chat.completions.create(model=self.config.model, messages=messages, max_tokens=cap,
-                                                       temperature=self.config.temperature, **extra)
+            resp = self.client.chat.completions.create(model=self.config.endpoint.name, messages=messages,
+                                                       max_tokens=cap, temperature=self.config.temperature, **extra)
         except Exception as exc:  # openai.APIError and friends, after the client's retries
             return Output(error=f"{type(exc).__name__}: {exc}{context_hint(exc)}", n_images=n)
         choices = getattr(resp, "choices", None)

@@ -2,15 +2,21 @@
 induce` and `bank refine` share (their flags come from these fields), and the engine it builds.
 
 A teacher is a local Qwen3-VL checkpoint run by this package (`teacher_model`) or an
-OpenAI-compatible endpoint (`teacher_url` + `teacher_name`: vLLM, SGLang, a hosted API). The API
-key is read from the environment variable `api_key_env`, never from a flag, and `describe()` (what
-manifests and model cards record) holds no key. Knows nothing about rubrics, banks or distillation.
+OpenAI-compatible endpoint (`teacher_url` + `teacher_name`: vLLM, SGLang, a hosted API), whose fields
+make one `Endpoint` (endpoint.py). The API key is read from the environment variable `api_key_env`,
+never from a flag, and `describe()` (what manifests and model cards record) holds no key.
+Knows nothing about rubrics, banks or distillation.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from .base import Engine
+from .endpoint import Endpoint
+
+# the flag of each of the endpoint's fields
+CALLED = {"url": "--teacher-url", "name": "--teacher-name", "api_key_env": "--api-key-env", "timeout": "--timeout",
+          "max_retries": "--max-retries", "concurrency": "--concurrency"}
 
 
 @dataclass
@@ -43,6 +49,12 @@ class TeacherConfig:
             raise ValueError("--teacher-url needs --teacher-name (the served model name)")
         if self.teacher_max_new_tokens < 1:
             raise ValueError(f"teacher_max_new_tokens must be >= 1, got {self.teacher_max_new_tokens}")
+        self.endpoint()  # validates the endpoint's fields
+
+    def endpoint(self) -> Endpoint:
+        """The endpoint teacher (url None for a local one)."""
+        return Endpoint(self.teacher_url, self.teacher_name, self.api_key_env, self.timeout, self.max_retries,
+                        self.concurrency, called=CALLED)
 
     @property
     def kind(self) -> str | None:
@@ -64,12 +76,10 @@ class TeacherConfig:
                 "max_pixels": self.teacher_max_pixels}
 
     def check(self, what: str = "teacher") -> None:
-        """An endpoint teacher's one request before any record (engine/remote.py's `check_endpoint`): a
-        ValueError naming the URL when it is unreachable or does not serve `teacher_name`."""
+        """An endpoint teacher's one request before any record (`Endpoint.check`): a ValueError naming
+        the URL when it is unreachable or does not serve `teacher_name`."""
         if self.teacher_url:
-            from .remote import check_endpoint
-
-            check_endpoint(self.teacher_url, self.teacher_name, self.api_key_env, self.timeout, what=what)
+            self.endpoint().check(what)
 
     def build(self, check: bool = True, what: str = "teacher") -> Engine:
         """The teacher engine (exactly one of a local model or an endpoint must be set); an endpoint is
@@ -84,10 +94,8 @@ class TeacherConfig:
             if check:
                 self.check(what)
             return OpenAIEngine(OpenAIEngineConfig(
-                base_url=self.teacher_url, model=self.teacher_name, api_key_env=self.api_key_env,
-                timeout=self.timeout, max_retries=self.max_retries, concurrency=self.concurrency,
-                max_new_tokens=self.teacher_max_new_tokens, max_visual_tokens=self.teacher_max_visual_tokens,
-                max_pixels=self.teacher_max_pixels))
+                endpoint=self.endpoint(), max_new_tokens=self.teacher_max_new_tokens,
+                max_visual_tokens=self.teacher_max_visual_tokens, max_pixels=self.teacher_max_pixels))
         from .build import build_engine
 
         return build_engine(model=self.teacher_model, max_new_tokens=self.teacher_max_new_tokens,

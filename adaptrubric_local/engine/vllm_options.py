@@ -1,7 +1,7 @@
 """vLLM's own options (`VLLMOptions`: the settings of `--engine vllm` that no other engine reads, each a
-flag of its own) and their names (`VLLM_FIELDS`, which the engine-option table in options.py lists).
+flag of its own) and their names (`VLLM_FIELDS`, which options.py's ENGINE_OPTIONS lists).
 Imports neither torch nor vLLM; knows nothing about the options both engines share (hf_config.py),
-the `vllm.LLM` arguments (vllm_config.py) or the table.
+the `vllm.LLM` arguments (vllm_config.py) or which engine reads what (options.py).
 """
 from __future__ import annotations
 

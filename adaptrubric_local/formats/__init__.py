@@ -62,19 +62,18 @@ class FormatSpec:
                              f"{self.screens!r}")
 
 
-FORMATS: Registry[FormatSpec] = Registry("data format")
+FORMATS: Registry[FormatSpec] = Registry("data format", FormatSpec)
 
 
 def register_format(name: str, *, detect: Callable[[Path], bool], looked_for: str, shape: str, order: int = 0,
                     replace: bool = False, screens: str = "before"):
     """Decorator: register the loader below as data format `name` (`--format NAME`, `fmt="NAME"`, and
-    auto-detection by `detect`); see FormatSpec. The package's own formats have orders 10 to 50, so a
-    user's (order 0 by default) is tried before them. `screens="after"` records that the format stores
-    the screen after each action (its loader still returns each action with the screen it was taken on)."""
-    def wrap(load: Loader) -> Loader:
-        FORMATS.add(name, FormatSpec(name, load, detect, looked_for, shape, order, screens), replace)
-        return load
-    return wrap
+    auto-detection by `detect`); see FormatSpec. The package's own formats have orders 10 to 55, so a
+    user's (order 0 by default) is tried before them. `screens="after"`
+    records that the format stores the screen after each action (its loader still returns each action with
+    the screen it was taken on)."""
+    return FORMATS.register(name, replace=replace, detect=detect, looked_for=looked_for, shape=shape, order=order,
+                            screens=screens)
 
 
 def data_jsonl(folder: Path, warnings: list[str] | None = None) -> list[Path]:

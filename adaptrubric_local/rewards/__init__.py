@@ -55,11 +55,6 @@ def reward_model() -> RewardModel:
     return _rm.shared()
 
 
-def score_trajectories(items: Sequence[Any]) -> list[Verdict]:
-    """Verdicts for trajectories in any accepted form; bad items become error verdicts."""
-    return reward_model().score(list(items))
-
-
 def _rates(verdicts: Sequence[Verdict]) -> dict[str, float]:
     n = max(1, len(verdicts))
     return {"unparsed_rate": sum(v.status == "unparsed" for v in verdicts) / n,

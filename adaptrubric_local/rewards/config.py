@@ -11,19 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine.hf_config import DEFAULT_MODEL, HFEngineConfig
-from ..engine.options import OPTIONS
+from ..engine.hf_config import HFEngineConfig
+from ..engine.options import ENGINE_OPTIONS
 from ..engine.remote import REMOTE_FIELDS
-from ..flags import flag_name, renamed
 from ..inline_images import DEFAULT_MAX_PIXELS
 from ..pipeline import PipelineConfig
 
 REWARD_MODES = ("binary", "p_success")
-
-
-def default_model() -> str:
-    """The engine's default checkpoint (one default for the CLI, the engine and the rewards)."""
-    return DEFAULT_MODEL
 
 
 @dataclass
@@ -88,7 +82,7 @@ def split_options(options: dict[str, Any], where: str = "options") -> tuple[dict
     verifier on a server, RemoteConfig's (`openai_url`, ...); an unknown key is an error that names it
     and lists the known ones."""
     groups = [{f.name for f in dataclasses.fields(c)} for c in (RewardConfig, PipelineConfig, HFEngineConfig)]
-    groups[2] |= REMOTE_FIELDS | set(OPTIONS) | {"engine"}  # the table names every engine's options
+    groups[2] |= REMOTE_FIELDS | ENGINE_OPTIONS | {"engine"}
     out: tuple[dict, dict, dict] = ({}, {}, {})
     for key, val in options.items():
         for names, dest in zip(groups, out):
@@ -97,9 +91,6 @@ def split_options(options: dict[str, Any], where: str = "options") -> tuple[dict
                 break
         else:
             known = sorted(set().union(*groups))
-            now = renamed(flag_name(str(key)), map(flag_name, known), key=True)
-            if now:  # an option renamed in an earlier release: its key is its flag's name
-                raise ValueError(f"{where}: option {key!r} was renamed: it is now {now}")
             raise ValueError(f"{where}: unknown option {key!r}; known options: {', '.join(known)}")
     return out
 

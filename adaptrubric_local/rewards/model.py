@@ -36,7 +36,15 @@ from ..engine.base import Engine
 from ..inline_images import DEFAULT_MAX_PIXELS, ImageStore
 from ..pipeline import AdaptRubric, PipelineConfig
 from ..types import Trajectory, Verdict
-from ..verifier import NAMED_OPTIONS, EngineConfig, build, named_options, resolve_engine, reward_value
+from ..verifier import (
+    NAMED_OPTIONS,
+    EngineConfig,
+    build,
+    documents_keywords,
+    named_options,
+    resolve_engine,
+    reward_value,
+)
 from .batcher import Batcher
 from .client import ServiceClient
 from .config import RewardConfig, load_options, split_options
@@ -47,6 +55,7 @@ NAMED_ENGINE_OPTIONS = frozenset(NAMED_OPTIONS)
 log = logging.getLogger("adaptrubric.rewards")
 
 
+@documents_keywords
 class RewardModel:
     """The AdaptRubric verifier as a reward function: a `Verifier` (verifier.py) whose model loads on
     first use, plus a scoring thread that batches concurrent calls, an optional calibration, and the
@@ -57,30 +66,8 @@ class RewardModel:
         model: As Verifier's: the checkpoint, or the served name with `openai_url`; None: the default
             checkpoint (the server's only model with `openai_url`).
         engine: As Verifier's: "transformers", "vllm", "openai" or an Engine instance used as it is.
-        adapter: A LoRA adapter folder (peft) loaded on top of `model`; its recorded image settings
-            are adopted unless given here or in `pipeline`.
         pipeline: The method's settings; None: PipelineConfig(), the paper's method.
-        dtype: Weights' dtype, "auto", "bf16", "fp16" or "fp32"; None: auto (bf16 on a GPU, fp32 on
-            the CPU).
-        device_map: transformers' device_map (transformers engine only); None: "auto".
-        load_in_4bit: Load the weights in 4-bit nf4 with bitsandbytes (transformers engine only).
-        load_in_8bit: Load the weights in 8-bit with bitsandbytes (transformers engine only).
-        max_visual_tokens: Visual-token budget per trajectory, e.g. 6144 for speed; None: the
-            processor's own resolution, as in the paper.
-        max_pixels: Pixel cap per screenshot; None: the processor's.
-        votes: Samples per verifier call; above 1 the verdict is their majority vote (sampled at
-            temperature 0.7); None: 1, greedy.
-        max_batch_size: Most requests in one generate call (transformers engine only; vLLM's is
-            `max_num_seqs`); None: 16.
-        max_batch_tokens: Padded tokens per generate call (transformers engine only); None: derived
-            from free GPU memory, 262144 on the CPU.
-        gpu_memory_utilization: Share of the GPU's memory vLLM takes for weights and KV cache (vllm
-            engine only); None: 0.9.
-        max_num_seqs: Most requests vLLM runs at once (vllm engine only); None: 64.
-        max_model_len: Context length per request, prompt plus reply (vllm engine only); None: the
-            model's.
-        openai_url: Run every model call on this OpenAI-compatible server, e.g.
-            "http://host:8000/v1" (vLLM, SGLang, a hosted API); implies engine="openai".
+        <the engine keywords: verifier.KEYWORDS>
         engine_config: As Verifier's: an HFEngineConfig, VLLMOptions or RemoteConfig for the rest.
         reward: "binary" (SCORE 0/1) or "p_success" (P(SCORE=1) from the logits; "soft" is accepted).
         unparsed_reward: The number `number()` gives for an unparsed or failed verdict (`rewards()`
@@ -110,7 +97,7 @@ class RewardModel:
     """
 
     def __init__(self, model: str | None = None, *, engine: str | Engine | None = "transformers",
-                 adapter: str | None = None, pipeline: PipelineConfig | None = None,
+                 pipeline: PipelineConfig | None = None, adapter: str | None = None,
                  dtype: str | None = None, device_map: str | None = None,
                  load_in_4bit: bool | None = None, load_in_8bit: bool | None = None,
                  max_visual_tokens: int | None = None, max_pixels: int | None = None,

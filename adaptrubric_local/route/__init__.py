@@ -10,11 +10,10 @@ Knows nothing about engines or trajectories.
 """
 from .lexicon import DEFAULT_LEXICON, Lexicon, LexiconFile, load_lexicon
 from .model import bank_router_prompt, parse_router_output, router_prompt
-from .rules import RULES_ESTIMATE, Clause, RulesReading, explain_rules, route_rules
+from .rules import Clause, RulesReading, explain_rules, route_rules
 
 __all__ = [
            "DEFAULT_LEXICON",
-           "RULES_ESTIMATE",
            "Clause",
            "Lexicon",
            "LexiconFile",

@@ -5,8 +5,8 @@ its text, with no rule keyed to a particular instruction (the `rules` router mod
 - background sentences without an action verb stand in for a later "it"/"that";
 - composite only when independent sub-goals remain (see `_combine`).
 Clauses and their families come from clause.py, the words from a `Lexicon` (default: the bundled
-data/router_lexicon.yaml). `explain_rules` shows the reading; RULES_ESTIMATE states the measured
-accuracy (eval/router_accuracy.py). Knows nothing about engines, prompts or trajectories.
+data/router_lexicon.yaml). `explain_rules` shows the reading; its measured accuracy
+(eval/router_accuracy.py) is in docs/benchmarks.md. Knows nothing about engines, prompts or trajectories.
 """
 from __future__ import annotations
 
@@ -25,14 +25,6 @@ from .clause import (
     strip_prefix,
 )
 from .lexicon import Lexicon, load_lexicon
-
-# Measured by eval/router_accuracy.py: --loso on ../shared/data/router_dev.jsonl, and --split fresh2 on
-# tests/data/router_styled.jsonl (written before the router was run on it, never used to change it).
-# The 66.0% was measured once on 156 instructions taken from public benchmarks' own task files, kept
-# outside this repository and never used to change the router.
-RULES_ESTIMATE = ("rules router: 84% leave-one-source-out on 85 dev instructions, 81% on 58 unseen "
-                  "benchmark-style instructions; on real benchmark text expect about 66.0% (measured on 156 real "
-                  "benchmark instructions kept outside this repository)")
 
 _QUESTION = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|does|do|did|"
                        r"has|have|had)\b(?!\s+(?:not|n't)\b)", re.I)
