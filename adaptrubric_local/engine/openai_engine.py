@@ -178,10 +178,14 @@ class OpenAIEngine(Engine):
     def __init__(self, config: OpenAIEngineConfig | None = None, **overrides):
         import openai
 
+        from .cutoff import CutOff
+
         self.config = config or OpenAIEngineConfig(**overrides)
         self.name = f"{self.config.model}@{self.config.base_url}"
+        self.cutoff = CutOff()  # cut() ends the calls in flight at once (a server that stopped answering)
         self.client = openai.OpenAI(base_url=self.config.base_url, api_key=api_key_from_env(self.config.api_key_env),
-                                    timeout=self.config.timeout, max_retries=self.config.max_retries)
+                                    timeout=self.config.timeout, max_retries=self.config.max_retries,
+                                    http_client=self.cutoff.client(timeout=self.config.timeout))
         self._pool = ThreadPoolExecutor(max_workers=self.config.concurrency, thread_name_prefix="teacher")
 
     def _image_urls(self, req: Request) -> list[str]:
