@@ -81,8 +81,9 @@ def check_resume(out: Path, meta: dict, force: bool) -> dict:
     old = json.loads(path.read_text())
     diff = settings_diff(old, meta)
     if not diff:
-        kept = {**old, "data": meta.get("data", old.get("data")),
-                "data_fingerprint": meta.get("data_fingerprint", old.get("data_fingerprint"))}
+        kept = {**old, "data": meta.get("data", old.get("data"))}
+        if "data_fingerprint" in meta:
+            kept["data_fingerprint"] = meta["data_fingerprint"]
         if "runtime" in meta:
             kept["runtime"] = meta["runtime"]
         return kept
