@@ -129,6 +129,18 @@ def test_cascade_lines_say_who_decided_judge_down_then_resume_asks_only_those(da
     c = json.loads(out.with_suffix(".summary.json").read_text())["cascade"]
     assert c["judge_failed"] == 0 and c["judge_retried_this_run"] == 1 and c["decided_by"]["judge"] == 3
 
+    raw = [json.loads(x)["id"] for x in out.read_text().splitlines()]
+    assert len(raw) == 7 and raw.count("t20") == 2  # the resumed file: t20 asked again, its first line kept
+    capsys.readouterr()
+    compact = tmp_path / "c.jsonl"
+    assert main(["compact", str(out), "--out", str(compact)]) == 0
+    assert capsys.readouterr().out.startswith(f"{compact}: 6 line(s), one per id (7 in {out}")
+    rows = [json.loads(x) for x in compact.read_text().splitlines()]
+    assert [d["id"] for d in rows] == list(dict.fromkeys(raw)) and {d["id"]: d for d in rows} == lines
+    assert json.loads(compact.with_suffix(".summary.json").read_text())["cascade"]["judge_failed"] == 0
+    assert main(["compact", str(out), "--out", str(compact)]) != 0  # a file holding lines is not overwritten
+    assert f"{compact} exists" in capsys.readouterr().err
+
 
 def test_spot_checks_give_the_agreement_and_cascade_fit_says_when_the_target_is_out_of_reach(data, servers,
                                                                                               tmp_path, capsys):
