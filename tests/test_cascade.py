@@ -168,7 +168,14 @@ def test_spot_checks_give_the_agreement_and_cascade_fit_says_when_the_target_is_
     side = json.loads((ev / "metrics.json").read_text())["cascade"]
     assert side["both_answered"] == 5 and side["student_vs_judge"]["agree"] == 4  # t11: the student unparsed
     assert side["judge_vs_labels"]["agree"] == 5 and side["student_vs_labels"]["agree"] == 4
-    assert "## Student and judge" in (ev / "report.md").read_text()
+    report = (ev / "report.md").read_text()
+    assert "## Student and judge" in report
+    out.with_suffix(".summary.json").unlink()  # without the summary sidecar: the same section, from the lines
+    ev2 = tmp_path / "eval2"
+    assert main(["eval", str(path), "--verdicts", str(out), "--out", str(ev2), "--no-review", "--quiet"]) == 0
+    assert json.loads((ev2 / "metrics.json").read_text())["cascade"] == side
+    section = report[report.index("## Student and judge"):]
+    assert (ev2 / "report.md").read_text().endswith(section)
     from adaptrubric_local.evaluation.harness import load_verdicts
     from adaptrubric_local.evaluation.review import Preparer, card
     from adaptrubric_local.formats import load_trajectories

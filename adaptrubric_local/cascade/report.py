@@ -151,12 +151,15 @@ def describe(c: dict) -> str:
 
 
 def side_by_side(lines: Iterable[dict]) -> dict | None:
-    """`eval`'s view of a cascade file: its summary, and where both the student and the judge answered
+    """`eval`'s view of a cascade file, from its lines alone (each says `decided_by`, `student` and
+    `judge`; no summary sidecar needed): its summary, and where both the student and the judge answered
     (and the line has a 0/1 label), how often each agrees with the label and with the other; None for a
-    file that is not a cascade's."""
-    lines = [d for d in lines if d.get("decided_by")]
-    if not lines:
+    file that is not a cascade's (told by its first line, so such a file is not read further)."""
+    it = iter(lines)
+    first = next(it, None)
+    if first is None or not first.get("decided_by"):
         return None
+    lines = [first, *(d for d in it if d.get("decided_by"))]
     both = [d for d in lines if (d.get("student") or {}).get("status") == "ok"
             and (d.get("judge") or {}).get("status") == "ok" and d.get("label") in (0, 1)]
 

@@ -170,13 +170,11 @@ def _columnar(verdicts_path, data, subset: str, allow_extra: bool, fmt: str = "a
 
 
 def _add_cascade(m: dict, verdicts_path: Path) -> None:
-    """A cascade's file (its summary has `cascade`): the student and the judge side by side in `m`."""
-    if "cascade" not in (_summary(verdicts_path) or {}):
-        return
+    """A cascade's file (its lines say `decided_by`): the student and the judge side by side in `m`."""
     from ..cascade.report import side_by_side
-    from ..scoring import read_last_lines
+    from ..verdict_file import iter_last_lines
 
-    both = side_by_side(read_last_lines(verdicts_path).values())
+    both = side_by_side(iter_last_lines(verdicts_path))
     if both:
         m["cascade"] = both
 
