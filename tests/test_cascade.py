@@ -207,6 +207,14 @@ def test_an_unreachable_judge_is_refused_before_the_first_trajectory(data, serve
     assert "--spot-check need(s) a judge" in capsys.readouterr().err
 
 
+def test_a_judge_url_without_its_scheme_is_named(data, tmp_path, capsys):
+    path = data[0]
+    assert main(["score", str(path), "--openai-url", "http://127.0.0.1:9/v1", "--model", "student", "--judge-url",
+                 "127.0.0.1:8711", "--judge-name", "judge", "--out", str(tmp_path / "v.jsonl")]) != 0
+    assert ("--judge-url '127.0.0.1:8711' lacks http:// (or https://): give the judge's /v1 base, e.g. "
+            "http://127.0.0.1:8711/v1") in capsys.readouterr().err
+
+
 def test_band_fit_and_the_estimate_on_known_pairs():
     pairs = [Pair("ok", 1, 0.95, True, 1)] * 80 + [Pair("ok", 0, 0.05, True, 0)] * 80 + [
         Pair("ok", 1, 0.6, True, 0)] * 10 + [Pair("ok", 0, 0.4, True, 0)] * 10 + [Pair("unparsed", None, None, None, 1)]
