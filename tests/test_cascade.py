@@ -207,6 +207,19 @@ def test_an_unreachable_judge_is_refused_before_the_first_trajectory(data, serve
     assert "--spot-check need(s) a judge" in capsys.readouterr().err
 
 
+def test_cascade_fit_names_the_sample_size_when_that_is_the_cause():
+    pairs = [Pair("ok", 1, 0.95, True, 1) for _ in range(24)] + [Pair("ok", 0, 0.05, True, 0) for _ in range(24)]
+    r = fit_band(pairs, 0.97, max_share=1.0)  # 48/48 agree: the 95% interval's lower end is 0.926
+    assert not r["met"] and r["pairs_needed"] == 125 and r["agreement"] == 1.0
+    assert r["why_not"].startswith("48 pairs are too few for the target 0.97 at 95% confidence")
+    assert "the target needs 125 pairs" in r["why_not"] and "--max-judge-share" not in r["why_not"]
+    assert wilson(125, 125)[0] >= 0.97 > wilson(124, 124)[0]
+    assert fit_band(pairs * 3, 0.97, max_share=1.0)["met"]  # 144 pairs: enough
+    wrong = pairs[:40] + [Pair("ok", 1, 0.95, True, 0) for _ in range(8)]  # 40/48: the data, not the sample
+    r = fit_band(wrong, 0.97, max_share=0.05, spot_check=0.0)
+    assert "pairs_needed" not in r and "needs more than --max-judge-share 0.05" in r["why_not"]
+
+
 def test_a_judge_url_without_its_scheme_is_named(data, tmp_path, capsys):
     path = data[0]
     assert main(["score", str(path), "--openai-url", "http://127.0.0.1:9/v1", "--model", "student", "--judge-url",
@@ -234,7 +247,8 @@ def test_band_fit_and_the_estimate_on_known_pairs():
     assert sure["met"] and sure["tight_band"] == [0.6, 0.6] and sure["band"] == pytest.approx([0.5, 0.775])
     assert sure["judge_share"] == pytest.approx((11 + 0.5 * 170) / 181)
     too_sure = fit_band(pairs, 0.99, confidence=0.95)  # 181 of 181 agree: the interval's lower end is 0.979
-    assert not too_sure["met"] and "lower end of its 95% interval: 0.979" in too_sure["why_not"]
+    assert not too_sure["met"] and "lower end of its 95% interval is 0.979" in too_sure["why_not"]
+    assert too_sure["why_not"].startswith("181 pairs are too few") and too_sure["pairs_needed"] == 381
     est = estimate(100, 80, [True] * 9 + [False])
     assert est["agreement"] == pytest.approx((20 + 80 * 0.9) / 100) and est["ci95"][0] < est["agreement"]
     assert cascade_summary([])["cascade_agreement_est"] is None
