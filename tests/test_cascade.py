@@ -220,6 +220,18 @@ def test_cascade_fit_names_the_sample_size_when_that_is_the_cause():
     assert "pairs_needed" not in r and "needs more than --max-judge-share 0.05" in r["why_not"]
 
 
+def test_a_band_that_sends_more_than_half_says_so_with_the_fit_command():
+    def line(i, why):
+        return {"id": str(i), "decided_by": "judge" if why else "student", "escalated": why,
+                "judge": {"status": "ok", "score": 1} if why else None}
+
+    c = cascade_summary([line(i, ["band"]) for i in range(3)] + [line(3, [])])
+    assert c["note"].startswith("the band sent 3 of 4 trajectories (75%) to the judge")
+    assert "cascade-fit VERDICTS --out band.json" in c["note"] and "--cascade-band band.json" in c["note"]
+    assert "note" not in cascade_summary([line(i, ["band"]) for i in range(2)] + [line(2, []), line(3, [])])
+    assert "note" not in cascade_summary([line(i, ["unparsed"]) for i in range(3)] + [line(3, [])])
+
+
 def test_a_judge_url_without_its_scheme_is_named(data, tmp_path, capsys):
     path = data[0]
     assert main(["score", str(path), "--openai-url", "http://127.0.0.1:9/v1", "--model", "student", "--judge-url",
