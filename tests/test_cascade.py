@@ -10,7 +10,7 @@ from openai_stub import Running, Stub, file_pixels
 from adaptrubric_local.audit.verdict import wilson
 from adaptrubric_local.cascade.band import Pair, fit_band
 from adaptrubric_local.cascade.report import cascade_summary, estimate
-from adaptrubric_local.cascade.scorer import escalation, spot_drawn
+from adaptrubric_local.cascade.scorer import CascadeVerdict, escalation, spot_drawn
 from adaptrubric_local.cli import main
 from adaptrubric_local.types import Verdict
 
@@ -113,6 +113,14 @@ def test_cascade_lines_say_who_decided_judge_down_then_resume_asks_only_those(da
     assert lines["t10"]["escalated"] == ["band"] and lines["t10"]["student"]["p_success"] == pytest.approx(0.2)
     assert lines["t20"]["judge_error"].startswith("error:") and "400" in lines["t20"]["judge_error"]
     assert lines["t20"]["score"] == 0 and lines["t20"]["model"].startswith("student@")  # the student's verdict stands
+    from adaptrubric_local.evaluation.review import cascade_note
+    from adaptrubric_local.verdict_file import iter_last_lines
+
+    note = cascade_note(next(v for v in map(CascadeVerdict.from_dict, iter_last_lines(out)) if v.id == "t20"))
+    assert note.startswith("decided by the student (band); the judge gave no verdict (BadRequestError: Error code: "
+                           "400 - the judge is overloaded)"), note
+    assert note.endswith("so the student's SCORE 0 (p_success 0.20) stands (`score --resume` asks the judge again)")
+    assert "error:" not in note and "record " not in note and "trajs.jsonl" not in note
     summary = json.loads(out.with_suffix(".summary.json").read_text())
     c = summary["cascade"]
     assert c["sent_to_judge"] == 3 and c["why"] == {"unparsed": 1, "band": 2} and c["judge_failed"] == 1
@@ -176,6 +184,11 @@ def test_spot_checks_give_the_agreement_and_cascade_fit_says_when_the_target_is_
     assert json.loads((ev2 / "metrics.json").read_text())["cascade"] == side
     section = report[report.index("## Student and judge"):]
     assert (ev2 / "report.md").read_text().endswith(section)
+    assert side["decided"] == f"judge@{j.url} (the judge decided all 6; student student@{s.url})"
+    ev3 = tmp_path / "eval3"  # the review page's header names the model that decided: the judge
+    assert main(["eval", str(path), "--verdicts", str(out), "--out", str(ev3), "--quiet"]) == 0
+    assert f"Verifier review: judge@{j.url} (the judge decided all 6; student student@{s.url}) on trajs.jsonl" in (
+        ev3 / "review_files" / "index.js").read_text()
     from adaptrubric_local.evaluation.harness import load_verdicts
     from adaptrubric_local.evaluation.review import Preparer, card
     from adaptrubric_local.formats import load_trajectories

@@ -177,10 +177,26 @@ def side_by_side(lines: Iterable[dict]) -> dict | None:
     def rate(k: int) -> dict:
         return {"agree": k, "n": len(both), "rate": k / len(both) if both else None, "ci95": wilson(k, len(both))}
 
-    return {"summary": cascade_summary(lines), "both_answered": len(both),
+    return {"summary": cascade_summary(lines), "decided": decided(lines), "both_answered": len(both),
             "student_vs_labels": rate(sum(d["student"]["score"] == d["label"] for d in both)),
             "judge_vs_labels": rate(sum(d["judge"]["score"] == d["label"] for d in both)),
             "student_vs_judge": rate(sum(d["student"]["score"] == d["judge"]["score"] for d in both))}
+
+
+def decided(lines: list[dict]) -> str:
+    """Whose verdicts a cascade file's lines are, for a page header: the model that decided them (the
+    judge's when the judge decided all), with how many each decided."""
+    students = Counter((d.get("student") or {}).get("model") or (d.get("model") if d["decided_by"] == "student"
+                                                                   else None) for d in lines)
+    students.pop(None, None)
+    student = students.most_common(1)[0][0] if students else "the student"
+    judge = next((j["model"] for d in lines if (j := d.get("judge")) and j.get("model")), "the judge")
+    n, k = len(lines), sum(d["decided_by"] == "judge" for d in lines)
+    if k == n:
+        return f"{judge} (the judge decided all {n}; student {student})"
+    if k == 0:
+        return f"{student} (the student decided all {n}; judge {judge})"
+    return f"{student} with judge {judge} (the judge decided {k} of {n})"
 
 
 def markdown(side: dict) -> str:
