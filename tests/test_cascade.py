@@ -400,3 +400,40 @@ def test_judge_calls_overlap_the_students_next_batches(tmp_path):
     cascade = Cascade(AdaptRubric(student, cfg), AdaptRubric(judge, cfg), (0.0, 1.0))  # every verdict escalates
     lines = {v.id: v for ready in cascade.iter_ready(trajs) for v in ready}
     assert seen and all(seen) and lines["r0"].score == 0 and lines["r0"].decided_by == "judge"
+
+
+def test_the_live_window_holds_only_spot_checks_nothing_else_sent_and_warns_on_the_upper_end(caplog):
+    """RewardModel.stats(), GET /stats and the WARNING (cascade/live.py) as docs/student-judge.md says:
+    lines the band (or anything else) sent are not in the window, and the warning fires when the upper
+    end of the window's 95% interval falls below warn_below, not its lower end."""
+    from adaptrubric_local.cascade.config import CascadeConfig
+    from adaptrubric_local.cascade.live import LiveCascade
+    from adaptrubric_local.dry_run import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+
+    live = LiveCascade(AdaptRubric(FakeEngine(), PipelineConfig(router="rules", fine=False)), FakeEngine(),
+                       CascadeConfig(warn_below=0.9, agreement_window=50))
+
+    def line(i, why, agrees):
+        return CascadeVerdict(id=str(i), score=1, decided_by="judge", escalated=why,
+                              student={"status": "ok", "score": 1}, judge={"status": "ok", "score": 1 if agrees else 0})
+
+    def count(lines):
+        with caplog.at_level("WARNING", logger="adaptrubric.cascade"):
+            live._count(lines)
+        return live.stats()["agreement"], [r for r in caplog.records if "live agreement" in r.getMessage()]
+
+    # the band's lines disagree, and some of them were drawn for a spot check too: none is in the window
+    a, warned = count([line(i, ["band"], False) for i in range(20)] + [line(i, ["band", "spot_check"], False)
+                                                                      for i in range(20, 40)])
+    assert a["n"] == 0 and a["rate"] is None and not warned and a["warning"] is False
+    # 9 of 10 spot checks agree: the interval is 0.60-0.98, its lower end far below 0.9, its upper end above
+    a, warned = count([line(100 + i, ["spot_check"], i != 0) for i in range(10)])
+    assert (a["n"], a["agree"]) == (10, 9) and a["ci95"][0] < 0.9 < a["ci95"][1]
+    assert a["warning"] is False and not warned  # noise: no warning
+    # 5 more that disagree: 9 of 15, upper end 0.80 < 0.9: the warning, once
+    a, warned = count([line(200 + i, ["spot_check"], False) for i in range(5)])
+    assert (a["n"], a["agree"]) == (15, 9) and a["ci95"][1] < 0.9
+    assert a["warning"] is True and len(warned) == 1 and "9/15" in warned[0].getMessage()
+    stats = live.stats()
+    assert stats["why"] == {"band": 40, "spot_check": 35} and stats["sent_to_judge"] == 55
