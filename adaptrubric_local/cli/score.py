@@ -288,7 +288,7 @@ def cmd_make_tiny(args) -> int:
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
-    return run_demo(Path(args.out))
+    return run_demo(Path(args.out), verbose=getattr(args, "verbose", False))
 
 
 # ----------------------------------------------------------------------------- registration
