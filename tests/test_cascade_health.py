@@ -86,3 +86,43 @@ def test_a_judge_that_stops_answering_is_said_at_once_and_the_run_goes_on(tmp_pa
     assert all(d["decided_by"] == "student" and d["model"].startswith("student@") for d in failed)
     c = json.loads(out.with_suffix(".summary.json").read_text())["cascade"]
     assert c["judge_failed"] == len(failed) and c["decided_by"]["judge"] == len(judged)
+
+
+def test_a_reward_models_judge_that_freezes_is_logged_and_the_rewards_go_on(tmp_path, caplog):
+    """RewardModel(judge={"judge_url": ...}) (cascade/live.py): the same watcher; the rewards of the rollouts the
+    judge did not answer are the student's, and the WARNING says the judge is not answering."""
+    from adaptrubric_local.dry_run import FakeEngine, pipeline_script
+    from adaptrubric_local.pipeline import PipelineConfig
+    from adaptrubric_local.rewards.model import RewardModel
+
+    recs, truth = [], {}
+    for i in range(12):
+        make_png(tmp_path / f"s{i}.png", seed=3 * i)
+        truth[file_pixels(tmp_path / f"s{i}.png")] = i % 2
+        recs.append({"id": f"r{i}", "instruction": f"Turn on Wi-Fi (r{i}).", "steps": [{"screenshot": f"s{i}.png"}]})
+    scores = tmp_path / "scores.json"
+    scores.write_text(json.dumps(truth))
+    judge = subprocess.Popen([sys.executable, str(Path(__file__).parent / "judge_process.py"), str(scores), "judge",
+                              "3", "freeze"], stdout=subprocess.PIPE, text=True)
+
+    def student(req):  # always 1, sure of it
+        return pipeline_script(req) if req.kind != "verify" else (
+            "Checked.\nSCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none")
+
+    try:
+        url = judge.stdout.readline().strip()
+        rm = RewardModel(engine=FakeEngine(script=student), data_root=str(tmp_path),
+                         pipeline=PipelineConfig(router="rules", fine=False, trajectories_per_batch=2),
+                         judge={"judge_url": url, "judge_name": "judge", "spot_check": 1.0, "judge_concurrency": 1})
+        t0 = time.time()
+        with caplog.at_level("WARNING", logger="adaptrubric.cascade"):
+            rewards = rm.rewards(recs) + rm.rewards(recs[:4])
+        took = time.time() - t0
+        stats = rm.stats["cascade"]
+        rm.close()
+    finally:
+        judge.send_signal(signal.SIGKILL)
+        judge.wait()
+    assert len(rewards) == 16 and took < 60, took
+    assert "is not answering" in caplog.text and "`score --resume`" not in caplog.text
+    assert stats["judge_failed"] >= 8 and stats["decided_by_judge"] + stats["judge_failed"] == 16

@@ -25,8 +25,8 @@ class JudgeHealth:
     def __init__(self, probe: Callable[[float], None], notify: Callable[[str], None], what: str = "the judge",
                  on_down: Callable[[], None] = lambda: None, on_up: Callable[[], None] = lambda: None,
                  check_every: float = CHECK_EVERY, retry_every: float = RETRY_EVERY,
-                 probe_timeout: float = PROBE_TIMEOUT):
-        self.probe, self.notify, self.what = probe, notify, what
+                 probe_timeout: float = PROBE_TIMEOUT, then: str = ""):
+        self.probe, self.notify, self.what, self.then = probe, notify, what, then
         self.on_down, self.on_up = on_down, on_up
         self.check_every, self.retry_every, self.probe_timeout = check_every, retry_every, probe_timeout
         self.down: str | None = None  # why the judge is taken to be down; None while it answers
@@ -68,7 +68,7 @@ class JudgeHealth:
                 self.on_down()
                 self.notify(f"{self.what} is not answering ({why}): the student's verdicts stand for the lines "
                             f"sent to it (judge_error), and scoring goes on without it; it is asked again every "
-                            f"{self.retry_every:g} s (`score --resume` asks it again about those lines)")
+                            f"{self.retry_every:g} s{self.then}")
             elif not why and self.down is not None:
                 self.down = None
                 self.on_up()

@@ -19,6 +19,7 @@ from ..engine.base import Engine
 from ..pipeline import AdaptRubric
 from ..types import Trajectory
 from .config import CascadeConfig
+from .health import JudgeHealth, endpoint_probe
 from .scorer import Cascade, CascadeVerdict
 
 log = logging.getLogger("adaptrubric.cascade")
@@ -36,13 +37,24 @@ def drifted(ci: tuple[float, float] | None, warn_below: float) -> bool:
     return ci is not None and ci[1] < warn_below
 
 
+def watch(cfg: CascadeConfig, judge_engine: Engine) -> JudgeHealth | None:
+    """The watcher of a judge_url endpoint (health.py), logging when the judge stops or starts answering;
+    None for a judge in this process."""
+    cutoff = getattr(judge_engine, "cutoff", None)
+    if not cfg.judge_url or cutoff is None:
+        return None
+    return JudgeHealth(endpoint_probe(cfg.judge_url, cfg.judge_api_key_env), log.warning,
+                       what=f"the judge at {cfg.judge_url}", on_down=cutoff.cut, on_up=cutoff.restore).start()
+
+
 class LiveCascade:
     """A student pipeline with a judge, scoring calls in order and keeping the live agreement."""
 
     def __init__(self, student: AdaptRubric, judge_engine: Engine, cfg: CascadeConfig):
         self.cfg = cfg
+        self.health = watch(cfg, judge_engine)
         self.cascade = Cascade(student, AdaptRubric(judge_engine, student.config), cfg.band(), cfg.spot_check,
-                               cfg.spot_check_seed)
+                               cfg.spot_check_seed, health=self.health)
         self.window: deque[bool] = deque(maxlen=cfg.agreement_window)
         self.counts: Counter = Counter()
         self.lock = threading.Lock()
@@ -104,5 +116,7 @@ class LiveCascade:
                 "band": list(self.cascade.band), "spot_check": self.cfg.spot_check}
 
     def close(self) -> None:
+        if self.health is not None:
+            self.health.stop()
         if self.cascade.judge.engine is not None:
             self.cascade.judge.engine.close()

@@ -100,7 +100,8 @@ def judge_health(ccfg, judge_engine):
         return None
     return JudgeHealth(endpoint_probe(ccfg.judge_url, ccfg.judge_api_key_env),
                        lambda text: print(f"adaptrubric: {text}", file=sys.stderr, flush=True),
-                       what=f"the judge at {ccfg.judge_url}", on_down=cutoff.cut, on_up=cutoff.restore).start()
+                       what=f"the judge at {ccfg.judge_url}", on_down=cutoff.cut, on_up=cutoff.restore,
+                       then=" (`score --resume` asks it again about those lines)").start()
 
 
 def run_cascade(cascade, settings: dict, data, out: Path, loaded=None, resume: bool = False, fmt: str = "auto",
