@@ -136,9 +136,14 @@ class Cascade:
             if health is not None:
                 health.calling(-1)
         cut = not_answering(health.down) if health is not None and health.down else None  # cut off mid-call
-        return [merge(s, why, answers.get(str(t.id)), None if str(t.id) in answers else "error: no judge verdict")
-                if cut is None or (answers.get(str(t.id)) and answers[str(t.id)].status == "ok")
-                else merge(s, why, failure=cut) for t, s, why in items]
+        lines = []
+        for t, s, why in items:
+            j = answers.get(str(t.id))
+            if cut is not None and (j is None or j.status != "ok"):
+                lines.append(merge(s, why, failure=cut))
+            else:
+                lines.append(merge(s, why, j, None if j is not None else "error: no judge verdict"))
+        return lines
 
     def iter_ready(self, trajs: Iterable[Trajectory]) -> Iterator[list[CascadeVerdict]]:
         """Lines as they become ready: a student batch's confident verdicts at once, the escalated ones
