@@ -7,6 +7,8 @@ about writing verdict lines (scoring.py) or where the scorer runs.
 from __future__ import annotations
 
 import datetime
+import functools
+import hashlib
 import json
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -17,8 +19,8 @@ from .pipeline import AdaptRubric, PipelineConfig
 
 # settings that change how fast a run goes, never what the verifier sees or says; `runtime` is how the
 # run was executed (in-process, or Ray with its replicas)
-RUNTIME_ONLY = {"trajectories_per_batch", "max_batch_size", "max_batch_tokens", "image_workers",
-                "device_map", "attn_implementation", "compile", "package_version", "data", "runtime",
+RUNTIME_ONLY = {"trajectories_per_batch", "max_batch_size", "max_batch_tokens", "image_workers", "device_map",
+                "attn_implementation", "compile", "package_version", "data", "data_fingerprint", "runtime",
                 "calibration_path", "concurrency", "timeout", "max_retries", "api_key_env",  # these: a server's
                 # vLLM's memory, scheduling and compilation settings, and how an adapter is applied (LoRA or merged)
                 "gpu_memory_utilization", "max_num_seqs", "enforce_eager", "limit_mm_per_prompt",
@@ -88,6 +90,8 @@ def check_resume(out: Path, meta: dict, force: bool) -> dict:
     diff = settings_diff(old, meta)
     if not diff:
         kept = {**old, "data": meta.get("data", old.get("data"))}
+        if "data_fingerprint" in meta:
+            kept["data_fingerprint"] = meta["data_fingerprint"]
         if "runtime" in meta:
             kept["runtime"] = meta["runtime"]
         return kept
@@ -106,7 +110,7 @@ def file_meta(settings: dict, data: str | Path, extra: dict | None = None,
     from .evaluation.calibration import load as load_calibration
     from .evaluation.calibration import provenance
 
-    meta = {**settings, "data": str(data), **(extra or {})}
+    meta = {**settings, "data": str(data), "data_fingerprint": data_fingerprint(data), **(extra or {})}
     cal = None
     if calibration is not None:
         cal, prov = load_calibration(calibration)
@@ -124,6 +128,41 @@ def precheck_out(out: str | Path, settings: dict, data: str | Path, resume: bool
         check_fresh(out)
     elif sidecar(out, "config").is_file():
         check_resume(out, file_meta(settings, data, extra, calibration)[0], force)
+
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp"}
+
+
+def data_fingerprint(data: str | Path) -> str | None:
+    """What identifies the data a run scored, wherever it lies (`merge-shards` compares the shards' with
+    DATA's): the sha256 of a file's bytes; of a folder, of each file's relative path and size and, but for
+    screenshots, its bytes. None for data that is not a file or folder here."""
+    path = Path(data)
+    if not path.exists():
+        return None
+    return _fingerprint(str(path.resolve()), *_stamp(path))
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+@functools.lru_cache(maxsize=8)
+def _fingerprint(path: str, mtime_ns: int, size: int) -> str:
+    """The fingerprint of `path` as it is at (`mtime_ns`, `size`): computed once per run."""
+    h = hashlib.sha256()
+    root = Path(path)
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    for f in files:
+        if f != root:
+            h.update(f"{f.relative_to(root).as_posix()}\0{f.stat().st_size}\0".encode())
+            if f.suffix.lower() in IMAGE_SUFFIXES:
+                continue
+        with open(f, "rb") as fh:
+            for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                h.update(block)
+    return "sha256:" + h.hexdigest()
 
 
 def check_fresh(out: Path) -> None:

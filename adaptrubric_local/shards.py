@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .formats.ids import IdSet
 from .formats.stream import Shard, stream_trajectories
-from .run_settings import settings_diff, sidecar
+from .run_settings import data_fingerprint, settings_diff, sidecar
 from .verdict_file import FileState, Tally, iter_lines
 
 
@@ -62,6 +62,34 @@ def check_shards(paths: list[Path]) -> tuple[list[Path], dict]:
     return ordered, base
 
 
+def check_data(ordered: list[Path], data: str | Path) -> None:
+    """ShardError naming the shard and the data when a shard was scored on other data than `data`: its
+    recorded fingerprint differs (the same data elsewhere, under another path, matches), or, for a shard
+    that records none, its recorded path is another."""
+    fp = data_fingerprint(data)
+    for p in ordered:
+        meta = json.loads(sidecar(p, "config").read_text())
+        was, was_fp = meta.get("data"), meta.get("data_fingerprint")
+        if was_fp is not None and was_fp != fp:
+            raise ShardError(f"{p} was scored on {was}, whose content differs from {data} (data_fingerprint "
+                             f"{was_fp} in {sidecar(p, 'config').name}, {fp} for {data}): merge the shards of one "
+                             "data set against that data set")
+        if was_fp is None and was is not None and Path(was).resolve() != Path(data).resolve():
+            raise ShardError(f"{p} was scored on {was}, not on {data} (its {sidecar(p, 'config').name} records no "
+                             "data_fingerprint to show they are the same data): merge it against the data it scored")
+
+
+def check_known_ids(ordered: list[Path], states: list[FileState], known: IdSet, data: str | Path) -> None:
+    """ShardError naming the shard, a few ids and the data when a shard holds ids `data` has none of."""
+    for p, s in zip(ordered, states):
+        own = s.ids.without(s.errors)  # a bad record's line is named by its place when it has no id
+        strangers = int((~known.has_keys(own)).sum())
+        if strangers:
+            some = [i for _, i, d in iter_lines(p) if i not in known and d.get("status") != "error"][:3]
+            raise ShardError(f"{p} holds {strangers} id(s) that {data} does not have (e.g. {', '.join(some)}): "
+                             "it was scored on other data, or the data has changed since")
+
+
 def merge_shards(paths: list[str | Path], out: str | Path, data: str | Path | None = None, fmt: str = "auto",
                  image_roots=()) -> dict:
     """Check the shards (`check_shards`, then their ids: none in two shards, and with `data` every
@@ -81,7 +109,9 @@ def merge_shards(paths: list[str | Path], out: str | Path, data: str | Path | No
         raise ShardError(f"{union.repeated_count()} id(s) are in more than one shard, e.g. "
                          + "; ".join(f"{i!r} in {' and '.join(ps)}" for i, ps in both))
     if data is not None:
+        check_data(ordered, data)
         stream = stream_trajectories(data, fmt=fmt, check_images=False, image_roots=image_roots)
+        check_known_ids(ordered, states, stream.ids, data)
         lacking = int((~np.isin(stream.ids.keys, union.keys)).sum())
         if lacking or len(union) < stream.records:
             raise ShardError(f"the shards hold {len(union)} id(s) for the {stream.records} record(s) of {data}; "

@@ -175,6 +175,34 @@ def iter_last_lines(path: Path) -> Iterator[dict]:
                 yield json.loads(other.readline())
 
 
+def compact_file(path: Path, out: Path) -> tuple[int, int]:
+    """Write `path`'s last line per id (`iter_last_lines`) to `out`, with copies of its config and summary
+    sidecars (the summary, counted from the last lines already, with `out` in it); returns (lines read,
+    lines written). ValueError when `out` is `path` or holds lines."""
+    path, out = Path(path), Path(out)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such verdict file")
+    if out.resolve() == path.resolve():
+        raise ValueError(f"--out {out} is the verdict file itself: write the compacted file beside it")
+    if out.exists() and out.stat().st_size:
+        raise ValueError(f"{out} exists; choose another output")
+    n_in = sum(1 for _ in _numbered(path))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    n_out = 0
+    with open(out, "w", encoding="utf-8") as fh:
+        for d in iter_last_lines(path):
+            fh.write(json.dumps(d, ensure_ascii=False) + "\n")
+            n_out += 1
+    for kind in ("config", "summary"):
+        src = path.with_suffix(f".{kind}.json")
+        if src.is_file():
+            meta = json.loads(src.read_text())
+            if kind == "summary" and isinstance(meta, dict):
+                meta["out"] = str(out)
+            out.with_suffix(f".{kind}.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return n_in, n_out
+
+
 def _numbered(path: Path) -> Iterator[tuple[int, str]]:
     with open(path, encoding="utf-8") as fh:
         for k, line in enumerate(fh, start=1):

@@ -13,11 +13,15 @@ episodes under the extra key `trajectory`, which TRL passes to `rewards.trl_rewa
     ADAPTRUBRIC_CONFIG=reward.yaml python examples/trl_grpo.py   # your verifier settings (model, ...)
     ADAPTRUBRIC_SERVICE_URL=http://127.0.0.1:8000 python examples/trl_grpo.py   # a running `adaptrubric serve`
 
-Everything is built offline (random weights); the point is the wiring, not the learning curve.
+Everything is built offline (random weights); the point is the wiring, not the learning curve. It
+prints one JSON line per logged step; `--verbose` also shows TRL's own log dicts and the libraries'
+warnings (bitsandbytes' optional CPU kernel, deprecations), hidden otherwise as the `adaptrubric`
+commands hide them.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import tempfile
@@ -81,7 +85,7 @@ def scripted_verifier(trajectories: list[dict]):
 
 
 def main(out: str | Path, steps: int = 2, fake_verifier: bool = False, verifier_model: str | None = None,
-         judge: bool = False) -> dict:
+         judge: bool = False, verbose: bool = False) -> dict:
     """Train `steps` GRPO steps; returns {"log": TRL's log history, "rewards": per-step group rewards,
     "stats": the reward model's stats}. `judge` (with `fake_verifier`): the scripted verifier is a
     student that is always wrong, and a scripted judge checks every reward (spot_check 1.0), whose
@@ -128,6 +132,10 @@ def main(out: str | Path, steps: int = 2, fake_verifier: bool = False, verifier_
     trainer = GRPOTrainer(model=policy, processing_class=tok, reward_funcs=[reward], args=args,
                           train_dataset=Dataset.from_dict({"prompt": prompts * 4}),
                           rollout_func=make_rollout_func(by_task))
+    if not verbose:  # TRL's per-step log dicts on stdout: the example prints its own lines
+        from transformers import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
     trainer.train()
     return {"log": trainer.state.log_history, "rewards": seen, "stats": rewards.reward_model().stats}
 
@@ -139,8 +147,12 @@ if __name__ == "__main__":
     ap.add_argument("--fake-verifier", action="store_true", help="scripted verifier instead of a model")
     ap.add_argument("--verifier-model", help="Qwen3-VL folder or hub id for the verifier (default: tiny random)")
     ap.add_argument("--judge", action="store_true", help="with --fake-verifier: a scripted judge checks a student")
+    ap.add_argument("--verbose", action="store_true", help="also show TRL's log dicts and the libraries' warnings")
     a = ap.parse_args()
-    res = main(a.out or tempfile.mkdtemp(), a.steps, a.fake_verifier, a.verifier_model, a.judge)
+    from adaptrubric_local.cli import quiet_third_party
+
+    with contextlib.nullcontext() if a.verbose else quiet_third_party(restore=False):
+        res = main(a.out or tempfile.mkdtemp(), a.steps, a.fake_verifier, a.verifier_model, a.judge, a.verbose)
     for row in res["log"]:
         print(json.dumps({k: row[k] for k in row if k in ("step", "loss", "grad_norm", "reward", "reward_std",
                                                            "frac_reward_zero_std") or k.startswith("adaptrubric")}))

@@ -10,7 +10,7 @@ from openai_stub import Running, Stub, file_pixels
 from adaptrubric_local.audit.verdict import wilson
 from adaptrubric_local.cascade.band import Pair, fit_band
 from adaptrubric_local.cascade.report import cascade_summary, estimate
-from adaptrubric_local.cascade.scorer import escalation, spot_drawn
+from adaptrubric_local.cascade.scorer import CascadeVerdict, escalation, spot_drawn
 from adaptrubric_local.cli import main
 from adaptrubric_local.types import Verdict
 
@@ -113,6 +113,14 @@ def test_cascade_lines_say_who_decided_judge_down_then_resume_asks_only_those(da
     assert lines["t10"]["escalated"] == ["band"] and lines["t10"]["student"]["p_success"] == pytest.approx(0.2)
     assert lines["t20"]["judge_error"].startswith("error:") and "400" in lines["t20"]["judge_error"]
     assert lines["t20"]["score"] == 0 and lines["t20"]["model"].startswith("student@")  # the student's verdict stands
+    from adaptrubric_local.evaluation.review import cascade_note
+    from adaptrubric_local.verdict_file import iter_last_lines
+
+    note = cascade_note(next(v for v in map(CascadeVerdict.from_dict, iter_last_lines(out)) if v.id == "t20"))
+    assert note.startswith("decided by the student (band); the judge gave no verdict (BadRequestError: Error code: "
+                           "400 - the judge is overloaded)"), note
+    assert note.endswith("so the student's SCORE 0 (p_success 0.20) stands (`score --resume` asks the judge again)")
+    assert "error:" not in note and "record " not in note and "trajs.jsonl" not in note
     summary = json.loads(out.with_suffix(".summary.json").read_text())
     c = summary["cascade"]
     assert c["sent_to_judge"] == 3 and c["why"] == {"unparsed": 1, "band": 2} and c["judge_failed"] == 1
@@ -128,6 +136,18 @@ def test_cascade_lines_say_who_decided_judge_down_then_resume_asks_only_those(da
     assert lines["t20"]["decided_by"] == "judge" and lines["t20"]["judge_error"] is None
     c = json.loads(out.with_suffix(".summary.json").read_text())["cascade"]
     assert c["judge_failed"] == 0 and c["judge_retried_this_run"] == 1 and c["decided_by"]["judge"] == 3
+
+    raw = [json.loads(x)["id"] for x in out.read_text().splitlines()]
+    assert len(raw) == 7 and raw.count("t20") == 2  # the resumed file: t20 asked again, its first line kept
+    capsys.readouterr()
+    compact = tmp_path / "c.jsonl"
+    assert main(["compact", str(out), "--out", str(compact)]) == 0
+    assert capsys.readouterr().out.startswith(f"{compact}: 6 line(s), one per id (7 in {out}")
+    rows = [json.loads(x) for x in compact.read_text().splitlines()]
+    assert [d["id"] for d in rows] == list(dict.fromkeys(raw)) and {d["id"]: d for d in rows} == lines
+    assert json.loads(compact.with_suffix(".summary.json").read_text())["cascade"]["judge_failed"] == 0
+    assert main(["compact", str(out), "--out", str(compact)]) != 0  # a file holding lines is not overwritten
+    assert f"{compact} exists" in capsys.readouterr().err
 
 
 def test_spot_checks_give_the_agreement_and_cascade_fit_says_when_the_target_is_out_of_reach(data, servers,
@@ -156,7 +176,19 @@ def test_spot_checks_give_the_agreement_and_cascade_fit_says_when_the_target_is_
     side = json.loads((ev / "metrics.json").read_text())["cascade"]
     assert side["both_answered"] == 5 and side["student_vs_judge"]["agree"] == 4  # t11: the student unparsed
     assert side["judge_vs_labels"]["agree"] == 5 and side["student_vs_labels"]["agree"] == 4
-    assert "## Student and judge" in (ev / "report.md").read_text()
+    report = (ev / "report.md").read_text()
+    assert "## Student and judge" in report
+    out.with_suffix(".summary.json").unlink()  # without the summary sidecar: the same section, from the lines
+    ev2 = tmp_path / "eval2"
+    assert main(["eval", str(path), "--verdicts", str(out), "--out", str(ev2), "--no-review", "--quiet"]) == 0
+    assert json.loads((ev2 / "metrics.json").read_text())["cascade"] == side
+    section = report[report.index("## Student and judge"):]
+    assert (ev2 / "report.md").read_text().endswith(section)
+    assert side["decided"] == f"judge@{j.url} (the judge decided all 6; student student@{s.url})"
+    ev3 = tmp_path / "eval3"  # the review page's header names the model that decided: the judge
+    assert main(["eval", str(path), "--verdicts", str(out), "--out", str(ev3), "--quiet"]) == 0
+    assert f"Verifier review: judge@{j.url} (the judge decided all 6; student student@{s.url}) on trajs.jsonl" in (
+        ev3 / "review_files" / "index.js").read_text()
     from adaptrubric_local.evaluation.harness import load_verdicts
     from adaptrubric_local.evaluation.review import Preparer, card
     from adaptrubric_local.formats import load_trajectories
@@ -188,6 +220,39 @@ def test_an_unreachable_judge_is_refused_before_the_first_trajectory(data, serve
     assert "--spot-check need(s) a judge" in capsys.readouterr().err
 
 
+def test_cascade_fit_names_the_sample_size_when_that_is_the_cause():
+    pairs = [Pair("ok", 1, 0.95, True, 1) for _ in range(24)] + [Pair("ok", 0, 0.05, True, 0) for _ in range(24)]
+    r = fit_band(pairs, 0.97, max_share=1.0)  # 48/48 agree: the 95% interval's lower end is 0.926
+    assert not r["met"] and r["pairs_needed"] == 125 and r["agreement"] == 1.0
+    assert r["why_not"].startswith("48 pairs are too few for the target 0.97 at 95% confidence")
+    assert "the target needs 125 pairs" in r["why_not"] and "--max-judge-share" not in r["why_not"]
+    assert wilson(125, 125)[0] >= 0.97 > wilson(124, 124)[0]
+    assert fit_band(pairs * 3, 0.97, max_share=1.0)["met"]  # 144 pairs: enough
+    wrong = pairs[:40] + [Pair("ok", 1, 0.95, True, 0) for _ in range(8)]  # 40/48: the data, not the sample
+    r = fit_band(wrong, 0.97, max_share=0.05, spot_check=0.0)
+    assert "pairs_needed" not in r and "needs more than --max-judge-share 0.05" in r["why_not"]
+
+
+def test_a_band_that_sends_more_than_half_says_so_with_the_fit_command():
+    def line(i, why):
+        return {"id": str(i), "decided_by": "judge" if why else "student", "escalated": why,
+                "judge": {"status": "ok", "score": 1} if why else None}
+
+    c = cascade_summary([line(i, ["band"]) for i in range(3)] + [line(3, [])])
+    assert c["note"].startswith("the band sent 3 of 4 trajectories (75%) to the judge")
+    assert "cascade-fit VERDICTS --out band.json" in c["note"] and "--cascade-band band.json" in c["note"]
+    assert "note" not in cascade_summary([line(i, ["band"]) for i in range(2)] + [line(2, []), line(3, [])])
+    assert "note" not in cascade_summary([line(i, ["unparsed"]) for i in range(3)] + [line(3, [])])
+
+
+def test_a_judge_url_without_its_scheme_is_named(data, tmp_path, capsys):
+    path = data[0]
+    assert main(["score", str(path), "--openai-url", "http://127.0.0.1:9/v1", "--model", "student", "--judge-url",
+                 "127.0.0.1:8711", "--judge-name", "judge", "--out", str(tmp_path / "v.jsonl")]) != 0
+    assert ("--judge-url '127.0.0.1:8711' lacks http:// (or https://): give the judge's /v1 base, e.g. "
+            "http://127.0.0.1:8711/v1") in capsys.readouterr().err
+
+
 def test_band_fit_and_the_estimate_on_known_pairs():
     pairs = [Pair("ok", 1, 0.95, True, 1)] * 80 + [Pair("ok", 0, 0.05, True, 0)] * 80 + [
         Pair("ok", 1, 0.6, True, 0)] * 10 + [Pair("ok", 0, 0.4, True, 0)] * 10 + [Pair("unparsed", None, None, None, 1)]
@@ -207,7 +272,8 @@ def test_band_fit_and_the_estimate_on_known_pairs():
     assert sure["met"] and sure["tight_band"] == [0.6, 0.6] and sure["band"] == pytest.approx([0.5, 0.775])
     assert sure["judge_share"] == pytest.approx((11 + 0.5 * 170) / 181)
     too_sure = fit_band(pairs, 0.99, confidence=0.95)  # 181 of 181 agree: the interval's lower end is 0.979
-    assert not too_sure["met"] and "lower end of its 95% interval: 0.979" in too_sure["why_not"]
+    assert not too_sure["met"] and "lower end of its 95% interval is 0.979" in too_sure["why_not"]
+    assert too_sure["why_not"].startswith("181 pairs are too few") and too_sure["pairs_needed"] == 381
     est = estimate(100, 80, [True] * 9 + [False])
     assert est["agreement"] == pytest.approx((20 + 80 * 0.9) / 100) and est["ci95"][0] < est["agreement"]
     assert cascade_summary([])["cascade_agreement_est"] is None
@@ -334,3 +400,40 @@ def test_judge_calls_overlap_the_students_next_batches(tmp_path):
     cascade = Cascade(AdaptRubric(student, cfg), AdaptRubric(judge, cfg), (0.0, 1.0))  # every verdict escalates
     lines = {v.id: v for ready in cascade.iter_ready(trajs) for v in ready}
     assert seen and all(seen) and lines["r0"].score == 0 and lines["r0"].decided_by == "judge"
+
+
+def test_the_live_window_holds_only_spot_checks_nothing_else_sent_and_warns_on_the_upper_end(caplog):
+    """RewardModel.stats(), GET /stats and the WARNING (cascade/live.py) as docs/student-judge.md says:
+    lines the band (or anything else) sent are not in the window, and the warning fires when the upper
+    end of the window's 95% interval falls below warn_below, not its lower end."""
+    from adaptrubric_local.cascade.config import CascadeConfig
+    from adaptrubric_local.cascade.live import LiveCascade
+    from adaptrubric_local.dry_run import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+
+    live = LiveCascade(AdaptRubric(FakeEngine(), PipelineConfig(router="rules", fine=False)), FakeEngine(),
+                       CascadeConfig(warn_below=0.9, agreement_window=50))
+
+    def line(i, why, agrees):
+        return CascadeVerdict(id=str(i), score=1, decided_by="judge", escalated=why,
+                              student={"status": "ok", "score": 1}, judge={"status": "ok", "score": 1 if agrees else 0})
+
+    def count(lines):
+        with caplog.at_level("WARNING", logger="adaptrubric.cascade"):
+            live._count(lines)
+        return live.stats()["agreement"], [r for r in caplog.records if "live agreement" in r.getMessage()]
+
+    # the band's lines disagree, and some of them were drawn for a spot check too: none is in the window
+    a, warned = count([line(i, ["band"], False) for i in range(20)] + [line(i, ["band", "spot_check"], False)
+                                                                      for i in range(20, 40)])
+    assert a["n"] == 0 and a["rate"] is None and not warned and a["warning"] is False
+    # 9 of 10 spot checks agree: the interval is 0.60-0.98, its lower end far below 0.9, its upper end above
+    a, warned = count([line(100 + i, ["spot_check"], i != 0) for i in range(10)])
+    assert (a["n"], a["agree"]) == (10, 9) and a["ci95"][0] < 0.9 < a["ci95"][1]
+    assert a["warning"] is False and not warned  # noise: no warning
+    # 5 more that disagree: 9 of 15, upper end 0.80 < 0.9: the warning, once
+    a, warned = count([line(200 + i, ["spot_check"], False) for i in range(5)])
+    assert (a["n"], a["agree"]) == (15, 9) and a["ci95"][1] < 0.9
+    assert a["warning"] is True and len(warned) == 1 and "9/15" in warned[0].getMessage()
+    stats = live.stats()
+    assert stats["why"] == {"band": 40, "spot_check": 35} and stats["sent_to_judge"] == 55

@@ -94,3 +94,18 @@ def test_a_random_weight_tiny_models_unparsed_verdicts_are_called_noise(noisy, t
     assert main([*argv, "--model", "m", "--out", str(tmp_path / "w.jsonl")]) == 0
     err = capsys.readouterr().err
     assert "cut-off outputs are usually unparsed: raise the cap" in err and "noise" not in err
+
+
+def test_the_cap_is_not_blamed_for_garbled_outputs_that_ended_before_it(monkeypatch, tmp_path, capsys):
+    """Unparsed outputs that ended under the cap: the model does not write verdicts, a higher cap will not help."""
+    eng = FakeEngine(name="garbled",
+                     script=lambda req: " ".join(["tok"] * (50 if "/img/r0_" in str(req.images) else 3)))
+    eng.close = lambda: None
+    monkeypatch.setattr(build, "build_engine", lambda **kw: eng)
+    data = write_jsonl(tmp_path / "d.jsonl", [canonical_record(tmp_path, f"r{i}", 2) for i in range(3)])
+    assert main(["score", str(data), "--router", "rules", "--no-fine", "--verify-max-new-tokens", "8", "--quiet",
+                 "--model", "m", "--out", str(tmp_path / "v.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert ("3 unparsed verdict(s) in this run, 2 or more of them ended before the --verify-max-new-tokens cap "
+            "(8)") in err
+    assert "a higher cap will not fix" in err and "raise the cap" not in err

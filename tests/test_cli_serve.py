@@ -92,3 +92,35 @@ def test_the_docs_http_example_runs_as_written(tmp_path):
     assert health["status"] == "ok" and health["loaded"] is True and {"model", "pending", "stats"} <= set(health)
     (v,) = scored["verdicts"]
     assert (v["id"], v["status"], v["n_images"], scored["rewards"]) == ("t1", "ok", 2, [1.0])
+
+
+def test_serve_with_a_model_ends_without_torchdynamos_exit_lines(tmp_path, tiny_model):
+    """`adaptrubric serve` on a real (tiny) model, one trajectory scored, then stopped: what torch logs at
+    exit (TorchDynamo's `I1204 ...` frame and compile summaries) is not on stderr, as the other
+    third-party noise is not; only --verbose shows it."""
+    import json
+    import re
+    import signal
+    import urllib.request
+
+    from conftest import free_port, make_png, wait_until_loaded
+
+    for i in range(2):
+        make_png(tmp_path / f"s{i}.png", seed=i)
+    port = free_port()
+    serve = subprocess.Popen([sys.executable, "-m", "adaptrubric_local.cli", "serve", "--model", str(tiny_model),
+                              "--port", str(port), "--verify-max-new-tokens", "8"], cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until_loaded(f"http://127.0.0.1:{port}", serve)
+        body = json.dumps({"trajectories": [{"id": "t1", "instruction": "Open the Notes app.", "steps": [
+            {"screenshot": "s0.png", "action": "tap"}, {"screenshot": "s1.png", "action": "open"}]}]}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/score", data=body,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as r:
+            assert json.loads(r.read())["verdicts"][0]["id"] == "t1"
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        _out, err = serve.communicate(timeout=120)
+    assert "verifier loaded" in err
+    assert "TorchDynamo" not in err and not re.search(r"(?m)^[IWE]\d{4} \d\d:\d\d", err), err[-2000:]

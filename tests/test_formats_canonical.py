@@ -22,6 +22,12 @@ CASES = [  # (record, error after "{file}, record line N")
     ({"id": "r", "instruction": "x", "steps": [S], "extra": 1, "more": 2},
      (" (id r): unknown keys ['extra', 'more']; allowed: ['answer', 'id', 'instruction', 'label', 'platform', "
       "'steps', 'task_id']")),
+    ({"id": "r", "instruction": "x", "stpes": [S]},  # misspelled: named, not `steps` missing
+     (" (id r): unknown keys ['stpes'] (did you mean 'steps' for 'stpes'?); allowed: ['answer', 'id', "
+      "'instruction', 'label', 'platform', 'steps', 'task_id']")),
+    ({"id": "r", "instruction": "x", "steps": [{**S, "acton": "tap(2)"}]},
+     (" (id r), field 'steps[0]': unknown step keys ['acton'] (did you mean 'action' for 'acton'?); allowed: "
+      "['action', 'action_type', 'screenshot', 'text', 'thought']")),
     ({"id": "r", "instruction": "x", "steps": [S, 1]}, " (id r), field 'steps[1]': step must be a JSON object"),
     ({"id": "r", "instruction": "x", "steps": [{**S, "foo": 1}]},
      (" (id r), field 'steps[0]': unknown step keys ['foo']; allowed: ['action', 'action_type', 'screenshot', "
@@ -66,7 +72,7 @@ def test_each_bad_record_has_its_exact_error_and_the_good_one_loads(tmp_path):
     res = canonical.load(p)
     assert [str(e) for e in res.errors] == [f"{p}, record line {n}" + msg.format(root=tmp_path)
                                              for n, (_, msg) in enumerate(CASES, start=1)]
-    assert [e.record_id for e in res.errors] == [None] + ["r"] * 10 + [None] + ["r"] * 9
+    assert [e.record_id for e in res.errors] == [None] + ["r"] * 12 + [None] + ["r"] * 9
     shot = str(tmp_path / "a.png")
     assert res.trajectories == [Trajectory(
         id="17", instruction="Do it.", answer="42", platform="android", task_id="t", label=1,

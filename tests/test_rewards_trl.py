@@ -38,3 +38,23 @@ def test_grpo_learns_from_own_rollouts(tmp_path, judge):
             assert r["adaptrubric/judge_agreement_hi"] < 0.5 and r["adaptrubric/judge_warning"] == 1.0
     else:
         assert "cascade" not in res["stats"] and not any("judge" in k for r in steps for k in r)
+
+
+def test_the_example_run_as_a_script_prints_its_lines_and_no_library_noise(tmp_path):
+    """`python examples/trl_grpo.py --fake-verifier`: stdout holds its JSON lines only (not TRL's log
+    dicts), stderr none of bitsandbytes' optional-kernel line or the libraries' deprecation warnings
+    (--verbose shows them)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    run = subprocess.run([sys.executable, str(EXAMPLE), "--fake-verifier", "--steps", "1", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = [json.loads(x) for x in run.stdout.splitlines()]  # every stdout line is the example's JSON
+    assert lines and lines[0]["step"] == 1 and "loss" in lines[0]
+    assert "Failed to load CPU gemm_4bit_forward" not in run.stderr and "kernels-community" not in run.stderr
+    assert "FutureWarning" not in run.stderr and "{'loss'" not in run.stderr + run.stdout, run.stderr[-3000:]

@@ -86,12 +86,40 @@ def fit_band(pairs: list[Pair], target: float, max_share: float = 1.0, candidate
         return {**out, "band": [0.5, 0.5], "agreement": None, "judge_share": None, "met": False, "why_not": why}
     # the target cannot be met within max_share: report the band that comes closest at that share
     lo, hi, agreement, lower, share = max(within, key=lambda b: (b[3], -(b[1] - b[0])))
+    best = max(within, key=lambda b: (b[2], -b[4]))  # the highest agreement within the share
+    needed = pairs_needed(best[2], target, z) if best[2] >= target - 1e-12 else None
+    if needed is not None:  # the agreement is there; the interval is too wide: the sample is too small
+        why = (f"{n} pairs are too few for the target {target:g} at {confidence:.0%} confidence: the band "
+               f"[{best[0]:g}, {best[1]:g}] agrees {best[2]:.3f} on them sending {best[4]:.0%}, but the lower end "
+               f"of its {confidence:.0%} interval is {best[3]:.3f}; at that agreement the target needs "
+               f"{needed} pairs (score more trajectories with --spot-check, or lower --confidence)")
+        return {**out, "band": _widened(ps, best[0], best[1]), "tight_band": [best[0], best[1]],
+                "agreement": best[2], "agreement_lower": best[3], "judge_share": best[4], "met": False,
+                "why_not": why, "pairs_needed": needed}
     sure = f" (the lower end of its {confidence:.0%} interval: {lower:.3f})" if confidence else ""
     why = (f"agreement {target:g} with judge-only scoring needs more than --max-judge-share {max_share:g} of the "
            f"trajectories on this data; the best band within it, [{lo:g}, {hi:g}], agrees {agreement:.3f}{sure} "
            f"sending {share:.0%}")
     return {**out, "band": _widened(ps, lo, hi), "tight_band": [lo, hi], "agreement": agreement,
             "agreement_lower": lower, "judge_share": share, "met": False, "why_not": why}
+
+
+def pairs_needed(rate: float, target: float, z: float, most: int = 10 ** 7) -> int | None:
+    """The fewest pairs at which agreement `rate` has the lower end of its Wilson interval (`z`) at or
+    above `target`; None when no number up to `most` does (a rate at the target never gets there)."""
+    def enough(m: int) -> bool:
+        return wilson(rate * m, m, z)[0] >= target - 1e-12
+
+    if rate <= target or not enough(most):
+        return None
+    lo, hi = 1, most
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if enough(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def _widened(ps: list[float], lo: float, hi: float) -> list[float]:

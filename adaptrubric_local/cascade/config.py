@@ -62,6 +62,10 @@ class CascadeConfig:
     def __post_init__(self):
         if self.judge_url and self.judge_model:
             raise ValueError("give one judge: --judge-url URL with --judge-name NAME, or --judge-model M")
+        if self.judge_url and not self.judge_url.startswith(("http://", "https://")):
+            base = self.judge_url.rstrip("/")
+            raise ValueError(f"--judge-url {self.judge_url!r} lacks http:// (or https://): give the judge's /v1 base, "
+                             f"e.g. http://{base}{'' if base.endswith('/v1') else '/v1'}")
         if self.judge_url and not self.judge_name:
             raise ValueError("--judge-url needs --judge-name (the served model name)")
         if self.escalate_band is not None:

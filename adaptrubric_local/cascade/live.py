@@ -19,9 +19,32 @@ from ..engine.base import Engine
 from ..pipeline import AdaptRubric
 from ..types import Trajectory
 from .config import CascadeConfig
+from .health import JudgeHealth, endpoint_probe
 from .scorer import Cascade, CascadeVerdict
 
 log = logging.getLogger("adaptrubric.cascade")
+
+
+def in_window(v: CascadeVerdict) -> bool:
+    """Whether a line counts in the live window: a spot check that nothing else sent, which the judge
+    answered (a random sample of the lines the student decides; a line the band sent is not one)."""
+    return v.escalated == ["spot_check"] and bool(v.judge) and v.judge.get("status") == "ok"
+
+
+def drifted(ci: tuple[float, float] | None, warn_below: float) -> bool:
+    """Whether to warn: the upper end of the window's interval is below `warn_below` (the lower end
+    would warn on noise: a small window's interval always reaches low)."""
+    return ci is not None and ci[1] < warn_below
+
+
+def watch(cfg: CascadeConfig, judge_engine: Engine) -> JudgeHealth | None:
+    """The watcher of a judge_url endpoint (health.py), logging when the judge stops or starts answering;
+    None for a judge in this process."""
+    cutoff = getattr(judge_engine, "cutoff", None)
+    if not cfg.judge_url or cutoff is None:
+        return None
+    return JudgeHealth(endpoint_probe(cfg.endpoint()), log.warning,
+                       what=f"the judge at {cfg.judge_url}", on_down=cutoff.cut, on_up=cutoff.restore).start()
 
 
 class LiveCascade:
@@ -29,8 +52,9 @@ class LiveCascade:
 
     def __init__(self, student: AdaptRubric, judge_engine: Engine, cfg: CascadeConfig):
         self.cfg = cfg
+        self.health = watch(cfg, judge_engine)
         self.cascade = Cascade(student, AdaptRubric(judge_engine, student.config), cfg.band(), cfg.spot_check,
-                               cfg.spot_check_seed)
+                               cfg.spot_check_seed, health=self.health)
         self.window: deque[bool] = deque(maxlen=cfg.agreement_window)
         self.counts: Counter = Counter()
         self.lock = threading.Lock()
@@ -62,14 +86,14 @@ class LiveCascade:
                 self.counts["judge_failed"] += bool(v.judge_error)
                 for why in v.escalated:
                     self.counts[f"why_{why}"] += 1
-                if v.escalated == ["spot_check"] and v.judge and v.judge.get("status") == "ok":
+                if in_window(v):
                     s = v.student or {}
                     self.window.append(s.get("status") == "ok" and s.get("score") == v.judge.get("score"))
             self._warn()
 
     def _warn(self) -> None:
         ci = wilson(sum(self.window), len(self.window))
-        low = ci is not None and ci[1] < self.cfg.warn_below
+        low = drifted(ci, self.cfg.warn_below)
         if low and not self.warned:
             log.warning("the student's live agreement with the judge is %d/%d (95%% interval %.2f-%.2f), below "
                         "warn_below %.2f: the reward has drifted from the judge or is being gamed",
@@ -88,9 +112,11 @@ class LiveCascade:
                 "judge_share": c.get("sent_to_judge", 0) / c["trajectories"] if c.get("trajectories") else None,
                 "agreement": {"window": self.cfg.agreement_window, "n": n, "agree": k,
                               "rate": k / n if n else None, "ci95": ci, "warn_below": self.cfg.warn_below,
-                              "warning": bool(ci is not None and ci[1] < self.cfg.warn_below)},
+                              "warning": drifted(ci, self.cfg.warn_below)},
                 "band": list(self.cascade.band), "spot_check": self.cfg.spot_check}
 
     def close(self) -> None:
+        if self.health is not None:
+            self.health.stop()
         if self.cascade.judge.engine is not None:
             self.cascade.judge.engine.close()

@@ -101,7 +101,16 @@ class CascadeTally:
                             "ci95": wilson(agreed, spots)},
         }
         out["cascade_agreement_est"] = _estimate(n, n - self.by_judge, *self.spot_only)
+        if n and self.why["band"] > n / 2:
+            out["note"] = band_note(self.why["band"], n)
         return out
+
+
+def band_note(k: int, n: int) -> str:
+    """The note of a band that sent more than half of the trajectories to the judge."""
+    return (f"the band sent {k} of {n} trajectories ({k / n:.0%}) to the judge: it does not fit this student's "
+            "p_success (a cascade that sends most saves little). Fit one: score a held-out set with --spot-check 1, "
+            "then `adaptrubric cascade-fit VERDICTS --out band.json`, and score with --cascade-band band.json")
 
 
 def cascade_summary(lines: Iterable[dict]) -> dict:
@@ -147,26 +156,47 @@ def describe(c: dict) -> str:
     if est.get("agreement") is not None:
         text += (f"; estimated agreement with judge-only {est['agreement']:.3f} "
                  f"(95% {est['ci95'][0]:.3f}-{est['ci95'][1]:.3f})")
+    if c.get("note"):
+        text += f"\nnote: {c['note']}"
     return text
 
 
 def side_by_side(lines: Iterable[dict]) -> dict | None:
-    """`eval`'s view of a cascade file: its summary, and where both the student and the judge answered
+    """`eval`'s view of a cascade file, from its lines alone (each says `decided_by`, `student` and
+    `judge`; no summary sidecar needed): its summary, and where both the student and the judge answered
     (and the line has a 0/1 label), how often each agrees with the label and with the other; None for a
-    file that is not a cascade's."""
-    lines = [d for d in lines if d.get("decided_by")]
-    if not lines:
+    file that is not a cascade's (told by its first line, so such a file is not read further)."""
+    it = iter(lines)
+    first = next(it, None)
+    if first is None or not first.get("decided_by"):
         return None
+    lines = [first, *(d for d in it if d.get("decided_by"))]
     both = [d for d in lines if (d.get("student") or {}).get("status") == "ok"
             and (d.get("judge") or {}).get("status") == "ok" and d.get("label") in (0, 1)]
 
     def rate(k: int) -> dict:
         return {"agree": k, "n": len(both), "rate": k / len(both) if both else None, "ci95": wilson(k, len(both))}
 
-    return {"summary": cascade_summary(lines), "both_answered": len(both),
+    return {"summary": cascade_summary(lines), "decided": decided(lines), "both_answered": len(both),
             "student_vs_labels": rate(sum(d["student"]["score"] == d["label"] for d in both)),
             "judge_vs_labels": rate(sum(d["judge"]["score"] == d["label"] for d in both)),
             "student_vs_judge": rate(sum(d["student"]["score"] == d["judge"]["score"] for d in both))}
+
+
+def decided(lines: list[dict]) -> str:
+    """Whose verdicts a cascade file's lines are, for a page header: the model that decided them (the
+    judge's when the judge decided all), with how many each decided."""
+    students = Counter((d.get("student") or {}).get("model") or (d.get("model") if d["decided_by"] == "student"
+                                                                   else None) for d in lines)
+    students.pop(None, None)
+    student = students.most_common(1)[0][0] if students else "the student"
+    judge = next((j["model"] for d in lines if (j := d.get("judge")) and j.get("model")), "the judge")
+    n, k = len(lines), sum(d["decided_by"] == "judge" for d in lines)
+    if k == n:
+        return f"{judge} (the judge decided all {n}; student {student})"
+    if k == 0:
+        return f"{student} (the student decided all {n}; judge {judge})"
+    return f"{student} with judge {judge} (the judge decided {k} of {n})"
 
 
 def markdown(side: dict) -> str:

@@ -7,7 +7,8 @@ p_success inside the band; and, independently of all that, when the id is drawn 
 The judge's answer becomes the line's verdict (`decided_by: judge`) with the student's beside it
 (`student`); a judge that fails (an error, a timeout, an unparsable answer, an exception) leaves the
 student's verdict standing (`decided_by: student`, `judge_error` saying why), so no line is lost.
-Judge calls run on a worker thread while the student goes on with its next batches. Knows nothing
+Judge calls run on a worker thread while the student goes on with its next batches; a judge that
+stops answering (health.py) is not asked until it answers again, its lines failing at once. Knows nothing
 about files, flags or summaries.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from ..pipeline import AdaptRubric
 from ..types import Trajectory, Verdict
+from .health import JudgeHealth
 
 COMPACT = ("status", "score", "p_success", "evidence_sufficient", "model", "parse_error", "error", "cost_calls",
            "cost_tokens")
@@ -85,6 +87,11 @@ def merge(s: Verdict, why: list[str], j: Verdict | None = None, failure: str | N
                           judge=compact(j) if j is not None else None, judge_error=failure)
 
 
+def not_answering(why: str) -> str:
+    """The `judge_error` of a line whose judge had stopped answering."""
+    return f"error: the judge is not answering ({why})"
+
+
 def student_of(line: dict) -> Verdict:
     """The student's verdict on a line whose judge failed (its own fields are the student's)."""
     return Verdict.from_dict(line)
@@ -94,8 +101,8 @@ class Cascade:
     """A Scorer (scoring.score_with) made of a student pipeline and a judge pipeline."""
 
     def __init__(self, student: AdaptRubric, judge: AdaptRubric, band: tuple[float, float], spot_check: float = 0.0,
-                 seed: int = 0, max_waiting: int | None = None):
-        self.student, self.judge = student, judge
+                 seed: int = 0, max_waiting: int | None = None, health: JudgeHealth | None = None):
+        self.student, self.judge, self.health = student, judge, health
         self.band, self.spot_check, self.seed = band, spot_check, seed
         # trajectories sent to the judge and not yet answered beyond which the student waits for the oldest
         # call (a judge slower than the student would otherwise hold more and more of the data)
@@ -114,14 +121,29 @@ class Cascade:
 
     def ask_judge(self, items: list[tuple[Trajectory, Verdict, list[str]]]) -> list[CascadeVerdict]:
         """The lines for student verdicts sent to the judge; never raises (a failed call is each
-        line's `judge_error`)."""
+        line's `judge_error`); a judge that is not answering (`health`) is not asked."""
+        health = self.health
+        if health is not None and health.down:
+            return [merge(s, why, failure=not_answering(health.down)) for _, s, why in items]
+        if health is not None:
+            health.calling(+1)
         try:
             answers = {str(j.id): j for j in self.judge.score([t for t, _, _ in items])}
         except Exception as exc:  # the judge's engine crashed or the server went away mid-call
             failure = f"error: {type(exc).__name__}: {exc}"
             return [merge(s, why, failure=failure) for _, s, why in items]
-        return [merge(s, why, answers.get(str(t.id)), None if str(t.id) in answers else "error: no judge verdict")
-                for t, s, why in items]
+        finally:
+            if health is not None:
+                health.calling(-1)
+        cut = not_answering(health.down) if health is not None and health.down else None  # cut off mid-call
+        lines = []
+        for t, s, why in items:
+            j = answers.get(str(t.id))
+            if cut is not None and (j is None or j.status != "ok"):
+                lines.append(merge(s, why, failure=cut))
+            else:
+                lines.append(merge(s, why, j, None if j is not None else "error: no judge verdict"))
+        return lines
 
     def iter_ready(self, trajs: Iterable[Trajectory]) -> Iterator[list[CascadeVerdict]]:
         """Lines as they become ready: a student batch's confident verdicts at once, the escalated ones

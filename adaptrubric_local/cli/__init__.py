@@ -228,11 +228,14 @@ QUIET_LOGGERS = ("bitsandbytes", "accelerate", "peft", "torch", "torchvision", "
 
 
 @contextlib.contextmanager
-def quiet_third_party():
+def quiet_third_party(restore: bool = True):
     """While a command runs: hide what third-party libraries print that a user cannot act on, their
     deprecation and future warnings (a library's own upgrade notes) and their log records below ERROR
     (bitsandbytes' line about an optional CPU kernel package). The package's own warnings, and every
-    error, stay. Undone afterwards, so a program that calls `main` keeps its own settings."""
+    error, stay. Undone afterwards, so a program that calls `main` keeps its own settings; with
+    `restore` off (the process's own command line) the log levels stay until the process ends, so what
+    libraries log at exit (TorchDynamo's `I1204 ...` frame and compile summaries after `serve`) stays
+    hidden too."""
     import os
 
     levels = {name: logging.getLogger(name).level for name in QUIET_LOGGERS}
@@ -248,7 +251,7 @@ def quiet_third_party():
         try:
             yield
         finally:
-            for name, level in levels.items():
+            for name, level in levels.items() if restore else ():
                 logging.getLogger(name).setLevel(level)
             for k, v in env.items():
                 if v is None:
@@ -269,7 +272,7 @@ def main(argv=None) -> int:
     with output_on_stdout():
         if "--verbose" in argv:  # a global flag, taken before or after the command
             return run(["--verbose", *(a for a in argv if a != "--verbose")], own=own)
-        with quiet_third_party():
+        with quiet_third_party(restore=not own):
             return run(argv, own=own)
 
 

@@ -71,21 +71,37 @@ def score_cascade(args, cfg, ccfg, loaded, shard=None) -> dict:
                      extra={**extra, **({"shard": str(shard)} if shard else {})}, calibration=args.calibration)
     judge_engine = ccfg.teacher(cfg.verify_max_new_tokens).build(what="judge")  # an endpoint is asked once, here
     jcfg = replace(cfg, verify_max_new_tokens=ccfg.judge_max_new_tokens) if ccfg.judge_max_new_tokens else cfg
-    student_engine = None
+    student_engine, health = None, judge_health(ccfg, judge_engine)
     try:
         student_engine = make_engine(args, cfg)
         cascade = Cascade(AdaptRubric(student_engine, cfg), AdaptRubric(judge_engine, jcfg), band,
-                          ccfg.spot_check, ccfg.spot_check_seed)
+                          ccfg.spot_check, ccfg.spot_check_seed, health=health)
         settings = settings or {**vars_of(cascade.student), "runtime": dict(IN_PROCESS)}
         summary = run_cascade(cascade, settings, args.data, out, loaded, resume=args.resume, fmt=args.format,
                               progress=not args.quiet, extra=extra, retry_errors=args.retry_errors,
                               force_settings=args.force_settings, calibration=args.calibration, shard=shard)
     finally:
+        if health is not None:
+            health.stop()
         judge_engine.close()
         if student_engine is not None:
             student_engine.close()
     report_cascade(summary["cascade"], ccfg.warn_below)
     return summary
+
+
+def judge_health(ccfg, judge_engine):
+    """The watcher of a --judge-url endpoint (cascade/health.py), started, saying on stderr when the judge
+    stops or starts answering; None for a judge in this process."""
+    from ..cascade.health import JudgeHealth, endpoint_probe
+
+    cutoff = getattr(judge_engine, "cutoff", None)
+    if not ccfg.judge_url or cutoff is None:
+        return None
+    return JudgeHealth(endpoint_probe(ccfg.endpoint()),
+                       lambda text: print(f"adaptrubric: {text}", file=sys.stderr, flush=True),
+                       what=f"the judge at {ccfg.judge_url}", on_down=cutoff.cut, on_up=cutoff.restore,
+                       then=" (`score --resume` asks it again about those lines)").start()
 
 
 def run_cascade(cascade, settings: dict, data, out: Path, loaded=None, resume: bool = False, fmt: str = "auto",

@@ -33,9 +33,8 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
     from ..formats import FORMATS
 
     common(p.add_argument("--format", default="auto",
-                          help=f"input format: auto, {', '.join(FORMATS)} (default auto); a loader's options "
-                               "follow its name after commas, e.g. osworld,examples=DIR,platform=windows "
-                               "(docs/data.md)"), "data")
+                          help=f"input format: auto or {', '.join(FORMATS)}; options after commas: "
+                               "osworld,examples=DIR (default auto)"), "data")
     common(p.add_argument("--image-root", action="append", default=[], metavar="DIR",
                           help="a folder screenshots may also live in (repeatable); the data folder is always "
                                "allowed. Needed when records hold absolute paths outside the data folder"), "data")

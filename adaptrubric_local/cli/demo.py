@@ -98,12 +98,13 @@ def _f(x) -> str:
     return f"{x:.3f}" if isinstance(x, float) else str(x)
 
 
-def run_demo(out: Path) -> int:
+def run_demo(out: Path, verbose: bool = False) -> int:
     """`make demo`: the distillation flow at its smallest; 0 when the adapter agrees with the labels
-    on at least 90% of the held-out trajectories."""
+    on at least 90% of the held-out trajectories. `verbose` (`adaptrubric --verbose demo`): the progress
+    bars and the trainer's log lines too."""
     print("== DEMO: a tiny random Qwen3-VL, distilled on the CPU from labelled synthetic trajectories whose ==")
     print("== outcome is visible on the final screen; then scored and evaluated on held-out tasks.         ==\n")
-    res = distill_demo(out)
+    res = distill_demo(out, progress=verbose)
     agr = res["table"]["agreement_with_teacher"]
     print(f"\nagreement_base={agr.get('base', 0):.3f} agreement_adapter={agr['adapter']:.3f}")
     return 0 if agr["adapter"] >= 0.9 else 1

@@ -68,9 +68,8 @@ def _score(args) -> int:
     run = summary.get("this_run", summary)
     if noise_note(args, run):
         print(noise_note(args, run), file=sys.stderr)
-    elif run.get("hit_cap"):
-        print(f"note: {run['hit_cap']} output(s) of this run hit the --verify-max-new-tokens cap "
-              f"({cfg.verify_max_new_tokens}); cut-off outputs are usually unparsed: raise the cap", file=sys.stderr)
+    elif cap_note(run, cfg.verify_max_new_tokens):
+        print(cap_note(run, cfg.verify_max_new_tokens), file=sys.stderr)
     if run.get("hit_context"):
         print(f"note: {run['hit_context']} output(s) of this run were cut short by the model's context length "
               "(prompt + reply reached max_model_len) before the token cap: raise --max-model-len (on a server: its "
@@ -90,6 +89,22 @@ def noise_note(args, run: dict) -> str | None:
             f"{run.get('unparsed', 0)} unparsed verdict(s) ({run.get('hit_cap', 0)} cut at the cap) say nothing "
             "about the data or the settings, and raising the cap will not help; a tiny model that writes "
             "verdicts: make-tiny-model --answering")
+
+
+def cap_note(run: dict, cap: int) -> str | None:
+    """For outputs that hit the verifier's token cap: raise the cap when the unparsed verdicts may all be
+    cut-off ones; when more are unparsed than were cut, the model does not write verdicts on this data
+    and a higher cap will not help; None when nothing hit the cap or nothing is unparsed."""
+    capped, unparsed = run.get("hit_cap", 0), run.get("unparsed", 0)
+    if not capped or not unparsed:
+        return None
+    if unparsed > capped:
+        return (f"note: {unparsed} unparsed verdict(s) in this run, {unparsed - capped} or more of them ended before "
+                f"the --verify-max-new-tokens cap ({cap}): the model does not write the verdict block on this data "
+                "(its outputs are garbled, not cut short), which a higher cap will not fix; read its raw outputs "
+                "with `adaptrubric review`")
+    return (f"note: {capped} output(s) of this run hit the --verify-max-new-tokens cap ({cap}); cut-off outputs are "
+            "usually unparsed: raise the cap")
 
 
 def gate_status(args, summary: dict) -> int:
@@ -273,7 +288,7 @@ def cmd_make_tiny(args) -> int:
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
-    return run_demo(Path(args.out))
+    return run_demo(Path(args.out), verbose=getattr(args, "verbose", False))
 
 
 # ----------------------------------------------------------------------------- registration

@@ -1,5 +1,6 @@
-"""The `merge-shards` subcommand, registered by `cli/`: argument handling only; the checks and the
-merge are in `shards`, the `cascade` section of merged shards of a run with a judge in cli/cascade.py."""
+"""The `merge-shards` and `compact` subcommands, registered by `cli/`: argument handling only; the checks
+and the merge are in `shards`, compaction in `verdict_file`, the `cascade` section of merged shards of a
+run with a judge in cli/cascade.py."""
 from __future__ import annotations
 
 import json
@@ -26,8 +27,29 @@ def cmd_merge_shards(args) -> int:
     return 0
 
 
+def cmd_compact(args) -> int:
+    from ..verdict_file import compact_file
+
+    n_in, n_out = compact_file(Path(args.verdicts), Path(args.out))
+    print(f"{args.out}: {n_out} line(s), one per id ({n_in} in {args.verdicts}: {n_in - n_out} earlier line(s) of "
+          "ids with a later one left out)")
+    return 0
+
+
 def add_subcommands(sub) -> None:
-    """Register `merge-shards`."""
+    """Register `merge-shards` and `compact`."""
+    p = sub.add_parser("compact", help="write a verdict file's last line per id (one line per id)",
+                       description="A verdict file may hold several lines of one id (a resumed run's retried "
+                                   "errors, a cascade's lines asked of the judge again); readers take the last "
+                                   "one. Write the last line of each id, in the order the ids first appear, to "
+                                   "--out, with copies of the config and summary sidecars, for tools that take "
+                                   "the file as it is (pandas).",
+                       epilog="examples:\n  adaptrubric compact v.jsonl --out v.compact.jsonl",
+                       formatter_class=FORMATTER)
+    p.add_argument("verdicts", metavar="VERDICTS", help="the verdict JSONL to compact (left as it is)")
+    p.add_argument("--out", required=True, help="the compacted verdict JSONL to write (must not hold lines)")
+    p.set_defaults(func=cmd_compact)
+
     p = sub.add_parser("merge-shards", help="join the verdict files of `score --shard I/N` into one",
                        description="Check that the shard files cover the data once (shards 1..N each once, the "
                                    "same settings, no id in two shards, every record of DATA answered), "

@@ -238,6 +238,10 @@ def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
         loss=LossConfig(cfg.soft_labels, cfg.kd_weight, cfg.score_token_weight),
         digit_ids=(tok.convert_tokens_to_ids("0"), tok.convert_tokens_to_ids("1")), image_config=engine.images.cfg,
         lengths=plan.get("example_lengths"), group_by_length=cfg.group_by_length)
+    if not cfg.progress:  # without bars the Trainer prints each log dict on stdout (its PrinterCallback)
+        from transformers import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
     t0 = time.perf_counter()
     resume = cfg.resume and any((out / "trainer").glob("checkpoint-*"))
     result = trainer.train(resume_from_checkpoint=True if resume else None)

@@ -48,17 +48,21 @@ class Endpoint:
             raise ValueError(f"{say('concurrency')} must be >= 1, {say('timeout')} > 0 and {say('max_retries')} >= 0, "
                              f"got {self.concurrency}, {self.timeout}, {self.max_retries}")
 
-    def client(self, timeout: float | None = None, max_retries: int | None = None):
-        """An `openai.OpenAI` client for the server (the key read from the environment now)."""
+    def client(self, timeout: float | None = None, max_retries: int | None = None, http_client=None):
+        """An `openai.OpenAI` client for the server (the key read from the environment now); `http_client`
+        replaces the default transport (a `CutOff`'s, whose calls in flight can be ended at once)."""
         import openai
 
         return openai.OpenAI(base_url=self.url, api_key=api_key_from_env(self.api_key_env),
                              timeout=self.timeout if timeout is None else timeout,
-                             max_retries=self.max_retries if max_retries is None else max_retries)
+                             max_retries=self.max_retries if max_retries is None else max_retries,
+                             http_client=http_client)
 
-    def served_models(self, retries: int = 2) -> list[str]:
-        """The model names the server serves (`GET {url}/models`)."""
-        with self.client(timeout=min(self.timeout, 60.0), max_retries=retries) as client:
+    def served_models(self, retries: int = 2, timeout: float | None = None) -> list[str]:
+        """The model names the server serves (`GET {url}/models`), waiting at most `timeout` seconds
+        (the endpoint's own timeout, capped at 60 s, when not given)."""
+        timeout = min(self.timeout, 60.0) if timeout is None else timeout
+        with self.client(timeout=timeout, max_retries=retries) as client:
             return [m.id for m in client.models.list()]
 
     def check(self, what: str = "teacher", reachable_only: bool = False) -> list[str]:

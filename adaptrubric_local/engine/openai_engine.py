@@ -162,10 +162,13 @@ class OpenAIEngine(Engine):
     """A chat endpoint reached through the `openai` client, called with bounded concurrency."""
 
     def __init__(self, config: OpenAIEngineConfig | None = None, **overrides):
+        from .cutoff import CutOff
+
         self.config = config or OpenAIEngineConfig(**overrides)
         endpoint = self.config.endpoint
         self.name = f"{endpoint.name}@{endpoint.url}"
-        self.client = endpoint.client()
+        self.cutoff = CutOff()  # cut() ends the calls in flight at once (a server that stopped answering)
+        self.client = endpoint.client(http_client=self.cutoff.client(timeout=endpoint.timeout))
         self._pool = ThreadPoolExecutor(max_workers=endpoint.concurrency, thread_name_prefix="teacher")
 
     def _image_urls(self, req: Request) -> list[str]:

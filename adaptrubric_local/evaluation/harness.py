@@ -148,6 +148,7 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: str | Path | None
     out, loaded, verdicts, m, title = _evaluated(verdicts_path, out, data, loaded, labels, subset, allow_extra)
     m["efficiency"] = M.efficiency(C.covered(verdicts), _summary(Path(verdicts_path)))
     _add_cascade(m, Path(verdicts_path))
+    title = _title(m, data or verdicts_path)
     if review:
         write_review_page(out, verdicts, loaded, m, title, progress, reviewed=reviewed(labels))
         m["review"] = "review.html"
@@ -166,17 +167,21 @@ def _columnar(verdicts_path, data, subset: str, allow_extra: bool, fmt: str = "a
                         labels=applied.record() if applied else None)
     m["efficiency"] = m.pop("efficiency")  # the key order of the other path's metrics.json
     _add_cascade(m, Path(verdicts_path))
-    return m, f"{m['run'].get('model') or 'verdicts'} on {Path(str(data or verdicts_path)).name}"
+    return m, _title(m, data or verdicts_path)
+
+
+def _title(m: dict, where) -> str:
+    """A page's title: the model that decided (a cascade's: cascade/report.py's `decided`) on the data."""
+    who = (m.get("cascade") or {}).get("decided") or m["run"].get("model") or "verdicts"
+    return f"{who} on {Path(str(where)).name}"
 
 
 def _add_cascade(m: dict, verdicts_path: Path) -> None:
-    """A cascade's file (its summary has `cascade`): the student and the judge side by side in `m`."""
-    if "cascade" not in (_summary(verdicts_path) or {}):
-        return
+    """A cascade's file (its lines say `decided_by`): the student and the judge side by side in `m`."""
     from ..cascade.report import side_by_side
-    from ..scoring import read_last_lines
+    from ..verdict_file import iter_last_lines
 
-    both = side_by_side(read_last_lines(verdicts_path).values())
+    both = side_by_side(iter_last_lines(verdicts_path))
     if both:
         m["cascade"] = both
 

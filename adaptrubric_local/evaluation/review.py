@@ -16,6 +16,7 @@ from the verdict's `n_images`. Knows nothing about HTML or files (see `review_pa
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import fields, replace
 
 from ..evidence import compile_evidence
@@ -133,11 +134,19 @@ def cascade_note(v) -> str:
     """Who decided a cascade's line, why it went to the judge, and what each of the two said."""
     why = ", ".join(v.escalated) if v.escalated else "not sent to the judge"
     text = f"decided by the {v.decided_by} ({why})"
+    if v.judge_error:  # the trajectory loaded and the student answered: the judge's call is what failed
+        return (f"{text}; the judge gave no verdict ({judge_failure(v.judge_error)}), so the student's "
+                f"{_said(v.student)} stands (`score --resume` asks the judge again)")
     if v.escalated:
         text += f"; the student said {_said(v.student)}, the judge {_said(v.judge)}"
-    if v.judge_error:
-        text += f"; the judge failed: {v.judge_error}"
     return text
+
+
+def judge_failure(why: str) -> str:
+    """A line's `judge_error` in a reviewer's words: its kind prefix and the record it names left out."""
+    kind, _, rest = why.partition(": ")
+    rest = re.sub(r"^(?:.*?, )?record \S+: ", "", rest) if kind in ("error", "unparsed") else why  # pipeline.py's
+    return (f"an unparsable answer: {rest}" if kind == "unparsed" else rest)[:200]
 
 
 def card(v: Verdict, traj: Trajectory | None, preparer: Preparer) -> dict:

@@ -83,14 +83,23 @@ def parse_record(obj: dict, root: Path, file: Path, record: str, check_images: b
         raise
 
 
+def _nearest(unknown: set, known: frozenset | set) -> str:
+    """' (did you mean ...?)' naming the known key nearest each unknown one that is close to one; '' else."""
+    import difflib
+
+    near = [(k, m[0]) for k in sorted(unknown) if (m := difflib.get_close_matches(k, sorted(known), n=1))]
+    return f" (did you mean {', '.join(f'{m!r} for {k!r}' for k, m in near)}?)" if near else ""
+
+
 def _parse_record(obj: dict, root: Path, file: Path, record: str, check_images: bool,
                   image_roots: tuple) -> Trajectory:
     tid = obj.get("id") if isinstance(obj, dict) else None
     rec = f"{record} (id {tid})" if tid is not None else record
+    unknown = set(obj) - TOP_KEYS if isinstance(obj, dict) else set()
+    if unknown:  # before the required fields: a misspelled `stpes` is named, not `steps` missing
+        raise DataError(file, f"unknown keys {sorted(unknown)}{_nearest(unknown, TOP_KEYS)}; allowed: "
+                              f"{sorted(TOP_KEYS)}", rec)
     steps_in = require(obj, "steps", file, rec, list)
-    unknown = set(obj) - TOP_KEYS
-    if unknown:
-        raise DataError(file, f"unknown keys {sorted(unknown)}; allowed: {sorted(TOP_KEYS)}", rec)
     steps = []
     for i, s in enumerate(steps_in):
         fname = f"steps[{i}]"
@@ -98,7 +107,8 @@ def _parse_record(obj: dict, root: Path, file: Path, record: str, check_images: 
             raise DataError(file, "step must be a JSON object", rec, fname)
         bad = set(s) - STEP_KEYS
         if bad:
-            raise DataError(file, f"unknown step keys {sorted(bad)}; allowed: {sorted(STEP_KEYS)}", rec, fname)
+            raise DataError(file, f"unknown step keys {sorted(bad)}{_nearest(bad, STEP_KEYS)}; allowed: "
+                                  f"{sorted(STEP_KEYS)}", rec, fname)
         shot = s.get("screenshot")
         shot = (resolve_image(root, shot, file, rec, f"{fname}.screenshot", check_images, image_roots)
                 if shot is not None else None)
