@@ -185,5 +185,6 @@ def test_the_cli_reads_a_loaders_options_and_shows_each_action_with_its_screen(t
     out = capsys.readouterr().out
     assert rc == 0 and "Save the file as report.txt." in out and '"report.txt"' in out
     assert "Step 2: pyautogui.typewrite('report.txt')" in out
+    assert "- Agent's submitted answer: (none)" in out  # OSWorld's pyautogui actions submit no answer
     assert f"step 2: {(run / 'step_1_20250101@120000.png').resolve()}  (before type)" in out
     assert f"step 4: {(run / 'step_3_20250101@120002.png').resolve()}  (final frame)" in out
