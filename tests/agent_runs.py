@@ -53,6 +53,28 @@ def osworld_run(root: Path, domain: str, example_id: str, actions: list, model: 
     return d
 
 
+def osworld_runtime_log(run: Path, example_id: str, instruction: str, replies: list[str]) -> Path:
+    """runtime.log as OSWorld's lib_run_single.py `setup_logger` opens it (fxsc03/OSWorld-main-nex
+    cfe2c9ba11f8: a bare logging.FileHandler on `{example_result_dir}/runtime.log` for the logger
+    `desktopenv.example.{id}`, no formatter), filled as the agent it is handed logs each prediction (the
+    `Instruction:` and `Model Output:` blocks of OSReward's committed kimi-sample logs)."""
+    import logging
+
+    log = logging.getLogger(f"desktopenv.example.{example_id}")
+    log.setLevel(logging.DEBUG)
+    handler = logging.FileHandler(run / "runtime.log")
+    log.addHandler(handler)
+    try:
+        log.info("=" * 26 + " %s " + "=" * 35, example_id)
+        for reply in replies:
+            log.info("Instruction: \n%s", instruction)
+            log.info("Model Output: \n%s", reply)
+    finally:
+        log.removeHandler(handler)
+        handler.close()
+    return run / "runtime.log"
+
+
 def zerogui_run(save_dir: Path, example_id: str, replies: list[tuple[str, list[str]]], config: dict,
                 result: str = "1.0", seed: int = 0) -> Path:
     """One task folder as OpenGVLab/ZeroGUI (d3d7be2b) vllm_agent_engine.py `run_single_task` writes it:

@@ -64,6 +64,22 @@ def test_clawgui_rl_episode_every_field(tmp_path):
     assert FORMATS["clawgui"].screens == "before"
 
 
+def test_the_verifier_prompt_holds_the_answer_tool_call_and_each_screen(tmp_path, capsys):
+    """`prompt` (what `score` sends the verifier) on a ClawGUI-RL episode root: the `answer` tool call's
+    text is the submitted answer, the typed text is key text, and each action is shown with its own
+    screenshot (ClawGUI stores the screen the action was taken on)."""
+    from adaptrubric_local.cli import main
+
+    ep = _rl_episode(tmp_path / "episode", "Contacts/Find Bob", "8f1c", CALLS, _evaluated(1.0, "ok"))
+    rc = main(["prompt", str(tmp_path / "episode"), "--id", "8f1c", "--router", "rules", "--no-fine"])
+    out = capsys.readouterr().out
+    assert rc == 0 and f"TASK: {GOAL}" in out
+    assert "- Agent's submitted answer: \"+1 555 0100\"" in out and "- Key text entered by agent: \"Bob\"" in out
+    assert "Step 3: click(coordinate=[500, 300])\n" in out
+    shots = [line.split(": ", 1)[1].split("  (")[0] for line in out.splitlines() if line.startswith("  step ")]
+    assert shots == [str(ep / "images" / f"step_{i:04d}.png") for i in range(4)]
+
+
 def test_clawgui_rl_run_moved_to_another_folder_is_rerooted(tmp_path):
     old = tmp_path / "old_disk" / "episode"
     _rl_episode(old, "Find Bob", "e1", CALLS, _evaluated(0.0, "wrong number"))

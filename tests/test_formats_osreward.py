@@ -1,7 +1,7 @@
 """The OSReward loaders (formats/osreward.py, formats/osreward_androidworld.py) on output laid out as
 OS-Copilot/OSReward's judge reads it (eval_pipeline/run_judge.py, eval_pipeline/README.md "Trace format") and
 as its benchmarking samples are committed (benchmarking_analysis/data/raw/...): trace JSON in per-trace
-folders, Parquet shards, the AndroidWorld JSONL and runtime.log instructions."""
+folders, Parquet shards and the AndroidWorld JSONL."""
 import io
 import json
 from pathlib import Path
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from adaptrubric_local import detect_format, load_trajectories
-from adaptrubric_local.formats import FORMATS, osreward
+from adaptrubric_local.formats import FORMATS
 
 from conftest import make_png
 
@@ -138,19 +138,6 @@ def test_parquet_length_mismatch_is_that_rows_error(tmp_path, monkeypatch):
     assert [t.id for t in res.trajectories] == ["p2"]
     (err,) = res.errors
     assert (err.record_id, err.field, err.problem) == ("p1", "screenshots", "2 screenshots for 1 steps")
-
-
-def test_instruction_from_runtime_log(tmp_path):
-    """The committed kimi-sample's runtime.log (benchmarking_analysis/data/raw/osworld/kimi-sample)."""
-    (tmp_path / "runtime.log").write_text(
-        "========================== xst-tmp0123 ===================================\n"
-        "Instruction: \nCan you enable the 'Do Not Track' feature in Chrome to enhance my online privacy?\n"
-        "Model Output: \n{'role': 'assistant'}\nInstruction: \nCan you enable the 'Do Not Track' feature...\n")
-    assert osreward.instruction_from_runtime_log(tmp_path) == (
-        "Can you enable the 'Do Not Track' feature in Chrome to enhance my online privacy?")
-    (tmp_path / "runtime.log").write_text("Instruction: Open the file.\n")
-    assert osreward.instruction_from_runtime_log(tmp_path) == "Open the file."
-    assert osreward.instruction_from_runtime_log(tmp_path / "none") is None
 
 
 # ---------------------------------------------------------------- AndroidWorld JSONL (aw-sample)

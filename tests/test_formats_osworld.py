@@ -4,11 +4,12 @@ actions re-paired, a timed-out run, OpenCUA's file names, a Windows Agent Arena 
 from pathlib import Path
 
 import pytest
-from agent_runs import osworld_checkout, osworld_run
+from agent_runs import osworld_checkout, osworld_run, osworld_runtime_log
 
 from adaptrubric_local.context import select_context
 from adaptrubric_local.evidence import compile_evidence
 from adaptrubric_local.formats import FORMATS, detect_format, load_trajectories, osworld
+from adaptrubric_local.formats.runtime_log import instruction_from_runtime_log
 from adaptrubric_local.formats.screens import FINAL_SCREEN
 
 ID = "bb5e4c0d-f964-439c-97b6-bdb9747de3f4"
@@ -158,3 +159,34 @@ def test_a_copied_run_without_its_checkout(tmp_path):
     assert (t.instruction, t.platform, t.label, t.steps[0].thought) == (
         "Add the soundtrack to my cart.", "windows", None, "The search box is at the top.")
     assert load_trajectories(run).trajectories[0].platform == "ubuntu"  # nothing below the folder given says so
+
+
+def test_the_instruction_from_runtime_log_of_a_run_without_its_checkout(tmp_path):
+    """OSReward's committed OSWorld samples (raw/osworld/kimi-sample/{domain}/{id}/): traj.jsonl, the
+    screenshots and runtime.log, no task JSON and no instruction in the rows: the runtime.log the run's
+    logger wrote gives it (the first block; the agent logs it again with every prediction)."""
+    root = tmp_path / "raw" / "osworld" / "kimi-sample"
+    run = osworld_run(root, "chrome", ID, actions=["pyautogui.click(1, 2)", "DONE"], result=None)
+    osworld_runtime_log(run, ID, ASK + "\nKeep my other settings.", ["{'role': 'assistant'}", "DONE"])
+    assert detect_format(tmp_path / "raw" / "osworld") == "osworld"
+    res = load_trajectories(tmp_path / "raw" / "osworld")
+    assert not res.errors
+    (t,) = res.trajectories
+    assert (t.instruction, t.platform, t.label, t.task_id) == (ASK + "\nKeep my other settings.", "ubuntu", None, ID)
+    assert [s.action_type for s in t.steps] == ["tap", "done", "observe"]
+    # a checkout that does not hold the task: the log still gives it; one that does wins over the log
+    osworld_checkout(tmp_path, "os", "another-task", "Something else.")
+    assert load_trajectories(tmp_path / "raw").trajectories[0].instruction.startswith(ASK)
+    osworld_checkout(tmp_path, "chrome", ID, "From the task JSON.")
+    assert load_trajectories(tmp_path / "raw").trajectories[0].instruction == "From the task JSON."
+
+
+def test_runtime_log_forms(tmp_path):
+    assert instruction_from_runtime_log(tmp_path) is None  # no runtime.log
+    (tmp_path / "runtime.log").write_text("Instruction: Open the file.\nStep 1: click\n")
+    assert instruction_from_runtime_log(tmp_path) == "Open the file."
+    (tmp_path / "runtime.log").write_text("Reward: 0.00\nDone: False\n")
+    assert instruction_from_runtime_log(tmp_path) is None
+    osworld_run(tmp_path / "x", "chrome", ID, actions=["pyautogui.click(1, 2)"], result=None)
+    (err,) = load_trajectories(tmp_path / "x" / "results").errors
+    assert err.field == "instruction" and "no runtime.log holds an 'Instruction:' block" in err.problem

@@ -92,3 +92,19 @@ def test_errors_keep_the_folder_id(tmp_path):
     res = zerogui.load(tmp_path)
     assert sorted((e.record_id, e.field) for e in res.errors) == [(bad.name, "result.txt"),
                                                                  (none.name, "instruction")]
+
+
+def test_the_verifier_prompt_pairs_actions_with_their_screens_and_holds_the_answer(tmp_path, capsys):
+    """`prompt` (what `score` sends the verifier) on a ZeroGUI eval folder: the answer of
+    `finished(content='3')` is the submitted answer, and step k's screenshot is the screen action k was
+    taken on (ZeroGUI saves step_k after action k, so action 2 is shown with step_1.png)."""
+    from adaptrubric_local.cli import main
+
+    run = zerogui_run(tmp_path / "eval", "ex-3", REPLIES, OSWORLD_TASK)
+    rc = main(["prompt", str(tmp_path / "eval"), "--id", run.name, "--router", "rules", "--no-fine"])
+    out = capsys.readouterr().out
+    assert rc == 0 and f"TASK: {ASK}" in out
+    assert "- Agent's submitted answer: \"3\"" in out
+    assert "Step 2: type(content='=ROWS(A:A)\\n')\nStep 3: finished(content='3')\n" in out
+    shots = [line.split(": ", 1)[1].split("  (")[0] for line in out.splitlines() if line.startswith("  step ")]
+    assert shots == [str((run / f"step_{k}.png").resolve()) for k in range(4)]

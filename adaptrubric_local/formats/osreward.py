@@ -20,9 +20,8 @@ draws the action's click point on it, `image_to_data_url` about L238-286; the ex
 the screen they act on). Typed text and an answer are read from `type(...)`/`answer(...)` actions (their `text` or
 `content`). Not read: `agent`, `coordinate` marks, `frame_semantics`, `human_alignment`/`human_efficiency`.
 
-Also here, for OSReward's OSWorld-style samples (`benchmarking_analysis/data/raw/osworld/kimi-sample`, read by
-`benchmarking_analysis/benchmark_analysis/adapters.py` `_instr_from_runtime` at b083948):
-`instruction_from_runtime_log(folder)`, the instruction of a run whose traj.jsonl does not carry it.
+OSReward's OSWorld-style samples (`benchmarking_analysis/data/raw/osworld/kimi-sample`) are read by the
+OSWorld loader (their instruction from `runtime.log`: `runtime_log.py`).
 """
 from __future__ import annotations
 
@@ -44,17 +43,6 @@ SHAPE = "trace JSON or Parquet (OSReward)"
 LOOKED_FOR = "trace JSON files (objects with trace_id and trajectory) or OSReward Parquet shards anywhere below"
 PARQUET_COLUMNS = ("trace_id", "task_id", "platform", "instruction", "trajectory", "human_label", "screenshots")
 Roots = Iterable[str | os.PathLike]
-
-
-def instruction_from_runtime_log(folder: str | os.PathLike) -> str | None:
-    """The instruction in a run folder's `runtime.log` (the block after `Instruction:` up to `Model Output:`,
-    else the rest of the `Instruction:` line), as OSReward's adapters read it; None without one."""
-    path = Path(folder) / "runtime.log"
-    if not path.is_file():
-        return None
-    text = path.read_text(encoding="utf-8", errors="replace")
-    m = re.search(r"Instruction:\s*\n(.*?)\nModel Output:", text, flags=re.S) or re.search(r"Instruction:\s*(.+)", text)
-    return (m.group(1).strip() or None) if m else None
 
 
 def is_trace(obj: Any) -> bool:

@@ -21,15 +21,17 @@ first action) and keeps the last screen as a final step. `response` is the thoug
 `thought`/`reasoning`/`content`, else its JSON), `natural_language_action` is put before the code in
 the action text. The instruction is read from the task JSON of the checkout the results folder lies in
 (walking up to the folder holding `evaluation_examples/examples`; `examples=DIR` points elsewhere;
-a task found under another domain folder is found by its id); with no checkout, rows that carry an
-`instruction` (some agents write one, e.g. `run_single_example_human`) give it, and the platform is
+a task found under another domain folder is found by its id); with no checkout (or none holding the
+task), rows that carry an `instruction` (some agents write one, e.g. `run_single_example_human`) give it,
+else the `Instruction:` block of the run's `runtime.log` (`runtime_log.py`: how OSWorld's `setup_logger`
+and the agent write it; OSReward's committed OSWorld samples are such folders), and the platform is
 `windows` when the folder names below the data folder (or its own name) say Windows. Otherwise the
 platform is `platform=` when given, else the task JSON's `platform`/`os`, else `windows` when the
 examples folder or the task's domain path names Windows or the task's config uses `C:\\` paths, else
 `ubuntu` (OSWorld's default VM).
 Label: `result.txt` > 0.5 is 1, else 0; a run ending in an `{"Error": ...}` row with no `result.txt`
 gets label None (it never reached the evaluator: not a failed task) and a warning naming the error.
-Not read: `recording.mp4`, `runtime.log`, `info`, `reward`, accessibility trees.
+Not read: `recording.mp4`, the rest of `runtime.log`, `info`, `reward`, accessibility trees.
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ from typing import Any
 from ..types import Trajectory
 from .actions_text import code_step
 from .base import DataError, LoadResult, check_nonempty, iter_json_lines, load_json, resolve_image, tag
+from .runtime_log import instruction_from_runtime_log
 from .screens import after_to_before
 
 SCREENS = "after"
@@ -113,16 +116,19 @@ class _Run:
         self.warnings: list[str] = []
 
     def task(self, rows: list[dict]) -> tuple[str, str]:
-        """(instruction, platform) from the task JSON (or, without a checkout, from rows that carry it)."""
+        """(instruction, platform) from the task JSON, else from rows that carry it or from runtime.log."""
         examples = Path(self.opts["examples"]) if self.opts.get("examples") else find_examples(self.folder)
         in_rows = next((r["instruction"] for r in rows if isinstance(r.get("instruction"), str)), None)
-        if examples is None and in_rows is not None:
-            return in_rows, self.opts.get("platform") or self.path_platform()
+        found = task_file(examples, self.folder.parent.name, self.folder.name) if examples is not None else None
+        if found is None:
+            instruction = in_rows or instruction_from_runtime_log(self.folder)
+            if instruction is not None:
+                return instruction, self.opts.get("platform") or self.path_platform()
         if examples is None:
             raise DataError(self.file, "no instruction: OSWorld keeps it in evaluation_examples/examples/{domain}/"
                             f"{self.folder.name}.json of the checkout, and none was found above {self.folder} "
-                            "(point to one with examples=DIR)", self.rec, "instruction")
-        found = task_file(examples, self.folder.parent.name, self.folder.name)
+                            "(point to one with examples=DIR); no row carries one and no runtime.log holds "
+                            "an 'Instruction:' block", self.rec, "instruction")
         if found is None:
             raise DataError(self.file, f"no task JSON {self.folder.name}.json under {examples}", self.rec,
                             "instruction")
