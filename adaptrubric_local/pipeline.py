@@ -42,7 +42,7 @@ class PipelineConfig:
 
     router: str = field(default="model", metadata={"common": "method",
         "help": "model: the paper's router prompt (H.2), one call per distinct instruction; rules: keyword rules, no "
-                "model call, less accurate",
+                "model call, less accurate (accuracy: docs/benchmarks.md)",
         "choices": ["model", "rules"]})
     coarse: bool = field(default=True, metadata={
         "help": "include the family rubric (Rc) and meta rule in the verifier prompt (--no-coarse: the ablation)"})

@@ -104,7 +104,7 @@ def test_no_help_text_carries_a_measured_figure(capsys, monkeypatch):
         assert not figures, (command.prog, figures)
     with pytest.raises(SystemExit):
         main(["route", "--help"])
-    assert "rules: keyword rules, no model call, less accurate (docs/benchmarks.md has their measured accuracy)" in (
+    assert "rules: keyword rules, no model call, less accurate (accuracy: docs/benchmarks.md)" in (
         capsys.readouterr().out)
 
 

@@ -33,11 +33,11 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
     from ..formats import FORMATS
 
     common(p.add_argument("--format", default="auto",
-                          help=f"input format: auto or {', '.join(FORMATS)}; options after commas: "
-                               "osworld,examples=DIR (default auto)"), "data")
+                          help=f"input format: auto or {', '.join(FORMATS)}, a loader's options after commas "
+                               "(docs/data.md) (default auto)"), "data")
     common(p.add_argument("--image-root", action="append", default=[], metavar="DIR",
-                          help="a folder screenshots may also live in (repeatable); the data folder is always "
-                               "allowed. Needed when records hold absolute paths outside the data folder"), "data")
+                          help="another folder screenshots may live in, for absolute paths outside the data "
+                               "folder (repeatable)"), "data")
 
 
 def add_labels_options(p: argparse.ArgumentParser) -> None:
