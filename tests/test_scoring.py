@@ -36,7 +36,7 @@ def test_read_last_lines(tmp_path):
     p.write_text('{"id": "a"}\n\n{"no_id": 1}\n')
     with pytest.raises(ValueError) as ei:
         scoring.read_last_lines(p)
-    assert str(ei.value) == f"{p}: line 3 is not a verdict line; cannot resume into it"
+    assert str(ei.value) == f"{p}: line 3 is not a verdict line (a JSON object with an 'id')"
     p.write_text('[1]\n')
     with pytest.raises(ValueError, match="line 1 is not"):
         scoring.read_last_lines(p)
