@@ -61,7 +61,8 @@ def test_figures_by_hand():
 
 
 def test_figures_edge_cases():
-    assert _fig["auroc"]([0.3, 0.6], [1, 1]) is None and _fig["auprc"]([0.3], [0]) is None and _fig["ece"]([], []) is None
+    assert _fig["auroc"]([0.3, 0.6], [1, 1]) is None and _fig["auprc"]([0.3], [0]) is None
+    assert _fig["ece"]([], []) is None
     assert _fig["auroc"]([0.2, 0.8], [0, 1]) == 1.0 and _fig["auroc"]([0.5, 0.5], [0, 1]) == 0.5
     assert [r["lo"] * 15 for r in _fig["reliability"]([0.0, 1.0], [0, 1])] == [0, 14]  # 1.0: the last bin
     with pytest.raises(ValueError, match="outside"):
@@ -142,7 +143,8 @@ def test_temperature_scaling_lowers_held_out_ece():
     # measured: 0.1487 -> 0.0289; 0.02 is about the sampling floor of ECE on 3,000 verdicts
     assert before > 0.13 and after < 0.04 and before - after > 0.1
     assert _fig["brier"](calibrated, test_y) < _fig["brier"](test_p, test_y)
-    assert _fig["auroc"](calibrated, test_y) == pytest.approx(_fig["auroc"](test_p, test_y))  # increasing map: same ranking
+    # an increasing map: the same ranking
+    assert _fig["auroc"](calibrated, test_y) == pytest.approx(_fig["auroc"](test_p, test_y))
     platt = C.fit(dev_p, dev_y, "platt")
     assert _fig["ece"]([platt.apply(p) for p in test_p], test_y) < 0.04 and abs(platt.b) < 0.3
 

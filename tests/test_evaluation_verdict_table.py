@@ -54,7 +54,8 @@ def test_eval_figures_by_hand(tmp_path):
     assert set(m["per_platform"]) == {"android", "web"} and m["per_platform"]["android"]["confusion"]["fp"] == 1
     assert (web["n"], web["prec"], web["rec"], web["f1"], web["fpr"]) == (2, None, 0.0, None, 0.0)
     p = m["probability"]["p_success"]
-    assert list(m["probability"]) == ["p_success"] and (p["n"], p["positives"], p["auroc"], p["auprc"]) == (2, 1, 1.0, 1.0)
+    assert list(m["probability"]) == ["p_success"]
+    assert (p["n"], p["positives"], p["auroc"], p["auprc"]) == (2, 1, 1.0, 1.0)
     assert p["brier"] == pytest.approx((0.1 ** 2 + 0.6 ** 2) / 2) and p["ece"] == pytest.approx(0.35)
     assert p["without_probability"] == 1 and p["statuses"] == {"ok": 2}  # c: labelled, no probability
     assert [(r["lo"] * 15, r["n"]) for r in p["reliability"]] == [(pytest.approx(9), 1), (pytest.approx(13), 1)]
@@ -77,7 +78,7 @@ def test_a_small_and_a_large_file_go_through_the_same_code(tmp_path, monkeypatch
     """No size switch: a 10-line and a 100,000-line verdict file are read into the table, and every figure
     computed from it, by the same functions, once each; only the review page's cards are a sample."""
     calls = []
-    for module, name in ((verdict_table, "read"), (harness, "by_platform"), (harness, "summaries"),
+    for module, name in ((verdict_table, "read"), (harness, "by_platform"), (harness, "probabilities"),
                          (harness, "costs")):
         real = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k))
@@ -89,7 +90,7 @@ def test_a_small_and_a_large_file_go_through_the_same_code(tmp_path, monkeypatch
                                       "p_success": (i % 10) / 10}) + "\n" for i in range(n))
         calls.clear()
         m = run_eval(path, tmp_path / f"e{n}", review=True, review_cards=20)
-        assert calls == ["read", "by_platform", "summaries", "costs"] and m["overall"]["n"] == n
+        assert calls == ["read", "by_platform", "probabilities", "costs"] and m["overall"]["n"] == n
         pages[n] = m.get("review_cards")
     assert pages == {10: None, 100_000: {"shown": 20, "of": 100_000, "sample_seed": 42}}
     assert not hasattr(harness, "more_lines") and not hasattr(harness.sample, "more_lines")

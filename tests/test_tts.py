@@ -55,7 +55,7 @@ def _scored(i, task, label, score=1, status="ok", p=None):
 def test_pool_percentages_with_several_mixed_tasks():
     tasks = {"f": [_scored("f1", "f", 0), _scored("f2", "f", 0)], "p": [_scored("p1", "p", 1), _scored("p2", "p", 1)],
              "m1": [_scored("a", "m1", 0), _scored("b", "m1", 1)], "m2": [_scored("c", "m2", 1), _scored("d", "m2", 0)]}
-    out = tts.pool(tasks, 2)
+    out = tts.over_tasks(tasks.values(), 2)["pool"]
     assert (out["all_fail"], out["all_pass"], out["mixed"]) == (1, 1, 2)
     assert (out["all_fail_pct"], out["all_pass_pct"], out["mixed_pct"]) == (25.0, 25.0, 50.0)
 

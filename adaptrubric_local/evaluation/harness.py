@@ -24,8 +24,7 @@ from . import report, verdict_table
 from . import review_sample as sample
 from . import tts as test_time_scaling
 from .coverage import Coverage
-from .metrics import by_platform, costs
-from .probability import summaries
+from .metrics import by_platform, costs, probabilities
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -71,7 +70,7 @@ def _metrics(t: verdict_table.Table, verdicts_path: Path, data, labels: dict | N
     t.rows.pop("key", None)
     t.table.release()
     m = by_platform(t.rows, t.table.platforms)
-    m["probability"] = summaries(t.rows)
+    m["probability"] = probabilities(t.rows)
     m["coverage"] = t.coverage.to_dict()
     m["run"] = run_meta(verdicts_path, t.table.models, t.table.banks, data=str(data) if data else None,
                         labels=t.labels.record() if t.labels else labels)

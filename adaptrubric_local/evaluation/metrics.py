@@ -18,7 +18,10 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..types import Verdict
-from .verdict_table import ERROR, MISSING, OK, UNPARSED, Rows, of_verdicts
+from . import probability
+from .verdict_table import ERROR, MISSING, OK, STATUSES, UNPARSED, Rows, of_verdicts
+
+PROB_FIELDS = {"p_success": "p_success", "p_success_calibrated": "p_calibrated"}  # field -> table column
 
 
 def _pct(num: float, den: float) -> float | None:
@@ -109,6 +112,24 @@ def costs(rows: Rows, run_summary: dict | None = None) -> dict:
     if run_summary and run_summary.get("s_per_traj") is not None:
         out["s_per_traj"] = run_summary["s_per_traj"]
         out["minutes"] = out["s_per_traj"] * n / 60
+    return out
+
+
+def probabilities(rows: Rows) -> dict:
+    """field -> `figures` over the labelled rows the file holds (missing rows left out) whose field is set,
+    with how many labelled rows lacked it and the statuses of those counted; a field no row has is left out."""
+    labelled = (rows["status"] != MISSING) & (rows["label"] >= 0)
+    out = {}
+    for name, column in PROB_FIELDS.items():
+        have = labelled & ~np.isnan(rows[column])
+        if not have.any():
+            continue
+        s = probability.figures(rows[column][have], rows["label"][have])
+        status = rows["status"][have]
+        s.update(field=name, without_probability=int(labelled.sum() - have.sum()),
+                 statuses={STATUSES[k]: int((status == k).sum()) for k in sorted(set(status.tolist()))})
+        s["statuses"] = dict(sorted(s["statuses"].items()))
+        out[name] = s
     return out
 
 

@@ -1,9 +1,8 @@
 """How good a verifier's probability is: ranking (AUROC, AUPRC) and calibration (Brier score,
 expected calibration error over 15 equal-width bins, the reliability table behind the diagram).
 
-Works on arrays of probabilities and labels, in memory of a few arrays their size; `summaries` takes
-them from the labelled rows of a verdict table (verdict_table.py) that carry a probability
-(`p_success`, or `p_success_calibrated`) and counts the labelled ones that carry none.
+Works on arrays of probabilities and 0/1 labels, in memory of a few arrays their size
+(metrics.probabilities takes them from a verdict table).
 Definitions:
 - AUROC: the probability that a random positive gets a higher score than a random negative, ties
   counting one half (Mann-Whitney U / (P * N)); None without both classes.
@@ -18,10 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .verdict_table import MISSING, STATUSES, Rows
-
 ECE_BINS = 15
-PROB_FIELDS = {"p_success": "p_success", "p_success_calibrated": "p_calibrated"}  # field -> table column
 
 
 def figures(p: np.ndarray, y: np.ndarray, bins: int = ECE_BINS) -> dict:
@@ -61,20 +57,3 @@ def figures(p: np.ndarray, y: np.ndarray, bins: int = ECE_BINS) -> dict:
     return {"n": n, "positives": pos, "auroc": auroc, "auprc": auprc, "brier": brier, "ece": ece, "ece_bins": bins,
             "reliability": [{**r, "lo": float(r["lo"]), "hi": float(r["hi"])} for r in rel]}
 
-
-def summaries(rows: Rows) -> dict:
-    """field -> `figures` over the labelled rows the file holds (missing rows left out) whose field is set,
-    with how many labelled rows lacked it and the statuses of those counted; a field no row has is left out."""
-    labelled = (rows["status"] != MISSING) & (rows["label"] >= 0)
-    out = {}
-    for name, column in PROB_FIELDS.items():
-        have = labelled & ~np.isnan(rows[column])
-        if not have.any():
-            continue
-        s = figures(rows[column][have], rows["label"][have])
-        status = rows["status"][have]
-        s.update(field=name, without_probability=int(labelled.sum() - have.sum()),
-                 statuses={STATUSES[k]: int((status == k).sum()) for k in sorted(set(status.tolist()))})
-        s["statuses"] = dict(sorted(s["statuses"].items()))
-        out[name] = s
-    return out
