@@ -15,11 +15,12 @@ folder holds beside its traces): its `trace_id` and `label` are read, its other 
 notes and are not (`androidgen_line`). A file may
 name an id twice: the later line wins (appending a correction works, as in verdict files).
 
-`apply_labels` is the step every command that reads labels takes (eval, tts, calibrate, review,
-distill collect, labels merge): files in order, a later file wins per id; a 0/1 label overrides or
-fills the data's label; an unsure line gives no label and leaves the trajectory's label as it was;
-an id that is not in the data is an error naming it. It changes the loaded trajectories' labels
-in place and returns what it did, with each file's sha256, for run records. `reviewed` reads back
+`apply_labels` puts them on loaded trajectories (review, `eval --model`, distill): files in order, a
+later file wins per id; a 0/1 label overrides or fills the data's label; an unsure line gives no label
+and leaves the trajectory's label as it was; an id that is not in the data is an error naming it. It
+changes the loaded trajectories' labels in place and returns what it did (`AppliedLabels`), with each
+file's sha256, for run records. The same rules put them on a verdict table (evaluation/verdict_table.py:
+eval, tts, calibrate) and on a stream of the data (labelled_stream.py: labels merge). `reviewed` reads back
 the lines of the files such a record names (label, note, time): what a person decided, which the
 labelling orders put last and the review page shows on its cards, unlike the labels that come with
 the data.

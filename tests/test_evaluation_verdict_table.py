@@ -10,6 +10,7 @@ from stream_support import labelled_case, truth
 from adaptrubric_local.cli import main
 from adaptrubric_local.evaluation import harness, metrics, verdict_table
 from adaptrubric_local.evaluation.harness import run_eval
+from adaptrubric_local.formats.ids import digest
 from adaptrubric_local.labels import LabelsError
 
 from conftest import canonical_record, write_jsonl
@@ -180,3 +181,25 @@ def test_a_verdict_file_that_is_not_one(tmp_path):
         verdict_table.read(path)
     with pytest.raises(FileNotFoundError):
         verdict_table.read(tmp_path / "none.jsonl")
+
+
+def test_tts_groups_the_table_by_the_data_s_task_by_hand(tmp_path):
+    """The task of a row is the data's task_id, else its instruction; the platform stays the platform."""
+    recs = [canonical_record(tmp_path, "a", 2, label=1, platform="android", task_id="T1"),
+            canonical_record(tmp_path, "b", 2, label=0, platform="web", task_id="T1"),
+            canonical_record(tmp_path, "c", 2, label=0, platform="web", instruction="Open the app."),
+            canonical_record(tmp_path, "d", 2, label=1, platform="web", instruction="Open the app.")]
+    data = write_jsonl(tmp_path / "d.jsonl", recs)
+    vfile = write_jsonl(tmp_path / "v.jsonl", [
+        {"id": "a", "status": "ok", "score": 1}, {"id": "b", "status": "ok", "score": 0, "task_id": "T9"},
+        {"id": "c", "status": "ok", "score": 0}, {"id": "d", "status": "unparsed"}])
+    res = harness.run_tts(vfile, tmp_path / "t", data, seed=None)  # candidates in id order: [a, b], [c, d]
+    assert res["earlystop"] == {1: 50.0, 2: 100.0}  # T1: a; T2: c, then d (no predicted success: the last)
+    assert res["bestofn"] == {1: 50.0, 2: 50.0} and res["oracle"] == {1: 50.0, 2: 100.0}  # T2's best: c (0)
+    assert res["random"] == {1: 50.0, 2: 50.0}
+    assert (res["pool"]["tasks"], res["pool"]["mixed"], res["pool"]["scored"], res["pool"]["unparsed"]) == (2, 2, 3, 1)
+    assert res["classification"]["n"] == 4 and res["classification"]["unparsed"] == 1
+    t = verdict_table.read(vfile, data)
+    codes = [t.table.tasks[digest(k)] for k in ("T1", "T1", "instruction: Open the app.", "instruction: Open the app.")]
+    assert t.rows["task"].tolist() == codes  # the data's, not the verdict line's T9
+    assert [t.table.platforms[p] for p in ("android", "web", "web", "web")] == t.rows["platform"].tolist()

@@ -145,7 +145,3 @@ def unlabelled(v: Verdict) -> Verdict:
     was scored with is not used (it may be one a labels file has replaced since)."""
     return replace(v, label=None)
 
-
-def covered(verdicts: list[Verdict]) -> list[Verdict]:
-    """The verdicts the file holds (missing stand-ins left out): what costs and probabilities are read from."""
-    return [v for v in verdicts if v.status != MISSING]
