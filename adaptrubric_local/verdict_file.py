@@ -193,7 +193,7 @@ class FileState:
     ids: IdSet = field(default_factory=lambda: IdSet.of(()))
     errors: dict = field(default_factory=dict)  # id -> counted() of its last line, an error
     tally: Tally = field(default_factory=Tally)
-    lines: int = 0
+    lines: int = 0  # ids with a line (their last)
 
     def __bool__(self) -> bool:
         return self.lines > 0
@@ -205,38 +205,13 @@ class FileState:
     @classmethod
     def scan(cls, path: Path) -> FileState:
         """Read `path` (a torn last line cut off first); an empty state when there is no such file."""
-        path = Path(path)
-        if not path.is_file():
-            return cls()
-        repair_torn_tail(path)
         ids, state = IdBuilder(), cls()
-        for _, i, d in iter_lines(path):
-            ids.add(i)
+        for d in iter_last_lines(Path(path)):
+            ids.add(str(d["id"]))
             c = counted(d)
             state.tally.add(c)
             state.lines += 1
             if c["status"] == "error":
-                state.errors[i] = c
+                state.errors[str(d["id"])] = c
         state.ids = ids.freeze()
-        if len(state.ids) < state.lines:  # ids with several lines (retried errors): count their last line only
-            state._recount(path)
         return state
-
-    def _recount(self, path: Path) -> None:
-        lines: dict[str, list[dict]] = {}
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                i = leading_id(line)
-                if i is None or self.ids.is_repeated(i):
-                    d = json.loads(line) if line.strip() else None
-                    if d is not None and self.ids.is_repeated(str(d["id"])):
-                        lines.setdefault(str(d["id"]), []).append(counted(d))
-        for i, cs in lines.items():
-            for c in cs:
-                self.tally.remove(c)
-            self.tally.add(cs[-1])
-            if cs[-1]["status"] == "error":
-                self.errors[i] = cs[-1]
-            else:
-                self.errors.pop(i, None)
-

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+from dataclasses import replace
 from itertools import chain
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,8 +21,8 @@ from ..cascade.scorer import CascadeVerdict
 from ..formats.stream import as_stream, stream_trajectories
 from ..types import Verdict
 from ..verdict_file import iter_lines
-from .coverage import Coverage, align
-from .verdict_table import last_lines
+from .coverage import MISSING, Coverage
+from .verdict_table import last_lines, task_of
 
 REVIEW_CARDS = 2000  # cards on the review page of `eval` at most (a sample of a larger run)
 SEED = 42
@@ -70,8 +71,21 @@ def sampled(path: Path, data, cards: int, coverage: Coverage, seed: int = SEED, 
     for t in trajs:
         if (labels or {}).get(t.id) is not None:
             t.label = labels[t.id]
-    verdicts, _ = align(verdicts, trajs, coverage.subset, allow_extra=True, unreadable=coverage.not_loaded)
-    return verdicts, SimpleNamespace(trajectories=trajs)
+    return _as_evaluated(verdicts, trajs, coverage), SimpleNamespace(trajectories=trajs)
+
+
+def _as_evaluated(verdicts: list[Verdict], trajs: list, coverage: Coverage) -> list[Verdict]:
+    """The verdicts as the table evaluated them (verdict_table.align decided which): stale and extra ones
+    out, the data's label, platform and task on the others (none for a record that did not load), a
+    `missing` one for each trajectory without a verdict when the subset is the data's."""
+    by_id, gone = {t.id: t for t in trajs}, {*coverage.extra, *coverage.stale_errors}
+    out = [replace(v, label=t.label, platform=t.platform, task_id=task_of(t)) if (t := by_id.get(str(v.id)))
+           else replace(v, label=None) for v in verdicts if str(v.id) not in gone]
+    if coverage.subset == "data":
+        have = {str(v.id) for v in out}
+        out += [Verdict(id=t.id, status=MISSING, label=t.label, platform=t.platform, task_id=task_of(t),
+                        error="no verdict for this trajectory in the verdict file") for t in trajs if t.id not in have]
+    return out
 
 
 def note(shown: int, of: int, cards: int, seed: int = SEED) -> str:
