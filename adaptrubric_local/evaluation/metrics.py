@@ -92,16 +92,17 @@ def costs(rows: Rows, run_summary: dict | None = None) -> dict:
     from the scoring run's summary when available. The figures are over the trajectories the verifier
     answered (ok or unparsed; missing rows are not the file's); error lines are counted apart (`errors`,
     `error_calls`)."""
-    status, tokens, calls, own = rows["status"], rows["cost_tokens"], rows["cost_calls"], rows["own_tokens"]
+    status, tokens, calls = rows["status"], rows["cost_tokens"], rows["cost_calls"]
+    verifier_tokens = rows["verifier_tokens"]
     in_file = status != MISSING
     full = (tokens != 0) | (calls != 0)  # the verdict's own cost fields, else its call's tokens and one call
-    own_call = (own > 0) | (status != ERROR)
+    called = (verifier_tokens > 0) | (status != ERROR)  # a verifier call was made
     answered, errors = in_file & (status != ERROR), in_file & (status == ERROR)
     n = int(answered.sum())
 
     def spent(which):
-        t = float(tokens.sum(where=which & full)) + float(own.sum(where=which & ~full, dtype=np.float64))
-        return t, float(calls.sum(where=which & full)) + float((which & ~full & own_call).sum())
+        t = float(tokens.sum(where=which & full)) + float(verifier_tokens.sum(where=which & ~full, dtype=np.float64))
+        return t, float(calls.sum(where=which & full)) + float((which & ~full & called).sum())
 
     (t, c), (_, error_calls) = spent(answered), spent(errors)
     out = {"trajectories": n, "tokens": t, "calls": c, "tokens_per_traj": t / max(1, n),

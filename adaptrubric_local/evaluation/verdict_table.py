@@ -35,7 +35,7 @@ OK, UNPARSED, ERROR, MISSING = range(len(STATUSES))
 NO_TASK = 0  # the task code of a row without a task
 Rows = dict[str, np.ndarray]  # column name -> one value a row ("key": the id digests)
 FIELDS = {"status": "b", "score": "b", "label": "b", "platform": "i", "task": "i", "p_success": "d",
-          "p_calibrated": "d", "cost_tokens": "d", "cost_calls": "d", "own_tokens": "i", "images": "i",
+          "p_calibrated": "d", "cost_tokens": "d", "cost_calls": "d", "verifier_tokens": "i", "images": "i",
           "hit_cap": "b", "hit_context": "b"}  # column -> array typecode
 
 
@@ -81,7 +81,7 @@ class VerdictTable:
             c[name].append(float(v) if v is not None else np.nan)
         c["cost_tokens"].append(float(get("cost_tokens") or 0))
         c["cost_calls"].append(float(get("cost_calls") or 0))
-        c["own_tokens"].append(int(get("prompt_tokens") or 0) + int(get("completion_tokens") or 0))
+        c["verifier_tokens"].append(int(get("prompt_tokens") or 0) + int(get("completion_tokens") or 0))
         c["images"].append(int(get("n_images") or 0))
         c["hit_cap"].append(bool(get("hit_cap")))
         c["hit_context"].append(bool(get("hit_context")))
