@@ -1,7 +1,7 @@
 """Reward-guided test-time scaling (paper §5.3, Appendix F): selecting one of N candidates per task.
 
-Candidates are grouped by `task_id` (the harness uses the instruction when the data has none) and
-sorted by id; each task is then shuffled with its own generator seeded with the fixed seed (42),
+Candidates are grouped by task (the data's task_id, or its instruction when it has none) and sorted by
+id; each task is then shuffled with its own generator seeded with the fixed seed (42),
 so a task's order is the same for every verifier and does not change when tasks are added or
 removed. For each budget N (a task with fewer candidates uses all of them):
 - EarlyStop@N: the first candidate predicted successful, else the last one scanned;
@@ -19,7 +19,7 @@ over Random are given. Success rates are percentages over tasks.
 
 The figures are tallied task by task in one pass (`Tally`), one task's candidates at a time, made from
 the rows of a verdict table (`table_curves`: about 60 bytes a candidate, whatever the size of the run)
-or from verdicts in memory (`curves`); the Random sums are exact (integers over each prefix length), so
+or from verdicts in memory (`curves`, the same table); the Random sums are exact (integers over each prefix length), so
 they do not depend on the order the tasks come in. A candidate is anything with the Verdict fields the
 protocols read (id, label, status, score, p_success, p_success_calibrated). Knows nothing about models
 or files.
@@ -36,21 +36,11 @@ import numpy as np
 
 from ..types import Verdict
 from . import metrics
-from .verdict_table import NO_TASK, STATUSES, Rows, Table, VerdictTable
+from .verdict_table import NO_TASK, STATUSES, Rows, Table, VerdictTable, of_verdicts
 
 SEED = 42
 PROTOCOLS = ("earlystop", "bestofn", "bestofn_soft", "random", "oracle")
 NO_TASKS = "no labelled verdicts with a task_id: test-time scaling needs candidates grouped by task"
-
-
-def groups(verdicts: list[Verdict], seed: int | None = SEED) -> dict[str, list[Verdict]]:
-    """task_id -> labelled candidates in the fixed per-task shuffled order (tasks in sorted order);
-    seed None keeps the candidates sorted by id."""
-    by_task: dict[str, list[Verdict]] = defaultdict(list)
-    for v in verdicts:
-        if v.task_id is not None and v.label in (0, 1):
-            by_task[str(v.task_id)].append(v)
-    return {task: shuffled(by_task[task], seed) for task in sorted(by_task)}
 
 
 def shuffled(cands: list, seed: int | None) -> list:
@@ -96,12 +86,11 @@ def oracle(cands: list[Verdict], n: int) -> int:
     return int(any(v.label == 1 for v in cands[:n]))
 
 
-def curves(verdicts: list[Verdict], max_n: int | None = None, seed: int | None = SEED) -> dict:
-    """SR@N for N = 1..max_n for every protocol, gains over Random, and the pool composition."""
-    tasks = groups(verdicts, seed)
-    if not tasks:
-        raise ValueError(NO_TASKS)
-    return over_tasks(tasks.values(), max_n or max(len(c) for c in tasks.values()))
+def curves(verdicts: Iterable[Verdict], max_n: int | None = None, seed: int | None = SEED) -> dict:
+    """SR@N for N = 1..max_n for every protocol, gains over Random, and the pool composition, of verdicts in
+    memory (their own labels and task ids)."""
+    rows, table = of_verdicts(verdicts, names=True)
+    return _curves(rows, table, max_n, seed)
 
 
 def over_tasks(tasks: Iterable[list], max_n: int) -> dict:
@@ -205,8 +194,8 @@ class Candidate:
 
 
 def task_lists(rows: Rows, table: VerdictTable, seed: int | None = SEED) -> tuple[int, Iterator[list[Candidate]]]:
-    """(the most candidates of a task, each task's labelled candidates in `groups`' order, one task at a
-    time) from the rows of a table read with `names`."""
+    """(the most candidates of a task, each task's labelled candidates in their `shuffled` order, one task
+    at a time) from the rows of a table with `names`."""
     keep = np.flatnonzero((rows["label"] >= 0) & (rows["task"] != NO_TASK))
     order = keep[np.argsort(rows["task"][keep], kind="stable")]
     codes = rows["task"][order]
@@ -227,12 +216,16 @@ def task_lists(rows: Rows, table: VerdictTable, seed: int | None = SEED) -> tupl
     return most, tasks()
 
 
-def table_curves(t: Table, max_n: int | None = None, seed: int | None = SEED) -> dict:
-    """tts.json's content less its run record, from a verdict table read with `names`."""
-    most, tasks = task_lists(t.rows, t.table, seed)
+def _curves(rows: Rows, table: VerdictTable, max_n: int | None, seed: int | None) -> dict:
+    most, tasks = task_lists(rows, table, seed)
     if not most:
         raise ValueError(NO_TASKS)
-    res = over_tasks(tasks, max_n or most)
+    return over_tasks(tasks, max_n or most)
+
+
+def table_curves(t: Table, max_n: int | None = None, seed: int | None = SEED) -> dict:
+    """tts.json's content less its run record, from a verdict table read with `names`."""
+    res = _curves(t.rows, t.table, max_n, seed)
     labelled = t.rows["label"] >= 0
     res["classification"] = metrics.classify({k: a[labelled] for k, a in t.rows.items()})
     res["coverage"] = t.coverage.to_dict()

@@ -136,9 +136,9 @@ def read_verdicts(path: Path, names: bool = False) -> tuple[Rows, VerdictTable]:
     return table.frozen(), table
 
 
-def of_verdicts(verdicts: Iterable) -> tuple[Rows, VerdictTable]:
+def of_verdicts(verdicts: Iterable, names: bool = False) -> tuple[Rows, VerdictTable]:
     """The table of verdicts in memory (Verdict objects, with their own labels, platforms and tasks)."""
-    table = VerdictTable()
+    table = VerdictTable(names)
     for v in verdicts:
         table.add(v.to_dict())
     return table.frozen(), table
