@@ -18,7 +18,7 @@ Unparsed and error verdicts, and candidates of the data set without a verdict ("
 over Random are given. Success rates are percentages over tasks.
 
 The figures are tallied task by task in one pass (`Tally`), one task's candidates at a time, made from
-the rows of a verdict table (`table_curves`: about 60 bytes a candidate, whatever the size of the run)
+the rows of a verdict table (`table_curves`: some 80 bytes a candidate, whatever the size of the run)
 or from verdicts in memory (`curves`, the same table); the Random sums are exact (integers over each prefix length), so
 they do not depend on the order the tasks come in. A candidate is anything with the Verdict fields the
 protocols read (id, label, status, score, p_success, p_success_calibrated). Knows nothing about models

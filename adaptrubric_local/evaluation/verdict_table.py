@@ -1,6 +1,6 @@
 """The verdict table: the one input of every figure of `eval`, `tts`, `calibrate`, `review` and the
 cascade's report. One row per verdict in numpy columns (status, score, label, platform and task codes,
-the two probabilities, costs: about 60 bytes a row and its 16-byte id digest, against kilobytes as
+the two probabilities, costs: 53 bytes a row and its 16-byte id digest, against kilobytes as
 Verdict and Trajectory objects), whatever the size of the file:
 
 - `read` takes the verdict file's last line per id (verdict_file.iter_last_lines, one line at a time),
