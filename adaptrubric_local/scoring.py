@@ -29,7 +29,6 @@ from .schema import json_lines
 from .stopping import Stopped, stop_reason
 from .types import Trajectory, Verdict
 from .verdict_file import FileState, Tally
-from .verdict_file import repair_torn_tail as _repair
 
 
 class Scorer(Protocol):
@@ -40,11 +39,6 @@ class Scorer(Protocol):
 
     def summary(self) -> dict:
         """At least `route_unparsed` and `cue_unparsed` so far; `engine` and `runtime` when known."""
-
-
-def repair_torn_tail(path: Path) -> None:
-    """Cut a torn last line (killed mid-write) off the file (reading only its end)."""
-    _repair(Path(path))
 
 
 def error_id(e) -> str:

@@ -14,6 +14,7 @@ from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
 from adaptrubric_local.run_settings import vars_of
 from adaptrubric_local.scoring import score_file
 from adaptrubric_local.synth import synthesize
+from adaptrubric_local.verdict_file import repair_torn_tail
 
 
 def test_torn_tail_is_cut_at_the_last_newline(tmp_path):
@@ -24,7 +25,7 @@ def test_torn_tail_is_cut_at_the_last_newline(tmp_path):
                           (b"", b""),
                           (b'{"id": "a"}\n' + b"x" * 200_000, b'{"id": "a"}\n')]:  # a torn line longer than a block
         p.write_bytes(before)
-        scoring.repair_torn_tail(p)
+        repair_torn_tail(p)
         assert p.read_bytes() == after, before[:40]
 
 
