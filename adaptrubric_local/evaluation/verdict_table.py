@@ -1,5 +1,5 @@
-"""The verdict table: the one input of every figure of `eval`, `tts`, `calibrate`, `review` and the
-cascade's report. One row per verdict in numpy columns (status, score, label, platform and task codes,
+"""The verdict table: the one input of every figure of `eval`, `tts`, `calibrate` and `review` (the
+review page's too). One row per verdict in numpy columns (status, score, label, platform and task codes,
 the two probabilities, costs: 53 bytes a row and its 16-byte id digest, against kilobytes as
 Verdict and Trajectory objects), whatever the size of the file:
 
