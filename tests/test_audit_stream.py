@@ -10,12 +10,22 @@ from test_audit import audit_with, data_set, gullible
 
 from adaptrubric_local.audit import perturbations as P
 from adaptrubric_local.audit import report as RP
+from adaptrubric_local.audit import tally as T
 from adaptrubric_local.evaluation import harness
 from adaptrubric_local.formats import load_trajectories
 from adaptrubric_local.types import Step, Trajectory
 
 WHOLE = ("adaptrubric_local.formats.load_trajectories", "adaptrubric_local.audit.run.load_trajectories",
          "adaptrubric_local.evaluation.harness.load_verdicts")
+
+
+def _measure(p, cfs, original, counter, engine_options):
+    """One perturbation's row from lists of trajectories and verdicts, the pairs counted one by one."""
+    counts = T.PairCounts()
+    for c in cfs:
+        o, v = original.get(P.split_id(c.id)[0]), counter.get(c.id)
+        counts.add(None if o is None else T.compact(o), None if v is None else T.compact(v), c.id)
+    return RP.row_of(p, len(cfs), counts, engine_options)
 
 
 def _refuse(*a, **kw):
@@ -34,7 +44,7 @@ def test_the_audit_streams_its_data_and_counts_its_verdicts_line_by_line(tmp_pat
     for p in P.get():
         vs = main if p.engine_options is None else {
             str(v.id): v for v in harness.load_verdicts(tmp_path / "a" / f"verdicts.{p.name}.jsonl")}
-        row = RP.measure(p, cfs[p.name], main, vs, audit["perturbations"][p.name]["engine_options"])
+        row = _measure(p, cfs[p.name], main, vs, audit["perturbations"][p.name]["engine_options"])
         assert audit["perturbations"][p.name] == row, p.name
     assert audit["perturbations"]["claim-success"]["flip_ids"]["0->1"] == \
         [f"{t.id}~claim-success" for t in trajs if t.label == 0]  # in data order

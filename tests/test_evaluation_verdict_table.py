@@ -199,7 +199,7 @@ def test_tts_groups_the_table_by_the_data_s_task_by_hand(tmp_path):
     assert res["random"] == {1: 50.0, 2: 50.0}
     assert (res["pool"]["tasks"], res["pool"]["mixed"], res["pool"]["scored"], res["pool"]["unparsed"]) == (2, 2, 3, 1)
     assert res["classification"]["n"] == 4 and res["classification"]["unparsed"] == 1
-    t = verdict_table.read(vfile, data)
+    t = verdict_table.read(vfile, data, candidates=True)
     codes = [t.table.tasks[digest(k)] for k in ("T1", "T1", "instruction: Open the app.", "instruction: Open the app.")]
     assert t.rows["task"].tolist() == codes  # the data's, not the verdict line's T9
     assert [t.table.platforms[p] for p in ("android", "web", "web", "web")] == t.rows["platform"].tolist()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..types import Trajectory, Verdict
 from . import perturbations as P
 from . import tally as T
 from . import verdict as V
@@ -27,17 +26,6 @@ from .verdict import wilson
 def rate(k: int, n: int) -> dict:
     """{k, n, rate, ci95} (rate and interval None when n is 0)."""
     return {"k": k, "n": n, "rate": k / n if n else None, "ci95": wilson(k, n)}
-
-
-def measure(p: P.Perturbation, cfs: list[Trajectory], original: dict[str, Verdict],
-            counter: dict[str, Verdict], engine_options: dict | None = None) -> dict:
-    """One perturbation's row of the audit (see the module docstring) from lists; `engine_options`: what
-    a setting perturbation scored with."""
-    counts = T.PairCounts()
-    for c in cfs:
-        o, v = original.get(P.split_id(c.id)[0]), counter.get(c.id)
-        counts.add(None if o is None else T.compact(o), None if v is None else T.compact(v), c.id)
-    return row_of(p, len(cfs), counts, engine_options)
 
 
 def row_of(p: P.Perturbation, applied: int, c: T.PairCounts, engine_options: dict | None = None) -> dict:

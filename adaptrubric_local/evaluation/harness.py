@@ -227,7 +227,7 @@ def run_tts(verdicts_path: str | Path, out: str | Path, data: str | Path | None 
     """Test-time-scaling curves, pool composition, report and figure over the data set's candidates (one without
     a verdict is `missing`), `labels_files` put on its labels; returns tts.json."""
     verdicts_path = Path(verdicts_path)
-    t = verdict_table.read(verdicts_path, data, subset, allow_extra, fmt, image_roots, labels_files, names=True,
+    t = verdict_table.read(verdicts_path, data, subset, allow_extra, fmt, image_roots, labels_files, candidates=True,
                            log=log)
     res = test_time_scaling.table_curves(t, max_n, seed)
     res["run"] = run_meta(verdicts_path, t.table.models, t.table.banks, data=str(data) if data else None, seed=seed,

@@ -89,7 +89,7 @@ def oracle(cands: list[Verdict], n: int) -> int:
 def curves(verdicts: Iterable[Verdict], max_n: int | None = None, seed: int | None = SEED) -> dict:
     """SR@N for N = 1..max_n for every protocol, gains over Random, and the pool composition, of verdicts in
     memory (their own labels and task ids)."""
-    rows, table = of_verdicts(verdicts, names=True)
+    rows, table = of_verdicts(verdicts, candidates=True)
     return _curves(rows, table, max_n, seed)
 
 
@@ -195,7 +195,7 @@ class Candidate:
 
 def task_lists(rows: Rows, table: VerdictTable, seed: int | None = SEED) -> tuple[int, Iterator[list[Candidate]]]:
     """(the most candidates of a task, each task's labelled candidates in their `shuffled` order, one task
-    at a time) from the rows of a table with `names`."""
+    at a time) from the rows of a table with `candidates`."""
     keep = np.flatnonzero((rows["label"] >= 0) & (rows["task"] != NO_TASK))
     order = keep[np.argsort(rows["task"][keep], kind="stable")]
     codes = rows["task"][order]
@@ -224,7 +224,7 @@ def _curves(rows: Rows, table: VerdictTable, max_n: int | None, seed: int | None
 
 
 def table_curves(t: Table, max_n: int | None = None, seed: int | None = SEED) -> dict:
-    """tts.json's content less its run record, from a verdict table read with `names`."""
+    """tts.json's content less its run record, from a verdict table read with `candidates`."""
     res = _curves(t.rows, t.table, max_n, seed)
     labelled = t.rows["label"] >= 0
     res["classification"] = metrics.classify({k: a[labelled] for k, a in t.rows.items()})

@@ -1,6 +1,6 @@
 """The verdict table: the one input of every figure of `eval`, `tts`, `calibrate` and `review` (the
-review page's too). One row per verdict in numpy columns (status, score, label, platform and task codes,
-the two probabilities, costs: 53 bytes a row and its 16-byte id digest, against kilobytes as
+review page's too). One row per verdict in numpy columns (status, score, label, platform code,
+the two probabilities, costs: 49 bytes a row and its 16-byte id digest, against kilobytes as
 Verdict and Trajectory objects), whatever the size of the file:
 
 - `read` takes the verdict file's last line per id (verdict_file.iter_last_lines, one line at a time),
@@ -34,7 +34,7 @@ STATUSES = ("ok", "unparsed", "error", "missing")
 OK, UNPARSED, ERROR, MISSING = range(len(STATUSES))
 NO_TASK = 0  # the task code of a row without a task
 Rows = dict[str, np.ndarray]  # column name -> one value a row ("key": the id digests)
-FIELDS = {"status": "b", "score": "b", "label": "b", "platform": "i", "task": "i", "p_success": "d",
+FIELDS = {"status": "b", "score": "b", "label": "b", "platform": "i", "p_success": "d",
           "p_calibrated": "d", "cost_tokens": "d", "cost_calls": "d", "verifier_tokens": "i", "images": "i",
           "hit_cap": "b", "hit_context": "b"}  # column -> array typecode
 
@@ -46,13 +46,14 @@ def task_of(t) -> str:
 
 class VerdictTable:
     """The columns being built (`add`), and what they are coded against: platform names, task digests,
-    models and bank hashes; with `names`, each row's id as UTF-8 bytes (`name`: `tts` sorts by id)."""
+    models and bank hashes; with `candidates`, what `tts` reads beside them: each row's task code and id
+    as UTF-8 bytes (`name`: `tts` sorts by id)."""
 
-    def __init__(self, names: bool = False):
+    def __init__(self, candidates: bool = False):
         self.columns = {k: array(t) for k, t in FIELDS.items()}
-        if names:
-            self.columns.update(name_at=array("q"), name_size=array("i"))
-        self.names = bytearray() if names else None
+        if candidates:
+            self.columns.update(task=array("i"), name_at=array("q"), name_size=array("i"))
+        self.names = bytearray() if candidates else None
         self.ids = IdBuilder()
         self.platforms: dict[str | None, int] = {}
         self.tasks: dict[bytes | None, int] = {None: NO_TASK}
@@ -75,7 +76,6 @@ class VerdictTable:
         c["score"].append(get("score") if get("score") in (0, 1) else -1)
         c["label"].append(get("label") if get("label") in (0, 1) else -1)
         c["platform"].append(self.platform_code(get("platform")))
-        c["task"].append(self.task_code(None if get("task_id") is None else str(line["task_id"])))
         for name in ("p_success", "p_calibrated"):
             v = get("p_success_calibrated" if name == "p_calibrated" else name)
             c[name].append(float(v) if v is not None else np.nan)
@@ -86,6 +86,7 @@ class VerdictTable:
         c["hit_cap"].append(bool(get("hit_cap")))
         c["hit_context"].append(bool(get("hit_context")))
         if self.names is not None:
+            c["task"].append(self.task_code(None if get("task_id") is None else str(line["task_id"])))
             at, size = self.put_name(i)
             c["name_at"].append(at)
             c["name_size"].append(size)
@@ -128,17 +129,17 @@ def last_lines(path: Path) -> Iterator[dict]:
         yield line
 
 
-def read_verdicts(path: Path, names: bool = False) -> tuple[Rows, VerdictTable]:
+def read_verdicts(path: Path, candidates: bool = False) -> tuple[Rows, VerdictTable]:
     """The verdict file's last line per id as a table, in the order the ids first appear."""
-    table = VerdictTable(names)
+    table = VerdictTable(candidates)
     for line in last_lines(path):
         table.add(line)
     return table.frozen(), table
 
 
-def of_verdicts(verdicts: Iterable, names: bool = False) -> tuple[Rows, VerdictTable]:
+def of_verdicts(verdicts: Iterable, candidates: bool = False) -> tuple[Rows, VerdictTable]:
     """The table of verdicts in memory (Verdict objects, with their own labels, platforms and tasks)."""
-    table = VerdictTable(names)
+    table = VerdictTable(candidates)
     for v in verdicts:
         table.add(v.to_dict())
     return table.frozen(), table
@@ -175,7 +176,9 @@ def read_data(stream, table: VerdictTable) -> DataSide:
 
     have = table.sorted_keys
     n = len(have)
-    side = DataSide(have, np.zeros(n, bool), np.full(n, -1, "int8"), np.zeros(n, "int32"), np.zeros(n, "int32"))
+    tasks = table.names is not None  # what tts reads
+    side = DataSide(have, np.zeros(n, bool), np.full(n, -1, "int8"), np.zeros(n, "int32"),
+                    np.zeros(n if tasks else 0, "int32"))
     bad, good_repeated = [], set()
     for _, x in stream.items():
         if isinstance(x, Exception):
@@ -189,11 +192,13 @@ def read_data(stream, table: VerdictTable) -> DataSide:
         if stream.repeated(x.id):  # a later record with this id is an error: not an unread trajectory
             good_repeated.add(x.id)
         label = x.label if x.label in (0, 1) else -1
-        platform, task = table.platform_code(x.platform), table.task_code(task_of(x))
+        platform, task = table.platform_code(x.platform), table.task_code(task_of(x)) if tasks else NO_TASK
         k = key(x.id)
         j = int(np.searchsorted(have, k)) if n else 0
         if j < n and have[j] == k:
-            side.found[j], side.label[j], side.platform[j], side.task[j] = True, label, platform, task
+            side.found[j], side.label[j], side.platform[j] = True, label, platform
+            if tasks:
+                side.task[j] = task
         else:
             side.missing.append(x.id)
             side.missing_labels.append(label)
@@ -288,7 +293,7 @@ def align(path: Path, rows: Rows, side: DataSide | None, table: VerdictTable, su
         rows = _take(rows, known)
     from_data, at = in_data[known], at[known]
     rows["label"] = np.where(from_data, side.label[at], -1).astype("int8")
-    for name in ("platform", "task"):
+    for name in ("platform", "task") if "task" in rows else ("platform",):
         rows[name] = np.where(from_data, getattr(side, name)[at], rows[name]).astype("int32")
     m = len(side.missing)
     if subset == "data" and m:
@@ -319,7 +324,7 @@ class Table:
 
 
 def read(verdicts_path: str | Path, data=None, subset: str = "data", allow_extra: bool = False, fmt: str = "auto",
-         image_roots=(), labels=(), loaded=None, names: bool = False,
+         image_roots=(), labels=(), loaded=None, candidates: bool = False,
          log: Callable[[str], None] | None = None) -> Table:
     """The verdict file's table over the data set `data` (streamed; `loaded`: the data set already
     loaded, its labels as the caller made them), the `labels` files put on the data's labels (read
@@ -331,7 +336,7 @@ def read(verdicts_path: str | Path, data=None, subset: str = "data", allow_extra
         raise ValueError("--labels needs DATA: a labels file labels the trajectories of a data set")
     files = [read_labels(p) for p in labels]
     path = Path(verdicts_path)
-    rows, table = read_verdicts(path, names)
+    rows, table = read_verdicts(path, candidates)
     if data is None and loaded is None:
         rows, cov = align(path, rows, None, table, subset, allow_extra)
         return Table(rows, table, cov)
