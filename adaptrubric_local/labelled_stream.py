@@ -1,13 +1,12 @@
-"""A data set read as a stream with labels files applied to each trajectory as it passes: the streamed
-counterpart of loading the data whole and calling `labels.apply_labels` (cli/common.py's `load_labelled`),
-for the commands whose memory must not grow with the data (`tts`, `labels merge`).
+"""A data set read as a stream with labels files applied to each trajectory as it passes (`labels merge`),
+or a loaded data set labelled in place the same way (`apply_labels`: cli/common.py's `load_labelled`).
 
 The labels files are read whole (an id and a label a line: what must be kept). The data's ids come from
 the stream's first pass (formats/stream.py: 16 bytes a record), so an id of a labels file that the data
-does not hold is `apply_labels`'s error, raised before any trajectory is parsed. Each trajectory's label
-is replaced as it is handed out (a later file wins; an unsure line leaves the data's label); the counts
-(`applied`: filled, overridden, unsure, ids of records that did not load) equal `apply_labels`' once the
-stream has been read through. The folder formats, which cannot stream, are loaded whole and handed out
+does not hold is an error raised before any trajectory is parsed. Each trajectory's label is replaced as
+it is handed out (a later file wins; an unsure line leaves the data's label); the counts (`applied`:
+filled, overridden, unsure, ids of records that did not load) are complete once the stream has been read
+through. The folder formats, which cannot stream, are loaded whole and handed out
 the same way (`stream_trajectories`). Knows nothing about verdicts, metrics or commands.
 """
 from __future__ import annotations
@@ -16,7 +15,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from .formats.base import DataError
+from .formats.base import DataError, LoadResult
 from .formats.stream import Item, LoadedStream, TrajectoryStream, stream_trajectories
 from .labels import AppliedLabels, check_ids, merged_labels, not_loaded_warning, read_labels
 from .types import Trajectory
@@ -27,10 +26,11 @@ class LabelledStream:
     `bad`, `first_bad` and `records` once read through."""
 
     def __init__(self, data: str | Path, files: Iterable[str | Path] = (), fmt: str = "auto",
-                 check_images: bool = False, image_roots: Iterable[str | os.PathLike] = ()):
+                 check_images: bool = False, image_roots: Iterable[str | os.PathLike] = (),
+                 stream: TrajectoryStream | LoadedStream | None = None):
         self.data = data
-        self.stream: TrajectoryStream | LoadedStream = stream_trajectories(data, fmt=fmt, check_images=check_images,
-                                                                           image_roots=image_roots)
+        self.stream = stream if stream is not None else \
+            stream_trajectories(data, fmt=fmt, check_images=check_images, image_roots=image_roots)
         self.files = [read_labels(p) for p in files]
         self.merged = merged_labels(self.files)
         check_ids(self.files, self.stream.ids.__contains__, str(data))
@@ -69,7 +69,7 @@ class LabelledStream:
             yield position, x
 
     def applied(self) -> AppliedLabels:
-        """What the labels files did to the trajectories read so far (`apply_labels`' counts, in its order)."""
+        """What the labels files did to the trajectories read so far, in the merged files' order."""
         out = AppliedLabels(files=[f.provenance for f in self.files])
         for i, label in self.merged.items():
             if i not in self.before:
@@ -83,3 +83,13 @@ class LabelledStream:
         if not self.bad:
             return None
         return not_loaded_warning(self.bad, self.records, self.first_bad, self.data)
+
+
+def apply_labels(loaded: LoadResult, paths: Iterable[str | Path], data_name: str = "the data") -> AppliedLabels:
+    """Put the labels of `paths` (in order; a later file wins per id) on `loaded.trajectories`, in place;
+    returns what was done. An id in a file that the data does not hold is a LabelsError naming the file,
+    line and id."""
+    src = LabelledStream(data_name, paths, stream=LoadedStream(loaded))
+    for _ in src.items():
+        pass
+    return src.applied()

@@ -17,17 +17,18 @@ name an id twice: the later line wins (appending a correction works, as in verdi
 judge's `database.json` (one JSON object keyed by episode folder, `complete` true/false) is read as labels
 too (`androidgen_database`), so `--labels` points at one kept anywhere.
 
-`apply_labels` is the step every command that reads labels takes (eval, tts, calibrate, review,
-distill collect, labels merge): files in order, a later file wins per id; a 0/1 label overrides or
-fills the data's label; an unsure line gives no label and leaves the trajectory's label as it was;
-an id that is not in the data is an error naming it. It changes the loaded trajectories' labels
-in place and returns what it did, with each file's sha256, for run records. `reviewed` reads back
+The rules by which they are put on a data set's labels: files in order, a later file wins per id
+(`merged_labels`); a 0/1 label overrides or fills the data's label; an unsure line gives no label and
+leaves the trajectory's label as it was; an id that is not in the data is an error naming it
+(`check_ids`); what was done is counted (`AppliedLabels`, with each file's sha256, for run records).
+They are put on trajectories as the data streams or once it is loaded (labelled_stream.py: labels merge,
+review, `eval --model`, distill) and on a verdict table (evaluation/verdict_table.py: eval, tts,
+calibrate). `reviewed` reads back
 the lines of the files such a record names (label, note, time): what a person decided, which the
 labelling orders put last and the review page shows on its cards, unlike the labels that come with
 the data.
 
-Knows nothing about formats, verdicts or commands: it takes any object with `trajectories` (and
-`errors` whose `record_id` names bad records).
+Knows nothing about formats, verdicts or commands.
 """
 from __future__ import annotations
 
@@ -300,27 +301,6 @@ def unknown_ids(f: LabelsFile, unknown: list[str], data_name: str = "the data") 
         if len(unknown) > 1 else ""
     return LabelsError(f"{f.path}: line {f.lines[first]}: id {first!r} is not in {data_name}{more}; "
                        "a labels file labels trajectories of the data set it is used with")
-
-
-def apply_labels(loaded: Any, paths: Iterable[str | Path], data_name: str = "the data") -> AppliedLabels:
-    """Put the labels of `paths` (in order; a later file wins per id) on `loaded.trajectories`.
-    An id in a file that the data does not hold is a LabelsError naming the file, line and id."""
-    files = [read_labels(p) for p in paths]
-    applied = AppliedLabels(files=[f.provenance for f in files])
-    if not files:
-        return applied
-    by_id = {t.id: t for t in loaded.trajectories}
-    bad = {e.record_id for e in getattr(loaded, "errors", []) if getattr(e, "record_id", None)}
-    check_ids(files, lambda i: i in by_id or i in bad, data_name)
-    for i, label in merged_labels(files).items():
-        t = by_id.get(i)
-        if t is None:
-            applied.not_loaded.append(i)
-            continue
-        applied.count(t.label, label)
-        if label is not None:
-            t.label = label
-    return applied
 
 
 def check_ids(files: list[LabelsFile], in_data, data_name: str = "the data") -> None:

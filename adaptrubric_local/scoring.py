@@ -28,8 +28,7 @@ from .run_settings import IN_PROCESS, check_fresh, check_resume, file_meta, side
 from .schema import json_lines
 from .stopping import Stopped, stop_reason
 from .types import Trajectory, Verdict
-from .verdict_file import FileState, Tally, iter_lines
-from .verdict_file import repair_torn_tail as _repair
+from .verdict_file import FileState, Tally
 
 
 class Scorer(Protocol):
@@ -40,72 +39,6 @@ class Scorer(Protocol):
 
     def summary(self) -> dict:
         """At least `route_unparsed` and `cue_unparsed` so far; `engine` and `runtime` when known."""
-
-
-def repair_torn_tail(path: Path) -> None:
-    """Cut a torn last line (killed mid-write) off the file (reading only its end)."""
-    _repair(Path(path))
-
-
-def read_last_lines(path: Path) -> dict[str, dict]:
-    """id -> the last verdict line (as a dict) for that id; a torn last line is cut off first. Holds
-    the whole file: `verdict_file.FileState` is what a resume reads, `verdict_file.iter_last_lines`
-    gives the same lines one at a time."""
-    path = Path(path)
-    if not path.is_file():
-        return {}
-    _repair(path)
-    return {i: d for _, i, d in iter_lines(path)}
-
-
-def read_done_ids(path: Path, retry_errors: bool = False) -> set[str]:
-    """Ids already in a verdict file (with `retry_errors`, not those whose last line is an error)."""
-    state = FileState.scan(Path(path))
-    return {i for _, i, _ in iter_lines(Path(path)) if state.done(i, retry_errors)} if state else set()
-
-
-def last_per_id(verdicts: list[Verdict]) -> list[Verdict]:
-    """One verdict per id, the last one written, in the order ids first appear."""
-    last: dict[str, Verdict] = {}
-    for v in verdicts:
-        last[str(v.id)] = v
-    return list(last.values())
-
-
-def summarize(verdicts: Iterable[Verdict], unparsed_calls: dict, seconds: float) -> dict:
-    """The run summary printed at the end and written beside the verdicts (verdict_file.Tally's counts).
-    Calls and tokens per trajectory are the verdicts' own costs (router and cue calls shared out), so
-    `eval` on the same file gives the same figures. The per-trajectory figures are over the
-    trajectories the verifier answered (ok or unparsed): error lines are counted apart (`errors`,
-    `error_calls`), so a data set with bad records does not make scoring look cheaper than it is."""
-    tally = Tally()
-    for v in verdicts:
-        tally.add(v)
-    return tally.summary(unparsed_calls, seconds)
-
-
-def _counted(d: dict) -> Verdict:
-    """The fields of a verdict line that the summary counts (a file's raw texts are not kept)."""
-    return Verdict(id=d.get("id"), status=d.get("status", "ok"), score=d.get("score"), hit_cap=bool(d.get("hit_cap")),
-                   hit_context=bool(d.get("hit_context")), cost_calls=d.get("cost_calls") or 0.0,
-                   cost_tokens=d.get("cost_tokens") or 0.0)
-
-
-def file_summary(before: dict[str, dict], verdicts: list[Verdict], run: dict, previous: dict | None = None) -> dict:
-    """The summary of everything the verdict file holds after this run: its last line per id, from the
-    lines it held before (`before`, id -> line) and this run's `verdicts`, with `run` (this run's own
-    `summarize`) under `this_run`. Seconds add up over the runs whose summary was written (`previous`:
-    the summary the file had before this run), so `s_per_traj` is the time per answered verdict (not
-    error lines) those runs took."""
-    last = {i: _counted(d) for i, d in before.items()}
-    last.update((str(v.id), v) for v in verdicts)
-    prev = previous or {}
-    seconds = run["seconds"] + prev.get("seconds", 0.0)
-    timed = run["timed_trajectories"] + prev.get("timed_trajectories", 0)
-    whole = summarize(list(last.values()), {k: run[f"{k}_unparsed"] + prev.get(f"{k}_unparsed", 0)
-                                            for k in ("route", "cue")}, seconds)
-    whole.update(s_per_traj=seconds / max(1, timed), seconds=seconds, timed_trajectories=timed, this_run=run)
-    return whole
 
 
 def error_id(e) -> str:
@@ -240,7 +173,10 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
 
 
 def _whole(whole: Tally, run: dict, previous: dict | None) -> dict:
-    """The file's summary from its running counts, with `run` under `this_run` (see `file_summary`)."""
+    """The summary of everything the verdict file holds after this run, from its running counts (its last
+    line per id), with `run` (this run's own) under `this_run`. Seconds add up over the runs whose summary
+    was written (`previous`: the summary the file had before this run), so `s_per_traj` is the time per
+    answered verdict (not error lines) those runs took."""
     prev = previous or {}
     seconds = run["seconds"] + prev.get("seconds", 0.0)
     timed = run["timed_trajectories"] + prev.get("timed_trajectories", 0)
@@ -326,9 +262,9 @@ def calibrate_file(src: str | Path, dest: str | Path, calibration: str | Path) -
     config sidecar with the calibration's provenance; returns the number of lines written."""
     import os
 
-    from .evaluation import calibration as C
+    from .evaluation import calibration as calibrations
 
-    cal, prov = C.load(calibration)
+    cal, prov = calibrations.load(calibration)
     src, dest = Path(src), Path(dest)
     tmp = dest.with_name(dest.name + ".tmp")
     n = 0
@@ -343,7 +279,7 @@ def calibrate_file(src: str | Path, dest: str | Path, calibration: str | Path) -
     os.replace(tmp, dest)
     cfg = sidecar(src, "config")
     meta = json.loads(cfg.read_text()) if cfg.is_file() else {}
-    sidecar(dest, "config").write_text(json.dumps({**meta, **C.provenance(prov)}, indent=2) + "\n")
+    sidecar(dest, "config").write_text(json.dumps({**meta, **calibrations.provenance(prov)}, indent=2) + "\n")
     if sidecar(src, "summary").is_file() and src != dest:
         sidecar(dest, "summary").write_text(sidecar(src, "summary").read_text())
     return n

@@ -1,8 +1,8 @@
 """What a verdict file holds, read in memory that does not grow with its lines: the ids it answers (a
 compact digest set, formats/ids.py), the last line of each id whose last line is an error (the lines a
 resume retries; few), and the running counts of its summary (`Tally`, over the last line per id); and
-the last line per id one at a time (`iter_last_lines`), for counts kept elsewhere. A torn last line (a
-writer killed mid-line) is cut off first, reading only the file's end.
+the last line per id one at a time (`iter_last_lines`: every reader of verdict files goes through it).
+A torn last line (a writer killed mid-line) is cut off first, reading only the file's end.
 
 `Tally` is the one place the summary's counts are made: `score`'s summary, a resume's and a shard
 merge's come from it, so they agree to the last bit (sums are kept exact, independent of order).
@@ -81,7 +81,7 @@ class Tally:
         self.add(v, sign=-1)
 
     def summary(self, unparsed_calls: dict, seconds: float) -> dict:
-        """The counts as `scoring.summarize` writes them."""
+        """The counts of a summary sidecar (`scoring.score_with` writes them)."""
         answered = self.n - self.by_status.get("error", 0)
         denom = max(1, answered)
         return {
@@ -127,7 +127,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str, dict]]:
                 d = json.loads(line)
                 yield n, str(d["id"]), d
             except (json.JSONDecodeError, KeyError, TypeError):
-                raise ValueError(f"{path}: line {n} is not a verdict line; cannot resume into it") from None
+                raise ValueError(f"{path}: line {n} is not a verdict line (a JSON object with an 'id')") from None
 
 
 def line_id(line: str, path: Path, n: int) -> str:
@@ -142,15 +142,18 @@ def line_id(line: str, path: Path, n: int) -> str:
         raise ValueError(f"{path}: line {n} is not a verdict line") from None
 
 
-def iter_last_lines(path: Path) -> Iterator[dict]:
-    """The last line (a dict) of each id, in the order the ids first appear, as `read_last_lines(path)
-    .values()` gives them, holding one line at a time: a first pass keeps the ids' digests, and when
-    some id has several lines (retried errors, a judge asked again) a second keeps where each of those
-    ids' last line starts; the last pass reads the lines. A torn last line is cut off first."""
+def iter_last_lines(path: Path, repair: bool = True) -> Iterator[dict]:
+    """The last line (a dict) of each id, in the order the ids first appear, holding one line at a time:
+    the one reader of "the last line per id" (a resumed run appends a retried id's new line). A first
+    pass keeps the ids' digests, and when some id has several lines (retried errors, a judge asked
+    again) a second keeps where each of those ids' last line starts; the last pass reads the lines.
+    With `repair`, a torn last line is cut off first (else it is an error naming the line); no file:
+    no lines."""
     path = Path(path)
     if not path.is_file():
         return
-    repair_torn_tail(path)
+    if repair:
+        repair_torn_tail(path)
     ids, n = IdBuilder(), 0
     for k, line in _numbered(path):
         ids.add(line_id(line, path, k))
@@ -218,7 +221,7 @@ class FileState:
     ids: IdSet = field(default_factory=lambda: IdSet.of(()))
     errors: dict = field(default_factory=dict)  # id -> counted() of its last line, an error
     tally: Tally = field(default_factory=Tally)
-    lines: int = 0
+    lines: int = 0  # ids with a line (their last)
 
     def __bool__(self) -> bool:
         return self.lines > 0
@@ -230,42 +233,13 @@ class FileState:
     @classmethod
     def scan(cls, path: Path) -> FileState:
         """Read `path` (a torn last line cut off first); an empty state when there is no such file."""
-        path = Path(path)
-        if not path.is_file():
-            return cls()
-        repair_torn_tail(path)
         ids, state = IdBuilder(), cls()
-        for _, i, d in iter_lines(path):
-            ids.add(i)
+        for d in iter_last_lines(Path(path)):
+            ids.add(str(d["id"]))
             c = counted(d)
             state.tally.add(c)
             state.lines += 1
             if c["status"] == "error":
-                state.errors[i] = c
+                state.errors[str(d["id"])] = c
         state.ids = ids.freeze()
-        if len(state.ids) < state.lines:  # ids with several lines (retried errors): count their last line only
-            state._recount(path)
         return state
-
-    def _recount(self, path: Path) -> None:
-        lines: dict[str, list[dict]] = {}
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                i = leading_id(line)
-                if i is None or self.ids.is_repeated(i):
-                    d = json.loads(line) if line.strip() else None
-                    if d is not None and self.ids.is_repeated(str(d["id"])):
-                        lines.setdefault(str(d["id"]), []).append(counted(d))
-        for i, cs in lines.items():
-            for c in cs:
-                self.tally.remove(c)
-            self.tally.add(cs[-1])
-            if cs[-1]["status"] == "error":
-                self.errors[i] = cs[-1]
-            else:
-                self.errors.pop(i, None)
-
-
-def previous_error(state: FileState | None, i: str) -> dict | None:
-    """The last line of id `i` when it is an error line, else None."""
-    return state.errors.get(i) if state else None

@@ -21,8 +21,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np
+
 from adaptrubric_local.evaluation import calibration as C
-from adaptrubric_local.evaluation import probability as P
+from adaptrubric_local.evaluation.probability import figures
+
+
+def ece(probs, labels) -> float:
+    """The expected calibration error of probabilities and their 0/1 labels (probability.py)."""
+    return figures(np.asarray(probs, dtype=float), np.asarray(labels))["ece"]
 
 
 def draw(n: int, seed: int, sharpen: float) -> tuple[list[float], list[int], list[float]]:
@@ -46,7 +53,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="20,50,100,200,500,1000")
     args = ap.parse_args()
     tp, ty, tq = draw(args.test, 10_000, args.sharpen)
-    print(f"held-out: {args.test} verdicts; ECE raw {P.ece(tp, ty):.4f}, perfect (true q) {P.ece(tq, ty):.4f}")
+    print(f"held-out: {args.test} verdicts; ECE raw {ece(tp, ty):.4f}, perfect (true q) {ece(tq, ty):.4f}")
     print(f"{'dev size':>8} | {'temperature: mean ECE':>22} | {'worst of ' + str(args.repeats):>12} | "
           f"{'platt: mean ECE':>16} | {'fitted T (mean)':>15}")
     for n in (int(x) for x in args.sizes.split(",")):
@@ -59,7 +66,7 @@ def main() -> int:
                     cal = C.fit(dp, dy, m)
                 except ValueError:
                     continue
-                res[m].append(P.ece([cal.apply(p) for p in tp], ty))
+                res[m].append(ece([cal.apply(p) for p in tp], ty))
                 if m == "temperature":
                     temps.append(cal.temperature)
         t, p = res["temperature"], res["platt"]

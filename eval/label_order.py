@@ -30,14 +30,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibration_data import draw
+from calibration_data import draw, ece
 
 from adaptrubric_local.evaluation import calibration as C
-from adaptrubric_local.evaluation import probability as P
 from adaptrubric_local.evaluation.review_order import arrange
 from adaptrubric_local.types import Verdict
 
 ERROR_ORDERS = ("uncertain", "disagree", "random", "fp-first")
+
 
 
 def pool(n: int, seed: int, sharpen: float) -> tuple[list[Verdict], dict[str, Verdict], dict[str, int]]:
@@ -64,9 +64,9 @@ def calibration_row(size: int, order: str, args, test) -> list[float]:
         try:
             cal = C.fit([v.p_success for v in chosen], [labels[v.id] for v in chosen], "temperature")
         except ValueError:  # one class only among the chosen: no fit possible, the raw ECE stands
-            out.append(P.ece(tp, ty))
+            out.append(ece(tp, ty))
             continue
-        out.append(P.ece([cal.apply(p) for p in tp], ty))
+        out.append(ece([cal.apply(p) for p in tp], ty))
     return out
 
 
@@ -95,7 +95,7 @@ def main(argv=None) -> int:
         args.pool, args.test, args.repeats = 400, 600, 3
     tp, ty, tq = draw(args.test, 10_000, args.sharpen)
     print(f"synthetic verifier 3x too sharp; pools of {args.pool} unlabelled verdicts, {args.repeats} draws; "
-          f"held-out ECE on {args.test}: raw {P.ece(tp, ty):.4f}, floor (true q) {P.ece(tq, ty):.4f}")
+          f"held-out ECE on {args.test}: raw {ece(tp, ty):.4f}, floor (true q) {ece(tq, ty):.4f}")
     result = {"calibration": {}, "errors": {}}
     print(f"\n{'labels':>6} | {'order':<9} | {'held-out ECE: mean':>18} | {'worst of ' + str(args.repeats):>11}")
     for size in (int(x) for x in args.sizes.split(",")):

@@ -18,7 +18,6 @@ from adaptrubric_local.cli import main
 from adaptrubric_local.cli.cascade import failed_lines
 from adaptrubric_local.formats import load_trajectories
 from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
-from adaptrubric_local.scoring import read_last_lines
 from adaptrubric_local.verdict_file import iter_last_lines
 
 from conftest import make_png, write_jsonl
@@ -102,12 +101,11 @@ def test_a_judge_slower_than_the_student_holds_it_back_so_the_waiting_trajectori
     assert max(alive) <= 4 + 2  # the judge's waiting trajectories and the student's batch, not the data
 
 
-def test_iter_last_lines_gives_what_read_last_lines_holds(tmp_path):
+def test_iter_last_lines_gives_the_last_line_of_each_id(tmp_path):
     p = tmp_path / "v.jsonl"
     lines = [{"id": "a", "n": 1}, {"id": 7, "n": 2}, {"id": "b", "n": 3}, {"n": 4, "id": "a"}, {"id": "c", "n": 5},
              {"id": "b", "n": 6}, {"id": "é", "n": 7}, {"id": "b", "n": 8}]
     p.write_text("\n".join(json.dumps(d, ensure_ascii=False) for d in lines) + "\n\n" + '{"id": "d", "n"')  # torn
-    assert list(iter_last_lines(p)) == list(read_last_lines(p).values())
     assert [d["n"] for d in iter_last_lines(p)] == [4, 2, 8, 5, 7]
     once = tmp_path / "once.jsonl"
     once.write_text("".join(json.dumps(d) + "\n" for d in lines[:3]))
@@ -115,6 +113,10 @@ def test_iter_last_lines_gives_what_read_last_lines_holds(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"id": "a"}\nnot json\n')
     with pytest.raises(ValueError, match="bad.jsonl: line 2"):
         list(iter_last_lines(tmp_path / "bad.jsonl"))
+
+
+def read_last_lines(path) -> dict:
+    return {str(d["id"]): d for d in iter_last_lines(path)}
 
 
 def _whole_file_summary(lines) -> dict:

@@ -282,7 +282,7 @@ def test_labels_merge_streams_the_copy_the_whole_data_would_give(case, tmp_path,
     record named on stderr and not copied; a copy that does not read back with the same ids and labels (here
     a writer that drops one label) is an error."""
     from adaptrubric_local.formats import canonical
-    from adaptrubric_local.labels import apply_labels
+    from adaptrubric_local.labelled_stream import apply_labels
 
     _root, data, _written, files, _vfile = case
     broken = write_jsonl(tmp_path / "broken.jsonl", [*data.read_text().splitlines(), '{"id": "nope", "steps": []}'])
@@ -337,7 +337,7 @@ def test_labels_merge_of_a_folder_format_loads_it_whole_and_writes_the_same_copy
     """A folder format cannot stream: it is loaded whole and handed out the same way, so the copy is what
     the labelled data writes and its label the labels file's."""
     from adaptrubric_local.formats import canonical
-    from adaptrubric_local.labels import apply_labels
+    from adaptrubric_local.labelled_stream import apply_labels
 
     from conftest import make_dataset
 

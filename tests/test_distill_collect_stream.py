@@ -48,8 +48,7 @@ def test_collect_streams_its_records_and_writes_each_judgment_as_it_comes(tmp_pa
         return generate(requests, **kw)
 
     teacher.generate = noted
-    for name in ("adaptrubric_local.formats.load_trajectories", "adaptrubric_local.scoring.read_done_ids"):
-        monkeypatch.setattr(name, _refuse)
+    monkeypatch.setattr("adaptrubric_local.formats.load_trajectories", _refuse)
     pcfg = replace(C.teacher_pipeline("labels"), trajectories_per_batch=BATCH)
     man = C.collect(data, out, teacher, pcfg, C.CollectConfig(val_fraction=0.0), progress=False, loaded=stream)
     assert man["this_run"]["collected"] == N

@@ -8,7 +8,6 @@ import pytest
 
 from adaptrubric_local import Verdict
 from adaptrubric_local.cli import main
-from adaptrubric_local.evaluation import coverage
 
 from conftest import canonical_record, write_jsonl
 
@@ -96,13 +95,3 @@ def test_review_over_the_data_shows_the_missing_trajectories(ten, tmp_path, caps
     index = json.loads((tmp_path / "r" / "review_files" / "index.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
     assert index["counts"]["missing"] == 8 and index["n"] == 10
 
-
-def test_align_keeps_error_verdicts_of_unreadable_records():
-    from adaptrubric_local.types import Step, Trajectory
-
-    t = Trajectory(id="a", instruction="x", steps=[Step(screenshot="s.png", action="tap")], label=1)
-    vs = [Verdict(id="a", score=1), Verdict(id="d.jsonl:3", status="error", error="malformed JSON")]
-    kept, cov = coverage.align(vs, [t], unreadable=["d.jsonl:3"])
-    assert [v.id for v in kept] == ["a", "d.jsonl:3"] and cov.extra == [] and cov.trajectories == 2
-    with pytest.raises(ValueError, match="subset"):
-        coverage.align(vs, [t], subset="all")

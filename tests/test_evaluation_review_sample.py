@@ -1,7 +1,7 @@
 """evaluation/review_sample.py: the seeded sample of cards a large run's review page shows."""
 import json
 
-from adaptrubric_local.evaluation.review_sample import _rank, more_lines, note, sample_ids
+from adaptrubric_local.evaluation.review_sample import _rank, note, sample_ids
 
 
 def _write(path, ids):
@@ -24,9 +24,11 @@ def _seed():
     return SEED
 
 
-def test_more_lines_counts_only_as_far_as_it_must(tmp_path):
-    f = _write(tmp_path / "v.jsonl", [f"t{k}" for k in range(5)])
-    assert more_lines(f, 4) and not more_lines(f, 5) and not more_lines(f, 0)
+def test_missing_trajectories_are_drawn_with_the_verdicts_and_zero_cards_is_every_id(tmp_path):
+    ids = [f"t{k}" for k in range(50)]
+    path = _write(tmp_path / "v.jsonl", ids[:30])
+    assert sample_ids(path, 10, more=ids[30:]) == set(sorted(ids, key=lambda i: _rank(_seed(), i))[:10])
+    assert sample_ids(path, 0) is None  # every card
 
 
 def test_the_note_says_how_many_of_how_many():

@@ -6,7 +6,8 @@ data folders that hold a labels file (skipped, never read as trajectories)."""
 import pytest
 
 from adaptrubric_local.formats import load_trajectories
-from adaptrubric_local.labels import LabelsError, apply_labels, merged_labels, read_labels, write_labels
+from adaptrubric_local.labelled_stream import apply_labels
+from adaptrubric_local.labels import LabelsError, merged_labels, read_labels, write_labels
 
 from conftest import canonical_record, write_jsonl
 

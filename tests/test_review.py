@@ -188,7 +188,12 @@ def test_the_prompt_on_a_card_is_the_one_the_engine_was_sent(tmp_path):
     """Rubric, meta rule, cue block (cues written, or the writer abstaining) and evidence: the card's
     prompt, rebuilt from the page's files (shared paragraphs stored once), is the request's text."""
     from adaptrubric_local.evaluation.harness import run_review
-    from adaptrubric_local.evaluation.review_page import prompt_text
+
+    def prompt_text(prompt: dict, parts: list[str]) -> tuple[str, str]:  # (text, suffix) as the page rebuilds them
+        def part(x):
+            return parts[x] if isinstance(x, int) else x
+
+        return "\n\n".join(part(x) for x in prompt["text"]), part(prompt["suffix"])
 
     recs = [canonical_record(tmp_path, f"t{i}", 5, instruction=f"Add 'hello' to note{i}.txt", label=1)
             for i in range(3)]

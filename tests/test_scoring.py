@@ -14,6 +14,7 @@ from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
 from adaptrubric_local.run_settings import vars_of
 from adaptrubric_local.scoring import score_file
 from adaptrubric_local.synth import synthesize
+from adaptrubric_local.verdict_file import repair_torn_tail
 
 
 def test_torn_tail_is_cut_at_the_last_newline(tmp_path):
@@ -24,26 +25,27 @@ def test_torn_tail_is_cut_at_the_last_newline(tmp_path):
                           (b"", b""),
                           (b'{"id": "a"}\n' + b"x" * 200_000, b'{"id": "a"}\n')]:  # a torn line longer than a block
         p.write_bytes(before)
-        scoring.repair_torn_tail(p)
+        repair_torn_tail(p)
         assert p.read_bytes() == after, before[:40]
 
 
-def test_read_last_lines(tmp_path):
+def test_the_last_lines_and_the_ids_a_resume_skips(tmp_path):
+    from adaptrubric_local.verdict_file import FileState, iter_last_lines
+
     p = tmp_path / "v.jsonl"
-    assert scoring.read_last_lines(p) == {}
+    assert list(iter_last_lines(p)) == []
     p.write_text('{"id": 1, "score": 0}\n\n{"id": "é", "score": 1}\n{"id": "1", "score": 1}\n{"id": "x"')
-    assert scoring.read_last_lines(p) == {"1": {"id": "1", "score": 1}, "é": {"id": "é", "score": 1}}
+    assert list(iter_last_lines(p)) == [{"id": "1", "score": 1}, {"id": "é", "score": 1}]  # the torn line cut off
     p.write_text('{"id": "a"}\n\n{"no_id": 1}\n')
     with pytest.raises(ValueError) as ei:
-        scoring.read_last_lines(p)
-    assert str(ei.value) == f"{p}: line 3 is not a verdict line; cannot resume into it"
+        list(iter_last_lines(p))
+    assert str(ei.value) == f"{p}: line 3 is not a verdict line"
     p.write_text('[1]\n')
     with pytest.raises(ValueError, match="line 1 is not"):
-        scoring.read_last_lines(p)
+        list(iter_last_lines(p))
     p.write_text('{"id": "a", "status": "error"}\n{"id": "b", "status": "ok"}\n')
-    assert scoring.read_done_ids(p) == {"a", "b"}
-    assert scoring.read_done_ids(p, retry_errors=True) == {"b"}
-
+    state = FileState.scan(p)
+    assert [i for i in "ab" if state.done(i, False)] == ["a", "b"] and [i for i in "ab" if state.done(i, True)] == ["b"]
 
 def test_error_id():
     assert scoring.error_id(DataError("/d/data.jsonl", "bad", "line 3", "steps", record_id="t7")) == "t7"
@@ -293,14 +295,19 @@ def test_score_file_error_lines_and_summary_fields(tmp_path, ascii_locale):
 
 def test_the_file_summary_counts_what_earlier_runs_hit():
     """A resumed file's summary counts the earlier lines' cap and context cuts too (both flags kept)."""
-    from adaptrubric_local.scoring import file_summary, summarize
+    from adaptrubric_local.scoring import _whole
     from adaptrubric_local.types import Verdict
+    from adaptrubric_local.verdict_file import Tally
 
-    before = {"a": {"id": "a", "status": "unparsed", "hit_cap": True, "hit_context": True},
-              "b": {"id": "b", "status": "ok", "score": 1, "hit_context": True}}
-    new = [Verdict(id="c", status="ok", score=0)]
-    run = summarize(new, {}, 1.0)
-    whole = file_summary(before, new, run)
+    whole_tally, run_tally = Tally(), Tally()
+    for d in ({"id": "a", "status": "unparsed", "hit_cap": True, "hit_context": True},
+              {"id": "b", "status": "ok", "score": 1, "hit_context": True}):
+        whole_tally.add(d)
+    for v in [Verdict(id="c", status="ok", score=0)]:
+        whole_tally.add(v)
+        run_tally.add(v)
+    run = run_tally.summary({}, 1.0)
+    whole = _whole(whole_tally, run, None)
     assert (whole["n"], whole["hit_cap"], whole["hit_context"]) == (3, 1, 2)
     assert (run["hit_cap"], run["hit_context"]) == (0, 0)
 

@@ -12,6 +12,14 @@ from adaptrubric_local.evaluation import harness, tts
 from conftest import TTS_SET, hand_verdict
 
 
+def _groups(verdicts, seed=tts.SEED):
+    """task_id -> labelled candidates in the order `tts` takes them (tts.shuffled)."""
+    by_task = {}
+    for v in verdicts:
+        if v.task_id is not None and v.label in (0, 1):
+            by_task.setdefault(str(v.task_id), []).append(v)
+    return {t: tts.shuffled(c, seed) for t, c in sorted(by_task.items())}
+
 def test_tts_by_hand():
     r = tts.curves(TTS_SET, seed=None)  # candidates in id order, so every number can be checked by hand
     assert r["earlystop"] == {1: 50.0, 2: 25.0, 3: 50.0}
@@ -40,8 +48,8 @@ def test_tts_selection_rules():
 
 
 def test_tts_shuffle_is_fixed_per_task():
-    a = tts.groups(TTS_SET)
-    b = tts.groups(list(reversed(TTS_SET)))
+    a = _groups(TTS_SET)
+    b = _groups(list(reversed(TTS_SET)))
     assert {k: [v.id for v in c] for k, c in a.items()} == {k: [v.id for v in c] for k, c in b.items()}
     assert sorted(v.id for v in a["T1"]) == ["c1", "c2", "c3"]
     with pytest.raises(ValueError, match="task_id"):
@@ -55,7 +63,7 @@ def _scored(i, task, label, score=1, status="ok", p=None):
 def test_pool_percentages_with_several_mixed_tasks():
     tasks = {"f": [_scored("f1", "f", 0), _scored("f2", "f", 0)], "p": [_scored("p1", "p", 1), _scored("p2", "p", 1)],
              "m1": [_scored("a", "m1", 0), _scored("b", "m1", 1)], "m2": [_scored("c", "m2", 1), _scored("d", "m2", 0)]}
-    out = tts.pool(tasks, 2)
+    out = tts.over_tasks(tasks.values(), 2)["pool"]
     assert (out["all_fail"], out["all_pass"], out["mixed"]) == (1, 1, 2)
     assert (out["all_fail_pct"], out["all_pass_pct"], out["mixed_pct"]) == (25.0, 25.0, 50.0)
 
@@ -63,7 +71,7 @@ def test_pool_percentages_with_several_mixed_tasks():
 def test_curves_use_the_given_seed():
     # every candidate is verified 1, so EarlyStop@1 takes the first candidate of the order
     vs = [_scored(f"c{i}", "t", int(i == 0)) for i in range(6)]
-    first_42 = tts.groups(vs, 42)["t"][0]
+    first_42 = _groups(vs, 42)["t"][0]
     assert first_42.id != "c0"  # the seed-42 order does not start with the sorted first candidate
     assert tts.curves(vs, seed=None)["earlystop"][1] == 100.0
     assert tts.curves(vs, seed=42)["earlystop"][1] == 100.0 * first_42.label == 0.0
@@ -106,13 +114,13 @@ def _verdicts():
 
 def test_groups_pin_the_seed_42_order_per_task():
     vs = _verdicts()
-    g = tts.groups(vs)
+    g = _groups(vs)
     assert list(g) == ["A", "B", "C"]
     for task, ids in (("A", ["A0", "A1", "A2", "A3"]), ("B", ["B0", "B1", "E"]), ("C", ["C0", "C1", "C2"])):
         expected = list(ids)
         random.Random(42).shuffle(expected)
         assert [v.id for v in g[task]] == expected
-    assert [v.id for v in tts.groups(vs, seed=None)["A"]] == ["A0", "A1", "A2", "A3"]
+    assert [v.id for v in _groups(vs, seed=None)["A"]] == ["A0", "A1", "A2", "A3"]
     assert [v.id for v in g["A"]] != ["A0", "A1", "A2", "A3"]  # the shuffle does something here
 
 
@@ -138,7 +146,7 @@ def test_curves_exact_values_sorted_order():
 def test_curves_default_seed_and_budget_below_the_pool():
     vs = _verdicts()
     assert tts.curves(vs) == tts.curves(vs, seed=42)
-    g = tts.groups(vs)
+    g = _groups(vs)
     one = tts.curves(vs, max_n=1)
     assert one["earlystop"] == {1: pytest.approx(100.0 * sum(c[0].label for c in g.values()) / 3)}
     assert list(one["bestofn"]) == [1] and list(one["bestofn_soft"]) == [1]
@@ -178,7 +186,7 @@ def _expected_order(ids, seed=42):
 
 
 def _orders(verdicts, **kw):
-    return {t: [v.id for v in c] for t, c in tts.groups(verdicts, **kw).items()}
+    return {t: [v.id for v in c] for t, c in _groups(verdicts, **kw).items()}
 
 
 def test_each_task_gets_the_seed_42_order():

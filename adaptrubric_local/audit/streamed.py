@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from ..formats import LoadResult, canonical
-from ..formats.ids import IdSet, digest
+from ..formats.ids import IdSet
+from ..formats.ids import key as id_key
 from ..formats.stream import Keep, Shard, TrajectoryStream, _count, as_stream, trajectories
 from ..types import Trajectory
 from .perturbations import DataSet, Perturbation, build_each
@@ -68,7 +69,7 @@ class Originals:
 
     def index(self, i: str) -> int:
         """The position of id `i` among `keys`, or -1."""
-        key = digest(i).rstrip(b"\0")
+        key = id_key(i)
         k = int(np.searchsorted(self.keys, key))
         return k if k < len(self.keys) and self.keys[k] == key else -1
 

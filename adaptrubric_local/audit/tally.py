@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..formats.ids import IdBuilder
-from ..verdict_file import iter_lines
+from ..verdict_file import iter_last_lines, iter_lines
 from .perturbations import split_id
 
 STATUS = {"ok": 0, "unparsed": 1, "error": 2}
@@ -127,21 +127,13 @@ def count_pairs(verdict_file: Path, cf_file: Path, name: str, originals: Origina
     """Perturbation `name`'s pairs: its counterfactuals' verdict lines of `verdict_file` (the last per id,
     each compared with its original's), then its counterfactuals in `cf_file` without a verdict, every
     id list in the data's order."""
-    last: dict[str, Compact] = {}
     ids, counts = IdBuilder(), PairCounts()
-    for _, i, _d in iter_lines(verdict_file):
+    for d in iter_last_lines(verdict_file, repair=False):  # a retried error: its last line counts, once
+        i = str(d["id"])
         if split_id(i)[1] == name:
             ids.add(i)
+            _count_line(counts, originals, i, compact(d), d.get("cost_calls") or 0.0, d.get("cost_tokens") or 0.0)
     seen = ids.freeze()
-    for _, i, d in iter_lines(verdict_file):
-        if split_id(i)[1] != name:
-            continue
-        if seen.is_repeated(i):  # a retried error: its last line counts, once
-            last[i] = (compact(d), d.get("cost_calls") or 0.0, d.get("cost_tokens") or 0.0)
-            continue
-        _count_line(counts, originals, i, compact(d), d.get("cost_calls") or 0.0, d.get("cost_tokens") or 0.0)
-    for i, (c, calls, tokens) in last.items():
-        _count_line(counts, originals, i, c, calls, tokens)
     place: dict[str, int] = {}
     listed = {*counts.up, *counts.down, *counts.newly_unparsed, *counts.errors}
     with open(cf_file, encoding="utf-8") as fh:

@@ -225,7 +225,10 @@ def fit_pairs(args) -> list:
     """(student verdict, judge score) pairs from a cascade file's random spot checks, or from two verdict
     files joined by id (lines where either has no 0/1 score from the judge are left out)."""
     from ..cascade.band import Pair
-    from ..scoring import read_last_lines
+    from ..verdict_file import iter_last_lines
+
+    def read_last_lines(path: Path) -> dict[str, dict]:
+        return {str(d["id"]): d for d in iter_last_lines(path)}
 
     def pair(s: dict, judge_score) -> Pair:
         return Pair(status=s.get("status", "ok"), score=s.get("score"), p_success=s.get("p_success"),

@@ -54,7 +54,7 @@ def load_labelled(args, check_images: bool = False):
     """(the data set DATA with the --labels files applied, their record or None): the one step
     every command that reads labels takes before it reads them."""
     from ..formats import load_trajectories
-    from ..labels import apply_labels
+    from ..labelled_stream import apply_labels
 
     data = args.data
     files = list(getattr(args, "labels", None) or [])

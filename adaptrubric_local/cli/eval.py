@@ -9,16 +9,15 @@ from pathlib import Path
 
 from .common import (
     FORMATTER,
+    NEEDS_DATA,
     add_coverage_options,
     add_data_argument,
     add_labels_options,
     add_scoring_options,
     load_labelled,
     make_engine,
-    open_labelled,
     pipeline_config,
     print_coverage,
-    report_labelled,
     score_with_model,
 )
 
@@ -45,7 +44,6 @@ def _score_first(args, out: Path) -> Path:
 def cmd_eval(args) -> int:
     from ..evaluation.harness import run_eval
     from ..evaluation.image_roots import outside_image_roots
-    from ..evaluation.review_sample import more_lines
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -53,18 +51,16 @@ def cmd_eval(args) -> int:
         raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
     if args.review_cards < 0:
         raise ValueError(f"--review-cards must be 0 (every card) or more, got {args.review_cards}")
-    files = list(args.labels or [])
-    if args.verdicts and (not args.review or more_lines(args.verdicts, args.review_cards)):
-        loaded, labels = None, None  # read into columns (evaluation/columns.py), --labels on them, the page a sample
-    else:
-        loaded, labels = load_labelled(args)  # before scoring: a bad labels file stops the command early
-        outside_image_roots(loaded, args.data)  # and so does a labelled copy read without --image-root
+    files, loaded, labels = list(args.labels or []), None, None
+    if args.model:  # the data loaded once, for scoring and eval; a bad labels file stops the command early
+        loaded, labels = load_labelled(args)
+        outside_image_roots(loaded, args.data)
         files = []
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
     m = run_eval(vpath, out, args.data, loaded, review=args.review, progress=not args.quiet, labels=labels,
                  subset=args.subset, allow_extra=args.allow_extra, fmt=args.format, image_roots=args.image_root,
                  review_cards=args.review_cards, labels_files=files,
-                 log=(lambda s: print(s, file=sys.stderr)) if files else None)
+                 log=None if loaded is not None else (lambda s: print(s, file=sys.stderr)))
     print_coverage(m)
     o, e = m["overall"], m["efficiency"]
     print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} missing={o['missing']} "
@@ -83,16 +79,20 @@ def cmd_eval(args) -> int:
 
 def cmd_tts(args) -> int:
     from ..evaluation.harness import run_tts
+    from ..labels import read_labels
 
     if bool(args.verdicts) == bool(args.model):
         raise ValueError("give exactly one of --verdicts V.jsonl or --model M")
+    if args.labels and not args.data:
+        raise ValueError(NEEDS_DATA)
+    for f in args.labels or []:  # before scoring: a bad labels file stops the command early
+        read_labels(f)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stream = open_labelled(args)  # before scoring: a bad labels file stops the command early
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
     res = run_tts(vpath, out, args.data, max_n=args.max_n, seed=args.seed, subset=args.subset,
-                  allow_extra=args.allow_extra, stream=stream)
-    report_labelled(stream)
+                  allow_extra=args.allow_extra, fmt=args.format, image_roots=args.image_root,
+                  labels_files=args.labels or (), log=lambda s: print(s, file=sys.stderr))
     print_coverage(res)
     n = max(res["random"])
     if not res["informative"]:

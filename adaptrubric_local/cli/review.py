@@ -90,8 +90,8 @@ def review_counts_line(res: dict) -> str:
 
 
 def cmd_calibrate(args) -> int:
-    from ..evaluation import calibration as C
-    from ..evaluation.columns import covered
+    from ..evaluation import calibration
+    from ..evaluation.verdict_table import read
 
     if args.apply:
         if args.labels:
@@ -103,24 +103,23 @@ def cmd_calibrate(args) -> int:
     # the data's labels (with --labels applied) on the verdicts it holds, read into columns; a verdict for an
     # id the data lacks would bring the label it was scored with, unseen: refused as in eval (--allow-extra
     # leaves it out)
-    rows, _, cov, applied = covered(args.verdicts, args.data, "verdicts", args.allow_extra, args.format,
-                                    args.image_root, args.labels, log=lambda s: print(s, file=sys.stderr))
-    if cov.extra:
-        print(f"WARNING: {len(cov.extra)} verdict id(s) in {args.verdicts} are not in {args.data}: left out "
+    table = read(args.verdicts, args.data, "verdicts", args.allow_extra, args.format, args.image_root, args.labels,
+                 log=lambda s: print(s, file=sys.stderr))
+    if table.coverage.extra:
+        print(f"WARNING: {len(table.coverage.extra)} verdict id(s) in {args.verdicts} are not in {args.data}: left out "
               "(--allow-extra)", file=sys.stderr)
-    cal = C.fit_rows(rows, method=args.method, min_examples=args.min_examples)
-    del rows
+    cal = calibration.fit_rows(table.rows, method=args.method, min_examples=args.min_examples)
     cal.fitted_on = {"data": str(args.data), "verdicts": str(args.verdicts),
-                     "verdicts_sha256": C.file_sha256(args.verdicts)}
-    if applied:
-        cal.fitted_on["labels"] = applied.record()
+                     "verdicts_sha256": calibration.file_sha256(args.verdicts)}
+    if table.labels:
+        cal.fitted_on["labels"] = table.labels.record()
     b, a = cal.before, cal.after
     print(f"{cal.method} scaling on {cal.n} labelled verdicts ({cal.positives} successes): "
           f"T={cal.temperature:.3f}" + (f", b={cal.b:+.3f}" if cal.method == "platt" else ""))
     print(f"on the fitting data: ECE {b['ece']:.4f} -> {a['ece']:.4f}, Brier {b['brier']:.4f} -> {a['brier']:.4f}, "
           f"NLL {b['nll']:.4f} -> {a['nll']:.4f}, p_success std {b['std']:.4f} -> {a['std']:.4f} (held-out figures: "
           "apply it to other verdicts and run eval)")
-    if _signal_check(C.signal_problems(cal), args.require_signal, f"{args.out} not written"):
+    if _signal_check(calibration.signal_problems(cal), args.require_signal, f"{args.out} not written"):
         return 1
     sha = cal.save(args.out)
     print(f"wrote {args.out} (sha256 {sha[:16]}...)")
@@ -139,14 +138,14 @@ def _signal_check(problems: list[str], required: bool, outcome: str) -> bool:
 
 
 def _apply(args) -> int:
-    from ..evaluation import calibration as C
+    from ..evaluation import calibration
 
-    cal, prov = C.load(args.apply)
+    cal, prov = calibration.load(args.apply)
     if Path(args.verdicts).resolve() == Path(args.out).resolve():
         raise ValueError("--out must differ from --verdicts (the raw verdict file is kept)")
     from ..scoring import calibrate_file
 
-    if _signal_check(C.signal_problems(cal), args.require_signal, f"{args.out} not written"):
+    if _signal_check(calibration.signal_problems(cal), args.require_signal, f"{args.out} not written"):
         return 1
     n = calibrate_file(args.verdicts, args.out, args.apply)
     print(f"wrote {args.out}: {n} verdict line(s) with p_success_calibrated ({cal.method}, T={cal.temperature:.3f}, "

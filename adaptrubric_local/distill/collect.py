@@ -31,7 +31,8 @@ from ..engine.base import Engine, Output, Request
 from ..engine.fake import ScriptedEngine
 from ..engine.openai_engine import chat_messages
 from ..formats.base import DataError, leading_id
-from ..formats.ids import IdBuilder, IdSet, digest
+from ..formats.ids import IdBuilder, IdSet
+from ..formats.ids import key as id_key
 from ..formats.stream import as_stream, stream_trajectories
 from ..pipeline import AdaptRubric, PipelineConfig
 from ..prompts import load_prompts
@@ -108,7 +109,7 @@ class Labels:
 
     def get(self, i) -> int | None:
         """The label of id `i`, or None."""
-        key = digest(str(i)).rstrip(b"\0")
+        key = id_key(str(i))
         k = int(np.searchsorted(self._keys, key))
         return int(self._labels[k]) if k < len(self._keys) and self._keys[k] == key else None
 

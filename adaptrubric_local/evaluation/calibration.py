@@ -19,14 +19,13 @@ import datetime
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..schema import json_problem
-from . import probability as P
 
 METHODS = ("temperature", "platt")
 MIN_EXAMPLES = 20  # below this a fit is refused: the parameters would follow the noise
@@ -193,21 +192,11 @@ def _newton(z: np.ndarray, y: np.ndarray, intercept: bool, iters: int = 100) -> 
     return a, b
 
 
-def fit(probs: Sequence[float], labels: Sequence[int], method: str = "temperature", eps: float = 1e-6,
-        min_examples: int = MIN_EXAMPLES) -> Calibration:
-    """Fit a calibration on (probability, label) pairs; refuses fewer than `min_examples` pairs or
-    a single class."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    pairs = P.checked_pairs(probs, labels)  # the same validation
-    return fit_arrays(np.array([p for p, _ in pairs], dtype=np.float64),
-                      np.array([y for _, y in pairs], dtype=np.int8), method, eps, min_examples)
-
-
-def fit_arrays(p: np.ndarray, y: np.ndarray, method: str = "temperature", eps: float = 1e-6,
-               min_examples: int = MIN_EXAMPLES) -> Calibration:
-    """`fit` over arrays (float probabilities, 0/1 labels; the columns of evaluation/columns.py): memory
-    of some bytes a pair, the figures those of `fit`."""
+def fit(probs: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray, method: str = "temperature",
+        eps: float = 1e-6, min_examples: int = MIN_EXAMPLES) -> Calibration:
+    """Fit a calibration on probabilities and their 0/1 labels (memory of some bytes a pair); refuses
+    fewer than `min_examples` pairs or a single class."""
+    p, y = np.asarray(probs, dtype=np.float64), np.asarray(labels)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if len(p) != len(y):
@@ -239,7 +228,7 @@ def _logits(p: np.ndarray, eps: float) -> np.ndarray:
 
 
 def _figures(probs: np.ndarray, labels: np.ndarray) -> dict:
-    from .array_figures import figures
+    from .probability import figures
 
     f = figures(probs, labels)
     return {k: f[k] for k in ("n", "brier", "ece", "auroc")} | {"nll": nll(probs, labels)} | spread(probs)
@@ -284,27 +273,13 @@ def nll(probs: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray,
     return float(-np.log(np.where(y == 1, p, 1 - p)).sum() / max(1, len(p)))
 
 
-def fit_verdicts(verdicts: Iterable, method: str = "temperature", field_name: str = "p_success",
-                 **kw) -> Calibration:
-    """Fit on the labelled verdicts that carry `field_name` (of any status)."""
-    have = [v for v in verdicts if getattr(v, "label", None) in (0, 1) and getattr(v, field_name, None) is not None]
-    cal = fit([float(getattr(v, field_name)) for v in have], [int(v.label) for v in have], method, **kw)
-    cal.field_name = field_name
-    return cal
-
-
 def fit_rows(rows: dict[str, np.ndarray], method: str = "temperature", **kw) -> Calibration:
-    """`fit_verdicts` over the rows of evaluation/columns.py (`p`: p_success, nan without one; `label`: -1
-    without one)."""
-    have = (rows["label"] >= 0) & ~np.isnan(rows["p"])
-    cal = fit_arrays(rows["p"][have], rows["label"][have], method, **kw)
+    """`fit` on the labelled rows of a verdict table (verdict_table.py) that carry a p_success (of any
+    status)."""
+    have = (rows["label"] >= 0) & ~np.isnan(rows["p_success"])
+    cal = fit(rows["p_success"][have], rows["label"][have], method, **kw)
     cal.field_name = "p_success"
     return cal
-
-
-def apply_verdicts(verdicts: Iterable, cal: Calibration) -> list:
-    """The verdicts with `p_success_calibrated` from each raw `p_success` (None stays None)."""
-    return [replace(v, p_success_calibrated=cal.apply(v.p_success)) for v in verdicts]
 
 
 def provenance(prov: dict) -> dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import report as R
+from . import report
 
 COMPARED_SETTINGS = ("data", "model", "adapter", "bank_sha", "max_images", "max_visual_tokens", "router", "coarse",
                      "fine", "ablation", "package_version")
@@ -70,7 +70,7 @@ def _number(x, sign: bool = False) -> str:
         return "-"
     if isinstance(x, int) and not isinstance(x, bool):
         return f"{x:+d}" if sign else str(x)
-    return f"{x:+.2f}" if sign else R.fmt(x, 2)
+    return f"{x:+.2f}" if sign else report.fmt(x, 2)
 
 
 def compare(dir_a: str | Path, dir_b: str | Path, out: str | Path | None = None) -> str:
@@ -83,7 +83,7 @@ def compare(dir_a: str | Path, dir_b: str | Path, out: str | Path | None = None)
         Path(out).mkdir(parents=True, exist_ok=True)
         series = [(f"{tag}: {f}", s) for tag, obj in (("A", a), ("B", b))
                   for f, s in (obj.get("probability") or {}).items()]
-        R.plot_reliability(series, Path(out) / "calibration.png", f"Reliability: A = {dir_a}, B = {dir_b}")
+        report.plot_reliability(series, Path(out) / "calibration.png", f"Reliability: A = {dir_a}, B = {dir_b}")
     ra, rb = a.get("run", {}), b.get("run", {})
     lines = [f"{'setting':<22}{'A':<40}{'B':<40}"]
     for k in COMPARED_SETTINGS:

@@ -13,14 +13,12 @@ Label, platform and task_id come from the data (the source of truth; a step that
 data's labels runs before this one). A record of the data that did not load gives no label: its
 verdict stays (an error line counts as an error) but unlabelled, so it is left out of every figure
 and named, never evaluated with the label the verdict line was scored with. Without a data set the
-labels the verdicts carry are used, and `Coverage` says that. Knows nothing about files, metrics or argument parsing.
+labels the verdicts carry are used, and `Coverage` says that. The rules are applied by
+verdict_table.align; this module says what they did. Knows nothing about files, metrics or argument parsing.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
-
-from ..types import Trajectory, Verdict
+from dataclasses import asdict, dataclass, field
 
 SUBSETS = ("data", "verdicts")
 SHOWN_IDS = 5  # ids named in a message
@@ -89,63 +87,3 @@ def first(ids: list[str], k: int = SHOWN_IDS) -> str:
     shown = ", ".join(ids[:k])
     return shown + (f", ... ({len(ids) - k} more)" if len(ids) > k else "")
 
-
-def missing_verdict(t: Trajectory) -> Verdict:
-    """The stand-in for a trajectory the verdict file has no line for (never written to a verdict file)."""
-    return Verdict(id=t.id, status=MISSING, label=t.label, platform=t.platform,
-                   task_id=t.task_id or f"instruction: {t.instruction}",
-                   error="no verdict for this trajectory in the verdict file")
-
-
-def align(verdicts: list[Verdict], trajectories: list[Trajectory] | None, subset: str = "data",
-          allow_extra: bool = False, unreadable: Iterable[str] = (), data: str | None = None,
-          verdicts_name: str | None = None) -> tuple[list[Verdict], Coverage]:
-    """(the verdicts to evaluate, how they cover the data). With `trajectories` None the verdicts are
-    kept as they are. `unreadable`: ids of data records that could not be loaded (their verdicts belong
-    to the data, unlabelled: `unlabelled`). Raises ValueError on verdicts for ids the data lacks, unless
-    `allow_extra`."""
-    if subset not in SUBSETS:
-        raise ValueError(f"subset must be one of {', '.join(SUBSETS)}, got {subset!r}")
-    if trajectories is None:
-        return verdicts, Coverage(labels="verdicts", subset=subset, verdicts=len(verdicts), covered=len(verdicts),
-                                  evaluated=len(verdicts))
-    by_id = {t.id: t for t in trajectories}
-    bad = list(dict.fromkeys(str(i) for i in unreadable if str(i) not in by_id))
-    known = set(by_id) | set(bad)
-    stale = [str(v.id) for v in verdicts if str(v.id) not in known and v.status == "error"]
-    verdicts = [v for v in verdicts if str(v.id) in known or v.status != "error"]
-    have = {str(v.id) for v in verdicts}
-    extra = [str(v.id) for v in verdicts if str(v.id) not in known]
-    if extra and not allow_extra:
-        raise ValueError(f"{verdicts_name or 'the verdict file'} holds verdicts for {len(extra)} id(s) that are not in "
-                         f"{data or 'the data set'} (first: {first(extra)}): wrong DATA or --verdicts? Pass "
-                         "--allow-extra to leave them out and evaluate the data set's trajectories")
-    kept = [label_from(v, by_id.get(str(v.id))) if str(v.id) in by_id else unlabelled(v)
-            for v in verdicts if str(v.id) in known]
-    missing = [t for t in trajectories if t.id not in have]
-    if subset == "data":
-        kept += [missing_verdict(t) for t in missing]
-    cov = Coverage(labels="data", subset=subset, trajectories=len(known), verdicts=len(have),
-                   covered=len(have & known), missing=[t.id for t in missing],
-                   missing_labelled=sum(t.label in (0, 1) for t in missing), extra=extra, stale_errors=stale,
-                   not_loaded=bad, not_loaded_verdicts=len(have & set(bad)), evaluated=len(kept))
-    return kept, cov
-
-
-def label_from(v: Verdict, t: Trajectory | None) -> Verdict:
-    """The verdict with the trajectory's label, platform and task_id (a trajectory without a task_id is
-    grouped with the others that share its instruction); unchanged without a trajectory."""
-    if t is None:
-        return v
-    return replace(v, label=t.label, platform=t.platform, task_id=t.task_id or f"instruction: {t.instruction}")
-
-
-def unlabelled(v: Verdict) -> Verdict:
-    """The verdict of a data record that did not load: the data gives it no label, and the label its line
-    was scored with is not used (it may be one a labels file has replaced since)."""
-    return replace(v, label=None)
-
-
-def covered(verdicts: list[Verdict]) -> list[Verdict]:
-    """The verdicts the file holds (missing stand-ins left out): what costs and probabilities are read from."""
-    return [v for v in verdicts if v.status != MISSING]

@@ -8,26 +8,24 @@ each counts as a predicted failure (SCORE 0), and how many did so is shown besid
 metrics over the scored verdicts alone are kept in a `scored_only` block, and `acc_strict` counts
 every unanswered trajectory as wrong, so a verifier cannot look better by failing to answer.
 Undefined ratios (no positives, no predicted positives) are None. Metrics are percentages.
-Knows nothing about models or files.
+Computed over a verdict table's rows (verdict_table.py); `classification`, `evaluate` and `efficiency`
+are the same figures of verdicts in memory. Knows nothing about models or files.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
 from ..types import Verdict
+from . import probability
+from .verdict_table import ERROR, MISSING, OK, STATUSES, UNPARSED, Rows, of_verdicts
+
+PROB_FIELDS = {"p_success": "p_success", "p_success_calibrated": "p_calibrated"}  # field -> table column
 
 
 def _pct(num: float, den: float) -> float | None:
     return 100.0 * num / den if den else None
-
-
-def confusion(pairs: Iterable[tuple[int, int]]) -> dict[str, int]:
-    """tp/fp/tn/fn from (label, predicted score) pairs."""
-    c = {"tp": 0, "fp": 0, "tn": 0, "fn": 0}
-    for label, pred in pairs:
-        key = ("t" if label == pred else "f") + ("p" if pred == 1 else "n")
-        c[key] += 1
-    return c
 
 
 def rates(c: dict[str, int]) -> dict:
@@ -44,72 +42,95 @@ def predicted(v: Verdict) -> int:
     return v.score if v.status == "ok" and v.score in (0, 1) else 0
 
 
-def classification(verdicts: list[Verdict]) -> dict:
-    """Metrics for labelled verdicts (label must be set): the headline over all of them, with
-    unparsed/error/missing verdicts as predicted failures, and `scored_only` over the scored ones."""
-    ok = [v for v in verdicts if v.status == "ok"]
-    unanswered = [v for v in verdicts if v.status != "ok"]
-    c_all = confusion((v.label, predicted(v)) for v in verdicts)
-    c_ok = confusion((v.label, v.score) for v in ok)
-    n = len(verdicts)
-    return {
-        "n": n,
-        "scored": len(ok),
-        "unparsed": sum(v.status == "unparsed" for v in verdicts),
-        "errors": sum(v.status == "error" for v in verdicts),
-        "missing": sum(v.status == "missing" for v in verdicts),
-        "positives": sum(v.label == 1 for v in verdicts),
-        "hit_cap": sum(bool(getattr(v, "hit_cap", False)) for v in verdicts),
-        "hit_context": sum(bool(getattr(v, "hit_context", False)) for v in verdicts),
-        **rates(c_all),
-        "confusion": c_all,
-        # unparsed/error/missing verdicts in the headline confusion: label 1 -> fn, label 0 -> tn
-        "unanswered_as_fail": {"fn": sum(v.label == 1 for v in unanswered), "tn": sum(v.label == 0 for v in unanswered)},
-        "acc_strict": _pct(c_ok["tp"] + c_ok["tn"], n),
-        "scored_only": {"n": len(ok), **rates(c_ok), "confusion": c_ok},
-    }
+def confusion(label: np.ndarray, pred: np.ndarray) -> dict[str, int]:
+    """tp/fp/tn/fn of labels and predicted scores."""
+    right, positive = label == pred, pred == 1
+    return {"tp": int((right & positive).sum()), "fp": int((~right & positive).sum()),
+            "tn": int((right & ~positive).sum()), "fn": int((~right & ~positive).sum())}
 
 
-def evaluate(verdicts: list[Verdict]) -> dict:
-    """Overall and per-platform metrics; verdicts without a label are left out and counted."""
-    labelled = [v for v in verdicts if v.label in (0, 1)]
+def classify(rows: Rows) -> dict:
+    """Metrics of labelled rows: the headline over all of them, with unparsed/error/missing verdicts as
+    predicted failures, and `scored_only` over the scored ones."""
+    status, label, score = rows["status"], rows["label"], rows["score"]
+    ok = status == OK
+    c_all = confusion(label, np.where(ok & (score >= 0), score, 0))
+    c_ok = confusion(label[ok], np.where(score[ok] >= 0, score[ok], -1))
+    unanswered = ~ok
+    return {"n": len(status), "scored": int(ok.sum()), "unparsed": int((status == UNPARSED).sum()),
+            "errors": int((status == ERROR).sum()), "missing": int((status == MISSING).sum()),
+            "positives": int((label == 1).sum()), "hit_cap": int(rows["hit_cap"].sum()),
+            "hit_context": int(rows["hit_context"].sum()), **rates(c_all), "confusion": c_all,
+            # unparsed/error/missing verdicts in the headline confusion: label 1 -> fn, label 0 -> tn
+            "unanswered_as_fail": {"fn": int((label[unanswered] == 1).sum()),
+                                   "tn": int((label[unanswered] == 0).sum())},
+            "acc_strict": _pct(c_ok["tp"] + c_ok["tn"], len(status)),
+            "scored_only": {"n": int(ok.sum()), **rates(c_ok), "confusion": c_ok}}
+
+
+def by_platform(rows: Rows, platforms: dict[str | None, int]) -> dict:
+    """Overall and per-platform metrics (`platforms`: name -> code of the platform column); rows without a
+    label are left out and counted."""
+    codes: dict[str, list[int]] = {}
+    for name, code in platforms.items():
+        codes.setdefault(name or "unknown", []).append(code)
+    labelled = rows["label"] >= 0
+    sub = rows if labelled.all() else {k: a[labelled] for k, a in rows.items()}
     per = {}
-    for platform in sorted({v.platform or "unknown" for v in labelled}):
-        per[platform] = classification([v for v in labelled if (v.platform or "unknown") == platform])
-    return {"overall": classification(labelled), "per_platform": per,
-            "unlabelled": len(verdicts) - len(labelled)}
+    for name in sorted(codes):
+        mask = np.isin(sub["platform"], codes[name])
+        if mask.any():
+            per[name] = classify(sub if mask.all() else {k: a[mask] for k, a in sub.items()})
+    return {"overall": classify(sub), "per_platform": per, "unlabelled": int((~labelled).sum())}
 
 
-def _cost(v: Verdict) -> tuple[float, float, bool]:
-    """(tokens, calls, whether the verdict carried its full cost) for one verdict. Verdicts that
-    predate the cost fields count their own verifier call only (none for a record that failed
-    before reaching the model)."""
-    tokens, calls = getattr(v, "cost_tokens", 0) or 0, getattr(v, "cost_calls", 0) or 0
-    if tokens or calls:
-        return float(tokens), float(calls), True
-    own = v.prompt_tokens + v.completion_tokens
-    return float(own), float(1 if own or v.status != "error" else 0), False
-
-
-def efficiency(verdicts: list[Verdict], run_summary: dict | None = None) -> dict:
+def costs(rows: Rows, run_summary: dict | None = None) -> dict:
     """Calls, tokens and seconds per trajectory (Table 5's columns). Calls and tokens come from the
-    verdicts (every model call, router and cue calls split over the trajectories that shared
-    them), so `eval` and `score` agree and a resumed run counts every part; seconds come from the
-    scoring run's summary when available. The figures are over the trajectories the verifier
-    answered (ok or unparsed); error lines are counted apart (`errors`, `error_calls`)."""
-    answered = [v for v in verdicts if v.status != "error"]
-    n = len(answered)
-    costs = [_cost(v) for v in answered]
-    full = sum(c[2] for c in costs)
-    tokens, calls = sum(c[0] for c in costs), sum(c[1] for c in costs)
-    out = {"trajectories": n, "tokens": tokens, "calls": calls,
-           "tokens_per_traj": tokens / max(1, n), "calls_per_traj": calls / max(1, n),
-           "images_per_traj": sum(v.n_images for v in answered) / max(1, n),
-           "accounting": accounting_text(full, n), "errors": len(verdicts) - n,
-           "error_calls": sum(_cost(v)[1] for v in verdicts if v.status == "error")}
+    verdicts (every model call, router and cue calls split over the trajectories that shared them), so
+    `eval` and `score` agree and a resumed run counts every part; a verdict without the cost fields counts
+    its own verifier call only (none for a record that failed before reaching the model). Seconds come
+    from the scoring run's summary when available. The figures are over the trajectories the verifier
+    answered (ok or unparsed; missing rows are not the file's); error lines are counted apart (`errors`,
+    `error_calls`)."""
+    status, tokens, calls = rows["status"], rows["cost_tokens"], rows["cost_calls"]
+    verifier_tokens = rows["verifier_tokens"]
+    in_file = status != MISSING
+    full = (tokens != 0) | (calls != 0)  # the verdict's own cost fields, else its call's tokens and one call
+    called = (verifier_tokens > 0) | (status != ERROR)  # a verifier call was made
+    answered, errors = in_file & (status != ERROR), in_file & (status == ERROR)
+    n = int(answered.sum())
+
+    def spent(which):
+        t = float(tokens.sum(where=which & full)) + float(verifier_tokens.sum(where=which & ~full, dtype=np.float64))
+        return t, float(calls.sum(where=which & full)) + float((which & ~full & called).sum())
+
+    (t, c), (_, error_calls) = spent(answered), spent(errors)
+    out = {"trajectories": n, "tokens": t, "calls": c, "tokens_per_traj": t / max(1, n),
+           "calls_per_traj": c / max(1, n),
+           "images_per_traj": float(rows["images"].sum(where=answered, dtype=np.float64)) / max(1, n),
+           "accounting": accounting_text(int((full & answered).sum()), n), "errors": int(errors.sum()),
+           "error_calls": error_calls}
     if run_summary and run_summary.get("s_per_traj") is not None:
         out["s_per_traj"] = run_summary["s_per_traj"]
         out["minutes"] = out["s_per_traj"] * n / 60
+    return out
+
+
+def probabilities(rows: Rows) -> dict:
+    """field -> `figures` over the labelled rows the file holds (missing rows left out) whose field is set,
+    with how many labelled rows lacked it and the statuses of those counted; a field no row has is left out."""
+    labelled = (rows["status"] != MISSING) & (rows["label"] >= 0)
+    out = {}
+    for name, column in PROB_FIELDS.items():
+        have = labelled & ~np.isnan(rows[column])
+        if not have.any():
+            continue
+        s = probability.figures(rows[column][have], rows["label"][have])
+        status = rows["status"][have]
+        s.update(field=name, without_probability=int(labelled.sum() - have.sum()),
+                 statuses={STATUSES[k]: int((status == k).sum()) for k in sorted(set(status.tolist()))})
+        s["statuses"] = dict(sorted(s["statuses"].items()))
+        out[name] = s
     return out
 
 
@@ -120,3 +141,20 @@ def accounting_text(full: int, n: int) -> str:
     if full == 0:
         return "verifier calls only (the verdicts carry no cost fields)"
     return f"mixed: {full} of {n} verdicts carry all model calls, the rest the verifier's only"
+
+
+def classification(verdicts: Iterable[Verdict]) -> dict:
+    """`classify` of labelled verdicts in memory."""
+    return classify(of_verdicts(verdicts)[0])
+
+
+def evaluate(verdicts: Iterable[Verdict]) -> dict:
+    """`by_platform` of verdicts in memory."""
+    rows, table = of_verdicts(verdicts)
+    return by_platform(rows, table.platforms)
+
+
+def efficiency(verdicts: Iterable[Verdict], run_summary: dict | None = None) -> dict:
+    """`costs` of verdicts in memory."""
+    return costs(of_verdicts(verdicts)[0], run_summary)
+

@@ -136,14 +136,6 @@ def share_prompt_parts(cards: list[dict]) -> list[str]:
     return shared
 
 
-def prompt_text(prompt: dict, parts: list[str]) -> tuple[str, str]:
-    """(text, suffix) of a card's prompt as the page rebuilds it."""
-    def part(x):
-        return parts[x] if isinstance(x, int) else x
-
-    return "\n\n".join(part(x) for x in prompt["text"]), part(prompt["suffix"])
-
-
 def _row(i: int, c: dict) -> list:
     """The index row the page filters and sorts on."""
     return [c["id"], c["instruction"] or "", c["platform"] or "unknown", c["family"] or "(none)", c["status"],

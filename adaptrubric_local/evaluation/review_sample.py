@@ -1,24 +1,28 @@
-"""The review page of a large run: a sample of its cards, not one card per verdict (a page of a million
-cards is one no browser opens). The sample is the `cards` verdict ids with the smallest seeded hash:
-the same ids for the same file and seed whatever the lines' order, drawn in one pass that keeps
-`cards` ids; a second pass keeps those ids' last verdict lines and the data's trajectories for them,
-so memory grows with the cards shown, not with the run. The page says how many of how many it shows.
+"""The cards of the review page: every verdict evaluated, or for a large run a sample of them (a page of
+a million cards is one no browser opens). The sample is the `cards` ids (of the verdict file and of the
+trajectories without a verdict) with the smallest seeded hash: the same ids for the same file and seed
+whatever the lines' order, drawn in one pass that keeps `cards` ids; a second pass keeps those ids' last
+verdict lines and the data's trajectories for them, so memory grows with the cards shown, not with the
+run. The page says how many of how many it shows.
 
-Knows nothing about metrics or argument parsing: `harness.run_eval` calls it with the metrics it
-computed over columns.
+Knows nothing about metrics or argument parsing: `harness.run_eval` calls it with the coverage of the
+verdict table it computed the figures from.
 """
 from __future__ import annotations
 
 import hashlib
 import heapq
+from dataclasses import replace
+from itertools import chain
 from pathlib import Path
 from types import SimpleNamespace
 
 from ..cascade.scorer import CascadeVerdict
-from ..formats.stream import stream_trajectories
-from ..schema import json_lines
+from ..formats.stream import as_stream, stream_trajectories
 from ..types import Verdict
-from . import coverage as C
+from ..verdict_file import iter_lines
+from .coverage import MISSING, Coverage
+from .verdict_table import last_lines, task_of
 
 REVIEW_CARDS = 2000  # cards on the review page of `eval` at most (a sample of a larger run)
 SEED = 42
@@ -29,55 +33,59 @@ def _rank(seed: int, i: str) -> int:
                           "big")
 
 
-def sample_ids(path: Path, cards: int, seed: int = SEED) -> set[str]:
-    """The `cards` ids of the verdict file with the smallest seeded hash (every id when it has fewer)."""
+def sample_ids(path: Path, cards: int, seed: int = SEED, more: list[str] = ()) -> set[str] | None:
+    """The `cards` ids of the verdict file and of `more` (trajectories without a verdict) with the smallest
+    seeded hash (every id when there are fewer); None for `cards` 0: every id."""
+    if not cards:
+        return None
     heap: list[tuple[int, str]] = []  # (-rank, id): the largest rank kept on top
     kept: set[str] = set()
-    with open(path, encoding="utf-8") as fh:
-        for _, d in json_lines(fh, path):
-            i = str(d["id"])
-            if i in kept:
-                continue
-            r = _rank(seed, i)
-            if len(heap) < cards:
-                heapq.heappush(heap, (-r, i))
-                kept.add(i)
-            elif r < -heap[0][0]:
-                kept.discard(heapq.heapreplace(heap, (-r, i))[1])
-                kept.add(i)
+    for i in chain((str(d["id"]) for _, _, d in iter_lines(path)), more):
+        if i in kept:
+            continue
+        r = _rank(seed, i)
+        if len(heap) < cards:
+            heapq.heappush(heap, (-r, i))
+            kept.add(i)
+        elif r < -heap[0][0]:
+            kept.discard(heapq.heapreplace(heap, (-r, i))[1])
+            kept.add(i)
     return kept
 
 
-def sampled(path: Path, data, cards: int, seed: int = SEED, fmt: str = "auto", image_roots=(),
-            labels: dict | None = None) -> tuple[list[Verdict], SimpleNamespace | None]:
-    """The sample's verdicts (the last line of each id; labels from the data when given, with the 0/1 of
-    `labels`, id -> label, the labels files' last word, over them) and the data's trajectories for them."""
-    ids = sample_ids(path, cards, seed)
-    last: dict[str, dict] = {}
-    with open(path, encoding="utf-8") as fh:
-        for _, d in json_lines(fh, path):
-            if str(d["id"]) in ids:
-                last[str(d["id"])] = d
-    verdicts = [(CascadeVerdict if "decided_by" in d else Verdict).from_dict(d) for d in last.values()]
-    if data is None:
+def sampled(path: Path, data, cards: int, coverage: Coverage, seed: int = SEED, fmt: str = "auto", image_roots=(),
+            labels: dict | None = None, loaded=None) -> tuple[list[Verdict], SimpleNamespace | None]:
+    """The cards of a sample of `cards` (0: all) of the verdicts `coverage` evaluated, in its order: their
+    verdicts (the last line of each id, with the data's label, platform and task, and the 0/1 of `labels`,
+    id -> label, the labels files' last word, over them; a `missing` one for a trajectory of the sample
+    without a verdict), and the data's trajectories for them (`loaded`: the data set already loaded)."""
+    ids = sample_ids(path, cards, seed, coverage.missing if coverage.subset == "data" else [])
+    verdicts = [(CascadeVerdict if "decided_by" in d else Verdict).from_dict(d) for d in last_lines(path)
+                if ids is None or str(d["id"]) in ids]
+    if data is None and loaded is None:
         return verdicts, None
-    stream = stream_trajectories(data, fmt=fmt, check_images=False, image_roots=image_roots)
-    trajs = [x for _, x in stream.items(keep=lambda _, own: own is None or own in ids)  # the others unparsed
-             if not isinstance(x, Exception) and x.id in ids]
+    stream = as_stream(loaded) if loaded is not None else \
+        stream_trajectories(data, fmt=fmt, check_images=False, image_roots=image_roots)
+    trajs = [x for _, x in stream.items(keep=lambda _, own: ids is None or own is None or own in ids)
+             if not isinstance(x, Exception) and (ids is None or x.id in ids)]  # the others unparsed
     for t in trajs:
         if (labels or {}).get(t.id) is not None:
             t.label = labels[t.id]
-    verdicts, _ = C.align(verdicts, trajs, "verdicts", allow_extra=True)
-    return verdicts, SimpleNamespace(trajectories=trajs)
+    return _as_evaluated(verdicts, trajs, coverage), SimpleNamespace(trajectories=trajs)
 
 
-def more_lines(path: str | Path, k: int) -> bool:
-    """Whether the file at `path` has more than `k` lines (`k` 0: no limit, False), counted in bytes."""
-    n = 0
-    with open(path, "rb") as fh:
-        while k and n <= k and (chunk := fh.read(1 << 20)):
-            n += chunk.count(b"\n")
-    return bool(k) and n > k
+def _as_evaluated(verdicts: list[Verdict], trajs: list, coverage: Coverage) -> list[Verdict]:
+    """The verdicts as the table evaluated them (verdict_table.align decided which): stale and extra ones
+    out, the data's label, platform and task on the others (none for a record that did not load), a
+    `missing` one for each trajectory without a verdict when the subset is the data's."""
+    by_id, gone = {t.id: t for t in trajs}, {*coverage.extra, *coverage.stale_errors}
+    out = [replace(v, label=t.label, platform=t.platform, task_id=task_of(t)) if (t := by_id.get(str(v.id)))
+           else replace(v, label=None) for v in verdicts if str(v.id) not in gone]
+    if coverage.subset == "data":
+        have = {str(v.id) for v in out}
+        out += [Verdict(id=t.id, status=MISSING, label=t.label, platform=t.platform, task_id=task_of(t),
+                        error="no verdict for this trajectory in the verdict file") for t in trajs if t.id not in have]
+    return out
 
 
 def note(shown: int, of: int, cards: int, seed: int = SEED) -> str:

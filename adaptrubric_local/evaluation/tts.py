@@ -1,7 +1,7 @@
 """Reward-guided test-time scaling (paper §5.3, Appendix F): selecting one of N candidates per task.
 
-Candidates are grouped by `task_id` (the harness uses the instruction when the data has none) and
-sorted by id; each task is then shuffled with its own generator seeded with the fixed seed (42),
+Candidates are grouped by task (the data's task_id, or its instruction when it has none) and sorted by
+id; each task is then shuffled with its own generator seeded with the fixed seed (42),
 so a task's order is the same for every verifier and does not change when tasks are added or
 removed. For each budget N (a task with fewer candidates uses all of them):
 - EarlyStop@N: the first candidate predicted successful, else the last one scanned;
@@ -17,40 +17,39 @@ Unparsed and error verdicts, and candidates of the data set without a verdict ("
 "predicted success": they rank below a parsed 0 and are counted; when no candidate was scored at all, the verifier carried no information and no gains
 over Random are given. Success rates are percentages over tasks.
 
-The figures are tallied task by task in one pass (`Tally`), so a caller can hand in one task's candidates
-at a time (evaluation/tts_columns.py builds them from columns); the Random sums are exact (integers over
-each prefix length), so they do not depend on the order the tasks come in. A candidate is anything with
-the Verdict fields the protocols read (id, label, status, score, p_success, p_success_calibrated). Knows
-nothing about models or files.
+The figures are tallied task by task in one pass (`Tally`), one task's candidates at a time, made from
+the rows of a verdict table (`table_curves`: some 80 bytes a candidate, whatever the size of the run)
+or from verdicts in memory (`curves`, the same table); the Random sums are exact (integers over each prefix length), so
+they do not depend on the order the tasks come in. A candidate is anything with the Verdict fields the
+protocols read (id, label, status, score, p_success, p_success_calibrated). Knows nothing about models
+or files.
 """
 from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
+
 from ..types import Verdict
+from . import metrics
+from .verdict_table import NO_TASK, STATUSES, Rows, Table, VerdictTable, of_verdicts
 
 SEED = 42
 PROTOCOLS = ("earlystop", "bestofn", "bestofn_soft", "random", "oracle")
 NO_TASKS = "no labelled verdicts with a task_id: test-time scaling needs candidates grouped by task"
 
 
-def groups(verdicts: list[Verdict], seed: int | None = SEED) -> dict[str, list[Verdict]]:
-    """task_id -> labelled candidates in the fixed per-task shuffled order (tasks in sorted order);
-    seed None keeps the candidates sorted by id."""
-    by_task: dict[str, list[Verdict]] = defaultdict(list)
-    for v in verdicts:
-        if v.task_id is not None and v.label in (0, 1):
-            by_task[str(v.task_id)].append(v)
-    out = {}
-    for task in sorted(by_task):
-        cands = sorted(by_task[task], key=lambda v: str(v.id))
-        if seed is not None:
-            random.Random(seed).shuffle(cands)  # one generator per task: independent of the other tasks
-        out[task] = cands
-    return out
+def shuffled(cands: list, seed: int | None) -> list:
+    """A task's candidates sorted by id, then shuffled by a generator of their own seeded with `seed` (so
+    independent of the other tasks); seed None keeps them sorted."""
+    cands = sorted(cands, key=lambda v: str(v.id))
+    if seed is not None:
+        random.Random(seed).shuffle(cands)
+    return cands
 
 
 def _rank(v: Verdict) -> int:
@@ -82,23 +81,16 @@ def soft_probability(v: Verdict):
     return p if p is not None else v.p_success
 
 
-def random_expected(cands: list[Verdict], n: int) -> float:
-    """Expected success of a uniform pick from the first n."""
-    prefix = cands[:n]
-    return sum(v.label for v in prefix) / len(prefix)
-
-
 def oracle(cands: list[Verdict], n: int) -> int:
     """1 if any of the first n candidates succeeded."""
     return int(any(v.label == 1 for v in cands[:n]))
 
 
-def curves(verdicts: list[Verdict], max_n: int | None = None, seed: int | None = SEED) -> dict:
-    """SR@N for N = 1..max_n for every protocol, gains over Random, and the pool composition."""
-    tasks = groups(verdicts, seed)
-    if not tasks:
-        raise ValueError(NO_TASKS)
-    return over_tasks(tasks.values(), max_n or max(len(c) for c in tasks.values()))
+def curves(verdicts: Iterable[Verdict], max_n: int | None = None, seed: int | None = SEED) -> dict:
+    """SR@N for N = 1..max_n for every protocol, gains over Random, and the pool composition, of verdicts in
+    memory (their own labels and task ids)."""
+    rows, table = of_verdicts(verdicts, candidates=True)
+    return _curves(rows, table, max_n, seed)
 
 
 def over_tasks(tasks: Iterable[list], max_n: int) -> dict:
@@ -121,16 +113,6 @@ def over_tasks(tasks: Iterable[list], max_n: int) -> dict:
                        f"{missing}): "
                        "EarlyStop and BestOfN only reflect candidate order, so no gains over Random are reported")
     return out
-
-
-def pool(tasks: dict[str, list[Verdict]], max_n: int) -> dict:
-    """Pool composition as in Table 12: all-fail / all-pass / mixed tasks, trial SR (pooled over
-    trials), Oracle@max, Random@1 (expected, one uniform trial per task) and headroom = Oracle@max
-    minus Random@1, as the table's caption defines it."""
-    tally = Tally(max_n)
-    for cands in tasks.values():
-        tally.add(cands)
-    return tally.pool()
 
 
 def _exact(sums: dict[int, int]) -> float:
@@ -197,3 +179,54 @@ class Tally:
             "scored": self.status["ok"], "unparsed": self.status["unparsed"], "errors": self.status["error"],
             "missing": self.status["missing"],
         }
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One candidate as the protocols read it (the Verdict fields above), from a row of a verdict table."""
+
+    id: str
+    label: int
+    status: str
+    score: int | None
+    p_success: float | None
+    p_success_calibrated: float | None
+
+
+def task_lists(rows: Rows, table: VerdictTable, seed: int | None = SEED) -> tuple[int, Iterator[list[Candidate]]]:
+    """(the most candidates of a task, each task's labelled candidates in their `shuffled` order, one task
+    at a time) from the rows of a table with `candidates`."""
+    keep = np.flatnonzero((rows["label"] >= 0) & (rows["task"] != NO_TASK))
+    order = keep[np.argsort(rows["task"][keep], kind="stable")]
+    codes = rows["task"][order]
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.zeros(0, np.int64)
+    ends = np.r_[starts[1:], len(codes)] if len(codes) else starts
+    most = int((ends - starts).max()) if len(starts) else 0
+
+    def one(r: int) -> Candidate:
+        p, calibrated, score = rows["p_success"][r], rows["p_calibrated"][r], int(rows["score"][r])
+        return Candidate(table.name(rows, r), int(rows["label"][r]), STATUSES[rows["status"][r]],
+                         None if score < 0 else score, None if np.isnan(p) else float(p),
+                         None if np.isnan(calibrated) else float(calibrated))
+
+    def tasks() -> Iterator[list[Candidate]]:
+        for a, b in zip(starts.tolist(), ends.tolist()):
+            yield shuffled([one(int(r)) for r in order[a:b]], seed)
+
+    return most, tasks()
+
+
+def _curves(rows: Rows, table: VerdictTable, max_n: int | None, seed: int | None) -> dict:
+    most, tasks = task_lists(rows, table, seed)
+    if not most:
+        raise ValueError(NO_TASKS)
+    return over_tasks(tasks, max_n or most)
+
+
+def table_curves(t: Table, max_n: int | None = None, seed: int | None = SEED) -> dict:
+    """tts.json's content less its run record, from a verdict table read with `candidates`."""
+    res = _curves(t.rows, t.table, max_n, seed)
+    labelled = t.rows["label"] >= 0
+    res["classification"] = metrics.classify({k: a[labelled] for k, a in t.rows.items()})
+    res["coverage"] = t.coverage.to_dict()
+    return res

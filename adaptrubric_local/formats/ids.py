@@ -21,6 +21,17 @@ def digest(i: str) -> bytes:
     return hashlib.blake2b(i.encode("utf-8", "surrogatepass"), digest_size=DIGEST).digest()
 
 
+def key(i: str) -> bytes:
+    """`digest(i)` as an array of digests holds it (numpy's fixed-width bytes drop trailing NULs): what
+    a digest array's items compare equal to."""
+    return digest(i).rstrip(b"\0")
+
+
+def keys(ids: Iterable[str]) -> np.ndarray:
+    """The `key`s of `ids`, in order, as an array of digests."""
+    return np.array([key(i) for i in ids], dtype=f"S{DIGEST}")
+
+
 class IdBuilder:
     """Collects ids (appending their digests to one buffer) and freezes them into an `IdSet`."""
 
@@ -86,7 +97,7 @@ class IdSet:
 
     def without(self, ids: Iterable[str]) -> np.ndarray:
         """The sorted digests less those of `ids`."""
-        drop = np.array([digest(i).rstrip(b"\0") for i in ids], dtype=f"S{DIGEST}")
+        drop = keys(ids)
         return self._keys[~np.isin(self._keys, drop)] if len(drop) else self._keys
 
     def has_keys(self, keys: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
@@ -112,7 +123,7 @@ class IdSet:
 
     def is_repeated(self, i: str) -> bool:
         """Whether the id was added more than once (few are, in any real data set)."""
-        return bool(self._repeated) and digest(i).rstrip(b"\0") in self._repeated
+        return bool(self._repeated) and key(i) in self._repeated
 
     def repeated_count(self) -> int:
         """How many ids were added more than once."""

@@ -1,6 +1,5 @@
-"""`calibrate` over columns: the fit from the p_success column and the data's labels (with the labels files
-over them) equals the fit over loaded Verdict and Trajectory objects; `fit_arrays` gives probability.py's
-figures at the loss's minimum; `calibrate --apply` holds one line at a time."""
+"""`calibrate`'s fit: on the labelled rows of the verdict table that carry a p_success, at the loss's
+minimum with the figures worked out by hand; `calibrate --apply` holds one line at a time."""
 from __future__ import annotations
 
 import json
@@ -11,46 +10,37 @@ from stream_support import labelled_case
 
 from adaptrubric_local.cli import main
 from adaptrubric_local.evaluation import calibration as C
-from adaptrubric_local.evaluation import columns
-from adaptrubric_local.evaluation import probability as P
-from adaptrubric_local.evaluation.harness import covered_verdicts
-from adaptrubric_local.formats import load_trajectories
-from adaptrubric_local.labels import apply_labels
+from adaptrubric_local.evaluation import verdict_table
 
 from conftest import write_jsonl
 
 
-def _with_extra_and_stale(tmp_path, vfile):
-    """The case's verdicts plus a verdict for an id the data lacks and an error line for one it lacks."""
-    lines = [*vfile.read_text().splitlines(),
-             json.dumps({"id": "elsewhere", "status": "ok", "score": 1, "p_success": 0.99, "label": 0}),
-             json.dumps({"id": "gone", "status": "error", "score": None, "error": "x"})]
-    return write_jsonl(tmp_path / "v2.jsonl", lines)
+def test_the_fit_takes_the_labelled_rows_with_a_probability(tmp_path):
+    lines = [{"id": f"t{i}", "status": "ok" if i % 3 else "unparsed", "score": 1, "p_success": (i + 0.5) / 25,
+              "label": int(i % 4 == 0 or i > 15)} for i in range(25)]
+    lines += [{"id": "no-p", "status": "ok", "score": 0, "label": 0}, {"id": "no-label", "status": "ok",
+                                                                       "p_success": 0.3}]
+    table = verdict_table.read(write_jsonl(tmp_path / "v.jsonl", lines))
+    cal = C.fit_rows(table.rows, method="platt")
+    want = C.fit([d["p_success"] for d in lines[:25]], [d["label"] for d in lines[:25]], method="platt")
+    assert (cal.n, cal.positives, cal.field_name) == (25, 7 + 9 - 3, "p_success")  # 0, 4, ..., 24 and 16..24
+    assert (cal.a, cal.b, cal.before) == (want.a, want.b, want.before)
 
 
-@pytest.mark.parametrize("method", ["temperature", "platt"])
-@pytest.mark.parametrize("with_labels", [False, True])
-def test_the_streamed_fit_equals_the_fit_over_objects(tmp_path, method, with_labels):
-    data, vfile, files = labelled_case(tmp_path)
-    vfile = _with_extra_and_stale(tmp_path, vfile)
-    files = files if with_labels else []
-    loaded = load_trajectories(data, check_images=False)
-    apply_labels(loaded, files, data_name=str(data))
-    verdicts, cov_old = covered_verdicts(vfile, data, loaded, subset="verdicts", allow_extra=True)
-    old = C.fit_verdicts(verdicts, method=method)
-    rows, _, cov, applied = columns.covered(vfile, data, "verdicts", allow_extra=True, labels=files)
-    new = C.fit_rows(rows, method=method)
-    assert cov.extra == cov_old.extra == ["elsewhere"] and cov.stale_errors == ["gone"]
-    assert (applied is not None) == with_labels
-    assert (new.n, new.positives, new.field_name) == (old.n, old.positives, old.field_name)
-    assert new.temperature == pytest.approx(old.temperature, rel=1e-9) and new.b == pytest.approx(old.b, abs=1e-9)
-    for k in ("before", "after"):
-        assert getattr(new, k) == pytest.approx(getattr(old, k), rel=1e-9, abs=1e-12), k
-    with pytest.raises(ValueError, match="holds verdicts for 1 id"):
-        columns.covered(vfile, data, "verdicts")
+def _auroc(p, y):
+    pos, neg = [q for q, t in zip(p, y) if t], [q for q, t in zip(p, y) if not t]
+    return sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / (len(pos) * len(neg))
 
 
-def test_fit_arrays_lands_on_the_minimum_with_probability_py_s_figures():
+def _ece(p, y, bins=15):
+    groups = {}
+    for q, t in zip(p, y):
+        groups.setdefault(min(int(q * bins), bins - 1), []).append((q, t))
+    return sum(len(g) / len(p) * abs(sum(t for _, t in g) / len(g) - sum(q for q, _ in g) / len(g))
+               for g in groups.values())
+
+
+def test_the_fit_lands_on_the_minimum_with_the_figures_by_hand():
     import random
 
     import numpy as np
@@ -67,16 +57,16 @@ def test_fit_arrays_lands_on_the_minimum_with_probability_py_s_figures():
             assert abs(sum(g)) < 1e-6
         after = [cal.apply(q) for q in p]
         for probs, fig in ((p, cal.before), (after, cal.after)):
-            assert fig["brier"] == pytest.approx(P.brier(probs, y), rel=1e-12)
-            assert fig["ece"] == pytest.approx(P.ece(probs, y), rel=1e-9)
-            assert fig["auroc"] == pytest.approx(P.auroc(probs, y), rel=1e-12)
+            assert fig["brier"] == pytest.approx(sum((q - t) ** 2 for q, t in zip(probs, y)) / len(y), rel=1e-12)
+            assert fig["ece"] == pytest.approx(_ece(probs, y), rel=1e-9)
+            assert fig["auroc"] == pytest.approx(_auroc(probs, y), rel=1e-12)
             assert fig["nll"] == pytest.approx(-sum(math.log(q if t else 1 - q) for q, t in zip(probs, y)) / len(y))
             assert fig["std"] == pytest.approx(float(np.std(probs)))
         assert cal.after["nll"] < cal.before["nll"]
     with pytest.raises(ValueError, match="probability 1.5 is outside"):
-        C.fit_arrays(np.array([0.2, 1.5]), np.array([0, 1]))
+        C.fit(np.array([0.2, 1.5]), np.array([0, 1]))
     with pytest.raises(ValueError, match="calibration needs at least 20"):
-        C.fit_arrays(np.array(p[:19]), np.array(y[:19], dtype=np.int8))
+        C.fit(np.array(p[:19]), np.array(y[:19], dtype=np.int8))
 
 
 def test_calibrate_command_says_what_load_labelled_said(tmp_path, capsys):
