@@ -22,6 +22,7 @@ from ..registry import load_plugins, plugins_in
 from ..stopping import Stopped, stop_on_signals
 from .common import (
     FORMATTER,
+    add_command,
     add_model_options,
     add_plugins_option,
     add_remote_options,
@@ -187,10 +188,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also show the warnings of third-party libraries (hidden by default: nothing to act on)")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
 
-    p = sub.add_parser("route", help="route instructions to one of the bank's task families",
-                       description="Print the family of one instruction, or add \"category\" to each line of a "
-                                   "JSONL file. The default router is the paper's: the model answers the router "
-                                   "prompt (H.2).", epilog=EXAMPLES, formatter_class=FORMATTER)
+    p = add_command(sub, "route", cmd_route,
+        help="route instructions to one of the bank's task families",
+        description="Print the family of one instruction, or add \"category\" to each line of a "
+                    "JSONL file. The default router is the paper's: the model answers the router "
+                    "prompt (H.2).", epilog=EXAMPLES)
     p.add_argument("instruction", nargs="?", help="an instruction to route")
     add_config_arguments(p, PipelineConfig, only=("router", "bank_path"))
     mark_common(p.add_argument("--explain", action="store_true",
@@ -199,19 +201,18 @@ def build_parser() -> argparse.ArgumentParser:
     mark_common(p.add_argument("--out", help="where to write the routed JSONL (default stdout)"), "output")
     add_model_options(p, routing=True)  # what routing uses, no more
     add_remote_options(p, routing=True)
-    p.set_defaults(func=cmd_route)
 
-    p = sub.add_parser("prompt", help="show exactly what the verifier would see for one trajectory",
-                       description="Render the fused verifier prompt and the selected screenshots exactly as "
-                                   "`score` would send them with the same flags (the router and cue calls run on "
-                                   "--model). Without a model: --router rules and --no-fine or --manual-cues TEXT.",
-                       epilog=EXAMPLES, formatter_class=FORMATTER)
+    p = add_command(sub, "prompt", cmd_prompt,
+        help="show exactly what the verifier would see for one trajectory",
+        description="Render the fused verifier prompt and the selected screenshots exactly as "
+                    "`score` would send them with the same flags (the router and cue calls run on "
+                    "--model). Without a model: --router rules and --no-fine or --manual-cues TEXT.",
+        epilog=EXAMPLES)
     p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
     mark_common(p.add_argument("--id", required=True, help="trajectory id"), "data")
     mark_common(p.add_argument("--json", action="store_true",
                           help="print the request (prompt, suffix, images, route, cues) as JSON"), "output")
     add_scoring_options(p)  # exactly the flags of `score`, so the prompt is what `score` sends
-    p.set_defaults(func=cmd_prompt)
 
     for module in (cli_score, cli_eval, cli_audit, cli_review, cli_labels, cli_distill, cli_serve, cli_bank,
                    cli_cascade, cli_shards):

@@ -17,6 +17,15 @@ from ..stopping import Stopped
 FORMATTER = argparse.RawDescriptionHelpFormatter
 
 
+def add_command(sub, name: str, func=None, *, help: str, description: str, epilog: str | None = None):
+    """The subcommand `name` on the subparsers `sub`, laid out as every command is (FORMATTER), run by
+    `func` (None for a command with steps of its own)."""
+    p = sub.add_parser(name, help=help, description=description, epilog=epilog, formatter_class=FORMATTER)
+    if func is not None:
+        p.set_defaults(func=func)
+    return p
+
+
 def die(msg: str, code: int = 2) -> int:
     """Print one error line and return the exit code."""
     print(f"adaptrubric: error: {msg}", file=sys.stderr)
