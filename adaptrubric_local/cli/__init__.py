@@ -23,6 +23,7 @@ from ..stopping import Stopped, stop_on_signals
 from .common import (
     FORMATTER,
     add_command,
+    add_data_argument,
     add_model_options,
     add_plugins_option,
     add_remote_options,
@@ -188,11 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also show the warnings of third-party libraries (hidden by default: nothing to act on)")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
 
-    p = add_command(sub, "route", cmd_route,
-        help="route instructions to one of the bank's task families",
-        description="Print the family of one instruction, or add \"category\" to each line of a "
-                    "JSONL file. The default router is the paper's: the model answers the router "
-                    "prompt (H.2).", epilog=EXAMPLES)
+    p = add_command(sub, "route", cmd_route, help="route instructions to one of the bank's task families",
+        description="Print the family of one instruction, or add \"category\" to each line of a JSONL file. The "
+                    "default router is the paper's: the model answers the router prompt (H.2).", epilog=EXAMPLES)
     p.add_argument("instruction", nargs="?", help="an instruction to route")
     add_config_arguments(p, PipelineConfig, only=("router", "bank_path"))
     mark_common(p.add_argument("--explain", action="store_true",
@@ -202,13 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_options(p, routing=True)  # what routing uses, no more
     add_remote_options(p, routing=True)
 
-    p = add_command(sub, "prompt", cmd_prompt,
-        help="show exactly what the verifier would see for one trajectory",
-        description="Render the fused verifier prompt and the selected screenshots exactly as "
-                    "`score` would send them with the same flags (the router and cue calls run on "
-                    "--model). Without a model: --router rules and --no-fine or --manual-cues TEXT.",
-        epilog=EXAMPLES)
-    p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
+    p = add_command(sub, "prompt", cmd_prompt, help="show exactly what the verifier would see for one trajectory",
+        description="Render the fused verifier prompt and the selected screenshots exactly as `score` would send them "
+                    "with the same flags (the router and cue calls run on --model). Without a model: --router rules "
+                    "and --no-fine or --manual-cues TEXT.", epilog=EXAMPLES)
+    add_data_argument(p)
     mark_common(p.add_argument("--id", required=True, help="trajectory id"), "data")
     mark_common(p.add_argument("--json", action="store_true",
                           help="print the request (prompt, suffix, images, route, cues) as JSON"), "output")

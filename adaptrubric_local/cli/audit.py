@@ -122,12 +122,11 @@ def add_subcommands(sub) -> None:
     """Register audit."""
     p = add_command(sub, "audit", cmd_audit,
         help="counterfactual trajectories: how often each change moves the verifier's verdict",
-        description="Score every trajectory of a labelled DATA set and counterfactual copies of it "
-                    "(the answer claiming success, verdict lines injected, the final frame dropped or "
-                    "replaced, the frames reversed, another task's instruction, half the visual "
-                    "budget), and report per change how many verdicts moved 0 -> 1 and 1 -> 0 (95% "
-                    "intervals), the mean change of p_success and the verdicts that became unparsed.",
-        epilog=EXAMPLES)
+        description="Score every trajectory of a labelled DATA set and counterfactual copies of it (the answer "
+                    "claiming success, verdict lines injected, the final frame dropped or replaced, the frames "
+                    "reversed, another task's instruction, half the visual budget), and report per change how many "
+                    "verdicts moved 0 -> 1 and 1 -> 0 (95% intervals), the mean change of p_success and the verdicts "
+                    "that became unparsed.", epilog=EXAMPLES)
     p.add_argument("data", nargs="?", help="labelled trajectories (any supported format)")
     p.add_argument("--out", help="the audit's folder")
     p.add_argument("--perturb", nargs="+", action="extend", metavar="NAME",

@@ -126,26 +126,21 @@ def add_subcommands(sub) -> None:
         add_pipeline_options,
         add_remote_options,
     )
-    b = add_command(sub, "bank",
-        help="build and check a rubric bank for your own apps (induce, refine, validate)",
-        description="Grow a rubric bank the way the paper built its own (§4.1, Appendix B): induce "
-                    "families and rubrics from labelled trajectories with a teacher model, then "
-                    "refine each family's rubric on the cases where the verifier disagrees with "
-                    "the label, keeping only revisions that help on held-out data.",
-        epilog=EXAMPLES)
+    b = add_command(sub, "bank", help="build and check a rubric bank for your own apps (induce, refine, validate)",
+        description="Grow a rubric bank the way the paper built its own (§4.1, Appendix B): induce families and "
+                    "rubrics from labelled trajectories with a teacher model, then refine each family's rubric on the "
+                    "cases where the verifier disagrees with the label, keeping only revisions that help on held-out "
+                    "data.", epilog=EXAMPLES)
     bsub = b.add_subparsers(dest="bank_cmd", metavar="STEP", required=True)
 
-    p = add_command(bsub, "induce", cmd_induce,
-        help="induce a bank from labelled trajectories with a teacher",
-        description="Sample labelled successes and failures per proposed family, ask the teacher "
-                    "for the verification dimensions that separate them (showing instructions, "
-                    "compiled evidence and selected screenshots), then for a grouping into "
-                    "families with description, verification steps, pitfalls and special rules. "
-                    "Writes a bank in the strict schema (the paper's meta rule and output format "
-                    "kept) with a record of teacher, data and prompts; teacher replies and "
-                    "dimensions are kept in OUT.work/. Teacher calls: ceil(sampled / --per-call) "
-                    "+ 1.", epilog=EXAMPLES)
-    p.add_argument("data", metavar="DATA", help="labelled trajectory file or folder (any supported format)")
+    p = add_command(bsub, "induce", cmd_induce, help="induce a bank from labelled trajectories with a teacher",
+        description="Sample labelled successes and failures per proposed family, ask the teacher for the verification "
+                    "dimensions that separate them (showing instructions, compiled evidence and selected "
+                    "screenshots), then for a grouping into families with description, verification steps, pitfalls "
+                    "and special rules. Writes a bank in the strict schema (the paper's meta rule and output format "
+                    "kept) with a record of teacher, data and prompts; teacher replies and dimensions are kept in "
+                    "OUT.work/. Teacher calls: ceil(sampled / --per-call) + 1.", epilog=EXAMPLES)
+    add_data_argument(p, "labelled trajectory file or folder (any supported format)")
     common(p.add_argument("--out", required=True, help="bank YAML to write"), "output")
     add_config_arguments(p.add_argument_group("induction"), InduceConfig, skip=("teacher_max_new_tokens",),
                          defaults={"name": None})
@@ -156,15 +151,13 @@ def add_subcommands(sub) -> None:
 
     p = add_command(bsub, "refine", cmd_refine,
         help="revise family rubrics from disagreement cases, validated on held-out data",
-        description="Split DEV by task into a refine part and a validation part the teacher never "
-                    "sees. Each round: score both with the bank on --model; for each family with "
-                    "disagreements on the refine part, the teacher revises its verification steps, "
-                    "pitfalls and special rules; a revision is kept only if validation accuracy "
-                    "rises. Writes OUT/round_K.yaml, OUT/round_K.diff.md, OUT/report.{json,md} and "
-                    "OUT/teacher.jsonl as it goes. Cost per round: one verifier call per DEV "
-                    "trajectory (routes and cues once per run), one teacher call per family with "
-                    "disagreements, and one verifier call per validation trajectory of each "
-                    "revised family.", epilog=EXAMPLES)
+        description="Split DEV by task into a refine part and a validation part the teacher never sees. Each round: "
+                    "score both with the bank on --model; for each family with disagreements on the refine part, the "
+                    "teacher revises its verification steps, pitfalls and special rules; a revision is kept only if "
+                    "validation accuracy rises. Writes OUT/round_K.yaml, OUT/round_K.diff.md, OUT/report.{json,md} "
+                    "and OUT/teacher.jsonl as it goes. Cost per round: one verifier call per DEV trajectory (routes "
+                    "and cues once per run), one teacher call per family with disagreements, and one verifier call "
+                    "per validation trajectory of each revised family.", epilog=EXAMPLES)
     add_data_argument(p, "labelled DEV trajectories (any supported format)")
     common(p.add_argument("--out", required=True, help="output folder"), "output")
     add_config_arguments(p.add_argument_group("refinement"), RefineConfig, skip=("teacher_max_new_tokens",))
@@ -175,10 +168,9 @@ def add_subcommands(sub) -> None:
     add_remote_options(p)
     _teacher_options(p)
 
-    p = add_command(bsub, "validate", cmd_validate,
-        help="check a rubric bank YAML against the schema",
-        description="Load a rubric bank into the strict schema and print its hash, or every "
-                    "problem with file and field.", epilog=VALIDATE_EXAMPLES)
+    p = add_command(bsub, "validate", cmd_validate, help="check a rubric bank YAML against the schema",
+        description="Load a rubric bank into the strict schema and print its hash, or every problem with file and "
+                    "field.", epilog=VALIDATE_EXAMPLES)
     p.add_argument("path", help="bank YAML file")
 
 

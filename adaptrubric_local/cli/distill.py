@@ -148,21 +148,18 @@ def add_subcommands(sub) -> None:
     from ..engine.teacher import TeacherConfig
     from ..flags import add_config_arguments, common
     from ..pipeline import PipelineConfig
-    from .common import add_command
+    from .common import add_command, add_data_argument
 
-    d = add_command(sub, "distill",
-        help="distil a large judge into a LoRA adapter for a small verifier",
-        description="Collect a teacher's AdaptRubric judgments, train a LoRA student on them, "
-                    "evaluate it against the base model, merge it.", epilog=EXAMPLES)
+    d = add_command(sub, "distill", help="distil a large judge into a LoRA adapter for a small verifier",
+        description="Collect a teacher's AdaptRubric judgments, train a LoRA student on them, evaluate it against the "
+                    "base model, merge it.", epilog=EXAMPLES)
     dsub = d.add_subparsers(dest="distill_cmd", metavar="STEP", required=True)
 
-    p = add_command(dsub, "collect", cmd_collect,
-        help="run a teacher over a data set and keep what it saw and said",
-        description="Run the full AdaptRubric pipeline on a teacher and write DIR/train.jsonl, "
-                    "val.jsonl (split by task) and manifest.json. Unparsed teacher outputs are "
-                    "counted and left out; failed calls are reported and retried by --resume.",
-        epilog=EXAMPLES)
-    p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
+    p = add_command(dsub, "collect", cmd_collect, help="run a teacher over a data set and keep what it saw and said",
+        description="Run the full AdaptRubric pipeline on a teacher and write DIR/train.jsonl, val.jsonl (split by "
+                    "task) and manifest.json. Unparsed teacher outputs are counted and left out; failed calls are "
+                    "reported and retried by --resume.", epilog=EXAMPLES)
+    add_data_argument(p)
     common(p.add_argument("--out", required=True, help="distillation folder DIR"), "output")
     t = p.add_argument_group("teacher (exactly one of --teacher-model, --teacher-url, --teacher-verdicts, "
                              "--teacher-labels)")
@@ -188,33 +185,26 @@ def add_subcommands(sub) -> None:
 
     from ..distill.train import add_train_args
 
-    p = add_command(dsub, "train", cmd_train,
-        help="train a LoRA/QLoRA student on DIR",
-        description="LoRA (or QLoRA with --load-in-4bit) on the student with transformers' Trainer; "
-                    "loss on the assistant response only, logits only where there are labels, the "
-                    "teacher's P(SCORE=1) learned where it was recorded; validation agreement with the "
-                    "teacher each epoch, the best epoch kept. A memory plan runs first and stops a run "
-                    "that would not fit (--force to override).", epilog=EXAMPLES)
+    p = add_command(dsub, "train", cmd_train, help="train a LoRA/QLoRA student on DIR",
+        description="LoRA (or QLoRA with --load-in-4bit) on the student with transformers' Trainer; loss on the "
+                    "assistant response only, logits only where there are labels, the teacher's P(SCORE=1) learned "
+                    "where it was recorded; validation agreement with the teacher each epoch, the best epoch kept. A "
+                    "memory plan runs first and stops a run that would not fit (--force to override).", epilog=EXAMPLES)
     add_train_args(p)
     p.add_argument("--dry-run", action="store_true", help="print the memory plan and stop (exit 1 if it does not fit)")
 
-    p = add_command(dsub, "plan", cmd_plan,
-        help="the memory plan of a training run, without training",
-        description="Sequence lengths (text and visual, p50/p95/max) of DIR at the training settings "
-                    "and "
-                    "the estimated peak GPU memory (weights, LoRA + optimizer, activations, loss) "
-                    "against the GPU present or --gpu-memory; when it does not fit, the changes that "
-                    "would. Loads the processor and config only, no weights.",
-        epilog=EXAMPLES)
+    p = add_command(dsub, "plan", cmd_plan, help="the memory plan of a training run, without training",
+        description="Sequence lengths (text and visual, p50/p95/max) of DIR at the training settings and the "
+                    "estimated peak GPU memory (weights, LoRA + optimizer, activations, loss) against the GPU present "
+                    "or --gpu-memory; when it does not fit, the changes that would. Loads the processor and config "
+                    "only, no weights.", epilog=EXAMPLES)
     add_train_args(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
 
-    p = add_command(dsub, "evaluate", cmd_evaluate,
-        help="base model vs adapter on DIR's val split",
-        description="Score val with the base model and with the adapter (the pipeline settings of "
-                    "the collection; one loaded model, the adapter switched off for the base run), "
-                    "then agreement with the teacher and accuracy/F1 against labels, side by side, "
-                    "with the eval harness's reports and plots.",
+    p = add_command(dsub, "evaluate", cmd_evaluate, help="base model vs adapter on DIR's val split",
+        description="Score val with the base model and with the adapter (the pipeline settings of the collection; one "
+                    "loaded model, the adapter switched off for the base run), then agreement with the teacher and "
+                    "accuracy/F1 against labels, side by side, with the eval harness's reports and plots.",
         epilog=EXAMPLES)
     p.add_argument("dir", help="distillation folder")
     p.add_argument("--model", required=True, help="the student's base model")
@@ -233,12 +223,10 @@ def add_subcommands(sub) -> None:
                         "base_quantisation.json; a different choice warns)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    p = add_command(dsub, "merge", cmd_merge,
-        help="merge an adapter into its base model",
-        description="Write a checkpoint with the LoRA merged in; it loads with --model alone. An "
-                    "adapter trained on a 4-bit base (QLoRA) is merged into the base dequantised from "
-                    "the same 4-bit weights it learned on, and saved unquantised.",
-        epilog=EXAMPLES)
+    p = add_command(dsub, "merge", cmd_merge, help="merge an adapter into its base model",
+        description="Write a checkpoint with the LoRA merged in; it loads with --model alone. An adapter trained on a "
+                    "4-bit base (QLoRA) is merged into the base dequantised from the same 4-bit weights it learned "
+                    "on, and saved unquantised.", epilog=EXAMPLES)
     p.add_argument("--model", required=True, help="base model")
     p.add_argument("--adapter", required=True, help="adapter folder")
     p.add_argument("--out", required=True, help="folder for the merged checkpoint")
