@@ -28,8 +28,8 @@ from typing import Any
 
 from ..types import Step, Trajectory
 from . import tool_calls
-from .base import DataError, LoadResult, check_nonempty, load_json, require, resolve_image, tag
-from .clawgui import episode_files
+from .base import DataError, LoadResult, check_nonempty, require, resolve_image, tag
+from .clawgui import episode_files, load_episodes
 
 SCREENS = "before"
 SHAPE = "episode.json with task_name (ClawGUI phone agent)"
@@ -108,22 +108,9 @@ def _parse(doc: Any, file: Path, check_images: bool, roots: tuple) -> Trajectory
 
 def load(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
     """Load one phone-agent `episode.json` or every one under a folder (the tracer's `trace_dir`)."""
-    path = Path(path)
-    base = path.parent if path.is_file() else path
-    roots = tuple(dict.fromkeys(Path(r).resolve() for r in (base, *image_roots)))
-    result = LoadResult()
-    for f in episode_files(path):
-        try:
-            doc = load_json(f)
-        except DataError as exc:
-            result.errors.append(tag(exc, f.parent.name))
-            continue
-        if path.is_dir() and isinstance(doc, dict) and "meta_data" in doc:
-            result.warnings.append(f"{f}: a ClawGUI-RL episode, not a phone-agent trace; skipped it "
-                                   "(read it with --format clawgui)")
-            continue
-        try:
-            result.trajectories.append(parse(doc, f, check_images, roots))
-        except DataError as exc:
-            result.errors.append(exc)
-    return result
+    def foreign(doc: dict) -> str | None:
+        if "meta_data" in doc:
+            return "a ClawGUI-RL episode, not a phone-agent trace; skipped it (read it with --format clawgui)"
+        return None
+
+    return load_episodes(path, image_roots, lambda doc, f, roots, _: parse(doc, f, check_images, roots), foreign)
