@@ -172,14 +172,17 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
+def _given(namespace, dest: str) -> None:
+    """Remember on `namespace` that the flag of `dest` was given."""
+    setattr(namespace, EXPLICIT, {*getattr(namespace, EXPLICIT, set()), dest})
+
+
 class Record(argparse.Action):
     """Store the value and remember that the flag was given."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         setattr(namespace, self.dest, values)
-        given = set(getattr(namespace, EXPLICIT, set()))
-        given.add(self.dest)
-        setattr(namespace, EXPLICIT, given)
+        _given(namespace, self.dest)
 
 
 class RecordAppend(argparse.Action):
@@ -190,17 +193,13 @@ class RecordAppend(argparse.Action):
         if self.dest not in getattr(namespace, EXPLICIT, set()):
             items = []  # the first use replaces the default
         setattr(namespace, self.dest, [*items, values])
-        given = set(getattr(namespace, EXPLICIT, set()))
-        given.add(self.dest)
-        setattr(namespace, EXPLICIT, given)
+        _given(namespace, self.dest)
 
 
 class RecordBool(argparse.BooleanOptionalAction):
     def __call__(self, parser, namespace, values, option_string=None):
         super().__call__(parser, namespace, values, option_string)
-        given = set(getattr(namespace, EXPLICIT, set()))
-        given.add(self.dest)
-        setattr(namespace, EXPLICIT, given)
+        _given(namespace, self.dest)
 
 
 def flag_name(field_name: str) -> str:
