@@ -23,8 +23,8 @@ from pathlib import Path
 
 
 @dataclass
-class AnsweringSettings:
-    """How the answering tiny model is made (its build time: docs/benchmarks.md)."""
+class TinyStudentSettings:
+    """A tiny student distilled on the CPU: the synthetic data's size and the LoRA training."""
 
     n_tasks: int = 12
     candidates: int = 4
@@ -32,9 +32,15 @@ class AnsweringSettings:
     epochs: float = 8.0
     learning_rate: float = 5e-3
     lora_r: int = 16
-    teacher_p: float = 0.8  # the teacher's P(SCORE = its answer)
     max_new_tokens: int = 24
     seed: int = 0
+
+
+@dataclass
+class AnsweringSettings(TinyStudentSettings):
+    """How the answering tiny model is made (its build time: docs/benchmarks.md)."""
+
+    teacher_p: float = 0.8  # the teacher's P(SCORE = its answer)
     no_outcome: bool = True  # also train on a copy of each success whose final screen shows no outcome, labelled 0
 
 
