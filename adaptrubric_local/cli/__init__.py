@@ -25,6 +25,7 @@ from .common import (
     add_command,
     add_data_argument,
     add_model_options,
+    add_out_option,
     add_plugins_option,
     add_remote_options,
     add_scoring_options,
@@ -197,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     mark_common(p.add_argument("--explain", action="store_true",
                           help="with --router rules: print how the rules read the instruction"), "method")
     mark_common(p.add_argument("--input", help="JSONL file whose lines have \"instruction\""), "data")
-    mark_common(p.add_argument("--out", help="where to write the routed JSONL (default stdout)"), "output")
+    add_out_option(p, "where to write the routed JSONL (default stdout)", required=False)
     add_model_options(p, routing=True)  # what routing uses, no more
     add_remote_options(p, routing=True)
 

@@ -123,6 +123,7 @@ def add_subcommands(sub) -> None:
         add_data_argument,
         add_data_options,
         add_model_options,
+        add_out_option,
         add_pipeline_options,
         add_remote_options,
     )
@@ -141,7 +142,7 @@ def add_subcommands(sub) -> None:
                     "kept) with a record of teacher, data and prompts; teacher replies and dimensions are kept in "
                     "OUT.work/. Teacher calls: ceil(sampled / --per-call) + 1.", epilog=EXAMPLES)
     add_data_argument(p, "labelled trajectory file or folder (any supported format)")
-    common(p.add_argument("--out", required=True, help="bank YAML to write"), "output")
+    add_out_option(p, "bank YAML to write")
     add_config_arguments(p.add_argument_group("induction"), InduceConfig, skip=("teacher_max_new_tokens",),
                          defaults={"name": None})
     p.add_argument("--base-bank", help="bank whose meta rule, output format and (with --keep-families) families are "
@@ -159,7 +160,7 @@ def add_subcommands(sub) -> None:
                     "and cues once per run), one teacher call per family with disagreements, and one verifier call "
                     "per validation trajectory of each revised family.", epilog=EXAMPLES)
     add_data_argument(p, "labelled DEV trajectories (any supported format)")
-    common(p.add_argument("--out", required=True, help="output folder"), "output")
+    add_out_option(p, "output folder")
     add_config_arguments(p.add_argument_group("refinement"), RefineConfig, skip=("teacher_max_new_tokens",))
     common(p.add_argument("--resume", action="store_true", help="continue from the last round_K.yaml in OUT"), "output")
     add_data_options(p)

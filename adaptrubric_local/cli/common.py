@@ -37,6 +37,11 @@ def add_data_argument(p, help: str = "trajectory file or folder (any supported f
     p.add_argument("data", nargs=None if required else "?", metavar="DATA", help=help)
 
 
+def add_out_option(p, help: str, required: bool = True) -> None:
+    """--out, where a command writes its output (shown in the short --help)."""
+    common(p.add_argument("--out", required=required, help=help), "output")
+
+
 def add_data_options(p: argparse.ArgumentParser) -> None:
     """--format (the registered formats, a --plugins file's among them) and --image-root."""
     from ..formats import FORMATS

@@ -148,7 +148,7 @@ def add_subcommands(sub) -> None:
     from ..engine.teacher import TeacherConfig
     from ..flags import add_config_arguments, common
     from ..pipeline import PipelineConfig
-    from .common import add_command, add_data_argument
+    from .common import add_command, add_data_argument, add_out_option
 
     d = add_command(sub, "distill", help="distil a large judge into a LoRA adapter for a small verifier",
         description="Collect a teacher's AdaptRubric judgments, train a LoRA student on them, evaluate it against the "
@@ -160,7 +160,7 @@ def add_subcommands(sub) -> None:
                     "task) and manifest.json. Unparsed teacher outputs are counted and left out; failed calls are "
                     "reported and retried by --resume.", epilog=EXAMPLES)
     add_data_argument(p)
-    common(p.add_argument("--out", required=True, help="distillation folder DIR"), "output")
+    add_out_option(p, "distillation folder DIR")
     t = p.add_argument_group("teacher (exactly one of --teacher-model, --teacher-url, --teacher-verdicts, "
                              "--teacher-labels)")
     add_config_arguments(t, TeacherConfig)
