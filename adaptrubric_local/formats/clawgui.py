@@ -50,13 +50,6 @@ EVAL_FAILED = ("eval_failed_all_retries", "eval_exception")
 Roots = Iterable[str | os.PathLike]
 
 
-def _peek(f: Path) -> Any:
-    try:
-        return json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def episode_files(p: Path, limit: int | None = None) -> list[Path]:
     """`p` itself when it is a file, else the episode.json files below it (sorted; the first `limit`)."""
     if p.is_file():
@@ -69,13 +62,23 @@ def episode_files(p: Path, limit: int | None = None) -> list[Path]:
     return out
 
 
+def peek_episodes(p: Path) -> list[dict]:
+    """The objects of the first five episode.json files of `p` that read as JSON objects (none when `p`
+    is another file)."""
+    if p.is_file() and p.name != "episode.json":
+        return []
+    docs = []
+    for f in episode_files(p, 5):
+        try:
+            docs.append(json.loads(f.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return [d for d in docs if isinstance(d, dict)]
+
+
 def detect(p: Path) -> bool:
     """An episode.json (or a folder holding them) whose object has `meta_data` and `episode`."""
-    files = episode_files(p, 5)
-    if p.is_file() and p.name != "episode.json":
-        return False
-    docs = [_peek(f) for f in files]
-    return any(isinstance(d, dict) and "meta_data" in d and "episode" in d for d in docs)
+    return any("meta_data" in d and "episode" in d for d in peek_episodes(p))
 
 
 def episode_id(doc: Any, file: Path) -> str:

@@ -29,7 +29,7 @@ from typing import Any
 from ..types import Step, Trajectory
 from . import tool_calls
 from .base import DataError, LoadResult, check_nonempty, require, resolve_image, tag
-from .clawgui import episode_files, load_episodes
+from .clawgui import load_episodes, peek_episodes
 
 SCREENS = "before"
 SHAPE = "episode.json with task_name (ClawGUI phone agent)"
@@ -43,16 +43,7 @@ _MARKERS = ("<tool_call>", "<answer>", "finish(message=", "do(action=")
 
 def detect(p: Path) -> bool:
     """An episode.json (or a folder holding them) with `task_name` and `episode` and no `meta_data`."""
-    if p.is_file() and p.name != "episode.json":
-        return False
-    for f in episode_files(p, 5):
-        try:
-            doc = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict) and "task_name" in doc and "episode" in doc and "meta_data" not in doc:
-            return True
-    return False
+    return any("task_name" in d and "episode" in d and "meta_data" not in d for d in peek_episodes(p))
 
 
 def thought(output: Any) -> str | None:
