@@ -65,17 +65,22 @@ def add_labels_options(p: argparse.ArgumentParser) -> None:
 NEEDS_DATA = "--labels needs DATA: a labels file labels the trajectories of a data set"
 
 
+def _labels_files(args) -> list:
+    """The --labels files (a ValueError when they come without DATA)."""
+    files = list(getattr(args, "labels", None) or [])
+    if files and not args.data:
+        raise ValueError(NEEDS_DATA)
+    return files
+
+
 def load_labelled(args, check_images: bool = False):
     """(the data set DATA with the --labels files applied, their record or None): the one step
     every command that reads labels takes before it reads them."""
     from ..formats import load_trajectories
     from ..labels import apply_labels
 
-    data = args.data
-    files = list(getattr(args, "labels", None) or [])
+    data, files = args.data, _labels_files(args)
     if not data:
-        if files:
-            raise ValueError(NEEDS_DATA)
         return None, None
     loaded = load_trajectories(data, fmt=getattr(args, "format", "auto"), check_images=check_images,
                                image_roots=getattr(args, "image_root", None) or ())
@@ -97,10 +102,8 @@ def open_labelled(args):
     files are read, and their ids checked against the data's, here."""
     from ..labelled_stream import LabelledStream
 
-    files = list(getattr(args, "labels", None) or [])
+    files = _labels_files(args)
     if not args.data:
-        if files:
-            raise ValueError(NEEDS_DATA)
         return None
     return LabelledStream(args.data, files, fmt=getattr(args, "format", "auto"),
                           image_roots=getattr(args, "image_root", None) or ())
