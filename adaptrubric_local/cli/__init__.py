@@ -92,14 +92,13 @@ def cmd_route(args) -> int:
         return die("give an INSTRUCTION or --input FILE.jsonl")
     from ..formats.base import LoadResult, iter_json_lines
 
-    result = LoadResult()
-    rows = [(rec, obj) for rec, obj in iter_json_lines(Path(args.input), result)]
-    bad = 0
-    for rec, obj in rows:
-        if not isinstance(obj, dict) or not isinstance(obj.get("instruction"), str):
+    result, good, bad = LoadResult(), [], 0
+    for rec, obj in iter_json_lines(Path(args.input), result):
+        if isinstance(obj, dict) and isinstance(obj.get("instruction"), str):
+            good.append(obj)
+        else:
             print(f"{args.input}, record {rec}, field 'instruction': missing or not a string", file=sys.stderr)
             bad += 1
-    good = [obj for _, obj in rows if isinstance(obj, dict) and isinstance(obj.get("instruction"), str)]
     routes = pipe.route_many(o["instruction"] for o in good)
     with open(args.out, "w", encoding="utf-8") if args.out else contextlib.nullcontext(sys.stdout) as out:
         for obj in good:
