@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .common import add_command, add_scoring_options, engine_options, make_engine, pipeline_config
+from .common import add_command, add_scoring_options, engine_from_options, engine_options, make_engine, pipeline_config
 
 EXAMPLES = """examples:
   adaptrubric audit DATA --model Qwen/Qwen3-VL-8B-Instruct --out runs/audit-8b
@@ -38,17 +38,6 @@ def perturbation_table() -> str:
     for p in REGISTRY.values():
         rows.append(f"{p.name:<22} {p.label!s:<9} {p.change} -> {p.robust}")
     return "\n".join(rows)
-
-
-def _engine_from(options: dict):
-    """An engine for a flat mapping of options (a setting perturbation's, when the run's cannot be derived)."""
-    from ..engine.remote import is_remote, remote_engine
-
-    if is_remote(options):
-        return remote_engine(options)
-    from ..engine.build import build_engine
-
-    return build_engine(**options)
 
 
 def summary_lines(audit: dict) -> list[str]:
@@ -103,7 +92,7 @@ def cmd_audit(args) -> int:
     try:
         audit = run_audit(AdaptRubric(engine, cfg), args.data, args.out, chosen, loaded=loaded, resume=args.resume,
                             progress=not args.quiet, image_roots=args.image_root, engine_options=options,
-                            build_engine=_engine_from, force_settings=args.force_settings,
+                            build_engine=engine_from_options, force_settings=args.force_settings,
                             log=lambda s: print(s, flush=True))
     finally:
         engine.close()

@@ -249,12 +249,17 @@ def check_engine_options(engine: str, given) -> None:
 def make_engine(args, cfg=None):
     """The engine the options describe: the server's with --openai-url, else the in-process engine
     --engine names (transformers by default)."""
-    kw = engine_options(args, cfg)
-    if is_remote(kw):
-        return remote_engine(kw)
+    return engine_from_options(engine_options(args, cfg))
+
+
+def engine_from_options(options: dict):
+    """The engine a flat mapping of engine options describes: a server's with `openai_url`, else the
+    in-process engine they name."""
+    if is_remote(options):
+        return remote_engine(options)
     from ..engine.build import build_engine
 
-    return build_engine(**kw)
+    return build_engine(**options)
 
 
 def needs_engine(cfg) -> bool:
