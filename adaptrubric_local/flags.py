@@ -1,25 +1,16 @@
-"""Command-line flags from config dataclasses: one flag per field, named after the field, its help
-from the field's metadata, so a field's flag, its config-file key and its `--help` come from one
-place (as transformers' `HfArgumentParser` does for its argument dataclasses).
+"""Command-line flags from config dataclasses: one flag per field, named after it, its help from the
+field's metadata, so a field's flag, config-file key and `--help` come from one place (as
+transformers' `HfArgumentParser` does).
 
-`add_config_arguments(parser, Config)` adds `--field-name` for every field (booleans get `--x/--no-x`;
-`Optional[int]` fields also take `none`; tuple fields take comma-separated values, or
-separate ones with `nargs` metadata; list fields are
-repeatable; a field's metadata may name its `choices` (or a function giving them, called when the flags
-are made), or `no_flag` for a field a program sets rather than a person) and records which flags were
-actually given, so a caller can tell "not given" from "given the default" (`explicit(args)`).
-`config_kwargs(args, Config)` reads them back. How a field's default reads in `--help` is decided here,
-once: `(default VALUE)`, or `(default: TEXT)` from the field's `none` metadata (what None means: "no
-limit", "the bundled paper bank"), never a second default in the field's own help.
+`add_config_arguments(parser, Config)` adds `--field-name` per field (booleans `--x/--no-x`; Optional
+ints also take `none`; tuples comma-separated or `nargs`; lists repeatable; metadata may give
+`choices`, or `no_flag` for a field a program sets) and records which flags were given
+(`explicit(args)`); `config_kwargs(args, Config)` reads them back. A default reads in `--help` as
+`(default VALUE)` or `(default: TEXT)` from the field's `none` metadata, decided here once.
 
-`Parser` is the argument parser of every command: no abbreviations (a prefix such as `--cue` is refused,
-not taken for the one flag it happens to start today), and an
-unknown flag answered by the subcommand it was given to: the error and the closest flag names first,
-then one line of usage naming `--help` (every usage error reads so). `--help` of a command with many
-options shows the ones most runs need, in the groups of `HELP_GROUPS` (a field's `common` metadata, or
-`common(action, GROUP)` for a hand-written flag); `--help-all` shows every option, and an option nobody
-marked is in that list only. Subparsers are Parsers too (argparse makes them of the parent's class), so
-a new command or flag gets all of it.
+`Parser`, every command's parser: no abbreviations; an unknown flag is answered by its subcommand with
+the closest flag names and one usage line; `--help` shows the options most runs need (the
+`HELP_GROUPS` a field's `common` metadata or `common(action, GROUP)` marks), `--help-all` every one.
 Parsing only: imports nothing of the package and no model code.
 """
 from __future__ import annotations
@@ -181,14 +172,17 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
+def _given(namespace, dest: str) -> None:
+    """Remember on `namespace` that the flag of `dest` was given."""
+    setattr(namespace, EXPLICIT, {*getattr(namespace, EXPLICIT, set()), dest})
+
+
 class Record(argparse.Action):
     """Store the value and remember that the flag was given."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         setattr(namespace, self.dest, values)
-        given = set(getattr(namespace, EXPLICIT, set()))
-        given.add(self.dest)
-        setattr(namespace, EXPLICIT, given)
+        _given(namespace, self.dest)
 
 
 class RecordAppend(argparse.Action):
@@ -199,17 +193,13 @@ class RecordAppend(argparse.Action):
         if self.dest not in getattr(namespace, EXPLICIT, set()):
             items = []  # the first use replaces the default
         setattr(namespace, self.dest, [*items, values])
-        given = set(getattr(namespace, EXPLICIT, set()))
-        given.add(self.dest)
-        setattr(namespace, EXPLICIT, given)
+        _given(namespace, self.dest)
 
 
 class RecordBool(argparse.BooleanOptionalAction):
     def __call__(self, parser, namespace, values, option_string=None):
         super().__call__(parser, namespace, values, option_string)
-        given = set(getattr(namespace, EXPLICIT, set()))
-        given.add(self.dest)
-        setattr(namespace, EXPLICIT, given)
+        _given(namespace, self.dest)
 
 
 def flag_name(field_name: str) -> str:

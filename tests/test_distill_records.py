@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from adaptrubric_local.distill.records import FILES, read_jsonl, split_tasks, split_thinking
+from adaptrubric_local.distill.records import FILES, split_tasks, split_thinking
 
 
 @pytest.mark.parametrize("text, answer, thinking", [
@@ -28,7 +28,9 @@ def test_split_tasks_is_seeded_and_keeps_one_of_each_side():
 
 
 def last_rejections(out):
-    return {str(r["id"]): r for r in read_jsonl(out / FILES["rejected"])}
+    path = out / FILES["rejected"]
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    return {str(r["id"]): r for r in map(json.loads, filter(str.strip, lines))}
 
 
 def test_last_rejection_per_id(tmp_path):

@@ -9,16 +9,7 @@ stated expectation: 0 for a trajectory whose outcome the change destroyed). A ch
 trajectory as it was is "not applied". A *setting* perturbation (`budget-halved`) keeps the trajectory
 and changes the engine options it is scored with (`engine_options`).
 
-Adding one in Python (then `--perturb answer-dropped`, with `--plugins FILE.py` on the
-command line):
-
-    from dataclasses import replace
-    from adaptrubric_local.audit import perturbation
-
-    @perturbation("answer-dropped", "the agent's answer removed", "keeps its SCORE", expect="same")
-    def answer_dropped(traj, data):
-        return replace(traj, answer=None) if traj.answer else None
-
+Adding one (a `@perturbation` function, loaded with `--plugins FILE.py`): docs/audit.md.
 Knows nothing about engines, scoring or files: the functions change trajectories, nothing else.
 """
 from __future__ import annotations

@@ -2,19 +2,12 @@
 scoring them costs, score the originals and the counterfactuals through `scoring.score_with` (the
 pipeline, engines, batching, streaming and resume of `adaptrubric score`), then measure and report.
 
-Files under the output folder:
-- `counterfactuals.jsonl`: every counterfactual that changes the trajectory (ids `ID~NAME`), canonical
-  JSONL whose screenshots are the originals' files, referenced by relative path (never copied): any
-  engine scores it with `adaptrubric score OUT/counterfactuals.jsonl --image-root DATA_FOLDER ...`;
-- `counterfactuals.NAME.jsonl`: the trajectories of a setting perturbation (`budget-halved`), to be
-  scored with the options its row states;
-- `verdicts.jsonl` (+ `.config.json`, `.summary.json`): the originals and `counterfactuals.jsonl`, one
-  settings record; `verdicts.NAME.jsonl`: a setting perturbation's, scored with its engine options;
-- `audit.json`, `report.md`, `flips.png` (`report.py`), `review.html` (`review.py`).
-
-A killed audit resumes with `resume=True`: the counterfactuals are built again (they are a function of
-the data) and only the ids the verdict files lack are scored. Knows nothing about argument parsing;
-of engines it knows only how to make one like the run's with other options (`derived_engine`).
+It writes the files docs/audit.md lists (screenshots referenced by relative path, never copied), and
+for each setting perturbation (`budget-halved`) its trajectories and verdicts apart
+(`counterfactuals.NAME.jsonl`, `verdicts.NAME.jsonl`, scored with the engine options its row states).
+With `resume=True` the counterfactuals are built again (a function of the data) and only the ids the
+verdict files lack are scored. Knows nothing about argument parsing; of engines it knows only how to
+make one like the run's with other options (`derived_engine`).
 """
 from __future__ import annotations
 

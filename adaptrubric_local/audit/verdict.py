@@ -1,22 +1,11 @@
 """The audit's verdicts: how often the originals agree with their labels, whether each clause of each
 perturbation's expectation held (robust / not robust / too few to tell), and the one line a user acts on.
 
-The rule (stated in RULE, on every report, and in docs/audit.md): each clause is a share of pairs, k of
-n, with its 95% Wilson interval lo-hi.
-- A "none" clause (no verdict moves; none moves 0 -> 1) fails at its first counterexample (k >= 1: the
-  verdict did move, which greedy decoding, the default, repeats) and holds when no pair moved and hi is under
-  NONE_BELOW (20%), i.e. over at least MIN_PAIRS (16) pairs: 0 of 4 (0-49%) says nothing.
-- A "most" clause (most 1s become 0) holds when lo is above 50% and fails when hi is below 50% (8 of 8
-  holds, 0 of 8 fails, 2 of 4 is too few).
-- The accuracy (the originals' agreement with their labels) holds when lo is above the share of the
-  commoner label (what answering it every time scores), fails when hi is below it or when k/n is no
-  higher over at least MIN_PAIRS originals (a verifier that always says 0 on balanced data: 32 of 64).
-- "more EVIDENCE_SUFFICIENT: no" holds when more of the counterfactuals than of their originals say it
-  and fails when no more do, each over at least MIN_PAIRS compared pairs (0 -> 0 over 16 pairs fails).
-Anything else is too few to tell. A perturbation is not robust when a clause fails, robust when every
-clause holds, too few to tell otherwise. The bottom line: cannot tell when no original has a parsed
-verdict and a label; not fit as an RL reward yet when the accuracy or a perturbation fails (naming each
-with its figures); too few to tell when anything is undecided; robust otherwise.
+The rule is written once, in RULE (printed on every report; docs/audit.md tabulates it): each clause is
+a share of pairs, k of n, judged by its 95% Wilson interval, NONE_BELOW and MIN_PAIRS. The bottom line:
+cannot tell when no original has a parsed verdict and a label; not fit as an RL reward yet when the
+accuracy or a perturbation fails (naming each with its figures); too few to tell when anything is
+undecided; robust otherwise.
 
 Reads the rows report.py measured and the originals' verdicts; knows nothing about files or engines.
 """

@@ -8,10 +8,7 @@ import hashlib
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
-from ..prompts import check_placeholders
-from ..schema import load_yaml_model
+from ..prompts import PromptFile, load_prompt_file, prompt_schema
 
 DEFAULT_INDUCTION_PROMPTS = Path(__file__).resolve().parent.parent / "prompts" / "induction.yaml"
 
@@ -28,27 +25,18 @@ REQUIRED = {
 }
 
 
-class InductionPrompts(BaseModel):
-    """The teacher prompts of bank induction and refinement."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    version: int
-    source: str | None = None
-    trajectory: str
-    dimensions: str
-    dimensions_suffix: str
-    grouping: str
-    grouping_keep: str
-    refine: str
-    case: str
+class _InductionFields(PromptFile):
     path: str = ""  # set by the loader
     sha: str = ""  # set by the loader: sha256 of the file, 16 hex digits
 
 
+InductionPrompts = prompt_schema("InductionPrompts", __name__, "The teacher prompts of bank induction and refinement.",
+                                 _InductionFields, REQUIRED)
+
+
 @lru_cache(maxsize=4)
 def _load(path: str) -> InductionPrompts:
-    ps = load_yaml_model(path, InductionPrompts)
-    check_placeholders(path, ps, REQUIRED)
+    ps = load_prompt_file(path, InductionPrompts, REQUIRED)
     sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
     return ps.model_copy(update={"path": path, "sha": sha})
 

@@ -22,7 +22,10 @@ from ..registry import load_plugins, plugins_in
 from ..stopping import Stopped, stop_on_signals
 from .common import (
     FORMATTER,
+    add_command,
+    add_data_argument,
     add_model_options,
+    add_out_option,
     add_plugins_option,
     add_remote_options,
     add_scoring_options,
@@ -89,14 +92,13 @@ def cmd_route(args) -> int:
         return die("give an INSTRUCTION or --input FILE.jsonl")
     from ..formats.base import LoadResult, iter_json_lines
 
-    result = LoadResult()
-    rows = [(rec, obj) for rec, obj in iter_json_lines(Path(args.input), result)]
-    bad = 0
-    for rec, obj in rows:
-        if not isinstance(obj, dict) or not isinstance(obj.get("instruction"), str):
+    result, good, bad = LoadResult(), [], 0
+    for rec, obj in iter_json_lines(Path(args.input), result):
+        if isinstance(obj, dict) and isinstance(obj.get("instruction"), str):
+            good.append(obj)
+        else:
             print(f"{args.input}, record {rec}, field 'instruction': missing or not a string", file=sys.stderr)
             bad += 1
-    good = [obj for _, obj in rows if isinstance(obj, dict) and isinstance(obj.get("instruction"), str)]
     routes = pipe.route_many(o["instruction"] for o in good)
     with open(args.out, "w", encoding="utf-8") if args.out else contextlib.nullcontext(sys.stdout) as out:
         for obj in good:
@@ -187,31 +189,27 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also show the warnings of third-party libraries (hidden by default: nothing to act on)")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
 
-    p = sub.add_parser("route", help="route instructions to one of the bank's task families",
-                       description="Print the family of one instruction, or add \"category\" to each line of a "
-                                   "JSONL file. The default router is the paper's: the model answers the router "
-                                   "prompt (H.2).", epilog=EXAMPLES, formatter_class=FORMATTER)
+    p = add_command(sub, "route", cmd_route, help="route instructions to one of the bank's task families",
+        description="Print the family of one instruction, or add \"category\" to each line of a JSONL file. The "
+                    "default router is the paper's: the model answers the router prompt (H.2).", epilog=EXAMPLES)
     p.add_argument("instruction", nargs="?", help="an instruction to route")
     add_config_arguments(p, PipelineConfig, only=("router", "bank_path"))
     mark_common(p.add_argument("--explain", action="store_true",
                           help="with --router rules: print how the rules read the instruction"), "method")
     mark_common(p.add_argument("--input", help="JSONL file whose lines have \"instruction\""), "data")
-    mark_common(p.add_argument("--out", help="where to write the routed JSONL (default stdout)"), "output")
+    add_out_option(p, "where to write the routed JSONL (default stdout)", required=False)
     add_model_options(p, routing=True)  # what routing uses, no more
     add_remote_options(p, routing=True)
-    p.set_defaults(func=cmd_route)
 
-    p = sub.add_parser("prompt", help="show exactly what the verifier would see for one trajectory",
-                       description="Render the fused verifier prompt and the selected screenshots exactly as "
-                                   "`score` would send them with the same flags (the router and cue calls run on "
-                                   "--model). Without a model: --router rules and --no-fine or --manual-cues TEXT.",
-                       epilog=EXAMPLES, formatter_class=FORMATTER)
-    p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
+    p = add_command(sub, "prompt", cmd_prompt, help="show exactly what the verifier would see for one trajectory",
+        description="Render the fused verifier prompt and the selected screenshots exactly as `score` would send them "
+                    "with the same flags (the router and cue calls run on --model). Without a model: --router rules "
+                    "and --no-fine or --manual-cues TEXT.", epilog=EXAMPLES)
+    add_data_argument(p)
     mark_common(p.add_argument("--id", required=True, help="trajectory id"), "data")
     mark_common(p.add_argument("--json", action="store_true",
                           help="print the request (prompt, suffix, images, route, cues) as JSON"), "output")
     add_scoring_options(p)  # exactly the flags of `score`, so the prompt is what `score` sends
-    p.set_defaults(func=cmd_prompt)
 
     for module in (cli_score, cli_eval, cli_audit, cli_review, cli_labels, cli_distill, cli_serve, cli_bank,
                    cli_cascade, cli_shards):

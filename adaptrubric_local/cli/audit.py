@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .common import FORMATTER, add_scoring_options, engine_options, make_engine, pipeline_config
+from .common import add_command, add_scoring_options, engine_from_options, engine_options, make_engine, pipeline_config
 
 EXAMPLES = """examples:
   adaptrubric audit DATA --model Qwen/Qwen3-VL-8B-Instruct --out runs/audit-8b
@@ -38,17 +38,6 @@ def perturbation_table() -> str:
     for p in REGISTRY.values():
         rows.append(f"{p.name:<22} {p.label!s:<9} {p.change} -> {p.robust}")
     return "\n".join(rows)
-
-
-def _engine_from(options: dict):
-    """An engine for a flat mapping of options (a setting perturbation's, when the run's cannot be derived)."""
-    from ..engine.remote import is_remote, remote_engine
-
-    if is_remote(options):
-        return remote_engine(options)
-    from ..engine.build import build_engine
-
-    return build_engine(**options)
 
 
 def summary_lines(audit: dict) -> list[str]:
@@ -103,7 +92,7 @@ def cmd_audit(args) -> int:
     try:
         audit = run_audit(AdaptRubric(engine, cfg), args.data, args.out, chosen, loaded=loaded, resume=args.resume,
                             progress=not args.quiet, image_roots=args.image_root, engine_options=options,
-                            build_engine=_engine_from, force_settings=args.force_settings,
+                            build_engine=engine_from_options, force_settings=args.force_settings,
                             log=lambda s: print(s, flush=True))
     finally:
         engine.close()
@@ -120,13 +109,13 @@ def cmd_audit(args) -> int:
 
 def add_subcommands(sub) -> None:
     """Register audit."""
-    p = sub.add_parser("audit", help="counterfactual trajectories: how often each change moves the verifier's verdict",
-                       description="Score every trajectory of a labelled DATA set and counterfactual copies of it "
-                                   "(the answer claiming success, verdict lines injected, the final frame dropped or "
-                                   "replaced, the frames reversed, another task's instruction, half the visual "
-                                   "budget), and report per change how many verdicts moved 0 -> 1 and 1 -> 0 (95% "
-                                   "intervals), the mean change of p_success and the verdicts that became unparsed.",
-                       epilog=EXAMPLES, formatter_class=FORMATTER)
+    p = add_command(sub, "audit", cmd_audit,
+        help="counterfactual trajectories: how often each change moves the verifier's verdict",
+        description="Score every trajectory of a labelled DATA set and counterfactual copies of it (the answer "
+                    "claiming success, verdict lines injected, the final frame dropped or replaced, the frames "
+                    "reversed, another task's instruction, half the visual budget), and report per change how many "
+                    "verdicts moved 0 -> 1 and 1 -> 0 (95% intervals), the mean change of p_success and the verdicts "
+                    "that became unparsed.", epilog=EXAMPLES)
     p.add_argument("data", nargs="?", help="labelled trajectories (any supported format)")
     p.add_argument("--out", help="the audit's folder")
     p.add_argument("--perturb", nargs="+", action="extend", metavar="NAME",
@@ -144,5 +133,4 @@ def add_subcommands(sub) -> None:
                    help="with --resume, continue even if the settings differ from the files' (recorded)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_scoring_options(p)
-    p.set_defaults(func=cmd_audit)
 

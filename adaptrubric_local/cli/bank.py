@@ -119,52 +119,48 @@ def add_subcommands(sub) -> None:
     from ..bank_induction.refine import RefineConfig
     from ..flags import add_config_arguments, common
     from .common import (
-        FORMATTER,
+        add_command,
         add_data_argument,
         add_data_options,
         add_model_options,
+        add_out_option,
         add_pipeline_options,
         add_remote_options,
     )
-    b = sub.add_parser("bank", help="build and check a rubric bank for your own apps (induce, refine, validate)",
-                       description="Grow a rubric bank the way the paper built its own (§4.1, Appendix B): induce "
-                                   "families and rubrics from labelled trajectories with a teacher model, then "
-                                   "refine each family's rubric on the cases where the verifier disagrees with "
-                                   "the label, keeping only revisions that help on held-out data.",
-                       epilog=EXAMPLES, formatter_class=FORMATTER)
+    b = add_command(sub, "bank", help="build and check a rubric bank for your own apps (induce, refine, validate)",
+        description="Grow a rubric bank the way the paper built its own (§4.1, Appendix B): induce families and "
+                    "rubrics from labelled trajectories with a teacher model, then refine each family's rubric on the "
+                    "cases where the verifier disagrees with the label, keeping only revisions that help on held-out "
+                    "data.", epilog=EXAMPLES)
     bsub = b.add_subparsers(dest="bank_cmd", metavar="STEP", required=True)
 
-    p = bsub.add_parser("induce", help="induce a bank from labelled trajectories with a teacher",
-                        description="Sample labelled successes and failures per proposed family, ask the teacher "
-                                    "for the verification dimensions that separate them (showing instructions, "
-                                    "compiled evidence and selected screenshots), then for a grouping into "
-                                    "families with description, verification steps, pitfalls and special rules. "
-                                    "Writes a bank in the strict schema (the paper's meta rule and output format "
-                                    "kept) with a record of teacher, data and prompts; teacher replies and "
-                                    "dimensions are kept in OUT.work/. Teacher calls: ceil(sampled / --per-call) "
-                                    "+ 1.", epilog=EXAMPLES, formatter_class=FORMATTER)
-    p.add_argument("data", metavar="DATA", help="labelled trajectory file or folder (any supported format)")
-    common(p.add_argument("--out", required=True, help="bank YAML to write"), "output")
+    p = add_command(bsub, "induce", cmd_induce, help="induce a bank from labelled trajectories with a teacher",
+        description="Sample labelled successes and failures per proposed family, ask the teacher for the verification "
+                    "dimensions that separate them (showing instructions, compiled evidence and selected "
+                    "screenshots), then for a grouping into families with description, verification steps, pitfalls "
+                    "and special rules. Writes a bank in the strict schema (the paper's meta rule and output format "
+                    "kept) with a record of teacher, data and prompts; teacher replies and dimensions are kept in "
+                    "OUT.work/. Teacher calls: ceil(sampled / --per-call) + 1.", epilog=EXAMPLES)
+    add_data_argument(p, "labelled trajectory file or folder (any supported format)")
+    add_out_option(p, "bank YAML to write")
     add_config_arguments(p.add_argument_group("induction"), InduceConfig, skip=("teacher_max_new_tokens",),
                          defaults={"name": None})
     p.add_argument("--base-bank", help="bank whose meta rule, output format and (with --keep-families) families are "
                                        "kept (default: the bundled paper bank)")
     add_data_options(p)
     _teacher_options(p)
-    p.set_defaults(func=cmd_induce)
 
-    p = bsub.add_parser("refine", help="revise family rubrics from disagreement cases, validated on held-out data",
-                        description="Split DEV by task into a refine part and a validation part the teacher never "
-                                    "sees. Each round: score both with the bank on --model; for each family with "
-                                    "disagreements on the refine part, the teacher revises its verification steps, "
-                                    "pitfalls and special rules; a revision is kept only if validation accuracy "
-                                    "rises. Writes OUT/round_K.yaml, OUT/round_K.diff.md, OUT/report.{json,md} and "
-                                    "OUT/teacher.jsonl as it goes. Cost per round: one verifier call per DEV "
-                                    "trajectory (routes and cues once per run), one teacher call per family with "
-                                    "disagreements, and one verifier call per validation trajectory of each "
-                                    "revised family.", epilog=EXAMPLES, formatter_class=FORMATTER)
+    p = add_command(bsub, "refine", cmd_refine,
+        help="revise family rubrics from disagreement cases, validated on held-out data",
+        description="Split DEV by task into a refine part and a validation part the teacher never sees. Each round: "
+                    "score both with the bank on --model; for each family with disagreements on the refine part, the "
+                    "teacher revises its verification steps, pitfalls and special rules; a revision is kept only if "
+                    "validation accuracy rises. Writes OUT/round_K.yaml, OUT/round_K.diff.md, OUT/report.{json,md} "
+                    "and OUT/teacher.jsonl as it goes. Cost per round: one verifier call per DEV trajectory (routes "
+                    "and cues once per run), one teacher call per family with disagreements, and one verifier call "
+                    "per validation trajectory of each revised family.", epilog=EXAMPLES)
     add_data_argument(p, "labelled DEV trajectories (any supported format)")
-    common(p.add_argument("--out", required=True, help="output folder"), "output")
+    add_out_option(p, "output folder")
     add_config_arguments(p.add_argument_group("refinement"), RefineConfig, skip=("teacher_max_new_tokens",))
     common(p.add_argument("--resume", action="store_true", help="continue from the last round_K.yaml in OUT"), "output")
     add_data_options(p)
@@ -172,13 +168,11 @@ def add_subcommands(sub) -> None:
     add_model_options(p)
     add_remote_options(p)
     _teacher_options(p)
-    p.set_defaults(func=cmd_refine)
 
-    p = bsub.add_parser("validate", help="check a rubric bank YAML against the schema",
-                        description="Load a rubric bank into the strict schema and print its hash, or every "
-                                    "problem with file and field.", epilog=VALIDATE_EXAMPLES, formatter_class=FORMATTER)
+    p = add_command(bsub, "validate", cmd_validate, help="check a rubric bank YAML against the schema",
+        description="Load a rubric bank into the strict schema and print its hash, or every problem with file and "
+                    "field.", epilog=VALIDATE_EXAMPLES)
     p.add_argument("path", help="bank YAML file")
-    p.set_defaults(func=cmd_validate)
 
 
 # ----------------------------------------------------------------------------- validate

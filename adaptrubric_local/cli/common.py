@@ -17,6 +17,15 @@ from ..stopping import Stopped
 FORMATTER = argparse.RawDescriptionHelpFormatter
 
 
+def add_command(sub, name: str, func=None, *, help: str, description: str, epilog: str | None = None):
+    """The subcommand `name` on the subparsers `sub`, laid out as every command is (FORMATTER), run by
+    `func` (None for a command with steps of its own)."""
+    p = sub.add_parser(name, help=help, description=description, epilog=epilog, formatter_class=FORMATTER)
+    if func is not None:
+        p.set_defaults(func=func)
+    return p
+
+
 def die(msg: str, code: int = 2) -> int:
     """Print one error line and return the exit code."""
     print(f"adaptrubric: error: {msg}", file=sys.stderr)
@@ -26,6 +35,11 @@ def die(msg: str, code: int = 2) -> int:
 def add_data_argument(p, help: str = "trajectory file or folder (any supported format)", required: bool = True):
     """DATA, the data set a command reads, as its first positional argument."""
     p.add_argument("data", nargs=None if required else "?", metavar="DATA", help=help)
+
+
+def add_out_option(p, help: str, required: bool = True) -> None:
+    """--out, where a command writes its output (shown in the short --help)."""
+    common(p.add_argument("--out", required=required, help=help), "output")
 
 
 def add_data_options(p: argparse.ArgumentParser) -> None:
@@ -50,17 +64,22 @@ def add_labels_options(p: argparse.ArgumentParser) -> None:
 NEEDS_DATA = "--labels needs DATA: a labels file labels the trajectories of a data set"
 
 
+def _labels_files(args) -> list:
+    """The --labels files (a ValueError when they come without DATA)."""
+    files = list(getattr(args, "labels", None) or [])
+    if files and not args.data:
+        raise ValueError(NEEDS_DATA)
+    return files
+
+
 def load_labelled(args, check_images: bool = False):
     """(the data set DATA with the --labels files applied, their record or None): the one step
     every command that reads labels takes before it reads them."""
     from ..formats import load_trajectories
     from ..labelled_stream import apply_labels
 
-    data = args.data
-    files = list(getattr(args, "labels", None) or [])
+    data, files = args.data, _labels_files(args)
     if not data:
-        if files:
-            raise ValueError(NEEDS_DATA)
         return None, None
     loaded = load_trajectories(data, fmt=getattr(args, "format", "auto"), check_images=check_images,
                                image_roots=getattr(args, "image_root", None) or ())
@@ -82,10 +101,8 @@ def open_labelled(args):
     files are read, and their ids checked against the data's, here."""
     from ..labelled_stream import LabelledStream
 
-    files = list(getattr(args, "labels", None) or [])
+    files = _labels_files(args)
     if not args.data:
-        if files:
-            raise ValueError(NEEDS_DATA)
         return None
     return LabelledStream(args.data, files, fmt=getattr(args, "format", "auto"),
                           image_roots=getattr(args, "image_root", None) or ())
@@ -231,12 +248,17 @@ def check_engine_options(engine: str, given) -> None:
 def make_engine(args, cfg=None):
     """The engine the options describe: the server's with --openai-url, else the in-process engine
     --engine names (transformers by default)."""
-    kw = engine_options(args, cfg)
-    if is_remote(kw):
-        return remote_engine(kw)
+    return engine_from_options(engine_options(args, cfg))
+
+
+def engine_from_options(options: dict):
+    """The engine a flat mapping of engine options describes: a server's with `openai_url`, else the
+    in-process engine they name."""
+    if is_remote(options):
+        return remote_engine(options)
     from ..engine.build import build_engine
 
-    return build_engine(**kw)
+    return build_engine(**options)
 
 
 def needs_engine(cfg) -> bool:

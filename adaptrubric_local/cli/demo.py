@@ -11,22 +11,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..distill.answering import TinyStudentSettings
+
 
 @dataclass
-class DemoSettings:
+class DemoSettings(TinyStudentSettings):
     """Sizes and training settings of a demo run (the defaults are `make demo`'s)."""
 
-    n_tasks: int = 12
-    candidates: int = 4
-    size: tuple[int, int] = (96, 192)
     val_fraction: float = 0.25
-    epochs: float = 8.0
-    learning_rate: float = 5e-3
-    lora_r: int = 16
     batch_size: int = 4
-    max_new_tokens: int = 24
     score_token_weight: float = 4.0  # the deciding digit weighs more than the 20 format tokens around it
-    seed: int = 0
 
 
 def distill_demo(out: str | Path, s: DemoSettings | None = None, progress: bool = False, log=print) -> dict:

@@ -148,21 +148,19 @@ def add_subcommands(sub) -> None:
     from ..engine.teacher import TeacherConfig
     from ..flags import add_config_arguments, common
     from ..pipeline import PipelineConfig
+    from .common import add_command, add_data_argument, add_out_option
 
-    fmt = argparse.RawDescriptionHelpFormatter
-    d = sub.add_parser("distill", help="distil a large judge into a LoRA adapter for a small verifier",
-                       description="Collect a teacher's AdaptRubric judgments, train a LoRA student on them, "
-                                   "evaluate it against the base model, merge it.", epilog=EXAMPLES,
-                       formatter_class=fmt)
+    d = add_command(sub, "distill", help="distil a large judge into a LoRA adapter for a small verifier",
+        description="Collect a teacher's AdaptRubric judgments, train a LoRA student on them, evaluate it against the "
+                    "base model, merge it.", epilog=EXAMPLES)
     dsub = d.add_subparsers(dest="distill_cmd", metavar="STEP", required=True)
 
-    p = dsub.add_parser("collect", help="run a teacher over a data set and keep what it saw and said",
-                        description="Run the full AdaptRubric pipeline on a teacher and write DIR/train.jsonl, "
-                                    "val.jsonl (split by task) and manifest.json. Unparsed teacher outputs are "
-                                    "counted and left out; failed calls are reported and retried by --resume.",
-                        epilog=EXAMPLES, formatter_class=fmt)
-    p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
-    common(p.add_argument("--out", required=True, help="distillation folder DIR"), "output")
+    p = add_command(dsub, "collect", cmd_collect, help="run a teacher over a data set and keep what it saw and said",
+        description="Run the full AdaptRubric pipeline on a teacher and write DIR/train.jsonl, val.jsonl (split by "
+                    "task) and manifest.json. Unparsed teacher outputs are counted and left out; failed calls are "
+                    "reported and retried by --resume.", epilog=EXAMPLES)
+    add_data_argument(p)
+    add_out_option(p, "distillation folder DIR")
     t = p.add_argument_group("teacher (exactly one of --teacher-model, --teacher-url, --teacher-verdicts, "
                              "--teacher-labels)")
     add_config_arguments(t, TeacherConfig)
@@ -184,37 +182,30 @@ def add_subcommands(sub) -> None:
                                                                 "(and truncated replies once the token cap is raised)"),
            "output")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_collect)
 
     from ..distill.train import add_train_args
 
-    p = dsub.add_parser("train", help="train a LoRA/QLoRA student on DIR",
-                        description="LoRA (or QLoRA with --load-in-4bit) on the student with transformers' Trainer; "
-                                    "loss on the assistant response only, logits only where there are labels, the "
-                                    "teacher's P(SCORE=1) learned where it was recorded; validation agreement with the "
-                                    "teacher each epoch, the best epoch kept. A memory plan runs first and stops a run "
-                                    "that would not fit (--force to override).", epilog=EXAMPLES, formatter_class=fmt)
+    p = add_command(dsub, "train", cmd_train, help="train a LoRA/QLoRA student on DIR",
+        description="LoRA (or QLoRA with --load-in-4bit) on the student with transformers' Trainer; loss on the "
+                    "assistant response only, logits only where there are labels, the teacher's P(SCORE=1) learned "
+                    "where it was recorded; validation agreement with the teacher each epoch, the best epoch kept. A "
+                    "memory plan runs first and stops a run that would not fit (--force to override).", epilog=EXAMPLES)
     add_train_args(p)
     p.add_argument("--dry-run", action="store_true", help="print the memory plan and stop (exit 1 if it does not fit)")
-    p.set_defaults(func=cmd_train)
 
-    p = dsub.add_parser("plan", help="the memory plan of a training run, without training",
-                        description="Sequence lengths (text and visual, p50/p95/max) of DIR at the training settings "
-                                    "and "
-                                    "the estimated peak GPU memory (weights, LoRA + optimizer, activations, loss) "
-                                    "against the GPU present or --gpu-memory; when it does not fit, the changes that "
-                                    "would. Loads the processor and config only, no weights.",
-                        epilog=EXAMPLES, formatter_class=fmt)
+    p = add_command(dsub, "plan", cmd_plan, help="the memory plan of a training run, without training",
+        description="Sequence lengths (text and visual, p50/p95/max) of DIR at the training settings and the "
+                    "estimated peak GPU memory (weights, LoRA + optimizer, activations, loss) against the GPU present "
+                    "or --gpu-memory; when it does not fit, the changes that would. Loads the processor and config "
+                    "only, no weights.", epilog=EXAMPLES)
     add_train_args(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
-    p.set_defaults(func=cmd_plan)
 
-    p = dsub.add_parser("evaluate", help="base model vs adapter on DIR's val split",
-                        description="Score val with the base model and with the adapter (the pipeline settings of "
-                                    "the collection; one loaded model, the adapter switched off for the base run), "
-                                    "then agreement with the teacher and accuracy/F1 against labels, side by side, "
-                                    "with the eval harness's reports and plots.",
-                        epilog=EXAMPLES, formatter_class=fmt)
+    p = add_command(dsub, "evaluate", cmd_evaluate, help="base model vs adapter on DIR's val split",
+        description="Score val with the base model and with the adapter (the pipeline settings of the collection; one "
+                    "loaded model, the adapter switched off for the base run), then agreement with the teacher and "
+                    "accuracy/F1 against labels, side by side, with the eval harness's reports and plots.",
+        epilog=EXAMPLES)
     p.add_argument("dir", help="distillation folder")
     p.add_argument("--model", required=True, help="the student's base model")
     p.add_argument("--adapter", required=True, help="adapter folder (from distill train)")
@@ -231,14 +222,11 @@ def add_subcommands(sub) -> None:
                    help="load the base in 4-bit (nf4) or not (default: as the adapter was trained, from its "
                         "base_quantisation.json; a different choice warns)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_evaluate)
 
-    p = dsub.add_parser("merge", help="merge an adapter into its base model",
-                        description="Write a checkpoint with the LoRA merged in; it loads with --model alone. An "
-                                    "adapter trained on a 4-bit base (QLoRA) is merged into the base dequantised from "
-                                    "the same 4-bit weights it learned on, and saved unquantised.",
-                        epilog=EXAMPLES, formatter_class=fmt)
+    p = add_command(dsub, "merge", cmd_merge, help="merge an adapter into its base model",
+        description="Write a checkpoint with the LoRA merged in; it loads with --model alone. An adapter trained on a "
+                    "4-bit base (QLoRA) is merged into the base dequantised from the same 4-bit weights it learned "
+                    "on, and saved unquantised.", epilog=EXAMPLES)
     p.add_argument("--model", required=True, help="base model")
     p.add_argument("--adapter", required=True, help="adapter folder")
     p.add_argument("--out", required=True, help="folder for the merged checkpoint")
-    p.set_defaults(func=cmd_merge)

@@ -1,23 +1,16 @@
-"""A tiny Qwen3-VL that answers: the demo's distillation at its smallest, merged into one checkpoint.
+"""A tiny Qwen3-VL that answers: the demo's distillation at its smallest, merged into one checkpoint,
+so that verdicts and `p_success` can be compared across engines (a random tiny model never writes a
+parseable verdict).
 
-A random tiny model never writes a parseable verdict, so verdicts and `p_success` cannot be compared
-across engines (transformers and vLLM, in process and as a server) on it. `answering_model` builds,
-offline on the CPU: a tiny random Qwen3-VL (`engine/tiny.py`), labelled
-synthetic trajectories whose outcome is visible on the final screen, plus a copy of each success whose
-final screen shows no outcome (`no_outcome_copies`), a teacher that judges each one correctly (the copies
-0: no completed task is visible at the end) but is only `teacher_p` sure (P(SCORE=1) 0.8 when it says 1,
-0.2 when it says 0), a LoRA student trained on the verdict lines with the soft-label term
-(`distill/trainer.py`), then the adapter merged into the base (`distill/evaluate.merge`). What comes out
-answers the verifier prompt of `--router rules --no-fine` with the three verdict lines and an end of turn,
-its SCORE read from the pixels of the final screen and its `p_success` near the teacher's, away from 0.5
-and from 0/1, so that a numerical difference between engines shows as a difference in `p_success` rather
-than hiding in a saturated softmax. `answering.json` in the folder records how it was made, what it was
-trained on and its held-out agreement. It reads the outcome banner and nothing else: data drawn the way it
-was trained (`answering_data`, or `adaptrubric synth --visible-outcome --size 96x192`, any seed) it
-answers, a final screen without the banner (the audit's final-frame-first and frames-reversed, synth
-without --visible-outcome) it scores 0; on real screenshots it writes unparseable verdicts
-(`eval/answering_model.py` and `eval/audit_answering.py` print both). Knows nothing about
-engines beyond the transformers one the trainer and evaluator use.
+`answering_model` builds, offline on the CPU, a tiny random Qwen3-VL (`engine/tiny.py`), labelled
+synthetic trajectories whose outcome shows on the final screen plus a no-outcome copy of each success
+(`no_outcome_copies`), a correct teacher only `teacher_p` sure, a LoRA student trained with the
+soft-label term (`distill/trainer.py`), then merges the adapter (`distill/evaluate.merge`). The result
+answers the `--router rules --no-fine` verifier prompt with its SCORE read from the outcome banner and a
+`p_success` near the teacher's, away from 0.5 and 0/1, so a numerical difference between engines shows;
+`answering.json` records how it was made. Without the banner it scores 0; on real screenshots it writes
+unparseable verdicts (docs/audit.md). Knows nothing about engines beyond the transformers one the
+trainer and evaluator use.
 """
 from __future__ import annotations
 
@@ -30,8 +23,8 @@ from pathlib import Path
 
 
 @dataclass
-class AnsweringSettings:
-    """How the answering tiny model is made (its build time: docs/benchmarks.md)."""
+class TinyStudentSettings:
+    """A tiny student distilled on the CPU: the synthetic data's size and the LoRA training."""
 
     n_tasks: int = 12
     candidates: int = 4
@@ -39,9 +32,15 @@ class AnsweringSettings:
     epochs: float = 8.0
     learning_rate: float = 5e-3
     lora_r: int = 16
-    teacher_p: float = 0.8  # the teacher's P(SCORE = its answer)
     max_new_tokens: int = 24
     seed: int = 0
+
+
+@dataclass
+class AnsweringSettings(TinyStudentSettings):
+    """How the answering tiny model is made (its build time: docs/benchmarks.md)."""
+
+    teacher_p: float = 0.8  # the teacher's P(SCORE = its answer)
     no_outcome: bool = True  # also train on a copy of each success whose final screen shows no outcome, labelled 0
 
 

@@ -39,7 +39,7 @@ from ..prompts import load_prompts
 from ..route import router_prompt
 from ..types import Trajectory, Verdict
 from ..verdict_file import repair_torn_tail
-from .records import FILES, append, copy_images, finalize, verify_record
+from .records import FILES, append, copy_images, finalize, iter_jsonl, verify_record
 
 
 @dataclass
@@ -211,15 +211,10 @@ def _done_ids(paths: dict[str, Path], out: Path, cap: int) -> Done:
     """Ids a resumed run skips: collected, and rejected for good (a truncated reply only when its cap
     was at least this run's; a reply cut by the server's context never), the rejections read line by
     line (the last per id decides)."""
-    final: dict[str, bool] = {}
-    path = out / FILES["rejected"]
-    if path.is_file():
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    r = json.loads(line)
-                    final[str(r["id"])] = r["reason"] != "context" and (
-                        r["reason"] != "truncated" or r.get("max_new_tokens", 0) >= cap)
+    def for_good(r: dict) -> bool:
+        return r["reason"] != "context" and (r["reason"] != "truncated" or r.get("max_new_tokens", 0) >= cap)
+
+    final = {str(r["id"]): for_good(r) for r in iter_jsonl(out / FILES["rejected"])}
     return Done(read_ids(paths["collected"]), {i for i, done in final.items() if done})
 
 

@@ -1,26 +1,16 @@
-"""A memory plan for `distill train`, before a GPU hour is spent: sequence lengths of the data at the
-training settings, and an estimate of peak memory split into weights, LoRA + optimizer, activations
-and loss, against the memory of the GPU present (or a stated `--gpu-memory`).
-
-Lengths come from the same encoder and image planning as training (image headers only, no pixel
-decoded, no weight loaded). The estimate counts what autograd keeps for LoRA training of Qwen3-VL
-with a frozen vision tower:
-- weights: every parameter at the load dtype (nf4 for the language model's linear layers under
-  QLoRA, the rest at the compute dtype), counted on the meta device from the model's config;
-- LoRA + optimizer: the adapter in float32 with its gradient and AdamW's two moments (16 B each);
-- activations, the larger of two phases: the vision tower's forward (no graph is kept: one block's
-  working set over all patches) and the language model's (the checkpoint at every layer boundary
-  plus one layer's recomputed intermediates: normed inputs in float32, q/k/v, attention output,
-  MLP gate/up/activation, what each LoRA branch keeps of its input: `lora_input_bytes`), each over the
-  padded batch, plus the pixels;
-- loss: logits only at the labelled positions (the trainer never builds the others), their
-  gradient, and one float32 cross-entropy chunk;
-- runtime: on the CPU the resident size of the interpreter with torch/transformers/peft loaded
-  (measured in this process); on a GPU the CUDA context and allocator slack are a fixed reserve
-  kept out of the budget rather than added to the estimate (`torch.cuda.max_memory_allocated`
-  excludes them too).
-A plan that does not fit names the changes that would (QLoRA, a visual-token budget, batch size 1).
-Knows nothing about training loops or files other than the data it plans.
+"""A memory plan for `distill train`, before a GPU hour is spent: the data's sequence lengths at the
+training settings (same encoder and image planning as training; image headers only, no weight
+loaded), and peak memory against the GPU present (or `--gpu-memory`), split into:
+- weights, counted on the meta device (nf4 for the language model's linear layers under QLoRA);
+- LoRA + optimizer: the adapter in float32 with its gradient and AdamW's two moments;
+- activations, the larger of the vision tower's forward (no graph kept) and the language model's
+  (a checkpoint per layer plus one layer's recomputed intermediates and what each LoRA branch keeps:
+  `lora_input_bytes`), over the padded batch, plus the pixels;
+- loss: logits at the labelled positions only, their gradient and one float32 cross-entropy chunk;
+- runtime: on the CPU the interpreter's resident size; on a GPU the CUDA context is a reserve kept
+  out of the budget (as `torch.cuda.max_memory_allocated` leaves it out).
+A plan that does not fit names the changes that would. Knows nothing about training loops or files
+other than the data it plans.
 """
 from __future__ import annotations
 

@@ -64,13 +64,6 @@ def append(path: Path, obj: dict) -> None:
         fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """Every line of a JSONL file written by this package; [] when there is no file."""
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def read_split(data_dir: str | Path, split: str) -> list[dict]:
     """The records of one split; a malformed line is an error naming file and line."""
     path = Path(data_dir) / f"{split}.jsonl"

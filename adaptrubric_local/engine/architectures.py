@@ -11,36 +11,26 @@ QWEN_TOKEN_IDS = {"<|endoftext|>": 151643, "<|im_end|>": 151645, "<|vision_start
                   "<|vision_end|>": 151653, "<|image_pad|>": 151655, "<|video_pad|>": 151656}
 VOCAB = 151936
 
-ARCHITECTURES = {
-    "Qwen/Qwen3-VL-4B-Instruct": dict(
-        text=dict(hidden_size=2560, intermediate_size=9728, num_hidden_layers=36, num_attention_heads=32,
-                  num_key_value_heads=8, head_dim=128, vocab_size=VOCAB, tie_word_embeddings=True),
-        vision=dict(depth=24, hidden_size=1024, intermediate_size=4096, num_heads=16, out_hidden_size=2560,
-                    deepstack_visual_indexes=[5, 11, 17], num_position_embeddings=2304),
-        tie_word_embeddings=True),
-    "Qwen/Qwen3-VL-8B-Instruct": dict(
-        text=dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32,
-                  num_key_value_heads=8, head_dim=128, vocab_size=VOCAB, tie_word_embeddings=False),
-        vision=dict(depth=27, hidden_size=1152, intermediate_size=4304, num_heads=16, out_hidden_size=4096,
-                    deepstack_visual_indexes=[8, 16, 24], num_position_embeddings=2304),
-        tie_word_embeddings=False),
-}
-ARCHITECTURES.update({
-    "Qwen/Qwen3-VL-2B-Instruct": dict(
-        text=dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
-                  num_key_value_heads=8, head_dim=128, vocab_size=VOCAB, tie_word_embeddings=True),
-        vision=dict(depth=24, hidden_size=1024, intermediate_size=4096, num_heads=16, out_hidden_size=2048,
-                    deepstack_visual_indexes=[5, 11, 17], num_position_embeddings=2304),
-        tie_word_embeddings=True),
-    "Qwen/Qwen3-VL-32B-Instruct": dict(
-        text=dict(hidden_size=5120, intermediate_size=25600, num_hidden_layers=64, num_attention_heads=64,
-                  num_key_value_heads=8, head_dim=128, vocab_size=VOCAB, tie_word_embeddings=False),
-        vision=dict(depth=27, hidden_size=1152, intermediate_size=4304, num_heads=16, out_hidden_size=5120,
-                    deepstack_visual_indexes=[8, 16, 24], num_position_embeddings=2304),
-        tie_word_embeddings=False),
-})
-for _size in ("2B", "4B", "8B", "32B"):  # a Thinking checkpoint has its Instruct sibling's shapes
-    ARCHITECTURES[f"Qwen/Qwen3-VL-{_size}-Thinking"] = ARCHITECTURES[f"Qwen/Qwen3-VL-{_size}-Instruct"]
+# vision towers: the 2B and 4B share one, the 8B and 32B another (and tie their embeddings only with the first)
+_SMALL_VISION = dict(depth=24, hidden_size=1024, intermediate_size=4096, deepstack_visual_indexes=[5, 11, 17])
+_LARGE_VISION = dict(depth=27, hidden_size=1152, intermediate_size=4304, deepstack_visual_indexes=[8, 16, 24])
+
+
+def _architecture(hidden: int, intermediate: int, layers: int, heads: int, vision: dict) -> dict:
+    tie = vision is _SMALL_VISION
+    text = dict(hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=layers, num_attention_heads=heads,
+                num_key_value_heads=8, head_dim=128, vocab_size=VOCAB, tie_word_embeddings=tie)
+    return dict(text=text, tie_word_embeddings=tie,
+                vision=dict(vision, num_heads=16, out_hidden_size=hidden, num_position_embeddings=2304))
+
+
+ARCHITECTURES = {}
+for _size, _arch in {"2B": _architecture(2048, 6144, 28, 16, _SMALL_VISION),
+                     "4B": _architecture(2560, 9728, 36, 32, _SMALL_VISION),
+                     "8B": _architecture(4096, 12288, 36, 32, _LARGE_VISION),
+                     "32B": _architecture(5120, 25600, 64, 64, _LARGE_VISION)}.items():
+    for _kind in ("Instruct", "Thinking"):  # a Thinking checkpoint has its Instruct sibling's shapes
+        ARCHITECTURES[f"Qwen/Qwen3-VL-{_size}-{_kind}"] = _arch
 
 
 def qwen3vl_config(arch: dict, token_ids: dict | None = None):

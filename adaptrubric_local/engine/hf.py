@@ -1,24 +1,14 @@
 """The transformers backend: Qwen3-VL in-process, batched, on one GPU (or the CPU).
 
-Loads its checkpoint through `loading.py` (hub id or local folder, safetensors only, bitsandbytes,
-peft adapters; the generation controls are in `generation.py`). Requests are sorted by length and
-grouped under a batch size, a padded-token budget (`budget.py`: configured, or derived from free GPU
-memory; it learns from out-of-memory errors) and, on a GPU, the memory model of the attention
-implementation in use (`memory.py`: a group is only formed if its estimated peak fits the free memory).
-Groups are formed one at a time, so a budget lowered by an out-of-memory error applies to every later
-group. The images of the next group are decoded in the background (as uint8, in pinned memory on a
-GPU, normalised on the device) while the current one generates; a group's prompts are tokenized
-while its images decode (with one image pad per image, then expanded: encoding.py). A CUDA
-out-of-memory error drops the failed attempt (outside the exception handler, so
-nothing of it stays alive), frees the cache and retries the group in halves (parts over the lowered
-budget are split before they run), so every request gets its output.
-Greedy decoding by default, with a `max_new_tokens` cap per row; a row ends early after a complete
-line starting with its `stop_after_line` outside the model's thinking (a Thinking checkpoint's chat
-template opens `<think>` in the prompt: its rows start inside it); `votes > 1` samples k outputs per
-request. P(token) for watched tokens ("0"/"1") is read from the generation logits on the device,
-copied once at the end. `stats` counts groups and rows (rows per group), out-of-memory splits and
-failed attempts, rows that hit the cap, the token budget and each change of it, and the seconds spent
-tokenizing and generating. `generate_iter` hands each group's outputs over as soon as the group is done.
+Loads through `loading.py`; generation controls are `generation.py`'s. Requests are sorted by length
+and grouped one group at a time under a batch size, a padded-token budget (`budget.py`, lowered by
+out-of-memory errors) and, on a GPU, the memory model of the attention implementation (`memory.py`).
+The next group's images decode in the background while the current one generates; a CUDA
+out-of-memory error frees the failed attempt and retries the group in halves, so every request gets
+its output. Greedy by default (`votes > 1` samples); a row ends after a complete `stop_after_line`
+line outside the model's thinking; watched tokens' probabilities are read from the logits on the
+device. `stats` counts groups, rows, splits, capped rows, the token budget and the seconds spent;
+`generate_iter` hands each group's outputs over when it is done (docs/engines.md).
 Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations

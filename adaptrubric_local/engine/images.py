@@ -1,20 +1,11 @@
-"""Batched image preprocessing for Qwen3-VL, designed for throughput.
-
-transformers' processor does not get faster when handed a batch, so the work is laid out here:
-1. plan: read each image's size from its header (no decode) and choose its target size with
-   qwen-vl-utils' `smart_resize` (sides multiples of patch*merge = 32, pixel bounds), under a
-   per-image pixel cap and an optional per-request visual-token budget (off by default: the
-   processor's own resolution is what the paper ran);
-2. decode + resize in a thread pool (torchvision's decoder and uint8 antialiased bicubic resize run
-   outside the GIL), one task per image;
-3. patchify straight into one preallocated uint8 batch tensor (target sizes are known from the
-   headers, so each worker writes its image's rows in place), one copy of each frame: the
-   processor's temporal repeat and the float conversion are left to `BatchImages.pixel_values_on`,
-   which runs on the model's device (a GPU gets 1 byte per pixel value instead of 2 x 4 bytes),
-   and gives exactly the Qwen2-VL image processor's `pixel_values` / `image_grid_thw` layout;
-4. `submit` runs all of it in the background, allocating the batch tensor in pinned memory when
-   `pin_memory` is set, so the engine can overlap it with generation and copy without blocking.
-A request whose image cannot be read gets an error naming the file; the others are unaffected.
+"""Batched image preprocessing for Qwen3-VL, laid out for throughput (transformers' processor does not
+get faster when handed a batch): plan each image's target size from its header with qwen-vl-utils'
+`smart_resize` (under a pixel cap and an optional visual-token budget, off by default: the paper ran
+the processor's own resolution), decode and resize in a thread pool, patchify straight into one
+preallocated uint8 batch tensor; `BatchImages.pixel_values_on` does the temporal repeat and float
+conversion on the model's device, giving the Qwen2-VL image processor's exact `pixel_values` /
+`image_grid_thw`. `submit` runs it in the background (in pinned memory with `pin_memory`). A request
+whose image cannot be read gets an error naming the file; the others are unaffected.
 Knows nothing about prompts, tokenizers or models.
 """
 from __future__ import annotations

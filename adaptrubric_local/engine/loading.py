@@ -240,18 +240,11 @@ def merge_adapter(model: str, adapter: str | Path, out: str | Path, dtype: str =
 
 
 def load_adapter(model, adapter: str):
-    """`model` with the LoRA adapter in `adapter` attached (peft), its weights in the dtype the base
-    computes in. Not merged: the base stays usable without it (`disable_adapter()`, as `distill
-    evaluate` scores base and adapter on one loaded model), and a 4-bit base cannot take a merge.
-
-    peft's default (`autocast_adapter_dtype=True`) upcasts bf16 adapters to float32, and LoRA's
-    `Linear.forward` then copies each adapted layer's input to the adapter's dtype
-    (peft/tuners/lora/layer.py, 0.21.2: line 1100, `x = self._cast_input_dtype(x, lora_A.weight.dtype)`;
-    bnb.py's Linear4bit likewise): at a 400K-token prefill the down_proj input alone would be a ~20 GB
-    float32 copy, outside the batch budget, and the LoRA matmuls would run in float32. With
-    `autocast_adapter_dtype=False` peft creates the adapter in the base layer's dtype
-    (tuners_utils.py `_move_adapter_to_device_of_base_layer`); a quantised layer has no float dtype, so
-    the adapter is cast here to the dtype of the model's unquantised weights (bitsandbytes' compute dtype)."""
+    """`model` with the LoRA adapter in `adapter` attached (peft), not merged (the base stays usable:
+    `disable_adapter()`; a 4-bit base cannot take a merge). The adapter is kept in the dtype the base
+    computes in (`autocast_adapter_dtype=False`; cast here for a quantised base): peft's default upcasts
+    it to float32, and LoRA's forward then copies each adapted layer's input to float32, a copy as large
+    as the prefill outside the batch budget (peft/tuners/lora/layer.py `_cast_input_dtype`)."""
     from peft import PeftModel
 
     with hub_offline():  # a local folder (checked in HFEngineConfig): nothing to fetch

@@ -1,30 +1,14 @@
 """An engine that sends each request to an OpenAI-compatible chat endpoint (vLLM, SGLang, a hosted
-API): how a large judge is usually served. Used as a distillation teacher, so the whole AdaptRubric
-pipeline (router, cues, fused prompt, selected screenshots) runs on it unchanged.
+API): how a large judge is usually served, e.g. as a distillation teacher running the whole pipeline.
 
-Each request becomes one user message: the prompt text, then each screenshot as a base64 data URL
-(the original file, or resized to a visual-token budget so a teacher sees what a student will),
-then the suffix text. The server is an `Endpoint` (endpoint.py: URL, served name, API key variable,
-timeout, retries, concurrency); calls go through its `openai` client, which owns timeouts and retries
-(connection errors, timeouts, 408/409/429/5xx are retried with backoff); concurrency is bounded by
-a thread pool. The API key is read from an environment variable (`OPENAI_API_KEY` by default),
-never taken from a command line or kept in the config, so it cannot reach a manifest or a log.
-
-A reply keeps what a thinking model says apart from its answer (`reasoning_content`, or vLLM's
-newer `reasoning`) in `Output.reasoning`; a reply cut at a length limit (`finish_reason: length`)
-comes back with whatever text there was and `hit_cap` set when it used the whole token cap, or
-`hit_context` when it is shorter (the server cut it at its context length: vLLM shortens a reply to
-what its `--max-model-len` leaves after the prompt), as the transformers engine reports it (one with
-reasoning and no content yet is still inside its thinking: `opened_thinking`); a prompt longer than
-the server's context is an error that says so and how to fix it. Without a reasoning parser on the
-server the content holds the thinking, which the parser reads by the same rules as in-process output
-(`thinking.py`); a Thinking checkpoint's reply cut before `</think>` then holds no tag at all and
-cannot be told from an answer: serve thinking models with a reasoning parser.
-For requests that watch tokens ("0"/"1"), `logprobs` with `top_logprobs` are asked for and the
-watched tokens' probabilities are reported at every position where one was generated, so P(SCORE=1)
-is read the same way as in-process; a server that returns none leaves it None. A request that fails
-(after retries), or a reply with no choices, comes back as an Output with `error` set; it never
-sinks the batch. Knows nothing about rubrics, routing or verdicts.
+Each request is one user message: the prompt, each screenshot as a base64 data URL (the original file,
+or resized to a visual-token budget so a teacher sees what a student will), then the suffix. The
+server is an `Endpoint` (endpoint.py); its `openai` client owns timeouts and retries, a thread pool
+bounds concurrency, and the API key comes from an environment variable only. A thinking model's
+reasoning is kept apart in `Output.reasoning`; a reply cut at a length limit sets `hit_cap` or
+`hit_context` as the transformers engine does; watched tokens' probabilities come from `logprobs`
+(None when the server returns none); a failed call is an Output with `error`, never a sunk batch
+(docs/engines.md). Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 

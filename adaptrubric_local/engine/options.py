@@ -5,11 +5,8 @@ engine reads and, per option it does not, what to use instead. Both the Python A
 `check_engine_options`) refuse an unread option from the specs.
 
 An engine is registered by one decorator on the function that builds it, naming the options it
-reads: the package's own engines (engine/build.py, engine/remote.py) as a user's file
-(`--plugins FILE.py`) does:
-
-    @register_engine("echo", reads=("max_visual_tokens",), help="...")
-    def build_echo(model, **options): ...
+reads, the package's own engines (engine/build.py, engine/remote.py) as a `--plugins` file's
+(docs/architecture.md).
 
 Advice is written once, in option names: `name` (or `name=VALUE`, VALUE a Python literal) in
 backticks; each surface renders it through `render` with its own spelling (flags on the command

@@ -1,26 +1,15 @@
-"""The vLLM backend: Qwen3-VL in process through one `vllm.LLM` (continuous batching, paged KV cache,
-prefix caching, CUDA graphs on a GPU), for the same requests the transformers engine takes.
+"""The vLLM backend: Qwen3-VL in process through one `vllm.LLM`, for the same requests the
+transformers engine takes, seeing the same thing: the chat text from the same processor and `Encoder`
+handed over as token ids, every screenshot resized by the package's image pipeline to the size the
+transformers engine gives it (`stats["prompt_token_mismatch"]` counts any request expanded otherwise).
 
-What reaches vLLM is what reaches transformers: the chat text comes from the same processor and
-`Encoder` (one image slot per screenshot), tokenised by the same tokenizer and handed over as token
-ids; every screenshot is decoded and resized by the package's own image pipeline to the size the
-transformers engine gives it (the processor's resolution, `max_pixels`, `max_visual_tokens`), so
-vLLM's processor receives images it leaves at their size and expands each slot to the same number
-of visual tokens (`stats["prompt_token_mismatch"]` counts any request where it did not).
-
-Generation: greedy unless `votes` > 1 (then `n` samples at `temperature`, seeded); the watched
-tokens' log-probabilities are asked for by id (`logprob_token_ids`) at every generated position, so
-P(SCORE=1) is read exactly as in process. `stop_after_line` is honoured exactly, in rounds: a row
-stops at a stop string "\\n" + prefix, then once more at the end of that line, continuing from its
-own token ids (the prefix cache makes the continuation cost only its new tokens); a prefix line
-inside an open `<think>` block does not stop a row. A row cut by its own cap is `hit_cap`; one cut
-because prompt and reply reached `max_model_len` is `hit_context`; a prompt that does not fit at all
-is an error naming the fix. `--adapter` runs through vLLM's LoRA when vLLM supports the adapter's
-modules, else through a merged copy written to a temporary folder (`stats["adapter"]` says which).
-Requests stream into the engine with at most `2 * max_num_seqs` in flight, so host memory for
-preprocessed pixels stays bounded. Its settings, and the `vllm.LLM` arguments they become, are
-vllm_config.py's (importable from here too); starting and stopping vLLM's processes (`close()`) is
-vllm_processes.py's. Knows nothing about rubrics, routing or verdicts.
+Greedy unless `votes` > 1; watched tokens' log-probabilities are asked for by id at every position, so
+P(SCORE=1) is read as in process; `stop_after_line` is honoured exactly, in rounds continued from the
+row's own token ids (never inside an open `<think>`); `hit_cap` and `hit_context` as the other engines.
+`--adapter` runs through vLLM's LoRA where it supports the modules, else a merged copy
+(`stats["adapter"]`). At most `2 * max_num_seqs` requests are in flight. Settings: vllm_config.py;
+processes and `close()`: vllm_processes.py (docs/engines.md). Knows nothing about rubrics, routing or
+verdicts.
 """
 from __future__ import annotations
 

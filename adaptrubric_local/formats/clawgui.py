@@ -50,13 +50,6 @@ EVAL_FAILED = ("eval_failed_all_retries", "eval_exception")
 Roots = Iterable[str | os.PathLike]
 
 
-def _peek(f: Path) -> Any:
-    try:
-        return json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def episode_files(p: Path, limit: int | None = None) -> list[Path]:
     """`p` itself when it is a file, else the episode.json files below it (sorted; the first `limit`)."""
     if p.is_file():
@@ -69,13 +62,23 @@ def episode_files(p: Path, limit: int | None = None) -> list[Path]:
     return out
 
 
+def peek_episodes(p: Path) -> list[dict]:
+    """The objects of the first five episode.json files of `p` that read as JSON objects (none when `p`
+    is another file)."""
+    if p.is_file() and p.name != "episode.json":
+        return []
+    docs = []
+    for f in episode_files(p, 5):
+        try:
+            docs.append(json.loads(f.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return [d for d in docs if isinstance(d, dict)]
+
+
 def detect(p: Path) -> bool:
     """An episode.json (or a folder holding them) whose object has `meta_data` and `episode`."""
-    files = episode_files(p, 5)
-    if p.is_file() and p.name != "episode.json":
-        return False
-    docs = [_peek(f) for f in files]
-    return any(isinstance(d, dict) and "meta_data" in d and "episode" in d for d in docs)
+    return any("meta_data" in d and "episode" in d for d in peek_episodes(p))
 
 
 def episode_id(doc: Any, file: Path) -> str:
@@ -164,9 +167,10 @@ def _parse(doc: Any, file: Path, check_images: bool, roots: tuple, warnings: lis
     return check_nonempty(traj, file, rec)
 
 
-def load(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
-    """Load one ClawGUI-RL `episode.json` or every one under a folder (an episode root such as
-    `clawgui-rl/episode/`); the folder given bounds where screenshots may lie, with `image_roots`."""
+def load_episodes(path: Path, image_roots: Roots, parse_one, foreign) -> LoadResult:
+    """Every episode.json of `path` (a file, or a folder, which bounds where screenshots may lie with
+    `image_roots`) parsed by `parse_one(doc, file, roots, warnings)`; in a folder, an episode of the other
+    ClawGUI format (`foreign(doc)` says which, else None) is skipped with a warning."""
     path = Path(path)
     base = path.parent if path.is_file() else path
     roots = tuple(dict.fromkeys(Path(r).resolve() for r in (base, *image_roots)))
@@ -177,12 +181,24 @@ def load(path: Path, check_images: bool = True, image_roots: Roots = ()) -> Load
         except DataError as exc:
             result.errors.append(tag(exc, f.parent.name))
             continue
-        if path.is_dir() and isinstance(doc, dict) and "meta_data" not in doc and "task_name" in doc:
-            result.warnings.append(f"{f}: a ClawGUI phone-agent episode, not ClawGUI-RL; skipped it "
-                                   "(read it with --format clawgui-agent)")
+        other = foreign(doc) if path.is_dir() and isinstance(doc, dict) else None
+        if other:
+            result.warnings.append(f"{f}: {other}")
             continue
         try:
-            result.trajectories.append(parse(doc, f, check_images, roots, result.warnings))
+            result.trajectories.append(parse_one(doc, f, roots, result.warnings))
         except DataError as exc:
             result.errors.append(exc)
     return result
+
+
+def load(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
+    """Load one ClawGUI-RL `episode.json` or every one under a folder (an episode root such as
+    `clawgui-rl/episode/`); the folder given bounds where screenshots may lie, with `image_roots`."""
+    def foreign(doc: dict) -> str | None:
+        if "meta_data" not in doc and "task_name" in doc:
+            return "a ClawGUI phone-agent episode, not ClawGUI-RL; skipped it (read it with --format clawgui-agent)"
+        return None
+
+    return load_episodes(path, image_roots, lambda doc, f, roots, warns: parse(doc, f, check_images, roots, warns),
+                         foreign)

@@ -28,8 +28,8 @@ from typing import Any
 
 from ..types import Step, Trajectory
 from . import tool_calls
-from .base import DataError, LoadResult, check_nonempty, load_json, require, resolve_image, tag
-from .clawgui import episode_files
+from .base import DataError, LoadResult, check_nonempty, require, resolve_image, tag
+from .clawgui import load_episodes, peek_episodes
 
 SCREENS = "before"
 SHAPE = "episode.json with task_name (ClawGUI phone agent)"
@@ -43,16 +43,7 @@ _MARKERS = ("<tool_call>", "<answer>", "finish(message=", "do(action=")
 
 def detect(p: Path) -> bool:
     """An episode.json (or a folder holding them) with `task_name` and `episode` and no `meta_data`."""
-    if p.is_file() and p.name != "episode.json":
-        return False
-    for f in episode_files(p, 5):
-        try:
-            doc = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict) and "task_name" in doc and "episode" in doc and "meta_data" not in doc:
-            return True
-    return False
+    return any("task_name" in d and "episode" in d and "meta_data" not in d for d in peek_episodes(p))
 
 
 def thought(output: Any) -> str | None:
@@ -108,22 +99,9 @@ def _parse(doc: Any, file: Path, check_images: bool, roots: tuple) -> Trajectory
 
 def load(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
     """Load one phone-agent `episode.json` or every one under a folder (the tracer's `trace_dir`)."""
-    path = Path(path)
-    base = path.parent if path.is_file() else path
-    roots = tuple(dict.fromkeys(Path(r).resolve() for r in (base, *image_roots)))
-    result = LoadResult()
-    for f in episode_files(path):
-        try:
-            doc = load_json(f)
-        except DataError as exc:
-            result.errors.append(tag(exc, f.parent.name))
-            continue
-        if path.is_dir() and isinstance(doc, dict) and "meta_data" in doc:
-            result.warnings.append(f"{f}: a ClawGUI-RL episode, not a phone-agent trace; skipped it "
-                                   "(read it with --format clawgui)")
-            continue
-        try:
-            result.trajectories.append(parse(doc, f, check_images, roots))
-        except DataError as exc:
-            result.errors.append(exc)
-    return result
+    def foreign(doc: dict) -> str | None:
+        if "meta_data" in doc:
+            return "a ClawGUI-RL episode, not a phone-agent trace; skipped it (read it with --format clawgui)"
+        return None
+
+    return load_episodes(path, image_roots, lambda doc, f, roots, _: parse(doc, f, check_images, roots), foreign)

@@ -13,12 +13,14 @@ from __future__ import annotations
 import string
 from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, create_model
 
 from ..schema import load_yaml_model
 
 DEFAULT_PROMPTS = Path(__file__).parent / "default.yaml"
+M = TypeVar("M", bound=BaseModel)
 
 
 class TemplateError(KeyError):
@@ -38,19 +40,34 @@ class Headings(BaseModel):
     meta_rule: str
 
 
-class PromptSet(BaseModel):
-    """The four prompts of the method, the two ablation variants, and section headings."""
+class PromptFile(BaseModel):
+    """What every prompt file has besides its templates: a version and where its text comes from."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     version: int
     source: str | None = None
-    router: str
-    verifier: str
-    fine_cue: str
-    cue_block: str
-    cue_block_no_meta: str
-    verifier_image_only: str
-    router_bank: str
+
+
+def prompt_schema(name: str, module: str, doc: str, base: type[PromptFile], templates: dict[str, set[str]]):
+    """The schema `name` of a prompt file: `base`'s fields and one required text per key of `templates`
+    (a template's name -> its placeholders, which `load_prompt_file` checks)."""
+    return create_model(name, __base__=base, __module__=module, __doc__=doc, **{k: (str, ...) for k in templates})
+
+
+REQUIRED_PLACEHOLDERS = {
+    "router": {"instruction"},
+    "verifier": {"instruction", "agent_answer", "typed_texts", "key_actions", "action_trace",
+                 "verification_steps", "common_pitfalls", "special_rules", "additional_attention",
+                 "output_format"},
+    "fine_cue": {"instruction", "category", "rubric_items_block"},
+    "cue_block": {"cue_bullets"},
+    "cue_block_no_meta": {"cue_bullets"},
+    "verifier_image_only": {"instruction", "output_format"},
+    "router_bank": {"instruction", "n_families", "category_lines", "decision_rules", "category_choices"},
+}
+
+
+class _PromptSetFields(PromptFile):
     router_descriptions: dict[str, str]
     router_rules: list[str]
     headings: Headings
@@ -66,17 +83,8 @@ class PromptSet(BaseModel):
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-REQUIRED_PLACEHOLDERS = {
-    "router": {"instruction"},
-    "verifier": {"instruction", "agent_answer", "typed_texts", "key_actions", "action_trace",
-                 "verification_steps", "common_pitfalls", "special_rules", "additional_attention",
-                 "output_format"},
-    "fine_cue": {"instruction", "category", "rubric_items_block"},
-    "cue_block": {"cue_bullets"},
-    "cue_block_no_meta": {"cue_bullets"},
-    "verifier_image_only": {"instruction", "output_format"},
-    "router_bank": {"instruction", "n_families", "category_lines", "decision_rules", "category_choices"},
-}
+PromptSet = prompt_schema("PromptSet", __name__, "The four prompts of the method, the two ablation variants, and "
+                          "section headings.", _PromptSetFields, REQUIRED_PLACEHOLDERS)
 
 
 def placeholders(template: str) -> set[str]:
@@ -98,19 +106,20 @@ def render(template: str, name: str = "template", **values: str) -> str:
     return template.format(**values)
 
 
-def check_placeholders(path: str, prompts: BaseModel, required: dict[str, set[str]]) -> None:
-    """Raise TemplateError naming the file and field of any template whose placeholders are not
-    exactly the required ones."""
-    for key, needed in required.items():
-        have = placeholders(getattr(prompts, key))
+def load_prompt_file(path: str, schema: type[M], templates: dict[str, set[str]]) -> M:
+    """A prompt file in its schema, each template with exactly the placeholders `templates` gives it
+    (TemplateError naming the file and field otherwise)."""
+    ps = load_yaml_model(path, schema)
+    for key, needed in templates.items():
+        have = placeholders(getattr(ps, key))
         if have != needed:
             raise TemplateError(f"{path}: field '{key}': placeholders {sorted(have)} must be exactly {sorted(needed)}")
+    return ps
 
 
 @lru_cache(maxsize=8)
 def _load_cached(path: str) -> PromptSet:
-    ps = load_yaml_model(path, PromptSet)
-    check_placeholders(path, ps, REQUIRED_PLACEHOLDERS)
+    ps = load_prompt_file(path, PromptSet, REQUIRED_PLACEHOLDERS)
     for n, rule in enumerate(ps.router_rules):
         if not placeholders(rule) <= {"fallback"}:
             raise TemplateError(f"{path}: field 'router_rules.{n}': the only placeholder allowed is {{fallback}}")

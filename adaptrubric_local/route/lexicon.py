@@ -13,15 +13,19 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, field_validator
 
 from ..schema import load_yaml_model
 from ..types import FAMILIES
 
 DEFAULT_LEXICON = Path(__file__).resolve().parents[1] / "data" / "router_lexicon.yaml"
 
-_Words = list[str]
+WORD_LISTS = ("step_verbs", "item_only_verbs", "answer_verbs", "purchase_verbs", "stop_words", "kind_nouns")
+WORD_CLASSES = ("setting", "place", "position", "data_object", "text_edit", "file_extension", "chart", "message_item",
+                "cart", "pronoun", "refers_to_answer", "behaviour_verb")
+_PLAIN_WORDS = ("setting", "data_object", "text_edit", "chart", "message_item", "cart", "pronoun", "refers_to_answer")
 
 
 class _Strict(BaseModel):
@@ -37,40 +41,18 @@ def _compiles(fragments: list[str]) -> list[str]:
     return fragments
 
 
-class WordClasses(_Strict):
-    """Word classes as regular-expression alternatives (joined in order, matched case-insensitively)."""
+_Words = Annotated[list[str], Field(min_length=1)]
+_Patterns = Annotated[list[str], Field(min_length=1), AfterValidator(_compiles)]
 
-    setting: _Words = Field(min_length=1)
-    place: _Words = Field(min_length=1)
-    position: _Words = Field(min_length=1)
-    data_object: _Words = Field(min_length=1)
-    text_edit: _Words = Field(min_length=1)
-    file_extension: _Words = Field(min_length=1)
-    chart: _Words = Field(min_length=1)
-    message_item: _Words = Field(min_length=1)
-    cart: _Words = Field(min_length=1)
-    pronoun: _Words = Field(min_length=1)
-    refers_to_answer: _Words = Field(min_length=1)
-    behaviour_verb: _Words = Field(min_length=1)
-
-    @field_validator("*")
-    @classmethod
-    def _patterns(cls, v: list[str]) -> list[str]:
-        return _compiles(v)
+WordClasses = create_model(
+    "WordClasses", __base__=_Strict, __module__=__name__,
+    __doc__="Word classes as regular-expression alternatives (joined in order, matched case-insensitively).",
+    **{name: (_Patterns, ...) for name in WORD_CLASSES})
 
 
-class LexiconFile(_Strict):
-    """The schema of a lexicon file (see data/router_lexicon.yaml for what each field is for)."""
-
+class _LexiconHead(_Strict):
     version: int
-    verbs: dict[str, _Words]
-    step_verbs: _Words = Field(min_length=1)
-    item_only_verbs: _Words = Field(min_length=1)
-    answer_verbs: _Words = Field(min_length=1)
-    purchase_verbs: _Words = Field(min_length=1)
-    stop_words: _Words = Field(min_length=1)
-    kind_nouns: _Words = Field(min_length=1)
-    words: WordClasses
+    verbs: dict[str, list[str]]
 
     @field_validator("verbs")
     @classmethod
@@ -89,6 +71,12 @@ class LexiconFile(_Strict):
         return v
 
 
+LexiconFile = create_model(
+    "LexiconFile", __base__=_LexiconHead, __module__=__name__,
+    __doc__="The schema of a lexicon file (see data/router_lexicon.yaml for what each field is for).",
+    **{name: (_Words, ...) for name in WORD_LISTS}, words=(WordClasses, ...))
+
+
 def _any(fragments: Iterable[str]) -> str:
     return "(?:" + "|".join(fragments) + ")"
 
@@ -99,61 +87,43 @@ def _word_pattern(fragments: Iterable[str]) -> re.Pattern:
 
 @dataclass(frozen=True)
 class Lexicon:
-    """What the rules router knows about words. Immutable: `without` makes a new one."""
+    """What the rules router knows about words. Immutable: `without` makes a new one. The WORD_LISTS
+    (frozensets) and the patterns (`setting`, `place`, ..., `file_object`, `behaviour`) read as attributes."""
 
     verbs: Mapping[str, str]  # head verb (or phrase) -> family
-    step_verbs: frozenset[str]
-    item_only_verbs: frozenset[str]
-    answer_verbs: frozenset[str]
-    purchase_verbs: frozenset[str]
-    stop_words: frozenset[str]
-    kind_nouns: frozenset[str]
+    lists: Mapping[str, frozenset[str]]  # WORD_LISTS by name
     words: WordClasses
     verb_keys: tuple[str, ...] = field(init=False)  # head verbs, longest first (phrases before their first word)
-    setting: re.Pattern = field(init=False)
-    place: re.Pattern = field(init=False)
-    position: re.Pattern = field(init=False)
-    data_object: re.Pattern = field(init=False)
-    text_edit: re.Pattern = field(init=False)
-    file_object: re.Pattern = field(init=False)
-    chart: re.Pattern = field(init=False)
-    message_item: re.Pattern = field(init=False)
-    cart: re.Pattern = field(init=False)
-    pronoun: re.Pattern = field(init=False)
-    refers_to_answer: re.Pattern = field(init=False)
-    behaviour: re.Pattern = field(init=False)
+    patterns: Mapping[str, re.Pattern] = field(init=False)
 
     def __post_init__(self):
         w = self.words
-        derived = {
-            "verbs": MappingProxyType(dict(self.verbs)),
-            "verb_keys": tuple(sorted(self.verbs, key=len, reverse=True)),
-            "setting": _word_pattern(w.setting),
+        patterns = {name: _word_pattern(getattr(w, name)) for name in _PLAIN_WORDS}
+        patterns.update({
             "place": re.compile(rf"\b(?:to|into|in|onto|under)\s+(?:the\s+|my\s+|a\s+(?:new\s+)?)?"
                                 rf"(?:[\w.'-]+\s+){{0,3}}?{_any(w.place)}\b|\b(?:to|into|in|under)\s+(?:~|/|[a-z]:\\)",
                                 re.I),
             "position": re.compile(rf"\b(?:to|at)\s+(?:the\s+)?{_any(w.position)}\b", re.I),
-            "data_object": _word_pattern(w.data_object),
-            "text_edit": _word_pattern(w.text_edit),
             "file_object": re.compile(rf"\.{_any(w.file_extension)}\b", re.I),
-            "chart": _word_pattern(w.chart),
-            "message_item": _word_pattern(w.message_item),
-            "cart": _word_pattern(w.cart),
-            "pronoun": _word_pattern(w.pronoun),
-            "refers_to_answer": _word_pattern(w.refers_to_answer),
             # "set/configure <app> to <verb>" and "make <App> <verb>": how an app behaves from now on
             "behaviour": re.compile(rf"^(?:set|configure|make)\s+(?:the\s+|my\s+)?(?:[\w.-]+\s+){{0,3}}?(?:to\s+)?"
                                     rf"{_any(w.behaviour_verb)}\b", re.I),
-        }
-        for name, value in derived.items():
-            object.__setattr__(self, name, value)
+        })
+        object.__setattr__(self, "verbs", MappingProxyType(dict(self.verbs)))
+        object.__setattr__(self, "lists", MappingProxyType(dict(self.lists)))
+        object.__setattr__(self, "verb_keys", tuple(sorted(self.verbs, key=len, reverse=True)))
+        object.__setattr__(self, "patterns", MappingProxyType(patterns))
+
+    def __getattr__(self, name: str):  # only called for what is not a field: a word list or a pattern
+        for table in (self.__dict__.get("lists", {}), self.__dict__.get("patterns", {})):
+            if name in table:
+                return table[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
     def from_file(cls, doc: LexiconFile) -> Lexicon:
         verbs = {verb: fam for fam, vs in doc.verbs.items() for verb in vs}
-        return cls(verbs=verbs, step_verbs=frozenset(doc.step_verbs), item_only_verbs=frozenset(doc.item_only_verbs),
-                   answer_verbs=frozenset(doc.answer_verbs), purchase_verbs=frozenset(doc.purchase_verbs),
-                   stop_words=frozenset(doc.stop_words), kind_nouns=frozenset(doc.kind_nouns), words=doc.words)
+        return cls(verbs=verbs, lists={name: frozenset(getattr(doc, name)) for name in WORD_LISTS}, words=doc.words)
 
     def without(self, verbs: Iterable[str]) -> Lexicon:
         """This lexicon with the head verbs `verbs` removed (verbs it does not have are ignored)."""
