@@ -316,7 +316,7 @@ def test_every_flag_named_in_a_message_exists():
     from pathlib import Path
 
     other_programs = {"--lora-modules": "vllm serve", "--no-build-isolation": "pip install",
-                      "--loso": "eval/router_accuracy.py"}
+                      "--loso": "eval/router_accuracy.py", "--traces": "OSReward's eval_pipeline/run_judge.py"}
     flags = {s for p in _all_parsers() for a in p._actions for s in a.option_strings}
     pattern = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*(?![\w-]|\.\w)")
     package = Path(__file__).resolve().parents[1] / "adaptrubric_local"
