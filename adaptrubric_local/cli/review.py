@@ -49,8 +49,8 @@ CALIBRATE_EXAMPLES = """examples:
 Temperature scaling (default) divides logit(p_success) by one fitted number T; --method platt also fits
 an offset. Both keep the order of the probabilities (AUROC and best-of-N picks do not change); they fix
 what the numbers mean (Brier, ECE, the size of a soft reward). Fit on 50-200 labelled verdicts (more for
---method platt) from the same verifier and data distribution you will score: on a 3x over-confident
-verifier 50 bring the held-out ECE from 0.154 to 0.040, 200 to 0.024, 500 to 0.020 (eval/calibration_data.py).
+--method platt) from the same verifier and data distribution you will score (docs/benchmarks.md has what
+each size buys).
 On verdicts whose p_success says little about the labels the fit flattens it (T at its bound 1000, or
 calibrated probabilities with a standard deviation below 0.05): calibrate warns, since a p_success reward
 would then be constant, and --require-signal makes that an error.
