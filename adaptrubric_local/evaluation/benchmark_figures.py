@@ -36,6 +36,7 @@ import numpy as np
 from .verdict_table import OK, Rows
 
 UNPARSED_POLICIES = ("fail", "drop")
+BOOTSTRAP, SEED = 1000, 0  # `eval`'s resamples and seed for the intervals (--bootstrap, --seed)
 CELLS = ("tp", "fp", "tn", "fn")
 HEADLINE = ("acc", "prec", "rec", "f1", "npv", "tnr", "kappa", "mcc", "judged_rate", "labelled_rate")
 NAMES = {"acc": "Acc", "prec": "Prec", "rec": "Rec", "f1": "F1", "npv": "NPV", "tnr": "TNR",
@@ -179,7 +180,7 @@ def figures_of_cells(cells: np.ndarray, names: Sequence[str], *, n_unparsed: int
 
 
 def benchmark_figures(predictions: Sequence[Any], labels: Sequence[Any], platforms: Sequence[Any] | None = None,
-                      *, unparsed: str = "fail", n_boot: int = 1000, seed: int = 0, confidence: float = 0.95,
+                      *, unparsed: str = "fail", n_boot: int = BOOTSTRAP, seed: int = SEED, confidence: float = 0.95,
                       platform_order: Sequence[str] = ()) -> dict[str, Any]:
     """All the figures, as one JSON-ready dict:
 
@@ -197,7 +198,7 @@ def benchmark_figures(predictions: Sequence[Any], labels: Sequence[Any], platfor
                             platform_order=platform_order)
 
 
-def of_rows(rows: Rows, platforms: dict[str | None, int], *, n_boot: int = 1000, seed: int = 0,
+def of_rows(rows: Rows, platforms: dict[str | None, int], *, n_boot: int = BOOTSTRAP, seed: int = SEED,
             confidence: float = 0.95, platform_order: Sequence[str] = ()) -> dict[str, Any]:
     """The figures of a verdict table's labelled rows (`platforms`: name -> code of its platform column),
     with unparsed, error and missing verdicts as predicted failures (metrics.py's headline); `n_unparsed`
@@ -254,5 +255,20 @@ def render_table(figs: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["CELLS", "HEADLINE", "UNPARSED_POLICIES", "benchmark_figures", "bootstrap_intervals", "counts",
-           "figures_of_cells", "figures_of_counts", "of_rows", "point_figures", "prepare", "rates", "render_table"]
+__all__ = [
+    "BOOTSTRAP",
+    "CELLS",
+    "HEADLINE",
+    "SEED",
+    "UNPARSED_POLICIES",
+    "benchmark_figures",
+    "bootstrap_intervals",
+    "counts",
+    "figures_of_cells",
+    "figures_of_counts",
+    "of_rows",
+    "point_figures",
+    "prepare",
+    "rates",
+    "render_table",
+]
