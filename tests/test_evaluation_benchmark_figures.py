@@ -142,3 +142,18 @@ def test_f1_is_undefined_where_precision_or_recall_is():
 def test_without_bootstrap_the_table_says_off():
     text = render_table(benchmark_figures(PRED, LABEL, PLAT, n_boot=0))
     assert "| Acc | 62.5 | - |" in text and "bootstrap: off" in text
+
+
+def test_of_rows_reads_the_table_columns():
+    """A verdict table's columns: an error verdict is a predicted failure, an unlabelled row is left out."""
+    import numpy as np
+
+    from adaptrubric_local.evaluation.benchmark_figures import of_rows
+    from adaptrubric_local.evaluation.verdict_table import ERROR, OK
+
+    rows = {"status": np.array([OK, OK, ERROR, OK], "int8"), "score": np.array([1, 0, -1, 1], "int8"),
+            "label": np.array([1, 0, 1, -1], "int8"), "platform": np.array([0, 1, 1, 0], "int32")}
+    f = of_rows(rows, {None: 0, "web": 1}, n_boot=0)
+    assert f["counts"] == {"tp": 1, "fp": 0, "tn": 1, "fn": 1}
+    assert (f["n"], f["n_unparsed"], f["unlabelled"]) == (3, 1, 1)
+    assert list(f["platforms"]) == ["unknown", "web"] and f["platforms"]["web"]["acc"] == 50.0

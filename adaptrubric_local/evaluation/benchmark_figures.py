@@ -204,13 +204,13 @@ def of_rows(rows: Rows, platforms: dict[str | None, int], *, n_boot: int = BOOTS
     with unparsed, error and missing verdicts as predicted failures (metrics.py's headline); `n_unparsed`
     counts them and `unlabelled` the rows left out for want of a label. Column arithmetic only."""
     labelled = rows["label"] >= 0
-    status, score, label = rows["status"][labelled], rows["score"][labelled], rows["label"][labelled]
+    every = bool(labelled.all())  # no copy of the columns then
+    status, score, label, code = (rows[k] if every else rows[k][labelled] for k in ("status", "score", "label", "platform"))
     answered = (status == OK) & (score >= 0)
     pred = np.where(answered, score, 0)
     names = [UNKNOWN] * (max(platforms.values(), default=-1) + 1)
-    for name, code in platforms.items():
-        names[code] = name or UNKNOWN
-    code = rows["platform"][labelled]
+    for name, at in platforms.items():
+        names[at] = name or UNKNOWN
     out = figures_of_cells(_cells_by_code(pred, label, code, len(names)), names,
                            n_unparsed=int((~answered).sum()), n_boot=n_boot, seed=seed, confidence=confidence,
                            platform_order=platform_order)
