@@ -56,3 +56,74 @@ def test_compare(tmp_path):
     n = next(line for line in text.splitlines() if line.startswith("overall.n "))
     assert n.split()[1:] == ["10", "10", "+0"]  # counts print as counts, not 10.00
     assert a["overall"]["acc"] == 60.0
+
+
+def _benchmark_run(tmp_path):
+    """8 labelled trajectories on two platforms; t5's verdict is unparsed and t7 has none (missing)."""
+    from conftest import canonical_record, write_jsonl
+
+    labels = [1, 0, 0, 1, 1, 1, 0, 1]
+    plats = ["ubuntu"] * 4 + ["web"] * 4
+    data = write_jsonl(tmp_path / "d.jsonl", [canonical_record(tmp_path, f"t{i}", 1, label=y, platform=p)
+                                              for i, (y, p) in enumerate(zip(labels, plats))])
+    scores = [1, 1, 0, 0, 1, None, 1]
+    verdicts = write_jsonl(tmp_path / "v.jsonl", [
+        {"id": f"t{i}", "status": "unparsed" if s is None else "ok", "score": s} for i, s in enumerate(scores)])
+    return data, verdicts
+
+
+def _eval(data, verdicts, out, *extra):
+    assert main(["eval", str(data), "--verdicts", str(verdicts), "--out", str(out), "--no-review", *extra]) == 0
+    return json.loads((out / "metrics.json").read_text())
+
+
+def test_eval_benchmark_section_by_hand(tmp_path, capsys):
+    import math
+
+    import pytest
+
+    data, verdicts = _benchmark_run(tmp_path)
+    m = _eval(data, verdicts, tmp_path / "e")
+    b = m["benchmark"]
+    # (pred, label) with unparsed t5 and missing t7 as predicted failures:
+    # ubuntu (1,1) tp (1,0) fp (0,0) tn (0,1) fn; web (1,1) tp (0,1) fn (1,0) fp (0,1) fn
+    assert b["counts"] == {"tp": 2, "fp": 2, "tn": 1, "fn": 3}
+    assert (b["n"], b["n_unparsed"], b["unparsed"], b["unlabelled"]) == (8, 2, "fail", 0)
+    o = b["overall"]
+    expected = {"acc": 37.5, "prec": 50.0, "rec": 40.0, "f1": 400 / 9, "npv": 25.0, "tnr": 100 / 3,
+                "judged_rate": 50.0, "labelled_rate": 62.5, "rate_gap": -12.5,
+                "kappa": -0.25,  # po 3/8, pe (4*5 + 4*3)/64 = 1/2
+                "mcc": -4 / math.sqrt(240)}  # (2*1 - 2*3) / sqrt(4*5*3*4)
+    assert o == pytest.approx(expected)
+    p = b["platforms"]
+    assert p["ubuntu"] == pytest.approx({"n": 4, "acc": 50.0, "prec": 50.0, "rec": 50.0, "f1": 50.0})
+    assert p["web"] == pytest.approx({"n": 4, "acc": 25.0, "prec": 50.0, "rec": 100 / 3, "f1": 40.0})
+    for name in ("ubuntu", "web"):  # one implementation: the per-platform block says the same
+        assert m["per_platform"][name]["f1"] == p[name]["f1"] and m["per_platform"][name]["acc"] == p[name]["acc"]
+    assert m["overall"]["acc"] == o["acc"] and m["overall"]["f1"] == o["f1"]
+    assert (b["n_boot"], b["seed"], b["confidence"]) == (1000, 0, 0.95)
+    for name, (low, high) in b["intervals"].items():
+        assert low <= o[name] <= high, name
+    out = capsys.readouterr().out
+    assert ("| ubuntu Acc | ubuntu F1 | web Acc | web F1 | Overall Acc | Overall Prec | Overall Rec | Overall F1 |"
+            in out)
+    assert "| 50.0 | 50.0 | 25.0 | 40.0 | 37.5 | 50.0 | 40.0 | 44.4 |" in out
+    report = (tmp_path / "e" / "report.md").read_text()
+    assert "## Benchmark figures" in report and "| 50.0 | 50.0 | 25.0 | 40.0 | 37.5 | 50.0 | 40.0 | 44.4 |" in report
+    assert "| NPV | 25.0 | [" in report and "| MCC | -0.258 | [" in report and "| Cohen's kappa | -0.250 | [" in report
+    assert "unparsed/error/missing verdicts: 2, counted as predicted failures" in report
+    assert "bootstrap: 1000 resamples (multinomial over the confusion counts), seed 0" in report
+
+
+def test_eval_bootstrap_is_seeded(tmp_path, capsys):
+    data, verdicts = _benchmark_run(tmp_path)
+    a = _eval(data, verdicts, tmp_path / "a", "--seed", "5", "--bootstrap", "300")["benchmark"]
+    b = _eval(data, verdicts, tmp_path / "b", "--seed", "5", "--bootstrap", "300")["benchmark"]
+    c = _eval(data, verdicts, tmp_path / "c", "--seed", "6", "--bootstrap", "300")["benchmark"]
+    assert a["intervals"] == b["intervals"] != c["intervals"] and a["n_boot"] == 300 and c["seed"] == 6
+    off = _eval(data, verdicts, tmp_path / "o", "--bootstrap", "0")["benchmark"]
+    assert set(off["intervals"].values()) == {None} and off["overall"] == a["overall"]
+    assert "bootstrap: off" in (tmp_path / "o" / "report.md").read_text()
+    assert main(["eval", str(data), "--verdicts", str(verdicts), "--out", str(tmp_path / "x"),
+                 "--bootstrap", "-1"]) != 0
+    assert "--bootstrap must be 0" in capsys.readouterr().err

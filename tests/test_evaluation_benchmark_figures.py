@@ -9,6 +9,7 @@ from adaptrubric_local.evaluation.benchmark_figures import (
     HEADLINE,
     benchmark_figures,
     bootstrap_intervals,
+    counts,
     point_figures,
     prepare,
     render_table,
@@ -78,9 +79,10 @@ def test_bad_values_are_refused():
 def test_bootstrap_is_seeded_and_contains_the_point():
     pred = [1, 1, 0, 0, 1, 0, 0, 1, 1, 0] * 5
     label = [1, 0, 0, 1, 1, 1, 0, 1, 1, 0] * 5
-    a = bootstrap_intervals(pred, label, n_boot=500, seed=7)
-    assert a == bootstrap_intervals(pred, label, n_boot=500, seed=7)
-    assert a != bootstrap_intervals(pred, label, n_boot=500, seed=8)
+    c = counts(pred, label)
+    a = bootstrap_intervals(c, n_boot=500, seed=7)
+    assert a == bootstrap_intervals(c, n_boot=500, seed=7)
+    assert a != bootstrap_intervals(c, n_boot=500, seed=8)
     point = point_figures(pred, label)
     for name in HEADLINE:
         low, high = a[name]
@@ -90,8 +92,26 @@ def test_bootstrap_is_seeded_and_contains_the_point():
 
 
 def test_bootstrap_of_a_figure_never_defined_is_none():
-    iv = bootstrap_intervals([0, 0, 0, 0], [0, 0, 0, 0], n_boot=50)
+    iv = bootstrap_intervals({"tp": 0, "fp": 0, "tn": 4, "fn": 0}, n_boot=50)
     assert iv["prec"] is None and iv["acc"] == (100.0, 100.0)
+    assert bootstrap_intervals({"tp": 3, "fp": 1, "tn": 2, "fn": 2}, n_boot=0) == dict.fromkeys(HEADLINE)
+
+
+def test_count_draws_are_the_bootstrap_of_the_rows():
+    """Multinomial cell counts have the distribution of resampled rows: the intervals of both agree."""
+    import numpy as np
+
+    pred = np.array([1, 1, 0, 0, 1, 0, 0, 1, 1, 0] * 20, dtype=bool)
+    label = np.array([1, 0, 0, 1, 1, 1, 0, 1, 1, 0] * 20, dtype=bool)
+    iv = bootstrap_intervals(counts(pred, label), n_boot=4000, seed=1)
+    idx = np.random.default_rng(2).integers(0, len(pred), size=(4000, len(pred)))
+    p, y = pred[idx], label[idx]
+    acc = 100 * (p == y).mean(1)
+    tn, fn = (~p & ~y).sum(1), (~p & y).sum(1)
+    npv = 100 * tn / (tn + fn)
+    for name, rows in (("acc", acc), ("npv", npv)):
+        low, high = np.percentile(rows, [2.5, 97.5])
+        assert iv[name][0] == pytest.approx(low, abs=1.5) and iv[name][1] == pytest.approx(high, abs=1.5), name
 
 
 def test_rendered_table_shows_table1_row_intervals_and_unparsed():
@@ -102,7 +122,8 @@ def test_rendered_table_shows_table1_row_intervals_and_unparsed():
     assert lines[4] == "| 50.0 | 50.0 | 75.0 | 80.0 | 62.5 | 75.0 | 60.0 | 66.7 |"
     assert any(line.startswith("| NPV | 50.0 | [") for line in lines)
     assert any(line.startswith("| Cohen's kappa | 0.250 | [") for line in lines)
-    assert "unparsed verdicts: 1, counted as predicted failures" in text
+    assert "unparsed/error/missing verdicts: 1, counted as predicted failures" in text
+    assert "bootstrap: 100 resamples (multinomial over the confusion counts), seed 3" in text
     assert "| Judged - labelled success rate | -12.5 |" in text
 
 
@@ -110,3 +131,29 @@ def test_platform_order_puts_the_named_platforms_first():
     f = benchmark_figures([1, 0, 1], [1, 0, 0], ["web", "ubuntu", "android"], n_boot=5,
                           platform_order=["ubuntu", "macos", "web"])
     assert list(f["platforms"]) == ["ubuntu", "web", "android"]
+
+
+def test_f1_is_undefined_where_precision_or_recall_is():
+    """No predicted positive: precision is undefined, and so is F1 (as metrics.json has always said)."""
+    o = point_figures([0, 0, 0], [1, 0, 1])
+    assert o["prec"] is None and o["rec"] == 0.0 and o["f1"] is None and o["npv"] == pytest.approx(100 / 3)
+
+
+def test_without_bootstrap_the_table_says_off():
+    text = render_table(benchmark_figures(PRED, LABEL, PLAT, n_boot=0))
+    assert "| Acc | 62.5 | - |" in text and "bootstrap: off" in text
+
+
+def test_of_rows_reads_the_table_columns():
+    """A verdict table's columns: an error verdict is a predicted failure, an unlabelled row is left out."""
+    import numpy as np
+
+    from adaptrubric_local.evaluation.benchmark_figures import of_rows
+    from adaptrubric_local.evaluation.verdict_table import ERROR, OK
+
+    rows = {"status": np.array([OK, OK, ERROR, OK], "int8"), "score": np.array([1, 0, -1, 1], "int8"),
+            "label": np.array([1, 0, 1, -1], "int8"), "platform": np.array([0, 1, 1, 0], "int32")}
+    f = of_rows(rows, {None: 0, "web": 1}, n_boot=0)
+    assert f["counts"] == {"tp": 1, "fp": 0, "tn": 1, "fn": 1}
+    assert (f["n"], f["n_unparsed"], f["unlabelled"]) == (3, 1, 1)
+    assert list(f["platforms"]) == ["unknown", "web"] and f["platforms"]["web"]["acc"] == 50.0

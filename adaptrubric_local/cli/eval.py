@@ -42,6 +42,7 @@ def _score_first(args, out: Path) -> Path:
 
 
 def cmd_eval(args) -> int:
+    from ..evaluation.benchmark_figures import render_table
     from ..evaluation.harness import run_eval
     from ..evaluation.image_roots import outside_image_roots
 
@@ -51,6 +52,8 @@ def cmd_eval(args) -> int:
         raise ValueError("give exactly one of --verdicts V.jsonl (score already done) or --model M (score first)")
     if args.review_cards < 0:
         raise ValueError(f"--review-cards must be 0 (every card) or more, got {args.review_cards}")
+    if args.bootstrap < 0:
+        raise ValueError(f"--bootstrap must be 0 (no intervals) or more, got {args.bootstrap}")
     files, loaded, labels = list(args.labels or []), None, None
     if args.model:  # the data loaded once, for scoring and eval; a bad labels file stops the command early
         loaded, labels = load_labelled(args)
@@ -59,7 +62,7 @@ def cmd_eval(args) -> int:
     vpath = Path(args.verdicts) if args.verdicts else _score_first(args, out)
     m = run_eval(vpath, out, args.data, loaded, review=args.review, progress=not args.quiet, labels=labels,
                  subset=args.subset, allow_extra=args.allow_extra, fmt=args.format, image_roots=args.image_root,
-                 review_cards=args.review_cards, labels_files=files,
+                 review_cards=args.review_cards, labels_files=files, bootstrap=args.bootstrap, seed=args.seed,
                  log=None if loaded is not None else (lambda s: print(s, file=sys.stderr)))
     print_coverage(m)
     o, e = m["overall"], m["efficiency"]
@@ -67,6 +70,7 @@ def cmd_eval(args) -> int:
           f"(counted as SCORE 0)  "
           f"acc={_f(o['acc'])} prec={_f(o['prec'])} rec={_f(o['rec'])} f1={_f(o['f1'])} fpr={_f(o['fpr'])}  "
           f"| scored only: acc={_f(o['scored_only']['acc'])} f1={_f(o['scored_only']['f1'])}")
+    print(render_table(m["benchmark"]))
     print(f"calls/traj={e['calls_per_traj']:.2f} tokens/traj={e['tokens_per_traj']:.0f} ({e['accounting']}"
           + (f"; over {e['trajectories']} answered, errors: {e['errors']}" if e.get("errors") else "") + ")")
     for name, s in m["probability"].items():
@@ -140,6 +144,7 @@ def _f(x, signed=False, d=1):
 
 def add_subcommands(sub) -> None:
     """Register eval, ablate, tts and compare."""
+    from ..evaluation.benchmark_figures import BOOTSTRAP, SEED
     from ..evaluation.review_sample import REVIEW_CARDS
     from ..flags import common
 
@@ -168,6 +173,10 @@ def add_subcommands(sub) -> None:
     p.add_argument("--review-cards", type=int, default=REVIEW_CARDS, metavar="N",
                    help=f"a run of more than N verdicts gets a review page of a sample of N of them, drawn by a "
                         f"seeded hash of the id (default {REVIEW_CARDS}; 0: every card)")
+    p.add_argument("--bootstrap", type=int, default=BOOTSTRAP, metavar="N",
+                   help=f"resamples of the benchmark figures' 95%% intervals (default {BOOTSTRAP}; 0: none)")
+    p.add_argument("--seed", type=int, default=SEED,
+                   help=f"seed of the bootstrap resamples (default {SEED})")
     add_labels_options(p)
     add_coverage_options(p)
     scoring_opts(p)

@@ -5,20 +5,26 @@
 - Online-Mind2Web: the success rate the verifier judges (predicted 1 / n) against the labelled one
   (label 1 / n), and their gap.
 - Agreement beyond chance: Cohen's kappa and the Matthews correlation coefficient (MCC).
-- A seeded percentile bootstrap interval (95% by default) beside each overall figure: trajectories are
-  resampled with replacement `n_boot` times from `numpy.random.default_rng(seed)`, so one seed gives one
-  interval on every machine.
+- A seeded percentile bootstrap interval (95% by default) beside each overall figure. Every figure is a
+  function of the four confusion-cell counts (TP, FP, TN, FN), and resampling n i.i.d. trajectories with
+  replacement draws those counts from a multinomial(n, cell shares): so the `n_boot` resamples are drawn
+  as counts (`numpy.random.default_rng(seed).multinomial`), exactly the bootstrap distribution of row
+  resampling, in O(n_boot) memory whatever n (1M rows x 1000 resamples never holds a 1000 x 1M array).
+  One seed gives one interval on every machine; `n_boot` 0 draws none.
 
 Ratios are percentages; kappa and MCC lie in [-1, 1]. An undefined figure (no predicted positive for
-precision, one class only for MCC, ...) is None, never 0. F1 is 2TP / (2TP + FP + FN), the harmonic
-mean of precision and recall wherever both are defined.
+precision, one class only for MCC, ...) is None, never 0. F1 is 2TP / (2TP + FP + FN) where precision
+and recall are both defined (their harmonic mean; 0 when both are 0), else None. `rates` is the one
+implementation of Acc / Prec / Rec / F1 / FPR that `metrics.py` reports too.
 
 Unparsed verdicts (a prediction of None) are never silently a 0 or a 1: they are counted (`n_unparsed`,
 shown by `render_table`), and `unparsed` says what they become, explicitly: "fail" counts each as a
 predicted failure (the paper's fixed denominators; the default, as in `evaluation/metrics.py`), "drop"
 leaves them out of every figure. Labels must be 0 or 1: a trajectory without a label has no place here.
+`of_rows` takes a verdict table's columns (verdict_table.py), where unparsed, error and missing verdicts
+are predicted failures.
 
-Pure functions: knows nothing about verdict files, models or the CLI (`eval` wires them in).
+Knows nothing about verdict files, models or the CLI (`eval` wires them in, through harness.py).
 """
 from __future__ import annotations
 
@@ -27,12 +33,17 @@ from typing import Any
 
 import numpy as np
 
+from .verdict_table import OK, Rows
+
 UNPARSED_POLICIES = ("fail", "drop")
+BOOTSTRAP, SEED = 1000, 0  # `eval`'s resamples and seed for the intervals (--bootstrap, --seed)
+CELLS = ("tp", "fp", "tn", "fn")
 HEADLINE = ("acc", "prec", "rec", "f1", "npv", "tnr", "kappa", "mcc", "judged_rate", "labelled_rate")
 NAMES = {"acc": "Acc", "prec": "Prec", "rec": "Rec", "f1": "F1", "npv": "NPV", "tnr": "TNR",
          "kappa": "Cohen's kappa", "mcc": "MCC", "judged_rate": "Judged success rate",
          "labelled_rate": "Labelled success rate"}
 NO_PLATFORM = "(none)"
+UNKNOWN = "unknown"  # a table row's platform when its data said none (as metrics.by_platform names it)
 
 
 def _as_binary(values: Sequence[Any], what: str, allow_none: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -87,8 +98,9 @@ def _figures(tp, fp, tn, fn) -> dict[str, np.ndarray]:
         kappa = np.where(pe < 1, (po - pe) / np.where(pe < 1, 1 - pe, 1.0), np.nan)
         den = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
         mcc = np.where(den > 0, (tp * tn - fp * fn) / np.where(den > 0, den, 1.0), np.nan)
-    return {"acc": _div(tp + tn, n), "prec": _div(tp, tp + fp), "rec": _div(tp, tp + fn),
-            "f1": _div(2 * tp, 2 * tp + fp + fn), "npv": _div(tn, tn + fn), "tnr": _div(tn, tn + fp),
+    f1 = np.where((tp + fp > 0) & (tp + fn > 0), _div(2 * tp, 2 * tp + fp + fn), np.nan)
+    return {"acc": _div(tp + tn, n), "prec": _div(tp, tp + fp), "rec": _div(tp, tp + fn), "f1": f1,
+            "npv": _div(tn, tn + fn), "tnr": _div(tn, tn + fp), "fpr": _div(fp, fp + tn),
             "kappa": kappa, "mcc": mcc, "judged_rate": _div(tp + fp, n), "labelled_rate": _div(tp + fn, n)}
 
 
@@ -97,28 +109,39 @@ def _value(x: Any) -> float | None:
     return None if np.isnan(x) else x
 
 
-def point_figures(pred: np.ndarray, label: np.ndarray) -> dict[str, float | None]:
-    """Every figure of HEADLINE for 0/1 arrays, plus `rate_gap` (judged minus labelled success rate)."""
-    c = counts(pred, label)
-    out = {k: _value(v) for k, v in _figures(c["tp"], c["fp"], c["tn"], c["fn"]).items()}
+def rates(c: dict[str, int]) -> dict[str, float | None]:
+    """Acc / Prec / Rec / F1 / FPR (percentages, None when undefined) of a confusion matrix."""
+    figs = _figures(*(c[k] for k in CELLS))
+    return {k: _value(figs[k]) for k in ("acc", "prec", "rec", "f1", "fpr")}
+
+
+def figures_of_counts(c: dict[str, int]) -> dict[str, float | None]:
+    """Every figure of HEADLINE of a confusion matrix, plus `rate_gap` (judged minus labelled success rate)."""
+    out = {k: _value(v) for k, v in _figures(*(c[k] for k in CELLS)).items() if k in HEADLINE}
     both = out["judged_rate"] is not None and out["labelled_rate"] is not None
     out["rate_gap"] = out["judged_rate"] - out["labelled_rate"] if both else None
     return out
 
 
-def bootstrap_intervals(pred: np.ndarray, label: np.ndarray, n_boot: int = 1000, seed: int = 0,
+def point_figures(pred: np.ndarray, label: np.ndarray) -> dict[str, float | None]:
+    """`figures_of_counts` of 0/1 arrays."""
+    return figures_of_counts(counts(pred, label))
+
+
+def bootstrap_intervals(c: dict[str, int], n_boot: int = 1000, seed: int = 0,
                         confidence: float = 0.95) -> dict[str, tuple[float, float] | None]:
-    """Percentile bootstrap interval of every HEADLINE figure: resample the trajectories with
-    replacement `n_boot` times (numpy's default_rng(seed)); a resample where a figure is undefined is
-    left out of that figure's interval, and a figure undefined in every resample has None."""
-    if n_boot < 1 or not 0 < confidence < 1:
-        raise ValueError(f"n_boot must be >= 1 and confidence in (0, 1), got {n_boot} and {confidence}")
-    pred, label = np.asarray(pred, dtype=bool), np.asarray(label, dtype=bool)
-    if len(pred) == 0:
+    """Percentile bootstrap interval of every HEADLINE figure of the trajectories whose confusion matrix
+    is `c`: `n_boot` resamples of n trajectories with replacement, drawn as multinomial cell counts
+    (numpy's default_rng(seed)); a resample where a figure is undefined is left out of that figure's
+    interval, and a figure undefined in every resample (or with n_boot 0) has None."""
+    if n_boot < 0 or not 0 < confidence < 1:
+        raise ValueError(f"n_boot must be >= 0 and confidence in (0, 1), got {n_boot} and {confidence}")
+    cells = np.array([c[k] for k in CELLS], dtype=np.int64)
+    n = int(cells.sum())
+    if n == 0 or n_boot == 0:
         return dict.fromkeys(HEADLINE)
-    idx = np.random.default_rng(seed).integers(0, len(pred), size=(n_boot, len(pred)))
-    p, y = pred[idx], label[idx]
-    figs = _figures((p & y).sum(1), (p & ~y).sum(1), (~p & ~y).sum(1), (~p & y).sum(1))
+    draws = np.random.default_rng(seed).multinomial(n, cells / n, size=n_boot)  # (n_boot, 4) counts
+    figs = _figures(*draws.T)
     tail = 100 * (1 - confidence) / 2
     out: dict[str, tuple[float, float] | None] = {}
     for name in HEADLINE:
@@ -127,28 +150,72 @@ def bootstrap_intervals(pred: np.ndarray, label: np.ndarray, n_boot: int = 1000,
     return out
 
 
+def _cells_by_code(pred: np.ndarray, label: np.ndarray, code: np.ndarray, n_codes: int) -> np.ndarray:
+    """(n_codes, 4) confusion counts (CELLS order) of 0/1 arrays by a platform code: one pass, no per-row
+    Python."""
+    cell = np.where(pred == 1, np.where(label == 1, 0, 1), np.where(label == 1, 3, 2))
+    return np.bincount(code.astype(np.int64) * 4 + cell, minlength=4 * n_codes).reshape(n_codes, 4)
+
+
+def figures_of_cells(cells: np.ndarray, names: Sequence[str], *, n_unparsed: int, unparsed: str = "fail",
+                     n_boot: int = 1000, seed: int = 0, confidence: float = 0.95,
+                     platform_order: Sequence[str] = ()) -> dict[str, Any]:
+    """The JSON-ready figures (see `benchmark_figures`) of per-platform confusion counts: `cells` one
+    row of CELLS counts per name of `names` (names may repeat: their rows are added)."""
+    merged: dict[str, np.ndarray] = {}
+    for name, row in zip(names, cells):
+        merged[name] = merged.get(name, 0) + row
+    total = {k: int(sum(r[i] for r in merged.values())) for i, k in enumerate(CELLS)}
+    order = [*(p for p in platform_order if p in merged), *(p for p in merged if p not in platform_order)]
+    per_platform = {}
+    for name in order:
+        c = dict(zip(CELLS, map(int, merged[name])))
+        if sum(c.values()):
+            per_platform[name] = {"n": sum(c.values()), **rates(c)}
+            del per_platform[name]["fpr"]
+    intervals = bootstrap_intervals(total, n_boot, seed, confidence)
+    return {"overall": figures_of_counts(total), "intervals": {k: list(v) if v else None for k, v in intervals.items()},
+            "platforms": per_platform, "counts": total, "n": sum(total.values()), "n_unparsed": n_unparsed,
+            "unparsed": unparsed, "n_boot": n_boot, "seed": seed, "confidence": confidence}
+
+
 def benchmark_figures(predictions: Sequence[Any], labels: Sequence[Any], platforms: Sequence[Any] | None = None,
-                      *, unparsed: str = "fail", n_boot: int = 1000, seed: int = 0, confidence: float = 0.95,
+                      *, unparsed: str = "fail", n_boot: int = BOOTSTRAP, seed: int = SEED, confidence: float = 0.95,
                       platform_order: Sequence[str] = ()) -> dict[str, Any]:
     """All the figures, as one JSON-ready dict:
 
-    `overall` (every HEADLINE figure and `rate_gap`), `intervals` (a [low, high] per HEADLINE figure),
-    `platforms` ({name: {n, acc, f1, prec, rec}}: those of `platform_order` that occur, in that order (the
-    paper's is Ubuntu, Mobile, Windows, macOS, Web), then the others in order of first appearance),
-    `counts` (tp/fp/tn/fn),
+    `overall` (every HEADLINE figure and `rate_gap`), `intervals` (a [low, high] per HEADLINE figure,
+    None when undefined or `n_boot` is 0), `platforms` ({name: {n, acc, prec, rec, f1}}: those of
+    `platform_order` that occur, in that order (the paper's is Ubuntu, Mobile, Windows, macOS, Web), then
+    the others in order of first appearance), `counts` (tp/fp/tn/fn),
     `n` (trajectories in the figures), `n_unparsed` (predictions that were None), `unparsed` (the policy
     applied to them), and the bootstrap's `n_boot`, `seed`, `confidence`."""
     pred, label, plat, n_unparsed = prepare(predictions, labels, platforms, unparsed)
-    per_platform = {}
-    seen = dict.fromkeys(plat.tolist())
-    for name in [*(p for p in platform_order if p in seen), *(p for p in seen if p not in platform_order)]:
-        mask = plat == name
-        figs = point_figures(pred[mask], label[mask])
-        per_platform[name] = {"n": int(mask.sum()), **{k: figs[k] for k in ("acc", "f1", "prec", "rec")}}
-    intervals = bootstrap_intervals(pred, label, n_boot, seed, confidence)
-    return {"overall": point_figures(pred, label), "intervals": {k: list(v) if v else None for k, v in intervals.items()},
-            "platforms": per_platform, "counts": counts(pred, label), "n": len(pred), "n_unparsed": n_unparsed,
-            "unparsed": unparsed, "n_boot": n_boot, "seed": seed, "confidence": confidence}
+    names = list(dict.fromkeys(plat.tolist()))
+    code = np.array([names.index(p) for p in plat.tolist()], dtype=np.int64) if len(plat) else np.zeros(0, np.int64)
+    return figures_of_cells(_cells_by_code(pred, label, code, len(names)), names, n_unparsed=n_unparsed,
+                            unparsed=unparsed, n_boot=n_boot, seed=seed, confidence=confidence,
+                            platform_order=platform_order)
+
+
+def of_rows(rows: Rows, platforms: dict[str | None, int], *, n_boot: int = BOOTSTRAP, seed: int = SEED,
+            confidence: float = 0.95, platform_order: Sequence[str] = ()) -> dict[str, Any]:
+    """The figures of a verdict table's labelled rows (`platforms`: name -> code of its platform column),
+    with unparsed, error and missing verdicts as predicted failures (metrics.py's headline); `n_unparsed`
+    counts them and `unlabelled` the rows left out for want of a label. Column arithmetic only."""
+    labelled = rows["label"] >= 0
+    every = bool(labelled.all())  # no copy of the columns then
+    status, score, label, code = (rows[k] if every else rows[k][labelled] for k in ("status", "score", "label", "platform"))
+    answered = (status == OK) & (score >= 0)
+    pred = np.where(answered, score, 0)
+    names = [UNKNOWN] * (max(platforms.values(), default=-1) + 1)
+    for name, at in platforms.items():
+        names[at] = name or UNKNOWN
+    out = figures_of_cells(_cells_by_code(pred, label, code, len(names)), names,
+                           n_unparsed=int((~answered).sum()), n_boot=n_boot, seed=seed, confidence=confidence,
+                           platform_order=platform_order)
+    out["unlabelled"] = int((~labelled).sum())
+    return out
 
 
 def _fmt(x: float | None, name: str = "acc") -> str:
@@ -176,15 +243,32 @@ def render_table(figs: dict[str, Any]) -> str:
     lines += [_row(["figure", "value", f"{pct}% interval"]), _row(["---"] * 3)]
     for k in HEADLINE:
         iv = figs["intervals"][k]
-        lines.append(_row([NAMES[k], _fmt(o[k], k), f"[{_fmt(iv[0], k)}, {_fmt(iv[1], k)}]" if iv else "n/a"]))
+        shown = f"[{_fmt(iv[0], k)}, {_fmt(iv[1], k)}]" if iv else ("n/a" if figs["n_boot"] else "-")
+        lines.append(_row([NAMES[k], _fmt(o[k], k), shown]))
     lines.append(_row(["Judged - labelled success rate", _fmt(o["rate_gap"]), ""]))
     c = figs["counts"]
     what = "counted as predicted failures" if figs["unparsed"] == "fail" else "left out of every figure"
+    boot = (f"{figs['n_boot']} resamples (multinomial over the confusion counts), seed {figs['seed']}"
+            if figs["n_boot"] else "off")
     lines += ["", f"n = {figs['n']} (TP {c['tp']}, FP {c['fp']}, TN {c['tn']}, FN {c['fn']}); "
-              f"unparsed verdicts: {figs['n_unparsed']}, {what}; bootstrap: {figs['n_boot']} resamples, "
-              f"seed {figs['seed']}"]
+              f"unparsed/error/missing verdicts: {figs['n_unparsed']}, {what}; bootstrap: {boot}"]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["HEADLINE", "UNPARSED_POLICIES", "benchmark_figures", "bootstrap_intervals", "counts", "point_figures",
-           "prepare", "render_table"]
+__all__ = [
+    "BOOTSTRAP",
+    "CELLS",
+    "HEADLINE",
+    "SEED",
+    "UNPARSED_POLICIES",
+    "benchmark_figures",
+    "bootstrap_intervals",
+    "counts",
+    "figures_of_cells",
+    "figures_of_counts",
+    "of_rows",
+    "point_figures",
+    "prepare",
+    "rates",
+    "render_table",
+]

@@ -20,9 +20,10 @@ from ..fusion import ABLATIONS
 from ..labels import reviewed
 from ..run_settings import sidecar
 from ..types import Verdict
-from . import report, verdict_table
+from . import benchmark_figures, report, verdict_table
 from . import review_sample as sample
 from . import tts as test_time_scaling
+from .benchmark_figures import BOOTSTRAP, SEED
 from .coverage import Coverage
 from .metrics import by_platform, costs, probabilities
 
@@ -64,12 +65,15 @@ def _dump(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
-def _metrics(t: verdict_table.Table, verdicts_path: Path, data, labels: dict | None) -> tuple[dict, str]:
+def _metrics(t: verdict_table.Table, verdicts_path: Path, data, labels: dict | None, bootstrap: int = BOOTSTRAP,
+             seed: int = SEED) -> tuple[dict, str]:
     """(metrics.json's content, a title) from a verdict table (its id digests let go first). `labels`: the
-    record of labels files the caller applied to the data it loaded; the table's own when it applied them."""
+    record of labels files the caller applied to the data it loaded; the table's own when it applied them.
+    `bootstrap` resamples (0: none) drawn from `seed` give the `benchmark` section's intervals."""
     t.rows.pop("key", None)
     t.table.release()
     m = by_platform(t.rows, t.table.platforms)
+    m["benchmark"] = benchmark_figures.of_rows(t.rows, t.table.platforms, n_boot=bootstrap, seed=seed)
     m["probability"] = probabilities(t.rows)
     m["coverage"] = t.coverage.to_dict()
     m["run"] = run_meta(verdicts_path, t.table.models, t.table.banks, data=str(data) if data else None,
@@ -89,18 +93,19 @@ def coverage_notes(m: dict) -> list[str]:
 def run_eval(verdicts_path: str | Path, out: str | Path, data: str | Path | None = None, loaded=None,
              review: bool = True, progress: bool = False, labels: dict | None = None, subset: str = "data",
              allow_extra: bool = False, fmt: str = "auto", image_roots=(), review_cards: int = sample.REVIEW_CARDS,
-             labels_files=(), log=None) -> dict:
+             labels_files=(), log=None, bootstrap: int = BOOTSTRAP, seed: int = SEED) -> dict:
     """Metrics, report, plots and (with `review`) the review page for one verdict file over the data
     set (`coverage.py`: `subset`, `allow_extra`); returns metrics.json's content. The data is streamed,
     `labels_files` put on its labels (`log`: verdict_table.read), unless `loaded` is given: the data set
     already loaded, with `labels` the record of the labels files applied to it. A run of more than
-    `review_cards` verdicts (0: no limit) gets a page of a sample of them (review_sample.py)."""
+    `review_cards` verdicts (0: no limit) gets a page of a sample of them (review_sample.py). `bootstrap`
+    and `seed`: the benchmark section's intervals (benchmark_figures.py; 0 resamples: none)."""
     if labels_files and loaded is not None:
         raise ValueError("give labels_files (put on the data as it is read) or loaded with them applied, not both")
     verdicts_path = Path(verdicts_path)
     t = verdict_table.read(verdicts_path, data, subset, allow_extra, fmt, image_roots, labels_files, loaded=loaded,
                            log=log)
-    m, title = _metrics(t, verdicts_path, data, labels)
+    m, title = _metrics(t, verdicts_path, data, labels, bootstrap, seed)
     (out := Path(out)).mkdir(parents=True, exist_ok=True)
     if review:
         said = reviewed(m["run"].get("labels"))

@@ -8,6 +8,8 @@ each counts as a predicted failure (SCORE 0), and how many did so is shown besid
 metrics over the scored verdicts alone are kept in a `scored_only` block, and `acc_strict` counts
 every unanswered trajectory as wrong, so a verifier cannot look better by failing to answer.
 Undefined ratios (no positives, no predicted positives) are None. Metrics are percentages.
+Acc / Prec / Rec / F1 / FPR are benchmark_figures.py's `rates` (one implementation of each figure; the
+`benchmark` section of metrics.json, NPV, TNR, kappa, MCC and intervals, is its `of_rows`).
 Computed over a verdict table's rows (verdict_table.py); `classification`, `evaluate` and `efficiency`
 are the same figures of verdicts in memory. Knows nothing about models or files.
 """
@@ -19,6 +21,7 @@ import numpy as np
 
 from ..types import Verdict
 from . import probability
+from .benchmark_figures import rates
 from .verdict_table import ERROR, MISSING, OK, STATUSES, UNPARSED, Rows, of_verdicts
 
 PROB_FIELDS = {"p_success": "p_success", "p_success_calibrated": "p_calibrated"}  # field -> table column
@@ -26,15 +29,6 @@ PROB_FIELDS = {"p_success": "p_success", "p_success_calibrated": "p_calibrated"}
 
 def _pct(num: float, den: float) -> float | None:
     return 100.0 * num / den if den else None
-
-
-def rates(c: dict[str, int]) -> dict:
-    """Acc / Prec / Rec / F1 / FPR (percentages, None when undefined) of a confusion matrix."""
-    tp, fp, tn, fn = c["tp"], c["fp"], c["tn"], c["fn"]
-    prec, rec = _pct(tp, tp + fp), _pct(tp, tp + fn)
-    f1 = 2 * prec * rec / (prec + rec) if prec is not None and rec is not None and prec + rec > 0 else (
-        0.0 if prec is not None and rec is not None else None)
-    return {"acc": _pct(tp + tn, tp + fp + tn + fn), "prec": prec, "rec": rec, "f1": f1, "fpr": _pct(fp, fp + tn)}
 
 
 def predicted(v: Verdict) -> int:

@@ -1,11 +1,13 @@
 """Human-readable output of the evaluation harness: markdown reports and PNG plots (matplotlib).
 
-Takes the plain dicts that `metrics` and `tts` compute plus the run metadata; knows nothing about
+Takes the plain dicts that `metrics`, `benchmark_figures` and `tts` compute plus the run metadata; knows nothing about
 how they were computed.
 """
 from __future__ import annotations
 
 from pathlib import Path
+
+from .benchmark_figures import render_table
 
 
 def fmt(x: float | None, digits: int = 1) -> str:
@@ -76,6 +78,9 @@ def metrics_markdown(m: dict, run: dict, coverage: list[str] | None = None) -> s
     if o.get("hit_context"):
         lines += [f"{o['hit_context']} verifier output(s) were cut by the model's context length (max_model_len) "
                   "before the token cap.", ""]
+    if m.get("benchmark"):
+        lines += ["## Benchmark figures (Table 1 layout, NPV/TNR, success rates, kappa, MCC, intervals)", "",
+                  render_table(m["benchmark"])]
     lines += ["## Per platform (Table 1 layout; unparsed/errors as predicted failures)", "",
               "| platform | n | positives | Acc | Prec | Rec | F1 | FPR | unparsed | errors | Acc (scored only) |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
