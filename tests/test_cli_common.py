@@ -49,4 +49,4 @@ def test_needs_engine(flags, needed):
 def test_the_router_help_points_to_the_measured_accuracy():
     ap = argparse.ArgumentParser()
     add_scoring_options(ap)
-    assert "less accurate (docs/benchmarks.md has their measured accuracy)" in " ".join(ap.format_help().split())
+    assert "less accurate (accuracy: docs/benchmarks.md)" in " ".join(ap.format_help().split())

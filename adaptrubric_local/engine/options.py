@@ -72,9 +72,8 @@ def register_engine(name: str, *, reads: Iterable[str] = (), instead: Mapping[st
 
 
 def engines() -> Registry[EngineSpec]:
-    """ENGINES with the package's own engines registered (engine/build.py, which imports no backend)."""
-    from . import build  # noqa: F401 - its @register_engine lines register the package's engines
-
+    """ENGINES, the package's own engines among them (engine/__init__ imports engine/build.py, whose
+    @register_engine lines register them, before any engine module runs)."""
     return ENGINES
 
 
