@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from .common import FORMATTER, add_scoring_options, engine_options, pipeline_config, score_with_model
+from .common import FORMATTER, add_command, add_scoring_options, engine_options, pipeline_config, score_with_model
 
 EXAMPLES = """examples:
   adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl
@@ -337,12 +337,12 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_subcommands(sub) -> None:
     """Register the scoring-related subcommands."""
-    p = sub.add_parser("score", help="score trajectories with Qwen3-VL, writing one verdict line each",
+    p = add_command(sub, "score", help="score trajectories with Qwen3-VL, writing one verdict line each",
                        description="Score every trajectory in DATA and stream verdict lines to --out as they "
                                    "complete. A bad record becomes a line with status=error (its id kept); an "
                                    "output that does not parse becomes status=unparsed (score null). Writes "
                                    "OUT.config.json (settings) and OUT.summary.json beside it.",
-                       epilog=EXAMPLES, formatter_class=FORMATTER)
+                       epilog=EXAMPLES)
     add_score_arguments(p)
     p.set_defaults(func=cmd_score)
 
@@ -359,7 +359,7 @@ def add_subcommands(sub) -> None:
 
     a = AnsweringSettings()
     size = f"{a.size[0]}x{a.size[1]}"
-    p = sub.add_parser("make-tiny-model", help="build a tiny random Qwen3-VL offline and save it",
+    p = add_command(sub, "make-tiny-model", help="build a tiny random Qwen3-VL offline and save it",
                        description="A tiny Qwen3-VL (text head size 32, which vLLM's CPU and GPU kernels accept) "
                                    "that loads in both engines: random weights (its outputs are noise), or with "
                                    "--answering a student distilled on the CPU that answers the "
@@ -368,7 +368,6 @@ def add_subcommands(sub) -> None:
                                    "96x192`, any seed); a final screen without the banner it scores 0. On real "
                                    "screenshots it mostly writes unparseable verdicts. For comparing engines and "
                                    "tests, not for judging anything.",
-                       formatter_class=FORMATTER,
                        epilog="examples:\n  adaptrubric make-tiny-model runs/tiny\n"
                               "  adaptrubric make-tiny-model runs/tiny-qwen3 --tokenizer qwen3   # real tokenizer, "
                               "151,936 rows\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .common import FORMATTER, add_data_options
+from .common import add_command, add_data_options
 
 EXAMPLES = """examples:
   adaptrubric score DATA --model M --out v1.jsonl --shard 1/4      # on machine 1 (2/4, 3/4, 4/4 on the others)
@@ -38,24 +38,23 @@ def cmd_compact(args) -> int:
 
 def add_subcommands(sub) -> None:
     """Register `merge-shards` and `compact`."""
-    p = sub.add_parser("compact", help="write a verdict file's last line per id (one line per id)",
+    p = add_command(sub, "compact", help="write a verdict file's last line per id (one line per id)",
                        description="A verdict file may hold several lines of one id (a resumed run's retried "
                                    "errors, a cascade's lines asked of the judge again); readers take the last "
                                    "one. Write the last line of each id, in the order the ids first appear, to "
                                    "--out, with copies of the config and summary sidecars, for tools that take "
                                    "the file as it is (pandas).",
-                       epilog="examples:\n  adaptrubric compact v.jsonl --out v.compact.jsonl",
-                       formatter_class=FORMATTER)
+                       epilog="examples:\n  adaptrubric compact v.jsonl --out v.compact.jsonl")
     p.add_argument("verdicts", metavar="VERDICTS", help="the verdict JSONL to compact (left as it is)")
     p.add_argument("--out", required=True, help="the compacted verdict JSONL to write (must not hold lines)")
     p.set_defaults(func=cmd_compact)
 
-    p = sub.add_parser("merge-shards", help="join the verdict files of `score --shard I/N` into one",
+    p = add_command(sub, "merge-shards", help="join the verdict files of `score --shard I/N` into one",
                        description="Check that the shard files cover the data once (shards 1..N each once, the "
                                    "same settings, no id in two shards, every record of DATA answered), "
                                    "then write them as one verdict file with its config and summary sidecars. "
                                    "Prints the summary JSON.",
-                       epilog=EXAMPLES, formatter_class=FORMATTER)
+                       epilog=EXAMPLES)
     p.add_argument("data", metavar="DATA", help="the data that was scored: every record must have its verdict")
     p.add_argument("--shards", nargs="+", required=True, metavar="SHARD.jsonl",
                    help="the verdict files `score --shard I/N` wrote")
