@@ -79,3 +79,62 @@ def test_default_rule_is_majority_and_without_probabilities_p_success_is_none():
 def test_a_sample_without_text_joins_as_empty():
     ok = Verdict(status="ok", score=1, evidence_sufficient=True, missing_evidence="none", raw="first")
     assert vote([ok, Verdict(status="error", error="engine failed")], "raw").raw == "first" + SAMPLE_SEPARATOR
+
+
+class _Sampler:
+    """A scripted engine that votes: k sample texts per verifier request, each with P(SCORE=1) at its digit."""
+
+    name = "sampler"
+
+    def __init__(self, texts, probs):
+        from dataclasses import make_dataclass
+
+        self.config = make_dataclass("Cfg", [("votes", int)])(len(texts))
+        self.texts, self.probs = texts, probs
+
+    def generate(self, requests):
+        from adaptrubric_local.engine.base import Output, TokenProbs
+
+        def sample(text, p):
+            at = text.find("SCORE: ") + len("SCORE: ")
+            return text, ([TokenProbs(offset=at, probs={"1": p, "0": 1 - p})] if "SCORE: " in text else [])
+
+        return [Output(text=self.texts[0], samples=[sample(t, p) for t, p in zip(self.texts, self.probs)])
+                for _ in requests]
+
+    def generate_iter(self, requests):
+        yield list(enumerate(self.generate(requests)))
+
+    def close(self):
+        pass
+
+
+def test_the_pipeline_votes_under_its_rule(tmp_path):
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+    from adaptrubric_local.types import Step, Trajectory
+
+    from conftest import make_png
+
+    t = Trajectory(id="a", instruction="Turn on Wi-Fi.", label=1,
+                   steps=[Step(screenshot=make_png(tmp_path / f"{i}.png", i), action="tap(x)") for i in range(2)])
+    eng = _Sampler([OK1, OK1, "junk"], [0.9, 0.6, 0.5])
+    cfg = dict(router="rules", fine=False)
+    (maj,) = AdaptRubric(eng, PipelineConfig(**cfg)).score([t])
+    (strict,) = AdaptRubric(eng, PipelineConfig(**cfg, vote_rule="all")).score([t])
+    (two,) = AdaptRubric(eng, PipelineConfig(**cfg, vote_rule="at-least-2")).score([t])
+    assert (maj.status, maj.score, maj.votes, maj.vote_rule, maj.vote_share) == ("ok", 1, [1, 1, None], "majority", 1.0)
+    assert maj.p_success == pytest.approx(0.75)  # the model's: the mean of 0.9 and 0.6, not the vote share
+    assert (strict.status, strict.score, strict.votes, strict.vote_rule) == ("unparsed", None, [1, 1, None], "all")
+    assert (two.status, two.score, two.vote_rule) == ("ok", 1, "at-least-2")
+
+
+def test_a_rule_without_votes_or_beyond_them_is_refused():
+    from adaptrubric_local import FakeEngine
+    from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+
+    with pytest.raises(ValueError, match=r"vote_rule 'all' needs votes > 1 \(--votes k\), got 1"):
+        AdaptRubric(FakeEngine(), PipelineConfig(router="rules", vote_rule="all"))
+    with pytest.raises(ValueError, match="vote rule at-least-4 needs at least 4 votes, got --votes 3"):
+        AdaptRubric(_Sampler([OK1] * 3, [0.9] * 3), PipelineConfig(router="rules", vote_rule="at-least-4"))
+    with pytest.raises(ValueError, match="vote rule must be one of"):
+        PipelineConfig(vote_rule="unanimous")
