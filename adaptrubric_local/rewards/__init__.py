@@ -43,6 +43,8 @@ from adaptrubric_local.rewards.model import RewardModel
 from adaptrubric_local.types import Verdict
 
 METRIC_PREFIX = "adaptrubric"
+__all__ = ["METRIC_PREFIX", "RewardModel", "compute_score", "compute_score_async", "configure", "openrlhf_final_step",
+           "reward_func", "reward_model", "score_trajectories", "trl_reward"]
 
 
 def configure(config: str | None = None, **options) -> RewardModel:
