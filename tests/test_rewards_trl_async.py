@@ -1,15 +1,15 @@
 """TRL 1.16's async GRPO (trl/experimental/async_grpo/async_rollout_worker.py): `AsyncRolloutWorker.start`
 pickles the reward functions and spawns a child that hides every GPU (`CUDA_VISIBLE_DEVICES=""`) and runs
 them on each finished group. Here the recipe of docs/rewards.md ("TRL's async GRPO") is handed to TRL's own
-worker, whose real spawned child scores against a real `adaptrubric serve --fake-engine` process; a verifier
-that would load a model in that child fails there with the error naming the fix. The policy's vLLM server is
+worker, whose real spawned child scores against a real `adaptrubric serve --fake-engine` process; the error
+a verifier that would load a model there raises is tested in this process with the child's
+CUDA_VISIBLE_DEVICES="". The policy's vLLM server is
 a scripted `/v1/completions` stand-in (one short reply per request), the only part not real."""
 from __future__ import annotations
 
 import json
 import os
 import pickle
-import queue
 import subprocess
 import sys
 import threading
@@ -152,21 +152,3 @@ def test_the_docs_recipe_scores_in_trls_spawned_child(policy_server, service, mo
 
     health = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10).read())
     assert health["stats"]["trajectories"] >= 4 and health["stats"]["ok"] == health["stats"]["trajectories"]
-
-
-def test_a_model_that_would_load_in_the_child_fails_there_naming_the_fix(policy_server, service, monkeypatch):
-    tok, url = policy_server
-    _, trajs = service
-    reward = partial(rewards.trl_reward, verifier=RewardModel(model="Qwen/Qwen3-VL-4B-Instruct"))
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    worker = _worker(tok, url, [reward], trajs, monkeypatch)
-    worker.start()
-    try:
-        with pytest.raises(queue.Empty):
-            worker.rollout_buffer.get(timeout=20)
-        assert worker._failed_event.wait(timeout=60)
-        type_name, msg, _ = worker._exception_info_queue.get(timeout=10)
-    finally:
-        worker.stop()
-    assert type_name == "RuntimeError" and "would load on the CPU" in msg and "CUDA_VISIBLE_DEVICES=''" in msg
-    assert "adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct" in msg and "service_url" in msg
