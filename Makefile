@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-rl install-vllm test test-vllm eval-smoke demo docs docs-serve clean
+.PHONY: install install-rl install-vllm test test-vllm eval-smoke wheel-smoke demo docs docs-serve clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,12 @@ test: $(STAMP) $(RL_STAMP) test-vllm
 # (eval/smoke.py lists them); a few minutes on 2 cores.
 eval-smoke: $(STAMP)
 	$(PY) eval/smoke.py
+
+# The package as users install it (tools/wheel_smoke.sh): the sdist and the wheel built with `python -m build`,
+# the wheel installed into a fresh venv in a temporary folder outside the checkout (dependencies from a wheelhouse
+# in ~/.cache after the first run), and the first hour of docs/getting-started.md run there from an empty folder.
+wheel-smoke: $(STAMP)
+	BUILD_PYTHON=$(PY) PYTHON=$(PYTHON) tools/wheel_smoke.sh
 
 demo: $(STAMP)
 	$(VENV)/bin/adaptrubric demo --out runs/demo

@@ -29,6 +29,7 @@ from .fusion import ABLATIONS, VerifierPrompt, fuse
 from .prompts import PromptSet, load_prompts
 from .types import CueResult, RouteResult, Trajectory, Verdict
 from .verdict import parse_verdict, score_value_offset
+from .votes import MAJORITY, VoteRule, vote
 
 VERDICT_LAST_LINE = "MISSING_EVIDENCE:"  # generation may stop once this line is complete, outside the thinking
 STAGES = {"route": "routing", "cue": "cues for", "verify": "verifying"}  # what `on_stage` is told, by request kind
@@ -70,6 +71,10 @@ class PipelineConfig:
         "help": "use this fine cue instead of generating cues (at most 2 kept)", "metavar": "TEXT"})
     bank_path: str | None = field(default=None, metadata={"common": "method",
         "help": "rubric bank YAML", "none": "the bundled paper bank", "metavar": "YAML"})
+    vote_rule: str = field(default=MAJORITY, metadata={
+        "help": "opt-in, with --votes k > 1 (k calls per trajectory): how the k sampled verdicts make the verdict: "
+                "majority, all (SCORE 1 only when every vote says 1), any, or at-least-M; lines keep every vote",
+        "metavar": "RULE"})
 
     def __post_init__(self):
         if self.router not in ("rules", "model"):
@@ -81,6 +86,7 @@ class PipelineConfig:
         for name in ("route_max_new_tokens", "cue_max_new_tokens", "verify_max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        VoteRule(self.vote_rule)
 
     @property
     def ablation(self) -> str:
@@ -129,6 +135,11 @@ class AdaptRubric:
         if engine is None and self.config.router == "model" and not self.config.fixed_category:
             raise ValueError("router='model' (the paper's default) needs an engine; use router='rules' to run "
                              "without a model")
+        if self.config.vote_rule != MAJORITY:  # a rule over one greedy answer would be ignored
+            votes = getattr(getattr(engine, "config", None), "votes", 1)
+            if votes < 2:
+                raise ValueError(f"vote_rule {self.config.vote_rule!r} needs votes > 1 (--votes k), got {votes}")
+            VoteRule(self.config.vote_rule).threshold(votes)
         self.stats: Counter = Counter()
         # the criteria reach the engine through a weak reference: a bound self.call_engine would be a reference
         # cycle that keeps a dropped pipeline, and its engine's model on the GPU, alive until gc runs
@@ -265,14 +276,15 @@ class AdaptRubric:
         self.stats["hit_context"] += v.hit_context
         return v
 
-    @staticmethod
-    def _answer(p: Prepared, out: Output) -> Verdict:
-        """The verdict fields the model's output gives: parsed (a majority vote over samples), with
+    def _answer(self, p: Prepared, out: Output) -> Verdict:
+        """The verdict fields the model's output gives: parsed (sampled votes under the vote rule), with
         P(SCORE=1), or the engine's error."""
         if out.error:
             return Verdict(status="error", error=f"{p.traj.source or '?'}, record {p.traj.id}: {out.error}")
         if out.samples:
-            return vote([parse_verdict(t, out.opened_thinking) for t, _ in out.samples], out.text)
+            opened = out.opened_thinking
+            return vote([parse_verdict(t, opened) for t, _ in out.samples], out.text, VoteRule(self.config.vote_rule),
+                        [_p_one(t, tps, opened) for t, tps in out.samples])
         v = parse_verdict(out.text, out.opened_thinking)
         # a probability belongs to a verdict: an unparsed output (an incomplete block, a key line after it)
         # has neither, so nothing downstream (calibration, ranking, a soft reward) reads one
@@ -374,27 +386,15 @@ def _calls_of(pipe: AdaptRubric):
 
 def p_success(out: Output) -> float | None:
     """P(SCORE=1) at the final SCORE digit of the answer, normalised over {0, 1}; None if not reported."""
-    offset = score_value_offset(out.text, out.opened_thinking)
+    return _p_one(out.text, out.token_probs, out.opened_thinking)
+
+
+def _p_one(text: str, token_probs, opened: bool) -> float | None:
+    offset = score_value_offset(text, opened)
     if offset is None:
         return None
-    for tp in out.token_probs:
+    for tp in token_probs:
         if tp.offset == offset:
             p0, p1 = tp.probs.get("0", 0.0), tp.probs.get("1", 0.0)
             return p1 / (p0 + p1) if p0 + p1 > 0 else None
     return None
-
-
-def vote(verdicts: list[Verdict], raw: str) -> Verdict:
-    """Majority vote over k sampled verdicts (ZeroGUI-style); ties and all-unparsed stay unparsed.
-    `p_success` is the fraction of parsed samples that voted 1."""
-    parsed = [v for v in verdicts if v.status == "ok"]
-    ones = sum(v.score for v in parsed)
-    zeros = len(parsed) - ones
-    joined = "\n\n----- sample -----\n".join(v.raw or "" for v in verdicts) if verdicts else raw
-    if not parsed or ones == zeros:
-        why = "no sample was parseable" if not parsed else f"tied vote ({ones} vs {zeros})"
-        return Verdict(status="unparsed", raw=joined, parse_error=why,
-                       p_success=ones / len(parsed) if parsed else None)
-    winner = 1 if ones > zeros else 0
-    best = next(v for v in parsed if v.score == winner)
-    return replace(best, p_success=ones / len(parsed), raw=joined)

@@ -122,6 +122,9 @@ class Verdict:
     hit_context: bool = False  # stopped earlier, when prompt + reply filled the model's context length
     cost_tokens: float = 0.0  # tokens of every model call for this trajectory, shared calls split evenly
     cost_calls: float = 0.0  # model calls for this trajectory, shared router/cue calls split evenly
+    votes: list[int | None] | None = None  # --votes k: each sample's SCORE, None where it did not parse
+    vote_rule: str | None = None  # with votes: the rule that made the verdict of them (votes.py)
+    vote_share: float | None = None  # with votes: the share of the parsed votes that say 1
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with every field (None kept, so lines share one shape)."""

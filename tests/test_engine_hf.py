@@ -12,7 +12,7 @@ import torch
 from adaptrubric_local import AdaptRubric, PipelineConfig, load_trajectories
 from adaptrubric_local.engine.base import Request
 from adaptrubric_local.engine.images import ImageConfig, ImagePipeline, target_sizes
-from adaptrubric_local.pipeline import vote
+from adaptrubric_local.votes import vote
 from adaptrubric_local.types import Verdict
 
 from conftest import make_png
@@ -140,7 +140,7 @@ def test_vote():
     ok = lambda s: Verdict(status="ok", score=s, evidence_sufficient=True, missing_evidence="none", raw=str(s))
     bad = Verdict(status="unparsed", raw="?")
     v = vote([ok(1), ok(1), ok(0), bad], "x")
-    assert v.score == 1 and v.p_success == pytest.approx(2 / 3)
+    assert v.score == 1 and v.vote_share == pytest.approx(2 / 3) and v.votes == [1, 1, 0, None]
     assert vote([ok(1), ok(0)], "x").status == "unparsed"
     assert vote([bad, bad], "x").status == "unparsed"
 

@@ -2,15 +2,13 @@
 route/cue cache, cost accounting, voting, P(SCORE=1), error verdicts and failure isolation."""
 import copy
 import json
-from dataclasses import replace
 
 import pytest
 
 from adaptrubric_local import AdaptRubric, FakeEngine, PipelineConfig, Verdict, __version__, load_trajectories
 from adaptrubric_local.engine.base import Output, TokenProbs
-from adaptrubric_local.pipeline import p_success, vote
+from adaptrubric_local.pipeline import p_success
 from adaptrubric_local.types import Step, Trajectory
-from adaptrubric_local.verdict import parse_verdict
 
 from conftest import canonical_record, write_jsonl
 
@@ -46,21 +44,6 @@ OK1 = "SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
 
 
 OK0 = "SCORE: 0\nEVIDENCE_SUFFICIENT: no\nMISSING_EVIDENCE: final_state_ambiguous"
-
-
-def test_vote():
-    parse = parse_verdict
-    win = vote([parse(OK1), parse("junk"), parse(OK0), parse(OK1)], "raw")
-    assert (win.status, win.score, win.p_success) == ("ok", 1, pytest.approx(2 / 3))
-    assert win.raw == "\n\n----- sample -----\n".join([OK1, "junk", OK0, OK1])
-    lose = vote([parse(OK0), parse(OK1), parse(OK0)], "raw")
-    assert (lose.score, lose.missing_evidence, lose.p_success) == (0, "final_state_ambiguous", pytest.approx(1 / 3))
-    tie = vote([parse(OK0), parse(OK1)], "raw")
-    assert (tie.status, tie.score, tie.parse_error, tie.p_success) == ("unparsed", None, "tied vote (1 vs 1)", 0.5)
-    none = vote([parse("a"), parse("b")], "raw")
-    assert (none.status, none.parse_error, none.p_success) == ("unparsed", "no sample was parseable", None)
-    assert none.raw == "a\n\n----- sample -----\nb"
-    assert vote([], "the raw text").raw == "the raw text"
 
 
 def test_p_success():
@@ -144,13 +127,6 @@ def test_summary_reports_engine_stats_and_hit_cap(tmp_path):
     assert v.hit_cap is True
     s = pipe.summary()
     assert s["hit_cap"] == 1 and s["engine"] == {"rows": 1}
-
-
-def test_vote_joins_samples_without_text_as_empty():
-    ok = replace(parse_verdict("SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"), raw="first")
-    failed = Verdict(status="error", error="engine failed")  # an error sample has no raw text
-    out = vote([ok, failed], "raw")
-    assert out.raw == "first\n\n----- sample -----\n"
 
 
 def test_pipeline_refuses_unusable_settings_with_clear_messages():

@@ -43,6 +43,8 @@ from adaptrubric_local.rewards.model import RewardModel
 from adaptrubric_local.types import Verdict
 
 METRIC_PREFIX = "adaptrubric"
+__all__ = ["METRIC_PREFIX", "RewardModel", "compute_score", "compute_score_async", "configure", "openrlhf_final_step",
+           "reward_func", "reward_model", "score_trajectories", "trl_reward"]
 
 
 def configure(config: str | None = None, **options) -> RewardModel:
@@ -84,12 +86,15 @@ def _env_trajectory(env: Any) -> Any:
 
 def trl_reward(prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
                trajectory: Sequence[Any] | None = None, environments: Sequence[Any] | None = None,
-               log_metric: Any = None, **kwargs) -> list[float | None]:
+               log_metric: Any = None, verifier: RewardModel | None = None, **kwargs) -> list[float | None]:
     """TRL reward function: one reward per completion, from the rollout's own trajectory (the
-    `trajectory` key returned by `rollout_func`, or each environment's `trajectory`). Unparsed or
+    `trajectory` key returned by `rollout_func`, or each environment's `trajectory`; for
+    AsyncGRPOTrainer, which passes dataset columns, a `trajectory` column). Unparsed or
     failed verdicts give None; their rates are logged as `adaptrubric/unparsed_rate`, `.../error_rate`;
     with a judge, also `.../judge_agreement` (with `_lo`, `_hi`: its 95% interval), `.../judge_share`
-    and `.../judge_warning`.
+    and `.../judge_warning`. `verifier`: the RewardModel to score with (None: the process-wide one);
+    `functools.partial(trl_reward, verifier=RewardModel(service_url=URL))` is a reward function that
+    pickles into AsyncGRPOTrainer's child process and loads no model there.
 
     Examples:
         >>> import tempfile
@@ -113,7 +118,7 @@ def trl_reward(prompts: Sequence[Any] | None = None, completions: Sequence[Any] 
                          "'trajectory'")
     if completions is not None and len(trajectory) != len(completions):
         raise ValueError(f"{len(trajectory)} trajectories for {len(completions)} completions")
-    rm = reward_model()
+    rm = verifier if verifier is not None else reward_model()
     verdicts = rm.score(list(trajectory))
     if log_metric is not None:
         for k, v in {**_rates(verdicts), **_judge_metrics(rm)}.items():

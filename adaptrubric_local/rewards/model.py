@@ -46,6 +46,7 @@ from ..verifier import (
     reward_value,
 )
 from .batcher import Batcher
+from .child import check_gpus_visible, portable_options, rebuild
 from .client import ServiceClient
 from .config import RewardConfig, load_options, split_options
 from .inputs import item_id, to_trajectory, traj_key
@@ -112,6 +113,7 @@ class RewardModel:
                  batch_window_ms: float = 50.0, max_batch_trajectories: int = 32, max_pending: int | None = None,
                  engine_factory: Callable[[], Engine] | None = None, judge: Any = None,
                  judge_engine: Engine | None = None):
+        self._options = {k: v for k, v in locals().items() if k != "self"}  # what a pickled copy is rebuilt from
         self.config = RewardConfig(
             reward=reward, unparsed_reward=unparsed_reward, calibration=calibration, data_root=data_root,
             image_roots=list(image_roots), service_url=service_url, service_timeout=service_timeout,
@@ -183,7 +185,13 @@ class RewardModel:
             return self._engine
         if self._factory is not None:
             return self._factory()
+        check_gpus_visible(self.engine_options)
         return build(self.engine_options, self.pipeline_config)
+
+    def __reduce__(self) -> tuple:
+        """Pickled as its options and rebuilt unloaded where it is unpickled (rewards/child.py): TRL's
+        AsyncGRPOTrainer sends reward functions to a spawned child."""
+        return rebuild, (type(self), portable_options(type(self).__name__, self._options))
 
     def load(self) -> AdaptRubric:
         """The pipeline, building the engine on first use (exactly once, whichever thread gets here first)."""

@@ -1,0 +1,80 @@
+"""Vote rules: how the k sampled verdicts of `--votes k` become one verdict.
+
+The rules (docs/scoring.md, "Votes"): `majority` (more 1s than 0s among the votes that parsed; a tie or no
+parsed vote is unparsed; ZeroGUI's default), `all` (SCORE 1 only when every one of the k votes says 1),
+`any` (SCORE 1 when one vote says 1) and `at-least-M` (SCORE 1 when M of the k votes say 1; `all` is
+`at-least-k`, `any` is `at-least-1`). A threshold rule is 1 once M votes say 1 and 0 once it can no longer
+get there (fewer than M votes are 1 or unparsed); between the two, an unparsed vote could have decided
+it, and the verdict is unparsed: an unparsed vote is never silently a 0 or a 1. Each verdict keeps every
+vote (1, 0, or None for a vote that did not parse), the rule, `vote_share` (the share of parsed votes
+that say 1) and `p_success` (the model's own P(SCORE=1), averaged over the parsed votes that report it).
+Knows nothing about models, prompts or trajectories; evaluation/vote_rules.py tells the rules apart on
+labelled votes.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from .types import Verdict
+
+MAJORITY = "majority"
+NAMED = (MAJORITY, "all", "any")
+_AT_LEAST = re.compile(r"^at-least-([1-9][0-9]*)$")
+SAMPLE_SEPARATOR = "\n\n----- sample -----\n"
+
+
+@dataclass(frozen=True)
+class VoteRule:
+    """One vote rule by name: majority, all, any or at-least-M."""
+
+    name: str = MAJORITY
+
+    def __post_init__(self):
+        if self.name not in NAMED and not _AT_LEAST.match(self.name):
+            raise ValueError(f"vote rule must be one of {', '.join(NAMED)} or at-least-M (M >= 1), got {self.name!r}")
+
+    def threshold(self, k: int) -> int | None:
+        """How many 1-votes of k make a 1; None for majority. An at-least-M rule with M > k is a ValueError."""
+        if self.name == MAJORITY:
+            return None
+        m = {"all": k, "any": 1}.get(self.name) or int(_AT_LEAST.match(self.name).group(1))  # type: ignore[union-attr]
+        if m > k:
+            raise ValueError(f"vote rule {self.name} needs at least {m} votes, got --votes {k}")
+        return m
+
+    def decide(self, votes: Sequence[int | None]) -> tuple[int | None, str | None]:
+        """(SCORE, None) or (None, why no score) for one trajectory's votes (1, 0, None: unparsed)."""
+        ones, zeros = sum(v == 1 for v in votes), sum(v == 0 for v in votes)
+        if ones + zeros == 0:
+            return None, "no sample was parseable"
+        m = self.threshold(len(votes))
+        if m is None:
+            if ones == zeros:
+                return None, f"tied vote ({ones} vs {zeros})"
+            return int(ones > zeros), None
+        if ones >= m:
+            return 1, None
+        if len(votes) - zeros < m:  # the 1s and the unparsed votes together cannot reach m
+            return 0, None
+        return None, f"{self.name}: {ones} of {len(votes)} votes say 1 and {len(votes) - ones - zeros} did not parse"
+
+
+def vote(verdicts: list[Verdict], raw: str, rule: VoteRule | None = None,
+         probs: Sequence[float | None] | None = None) -> Verdict:
+    """One verdict from k sampled ones under `rule` (default majority): the first vote agreeing with the
+    outcome gives the other fields; `probs` are each sample's P(SCORE=1) (None where not reported)."""
+    rule = rule or VoteRule()
+    votes = [v.score if v.status == "ok" else None for v in verdicts]
+    parsed = [x for x in votes if x is not None]
+    share = sum(parsed) / len(parsed) if parsed else None
+    reported = [p for p, x in zip(probs or [], votes) if p is not None and x is not None]
+    p_model = sum(reported) / len(reported) if reported else None
+    joined = SAMPLE_SEPARATOR.join(v.raw or "" for v in verdicts) if verdicts else raw
+    kept = dict(votes=votes, vote_rule=rule.name, vote_share=share, raw=joined)
+    score, why = rule.decide(votes) if verdicts else (None, "no sample was parseable")
+    if score is None:
+        return Verdict(status="unparsed", parse_error=why, **kept)
+    best = next(v for v in verdicts if v.status == "ok" and v.score == score)
+    return replace(best, p_success=p_model, **kept)
