@@ -21,12 +21,12 @@ from pathlib import Path
 
 from ._version import __version__
 from .bank import RubricBank, RubricSet, load_bank
-from .context import DEFAULT_BUDGET, Selection, select_context, thumbnail_fingerprint, thumbnails_close
-from .criteria import Criteria
 from .engine.base import Engine, Output, Request
-from .evidence import compile_evidence
-from .fusion import ABLATIONS, VerifierPrompt, fuse
 from .prompts import PromptSet, load_prompts
+from .stages.context import DEFAULT_BUDGET, Selection, select_context, thumbnail_fingerprint, thumbnails_close
+from .stages.criteria import Criteria
+from .stages.evidence import compile_evidence
+from .stages.fusion import ABLATIONS, VerifierPrompt, fuse
 from .types import CueResult, RouteResult, Trajectory, Verdict
 from .verdict import parse_verdict, score_value_offset
 from .votes import MAJORITY, VoteRule, vote

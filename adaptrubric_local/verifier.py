@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from .distill.image_policy import adopt
 from .engine.base import Engine
 from .engine.build import engines
 from .engine.hf_config import CPU_BATCH_TOKENS, DEFAULT_MODEL, HFEngineConfig
@@ -33,7 +34,6 @@ from .engine.options import NO_VALUE, refuse_unread, vllm_options
 from .engine.remote import RemoteConfig, check_remote, remote_engine
 from .engine.vllm_engine import VLLMOptions
 from .formats import LoadResult
-from .image_policy import adopt
 from .pipeline import AdaptRubric, PipelineConfig
 from .scoring import error_id
 from .types import Trajectory, Verdict

@@ -175,7 +175,7 @@ def main(argv=None) -> int:
 
     sys.path.insert(0, str(ROOT))
     from adaptrubric_local import load_trajectories
-    from adaptrubric_local.inline_images import data_url
+    from adaptrubric_local.rewards.images import data_url
     from adaptrubric_local.synth import synthesize
 
     work = Path(tempfile.mkdtemp(prefix="bench_serve_"))

@@ -5,7 +5,7 @@ import pytest
 from PIL import Image
 
 from adaptrubric_local import Step, Trajectory
-from adaptrubric_local.context import (
+from adaptrubric_local.stages.context import (
     _family_bonus,
     _Runs,
     _score_frames,

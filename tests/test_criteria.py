@@ -4,8 +4,8 @@ from pathlib import Path
 
 from adaptrubric_local import FakeEngine
 from adaptrubric_local.bank import DEFAULT_BANK
-from adaptrubric_local.cues import manual_cues
 from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
+from adaptrubric_local.stages.cues import manual_cues
 from adaptrubric_local.types import CueResult, RouteResult
 
 LONG_47 = " ".join(["Check"] + ["the"] * 45 + ["date."])  # 47 words: over the 40-word limit

@@ -2,7 +2,7 @@
 length filters, and unparseable replies recorded as abstentions."""
 
 
-from adaptrubric_local.cues import manual_cues, parse_cues
+from adaptrubric_local.stages.cues import manual_cues, parse_cues
 
 LONG = "Check if " + " ".join(["word"] * 45) + "."
 

@@ -114,7 +114,7 @@ def qlora(tiny_model, dist, tmp_path_factory):
 
 
 def test_a_qlora_adapter_records_the_4bit_base_it_was_trained_on(qlora):
-    from adaptrubric_local.image_policy import read_quantisation
+    from adaptrubric_local.distill.image_policy import read_quantisation
 
     assert read_quantisation(qlora) == {"load_in_4bit": True, "load_in_8bit": False}
     record = json.loads((qlora / "base_quantisation.json").read_text())

@@ -34,7 +34,7 @@ def test_defaults_and_an_existing_adapter_folder(tmp_path):
 
 def test_name_is_the_engines_name_model_plus_adapter(tmp_path):
     # HFEngine names itself the same way (engine/hf.py, HFEngine.__init__); settings records built from the
-    # config alone (a Ray driver) must give the model as in-process runs do (tests/test_ray_scoring.py)
+    # config alone (a Ray driver) must give the model as in-process runs do (tests/test_scale_out_ray.py)
     assert HFEngineConfig(model="m").name == "m"
     assert HFEngineConfig(model="m", adapter=str(tmp_path)).name == f"m+{tmp_path}"
 

@@ -30,7 +30,7 @@ def test_report_says_when_nothing_was_scored(tmp_path):
 
 
 def test_ablation_report_describes_each_rows_inputs(monkeypatch):
-    from adaptrubric_local import fusion
+    from adaptrubric_local.stages import fusion
 
     o = {"acc": 50.0, "f1": 40.0, "scored": 2, "unparsed": 0, "errors": 0}
     rows = {k: {"overall": o, "delta": {}} for k in ("full", "no_fine", "no_coarse", "no_both")}

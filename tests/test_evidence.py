@@ -1,7 +1,7 @@
 """Compiled evidence (evidence.py): the agent's answer, typed text and key actions quoted for the verifier."""
 import copy
 
-from adaptrubric_local.evidence import compile_evidence
+from adaptrubric_local.stages.evidence import compile_evidence
 
 
 def test_evidence_quotes_agent_text(long_traj):

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 from agent_runs import osworld_checkout, osworld_run, osworld_runtime_log
 
-from adaptrubric_local.context import select_context
-from adaptrubric_local.evidence import compile_evidence
 from adaptrubric_local.formats import FORMATS, detect_format, load_trajectories, osworld
 from adaptrubric_local.formats.runtime_log import instruction_from_runtime_log
 from adaptrubric_local.formats.screens import FINAL_SCREEN
+from adaptrubric_local.stages.context import select_context
+from adaptrubric_local.stages.evidence import compile_evidence
 
 ID = "bb5e4c0d-f964-439c-97b6-bdb9747de3f4"
 ASK = "Can you make Bing the main search engine when I look stuff up on the internet?"

@@ -5,9 +5,9 @@ from pathlib import Path
 
 from agent_runs import uitars_code, zerogui_run
 
-from adaptrubric_local.evidence import compile_evidence
 from adaptrubric_local.formats import FORMATS, detect_format, load_trajectories, zerogui
 from adaptrubric_local.formats.screens import FINAL_SCREEN
+from adaptrubric_local.stages.evidence import compile_evidence
 
 ASK = "How many rows does the sheet have? Answer with the number."
 OSWORLD_TASK = {"id": "ex-3", "snapshot": "libreoffice_calc", "instruction": ASK, "config": [], "evaluator": {}}

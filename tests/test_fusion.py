@@ -2,10 +2,10 @@
 of Table 4, and `fuse` called directly giving what the pipeline sends."""
 from adaptrubric_local import FakeEngine
 from adaptrubric_local.bank import load_bank
-from adaptrubric_local.evidence import compile_evidence
-from adaptrubric_local.fusion import fuse
 from adaptrubric_local.pipeline import AdaptRubric, PipelineConfig
 from adaptrubric_local.prompts import load_prompts
+from adaptrubric_local.stages.evidence import compile_evidence
+from adaptrubric_local.stages.fusion import fuse
 
 THREE_LINES = ("SCORE: [0/1]\nEVIDENCE_SUFFICIENT: [yes/no]\nMISSING_EVIDENCE: [source_missing | sink_missing | "
                "final_state_ambiguous | answer_format_mismatch | global_count_unverified | subgoal_unverified | none]")

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from adaptrubric_local.image_policy import adopt, read_policy, write_policy
+from adaptrubric_local.distill.image_policy import adopt, read_policy, write_policy
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from adaptrubric_local.bank import load_bank
-from adaptrubric_local.cues import cue_prompt
-from adaptrubric_local.evidence import compile_evidence
-from adaptrubric_local.fusion import fuse
 from adaptrubric_local.prompts import load_prompts, render
+from adaptrubric_local.stages.cues import cue_prompt
+from adaptrubric_local.stages.evidence import compile_evidence
+from adaptrubric_local.stages.fusion import fuse
 from adaptrubric_local.types import FAMILIES, Step, Trajectory
 
 HERE = Path(__file__).resolve().parent
@@ -293,7 +293,7 @@ def test_each_ablation_row_is_the_papers_text_for_that_row(coarse, fine):
 
 
 def test_every_row_has_a_one_line_description():
-    from adaptrubric_local.fusion import ABLATION_INPUTS, ABLATIONS
+    from adaptrubric_local.stages.fusion import ABLATION_INPUTS, ABLATIONS
 
     assert list(ABLATION_INPUTS) == list(ABLATIONS)
     assert all("\n" not in d and "screenshots" in d for d in ABLATION_INPUTS.values())

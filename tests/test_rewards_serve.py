@@ -138,7 +138,7 @@ def test_every_bad_item_answers_under_its_own_id(tmp_path, tiny_model):
 
     from PIL import Image
 
-    from adaptrubric_local.inline_images import data_url
+    from adaptrubric_local.rewards.images import data_url
 
     from conftest import make_png
 

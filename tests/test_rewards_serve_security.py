@@ -25,7 +25,7 @@ pytest.importorskip("uvicorn")
 from PIL import Image
 
 from adaptrubric_local import FakeEngine, cli, rewards
-from adaptrubric_local.inline_images import ImageStore, check_image, data_url
+from adaptrubric_local.rewards.images import ImageStore, check_image, data_url
 from adaptrubric_local.rewards.model import RewardModel
 from adaptrubric_local.rewards.serve import ServeConfig, authorized, is_loopback
 

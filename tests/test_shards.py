@@ -7,8 +7,8 @@ import pytest
 from stream_support import COUNTS, _data, _lines, _pipe
 
 from adaptrubric_local.formats.stream import Shard
+from adaptrubric_local.scale_out.shards import ShardError, merge_shards
 from adaptrubric_local.scoring import score_file
-from adaptrubric_local.shards import ShardError, merge_shards
 
 
 def test_four_shards_and_their_merge_give_the_verdicts_of_one_run(tmp_path):

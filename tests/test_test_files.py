@@ -17,7 +17,6 @@ OTHER = {
     "route/clause.py": "test_route_rules.py",  # clauses are read through explain_rules
     "evaluation/probability.py": "test_calibration.py",  # AUROC/AUPRC/Brier/ECE, hand-checked beside calibration
     "evaluation/review_page.py": "test_review.py",  # the page's files, with the cards they show
-    "inline_images.py": "test_rewards_serve_security.py",  # inline screenshots are a service-safety feature
     "run_settings.py": "test_scoring.py",  # the settings record and the resume check, beside the writer that keeps them
 }
 

@@ -25,11 +25,11 @@ from pathlib import Path
 import yaml
 
 from ..bank import RubricBank, load_bank
-from ..context import select_context
 from ..engine.base import Engine, Request
-from ..evidence import compile_evidence
 from ..prompts import render
 from ..route import route_rules
+from ..stages.context import select_context
+from ..stages.evidence import compile_evidence
 from ..types import Trajectory
 from .prompts import InductionPrompts, load_induction_prompts
 from .teacher import DimensionsReply, GroupingReply, Teacher, parse_reply

@@ -31,9 +31,9 @@ import yaml
 from ..bank import RubricBank, load_bank
 from ..engine.base import Engine, Request
 from ..evaluation.metrics import classification, predicted
-from ..evidence import compile_evidence
 from ..pipeline import AdaptRubric, PipelineConfig
 from ..prompts import render
+from ..stages.evidence import compile_evidence
 from ..types import Trajectory, Verdict
 from .induce import reload_bank, write_bank
 from .prompts import InductionPrompts, load_induction_prompts

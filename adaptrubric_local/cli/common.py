@@ -188,7 +188,7 @@ def pipeline_config(args, **overrides):
 
 def adopt_adapter_images(args, engine: dict, pipeline: dict) -> tuple[dict, dict]:
     """The --adapter's image settings (image_policy.json) where no flag set them (image_policy.py)."""
-    from ..image_policy import adopt
+    from ..distill.image_policy import adopt
 
     return adopt(getattr(args, "adapter", None), engine, pipeline, explicit(args), warn=_warn_once(args))
 

@@ -216,7 +216,7 @@ def pick_subset(loaded, ids: list[str] | None, limit: int | None):
 def check_ray_flags(args) -> None:
     """The replica flags need --ray; --ray holds the transformers engine in process."""
     from ..flags import config_kwargs, flag_name
-    from ..ray_scoring import RayConfig
+    from ..scale_out.ray import RayConfig
 
     given = sorted(config_kwargs(args, RayConfig, only_given=True))
     if given and not args.ray:
@@ -233,7 +233,7 @@ def check_ray_flags(args) -> None:
 def score_with_ray(args, cfg, loaded) -> dict:
     """`score --ray`: replicas on Ray (local or --ray-address), the driver writing --out."""
     from ..flags import config_kwargs, explicit
-    from ..ray_scoring import RayConfig, ReplicasGone, score_ray
+    from ..scale_out.ray import RayConfig, ReplicasGone, score_ray
 
     ray_cfg = RayConfig(**config_kwargs(args, RayConfig))
     options = engine_options(args, cfg)
@@ -295,7 +295,7 @@ def cmd_demo(args) -> int:
 def add_score_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `score`."""
     from ..flags import add_config_arguments, common
-    from ..ray_scoring import RayConfig
+    from ..scale_out.ray import RayConfig
     from .exits import GateConfig
 
     p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")

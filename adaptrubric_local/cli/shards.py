@@ -16,7 +16,7 @@ EXAMPLES = """examples:
 
 def cmd_merge_shards(args) -> int:
     from ..run_settings import sidecar
-    from ..shards import merge_shards
+    from ..scale_out.shards import merge_shards
 
     summary = merge_shards(args.shards, args.out, data=args.data, fmt=args.format, image_roots=args.image_root)
     if "cascade" in json.loads(sidecar(Path(args.out), "config").read_text()):  # shards of a run with a judge

@@ -26,7 +26,6 @@ import numpy as np
 
 from .._version import __version__
 from ..bank import load_bank
-from ..cues import cue_prompt
 from ..engine.base import Engine, Output, Request
 from ..engine.fake import ScriptedEngine
 from ..engine.openai_engine import chat_messages
@@ -37,6 +36,7 @@ from ..formats.stream import as_stream, stream_trajectories
 from ..pipeline import AdaptRubric, PipelineConfig
 from ..prompts import load_prompts
 from ..route import router_prompt
+from ..stages.cues import cue_prompt
 from ..types import Trajectory, Verdict
 from ..verdict_file import repair_torn_tail
 from .records import FILES, append, copy_images, finalize, iter_jsonl, verify_record

@@ -141,7 +141,7 @@ def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | P
     base) unless `load_in_4bit` says otherwise (with a warning when it differs)."""
     from ..engine.hf import HFEngine
     from ..evaluation.harness import run_eval
-    from ..image_policy import adopt
+    from .image_policy import adopt
 
     data_dir, out, adapter = Path(data_dir), Path(out), Path(adapter)
     out.mkdir(parents=True, exist_ok=True)
@@ -218,7 +218,7 @@ def merge(model: str, adapter: str | Path, out: str | Path, dtype: str = "auto")
     training, dequantised, and the adapter merged into that (what the student was trained on); the
     result is saved unquantised in `dtype`. Says which it did on stderr and in the merged README."""
     from ..engine.loading import merge_adapter
-    from ..image_policy import read_quantisation
+    from .image_policy import read_quantisation
 
     out = Path(out)
     if not (Path(adapter) / "adapter_config.json").is_file():

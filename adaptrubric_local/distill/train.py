@@ -215,9 +215,9 @@ def epoch_metrics(history: list[dict]) -> list[dict]:
 def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
     """Plan, train, save the adapter folder (best epoch), return the run's numbers. `metrics_fn`
     replaces the validation metrics (agreement with the teacher) the best epoch is chosen by."""
-    from ..image_policy import write_policy, write_quantisation
     from .card import write_model_card
     from .examples import Collator
+    from .image_policy import write_policy, write_quantisation
     from .plan import format_plan, refusal
     from .trainer import DistillTrainer, LossConfig, agreement_metrics
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from .._version import __version__
 from ..cascade.scorer import CascadeVerdict
 from ..formats import load_trajectories
-from ..fusion import ABLATIONS
 from ..labels import reviewed
 from ..run_settings import sidecar
+from ..stages.fusion import ABLATIONS
 from ..types import Verdict
 from . import benchmark_figures, report, verdict_table
 from . import review_sample as sample

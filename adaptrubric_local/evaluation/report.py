@@ -240,14 +240,14 @@ ABLATION_INPUTS_FALLBACK = {
 
 def ablation_inputs() -> dict[str, str]:
     """Row name -> one-line description of the verifier's inputs in that row."""
-    from .. import fusion
+    from ..stages import fusion
 
     return {**ABLATION_INPUTS_FALLBACK, **getattr(fusion, "ABLATION_INPUTS", {})}
 
 
 def ablation_markdown(rows: dict, run: dict) -> str:
     """report.md for `adaptrubric ablate` (Table 4 layout)."""
-    from ..fusion import ABLATIONS
+    from ..stages.fusion import ABLATIONS
 
     labels = {"full": "Full (Coarse + Fine)", "no_fine": "w/o Fine", "no_coarse": "w/o Coarse", "no_both": "w/o Both"}
     inputs = ablation_inputs()

@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import fields, replace
 
-from ..evidence import compile_evidence
+from ..stages.evidence import compile_evidence
 from ..types import Trajectory, Verdict
 from ..verdict import last_block
 

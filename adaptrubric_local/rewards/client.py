@@ -12,9 +12,9 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from ..inline_images import data_url, is_inline
 from ..types import Trajectory, Verdict
 from .config import RewardConfig
+from .images import data_url, is_inline
 from .inputs import item_id, resolve_shot, to_trajectory
 
 

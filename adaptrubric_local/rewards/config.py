@@ -14,8 +14,8 @@ from typing import Any
 from ..engine.hf_config import HFEngineConfig
 from ..engine.options import ENGINE_OPTIONS
 from ..engine.remote import REMOTE_FIELDS
-from ..inline_images import DEFAULT_MAX_PIXELS
 from ..pipeline import PipelineConfig
+from .images import DEFAULT_MAX_PIXELS
 
 REWARD_MODES = ("binary", "p_success")
 

@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..inline_images import ImageStore, is_inline
 from ..types import Trajectory
 from .config import RewardConfig
+from .images import ImageStore, is_inline
 
 
 def _inside(path: str | Path, roots: list[Path], where: str, what: str) -> Path:

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.base import Engine
-from ..inline_images import DEFAULT_MAX_PIXELS, ImageStore
 from ..pipeline import AdaptRubric, PipelineConfig
 from ..types import Trajectory, Verdict
 from ..verifier import (
@@ -49,6 +48,7 @@ from .batcher import Batcher
 from .child import check_gpus_visible, portable_options, rebuild
 from .client import ServiceClient
 from .config import RewardConfig, load_options, split_options
+from .images import DEFAULT_MAX_PIXELS, ImageStore
 from .inputs import item_id, to_trajectory, traj_key
 
 NAMED_ENGINE_OPTIONS = frozenset(NAMED_OPTIONS)

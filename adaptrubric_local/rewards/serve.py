@@ -42,9 +42,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..inline_images import ImageStore
 from ..types import Verdict
 from .batcher import QueueFull
+from .images import ImageStore
 from .inputs import item_id, to_trajectory
 from .model import RewardModel
 

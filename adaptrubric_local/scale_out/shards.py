@@ -13,10 +13,10 @@ import json
 from contextlib import ExitStack
 from pathlib import Path
 
-from .formats.ids import IdSet
-from .formats.stream import Shard, stream_trajectories
-from .run_settings import data_fingerprint, settings_diff, sidecar
-from .verdict_file import FileState, Tally, iter_lines
+from ..formats.ids import IdSet
+from ..formats.stream import Shard, stream_trajectories
+from ..run_settings import data_fingerprint, settings_diff, sidecar
+from ..verdict_file import FileState, Tally, iter_lines
 
 
 class ShardError(ValueError):

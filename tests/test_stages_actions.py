@@ -2,7 +2,7 @@
 context selector and the evidence compiler share."""
 import pytest
 
-from adaptrubric_local.actions import PRIORITY, action_kind, is_high_signal
+from adaptrubric_local.stages.actions import PRIORITY, action_kind, is_high_signal
 from adaptrubric_local.types import Step
 
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 
-from .bank import RubricSet
-from .prompts import PromptSet, render
-from .types import CueResult
+from ..bank import RubricSet
+from ..prompts import PromptSet, render
+from ..types import CueResult
 
 MAX_CUES = 2
 MAX_WORDS = 40

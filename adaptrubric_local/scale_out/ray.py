@@ -55,13 +55,13 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from .bank import load_bank
-from .formats import LoadResult
-from .pipeline import PipelineConfig
-from .prompts import load_prompts
-from .run_settings import run_settings
-from .scoring import score_with
-from .types import Trajectory, Verdict
+from ..bank import load_bank
+from ..formats import LoadResult
+from ..pipeline import PipelineConfig
+from ..prompts import load_prompts
+from ..run_settings import run_settings
+from ..scoring import score_with
+from ..types import Trajectory, Verdict
 
 INSTALL_HINT = "Ray is not installed: pip install 'adaptrubric-local[ray]'"
 
@@ -132,8 +132,8 @@ class Replica:
     """One engine and one pipeline in a Ray actor process."""
 
     def __init__(self, pipeline: PipelineConfig, engine_options: dict):
-        from .engine.build import build_engine
-        from .pipeline import AdaptRubric
+        from ..engine.build import build_engine
+        from ..pipeline import AdaptRubric
 
         self.engine = build_engine(**engine_options)
         self.pipe = AdaptRubric(self.engine, pipeline)
@@ -352,7 +352,7 @@ def score_ray(data: str | Path, out: str | Path, pipeline: PipelineConfig, engin
     `scoring.score_file`). `engine_options` are `engine.build.build_engine`'s keyword arguments
     (`model`, HFEngineConfig fields). The settings record is the in-process one: a file begun
     in-process resumes on Ray and back without --force-settings."""
-    from .engine.hf_config import HFEngineConfig
+    from ..engine.hf_config import HFEngineConfig
 
     engine_config = HFEngineConfig(**engine_options)  # fail on bad options before Ray starts
     settings = run_settings(pipeline, engine_config, bank_sha=load_bank(pipeline.bank_path).sha,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from ..types import Trajectory
 from .actions import action_kind, is_high_signal
-from .types import Trajectory
 
 MAX_ACTION_CHARS = 200
 MAX_KEY_ACTIONS = 12

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .bank import RubricBank
+from ..bank import RubricBank
+from ..engine.base import Output, Request
+from ..prompts import PromptSet
+from ..route import parse_router_output, route_rules, router_prompt
+from ..types import CueResult, RouteResult
 from .cues import cue_prompt, manual_cues, parse_cues
-from .engine.base import Output, Request
-from .prompts import PromptSet
-from .route import parse_router_output, route_rules, router_prompt
-from .types import CueResult, RouteResult
 
 CallFn = Callable[[list[Request]], list[Output]]
 

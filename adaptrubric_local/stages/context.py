@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..types import Trajectory
 from .actions import PRIORITY, action_kind, is_high_signal
-from .types import Trajectory
 
 DEFAULT_BUDGET = 10
 Fingerprint = Callable[[str], object]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .types import Step
+from ..types import Step
 
 # kind -> priority for frame selection (higher = keep first)
 PRIORITY = {"answer": 6, "submit": 5, "type": 4, "toggle": 4, "transfer": 4, "delete": 4, "read": 3,

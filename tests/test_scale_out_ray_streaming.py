@@ -1,10 +1,10 @@
 """Ray scoring takes its trajectories from `score_with`'s stream a window at a time (ray_scoring.py:
 `iter_ready`, `windowed_chunks`), not as one list: checked without Ray, the replicas' side replaced by
-one that answers each chunk as it is sent (the real pool is tests/test_ray_scoring.py's)."""
+one that answers each chunk as it is sent (the real pool is tests/test_scale_out_ray.py's)."""
 from itertools import count
 
 from adaptrubric_local.pipeline import PipelineConfig
-from adaptrubric_local.ray_scoring import RayConfig, ReplicaPool, _Chunk, chunks, windowed_chunks
+from adaptrubric_local.scale_out.ray import RayConfig, ReplicaPool, _Chunk, chunks, windowed_chunks
 from adaptrubric_local.scoring import score_with
 from adaptrubric_local.synth import synthesize
 from adaptrubric_local.types import Step, Trajectory, Verdict

@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .bank import RubricBank, RubricSet
+from ..bank import RubricBank, RubricSet
+from ..prompts import PromptSet, render
 from .evidence import Evidence
-from .prompts import PromptSet, render
 
 ABLATIONS = {
     "full": (True, True),

@@ -14,8 +14,8 @@ from adaptrubric_local.cli import build_parser, main
 from adaptrubric_local.cli.common import engine_options, pipeline_config
 from adaptrubric_local.pipeline import PipelineConfig
 from adaptrubric_local.prompts import load_prompts
-from adaptrubric_local.ray_scoring import RayConfig, ReplicaPool, ReplicasGone, _Chunk, chunk_size, chunks, score_ray
 from adaptrubric_local.run_settings import settings_diff, sidecar
+from adaptrubric_local.scale_out.ray import RayConfig, ReplicaPool, ReplicasGone, _Chunk, chunk_size, chunks, score_ray
 from adaptrubric_local.types import Step, Trajectory
 
 FLAGS = ["--verify-max-new-tokens", "8", "--max-batch-size", "2"]  # no --quiet: the summary JSON is printed
