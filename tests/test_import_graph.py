@@ -117,3 +117,29 @@ def test_the_facade_exports_what_it_lists():
     from adaptrubric_local.pipeline import AdaptRubric
 
     assert (pkg.FakeEngine, pkg.AdaptRubric) == (FakeEngine, AdaptRubric)
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
+def test_every_name_in_an_all_is_defined():
+    """`__all__` names only what its module defines or imports (a deleted function left in a package's
+    `__all__` breaks `from package import *` and the reference docs)."""
+    missing = []
+    for module, path in sorted(_modules().items()):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+                listed = {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+                missing += [f"{module}.{n}" for n in sorted(listed - _top_level_names(tree))]
+    assert missing == []

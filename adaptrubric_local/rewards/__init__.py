@@ -44,7 +44,7 @@ from adaptrubric_local.types import Verdict
 
 METRIC_PREFIX = "adaptrubric"
 __all__ = ["METRIC_PREFIX", "RewardModel", "compute_score", "compute_score_async", "configure", "openrlhf_final_step",
-           "reward_func", "reward_model", "score_trajectories", "trl_reward"]
+           "reward_func", "reward_model", "trl_reward"]
 
 
 def configure(config: str | None = None, **options) -> RewardModel:
