@@ -46,20 +46,28 @@ class VoteRule:
 
     def decide(self, votes: Sequence[int | None]) -> tuple[int | None, str | None]:
         """(SCORE, None) or (None, why no score) for one trajectory's votes (1, 0, None: unparsed)."""
-        ones, zeros = sum(v == 1 for v in votes), sum(v == 0 for v in votes)
+        return self.decide_counts(*counts(votes))
+
+    def decide_counts(self, ones: int, zeros: int, k: int) -> tuple[int | None, str | None]:
+        """`decide` from how many of the k votes say 1 and 0 (the rest did not parse): every rule is a
+        function of these three numbers."""
         if ones + zeros == 0:
             return None, "no sample was parseable"
-        m = self.threshold(len(votes))
+        m = self.threshold(k)
         if m is None:
             if ones == zeros:
                 return None, f"tied vote ({ones} vs {zeros})"
             return int(ones > zeros), None
         if ones >= m:
             return 1, None
-        if len(votes) - zeros < m:  # the 1s and the unparsed votes together cannot reach m
+        if k - zeros < m:  # the 1s and the unparsed votes together cannot reach m
             return 0, None
-        return None, f"{self.name}: {ones} of {len(votes)} votes say 1 and {len(votes) - ones - zeros} did not parse"
+        return None, f"{self.name}: {ones} of {k} votes say 1 and {k - ones - zeros} did not parse"
 
+
+def counts(votes: Sequence[int | None]) -> tuple[int, int, int]:
+    """(votes that say 1, votes that say 0, k) of one trajectory's votes (1, 0, None: unparsed)."""
+    return sum(v == 1 for v in votes), sum(v == 0 for v in votes), len(votes)
 
 def vote(verdicts: list[Verdict], raw: str, rule: VoteRule | None = None,
          probs: Sequence[float | None] | None = None) -> Verdict:

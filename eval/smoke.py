@@ -43,6 +43,8 @@ SMOKE: dict[str, list[str]] = {
     "audit_answering.py": ["--out", "{tmp}", "--tasks", "8", "--candidates", "2"],
     # at full size (one to two minutes to build, half a minute to score): the figures the docs quote
     "answering_model.py": ["--work", "{tmp}"],
+    # builds the answering tiny model, scores 8 trajectories with 3 votes, then `eval`'s vote_rules section
+    "vote_rules.py": ["--work", "{tmp}", "--votes", "3", "--tasks", "4", "--candidates", "2"],
     # builds a judge and a student (two answering models), serves the judge on vLLM when .venv-vllm exists
     "cascade.py": ["--work", "{tmp}", "--tasks", "4", "--candidates", "2", "--repeats", "100"],
     # GPU scripts at CPU size: the memory model against a measured prefill, prompt tokenization, every stage
@@ -57,6 +59,7 @@ SMOKE: dict[str, list[str]] = {
 SLOW: dict[str, float] = {
     "audit_answering.py": 900,  # builds the answering model too, then scores 16 trajectories 7 ways
     "answering_model.py": 900,  # about 90 s on a quiet 2-core machine; 5 minutes and more beside other jobs
+    "vote_rules.py": 900,  # builds the answering model too, then scores 8 trajectories with 3 votes
     "cascade.py": 1500,  # two model builds (about 45 and 85 s on a quiet machine), a vLLM server start, 8 runs
 }
 

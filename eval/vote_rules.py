@@ -2,14 +2,14 @@
 """Each vote rule's precision, recall, NPV and TNR from ONE scoring run with `--votes k`, on the answering tiny
 model (`make-tiny-model --answering`) and synthetic data: `synth --visible-outcome` (the outcome banner the
 model was trained on) and, with `--plain`, the same draw without it (harder: the model was not trained on it).
-The verdict lines keep every vote, so every rule is computed from them
-(adaptrubric_local/evaluation/vote_rules.py); nothing is scored twice.
+The verdict lines keep every vote, so `eval` computes every rule from them (its `vote_rules` section,
+adaptrubric_local/evaluation/vote_rules.py); nothing is scored twice.
 
     python eval/vote_rules.py --model runs/tiny-answering --votes 5 --tasks 12 --plain
     python eval/vote_rules.py --votes 5                     # builds the answering model first (1-2 minutes)
 
 Prints one table per draw and writes `vote_rules.json` under --work. Exits 1 when a line lacks its votes or a
-rule's figures do not count every labelled trajectory.
+rule's figures do not count every labelled trajectory (error lines count as predicted failures, as in `eval`).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from adaptrubric_local.evaluation.vote_rules import rule_figures  # noqa: E402
+from adaptrubric_local.evaluation.vote_rules import render_table  # noqa: E402
 from adaptrubric_local.synth import synthesize  # noqa: E402
 
 
@@ -42,25 +42,21 @@ def figures(data: Path, model: Path, votes: int, out: Path) -> tuple[list, dict]
     missing = [r["id"] for r in rows if r["status"] != "error" and (r.get("votes") is None or len(r["votes"]) != votes)]
     if missing:
         raise SystemExit(f"{out}: {len(missing)} line(s) without their {votes} votes, e.g. {missing[0]}")
-    labelled = [r for r in rows if r.get("label") in (0, 1) and r["status"] != "error"]
-    figs = rule_figures([r["votes"] for r in labelled], [r["label"] for r in labelled])
-    if any(f.n != len(labelled) for f in figs):
-        raise SystemExit("a rule's figures do not count every labelled trajectory")
-    info = {"n": len(labelled), "positives": sum(r["label"] for r in labelled),
-            "unparsed_votes": sum(v is None for r in labelled for v in r["votes"])}
+    ev = out.with_name(out.stem + "-eval")
+    run(["eval", str(data), "--verdicts", str(out), "--out", str(ev), "--no-review", "--bootstrap", "0", "--quiet"])
+    m = json.loads((ev / "metrics.json").read_text())
+    figs, o = m.get("vote_rules") or [], m["overall"]
+    if not figs or any(f["n"] != o["n"] for f in figs):
+        raise SystemExit(f"{ev / 'metrics.json'}: the vote_rules section does not count every labelled trajectory")
+    info = {"n": o["n"], "positives": o["positives"],
+            "unparsed_votes": sum(v is None for r in rows if r.get("label") in (0, 1) for v in r.get("votes") or ())}
     return figs, info
 
 
 def table(name: str, figs: list, info: dict, votes: int) -> str:
-    def pct(x):
-        return f"{x:6.1f}" if x is not None else "     -"
-
     head = (f"{name}: {info['n']} trajectories ({info['positives']} successes), --votes {votes}, "
-            f"{info['unparsed_votes']} unparsed vote(s)\n"
-            f"  {'rule':<11} {'prec':>6} {'recall':>6} {'NPV':>6} {'TNR':>6}  tp fp tn fn undecided")
-    rows = [f"  {f.rule:<11} {pct(f.precision)} {pct(f.recall)} {pct(f.npv)} {pct(f.tnr)}  "
-            f"{f.tp:>2} {f.fp:>2} {f.tn:>2} {f.fn:>2} {f.undecided:>3}" for f in figs]
-    return "\n".join([head, *rows])
+            f"{info['unparsed_votes']} unparsed vote(s)\n")
+    return head + render_table(figs)
 
 
 def main() -> int:
@@ -85,7 +81,7 @@ def main() -> int:
                           seed=args.seed, visible_outcome=banner)
         figs, info = figures(Path(data), model, args.votes, work / f"verdicts-{name}.jsonl")
         print(table(name, figs, info, args.votes))
-        report[name] = {**info, "rules": [f.to_dict() for f in figs]}
+        report[name] = {**info, "rules": figs}
     (work / "vote_rules.json").write_text(json.dumps(report, indent=2) + "\n")
     print(f"written: {work / 'vote_rules.json'}")
     return 0

@@ -127,3 +127,51 @@ def test_eval_bootstrap_is_seeded(tmp_path, capsys):
     assert main(["eval", str(data), "--verdicts", str(verdicts), "--out", str(tmp_path / "x"),
                  "--bootstrap", "-1"]) != 0
     assert "--bootstrap must be 0" in capsys.readouterr().err
+
+
+def test_eval_vote_rules_section_by_hand(tmp_path, capsys):
+    """One `--votes 3` run: each rule's figures from the lines' votes, by hand; an error line and an
+    undecided vote count as predicted failures, an unlabelled trajectory is left out; no votes, no section."""
+    import pytest
+
+    from conftest import canonical_record, write_jsonl
+
+    labels = [1, 0, 1, 0, 1, 0, None]
+    data = write_jsonl(tmp_path / "d.jsonl", [canonical_record(tmp_path, f"t{i}", 1, label=y)
+                                              for i, y in enumerate(labels)])
+    votes = [[1, 1, 1], [1, 1, 0], [1, 0, None], [0, 0, 1], None, [1, None, None], [1, 1, 1]]
+    lines = []
+    for i, vs in enumerate(votes):  # laid out as votes.py's `vote` writes them under the majority rule
+        if vs is None:
+            lines.append({"id": f"t{i}", "status": "error", "error": "engine failed"})
+            continue
+        ones, zeros = vs.count(1), vs.count(0)
+        score = None if ones == zeros else int(ones > zeros)
+        lines.append({"id": f"t{i}", "status": "unparsed" if score is None else "ok", "score": score, "votes": vs,
+                      "vote_rule": "majority", "vote_share": ones / (ones + zeros)})
+    m = _eval(data, write_jsonl(tmp_path / "v.jsonl", lines), tmp_path / "e", "--bootstrap", "0")
+    # predictions (u: undecided -> 0; t4 the error line: u under every rule), labels 1 0 1 0 1 0:
+    # majority 1 1 u 0 u 1   all 1 0 0 0 u u   any 1 1 1 1 u 1   at-least-2 1 1 u 0 u u
+    by_hand = {
+        "majority": dict(tp=1, fp=2, tn=1, fn=2, undecided=2, precision=100 / 3, recall=100 / 3, npv=100 / 3,
+                         tnr=100 / 3),
+        "all": dict(tp=1, fp=0, tn=3, fn=2, undecided=2, precision=100.0, recall=100 / 3, npv=60.0, tnr=100.0),
+        "any": dict(tp=2, fp=3, tn=0, fn=1, undecided=1, precision=40.0, recall=200 / 3, npv=0.0, tnr=0.0),
+        "at-least-2": dict(tp=1, fp=1, tn=2, fn=2, undecided=3, precision=50.0, recall=100 / 3, npv=50.0,
+                           tnr=200 / 3),
+    }
+    assert [f["rule"] for f in m["vote_rules"]] == list(by_hand)
+    for f in m["vote_rules"]:
+        assert f == {"rule": f["rule"], "n": 6, **{k: pytest.approx(v) for k, v in by_hand[f["rule"]].items()}}
+    c = m["overall"]["confusion"]  # the lines' own verdicts are the majority rule's
+    assert {k: by_hand["majority"][k] for k in c} == c
+    row = "| all | 100.0 | 33.3 | 60.0 | 100.0 | 1 | 0 | 3 | 2 | 2 |"
+    assert row in capsys.readouterr().out
+    report = (tmp_path / "e" / "report.md").read_text()
+    assert "## Vote rules" in report and row in report
+    assert "| any | 40.0 | 66.7 | 0.0 | 0.0 | 2 | 3 | 0 | 1 | 1 |" in report
+
+    data, verdicts = _benchmark_run(tmp_path / "plain")
+    m = _eval(data, verdicts, tmp_path / "p", "--bootstrap", "0")
+    assert "vote_rules" not in m and "Vote rules" not in capsys.readouterr().out
+    assert "Vote rules" not in (tmp_path / "p" / "report.md").read_text()

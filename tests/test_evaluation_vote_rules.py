@@ -6,10 +6,11 @@ import pytest
 
 from adaptrubric_local.evaluation.vote_rules import RuleFigures, default_rules, rule_figures
 from adaptrubric_local.types import Verdict
-from adaptrubric_local.votes import VoteRule, vote
+from adaptrubric_local.votes import VoteRule, counts, vote
 
 VOTES = [[1, 1, 1], [1, 1, 0], [1, 0, 0], [0, 0, 0], [1, 1, None], [0, None, None], [1, 0, None]]
 LABELS = [1, 1, 0, 0, 0, 1, 1]
+ONES, ZEROS, K = zip(*map(counts, VOTES))
 # predictions by hand (undecided -> 0):   majority 1 1 0 0 1 0 u   all 1 0 0 0 u 0 0
 #                                         any      1 1 1 0 1 u 1   at-least-2 1 1 0 0 1 u u
 BY_HAND = {
@@ -21,7 +22,7 @@ BY_HAND = {
 
 
 def test_each_rules_figures_by_hand():
-    got = {f.rule: f.to_dict() for f in rule_figures(VOTES, LABELS)}
+    got = {f.rule: f.to_dict() for f in rule_figures(ONES, ZEROS, K, LABELS)}
     assert list(got) == ["majority", "all", "any", "at-least-2"] == default_rules(3)
     for rule, want in BY_HAND.items():
         assert got[rule] == {"rule": rule, "n": 7, **{k: pytest.approx(v) for k, v in want.items()}}
@@ -40,16 +41,34 @@ def test_the_figures_count_the_verdicts_votes_py_writes():
         assert (tp, fp) == (BY_HAND[rule]["tp"], BY_HAND[rule]["fp"])
 
 
+def test_counts_decide_as_the_vote_lists_do():
+    for vs in [*VOTES, [None, None], [1, 0], [1, None, 0, None]]:
+        for rule in ("majority", "all", "any", "at-least-2"):
+            assert VoteRule(rule).decide(vs) == VoteRule(rule).decide_counts(*counts(vs))
+
+
+def test_a_trajectory_without_votes_is_an_undecided_predicted_failure():
+    """An error or missing verdict (k = 0) counts as SCORE 0 under every rule; the rules are those of the
+    fewest votes a trajectory has."""
+    figs = rule_figures([2, 0, 0], [0, 2, 0], [2, 2, 0], [1, 0, 1])
+    assert [f.rule for f in figs] == ["majority", "all", "any"]
+    for f in figs:
+        assert (f.tp, f.fp, f.tn, f.fn, f.undecided) == (1, 0, 1, 1, 1)
+
+
 def test_undefined_ratios_are_none():
-    (f,) = rule_figures([[0, 0], [0, 0]], [0, 0], ["all"])
+    (f,) = rule_figures([0, 0], [2, 2], [2, 2], [0, 0], ["all"])
     assert f == RuleFigures(rule="all", n=2, undecided=0, tp=0, fp=0, tn=2, fn=0)
     assert (f.precision, f.recall, f.npv, f.tnr) == (None, None, 100.0, 100.0)
+    assert [g.to_dict()["n"] for g in rule_figures([], [], [], [])] == [0, 0, 0]
 
 
 def test_bad_input_is_named():
-    with pytest.raises(ValueError, match="2 vote lists for 1 labels"):
-        rule_figures([[1], [0]], [1])
+    with pytest.raises(ValueError, match="2, 2 and 2 vote counts for 1 labels"):
+        rule_figures([1, 0], [0, 1], [1, 1], [1])
     with pytest.raises(ValueError, match="labels must be 0 or 1: trajectory 1 has None"):
-        rule_figures([[1], [0]], [1, None])
+        rule_figures([1, 0], [0, 1], [1, 1], [1, None])
+    with pytest.raises(ValueError, match="trajectory 0 has 2 and 1 votes saying 1 and 0 of 2"):
+        rule_figures([2], [1], [2], [1])
     with pytest.raises(ValueError, match="at-least-3 needs at least 3 votes, got --votes 2"):
-        rule_figures([[1, 1]], [1], ["at-least-3"])
+        rule_figures([2], [0], [2], [1], ["at-least-3"])

@@ -45,6 +45,7 @@ def cmd_eval(args) -> int:
     from ..evaluation.benchmark_figures import render_table
     from ..evaluation.harness import run_eval
     from ..evaluation.image_roots import outside_image_roots
+    from ..evaluation.vote_rules import render_table as render_vote_rules
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -71,6 +72,8 @@ def cmd_eval(args) -> int:
           f"acc={_f(o['acc'])} prec={_f(o['prec'])} rec={_f(o['rec'])} f1={_f(o['f1'])} fpr={_f(o['fpr'])}  "
           f"| scored only: acc={_f(o['scored_only']['acc'])} f1={_f(o['scored_only']['f1'])}")
     print(render_table(m["benchmark"]))
+    if m.get("vote_rules"):
+        print(render_vote_rules(m["vote_rules"]))
     print(f"calls/traj={e['calls_per_traj']:.2f} tokens/traj={e['tokens_per_traj']:.0f} ({e['accounting']}"
           + (f"; over {e['trajectories']} answered, errors: {e['errors']}" if e.get("errors") else "") + ")")
     for name, s in m["probability"].items():

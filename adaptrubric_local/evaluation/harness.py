@@ -20,7 +20,7 @@ from ..labels import reviewed
 from ..run_settings import sidecar
 from ..stages.fusion import ABLATIONS
 from ..types import Verdict
-from . import benchmark_figures, report, verdict_table
+from . import benchmark_figures, report, verdict_table, vote_rules
 from . import review_sample as sample
 from . import tts as test_time_scaling
 from .benchmark_figures import BOOTSTRAP, SEED
@@ -74,6 +74,8 @@ def _metrics(t: verdict_table.Table, verdicts_path: Path, data, labels: dict | N
     t.table.release()
     m = by_platform(t.rows, t.table.platforms)
     m["benchmark"] = benchmark_figures.of_rows(t.rows, t.table.platforms, n_boot=bootstrap, seed=seed)
+    if (rules := vote_rules.of_rows(t.rows)) is not None:
+        m["vote_rules"] = rules
     m["probability"] = probabilities(t.rows)
     m["coverage"] = t.coverage.to_dict()
     m["run"] = run_meta(verdicts_path, t.table.models, t.table.banks, data=str(data) if data else None,

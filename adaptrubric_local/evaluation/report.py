@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .benchmark_figures import render_table
+from .vote_rules import render_table as render_vote_rules
 
 
 def fmt(x: float | None, digits: int = 1) -> str:
@@ -81,6 +82,9 @@ def metrics_markdown(m: dict, run: dict, coverage: list[str] | None = None) -> s
     if m.get("benchmark"):
         lines += ["## Benchmark figures (Table 1 layout, NPV/TNR, success rates, kappa, MCC, intervals)", "",
                   render_table(m["benchmark"])]
+    if m.get("vote_rules"):
+        lines += ["## Vote rules (`--votes k`: every rule from the one run's votes)", "",
+                  render_vote_rules(m["vote_rules"])]
     lines += ["## Per platform (Table 1 layout; unparsed/errors as predicted failures)", "",
               "| platform | n | positives | Acc | Prec | Rec | F1 | FPR | unparsed | errors | Acc (scored only) |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

@@ -1,7 +1,8 @@
 """The verdict table: the one input of every figure of `eval`, `tts`, `calibrate` and `review` (the
 review page's too). One row per verdict in numpy columns (status, score, label, platform code,
 the two probabilities, costs: 49 bytes a row and its 16-byte id digest, against kilobytes as
-Verdict and Trajectory objects), whatever the size of the file:
+Verdict and Trajectory objects; with `--votes k`, 6 more: how many votes say 1, say 0, and k, the
+`vote_*` columns that exist once a line has votes), whatever the size of the file:
 
 - `read` takes the verdict file's last line per id (verdict_file.iter_last_lines, one line at a time),
   joins the data set's labels, platforms and tasks on it by id (streamed, or `loaded` when the caller
@@ -28,6 +29,7 @@ from ..formats.ids import IdBuilder, digest, key, keys
 from ..formats.stream import as_stream, stream_trajectories
 from ..labels import AppliedLabels, LabelsFile, merged_labels, read_labels, unknown_ids
 from ..verdict_file import iter_last_lines, iter_lines
+from ..votes import counts
 from .coverage import SUBSETS, Coverage, first
 
 STATUSES = ("ok", "unparsed", "error", "missing")
@@ -37,6 +39,7 @@ Rows = dict[str, np.ndarray]  # column name -> one value a row ("key": the id di
 FIELDS = {"status": "b", "score": "b", "label": "b", "platform": "i", "p_success": "d",
           "p_calibrated": "d", "cost_tokens": "d", "cost_calls": "d", "verifier_tokens": "i", "images": "i",
           "hit_cap": "b", "hit_context": "b"}  # column -> array typecode
+VOTE_COLUMNS = ("vote_ones", "vote_zeros", "vote_k")  # votes.py's `counts`: int16 each, once a line has votes
 
 
 def task_of(t) -> str:
@@ -92,6 +95,22 @@ class VerdictTable:
             c["name_size"].append(size)
         self.models.add(get("model"))
         self.banks.add(get("bank_sha"))
+        self.add_votes(i, get("votes") if line["status"] != "error" else None)
+
+    def add_votes(self, i: str, votes) -> None:
+        """The `vote_*` columns of the row just added (id `i`): its votes' `counts` (none: 0, 0, 0; an
+        error line's votes are not read), the columns made (earlier rows: no votes) at the first votes."""
+        c = self.columns
+        if votes is None and "vote_k" not in c:
+            return
+        if votes is not None and (not isinstance(votes, list) or len(votes) > 32767
+                                  or any(v not in (0, 1, None) for v in votes)):
+            raise ValueError(f"the line of id {i!r}: 'votes' must be a list of 0, 1 or null, got {str(votes)[:80]}")
+        if "vote_k" not in c:
+            n = len(c["status"]) - 1
+            c.update({name: array("h", bytes(2 * n)) for name in VOTE_COLUMNS})
+        for name, x in zip(VOTE_COLUMNS, counts(votes or ())):
+            c[name].append(x)
 
     def put_name(self, i: str) -> tuple[int, int]:
         """Keep an id's bytes; where they lie (`name_at`, `name_size`)."""
@@ -133,7 +152,10 @@ def read_verdicts(path: Path, candidates: bool = False) -> tuple[Rows, VerdictTa
     """The verdict file's last line per id as a table, in the order the ids first appear."""
     table = VerdictTable(candidates)
     for line in last_lines(path):
-        table.add(line)
+        try:
+            table.add(line)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
     return table.frozen(), table
 
 

@@ -1,16 +1,21 @@
 """Precision, recall, NPV and TNR of each vote rule side by side, from one scoring run with `--votes k`:
 the rules are a function of the votes each verdict line keeps (`votes`), so no rescoring is needed.
 
-Pure: the input is each labelled trajectory's votes (1, 0, or None for a vote that did not parse) and its
-label; the output is one `RuleFigures` per rule. A trajectory a rule leaves undecided (votes.py: a tie,
-or an unparsed vote that could have decided it) counts as a predicted failure, as unparsed verdicts do in
+Every rule is a function of (votes that say 1, votes that say 0, k) (votes.py's `decide_counts`), so the
+input is those three counts per labelled trajectory (the verdict table's `vote_ones`, `vote_zeros` and
+`vote_k` columns: a few bytes a row) and its label; the output is one `RuleFigures` per rule. A trajectory
+a rule leaves undecided (votes.py: a tie, an unparsed vote that could have decided it, no vote that parsed;
+an error or missing verdict has no votes) counts as a predicted failure, as unparsed verdicts do in
 evaluation/metrics.py (the paper's fixed denominators), and how many did so is in `undecided`. Ratios are
-percentages, None when undefined. Knows nothing about files, models or the eval report's layout.
+percentages, None when undefined. `of_rows` gives the `vote_rules` section of metrics.json, `render_table`
+its text (printed by `eval` and in report.md). Knows nothing about files or models.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..votes import NAMED, VoteRule
 
@@ -62,25 +67,61 @@ def default_rules(k: int) -> list[str]:
     return [*NAMED, *(f"at-least-{m}" for m in range(2, k))]
 
 
-def rule_figures(votes: Sequence[Sequence[int | None]], labels: Sequence[int],
+def rule_figures(ones: Sequence[int], zeros: Sequence[int], k: Sequence[int], labels: Sequence[int],
                  rules: Sequence[str] | None = None) -> list[RuleFigures]:
-    """One RuleFigures per rule (default: `default_rules` of the longest vote list) over the trajectories'
-    votes and their 0/1 labels, in the same order. Every trajectory needs as many votes as the rules need."""
-    if len(votes) != len(labels):
-        raise ValueError(f"{len(votes)} vote lists for {len(labels)} labels")
-    bad = [i for i, y in enumerate(labels) if y not in (0, 1)]
-    if bad:
+    """One RuleFigures per rule (default: `default_rules` of the fewest votes a trajectory has, k > 0)
+    over each trajectory's votes that say 1 (`ones`), say 0 (`zeros`), its number of votes (`k`; 0: none,
+    an error or missing verdict) and its 0/1 label, in the same order (votes.py's `counts` of a vote list)."""
+    if not len(ones) == len(zeros) == len(k) == len(labels):
+        raise ValueError(f"{len(ones)}, {len(zeros)} and {len(k)} vote counts for {len(labels)} labels")
+    bad = np.flatnonzero(~np.isin(np.asarray(labels, dtype=object), (0, 1)))
+    if len(bad):
         raise ValueError(f"labels must be 0 or 1: trajectory {bad[0]} has {labels[bad[0]]!r}")
-    k = max((len(v) for v in votes), default=0)
+    ones, zeros, k, labels = (np.asarray(a, dtype=np.int64) for a in (ones, zeros, k, labels))
+    wrong = np.flatnonzero((ones < 0) | (zeros < 0) | (ones + zeros > k))
+    if len(wrong):
+        i = wrong[0]
+        raise ValueError(f"trajectory {i} has {ones[i]} and {zeros[i]} votes saying 1 and 0 of {k[i]}")
+    cases, times = np.unique(np.stack([ones, zeros, k, labels]), axis=1, return_counts=True)
     out = []
-    for name in rules if rules is not None else default_rules(k):
+    for name in rules if rules is not None else default_rules(int(k[k > 0].min()) if (k > 0).any() else 0):
         rule = VoteRule(name)
         c = {"tp": 0, "fp": 0, "tn": 0, "fn": 0}
         undecided = 0
-        for vs, y in zip(votes, labels):
-            score, _ = rule.decide(list(vs))
-            undecided += score is None
+        for (n1, n0, kk, y), n in zip(cases.T.tolist(), times.tolist()):  # each distinct case decided once
+            score, _ = rule.decide_counts(n1, n0, kk)
+            undecided += n * (score is None)
             pred = score or 0
-            c[("t" if pred == y else "f") + ("p" if pred == 1 else "n")] += 1
+            c[("t" if pred == y else "f") + ("p" if pred == 1 else "n")] += n
         out.append(RuleFigures(rule=name, n=len(labels), undecided=undecided, **c))
     return out
+
+
+def of_rows(rows: dict[str, np.ndarray]) -> list[dict] | None:
+    """The `vote_rules` section of metrics.json from a verdict table's rows (verdict_table.py): each
+    rule's figures over the labelled rows, or None when no verdict has more than one vote."""
+    if "vote_k" not in rows or not (rows["vote_k"] > 1).any():
+        return None
+    labelled = rows["label"] >= 0
+    return [f.to_dict() for f in rule_figures(rows["vote_ones"][labelled], rows["vote_zeros"][labelled],
+                                              rows["vote_k"][labelled], rows["label"][labelled])]
+
+
+def render_table(figs: Sequence[dict]) -> str:
+    """The rules' figures (`RuleFigures.to_dict`) as a Markdown table a person reads; '-' marks an
+    undefined ratio."""
+    def pct(x):
+        return "-" if x is None else f"{x:.1f}"
+
+    n = figs[0]["n"] if figs else 0
+    lines = ["Vote rules side by side, each from the same votes (percent)", "",
+             "| rule | prec | recall | NPV | TNR | tp | fp | tn | fn | undecided |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {f['rule']} | {pct(f['precision'])} | {pct(f['recall'])} | {pct(f['npv'])} | {pct(f['tnr'])} | "
+              f"{f['tp']} | {f['fp']} | {f['tn']} | {f['fn']} | {f['undecided']} |" for f in figs]
+    lines += ["", f"Each rule over the same {n} labelled trajectories' votes (percent); a trajectory a rule leaves "
+              "undecided, and an error or missing verdict, counts as a predicted failure."]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["RuleFigures", "default_rules", "of_rows", "render_table", "rule_figures"]
