@@ -139,7 +139,8 @@ def test_every_name_in_an_all_is_defined():
     for module, path in sorted(_modules().items()):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in tree.body:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
                 listed = {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
                 missing += [f"{module}.{n}" for n in sorted(listed - _top_level_names(tree))]
     assert missing == []
