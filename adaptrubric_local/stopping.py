@@ -48,6 +48,15 @@ class Stopped(KeyboardInterrupt):
         return 128 + int(self.signum)
 
 
+def stop_behind(exc: BaseException) -> Stopped | None:
+    """The `Stopped` behind `exc`: itself, or the stop the signal handler raised in the innermost
+    `stop_on_signals` block when a library wrapped it in an error of its own (pydantic building a schema
+    while vLLM imports turns it into a SchemaError); None when no signal came."""
+    if isinstance(exc, Stopped):
+        return exc
+    return _active.stop if _active is not None else None
+
+
 def stop_reason(exc: BaseException) -> str:
     """What stopped a run, for its summary: the signal's name (a bare KeyboardInterrupt is Ctrl-C),
     else the exception's type and message."""

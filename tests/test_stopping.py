@@ -257,3 +257,25 @@ def test_score_transformers_stopped_by_sigterm_then_sigint_and_resumed(tiny_mode
     assert len(ids) == 24 == len(set(ids))
     summary = json.loads(out.with_suffix(".summary.json").read_text())
     assert summary["n"] == 24 and "stopped" not in summary
+
+
+def test_a_stop_a_library_wrapped_in_its_own_error_is_still_the_stop():
+    """vLLM's import builds pydantic schemas; a SIGTERM arriving then comes out as pydantic's SchemaError.
+    `stop_behind` finds the stop behind such an error, so the command still ends as stopped (exit 143)."""
+    from adaptrubric_local.stopping import Stopped, stop_behind, stop_on_signals
+
+    class SchemaError(Exception):
+        pass
+
+    assert stop_behind(SchemaError("no signal came")) is None
+    with stop_on_signals():
+        try:
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(1)
+            except Stopped as stop:  # what a library does with an exception raised inside it
+                raise SchemaError("Error building 'nullable' validator: Stopped: 15") from stop
+        except SchemaError as wrapped:
+            behind = stop_behind(wrapped)
+    assert isinstance(behind, Stopped) and behind.exit_code == 143
+    assert stop_behind(SchemaError("after the block")) is None

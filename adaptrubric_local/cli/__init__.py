@@ -19,7 +19,7 @@ from ..flags import Parser, add_config_arguments, explicit
 from ..flags import common as mark_common  # (`common` is the name of the sub-module cli/common.py)
 from ..pipeline import PipelineConfig
 from ..registry import load_plugins, plugins_in
-from ..stopping import Stopped, stop_on_signals
+from ..stopping import Stopped, stop_behind, stop_on_signals
 from .common import (
     FORMATTER,
     add_command,
@@ -295,7 +295,13 @@ def run(argv: list[str], own: bool = False) -> int:
         quiet = bool(getattr(args, "quiet", False))
         with stop_on_signals(), quiet_libraries(args) if quiet else contextlib.nullcontext(), \
                 dropping_lines(QUIET_DROP if quiet else ()):
-            code = args.func(args)
+            try:
+                code = args.func(args)
+            except Exception as exc:  # a stop a library wrapped in an error of its own is still a stop
+                stop = stop_behind(exc)
+                if stop is None:
+                    raise
+                raise stop from exc
             sys.stdout.flush()  # a closed pipe is said here, not at the interpreter's exit
             return code
     except Stopped as stop:  # SIGTERM or Ctrl-C: the command's clean-up has run; one line says what it left
