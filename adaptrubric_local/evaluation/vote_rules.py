@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..votes import NAMED, VoteRule
+from .benchmark_figures import figures_of_counts
 
 
 @dataclass(frozen=True)
@@ -32,29 +33,14 @@ class RuleFigures:
     tn: int
     fn: int
 
-    @staticmethod
-    def _pct(num: int, den: int) -> float | None:
-        return 100.0 * num / den if den else None
+    def _figure(self, name: str) -> float | None:
+        """One ratio of the confusion matrix, as benchmark_figures computes every figure of eval."""
+        return figures_of_counts({"tp": self.tp, "fp": self.fp, "tn": self.tn, "fn": self.fn})[name]
 
-    @property
-    def precision(self) -> float | None:
-        """Of the trajectories the rule passes, the share that succeeded."""
-        return self._pct(self.tp, self.tp + self.fp)
-
-    @property
-    def recall(self) -> float | None:
-        """Of the successes, the share the rule passes."""
-        return self._pct(self.tp, self.tp + self.fn)
-
-    @property
-    def npv(self) -> float | None:
-        """Of the trajectories the rule fails (undecided ones included), the share that failed."""
-        return self._pct(self.tn, self.tn + self.fn)
-
-    @property
-    def tnr(self) -> float | None:
-        """Of the failures, the share the rule fails."""
-        return self._pct(self.tn, self.tn + self.fp)
+    precision = property(lambda self: self._figure("prec"), doc="Of the trajectories passed, the share that succeeded.")
+    recall = property(lambda self: self._figure("rec"), doc="Of the successes, the share the rule passes.")
+    npv = property(lambda self: self._figure("npv"), doc="Of those failed (undecided included), the share that failed.")
+    tnr = property(lambda self: self._figure("tnr"), doc="Of the failures, the share the rule fails.")
 
     def to_dict(self) -> dict:
         """The counts and the four rates, JSON-ready."""
