@@ -1,7 +1,8 @@
 """Read an action type, typed text and submitted answer off an action written as code: a pyautogui
 line (`pyautogui.typewrite('hi')`), a function call (`type(content='hi')`, `finished(content='3')`,
 `answer('3')`) or a bare keyword (OSWorld's `DONE`/`FAIL`/`WAIT`). Shared by the loaders of formats
-whose actions are code; knows nothing about any one format's files.
+whose actions are code, as are the pieces every loader builds its steps with (`gather`, `described_step`,
+`nonblank`); knows nothing about any one format's files.
 
 The action type is the name of the call the action makes (its first call, unless that only moves the
 pointer or waits before another), never a keyword anywhere in the text: a comment or a docstring
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from ..types import Step
@@ -36,6 +38,26 @@ _KINDS = {"typewrite": "type", "write": "type", "type": "type", "input_text": "t
           "exit": "answer", "call_user": "call_user", "press_home": "press_home", "press_back": "press_back",
           "open_app": "open_app"}
 _KEYWORDS = {"DONE": "done", "FAIL": "fail", "WAIT": "wait"}
+
+
+def nonblank(value: Any) -> str | None:
+    """`value` when it is a string with more than whitespace in it, else None."""
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def gather(steps: Iterable[tuple[Step, str | None]]) -> tuple[list[Step], str | None]:
+    """(the steps, the last answer one of them submits) of (step, answer) pairs."""
+    out, answer = [], None
+    for step, ans in steps:
+        out.append(step)
+        answer = ans if ans is not None else answer
+    return out, answer
+
+
+def described_step(shot: str | None, described: tuple, thought: str | None = None) -> tuple[Step, str | None]:
+    """(Step, answer) of a screenshot and an (action text, action_type, typed text, answer) description."""
+    action, atype, text, answer = described
+    return Step(screenshot=shot, action=action, action_type=atype, text=text, thought=thought), answer
 
 
 def _unescape(text: str) -> str:
@@ -71,5 +93,4 @@ def code_step(shot: str | None, raw_action: Any, thought: Any) -> tuple[Step, st
     """A Step from a code-like action, and the answer it submits, if any."""
     action = action_text(raw_action or "")
     atype, text, answer = classify_code_action(action)
-    return Step(screenshot=shot, action=action, action_type=atype, text=text,
-                thought=thought if isinstance(thought, str) and thought.strip() else None), answer
+    return Step(screenshot=shot, action=action, action_type=atype, text=text, thought=nonblank(thought)), answer

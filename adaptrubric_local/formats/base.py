@@ -10,6 +10,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from ..schema import json_problem
 from ..types import Trajectory
 
+Roots = Iterable[str | os.PathLike]  # the extra folders screenshots may lie in
 OUTSIDE_ROOTS = "escapes the dataset folder"  # the problem of an image path outside the allowed folders
 
 
@@ -69,6 +71,15 @@ def tag(exc: DataError, record_id: Any) -> DataError:
     return exc
 
 
+@contextmanager
+def tagged(record_id: Any) -> Iterator[None]:
+    """Give a DataError raised in the block the record's own id (`tag`)."""
+    try:
+        yield
+    except DataError as exc:
+        raise tag(exc, record_id) from None
+
+
 @dataclass
 class LoadResult:
     """What a loader produced: good trajectories, per-record errors, and warnings."""
@@ -82,6 +93,14 @@ class LoadResult:
         self.trajectories += other.trajectories
         self.errors += other.errors
         self.warnings += other.warnings
+
+    @contextmanager
+    def catching(self, record_id: Any = None) -> Iterator[None]:
+        """Keep a DataError raised in the block as one of `errors`, with the record's own id (`tag`)."""
+        try:
+            yield
+        except DataError as exc:
+            self.errors.append(tag(exc, record_id))
 
 
 def iter_json_lines(path: Path, result: LoadResult) -> Iterator[tuple[str, Any]]:
@@ -173,6 +192,15 @@ def require(obj: dict, key: str, file: Path, record: str, kind: type | tuple = s
         names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
         raise DataError(file, f"expected {names}, got {type(val).__name__}", record, key)
     return val
+
+
+def step_objects(obj: Any, key: str, file: Path, record: str,
+                 problem: str = "step must be an object") -> Iterator[tuple[int, dict]]:
+    """(index, step) of the list `obj[key]`; DataError naming `key[i]` for a step that is not an object."""
+    for i, s in enumerate(require(obj, key, file, record, list)):
+        if not isinstance(s, dict):
+            raise DataError(file, problem, record, f"{key}[{i}]")
+        yield i, s
 
 
 def parse_label(value: Any, file: Path, record: str, field_name: str) -> int | None:

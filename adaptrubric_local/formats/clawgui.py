@@ -35,31 +35,25 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..types import Step, Trajectory
+from ..types import Trajectory
 from . import tool_calls
-from .base import DataError, LoadResult, check_nonempty, load_json, own_id, require, resolve_image, tag
+from .actions_text import described_step, gather
+from .base import DataError, LoadResult, Roots, check_nonempty, load_json, own_id, require, resolve_image, tagged
+from .detect import peek_json
 
 SCREENS = "before"
 SHAPE = "episode.json with meta_data (ClawGUI-RL)"
 LOOKED_FOR = "episode.json files with meta_data and episode[] (ClawGUI-RL) anywhere below"
 EVAL_FAILED = ("eval_failed_all_retries", "eval_exception")
-Roots = Iterable[str | os.PathLike]
 
 
-def episode_files(p: Path, limit: int | None = None) -> list[Path]:
-    """`p` itself when it is a file, else the episode.json files below it (sorted; the first `limit`)."""
-    if p.is_file():
-        return [p]
-    out = []
-    for f in sorted(p.rglob("episode.json")):
-        out.append(f)
-        if limit and len(out) >= limit:
-            break
-    return out
+def episode_files(p: Path) -> list[Path]:
+    """`p` itself when it is a file, else the episode.json files below it (sorted)."""
+    return [p] if p.is_file() else sorted(p.rglob("episode.json"))
 
 
 def peek_episodes(p: Path) -> list[dict]:
@@ -67,13 +61,7 @@ def peek_episodes(p: Path) -> list[dict]:
     is another file)."""
     if p.is_file() and p.name != "episode.json":
         return []
-    docs = []
-    for f in episode_files(p, 5):
-        try:
-            docs.append(json.loads(f.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            continue
-    return [d for d in docs if isinstance(d, dict)]
+    return [d for d in map(peek_json, episode_files(p)[:5]) if isinstance(d, dict)]
 
 
 def detect(p: Path) -> bool:
@@ -101,12 +89,9 @@ def reroot(raw: str, episode_dir: Path) -> Path | None:
 
 def image(raw: Any, episode_dir: Path, file: Path, rec: str, field: str, check: bool, roots: tuple) -> str:
     """One step's screenshot path, resolved as the module docstring says."""
-    if isinstance(raw, str) and os.path.isabs(raw):
-        full = Path(raw).resolve()
-        if not any(full.is_relative_to(r) for r in roots):
-            moved = reroot(raw, episode_dir)
-            if moved is not None:
-                return resolve_image(episode_dir, str(moved), file, rec, field, check, roots)
+    if isinstance(raw, str) and os.path.isabs(raw) and not any(Path(raw).resolve().is_relative_to(r) for r in roots):
+        moved = reroot(raw, episode_dir)
+        raw = raw if moved is None else str(moved)
     return resolve_image(episode_dir, raw, file, rec, field, check, roots)
 
 
@@ -128,67 +113,54 @@ def label(meta: dict, last_type: str | None, file: Path, warnings: list[str]) ->
     return int(meta["success"])
 
 
+def _step(s: Any, i: int, file: Path, rec: str, check: bool, roots: tuple):
+    if not isinstance(s, dict):
+        raise DataError(file, "step must be an object", rec, f"episode[{i}]")
+    shot = None
+    if s.get("image_path") is not None:
+        shot = image(s["image_path"], file.parent, file, rec, f"episode[{i}].image_path", check, roots)
+    response = s.get("model_response")
+    args = tool_calls.arguments_of(response)
+    if args is None:
+        described = (response if isinstance(response, str) else json.dumps(response, ensure_ascii=False),
+                     None, None, None)
+    else:
+        described = tool_calls.describe(args)
+    return described_step(shot, described, tool_calls.thought_before(response))
+
+
 def parse(doc: Any, file: Path, check_images: bool, roots: tuple, warnings: list[str]) -> Trajectory:
     """One ClawGUI-RL `episode.json` -> Trajectory; a DataError carries the episode's id."""
-    try:
-        return _parse(doc, file, check_images, roots, warnings)
-    except DataError as exc:
-        raise tag(exc, episode_id(doc, file)) from None
-
-
-def _parse(doc: Any, file: Path, check_images: bool, roots: tuple, warnings: list[str]) -> Trajectory:
     rec = f"episode {file.parent.name}"
-    meta = require(doc, "meta_data", file, rec, dict)
-    episode = require(doc, "episode", file, rec, list)
-    steps, answer, missing = [], None, 0
-    for i, s in enumerate(episode):
-        if not isinstance(s, dict):
-            raise DataError(file, "step must be an object", rec, f"episode[{i}]")
-        shot = None
-        if s.get("image_path") is not None:
-            shot = image(s["image_path"], file.parent, file, rec, f"episode[{i}].image_path", check_images, roots)
-        missing += shot is None
-        response = s.get("model_response")
-        args = tool_calls.arguments_of(response)
-        if args is None:
-            action = response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
-            atype, text, ans = None, None, None
-        else:
-            action, atype, text, ans = tool_calls.describe(args)
-        answer = ans if ans is not None else answer
-        steps.append(Step(screenshot=shot, action=action, action_type=atype, text=text,
-                          thought=tool_calls.thought_before(response)))
-    if missing:
-        warnings.append(f"{file}: {missing} step(s) have no image (image_path null: the run could not save it)")
-    traj = Trajectory(id=episode_id(doc, file), instruction=require(meta, "task_goal", file, rec), steps=steps,
-                      answer=answer, platform="android", task_id=own_id(meta.get("task_name")),
-                      label=label(meta, steps[-1].action_type if steps else None, file, warnings),
-                      source=str(file))
-    return check_nonempty(traj, file, rec)
+    with tagged(episode_id(doc, file)):
+        meta = require(doc, "meta_data", file, rec, dict)
+        episode = require(doc, "episode", file, rec, list)
+        steps, answer = gather(_step(s, i, file, rec, check_images, roots) for i, s in enumerate(episode))
+        missing = sum(s.screenshot is None for s in steps)
+        if missing:
+            warnings.append(f"{file}: {missing} step(s) have no image (image_path null: the run could not save it)")
+        traj = Trajectory(id=episode_id(doc, file), instruction=require(meta, "task_goal", file, rec), steps=steps,
+                          answer=answer, platform="android", task_id=own_id(meta.get("task_name")),
+                          label=label(meta, steps[-1].action_type if steps else None, file, warnings),
+                          source=str(file))
+        return check_nonempty(traj, file, rec)
 
 
-def load_episodes(path: Path, image_roots: Roots, parse_one, foreign) -> LoadResult:
+def load_episodes(path: Path, image_roots: Roots, parse_one: Callable, foreign: Callable) -> LoadResult:
     """Every episode.json of `path` (a file, or a folder, which bounds where screenshots may lie with
     `image_roots`) parsed by `parse_one(doc, file, roots, warnings)`; in a folder, an episode of the other
     ClawGUI format (`foreign(doc)` says which, else None) is skipped with a warning."""
     path = Path(path)
-    base = path.parent if path.is_file() else path
-    roots = tuple(dict.fromkeys(Path(r).resolve() for r in (base, *image_roots)))
+    roots = tuple(dict.fromkeys(Path(r).resolve() for r in (path.parent if path.is_file() else path, *image_roots)))
     result = LoadResult()
     for f in episode_files(path):
-        try:
+        with result.catching(f.parent.name):
             doc = load_json(f)
-        except DataError as exc:
-            result.errors.append(tag(exc, f.parent.name))
-            continue
-        other = foreign(doc) if path.is_dir() and isinstance(doc, dict) else None
-        if other:
-            result.warnings.append(f"{f}: {other}")
-            continue
-        try:
-            result.trajectories.append(parse_one(doc, f, roots, result.warnings))
-        except DataError as exc:
-            result.errors.append(exc)
+            other = foreign(doc) if path.is_dir() and isinstance(doc, dict) else None
+            if other:
+                result.warnings.append(f"{f}: {other}")
+            else:
+                result.trajectories.append(parse_one(doc, f, roots, result.warnings))
     return result
 
 

@@ -21,20 +21,18 @@ say whether the device was an ADB or an HDC one). Not read: `timestamp`, `finish
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..types import Step, Trajectory
+from ..types import Trajectory
 from . import tool_calls
-from .base import DataError, LoadResult, check_nonempty, require, resolve_image, tag
+from .actions_text import described_step, gather, nonblank
+from .base import DataError, LoadResult, Roots, check_nonempty, require, resolve_image, tagged
 from .clawgui import load_episodes, peek_episodes
 
 SCREENS = "before"
 SHAPE = "episode.json with task_name (ClawGUI phone agent)"
 LOOKED_FOR = "episode.json files with task_name and episode[] (ClawGUI phone agent) anywhere below"
-Roots = Iterable[str | os.PathLike]
 _TYPE_NAMES = {"type", "type_name", "input_text", "input"}
 _KINDS = {"tap": "tap", "click": "tap", "double tap": "double_click", "long press": "long_press", "swipe": "swipe",
           "launch": "open_app", "open": "open_app", "back": "back", "home": "home", "wait": "wait"}
@@ -58,43 +56,34 @@ def describe(action: Any) -> tuple[str, str | None, str | None, str | None]:
     """(action text, action_type, typed text, answer) for one recorded action dict."""
     if not isinstance(action, dict):
         return json.dumps(action, ensure_ascii=False), None, None, None
-    fields = {k: v for k, v in action.items() if k != "_metadata"}
     if action.get("_metadata") == "finish":
-        msg = action.get("message")
-        msg = msg if isinstance(msg, str) and msg.strip() else None
+        msg = nonblank(action.get("message"))
         return f"finish(message={json.dumps(msg, ensure_ascii=False)})", "answer", None, msg
     name = str(action.get("action") or action.get("action_type") or "unknown")
-    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in fields.items()
-                     if k not in ("action", "action_type"))
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in action.items()
+                     if k not in ("action", "action_type", "_metadata"))
     typed = action.get("text", action.get("content")) if name.lower() in _TYPE_NAMES else None
     kind = "type" if typed is not None else _KINDS.get(name.lower(), name.lower().replace(" ", "_"))
     return f"{name}({args})", kind, typed if isinstance(typed, str) else None, None
 
 
+def _step(s: Any, i: int, file: Path, rec: str, check: bool, roots: tuple):
+    if not isinstance(s, dict) or isinstance(s.get("step"), bool) or not isinstance(s.get("step"), int):
+        raise DataError(file, "step must be an object with an integer 'step'", rec, f"episode[{i}]")
+    shot = resolve_image(file.parent, f"images/step{s['step']}.png", file, rec,
+                         f"episode[{i}] (images/step{s['step']}.png)", check, roots)
+    return described_step(shot, describe(s.get("action")), thought(s.get("model_output")))
+
+
 def parse(doc: Any, file: Path, check_images: bool, roots: tuple) -> Trajectory:
     """One phone-agent `episode.json` -> Trajectory; a DataError carries the episode folder's name."""
-    try:
-        return _parse(doc, file, check_images, roots)
-    except DataError as exc:
-        raise tag(exc, file.parent.name) from None
-
-
-def _parse(doc: Any, file: Path, check_images: bool, roots: tuple) -> Trajectory:
     rec = f"episode {file.parent.name}"
-    episode = require(doc, "episode", file, rec, list)
-    steps, answer = [], None
-    for i, s in enumerate(episode):
-        if not isinstance(s, dict) or isinstance(s.get("step"), bool) or not isinstance(s.get("step"), int):
-            raise DataError(file, "step must be an object with an integer 'step'", rec, f"episode[{i}]")
-        shot = resolve_image(file.parent, f"images/step{s['step']}.png", file, rec, f"episode[{i}] (images/"
-                             f"step{s['step']}.png)", check_images, roots)
-        action, atype, text, ans = describe(s.get("action"))
-        answer = ans if ans is not None else answer
-        steps.append(Step(screenshot=shot, action=action, action_type=atype, text=text,
-                          thought=thought(s.get("model_output"))))
-    traj = Trajectory(id=file.parent.name, instruction=require(doc, "task_name", file, rec), steps=steps,
-                      answer=answer, platform="android", source=str(file))
-    return check_nonempty(traj, file, rec)
+    with tagged(file.parent.name):
+        episode = require(doc, "episode", file, rec, list)
+        steps, answer = gather(_step(s, i, file, rec, check_images, roots) for i, s in enumerate(episode))
+        traj = Trajectory(id=file.parent.name, instruction=require(doc, "task_name", file, rec), steps=steps,
+                          answer=answer, platform="android", source=str(file))
+        return check_nonempty(traj, file, rec)
 
 
 def load(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:

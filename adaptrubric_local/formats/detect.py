@@ -1,7 +1,8 @@
 """Helpers for format detection: which result folder a path holds (OSWorld and ZeroGUI both write
 `traj.jsonl`; ZeroGUI also writes `config.json` beside it and `output_text` in its rows), and, for a
 path no format detects, the nearest match: the format whose marker files (the file names, their stems
-and endings in its `shape`) the folder holds most of. Knows nothing about the loaders themselves.
+and endings in its `shape`) the folder holds most of; and a JSON file (or its first line) peeked at
+without raising. Knows nothing about the loaders themselves.
 """
 from __future__ import annotations
 
@@ -9,9 +10,20 @@ import json
 import re
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 MAX_FILES = 2000  # files looked at when naming the nearest match
 _MARKER = re.compile(r"[\w*]*\.[\w.]+")
+
+
+def peek_json(path: Path, line: bool = False) -> Any:
+    """The JSON document of `path` (`line`: of its first non-empty line), or None when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = next((x for x in fh if x.strip()), "") if line else fh.read()
+        return json.loads(text) if text else None
+    except (OSError, ValueError):
+        return None
 
 
 def first_traj_row(p: Path) -> tuple[Path, bool] | None:

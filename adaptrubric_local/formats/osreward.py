@@ -31,18 +31,30 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
-from .base import DataError, LoadResult, check_nonempty, load_json, own_id, parse_label, require, resolve_image, tag
+from .actions_text import gather, nonblank
+from .base import (
+    DataError,
+    LoadResult,
+    Roots,
+    check_nonempty,
+    load_json,
+    own_id,
+    parse_label,
+    require,
+    resolve_image,
+    step_objects,
+    tagged,
+)
+from .detect import peek_json
 
 SCREENS = "before"
 SHAPE = "trace JSON or Parquet (OSReward)"
 LOOKED_FOR = "trace JSON files (objects with trace_id and trajectory) or OSReward Parquet shards anywhere below"
 PARQUET_COLUMNS = ("trace_id", "task_id", "platform", "instruction", "trajectory", "human_label", "screenshots")
-Roots = Iterable[str | os.PathLike]
 
 
 def is_trace(obj: Any) -> bool:
@@ -63,7 +75,7 @@ def detect(p: Path) -> bool:
     if p.is_file():
         return p.suffix == ".json" or (p.suffix == ".parquet" and _parquet_ok(p))
     for f in sorted(p.rglob("*.json"))[:20]:
-        doc = _try(f)
+        doc = peek_json(f)
         if is_trace(doc) or (isinstance(doc, list) and any(is_trace(x) for x in doc[:5])):
             return True
     return any(_parquet_ok(f) for f in sorted(p.rglob("*.parquet"))[:3])
@@ -102,28 +114,20 @@ def step_of(s: dict, shot: str | None) -> tuple[Step, str | None]:
     kind_l = (kind or "").lower()
     text = value if kind_l in ("type", "typewrite", "write", "input_text") else None
     answer = value if kind_l in ("answer", "finished", "finish") else None
-    thought = s.get("thought") if isinstance(s.get("thought"), str) and s.get("thought").strip() else None
-    return Step(screenshot=shot, action=action or "", action_type=kind, text=text, thought=thought), answer
+    step = Step(screenshot=shot, action=action or "", action_type=kind, text=text, thought=nonblank(s.get("thought")))
+    return step, answer
 
 
 def parse(obj: Any, file: Path, shots: list[str | None], where: str) -> Trajectory:
     """One trace (its screenshots already resolved, one per step or None) -> Trajectory."""
-    try:
-        rec = f"{where} (trace {obj.get('trace_id')})" if isinstance(obj, dict) else where
-        steps, answer = [], None
-        for i, s in enumerate(require(obj, "trajectory", file, rec, list)):
-            if not isinstance(s, dict):
-                raise DataError(file, "step must be an object", rec, f"trajectory[{i}]")
-            step, ans = step_of(s, shots[i])
-            steps.append(step)
-            answer = ans if ans is not None else answer
+    rec = f"{where} (trace {obj.get('trace_id')})" if isinstance(obj, dict) else where
+    with tagged(obj.get("trace_id") if isinstance(obj, dict) else None):
+        steps, answer = gather(step_of(s, shots[i]) for i, s in step_objects(obj, "trajectory", file, rec))
         traj = Trajectory(id=str(require(obj, "trace_id", file, rec, (str, int))),
                           instruction=require(obj, "instruction", file, rec), steps=steps, answer=answer,
                           platform=obj.get("platform") or None, task_id=own_id(obj.get("task_id")),
                           label=parse_label(obj.get("human_label"), file, rec, "human_label"), source=str(file))
         return check_nonempty(traj, file, rec)
-    except DataError as exc:
-        raise tag(exc, obj.get("trace_id") if isinstance(obj, dict) else None) from None
 
 
 def _json_shots(obj: Any, file: Path, check: bool, roots: tuple) -> list[str | None]:
@@ -149,11 +153,9 @@ def load_json_traces(files: list[Path], roots: tuple, check: bool, given_dir: bo
         for k, obj in enumerate(doc if isinstance(doc, list) else [doc]):
             if given_dir and not is_trace(obj):
                 continue
-            where = f"item {k}" if isinstance(doc, list) else "trace"
-            try:
+            with result.catching(obj.get("trace_id") if isinstance(obj, dict) else None):
+                where = f"item {k}" if isinstance(doc, list) else "trace"
                 result.trajectories.append(parse(obj, f, _json_shots(obj, f, check, roots), where))
-            except DataError as exc:
-                result.errors.append(tag(exc, obj.get("trace_id") if isinstance(obj, dict) else None))
     return result
 
 
@@ -197,7 +199,7 @@ def load_parquet(files: list[Path], roots: tuple, check: bool) -> LoadResult:
         cache = _cache_dir(f)
         for n, row in enumerate(table.read(columns=list(PARQUET_COLUMNS)).to_pylist()):
             rec = f"row {n}"
-            try:
+            with result.catching(row.get("trace_id")):
                 shots = row.get("screenshots") or []
                 if len(shots) != len(row.get("trajectory") or []):
                     raise DataError(f, f"{len(shots)} screenshots for {len(row.get('trajectory') or [])} steps",
@@ -205,30 +207,20 @@ def load_parquet(files: list[Path], roots: tuple, check: bool) -> LoadResult:
                 sub = cache / re.sub(r"[^\w.-]", "_", str(row.get("trace_id")))
                 paths = [_embedded(x, f, rec, i, sub, check, roots) for i, x in enumerate(shots)]
                 result.trajectories.append(parse(row, f, paths, rec))
-            except DataError as exc:
-                result.errors.append(tag(exc, row.get("trace_id")))
     return result
 
 
 def load(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
     """Load a trace JSON, a Parquet shard, or a folder of either (not both, as run_judge.py refuses)."""
     path = Path(path)
-    base = path.parent if path.is_file() else path
-    roots = tuple(dict.fromkeys(Path(r).resolve() for r in (base, *image_roots)))
+    roots = (path.parent if path.is_file() else path, *image_roots)
     if path.is_file():
         jsons, shards = ([], [path]) if path.suffix == ".parquet" else ([path], [])
     else:
         jsons = [f for f in sorted(path.rglob("*.json")) if not f.name.startswith(".")]
         shards = sorted(path.rglob("*.parquet"))
-    if jsons and shards and any(is_trace(_try(f)) for f in jsons):
+    if jsons and shards and any(is_trace(peek_json(f)) for f in jsons):
         raise DataError(path, "holds both trace JSON and Parquet shards; give one kind at a time")
     if shards:
         return load_parquet(shards, roots, check_images)
     return load_json_traces(jsons, roots, check_images, path.is_dir())
-
-
-def _try(f: Path) -> Any:
-    try:
-        return json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None

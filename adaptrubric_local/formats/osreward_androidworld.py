@@ -19,32 +19,30 @@ and call are read from their own fields), `step_history`.
 """
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
 from . import tool_calls
-from .base import DataError, LoadResult, check_nonempty, iter_json_lines, own_id, require, resolve_image, tag
+from .actions_text import described_step, gather, nonblank
+from .base import (
+    DataError,
+    LoadResult,
+    Roots,
+    check_nonempty,
+    iter_json_lines,
+    own_id,
+    require,
+    resolve_image,
+    step_objects,
+    tagged,
+)
+from .detect import peek_json
 
 SCREENS = "before"
 SHAPE = "results/*.jsonl with goal and trajectory (OSReward AndroidWorld)"
 LOOKED_FOR = ("JSONL lines with goal, task_success and trajectory[] (OSReward AndroidWorld), in the folder or "
               "its results/")
-Roots = Iterable[str | os.PathLike]
-
-
-def _first(f: Path) -> Any:
-    try:
-        with open(f, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    return json.loads(line)
-    except (OSError, ValueError):
-        return None
-    return None
 
 
 def is_line(obj: Any) -> bool:
@@ -54,10 +52,8 @@ def is_line(obj: Any) -> bool:
 
 def jsonl_files(p: Path) -> list[Path]:
     """The JSONL files of this shape: `p` itself, or those in `p` or in `p/results/`."""
-    if p.is_file():
-        return [p] if is_line(_first(p)) else []
-    cands = sorted(p.glob("*.jsonl")) + sorted((p / "results").glob("*.jsonl"))
-    return [f for f in cands if f.is_file() and is_line(_first(f))]
+    cands = [p] if p.is_file() else sorted(p.glob("*.jsonl")) + sorted((p / "results").glob("*.jsonl"))
+    return [f for f in cands if f.is_file() and is_line(peek_json(f, line=True))]
 
 
 def detect(p: Path) -> bool:
@@ -78,50 +74,38 @@ def step_of(s: dict, shot: str | None) -> tuple[Step, str | None]:
     """One trajectory step and the answer it submits, if any."""
     summary = s.get("action").strip().strip('"') if isinstance(s.get("action"), str) else ""
     args = tool_calls.arguments_of(s.get("tool_call"))
-    if args is None:
-        action, atype, text, answer = summary, None, None, None
-    else:
-        action, atype, text, answer = tool_calls.describe(args)
-        action += f" # {summary}" if summary else ""
-    thought = s.get("thought") if isinstance(s.get("thought"), str) and s["thought"].strip() else None
-    return Step(screenshot=shot, action=action, action_type=atype, text=text, thought=thought), answer
+    described = (summary, None, None, None) if args is None else tool_calls.describe(args)
+    if args is not None and summary:
+        described = (f"{described[0]} # {summary}", *described[1:])
+    return described_step(shot, described, nonblank(s.get("thought")))
 
 
 def parse(obj: Any, file: Path, rec: str, check: bool, roots: tuple, warnings: list[str]) -> Trajectory:
     """One line -> Trajectory (screenshots relative to `roots[0]`); a DataError carries its id."""
     tid = (own_id(obj.get("save_dir")) or own_id(obj.get("task_name"))) if isinstance(obj, dict) else None
-    try:
-        steps, answer = [], None
-        for i, s in enumerate(require(obj, "trajectory", file, rec, list)):
-            if not isinstance(s, dict):
-                raise DataError(file, "step must be an object", rec, f"trajectory[{i}]")
-            rel = s.get("screenshot_path")
-            shot = (resolve_image(roots[0], rel, file, rec, f"trajectory[{i}].screenshot_path", check, roots)
-                    if isinstance(rel, str) and rel else None)
-            step, ans = step_of(s, shot)
-            steps.append(step)
-            answer = ans if ans is not None else answer
+
+    def shot(i: int, rel: Any) -> str | None:
+        return (resolve_image(roots[0], rel, file, rec, f"trajectory[{i}].screenshot_path", check, roots)
+                if isinstance(rel, str) and rel else None)
+
+    with tagged(tid):
+        steps, answer = gather(step_of(s, shot(i, s.get("screenshot_path")))
+                               for i, s in step_objects(obj, "trajectory", file, rec))
         if tid is None:
             raise DataError(file, "required field missing (neither save_dir nor task_name)", rec, "save_dir")
         traj = Trajectory(id=tid, instruction=require(obj, "goal", file, rec), steps=steps, answer=answer,
                           platform="android", task_id=own_id(obj.get("task_name")),
                           label=label(obj.get("task_success"), file, rec, warnings), source=str(file))
         return check_nonempty(traj, file, rec)
-    except DataError as exc:
-        raise tag(exc, tid) from None
 
 
 def load(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
     """Load the JSONL files of a folder (or its `results/`), or one such file; each file's screenshots
     are taken from the folder two levels above it."""
-    path = Path(path)
     result = LoadResult()
-    for f in jsonl_files(path):
-        base = f.resolve().parent.parent
-        roots = tuple(dict.fromkeys(Path(r).resolve() for r in (base, *image_roots)))
+    for f in jsonl_files(Path(path)):
+        roots = (f.resolve().parent.parent, *image_roots)
         for rec, obj in iter_json_lines(f, result):
-            try:
+            with result.catching():
                 result.trajectories.append(parse(obj, f, rec, check_images, roots, result.warnings))
-            except DataError as exc:
-                result.errors.append(exc)
     return result

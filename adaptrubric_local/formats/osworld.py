@@ -38,12 +38,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..types import Trajectory
-from .actions_text import code_step
+from ..types import Step, Trajectory
+from .actions_text import code_step, gather, nonblank
 from .base import DataError, LoadResult, check_nonempty, iter_json_lines, load_json, resolve_image, tag
 from .runtime_log import instruction_from_runtime_log
 from .screens import after_to_before
@@ -51,6 +52,7 @@ from .screens import after_to_before
 SCREENS = "after"
 _THOUGHT_KEYS = ("reasoning_content", "thought", "reasoning", "thinking", "plan", "content", "response")
 _WINDOWS_PATH = re.compile(r"\b[a-z]:\\\\", re.I)
+Read = Callable[[Path, str, list[dict], tuple, list[str]], Trajectory]
 
 
 def find_examples(folder: Path) -> Path | None:
@@ -87,7 +89,7 @@ def thought_of(response: Any) -> str | None:
         return response.strip() or None
     if isinstance(response, dict):
         for key in _THOUGHT_KEYS:
-            if isinstance(response.get(key), str) and response[key].strip():
+            if nonblank(response.get(key)):
                 return response[key].strip()
     return json.dumps(response, ensure_ascii=False) if response else None
 
@@ -107,104 +109,71 @@ def _shot_name(folder: Path, row: dict, warn: list[str]) -> str | None:
     return name if isinstance(name, str) else None
 
 
-class _Run:
-    """One result folder being read."""
-
-    def __init__(self, folder: Path, tid: str, opts: dict, roots: tuple, check: bool):
-        self.folder, self.tid, self.opts, self.roots, self.check = folder, tid, opts, roots, check
-        self.file, self.rec = folder / "traj.jsonl", f"folder {folder.name}"
-        self.warnings: list[str] = []
-
-    def task(self, rows: list[dict]) -> tuple[str, str]:
-        """(instruction, platform) from the task JSON, else from rows that carry it or from runtime.log."""
-        examples = Path(self.opts["examples"]) if self.opts.get("examples") else find_examples(self.folder)
-        in_rows = next((r["instruction"] for r in rows if isinstance(r.get("instruction"), str)), None)
-        found = task_file(examples, self.folder.parent.name, self.folder.name) if examples is not None else None
-        if found is None:
-            instruction = in_rows or instruction_from_runtime_log(self.folder)
-            if instruction is not None:
-                return instruction, self.opts.get("platform") or self.path_platform()
-        if examples is None:
-            raise DataError(self.file, "no instruction: OSWorld keeps it in evaluation_examples/examples/{domain}/"
-                            f"{self.folder.name}.json of the checkout, and none was found above {self.folder} "
-                            "(point to one with examples=DIR); no row carries one and no runtime.log holds "
-                            "an 'Instruction:' block", self.rec, "instruction")
-        if found is None:
-            raise DataError(self.file, f"no task JSON {self.folder.name}.json under {examples}", self.rec,
-                            "instruction")
-        task = load_json(found)
-        if not isinstance(task, dict) or not isinstance(task.get("instruction"), str):
-            raise DataError(found, "task JSON has no string 'instruction'", self.rec, "instruction")
-        return task["instruction"], self.opts.get("platform") or task_platform(task, found, examples)
-
-    def path_platform(self) -> str:
-        """`windows` when a folder between the data folder given and the run names Windows, else `ubuntu`."""
-        return "windows" if "windows" in self.tid.lower() or "windows" in self.opts.get("given", "").lower() \
-            else "ubuntu"
-
-    def shot(self, name: str | None, what: str) -> str | None:
-        if name is None:
-            return None
-        return resolve_image(self.folder, name, self.file, what, "screenshot_file", self.check, self.roots)
-
-    def read(self, rows: list) -> Trajectory:
-        bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict)), None)
-        if bad is not None:
-            raise DataError(self.file, "step is not a JSON object", self.rec, f"line {bad + 1}")
-        errors = [r["Error"] for r in rows if "Error" in r]
-        instruction, platform = self.task(rows)
-        steps, answer = [], None
-        for r in (r for r in rows if "Error" not in r):
-            shot = self.shot(_shot_name(self.folder, r, self.warnings), f"step_num {r.get('step_num')}")
-            step, ans = code_step(shot, r.get("action"), thought_of(r.get("response")))
-            nla = r.get("natural_language_action")
-            if isinstance(nla, str) and nla.strip():
-                step.action = f"{nla.strip()} [{step.action}]"
-            steps.append(step)
-            answer = ans if ans is not None else answer
-        initial = self.shot("step_0.png", "step 0") if (self.folder / "step_0.png").is_file() else None
-        label = self.label(errors)
-        traj = Trajectory(id=self.tid, instruction=instruction, steps=after_to_before(initial, steps),
-                          answer=answer, platform=platform, task_id=self.folder.name, label=label,
-                          source=str(self.file))
-        return check_nonempty(traj, self.file, self.rec)
-
-    def label(self, errors: list) -> int | None:
-        result = self.folder / "result.txt"
-        if not result.is_file():
-            if errors:
-                self.warnings.append(f"{self.file}: the run ended with {{\"Error\": {str(errors[-1])[:80]!r}}} and "
-                                     "has no result.txt: it never reached the evaluator, so its label is left "
-                                     "empty (not 0)")
-            return None
-        raw = result.read_text(encoding="utf-8").strip()
-        try:
-            score = float(raw)
-        except ValueError:
-            raise DataError(result, f"expected the evaluator's score (a number), got {raw[:40]!r}", self.rec,
-                            "result.txt") from None
-        if errors:
-            self.warnings.append(f"{self.file}: an {{\"Error\": ...}} row follows an evaluated run; kept its "
-                                 f"score {raw}")
-        return int(score > 0.5)
+def _task(folder: Path, tid: str, rows: list[dict], examples: Path | None, given: str) -> tuple[str, str]:
+    """(instruction, platform) from the task JSON, else from rows that carry it or from runtime.log."""
+    file, rec = folder / "traj.jsonl", f"folder {folder.name}"
+    found = task_file(examples, folder.parent.name, folder.name) if examples is not None else None
+    if found is None:
+        instruction = (next((r["instruction"] for r in rows if isinstance(r.get("instruction"), str)), None)
+                       or instruction_from_runtime_log(folder))
+        if instruction is not None:  # the platform from the folder names between the data folder and the run
+            return instruction, "windows" if "windows" in tid.lower() or "windows" in given.lower() else "ubuntu"
+    if examples is None:
+        raise DataError(file, "no instruction: OSWorld keeps it in evaluation_examples/examples/{domain}/"
+                        f"{folder.name}.json of the checkout, and none was found above {folder} "
+                        "(point to one with examples=DIR); no row carries one and no runtime.log holds "
+                        "an 'Instruction:' block", rec, "instruction")
+    if found is None:
+        raise DataError(file, f"no task JSON {folder.name}.json under {examples}", rec, "instruction")
+    task = load_json(found)
+    if not isinstance(task, dict) or not isinstance(task.get("instruction"), str):
+        raise DataError(found, "task JSON has no string 'instruction'", rec, "instruction")
+    return task["instruction"], task_platform(task, found, examples)
 
 
-def load_folder(folder: Path, root: Path, check_images: bool = True, image_roots: Iterable = (),
-                **opts) -> LoadResult:
-    """One result folder holding `traj.jsonl`; its id is the folder's path below `root`."""
-    result = LoadResult()
-    tid = str(folder.relative_to(root)) if folder != root else folder.name
-    rows = [obj for _, obj in iter_json_lines(folder / "traj.jsonl", result)]
-    if result.errors:
-        result.errors = [tag(e, tid) for e in result.errors]
-        return result
-    run = _Run(folder, tid, opts, (root, *image_roots), check_images)
+def read_score(result: Path, what: str, rec: str) -> tuple[float, str]:
+    """(the number a run's result.txt holds, its text); DataError naming `what` when it is not a number."""
+    raw = result.read_text(encoding="utf-8").strip()
     try:
-        result.trajectories.append(run.read(rows))
-    except DataError as exc:
-        result.errors.append(tag(exc, tid))
-    result.warnings += run.warnings
-    return result
+        return float(raw), raw
+    except ValueError:
+        raise DataError(result, f"expected {what} (a number), got {raw[:40]!r}", rec, "result.txt") from None
+
+
+def _label(folder: Path, errors: list, warnings: list[str]) -> int | None:
+    file, result = folder / "traj.jsonl", folder / "result.txt"
+    if not result.is_file():
+        if errors:
+            warnings.append(f"{file}: the run ended with {{\"Error\": {str(errors[-1])[:80]!r}}} and has no "
+                            "result.txt: it never reached the evaluator, so its label is left empty (not 0)")
+        return None
+    score, raw = read_score(result, "the evaluator's score", f"folder {folder.name}")
+    if errors:
+        warnings.append(f"{file}: an {{\"Error\": ...}} row follows an evaluated run; kept its score {raw}")
+    return int(score > 0.5)
+
+
+def _read(folder: Path, tid: str, rows: list[dict], roots: tuple, warnings: list[str], check: bool,
+          examples: Path | None, platform: str | None, given: str) -> Trajectory:
+    file, rec = folder / "traj.jsonl", f"folder {folder.name}"
+    instruction, task_platform_ = _task(folder, tid, rows, examples or find_examples(folder), given)
+
+    def step(r: dict) -> tuple[Step, str | None]:
+        name = _shot_name(folder, r, warnings)
+        shot = None if name is None else resolve_image(folder, name, file, f"step_num {r.get('step_num')}",
+                                                       "screenshot_file", check, roots)
+        step, ans = code_step(shot, r.get("action"), thought_of(r.get("response")))
+        if nonblank(r.get("natural_language_action")):
+            step.action = f"{r['natural_language_action'].strip()} [{step.action}]"
+        return step, ans
+
+    steps, answer = gather(step(r) for r in rows if "Error" not in r)
+    initial = (resolve_image(folder, "step_0.png", file, "step 0", "screenshot_file", check, roots)
+               if (folder / "step_0.png").is_file() else None)
+    label = _label(folder, [r["Error"] for r in rows if "Error" in r], warnings)
+    traj = Trajectory(id=tid, instruction=instruction, steps=after_to_before(initial, steps), answer=answer,
+                      platform=platform or task_platform_, task_id=folder.name, label=label, source=str(file))
+    return check_nonempty(traj, file, rec)
 
 
 def result_folders(path: Path) -> tuple[list[Path], Path]:
@@ -216,14 +185,33 @@ def result_folders(path: Path) -> tuple[list[Path], Path]:
     return sorted(p.parent for p in path.rglob("traj.jsonl")), path
 
 
+def load_runs(path: Path, image_roots: Iterable[str | os.PathLike], read: Read) -> LoadResult:
+    """Every result folder under `path`, read by `read(folder, id, rows, roots, warnings)`; its id is the
+    folder's path below the results folder, and screenshots may lie there or in `image_roots`. A bad
+    traj.jsonl line or a row that is not an object is an error under that id: the trajectory is not read."""
+    folders, root = result_folders(Path(path))
+    result = LoadResult()
+    for folder in folders:
+        tid = str(folder.relative_to(root)) if folder != root else folder.name
+        part = LoadResult()
+        rows = [obj for _, obj in iter_json_lines(folder / "traj.jsonl", part)]
+        bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict)), None)
+        with part.catching(tid):
+            if bad is not None and not part.errors:
+                raise DataError(folder / "traj.jsonl", "step is not a JSON object", f"folder {folder.name}",
+                                f"line {bad + 1}")
+            if not part.errors:
+                part.trajectories.append(read(folder, tid, rows, (root, *image_roots), part.warnings))
+        part.errors = [tag(e, tid) for e in part.errors]
+        result.extend(part)
+    return result
+
+
 def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
          examples: str | os.PathLike | None = None, platform: str | None = None) -> LoadResult:
     """Load every OSWorld result folder under `path`. `examples`: the `evaluation_examples/examples`
     folder holding the task JSONs (default: the one of the checkout `path` lies in); `platform`:
     the platform of every run (default: decided per task, see the module docstring)."""
-    folders, root = result_folders(Path(path))
-    result = LoadResult()
-    for f in folders:
-        result.extend(load_folder(f, root, check_images, tuple(image_roots), examples=examples, platform=platform,
-                                  given=Path(path).resolve().name))
-    return result
+    return load_runs(path, tuple(image_roots), partial(_read, check=check_images, platform=platform,
+                                                       examples=Path(examples) if examples else None,
+                                                       given=Path(path).resolve().name))

@@ -31,12 +31,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 from ..types import Step, Trajectory
-from .actions_text import classify_code_action
-from .base import DataError, LoadResult, check_nonempty, iter_json_lines, load_json, resolve_image, tag
-from .osworld import result_folders
+from .actions_text import classify_code_action, gather
+from .base import DataError, LoadResult, check_nonempty, load_json, resolve_image
+from .osworld import load_runs, read_score
 from .screens import after_to_before
 
 SCREENS = "after"
@@ -60,15 +61,11 @@ def reply_step(shot: str | None, rows: list[dict]) -> tuple[Step, str | None]:
     return Step(screenshot=shot, action=action, action_type=atype, text=text, thought=thought), answer
 
 
-def _label(folder: Path, rec: str, warnings: list[str]) -> int | None:
+def _label(folder: Path, warnings: list[str]) -> int | None:
     result = folder / "result.txt"
     if not result.is_file():
         return None
-    raw = result.read_text(encoding="utf-8").strip()
-    try:
-        score = float(raw)
-    except ValueError:
-        raise DataError(result, f"expected the reward (a number), got {raw[:40]!r}", rec, "result.txt") from None
+    score, raw = read_score(result, "the reward", f"folder {folder.name}")
     if score < 0:
         warnings.append(f"{result}: {raw} (ZeroGUI writes -1 when a step or the evaluation failed): label left "
                         "empty, not 0")
@@ -76,12 +73,9 @@ def _label(folder: Path, rec: str, warnings: list[str]) -> int | None:
     return int(score > 0.5)
 
 
-def _read(folder: Path, tid: str, rows: list, check: bool, roots: tuple, platform: str | None,
-          warnings: list[str]) -> Trajectory:
+def _read(folder: Path, tid: str, rows: list[dict], roots: tuple, warnings: list[str], check: bool,
+          platform: str | None) -> Trajectory:
     file, rec = folder / "traj.jsonl", f"folder {folder.name}"
-    bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict)), None)
-    if bad is not None:
-        raise DataError(file, "step is not a JSON object", rec, f"line {bad + 1}")
     if not (folder / "config.json").is_file():
         raise DataError(file, "no config.json beside traj.jsonl (ZeroGUI writes the task config, with its "
                         "instruction, there)", rec, "instruction")
@@ -91,19 +85,15 @@ def _read(folder: Path, tid: str, rows: list, check: bool, roots: tuple, platfor
     replies: dict = {}
     for i, r in enumerate(rows):
         replies.setdefault(r.get("step_num", i + 1), []).append(r)
-    steps, answer = [], None
-    for n, group in replies.items():
-        name = group[-1].get("screenshot_file") or f"step_{n}.png"
-        shot = resolve_image(folder, name, file, f"step_num {n}", "screenshot_file", check, roots)
-        step, ans = reply_step(shot, group)
-        steps.append(step)
-        answer = ans if ans is not None else answer
+    steps, answer = gather(
+        reply_step(resolve_image(folder, group[-1].get("screenshot_file") or f"step_{n}.png", file, f"step_num {n}",
+                                 "screenshot_file", check, roots), group) for n, group in replies.items())
     initial = (resolve_image(folder, "step_0.png", file, "step 0", "step_0.png", check, roots)
                if (folder / "step_0.png").is_file() else None)
     traj = Trajectory(id=tid, instruction=config["instruction"], steps=after_to_before(initial, steps),
                       answer=answer, platform=platform or ("android" if "task_id" in config else "ubuntu"),
                       task_id=str(config.get("id") or config.get("task_id") or folder.name),
-                      label=_label(folder, rec, warnings), source=str(file))
+                      label=_label(folder, warnings), source=str(file))
     return check_nonempty(traj, file, rec)
 
 
@@ -111,21 +101,9 @@ def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.P
          platform: str | None = None) -> LoadResult:
     """Load every ZeroGUI task folder under `path` (the save dir, one task folder, or its traj.jsonl);
     `platform` overrides the one read off each task config."""
-    folders, root = result_folders(Path(path))
-    result = LoadResult()
-    result.warnings += [f"{f}: {f.read_text(encoding='utf-8').strip()!r} and no traj.jsonl: the task never ran; "
-                        "not loaded" for f in sorted(Path(path).glob("*/result.txt")) if Path(path).is_dir()
-                        and not (f.parent / "traj.jsonl").exists()]
-    for folder in folders:
-        tid = str(folder.relative_to(root)) if folder != root else folder.name
-        part = LoadResult()
-        rows = [obj for _, obj in iter_json_lines(folder / "traj.jsonl", part)]
-        if not part.errors:
-            try:
-                part.trajectories.append(_read(folder, tid, rows, check_images, (root, *image_roots), platform,
-                                               part.warnings))
-            except DataError as exc:
-                part.errors.append(exc)
-        part.errors = [tag(e, tid) for e in part.errors]
-        result.extend(part)
-    return result
+    never_ran = LoadResult(warnings=[
+        f"{f}: {f.read_text(encoding='utf-8').strip()!r} and no traj.jsonl: the task never ran; not loaded"
+        for f in sorted(Path(path).glob("*/result.txt"))
+        if Path(path).is_dir() and not (f.parent / "traj.jsonl").exists()])
+    never_ran.extend(load_runs(path, tuple(image_roots), partial(_read, check=check_images, platform=platform)))
+    return never_ran
