@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
-from .base import DataError, LoadResult, check_nonempty, load_json, require, resolve_image, tag
+from .actions_text import described_step, gather
+from .base import DataError, LoadResult, check_nonempty, load_json, require, resolve_image, step_objects
 
 _SUCCESS = {"successful": 1, "unsuccessful": 0}
 _KINDS = {"click": "tap", "dblclick": "tap", "fill": "type", "scroll": "scroll", "goto": "navigate",
@@ -119,16 +120,14 @@ def _screenshot(root: Path, raw: Any, file: Path, record: str, check: bool, root
 def _trajectory(obj: dict, file: Path, root: Path, labels: dict, check: bool, roots: tuple) -> Trajectory:
     rec = file.stem
     goal = require(obj, "goal", file, rec)
-    raw_steps = require(obj, "steps", file, rec, list)
-    steps, answer = [], None
-    for i, s in enumerate(raw_steps):
-        if not isinstance(s, dict):
-            raise DataError(file, "step is not a JSON object", rec, f"steps[{i}]")
-        text, kind, typed, said = describe(s.get("action"))
+
+    def step(i: int, s: dict) -> tuple[Step, str | None]:
         shot = _screenshot(root, s.get("screenshot_path"), file, f"{rec} step {s.get('num', i)}", check, roots)
-        steps.append(Step(screenshot=shot, action=text, action_type=kind, text=typed,
-                          thought=s.get("reasoning") if isinstance(s.get("reasoning"), str) else None))
-        answer = said or answer
+        step, said = described_step(shot, describe(s.get("action")),
+                                    s.get("reasoning") if isinstance(s.get("reasoning"), str) else None)
+        return step, said or None
+
+    steps, answer = gather(step(i, s) for i, s in step_objects(obj, "steps", file, rec, "step is not a JSON object"))
     benchmark, agent = str(obj.get("benchmark", "")), str(obj.get("agent", ""))
     traj = Trajectory(id=f"{benchmark}/{agent}/{rec}", instruction=goal.strip(), steps=steps, answer=answer,
                       platform="web", task_id=rec, label=labels.get((benchmark, agent, rec)), source=str(file))
@@ -160,7 +159,7 @@ def load_agentrewardbench(path: str | os.PathLike, check_images: bool = True,
     labels = read_annotations(ann) if ann else {}
     files = [p] if p.is_file() else [f for f in sorted(p.rglob("*.json")) if _in_cleaned(f, root)]
     for f in files:
-        try:
+        with result.catching(_path_id(f, root)):
             obj = load_json(f)
             if isinstance(obj, dict) and obj.get("valid") is False:
                 result.warnings.append(f"{f}: valid is false (an incomplete AgentLab run, which run_judge.py skips); "
@@ -171,8 +170,6 @@ def load_agentrewardbench(path: str | os.PathLike, check_images: bool = True,
                 result.warnings.append(f"{ann}: {traj.id} is annotated neither Successful nor Unsuccessful "
                                        "(Unsure); loaded unlabelled")
             result.trajectories.append(traj)
-        except DataError as exc:
-            result.errors.append(tag(exc, _path_id(f, root)))
     return result
 
 

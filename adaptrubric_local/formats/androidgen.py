@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
+from .actions_text import described_step, gather
 from .base import (
     DataError,
     LoadResult,
@@ -142,14 +143,11 @@ def load_trace(record_file: Path, root: Path, labels: dict[str, int], check_imag
     bad = next((rec for rec, obj in rows if not isinstance(obj, dict)), None)
     if bad is not None:
         result.errors.append(DataError(record_file, "step is not a JSON object", bad))
-    if result.errors:  # a step we could not read would silently shorten the trajectory
-        result.errors = [tag(e, trace_id) for e in result.errors]
-        return result
-    try:
-        result.trajectories.append(_trace(rows, record_file, root, trace_id, labels, check_images,
-                                          tuple(image_roots), result))
-    except DataError as exc:
-        result.errors.append(tag(exc, trace_id))
+    if not result.errors:  # a step we could not read would silently shorten the trajectory
+        with result.catching():
+            result.trajectories.append(_trace(rows, record_file, root, trace_id, labels, check_images,
+                                              tuple(image_roots), result))
+    result.errors = [tag(e, trace_id) for e in result.errors]
     return result
 
 
@@ -158,15 +156,15 @@ def _trace(rows: list, record_file: Path, root: Path, trace_id: str, labels: dic
     if not rows:
         raise DataError(record_file, "no steps", None, "steps")
     rows.sort(key=lambda r: r[1].get("index", 0) if isinstance(r[1].get("index"), int) else 0)
-    steps, answer, fallback = [], None, 0
-    for record, obj in rows:
-        shot_key = "raw" if obj.get("raw") and (root / str(obj["raw"])).is_file() else "image"
-        fallback += shot_key == "image" and bool(obj.get("raw"))
-        shot = resolve_image(root, obj.get(shot_key), record_file, record, shot_key, check_images, image_roots)
-        action, atype, text, ans = describe_action(obj.get("parsed_action"), obj.get("state"))
-        answer = ans if ans is not None else answer
-        steps.append(Step(screenshot=shot, action=action, action_type=atype, text=text,
-                          thought=obj.get("response") if isinstance(obj.get("response"), str) else None))
+    plain = [bool(obj.get("raw")) and (root / str(obj["raw"])).is_file() for _, obj in rows]
+
+    def step(record: str, obj: dict, key: str) -> tuple[Step, str | None]:
+        shot = resolve_image(root, obj.get(key), record_file, record, key, check_images, image_roots)
+        thought = obj.get("response") if isinstance(obj.get("response"), str) else None
+        return described_step(shot, describe_action(obj.get("parsed_action"), obj.get("state")), thought)
+
+    steps, answer = gather(step(record, obj, "raw" if p else "image") for (record, obj), p in zip(rows, plain))
+    fallback = sum(not p and bool(obj.get("raw")) for p, (_, obj) in zip(plain, rows))
     if fallback:
         result.warnings.append(f"{record_file}: {fallback} step(s) have no plain 'raw' screenshot; "
                                "used the annotated 'image' instead")

@@ -29,7 +29,7 @@ import yaml
 
 from ..types import Step, Trajectory
 from .actions_text import code_step
-from .base import DataError, LoadResult, check_nonempty, own_id, parse_label, resolve_image, tag
+from .base import DataError, LoadResult, check_nonempty, own_id, parse_label, resolve_image
 
 MAPPING_FILE = "adaptrubric-columns.yaml"
 CACHE_DIR = "adaptrubric-images"
@@ -161,13 +161,9 @@ def _image(value: Any, src: _Source, record: str, fname: str) -> str:
     return resolve_image(src.root, value, src.file, record, fname, src.check_images, src.roots)
 
 
-def _as_list(row: dict, column: str | None) -> list | None:
-    if column is None:
-        return None
-    value = row.get(column)
-    if value is None:
-        return None
-    return list(value) if isinstance(value, (list, tuple)) else [value]
+def _as_list(row: dict, column: str | None) -> list:
+    value = _cell(row, column)
+    return [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def _text(v: Any) -> str | None:
@@ -177,10 +173,9 @@ def _text(v: Any) -> str | None:
 
 
 def _steps(row: dict, m: ColumnMapping, src: _Source, record: str) -> tuple[list[Step], str | None]:
-    shots = _as_list(row, m.screenshots) or []
+    shots = _as_list(row, m.screenshots)
     paths = [_image(v, src, record, f"{m.screenshots}[{i}]") for i, v in enumerate(shots)]
-    actions = _as_list(row, m.actions) or []
-    thoughts = _as_list(row, m.thoughts) or []
+    actions, thoughts = _as_list(row, m.actions), _as_list(row, m.thoughts)
     if m.screens == "after":  # action i produced screen i: pair it with screen i-1, the last is the final screen
         paths = [None, *paths]
     if len(paths) not in (len(actions), len(actions) + 1) and actions:
@@ -255,10 +250,8 @@ def load_hf_dataset(path: str | os.PathLike, check_images: bool = True, image_ro
         for batch in ds.with_format("arrow").iter(batch_size=64):
             for k, row in enumerate(batch.to_pylist()):
                 index = f"{name}/{start + k}" if len(splits) > 1 or m.id is None else str(start + k)
-                try:
+                with result.catching(_cell(row, m.id) if m.id else index):
                     result.trajectories.append(_trajectory(row, index, m, src, result.warnings))
-                except DataError as exc:
-                    result.errors.append(tag(exc, _cell(row, m.id) if m.id else index))
             start += batch.num_rows
     return result
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
-from .base import DataError, LoadResult, check_nonempty, load_json, require, resolve_image, tag
+from .base import DataError, LoadResult, check_nonempty, load_json, require, resolve_image
 
 V2 = "online-mind2web-v2"
 LABEL_FILE = "human_label.json"
@@ -84,13 +84,9 @@ def _steps(obj: dict, folder: Path, file: Path, check: bool, roots: tuple, warni
     steps = []
     for i, (shot, action, thought) in enumerate(entries):
         path = resolve_image(shots_dir, shot, file, f"{rec} step {i}", "screenshot", check, roots) if shot else None
-        if action is None:
-            steps.append(Step(screenshot=path, action="(final screen)", action_type="observe"))
-            continue
-        action = str(action)
-        kind, typed = classify(action)
-        steps.append(Step(screenshot=path, action=action, action_type=kind, text=typed,
-                          thought=thought if isinstance(thought, str) else None))
+        kind, typed = classify(str(action)) if action is not None else ("observe", None)
+        steps.append(Step(screenshot=path, action="(final screen)" if action is None else str(action), action_type=kind,
+                          text=typed, thought=thought if isinstance(thought, str) and action is not None else None))
     return steps
 
 
@@ -147,7 +143,7 @@ def load_online_mind2web(path: str | os.PathLike, check_images: bool = True,
     by_task = read_labels(label_file, agent, base, result.warnings) if label_file else {}
     for folder in folders:
         file = folder / "result.json"
-        try:
+        with result.catching(folder.name):
             obj = load_json(file)
             if not isinstance(obj, dict):
                 raise DataError(file, "expected a JSON object", folder.name)
@@ -160,8 +156,6 @@ def load_online_mind2web(path: str | os.PathLike, check_images: bool = True,
                               task_id=tid, label=_label(by_task.get(tid), tid, result.warnings, label_file or file),
                               source=str(file))
             result.trajectories.append(check_nonempty(traj, file, folder.name))
-        except DataError as exc:
-            result.errors.append(tag(exc, folder.name))
     return result
 
 
