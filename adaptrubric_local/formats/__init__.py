@@ -76,20 +76,19 @@ def register_format(name: str, *, detect: Callable[[Path], bool], looked_for: st
                             screens=screens)
 
 
+_NOT_DATA = ((canonical.looks_like_verdicts, "a verdict file"),
+             (canonical.looks_like_labels, "a labels file (give it with --labels)"))
+
+
 def data_jsonl(folder: Path, warnings: list[str] | None = None) -> list[Path]:
-    """The folder's own *.jsonl files that are not verdict files (noted in `warnings`)."""
+    """The folder's own *.jsonl files that are not verdict or labels files (noted in `warnings`)."""
     out = []
     for f in sorted(folder.glob("*.jsonl")):
-        if f.is_file() and canonical.looks_like_verdicts(f):
-            if warnings is not None:
-                warnings.append(f"{f}: this looks like a verdict file, not trajectory data; skipped it")
-            continue
-        if f.is_file() and canonical.looks_like_labels(f):
-            if warnings is not None:
-                warnings.append(f"{f}: this looks like a labels file (give it with --labels), not trajectory "
-                                "data; skipped it")
-            continue
-        out.append(f)
+        what = next((what for looks, what in _NOT_DATA if f.is_file() and looks(f)), None)
+        if what is None:
+            out.append(f)
+        elif warnings is not None:
+            warnings.append(f"{f}: this looks like {what}, not trajectory data; skipped it")
     return out
 
 

@@ -32,29 +32,26 @@ def _opt_str(obj: dict, key: str, file: Path, record: str, prefix: str = ""):
     return val
 
 
+def _first_keys(path: Path) -> set:
+    """The keys of the file's first JSON object (none when it is not an object or cannot be read)."""
+    try:
+        obj = next((obj for _, obj in iter_json_lines(Path(path), LoadResult())), None)
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return set(obj) if isinstance(obj, dict) else set()
+
+
 def looks_like_verdicts(path: Path) -> bool:
     """True when the file's first JSON object is a verdict line (status/score, no steps)."""
-    scratch = LoadResult()
-    try:
-        for _, obj in iter_json_lines(Path(path), scratch):
-            return (isinstance(obj, dict) and "steps" not in obj and "status" in obj
-                    and bool({"score", "p_success"} & set(obj)))
-    except (OSError, UnicodeDecodeError):
-        return False
-    return False
+    keys = _first_keys(path)
+    return "steps" not in keys and "status" in keys and bool({"score", "p_success"} & keys)
 
 
 def looks_like_labels(path: Path) -> bool:
     """True when the file's first JSON object is a labels line (id and label, no steps or instruction:
     what the review page exports), which is read with --labels, never as data."""
-    scratch = LoadResult()
-    try:
-        for _, obj in iter_json_lines(Path(path), scratch):
-            return (isinstance(obj, dict) and {"id", "label"} <= set(obj)
-                    and not {"steps", "instruction", "status"} & set(obj))
-    except (OSError, UnicodeDecodeError):
-        return False
-    return False
+    keys = _first_keys(path)
+    return {"id", "label"} <= keys and not {"steps", "instruction", "status"} & keys
 
 
 def labels_file_error(path: Path) -> DataError:

@@ -113,13 +113,8 @@ class IdSet:
         return out
 
     def __contains__(self, i: str) -> bool:
-        return self.has_digest(digest(i))
-
-    def has_digest(self, key: bytes) -> bool:
-        """Whether a digest (from `digest`) is in the set."""
-        key = key.rstrip(b"\0")  # numpy's fixed-width bytes drop trailing NULs when read back
-        k = np.searchsorted(self._keys, key)
-        return bool(k < len(self._keys) and self._keys[k] == key)
+        k = np.searchsorted(self._keys, key(i))
+        return bool(k < len(self._keys) and self._keys[k] == key(i))
 
     def is_repeated(self, i: str) -> bool:
         """Whether the id was added more than once (few are, in any real data set)."""
