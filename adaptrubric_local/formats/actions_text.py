@@ -1,8 +1,8 @@
 """Read an action type, typed text and submitted answer off an action written as code: a pyautogui
 line (`pyautogui.typewrite('hi')`), a function call (`type(content='hi')`, `finished(content='3')`,
 `answer('3')`) or a bare keyword (OSWorld's `DONE`/`FAIL`/`WAIT`). Shared by the loaders of formats
-whose actions are code, as are the pieces every loader builds its steps with (`gather`, `described_step`,
-`nonblank`); knows nothing about any one format's files.
+whose actions are code, as are the pieces every loader builds its steps with (`step_objects`, `gather`,
+`described_step`, `nonblank`); knows nothing about any one format's files.
 
 The action type is the name of the call the action makes (its first call, unless that only moves the
 pointer or waits before another), never a keyword anywhere in the text: a comment or a docstring
@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from ..types import Step
+from .base import DataError, require
 
 _CALL_RE = re.compile(r"(?<![\w.'\"])(?:pyautogui\.|computer\.|browser\.)?([A-Za-z_]\w*)\s*\(")
 _STR = r"(['\"])((?:\\.|(?!\1).)*)\1"
@@ -43,6 +45,15 @@ _KEYWORDS = {"DONE": "done", "FAIL": "fail", "WAIT": "wait"}
 def nonblank(value: Any) -> str | None:
     """`value` when it is a string with more than whitespace in it, else None."""
     return value if isinstance(value, str) and value.strip() else None
+
+
+def step_objects(obj: Any, key: str, file: Path, record: str,
+                 problem: str = "step must be an object") -> Iterator[tuple[int, dict]]:
+    """(index, step) of the list `obj[key]`; DataError naming `key[i]` for a step that is not an object."""
+    for i, s in enumerate(require(obj, key, file, record, list)):
+        if not isinstance(s, dict):
+            raise DataError(file, problem, record, f"{key}[{i}]")
+        yield i, s
 
 
 def gather(steps: Iterable[tuple[Step, str | None]]) -> tuple[list[Step], str | None]:

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
-from .actions_text import described_step, gather
-from .base import DataError, LoadResult, check_nonempty, load_json, require, resolve_image, step_objects
+from .actions_text import described_step, gather, step_objects
+from .base import DataError, LoadResult, check_nonempty, load_json, require, resolve_image
 
 _SUCCESS = {"successful": 1, "unsuccessful": 0}
 _KINDS = {"click": "tap", "dblclick": "tap", "fill": "type", "scroll": "scroll", "goto": "navigate",

@@ -194,15 +194,6 @@ def require(obj: dict, key: str, file: Path, record: str, kind: type | tuple = s
     return val
 
 
-def step_objects(obj: Any, key: str, file: Path, record: str,
-                 problem: str = "step must be an object") -> Iterator[tuple[int, dict]]:
-    """(index, step) of the list `obj[key]`; DataError naming `key[i]` for a step that is not an object."""
-    for i, s in enumerate(require(obj, key, file, record, list)):
-        if not isinstance(s, dict):
-            raise DataError(file, problem, record, f"{key}[{i}]")
-        yield i, s
-
-
 def parse_label(value: Any, file: Path, record: str, field_name: str) -> int | None:
     """Read a success label: 0/1, booleans, SUCCESS/FAIL style strings, or None."""
     if value is None:

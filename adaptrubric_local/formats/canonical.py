@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..types import Step, Trajectory
+from .actions_text import step_objects
 from .base import DataError, LoadResult, check_nonempty, iter_json_lines, parse_label, require, resolve_image, tag
 
 TOP_KEYS = {"id", "instruction", "steps", "answer", "platform", "task_id", "label"}
@@ -96,12 +97,9 @@ def _parse_record(obj: dict, root: Path, file: Path, record: str, check_images: 
     if unknown:  # before the required fields: a misspelled `stpes` is named, not `steps` missing
         raise DataError(file, f"unknown keys {sorted(unknown)}{_nearest(unknown, TOP_KEYS)}; allowed: "
                               f"{sorted(TOP_KEYS)}", rec)
-    steps_in = require(obj, "steps", file, rec, list)
     steps = []
-    for i, s in enumerate(steps_in):
+    for i, s in step_objects(obj, "steps", file, rec, "step must be a JSON object"):
         fname = f"steps[{i}]"
-        if not isinstance(s, dict):
-            raise DataError(file, "step must be a JSON object", rec, fname)
         bad = set(s) - STEP_KEYS
         if bad:
             raise DataError(file, f"unknown step keys {sorted(bad)}{_nearest(bad, STEP_KEYS)}; allowed: "

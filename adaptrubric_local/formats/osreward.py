@@ -31,24 +31,13 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
-from .actions_text import gather, nonblank
-from .base import (
-    DataError,
-    LoadResult,
-    Roots,
-    check_nonempty,
-    load_json,
-    own_id,
-    parse_label,
-    require,
-    resolve_image,
-    step_objects,
-    tagged,
-)
+from .actions_text import gather, nonblank, step_objects
+from .base import DataError, LoadResult, check_nonempty, load_json, own_id, parse_label, require, resolve_image, tagged
 from .detect import peek_json
 
 SCREENS = "before"
@@ -210,7 +199,7 @@ def load_parquet(files: list[Path], roots: tuple, check: bool) -> LoadResult:
     return result
 
 
-def load(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
+def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = ()) -> LoadResult:
     """Load a trace JSON, a Parquet shard, or a folder of either (not both, as run_judge.py refuses)."""
     path = Path(path)
     roots = (path.parent if path.is_file() else path, *image_roots)

@@ -24,19 +24,8 @@ from typing import Any
 
 from ..types import Step, Trajectory
 from . import tool_calls
-from .actions_text import described_step, gather, nonblank
-from .base import (
-    DataError,
-    LoadResult,
-    Roots,
-    check_nonempty,
-    iter_json_lines,
-    own_id,
-    require,
-    resolve_image,
-    step_objects,
-    tagged,
-)
+from .actions_text import described_step, gather, nonblank, step_objects
+from .base import DataError, LoadResult, Roots, check_nonempty, iter_json_lines, own_id, require, resolve_image, tagged
 from .detect import peek_json
 
 SCREENS = "before"
