@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..registry import Registry
+from ..types import Trajectory
 from . import (
     agentrewardbench,
     androidgen,
@@ -99,8 +100,7 @@ def folder_hints(folder: Path) -> str:
               if f.name not in ("record.jsonl", "traj.jsonl") and not canonical.looks_like_verdicts(f)]
     out = ""
     if verdicts:
-        out += (f". {', '.join(verdicts)} looks like a verdict file (what `score` writes), not trajectory "
-                "data")
+        out += f". {', '.join(verdicts)} looks like a verdict file (what `score` writes), not trajectory data"
     if deeper:
         out += f". Trajectory data may be in: {', '.join(map(str, deeper[:5]))}; pass that path instead"
     return out
@@ -163,16 +163,12 @@ register_format("online-mind2web", **online_mind2web.REGISTRATION)(online_mind2w
 def _refuse_repeated_ids(result: LoadResult) -> None:
     """A second trajectory with an id already loaded becomes an error naming both sources: verdicts
     are matched to trajectories by id, so one id must mean one trajectory."""
-    first: dict[str, str | None] = {}
-    keep = []
+    first: dict[str, Trajectory] = {}
     for t in result.trajectories:
-        if t.id in first:
-            result.errors.append(DataError(t.source or "?", f"duplicate id {t.id!r} (first in {first[t.id]})",
+        if first.setdefault(t.id, t) is not t:
+            result.errors.append(DataError(t.source or "?", f"duplicate id {t.id!r} (first in {first[t.id].source})",
                                            field="id"))
-        else:
-            first[t.id] = t.source
-            keep.append(t)
-    result.trajectories = keep
+    result.trajectories = list(first.values())
 
 
 def _check_options(fmt: str, options: dict) -> None:
@@ -216,9 +212,8 @@ def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = 
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)} or auto")
     if not p.exists():
         raise DataError(p, "no such file or folder")
-    _check_options(fmt, options or {})
-    roots = check_image_roots(image_roots)
-    result = FORMATS[fmt].load(p, check_images=check_images, image_roots=roots, **(options or {}))
+    _check_options(fmt, options)
+    result = FORMATS[fmt].load(p, check_images=check_images, image_roots=check_image_roots(image_roots), **options)
     _refuse_repeated_ids(result)
     if not result.trajectories and not result.errors:
         hint = folder_hints(p) if p.is_dir() else ""

@@ -114,15 +114,15 @@ def _at(values: Any, i: int) -> Any:
 def _action(data: dict, i: int) -> tuple[dict, str | None]:
     """(the action as a dict, the thought) of step i."""
     out, act, thought = (_at(data.get(k), i) for k in ("action_output", "action_output_json", "action_reason"))
+    action = {}
     if isinstance(act, Record):
         action = {k: v for k, v in act.__dict__.items() if v is not None}
-    else:
-        action = {}
-        if isinstance(out, str) and "Action:" in out:
-            try:
-                action = json.loads(out.rsplit("Action:", 1)[1].strip())
-            except ValueError:
-                action = {"raw": out.rsplit("Action:", 1)[1].strip()}
+    elif isinstance(out, str) and "Action:" in out:
+        tail = out.rsplit("Action:", 1)[1].strip()
+        try:
+            action = json.loads(tail)
+        except ValueError:
+            action = {"raw": tail}
     if thought is None and isinstance(out, str) and "Reason:" in out:
         thought = out.split("Reason:", 1)[1].split("Action:", 1)[0].strip()
     return (action if isinstance(action, dict) else {"raw": action}), thought
@@ -172,7 +172,7 @@ def load_file(file: Path, png_root: Path, stem: str) -> LoadResult:
     digest = hashlib.sha256(file.read_bytes()).hexdigest()[:12]
     for i, ep in enumerate(episodes):
         tid, rec = stem if len(episodes) == 1 else f"{stem}/{i}", f"episode {i}"
-        try:
+        with result.catching(tid):
             if not isinstance(ep, dict) or not isinstance(ep.get("goal"), str):
                 raise DataError(file, "episode has no string 'goal'", rec, "goal")
             label = _label(ep, file, rec, result.warnings)
@@ -190,8 +190,6 @@ def load_file(file: Path, png_root: Path, stem: str) -> LoadResult:
                               task_id=ep.get("task_template") or file.name[: -len(SUFFIX)], label=label,
                               source=str(file))
             result.trajectories.append(check_nonempty(traj, file, rec))
-        except DataError as exc:
-            result.errors.append(tag(exc, tid))
     return result
 
 
