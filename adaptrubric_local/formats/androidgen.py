@@ -52,11 +52,8 @@ _ELEMENT = re.compile(r'<element id="(\d+)"[^>]*>(.*?)</element>', re.S)
 def _element_label(state: Any, element_id: Any) -> str | None:
     if not isinstance(state, str) or element_id is None:
         return None
-    for eid, text in _ELEMENT.findall(state):
-        if eid == str(element_id):
-            text = " ".join(text.split())
-            return text[:60] or None
-    return None
+    return next((" ".join(text.split())[:60] or None for eid, text in _ELEMENT.findall(state)
+                 if eid == str(element_id)), None)
 
 
 def describe_action(pa: Any, state: Any) -> tuple[str, str | None, str | None, str | None]:
@@ -187,8 +184,7 @@ def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.P
     if (path / "record.jsonl").is_file():
         files, root = [path / "record.jsonl"], path.parent
     elif not any(path.glob("*/record.jsonl")) and any(path.glob("episodes/*/record.jsonl")):
-        root = path / "episodes"
-        files = sorted(root.glob("*/record.jsonl"))
+        files, root = sorted((path / "episodes").glob("*/record.jsonl")), path / "episodes"
     else:
         files, root = sorted(path.glob("*/record.jsonl")), path
     result = LoadResult()

@@ -124,14 +124,14 @@ def _open(p: Path) -> dict[str, Any]:
     return {"train": datasets.Dataset.from_parquet(files)}
 
 
-def _image_file(data: bytes, hint: Any, src: _Source, file: Path, record: str, fname: str) -> str:
+def _image_file(data: bytes, hint: Any, src: _Source, record: str, fname: str) -> str:
     ext = next((e for magic, e in _MAGIC if data.startswith(magic)), None)
     if ext is None and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         ext = ".webp"
     if ext is None and isinstance(hint, str) and Path(hint).suffix:
         ext = Path(hint).suffix.lower()
     if ext is None:
-        raise DataError(file, "image bytes of an unknown type (not PNG, JPEG, GIF, BMP or WebP)", record, fname)
+        raise DataError(src.file, "image bytes of an unknown type (not PNG, JPEG, GIF, BMP or WebP)", record, fname)
     out = src.cache / (hashlib.sha256(data).hexdigest() + ext)
     if not out.is_file():
         try:
@@ -149,15 +149,15 @@ def _image(value: Any, src: _Source, record: str, fname: str) -> str:
     """A file path for one image cell: bytes go to the cache, a path is resolved in the data set."""
     if isinstance(value, dict) and ("bytes" in value or "path" in value):
         if value.get("bytes"):
-            return _image_file(value["bytes"], value.get("path"), src, src.file, record, fname)
+            return _image_file(value["bytes"], value.get("path"), src, record, fname)
         value = value.get("path")
     if isinstance(value, (bytes, bytearray)):
-        return _image_file(bytes(value), None, src, src.file, record, fname)
+        return _image_file(bytes(value), None, src, record, fname)
     if hasattr(value, "save") and hasattr(value, "mode"):  # a decoded PIL image
         import io
         buf = io.BytesIO()
         value.save(buf, format="PNG")
-        return _image_file(buf.getvalue(), None, src, src.file, record, fname)
+        return _image_file(buf.getvalue(), None, src, record, fname)
     return resolve_image(src.root, value, src.file, record, fname, src.check_images, src.roots)
 
 
