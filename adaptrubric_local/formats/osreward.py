@@ -83,10 +83,8 @@ def call_of(action: Any) -> tuple[str | None, dict]:
     name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
     kwargs = {}
     for kw in node.keywords:
-        try:
+        with contextlib.suppress(ValueError):
             kwargs[kw.arg] = ast.literal_eval(kw.value)
-        except ValueError:
-            continue
     if node.args and "text" not in kwargs:
         with contextlib.suppress(ValueError):
             kwargs["text"] = ast.literal_eval(node.args[0])

@@ -71,7 +71,7 @@ class TrajectoryStream:
             if canonical.looks_like_labels(self.path):
                 raise canonical.labels_file_error(self.path)
             self.files = [self.path]
-        ids, self.records = IdBuilder(), 0
+        ids = IdBuilder()
         for f in self.files:
             scratch = LoadResult(warnings=self.warnings)
             for _, obj in iter_json_lines(f, scratch):
