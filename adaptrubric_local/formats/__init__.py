@@ -143,18 +143,11 @@ register_format("zerogui", order=20, shape="traj.jsonl + config.json (ZeroGUI)",
 register_format("osworld", order=21, shape="traj.jsonl (OSWorld)", screens=osworld.SCREENS,
                 looked_for="traj.jsonl (OSWorld results/{action_space}/{observation_type}/{model}/{domain}/{id}) "
                            "anywhere below", detect=lambda p: first_traj_row(p) is not None)(osworld.load)
-register_format("androidworld", order=25, shape="*.pkl.gz (AndroidWorld)", screens=androidworld.SCREENS,
-                looked_for="*.pkl.gz (AndroidWorld checkpoints) in the folder or in its run sub-folders",
-                detect=androidworld.detect)(androidworld.load)
-register_format("osreward-androidworld", order=26, shape=osreward_androidworld.SHAPE,
-                looked_for=osreward_androidworld.LOOKED_FOR, detect=osreward_androidworld.detect,
-                screens=osreward_androidworld.SCREENS)(osreward_androidworld.load)
-register_format("clawgui", order=30, shape=clawgui.SHAPE, looked_for=clawgui.LOOKED_FOR, detect=clawgui.detect,
-                screens=clawgui.SCREENS)(clawgui.load)
-register_format("clawgui-agent", order=31, shape=clawgui_agent.SHAPE, looked_for=clawgui_agent.LOOKED_FOR,
-                detect=clawgui_agent.detect, screens=clawgui_agent.SCREENS)(clawgui_agent.load)
-register_format("osreward", order=50, shape=osreward.SHAPE, looked_for=osreward.LOOKED_FOR, detect=osreward.detect,
-                screens=osreward.SCREENS)(osreward.load)
+for _name, _order, _module in (("androidworld", 25, androidworld), ("osreward-androidworld", 26, osreward_androidworld),
+                               ("clawgui", 30, clawgui), ("clawgui-agent", 31, clawgui_agent),
+                               ("osreward", 50, osreward)):
+    register_format(_name, order=_order, shape=_module.SHAPE, looked_for=_module.LOOKED_FOR, detect=_module.detect,
+                    screens=_module.SCREENS)(_module.load)
 register_format("hf-dataset", **hf_dataset.REGISTRATION)(hf_dataset.load_hf_dataset)
 register_format("agentrewardbench", **agentrewardbench.REGISTRATION)(agentrewardbench.load_agentrewardbench)
 register_format("online-mind2web", **online_mind2web.REGISTRATION)(online_mind2web.load_online_mind2web)

@@ -46,6 +46,8 @@ from ..types import Step, Trajectory
 from .base import DataError, LoadResult, check_nonempty, tag
 
 SCREENS = "before"
+SHAPE = "*.pkl.gz (AndroidWorld)"
+LOOKED_FOR = "*.pkl.gz (AndroidWorld checkpoints) in the folder or in its run sub-folders"
 SUFFIX = ".pkl.gz"
 _SHOT_KEYS = ("raw_screenshot", "before_screenshot", "screenshot", "pixels")
 _NUMPY = {"_reconstruct", "scalar", "_frombuffer", "ndarray", "dtype"}
