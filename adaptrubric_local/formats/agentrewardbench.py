@@ -51,10 +51,7 @@ def find_root(p: Path) -> Path:
     p = p.resolve()
     if (p / "cleaned").is_dir():
         return p
-    for parent in [p, *p.parents]:
-        if parent.name == "cleaned":
-            return parent.parent
-    return p
+    return next((parent.parent for parent in [p, *p.parents] if parent.name == "cleaned"), p)
 
 
 def is_agentrewardbench(p: Path) -> bool:

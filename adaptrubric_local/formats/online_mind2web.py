@@ -92,10 +92,8 @@ def _steps(obj: dict, folder: Path, file: Path, check: bool, roots: tuple, warni
 
 def find_labels(folder: Path) -> Path | None:
     """human_label.json in `folder` or up to three folders above it."""
-    for d in [folder, *list(folder.resolve().parents)[:3]]:
-        if (d / LABEL_FILE).is_file():
-            return d / LABEL_FILE
-    return None
+    return next((d / LABEL_FILE for d in [folder, *list(folder.resolve().parents)[:3]] if (d / LABEL_FILE).is_file()),
+                None)
 
 
 def _norm(name: str) -> str:

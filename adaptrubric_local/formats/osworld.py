@@ -57,11 +57,9 @@ Read = Callable[[Path, str, list[dict], tuple, list[str]], Trajectory]
 
 def find_examples(folder: Path) -> Path | None:
     """`evaluation_examples/examples` of the checkout `folder` lies in (the nearest one above)."""
-    for p in (folder, *folder.parents):
-        for name in ("evaluation_examples", "evaluation_examples_windows"):
-            if (p / name / "examples").is_dir():
-                return p / name / "examples"
-    return None
+    found = (p / name / "examples" for p in (folder, *folder.parents)
+             for name in ("evaluation_examples", "evaluation_examples_windows"))
+    return next((examples for examples in found if examples.is_dir()), None)
 
 
 def task_file(examples: Path, domain: str, example_id: str) -> Path | None:
