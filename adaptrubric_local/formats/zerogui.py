@@ -85,9 +85,9 @@ def _read(folder: Path, tid: str, rows: list[dict], roots: tuple, warnings: list
     replies: dict = {}
     for i, r in enumerate(rows):
         replies.setdefault(r.get("step_num", i + 1), []).append(r)
-    steps, answer = gather(
-        reply_step(resolve_image(folder, group[-1].get("screenshot_file") or f"step_{n}.png", file, f"step_num {n}",
-                                 "screenshot_file", check, roots), group) for n, group in replies.items())
+    shots = {n: resolve_image(folder, group[-1].get("screenshot_file") or f"step_{n}.png", file, f"step_num {n}",
+                              "screenshot_file", check, roots) for n, group in replies.items()}
+    steps, answer = gather(reply_step(shots[n], group) for n, group in replies.items())
     initial = (resolve_image(folder, "step_0.png", file, "step 0", "step_0.png", check, roots)
                if (folder / "step_0.png").is_file() else None)
     traj = Trajectory(id=tid, instruction=config["instruction"], steps=after_to_before(initial, steps),
@@ -101,9 +101,9 @@ def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.P
          platform: str | None = None) -> LoadResult:
     """Load every ZeroGUI task folder under `path` (the save dir, one task folder, or its traj.jsonl);
     `platform` overrides the one read off each task config."""
-    never_ran = LoadResult(warnings=[
+    result = LoadResult(warnings=[
         f"{f}: {f.read_text(encoding='utf-8').strip()!r} and no traj.jsonl: the task never ran; not loaded"
         for f in sorted(Path(path).glob("*/result.txt"))
         if Path(path).is_dir() and not (f.parent / "traj.jsonl").exists()])
-    never_ran.extend(load_runs(path, tuple(image_roots), partial(_read, check=check_images, platform=platform)))
-    return never_ran
+    result.extend(load_runs(path, tuple(image_roots), partial(_read, check=check_images, platform=platform)))
+    return result
