@@ -51,10 +51,7 @@ class IdBuilder:
 
     def order(self) -> np.ndarray:
         """The digests in the order they were added (a copy)."""
-        view = np.frombuffer(self._buf, dtype=f"S{DIGEST}")
-        out = view.copy()
-        del view  # the buffer may grow again once no array looks into it
-        return out
+        return np.frombuffer(self._buf, dtype=f"S{DIGEST}").copy()  # no view outlives the call: the buffer may grow
 
     def view(self) -> np.ndarray:
         """The digests in the order they were added, looking into the buffer (no copy): add nothing more

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -78,9 +79,7 @@ def _steps(obj: dict, folder: Path, file: Path, check: bool, roots: tuple, warni
         thoughts = obj.get("thoughts") or []
         if len(names) not in (len(history), len(history) + 1):
             warnings.append(f"{file}: {len(names)} screenshots for {len(history)} actions; paired by position")
-        n = max(len(names), len(history))
-        entries = [(names[i] if i < len(names) else None, history[i] if i < len(history) else None,
-                    thoughts[i] if i < len(thoughts) else None) for i in range(n)]
+        entries = list(zip_longest(names, history, thoughts[:max(len(names), len(history))]))
     steps = []
     for i, (shot, action, thought) in enumerate(entries):
         path = resolve_image(shots_dir, shot, file, f"{rec} step {i}", "screenshot", check, roots) if shot else None

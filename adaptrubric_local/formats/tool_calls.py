@@ -73,11 +73,6 @@ def thought_before(output: Any, marker: str = "<tool_call>") -> str | None:
         return None
     head = output.split(marker, 1)[0] if marker else output
     head = re.sub(r"</?think(?:ing)?>", "\n", head)
-    lines = []
-    for line in head.splitlines():
-        line = line.strip()
-        if line.startswith("Action:"):
-            continue
-        lines.append(line[len("Thought:"):].strip() if line.startswith("Thought:") else line)
-    out = "\n".join(x for x in lines if x).strip()
-    return out or None
+    lines = [line.strip() for line in head.splitlines()]
+    lines = [line.removeprefix("Thought:").strip() for line in lines if not line.startswith("Action:")]
+    return "\n".join(x for x in lines if x).strip() or None
