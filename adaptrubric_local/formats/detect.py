@@ -36,11 +36,7 @@ def first_traj_row(p: Path) -> tuple[Path, bool] | None:
         return None
     if (traj.parent / "config.json").is_file():
         return traj, True
-    try:
-        with open(traj, encoding="utf-8") as fh:
-            row = json.loads(fh.readline() or "{}")
-    except (OSError, ValueError):
-        return traj, False
+    row = peek_json(traj, line=True)
     return traj, isinstance(row, dict) and "output_text" in row
 
 
