@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..types import Step, Trajectory
-from .actions_text import step_objects
+from .actions_text import action_text, step_objects
 from .base import DataError, LoadResult, check_nonempty, iter_json_lines, parse_label, require, resolve_image, tag
 
 TOP_KEYS = {"id", "instruction", "steps", "answer", "platform", "task_id", "label"}
@@ -107,10 +107,7 @@ def _parse_record(obj: dict, root: Path, file: Path, record: str, check_images: 
         shot = s.get("screenshot")
         shot = (resolve_image(root, shot, file, rec, f"{fname}.screenshot", check_images, image_roots)
                 if shot is not None else None)
-        action = s.get("action", "")
-        if not isinstance(action, str):
-            action = json.dumps(action, ensure_ascii=False)
-        steps.append(Step(screenshot=shot, action=action,
+        steps.append(Step(screenshot=shot, action=action_text(s.get("action", "")),
                           action_type=_opt_str(s, "action_type", file, rec, f"{fname}."),
                           text=_opt_str(s, "text", file, rec, f"{fname}."),
                           thought=_opt_str(s, "thought", file, rec, f"{fname}.")))

@@ -33,7 +33,6 @@ Platform: android (MobileWorld and real Android devices). What is not read: `ste
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -41,7 +40,7 @@ from typing import Any
 
 from ..types import Trajectory
 from . import tool_calls
-from .actions_text import described_step, gather
+from .actions_text import action_text, described_step, gather
 from .base import DataError, LoadResult, Roots, check_nonempty, load_json, own_id, require, resolve_image, tagged
 from .detect import peek_json
 
@@ -121,11 +120,7 @@ def _step(s: Any, i: int, file: Path, rec: str, check: bool, roots: tuple):
         shot = image(s["image_path"], file.parent, file, rec, f"episode[{i}].image_path", check, roots)
     response = s.get("model_response")
     args = tool_calls.arguments_of(response)
-    if args is None:
-        described = (response if isinstance(response, str) else json.dumps(response, ensure_ascii=False),
-                     None, None, None)
-    else:
-        described = tool_calls.describe(args)
+    described = (action_text(response), None, None, None) if args is None else tool_calls.describe(args)
     return described_step(shot, described, tool_calls.thought_before(response))
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
-import json
 import os
 import re
 from collections.abc import Iterable
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
-from .actions_text import gather, nonblank, step_objects
+from .actions_text import action_text, gather, nonblank, step_objects
 from .base import DataError, LoadResult, check_nonempty, load_json, own_id, parse_label, require, resolve_image, tagged
 from .detect import peek_json
 
@@ -93,7 +92,7 @@ def call_of(action: Any) -> tuple[str | None, dict]:
 
 def step_of(s: dict, shot: str | None) -> tuple[Step, str | None]:
     """One trajectory step and the answer it submits, if any."""
-    action = s.get("action") if isinstance(s.get("action"), str) else json.dumps(s.get("action"), ensure_ascii=False)
+    action = action_text(s.get("action"))
     name, kwargs = call_of(action)
     kind = (s.get("meta_action") if isinstance(s.get("meta_action"), str) else None) or name
     value = kwargs.get("text", kwargs.get("content"))
