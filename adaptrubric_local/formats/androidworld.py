@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
-from .base import DataError, LoadResult, check_nonempty, tag
+from .base import DataError, LoadResult, check_nonempty
 
 SCREENS = "before"
 SHAPE = "*.pkl.gz (AndroidWorld)"
@@ -165,10 +165,9 @@ def _label(ep: dict, file: Path, rec: str, warnings: list[str]) -> int | None:
 def load_file(file: Path, png_root: Path, stem: str) -> LoadResult:
     """The episodes of one `{task}.pkl.gz`; `stem`: its id (its path below the folder given, less the suffix)."""
     result = LoadResult()
-    try:
+    with result.catching(stem):
         episodes = read_pickle(file)
-    except DataError as exc:
-        result.errors.append(tag(exc, stem))
+    if result.errors:
         return result
     episodes = episodes if isinstance(episodes, list) else [episodes]
     digest = hashlib.sha256(file.read_bytes()).hexdigest()[:12]

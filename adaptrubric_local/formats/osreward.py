@@ -131,17 +131,14 @@ def load_json_traces(files: list[Path], roots: tuple, check: bool, given_dir: bo
     """Load trace JSON files; in a folder, JSON files that are not traces are skipped."""
     result = LoadResult()
     for f in files:
-        try:
+        with result.catching():
             doc = load_json(f)
-        except DataError as exc:
-            result.errors.append(exc)
-            continue
-        for k, obj in enumerate(doc if isinstance(doc, list) else [doc]):
-            if given_dir and not is_trace(obj):
-                continue
-            with result.catching(obj.get("trace_id") if isinstance(obj, dict) else None):
-                where = f"item {k}" if isinstance(doc, list) else "trace"
-                result.trajectories.append(parse(obj, f, _json_shots(obj, f, check, roots), where))
+            for k, obj in enumerate(doc if isinstance(doc, list) else [doc]):
+                if given_dir and not is_trace(obj):
+                    continue
+                with result.catching(obj.get("trace_id") if isinstance(obj, dict) else None):
+                    where = f"item {k}" if isinstance(doc, list) else "trace"
+                    result.trajectories.append(parse(obj, f, _json_shots(obj, f, check, roots), where))
     return result
 
 
