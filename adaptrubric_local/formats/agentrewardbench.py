@@ -37,7 +37,8 @@ from typing import Any
 
 from ..types import Step, Trajectory
 from .actions_text import described_step, gather, step_objects
-from .base import DataError, LoadResult, check_nonempty, load_json, require, resolve_image
+from .base import LoadResult, check_nonempty, load_json, require, resolve_image
+from .detect import peek_json
 
 _SUCCESS = {"successful": 1, "unsuccessful": 0}
 _KINDS = {"click": "tap", "dblclick": "tap", "fill": "type", "scroll": "scroll", "goto": "navigate",
@@ -60,10 +61,7 @@ def is_agentrewardbench(p: Path) -> bool:
         return p.suffix == ".json" and "cleaned" in p.resolve().parts
     root = find_root(p)
     first = next((root / "cleaned").rglob("*.json"), None) if (root / "cleaned").is_dir() else None
-    try:
-        obj = load_json(first) if first else None
-    except DataError:
-        return False
+    obj = peek_json(first) if first else None
     return isinstance(obj, dict) and {"goal", "steps", "benchmark"} <= set(obj)
 
 
@@ -82,9 +80,7 @@ def read_annotations(path: Path) -> dict[tuple[str, str, str], int | None]:
     with open(path, encoding="utf-8", newline="") as fh:
         for row in csv.DictReader(fh):
             key = (row.get("benchmark", ""), row.get("model_name", ""), row.get("task_id", ""))
-            if key in out:
-                continue
-            out[key] = _SUCCESS.get((row.get("trajectory_success") or "").strip().lower())  # "Unsure": None
+            out.setdefault(key, _SUCCESS.get((row.get("trajectory_success") or "").strip().lower()))  # "Unsure": None
     return out
 
 
