@@ -141,19 +141,19 @@ def parse(doc: Any, file: Path, check_images: bool, roots: tuple, warnings: list
         return check_nonempty(traj, file, rec)
 
 
-def load_episodes(path: Path, image_roots: Roots, parse_one: Callable, foreign: Callable) -> LoadResult:
+def load_episodes(path: Path, image_roots: Roots, parse_one: Callable, foreign: Callable[[dict], bool],
+                  skipped: str) -> LoadResult:
     """Every episode.json of `path` (a file, or a folder, which bounds where screenshots may lie with
     `image_roots`) parsed by `parse_one(doc, file, roots, warnings)`; in a folder, an episode of the other
-    ClawGUI format (`foreign(doc)` says which, else None) is skipped with a warning."""
+    ClawGUI format (`foreign(doc)`) is skipped with the warning `skipped`."""
     path = Path(path)
     roots = tuple(dict.fromkeys(Path(r).resolve() for r in (path.parent if path.is_file() else path, *image_roots)))
     result = LoadResult()
     for f in episode_files(path):
         with result.catching(f.parent.name):
             doc = load_json(f)
-            other = foreign(doc) if path.is_dir() and isinstance(doc, dict) else None
-            if other:
-                result.warnings.append(f"{f}: {other}")
+            if path.is_dir() and isinstance(doc, dict) and foreign(doc):
+                result.warnings.append(f"{f}: {skipped}")
             else:
                 result.trajectories.append(parse_one(doc, f, roots, result.warnings))
     return result
@@ -162,10 +162,7 @@ def load_episodes(path: Path, image_roots: Roots, parse_one: Callable, foreign: 
 def load(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
     """Load one ClawGUI-RL `episode.json` or every one under a folder (an episode root such as
     `clawgui-rl/episode/`); the folder given bounds where screenshots may lie, with `image_roots`."""
-    def foreign(doc: dict) -> str | None:
-        if "meta_data" not in doc and "task_name" in doc:
-            return "a ClawGUI phone-agent episode, not ClawGUI-RL; skipped it (read it with --format clawgui-agent)"
-        return None
-
     return load_episodes(path, image_roots, lambda doc, f, roots, warns: parse(doc, f, check_images, roots, warns),
-                         foreign)
+                         lambda doc: "meta_data" not in doc and "task_name" in doc,
+                         "a ClawGUI phone-agent episode, not ClawGUI-RL; skipped it (read it with --format "
+                         "clawgui-agent)")

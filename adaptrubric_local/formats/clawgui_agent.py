@@ -88,9 +88,6 @@ def parse(doc: Any, file: Path, check_images: bool, roots: tuple) -> Trajectory:
 
 def load(path: Path, check_images: bool = True, image_roots: Roots = ()) -> LoadResult:
     """Load one phone-agent `episode.json` or every one under a folder (the tracer's `trace_dir`)."""
-    def foreign(doc: dict) -> str | None:
-        if "meta_data" in doc:
-            return "a ClawGUI-RL episode, not a phone-agent trace; skipped it (read it with --format clawgui)"
-        return None
-
-    return load_episodes(path, image_roots, lambda doc, f, roots, _: parse(doc, f, check_images, roots), foreign)
+    return load_episodes(path, image_roots, lambda doc, f, roots, _: parse(doc, f, check_images, roots),
+                         lambda doc: "meta_data" in doc,
+                         "a ClawGUI-RL episode, not a phone-agent trace; skipped it (read it with --format clawgui)")
