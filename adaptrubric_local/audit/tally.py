@@ -55,18 +55,16 @@ class PairCounts:
 
     def add(self, o: Compact | None, c: Compact | None, cid: str) -> None:
         """Count one pair (None: no verdict)."""
-        if o is None or o[0] != "ok":
-            self.original_not_parsed += 1
+        parsed = o is not None and o[0] == "ok"
+        self.original_not_parsed += not parsed
         if c is None:
             self.missing.append(cid)
             return
         if c[0] == "error":
             self.errors.append(cid)
-        if o is None or o[0] != "ok":
-            return
-        if c[0] == "unparsed":
+        if parsed and c[0] == "unparsed":
             self.newly_unparsed.append(cid)
-        if c[0] != "ok":
+        if not parsed or c[0] != "ok":
             return
         self.compared += 1
         if o[1] == 0:
@@ -132,7 +130,10 @@ def count_pairs(verdict_file: Path, cf_file: Path, name: str, originals: Origina
         i = str(d["id"])
         if split_id(i)[1] == name:
             ids.add(i)
-            _count_line(counts, originals, i, compact(d), d.get("cost_calls") or 0.0, d.get("cost_tokens") or 0.0)
+            counts.add(originals.get(split_id(i)[0]), compact(d), i)
+            counts.scored += 1
+            counts.calls += d.get("cost_calls") or 0.0
+            counts.tokens += d.get("cost_tokens") or 0.0
     seen = ids.freeze()
     place: dict[str, int] = {}
     listed = {*counts.up, *counts.down, *counts.newly_unparsed, *counts.errors}
@@ -151,10 +152,3 @@ def count_pairs(verdict_file: Path, cf_file: Path, name: str, originals: Origina
         getattr(counts, key).sort(key=lambda i: place.get(i, -1))
     return counts
 
-
-def _count_line(counts: PairCounts, originals: OriginalVerdicts, i: str, c: Compact, calls: float,
-                tokens: float) -> None:
-    counts.add(originals.get(split_id(i)[0]), c, i)
-    counts.scored += 1
-    counts.calls += calls
-    counts.tokens += tokens

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 
-from ..types import Trajectory, Verdict
 from .perturbations import CLAUSES, Perturbation
 
 Z95 = 1.959964
@@ -114,23 +113,10 @@ def accuracy_rule(k: int, n: int, baseline: float) -> str:
     return FAILS if ci[1] < baseline or (k / n <= baseline and n >= MIN_PAIRS) else TOO_FEW
 
 
-def accuracy(trajs: list[Trajectory], verdicts: dict[str, Verdict]) -> dict:
-    """The originals' agreement with their labels, over those with a label and a parsed verdict, against
-    answering their commoner label every time (`accuracy_rule`); the unparsed, errors, unscored and
-    unlabelled ones are counted apart."""
-    labelled = [t for t in trajs if t.label in (0, 1)]
-    vs = [verdicts.get(t.id) for t in labelled]
-    ok = [(t, v) for t, v in zip(labelled, vs) if v is not None and v.status == "ok"]
-    return accuracy_of(sum(v.score == t.label for t, v in ok), len(ok), sum(t.label == 1 for t, _ in ok),
-                       unlabelled=len(trajs) - len(labelled),
-                       unparsed=sum(v is not None and v.status == "unparsed" for v in vs),
-                       errors=sum(v is not None and v.status == "error" for v in vs),
-                       unscored=sum(v is None for v in vs))
-
-
 def accuracy_of(k: int, n: int, ones: int, unlabelled: int, unparsed: int, errors: int, unscored: int) -> dict:
-    """`accuracy` from its counts: k of the n labelled originals with a parsed verdict agree, `ones` of
-    those n are labelled 1; the rest as `accuracy` counts them (so a stream of verdicts needs no list)."""
+    """The originals' agreement with their labels: k of the n labelled originals with a parsed verdict
+    agree, `ones` of those n are labelled 1, judged against answering their commoner label every time
+    (`accuracy_rule`); the unparsed, errors, unscored and unlabelled ones are counted apart."""
     common = int(ones > n - ones)
     base = max(ones, n - ones) / n if n else None
     return {"k": k, "n": n, "rate": k / n if n else None, "ci95": wilson(k, n),
@@ -175,12 +161,7 @@ def bottom_line(acc: dict, rows: dict[str, dict]) -> str:
             "try as an RL reward as far as these checks tell" + note)
 
 
-def verdicts(trajs: list[Trajectory], verdicts_: dict[str, Verdict], rows: dict[str, dict]) -> dict:
-    """The top of the audit: accuracy, each perturbation's verdict, the bottom line and the rule."""
-    return verdicts_of(accuracy(trajs, verdicts_), rows)
-
-
 def verdicts_of(acc: dict, rows: dict[str, dict]) -> dict:
-    """`verdicts` from the accuracy already counted."""
+    """The top of the audit: accuracy, each perturbation's verdict, the bottom line and the rule."""
     return {"bottom_line": bottom_line(acc, rows), "accuracy": acc,
             "perturbations": {name: r["verdict"] for name, r in rows.items()}, "rule": RULE}
