@@ -10,8 +10,6 @@ or models.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -19,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .schema import load_yaml_model
+from .schema import content_sha, load_yaml_model
 from .types import FAMILIES
 
 DEFAULT_BANK = Path(__file__).parent / "data" / "default_bank.yaml"
@@ -128,8 +126,7 @@ class RubricBank(_Strict):
         for fam in doc["families"].values():
             if fam["router_description"] is None:
                 del fam["router_description"]
-        blob = json.dumps(doc, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+        return content_sha(doc)
 
     @property
     def fallback(self) -> str:
@@ -142,14 +139,8 @@ class RubricBank(_Strict):
         return list(self.families)
 
     def lookup(self, category: str) -> RubricSet:
-        """Top-1 retrieval: the set whose categories contain `category`, else the wildcard set."""
-        for rs in self.families.values():
-            if category in rs.categories:
-                return rs
-        for rs in self.families.values():
-            if "*" in rs.categories:
-                return rs
-        return self.families["general"]
+        """Top-1 retrieval: the set whose categories contain `category`, else the fallback's."""
+        return next((rs for rs in self.families.values() if category in rs.categories), self.families[self.fallback])
 
     def output_format(self, rs: RubricSet) -> str:
         """The output-format text a rubric set refers to."""

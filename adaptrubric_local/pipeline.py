@@ -9,6 +9,7 @@ tensors or file formats.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -305,19 +306,12 @@ class AdaptRubric:
         """Lists of (input position, Verdict), as ready."""
         if self.engine is None:
             raise ValueError("scoring needs an engine")
-        batch: list[Trajectory] = []
-        start = 0
+        it, start = iter(trajs), 0
         try:
-            for t in trajs:
-                batch.append(t)
-                if len(batch) >= self.config.trajectories_per_batch:
-                    self._span = (start + 1, start + len(batch))
-                    yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
-                    start += len(batch)
-                    batch = []
-            if batch:
+            while batch := list(itertools.islice(it, self.config.trajectories_per_batch)):
                 self._span = (start + 1, start + len(batch))
                 yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
+                start += len(batch)
         finally:
             self._span = None
 

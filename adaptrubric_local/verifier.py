@@ -286,13 +286,8 @@ def _config_fields(engine: str, cfg: Any) -> dict[str, Any]:
     if engine not in kinds:
         raise TypeError(f"engine_config for engine={engine!r} (a registered engine) must be a mapping of its options, "
                         f"got {type(cfg).__name__}")
-    if isinstance(cfg, VLLMOptions):
-        kind = "vllm"
-    elif isinstance(cfg, RemoteConfig):
-        kind = "openai"
-    elif isinstance(cfg, HFEngineConfig):
-        kind = "transformers"
-    else:
+    kind = next((k for k, c in kinds.items() if isinstance(cfg, c)), None)
+    if kind is None:
         raise TypeError("engine_config must be an HFEngineConfig, VLLMOptions or RemoteConfig, got "
                         f"{type(cfg).__name__}")
     if kind != engine:

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-from ..schema import load_yaml_model
+from ..schema import content_sha, load_yaml_model
 
 DEFAULT_PROMPTS = Path(__file__).parent / "default.yaml"
 M = TypeVar("M", bound=BaseModel)
@@ -76,11 +76,7 @@ class _PromptSetFields(PromptFile):
     def sha(self) -> str:
         """Content hash of the prompt set (16 hex digits): the one `prompts_sha` that verdict files,
         distillation manifests and model cards record."""
-        import hashlib
-        import json
-
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+        return content_sha(self.model_dump(mode="json"))
 
 
 PromptSet = prompt_schema("PromptSet", __name__, "The four prompts of the method, the two ablation variants, and "

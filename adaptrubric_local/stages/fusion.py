@@ -3,7 +3,7 @@
 The coarse rubric Rc (the family's verification steps, pitfalls and special rules, plus the shared
 meta rule) is the body; the fine cues Rf are appended as the separate cue block, which is omitted
 when there are no cues. Two switches give the four rows of Table 4, each exactly as §5.4 describes
-it (`ABLATION_INPUTS` says what each row's prompt holds):
+it:
 - coarse off drops the family rubric and the meta rule, and the cue block then uses the variant
   that does not refer to "the META RULE above";
 - fine off drops the cue block;
@@ -27,19 +27,6 @@ ABLATIONS = {
     "no_coarse": (False, True),
     "no_both": (False, False),
 }
-
-# What the verifier prompt of each Table 4 row holds, one line each (for reports).
-ABLATION_INPUTS = {
-    "full": "instruction, compiled evidence (answer, typed text, key actions), action trace, family rubric "
-            "+ meta rule, cue block (when cues exist), screenshots, output format",
-    "no_fine": "instruction, compiled evidence, action trace, family rubric + meta rule, screenshots, "
-               "output format (no cue block)",
-    "no_coarse": "instruction, compiled evidence, action trace, cue block (when cues exist; without its "
-                 "META RULE reference), screenshots, output format (no family rubric, no meta rule)",
-    "no_both": "instruction, screenshots, output format only (no compiled evidence, no action trace, "
-               "no rubric, no cues)",
-}
-
 
 @dataclass
 class VerifierPrompt:
@@ -81,13 +68,10 @@ def cue_block(prompts: PromptSet, cues: list[str], meta_rule: bool = True) -> st
     return render(prompts.cue_block_no_meta, "cue_block_no_meta", cue_bullets=bullets)
 
 
-def _tidy(text: str) -> str:
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
-
-
 def _split(text: str, output_format: str) -> VerifierPrompt:
-    head = text[: text.rindex(output_format)].rstrip()
-    return VerifierPrompt(text=head, suffix=output_format)
+    """The rendered prompt, runs of blank lines made one, split before its output format."""
+    text = re.sub(r"\n{3,}", "\n\n", text).strip()
+    return VerifierPrompt(text=text[: text.rindex(output_format)].rstrip(), suffix=output_format)
 
 
 def fuse(prompts: PromptSet, bank: RubricBank, rs: RubricSet, instruction: str, evidence: Evidence,
@@ -95,9 +79,8 @@ def fuse(prompts: PromptSet, bank: RubricBank, rs: RubricSet, instruction: str, 
     """Render the verifier prompt for one trajectory under the given ablation switches."""
     output_format = bank.output_format(rs)
     if not (coarse or fine):  # w/o Both: instruction and screenshots only
-        text = render(prompts.verifier_image_only, "verifier_image_only", instruction=instruction,
-                      output_format=output_format)
-        return _split(_tidy(text), output_format)
+        return _split(render(prompts.verifier_image_only, "verifier_image_only", instruction=instruction,
+                             output_format=output_format), output_format)
     sections = coarse_sections(prompts, bank, rs) if coarse else dict.fromkeys(
         ("verification_steps", "common_pitfalls", "special_rules"), "")
     text = render(prompts.verifier, "verifier", instruction=instruction,
@@ -105,4 +88,4 @@ def fuse(prompts: PromptSet, bank: RubricBank, rs: RubricSet, instruction: str, 
                   key_actions=evidence.key_actions, action_trace=evidence.action_trace,
                   additional_attention=cue_block(prompts, cues, meta_rule=coarse) if fine else "",
                   output_format=output_format, **sections)
-    return _split(_tidy(text), output_format)
+    return _split(text, output_format)
