@@ -1,12 +1,10 @@
 """The rubric bank: schema, loading, lookup and content hash (paper §4.1, Appendix H.1).
 
-A bank is a YAML file of family entries plus a shared meta rule; `lookup` does the paper's top-1
-retrieval with the fallback family (the one whose categories hold "*", `general` in the paper's bank).
-`taxonomy: paper` (the default) requires exactly the paper's eight families, so a misspelt family
-name is an error; `taxonomy: custom` (a bank built for your own apps, see `bank_induction`) allows
-any snake_case family names and needs one fallback family. `record` says how a bank was built
-(teacher, data, prompts); it is not part of the content hash. Knows nothing about routing, prompts
-or models.
+A bank is a YAML file of family entries plus a shared meta rule; `lookup` is the paper's top-1
+retrieval with the fallback family (categories ["*"]). `taxonomy: paper` (the default) requires
+exactly the paper's eight families; `taxonomy: custom` (see `bank_induction`) allows any snake_case
+names and needs one fallback family. `record` says how a bank was built; it is not part of the hash.
+Knows nothing about routing, prompts or models.
 """
 from __future__ import annotations
 

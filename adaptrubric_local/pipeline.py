@@ -1,11 +1,9 @@
-"""The AdaptRubric orchestrator: runs the stages for a list of trajectories, in batches.
-
-route and cue (`criteria`, cached per instruction) -> bank lookup -> context selection -> evidence
--> fusion -> engine -> verdict. Every model call is counted by kind, and its tokens are charged to
-the trajectories that used it (shared router and cue calls split evenly), so a verdict file's
-costs add up to the run's. A failure in one trajectory becomes a Verdict with status "error"; the
-others still get theirs. Only this module and `criteria` talk to the engine; it knows nothing about
-tensors or file formats.
+"""The AdaptRubric orchestrator: runs the stages for a list of trajectories, in batches: route and
+cue (`criteria`, cached per instruction) -> bank lookup -> context selection -> evidence -> fusion ->
+engine -> verdict. Every model call is counted, and its tokens charged to the trajectories that used
+it (shared router and cue calls split evenly). A failure in one trajectory becomes a Verdict with
+status "error". Only this module and `criteria` talk to the engine; knows nothing about tensors or
+file formats.
 """
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """Synthetic GUI trajectories with labels known by construction, for demos, tests and benchmarks.
 
 Draws phone-like screens with PIL for every task family and writes canonical JSONL. Each task has
-several candidates (same `task_id`, same instruction); failures mimic the paper's failure modes:
-text added below instead of at the top, a draft left unsent, one of "all" items left, a wrong
-recipient, a settings page visited but the toggle not switched, an answer in the wrong format, a
-source read but the destination left empty, a sub-goal dropped. With `visible_outcome`, the final
-screen also carries a large outcome banner (green "Done" / red "Not done"), so success and failure
-are visually separable even for a tiny model (distillation demos and tests). Knows nothing about
-models.
+several candidates (same `task_id` and instruction); each failure is one of the paper's failure
+modes. With `visible_outcome`, the final screen carries a large green "Done" / red "Not done" banner,
+so even a tiny model can tell success from failure. Knows nothing about models.
 """
 from __future__ import annotations
 

@@ -8,15 +8,10 @@ into rewards.
         verdicts = v.score(load_trajectories("runs/synth/trajectories.jsonl"))
         rewards = v.rewards(verdicts)            # 1.0 / 0.0, None where a verdict did not parse
 
-Every setting is a typed keyword argument: the method's in `pipeline` (a PipelineConfig), the
-engine's that matter most by name, the rest in `engine_config`. An option that the chosen engine
-does not read is a ValueError naming the engine and the option to use instead.
-
-This module also holds what `RewardModel` (rewards/model.py) shares with it: the engine keywords and
-their `Args:` text (`KEYWORDS`, put in both docstrings by `documents_keywords`), `resolve_engine`, which
-turns those arguments into one checked set of engine options, `build` and `reward_value`. Engines
-are built by engine/build.py and engine/remote.py; the method is pipeline.py's. Knows nothing about
-files of verdicts, RL frameworks or HTTP.
+Every setting is a typed keyword argument; an option the chosen engine does not read is a ValueError
+naming what to use instead. Also holds what `RewardModel` (rewards/model.py) shares: the engine
+keywords and their `Args:` text (`KEYWORDS`, `documents_keywords`), `resolve_engine`, `build` and
+`reward_value`. Knows nothing about files of verdicts, RL frameworks or HTTP.
 """
 from __future__ import annotations
 

@@ -1,16 +1,12 @@
-"""Counterfactual trajectories for auditing a verifier: each perturbation is a small pure function of a
-`Trajectory` (and the data set it comes from), registered under a name with one line saying what it
-changes and what a robust verifier does with the result.
-
-A perturbation returns the changed trajectory, or None where it does not apply (a success for
-`claim-success`, a single screenshot for `final-frame-first`); `build` gives the counterfactual its id
-(`ID~NAME`, so every id says what it comes from) and its label (the original's, or the perturbation's
-stated expectation: 0 for a trajectory whose outcome the change destroyed). A change that leaves the
+"""Counterfactual trajectories for auditing a verifier: each perturbation is a small pure function of
+a `Trajectory` (and its data set), registered under a name with one line saying what it changes and
+what a robust verifier does with the result. It returns the changed trajectory, or None where it does
+not apply; `build` gives the counterfactual its id (`ID~NAME`) and label. A change that leaves the
 trajectory as it was is "not applied". A *setting* perturbation (`budget-halved`) keeps the trajectory
-and changes the engine options it is scored with (`engine_options`).
+and changes the engine options it is scored with.
 
 Adding one (a `@perturbation` function, loaded with `--plugins FILE.py`): docs/audit.md.
-Knows nothing about engines, scoring or files: the functions change trajectories, nothing else.
+Knows nothing about engines, scoring or files.
 """
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
-"""Running an audit: build the counterfactuals of a data set, write them as canonical data, state what
-scoring them costs, score the originals and the counterfactuals through `scoring.score_with` (the
-pipeline, engines, batching, streaming and resume of `adaptrubric score`), then measure and report.
-
-It writes the files docs/audit.md lists (screenshots referenced by relative path, never copied), and
-for each setting perturbation (`budget-halved`) its trajectories and verdicts apart
-(`counterfactuals.NAME.jsonl`, `verdicts.NAME.jsonl`, scored with the engine options its row states).
-With `resume=True` the counterfactuals are built again (a function of the data) and only the ids the
-verdict files lack are scored. Knows nothing about argument parsing; of engines it knows only how to
-make one like the run's with other options (`derived_engine`).
+"""Running an audit: build a data set's counterfactuals, write them as canonical data, state what
+scoring them costs, score the originals and the counterfactuals through `scoring.score_with` (as
+`adaptrubric score` does), then measure and report. A setting perturbation (`budget-halved`) gets
+its own files, `counterfactuals.NAME.jsonl` and `verdicts.NAME.jsonl`, scored with its engine
+options. With `resume=True` only the ids the verdict files lack are scored. Knows nothing about
+argument parsing; of engines only how to make one like the run's with other options (`derived_engine`).
 """
 from __future__ import annotations
 

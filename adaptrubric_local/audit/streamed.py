@@ -1,10 +1,7 @@
 """The audit's data as streams: the counterfactuals built and written one original at a time
-(`write_streamed`, which also keeps the cost plan's running counts, `CostCount`, and each original's
-label in `Originals`), and the originals with their counterfactuals handed to `score_with` as one
-stream (`ChainedStream`), so an audit holds a batch of trajectories, not the data set.
-
-Keeps per original a 16-byte id digest and a few bytes (label, whether it parsed), per distinct
-instruction its text; never a list of trajectories. Knows nothing about engines or the report's rules.
+(`write_streamed`, keeping the cost plan's counts and each original's label), and the originals with
+their counterfactuals handed to `score_with` as one stream (`ChainedStream`), so an audit holds a batch
+of trajectories, never the data set. Knows nothing about engines or the report's rules.
 """
 from __future__ import annotations
 

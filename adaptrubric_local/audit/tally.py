@@ -1,10 +1,7 @@
-"""The audit's figures from running counts: the originals' verdicts kept as a few numbers each (by the
-sorted digests of their ids, `OriginalVerdicts`), each perturbation's pairs counted as its verdict lines
-are read (`PairCounts`), so the report of a million-trajectory audit reads its verdict files line by line
-and keeps the counts and the ids it must name (flips, newly unparsed, errors, missing), not the verdicts.
-
-The last line of an id counts (a retried error's later line replaces it). Knows nothing about the
-report's rules (verdict.py) or its text (report.py).
+"""The audit's figures from running counts: the originals' verdicts kept as a few numbers each
+(`OriginalVerdicts`), each perturbation's pairs counted as its verdict lines are read (`PairCounts`),
+keeping only the ids the report names. The last line of an id counts. Knows nothing about the report's
+rules (verdict.py) or its text (report.py).
 """
 from __future__ import annotations
 

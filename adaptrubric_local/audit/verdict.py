@@ -1,13 +1,7 @@
-"""The audit's verdicts: how often the originals agree with their labels, whether each clause of each
-perturbation's expectation held (robust / not robust / too few to tell), and the one line a user acts on.
-
-The rule is written once, in RULE (printed on every report; docs/audit.md tabulates it): each clause is
-a share of pairs, k of n, judged by its 95% Wilson interval, NONE_BELOW and MIN_PAIRS. The bottom line:
-cannot tell when no original has a parsed verdict and a label; not fit as an RL reward yet when the
-accuracy or a perturbation fails (naming each with its figures); too few to tell when anything is
-undecided; robust otherwise.
-
-Reads the rows report.py measured and the originals' verdicts; knows nothing about files or engines.
+"""The audit's verdicts: the originals' accuracy against their labels, whether each clause of each
+perturbation's expectation held (robust / not robust / too few to tell), and the one line a user acts
+on. The rule is written once, in RULE (printed on every report; docs/audit.md tabulates it). Reads the
+rows report.py measured; knows nothing about files or engines.
 """
 from __future__ import annotations
 

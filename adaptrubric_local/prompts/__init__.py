@@ -1,12 +1,9 @@
 """Prompt templates as data (paper Appendix H.2-H.3) and a renderer that fails loudly.
 
 The set holds the paper's four prompts (router, verifier skeleton, fine-cue prompt, cue block), the
-router prompt in parts for banks with families of their own (`router_bank`), and two ablation-only
-variants for Table 4 (`cue_block_no_meta` for w/o Coarse, `verifier_image_only` for
-w/o Both); default.yaml lists every way the bundled text differs from the paper.
-
-`render` fills `{name}` placeholders and raises TemplateError for any placeholder left unfilled.
-Knows nothing about rubrics or trajectories: callers pass plain strings.
+router prompt in parts for banks of their own (`router_bank`), and the two ablation variants of
+Table 4; default.yaml lists every way the bundled text differs from the paper. `render` raises
+TemplateError for any placeholder left unfilled. Knows nothing about rubrics or trajectories.
 """
 from __future__ import annotations
 

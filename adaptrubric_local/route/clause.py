@@ -1,13 +1,8 @@
-"""One clause as the rules router reads it: where an instruction's clauses begin and end, a clause's
-head verb, and the family of one clause from its verb refined by its object.
-
-- clause structure: sentences and clauses split at "then", ";", ",", "and", "or", with quoted payloads
-  masked;
-- head verbs from the lexicon's GUI-task verb families ("re-" verbs, "use X to <verb>", "check out");
-- object types refine the verb: settings and interface parts, data vs items, places vs positions,
-  text-edit objects, file names, charts, app behaviour ("set X to <verb>").
-The words come from a `Lexicon` (lexicon.py) passed to every function; the grammar is here. Knows
-nothing about how clauses combine into the instruction's family (rules.py).
+"""One clause as the rules router reads it: where an instruction's clauses begin and end (at "then",
+";", ",", "and", "or", quoted payloads masked), a clause's head verb (with "re-" verbs, "use X to
+<verb>" and "check out"), and the clause's family from its verb refined by its object. The words come
+from a `Lexicon` passed to every function; the grammar is here. Knows nothing about how clauses
+combine into the instruction's family (rules.py).
 """
 from __future__ import annotations
 

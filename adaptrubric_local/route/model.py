@@ -1,8 +1,6 @@
-"""The model router: the router prompt for a bank (the paper's H.2 text for the paper's families) and
-the parser of the model's single `CATEGORY:` line (markdown, case and "composite workflow" spellings
-tolerated); anything else falls back to the bank's fallback family and is recorded as unparsed.
-
-Knows nothing about engines or trajectories: the caller sends the prompt and passes back the text.
+"""The model router: the router prompt for a bank and the parser of the model's single `CATEGORY:`
+line (markdown, case and spelling variants tolerated; anything else is the bank's fallback, unparsed).
+Knows nothing about engines or trajectories.
 """
 from __future__ import annotations
 

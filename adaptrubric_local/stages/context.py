@@ -1,13 +1,9 @@
 """The trajectory context selector sigma(tau, c): at most M screenshots for the verifier (paper §4.3).
 
-Always keeps the first and the final frame; then frames around high-signal actions (text entry,
-submit/confirm/send/save, answer, state-changing taps), with family-aware priorities (transfer keeps
-source- and sink-side frames, info_query the frames where the answer was read, state_navigation the
-final frames); chronological order is kept. With a fingerprint, a run of consecutive near-identical
-frames (an agent idling, a screen settling) is shown once and the budget is refilled from the next
-candidates, so M distinct screens are shown whenever the trajectory has that many. The paper does
-not describe duplicate handling; without a fingerprint frames are never merged. Image access is
-limited to an optional fingerprint callable; knows nothing about prompts or models.
+Always keeps the first and the final frame, then frames around high-signal actions, with
+family-aware priorities; chronological order is kept. With a fingerprint (not in the paper), a run of
+consecutive near-identical frames is shown once and the budget refilled from the next candidates.
+Image access is limited to that optional callable; knows nothing about prompts or models.
 """
 from __future__ import annotations
 

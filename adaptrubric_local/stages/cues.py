@@ -1,16 +1,10 @@
 """The fine stage h(I, c, Rc): 0-2 instruction-grounded attention cues, or abstention (paper §4.2, H.3).
 
-Renders the paper's fine-cue prompt and parses `NO_HINT: ...` or `CUE_1:` / `CUE_2:`.
-
-What is dropped, and whether the paper does it:
-- By default only cues beyond the second (CUE_3, ...) are dropped: the paper's output format and
-  its cue block have exactly two cue slots ("0, 1, or 2" cues).
-- Off by default, not in the paper (the paper passes generated cues on as they are; H.3's rules 4
-  and 8 are instructions to the generator, not filters): `filter_words=True` drops a cue that uses
-  an over-constraining word of rule 4 ("visibly", "exactly", "every/all", "saved/persisted", "final
-  state must show") that the instruction itself does not use; `limit_length=True` drops a cue over
-  40 words (rule 8). Each changes what the verifier sees, so each is an option.
-Every dropped cue is recorded with its reason. Knows nothing about engines or trajectories.
+Renders the paper's fine-cue prompt and parses `NO_HINT: ...` or `CUE_1:` / `CUE_2:`. By default only
+cues beyond the second are dropped (the paper's two cue slots). Off by default, not in the paper (H.3's
+rules 4 and 8 are instructions to the generator): `filter_words` drops a cue with an over-constraining
+word the instruction does not use, `limit_length` one over 40 words. Every dropped cue is recorded
+with its reason. Knows nothing about engines or trajectories.
 """
 from __future__ import annotations
 

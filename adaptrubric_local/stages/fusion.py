@@ -1,16 +1,11 @@
 """Criterion fusion R = Rc (+) Rf and the verifier prompt (paper §4.3, Appendix H.2-H.3).
 
-The coarse rubric Rc (the family's verification steps, pitfalls and special rules, plus the shared
-meta rule) is the body; the fine cues Rf are appended as the separate cue block, which is omitted
-when there are no cues. Two switches give the four rows of Table 4, each exactly as §5.4 describes
-it:
-- coarse off drops the family rubric and the meta rule, and the cue block then uses the variant
-  that does not refer to "the META RULE above";
-- fine off drops the cue block;
-- both off ("w/o Both (image-only)": "the verifier relies only on the instruction and trajectory
-  screenshots") uses the image-only skeleton: no compiled evidence, no action trace.
-The output-format lines are always kept (the verdict parser needs them). Knows nothing about
-routing, models or images beyond their count.
+The coarse rubric Rc (the family's verification steps, pitfalls and special rules, plus the meta rule)
+is the body; the fine cues Rf are the cue block, omitted when there are none. Two switches give the
+four rows of Table 4 (§5.4): coarse off drops the rubric and meta rule (the cue block then does not
+refer to the META RULE); fine off drops the cue block; both off uses the image-only skeleton (no
+evidence, no action trace). The output format is always kept. Knows nothing about routing, models
+or images.
 """
 from __future__ import annotations
 
