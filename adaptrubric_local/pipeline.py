@@ -15,7 +15,7 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ._version import __version__
@@ -95,11 +95,6 @@ class PipelineConfig:
     def to_json(self, path: str | Path) -> None:
         """Write the config (and package version) as JSON."""
         Path(path).write_text(json.dumps({**asdict(self), "package_version": __version__}, indent=2) + "\n")
-
-    @classmethod
-    def help(cls) -> dict[str, str]:
-        """Field name -> help text."""
-        return {f.name: f.metadata.get("help", "") for f in fields(cls)}
 
 
 @dataclass

@@ -180,11 +180,7 @@ class Verifier:
         calibrate` or a loaded Calibration, when given). A verdict that did not parse or failed gets
         `unparsed` (None unless given: never a silent 0 or 1)."""
         cal = load_calibration(calibration)
-        out = []
-        for v in verdicts:
-            x = reward_value(v, reward, cal)
-            out.append(unparsed if x is None else x)
-        return out
+        return [unparsed if x is None else x for x in (reward_value(v, reward, cal) for v in verdicts)]
 
     @property
     def stats(self) -> dict[str, Any]:
