@@ -40,12 +40,11 @@ def _value(key: str, raw: str) -> tuple[object | None, str | None]:
         if m and not re.match(r"^\[?\s*0\s*/\s*1\s*\]?$", v):
             return int(m.group(1)), None
         return None, f"SCORE value {raw.strip()!r} is not 0 or 1"
+    low = re.sub(r"^\[|\]$", "", v.lower()).strip()
     if key == "EVIDENCE_SUFFICIENT":
-        low = re.sub(r"^\[|\]$", "", v.lower()).strip()
         if low in ("yes", "no"):
             return low == "yes", None
         return None, f"EVIDENCE_SUFFICIENT value {raw.strip()!r} is not yes/no"
-    low = re.sub(r"^\[|\]$", "", v.lower()).strip()
     if low in MISSING_EVIDENCE_VALUES:
         return low, None
     return None, f"MISSING_EVIDENCE value {raw.strip()!r} is not one of {', '.join(MISSING_EVIDENCE_VALUES)}"

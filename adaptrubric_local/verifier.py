@@ -216,8 +216,7 @@ def resolve_engine(engine: Any, model: str | None, named: Mapping[str, Any], *, 
     mapping of its fields. A named option the engine does not read is a ValueError naming the engine
     and what to use instead; an adapter's image settings are adopted where nothing set them."""
     given = {k: v for k, v in named.items() if v is not None}
-    if engine is None:
-        engine = "transformers"
+    engine = "transformers" if engine is None else engine
     if not isinstance(engine, str):  # an Engine instance: nothing here configures it
         if given or openai_url or engine_config is not None:
             names = sorted(given) + ["openai_url"] * bool(openai_url) + ["engine_config"] * (engine_config is not None)
@@ -237,8 +236,7 @@ def resolve_engine(engine: Any, model: str | None, named: Mapping[str, Any], *, 
     elif engine == "openai":
         raise ValueError("engine='openai' needs openai_url, the server's address (e.g. http://host:8000/v1)")
     refuse_unread(engine, given, spell)
-    options = dict(_config_fields(engine, engine_config))
-    options.update(given)
+    options = {**_config_fields(engine, engine_config), **given}
     if engine == "openai":
         options["openai_url"] = openai_url
         if model:
@@ -254,17 +252,11 @@ def resolve_engine(engine: Any, model: str | None, named: Mapping[str, Any], *, 
     explicit = set(given) | {f.name for f in dataclasses.fields(pipe)
                              if getattr(pipe, f.name) != getattr(default, f.name)}
     options, pipe_kw = adopt(options.get("adapter"), options, dataclasses.asdict(pipe), explicit=explicit)
-    if engine != "openai":  # validate now (no model library is imported), not when the model loads
-        _validated(engine, options)
+    if engine != "openai":  # build its config now (no model library imported): a bad value fails here, named
+        from .engine.build import engine_config
+
+        engine_config(**{**options, "engine": engine})
     return engine, options, PipelineConfig(**pipe_kw)
-
-
-def _validated(engine: str, options: Mapping[str, Any]) -> None:
-    """Build the in-process engine's config from `options` once (engine/build.py's `engine_config`), so
-    that a bad value or an option of another engine fails at construction, naming it."""
-    from .engine.build import engine_config
-
-    engine_config(**{**options, "engine": engine})
 
 
 def _config_fields(engine: str, cfg: Any) -> dict[str, Any]:
@@ -285,9 +277,7 @@ def _config_fields(engine: str, cfg: Any) -> dict[str, Any]:
         fix = f" or add engine={kind!r}" if kind != "openai" else " or give openai_url"
         raise ValueError(f"engine_config is a {type(cfg).__name__}, which engine={engine!r} does not read; pass a "
                          f"{kinds[engine].__name__}{fix}")
-    out = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
-    out.pop("engine", None)
-    return out
+    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name != "engine"}
 
 
 def build(options: Mapping[str, Any], pipeline: PipelineConfig) -> Engine:

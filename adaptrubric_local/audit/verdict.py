@@ -69,24 +69,19 @@ def check_clause(clause: str, row: dict) -> dict:
     """One clause of a measured row (report.row_of): what it says, its figures, its result and the short
     figure the bottom line quotes."""
     up, down = row["flips_0_1"], row["flips_1_0"]
-    if clause == "no-move":
-        k, n = up["k"] + down["k"], up["n"] + down["n"]
-        out = {"k": k, "n": n, "result": none_rule(k, n), "figure": f"{k}/{n} verdicts moved"}
-    elif clause == "no-0-to-1":
-        out = {"k": up["k"], "n": up["n"], "result": none_rule(up["k"], up["n"]),
-               "figure": f"{up['k']}/{up['n']} SCORE 0 -> 1"}
-    elif clause == "most-1-to-0":
-        out = {"k": down["k"], "n": down["n"], "result": most_rule(down["k"], down["n"]),
-               "figure": f"{down['k']}/{down['n']} SCORE 1 -> 0"}
-    elif clause == "more-insufficient":
-        b, a, n = row["insufficient"]["before"], row["insufficient"]["after"], row["compared"]
-        return {"clause": clause, "says": CLAUSES[clause], "before": b, "after": a, "n": n,
-                "result": more_rule(b, a, n), "figure": f"EVIDENCE_SUFFICIENT: no {b} -> {a} of {n}",
-                "shown": f"{b} -> {a} over {n} pairs"}
-    else:
+    shares = {"no-move": (up["k"] + down["k"], up["n"] + down["n"], none_rule, "verdicts moved"),
+              "no-0-to-1": (up["k"], up["n"], none_rule, "SCORE 0 -> 1"),
+              "most-1-to-0": (down["k"], down["n"], most_rule, "SCORE 1 -> 0")}
+    if clause in shares:
+        k, n, rule, what = shares[clause]
+        return {"clause": clause, "says": CLAUSES[clause], "k": k, "n": n, "result": rule(k, n),
+                "figure": f"{k}/{n} {what}", "ci95": wilson(k, n), "shown": _share(k, n)}
+    if clause != "more-insufficient":
         raise ValueError(f"unknown clause {clause!r}; known: {', '.join(CLAUSES)}")
-    return {"clause": clause, "says": CLAUSES[clause], **out, "ci95": wilson(out["k"], out["n"]),
-            "shown": _share(out["k"], out["n"])}
+    b, a, n = row["insufficient"]["before"], row["insufficient"]["after"], row["compared"]
+    return {"clause": clause, "says": CLAUSES[clause], "before": b, "after": a, "n": n,
+            "result": more_rule(b, a, n), "figure": f"EVIDENCE_SUFFICIENT: no {b} -> {a} of {n}",
+            "shown": f"{b} -> {a} over {n} pairs"}
 
 
 def judge(p: Perturbation, row: dict) -> tuple[str, list[dict]]:

@@ -110,12 +110,8 @@ def _stronger(a: str | None, b: str) -> str:
 
 
 def _words(text: str, lex: Lexicon) -> set[str]:
-    out = set()
-    for w in re.findall(r"[a-z][a-z0-9]+", text.lower()):
-        if w in lex.stop_words or w in lex.verbs:
-            continue
-        out.add(w[:-1] if w.endswith("s") and len(w) > 4 else w)
-    return out
+    return {w[:-1] if w.endswith("s") and len(w) > 4 else w for w in re.findall(r"[a-z][a-z0-9]+", text.lower())
+            if w not in lex.stop_words and w not in lex.verbs}
 
 
 def _app(body: str) -> str | None:

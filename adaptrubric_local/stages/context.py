@@ -115,12 +115,10 @@ def select_context(traj: Trajectory, family: str = "general", budget: int = DEFA
         if len(chosen) >= budget:
             break
         rep = runs.representative(f)
-        if rep in chosen:
-            if rep != f:
-                dropped.append(f)
-            continue
         if rep != f:
             dropped.append(f)
+        if rep in chosen:
+            continue
         chosen.add(rep)
         why = scores.get(f, (0.0, "coverage"))[1] or "coverage"
         reasons[rep] = why if rep == f else f"{why} (settled frame of a repeated screen)"

@@ -66,8 +66,7 @@ def parse_cues(text: str, instruction: str, filter_words: bool = False, limit_le
     for line in (text or "").splitlines():
         m = _LINE.match(line.strip())
         if m:
-            key = m.group(1).upper()
-            found.setdefault(key, m.group(2).strip())
+            found.setdefault(m.group(1).upper(), m.group(2).strip())
     if "NO_HINT" in found and not any(k.startswith("CUE") for k in found):
         return CueResult(abstained=True, reason=found["NO_HINT"] or None, raw=text)
     raw_cues = [found[k] for k in sorted((k for k in found if k.startswith("CUE")), key=_cue_number) if found[k]]
