@@ -176,10 +176,8 @@ class AdaptRubric:
             yield ready
 
     def _count(self, req: Request, out: Output) -> None:
-        self.stats[f"calls_{req.kind}"] += 1
-        self.stats["calls"] += 1
-        self.stats["prompt_tokens"] += out.prompt_tokens
-        self.stats["completion_tokens"] += out.completion_tokens
+        self.stats.update({f"calls_{req.kind}": 1, "calls": 1, "prompt_tokens": out.prompt_tokens,
+                           "completion_tokens": out.completion_tokens})
 
     def _what(self, requests: list[Request]) -> str:
         """What a call does, for `on_stage`: "verifying trajectories 1-8", "routing 3 instruction(s) for
@@ -264,10 +262,8 @@ class AdaptRubric:
         v = replace(answer, id=t.id, model=self.engine.name if self.engine is not None else None,
                     bank_sha=self.bank.sha, label=t.label, platform=t.platform, task_id=t.task_id,
                     cost_tokens=own[0] + share[0], cost_calls=own[1] + share[1], **decided)
-        self.stats["trajectories"] += 1
-        self.stats["errors"] += v.status == "error"
-        self.stats["hit_cap"] += v.hit_cap
-        self.stats["hit_context"] += v.hit_context
+        self.stats.update(trajectories=1, errors=int(v.status == "error"), hit_cap=int(v.hit_cap),
+                          hit_context=int(v.hit_context))
         return v
 
     def _answer(self, p: Prepared, out: Output) -> Verdict:
@@ -341,20 +337,14 @@ class AdaptRubric:
     def summary(self) -> dict:
         """Calls, tokens and seconds per trajectory so far (all model calls, amortised as in Table 5),
         over the trajectories that were not errors (those counted apart)."""
-        n = max(1, self.stats["trajectories"] - self.stats["errors"])
-        out = {
-            "trajectories": self.stats["trajectories"],
-            "errors": self.stats["errors"],
-            "calls": self.stats["calls"],
-            "calls_per_traj": self.stats["calls"] / n,
-            "calls_by_kind": {k[6:]: v for k, v in self.stats.items() if k.startswith("calls_")},
-            "tokens_per_traj": (self.stats["prompt_tokens"] + self.stats["completion_tokens"]) / n,
-            "s_per_traj": self.stats["seconds"] / n,
-            "route_unparsed": self.criteria.unparsed["route"],
-            "cue_unparsed": self.criteria.unparsed["cue"],
-            "hit_cap": self.stats["hit_cap"],
-            "hit_context": self.stats["hit_context"],
-        }
+        stats, unparsed = self.stats, self.criteria.unparsed
+        n = max(1, stats["trajectories"] - stats["errors"])
+        out = {"trajectories": stats["trajectories"], "errors": stats["errors"], "calls": stats["calls"],
+               "calls_per_traj": stats["calls"] / n,
+               "calls_by_kind": {k[6:]: v for k, v in stats.items() if k.startswith("calls_")},
+               "tokens_per_traj": (stats["prompt_tokens"] + stats["completion_tokens"]) / n,
+               "s_per_traj": stats["seconds"] / n, "route_unparsed": unparsed["route"], "cue_unparsed": unparsed["cue"],
+               "hit_cap": stats["hit_cap"], "hit_context": stats["hit_context"]}
         engine_stats = self.engine.stats if self.engine is not None else {}
         if engine_stats:
             out["engine"] = dict(engine_stats)

@@ -42,10 +42,8 @@ def _default(cls: type, name: str) -> Any:
     return {f.name: f.default for f in dataclasses.fields(cls)}[name]
 
 
-# The keyword options Verifier and RewardModel both take, each defaulting to None (not given): its type as
-# the signatures write it and its `Args:` sentence, written here once, the defaults quoted from the engines'
-# configs. Both docstrings get the sentences from here (`documents_keywords`); tests/test_verifier.py holds
-# the two signatures to the types.
+# The keyword options Verifier and RewardModel both take (None: not given): the type the signatures write
+# and the `Args:` sentence both docstrings get (`documents_keywords`), defaults quoted from the configs.
 KEYWORDS: dict[str, tuple[str, str]] = {
     "adapter": ("str | None", "A LoRA adapter folder (peft) loaded on top of `model`; its recorded image settings "
                               "are adopted unless given here or in `pipeline`."),

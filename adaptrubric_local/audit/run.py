@@ -111,11 +111,9 @@ def run_audit(pipe, data: str | Path, out: str | Path, perturbations: list[Pertu
               build_engine: Callable[[dict], object] | None = None, force_settings: bool = False,
               log: Callable[[str], None] = print, review_limit: int | None = None) -> dict:
     """Audit the verifier `pipe` on `data` with `perturbations`, writing everything to `out`; returns
-    the audit (what `audit.json` holds). The data is streamed (`loaded`: a LoadResult or a stream,
-    formats/stream.py; default: `data` streamed): the counterfactuals are written one original at a
-    time, scored with the originals as one stream, and the report counted line by line, so memory does
-    not grow with the data. `engine_options`: the run's engine options (default: the engine's config),
-    which a setting perturbation changes; `build_engine(options)` makes an engine for those when
+    the audit (what `audit.json` holds). The data is streamed (`loaded`: a LoadResult or a stream), so
+    memory does not grow with it. `engine_options`: the run's (default: the engine's config), which a
+    setting perturbation changes; `build_engine(options)` makes an engine for those when
     `derived_engine` cannot; `review_limit`: the originals review.html shows (review.LIMIT)."""
     from .report import write_report
     from .review import LIMIT, write_pairs_page

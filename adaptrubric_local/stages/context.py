@@ -92,12 +92,9 @@ def _score_frames(traj: Trajectory, family: str, frames: list[int]) -> dict[int,
 
 def select_context(traj: Trajectory, family: str = "general", budget: int = DEFAULT_BUDGET,
                    fingerprint: Fingerprint | None = None, near_dup: Callable | None = None) -> Selection:
-    """Pick at most `budget` screenshot-bearing steps; first and final frame always included.
-
-    With a `fingerprint`, consecutive near-identical frames form a run that is shown once: by its
-    last (settled) frame, or by the first frame for the run the trajectory opens with; a candidate
-    inside a run stands for the run, and the budget is refilled from the next-ranked frames, so it
-    is filled whenever the trajectory has that many distinct screens."""
+    """Pick at most `budget` screenshot-bearing steps; first and final frame always included. With a
+    `fingerprint`, a run of consecutive near-identical frames is shown once, by its last (settled)
+    frame, or by the first frame for the run the trajectory opens with."""
     if budget < 2:
         raise ValueError(f"budget must be at least 2 (first and final frame), got {budget}")
     frames = [i for i, s in enumerate(traj.steps) if s.screenshot]
@@ -174,9 +171,7 @@ class _Runs:
 
 def thumbnail_fingerprint(path: str, size: int = 32):
     """A small grayscale thumbnail (bytes, box-averaged so a small local change such as a typed
-    word still moves its cell) for near-duplicate checks. This decode repeats the image pipeline's
-    decode of the frames that get selected; sharing it would mean holding every candidate frame in
-    memory until selection is done, so the pipeline runs these in a thread pool instead."""
+    word still moves its cell) for near-duplicate checks."""
     from PIL import Image
 
     with Image.open(path) as im:
