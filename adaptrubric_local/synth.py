@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
@@ -31,16 +31,12 @@ class Screen:
     keyboard: bool = False
 
 
-_FONTS: dict[int, ImageFont.ImageFont] = {}
-
-
+@cache
 def _font(px: int):
-    if px not in _FONTS:
-        try:
-            _FONTS[px] = ImageFont.load_default(size=px)
-        except TypeError:  # Pillow < 10.1
-            _FONTS[px] = ImageFont.load_default()
-    return _FONTS[px]
+    try:
+        return ImageFont.load_default(size=px)
+    except TypeError:  # Pillow < 10.1
+        return ImageFont.load_default()
 
 
 def draw(screen: Screen, size: tuple[int, int]) -> Image.Image:

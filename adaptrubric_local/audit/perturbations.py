@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import re
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
@@ -77,13 +78,11 @@ class DataSet:
         if self._index is None:  # sorted instructions; per task id, the positions of those seen with it only
             ins = sorted({i for i, _ in self._pairs})
             at = {x: k for k, x in enumerate(ins)}
-            tids: dict[str, set] = {}
-            for i, tid in self._pairs:
-                tids.setdefault(i, set()).add(tid)
+            tasks_of = Counter(i for i, _ in self._pairs)
             only: dict = {}
-            for i, ts in tids.items():
-                if len(ts) == 1:
-                    only.setdefault(next(iter(ts)), []).append(at[i])
+            for i, tid in self._pairs:
+                if tasks_of[i] == 1:
+                    only.setdefault(tid, []).append(at[i])
             self._index = (ins, at, {k: sorted(v) for k, v in only.items()})
         return self._index
 
