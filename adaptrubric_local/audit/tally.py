@@ -5,7 +5,6 @@ rules (verdict.py) or its text (report.py).
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..formats.ids import IdBuilder
+from ..schema import json_lines
 from ..verdict_file import iter_last_lines, iter_lines
 from .perturbations import split_id
 
@@ -135,10 +135,8 @@ def count_pairs(verdict_file: Path, cf_file: Path, name: str, originals: Origina
     place: dict[str, int] = {}
     listed = {*counts.up, *counts.down, *counts.newly_unparsed, *counts.errors}
     with open(cf_file, encoding="utf-8") as fh:
-        for k, line in enumerate(fh):
-            if not line.strip():
-                continue
-            i = str(json.loads(line)["id"])
+        for k, record in json_lines(fh, cf_file):
+            i = str(record["id"])
             if split_id(i)[1] != name:
                 continue
             if i in listed:

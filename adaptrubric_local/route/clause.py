@@ -109,8 +109,6 @@ def _classify_by_verb(verb: str, low: str, obj: str, lex: Lexicon) -> str:
     if fam == "state_navigation":
         if verb in ("show", "display") and lex.chart.search(obj):
             return "create_modify"
-        if verb in ("set up",) and re.search(r"\bforward", obj):
-            return "state_navigation"
         if verb == "turn" and re.search(r"\binto\b", obj):
             return "create_modify"  # "turn the text into a list" converts an item
         if verb == "open" and re.match(r"\s+(?:a\s+)?new\s+(?:[\w-]+\s+){0,2}?(?:issue|ticket|account|"
@@ -139,9 +137,7 @@ def _by_specific_verb(verb: str, obj: str, lex: Lexicon) -> str | None:
                                             r"messages?|notes? (?:to|for)|feedback|voice ?mail)\b", obj) \
             else "create_modify" if re.search(r"\b(?:review|rating)\b", obj) else "general"
     if verb == "take":
-        if re.match(r"\s+me\s+to\b", obj):
-            return "state_navigation"
-        return "create_modify"
+        return "state_navigation" if re.match(r"\s+me\s+to\b", obj) else "create_modify"
     if verb == "fix":
         return "general" if re.search(r"\b(?:error|bug|crash|exception|failing|broken|issue)", obj) and not \
             re.search(r"\b(?:typo|spelling|grammar|format)", obj) else "create_modify"
