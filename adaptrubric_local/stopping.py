@@ -153,14 +153,12 @@ def end_now(signum: int, why: str) -> None:
     import os
     import sys
 
-    try:
+    with contextlib.suppress(Exception):  # no psutil, or the process table unreadable: exit all the same
         import psutil
 
         for p in reversed(psutil.Process().children(recursive=True)):
             with contextlib.suppress(psutil.Error):
                 p.kill()
-    except Exception:  # no psutil, or the process table unreadable: exit all the same
-        pass
     try:
         print(f"adaptrubric: stopped by {signal.Signals(signum).name} ({why}: ended at once, its child processes "
               "killed)", file=sys.stderr, flush=True)

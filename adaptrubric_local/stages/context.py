@@ -35,7 +35,7 @@ def _family_bonus(family: str, kinds: list[str], frames: list[int]) -> dict[int,
     bonus: dict[int, tuple[float, str]] = {}
     pos = {f: n for n, f in enumerate(frames)}
 
-    def add(i: int, b: float, why: str) -> None:
+    def add(i: int | None, b: float, why: str) -> None:  # None (no such frame): nothing
         if i in pos and b > bonus.get(i, (0, ""))[0]:
             bonus[i] = (b, why)
 
@@ -43,17 +43,13 @@ def _family_bonus(family: str, kinds: list[str], frames: list[int]) -> dict[int,
         for i, k in enumerate(kinds):
             if k in ("read", "answer"):
                 add(i, 4, "answer read here")
-                prev = [f for f in frames if f < i]
-                if prev:
-                    add(prev[-1], 3.5, "answer read here")
+                add(max((f for f in frames if f < i), default=None), 3.5, "answer read here")
     elif family == "transfer":
         t = [i for i, k in enumerate(kinds) if k in ("transfer", "type", "submit")]
         if t:
             add(t[0], 4, "source side")
             add(t[-1], 4, "sink side")
-            after = [f for f in frames if f > t[-1]]
-            if after:
-                add(after[0], 4, "sink side")
+            add(next((f for f in frames if f > t[-1]), None), 4, "sink side")
     elif family == "state_navigation":
         for f in frames[-3:]:
             add(f, 3, "final-state anchor")
@@ -64,9 +60,7 @@ def _family_bonus(family: str, kinds: list[str], frames: list[int]) -> dict[int,
     elif family in ("communication", "delete_cleanup", "create_modify"):
         for i, k in enumerate(kinds):
             if k in ("submit", "delete", "type"):
-                after = [f for f in frames if f > i]
-                if after:
-                    add(after[0], 2.5, f"result of {k}")
+                add(next((f for f in frames if f > i), None), 2.5, f"result of {k}")
     return bonus
 
 
@@ -74,7 +68,7 @@ def _score_frames(traj: Trajectory, family: str, frames: list[int]) -> dict[int,
     kinds = [action_kind(s) for s in traj.steps]
     scores: dict[int, tuple[float, str]] = {}
 
-    def put(i: int, s: float, why: str) -> None:
+    def put(i: int | None, s: float, why: str) -> None:  # None (no such frame): nothing
         if i in frame_set and s > scores.get(i, (-1e9, ""))[0]:
             scores[i] = (s, why)
 
@@ -82,9 +76,7 @@ def _score_frames(traj: Trajectory, family: str, frames: list[int]) -> dict[int,
     for i, k in enumerate(kinds):
         if is_high_signal(k):
             put(i, PRIORITY[k], f"before {k}")
-            after = next((f for f in frames if f > i), None)
-            if after is not None:
-                put(after, PRIORITY[k] + 0.5, f"after {k}")
+            put(next((f for f in frames if f > i), None), PRIORITY[k] + 0.5, f"after {k}")
     for i, (b, why) in _family_bonus(family, kinds, frames).items():
         scores[i] = (scores.get(i, (0.0, ""))[0] + b, why)  # the rubric's reason outranks the action's
     return scores
