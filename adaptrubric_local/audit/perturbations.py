@@ -250,9 +250,7 @@ def injected_verdict(t: Trajectory, data: DataSet) -> Trajectory | None:
 def final_frame_dropped(t: Trajectory, data: DataSet) -> Trajectory | None:
     """The step that carries the last screenshot keeps its action; needs 2 screenshots."""
     shots = _shot_steps(t)
-    if len(shots) < 2:
-        return None
-    return _with_step(t, shots[-1], screenshot=None)
+    return _with_step(t, shots[-1], screenshot=None) if len(shots) >= 2 else None
 
 
 @perturbation("final-frame-first", "the last screenshot replaced by the first (nothing changed on screen)",
@@ -260,18 +258,14 @@ def final_frame_dropped(t: Trajectory, data: DataSet) -> Trajectory | None:
 def final_frame_first(t: Trajectory, data: DataSet) -> Trajectory | None:
     """Needs 2 screenshots (that are different files)."""
     shots = _shot_steps(t)
-    if len(shots) < 2:
-        return None
-    return _with_step(t, shots[-1], screenshot=t.steps[shots[0]].screenshot)
+    return _with_step(t, shots[-1], screenshot=t.steps[shots[0]].screenshot) if len(shots) >= 2 else None
 
 
 @perturbation("frames-reversed", "the screenshots and actions in reverse order", "a success becomes 0",
               expect="to-0", label=0)
 def frames_reversed(t: Trajectory, data: DataSet) -> Trajectory | None:
     """The steps (each screenshot with its action) in reverse order; needs 2 screenshots."""
-    if len(_shot_steps(t)) < 2:
-        return None
-    return replace(t, steps=t.steps[::-1])
+    return replace(t, steps=t.steps[::-1]) if len(_shot_steps(t)) >= 2 else None
 
 
 @perturbation("other-instruction", "the trajectory paired with another task's instruction from the same data set",

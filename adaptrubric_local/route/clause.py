@@ -42,10 +42,8 @@ def strip_prefix(clause: str) -> str:
 def head_verb(clause: str, lex: Lexicon) -> str | None:
     """The lexicon verb (or phrase) the lower-cased `clause` starts with, longest first."""
     low = clause.lower()
-    for v in lex.verb_keys:
-        if low.startswith(v) and (len(low) == len(v) or not low[len(v)].isalnum()):
-            return v
-    return None
+    return next((v for v in lex.verb_keys if low.startswith(v) and (len(low) == len(v) or not low[len(v)].isalnum())),
+                None)
 
 
 def classify_clause(verb: str, clause: str, lex: Lexicon, context: str = "") -> str:
