@@ -46,13 +46,11 @@ def check_cue(cue: str, instruction: str, filter_words: bool = False, limit_leng
     words = len(cue.split())
     if limit_length and words > MAX_WORDS:
         return f"over {MAX_WORDS} words ({words})"
-    if not filter_words:
-        return None
     low_i = instruction.lower()
-    for pat, allow, label in OVERCONSTRAINING:
-        if re.search(pat, cue, re.I) and not re.search(allow, low_i, re.I):
-            return f"over-constraining word '{label}' not used by the instruction (H.3 rule 4)"
-    return None
+    used = (label for pat, allow, label in OVERCONSTRAINING
+            if re.search(pat, cue, re.I) and not re.search(allow, low_i, re.I))
+    label = next(used, None) if filter_words else None
+    return None if label is None else f"over-constraining word '{label}' not used by the instruction (H.3 rule 4)"
 
 
 def _cue_number(key: str) -> int:
