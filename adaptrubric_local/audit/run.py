@@ -66,11 +66,6 @@ def cost_text(plan: dict) -> str:
             f"({plan['screenshots_ratio']:.1f}x); tokens grow about as the screenshots do")
 
 
-def options_of(engine) -> dict:
-    """An engine's options (its config's fields), {} when it has no config dataclass."""
-    return engine_record(getattr(engine, "config", None)) or {}
-
-
 def derived_engine(engine, changes: dict):
     """(an engine like `engine` with `changes` to its config, whether it shares `engine`'s weights), or
     (None, False) for an engine this cannot derive from (then the caller builds one). A transformers or
@@ -123,7 +118,8 @@ def run_audit(pipe, data: str | Path, out: str | Path, perturbations: list[Pertu
         raise ValueError(f"{out / VERDICTS} exists; pass --resume to continue that audit or choose another --out")
     stream = as_stream(loaded) if loaded is not None else stream_trajectories(data, image_roots=list(image_roots))
     files, cost, originals = write_streamed(out, perturbations, stream, pipe.config.max_images)
-    base_options = options_of(pipe.engine) if engine_options is None else dict(engine_options)
+    base_options = dict(engine_options) if engine_options is not None else \
+        engine_record(getattr(pipe.engine, "config", None)) or {}  # an engine's config fields, if it has one
     plan = plan_of(cost, perturbations, pipe.config, base_options)
     log(cost_text(plan))
     roots = [data_root(data), *image_roots]
