@@ -82,8 +82,6 @@ def visible_line(line: str, inside: bool) -> tuple[str | None, bool]:
     A line that ends inside thinking has no such part; one with a tag keeps the text after its last
     tag."""
     tags = list(_TAG.finditer(line))
-    if not tags:
-        return (None if inside else line), inside
-    for m in tags:
-        inside = m.group(0) == OPEN
-    return (None if inside else line[tags[-1].end():]), inside
+    if tags:  # the last tag decides; the answer part is what follows it
+        inside, line = tags[-1].group(0) == OPEN, line[tags[-1].end():]
+    return (None if inside else line), inside
