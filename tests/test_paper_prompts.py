@@ -292,21 +292,8 @@ def test_each_ablation_row_is_the_papers_text_for_that_row(coarse, fine):
     assert text.endswith("\n".join(paper_output_format()))
 
 
-# What the verifier prompt of each Table 4 row holds, one line each.
-ABLATION_INPUTS = {
-    "full": "instruction, compiled evidence (answer, typed text, key actions), action trace, family rubric "
-            "+ meta rule, cue block (when cues exist), screenshots, output format",
-    "no_fine": "instruction, compiled evidence, action trace, family rubric + meta rule, screenshots, "
-               "output format (no cue block)",
-    "no_coarse": "instruction, compiled evidence, action trace, cue block (when cues exist; without its "
-                 "META RULE reference), screenshots, output format (no family rubric, no meta rule)",
-    "no_both": "instruction, screenshots, output format only (no compiled evidence, no action trace, "
-               "no rubric, no cues)",
-}
-
-
 def test_every_row_has_a_one_line_description():
-    from adaptrubric_local.stages.fusion import ABLATIONS
+    from adaptrubric_local.stages.fusion import ABLATION_INPUTS, ABLATIONS
 
     assert list(ABLATION_INPUTS) == list(ABLATIONS)
     assert all("\n" not in d and "screenshots" in d for d in ABLATION_INPUTS.values())

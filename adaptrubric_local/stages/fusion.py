@@ -2,10 +2,10 @@
 
 The coarse rubric Rc (the family's verification steps, pitfalls and special rules, plus the meta rule)
 is the body; the fine cues Rf are the cue block, omitted when there are none. Two switches give the
-four rows of Table 4 (§5.4): coarse off drops the rubric and meta rule (the cue block then does not
-refer to the META RULE); fine off drops the cue block; both off uses the image-only skeleton (no
-evidence, no action trace). The output format is always kept. Knows nothing about routing, models
-or images.
+four rows of Table 4 (§5.4; `ABLATION_INPUTS` says what each row's prompt holds): coarse off drops the
+rubric and meta rule (the cue block then does not refer to the META RULE); fine off drops the cue
+block; both off uses the image-only skeleton (no evidence, no action trace). The output format is
+always kept. Knows nothing about routing, models or images.
 """
 from __future__ import annotations
 
@@ -22,6 +22,19 @@ ABLATIONS = {
     "no_coarse": (False, True),
     "no_both": (False, False),
 }
+
+# What the verifier prompt of each Table 4 row holds, one line each (for reports).
+ABLATION_INPUTS = {
+    "full": "instruction, compiled evidence (answer, typed text, key actions), action trace, family rubric "
+            "+ meta rule, cue block (when cues exist), screenshots, output format",
+    "no_fine": "instruction, compiled evidence, action trace, family rubric + meta rule, screenshots, "
+               "output format (no cue block)",
+    "no_coarse": "instruction, compiled evidence, action trace, cue block (when cues exist; without its "
+                 "META RULE reference), screenshots, output format (no family rubric, no meta rule)",
+    "no_both": "instruction, screenshots, output format only (no compiled evidence, no action trace, "
+               "no rubric, no cues)",
+}
+
 
 @dataclass
 class VerifierPrompt:
