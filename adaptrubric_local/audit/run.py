@@ -17,15 +17,9 @@ from ..formats.stream import as_stream, stream_trajectories
 from ..run_settings import IN_PROCESS, engine_record, vars_of
 from ..scoring import score_with
 from .perturbations import Perturbation
-from .streamed import ChainedStream, CostCount, cf_stream, write_streamed
+from .streamed import DATA_FILE, ChainedStream, CostCount, cf_stream, setting_file, write_streamed
 
-DATA_FILE = "counterfactuals.jsonl"
 VERDICTS = "verdicts.jsonl"
-
-
-def setting_file(out: Path, name: str, kind: str = "verdicts") -> Path:
-    """`verdicts.NAME.jsonl` / `counterfactuals.NAME.jsonl` of a setting perturbation."""
-    return Path(out) / f"{kind}.{name}.jsonl"
 
 
 def data_root(data: str | Path) -> Path:
