@@ -368,10 +368,6 @@ def p_success(out: Output) -> float | None:
 
 def _p_one(text: str, token_probs, opened: bool) -> float | None:
     offset = score_value_offset(text, opened)
-    if offset is None:
-        return None
-    for tp in token_probs:
-        if tp.offset == offset:
-            p0, p1 = tp.probs.get("0", 0.0), tp.probs.get("1", 0.0)
-            return p1 / (p0 + p1) if p0 + p1 > 0 else None
-    return None
+    at = None if offset is None else next((tp for tp in token_probs if tp.offset == offset), None)
+    p0, p1 = (at.probs.get("0", 0.0), at.probs.get("1", 0.0)) if at is not None else (0.0, 0.0)
+    return p1 / (p0 + p1) if p0 + p1 > 0 else None

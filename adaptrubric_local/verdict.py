@@ -136,8 +136,6 @@ def score_value_offset(text: str, opened: bool = False) -> int | None:
     block = None if answer.unfinished else last_block(answer.answer)
     if block is None or _KEY_MENTION.search(block.trailing):
         return None
-    scores = [k for k in block.lines if k.key == "SCORE"]
-    if not scores:
-        return None
-    digit = re.search(r"(?i)score\W*[:=：]\W*([01])", scores[-1].line)
-    return answer.offset_in_output(scores[-1].offset + digit.start(1)) if digit else None
+    last = next((k for k in reversed(block.lines) if k.key == "SCORE"), None)
+    digit = re.search(r"(?i)score\W*[:=：]\W*([01])", last.line) if last else None
+    return answer.offset_in_output(last.offset + digit.start(1)) if digit else None
