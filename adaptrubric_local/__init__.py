@@ -6,13 +6,9 @@
         verdicts = v.score(load_trajectories("trajectories.jsonl"))
         rewards = v.rewards(verdicts)
 
-Public API (`__all__`): the front door (Verifier) and the reward function for RL (RewardModel); the
-data model (Trajectory, Step, Verdict) and its loaders (load_trajectories, load_verdicts); the
-settings (PipelineConfig, the engine configs HFEngineConfig / VLLMOptions / RemoteConfig,
-RewardConfig); what `adaptrubric score` and `adaptrubric eval` run (score_file, run_eval, evaluate);
-the pipeline itself (AdaptRubric) and the engine interface (Engine, Request, Output, FakeEngine); the
-extension points (register_engine, register_format, and load_plugins for a user's file of them).
-Importing the package imports no torch, transformers or vLLM: those load with an engine.
+Public API (`__all__`): the front door (Verifier), the RL reward (RewardModel), the data model and its
+loaders, the settings, what `adaptrubric score` and `eval` run, the pipeline and engine interface, and
+the extension points. Importing the package imports no torch, transformers or vLLM.
 """
 from ._version import __version__
 from .bank import RubricBank, load_bank

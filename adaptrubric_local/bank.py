@@ -1,17 +1,13 @@
 """The rubric bank: schema, loading, lookup and content hash (paper §4.1, Appendix H.1).
 
-A bank is a YAML file of family entries plus a shared meta rule; `lookup` does the paper's top-1
-retrieval with the fallback family (the one whose categories hold "*", `general` in the paper's bank).
-`taxonomy: paper` (the default) requires exactly the paper's eight families, so a misspelt family
-name is an error; `taxonomy: custom` (a bank built for your own apps, see `bank_induction`) allows
-any snake_case family names and needs one fallback family. `record` says how a bank was built
-(teacher, data, prompts); it is not part of the content hash. Knows nothing about routing, prompts
-or models.
+A bank is a YAML file of family entries plus a shared meta rule; `lookup` is the paper's top-1
+retrieval with the fallback family (categories ["*"]). `taxonomy: paper` (the default) requires
+exactly the paper's eight families; `taxonomy: custom` (see `bank_induction`) allows any snake_case
+names and needs one fallback family. `record` says how a bank was built; it is not part of the hash.
+Knows nothing about routing, prompts or models.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -19,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .schema import load_yaml_model
+from .schema import content_sha, load_yaml_model
 from .types import FAMILIES
 
 DEFAULT_BANK = Path(__file__).parent / "data" / "default_bank.yaml"
@@ -128,8 +124,7 @@ class RubricBank(_Strict):
         for fam in doc["families"].values():
             if fam["router_description"] is None:
                 del fam["router_description"]
-        blob = json.dumps(doc, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+        return content_sha(doc)
 
     @property
     def fallback(self) -> str:
@@ -142,14 +137,8 @@ class RubricBank(_Strict):
         return list(self.families)
 
     def lookup(self, category: str) -> RubricSet:
-        """Top-1 retrieval: the set whose categories contain `category`, else the wildcard set."""
-        for rs in self.families.values():
-            if category in rs.categories:
-                return rs
-        for rs in self.families.values():
-            if "*" in rs.categories:
-                return rs
-        return self.families["general"]
+        """Top-1 retrieval: the set whose categories contain `category`, else the fallback's."""
+        return next((rs for rs in self.families.values() if category in rs.categories), self.families[self.fallback])
 
     def output_format(self, rs: RubricSet) -> str:
         """The output-format text a rubric set refers to."""

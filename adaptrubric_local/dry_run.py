@@ -1,13 +1,7 @@
-"""Stand-ins for a real verifier that know the pipeline's own prompts, for tests, dry runs and demos.
-
-The engine package knows no stage, so what needs the prompts, the bank or the router lives here:
-- `pipeline_script`: answers a router prompt with the rules router's family for the prompt's
-  instruction, a cue prompt with NO_HINT and a verifier prompt with a passing verdict;
-- `FakeEngine`: engine.fake.ScriptedEngine with `pipeline_script` as its default script (the package
-  exports this one as `adaptrubric_local.FakeEngine`);
-- `tokenizer_corpus`: the text the tiny random model's tokenizer is trained on (the bundled prompts
-  and bank, and the verdict lines), for engine.tiny.make_tiny_model.
-Knows nothing about trajectories or scoring.
+"""Stand-ins for a real verifier that know the pipeline's own prompts, for tests, dry runs and demos
+(the engine package knows no stage): `pipeline_script` answers the pipeline's three prompts,
+`FakeEngine` is engine.fake.ScriptedEngine with it as its default script, and `tokenizer_corpus` is
+the text the tiny random model's tokenizer is trained on. Knows nothing about trajectories or scoring.
 """
 from __future__ import annotations
 

@@ -1,14 +1,13 @@
-"""The AdaptRubric orchestrator: runs the stages for a list of trajectories, in batches.
-
-route and cue (`criteria`, cached per instruction) -> bank lookup -> context selection -> evidence
--> fusion -> engine -> verdict. Every model call is counted by kind, and its tokens are charged to
-the trajectories that used it (shared router and cue calls split evenly), so a verdict file's
-costs add up to the run's. A failure in one trajectory becomes a Verdict with status "error"; the
-others still get theirs. Only this module and `criteria` talk to the engine; it knows nothing about
-tensors or file formats.
+"""The AdaptRubric orchestrator: runs the stages for a list of trajectories, in batches: route and
+cue (`criteria`, cached per instruction) -> bank lookup -> context selection -> evidence -> fusion ->
+engine -> verdict. Every model call is counted, and its tokens charged to the trajectories that used
+it (shared router and cue calls split evenly). A failure in one trajectory becomes a Verdict with
+status "error". Only this module and `criteria` talk to the engine; knows nothing about tensors or
+file formats.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -16,7 +15,7 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ._version import __version__
@@ -96,11 +95,6 @@ class PipelineConfig:
     def to_json(self, path: str | Path) -> None:
         """Write the config (and package version) as JSON."""
         Path(path).write_text(json.dumps({**asdict(self), "package_version": __version__}, indent=2) + "\n")
-
-    @classmethod
-    def help(cls) -> dict[str, str]:
-        """Field name -> help text."""
-        return {f.name: f.metadata.get("help", "") for f in fields(cls)}
 
 
 @dataclass
@@ -182,10 +176,8 @@ class AdaptRubric:
             yield ready
 
     def _count(self, req: Request, out: Output) -> None:
-        self.stats[f"calls_{req.kind}"] += 1
-        self.stats["calls"] += 1
-        self.stats["prompt_tokens"] += out.prompt_tokens
-        self.stats["completion_tokens"] += out.completion_tokens
+        self.stats.update({f"calls_{req.kind}": 1, "calls": 1, "prompt_tokens": out.prompt_tokens,
+                           "completion_tokens": out.completion_tokens})
 
     def _what(self, requests: list[Request]) -> str:
         """What a call does, for `on_stage`: "verifying trajectories 1-8", "routing 3 instruction(s) for
@@ -270,10 +262,8 @@ class AdaptRubric:
         v = replace(answer, id=t.id, model=self.engine.name if self.engine is not None else None,
                     bank_sha=self.bank.sha, label=t.label, platform=t.platform, task_id=t.task_id,
                     cost_tokens=own[0] + share[0], cost_calls=own[1] + share[1], **decided)
-        self.stats["trajectories"] += 1
-        self.stats["errors"] += v.status == "error"
-        self.stats["hit_cap"] += v.hit_cap
-        self.stats["hit_context"] += v.hit_context
+        self.stats.update(trajectories=1, errors=int(v.status == "error"), hit_cap=int(v.hit_cap),
+                          hit_context=int(v.hit_context))
         return v
 
     def _answer(self, p: Prepared, out: Output) -> Verdict:
@@ -305,19 +295,12 @@ class AdaptRubric:
         """Lists of (input position, Verdict), as ready."""
         if self.engine is None:
             raise ValueError("scoring needs an engine")
-        batch: list[Trajectory] = []
-        start = 0
+        it, start = iter(trajs), 0
         try:
-            for t in trajs:
-                batch.append(t)
-                if len(batch) >= self.config.trajectories_per_batch:
-                    self._span = (start + 1, start + len(batch))
-                    yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
-                    start += len(batch)
-                    batch = []
-            if batch:
+            while batch := list(itertools.islice(it, self.config.trajectories_per_batch)):
                 self._span = (start + 1, start + len(batch))
                 yield from ([(start + k, v) for k, v in ready] for ready in self._score_batch(batch))
+                start += len(batch)
         finally:
             self._span = None
 
@@ -354,20 +337,14 @@ class AdaptRubric:
     def summary(self) -> dict:
         """Calls, tokens and seconds per trajectory so far (all model calls, amortised as in Table 5),
         over the trajectories that were not errors (those counted apart)."""
-        n = max(1, self.stats["trajectories"] - self.stats["errors"])
-        out = {
-            "trajectories": self.stats["trajectories"],
-            "errors": self.stats["errors"],
-            "calls": self.stats["calls"],
-            "calls_per_traj": self.stats["calls"] / n,
-            "calls_by_kind": {k[6:]: v for k, v in self.stats.items() if k.startswith("calls_")},
-            "tokens_per_traj": (self.stats["prompt_tokens"] + self.stats["completion_tokens"]) / n,
-            "s_per_traj": self.stats["seconds"] / n,
-            "route_unparsed": self.criteria.unparsed["route"],
-            "cue_unparsed": self.criteria.unparsed["cue"],
-            "hit_cap": self.stats["hit_cap"],
-            "hit_context": self.stats["hit_context"],
-        }
+        stats, unparsed = self.stats, self.criteria.unparsed
+        n = max(1, stats["trajectories"] - stats["errors"])
+        out = {"trajectories": stats["trajectories"], "errors": stats["errors"], "calls": stats["calls"],
+               "calls_per_traj": stats["calls"] / n,
+               "calls_by_kind": {k[6:]: v for k, v in stats.items() if k.startswith("calls_")},
+               "tokens_per_traj": (stats["prompt_tokens"] + stats["completion_tokens"]) / n,
+               "s_per_traj": stats["seconds"] / n, "route_unparsed": unparsed["route"], "cue_unparsed": unparsed["cue"],
+               "hit_cap": stats["hit_cap"], "hit_context": stats["hit_context"]}
         engine_stats = self.engine.stats if self.engine is not None else {}
         if engine_stats:
             out["engine"] = dict(engine_stats)
@@ -391,10 +368,6 @@ def p_success(out: Output) -> float | None:
 
 def _p_one(text: str, token_probs, opened: bool) -> float | None:
     offset = score_value_offset(text, opened)
-    if offset is None:
-        return None
-    for tp in token_probs:
-        if tp.offset == offset:
-            p0, p1 = tp.probs.get("0", 0.0), tp.probs.get("1", 0.0)
-            return p1 / (p0 + p1) if p0 + p1 > 0 else None
-    return None
+    at = None if offset is None else next((tp for tp in token_probs if tp.offset == offset), None)
+    p0, p1 = (at.probs.get("0", 0.0), at.probs.get("1", 0.0)) if at is not None else (0.0, 0.0)
+    return p1 / (p0 + p1) if p0 + p1 > 0 else None

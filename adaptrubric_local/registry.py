@@ -1,13 +1,8 @@
 """What the package's extension points share: `Registry`, a name -> entry table for engines
 (engine/options.py), data formats (formats/__init__.py) and perturbations (audit/perturbations.py),
-with one decorator, `Registry.register(name, *, replace=False, **fields)`, that each extension point's
-own (`register_engine`, `register_format`, `perturbation`) passes its fields to; and `load_plugins`,
-which imports a user's Python file or module so that its registration lines run. The package's own
-engines, formats and perturbations are registered through the same calls.
-
-The command line loads a user's file with `--plugins FILE.py|MODULE` (read before the parser is
-built, so a registered engine or format is a choice of `--engine` and `--format`); Python code
-imports the file itself, or calls `load_plugins`. Knows nothing about what the entries are.
+each registered with `Registry.register`, and `load_plugins`, which imports a user's Python file or
+module so that its registration lines run (`--plugins FILE.py|MODULE` on the command line, read
+before the parser is built). Knows nothing about what the entries are.
 """
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ Shared by the rubric bank and the prompt set. Knows nothing about what either co
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -39,6 +40,11 @@ def load_yaml_model(path: str | Path, model: type[M]) -> M:
             msg = "unknown key (not in the schema)" if err["type"] == "extra_forbidden" else err["msg"]
             lines.append(f"{path}: field '{where}': {msg}")
         raise SchemaError("\n".join(lines)) from None
+
+
+def content_sha(doc: Any) -> str:
+    """The first 16 hex digits of the sha256 of `doc` as canonical JSON (sorted keys, UTF-8)."""
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
 def json_problem(exc: json.JSONDecodeError, line: bool = False) -> str:

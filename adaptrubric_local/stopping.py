@@ -1,20 +1,12 @@
 """Stopping a command on SIGTERM or SIGINT (Ctrl-C) the way an exception stops it: `stop_on_signals`
-turns either signal into `Stopped` in the main thread, so every `finally` and `with` on the way out
-runs (engines close, and with them vLLM's engine core and workers; a verdict file gets its summary)
-instead of the process dying where it stands and leaving its children behind.
+turns either signal into `Stopped` (a KeyboardInterrupt carrying the signal's name and exit code) in the
+main thread, so every `finally` and `with` on the way out runs (engines close, and with them vLLM's
+engine core and workers) instead of the process dying and leaving its children behind.
 
-`Stopped` is a KeyboardInterrupt, so code that already lets Ctrl-C through lets it through too, and
-carries the signal's name and the conventional exit code (128 + the signal's number: 130, 143).
-What was done before the stop is said by whoever catches it (`note`, set on the way out).
-
-A library may swallow the exception a handler raises (pyzmq's poll retries after an interrupted
-call, as in vLLM's start-up handshake). Code that calls such a library marks the call with
-`rescue_stop(on_stop)`: a stop inside it runs `on_stop` at once in a thread (end the processes the
-call waits on), delivers the signal to the main thread again every `REDELIVER_S` s until the call
-returns or raises (a wait on a lock or a queue is interrupted and lets the exception through), and
-the block's exit raises the stop. As a last resort a command still inside `stop_on_signals`
-`STOP_GRACE_S` after the signal, or given a second one, ends at once: its child processes killed, the
-same exit code, one line saying so. Knows nothing about engines, verdict files or the command line.
+A library may swallow the exception a handler raises (pyzmq's poll, in vLLM's start-up handshake):
+`rescue_stop` marks such a call. As a last resort a command still stopping `STOP_GRACE_S` after the
+signal, or given a second one, ends at once (`end_now`). Knows nothing about engines, verdict files or
+the command line.
 """
 from __future__ import annotations
 
@@ -161,14 +153,12 @@ def end_now(signum: int, why: str) -> None:
     import os
     import sys
 
-    try:
+    with contextlib.suppress(Exception):  # no psutil, or the process table unreadable: exit all the same
         import psutil
 
         for p in reversed(psutil.Process().children(recursive=True)):
             with contextlib.suppress(psutil.Error):
                 p.kill()
-    except Exception:  # no psutil, or the process table unreadable: exit all the same
-        pass
     try:
         print(f"adaptrubric: stopped by {signal.Signals(signum).name} ({why}: ended at once, its child processes "
               "killed)", file=sys.stderr, flush=True)

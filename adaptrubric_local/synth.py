@@ -1,19 +1,16 @@
 """Synthetic GUI trajectories with labels known by construction, for demos, tests and benchmarks.
 
 Draws phone-like screens with PIL for every task family and writes canonical JSONL. Each task has
-several candidates (same `task_id`, same instruction); failures mimic the paper's failure modes:
-text added below instead of at the top, a draft left unsent, one of "all" items left, a wrong
-recipient, a settings page visited but the toggle not switched, an answer in the wrong format, a
-source read but the destination left empty, a sub-goal dropped. With `visible_outcome`, the final
-screen also carries a large outcome banner (green "Done" / red "Not done"), so success and failure
-are visually separable even for a tiny model (distillation demos and tests). Knows nothing about
-models.
+several candidates (same `task_id` and instruction); each failure is one of the paper's failure
+modes. With `visible_outcome`, the final screen carries a large green "Done" / red "Not done" banner,
+so even a tiny model can tell success from failure. Knows nothing about models.
 """
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache, partial
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
@@ -34,16 +31,12 @@ class Screen:
     keyboard: bool = False
 
 
-_FONTS: dict[int, ImageFont.ImageFont] = {}
-
-
+@cache
 def _font(px: int):
-    if px not in _FONTS:
-        try:
-            _FONTS[px] = ImageFont.load_default(size=px)
-        except TypeError:  # Pillow < 10.1
-            _FONTS[px] = ImageFont.load_default()
-    return _FONTS[px]
+    try:
+        return ImageFont.load_default(size=px)
+    except TypeError:  # Pillow < 10.1
+        return ImageFont.load_default()
 
 
 def draw(screen: Screen, size: tuple[int, int]) -> Image.Image:
@@ -104,145 +97,128 @@ def _home(rng) -> Screen:
     return Screen("Home", rows=["Messages", "Settings", "Notes", "Files", "Clock", "Contacts"][: rng.randint(4, 6)])
 
 
-def _note_top(v: dict) -> Callable[[bool, random.Random], Built]:
-    def build(ok, rng):
-        old = "Water the plants while I am away."
-        final = [v["text"], old] if ok else [old, v["text"]]
-        return ([(_home(rng), "open_app('Notes')", "open_app", None),
-                 (Screen("Notes", rows=[v["note"], "groceries.txt"]), f"tap('{v['note']}')", "tap", None),
-                 (Screen(v["note"], rows=[old], keyboard=True), f"type('{v['text']}')", "type", v["text"]),
-                 (Screen(v["note"], rows=final, keyboard=True), "tap('Save')", "tap", None),
-                 (Screen(v["note"], rows=final), "finish()", "answer", None)], None)
-    return build
+def _note_top(v: dict, ok: bool, rng: random.Random) -> Built:
+    old = "Water the plants while I am away."
+    final = [v["text"], old] if ok else [old, v["text"]]
+    return ([(_home(rng), "open_app('Notes')", "open_app", None),
+             (Screen("Notes", rows=[v["note"], "groceries.txt"]), f"tap('{v['note']}')", "tap", None),
+             (Screen(v["note"], rows=[old], keyboard=True), f"type('{v['text']}')", "type", v["text"]),
+             (Screen(v["note"], rows=final, keyboard=True), "tap('Save')", "tap", None),
+             (Screen(v["note"], rows=final), "finish()", "answer", None)], None)
 
 
-def _send(v: dict, fail: str) -> Callable[[bool, random.Random], Built]:
-    def build(ok, rng):
-        to = v["to"] if ok or fail != "wrong_recipient" else v["other"]
-        steps = [(_home(rng), "open_app('Messages')", "open_app", None),
-                 (Screen("Messages", rows=[v["other"], v["to"], "Alex"]), f"tap('{to}')", "tap", None),
-                 (Screen(to, bubbles=["hi"], input_text="", keyboard=True), f"type('{v['msg']}')", "type", v["msg"])]
-        if ok or fail == "wrong_recipient":
-            steps += [(Screen(to, bubbles=["hi"], input_text=v["msg"], keyboard=True), "tap('Send')", "tap", None),
-                      (Screen(to, bubbles=["hi", v["msg"]], input_text=""), "finish()", "answer", None)]
-        else:  # draft left unsent
-            steps += [(Screen(to, bubbles=["hi"], input_text=v["msg"], keyboard=True), "press_back()", "back", None),
-                      (Screen(to, bubbles=["hi"], input_text=v["msg"]), "finish()", "answer", None)]
-        return steps, None
-    return build
+def _send(v: dict, fail: str, ok: bool, rng: random.Random) -> Built:
+    to = v["to"] if ok or fail != "wrong_recipient" else v["other"]
+    steps = [(_home(rng), "open_app('Messages')", "open_app", None),
+             (Screen("Messages", rows=[v["other"], v["to"], "Alex"]), f"tap('{to}')", "tap", None),
+             (Screen(to, bubbles=["hi"], input_text="", keyboard=True), f"type('{v['msg']}')", "type", v["msg"])]
+    if ok or fail == "wrong_recipient":
+        steps += [(Screen(to, bubbles=["hi"], input_text=v["msg"], keyboard=True), "tap('Send')", "tap", None),
+                  (Screen(to, bubbles=["hi", v["msg"]], input_text=""), "finish()", "answer", None)]
+    else:  # draft left unsent
+        steps += [(Screen(to, bubbles=["hi"], input_text=v["msg"], keyboard=True), "press_back()", "back", None),
+                  (Screen(to, bubbles=["hi"], input_text=v["msg"]), "finish()", "answer", None)]
+    return steps, None
 
 
-def _delete_all(v: dict) -> Callable[[bool, random.Random], Built]:
-    def build(ok, rng):
-        items = [f"{v['item']} $4", "Lunch $12", f"{v['item']} $3", "Taxi $20"]
-        steps = [(_home(rng), "open_app('Expenses')", "open_app", None),
-                 (Screen("Expenses", rows=items), f"long_press('{items[0]}')", "long_press", None),
-                 (Screen("Expenses", rows=items, dialog="Delete 1 item?"), "tap('OK')", "tap", None)]
-        after = items[1:]
-        if ok:
-            steps += [(Screen("Expenses", rows=after), f"long_press('{after[1]}')", "long_press", None),
-                      (Screen("Expenses", rows=after, dialog="Delete 1 item?"), "tap('OK')", "tap", None)]
-            after = [r for r in after if not r.startswith(v["item"])]
-        steps.append((Screen("Expenses", rows=after), "finish()", "answer", None))  # failure: one of "all" left
-        return steps, None
-    return build
+def _delete_all(v: dict, ok: bool, rng: random.Random) -> Built:
+    items = [f"{v['item']} $4", "Lunch $12", f"{v['item']} $3", "Taxi $20"]
+    steps = [(_home(rng), "open_app('Expenses')", "open_app", None),
+             (Screen("Expenses", rows=items), f"long_press('{items[0]}')", "long_press", None),
+             (Screen("Expenses", rows=items, dialog="Delete 1 item?"), "tap('OK')", "tap", None)]
+    after = items[1:]
+    if ok:
+        steps += [(Screen("Expenses", rows=after), f"long_press('{after[1]}')", "long_press", None),
+                  (Screen("Expenses", rows=after, dialog="Delete 1 item?"), "tap('OK')", "tap", None)]
+        after = [r for r in after if not r.startswith(v["item"])]
+    steps.append((Screen("Expenses", rows=after), "finish()", "answer", None))  # failure: one of "all" left
+    return steps, None
 
 
-def _toggle(v: dict) -> Callable[[bool, random.Random], Built]:
-    def build(ok, rng):
-        others = [("Airplane mode", False), ("Location", True)]
-        steps = [(_home(rng), "open_app('Settings')", "open_app", None),
-                 (Screen("Settings", rows=["Network", "Connected devices", "Display"]), "tap('Connected devices')",
-                  "tap", None),
-                 (Screen("Connected devices", toggles=[(v["setting"], False), *others]), f"tap('{v['setting']}')",
-                  "tap", None)]
-        # failure: page visited, toggle tapped, state not changed
-        steps.append((Screen("Connected devices", toggles=[(v["setting"], ok), *others]), "finish()", "answer", None))
-        return steps, None
-    return build
+def _toggle(v: dict, ok: bool, rng: random.Random) -> Built:
+    others = [("Airplane mode", False), ("Location", True)]
+    steps = [(_home(rng), "open_app('Settings')", "open_app", None),
+             (Screen("Settings", rows=["Network", "Connected devices", "Display"]), "tap('Connected devices')",
+              "tap", None),
+             (Screen("Connected devices", toggles=[(v["setting"], False), *others]), f"tap('{v['setting']}')",
+              "tap", None)]
+    # failure: page visited, toggle tapped, state not changed
+    steps.append((Screen("Connected devices", toggles=[(v["setting"], ok), *others]), "finish()", "answer", None))
+    return steps, None
 
 
-def _answer(v: dict) -> Callable[[bool, random.Random], Built]:
-    def build(ok, rng):
-        steps = [(_home(rng), "open_app('Notes')", "open_app", None),
-                 (Screen("Notes", rows=[v["note"], "Budget"]), f"tap('{v['note']}')", "tap", None),
-                 (Screen(v["note"], rows=[f"{v['n']} individuals were present", "Agenda: review"]),
-                  f"quote('{v['n']} individuals were present')", "read", None)]
-        answer = str(v["n"]) if ok else f"There were {v['n']} people in the meeting"  # wrong format
-        steps.append((Screen(v["note"], rows=[f"{v['n']} individuals were present", "Agenda: review"]),
-                      f"finish(answer='{answer}')", "answer", None))
-        return steps, answer
-    return build
+def _answer(v: dict, ok: bool, rng: random.Random) -> Built:
+    steps = [(_home(rng), "open_app('Notes')", "open_app", None),
+             (Screen("Notes", rows=[v["note"], "Budget"]), f"tap('{v['note']}')", "tap", None),
+             (Screen(v["note"], rows=[f"{v['n']} individuals were present", "Agenda: review"]),
+              f"quote('{v['n']} individuals were present')", "read", None)]
+    answer = str(v["n"]) if ok else f"There were {v['n']} people in the meeting"  # wrong format
+    steps.append((Screen(v["note"], rows=[f"{v['n']} individuals were present", "Agenda: review"]),
+                  f"finish(answer='{answer}')", "answer", None))
+    return steps, answer
 
 
-def _move(v: dict) -> Callable[[bool, random.Random], Built]:
-    def build(ok, rng):
-        src = [v["file"], "photo.jpg", "notes.md"]
-        steps = [(_home(rng), "open_app('Files')", "open_app", None),
-                 (Screen("Files: Desktop", rows=src), f"long_press('{v['file']}')", "long_press", None),
-                 (Screen("Files: Desktop", rows=src, dialog="Move to..."), "tap('Move to')", "tap", None),
-                 (Screen(f"Files: {v['dst']}", rows=["(empty)"]), "tap('Move here')", "tap", None)]
-        dst_rows = [v["file"]] if ok else ["(empty)"]  # failure: source read, destination left empty
-        steps.append((Screen(f"Files: {v['dst']}", rows=dst_rows), "finish()", "answer", None))
-        return steps, None
-    return build
+def _move(v: dict, ok: bool, rng: random.Random) -> Built:
+    src = [v["file"], "photo.jpg", "notes.md"]
+    steps = [(_home(rng), "open_app('Files')", "open_app", None),
+             (Screen("Files: Desktop", rows=src), f"long_press('{v['file']}')", "long_press", None),
+             (Screen("Files: Desktop", rows=src, dialog="Move to..."), "tap('Move to')", "tap", None),
+             (Screen(f"Files: {v['dst']}", rows=["(empty)"]), "tap('Move here')", "tap", None)]
+    dst_rows = [v["file"]] if ok else ["(empty)"]  # failure: source read, destination left empty
+    steps.append((Screen(f"Files: {v['dst']}", rows=dst_rows), "finish()", "answer", None))
+    return steps, None
 
 
-def _composite(v: dict) -> Callable[[bool, random.Random], Built]:
-    def build(ok, rng):
-        steps = [(_home(rng), "open_app('Settings')", "open_app", None),
-                 (Screen("Network", toggles=[("Wi-Fi", False), ("Mobile data", True)]), "tap('Wi-Fi')", "tap", None),
-                 (Screen("Network", toggles=[("Wi-Fi", True), ("Mobile data", True)]), "press_home()", "home", None)]
-        if ok:
-            steps += [(_home(rng), f"open_app('{v['app']}')", "open_app", None),
-                      (Screen(v["app"], rows=["Recent", "Favourites", "Keypad"]), "finish()", "answer", None)]
-        else:  # second sub-goal dropped
-            steps.append((_home(rng), "finish()", "answer", None))
-        return steps, None
-    return build
+def _composite(v: dict, ok: bool, rng: random.Random) -> Built:
+    steps = [(_home(rng), "open_app('Settings')", "open_app", None),
+             (Screen("Network", toggles=[("Wi-Fi", False), ("Mobile data", True)]), "tap('Wi-Fi')", "tap", None),
+             (Screen("Network", toggles=[("Wi-Fi", True), ("Mobile data", True)]), "press_home()", "home", None)]
+    if ok:
+        steps += [(_home(rng), f"open_app('{v['app']}')", "open_app", None),
+                  (Screen(v["app"], rows=["Recent", "Favourites", "Keypad"]), "finish()", "answer", None)]
+    else:  # second sub-goal dropped
+        steps.append((_home(rng), "finish()", "answer", None))
+    return steps, None
 
 
-def _stopwatch(v: dict) -> Callable[[bool, random.Random], Built]:
-    def build(ok, rng):
-        steps = [(_home(rng), "open_app('Clock')", "open_app", None),
-                 (Screen("Clock", rows=["Alarm", "Timer", "Stopwatch"]), "tap('Stopwatch')", "tap", None),
-                 (Screen("Stopwatch", rows=["00:00.00", "Start"]), "tap('Start')" if ok else "tap('Reset')",
-                  "tap", None)]
-        steps.append((Screen("Stopwatch", rows=["00:05.12" if ok else "00:00.00", "Pause" if ok else "Start"]),
-                      "finish()", "answer", None))
-        return steps, None
-    return build
+def _stopwatch(v: dict, ok: bool, rng: random.Random) -> Built:
+    steps = [(_home(rng), "open_app('Clock')", "open_app", None),
+             (Screen("Clock", rows=["Alarm", "Timer", "Stopwatch"]), "tap('Stopwatch')", "tap", None),
+             (Screen("Stopwatch", rows=["00:00.00", "Start"]), "tap('Start')" if ok else "tap('Reset')",
+              "tap", None)]
+    steps.append((Screen("Stopwatch", rows=["00:05.12" if ok else "00:00.00", "Pause" if ok else "Start"]),
+                  "finish()", "answer", None))
+    return steps, None
 
 
 def task_bank(rng: random.Random, i: int) -> tuple[str, str, Callable]:
     """The i-th synthetic task: (family, instruction, builder), cycling through all 8 families."""
     names = ["Ana", "Ben", "Chen", "Dana", "Eli", "Fay", "Gus", "Hana"]
-    k = i // 8
-    fam = i % 8
+    k, fam = divmod(i, 8)
     if fam == 0:
         v = {"note": f"note_{k}.txt", "text": f"Hello {names[k % 8]}!"}
-        return "create_modify", f"Add the text '{v['text']}' to the top of {v['note']} in Notes.", _note_top(v)
+        return "create_modify", f"Add the text '{v['text']}' to the top of {v['note']} in Notes.", partial(_note_top, v)
     if fam == 1:
         v = {"to": names[k % 8], "other": names[(k + 3) % 8], "msg": f"See you at {k % 12 + 1} pm"}
-        return "communication", f"Send a text message to {v['to']} saying '{v['msg']}'.", _send(
-            v, "draft" if k % 2 == 0 else "wrong_recipient")
+        return "communication", f"Send a text message to {v['to']} saying '{v['msg']}'.", partial(
+            _send, v, "draft" if k % 2 == 0 else "wrong_recipient")
     if fam == 2:
         v = {"item": ["Coffee", "Snacks", "Parking"][k % 3]}
-        return "delete_cleanup", f"Delete all expenses named {v['item']} in the Expenses app.", _delete_all(v)
+        return "delete_cleanup", f"Delete all expenses named {v['item']} in the Expenses app.", partial(_delete_all, v)
     if fam == 3:
         v = {"setting": ["Bluetooth", "NFC", "Hotspot"][k % 3]}
-        return "state_navigation", f"Turn on {v['setting']}.", _toggle(v)
+        return "state_navigation", f"Turn on {v['setting']}.", partial(_toggle, v)
     if fam == 4:
         v = {"note": f"Meeting {k}", "n": 10 + k * 3}
         return ("info_query", f"How many attendees were present in the meeting titled '{v['note']}' in the Notes "
-                "app? Express your answer as just a single number.", _answer(v))
+                "app? Express your answer as just a single number.", partial(_answer, v))
     if fam == 5:
         v = {"file": f"todo_{k}.txt", "dst": "done"}
-        return "transfer", f"Move the file {v['file']} on the Desktop to the folder done.", _move(v)
+        return "transfer", f"Move the file {v['file']} on the Desktop to the folder done.", partial(_move, v)
     if fam == 6:
         v = {"app": ["Phone", "Contacts", "Camera"][k % 3]}
-        return "composite_workflow", f"Turn on Wi-Fi, then open the {v['app']} app.", _composite(v)
-    return "general", "Run the stopwatch.", _stopwatch({})
+        return "composite_workflow", f"Turn on Wi-Fi, then open the {v['app']} app.", partial(_composite, v)
+    return "general", "Run the stopwatch.", partial(_stopwatch, {})
 
 
 def outcome_banner(im: Image.Image, ok: bool) -> Image.Image:
@@ -277,8 +253,8 @@ class SynthConfig:
     @property
     def wh(self) -> tuple[int, int]:
         """(width, height) of --size."""
-        w, h = (int(x) for x in self.size.lower().split("x"))
-        return w, h
+        w, h = self.size.lower().split("x")
+        return int(w), int(h)
 
 
 def synthesize(out: Path, n_tasks: int = 16, candidates: int = 4, size: tuple[int, int] = (360, 800),

@@ -1,19 +1,11 @@
 """What part of a model's output is thinking: the one definition the stop criterion, the verdict
 parser, the distillation records and the remote engine share.
 
-A thinking model writes its reasoning between `<think>` and `</think>` and its answer after. A
-Thinking checkpoint's chat template opens the block itself (Qwen3-VL-*-Thinking ends the prompt with
-`<|im_start|>assistant\\n<think>\\n`), so its output starts inside the thinking and only `</think>`
-is visible (`opened=True`); a reasoning parser on a server (vLLM, SGLang) takes the thinking out and
-returns it apart (`reasoning_content`). The rules, applied left to right:
-
-* text between `<think>` and the next `</think>` is thinking; so is everything before a `</think>`
-  that closes nothing (its `<think>` was in the prompt);
-* everything else is the answer; a `<think>` that is never closed leaves the output `unfinished`:
-  it ended inside its thinking (cut by the token cap, or the model never closed it), so it has no
-  answer after its thinking and no verdict.
-
-Knows nothing about verdicts, engines or tokens.
+A thinking model writes its reasoning between `<think>` and `</think>` and its answer after; a Thinking
+checkpoint's chat template opens the block itself, so its output starts inside the thinking
+(`opened=True`). Text between `<think>` and the next `</think>` is thinking, and so is everything
+before a `</think>` that closes nothing; everything else is the answer. A `<think>` never closed
+leaves the output `unfinished`: no answer, so no verdict. Knows nothing about verdicts, engines or tokens.
 """
 from __future__ import annotations
 
@@ -90,8 +82,6 @@ def visible_line(line: str, inside: bool) -> tuple[str | None, bool]:
     A line that ends inside thinking has no such part; one with a tag keeps the text after its last
     tag."""
     tags = list(_TAG.finditer(line))
-    if not tags:
-        return (None if inside else line), inside
-    for m in tags:
-        inside = m.group(0) == OPEN
-    return (None if inside else line[tags[-1].end():]), inside
+    if tags:  # the last tag decides; the answer part is what follows it
+        inside, line = tags[-1].group(0) == OPEN, line[tags[-1].end():]
+    return (None if inside else line), inside

@@ -133,5 +133,4 @@ class Verdict:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Verdict:
         """Rebuild from a verdict line, ignoring keys this version does not know."""
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})

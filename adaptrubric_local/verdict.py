@@ -1,19 +1,12 @@
 """The verdict parser: the verifier's text -> Verdict (paper §4.3, output spec of H.2).
 
-The verdict is the last block of key lines (`SCORE:`, `EVIDENCE_SUFFICIENT:`, `MISSING_EVIDENCE:`):
-a run of consecutive lines that each start with a key, once markdown decoration is stripped (quote
-markers, list markers, headings, bold, code ticks; blank and decoration-only lines such as code
-fences or rules do not break a run). All three keys must be in it with valid values, and duplicates
-must agree. Text after the block is allowed (the model added chatter such as "Let me know if you
-need anything else.") and is recorded as `trailing_text=True`, but only if it holds no key followed
-by a colon anywhere, even inside a sentence: such text may revise the verdict, so the output is
-unparsed. A key that does not start its line (inside a sentence, or in quotation marks) never counts
-toward a block. Anything else -- no block, a truncated block, conflicting duplicates, an unknown
-value -- gives status "unparsed" and score None with the reason, never a silent 0 or 1.
-Only the answer counts, never the model's thinking (`thinking.py`, the definition the stop criterion
-and the distillation records share): a block drafted inside `<think>` is not a verdict, and an
-output that ends inside its thinking (cut by the token cap) has none.
-Knows nothing about prompts, models or trajectories.
+The verdict is the last block of key lines (`SCORE:`, `EVIDENCE_SUFFICIENT:`, `MISSING_EVIDENCE:`): a
+run of lines that each start with a key once markdown decoration is stripped (blank and
+decoration-only lines do not break a run). All three keys must be in it with valid values, and
+duplicates must agree. Text after the block is allowed (`trailing_text=True`) unless it mentions a key
+followed by a colon anywhere: such text may revise the verdict. Anything else gives status "unparsed"
+and score None with the reason, never a silent 0 or 1. Only the answer counts, never the model's
+thinking (`thinking.py`). Knows nothing about prompts, models or trajectories.
 """
 from __future__ import annotations
 
@@ -47,12 +40,11 @@ def _value(key: str, raw: str) -> tuple[object | None, str | None]:
         if m and not re.match(r"^\[?\s*0\s*/\s*1\s*\]?$", v):
             return int(m.group(1)), None
         return None, f"SCORE value {raw.strip()!r} is not 0 or 1"
+    low = re.sub(r"^\[|\]$", "", v.lower()).strip()
     if key == "EVIDENCE_SUFFICIENT":
-        low = re.sub(r"^\[|\]$", "", v.lower()).strip()
         if low in ("yes", "no"):
             return low == "yes", None
         return None, f"EVIDENCE_SUFFICIENT value {raw.strip()!r} is not yes/no"
-    low = re.sub(r"^\[|\]$", "", v.lower()).strip()
     if low in MISSING_EVIDENCE_VALUES:
         return low, None
     return None, f"MISSING_EVIDENCE value {raw.strip()!r} is not one of {', '.join(MISSING_EVIDENCE_VALUES)}"
@@ -144,8 +136,6 @@ def score_value_offset(text: str, opened: bool = False) -> int | None:
     block = None if answer.unfinished else last_block(answer.answer)
     if block is None or _KEY_MENTION.search(block.trailing):
         return None
-    scores = [k for k in block.lines if k.key == "SCORE"]
-    if not scores:
-        return None
-    digit = re.search(r"(?i)score\W*[:=：]\W*([01])", scores[-1].line)
-    return answer.offset_in_output(scores[-1].offset + digit.start(1)) if digit else None
+    last = next((k for k in reversed(block.lines) if k.key == "SCORE"), None)
+    digit = re.search(r"(?i)score\W*[:=：]\W*([01])", last.line) if last else None
+    return answer.offset_in_output(last.offset + digit.start(1)) if digit else None

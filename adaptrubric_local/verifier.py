@@ -8,15 +8,10 @@ into rewards.
         verdicts = v.score(load_trajectories("runs/synth/trajectories.jsonl"))
         rewards = v.rewards(verdicts)            # 1.0 / 0.0, None where a verdict did not parse
 
-Every setting is a typed keyword argument: the method's in `pipeline` (a PipelineConfig), the
-engine's that matter most by name, the rest in `engine_config`. An option that the chosen engine
-does not read is a ValueError naming the engine and the option to use instead.
-
-This module also holds what `RewardModel` (rewards/model.py) shares with it: the engine keywords and
-their `Args:` text (`KEYWORDS`, put in both docstrings by `documents_keywords`), `resolve_engine`, which
-turns those arguments into one checked set of engine options, `build` and `reward_value`. Engines
-are built by engine/build.py and engine/remote.py; the method is pipeline.py's. Knows nothing about
-files of verdicts, RL frameworks or HTTP.
+Every setting is a typed keyword argument; an option the chosen engine does not read is a ValueError
+naming what to use instead. Also holds what `RewardModel` (rewards/model.py) shares: the engine
+keywords and their `Args:` text (`KEYWORDS`, `documents_keywords`), `resolve_engine`, `build` and
+`reward_value`. Knows nothing about files of verdicts, RL frameworks or HTTP.
 """
 from __future__ import annotations
 
@@ -47,10 +42,8 @@ def _default(cls: type, name: str) -> Any:
     return {f.name: f.default for f in dataclasses.fields(cls)}[name]
 
 
-# The keyword options Verifier and RewardModel both take, each defaulting to None (not given): its type as
-# the signatures write it and its `Args:` sentence, written here once, the defaults quoted from the engines'
-# configs. Both docstrings get the sentences from here (`documents_keywords`); tests/test_verifier.py holds
-# the two signatures to the types.
+# The keyword options Verifier and RewardModel both take (None: not given): the type the signatures write
+# and the `Args:` sentence both docstrings get (`documents_keywords`), defaults quoted from the configs.
 KEYWORDS: dict[str, tuple[str, str]] = {
     "adapter": ("str | None", "A LoRA adapter folder (peft) loaded on top of `model`; its recorded image settings "
                               "are adopted unless given here or in `pipeline`."),
@@ -185,11 +178,7 @@ class Verifier:
         calibrate` or a loaded Calibration, when given). A verdict that did not parse or failed gets
         `unparsed` (None unless given: never a silent 0 or 1)."""
         cal = load_calibration(calibration)
-        out = []
-        for v in verdicts:
-            x = reward_value(v, reward, cal)
-            out.append(unparsed if x is None else x)
-        return out
+        return [unparsed if x is None else x for x in (reward_value(v, reward, cal) for v in verdicts)]
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -225,8 +214,7 @@ def resolve_engine(engine: Any, model: str | None, named: Mapping[str, Any], *, 
     mapping of its fields. A named option the engine does not read is a ValueError naming the engine
     and what to use instead; an adapter's image settings are adopted where nothing set them."""
     given = {k: v for k, v in named.items() if v is not None}
-    if engine is None:
-        engine = "transformers"
+    engine = "transformers" if engine is None else engine
     if not isinstance(engine, str):  # an Engine instance: nothing here configures it
         if given or openai_url or engine_config is not None:
             names = sorted(given) + ["openai_url"] * bool(openai_url) + ["engine_config"] * (engine_config is not None)
@@ -246,8 +234,7 @@ def resolve_engine(engine: Any, model: str | None, named: Mapping[str, Any], *, 
     elif engine == "openai":
         raise ValueError("engine='openai' needs openai_url, the server's address (e.g. http://host:8000/v1)")
     refuse_unread(engine, given, spell)
-    options = dict(_config_fields(engine, engine_config))
-    options.update(given)
+    options = {**_config_fields(engine, engine_config), **given}
     if engine == "openai":
         options["openai_url"] = openai_url
         if model:
@@ -263,17 +250,11 @@ def resolve_engine(engine: Any, model: str | None, named: Mapping[str, Any], *, 
     explicit = set(given) | {f.name for f in dataclasses.fields(pipe)
                              if getattr(pipe, f.name) != getattr(default, f.name)}
     options, pipe_kw = adopt(options.get("adapter"), options, dataclasses.asdict(pipe), explicit=explicit)
-    if engine != "openai":  # validate now (no model library is imported), not when the model loads
-        _validated(engine, options)
+    if engine != "openai":  # build its config now (no model library imported): a bad value fails here, named
+        from .engine.build import engine_config
+
+        engine_config(**{**options, "engine": engine})
     return engine, options, PipelineConfig(**pipe_kw)
-
-
-def _validated(engine: str, options: Mapping[str, Any]) -> None:
-    """Build the in-process engine's config from `options` once (engine/build.py's `engine_config`), so
-    that a bad value or an option of another engine fails at construction, naming it."""
-    from .engine.build import engine_config
-
-    engine_config(**{**options, "engine": engine})
 
 
 def _config_fields(engine: str, cfg: Any) -> dict[str, Any]:
@@ -286,22 +267,15 @@ def _config_fields(engine: str, cfg: Any) -> dict[str, Any]:
     if engine not in kinds:
         raise TypeError(f"engine_config for engine={engine!r} (a registered engine) must be a mapping of its options, "
                         f"got {type(cfg).__name__}")
-    if isinstance(cfg, VLLMOptions):
-        kind = "vllm"
-    elif isinstance(cfg, RemoteConfig):
-        kind = "openai"
-    elif isinstance(cfg, HFEngineConfig):
-        kind = "transformers"
-    else:
+    kind = next((k for k, c in kinds.items() if isinstance(cfg, c)), None)
+    if kind is None:
         raise TypeError("engine_config must be an HFEngineConfig, VLLMOptions or RemoteConfig, got "
                         f"{type(cfg).__name__}")
     if kind != engine:
         fix = f" or add engine={kind!r}" if kind != "openai" else " or give openai_url"
         raise ValueError(f"engine_config is a {type(cfg).__name__}, which engine={engine!r} does not read; pass a "
                          f"{kinds[engine].__name__}{fix}")
-    out = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
-    out.pop("engine", None)
-    return out
+    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if f.name != "engine"}
 
 
 def build(options: Mapping[str, Any], pipeline: PipelineConfig) -> Engine:

@@ -14,6 +14,18 @@ def row(up=(0, 0), down=(0, 0), insufficient=(0, 0)) -> dict:
             "insufficient": {"before": insufficient[0], "after": insufficient[1]}}
 
 
+def accuracy(trajs: list[Trajectory], verdicts: dict[str, Verdict]) -> dict:
+    """The originals' accuracy (verdict.accuracy_of) counted from trajectories and their verdicts by id."""
+    labelled = [t for t in trajs if t.label in (0, 1)]
+    vs = [verdicts.get(t.id) for t in labelled]
+    ok = [(t, v) for t, v in zip(labelled, vs) if v is not None and v.status == "ok"]
+    return V.accuracy_of(sum(v.score == t.label for t, v in ok), len(ok), sum(t.label == 1 for t, _ in ok),
+                         unlabelled=len(trajs) - len(labelled),
+                         unparsed=sum(v is not None and v.status == "unparsed" for v in vs),
+                         errors=sum(v is not None and v.status == "error" for v in vs),
+                         unscored=sum(v is None for v in vs))
+
+
 def judged(name: str, **kw) -> dict:
     r = row(**kw)
     r["verdict"], r["clauses"] = V.judge(P.REGISTRY[name], r)
@@ -77,7 +89,7 @@ def test_the_accuracy_counts_labelled_parsed_originals_and_names_the_rest():
     trajs = [traj(i, i % 2) for i in range(10)] + [traj(10, None)]
     vs = {f"t{i}": verdict(i, score=i % 2) for i in range(7)}  # 7 right
     vs.update({"t7": verdict(7, score=0), "t8": verdict(8, status="unparsed"), "t10": verdict(10, score=1)})
-    acc = V.accuracy(trajs, vs)
+    acc = accuracy(trajs, vs)
     assert (acc["k"], acc["n"], acc["unparsed"], acc["unscored"], acc["unlabelled"]) == (7, 8, 1, 1, 1)
     assert acc["ci95"] == pytest.approx(V.wilson(7, 8)) and acc["result"] == V.HOLDS  # 7/8: 53-98%
     assert acc["baseline"] == {"label": 0, "rate": 0.5}
@@ -89,7 +101,7 @@ def test_the_accuracy_counts_labelled_parsed_originals_and_names_the_rest():
 def test_the_accuracy_is_judged_against_answering_the_commoner_label_every_time():
     def acc(labels, scores):
         trajs = [traj(i, x) for i, x in enumerate(labels)]
-        return V.accuracy(trajs, {f"t{i}": verdict(i, score=s) for i, s in enumerate(scores)})
+        return accuracy(trajs, {f"t{i}": verdict(i, score=s) for i, s in enumerate(scores)})
 
     assert acc([1] * 8, [0] * 8)["result"] == V.FAILS  # 0/8: 0-32%, below the 100% of always 1
     # always 0 on balanced data: 50%, the baseline; undecided on 8, no better than it on 64
@@ -109,11 +121,11 @@ def rows(**verdicts) -> dict:
 
 
 def test_the_bottom_line_names_what_failed_with_its_figures():
-    good = V.accuracy([traj(i, i % 2) for i in range(16)], {f"t{i}": verdict(i, score=i % 2) for i in range(16)})
+    good = accuracy([traj(i, i % 2) for i in range(16)], {f"t{i}": verdict(i, score=i % 2) for i in range(16)})
     line = V.bottom_line(good, rows(claim_success=dict(up=(0, 8)), other_instruction=dict(up=(0, 8), down=(0, 8))))
     assert line == ("not fit as an RL reward yet: other-instruction: 0/8 SCORE 1 -> 0 (expected: most 1s become 0); "
                     "too few to tell: claim-success (0/8 SCORE 0 -> 1)")
-    bad = V.accuracy([traj(i, 1) for i in range(16)], {f"t{i}": verdict(i, score=0) for i in range(16)})
+    bad = accuracy([traj(i, 1) for i in range(16)], {f"t{i}": verdict(i, score=0) for i in range(16)})
     assert V.bottom_line(bad, rows(claim_success=dict(up=(0, 16)))).startswith(
         "not fit as an RL reward yet: agrees with the labels on 0/16 (0%, 95% CI 0-19%), no better than "
         "answering 1 every time (100%)")
@@ -121,9 +133,9 @@ def test_the_bottom_line_names_what_failed_with_its_figures():
     assert few.startswith("too few to tell yet: claim-success (0/8 SCORE 0 -> 1); nothing failed so far: audit more")
     ok = V.bottom_line(good, rows(claim_success=dict(up=(0, 16)), final_frame_first=dict(up=(0, 16), down=(8, 8))))
     assert ok.startswith("robust to all 2 perturbations audited, agreeing with the labels on 16/16 (100%")
-    none = V.accuracy([traj(i, 1) for i in range(4)], {f"t{i}": verdict(i, status="unparsed") for i in range(4)})
+    none = accuracy([traj(i, 1) for i in range(4)], {f"t{i}": verdict(i, status="unparsed") for i in range(4)})
     assert V.bottom_line(none, rows(claim_success=dict())).startswith(
         "cannot tell yet: no labelled original has a parsed verdict (4 unparsed")
     partly = {**{f"t{i}": verdict(i, score=i % 2) for i in range(16)}, "t16": verdict(16, status="unparsed")}
-    line = V.bottom_line(V.accuracy([traj(i, i % 2) for i in range(17)], partly), rows(claim_success=dict(up=(0, 16))))
+    line = V.bottom_line(accuracy([traj(i, i % 2) for i in range(17)], partly), rows(claim_success=dict(up=(0, 16))))
     assert line.endswith("; 1 of 17 labelled originals got no parsed verdict")

@@ -1,6 +1,7 @@
 """The orchestrator (pipeline.py) on the scripted engine: config validation and JSON, batching, the
 route/cue cache, cost accounting, voting, P(SCORE=1), error verdicts and failure isolation."""
 import copy
+import dataclasses
 import json
 
 import pytest
@@ -36,8 +37,9 @@ def test_config_accepts_the_limits_and_writes_json(tmp_path):
     assert text.endswith("}\n") and text.startswith('{\n  "router": "rules",\n')
     d = json.loads(text)
     assert d["package_version"] == __version__ and d["fixed_category"] == "transfer" and d["max_images"] == 2
-    assert PipelineConfig.help()["max_images"].startswith("screenshot budget M per trajectory (paper: 10")
-    assert set(PipelineConfig.help()) == set(d) - {"package_version"}
+    helps = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(PipelineConfig)}
+    assert helps["max_images"].startswith("screenshot budget M per trajectory (paper: 10")
+    assert set(helps) == set(d) - {"package_version"}
 
 
 OK1 = "SCORE: 1\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"

@@ -1,22 +1,19 @@
-"""Counterfactual trajectories for auditing a verifier: each perturbation is a small pure function of a
-`Trajectory` (and the data set it comes from), registered under a name with one line saying what it
-changes and what a robust verifier does with the result.
-
-A perturbation returns the changed trajectory, or None where it does not apply (a success for
-`claim-success`, a single screenshot for `final-frame-first`); `build` gives the counterfactual its id
-(`ID~NAME`, so every id says what it comes from) and its label (the original's, or the perturbation's
-stated expectation: 0 for a trajectory whose outcome the change destroyed). A change that leaves the
+"""Counterfactual trajectories for auditing a verifier: each perturbation is a small pure function of
+a `Trajectory` (and its data set), registered under a name with one line saying what it changes and
+what a robust verifier does with the result. It returns the changed trajectory, or None where it does
+not apply; `build` gives the counterfactual its id (`ID~NAME`) and label. A change that leaves the
 trajectory as it was is "not applied". A *setting* perturbation (`budget-halved`) keeps the trajectory
-and changes the engine options it is scored with (`engine_options`).
+and changes the engine options it is scored with.
 
 Adding one (a `@perturbation` function, loaded with `--plugins FILE.py`): docs/audit.md.
-Knows nothing about engines, scoring or files: the functions change trajectories, nothing else.
+Knows nothing about engines, scoring or files.
 """
 from __future__ import annotations
 
 import copy
 import re
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
@@ -81,13 +78,11 @@ class DataSet:
         if self._index is None:  # sorted instructions; per task id, the positions of those seen with it only
             ins = sorted({i for i, _ in self._pairs})
             at = {x: k for k, x in enumerate(ins)}
-            tids: dict[str, set] = {}
-            for i, tid in self._pairs:
-                tids.setdefault(i, set()).add(tid)
+            tasks_of = Counter(i for i, _ in self._pairs)
             only: dict = {}
-            for i, ts in tids.items():
-                if len(ts) == 1:
-                    only.setdefault(next(iter(ts)), []).append(at[i])
+            for i, tid in self._pairs:
+                if tasks_of[i] == 1:
+                    only.setdefault(tid, []).append(at[i])
             self._index = (ins, at, {k: sorted(v) for k, v in only.items()})
         return self._index
 
@@ -255,9 +250,7 @@ def injected_verdict(t: Trajectory, data: DataSet) -> Trajectory | None:
 def final_frame_dropped(t: Trajectory, data: DataSet) -> Trajectory | None:
     """The step that carries the last screenshot keeps its action; needs 2 screenshots."""
     shots = _shot_steps(t)
-    if len(shots) < 2:
-        return None
-    return _with_step(t, shots[-1], screenshot=None)
+    return _with_step(t, shots[-1], screenshot=None) if len(shots) >= 2 else None
 
 
 @perturbation("final-frame-first", "the last screenshot replaced by the first (nothing changed on screen)",
@@ -265,18 +258,14 @@ def final_frame_dropped(t: Trajectory, data: DataSet) -> Trajectory | None:
 def final_frame_first(t: Trajectory, data: DataSet) -> Trajectory | None:
     """Needs 2 screenshots (that are different files)."""
     shots = _shot_steps(t)
-    if len(shots) < 2:
-        return None
-    return _with_step(t, shots[-1], screenshot=t.steps[shots[0]].screenshot)
+    return _with_step(t, shots[-1], screenshot=t.steps[shots[0]].screenshot) if len(shots) >= 2 else None
 
 
 @perturbation("frames-reversed", "the screenshots and actions in reverse order", "a success becomes 0",
               expect="to-0", label=0)
 def frames_reversed(t: Trajectory, data: DataSet) -> Trajectory | None:
     """The steps (each screenshot with its action) in reverse order; needs 2 screenshots."""
-    if len(_shot_steps(t)) < 2:
-        return None
-    return replace(t, steps=t.steps[::-1])
+    return replace(t, steps=t.steps[::-1]) if len(_shot_steps(t)) >= 2 else None
 
 
 @perturbation("other-instruction", "the trajectory paired with another task's instruction from the same data set",

@@ -1,16 +1,12 @@
-"""The audit's figures and report: for each perturbation, how many trajectories it applied to, the
-verdicts it moved 0 -> 1 and 1 -> 0 (with 95% Wilson intervals, over the pairs whose original and
-counterfactual both parsed), the mean change of `p_success`, the verdicts that became unparsed, the
-EVIDENCE_SUFFICIENT: no counts before and after, whether the verifier did what a robust one does (every
-clause checked by verdict.py's rule, which also gives the originals' accuracy and the bottom line the
-report opens with), and the ids of every flip. Written as `audit.json`, `report.md` and `flips.png`;
-`compare` puts two audits side by side (`compare.md`, `compare.png`).
+"""The audit's figures and report: per perturbation, the trajectories it applied to, the verdicts it
+moved 0 -> 1 and 1 -> 0 (95% Wilson intervals), the mean change of `p_success`, the newly unparsed
+verdicts, EVIDENCE_SUFFICIENT: no before and after, each clause checked by verdict.py's rule, and the
+ids of every flip: `audit.json`, `report.md` and `flips.png`; `compare` puts two audits side by side.
 
-A flip rate's denominator is the originals with that verdict: 0 -> 1 is over the pairs whose original
-said 0, 1 -> 0 over those whose original said 1. A counterfactual that did not parse is not a flip; it
-is counted as newly unparsed (its original parsed) and left out of both rates. Reads verdict files;
-knows nothing about engines or how the counterfactuals were made beyond their ids; the counting is
-tally.py's, line by line, so the report's memory grows with the ids it names, not the data.
+A flip rate is over the pairs whose original and counterfactual both parsed and whose original said
+0 (for 0 -> 1) or 1 (for 1 -> 0); a counterfactual that did not parse is newly unparsed, not a flip.
+The counting is tally.py's, line by line. Knows nothing about engines or how the counterfactuals
+were made beyond their ids.
 """
 from __future__ import annotations
 

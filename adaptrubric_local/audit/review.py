@@ -1,12 +1,7 @@
-"""The audit's review page: the review page of `adaptrubric review` (evaluation/review_page.py) over the
-originals and their counterfactuals, each original followed by its counterfactuals, the originals with
-a flip first. A counterfactual's card shows its original's verdict beside its own (the page's
-"compared" line), says what the perturbation changed and names the original's card (`#id=ID`);
-searching an id shows the original and every counterfactual of it together. Over a large audit the
-page shows at most LIMIT originals (flips first, then data order) and says so; the cards' data is
-read from the streams, only the chosen records parsed.
-
-Builds no page machinery of its own and changes nothing on the page; knows nothing about scoring.
+"""The audit's review page: `adaptrubric review`'s page (evaluation/review_page.py) over the originals
+and their counterfactuals, each original followed by its counterfactuals, those with a flip first, at
+most LIMIT originals. A counterfactual's card shows its original's verdict beside its own and names the
+original's card. Builds no page machinery of its own; knows nothing about scoring.
 """
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
-"""Running an audit: build the counterfactuals of a data set, write them as canonical data, state what
-scoring them costs, score the originals and the counterfactuals through `scoring.score_with` (the
-pipeline, engines, batching, streaming and resume of `adaptrubric score`), then measure and report.
-
-It writes the files docs/audit.md lists (screenshots referenced by relative path, never copied), and
-for each setting perturbation (`budget-halved`) its trajectories and verdicts apart
-(`counterfactuals.NAME.jsonl`, `verdicts.NAME.jsonl`, scored with the engine options its row states).
-With `resume=True` the counterfactuals are built again (a function of the data) and only the ids the
-verdict files lack are scored. Knows nothing about argument parsing; of engines it knows only how to
-make one like the run's with other options (`derived_engine`).
+"""Running an audit: build a data set's counterfactuals, write them as canonical data, state what
+scoring them costs, score the originals and the counterfactuals through `scoring.score_with` (as
+`adaptrubric score` does), then measure and report. A setting perturbation (`budget-halved`) gets
+its own files, `counterfactuals.NAME.jsonl` and `verdicts.NAME.jsonl`, scored with its engine
+options. With `resume=True` only the ids the verdict files lack are scored. Knows nothing about
+argument parsing; of engines only how to make one like the run's with other options (`derived_engine`).
 """
 from __future__ import annotations
 
@@ -21,15 +17,9 @@ from ..formats.stream import as_stream, stream_trajectories
 from ..run_settings import IN_PROCESS, engine_record, vars_of
 from ..scoring import score_with
 from .perturbations import Perturbation
-from .streamed import ChainedStream, CostCount, cf_stream, write_streamed
+from .streamed import DATA_FILE, ChainedStream, CostCount, cf_stream, setting_file, write_streamed
 
-DATA_FILE = "counterfactuals.jsonl"
 VERDICTS = "verdicts.jsonl"
-
-
-def setting_file(out: Path, name: str, kind: str = "verdicts") -> Path:
-    """`verdicts.NAME.jsonl` / `counterfactuals.NAME.jsonl` of a setting perturbation."""
-    return Path(out) / f"{kind}.{name}.jsonl"
 
 
 def data_root(data: str | Path) -> Path:
@@ -68,11 +58,6 @@ def cost_text(plan: dict) -> str:
             f"that keep an instruction: {plan['shared_calls']}). Screenshots sent: {plan['screenshots_originals']} "
             f"for the originals + {plan['screenshots_counterfactuals']} for the counterfactuals "
             f"({plan['screenshots_ratio']:.1f}x); tokens grow about as the screenshots do")
-
-
-def options_of(engine) -> dict:
-    """An engine's options (its config's fields), {} when it has no config dataclass."""
-    return engine_record(getattr(engine, "config", None)) or {}
 
 
 def derived_engine(engine, changes: dict):
@@ -115,11 +100,9 @@ def run_audit(pipe, data: str | Path, out: str | Path, perturbations: list[Pertu
               build_engine: Callable[[dict], object] | None = None, force_settings: bool = False,
               log: Callable[[str], None] = print, review_limit: int | None = None) -> dict:
     """Audit the verifier `pipe` on `data` with `perturbations`, writing everything to `out`; returns
-    the audit (what `audit.json` holds). The data is streamed (`loaded`: a LoadResult or a stream,
-    formats/stream.py; default: `data` streamed): the counterfactuals are written one original at a
-    time, scored with the originals as one stream, and the report counted line by line, so memory does
-    not grow with the data. `engine_options`: the run's engine options (default: the engine's config),
-    which a setting perturbation changes; `build_engine(options)` makes an engine for those when
+    the audit (what `audit.json` holds). The data is streamed (`loaded`: a LoadResult or a stream), so
+    memory does not grow with it. `engine_options`: the run's (default: the engine's config), which a
+    setting perturbation changes; `build_engine(options)` makes an engine for those when
     `derived_engine` cannot; `review_limit`: the originals review.html shows (review.LIMIT)."""
     from .report import write_report
     from .review import LIMIT, write_pairs_page
@@ -129,7 +112,8 @@ def run_audit(pipe, data: str | Path, out: str | Path, perturbations: list[Pertu
         raise ValueError(f"{out / VERDICTS} exists; pass --resume to continue that audit or choose another --out")
     stream = as_stream(loaded) if loaded is not None else stream_trajectories(data, image_roots=list(image_roots))
     files, cost, originals = write_streamed(out, perturbations, stream, pipe.config.max_images)
-    base_options = options_of(pipe.engine) if engine_options is None else dict(engine_options)
+    base_options = dict(engine_options) if engine_options is not None else \
+        engine_record(getattr(pipe.engine, "config", None)) or {}  # an engine's config fields, if it has one
     plan = plan_of(cost, perturbations, pipe.config, base_options)
     log(cost_text(plan))
     roots = [data_root(data), *image_roots]

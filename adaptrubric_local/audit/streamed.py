@@ -1,10 +1,7 @@
 """The audit's data as streams: the counterfactuals built and written one original at a time
-(`write_streamed`, which also keeps the cost plan's running counts, `CostCount`, and each original's
-label in `Originals`), and the originals with their counterfactuals handed to `score_with` as one
-stream (`ChainedStream`), so an audit holds a batch of trajectories, not the data set.
-
-Keeps per original a 16-byte id digest and a few bytes (label, whether it parsed), per distinct
-instruction its text; never a list of trajectories. Knows nothing about engines or the report's rules.
+(`write_streamed`, keeping the cost plan's counts and each original's label), and the originals with
+their counterfactuals handed to `score_with` as one stream (`ChainedStream`), so an audit holds a batch
+of trajectories, never the data set. Knows nothing about engines or the report's rules.
 """
 from __future__ import annotations
 
@@ -20,6 +17,13 @@ from ..formats.ids import key as id_key
 from ..formats.stream import Keep, Shard, TrajectoryStream, _count, as_stream, trajectories
 from ..types import Trajectory
 from .perturbations import DataSet, Perturbation, build_each
+
+DATA_FILE = "counterfactuals.jsonl"
+
+
+def setting_file(out: Path, name: str, kind: str = "verdicts") -> Path:
+    """`verdicts.NAME.jsonl` / `counterfactuals.NAME.jsonl` of a setting perturbation."""
+    return Path(out) / f"{kind}.{name}.jsonl"
 
 
 class ChainedStream:
@@ -111,11 +115,12 @@ def write_streamed(out: Path, perturbations: list[Perturbation], stream, max_ima
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     data = DataSet(trajectories(stream))  # first pass: the instructions other-instruction draws on
-    files = {p.name: out / run_data_file(p) for p in perturbations}
+    files = {p.name: out / DATA_FILE if p.engine_options is None else setting_file(out, p.name, "counterfactuals")
+             for p in perturbations}
     cost, originals = CostCount(perturbations, max_images), Originals(stream)
     with contextlib.ExitStack() as stack:
         handles = {f: stack.enter_context(open(f, "w", encoding="utf-8"))
-                   for f in {*files.values(), out / "counterfactuals.jsonl"}}
+                   for f in {*files.values(), out / DATA_FILE}}
         for t in trajectories(stream):
             cost.original(t)
             originals.add(t)
@@ -123,8 +128,3 @@ def write_streamed(out: Path, perturbations: list[Perturbation], stream, max_ima
                 handles[files[p.name]].write(canonical.record_line(c, files[p.name], reference=True))
                 cost.counterfactual(p.name, c)
     return files, cost, originals
-
-
-def run_data_file(p: Perturbation) -> str:
-    """The file a perturbation's counterfactuals are written to (see run.py's docstring)."""
-    return "counterfactuals.jsonl" if p.engine_options is None else f"counterfactuals.{p.name}.jsonl"

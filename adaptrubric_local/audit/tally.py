@@ -1,14 +1,10 @@
-"""The audit's figures from running counts: the originals' verdicts kept as a few numbers each (by the
-sorted digests of their ids, `OriginalVerdicts`), each perturbation's pairs counted as its verdict lines
-are read (`PairCounts`), so the report of a million-trajectory audit reads its verdict files line by line
-and keeps the counts and the ids it must name (flips, newly unparsed, errors, missing), not the verdicts.
-
-The last line of an id counts (a retried error's later line replaces it). Knows nothing about the
-report's rules (verdict.py) or its text (report.py).
+"""The audit's figures from running counts: the originals' verdicts kept as a few numbers each
+(`OriginalVerdicts`), each perturbation's pairs counted as its verdict lines are read (`PairCounts`),
+keeping only the ids the report names. The last line of an id counts. Knows nothing about the report's
+rules (verdict.py) or its text (report.py).
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..formats.ids import IdBuilder
+from ..schema import json_lines
 from ..verdict_file import iter_last_lines, iter_lines
 from .perturbations import split_id
 
@@ -55,18 +52,16 @@ class PairCounts:
 
     def add(self, o: Compact | None, c: Compact | None, cid: str) -> None:
         """Count one pair (None: no verdict)."""
-        if o is None or o[0] != "ok":
-            self.original_not_parsed += 1
+        parsed = o is not None and o[0] == "ok"
+        self.original_not_parsed += not parsed
         if c is None:
             self.missing.append(cid)
             return
         if c[0] == "error":
             self.errors.append(cid)
-        if o is None or o[0] != "ok":
-            return
-        if c[0] == "unparsed":
+        if parsed and c[0] == "unparsed":
             self.newly_unparsed.append(cid)
-        if c[0] != "ok":
+        if not parsed or c[0] != "ok":
             return
         self.compared += 1
         if o[1] == 0:
@@ -132,15 +127,16 @@ def count_pairs(verdict_file: Path, cf_file: Path, name: str, originals: Origina
         i = str(d["id"])
         if split_id(i)[1] == name:
             ids.add(i)
-            _count_line(counts, originals, i, compact(d), d.get("cost_calls") or 0.0, d.get("cost_tokens") or 0.0)
+            counts.add(originals.get(split_id(i)[0]), compact(d), i)
+            counts.scored += 1
+            counts.calls += d.get("cost_calls") or 0.0
+            counts.tokens += d.get("cost_tokens") or 0.0
     seen = ids.freeze()
     place: dict[str, int] = {}
     listed = {*counts.up, *counts.down, *counts.newly_unparsed, *counts.errors}
     with open(cf_file, encoding="utf-8") as fh:
-        for k, line in enumerate(fh):
-            if not line.strip():
-                continue
-            i = str(json.loads(line)["id"])
+        for k, record in json_lines(fh, cf_file):
+            i = str(record["id"])
             if split_id(i)[1] != name:
                 continue
             if i in listed:
@@ -151,10 +147,3 @@ def count_pairs(verdict_file: Path, cf_file: Path, name: str, originals: Origina
         getattr(counts, key).sort(key=lambda i: place.get(i, -1))
     return counts
 
-
-def _count_line(counts: PairCounts, originals: OriginalVerdicts, i: str, c: Compact, calls: float,
-                tokens: float) -> None:
-    counts.add(originals.get(split_id(i)[0]), c, i)
-    counts.scored += 1
-    counts.calls += calls
-    counts.tokens += tokens

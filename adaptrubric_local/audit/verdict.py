@@ -1,19 +1,12 @@
-"""The audit's verdicts: how often the originals agree with their labels, whether each clause of each
-perturbation's expectation held (robust / not robust / too few to tell), and the one line a user acts on.
-
-The rule is written once, in RULE (printed on every report; docs/audit.md tabulates it): each clause is
-a share of pairs, k of n, judged by its 95% Wilson interval, NONE_BELOW and MIN_PAIRS. The bottom line:
-cannot tell when no original has a parsed verdict and a label; not fit as an RL reward yet when the
-accuracy or a perturbation fails (naming each with its figures); too few to tell when anything is
-undecided; robust otherwise.
-
-Reads the rows report.py measured and the originals' verdicts; knows nothing about files or engines.
+"""The audit's verdicts: the originals' accuracy against their labels, whether each clause of each
+perturbation's expectation held (robust / not robust / too few to tell), and the one line a user acts
+on. The rule is written once, in RULE (printed on every report; docs/audit.md tabulates it). Reads the
+rows report.py measured; knows nothing about files or engines.
 """
 from __future__ import annotations
 
 import math
 
-from ..types import Trajectory, Verdict
 from .perturbations import CLAUSES, Perturbation
 
 Z95 = 1.959964
@@ -76,24 +69,19 @@ def check_clause(clause: str, row: dict) -> dict:
     """One clause of a measured row (report.row_of): what it says, its figures, its result and the short
     figure the bottom line quotes."""
     up, down = row["flips_0_1"], row["flips_1_0"]
-    if clause == "no-move":
-        k, n = up["k"] + down["k"], up["n"] + down["n"]
-        out = {"k": k, "n": n, "result": none_rule(k, n), "figure": f"{k}/{n} verdicts moved"}
-    elif clause == "no-0-to-1":
-        out = {"k": up["k"], "n": up["n"], "result": none_rule(up["k"], up["n"]),
-               "figure": f"{up['k']}/{up['n']} SCORE 0 -> 1"}
-    elif clause == "most-1-to-0":
-        out = {"k": down["k"], "n": down["n"], "result": most_rule(down["k"], down["n"]),
-               "figure": f"{down['k']}/{down['n']} SCORE 1 -> 0"}
-    elif clause == "more-insufficient":
-        b, a, n = row["insufficient"]["before"], row["insufficient"]["after"], row["compared"]
-        return {"clause": clause, "says": CLAUSES[clause], "before": b, "after": a, "n": n,
-                "result": more_rule(b, a, n), "figure": f"EVIDENCE_SUFFICIENT: no {b} -> {a} of {n}",
-                "shown": f"{b} -> {a} over {n} pairs"}
-    else:
+    shares = {"no-move": (up["k"] + down["k"], up["n"] + down["n"], none_rule, "verdicts moved"),
+              "no-0-to-1": (up["k"], up["n"], none_rule, "SCORE 0 -> 1"),
+              "most-1-to-0": (down["k"], down["n"], most_rule, "SCORE 1 -> 0")}
+    if clause in shares:
+        k, n, rule, what = shares[clause]
+        return {"clause": clause, "says": CLAUSES[clause], "k": k, "n": n, "result": rule(k, n),
+                "figure": f"{k}/{n} {what}", "ci95": wilson(k, n), "shown": _share(k, n)}
+    if clause != "more-insufficient":
         raise ValueError(f"unknown clause {clause!r}; known: {', '.join(CLAUSES)}")
-    return {"clause": clause, "says": CLAUSES[clause], **out, "ci95": wilson(out["k"], out["n"]),
-            "shown": _share(out["k"], out["n"])}
+    b, a, n = row["insufficient"]["before"], row["insufficient"]["after"], row["compared"]
+    return {"clause": clause, "says": CLAUSES[clause], "before": b, "after": a, "n": n,
+            "result": more_rule(b, a, n), "figure": f"EVIDENCE_SUFFICIENT: no {b} -> {a} of {n}",
+            "shown": f"{b} -> {a} over {n} pairs"}
 
 
 def judge(p: Perturbation, row: dict) -> tuple[str, list[dict]]:
@@ -114,23 +102,10 @@ def accuracy_rule(k: int, n: int, baseline: float) -> str:
     return FAILS if ci[1] < baseline or (k / n <= baseline and n >= MIN_PAIRS) else TOO_FEW
 
 
-def accuracy(trajs: list[Trajectory], verdicts: dict[str, Verdict]) -> dict:
-    """The originals' agreement with their labels, over those with a label and a parsed verdict, against
-    answering their commoner label every time (`accuracy_rule`); the unparsed, errors, unscored and
-    unlabelled ones are counted apart."""
-    labelled = [t for t in trajs if t.label in (0, 1)]
-    vs = [verdicts.get(t.id) for t in labelled]
-    ok = [(t, v) for t, v in zip(labelled, vs) if v is not None and v.status == "ok"]
-    return accuracy_of(sum(v.score == t.label for t, v in ok), len(ok), sum(t.label == 1 for t, _ in ok),
-                       unlabelled=len(trajs) - len(labelled),
-                       unparsed=sum(v is not None and v.status == "unparsed" for v in vs),
-                       errors=sum(v is not None and v.status == "error" for v in vs),
-                       unscored=sum(v is None for v in vs))
-
-
 def accuracy_of(k: int, n: int, ones: int, unlabelled: int, unparsed: int, errors: int, unscored: int) -> dict:
-    """`accuracy` from its counts: k of the n labelled originals with a parsed verdict agree, `ones` of
-    those n are labelled 1; the rest as `accuracy` counts them (so a stream of verdicts needs no list)."""
+    """The originals' agreement with their labels: k of the n labelled originals with a parsed verdict
+    agree, `ones` of those n are labelled 1, judged against answering their commoner label every time
+    (`accuracy_rule`); the unparsed, errors, unscored and unlabelled ones are counted apart."""
     common = int(ones > n - ones)
     base = max(ones, n - ones) / n if n else None
     return {"k": k, "n": n, "rate": k / n if n else None, "ci95": wilson(k, n),
@@ -175,12 +150,7 @@ def bottom_line(acc: dict, rows: dict[str, dict]) -> str:
             "try as an RL reward as far as these checks tell" + note)
 
 
-def verdicts(trajs: list[Trajectory], verdicts_: dict[str, Verdict], rows: dict[str, dict]) -> dict:
-    """The top of the audit: accuracy, each perturbation's verdict, the bottom line and the rule."""
-    return verdicts_of(accuracy(trajs, verdicts_), rows)
-
-
 def verdicts_of(acc: dict, rows: dict[str, dict]) -> dict:
-    """`verdicts` from the accuracy already counted."""
+    """The top of the audit: accuracy, each perturbation's verdict, the bottom line and the rule."""
     return {"bottom_line": bottom_line(acc, rows), "accuracy": acc,
             "perturbations": {name: r["verdict"] for name, r in rows.items()}, "rule": RULE}

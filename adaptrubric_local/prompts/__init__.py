@@ -1,12 +1,9 @@
 """Prompt templates as data (paper Appendix H.2-H.3) and a renderer that fails loudly.
 
 The set holds the paper's four prompts (router, verifier skeleton, fine-cue prompt, cue block), the
-router prompt in parts for banks with families of their own (`router_bank`), and two ablation-only
-variants for Table 4 (`cue_block_no_meta` for w/o Coarse, `verifier_image_only` for
-w/o Both); default.yaml lists every way the bundled text differs from the paper.
-
-`render` fills `{name}` placeholders and raises TemplateError for any placeholder left unfilled.
-Knows nothing about rubrics or trajectories: callers pass plain strings.
+router prompt in parts for banks of their own (`router_bank`), and the two ablation variants of
+Table 4; default.yaml lists every way the bundled text differs from the paper. `render` raises
+TemplateError for any placeholder left unfilled. Knows nothing about rubrics or trajectories.
 """
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-from ..schema import load_yaml_model
+from ..schema import content_sha, load_yaml_model
 
 DEFAULT_PROMPTS = Path(__file__).parent / "default.yaml"
 M = TypeVar("M", bound=BaseModel)
@@ -76,11 +73,7 @@ class _PromptSetFields(PromptFile):
     def sha(self) -> str:
         """Content hash of the prompt set (16 hex digits): the one `prompts_sha` that verdict files,
         distillation manifests and model cards record."""
-        import hashlib
-        import json
-
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+        return content_sha(self.model_dump(mode="json"))
 
 
 PromptSet = prompt_schema("PromptSet", __name__, "The four prompts of the method, the two ablation variants, and "

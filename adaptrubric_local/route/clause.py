@@ -1,13 +1,8 @@
-"""One clause as the rules router reads it: where an instruction's clauses begin and end, a clause's
-head verb, and the family of one clause from its verb refined by its object.
-
-- clause structure: sentences and clauses split at "then", ";", ",", "and", "or", with quoted payloads
-  masked;
-- head verbs from the lexicon's GUI-task verb families ("re-" verbs, "use X to <verb>", "check out");
-- object types refine the verb: settings and interface parts, data vs items, places vs positions,
-  text-edit objects, file names, charts, app behaviour ("set X to <verb>").
-The words come from a `Lexicon` (lexicon.py) passed to every function; the grammar is here. Knows
-nothing about how clauses combine into the instruction's family (rules.py).
+"""One clause as the rules router reads it: where an instruction's clauses begin and end (at "then",
+";", ",", "and", "or", quoted payloads masked), a clause's head verb (with "re-" verbs, "use X to
+<verb>" and "check out"), and the clause's family from its verb refined by its object. The words come
+from a `Lexicon` passed to every function; the grammar is here. Knows nothing about how clauses
+combine into the instruction's family (rules.py).
 """
 from __future__ import annotations
 
@@ -47,10 +42,8 @@ def strip_prefix(clause: str) -> str:
 def head_verb(clause: str, lex: Lexicon) -> str | None:
     """The lexicon verb (or phrase) the lower-cased `clause` starts with, longest first."""
     low = clause.lower()
-    for v in lex.verb_keys:
-        if low.startswith(v) and (len(low) == len(v) or not low[len(v)].isalnum()):
-            return v
-    return None
+    return next((v for v in lex.verb_keys if low.startswith(v) and (len(low) == len(v) or not low[len(v)].isalnum())),
+                None)
 
 
 def classify_clause(verb: str, clause: str, lex: Lexicon, context: str = "") -> str:
@@ -114,8 +107,6 @@ def _classify_by_verb(verb: str, low: str, obj: str, lex: Lexicon) -> str:
     if fam == "state_navigation":
         if verb in ("show", "display") and lex.chart.search(obj):
             return "create_modify"
-        if verb in ("set up",) and re.search(r"\bforward", obj):
-            return "state_navigation"
         if verb == "turn" and re.search(r"\binto\b", obj):
             return "create_modify"  # "turn the text into a list" converts an item
         if verb == "open" and re.match(r"\s+(?:a\s+)?new\s+(?:[\w-]+\s+){0,2}?(?:issue|ticket|account|"
@@ -144,9 +135,7 @@ def _by_specific_verb(verb: str, obj: str, lex: Lexicon) -> str | None:
                                             r"messages?|notes? (?:to|for)|feedback|voice ?mail)\b", obj) \
             else "create_modify" if re.search(r"\b(?:review|rating)\b", obj) else "general"
     if verb == "take":
-        if re.match(r"\s+me\s+to\b", obj):
-            return "state_navigation"
-        return "create_modify"
+        return "state_navigation" if re.match(r"\s+me\s+to\b", obj) else "create_modify"
     if verb == "fix":
         return "general" if re.search(r"\b(?:error|bug|crash|exception|failing|broken|issue)", obj) and not \
             re.search(r"\b(?:typo|spelling|grammar|format)", obj) else "create_modify"

@@ -1,9 +1,6 @@
-"""The rules router's lexicon: loading `data/router_lexicon.yaml` into a strict schema, and the
-immutable `Lexicon` the rules read (verb families, verb classes, word-class patterns).
-
-A `Lexicon` is a value: the rules take it as an argument, and `without(verbs)` returns a new one
-(for leave-one-source-out estimates, eval/router_accuracy.py), so routing with two lexicons at once
-(in two threads) is safe. Knows nothing about clauses or how the words are used.
+"""The rules router's lexicon: `data/router_lexicon.yaml` loaded into a strict schema, and the immutable
+`Lexicon` the rules take as an argument (`without(verbs)` returns a new one, so two lexicons may route
+at once). Knows nothing about clauses or how the words are used.
 """
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The model router: the router prompt for a bank (the paper's H.2 text for the paper's families) and
-the parser of the model's single `CATEGORY:` line (markdown, case and "composite workflow" spellings
-tolerated); anything else falls back to the bank's fallback family and is recorded as unparsed.
-
-Knows nothing about engines or trajectories: the caller sends the prompt and passes back the text.
+"""The model router: the router prompt for a bank and the parser of the model's single `CATEGORY:`
+line (markdown, case and spelling variants tolerated; anything else is the bank's fallback, unparsed).
+Knows nothing about engines or trajectories.
 """
 from __future__ import annotations
 
@@ -18,11 +16,8 @@ _CATEGORY_LINE = re.compile(r"^\W*category\W*[:=][ \t]*(.*)$", re.I | re.M)
 def _family_named(value: str, families: Sequence[str] = FAMILIES) -> str | None:
     """The family a CATEGORY value names, tolerating markdown, case and spaces or hyphens for '_'."""
     words = [w.replace("-", "_") for w in re.findall(r"[a-z0-9]+(?:[_-][a-z0-9]+)*", value.lower())]
-    for k in range(min(4, len(words)), 0, -1):  # "info_query", "state-navigation", "composite workflow"
-        name = "_".join(words[:k])
-        if name in families:
-            return name
-    return None
+    names = ("_".join(words[:k]) for k in range(min(4, len(words)), 0, -1))  # "state-navigation", "info query"
+    return next((name for name in names if name in families), None)
 
 
 def parse_router_output(text: str, families: Sequence[str] = FAMILIES, fallback: str = "general") -> RouteResult:

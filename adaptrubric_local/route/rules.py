@@ -1,12 +1,8 @@
 """The rules router: a deterministic, model-free family for an instruction from general features of
-its text, with no rule keyed to a particular instruction (the `rules` router mode).
-
-- question form (a "can you ...?" request is not a question); look-ups and navigation are steps;
-- background sentences without an action verb stand in for a later "it"/"that";
-- composite only when independent sub-goals remain (see `_combine`).
-Clauses and their families come from clause.py, the words from a `Lexicon` (default: the bundled
-data/router_lexicon.yaml). `explain_rules` shows the reading; its measured accuracy
-(eval/router_accuracy.py) is in docs/benchmarks.md. Knows nothing about engines, prompts or trajectories.
+its text, with no rule keyed to a particular instruction: question form, steps vs outcomes, background
+sentences standing in for a later "it", composite only for independent sub-goals (`_combine`).
+Clauses come from clause.py, words from a `Lexicon`; `explain_rules` shows the reading (accuracy:
+docs/benchmarks.md). Knows nothing about engines, prompts or trajectories.
 """
 from __future__ import annotations
 
@@ -114,12 +110,8 @@ def _stronger(a: str | None, b: str) -> str:
 
 
 def _words(text: str, lex: Lexicon) -> set[str]:
-    out = set()
-    for w in re.findall(r"[a-z][a-z0-9]+", text.lower()):
-        if w in lex.stop_words or w in lex.verbs:
-            continue
-        out.add(w[:-1] if w.endswith("s") and len(w) > 4 else w)
-    return out
+    return {w[:-1] if w.endswith("s") and len(w) > 4 else w for w in re.findall(r"[a-z][a-z0-9]+", text.lower())
+            if w not in lex.stop_words and w not in lex.verbs}
 
 
 def _app(body: str) -> str | None:

@@ -1,13 +1,9 @@
 """The trajectory context selector sigma(tau, c): at most M screenshots for the verifier (paper §4.3).
 
-Always keeps the first and the final frame; then frames around high-signal actions (text entry,
-submit/confirm/send/save, answer, state-changing taps), with family-aware priorities (transfer keeps
-source- and sink-side frames, info_query the frames where the answer was read, state_navigation the
-final frames); chronological order is kept. With a fingerprint, a run of consecutive near-identical
-frames (an agent idling, a screen settling) is shown once and the budget is refilled from the next
-candidates, so M distinct screens are shown whenever the trajectory has that many. The paper does
-not describe duplicate handling; without a fingerprint frames are never merged. Image access is
-limited to an optional fingerprint callable; knows nothing about prompts or models.
+Always keeps the first and the final frame, then frames around high-signal actions, with
+family-aware priorities; chronological order is kept. With a fingerprint (not in the paper), a run of
+consecutive near-identical frames is shown once and the budget refilled from the next candidates.
+Image access is limited to that optional callable; knows nothing about prompts or models.
 """
 from __future__ import annotations
 
@@ -39,7 +35,7 @@ def _family_bonus(family: str, kinds: list[str], frames: list[int]) -> dict[int,
     bonus: dict[int, tuple[float, str]] = {}
     pos = {f: n for n, f in enumerate(frames)}
 
-    def add(i: int, b: float, why: str) -> None:
+    def add(i: int | None, b: float, why: str) -> None:  # None (no such frame): nothing
         if i in pos and b > bonus.get(i, (0, ""))[0]:
             bonus[i] = (b, why)
 
@@ -47,17 +43,13 @@ def _family_bonus(family: str, kinds: list[str], frames: list[int]) -> dict[int,
         for i, k in enumerate(kinds):
             if k in ("read", "answer"):
                 add(i, 4, "answer read here")
-                prev = [f for f in frames if f < i]
-                if prev:
-                    add(prev[-1], 3.5, "answer read here")
+                add(max((f for f in frames if f < i), default=None), 3.5, "answer read here")
     elif family == "transfer":
         t = [i for i, k in enumerate(kinds) if k in ("transfer", "type", "submit")]
         if t:
             add(t[0], 4, "source side")
             add(t[-1], 4, "sink side")
-            after = [f for f in frames if f > t[-1]]
-            if after:
-                add(after[0], 4, "sink side")
+            add(next((f for f in frames if f > t[-1]), None), 4, "sink side")
     elif family == "state_navigation":
         for f in frames[-3:]:
             add(f, 3, "final-state anchor")
@@ -68,9 +60,7 @@ def _family_bonus(family: str, kinds: list[str], frames: list[int]) -> dict[int,
     elif family in ("communication", "delete_cleanup", "create_modify"):
         for i, k in enumerate(kinds):
             if k in ("submit", "delete", "type"):
-                after = [f for f in frames if f > i]
-                if after:
-                    add(after[0], 2.5, f"result of {k}")
+                add(next((f for f in frames if f > i), None), 2.5, f"result of {k}")
     return bonus
 
 
@@ -78,7 +68,7 @@ def _score_frames(traj: Trajectory, family: str, frames: list[int]) -> dict[int,
     kinds = [action_kind(s) for s in traj.steps]
     scores: dict[int, tuple[float, str]] = {}
 
-    def put(i: int, s: float, why: str) -> None:
+    def put(i: int | None, s: float, why: str) -> None:  # None (no such frame): nothing
         if i in frame_set and s > scores.get(i, (-1e9, ""))[0]:
             scores[i] = (s, why)
 
@@ -86,9 +76,7 @@ def _score_frames(traj: Trajectory, family: str, frames: list[int]) -> dict[int,
     for i, k in enumerate(kinds):
         if is_high_signal(k):
             put(i, PRIORITY[k], f"before {k}")
-            after = next((f for f in frames if f > i), None)
-            if after is not None:
-                put(after, PRIORITY[k] + 0.5, f"after {k}")
+            put(next((f for f in frames if f > i), None), PRIORITY[k] + 0.5, f"after {k}")
     for i, (b, why) in _family_bonus(family, kinds, frames).items():
         scores[i] = (scores.get(i, (0.0, ""))[0] + b, why)  # the rubric's reason outranks the action's
     return scores
@@ -96,12 +84,9 @@ def _score_frames(traj: Trajectory, family: str, frames: list[int]) -> dict[int,
 
 def select_context(traj: Trajectory, family: str = "general", budget: int = DEFAULT_BUDGET,
                    fingerprint: Fingerprint | None = None, near_dup: Callable | None = None) -> Selection:
-    """Pick at most `budget` screenshot-bearing steps; first and final frame always included.
-
-    With a `fingerprint`, consecutive near-identical frames form a run that is shown once: by its
-    last (settled) frame, or by the first frame for the run the trajectory opens with; a candidate
-    inside a run stands for the run, and the budget is refilled from the next-ranked frames, so it
-    is filled whenever the trajectory has that many distinct screens."""
+    """Pick at most `budget` screenshot-bearing steps; first and final frame always included. With a
+    `fingerprint`, a run of consecutive near-identical frames is shown once, by its last (settled)
+    frame, or by the first frame for the run the trajectory opens with."""
     if budget < 2:
         raise ValueError(f"budget must be at least 2 (first and final frame), got {budget}")
     frames = [i for i, s in enumerate(traj.steps) if s.screenshot]
@@ -119,12 +104,10 @@ def select_context(traj: Trajectory, family: str = "general", budget: int = DEFA
         if len(chosen) >= budget:
             break
         rep = runs.representative(f)
-        if rep in chosen:
-            if rep != f:
-                dropped.append(f)
-            continue
         if rep != f:
             dropped.append(f)
+        if rep in chosen:
+            continue
         chosen.add(rep)
         why = scores.get(f, (0.0, "coverage"))[1] or "coverage"
         reasons[rep] = why if rep == f else f"{why} (settled frame of a repeated screen)"
@@ -180,9 +163,7 @@ class _Runs:
 
 def thumbnail_fingerprint(path: str, size: int = 32):
     """A small grayscale thumbnail (bytes, box-averaged so a small local change such as a typed
-    word still moves its cell) for near-duplicate checks. This decode repeats the image pipeline's
-    decode of the frames that get selected; sharing it would mean holding every candidate frame in
-    memory until selection is done, so the pipeline runs these in a thread pool instead."""
+    word still moves its cell) for near-duplicate checks."""
     from PIL import Image
 
     with Image.open(path) as im:

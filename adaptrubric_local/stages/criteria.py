@@ -1,11 +1,8 @@
-"""The coarse and fine stages for a batch of instructions, with caches (paper §4.1-4.2).
-
-Routes each distinct instruction once (rules, the model router of H.2, or a fixed family) and
-generates the fine cues of H.3 once per distinct (instruction, family), so the rollouts of a GRPO
-group or a best-of-N pool share one router call and one cue call. Every model call it makes is
-remembered under its cache key (`fresh`) until the orchestrator shares its cost out over the
-trajectories that used it. Model calls go through a function it is given; it knows nothing about
-engines' internals, images, screenshots or verdicts.
+"""The coarse and fine stages for a batch of instructions, with caches (paper §4.1-4.2): each distinct
+instruction routed once, the fine cues generated once per distinct (instruction, family), so a GRPO
+group or a best-of-N pool shares one router call and one cue call. Each model call's cost is kept under
+its cache key (`fresh`) until the orchestrator shares it out. Model calls go through a function it is
+given; knows nothing about engines' internals, images or verdicts.
 """
 from __future__ import annotations
 

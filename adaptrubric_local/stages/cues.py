@@ -1,16 +1,10 @@
 """The fine stage h(I, c, Rc): 0-2 instruction-grounded attention cues, or abstention (paper §4.2, H.3).
 
-Renders the paper's fine-cue prompt and parses `NO_HINT: ...` or `CUE_1:` / `CUE_2:`.
-
-What is dropped, and whether the paper does it:
-- By default only cues beyond the second (CUE_3, ...) are dropped: the paper's output format and
-  its cue block have exactly two cue slots ("0, 1, or 2" cues).
-- Off by default, not in the paper (the paper passes generated cues on as they are; H.3's rules 4
-  and 8 are instructions to the generator, not filters): `filter_words=True` drops a cue that uses
-  an over-constraining word of rule 4 ("visibly", "exactly", "every/all", "saved/persisted", "final
-  state must show") that the instruction itself does not use; `limit_length=True` drops a cue over
-  40 words (rule 8). Each changes what the verifier sees, so each is an option.
-Every dropped cue is recorded with its reason. Knows nothing about engines or trajectories.
+Renders the paper's fine-cue prompt and parses `NO_HINT: ...` or `CUE_1:` / `CUE_2:`. By default only
+cues beyond the second are dropped (the paper's two cue slots). Off by default, not in the paper (H.3's
+rules 4 and 8 are instructions to the generator): `filter_words` drops a cue with an over-constraining
+word the instruction does not use, `limit_length` one over 40 words. Every dropped cue is recorded
+with its reason. Knows nothing about engines or trajectories.
 """
 from __future__ import annotations
 
@@ -52,13 +46,11 @@ def check_cue(cue: str, instruction: str, filter_words: bool = False, limit_leng
     words = len(cue.split())
     if limit_length and words > MAX_WORDS:
         return f"over {MAX_WORDS} words ({words})"
-    if not filter_words:
-        return None
     low_i = instruction.lower()
-    for pat, allow, label in OVERCONSTRAINING:
-        if re.search(pat, cue, re.I) and not re.search(allow, low_i, re.I):
-            return f"over-constraining word '{label}' not used by the instruction (H.3 rule 4)"
-    return None
+    used = (label for pat, allow, label in OVERCONSTRAINING
+            if re.search(pat, cue, re.I) and not re.search(allow, low_i, re.I))
+    label = next(used, None) if filter_words else None
+    return None if label is None else f"over-constraining word '{label}' not used by the instruction (H.3 rule 4)"
 
 
 def _cue_number(key: str) -> int:
@@ -72,8 +64,7 @@ def parse_cues(text: str, instruction: str, filter_words: bool = False, limit_le
     for line in (text or "").splitlines():
         m = _LINE.match(line.strip())
         if m:
-            key = m.group(1).upper()
-            found.setdefault(key, m.group(2).strip())
+            found.setdefault(m.group(1).upper(), m.group(2).strip())
     if "NO_HINT" in found and not any(k.startswith("CUE") for k in found):
         return CueResult(abstained=True, reason=found["NO_HINT"] or None, raw=text)
     raw_cues = [found[k] for k in sorted((k for k in found if k.startswith("CUE")), key=_cue_number) if found[k]]

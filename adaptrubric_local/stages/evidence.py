@@ -38,16 +38,9 @@ def _quote(text: str) -> str:
 
 def compile_evidence(traj: Trajectory) -> Evidence:
     """Compile the evidence block for one trajectory."""
-    typed, seen = [], set()
-    for s in traj.steps:
-        if s.text and s.text not in seen:
-            seen.add(s.text)
-            typed.append(_quote(s.text))
-    key = []
-    for n, s in enumerate(traj.steps, start=1):
-        k = action_kind(s)
-        if is_high_signal(k):
-            key.append(f"step {n} {k}: {_one_line(s.action, 120)}")
+    typed = [_quote(text) for text in dict.fromkeys(s.text for s in traj.steps if s.text)]
+    kinds = [(n, action_kind(s), s) for n, s in enumerate(traj.steps, start=1)]
+    key = [f"step {n} {k}: {_one_line(s.action, 120)}" for n, k, s in kinds if is_high_signal(k)]
     if len(key) > MAX_KEY_ACTIONS:
         key = [*key[:MAX_KEY_ACTIONS // 2], "...", *key[-MAX_KEY_ACTIONS // 2:]]
     trace = "\n".join(f"Step {n}: {_one_line(s.action) or '(no action recorded)'}"

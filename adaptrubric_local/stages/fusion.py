@@ -1,16 +1,11 @@
 """Criterion fusion R = Rc (+) Rf and the verifier prompt (paper §4.3, Appendix H.2-H.3).
 
-The coarse rubric Rc (the family's verification steps, pitfalls and special rules, plus the shared
-meta rule) is the body; the fine cues Rf are appended as the separate cue block, which is omitted
-when there are no cues. Two switches give the four rows of Table 4, each exactly as §5.4 describes
-it (`ABLATION_INPUTS` says what each row's prompt holds):
-- coarse off drops the family rubric and the meta rule, and the cue block then uses the variant
-  that does not refer to "the META RULE above";
-- fine off drops the cue block;
-- both off ("w/o Both (image-only)": "the verifier relies only on the instruction and trajectory
-  screenshots") uses the image-only skeleton: no compiled evidence, no action trace.
-The output-format lines are always kept (the verdict parser needs them). Knows nothing about
-routing, models or images beyond their count.
+The coarse rubric Rc (the family's verification steps, pitfalls and special rules, plus the meta rule)
+is the body; the fine cues Rf are the cue block, omitted when there are none. Two switches give the
+four rows of Table 4 (§5.4; `ABLATION_INPUTS` says what each row's prompt holds): coarse off drops the
+rubric and meta rule (the cue block then does not refer to the META RULE); fine off drops the cue
+block; both off uses the image-only skeleton (no evidence, no action trace). The output format is
+always kept. Knows nothing about routing, models or images.
 """
 from __future__ import annotations
 
@@ -81,13 +76,10 @@ def cue_block(prompts: PromptSet, cues: list[str], meta_rule: bool = True) -> st
     return render(prompts.cue_block_no_meta, "cue_block_no_meta", cue_bullets=bullets)
 
 
-def _tidy(text: str) -> str:
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
-
-
 def _split(text: str, output_format: str) -> VerifierPrompt:
-    head = text[: text.rindex(output_format)].rstrip()
-    return VerifierPrompt(text=head, suffix=output_format)
+    """The rendered prompt, runs of blank lines made one, split before its output format."""
+    text = re.sub(r"\n{3,}", "\n\n", text).strip()
+    return VerifierPrompt(text=text[: text.rindex(output_format)].rstrip(), suffix=output_format)
 
 
 def fuse(prompts: PromptSet, bank: RubricBank, rs: RubricSet, instruction: str, evidence: Evidence,
@@ -95,9 +87,8 @@ def fuse(prompts: PromptSet, bank: RubricBank, rs: RubricSet, instruction: str, 
     """Render the verifier prompt for one trajectory under the given ablation switches."""
     output_format = bank.output_format(rs)
     if not (coarse or fine):  # w/o Both: instruction and screenshots only
-        text = render(prompts.verifier_image_only, "verifier_image_only", instruction=instruction,
-                      output_format=output_format)
-        return _split(_tidy(text), output_format)
+        return _split(render(prompts.verifier_image_only, "verifier_image_only", instruction=instruction,
+                             output_format=output_format), output_format)
     sections = coarse_sections(prompts, bank, rs) if coarse else dict.fromkeys(
         ("verification_steps", "common_pitfalls", "special_rules"), "")
     text = render(prompts.verifier, "verifier", instruction=instruction,
@@ -105,4 +96,4 @@ def fuse(prompts: PromptSet, bank: RubricBank, rs: RubricSet, instruction: str, 
                   key_actions=evidence.key_actions, action_trace=evidence.action_trace,
                   additional_attention=cue_block(prompts, cues, meta_rule=coarse) if fine else "",
                   output_format=output_format, **sections)
-    return _split(_tidy(text), output_format)
+    return _split(text, output_format)
