@@ -15,7 +15,7 @@ from typing import Any
 from ..types import Trajectory, Verdict
 from .config import RewardConfig
 from .images import data_url, is_inline
-from .inputs import item_id, resolve_shot, to_trajectory
+from .inputs import item_error, resolve_shot, to_trajectory
 
 
 class ServiceClient:
@@ -123,7 +123,7 @@ class ServiceClient:
             try:
                 payload = self._payload(obj, cfg, f"item {i}")
             except (ValueError, OSError, TypeError) as exc:
-                out[i] = Verdict(id=item_id(obj, f"item {i}"), status="error", error=str(exc))
+                out[i] = item_error(obj, i, str(exc))
                 continue
             by_url.setdefault(zlib.crc32(self._instruction(obj).encode()) % len(self.urls), []).append((i, payload))
         for u, batch in by_url.items():

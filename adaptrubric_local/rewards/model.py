@@ -49,9 +49,7 @@ from .child import check_gpus_visible, portable_options, rebuild
 from .client import ServiceClient
 from .config import RewardConfig, load_options, split_options
 from .images import DEFAULT_MAX_PIXELS, ImageStore
-from .inputs import item_id, to_trajectory, traj_key
-
-NAMED_ENGINE_OPTIONS = frozenset(NAMED_OPTIONS)
+from .inputs import item_error, load_items, traj_key
 
 log = logging.getLogger("adaptrubric.rewards")
 
@@ -165,7 +163,7 @@ class RewardModel:
         given = overrides.get("engine", engine)
         if given is not None and not isinstance(given, str):  # an Engine instance: the mapping's engine options
             model, engine_kw = None, {}                          # (a config shared with real runs) are not its
-        named = {k: engine_kw.pop(k) for k in list(engine_kw) if k in NAMED_ENGINE_OPTIONS}
+        named = {k: engine_kw.pop(k) for k in list(engine_kw) if k in NAMED_OPTIONS}
         kw: dict[str, Any] = dict(reward_kw, **named, model=model, engine=engine,
                                   pipeline=PipelineConfig(**pipe_kw) if pipe_kw else None,
                                   engine_config=engine_kw or None)
@@ -240,23 +238,14 @@ class RewardModel:
                 verdicts = self._client.score(items, self.config)
             except RuntimeError as exc:  # counted and reported as errors; the trainer's metrics show the rate
                 log.warning("%s", exc)
-                verdicts = [Verdict(id=item_id(obj, f"item {i}"), status="error", error=str(exc))
-                            for i, obj in enumerate(items)]
+                verdicts = [item_error(obj, i, str(exc)) for i, obj in enumerate(items)]
             verdicts = self._calibrated(verdicts)
         else:
             with ImageStore(self.config.max_image_pixels) as images:  # inline screenshots, for this call
-                trajs: list[Trajectory | None] = []
-                errors: dict[int, str] = {}
-                for i, obj in enumerate(items):
-                    try:
-                        trajs.append(to_trajectory(obj, self.config, f"item {i}", images))
-                    except Exception as exc:  # one bad rollout must not sink the batch
-                        trajs.append(None)
-                        errors[i] = str(exc)
-                good = [t for t in trajs if t is not None]
-                futs = iter(self.submit(good)) if good else iter(())
-                verdicts = [Verdict(id=item_id(items[i], f"item {i}"), status="error", error=errors[i]) if t is None
-                            else _result(next(futs), t) for i, t in enumerate(trajs)]
+                trajs, verdicts = load_items(items, self.config, images)
+                futs = self.submit([t for _, t in trajs]) if trajs else []
+                for (i, t), fut in zip(trajs, futs):
+                    verdicts[i] = _result(fut, t)
         self.count_verdicts(verdicts)
         return verdicts
 
