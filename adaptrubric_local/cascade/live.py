@@ -104,12 +104,12 @@ class LiveCascade:
         """The live figures: counts, the window's agreement and interval, and whether to worry."""
         with self.lock:
             k, n = sum(self.window), len(self.window)
-            c = dict(self.counts)
+            c = Counter(self.counts)
         ci = wilson(k, n)
-        return {"trajectories": c.get("trajectories", 0), "decided_by_judge": c.get("decided_by_judge", 0),
-                "sent_to_judge": c.get("sent_to_judge", 0), "judge_failed": c.get("judge_failed", 0),
+        return {"trajectories": c["trajectories"], "decided_by_judge": c["decided_by_judge"],
+                "sent_to_judge": c["sent_to_judge"], "judge_failed": c["judge_failed"],
                 "why": {k[4:]: v for k, v in c.items() if k.startswith("why_")},
-                "judge_share": c.get("sent_to_judge", 0) / c["trajectories"] if c.get("trajectories") else None,
+                "judge_share": c["sent_to_judge"] / c["trajectories"] if c["trajectories"] else None,
                 "agreement": {"window": self.cfg.agreement_window, "n": n, "agree": k,
                               "rate": k / n if n else None, "ci95": ci, "warn_below": self.cfg.warn_below,
                               "warning": drifted(ci, self.cfg.warn_below)},

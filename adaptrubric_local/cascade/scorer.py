@@ -73,17 +73,14 @@ def merge(s: Verdict, why: list[str], j: Verdict | None = None, failure: str | N
     or the student's with the judge's failure (`failure`, or `j` that is not ok)."""
     if not why:
         return CascadeVerdict(**asdict(s))
-    if j is not None and j.status == "ok" and failure is None:
-        d = asdict(j)
-        d.update(cost_calls=s.cost_calls + j.cost_calls, cost_tokens=s.cost_tokens + j.cost_tokens)
-        return CascadeVerdict(**d, decided_by="judge", escalated=list(why), student=compact(s), judge=compact(j))
-    if failure is None:
+    answered = j is not None and j.status == "ok" and failure is None
+    if failure is None and not answered:
         failure = (f"unparsed: {j.parse_error or 'no verdict block'}" if j.status == "unparsed"
                    else f"error: {j.error}")
-    d = asdict(s)
+    d = asdict(j if answered else s)
     if j is not None:
         d.update(cost_calls=s.cost_calls + j.cost_calls, cost_tokens=s.cost_tokens + j.cost_tokens)
-    return CascadeVerdict(**d, decided_by="student", escalated=list(why), student=compact(s),
+    return CascadeVerdict(**d, decided_by="judge" if answered else "student", escalated=list(why), student=compact(s),
                           judge=compact(j) if j is not None else None, judge_error=failure)
 
 

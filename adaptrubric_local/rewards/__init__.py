@@ -184,26 +184,18 @@ def compute_score(data_source: Any = None, solution_str: Any = None, ground_trut
         rm = _rm.for_router(reward_router_address, _served_name(reward_model_tokenizer))
     else:
         rm = reward_model()
-    if extra_infos is not None:
-        infos = list(extra_infos)
-    elif isinstance(extra_info, (list, tuple)):  # older callers passed lists in the singular keywords
-        infos = list(extra_info)
-    else:
-        infos = None
-    if infos is None:
-        try:
-            item = _verl_traj(extra_info)
-        except ValueError as exc:
-            return _verl_result(rm, Verdict(status="error", error=str(exc)))
-        return _verl_result(rm, rm.score([item])[0])
+    # the batch manager's plural keywords; older callers passed lists in the singular ones
+    batch = extra_infos if extra_infos is not None else extra_info if isinstance(extra_info, (list, tuple)) else None
+    infos = list(batch) if batch is not None else [extra_info]
     items, bad = [], {}
     for i, info in enumerate(infos):
         try:
             items.append(_verl_traj(info))
         except ValueError as exc:
-            bad[i] = Verdict(status="error", error=f"sample {i}: {exc}")
+            bad[i] = Verdict(status="error", error=f"sample {i}: {exc}" if batch is not None else str(exc))
     good = iter(rm.score(items))
-    return [_verl_result(rm, bad[i] if i in bad else next(good)) for i in range(len(infos))]
+    out = [_verl_result(rm, bad[i] if i in bad else next(good)) for i in range(len(infos))]
+    return out if batch is not None else out[0]
 
 
 async def compute_score_async(data_source: Any = None, solution_str: Any = None, ground_truth: Any = None,

@@ -105,11 +105,8 @@ class ServiceClient:
                     delay = min(delay * 2, 5.0)
                     continue
                 detail = exc.read().decode("utf-8", "replace")[:500]
-                hint = ""
-                if exc.code == 401:
-                    hint = " (set the service's key in the environment variable named by api_key_env)"
-                elif exc.code == 413:
-                    hint = " (inline screenshots count: raise the service's --max-request-bytes)"
+                hint = {401: " (set the service's key in the environment variable named by api_key_env)",
+                        413: " (inline screenshots count: raise the service's --max-request-bytes)"}.get(exc.code, "")
                 raise RuntimeError(f"reward service {url} answered {exc.code}: {detail}{hint}") from None
             except urllib.error.URLError as exc:
                 raise RuntimeError(f"reward service {url} unreachable: {exc.reason}") from None
