@@ -97,34 +97,27 @@ class ImageStore:
         if max_pixels < 1:
             raise ValueError(f"max_pixels must be >= 1, got {max_pixels}")
         self.max_pixels, self._parent = max_pixels, parent
-        self._dir: Path | None = None
+        self.folder: Path | None = None  # the temporary folder (None until the first image arrives)
         self._lock = threading.Lock()
-        self.count = 0
-
-    @property
-    def folder(self) -> Path | None:
-        """The temporary folder (None until the first image arrives)."""
-        return self._dir
 
     def put(self, value: Any, where: str) -> str:
         """Decode and check one inline screenshot; the path of its file."""
         raw = decode(value, where)
         ext = FORMATS[check_image(raw, where, self.max_pixels)][0]
         with self._lock:
-            if self._dir is None:
-                self._dir = Path(tempfile.mkdtemp(prefix="adaptrubric-inline-", dir=self._parent))
-            path = self._dir / f"{hashlib.sha256(raw).hexdigest()[:32]}.{ext}"
+            if self.folder is None:
+                self.folder = Path(tempfile.mkdtemp(prefix="adaptrubric-inline-", dir=self._parent))
+            path = self.folder / f"{hashlib.sha256(raw).hexdigest()[:32]}.{ext}"
             if not path.exists():
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(raw)
-            self.count += 1
         return str(path)
 
     def close(self) -> None:
         """Delete the folder and every image in it."""
         with self._lock:
-            d, self._dir = self._dir, None
+            d, self.folder = self.folder, None
         if d is not None:
             shutil.rmtree(d, ignore_errors=True)
 
