@@ -1,31 +1,26 @@
 """Reward adapters with the signatures RL frameworks call, as thin functions over one process-wide
-`RewardModel` (rewards/model.py).
+`RewardModel` (rewards/model.py). Each completion is scored on the policy's OWN rollout, which reaches
+the reward function like this (versions checked: TRL 1.16.0, verl 0.9.1, OpenRLHF 0.11.2; the wiring of
+each: docs/rewards.md and examples/):
 
-For a reward that teaches, each completion must be scored on the policy's OWN rollout, which reaches
-the reward function like this (versions checked: TRL 1.16.0, verl 0.9.1, OpenRLHF 0.11.2):
-
-- TRL `GRPOTrainer(reward_funcs=[trl_reward], rollout_func=...)`: the rollout function returns a
-  `trajectory` list (one per completion) besides prompt_ids/completion_ids/logprobs; TRL passes
-  extra keys to reward functions. With `environment_factory`, each environment's `trajectory`
-  (attribute or method) is used. Unparsed/error rates go to TRL's logs through `log_metric`.
-- verl `custom_reward_function.path=<this file>`, `name=compute_score`: the agent loop stores the
-  rollout in `extra_fields["trajectory"]`, which verl merges into `extra_info`. Works with the
-  reward loop (one sample per call, from threads) and with the legacy batch manager (one call, plural
-  keywords, numpy object arrays). The returned dict's keys become verl's `reward_extra_info`
-  (validation metrics `unparsed`, `error`). GenRM route (`reward.reward_model.enable=True`: verl serves
-  the verifier on its own vLLM/SGLang fleet behind one router): name `compute_score_async`; verl passes
-  `reward_router_address` and `reward_model_tokenizer`, and the method runs against that router, with
-  no model loaded in the reward workers (examples/verl_genrm.yaml).
+- TRL `GRPOTrainer(reward_funcs=[trl_reward], rollout_func=...)`: a `trajectory` list returned by the
+  rollout function (TRL passes extra keys to reward functions), or each environment's `trajectory`
+  (`environment_factory`). Rates go to TRL's logs through `log_metric`.
+- verl `custom_reward_function.path=<this file>`, `name=compute_score`: the agent loop's
+  `extra_fields["trajectory"]`, which verl merges into `extra_info`; one sample per call (the reward
+  loop, from threads) or the legacy batch manager's plural keywords. The returned dict's keys become
+  verl's `reward_extra_info`. GenRM route (`reward.reward_model.enable=True`, verl serves the verifier):
+  name `compute_score_async`, which runs against verl's reward router, loading no model here
+  (examples/verl_genrm.yaml).
 - OpenRLHF `--train.agent_func_path agent.py`: the agent's `step()` returns
   `await openrlhf_final_step(trajectory)` when the episode ends. `--reward.remote_url <this file>` (or
-  the service's `/openrlhf` URL) with `--data.label_key`: the label carries a recorded trajectory (per
-  prompt: that route scores fixed data, it does not teach). `extra_logs` reach OpenRLHF's metrics.
+  the service's `/openrlhf` URL) with `--data.label_key` scores a recorded trajectory per prompt: fixed
+  data, which does not teach.
 
 Configuration: `configure(config_path, **options)` in the trainer process, or a YAML/JSON file named
-by `$ADAPTRUBRIC_CONFIG` (every option of `adaptrubric score`, plus reward, unparsed_reward,
-data_root, image_roots, service_url); `$ADAPTRUBRIC_SERVICE_URL` sends everything to a running
-`adaptrubric serve`, so trainer processes load no model. The state lives in the package module, so
-frameworks that load this file by path under a fresh module name share the same verifier.
+by `$ADAPTRUBRIC_CONFIG`; `$ADAPTRUBRIC_SERVICE_URL` sends everything to a running `adaptrubric serve`
+(rewards/shared.py). The state lives in the package module, so frameworks that load this file by path
+under a fresh module name share the same verifier.
 
 An unparsed or failed verdict is never silently a 0 or 1: TRL gets None (its "no reward" value);
 verl and OpenRLHF need a number, so they get `unparsed_reward` (default 0.0) with the status next

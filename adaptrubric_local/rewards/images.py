@@ -2,15 +2,11 @@
 machine than the rollouts, whose screenshots are not on its disk.
 
 A step's `screenshot` may be a `data:image/<type>;base64,<data>` URL, or raw bytes from Python (in
-JSON they travel as a data URL). `ImageStore` decodes one, checks it and writes it to a private
-temporary folder (mode 0700) under a name derived from its content, so the pipeline reads it like any
-other screenshot; closing the store deletes the folder. The checks, made from the image header before
-any pixel is decoded: a still image in a format screenshots come in (PNG, JPEG, WebP, BMP), at most
-`max_pixels` pixels (a giant image or a decompression bomb is refused), and a body that PIL's `verify`
-accepts (a PNG's chunk checksums; a JPEG is checked when the engine decodes it). Sizes in bytes are the
-caller's limit (the service's request cap). `data_url` is the reverse, for clients.
-
-Knows nothing about trajectories' other fields, HTTP or models.
+JSON they travel as a data URL). `ImageStore` decodes one, checks it (`check_image`, from the header
+before any pixel is decoded) and writes it to a private temporary folder (mode 0700) under a name derived
+from its content, so the pipeline reads it like any other screenshot; closing the store deletes the
+folder. Sizes in bytes are the caller's limit (the service's request cap). `data_url` is the reverse,
+for clients. Knows nothing about trajectories' other fields, HTTP or models.
 """
 from __future__ import annotations
 
@@ -61,7 +57,10 @@ def decode(value: Any, where: str) -> bytes:
 
 
 def check_image(raw: bytes, where: str, max_pixels: int = DEFAULT_MAX_PIXELS) -> str:
-    """The PIL format name of `raw` after the checks in the module docstring; ValueError naming `where`."""
+    """The PIL format name of `raw`: a still image in a format screenshots come in (PNG, JPEG, WebP, BMP), at
+    most `max_pixels` pixels (a giant image or a decompression bomb is refused), and a body that PIL's
+    `verify` accepts (a PNG's chunk checksums; a JPEG is checked when the engine decodes it); ValueError
+    naming `where` otherwise."""
     from PIL import Image, UnidentifiedImageError
 
     problem = None

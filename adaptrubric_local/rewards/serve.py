@@ -1,32 +1,17 @@
 """The reward service: one verifier per GPU shared by every rollout worker (`adaptrubric serve`).
 
 FastAPI on uvicorn. Requests from concurrent clients go into the RewardModel's scoring thread, which
-gathers what arrives within a short window into one engine batch (dynamic batching) and shares the
-route/cue cache across clients. Limits: a bounded queue (`max_pending` trajectories; more get 503
-with Retry-After), a request size cap (413), a cap on trajectories per request (413) and a time
-limit per request (504). SIGTERM/Ctrl-C stops accepting, lets in-flight requests finish, then drains
-the queue before exiting.
+gathers what arrives within a short window into one engine batch and shares the route/cue cache across
+clients. Endpoints (GET /health, GET /stats, POST /score, POST /openrlhf and /get_reward), their bodies,
+limits and status codes: docs/rewards.md, "The HTTP API". SIGTERM/Ctrl-C stops accepting, lets in-flight
+requests finish, then drains the queue before exiting.
 
-Endpoints:
-  GET  /health                 {"status", "model", "loaded", "pending", "stats"}
-  GET  /stats                  the RewardModel's stats; with a judge, `cascade`: the live agreement
-  POST /score                  {"trajectories": [record | JSON | path, ...]} -> {"verdicts", "rewards"}, one
-                               each, in order; every verdict carries its trajectory's id, an error verdict
-                               too (an item that names no id: its place, "item 3")
-  POST /openrlhf, /get_reward  OpenRLHF's remote reward convention {"query", "prompts", "labels"} ->
-                               {"rewards", "scores", "extra_logs"}; each label carries a trajectory
-
-Security: paths in requests, absolute ones too, must lie inside the RewardModel's data_root or
-image_roots (symlinks followed), so a request cannot make the verifier read other files. With an API key (`--api-key-env`, default $ADAPTRUBRIC_API_KEY, or `--api-key-file`) every
-request must carry `Authorization: Bearer <key>` (compared in constant time) or gets 401 before its
-body is read; the service refuses to bind anything but a loopback address without a key, unless
-`insecure` is set. Every malformed body is a 400, including JSON nested too deep to parse. Screenshots
-may arrive inline (data URLs: inline_images.py), written to a private temporary folder for the time of
-their request. The key does not make plain HTTP private: on an untrusted network put TLS in front.
-
-Several GPUs: one service per GPU (`CUDA_VISIBLE_DEVICES=i adaptrubric serve --port 800i`) and a
-comma-separated `service_url`; clients send each instruction to one replica, so its cache stays warm.
-Knows nothing about RL frameworks.
+Security: paths in requests must lie inside the RewardModel's data_root or image_roots (rewards/inputs.py,
+`confine`); with an API key every request must carry `Authorization: Bearer <key>` (compared in constant
+time) or gets 401 before its body is read; the service refuses to bind anything but a loopback address
+without a key, unless `insecure` is set. Inline screenshots (images.py) live in a private temporary folder
+for the time of their request. The key does not make plain HTTP private: on an untrusted network put TLS
+in front. Knows nothing about RL frameworks.
 """
 # no `from __future__ import annotations`: FastAPI reads the handlers' annotations as objects
 
