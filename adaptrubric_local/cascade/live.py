@@ -25,12 +25,6 @@ from .scorer import Cascade, CascadeVerdict
 log = logging.getLogger("adaptrubric.cascade")
 
 
-def in_window(v: CascadeVerdict) -> bool:
-    """Whether a line counts in the live window: a spot check that nothing else sent, which the judge
-    answered (a random sample of the lines the student decides; a line the band sent is not one)."""
-    return v.escalated == ["spot_check"] and bool(v.judge) and v.judge.get("status") == "ok"
-
-
 def drifted(ci: tuple[float, float] | None, warn_below: float) -> bool:
     """Whether to warn: the upper end of the window's interval is below `warn_below` (the lower end
     would warn on noise: a small window's interval always reaches low)."""
@@ -86,7 +80,9 @@ class LiveCascade:
                 self.counts["judge_failed"] += bool(v.judge_error)
                 for why in v.escalated:
                     self.counts[f"why_{why}"] += 1
-                if in_window(v):
+                # the window: spot checks that nothing else sent, which the judge answered (a random sample
+                # of the lines the student decides; a line the band sent is not one)
+                if v.escalated == ["spot_check"] and v.judge and v.judge.get("status") == "ok":
                     s = v.student or {}
                     self.window.append(s.get("status") == "ok" and s.get("score") == v.judge.get("score"))
             self._warn()

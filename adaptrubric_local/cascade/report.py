@@ -102,15 +102,12 @@ class CascadeTally:
         }
         out["cascade_agreement_est"] = _estimate(n, n - self.by_judge, *self.spot_only)
         if n and self.why["band"] > n / 2:
-            out["note"] = band_note(self.why["band"], n)
+            k = self.why["band"]
+            out["note"] = (f"the band sent {k} of {n} trajectories ({k / n:.0%}) to the judge: it does not fit this "
+                           "student's p_success (a cascade that sends most saves little). Fit one: score a held-out "
+                           "set with --spot-check 1, then `adaptrubric cascade-fit VERDICTS --out band.json`, and "
+                           "score with --cascade-band band.json")
         return out
-
-
-def band_note(k: int, n: int) -> str:
-    """The note of a band that sent more than half of the trajectories to the judge."""
-    return (f"the band sent {k} of {n} trajectories ({k / n:.0%}) to the judge: it does not fit this student's "
-            "p_success (a cascade that sends most saves little). Fit one: score a held-out set with --spot-check 1, "
-            "then `adaptrubric cascade-fit VERDICTS --out band.json`, and score with --cascade-band band.json")
 
 
 def cascade_summary(lines: Iterable[dict]) -> dict:

@@ -89,11 +89,6 @@ def not_answering(why: str) -> str:
     return f"error: the judge is not answering ({why})"
 
 
-def student_of(line: dict) -> Verdict:
-    """The student's verdict on a line whose judge failed (its own fields are the student's)."""
-    return Verdict.from_dict(line)
-
-
 class Cascade:
     """A Scorer (scoring.score_with) made of a student pipeline and a judge pipeline."""
 
@@ -187,7 +182,8 @@ class Cascade:
 
     def rejudge(self, lines: list[dict], trajs: dict[str, Trajectory]) -> list[CascadeVerdict]:
         """Ask the judge again about lines whose judge failed (`--resume`), the student's verdicts kept."""
-        items = [(trajs[str(d["id"])], student_of(d), list(d.get("escalated") or ["error"])) for d in lines
+        # a line whose judge failed holds the student's verdict in its own fields
+        items = [(trajs[str(d["id"])], Verdict.from_dict(d), list(d.get("escalated") or ["error"])) for d in lines
                  if str(d["id"]) in trajs]
         return self.ask_judge(items) if items else []
 
