@@ -81,8 +81,6 @@ class CascadeTally:
     def summary(self) -> dict:
         """The `cascade` section of a run summary."""
         n, (agreed, spots) = self.n, self.spot_all
-        per_call = self.answered_calls / self.answered if self.answered else None
-        per_tok = self.answered_tokens / self.answered if self.answered else None
         failed = sum(self.failed_by.values())
         out = {
             "trajectories": n,
@@ -95,8 +93,8 @@ class CascadeTally:
             "judge_failed_by": dict(self.failed_by),
             "judge_calls": self.calls,
             "judge_tokens": self.tokens,
-            "judge_only_calls_est": per_call * n if per_call is not None else None,
-            "judge_only_tokens_est": per_tok * n if per_tok is not None else None,
+            "judge_only_calls_est": self.answered_calls / self.answered * n if self.answered else None,
+            "judge_only_tokens_est": self.answered_tokens / self.answered * n if self.answered else None,
             "spot_checks": {"n": spots, "agree": agreed, "student_agreement": agreed / spots if spots else None,
                             "ci95": wilson(agreed, spots)},
         }

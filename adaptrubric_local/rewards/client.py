@@ -50,9 +50,7 @@ class ServiceClient:
     @staticmethod
     def _step_path(s: Any, cfg: RewardConfig) -> Any:
         shot = s.get("screenshot") if isinstance(s, dict) else None
-        if shot is None or (isinstance(shot, str) and shot[:5].lower() == "data:"):
-            return s
-        if is_inline(shot):  # bytes cannot travel in JSON as they are
+        if is_inline(shot):  # bytes cannot travel in JSON as they are (a data URL stays as it is)
             return {**s, "screenshot": data_url(shot)}
         if isinstance(shot, str) and not os.path.isabs(shot):
             return {**s, "screenshot": str(cfg.root / shot)}

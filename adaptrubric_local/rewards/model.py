@@ -9,15 +9,11 @@
     rm.rewards([traj_a, traj_b])                      # -> [1.0, None]  (None: unparsed or error, never 0/1)
     rm.score([traj_a, traj_b])                        # -> [Verdict, Verdict]
 
-What it may be given: rewards/inputs.py. Its options: the constructor's arguments, which are
-Verifier's (verifier.py) plus RewardConfig's (rewards/config.py; a flat mapping of all of them:
-`from_options`, `from_config`; a LoRA adapter's image
-settings are adopted, image_policy.py). Every call from every thread goes through one scoring thread
-that gathers what is waiting into engine batches (rewards/batcher.py), so concurrent callers share batches
-and the route/cue cache, and the model is loaded once, under a lock, on first use. With
-`service_url` set nothing is loaded here: trajectories go to `adaptrubric serve` (rewards/client.py).
-With `openai_url` set nothing is loaded either: the method runs here and every model call goes to that
-OpenAI-compatible server (engine/remote.py; `model` is the served name, found on the server when omitted).
+Its options are Verifier's (verifier.py) plus RewardConfig's (rewards/config.py), also as one flat
+mapping (`from_options`, `from_config`). Every call from every thread goes through one scoring thread
+(rewards/batcher.py), so concurrent callers share batches and the route/cue cache; the model loads once,
+under a lock, on first use. With `service_url` (rewards/client.py) or `openai_url` (engine/remote.py)
+nothing is loaded here.
 
 Knows nothing about RL frameworks (rewards/) or HTTP servers (rewards/serve.py).
 """
