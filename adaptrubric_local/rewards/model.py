@@ -163,9 +163,7 @@ class RewardModel:
         kw: dict[str, Any] = dict(reward_kw, **named, model=model, engine=engine,
                                   pipeline=PipelineConfig(**pipe_kw) if pipe_kw else None,
                                   engine_config=engine_kw or None)
-        kw.update(ctor)
-        kw.update(overrides)
-        return cls(**kw)
+        return cls(**{**kw, **ctor, **overrides})
 
     @classmethod
     def from_config(cls, path: str | Path, **overrides) -> RewardModel:
