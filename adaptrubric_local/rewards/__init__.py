@@ -216,15 +216,17 @@ async def compute_score_async(data_source: Any = None, solution_str: Any = None,
 
 
 # ----------------------------------------------------------------------------- OpenRLHF
-def _openrlhf_logs(verdicts: Sequence[Verdict]):
+def _openrlhf_result(rm: RewardModel, verdicts: Sequence[Verdict], **more: Any) -> dict:
+    """What OpenRLHF takes back: rewards and scores (the same), `more`, and per-sample flags as `extra_logs`."""
     import torch
 
+    rewards = torch.tensor([rm.number(v) for v in verdicts], dtype=torch.float32)
     logs = {f"{METRIC_PREFIX}_unparsed": torch.tensor([float(v.status == "unparsed") for v in verdicts]),
             f"{METRIC_PREFIX}_error": torch.tensor([float(v.status == "error") for v in verdicts])}
     if any(hasattr(v, "decided_by") for v in verdicts):  # a judge checks the verifier (RewardModel(judge=...))
         logs[f"{METRIC_PREFIX}_decided_by_judge"] = torch.tensor(
             [float(getattr(v, "decided_by", None) == "judge") for v in verdicts])
-    return logs
+    return {"rewards": rewards, "scores": rewards.clone(), **more, "extra_logs": logs}
 
 
 def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any]) -> dict:
@@ -243,12 +245,8 @@ def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence
         >>> out["rewards"].tolist(), out["extra_logs"]["adaptrubric_unparsed"].tolist()
         ([1.0, 1.0], [0.0, 0.0])
     """
-    import torch
-
     rm = reward_model()
-    verdicts = rm.score(list(labels))
-    rewards = torch.tensor([rm.number(v) for v in verdicts], dtype=torch.float32)
-    return {"rewards": rewards, "scores": rewards.clone(), "extra_logs": _openrlhf_logs(verdicts)}
+    return _openrlhf_result(rm, rm.score(list(labels)))
 
 
 async def openrlhf_final_step(trajectory: Any, environment_feedback: str = "") -> dict:
@@ -267,10 +265,6 @@ async def openrlhf_final_step(trajectory: Any, environment_feedback: str = "") -
         >>> res["rewards"].item(), res["done"], res["extra_logs"]["adaptrubric_error"].item()
         (1.0, True, 0.0)
     """
-    import torch
-
     rm = reward_model()
-    v = (await asyncio.to_thread(rm.score, [trajectory]))[0]
-    r = torch.tensor([rm.number(v)], dtype=torch.float32)
-    return {"rewards": r, "scores": r.clone(), "environment_feedback": environment_feedback, "done": True,
-            "extra_logs": _openrlhf_logs([v])}
+    verdicts = await asyncio.to_thread(rm.score, [trajectory])
+    return _openrlhf_result(rm, verdicts, environment_feedback=environment_feedback, done=True)
