@@ -1,20 +1,15 @@
 """Fitting the escalation band: from trajectories scored by both the student and the judge, the band
 [LO, HI] of student p_success that sends the fewest trajectories to the judge while the cascade's
-agreement with judge-only scoring stays at or above a target.
+agreement with judge-only scoring stays at or above a target (why each rule: docs/student-judge.md).
 
 A trajectory always goes to the judge when the student's verdict is not ok or says
 EVIDENCE_SUFFICIENT: no; one the judge decides agrees with judge-only scoring by construction, one
 the student decides agrees when its score is the judge's. The search is over bands whose ends are
 the observed p_success values (and 0, 1): least judge share first, then the narrowest. A band
-qualifies when the lower end of the Wilson interval (`confidence`, 0.95 by default) of its agreement
-on the fit set reaches the target: the fit set's own figure, being the one the band was chosen on,
-is missed on new data about half the time (measured in docs/student-judge.md). The spot
-checks the scoring run will draw (`spot_check`, a fraction of the trajectories the band leaves to the
-student) count in the share and, decided by the judge, in the agreement. The band found is then
-widened to halfway between its ends and the nearest p_success outside it (the same trajectories of the
-fit set, a margin for new data: a band that ends on the last disagreement it holds misses the next one).
-The fit is only as good as its sample: it should be a random sample of the data (all of it, or spot
-checks), never the lines a band sent. Knows nothing about files or flags.
+qualifies when the lower end of the Wilson interval (`confidence`) of its agreement on the fit set,
+spot checks (`spot_check`) counted, reaches the target; the band found is then widened to halfway
+between its ends and the nearest p_success outside it. The fit should be on a random sample of the data,
+never the lines a band sent. Knows nothing about files or flags.
 """
 from __future__ import annotations
 

@@ -34,7 +34,6 @@ class JudgeHealth:
         self.on_down, self.on_up = on_down, on_up
         self.check_every, self.retry_every, self.probe_timeout = check_every, retry_every, probe_timeout
         self.down: str | None = None  # why the judge is taken to be down; None while it answers
-        self.downs = 0  # how many times it stopped answering in this run
         self.busy = 0  # judge calls in flight
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -68,7 +67,7 @@ class JudgeHealth:
             if self.stopping.is_set():
                 return
             if why and self.down is None:
-                self.down, self.downs = why, self.downs + 1
+                self.down = why
                 self.on_down()
                 self.notify(f"{self.what} is not answering ({why}): the student's verdicts stand for the lines "
                             f"sent to it (judge_error), and scoring goes on without it; it is asked again every "

@@ -25,12 +25,6 @@ from .scorer import Cascade, CascadeVerdict
 log = logging.getLogger("adaptrubric.cascade")
 
 
-def in_window(v: CascadeVerdict) -> bool:
-    """Whether a line counts in the live window: a spot check that nothing else sent, which the judge
-    answered (a random sample of the lines the student decides; a line the band sent is not one)."""
-    return v.escalated == ["spot_check"] and bool(v.judge) and v.judge.get("status") == "ok"
-
-
 def drifted(ci: tuple[float, float] | None, warn_below: float) -> bool:
     """Whether to warn: the upper end of the window's interval is below `warn_below` (the lower end
     would warn on noise: a small window's interval always reaches low)."""
@@ -86,7 +80,9 @@ class LiveCascade:
                 self.counts["judge_failed"] += bool(v.judge_error)
                 for why in v.escalated:
                     self.counts[f"why_{why}"] += 1
-                if in_window(v):
+                # the window: spot checks that nothing else sent, which the judge answered (a random sample
+                # of the lines the student decides; a line the band sent is not one)
+                if v.escalated == ["spot_check"] and v.judge and v.judge.get("status") == "ok":
                     s = v.student or {}
                     self.window.append(s.get("status") == "ok" and s.get("score") == v.judge.get("score"))
             self._warn()
@@ -104,12 +100,12 @@ class LiveCascade:
         """The live figures: counts, the window's agreement and interval, and whether to worry."""
         with self.lock:
             k, n = sum(self.window), len(self.window)
-            c = dict(self.counts)
+            c = Counter(self.counts)
         ci = wilson(k, n)
-        return {"trajectories": c.get("trajectories", 0), "decided_by_judge": c.get("decided_by_judge", 0),
-                "sent_to_judge": c.get("sent_to_judge", 0), "judge_failed": c.get("judge_failed", 0),
+        return {"trajectories": c["trajectories"], "decided_by_judge": c["decided_by_judge"],
+                "sent_to_judge": c["sent_to_judge"], "judge_failed": c["judge_failed"],
                 "why": {k[4:]: v for k, v in c.items() if k.startswith("why_")},
-                "judge_share": c.get("sent_to_judge", 0) / c["trajectories"] if c.get("trajectories") else None,
+                "judge_share": c["sent_to_judge"] / c["trajectories"] if c["trajectories"] else None,
                 "agreement": {"window": self.cfg.agreement_window, "n": n, "agree": k,
                               "rate": k / n if n else None, "ci95": ci, "warn_below": self.cfg.warn_below,
                               "warning": drifted(ci, self.cfg.warn_below)},

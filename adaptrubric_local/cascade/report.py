@@ -81,8 +81,6 @@ class CascadeTally:
     def summary(self) -> dict:
         """The `cascade` section of a run summary."""
         n, (agreed, spots) = self.n, self.spot_all
-        per_call = self.answered_calls / self.answered if self.answered else None
-        per_tok = self.answered_tokens / self.answered if self.answered else None
         failed = sum(self.failed_by.values())
         out = {
             "trajectories": n,
@@ -95,22 +93,19 @@ class CascadeTally:
             "judge_failed_by": dict(self.failed_by),
             "judge_calls": self.calls,
             "judge_tokens": self.tokens,
-            "judge_only_calls_est": per_call * n if per_call is not None else None,
-            "judge_only_tokens_est": per_tok * n if per_tok is not None else None,
+            "judge_only_calls_est": self.answered_calls / self.answered * n if self.answered else None,
+            "judge_only_tokens_est": self.answered_tokens / self.answered * n if self.answered else None,
             "spot_checks": {"n": spots, "agree": agreed, "student_agreement": agreed / spots if spots else None,
                             "ci95": wilson(agreed, spots)},
         }
         out["cascade_agreement_est"] = _estimate(n, n - self.by_judge, *self.spot_only)
         if n and self.why["band"] > n / 2:
-            out["note"] = band_note(self.why["band"], n)
+            k = self.why["band"]
+            out["note"] = (f"the band sent {k} of {n} trajectories ({k / n:.0%}) to the judge: it does not fit this "
+                           "student's p_success (a cascade that sends most saves little). Fit one: score a held-out "
+                           "set with --spot-check 1, then `adaptrubric cascade-fit VERDICTS --out band.json`, and "
+                           "score with --cascade-band band.json")
         return out
-
-
-def band_note(k: int, n: int) -> str:
-    """The note of a band that sent more than half of the trajectories to the judge."""
-    return (f"the band sent {k} of {n} trajectories ({k / n:.0%}) to the judge: it does not fit this student's "
-            "p_success (a cascade that sends most saves little). Fit one: score a held-out set with --spot-check 1, "
-            "then `adaptrubric cascade-fit VERDICTS --out band.json`, and score with --cascade-band band.json")
 
 
 def cascade_summary(lines: Iterable[dict]) -> dict:

@@ -73,28 +73,20 @@ def merge(s: Verdict, why: list[str], j: Verdict | None = None, failure: str | N
     or the student's with the judge's failure (`failure`, or `j` that is not ok)."""
     if not why:
         return CascadeVerdict(**asdict(s))
-    if j is not None and j.status == "ok" and failure is None:
-        d = asdict(j)
-        d.update(cost_calls=s.cost_calls + j.cost_calls, cost_tokens=s.cost_tokens + j.cost_tokens)
-        return CascadeVerdict(**d, decided_by="judge", escalated=list(why), student=compact(s), judge=compact(j))
-    if failure is None:
+    answered = j is not None and j.status == "ok" and failure is None
+    if failure is None and not answered:
         failure = (f"unparsed: {j.parse_error or 'no verdict block'}" if j.status == "unparsed"
                    else f"error: {j.error}")
-    d = asdict(s)
+    d = asdict(j if answered else s)
     if j is not None:
         d.update(cost_calls=s.cost_calls + j.cost_calls, cost_tokens=s.cost_tokens + j.cost_tokens)
-    return CascadeVerdict(**d, decided_by="student", escalated=list(why), student=compact(s),
+    return CascadeVerdict(**d, decided_by="judge" if answered else "student", escalated=list(why), student=compact(s),
                           judge=compact(j) if j is not None else None, judge_error=failure)
 
 
 def not_answering(why: str) -> str:
     """The `judge_error` of a line whose judge had stopped answering."""
     return f"error: the judge is not answering ({why})"
-
-
-def student_of(line: dict) -> Verdict:
-    """The student's verdict on a line whose judge failed (its own fields are the student's)."""
-    return Verdict.from_dict(line)
 
 
 class Cascade:
@@ -190,7 +182,8 @@ class Cascade:
 
     def rejudge(self, lines: list[dict], trajs: dict[str, Trajectory]) -> list[CascadeVerdict]:
         """Ask the judge again about lines whose judge failed (`--resume`), the student's verdicts kept."""
-        items = [(trajs[str(d["id"])], student_of(d), list(d.get("escalated") or ["error"])) for d in lines
+        # a line whose judge failed holds the student's verdict in its own fields
+        items = [(trajs[str(d["id"])], Verdict.from_dict(d), list(d.get("escalated") or ["error"])) for d in lines
                  if str(d["id"]) in trajs]
         return self.ask_judge(items) if items else []
 

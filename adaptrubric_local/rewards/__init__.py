@@ -1,31 +1,26 @@
 """Reward adapters with the signatures RL frameworks call, as thin functions over one process-wide
-`RewardModel` (rewards/model.py).
+`RewardModel` (rewards/model.py). Each completion is scored on the policy's OWN rollout, which reaches
+the reward function like this (versions checked: TRL 1.16.0, verl 0.9.1, OpenRLHF 0.11.2; the wiring of
+each: docs/rewards.md and examples/):
 
-For a reward that teaches, each completion must be scored on the policy's OWN rollout, which reaches
-the reward function like this (versions checked: TRL 1.16.0, verl 0.9.1, OpenRLHF 0.11.2):
-
-- TRL `GRPOTrainer(reward_funcs=[trl_reward], rollout_func=...)`: the rollout function returns a
-  `trajectory` list (one per completion) besides prompt_ids/completion_ids/logprobs; TRL passes
-  extra keys to reward functions. With `environment_factory`, each environment's `trajectory`
-  (attribute or method) is used. Unparsed/error rates go to TRL's logs through `log_metric`.
-- verl `custom_reward_function.path=<this file>`, `name=compute_score`: the agent loop stores the
-  rollout in `extra_fields["trajectory"]`, which verl merges into `extra_info`. Works with the
-  reward loop (one sample per call, from threads) and with the legacy batch manager (one call, plural
-  keywords, numpy object arrays). The returned dict's keys become verl's `reward_extra_info`
-  (validation metrics `unparsed`, `error`). GenRM route (`reward.reward_model.enable=True`: verl serves
-  the verifier on its own vLLM/SGLang fleet behind one router): name `compute_score_async`; verl passes
-  `reward_router_address` and `reward_model_tokenizer`, and the method runs against that router, with
-  no model loaded in the reward workers (examples/verl_genrm.yaml).
+- TRL `GRPOTrainer(reward_funcs=[trl_reward], rollout_func=...)`: a `trajectory` list returned by the
+  rollout function (TRL passes extra keys to reward functions), or each environment's `trajectory`
+  (`environment_factory`). Rates go to TRL's logs through `log_metric`.
+- verl `custom_reward_function.path=<this file>`, `name=compute_score`: the agent loop's
+  `extra_fields["trajectory"]`, which verl merges into `extra_info`; one sample per call (the reward
+  loop, from threads) or the legacy batch manager's plural keywords. The returned dict's keys become
+  verl's `reward_extra_info`. GenRM route (`reward.reward_model.enable=True`, verl serves the verifier):
+  name `compute_score_async`, which runs against verl's reward router, loading no model here
+  (examples/verl_genrm.yaml).
 - OpenRLHF `--train.agent_func_path agent.py`: the agent's `step()` returns
   `await openrlhf_final_step(trajectory)` when the episode ends. `--reward.remote_url <this file>` (or
-  the service's `/openrlhf` URL) with `--data.label_key`: the label carries a recorded trajectory (per
-  prompt: that route scores fixed data, it does not teach). `extra_logs` reach OpenRLHF's metrics.
+  the service's `/openrlhf` URL) with `--data.label_key` scores a recorded trajectory per prompt: fixed
+  data, which does not teach.
 
 Configuration: `configure(config_path, **options)` in the trainer process, or a YAML/JSON file named
-by `$ADAPTRUBRIC_CONFIG` (every option of `adaptrubric score`, plus reward, unparsed_reward,
-data_root, image_roots, service_url); `$ADAPTRUBRIC_SERVICE_URL` sends everything to a running
-`adaptrubric serve`, so trainer processes load no model. The state lives in the package module, so
-frameworks that load this file by path under a fresh module name share the same verifier.
+by `$ADAPTRUBRIC_CONFIG`; `$ADAPTRUBRIC_SERVICE_URL` sends everything to a running `adaptrubric serve`
+(rewards/shared.py). The state lives in the package module, so frameworks that load this file by path
+under a fresh module name share the same verifier.
 
 An unparsed or failed verdict is never silently a 0 or 1: TRL gets None (its "no reward" value);
 verl and OpenRLHF need a number, so they get `unparsed_reward` (default 0.0) with the status next
@@ -184,26 +179,18 @@ def compute_score(data_source: Any = None, solution_str: Any = None, ground_trut
         rm = _rm.for_router(reward_router_address, _served_name(reward_model_tokenizer))
     else:
         rm = reward_model()
-    if extra_infos is not None:
-        infos = list(extra_infos)
-    elif isinstance(extra_info, (list, tuple)):  # older callers passed lists in the singular keywords
-        infos = list(extra_info)
-    else:
-        infos = None
-    if infos is None:
-        try:
-            item = _verl_traj(extra_info)
-        except ValueError as exc:
-            return _verl_result(rm, Verdict(status="error", error=str(exc)))
-        return _verl_result(rm, rm.score([item])[0])
+    # the batch manager's plural keywords; older callers passed lists in the singular ones
+    batch = extra_infos if extra_infos is not None else extra_info if isinstance(extra_info, (list, tuple)) else None
+    infos = list(batch) if batch is not None else [extra_info]
     items, bad = [], {}
     for i, info in enumerate(infos):
         try:
             items.append(_verl_traj(info))
         except ValueError as exc:
-            bad[i] = Verdict(status="error", error=f"sample {i}: {exc}")
+            bad[i] = Verdict(status="error", error=f"sample {i}: {exc}" if batch is not None else str(exc))
     good = iter(rm.score(items))
-    return [_verl_result(rm, bad[i] if i in bad else next(good)) for i in range(len(infos))]
+    out = [_verl_result(rm, bad[i] if i in bad else next(good)) for i in range(len(infos))]
+    return out if batch is not None else out[0]
 
 
 async def compute_score_async(data_source: Any = None, solution_str: Any = None, ground_truth: Any = None,
@@ -229,15 +216,17 @@ async def compute_score_async(data_source: Any = None, solution_str: Any = None,
 
 
 # ----------------------------------------------------------------------------- OpenRLHF
-def _openrlhf_logs(verdicts: Sequence[Verdict]):
+def _openrlhf_result(rm: RewardModel, verdicts: Sequence[Verdict], **more: Any) -> dict:
+    """What OpenRLHF takes back: rewards and scores (the same), `more`, and per-sample flags as `extra_logs`."""
     import torch
 
+    rewards = torch.tensor([rm.number(v) for v in verdicts], dtype=torch.float32)
     logs = {f"{METRIC_PREFIX}_unparsed": torch.tensor([float(v.status == "unparsed") for v in verdicts]),
             f"{METRIC_PREFIX}_error": torch.tensor([float(v.status == "error") for v in verdicts])}
     if any(hasattr(v, "decided_by") for v in verdicts):  # a judge checks the verifier (RewardModel(judge=...))
         logs[f"{METRIC_PREFIX}_decided_by_judge"] = torch.tensor(
             [float(getattr(v, "decided_by", None) == "judge") for v in verdicts])
-    return logs
+    return {"rewards": rewards, "scores": rewards.clone(), **more, "extra_logs": logs}
 
 
 def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any]) -> dict:
@@ -256,12 +245,8 @@ def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence
         >>> out["rewards"].tolist(), out["extra_logs"]["adaptrubric_unparsed"].tolist()
         ([1.0, 1.0], [0.0, 0.0])
     """
-    import torch
-
     rm = reward_model()
-    verdicts = rm.score(list(labels))
-    rewards = torch.tensor([rm.number(v) for v in verdicts], dtype=torch.float32)
-    return {"rewards": rewards, "scores": rewards.clone(), "extra_logs": _openrlhf_logs(verdicts)}
+    return _openrlhf_result(rm, rm.score(list(labels)))
 
 
 async def openrlhf_final_step(trajectory: Any, environment_feedback: str = "") -> dict:
@@ -280,10 +265,6 @@ async def openrlhf_final_step(trajectory: Any, environment_feedback: str = "") -
         >>> res["rewards"].item(), res["done"], res["extra_logs"]["adaptrubric_error"].item()
         (1.0, True, 0.0)
     """
-    import torch
-
     rm = reward_model()
-    v = (await asyncio.to_thread(rm.score, [trajectory]))[0]
-    r = torch.tensor([rm.number(v)], dtype=torch.float32)
-    return {"rewards": r, "scores": r.clone(), "environment_feedback": environment_feedback, "done": True,
-            "extra_logs": _openrlhf_logs([v])}
+    verdicts = await asyncio.to_thread(rm.score, [trajectory])
+    return _openrlhf_result(rm, verdicts, environment_feedback=environment_feedback, done=True)

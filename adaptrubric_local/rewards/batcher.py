@@ -68,22 +68,17 @@ class Batcher:
             self._run(batch)
 
     def _run(self, batch: list[tuple[Trajectory, Future]]) -> None:
-        groups: dict[str, list[Future]] = {}
-        firsts: list[Trajectory] = []
+        groups: dict[str, tuple[Trajectory, list[Future]]] = {}  # each distinct trajectory, its callers
         for t, f in batch:
-            k = traj_key(t)
-            if k not in groups:
-                groups[k] = []
-                firsts.append(t)
-            groups[k].append(f)
-        self.batches.append(len(firsts))
+            groups.setdefault(traj_key(t), (t, []))[1].append(f)
+        self.batches.append(len(groups))
         try:
-            verdicts = self._score(firsts)
-            for t, v in zip(firsts, verdicts):
-                for f in groups[traj_key(t)]:
+            verdicts = self._score([t for t, _ in groups.values()])
+            for (_, futs), v in zip(groups.values(), verdicts):
+                for f in futs:
                     f.set_result(dataclasses.replace(v))
         except BaseException as exc:  # the engine failed for the whole batch: every caller hears why
-            for futs in groups.values():
+            for _, futs in groups.values():
                 for f in futs:
                     if not f.done():
                         f.set_exception(exc)

@@ -17,16 +17,12 @@ from typing import Any
 LOCAL_ENGINES = ("transformers", "vllm")
 
 
-def gpus_hidden() -> bool:
-    """Whether this process was started with every GPU hidden on purpose (`CUDA_VISIBLE_DEVICES=""`)."""
-    return os.environ.get("CUDA_VISIBLE_DEVICES", None) == ""
-
-
 def check_gpus_visible(engine_options: Mapping[str, Any]) -> None:
     """Raise before a local model loads on the CPU in a process whose GPUs were hidden, unless the options
     ask for the CPU (`device_map="cpu"`, transformers engine)."""
     engine = engine_options.get("engine")
-    if engine not in LOCAL_ENGINES or engine_options.get("openai_url") or not gpus_hidden():
+    gpus_hidden = os.environ.get("CUDA_VISIBLE_DEVICES") == ""  # every GPU hidden on purpose
+    if engine not in LOCAL_ENGINES or engine_options.get("openai_url") or not gpus_hidden:
         return
     if engine == "transformers" and engine_options.get("device_map") == "cpu":
         return

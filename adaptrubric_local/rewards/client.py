@@ -15,7 +15,7 @@ from typing import Any
 from ..types import Trajectory, Verdict
 from .config import RewardConfig
 from .images import data_url, is_inline
-from .inputs import item_id, resolve_shot, to_trajectory
+from .inputs import item_error, resolve_shot, to_trajectory
 
 
 class ServiceClient:
@@ -50,9 +50,7 @@ class ServiceClient:
     @staticmethod
     def _step_path(s: Any, cfg: RewardConfig) -> Any:
         shot = s.get("screenshot") if isinstance(s, dict) else None
-        if shot is None or (isinstance(shot, str) and shot[:5].lower() == "data:"):
-            return s
-        if is_inline(shot):  # bytes cannot travel in JSON as they are
+        if is_inline(shot):  # bytes cannot travel in JSON as they are (a data URL stays as it is)
             return {**s, "screenshot": data_url(shot)}
         if isinstance(shot, str) and not os.path.isabs(shot):
             return {**s, "screenshot": str(cfg.root / shot)}
@@ -105,11 +103,8 @@ class ServiceClient:
                     delay = min(delay * 2, 5.0)
                     continue
                 detail = exc.read().decode("utf-8", "replace")[:500]
-                hint = ""
-                if exc.code == 401:
-                    hint = " (set the service's key in the environment variable named by api_key_env)"
-                elif exc.code == 413:
-                    hint = " (inline screenshots count: raise the service's --max-request-bytes)"
+                hint = {401: " (set the service's key in the environment variable named by api_key_env)",
+                        413: " (inline screenshots count: raise the service's --max-request-bytes)"}.get(exc.code, "")
                 raise RuntimeError(f"reward service {url} answered {exc.code}: {detail}{hint}") from None
             except urllib.error.URLError as exc:
                 raise RuntimeError(f"reward service {url} unreachable: {exc.reason}") from None
@@ -123,7 +118,7 @@ class ServiceClient:
             try:
                 payload = self._payload(obj, cfg, f"item {i}")
             except (ValueError, OSError, TypeError) as exc:
-                out[i] = Verdict(id=item_id(obj, f"item {i}"), status="error", error=str(exc))
+                out[i] = item_error(obj, i, str(exc))
                 continue
             by_url.setdefault(zlib.crc32(self._instruction(obj).encode()) % len(self.urls), []).append((i, payload))
         for u, batch in by_url.items():

@@ -2,15 +2,11 @@
 machine than the rollouts, whose screenshots are not on its disk.
 
 A step's `screenshot` may be a `data:image/<type>;base64,<data>` URL, or raw bytes from Python (in
-JSON they travel as a data URL). `ImageStore` decodes one, checks it and writes it to a private
-temporary folder (mode 0700) under a name derived from its content, so the pipeline reads it like any
-other screenshot; closing the store deletes the folder. The checks, made from the image header before
-any pixel is decoded: a still image in a format screenshots come in (PNG, JPEG, WebP, BMP), at most
-`max_pixels` pixels (a giant image or a decompression bomb is refused), and a body that PIL's `verify`
-accepts (a PNG's chunk checksums; a JPEG is checked when the engine decodes it). Sizes in bytes are the
-caller's limit (the service's request cap). `data_url` is the reverse, for clients.
-
-Knows nothing about trajectories' other fields, HTTP or models.
+JSON they travel as a data URL). `ImageStore` decodes one, checks it (`check_image`, from the header
+before any pixel is decoded) and writes it to a private temporary folder (mode 0700) under a name derived
+from its content, so the pipeline reads it like any other screenshot; closing the store deletes the
+folder. Sizes in bytes are the caller's limit (the service's request cap). `data_url` is the reverse,
+for clients. Knows nothing about trajectories' other fields, HTTP or models.
 """
 from __future__ import annotations
 
@@ -61,7 +57,10 @@ def decode(value: Any, where: str) -> bytes:
 
 
 def check_image(raw: bytes, where: str, max_pixels: int = DEFAULT_MAX_PIXELS) -> str:
-    """The PIL format name of `raw` after the checks in the module docstring; ValueError naming `where`."""
+    """The PIL format name of `raw`: a still image in a format screenshots come in (PNG, JPEG, WebP, BMP), at
+    most `max_pixels` pixels (a giant image or a decompression bomb is refused), and a body that PIL's
+    `verify` accepts (a PNG's chunk checksums; a JPEG is checked when the engine decodes it); ValueError
+    naming `where` otherwise."""
     from PIL import Image, UnidentifiedImageError
 
     problem = None
@@ -97,34 +96,27 @@ class ImageStore:
         if max_pixels < 1:
             raise ValueError(f"max_pixels must be >= 1, got {max_pixels}")
         self.max_pixels, self._parent = max_pixels, parent
-        self._dir: Path | None = None
+        self.folder: Path | None = None  # the temporary folder (None until the first image arrives)
         self._lock = threading.Lock()
-        self.count = 0
-
-    @property
-    def folder(self) -> Path | None:
-        """The temporary folder (None until the first image arrives)."""
-        return self._dir
 
     def put(self, value: Any, where: str) -> str:
         """Decode and check one inline screenshot; the path of its file."""
         raw = decode(value, where)
         ext = FORMATS[check_image(raw, where, self.max_pixels)][0]
         with self._lock:
-            if self._dir is None:
-                self._dir = Path(tempfile.mkdtemp(prefix="adaptrubric-inline-", dir=self._parent))
-            path = self._dir / f"{hashlib.sha256(raw).hexdigest()[:32]}.{ext}"
+            if self.folder is None:
+                self.folder = Path(tempfile.mkdtemp(prefix="adaptrubric-inline-", dir=self._parent))
+            path = self.folder / f"{hashlib.sha256(raw).hexdigest()[:32]}.{ext}"
             if not path.exists():
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(raw)
-            self.count += 1
         return str(path)
 
     def close(self) -> None:
         """Delete the folder and every image in it."""
         with self._lock:
-            d, self._dir = self._dir, None
+            d, self.folder = self.folder, None
         if d is not None:
             shutil.rmtree(d, ignore_errors=True)
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..types import Trajectory
+from ..types import Trajectory, Verdict
 from .config import RewardConfig
 from .images import ImageStore, is_inline
 
@@ -134,6 +134,24 @@ def item_id(obj: Any, where: str) -> str:
     if isinstance(obj, dict):
         return own_id(obj.get("id")) or where
     return where
+
+
+def item_error(obj: Any, i: int, error: str) -> Verdict:
+    """The error verdict of a call's item `i`, under the id it names (`item_id`)."""
+    return Verdict(id=item_id(obj, f"item {i}"), status="error", error=error)
+
+
+def load_items(items: list, cfg: RewardConfig, images: ImageStore, confine: bool = False
+               ) -> tuple[list[tuple[int, Trajectory]], list[Verdict | None]]:
+    """A call's items as (place, Trajectory) and, in a list as long as `items`, the error verdict of each
+    item that cannot be read (None elsewhere): one bad item must not sink the call."""
+    trajs, verdicts = [], [None] * len(items)
+    for i, obj in enumerate(items):
+        try:
+            trajs.append((i, to_trajectory(obj, cfg, f"item {i}", images, confine=confine)))
+        except Exception as exc:  # RecursionError included
+            verdicts[i] = item_error(obj, i, str(exc))
+    return trajs, verdicts
 
 
 def traj_key(t: Trajectory) -> str:

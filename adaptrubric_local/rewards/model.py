@@ -9,15 +9,11 @@
     rm.rewards([traj_a, traj_b])                      # -> [1.0, None]  (None: unparsed or error, never 0/1)
     rm.score([traj_a, traj_b])                        # -> [Verdict, Verdict]
 
-What it may be given: rewards/inputs.py. Its options: the constructor's arguments, which are
-Verifier's (verifier.py) plus RewardConfig's (rewards/config.py; a flat mapping of all of them:
-`from_options`, `from_config`; a LoRA adapter's image
-settings are adopted, image_policy.py). Every call from every thread goes through one scoring thread
-that gathers what is waiting into engine batches (rewards/batcher.py), so concurrent callers share batches
-and the route/cue cache, and the model is loaded once, under a lock, on first use. With
-`service_url` set nothing is loaded here: trajectories go to `adaptrubric serve` (rewards/client.py).
-With `openai_url` set nothing is loaded either: the method runs here and every model call goes to that
-OpenAI-compatible server (engine/remote.py; `model` is the served name, found on the server when omitted).
+Its options are Verifier's (verifier.py) plus RewardConfig's (rewards/config.py), also as one flat
+mapping (`from_options`, `from_config`). Every call from every thread goes through one scoring thread
+(rewards/batcher.py), so concurrent callers share batches and the route/cue cache; the model loads once,
+under a lock, on first use. With `service_url` (rewards/client.py) or `openai_url` (engine/remote.py)
+nothing is loaded here.
 
 Knows nothing about RL frameworks (rewards/) or HTTP servers (rewards/serve.py).
 """
@@ -49,9 +45,7 @@ from .child import check_gpus_visible, portable_options, rebuild
 from .client import ServiceClient
 from .config import RewardConfig, load_options, split_options
 from .images import DEFAULT_MAX_PIXELS, ImageStore
-from .inputs import item_id, to_trajectory, traj_key
-
-NAMED_ENGINE_OPTIONS = frozenset(NAMED_OPTIONS)
+from .inputs import item_error, load_items, traj_key
 
 log = logging.getLogger("adaptrubric.rewards")
 
@@ -165,13 +159,11 @@ class RewardModel:
         given = overrides.get("engine", engine)
         if given is not None and not isinstance(given, str):  # an Engine instance: the mapping's engine options
             model, engine_kw = None, {}                          # (a config shared with real runs) are not its
-        named = {k: engine_kw.pop(k) for k in list(engine_kw) if k in NAMED_ENGINE_OPTIONS}
+        named = {k: engine_kw.pop(k) for k in list(engine_kw) if k in NAMED_OPTIONS}
         kw: dict[str, Any] = dict(reward_kw, **named, model=model, engine=engine,
                                   pipeline=PipelineConfig(**pipe_kw) if pipe_kw else None,
                                   engine_config=engine_kw or None)
-        kw.update(ctor)
-        kw.update(overrides)
-        return cls(**kw)
+        return cls(**{**kw, **ctor, **overrides})
 
     @classmethod
     def from_config(cls, path: str | Path, **overrides) -> RewardModel:
@@ -240,23 +232,14 @@ class RewardModel:
                 verdicts = self._client.score(items, self.config)
             except RuntimeError as exc:  # counted and reported as errors; the trainer's metrics show the rate
                 log.warning("%s", exc)
-                verdicts = [Verdict(id=item_id(obj, f"item {i}"), status="error", error=str(exc))
-                            for i, obj in enumerate(items)]
+                verdicts = [item_error(obj, i, str(exc)) for i, obj in enumerate(items)]
             verdicts = self._calibrated(verdicts)
         else:
             with ImageStore(self.config.max_image_pixels) as images:  # inline screenshots, for this call
-                trajs: list[Trajectory | None] = []
-                errors: dict[int, str] = {}
-                for i, obj in enumerate(items):
-                    try:
-                        trajs.append(to_trajectory(obj, self.config, f"item {i}", images))
-                    except Exception as exc:  # one bad rollout must not sink the batch
-                        trajs.append(None)
-                        errors[i] = str(exc)
-                good = [t for t in trajs if t is not None]
-                futs = iter(self.submit(good)) if good else iter(())
-                verdicts = [Verdict(id=item_id(items[i], f"item {i}"), status="error", error=errors[i]) if t is None
-                            else _result(next(futs), t) for i, t in enumerate(trajs)]
+                trajs, verdicts = load_items(items, self.config, images)
+                futs = self.submit([t for _, t in trajs]) if trajs else []
+                for (i, t), fut in zip(trajs, futs):
+                    verdicts[i] = _result(fut, t)
         self.count_verdicts(verdicts)
         return verdicts
 

@@ -1,32 +1,17 @@
 """The reward service: one verifier per GPU shared by every rollout worker (`adaptrubric serve`).
 
 FastAPI on uvicorn. Requests from concurrent clients go into the RewardModel's scoring thread, which
-gathers what arrives within a short window into one engine batch (dynamic batching) and shares the
-route/cue cache across clients. Limits: a bounded queue (`max_pending` trajectories; more get 503
-with Retry-After), a request size cap (413), a cap on trajectories per request (413) and a time
-limit per request (504). SIGTERM/Ctrl-C stops accepting, lets in-flight requests finish, then drains
-the queue before exiting.
+gathers what arrives within a short window into one engine batch and shares the route/cue cache across
+clients. Endpoints (GET /health, GET /stats, POST /score, POST /openrlhf and /get_reward), their bodies,
+limits and status codes: docs/rewards.md, "The HTTP API". SIGTERM/Ctrl-C stops accepting, lets in-flight
+requests finish, then drains the queue before exiting.
 
-Endpoints:
-  GET  /health                 {"status", "model", "loaded", "pending", "stats"}
-  GET  /stats                  the RewardModel's stats; with a judge, `cascade`: the live agreement
-  POST /score                  {"trajectories": [record | JSON | path, ...]} -> {"verdicts", "rewards"}, one
-                               each, in order; every verdict carries its trajectory's id, an error verdict
-                               too (an item that names no id: its place, "item 3")
-  POST /openrlhf, /get_reward  OpenRLHF's remote reward convention {"query", "prompts", "labels"} ->
-                               {"rewards", "scores", "extra_logs"}; each label carries a trajectory
-
-Security: paths in requests, absolute ones too, must lie inside the RewardModel's data_root or
-image_roots (symlinks followed), so a request cannot make the verifier read other files. With an API key (`--api-key-env`, default $ADAPTRUBRIC_API_KEY, or `--api-key-file`) every
-request must carry `Authorization: Bearer <key>` (compared in constant time) or gets 401 before its
-body is read; the service refuses to bind anything but a loopback address without a key, unless
-`insecure` is set. Every malformed body is a 400, including JSON nested too deep to parse. Screenshots
-may arrive inline (data URLs: inline_images.py), written to a private temporary folder for the time of
-their request. The key does not make plain HTTP private: on an untrusted network put TLS in front.
-
-Several GPUs: one service per GPU (`CUDA_VISIBLE_DEVICES=i adaptrubric serve --port 800i`) and a
-comma-separated `service_url`; clients send each instruction to one replica, so its cache stays warm.
-Knows nothing about RL frameworks.
+Security: paths in requests must lie inside the RewardModel's data_root or image_roots (rewards/inputs.py,
+`confine`); with an API key every request must carry `Authorization: Bearer <key>` (compared in constant
+time) or gets 401 before its body is read; the service refuses to bind anything but a loopback address
+without a key, unless `insecure` is set. Inline screenshots (images.py) live in a private temporary folder
+for the time of their request. The key does not make plain HTTP private: on an untrusted network put TLS
+in front. Knows nothing about RL frameworks.
 """
 # no `from __future__ import annotations`: FastAPI reads the handlers' annotations as objects
 
@@ -45,7 +30,7 @@ from typing import Any
 from ..types import Verdict
 from .batcher import QueueFull
 from .images import ImageStore
-from .inputs import item_id, to_trajectory
+from .inputs import load_items
 from .model import RewardModel
 
 log = logging.getLogger("adaptrubric.serve")
@@ -102,12 +87,6 @@ def authorized(header: str | None, key: str) -> bool:
                                hashlib.sha256(key.encode("utf-8")).digest()) and bool(given)
 
 
-def _error(status: int, msg: str, **headers):
-    from fastapi.responses import JSONResponse
-
-    return JSONResponse({"error": msg}, status_code=status, headers=headers or None)
-
-
 def build_app(rm: RewardModel, cfg: ServeConfig | None = None):
     """The FastAPI app around one RewardModel (loaded at startup, drained at shutdown)."""
     from fastapi import FastAPI, Request
@@ -115,6 +94,13 @@ def build_app(rm: RewardModel, cfg: ServeConfig | None = None):
     cfg = cfg or ServeConfig()
     counters = {"requests": 0, "rejected_full": 0, "rejected_size": 0, "timeouts": 0, "bad_requests": 0,
                 "unauthorized": 0}
+
+    def refuse(counter: str, status: int, msg: str, **headers):
+        """The error response `status` with `msg`, counted under `counter`."""
+        from fastapi.responses import JSONResponse
+
+        counters[counter] += 1
+        return JSONResponse({"error": msg}, status_code=status, headers=headers or None)
 
     @asynccontextmanager
     async def lifespan(app):
@@ -129,60 +115,43 @@ def build_app(rm: RewardModel, cfg: ServeConfig | None = None):
         @app.middleware("http")
         async def require_key(request: Request, call_next):  # before any body is read or anything scored
             if not authorized(request.headers.get("authorization"), cfg.api_key):
-                counters["unauthorized"] += 1
-                return _error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'",
+                return refuse("unauthorized", 401, "missing or wrong API key: send 'Authorization: Bearer <key>'",
                               **{"WWW-Authenticate": "Bearer"})
             return await call_next(request)
 
     async def read_json(request: Request):
         size = request.headers.get("content-length")
         if size is not None and size.isdigit() and int(size) > cfg.max_request_bytes:
-            counters["rejected_size"] += 1
-            return None, _error(413, f"request body {size} bytes > limit {cfg.max_request_bytes}")
+            return None, refuse("rejected_size", 413, f"request body {size} bytes > limit {cfg.max_request_bytes}")
         body = b""
         async for chunk in request.stream():
             body += chunk
             if len(body) > cfg.max_request_bytes:
-                counters["rejected_size"] += 1
-                return None, _error(413, f"request body > limit {cfg.max_request_bytes} bytes")
+                return None, refuse("rejected_size", 413, f"request body > limit {cfg.max_request_bytes} bytes")
         try:
             return await asyncio.to_thread(json.loads, body), None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            counters["bad_requests"] += 1
-            return None, _error(400, f"body is not JSON: {exc}")
+            return None, refuse("bad_requests", 400, f"body is not JSON: {exc}")
         except RecursionError:
-            counters["bad_requests"] += 1
-            return None, _error(400, "body is not usable JSON: nested too deeply")
-
-    def load_items(items: list, images: ImageStore) -> tuple[list, list]:
-        trajs, verdicts = [], [None] * len(items)
-        for i, obj in enumerate(items):
-            try:
-                trajs.append((i, to_trajectory(obj, rm.config, f"item {i}", images, confine=True)))
-            except Exception as exc:  # one bad item must not sink the request (RecursionError included)
-                verdicts[i] = Verdict(id=item_id(obj, f"item {i}"), status="error", error=str(exc))
-        return trajs, verdicts
+            return None, refuse("bad_requests", 400, "body is not usable JSON: nested too deeply")
 
     async def score_items(items: list) -> tuple[list[Verdict] | None, Any]:
         if len(items) > cfg.max_items:
-            counters["rejected_size"] += 1
-            return None, _error(413, f"{len(items)} trajectories in one request > limit {cfg.max_items}")
+            return None, refuse("rejected_size", 413, f"{len(items)} trajectories in one request > limit {cfg.max_items}")
         counters["requests"] += 1
         images = ImageStore(rm.config.max_image_pixels)  # this request's inline screenshots
         futs: list = []
         try:
-            trajs, verdicts = await asyncio.to_thread(load_items, items, images)
+            trajs, verdicts = await asyncio.to_thread(load_items, items, rm.config, images, True)
             try:
                 futs = rm.submit([t for _, t in trajs]) if trajs else []
             except QueueFull as exc:
-                counters["rejected_full"] += 1
-                return None, _error(503, f"busy: {exc}; retry later", **{"Retry-After": "1"})
+                return None, refuse("rejected_full", 503, f"busy: {exc}; retry later", **{"Retry-After": "1"})
             try:
                 done = await asyncio.wait_for(asyncio.gather(*(asyncio.wrap_future(f) for f in futs),
                                                              return_exceptions=True), cfg.request_timeout_s)
             except asyncio.TimeoutError:
-                counters["timeouts"] += 1
-                return None, _error(504, f"not scored within {cfg.request_timeout_s} s")
+                return None, refuse("timeouts", 504, f"not scored within {cfg.request_timeout_s} s")
         finally:
             close_when_done(images, futs)
         for (i, t), v in zip(trajs, done):
@@ -200,30 +169,26 @@ def build_app(rm: RewardModel, cfg: ServeConfig | None = None):
         """The model's counts and, with a judge, the live agreement (`cascade`)."""
         return {**rm.stats, **counters}
 
-    @app.post("/score")
-    async def score(request: Request):
+    async def score_request(request: Request, key: str, expected: str):
+        """The verdicts for the list `key` of the request's JSON body, or the error response."""
         body, err = await read_json(request)
         if err is not None:
-            return err
-        items = body.get("trajectories") if isinstance(body, dict) else None
+            return None, err
+        items = body.get(key) if isinstance(body, dict) else None
         if not isinstance(items, list):
-            counters["bad_requests"] += 1
-            return _error(400, 'expected {"trajectories": [...]}')
-        verdicts, err = await score_items(items)
+            return None, refuse("bad_requests", 400, expected)
+        return await score_items(items)
+
+    @app.post("/score")
+    async def score(request: Request):
+        verdicts, err = await score_request(request, "trajectories", 'expected {"trajectories": [...]}')
         if err is not None:
             return err
         return {"verdicts": [v.to_dict() for v in verdicts], "rewards": [rm.value(v) for v in verdicts]}
 
     async def openrlhf(request: Request):
-        body, err = await read_json(request)
-        if err is not None:
-            return err
-        labels = body.get("labels") if isinstance(body, dict) else None
-        if not isinstance(labels, list):
-            counters["bad_requests"] += 1
-            return _error(400, 'expected {"query": [...], "prompts": [...], "labels": [...]} with a trajectory '
-                               "in each label (--data.label_key)")
-        verdicts, err = await score_items(labels)
+        verdicts, err = await score_request(request, "labels", 'expected {"query": [...], "prompts": [...], '
+                                            '"labels": [...]} with a trajectory in each label (--data.label_key)')
         if err is not None:
             return err
         r = [rm.number(v) for v in verdicts]

@@ -1,16 +1,14 @@
-"""A verl 0.9.1 reward-loop manager that finds each rollout's trajectory wherever verl left it.
+"""A verl 0.9.1 reward-loop manager that finds each rollout's trajectory wherever verl left it
+(when each route needs it: docs/rewards.md, "verl's routes").
 
 verl hands the agent loop's `extra_fields` to the reward function by two routes:
 
-- streaming (no reward model, or a reward model on its own resource pool): the agent loop sends each
-  finished rollout to a reward worker with `tool_extra_fields`, which verl's `NaiveRewardManager`
-  merges into `extra_info` (experimental/agent_loop/agent_loop.py:1016,
-  experimental/reward_loop/reward_manager/naive.py:45-47);
-- after rollout (`reward.reward_model.enable=True` without `enable_resource_pool`): the trainer scores
-  the whole batch (trainer/ppo/ray_trainer.py:1563-1565), whose samples carry no `tool_extra_fields`:
-  `_postprocess` made every extra field a top-level key of `non_tensor_batch`
-  (agent_loop.py:1121-1135). verl's own manager then passes only the dataset's `extra_info`, and
-  `rewards.compute_score` answers "compute_score needs extra_info['trajectory']" for every sample.
+- streaming: verl's `NaiveRewardManager` merges the rollout's `tool_extra_fields` into `extra_info`
+  (experimental/agent_loop/agent_loop.py:1016, experimental/reward_loop/reward_manager/naive.py:45-47);
+- after rollout (`reward.reward_model.enable=True` without `enable_resource_pool`, verl's GenRM route
+  included): the trainer scores the whole batch (trainer/ppo/ray_trainer.py:1563-1565), whose samples
+  carry no `tool_extra_fields`: `_postprocess` made every extra field a top-level key of
+  `non_tensor_batch` (agent_loop.py:1121-1135), which verl's own manager does not pass on.
 
 `TrajectoryRewardManager` is verl's `NaiveRewardManager` plus one step: it gives each sample its own
 copy of `extra_info` holding the sample's `trajectory` (from `tool_extra_fields`, else the top-level
@@ -20,11 +18,6 @@ ONE `extra_info` dict, and verl's manager writes into it from concurrent tasks. 
     reward.reward_manager.source=importlib
     reward.reward_manager.module.path=pkg://adaptrubric_local.rewards.verl_manager
     reward.reward_manager.name=TrajectoryRewardManager
-
-verl's GenRM route (verl serves the verifier: `reward.reward_model.enable=True`) normally runs without a
-resource pool of its own, so it is the after-rollout case and needs this manager; verl's constructor
-gives it the reward router's address, which `run_single` passes on to `rewards.compute_score_async`
-unchanged (examples/verl_genrm.yaml holds the whole configuration).
 
 Imports verl: load it only where verl is installed. Knows nothing about scoring (rewards/ does it).
 """

@@ -1,41 +1,24 @@
 """Scoring a data set on Ray (`score --ray`): N replicas, each a Ray actor holding one engine and one
 pipeline built by the package's own engine builder, fed chunks of trajectories by the driver, which
 is the only writer of the verdict file (`scoring.score_with`). The same code runs on a laptop's local
-Ray (started on demand) and on a cluster (`ray_address`).
+Ray (started on demand) and on a cluster (`ray_address`). Why actors and not Ray Data: docs/scoring.md.
 
-Why actors and not Ray Data. The driver needs to know, for every trajectory, whether its verdict has
-arrived: that is what makes `--resume` and exactly-once work, and actors give it directly.
-* Exactly once. Actor calls run at most once (`max_task_retries=0`). A chunk's verdicts reach the
-  driver only as the return value of one call, so a replica killed mid-chunk returns nothing of it.
-  The driver then sends the chunk again: to the same replica once Ray has restarted it
-  (`max_restarts`), or to another. The driver also writes each id once whatever delivered it (a
-  guard: no path delivers one twice, see below). Ray
-  Data's actor pools retry at least once and give no per-row account. They also cut the data into
-  blocks and batches of their own, so an instruction's group of rollouts could be split across
-  replicas; its router and cue calls would then be repeated. Here a chunk holds whole instruction
-  groups, so each replica's route/cue cache serves a group as one process would.
-* Resume. The driver reads `--out` and sends only the ids it lacks. A driver killed mid-write leaves
-  at worst a torn last line, which the resume cuts off (the same code as in-process scoring).
-* A chunk that kills its replica `max_attempts` times becomes error verdicts for its ids, and
-  `--resume` retries them. One bad chunk never loses the others' results.
-* No `ray[data]` (pandas, pyarrow): plain `ray` only.
+Exactly once: actor calls run at most once (`max_task_retries=0`) and a chunk's verdicts reach the driver
+only as the return value of one call, so a replica killed mid-chunk returns nothing of it; the chunk is
+sent again (to the same replica once Ray has restarted it, `max_restarts`, or to another), and after
+`max_attempts` deaths its ids get error verdicts, which `--resume` retries. Resume reads `--out` and sends
+only the ids it lacks (a torn last line is cut off, as in-process). A chunk holds whole instruction
+groups, so each replica's route/cue cache serves a group as one process would. Plain `ray` only.
 
-Chunks are at most the pipeline's `batch_size` and small enough to keep every replica busy (about 4
-per replica). The driver takes the trajectories from `score_with`'s stream a window at a time (4
-chunks per replica), as replicas ask for chunks, so it holds a few chunks, not the data set; chunks
-stay whole per instruction within a window. Verdict lines arrive in completion order, not data
-order; readers take the last line per id.
+Chunks are at most the pipeline's `batch_size`, about 4 per replica; the driver takes the trajectories
+from `score_with`'s stream a window at a time (4 chunks per replica), so it holds a few chunks, not the
+data set. Verdict lines arrive in completion order; readers take the last line per id.
 
-Paths by which an id could reach the driver twice, and why none does. (1) A replica that finishes a
-chunk after the chunk was sent again: a chunk is sent again only after `ray.get` of its call raised
-RayActorError, and an object ref that holds an error never holds a result, so if the process did
-finish (ActorUnavailableError: alive but unreachable), its verdicts are dropped by Ray, not delivered.
-(2) A retried actor call: `max_task_retries=0` for `score` (only the verdict-less `ready` is retried).
-(3) A chunk queued twice: a chunk is in `busy` for one replica at a time and put back once per death.
-(4) Two trajectories with one id in the data: the loader makes the second an error (one id per data
-set, across the files of a folder too), so `score_with` never hands them to a scorer. (5) Error lines
-of a chunk that failed: written for ids not yet written. The `seen` check stays as a guard (tested
-with a result that repeats an id).
+No id reaches the driver twice: (1) a chunk is sent again only after `ray.get` of its call raised
+RayActorError, and an object ref that holds an error never holds a result; (2) `score` is never retried
+(only the verdict-less `ready` is); (3) a chunk is in `busy` for one replica at a time and put back once
+per death; (4) the loader makes a repeated id of the data an error; (5) a failed chunk's error lines are
+written for ids not yet written. The `seen` check stays as a guard (tested with a result that repeats an id).
 
 What it does not know or do: replicas read screenshots by the paths the driver loaded, so on several
 machines the data must be on a shared file system or at the same path on every node. The package
