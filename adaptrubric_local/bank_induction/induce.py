@@ -87,23 +87,18 @@ def sample(trajs: list[Trajectory], cfg: InduceConfig) -> tuple[list[Trajectory]
     for t in trajs:
         if t.label in (0, 1):
             groups[route_rules(t.instruction).category][t.label].append(t)
-    picked, counts = [], {}
+    picked: list[tuple[str, Trajectory]] = []
     for fam in sorted(groups):
         g = groups[fam]
         for lab in (0, 1):
             rng.shuffle(g[lab])
         n = min(cfg.per_family, max(len(g[0]), len(g[1])))
-        take = g[1][:n] + g[0][:n]
-        counts[fam] = {"success": len(g[1][:n]), "failed": len(g[0][:n])}
-        picked += take
+        picked += [(fam, t) for t in g[1][:n] + g[0][:n]]
     rng.shuffle(picked)
-    if len(picked) > cfg.max_trajectories:
-        picked = picked[:cfg.max_trajectories]
-        keep = {t.id for t in picked}
-        for fam in counts:  # recount after the cap
-            members = [t for t in trajs if t.id in keep and route_rules(t.instruction).category == fam]
-            counts[fam] = {"success": sum(t.label == 1 for t in members), "failed": sum(t.label == 0 for t in members)}
-    return picked, counts
+    picked = picked[:cfg.max_trajectories]
+    counts = {fam: {"success": sum(f == fam and t.label == 1 for f, t in picked),
+                    "failed": sum(f == fam and t.label == 0 for f, t in picked)} for fam in sorted(groups)}
+    return [t for _, t in picked], counts
 
 
 def _images(t: Trajectory, n: int) -> list[str]:

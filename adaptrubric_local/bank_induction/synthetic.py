@@ -38,25 +38,17 @@ def _png(path: Path, text: str, seed: int) -> None:
 
 
 def _steps(kind: str, ok: bool, name: str, n: int) -> tuple[list[dict], str | None]:
-    if kind == "lookup":
-        steps = [{"action": "open_app(ShopDesk)", "action_type": "open_app"},
-                 {"action": f"click(customer '{name}')", "action_type": "click"},
-                 {"action": "scroll(down)", "action_type": "scroll"}]
-        return steps, (f"+1 555 01{n:02d}" if ok else None)
-    if kind == "update":
-        email = name.split()[0].lower() + "@example.com"
-        steps = [{"action": "open_app(ShopDesk)", "action_type": "open_app"},
-                 {"action": f"click(customer '{name}')", "action_type": "click"},
-                 {"action": f"type('{email}')", "action_type": "type", "text": email}]
-        steps += [{"action": "click(Save)", "action_type": "click"}] if ok else [{"action": "press(back)",
-                                                                                   "action_type": "navigate_back"}]
-        return steps, None
-    steps = [{"action": "open_app(ShopDesk)", "action_type": "open_app"},
-             {"action": f"click(order #{1000 + n})", "action_type": "click"},
-             {"action": "click(Refund)", "action_type": "click"}]
-    steps += [{"action": "click(Confirm)", "action_type": "click"}] if ok else [{"action": "click(Cancel)",
-                                                                                 "action_type": "click"}]
-    return steps, None
+    email = name.split()[0].lower() + "@example.com"
+    actions = {"lookup": [(f"click(customer '{name}')", "click"), ("scroll(down)", "scroll")],
+               "update": [(f"click(customer '{name}')", "click"), (f"type('{email}')", "type"),
+                          ("click(Save)", "click") if ok else ("press(back)", "navigate_back")],
+               "refund": [(f"click(order #{1000 + n})", "click"), ("click(Refund)", "click"),
+                          ("click(Confirm)" if ok else "click(Cancel)", "click")]}[kind]
+    steps = [{"action": a, "action_type": at} for a, at in [("open_app(ShopDesk)", "open_app"), *actions]]
+    for s in steps:
+        if s["action_type"] == "type":
+            s["text"] = email
+    return steps, (f"+1 555 01{n:02d}" if ok and kind == "lookup" else None)
 
 
 def instruction(kind: str, name: str, n: int) -> str:
