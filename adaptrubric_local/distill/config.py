@@ -11,6 +11,7 @@ from pathlib import Path
 TASKS = ("verify", "route", "cue")
 TARGETS = ("full", "verdict")
 CLASS_WEIGHTS = ("none", "balanced")
+DTYPES = ("auto", "bf16", "fp16", "fp32")
 
 
 @dataclass
@@ -85,7 +86,7 @@ class TrainConfig:
             raise ValueError("epochs and learning_rate must be > 0")
         if self.max_visual_tokens is not None and self.max_visual_tokens < 4:
             raise ValueError("max_visual_tokens must be >= 4 (or none for no budget)")
-        if self.dtype not in ("auto", "bf16", "fp16", "fp32"):
+        if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be auto, bf16, fp16 or fp32, got {self.dtype!r}")
         if self.class_weight not in CLASS_WEIGHTS:
             raise ValueError(f"class_weight must be one of {', '.join(CLASS_WEIGHTS)}, got {self.class_weight!r}")

@@ -27,27 +27,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..flags import Parser
-from .config import TrainConfig, config_from_args
+from .config import CLASS_WEIGHTS, DTYPES, TARGETS, TrainConfig, config_from_args
 from .examples import Example, examples, read_split
-
-LANGUAGE_LINEAR = r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
-VISION_LINEAR = r".*visual.*\.(qkv|proj|linear_fc1|linear_fc2)"
+from .plan import LANGUAGE_LINEAR, VISION_LINEAR, GiB
 
 
 # ----------------------------------------------------------------------------- 1. examples and plan
-class ExampleDataset:
-    """A list of Examples as a map-style dataset."""
-
-    def __init__(self, items):
-        self.items = list(items)
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __getitem__(self, i):
-        return self.items[i]
-
-
 def class_weights(exs: list[Example], mode: str) -> None:
     """`balanced`: weight verifier examples inversely to the frequency of the teacher's SCORE."""
     if mode != "balanced":
@@ -70,12 +55,6 @@ def datasets(cfg: TrainConfig) -> tuple[list[Example], list[Example]]:
     return train, val
 
 
-def device_kind() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def gpu_budget(cfg: TrainConfig) -> float | None:
     """Bytes of GPU memory to plan for: --gpu-memory, else the GPU present, else none (CPU)."""
     import torch
@@ -89,28 +68,24 @@ def gpu_budget(cfg: TrainConfig) -> float | None:
     return None
 
 
-def load_processor(cfg: TrainConfig):
-    """(processor, model config, where they came from) without the weights: the model's files, or for a
-    published Qwen3-VL id not in the local cache the package's copy of its values (engine/published.py),
-    so a plan needs no download."""
-    from ..engine.published import config_and_processor
-
-    return config_and_processor(cfg.model)
-
-
 def make_plan(cfg: TrainConfig, train: list[Example], device: str | None = None) -> dict:
     """The memory plan of `cfg` on its training examples (no weight is loaded), for `device` (default:
-    this machine's)."""
+    this machine's). The processor and model config come without the weights: the model's files, or for
+    a published Qwen3-VL id not in the local cache the package's copy of its values (engine/published.py),
+    so a plan needs no download."""
+    import torch
+
     from ..engine.encoding import Encoder
     from ..engine.images import ImageConfig
+    from ..engine.published import config_and_processor
     from .plan import cpu_runtime_bytes, plan_training
 
-    processor, mconfig, source = load_processor(cfg)
+    processor, mconfig, source = config_and_processor(cfg.model)
     overrides = {"max_visual_tokens": cfg.max_visual_tokens, "workers": 1}
     if cfg.max_pixels:
         overrides["max_pixels"] = cfg.max_pixels
     image_cfg = ImageConfig.from_processor(processor.image_processor, **overrides)
-    device = device or device_kind()
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     runtime = cpu_runtime_bytes() if device == "cpu" else 0.0
     plan = plan_training(cfg, train, Encoder(processor), image_cfg, mconfig, device, gpu_budget(cfg), runtime)
     return {**plan, "shapes_from": source}
@@ -215,6 +190,8 @@ def epoch_metrics(history: list[dict]) -> list[dict]:
 def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
     """Plan, train, save the adapter folder (best epoch), return the run's numbers. `metrics_fn`
     replaces the validation metrics (agreement with the teacher) the best epoch is chosen by."""
+    import torch
+
     from .card import write_model_card
     from .examples import Collator
     from .image_policy import write_policy, write_quantisation
@@ -232,8 +209,8 @@ def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
     engine, model = load_student(cfg)
     tok = engine.tokenizer
     trainer = DistillTrainer(
-        model=model, args=training_args(cfg, out, bool(val_ex)), train_dataset=ExampleDataset(train_ex),
-        eval_dataset=ExampleDataset(val_ex) if val_ex else None, callbacks=_callbacks(out, cfg),
+        model=model, args=training_args(cfg, out, bool(val_ex)), train_dataset=train_ex,
+        eval_dataset=val_ex or None, callbacks=_callbacks(out, cfg),
         data_collator=Collator(engine.encoder, engine.images.cfg), compute_metrics=metrics_fn or agreement_metrics,
         loss=LossConfig(cfg.soft_labels, cfg.kd_weight, cfg.score_token_weight),
         digit_ids=(tok.convert_tokens_to_ids("0"), tok.convert_tokens_to_ids("1")), image_config=engine.images.cfg,
@@ -259,7 +236,7 @@ def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
                "best_epoch": best.get("epoch") if best else None, "best_metric": state.best_metric,
                "best_metric_name": trainer.args.metric_for_best_model, "best_checkpoint": state.best_model_checkpoint,
                "soft_label_examples": sum(e.teacher_p is not None for e in train_ex),
-               "peak_gpu_memory_gib": peak_gpu_gib(),
+               "peak_gpu_memory_gib": torch.cuda.max_memory_allocated() / GiB if torch.cuda.is_available() else None,
                "plan": {k: plan[k] for k in ("estimate_gib", "lengths", "fits", "budget_gib", "device")}}
     if trainer.is_world_process_zero():
         trainer.model.save_pretrained(str(out))
@@ -278,13 +255,6 @@ def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
     return summary
 
 
-def peak_gpu_gib() -> float | None:
-    """torch.cuda.max_memory_allocated of this process, in GiB (None on the CPU)."""
-    import torch
-
-    return torch.cuda.max_memory_allocated() / 1024 ** 3 if torch.cuda.is_available() else None
-
-
 def dry_run(cfg: TrainConfig) -> dict:
     """The memory plan alone (`distill plan` / `distill train --dry-run`); with --gpu-memory, for a GPU
     of that size even on a machine without one (where the plan is made before renting it)."""
@@ -295,13 +265,12 @@ def dry_run(cfg: TrainConfig) -> dict:
 def add_train_args(p: argparse.ArgumentParser) -> None:
     """DIR, --config, and one flag per TrainConfig field (a config file's value when not given)."""
     from ..flags import add_config_arguments
-    from .config import CLASS_WEIGHTS, TARGETS
 
     p.add_argument("data", help="distillation folder (from `adaptrubric distill collect`)")
     p.add_argument("--config", help="YAML file of TrainConfig fields (see training/*.yaml); flags given override it")
     add_config_arguments(p, TrainConfig, hide_defaults=True,
                          choices={"target": list(TARGETS), "class_weight": list(CLASS_WEIGHTS),
-                                  "dtype": ["auto", "bf16", "fp16", "fp32"]})
+                                  "dtype": list(DTYPES)})
 
 
 def main(argv=None) -> int:
