@@ -15,10 +15,11 @@ trainer and evaluator use.
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 
@@ -69,9 +70,6 @@ def no_outcome_copies(trajs, seed: int = 0) -> list:
     order that does not end on the outcome screen (the agent saw it, then ended elsewhere). Ids are the
     original's with `~no-outcome`; task ids stay, so a copy lands in its original's train/val split; the
     screenshots are the original's files."""
-    import random
-    from dataclasses import replace
-
     rng = random.Random(seed)
     out = []
     for k, t in enumerate(x for x in trajs if x.label == 1 and len(x.steps) >= 2):

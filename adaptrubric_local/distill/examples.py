@@ -22,9 +22,7 @@ from pathlib import Path
 from ..verdict import score_value_offset
 from .records import read_split, split_thinking
 
-TASKS = ("verify", "route", "cue")
-TARGETS = ("full", "verdict")
-__all__ = ["TARGETS", "TASKS", "Collator", "Example", "examples", "read_split", "verdict_lines"]
+__all__ = ["Collator", "Example", "examples", "read_split", "verdict_lines"]
 
 
 @dataclass
@@ -63,12 +61,8 @@ def _verify_example(r: dict, root: Path, target: str) -> Example:
 
 def examples(records: list[dict], data_dir: str | Path, target: str = "full",
              tasks: tuple[str, ...] = ("verify",)) -> list[Example]:
-    """Training examples from records; router and cue calls shared by several records appear once."""
-    if target not in TARGETS:
-        raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
-    bad = [t for t in tasks if t not in TASKS]
-    if bad:
-        raise ValueError(f"unknown task(s) {bad}; choose from {', '.join(TASKS)}")
+    """Training examples from records (`target` and `tasks` as TrainConfig checked them); router and cue
+    calls shared by several records appear once."""
     root = Path(data_dir)
     out, seen = [], set()
     for r in records:
@@ -89,9 +83,7 @@ def target_ids(tokenizer, text: str, end_id: int) -> tuple[list[int], int | None
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     ids, spans = list(enc["input_ids"]), enc["offset_mapping"]
     at = score_value_offset(text)
-    digit = None
-    if at is not None:
-        digit = next((k for k, (a, b) in enumerate(spans) if a <= at < b), None)
+    digit = None if at is None else next((k for k, (a, b) in enumerate(spans) if a <= at < b), None)
     return [*ids, end_id], digit
 
 

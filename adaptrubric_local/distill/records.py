@@ -64,11 +64,17 @@ def append(path: Path, obj: dict) -> None:
         fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
-def read_split(data_dir: str | Path, split: str) -> list[dict]:
-    """The records of one split; a malformed line is an error naming file and line."""
-    path = Path(data_dir) / f"{split}.jsonl"
+def folder_file(data_dir: str | Path, name: str) -> Path:
+    """The file `name` of a distillation folder; an error when it is not there."""
+    path = Path(data_dir) / name
     if not path.is_file():
         raise ValueError(f"{path} not found (is {data_dir} a folder written by `adaptrubric distill collect`?)")
+    return path
+
+
+def read_split(data_dir: str | Path, split: str) -> list[dict]:
+    """The records of one split; a malformed line is an error naming file and line."""
+    path = folder_file(data_dir, f"{split}.jsonl")
     return [obj for _, obj in json_lines(path.read_text(encoding="utf-8").splitlines(), path)]
 
 
