@@ -239,8 +239,7 @@ def build_bank_doc(reply: GroupingReply, cfg: InduceConfig, base: RubricBank) ->
         notes.append(f"the teacher proposed no fallback family; the paper's general rubric added as {cfg.fallback!r}")
     if len(fams) > cfg.max_families:
         notes.append(f"the teacher proposed {len(fams)} families, more than max_families={cfg.max_families}; kept all")
-    fallback = fams.pop(cfg.fallback)
-    fams[cfg.fallback] = fallback  # fallback last
+    fams[cfg.fallback] = fams.pop(cfg.fallback)  # fallback last
     doc["families"] = fams
     return doc, notes
 

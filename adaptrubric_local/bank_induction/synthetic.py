@@ -103,14 +103,12 @@ def verifier_script(req: Request) -> str:
         return "NO_HINT: the coarse rubric covers this task."
     m = re.search(r"VERIFICATION STEPS:\n(.*?)\nMETA RULE:", req.prompt, re.S)
     rubric = m.group(1).lower() if m else ""
-    ok, why = True, "nothing the rubric asks for is missing"
-    if CHECKS["lookup"].lower() in rubric and 'submitted answer: "' not in req.prompt:
-        ok, why = False, "no answer was submitted"
-    if CHECKS["update"].lower() in rubric and "click(Save)" not in req.prompt:
-        ok, why = False, "the edit was never saved"
-    if CHECKS["refund"].lower() in rubric and "click(Confirm)" not in req.prompt:
-        ok, why = False, "the refund was never confirmed"
-    return f"{why}.\nSCORE: {int(ok)}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+    missing = [why for kind, shown, why in (("lookup", 'submitted answer: "', "no answer was submitted"),
+                                            ("update", "click(Save)", "the edit was never saved"),
+                                            ("refund", "click(Confirm)", "the refund was never confirmed"))
+               if CHECKS[kind].lower() in rubric and shown not in req.prompt]
+    why = missing[-1] if missing else "nothing the rubric asks for is missing"
+    return f"{why}.\nSCORE: {int(not missing)}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
 
 
 def scripted_verifier() -> ScriptedEngine:
@@ -126,6 +124,8 @@ FAMILIES = {
                    "Change a field of a customer record.", "update"),
     "crm_refund": ("the agent issues a refund for an order", "Refund an order.", "refund"),
 }
+STEPS = ["Identify the record or order the instruction names.", "Check the task's outcome."]
+SECTIONS = {"common_pitfalls": ["Stopping one step early."], "special_rules": ["Any valid path counts."]}
 
 
 class ScriptedTeacher:
@@ -144,16 +144,12 @@ class ScriptedTeacher:
                      "failure_pattern": "stops one step early", "task_kind": k, "evidence": []} for k in sorted(kinds)]
             return "Here is what I found:\n```json\n" + json.dumps({"dimensions": dims}) + "\n```"
         if "Group the dimensions" in text:
-            fams = []
-            for name, (router, desc, kind) in FAMILIES.items():
-                steps = ["Identify the record or order the instruction names.", "Check the task's outcome."]
-                if kind == "lookup":
-                    steps.append(f"Check that {CHECKS['lookup']} (the agent's submitted answer is not empty).")
-                fams.append({"name": name, "router_description": router, "description": desc,
-                             "verification_steps": steps, "common_pitfalls": ["Stopping one step early."],
-                             "special_rules": ["Any valid path counts."],
-                             "rubric_items": [{"name": "Outcome Reached", "criticality": "critical"}]})
-            return json.dumps({"families": fams})
+            lookup = [f"Check that {CHECKS['lookup']} (the agent's submitted answer is not empty)."]
+            return json.dumps({"families": [
+                {"name": name, "router_description": router, "description": desc,
+                 "verification_steps": STEPS + (lookup if kind == "lookup" else []), **SECTIONS,
+                 "rubric_items": [{"name": "Outcome Reached", "criticality": "critical"}]}
+                for name, (router, desc, kind) in FAMILIES.items()]})
         if "adapting a rubric bank" in text:
             m = re.findall(r"^(\w+):\n  description:", req.prompt, re.M)
             return json.dumps({"families": [{"name": n, "description": f"Rewritten for ShopDesk: {n}.",
@@ -163,13 +159,10 @@ class ScriptedTeacher:
             fam = m.group(1)
             self.calls[fam] += 1
             kind = FAMILIES.get(fam, (None, None, None))[2]
-            steps = ["Identify the record or order the instruction names.", "Check the task's outcome."]
-            if (fam in self.useless_first and self.calls[fam] == 1) or kind is None:
-                steps.append("Be thorough.")
-            else:
-                steps.append(f"Check that the trajectory shows {CHECKS[kind]}.")
-            return json.dumps({"verification_steps": steps, "common_pitfalls": ["Stopping one step early."],
-                               "special_rules": ["Any valid path counts."], "rationale": f"{fam}: name the last step"})
+            useless = (fam in self.useless_first and self.calls[fam] == 1) or kind is None
+            last = "Be thorough." if useless else f"Check that the trajectory shows {CHECKS[kind]}."
+            return json.dumps({"verification_steps": [*STEPS, last], **SECTIONS,
+                               "rationale": f"{fam}: name the last step"})
         return "I do not understand the request."
 
 
