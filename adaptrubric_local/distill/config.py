@@ -4,8 +4,7 @@ config-file keys are the field names (`flags.py`). Knows nothing about models or
 """
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 TASKS = ("verify", "route", "cue")
@@ -98,14 +97,6 @@ class TrainConfig:
             raise ValueError(f"dataloader_workers must be >= 0, got {self.dataloader_workers}")
         if not (Path(self.data) / "train.jsonl").is_file():
             raise ValueError(f"{self.data}: no train.jsonl (run `adaptrubric distill collect` first)")
-
-    def to_json(self, path: str | Path) -> None:
-        """Write the config as JSON."""
-        Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n")
-
-    def image_policy(self, max_images: int | None) -> dict:
-        """What the student was trained to see, for the adapter folder (see image_policy.py)."""
-        return {"max_visual_tokens": self.max_visual_tokens, "max_pixels": self.max_pixels, "max_images": max_images}
 
 
 def load_config_file(path: str | Path) -> dict:

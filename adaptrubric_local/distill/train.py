@@ -24,12 +24,13 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 from ..flags import Parser
 from .config import CLASS_WEIGHTS, DTYPES, TARGETS, TrainConfig, config_from_args
 from .examples import Example, examples, read_split
-from .plan import LANGUAGE_LINEAR, VISION_LINEAR, GiB
+from .plan import LANGUAGE_LINEAR, VISION_LINEAR, GiB, cpu_runtime_bytes, format_plan, plan_training, refusal
 
 
 # ----------------------------------------------------------------------------- 1. examples and plan
@@ -55,19 +56,6 @@ def datasets(cfg: TrainConfig) -> tuple[list[Example], list[Example]]:
     return train, val
 
 
-def gpu_budget(cfg: TrainConfig) -> float | None:
-    """Bytes of GPU memory to plan for: --gpu-memory, else the GPU present, else none (CPU)."""
-    import torch
-
-    from .plan import parse_memory
-
-    if cfg.gpu_memory:
-        return parse_memory(cfg.gpu_memory)
-    if torch.cuda.is_available():
-        return float(torch.cuda.get_device_properties(0).total_memory)
-    return None
-
-
 def make_plan(cfg: TrainConfig, train: list[Example], device: str | None = None) -> dict:
     """The memory plan of `cfg` on its training examples (no weight is loaded), for `device` (default:
     this machine's). The processor and model config come without the weights: the model's files, or for
@@ -78,7 +66,7 @@ def make_plan(cfg: TrainConfig, train: list[Example], device: str | None = None)
     from ..engine.encoding import Encoder
     from ..engine.images import ImageConfig
     from ..engine.published import config_and_processor
-    from .plan import cpu_runtime_bytes, plan_training
+    from .plan import parse_memory
 
     processor, mconfig, source = config_and_processor(cfg.model)
     overrides = {"max_visual_tokens": cfg.max_visual_tokens, "workers": 1}
@@ -87,7 +75,10 @@ def make_plan(cfg: TrainConfig, train: list[Example], device: str | None = None)
     image_cfg = ImageConfig.from_processor(processor.image_processor, **overrides)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     runtime = cpu_runtime_bytes() if device == "cpu" else 0.0
-    plan = plan_training(cfg, train, Encoder(processor), image_cfg, mconfig, device, gpu_budget(cfg), runtime)
+    # bytes of GPU memory to plan for: --gpu-memory, else the GPU present, else none (CPU)
+    budget = (parse_memory(cfg.gpu_memory) if cfg.gpu_memory else
+              float(torch.cuda.get_device_properties(0).total_memory) if torch.cuda.is_available() else None)
+    plan = plan_training(cfg, train, Encoder(processor), image_cfg, mconfig, device, budget, runtime)
     return {**plan, "shapes_from": source}
 
 
@@ -95,8 +86,8 @@ def make_plan(cfg: TrainConfig, train: list[Example], device: str | None = None)
 def load_student(cfg: TrainConfig):
     """The scoring engine on the base model (its encoder builds the inputs) with a fresh LoRA on it.
     The vision tower stays frozen unless `train_vision`; QLoRA keeps the non-quantised weights in the
-    compute dtype (peft's prepare_model_for_kbit_training would upcast embeddings, head and vision
-    tower to float32: 7 GB more for the 8B)."""
+    compute dtype (peft's prepare_model_for_kbit_training would upcast embeddings, head and vision tower
+    to float32)."""
     import torch
     from peft import LoraConfig, get_peft_model
 
@@ -149,12 +140,10 @@ def _callbacks(out: Path, cfg: TrainConfig):
 def _checkpointing(cfg: TrainConfig) -> dict:
     """Gradient checkpointing, non-reentrant, under the argument names this transformers has (5.24
     renamed them activation_checkpointing)."""
-    from dataclasses import fields
-
     from transformers import TrainingArguments
 
-    name = "activation_checkpointing" if any(f.name == "activation_checkpointing" for f in fields(TrainingArguments)) \
-        else "gradient_checkpointing"
+    name = ("activation_checkpointing" if "activation_checkpointing" in TrainingArguments.__dataclass_fields__
+            else "gradient_checkpointing")
     return {name: cfg.gradient_checkpointing,
             f"{name}_kwargs": {"use_reentrant": False} if cfg.gradient_checkpointing else None}
 
@@ -181,12 +170,6 @@ def training_args(cfg: TrainConfig, out: Path, has_val: bool):
         ddp_find_unused_parameters=False, label_names=["labels"])
 
 
-def epoch_metrics(history: list[dict]) -> list[dict]:
-    """Validation numbers per epoch from the Trainer's log."""
-    keep = ("epoch", "eval_loss", "eval_agreement", "eval_p_mae", "eval_response_loss", "eval_selection")
-    return [{k: h[k] for k in keep if k in h} for h in history if "eval_loss" in h]
-
-
 def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
     """Plan, train, save the adapter folder (best epoch), return the run's numbers. `metrics_fn`
     replaces the validation metrics (agreement with the teacher) the best epoch is chosen by."""
@@ -195,7 +178,6 @@ def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
     from .card import write_model_card
     from .examples import Collator
     from .image_policy import write_policy, write_quantisation
-    from .plan import format_plan, refusal
     from .trainer import DistillTrainer, LossConfig, agreement_metrics
 
     out = Path(cfg.out)
@@ -225,7 +207,8 @@ def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
     seconds = time.perf_counter() - t0
     # ------------------------------------------------------------------------- 4. the adapter folder
     state = trainer.state
-    per_epoch = epoch_metrics(state.log_history)
+    keep = ("epoch", "eval_loss", "eval_agreement", "eval_p_mae", "eval_response_loss", "eval_selection")
+    per_epoch = [{k: h[k] for k in keep if k in h} for h in state.log_history if "eval_loss" in h]  # validation
     best = next((m for m in per_epoch if m.get(f"eval_{trainer.args.metric_for_best_model}") == state.best_metric),
                 None) if val_ex else None
     summary = {"train_examples": len(train_ex), "val_examples": len(val_ex), "train_loss": result.training_loss,
@@ -240,9 +223,10 @@ def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
                "plan": {k: plan[k] for k in ("estimate_gib", "lengths", "fits", "budget_gib", "device")}}
     if trainer.is_world_process_zero():
         trainer.model.save_pretrained(str(out))
-        cfg.to_json(out / "training_config.json")
+        (out / "training_config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
         manifest = json.loads((Path(cfg.data) / "manifest.json").read_text())
-        write_policy(out, cfg.image_policy(manifest.get("pipeline", {}).get("max_images")))
+        write_policy(out, {"max_visual_tokens": cfg.max_visual_tokens, "max_pixels": cfg.max_pixels,
+                           "max_images": manifest.get("pipeline", {}).get("max_images")})
         qc = getattr(engine.model.config, "quantization_config", None)  # what loading used, for the reader
         qc = qc.to_dict() if hasattr(qc, "to_dict") else qc
         write_quantisation(out, cfg.load_in_4bit, **({"bitsandbytes": json.loads(json.dumps(qc, default=str))}
@@ -282,8 +266,6 @@ def main(argv=None) -> int:
     try:
         cfg = config_from_args(args)
         if args.dry_run:
-            from .plan import format_plan
-
             print(format_plan(dry_run(cfg)))
             return 0
         summary = train(cfg)
