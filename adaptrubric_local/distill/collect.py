@@ -194,25 +194,15 @@ def read_ids(path: Path) -> IdSet:
     return ids.freeze()
 
 
-class Done:
-    """The ids a resumed run skips: those collected (a digest set) and those rejected for good."""
-
-    def __init__(self, collected: IdSet, rejected: set[str]):
-        self.collected, self.rejected = collected, rejected
-
-    def __contains__(self, i: str) -> bool:
-        return i in self.rejected or i in self.collected
-
-
-def _done_ids(paths: dict[str, Path], out: Path, cap: int) -> Done:
-    """Ids a resumed run skips: collected, and rejected for good (a truncated reply only when its cap
+def _done_ids(paths: dict[str, Path], out: Path, cap: int) -> tuple[IdSet, set[str]]:
+    """Ids a resumed run skips: collected (a digest set), and rejected for good (a truncated reply only when its cap
     was at least this run's; a reply cut by the server's context never), the rejections read line by
     line (the last per id decides)."""
     def for_good(r: dict) -> bool:
         return r["reason"] != "context" and (r["reason"] != "truncated" or r.get("max_new_tokens", 0) >= cap)
 
     final = {str(r["id"]): for_good(r) for r in iter_jsonl(out / FILES["rejected"])}
-    return Done(read_ids(paths["collected"]), {i for i, done in final.items() if done})
+    return read_ids(paths["collected"]), {i for i, done in final.items() if done}
 
 
 # ----------------------------------------------------------------------------- collect
@@ -260,11 +250,12 @@ def _pipelines(todo: Iterable[Trajectory], rec: RecordingEngine, pipe_config: Pi
 
 
 class _Pass:
-    """One pass over the stream: the trajectories to collect (those `done` lacks) handed out as the
-    pipeline asks, each kept until its verdict comes (`flight`), and the counts the manifest needs."""
+    """One pass over the stream: the trajectories to collect (neither collected nor rejected for good)
+    handed out as the pipeline asks, each kept until its verdict comes (`flight`), and the counts the
+    manifest needs."""
 
-    def __init__(self, stream, done: Done):
-        self.stream, self.done = stream, done
+    def __init__(self, stream, collected: IdSet, rejected: set[str]):
+        self.stream, self.collected, self.rejected = stream, collected, rejected
         self.tasks: set[str] = set()
         self.flight: dict[str, Trajectory] = {}
         self.skipped = self.bad = 0
@@ -276,7 +267,7 @@ class _Pass:
                 self.bad += 1
                 continue
             self.tasks.add(x.task_id or f"instruction: {x.instruction}")
-            if x.id in self.done:
+            if x.id in self.rejected or x.id in self.collected:
                 self.skipped += 1
                 continue
             self.flight[x.id] = x
@@ -302,13 +293,13 @@ def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: Pip
         raise ValueError(f"{out} already holds collected data; pass --resume to continue it or choose another --out")
     stream = as_stream(loaded) if loaded is not None else stream_trajectories(data)
     cap = pipe_config.verify_max_new_tokens
-    done = _done_ids(paths, out, cap)
+    collected, rejected = _done_ids(paths, out, cap)
     paths["failures"].unlink(missing_ok=True)
     rec = RecordingEngine(teacher)
-    walk = _Pass(stream, done)
+    walk = _Pass(stream, collected, rejected)
     runs = _pipelines(walk, rec, pipe_config, groups)
     counts = dict.fromkeys(("collected", "unparsed", "truncated", "disagree", "failed"), 0)
-    left = stream.count(None, done.collected.keys) - len(done.rejected)
+    left = stream.count(None, collected.keys) - len(rejected)
     bar = tqdm(total=max(0, left), unit="traj", desc="collecting", disable=not progress, dynamic_ncols=True)
     for pipe, trajs in runs:
         for v in pipe.iter_score(trajs):

@@ -16,7 +16,7 @@ model's device. Knows nothing about the trainer or the loss.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..verdict import score_value_offset
@@ -105,8 +105,6 @@ class Collator:
         from ..engine.images import ImagePipeline
 
         if self._pid != os.getpid():
-            from dataclasses import replace
-
             self._images = ImagePipeline(replace(self.image_config, pin_memory=False,
                                                  workers=min(2, self.image_config.workers)))
             self._pid = os.getpid()

@@ -278,7 +278,6 @@ def plan_training(cfg, exs: list, encoder, image_cfg, model_config, device: str,
                   budget: float | None, runtime: float = 0.0) -> dict:
     """The plan for training `cfg` on examples `exs`: lengths, the estimate and whether it fits,
     examples over `max_seq_len`, and changes that would fit when it does not."""
-
     arch = arch_of(model_config)
     shapes = example_shapes(exs, encoder, image_cfg)
     setting = setting_for(cfg, device)
@@ -301,6 +300,12 @@ def alternatives(plan: dict, arch: Arch, setting: Setting, exs: list, shapes: li
     longest example: only changes that shorten the examples when they are too long but the memory
     fits, visual-token budgets below the current one, and, when none of the usual budgets brings the
     examples under --max-seq-len, a budget that does (`budget_within`)."""
+    def alternative(change: str, s2: Setting, tokens: int | None) -> dict:
+        sh = shapes if tokens is None else example_shapes(exs, encoder, replace(image_cfg, max_visual_tokens=tokens))
+        e2 = estimate(arch, s2, sh, runtime)
+        return {"change": change, "total_gib": round(e2.total / GiB, 2), "fits": fits(e2, budget),
+                "longest": max(x.total for x in sh)}
+
     length_only = plan["fits"] is not False
     current = cfg.max_visual_tokens
     candidates = [("--load-in-4bit", replace(setting, load_in_4bit=True), None),
@@ -312,24 +317,14 @@ def alternatives(plan: dict, arch: Arch, setting: Setting, exs: list, shapes: li
         shortens = budget_tokens is not None and (current is None or budget_tokens < current)
         # when the memory fits only a smaller budget matters; otherwise any change but none at all
         if (shortens and s2 == setting) if length_only else (shortens or (budget_tokens is None and s2 != setting)):
-            out.append(_alternative(change, arch, s2, exs, shapes, encoder, image_cfg, budget_tokens, budget, runtime))
+            out.append(alternative(change, s2, budget_tokens))
     if plan["too_long"] and not any(a["longest"] <= plan["max_seq_len"] for a in out):
         tokens = budget_within(exs, shapes, image_cfg, plan["max_seq_len"])
         if tokens is not None and (current is None or tokens < current):
-            out.append(_alternative(f"--max-visual-tokens {tokens}", arch, setting, exs, shapes, encoder, image_cfg,
-                                    tokens, budget, runtime))
+            out.append(alternative(f"--max-visual-tokens {tokens}", setting, tokens))
     for a in out:
         a["within_max_seq_len"] = a["longest"] <= plan["max_seq_len"]
     return out
-
-
-def _alternative(change: str, arch: Arch, s2: Setting, exs, shapes, encoder, image_cfg, budget_tokens, budget,
-                 runtime) -> dict:
-    sh = shapes if budget_tokens is None else example_shapes(exs, encoder,
-                                                             replace(image_cfg, max_visual_tokens=budget_tokens))
-    e2 = estimate(arch, s2, sh, runtime)
-    return {"change": change, "total_gib": round(e2.total / GiB, 2), "fits": fits(e2, budget),
-            "longest": max(x.total for x in sh)}
 
 
 def budget_within(exs: list, shapes: list[Shape], image_cfg, cap: int, step: int = 64) -> int | None:
@@ -357,8 +352,7 @@ def format_plan(plan: dict) -> str:
              *(textwrap.wrap(f"shapes from: {plan['shapes_from']}", 100, initial_indent="  ",
                              subsequent_indent="    ") if plan.get("shapes_from") else []),
              "  tokens per example      p50      p95      max"]
-    for k in ("text", "visual", "total"):
-        lines.append(f"    {k:<20} {L[k]['p50']:>8} {L[k]['p95']:>8} {L[k]['max']:>8}")
+    lines += [f"    {k:<20} {L[k]['p50']:>8} {L[k]['p95']:>8} {L[k]['max']:>8}" for k in ("text", "visual", "total")]
     lines.append("  estimated peak (GiB): " + ", ".join(f"{k} {v:.2f}" for k, v in est.items()))
     if plan["budget_gib"]:
         verdict = "fits" if plan["fits"] else "does NOT fit"
@@ -384,8 +378,7 @@ def format_plan(plan: dict) -> str:
 def refusal(plan: dict) -> str | None:
     """Why training should not start (examples too long, or an estimate over the budget) and what
     would fix it; None when it may start."""
-    fixes = [a["change"] for a in plan["alternatives"]
-             if a["fits"] is not False and a["within_max_seq_len"]]
+    fixes = [a["change"] for a in plan["alternatives"] if a["fits"] is not False and a["within_max_seq_len"]]
     hint = (f" Changes that would fit: {'; '.join(fixes)}." if fixes else
             " Lower --max-visual-tokens further, or use a GPU with more memory.")
     if plan["too_long"]:
