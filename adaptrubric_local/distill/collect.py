@@ -84,12 +84,15 @@ def label_block(label: int) -> str:
     return f"SCORE: {int(label)}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
 
 
-def label_teacher(trajs: Iterable[Trajectory]) -> ScriptedEngine:
+def label_teacher(trajs: Iterable[Trajectory], sure: float | None = None) -> ScriptedEngine:
     """A teacher that answers every verifier request with the trajectory's own label (`trajs` may be a
-    stream's: the labels are kept as one byte per id digest, not as the trajectories)."""
+    stream's: the labels are kept as one byte per id digest, not as the trajectories). With `sure`, it is
+    that sure of each answer: P(SCORE=1) = sure for a label 1, 1 - sure for a label 0 (recorded as a
+    vLLM judge's SCORE-digit logprobs would be)."""
     labels = Labels(trajs)
-    return ScriptedEngine(script=lambda req: label_block(labels.get(req.tag)), name="labels",
-                          p_score=lambda req, digit: None,
+    return ScriptedEngine(script=lambda req: label_block(labels.get(req.tag)),
+                          name="labels" if sure is None else f"labels-{sure:g}-sure",
+                          p_score=lambda req, digit: None if sure is None else sure if int(digit) == 1 else 1.0 - sure,
                           fail=lambda req: None if labels.get(req.tag) is not None else
                           f"trajectory {req.tag} has no 0/1 label")
 
