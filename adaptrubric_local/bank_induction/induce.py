@@ -223,9 +223,8 @@ def build_bank_doc(reply: GroupingReply, cfg: InduceConfig, base: RubricBank) ->
         if not any(i["criticality"] == "critical" for i in items):
             items[0]["criticality"] = "critical"
             notes.append(f"family {name!r}: no critical rubric item; the first one made critical")
-        entry = {"id": f"RSET_{name.upper()}", "categories": [name], "description": f.description,
-                 "verification_steps": f.verification_steps, "common_pitfalls": f.common_pitfalls,
-                 "special_rules": f.special_rules, "output_format": general["output_format"],
+        entry = {"id": f"RSET_{name.upper()}", "categories": [name], **{k: getattr(f, k) for k in TEXTS},
+                 "output_format": general["output_format"],
                  "rubric_items": [{"id": f"R{n}", "name": i["name"], "criticality": i["criticality"]}
                                   for n, i in enumerate(items, 1)],
                  "router_description": f.router_description or f.description}

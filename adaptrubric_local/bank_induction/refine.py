@@ -188,8 +188,7 @@ class Refiner:
                 continue
             cand = with_sections(bank, fam, rev)
             mine = [self.by_id[i] for i, v in vv.items() if v.category == fam]
-            trial = {**vv, **self.scorer.score(cand, mine)}
-            acc = _acc(trial)
+            acc = _acc({**vv, **self.scorer.score(cand, mine)})
             keep = acc > base_acc + self.cfg.min_gain
             decisions[fam] = {**d, "decision": "kept" if keep else "rejected", "val_acc_before": base_acc,
                               "val_acc_after": acc, "val_n_family": len(mine), "rationale": rev.rationale}
