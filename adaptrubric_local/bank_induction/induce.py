@@ -104,8 +104,7 @@ def sample(trajs: list[Trajectory], cfg: InduceConfig) -> tuple[list[Trajectory]
 def _images(t: Trajectory, n: int) -> list[str]:
     if n == 0 or not t.screenshots:
         return []
-    sel = select_context(t, route_rules(t.instruction).category, n)
-    return sel.paths(t)
+    return select_context(t, route_rules(t.instruction).category, n).paths(t)
 
 
 def trajectory_text(ps: InductionPrompts, t: Trajectory, n_images: int) -> str:
@@ -142,12 +141,10 @@ def collect_dimensions(teacher: Teacher, ps: InductionPrompts, picked: list[Traj
                            [f"dimensions:{keys[i]}" for i in todo])
         with open(cache_file, "a", encoding="utf-8") as f:
             for i, out in zip(todo, outs):
-                if out.error:
-                    problems.append(f"dimensions call {i + 1}/{len(chunks)} failed: {out.error}")
-                    continue
-                reply, why = parse_reply(out.text, DimensionsReply)
+                reply, why = (None, out.error) if out.error else parse_reply(out.text, DimensionsReply)
                 if reply is None:
-                    problems.append(f"dimensions call {i + 1}/{len(chunks)}: unparseable reply ({why})")
+                    problems.append(f"dimensions call {i + 1}/{len(chunks)}"
+                                    + (f" failed: {why}" if out.error else f": unparseable reply ({why})"))
                     continue
                 dims = [d.model_dump() for d in reply.dimensions]
                 cached[keys[i]] = dims

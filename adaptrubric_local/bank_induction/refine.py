@@ -148,8 +148,7 @@ class Refiner:
                  pipe_cfg: PipelineConfig, cfg: RefineConfig, ps: InductionPrompts, out: Path, data_desc: str,
                  log: Callable[[str], None]):
         self.dev, self.val, self.teacher, self.cfg, self.ps, self.out = dev, val, teacher, cfg, ps, out
-        self.pipe_cfg, self.data_desc, self.log = pipe_cfg, data_desc, log
-        self.verifier = verifier
+        self.pipe_cfg, self.data_desc, self.log, self.verifier = pipe_cfg, data_desc, log, verifier
         self.scorer: Scorer | None = None
         self.by_id = {t.id: t for t in dev + val}
 
@@ -179,12 +178,10 @@ class Refiner:
         base_acc, new_bank, diffs = _acc(vv), bank, []
         for fam, out in zip(fams, outs):
             d = {"disagreements": len(bad[fam])}
-            if out.error:
-                decisions[fam] = {**d, "decision": "teacher error", "error": out.error}
-                continue
-            rev, why = parse_reply(out.text, RevisionReply)
+            rev, why = (None, out.error) if out.error else parse_reply(out.text, RevisionReply)
             if rev is None:
-                decisions[fam] = {**d, "decision": "teacher reply unparseable", "error": why}
+                decisions[fam] = {**d, "decision": "teacher error" if out.error else "teacher reply unparseable",
+                                  "error": why}
                 continue
             cand = with_sections(bank, fam, rev)
             mine = [self.by_id[i] for i, v in vv.items() if v.category == fam]
