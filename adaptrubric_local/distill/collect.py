@@ -154,15 +154,12 @@ def build_record(t: Trajectory, v: Verdict, rec: RecordingEngine, pipe: AdaptRub
     images = copy_images(req.images, out, t.id, keep_images)
     shown = Request(prompt=req.prompt, images=images, suffix=req.suffix)
     route, rp, cp = _side_calls(t, pipe)
-    route_rec = {"category": route.category, "mode": route.mode, "parsed": route.parsed, "prompt": None,
-                 "response": None}
-    if rp is not None:
-        route_rec.update(prompt=rp, response=rec.by_prompt[rp].text if rp in rec.by_prompt else route.raw)
+    route_rec = {"category": route.category, "mode": route.mode, "parsed": route.parsed, "prompt": rp,
+                 "response": None if rp is None else rec.by_prompt[rp].text if rp in rec.by_prompt else route.raw}
     cue = pipe.cues_many([(t.instruction, route.category)])[(t.instruction, route.category)]
-    cue_rec = {"cues": list(cue.cues), "abstained": cue.abstained, "parsed": cue.parsed, "prompt": None,
-               "response": None}
-    if cp in rec.by_prompt:
-        cue_rec.update(prompt=cp, response=rec.by_prompt[cp].text)
+    asked = cp in rec.by_prompt
+    cue_rec = {"cues": list(cue.cues), "abstained": cue.abstained, "parsed": cue.parsed,
+               "prompt": cp if asked else None, "response": rec.by_prompt[cp].text if asked else None}
     return {
         "id": t.id, "task_id": t.task_id or f"instruction: {t.instruction}", "label": t.label,
         "platform": t.platform, "instruction": t.instruction, "teacher": rec.name,
@@ -197,14 +194,14 @@ def read_ids(path: Path) -> IdSet:
     return ids.freeze()
 
 
-def _done_ids(paths: dict[str, Path], out: Path, cap: int) -> tuple[IdSet, set[str]]:
-    """Ids a resumed run skips: collected (a digest set), and rejected for good (a truncated reply only when its cap
-    was at least this run's; a reply cut by the server's context never), the rejections read line by
-    line (the last per id decides)."""
+def _done_ids(paths: dict[str, Path], cap: int) -> tuple[IdSet, set[str]]:
+    """Ids a resumed run skips: collected (a digest set), and rejected for good (a truncated reply only
+    when its cap was at least this run's; a reply cut by the server's context never), the rejections
+    read line by line (the last per id decides)."""
     def for_good(r: dict) -> bool:
         return r["reason"] != "context" and (r["reason"] != "truncated" or r.get("max_new_tokens", 0) >= cap)
 
-    final = {str(r["id"]): for_good(r) for r in iter_jsonl(out / FILES["rejected"])}
+    final = {str(r["id"]): for_good(r) for r in iter_jsonl(paths["rejected"])}
     return read_ids(paths["collected"]), {i for i, done in final.items() if done}
 
 
@@ -296,7 +293,7 @@ def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: Pip
         raise ValueError(f"{out} already holds collected data; pass --resume to continue it or choose another --out")
     stream = as_stream(loaded) if loaded is not None else stream_trajectories(data)
     cap = pipe_config.verify_max_new_tokens
-    collected, rejected = _done_ids(paths, out, cap)
+    collected, rejected = _done_ids(paths, cap)
     paths["failures"].unlink(missing_ok=True)
     rec = RecordingEngine(teacher)
     walk = _Pass(stream, collected, rejected)

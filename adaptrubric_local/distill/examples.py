@@ -135,9 +135,7 @@ class Collator:
             labels[b, width - n:] = torch.tensor(row[len(row) - n:], dtype=torch.long)  # left padding
             if d is not None and batch[b].kind == "verify":
                 score_pos[b] = width - n + d
-        enc["labels"] = labels
-        enc["score_pos"] = score_pos
-        enc["teacher_score"] = torch.tensor([-1 if e.teacher_score is None else e.teacher_score for e in batch])
-        enc["teacher_p"] = torch.tensor([float("nan") if e.teacher_p is None else e.teacher_p for e in batch])
-        enc["weight"] = torch.tensor([e.weight for e in batch], dtype=torch.float32)
-        return enc
+        return {**enc, "labels": labels, "score_pos": score_pos,
+                "teacher_score": torch.tensor([-1 if e.teacher_score is None else e.teacher_score for e in batch]),
+                "teacher_p": torch.tensor([float("nan") if e.teacher_p is None else e.teacher_p for e in batch]),
+                "weight": torch.tensor([e.weight for e in batch], dtype=torch.float32)}

@@ -130,9 +130,7 @@ def weights_bytes(a: Arch, s: Setting) -> float:
     """Every parameter at its load dtype (nf4 for the language model's linear layers under QLoRA)."""
     p = a.params
     rest = p["vision"] + p["embed"] + p["lm_head"] + p["other"]
-    if s.load_in_4bit:
-        return p["language_linear"] * NF4_BYTES + rest * s.dtype_bytes
-    return (p["language_linear"] + rest) * s.dtype_bytes
+    return p["language_linear"] * (NF4_BYTES if s.load_in_4bit else s.dtype_bytes) + rest * s.dtype_bytes
 
 
 def lora_bytes(a: Arch, s: Setting) -> float:
