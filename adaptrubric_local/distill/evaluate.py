@@ -139,12 +139,11 @@ def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | P
 
     data_dir, out, adapter = Path(data_dir), Path(out), Path(adapter)
     out.mkdir(parents=True, exist_ok=True)
-    manifest = _manifest(data_dir)
     chosen = {} if load_in_4bit is None else {"load_in_4bit": load_in_4bit}
     images, pipe_over = adopt(adapter, {"max_visual_tokens": None, "max_pixels": None, **chosen}, {}, explicit=chosen)
-    pipe_cfg = pipeline_from_manifest(manifest, **pipe_over)
     if max_new_tokens:
-        pipe_cfg = replace(pipe_cfg, verify_max_new_tokens=max_new_tokens)
+        pipe_over["verify_max_new_tokens"] = max_new_tokens
+    pipe_cfg = pipeline_from_manifest(_manifest(data_dir), **pipe_over)
     cap = pipe_cfg.verify_max_new_tokens
     data_path, loaded, teacher = split_data(data_dir, split, data)
     table: dict[str, dict] = {}
