@@ -302,5 +302,4 @@ def refine(trajs: list[Trajectory], bank_path: str | Path, out: str | Path, veri
         report = {"bank": str(bank_path), "data": data_desc, "n_refine": len(dev), "n_val": len(val),
                   "val_ids": sorted(t.id for t in val), "config": asdict(cfg), "pipeline": asdict(pipe_cfg),
                   "prompts": ps.path, "prompts_sha": ps.sha, "rounds": []}
-    refiner = Refiner(dev, val, verifier, teacher, pipe_cfg, cfg, ps, out, data_desc, log)
-    return refiner.run(bank, start, report)
+    return Refiner(dev, val, verifier, teacher, pipe_cfg, cfg, ps, out, data_desc, log).run(bank, start, report)

@@ -77,11 +77,8 @@ def make_domain(out: str | Path, tasks_per_kind: int = 12, seed: int = 0) -> Pat
                     img = f"img/{rid}-{i}.png"
                     _png(out / img, s["action"], rng.randrange(1000))
                     s["screenshot"] = img
-                row = {"id": rid, "task_id": tid, "instruction": instruction(kind, name, n), "steps": steps,
-                       "label": int(ok), "platform": "shopdesk"}
-                if answer:
-                    row["answer"] = answer
-                rows.append(row)
+                rows.append({"id": rid, "task_id": tid, "instruction": instruction(kind, name, n), "steps": steps,
+                             "label": int(ok), "platform": "shopdesk", **({"answer": answer} if answer else {})})
     path = out / "trajectories.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
