@@ -208,7 +208,7 @@ def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
     # ------------------------------------------------------------------------- 4. the adapter folder
     state = trainer.state
     keep = ("epoch", "eval_loss", "eval_agreement", "eval_p_mae", "eval_response_loss", "eval_selection")
-    per_epoch = [{k: h[k] for k in keep if k in h} for h in state.log_history if "eval_loss" in h]  # validation
+    per_epoch = [{k: h[k] for k in keep if k in h} for h in state.log_history if "eval_loss" in h]
     best = next((m for m in per_epoch if m.get(f"eval_{trainer.args.metric_for_best_model}") == state.best_metric),
                 None) if val_ex else None
     summary = {"train_examples": len(train_ex), "val_examples": len(val_ex), "train_loss": result.training_loss,
