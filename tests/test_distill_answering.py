@@ -9,8 +9,8 @@ from adaptrubric_local.distill.answering import (
     answering_data,
     answering_model,
     no_outcome_copies,
-    unsure_teacher,
 )
+from adaptrubric_local.distill.collect import label_teacher
 from adaptrubric_local.engine.base import Request
 
 
@@ -18,7 +18,7 @@ def test_the_unsure_teacher_is_right_and_as_sure_as_told(synth_set):
     from adaptrubric_local.formats import load_trajectories
 
     trajs = load_trajectories(synth_set).trajectories[:4]
-    teacher = unsure_teacher(trajs, 0.8)
+    teacher = label_teacher(trajs, sure=0.8)
     outs = teacher.generate([Request(prompt="p", tag=t.id, watch=("0", "1")) for t in trajs])
     for t, o in zip(trajs, outs):
         assert o.text.startswith(f"SCORE: {t.label}\n")

@@ -158,8 +158,7 @@ def scaled_copy(src_jsonl: Path, traj_id: str, dest: Path, new_id: str, size: tu
 def train_flip_adapter(model: Path, work: Path, epochs: float = 4.0) -> Path:
     """A LoRA adapter (attention and MLP only: what vLLM's LoRA loads) that makes the answering model
     say the opposite of each label, 0.8 sure, trained on its own synthetic set."""
-    from adaptrubric_local.distill.answering import unsure_teacher
-    from adaptrubric_local.distill.collect import CollectConfig, collect, teacher_pipeline
+    from adaptrubric_local.distill.collect import CollectConfig, collect, label_teacher, teacher_pipeline
     from adaptrubric_local.distill.config import TrainConfig
     from adaptrubric_local.distill.train import train
     from adaptrubric_local.formats import load_trajectories
@@ -171,7 +170,7 @@ def train_flip_adapter(model: Path, work: Path, epochs: float = 4.0) -> Path:
         t.label = 1 - t.label
     dist = work / "distill"
     shutil.rmtree(dist, ignore_errors=True)
-    collect(data, dist, unsure_teacher(trajs, 0.8), teacher_pipeline("labels"), CollectConfig(val_fraction=0.25),
+    collect(data, dist, label_teacher(trajs, sure=0.8), teacher_pipeline("labels"), CollectConfig(val_fraction=0.25),
             progress=False)
     out = work / "flip"
     train(TrainConfig(data=str(dist), model=str(model), out=str(out), target="verdict", epochs=epochs,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -28,11 +29,15 @@ from ..bank import RubricBank, load_bank
 from ..engine.base import Engine, Request
 from ..prompts import render
 from ..route import route_rules
+from ..schema import json_lines
 from ..stages.context import select_context
 from ..stages.evidence import compile_evidence
 from ..types import Trajectory
 from .prompts import InductionPrompts, load_induction_prompts
 from .teacher import DimensionsReply, GroupingReply, Teacher, parse_reply
+
+SECTIONS = ("verification_steps", "common_pitfalls", "special_rules")
+TEXTS = ("description", *SECTIONS)  # what a family's rubric says, apart from its items
 
 
 @dataclass
@@ -68,6 +73,13 @@ def _label(t: Trajectory) -> str:
     return "SUCCESS" if t.label == 1 else "FAILURE"
 
 
+def evidence_fields(t: Trajectory) -> dict[str, str]:
+    """A labelled trajectory's placeholders shared by the trajectory and case prompts."""
+    ev = compile_evidence(t)
+    return {"id": t.id, "label": _label(t), "instruction": t.instruction, "agent_answer": ev.agent_answer,
+            "typed_texts": ev.typed_texts, "key_actions": ev.key_actions, "action_trace": ev.action_trace}
+
+
 def sample(trajs: list[Trajectory], cfg: InduceConfig) -> tuple[list[Trajectory], dict[str, dict[str, int]]]:
     """Balanced sample per proposed family (rules router), shuffled; and the counts drawn per family."""
     rng = random.Random(cfg.seed)
@@ -75,38 +87,29 @@ def sample(trajs: list[Trajectory], cfg: InduceConfig) -> tuple[list[Trajectory]
     for t in trajs:
         if t.label in (0, 1):
             groups[route_rules(t.instruction).category][t.label].append(t)
-    picked, counts = [], {}
+    picked: list[tuple[str, Trajectory]] = []
     for fam in sorted(groups):
         g = groups[fam]
         for lab in (0, 1):
             rng.shuffle(g[lab])
         n = min(cfg.per_family, max(len(g[0]), len(g[1])))
-        take = g[1][:n] + g[0][:n]
-        counts[fam] = {"success": len(g[1][:n]), "failed": len(g[0][:n])}
-        picked += take
+        picked += [(fam, t) for t in g[1][:n] + g[0][:n]]
     rng.shuffle(picked)
-    if len(picked) > cfg.max_trajectories:
-        picked = picked[:cfg.max_trajectories]
-        keep = {t.id for t in picked}
-        for fam in counts:  # recount after the cap
-            members = [t for t in trajs if t.id in keep and route_rules(t.instruction).category == fam]
-            counts[fam] = {"success": sum(t.label == 1 for t in members), "failed": sum(t.label == 0 for t in members)}
-    return picked, counts
+    picked = picked[:cfg.max_trajectories]
+    counts = {fam: {"success": sum(f == fam and t.label == 1 for f, t in picked),
+                    "failed": sum(f == fam and t.label == 0 for f, t in picked)} for fam in sorted(groups)}
+    return [t for _, t in picked], counts
 
 
 def _images(t: Trajectory, n: int) -> list[str]:
     if n == 0 or not t.screenshots:
         return []
-    sel = select_context(t, route_rules(t.instruction).category, n)
-    return sel.paths(t)
+    return select_context(t, route_rules(t.instruction).category, n).paths(t)
 
 
 def trajectory_text(ps: InductionPrompts, t: Trajectory, n_images: int) -> str:
     """One trajectory as the dimensions prompt shows it."""
-    ev = compile_evidence(t)
-    return render(ps.trajectory, "trajectory", id=t.id, label=_label(t), n_images=str(n_images),
-                  instruction=t.instruction, agent_answer=ev.agent_answer, typed_texts=ev.typed_texts,
-                  key_actions=ev.key_actions, action_trace=ev.action_trace)
+    return render(ps.trajectory, "trajectory", n_images=str(n_images), **evidence_fields(t))
 
 
 def dimensions_request(ps: InductionPrompts, chunk: list[Trajectory], cfg: InduceConfig) -> Request:
@@ -127,12 +130,8 @@ def collect_dimensions(teacher: Teacher, ps: InductionPrompts, picked: list[Traj
                        work: Path) -> tuple[list[dict], list[str]]:
     """Dimensions from every batch (cached in work/dimensions.jsonl); and the problems met."""
     cache_file = work / "dimensions.jsonl"
-    cached = {}
-    if cache_file.exists():
-        for line in cache_file.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                cached[rec["key"]] = rec["dimensions"]
+    lines = cache_file.read_text(encoding="utf-8").splitlines() if cache_file.exists() else []
+    cached = {rec["key"]: rec["dimensions"] for _, rec in json_lines(lines, cache_file)}
     chunks = [picked[i:i + cfg.per_call] for i in range(0, len(picked), cfg.per_call)]
     keys = [_chunk_key(c, cfg, ps) for c in chunks]
     todo = [i for i, k in enumerate(keys) if k not in cached]
@@ -142,12 +141,10 @@ def collect_dimensions(teacher: Teacher, ps: InductionPrompts, picked: list[Traj
                            [f"dimensions:{keys[i]}" for i in todo])
         with open(cache_file, "a", encoding="utf-8") as f:
             for i, out in zip(todo, outs):
-                if out.error:
-                    problems.append(f"dimensions call {i + 1}/{len(chunks)} failed: {out.error}")
-                    continue
-                reply, why = parse_reply(out.text, DimensionsReply)
+                reply, why = (None, out.error) if out.error else parse_reply(out.text, DimensionsReply)
                 if reply is None:
-                    problems.append(f"dimensions call {i + 1}/{len(chunks)}: unparseable reply ({why})")
+                    problems.append(f"dimensions call {i + 1}/{len(chunks)}"
+                                    + (f" failed: {why}" if out.error else f": unparseable reply ({why})"))
                     continue
                 dims = [d.model_dump() for d in reply.dimensions]
                 cached[keys[i]] = dims
@@ -170,9 +167,8 @@ def grouping_request(ps: InductionPrompts, dims: list[dict], picked: list[Trajec
                      base: RubricBank) -> Request:
     """The grouping request (new families, or new texts for the base bank's families)."""
     if cfg.keep_families:
-        fams = yaml.safe_dump({n: {"description": rs.description, "verification_steps": list(rs.verification_steps),
-                                   "common_pitfalls": list(rs.common_pitfalls), "special_rules": list(rs.special_rules)}
-                               for n, rs in base.families.items()}, sort_keys=False, allow_unicode=True, width=10_000)
+        fams = yaml.safe_dump({n: rs.model_dump(include=set(TEXTS)) for n, rs in base.families.items()},
+                              sort_keys=False, allow_unicode=True, width=10_000)
         prompt = render(ps.grouping_keep, "grouping_keep", domain=cfg.domain, families=fams.strip(),
                         dimensions=_dimension_lines(dims), instructions=_instruction_lines(picked))
     else:
@@ -183,8 +179,6 @@ def grouping_request(ps: InductionPrompts, dims: list[dict], picked: list[Trajec
 
 
 def _slug(name: str) -> str:
-    import re
-
     s = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
     return (s if s and s[0].isalpha() else f"f_{s}")[:48]
 
@@ -201,7 +195,7 @@ def build_bank_doc(reply: GroupingReply, cfg: InduceConfig, base: RubricBank) ->
                 notes.append(f"teacher named unknown family {f.name!r}; ignored (--keep-families)")
                 continue
             seen.add(f.name)
-            for key in ("description", "verification_steps", "common_pitfalls", "special_rules"):
+            for key in TEXTS:
                 if getattr(f, key):
                     doc["families"][f.name][key] = getattr(f, key)
         notes += [f"family {n}: no new text from the teacher; kept" for n in doc["families"] if n not in seen]
@@ -216,8 +210,7 @@ def build_bank_doc(reply: GroupingReply, cfg: InduceConfig, base: RubricBank) ->
         if name in fams:
             notes.append(f"duplicate family {name!r} dropped")
             continue
-        missing = [k for k in ("description", "verification_steps", "common_pitfalls", "special_rules")
-                   if not getattr(f, k)]
+        missing = [k for k in TEXTS if not getattr(f, k)]
         if missing and name != cfg.fallback:
             notes.append(f"family {name!r} dropped: the teacher gave no {', '.join(missing)}")
             continue
@@ -227,9 +220,8 @@ def build_bank_doc(reply: GroupingReply, cfg: InduceConfig, base: RubricBank) ->
         if not any(i["criticality"] == "critical" for i in items):
             items[0]["criticality"] = "critical"
             notes.append(f"family {name!r}: no critical rubric item; the first one made critical")
-        entry = {"id": f"RSET_{name.upper()}", "categories": [name], "description": f.description,
-                 "verification_steps": f.verification_steps, "common_pitfalls": f.common_pitfalls,
-                 "special_rules": f.special_rules, "output_format": general["output_format"],
+        entry = {"id": f"RSET_{name.upper()}", "categories": [name], **{k: getattr(f, k) for k in TEXTS},
+                 "output_format": general["output_format"],
                  "rubric_items": [{"id": f"R{n}", "name": i["name"], "criticality": i["criticality"]}
                                   for n, i in enumerate(items, 1)],
                  "router_description": f.router_description or f.description}
@@ -243,8 +235,7 @@ def build_bank_doc(reply: GroupingReply, cfg: InduceConfig, base: RubricBank) ->
         notes.append(f"the teacher proposed no fallback family; the paper's general rubric added as {cfg.fallback!r}")
     if len(fams) > cfg.max_families:
         notes.append(f"the teacher proposed {len(fams)} families, more than max_families={cfg.max_families}; kept all")
-    fallback = fams.pop(cfg.fallback)
-    fams[cfg.fallback] = fallback  # fallback last
+    fams[cfg.fallback] = fams.pop(cfg.fallback)  # fallback last
     doc["families"] = fams
     return doc, notes
 
@@ -271,13 +262,24 @@ _BlockDumper.add_representer(str, lambda d, s: d.represent_scalar("tag:yaml.org,
                                                                   else None))
 
 
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` through a temporary file, so that a reader never sees half of it."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
 def write_bank(bank: RubricBank, out: Path, header: str) -> None:
     """Write a validated bank as YAML (atomically), with a comment header."""
     body = yaml.dump(bank.model_dump(mode="json", exclude_none=True), Dumper=_BlockDumper, sort_keys=False,
                      allow_unicode=True, width=10_000)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()) + body, encoding="utf-8")
-    tmp.replace(out)
+    write_atomic(out, "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines()) + body)
+
+
+def build_step(step: str, teacher: Teacher, data: str, ps: InductionPrompts, calls: int, details: dict) -> dict:
+    """One entry of a bank's build record (`bank.BuildStep`)."""
+    return {"step": step, "teacher": teacher.name, "data": data, "prompts": ps.path, "prompts_sha": ps.sha,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "teacher_calls": calls, "details": details}
 
 
 def induce(trajs: list[Trajectory], out: str | Path, teacher_engine: Engine, cfg: InduceConfig | None = None,
@@ -311,15 +313,12 @@ def induce(trajs: list[Trajectory], out: str | Path, teacher_engine: Engine, cfg
     doc, notes = build_bank_doc(reply, cfg, base)
     doc["source"] = (f"induced by adaptrubric bank induce (teacher {teacher.name}) from {data_desc or 'labelled data'}"
                      + ("; texts of the paper's families rewritten" if cfg.keep_families else ""))
-    doc["record"] = [{"step": "induce", "teacher": teacher.name, "data": data_desc,
-                      "prompts": ps.path, "prompts_sha": ps.sha,
-                      "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "teacher_calls": teacher.calls,
-                      "details": {"data_sha": data_fingerprint(labelled), "sampled": len(picked),
-                                  "sampled_success": sum(t.label == 1 for t in picked),
-                                  "sampled_failed": sum(t.label == 0 for t in picked),
-                                  "dimensions": len(dims), "teacher_failed_calls": teacher.failed,
-                                  "teacher_tokens": teacher.tokens, "config": json.dumps(asdict(cfg)),
-                                  "notes": "; ".join(notes + problems) or None}}]
+    doc["record"] = [build_step("induce", teacher, data_desc, ps, teacher.calls, {
+        "data_sha": data_fingerprint(labelled), "sampled": len(picked),
+        "sampled_success": sum(t.label == 1 for t in picked), "sampled_failed": sum(t.label == 0 for t in picked),
+        "dimensions": len(dims),
+        "teacher_failed_calls": teacher.failed, "teacher_tokens": teacher.tokens, "config": json.dumps(asdict(cfg)),
+        "notes": "; ".join(notes + problems) or None})]
     bank = RubricBank.model_validate(doc)
     header = (f"Rubric bank induced by `adaptrubric bank induce` (teacher: {teacher.name}).\n"
               f"Data: {data_desc} ({len(picked)} sampled trajectories); prompts: {ps.path} (sha {ps.sha}).\n"

@@ -21,7 +21,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,13 +32,10 @@ from ..engine.base import Engine, Request
 from ..evaluation.metrics import classification, predicted
 from ..pipeline import AdaptRubric, PipelineConfig
 from ..prompts import render
-from ..stages.evidence import compile_evidence
 from ..types import Trajectory, Verdict
-from .induce import reload_bank, write_bank
+from .induce import SECTIONS, build_step, evidence_fields, reload_bank, write_atomic, write_bank
 from .prompts import InductionPrompts, load_induction_prompts
 from .teacher import RevisionReply, Teacher, parse_reply
-
-SECTIONS = ("verification_steps", "common_pitfalls", "special_rules")
 
 
 @dataclass
@@ -56,12 +52,11 @@ class RefineConfig:
     max_output_chars: int = field(default=1500, metadata={"help": "verifier output shown per case (characters)"})
 
     def __post_init__(self):
-        if self.rounds < 1:
-            raise ValueError(f"rounds must be >= 1, got {self.rounds}")
+        for k in ("rounds", "max_cases"):
+            if getattr(self, k) < 1:
+                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if not 0.0 < self.val_fraction < 1.0:
             raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
-        if self.max_cases < 1:
-            raise ValueError(f"max_cases must be >= 1, got {self.max_cases}")
         if self.min_gain < 0:
             raise ValueError(f"min_gain must be >= 0, got {self.min_gain}")
 
@@ -114,19 +109,14 @@ def _acc(verdicts: dict[str, Verdict]) -> float:
 
 
 def _family_text(bank: RubricBank, fam: str) -> str:
-    rs = bank.families[fam]
-    return yaml.safe_dump({k: list(getattr(rs, k)) for k in SECTIONS}, sort_keys=False, allow_unicode=True,
+    return yaml.safe_dump(bank.families[fam].model_dump(include=set(SECTIONS)), sort_keys=False, allow_unicode=True,
                           width=10_000)
 
 
 def _case(ps: InductionPrompts, n: int, t: Trajectory, v: Verdict, cfg: RefineConfig) -> str:
-    ev = compile_evidence(t)
     verdict = f"SCORE {v.score}" if v.status == "ok" else f"no verdict ({v.status})"
     raw = (v.raw or v.error or "")[: cfg.max_output_chars]
-    return render(ps.case, "case", n=str(n), id=t.id, label="SUCCESS" if t.label == 1 else "FAILURE",
-                  verdict=verdict, instruction=t.instruction, agent_answer=ev.agent_answer,
-                  typed_texts=ev.typed_texts, key_actions=ev.key_actions, action_trace=ev.action_trace,
-                  verifier_output=raw)
+    return render(ps.case, "case", n=str(n), verdict=verdict, verifier_output=raw, **evidence_fields(t))
 
 
 def refine_request(ps: InductionPrompts, bank: RubricBank, fam: str, cases: list[tuple[Trajectory, Verdict]],
@@ -151,12 +141,6 @@ def family_diff(old: RubricBank, new: RubricBank, fam: str) -> str:
                                         _family_text(new, fam).splitlines(True), f"{fam} (before)", f"{fam} (after)"))
 
 
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 class Refiner:
     """One refinement run writing into `out`."""
 
@@ -164,8 +148,7 @@ class Refiner:
                  pipe_cfg: PipelineConfig, cfg: RefineConfig, ps: InductionPrompts, out: Path, data_desc: str,
                  log: Callable[[str], None]):
         self.dev, self.val, self.teacher, self.cfg, self.ps, self.out = dev, val, teacher, cfg, ps, out
-        self.pipe_cfg, self.data_desc, self.log = pipe_cfg, data_desc, log
-        self.verifier = verifier
+        self.pipe_cfg, self.data_desc, self.log, self.verifier = pipe_cfg, data_desc, log, verifier
         self.scorer: Scorer | None = None
         self.by_id = {t.id: t for t in dev + val}
 
@@ -183,31 +166,26 @@ class Refiner:
     def revise(self, k: int, bank: RubricBank, dv: dict[str, Verdict], vv: dict[str, Verdict]
                ) -> tuple[RubricBank, dict, list[str], bool]:
         """One round's revisions: (new bank, decision per family, diff sections, teacher alive)."""
-        fams = [f for f in bank.families if any(v.category == f and predicted(v) != v.label for v in dv.values())]
+        wrong = [v for v in dv.values() if predicted(v) != v.label]
+        fams = [f for f in bank.families if any(v.category == f for v in wrong)]
         decisions = {f: {"decision": "no disagreements"} for f in bank.families if f not in fams}
         if not fams:
             return bank, decisions, [], True
-        reqs = []
-        for fam in fams:
-            mine = [v for v in dv.values() if v.category == fam]
-            bad = [v for v in mine if predicted(v) != v.label][: self.cfg.max_cases]
-            reqs.append(refine_request(self.ps, bank, fam, [(self.by_id[v.id], v) for v in bad],
-                                       len(mine) - sum(predicted(v) != v.label for v in mine), self.cfg))
+        bad = {f: [v for v in wrong if v.category == f] for f in fams}
+        reqs = [refine_request(self.ps, bank, f, [(self.by_id[v.id], v) for v in bad[f][: self.cfg.max_cases]],
+                               sum(v.category == f for v in dv.values()) - len(bad[f]), self.cfg) for f in fams]
         outs = self.teacher.ask(reqs, [f"round{k}:{f}" for f in fams])
         base_acc, new_bank, diffs = _acc(vv), bank, []
         for fam, out in zip(fams, outs):
-            d = {"disagreements": sum(v.category == fam and predicted(v) != v.label for v in dv.values())}
-            if out.error:
-                decisions[fam] = {**d, "decision": "teacher error", "error": out.error}
-                continue
-            rev, why = parse_reply(out.text, RevisionReply)
+            d = {"disagreements": len(bad[fam])}
+            rev, why = (None, out.error) if out.error else parse_reply(out.text, RevisionReply)
             if rev is None:
-                decisions[fam] = {**d, "decision": "teacher reply unparseable", "error": why}
+                decisions[fam] = {**d, "decision": "teacher error" if out.error else "teacher reply unparseable",
+                                  "error": why}
                 continue
             cand = with_sections(bank, fam, rev)
             mine = [self.by_id[i] for i, v in vv.items() if v.category == fam]
-            trial = {**vv, **self.scorer.score(cand, mine)}
-            acc = _acc(trial)
+            acc = _acc({**vv, **self.scorer.score(cand, mine)})
             keep = acc > base_acc + self.cfg.min_gain
             decisions[fam] = {**d, "decision": "kept" if keep else "rejected", "val_acc_before": base_acc,
                               "val_acc_after": acc, "val_n_family": len(mine), "rationale": rev.rationale}
@@ -237,14 +215,13 @@ class Refiner:
             if not alive:
                 report["status"] = (f"stopped in round {k + 1}: every teacher call failed "
                                     f"({next(d['error'] for d in decisions.values() if 'error' in d)}); rounds up "
-                                    f"to {k} are "
-                                    f"written; rerun with --resume to continue")
+                                    f"to {k} are written; rerun with --resume to continue")
                 self._write_report(report)
                 return report
             new_bank = self._stamp(new_bank, k + 1, decisions)
             header = (f"Round {k + 1} of `adaptrubric bank refine` (data: {self.data_desc}).\n"
                       f"Diff: round_{k + 1}.diff.md")
-            _write_text(self.out / f"round_{k + 1}.diff.md", f"# Round {k + 1}\n\n"
+            write_atomic(self.out / f"round_{k + 1}.diff.md", f"# Round {k + 1}\n\n"
                         + "".join(f"- {f}: {d['decision']}\n" for f, d in decisions.items()) + "\n" + "\n".join(diffs))
             write_bank(new_bank, self.out / f"round_{k + 1}.yaml", header)
             report["rounds"].append({"round": k + 1, "changes": decisions})
@@ -258,21 +235,17 @@ class Refiner:
     def _stamp(self, bank: RubricBank, k: int, decisions: dict) -> RubricBank:
         doc = bank.model_dump(mode="json")
         kept = sorted(f for f, d in decisions.items() if d["decision"] == "kept")
-        doc["record"].append({"step": f"refine round {k}", "teacher": self.teacher.name, "data": self.data_desc,
-                              "prompts": self.ps.path, "prompts_sha": self.ps.sha,
-                              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                              "teacher_calls": sum(d["decision"] not in ("no disagreements",)
-                                                   for d in decisions.values()),
-                              "details": {"kept": ", ".join(kept) or None, "refine_n": len(self.dev),
-                                          "val_n": len(self.val)}})
+        calls = sum(d["decision"] != "no disagreements" for d in decisions.values())
+        doc["record"].append(build_step(f"refine round {k}", self.teacher, self.data_desc, self.ps, calls, {
+            "kept": ", ".join(kept) or None, "refine_n": len(self.dev), "val_n": len(self.val)}))
         return RubricBank.model_validate(doc)
 
     def _write_report(self, report: dict) -> None:
         report["teacher"] = {"name": self.teacher.name, "calls": self.teacher.calls, "failed": self.teacher.failed,
                              "tokens": self.teacher.tokens}
         report["verifier_calls"] = self.scorer.verifier_calls if self.scorer else 0
-        _write_text(self.out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-        _write_text(self.out / "report.md", report_markdown(report))
+        write_atomic(self.out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        write_atomic(self.out / "report.md", report_markdown(report))
 
 
 def _fmt(x) -> str:
@@ -329,5 +302,4 @@ def refine(trajs: list[Trajectory], bank_path: str | Path, out: str | Path, veri
         report = {"bank": str(bank_path), "data": data_desc, "n_refine": len(dev), "n_val": len(val),
                   "val_ids": sorted(t.id for t in val), "config": asdict(cfg), "pipeline": asdict(pipe_cfg),
                   "prompts": ps.path, "prompts_sha": ps.sha, "rounds": []}
-    refiner = Refiner(dev, val, verifier, teacher, pipe_cfg, cfg, ps, out, data_desc, log)
-    return refiner.run(bank, start, report)
+    return Refiner(dev, val, verifier, teacher, pipe_cfg, cfg, ps, out, data_desc, log).run(bank, start, report)

@@ -38,25 +38,17 @@ def _png(path: Path, text: str, seed: int) -> None:
 
 
 def _steps(kind: str, ok: bool, name: str, n: int) -> tuple[list[dict], str | None]:
-    if kind == "lookup":
-        steps = [{"action": "open_app(ShopDesk)", "action_type": "open_app"},
-                 {"action": f"click(customer '{name}')", "action_type": "click"},
-                 {"action": "scroll(down)", "action_type": "scroll"}]
-        return steps, (f"+1 555 01{n:02d}" if ok else None)
-    if kind == "update":
-        email = name.split()[0].lower() + "@example.com"
-        steps = [{"action": "open_app(ShopDesk)", "action_type": "open_app"},
-                 {"action": f"click(customer '{name}')", "action_type": "click"},
-                 {"action": f"type('{email}')", "action_type": "type", "text": email}]
-        steps += [{"action": "click(Save)", "action_type": "click"}] if ok else [{"action": "press(back)",
-                                                                                   "action_type": "navigate_back"}]
-        return steps, None
-    steps = [{"action": "open_app(ShopDesk)", "action_type": "open_app"},
-             {"action": f"click(order #{1000 + n})", "action_type": "click"},
-             {"action": "click(Refund)", "action_type": "click"}]
-    steps += [{"action": "click(Confirm)", "action_type": "click"}] if ok else [{"action": "click(Cancel)",
-                                                                                 "action_type": "click"}]
-    return steps, None
+    email = name.split()[0].lower() + "@example.com"
+    actions = {"lookup": [(f"click(customer '{name}')", "click"), ("scroll(down)", "scroll")],
+               "update": [(f"click(customer '{name}')", "click"), (f"type('{email}')", "type"),
+                          ("click(Save)", "click") if ok else ("press(back)", "navigate_back")],
+               "refund": [(f"click(order #{1000 + n})", "click"), ("click(Refund)", "click"),
+                          ("click(Confirm)" if ok else "click(Cancel)", "click")]}[kind]
+    steps = [{"action": a, "action_type": at} for a, at in [("open_app(ShopDesk)", "open_app"), *actions]]
+    for s in steps:
+        if s["action_type"] == "type":
+            s["text"] = email
+    return steps, (f"+1 555 01{n:02d}" if ok and kind == "lookup" else None)
 
 
 def instruction(kind: str, name: str, n: int) -> str:
@@ -85,11 +77,8 @@ def make_domain(out: str | Path, tasks_per_kind: int = 12, seed: int = 0) -> Pat
                     img = f"img/{rid}-{i}.png"
                     _png(out / img, s["action"], rng.randrange(1000))
                     s["screenshot"] = img
-                row = {"id": rid, "task_id": tid, "instruction": instruction(kind, name, n), "steps": steps,
-                       "label": int(ok), "platform": "shopdesk"}
-                if answer:
-                    row["answer"] = answer
-                rows.append(row)
+                rows.append({"id": rid, "task_id": tid, "instruction": instruction(kind, name, n), "steps": steps,
+                             "label": int(ok), "platform": "shopdesk", **({"answer": answer} if answer else {})})
     path = out / "trajectories.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -111,14 +100,12 @@ def verifier_script(req: Request) -> str:
         return "NO_HINT: the coarse rubric covers this task."
     m = re.search(r"VERIFICATION STEPS:\n(.*?)\nMETA RULE:", req.prompt, re.S)
     rubric = m.group(1).lower() if m else ""
-    ok, why = True, "nothing the rubric asks for is missing"
-    if CHECKS["lookup"].lower() in rubric and 'submitted answer: "' not in req.prompt:
-        ok, why = False, "no answer was submitted"
-    if CHECKS["update"].lower() in rubric and "click(Save)" not in req.prompt:
-        ok, why = False, "the edit was never saved"
-    if CHECKS["refund"].lower() in rubric and "click(Confirm)" not in req.prompt:
-        ok, why = False, "the refund was never confirmed"
-    return f"{why}.\nSCORE: {int(ok)}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
+    missing = [why for kind, shown, why in (("lookup", 'submitted answer: "', "no answer was submitted"),
+                                            ("update", "click(Save)", "the edit was never saved"),
+                                            ("refund", "click(Confirm)", "the refund was never confirmed"))
+               if CHECKS[kind].lower() in rubric and shown not in req.prompt]
+    why = missing[-1] if missing else "nothing the rubric asks for is missing"
+    return f"{why}.\nSCORE: {int(not missing)}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
 
 
 def scripted_verifier() -> ScriptedEngine:
@@ -134,6 +121,8 @@ FAMILIES = {
                    "Change a field of a customer record.", "update"),
     "crm_refund": ("the agent issues a refund for an order", "Refund an order.", "refund"),
 }
+STEPS = ["Identify the record or order the instruction names.", "Check the task's outcome."]
+SECTIONS = {"common_pitfalls": ["Stopping one step early."], "special_rules": ["Any valid path counts."]}
 
 
 class ScriptedTeacher:
@@ -152,16 +141,12 @@ class ScriptedTeacher:
                      "failure_pattern": "stops one step early", "task_kind": k, "evidence": []} for k in sorted(kinds)]
             return "Here is what I found:\n```json\n" + json.dumps({"dimensions": dims}) + "\n```"
         if "Group the dimensions" in text:
-            fams = []
-            for name, (router, desc, kind) in FAMILIES.items():
-                steps = ["Identify the record or order the instruction names.", "Check the task's outcome."]
-                if kind == "lookup":
-                    steps.append(f"Check that {CHECKS['lookup']} (the agent's submitted answer is not empty).")
-                fams.append({"name": name, "router_description": router, "description": desc,
-                             "verification_steps": steps, "common_pitfalls": ["Stopping one step early."],
-                             "special_rules": ["Any valid path counts."],
-                             "rubric_items": [{"name": "Outcome Reached", "criticality": "critical"}]})
-            return json.dumps({"families": fams})
+            lookup = [f"Check that {CHECKS['lookup']} (the agent's submitted answer is not empty)."]
+            return json.dumps({"families": [
+                {"name": name, "router_description": router, "description": desc,
+                 "verification_steps": STEPS + (lookup if kind == "lookup" else []), **SECTIONS,
+                 "rubric_items": [{"name": "Outcome Reached", "criticality": "critical"}]}
+                for name, (router, desc, kind) in FAMILIES.items()]})
         if "adapting a rubric bank" in text:
             m = re.findall(r"^(\w+):\n  description:", req.prompt, re.M)
             return json.dumps({"families": [{"name": n, "description": f"Rewritten for ShopDesk: {n}.",
@@ -171,13 +156,10 @@ class ScriptedTeacher:
             fam = m.group(1)
             self.calls[fam] += 1
             kind = FAMILIES.get(fam, (None, None, None))[2]
-            steps = ["Identify the record or order the instruction names.", "Check the task's outcome."]
-            if (fam in self.useless_first and self.calls[fam] == 1) or kind is None:
-                steps.append("Be thorough.")
-            else:
-                steps.append(f"Check that the trajectory shows {CHECKS[kind]}.")
-            return json.dumps({"verification_steps": steps, "common_pitfalls": ["Stopping one step early."],
-                               "special_rules": ["Any valid path counts."], "rationale": f"{fam}: name the last step"})
+            useless = (fam in self.useless_first and self.calls[fam] == 1) or kind is None
+            last = "Be thorough." if useless else f"Check that the trajectory shows {CHECKS[kind]}."
+            return json.dumps({"verification_steps": [*STEPS, last], **SECTIONS,
+                               "rationale": f"{fam}: name the last step"})
         return "I do not understand the request."
 
 

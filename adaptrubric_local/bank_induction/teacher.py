@@ -92,8 +92,7 @@ def parse_reply(text: str, model: type[M]) -> tuple[M | None, str | None]:
         try:
             return model.model_validate(obj), None
         except ValidationError as exc:
-            errs = exc.errors()
-            why = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in errs[:5])
+            why = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()[:5])
     return None, why
 
 

@@ -14,11 +14,13 @@ trainer and evaluator use.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import random
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 
@@ -69,9 +71,6 @@ def no_outcome_copies(trajs, seed: int = 0) -> list:
     order that does not end on the outcome screen (the agent saw it, then ended elsewhere). Ids are the
     original's with `~no-outcome`; task ids stay, so a copy lands in its original's train/val split; the
     screenshots are the original's files."""
-    import random
-    from dataclasses import replace
-
     rng = random.Random(seed)
     out = []
     for k, t in enumerate(x for x in trajs if x.label == 1 and len(x.steps) >= 2):
@@ -101,17 +100,6 @@ def answering_data(out: str | Path, s: AnsweringSettings | None = None, seed: in
                       seed=s.seed if seed is None else seed, visible_outcome=True)
 
 
-def unsure_teacher(trajs, p: float):
-    """A scripted teacher that answers each trajectory with its label, P(SCORE=1) = p when the label is
-    1 and 1 - p when it is 0 (recorded as a vLLM judge's SCORE-digit logprobs would be)."""
-    from ..engine.fake import ScriptedEngine
-    from .collect import label_block
-
-    texts = {t.id: label_block(t.label) for t in trajs}
-    return ScriptedEngine(script=lambda req: texts[req.tag], name=f"labels-{p:g}-sure",
-                      p_score=lambda req, digit: p if int(digit) == 1 else 1.0 - p)
-
-
 def answering_model(out: str | Path, s: AnsweringSettings | None = None, work: str | Path | None = None,
                     keep_adapter: bool = False, log=print) -> Path:
     """Build the answering tiny model into `out` (a checkpoint `--model` loads in either engine); returns
@@ -121,7 +109,7 @@ def answering_model(out: str | Path, s: AnsweringSettings | None = None, work: s
     from ..dry_run import tokenizer_corpus
     from ..engine.tiny import make_tiny_model
     from ..formats import load_trajectories
-    from .collect import CollectConfig, collect, teacher_pipeline
+    from .collect import CollectConfig, collect, label_teacher, teacher_pipeline
     from .config import TrainConfig
     from .evaluate import evaluate, merge
     from .train import train
@@ -129,9 +117,9 @@ def answering_model(out: str | Path, s: AnsweringSettings | None = None, work: s
     s = s or AnsweringSettings()
     out = Path(out)
     t0 = time.perf_counter()
-    tmp = None if work is not None else tempfile.mkdtemp(prefix="adaptrubric-answering-")
-    root = Path(work if work is not None else tmp)
-    try:
+    with (tempfile.TemporaryDirectory(prefix="adaptrubric-answering-", ignore_cleanup_errors=True) if work is None
+          else contextlib.nullcontext(work)) as root:
+        root = Path(root)
         base = make_tiny_model(root / "base", corpus=tokenizer_corpus(), seed=s.seed)
         data = answering_data(root / "synth", s)
         trajs = load_trajectories(data).trajectories
@@ -143,7 +131,7 @@ def answering_model(out: str | Path, s: AnsweringSettings | None = None, work: s
             canonical.write(trajs, data)
         dist = root / "distill"
         shutil.rmtree(dist, ignore_errors=True)
-        collect(data, dist, unsure_teacher(trajs, s.teacher_p),
+        collect(data, dist, label_teacher(trajs, sure=s.teacher_p),
                 teacher_pipeline("labels"), CollectConfig(val_fraction=0.25, seed=s.seed), progress=False)
         adapter = root / "student"
         shutil.rmtree(adapter, ignore_errors=True)
@@ -154,35 +142,31 @@ def answering_model(out: str | Path, s: AnsweringSettings | None = None, work: s
             seed=s.seed, progress=False, soft_labels=True, dataloader_workers=0))
         res = evaluate(dist, str(base), adapter, root / "eval", max_new_tokens=s.max_new_tokens, progress=False,
                        base=False)
-        table = res["table"]
+        held_out = {k: row.get("adapter") for k, row in res["table"].items()}
         merge(str(base), adapter, out)
         if keep_adapter:
             shutil.copytree(adapter, out / "adapter", dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("trainer", "*.jsonl"))
-        record = {"settings": asdict(s), "trained_on": trained_on(s), "elsewhere": ELSEWHERE,
-                  "held_out": table["n"].get("adapter"),
-                  "agreement_with_teacher": table["agreement_with_teacher"].get("adapter"),
-                  "unparsed": table["unparsed"].get("adapter"), "p_mae_vs_teacher": table["p_mae_vs_teacher"].get(
-                      "adapter"), "train_seconds": summary.get("seconds"), "seconds": time.perf_counter() - t0,
-                  "use": "adaptrubric score DATA --model THIS --router rules --no-fine "
-                         f"--verify-max-new-tokens {s.max_new_tokens}",
-                  "matching_data": f"adaptrubric synth --out DIR --visible-outcome --size {s.size[0]}x{s.size[1]} "
-                                   "--seed S (a seed other than the build's for fresh data); in Python "
-                                   "adaptrubric_local.distill.answering.answering_data(DIR, seed=S)",
-                  "check": "python eval/answering_model.py --model THIS"}
-        (out / "answering.json").write_text(json.dumps(record, indent=2) + "\n")
-        (out / "README.md").write_text(
-            "Tiny Qwen3-VL built by `adaptrubric make-tiny-model --answering`: a random tiny model with a LoRA "
-            f"student merged in, distilled from {trained_on(s)}. It answers the verifier prompt of "
-            "`--router rules --no-fine` with the verdict lines on data drawn that way (any seed); its p_success "
-            f"is near the teacher's. What it does elsewhere: {ELSEWHERE}\n")
-        log(f"answering tiny model: held-out agreement {_f(record['agreement_with_teacher'])}, unparsed "
-            f"{record['unparsed']}, |p_success - teacher| {_f(record['p_mae_vs_teacher'])}, "
-            f"{record['seconds']:.0f} s -> {out}")
-        return out
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+    record = {"settings": asdict(s), "trained_on": trained_on(s), "elsewhere": ELSEWHERE, "held_out": held_out["n"],
+              "agreement_with_teacher": held_out["agreement_with_teacher"], "unparsed": held_out["unparsed"],
+              "p_mae_vs_teacher": held_out["p_mae_vs_teacher"], "train_seconds": summary.get("seconds"),
+              "seconds": time.perf_counter() - t0,
+              "use": "adaptrubric score DATA --model THIS --router rules --no-fine "
+                     f"--verify-max-new-tokens {s.max_new_tokens}",
+              "matching_data": f"adaptrubric synth --out DIR --visible-outcome --size {s.size[0]}x{s.size[1]} "
+                               "--seed S (a seed other than the build's for fresh data); in Python "
+                               "adaptrubric_local.distill.answering.answering_data(DIR, seed=S)",
+              "check": "python eval/answering_model.py --model THIS"}
+    (out / "answering.json").write_text(json.dumps(record, indent=2) + "\n")
+    (out / "README.md").write_text(
+        "Tiny Qwen3-VL built by `adaptrubric make-tiny-model --answering`: a random tiny model with a LoRA "
+        f"student merged in, distilled from {trained_on(s)}. It answers the verifier prompt of "
+        "`--router rules --no-fine` with the verdict lines on data drawn that way (any seed); its p_success "
+        f"is near the teacher's. What it does elsewhere: {ELSEWHERE}\n")
+    log(f"answering tiny model: held-out agreement {_f(record['agreement_with_teacher'])}, unparsed "
+        f"{record['unparsed']}, |p_success - teacher| {_f(record['p_mae_vs_teacher'])}, "
+        f"{record['seconds']:.0f} s -> {out}")
+    return out
 
 
 def _f(x) -> str:

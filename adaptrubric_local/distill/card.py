@@ -14,16 +14,6 @@ def _f(x) -> str:
     return f"{x:.4g}" if isinstance(x, (int, float)) and x is not None else "-"
 
 
-def _use_command(cfg: TrainConfig, pipe: dict) -> str:
-    """How to score with the adapter (the image settings come from the adapter folder itself)."""
-    cmd = f"adaptrubric score DATA --model {cfg.model} --adapter {cfg.out} --out verdicts.jsonl"
-    if pipe.get("router") == "rules":
-        cmd += " --router rules"
-    if pipe.get("fine") is False:
-        cmd += " --no-fine"
-    return cmd
-
-
 def write_model_card(out: Path, cfg: TrainConfig, summary: dict, evaluation: dict | None = None) -> None:
     """README.md: base model, teacher, data counts, metrics, bank hash, target, how to use it."""
     manifest_path = Path(cfg.data) / "manifest.json"
@@ -70,7 +60,11 @@ def write_model_card(out: Path, cfg: TrainConfig, summary: dict, evaluation: dic
         lines += ["## Evaluation on held-out tasks", "", "| | base | adapter |", "|---|---|---|"]
         lines += [f"| {k} | {_f(row.get('base'))} | {_f(row.get('adapter'))} |" for k, row in evaluation.items()]
         lines.append("")
-    lines += ["## Use", "", "```", _use_command(cfg, pipe), "```", "",
+    # how to score with the adapter (the image settings come from the adapter folder itself)
+    use = (f"adaptrubric score DATA --model {cfg.model} --adapter {cfg.out} --out verdicts.jsonl"
+           + (" --router rules" if pipe.get("router") == "rules" else "")
+           + (" --no-fine" if pipe.get("fine") is False else ""))
+    lines += ["## Use", "", "```", use, "```", "",
               "The adapter's image settings (image_policy.json) are adopted by `score`, `serve` and `RewardModel`; "
               "score with the pipeline settings the teacher ran with (above) so the student sees the prompt layout it "
               "was trained on. Files: `training_config.json` (this run), `loss_log.jsonl`, `train_summary.json`.", ""]

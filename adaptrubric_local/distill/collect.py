@@ -18,7 +18,7 @@ import json
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -84,12 +84,15 @@ def label_block(label: int) -> str:
     return f"SCORE: {int(label)}\nEVIDENCE_SUFFICIENT: yes\nMISSING_EVIDENCE: none"
 
 
-def label_teacher(trajs: Iterable[Trajectory]) -> ScriptedEngine:
+def label_teacher(trajs: Iterable[Trajectory], sure: float | None = None) -> ScriptedEngine:
     """A teacher that answers every verifier request with the trajectory's own label (`trajs` may be a
-    stream's: the labels are kept as one byte per id digest, not as the trajectories)."""
+    stream's: the labels are kept as one byte per id digest, not as the trajectories). With `sure`, it is
+    that sure of each answer: P(SCORE=1) = sure for a label 1, 1 - sure for a label 0 (recorded as a
+    vLLM judge's SCORE-digit logprobs would be)."""
     labels = Labels(trajs)
-    return ScriptedEngine(script=lambda req: label_block(labels[req.tag]), name="labels",
-                          p_score=lambda req, digit: None,
+    return ScriptedEngine(script=lambda req: label_block(labels.get(req.tag)),
+                          name="labels" if sure is None else f"labels-{sure:g}-sure",
+                          p_score=lambda req, digit: None if sure is None else sure if int(digit) == 1 else 1.0 - sure,
                           fail=lambda req: None if labels.get(req.tag) is not None else
                           f"trajectory {req.tag} has no 0/1 label")
 
@@ -113,20 +116,14 @@ class Labels:
         k = int(np.searchsorted(self._keys, key))
         return int(self._labels[k]) if k < len(self._keys) and self._keys[k] == key else None
 
-    def __getitem__(self, i) -> int:
-        out = self.get(i)
-        if out is None:
-            raise KeyError(i)
-        return out
-
 
 def verdicts_teacher(verdicts: dict[str, Verdict], name: str) -> ScriptedEngine:
     """A teacher that replays verdict lines produced elsewhere (their `raw` text, and their
     `p_success` when the file has one)."""
     return ScriptedEngine(script=lambda req: verdicts[req.tag].raw, name=name,
-                      p_score=lambda req, digit: verdicts[req.tag].p_success,
-                      fail=lambda req: None if verdicts.get(req.tag) and verdicts[req.tag].raw else
-                      f"no verdict with 'raw' text for {req.tag}")
+                          p_score=lambda req, digit: verdicts[req.tag].p_success,
+                          fail=lambda req: None if verdicts.get(req.tag) and verdicts[req.tag].raw else
+                          f"no verdict with 'raw' text for {req.tag}")
 
 
 def load_teacher_verdicts(path: str | Path) -> dict[str, Verdict]:
@@ -143,24 +140,26 @@ def load_teacher_verdicts(path: str | Path) -> dict[str, Verdict]:
 
 
 # ----------------------------------------------------------------------------- records
+def _side_calls(t: Trajectory, pipe: AdaptRubric):
+    """This trajectory's route, and the prompts of its router call (None under rules routing) and cue call."""
+    route = pipe.route_many([t.instruction])[t.instruction]
+    rp = router_prompt(pipe.prompts, pipe.bank, t.instruction) if route.mode == "model" else None
+    return route, rp, cue_prompt(pipe.prompts, t.instruction, route.category, pipe.bank.lookup(route.category))
+
+
 def build_record(t: Trajectory, v: Verdict, rec: RecordingEngine, pipe: AdaptRubric, out: Path,
                  keep_images: bool) -> dict:
     """Everything the distillation keeps for one trajectory."""
     req, o = rec.verify[t.id]
     images = copy_images(req.images, out, t.id, keep_images)
     shown = Request(prompt=req.prompt, images=images, suffix=req.suffix)
-    route = pipe.route_many([t.instruction])[t.instruction]
-    route_rec = {"category": route.category, "mode": route.mode, "parsed": route.parsed, "prompt": None,
-                 "response": None}
-    if route.mode == "model":
-        rp = router_prompt(pipe.prompts, pipe.bank, t.instruction)
-        route_rec.update(prompt=rp, response=rec.by_prompt[rp].text if rp in rec.by_prompt else route.raw)
+    route, rp, cp = _side_calls(t, pipe)
+    route_rec = {"category": route.category, "mode": route.mode, "parsed": route.parsed, "prompt": rp,
+                 "response": None if rp is None else rec.by_prompt[rp].text if rp in rec.by_prompt else route.raw}
     cue = pipe.cues_many([(t.instruction, route.category)])[(t.instruction, route.category)]
-    cue_rec = {"cues": list(cue.cues), "abstained": cue.abstained, "parsed": cue.parsed, "prompt": None,
-               "response": None}
-    cp = cue_prompt(pipe.prompts, t.instruction, route.category, pipe.bank.lookup(route.category))
-    if cp in rec.by_prompt:
-        cue_rec.update(prompt=cp, response=rec.by_prompt[cp].text)
+    asked = cp in rec.by_prompt
+    cue_rec = {"cues": list(cue.cues), "abstained": cue.abstained, "parsed": cue.parsed,
+               "prompt": cp if asked else None, "response": rec.by_prompt[cp].text if asked else None}
     return {
         "id": t.id, "task_id": t.task_id or f"instruction: {t.instruction}", "label": t.label,
         "platform": t.platform, "instruction": t.instruction, "teacher": rec.name,
@@ -173,10 +172,8 @@ def build_record(t: Trajectory, v: Verdict, rec: RecordingEngine, pipe: AdaptRub
 def _side_call_error(t: Trajectory, pipe: AdaptRubric, rec: RecordingEngine) -> str | None:
     """The error of this trajectory's router or cue call, if one failed: the pipeline falls back
     (family "general", no cues), but a teacher's fallback is not what the teacher would have said."""
-    route = pipe.route_many([t.instruction])[t.instruction]
-    prompts = [router_prompt(pipe.prompts, pipe.bank, t.instruction)] if route.mode == "model" else []
-    prompts.append(cue_prompt(pipe.prompts, t.instruction, route.category, pipe.bank.lookup(route.category)))
-    for kind, p in zip(("router", "cue") if route.mode == "model" else ("cue",), prompts):
+    _, rp, cp = _side_calls(t, pipe)
+    for kind, p in (("router", rp), ("cue", cp)):
         o = rec.by_prompt.get(p)
         if o is not None and o.error:
             return f"{kind} call failed: {o.error}"
@@ -197,25 +194,15 @@ def read_ids(path: Path) -> IdSet:
     return ids.freeze()
 
 
-class Done:
-    """The ids a resumed run skips: those collected (a digest set) and those rejected for good."""
-
-    def __init__(self, collected: IdSet, rejected: set[str]):
-        self.collected, self.rejected = collected, rejected
-
-    def __contains__(self, i: str) -> bool:
-        return i in self.rejected or i in self.collected
-
-
-def _done_ids(paths: dict[str, Path], out: Path, cap: int) -> Done:
-    """Ids a resumed run skips: collected, and rejected for good (a truncated reply only when its cap
-    was at least this run's; a reply cut by the server's context never), the rejections read line by
-    line (the last per id decides)."""
+def _done_ids(paths: dict[str, Path], cap: int) -> tuple[IdSet, set[str]]:
+    """Ids a resumed run skips: collected (a digest set), and rejected for good (a truncated reply only
+    when its cap was at least this run's; a reply cut by the server's context never), the rejections
+    read line by line (the last per id decides)."""
     def for_good(r: dict) -> bool:
         return r["reason"] != "context" and (r["reason"] != "truncated" or r.get("max_new_tokens", 0) >= cap)
 
-    final = {str(r["id"]): for_good(r) for r in iter_jsonl(out / FILES["rejected"])}
-    return Done(read_ids(paths["collected"]), {i for i, done in final.items() if done})
+    final = {str(r["id"]): for_good(r) for r in iter_jsonl(paths["rejected"])}
+    return read_ids(paths["collected"]), {i for i, done in final.items() if done}
 
 
 # ----------------------------------------------------------------------------- collect
@@ -225,18 +212,14 @@ def _file_outcome(t: Trajectory, v: Verdict, err: str | None, cap: int, config: 
     if err:
         append(paths["failures"], {"id": t.id, "error": err})
         return "failed"
-    if v.hit_context:  # parsed or not, as for the cap below
-        append(paths["rejected"], {"id": t.id, "reason": "context", "max_new_tokens": cap, "raw": v.raw,
-                                   "detail": "the teacher's reply was cut by the server's context length (prompt + "
-                                             f"reply reached its max_model_len) before its token cap ({cap}) and "
-                                             "before it ended; raise the server's --max-model-len (or "
-                                             "lower --teacher-max-visual-tokens) and run again with --resume"})
-        return "truncated"
-    if v.hit_cap:  # parsed or not: a thinking teacher cut inside its reasoning may hold only a draft verdict
-        append(paths["rejected"], {"id": t.id, "reason": "truncated", "max_new_tokens": cap, "raw": v.raw,
-                                   "detail": f"the teacher's reply was cut at its token cap ({cap}, finish_reason "
-                                             "'length') before it ended; raise --teacher-max-new-tokens "
-                                             "and run again with --resume"})
+    if v.hit_context or v.hit_cap:  # parsed or not: a thinking teacher cut in its reasoning may hold a draft verdict
+        detail = ("the teacher's reply was cut by the server's context length (prompt + reply reached its "
+                  f"max_model_len) before its token cap ({cap}) and before it ended; raise the server's "
+                  "--max-model-len (or lower --teacher-max-visual-tokens)" if v.hit_context else
+                  f"the teacher's reply was cut at its token cap ({cap}, finish_reason 'length') before it ended; "
+                  "raise --teacher-max-new-tokens")
+        append(paths["rejected"], {"id": t.id, "reason": "context" if v.hit_context else "truncated", "max_new_tokens":
+                                   cap, "raw": v.raw, "detail": f"{detail} and run again with --resume"})
         return "truncated"
     if v.status == "unparsed":
         append(paths["rejected"], {"id": t.id, "reason": "unparsed", "detail": v.parse_error, "raw": v.raw})
@@ -267,11 +250,12 @@ def _pipelines(todo: Iterable[Trajectory], rec: RecordingEngine, pipe_config: Pi
 
 
 class _Pass:
-    """One pass over the stream: the trajectories to collect (those `done` lacks) handed out as the
-    pipeline asks, each kept until its verdict comes (`flight`), and the counts the manifest needs."""
+    """One pass over the stream: the trajectories to collect (neither collected nor rejected for good)
+    handed out as the pipeline asks, each kept until its verdict comes (`flight`), and the counts the
+    manifest needs."""
 
-    def __init__(self, stream, done: Done):
-        self.stream, self.done = stream, done
+    def __init__(self, stream, collected: IdSet, rejected: set[str]):
+        self.stream, self.collected, self.rejected = stream, collected, rejected
         self.tasks: set[str] = set()
         self.flight: dict[str, Trajectory] = {}
         self.skipped = self.bad = 0
@@ -283,7 +267,7 @@ class _Pass:
                 self.bad += 1
                 continue
             self.tasks.add(x.task_id or f"instruction: {x.instruction}")
-            if x.id in self.done:
+            if x.id in self.rejected or x.id in self.collected:
                 self.skipped += 1
                 continue
             self.flight[x.id] = x
@@ -309,14 +293,13 @@ def collect(data: str | Path, out: str | Path, teacher: Engine, pipe_config: Pip
         raise ValueError(f"{out} already holds collected data; pass --resume to continue it or choose another --out")
     stream = as_stream(loaded) if loaded is not None else stream_trajectories(data)
     cap = pipe_config.verify_max_new_tokens
-    done = _done_ids(paths, out, cap)
-    if paths["failures"].exists():
-        paths["failures"].unlink()
+    collected, rejected = _done_ids(paths, cap)
+    paths["failures"].unlink(missing_ok=True)
     rec = RecordingEngine(teacher)
-    walk = _Pass(stream, done)
+    walk = _Pass(stream, collected, rejected)
     runs = _pipelines(walk, rec, pipe_config, groups)
     counts = dict.fromkeys(("collected", "unparsed", "truncated", "disagree", "failed"), 0)
-    left = stream.count(None, done.collected.keys) - len(done.rejected)
+    left = stream.count(None, collected.keys) - len(rejected)
     bar = tqdm(total=max(0, left), unit="traj", desc="collecting", disable=not progress, dynamic_ncols=True)
     for pipe, trajs in runs:
         for v in pipe.iter_score(trajs):
@@ -348,10 +331,5 @@ def teacher_pipeline(kind: str, router: str | None = None, max_images: int = 10,
 
 def verdict_groups(verdicts: dict[str, Verdict], base: PipelineConfig) -> dict[str, PipelineConfig]:
     """Per-trajectory configs that rebuild what a replayed teacher saw: its family and its cues."""
-    from dataclasses import replace
-
-    out = {}
-    for tid, v in verdicts.items():
-        cat = v.category if v.category else None
-        out[tid] = replace(base, fixed_category=cat, fine=bool(v.cues), manual_cues=list(v.cues) if v.cues else None)
-    return out
+    return {tid: replace(base, fixed_category=v.category or None, fine=bool(v.cues),
+                         manual_cues=list(v.cues) if v.cues else None) for tid, v in verdicts.items()}

@@ -4,13 +4,13 @@ config-file keys are the field names (`flags.py`). Knows nothing about models or
 """
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 TASKS = ("verify", "route", "cue")
 TARGETS = ("full", "verdict")
 CLASS_WEIGHTS = ("none", "balanced")
+DTYPES = ("auto", "bf16", "fp16", "fp32")
 
 
 @dataclass
@@ -85,7 +85,7 @@ class TrainConfig:
             raise ValueError("epochs and learning_rate must be > 0")
         if self.max_visual_tokens is not None and self.max_visual_tokens < 4:
             raise ValueError("max_visual_tokens must be >= 4 (or none for no budget)")
-        if self.dtype not in ("auto", "bf16", "fp16", "fp32"):
+        if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be auto, bf16, fp16 or fp32, got {self.dtype!r}")
         if self.class_weight not in CLASS_WEIGHTS:
             raise ValueError(f"class_weight must be one of {', '.join(CLASS_WEIGHTS)}, got {self.class_weight!r}")
@@ -97,14 +97,6 @@ class TrainConfig:
             raise ValueError(f"dataloader_workers must be >= 0, got {self.dataloader_workers}")
         if not (Path(self.data) / "train.jsonl").is_file():
             raise ValueError(f"{self.data}: no train.jsonl (run `adaptrubric distill collect` first)")
-
-    def to_json(self, path: str | Path) -> None:
-        """Write the config as JSON."""
-        Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n")
-
-    def image_policy(self, max_images: int | None) -> dict:
-        """What the student was trained to see, for the adapter folder (see image_policy.py)."""
-        return {"max_visual_tokens": self.max_visual_tokens, "max_pixels": self.max_pixels, "max_images": max_images}
 
 
 def load_config_file(path: str | Path) -> dict:

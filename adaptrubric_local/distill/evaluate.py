@@ -19,13 +19,11 @@ from ..engine.base import Engine, Output, Request
 from ..engine.hf_config import HFEngineConfig
 from ..formats import LoadResult, load_trajectories
 from ..pipeline import AdaptRubric, PipelineConfig
+from .records import folder_file, read_split
 
 
 def _manifest(data_dir: Path) -> dict:
-    path = data_dir / "manifest.json"
-    if not path.is_file():
-        raise ValueError(f"{path} not found (is {data_dir} a folder written by `adaptrubric distill collect`?)")
-    return json.loads(path.read_text())
+    return json.loads(folder_file(data_dir, "manifest.json").read_text())
 
 
 def pipeline_from_manifest(manifest: dict, **overrides) -> PipelineConfig:
@@ -37,8 +35,6 @@ def pipeline_from_manifest(manifest: dict, **overrides) -> PipelineConfig:
 def split_data(data_dir: Path, split: str, data: str | None = None) -> tuple[str, LoadResult, dict[str, dict]]:
     """The split's trajectories from the collected data set: (data path, the split's trajectories,
     the teacher's score and P(SCORE=1) per trajectory id)."""
-    from .records import read_split
-
     records = read_split(data_dir, split)
     teacher = {r["id"]: {"score": r["verify"]["verdict"]["score"], "p": r["verify"].get("p_success")}
                for r in records}
@@ -81,9 +77,8 @@ def agreement(verdicts_path: Path, teacher: dict[str, dict]) -> dict:
            "p_success": {i: (vs[i].p_success if i in vs else None) for i in teacher},
            "p_mae_vs_teacher": None, "ece_vs_teacher": None, "n_teacher_p": len(pairs)}
     if pairs:
-        s, r = [p for p, _ in pairs], [q for _, q in pairs]
         out["p_mae_vs_teacher"] = sum(abs(a - b) for a, b in pairs) / len(pairs)
-        out["ece_vs_teacher"] = ece_against(s, r)
+        out["ece_vs_teacher"] = ece_against([p for p, _ in pairs], [q for _, q in pairs])
     return out
 
 
@@ -124,8 +119,7 @@ def score_split(data_path: str, loaded: LoadResult, engine: Engine, out: Path, p
 
     out.mkdir(parents=True, exist_ok=True)
     vpath = out / "verdicts.jsonl"
-    if vpath.exists():
-        vpath.unlink()
+    vpath.unlink(missing_ok=True)
     score_file(AdaptRubric(engine, pipe_cfg), data_path, vpath, loaded=loaded, progress=progress)
     return vpath
 
@@ -145,12 +139,11 @@ def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | P
 
     data_dir, out, adapter = Path(data_dir), Path(out), Path(adapter)
     out.mkdir(parents=True, exist_ok=True)
-    manifest = _manifest(data_dir)
     chosen = {} if load_in_4bit is None else {"load_in_4bit": load_in_4bit}
     images, pipe_over = adopt(adapter, {"max_visual_tokens": None, "max_pixels": None, **chosen}, {}, explicit=chosen)
-    pipe_cfg = pipeline_from_manifest(manifest, **pipe_over)
     if max_new_tokens:
-        pipe_cfg = replace(pipe_cfg, verify_max_new_tokens=max_new_tokens)
+        pipe_over["verify_max_new_tokens"] = max_new_tokens
+    pipe_cfg = pipeline_from_manifest(_manifest(data_dir), **pipe_over)
     cap = pipe_cfg.verify_max_new_tokens
     data_path, loaded, teacher = split_data(data_dir, split, data)
     table: dict[str, dict] = {}
@@ -162,9 +155,12 @@ def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | P
         scored = [(name, score_split(data_path, loaded, eng, out / name, pipe_cfg, progress))
                   for name, eng in ((("base", BaseOf(engine)),) if base else ()) + (("adapter", engine),)]
     finally:
+        import torch
+
         engine.close()
         del engine
-        _free_gpu_cache()
+        if torch.cuda.is_available():  # hand the freed model's memory back to the GPU
+            torch.cuda.empty_cache()
     for name, vpath in scored:
         m = run_eval(vpath, out / name, data_path, loaded)
         agr = agreement(vpath, teacher)
@@ -182,14 +178,6 @@ def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | P
     (out / "comparison.md").write_text(f"# {adapter.name} vs {model} on {split}\n\n" + "\n".join(md) + "\n")
     _update_card(adapter, table)
     return result
-
-
-def _free_gpu_cache() -> None:
-    """Hand the freed model's memory back to the GPU (the caching allocator keeps it otherwise)."""
-    import torch
-
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 def _fmt(x) -> str:
@@ -226,7 +214,6 @@ def merge(model: str, adapter: str | Path, out: str | Path, dtype: str = "auto")
     quant = read_quantisation(adapter)
     base = None
     if quant.get("load_in_4bit") or quant.get("load_in_8bit"):
-        from ..engine.hf_config import HFEngineConfig
         from ..engine.loading import load_model
 
         bits = "4-bit (nf4)" if quant["load_in_4bit"] else "8-bit"

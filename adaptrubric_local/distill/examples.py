@@ -16,15 +16,13 @@ model's device. Knows nothing about the trainer or the loss.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..verdict import score_value_offset
 from .records import read_split, split_thinking
 
-TASKS = ("verify", "route", "cue")
-TARGETS = ("full", "verdict")
-__all__ = ["TARGETS", "TASKS", "Collator", "Example", "examples", "read_split", "verdict_lines"]
+__all__ = ["Collator", "Example", "examples", "read_split", "verdict_lines"]
 
 
 @dataclass
@@ -63,12 +61,8 @@ def _verify_example(r: dict, root: Path, target: str) -> Example:
 
 def examples(records: list[dict], data_dir: str | Path, target: str = "full",
              tasks: tuple[str, ...] = ("verify",)) -> list[Example]:
-    """Training examples from records; router and cue calls shared by several records appear once."""
-    if target not in TARGETS:
-        raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
-    bad = [t for t in tasks if t not in TASKS]
-    if bad:
-        raise ValueError(f"unknown task(s) {bad}; choose from {', '.join(TASKS)}")
+    """Training examples from records (`target` and `tasks` as TrainConfig checked them); router and cue
+    calls shared by several records appear once."""
     root = Path(data_dir)
     out, seen = [], set()
     for r in records:
@@ -89,9 +83,7 @@ def target_ids(tokenizer, text: str, end_id: int) -> tuple[list[int], int | None
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     ids, spans = list(enc["input_ids"]), enc["offset_mapping"]
     at = score_value_offset(text)
-    digit = None
-    if at is not None:
-        digit = next((k for k, (a, b) in enumerate(spans) if a <= at < b), None)
+    digit = None if at is None else next((k for k, (a, b) in enumerate(spans) if a <= at < b), None)
     return [*ids, end_id], digit
 
 
@@ -113,8 +105,6 @@ class Collator:
         from ..engine.images import ImagePipeline
 
         if self._pid != os.getpid():
-            from dataclasses import replace
-
             self._images = ImagePipeline(replace(self.image_config, pin_memory=False,
                                                  workers=min(2, self.image_config.workers)))
             self._pid = os.getpid()
@@ -145,9 +135,7 @@ class Collator:
             labels[b, width - n:] = torch.tensor(row[len(row) - n:], dtype=torch.long)  # left padding
             if d is not None and batch[b].kind == "verify":
                 score_pos[b] = width - n + d
-        enc["labels"] = labels
-        enc["score_pos"] = score_pos
-        enc["teacher_score"] = torch.tensor([-1 if e.teacher_score is None else e.teacher_score for e in batch])
-        enc["teacher_p"] = torch.tensor([float("nan") if e.teacher_p is None else e.teacher_p for e in batch])
-        enc["weight"] = torch.tensor([e.weight for e in batch], dtype=torch.float32)
-        return enc
+        return {**enc, "labels": labels, "score_pos": score_pos,
+                "teacher_score": torch.tensor([-1 if e.teacher_score is None else e.teacher_score for e in batch]),
+                "teacher_p": torch.tensor([float("nan") if e.teacher_p is None else e.teacher_p for e in batch]),
+                "weight": torch.tensor([e.weight for e in batch], dtype=torch.float32)}

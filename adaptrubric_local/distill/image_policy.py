@@ -29,17 +29,20 @@ def write_policy(adapter: str | Path, policy: dict) -> None:
     (Path(adapter) / POLICY_FILE).write_text(json.dumps(policy, indent=2) + "\n")
 
 
-def read_policy(adapter: str | Path | None) -> dict:
-    """The adapter's image settings ({} for no adapter, or one trained before they were recorded)."""
-    if not adapter:
-        return {}
-    path = Path(adapter) / POLICY_FILE
-    if not path.is_file():
-        return {}
+def _read(adapter: str | Path | None, name: str) -> dict | None:
+    """The adapter folder's JSON file `name`, or None when there is no adapter or no such file."""
+    path = Path(adapter) / name if adapter else None
+    if path is None or not path.is_file():
+        return None
     try:
-        data = json.loads(path.read_text())
+        return json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})") from None
+
+
+def read_policy(adapter: str | Path | None) -> dict:
+    """The adapter's image settings ({} for no adapter, or one trained before they were recorded)."""
+    data = _read(adapter, POLICY_FILE) or {}
     return {k: data[k] for k in ENGINE_KEYS + PIPELINE_KEYS if k in data}
 
 
@@ -53,17 +56,10 @@ def write_quantisation(adapter: str | Path, load_in_4bit: bool, load_in_8bit: bo
 def read_quantisation(adapter: str | Path | None) -> dict:
     """{load_in_4bit, load_in_8bit} of the base the adapter was trained on; {} when unknown (no
     adapter, or one from elsewhere)."""
-    if not adapter:
-        return {}
     for name in (QUANT_FILE, "training_config.json"):  # the second: adapters trained before the first existed
-        path = Path(adapter) / name
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text())
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: not valid JSON ({exc.msg})") from None
-            if any(k in data for k in QUANT_KEYS):
-                return {k: bool(data.get(k, False)) for k in QUANT_KEYS}
+        data = _read(adapter, name) or {}
+        if any(k in data for k in QUANT_KEYS):
+            return {k: bool(data.get(k, False)) for k in QUANT_KEYS}
     return {}
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import statistics
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 GiB = 1024 ** 3
 GPU_RESERVE = 1.5 * GiB  # CUDA context + allocator slack, outside max_memory_allocated
@@ -104,11 +104,7 @@ def arch_of(config) -> Arch:
     with torch.device("meta"):
         model = AutoModelForImageTextToText.from_config(config)
     counts = {"language_linear": 0, "vision": 0, "embed": 0, "lm_head": 0, "other": 0}
-    seen = set()
-    for name, p in model.named_parameters(remove_duplicate=False):
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
+    for name, p in model.named_parameters():  # a tied parameter once
         kind = ("vision" if ".visual." in f".{name}" else "embed" if "embed_tokens" in name else
                 "lm_head" if name.startswith("lm_head") else
                 "language_linear" if re.match(LANGUAGE_LINEAR, name.rsplit(".", 1)[0]) else "other")
@@ -134,9 +130,7 @@ def weights_bytes(a: Arch, s: Setting) -> float:
     """Every parameter at its load dtype (nf4 for the language model's linear layers under QLoRA)."""
     p = a.params
     rest = p["vision"] + p["embed"] + p["lm_head"] + p["other"]
-    if s.load_in_4bit:
-        return p["language_linear"] * NF4_BYTES + rest * s.dtype_bytes
-    return (p["language_linear"] + rest) * s.dtype_bytes
+    return p["language_linear"] * (NF4_BYTES if s.load_in_4bit else s.dtype_bytes) + rest * s.dtype_bytes
 
 
 def lora_bytes(a: Arch, s: Setting) -> float:
@@ -149,11 +143,10 @@ def lora_bytes(a: Arch, s: Setting) -> float:
 
 def lora_input_bytes(s: Setting) -> float:
     """Bytes autograd keeps per element of an adapted layer's input for its LoRA branch (float32 adapters,
-    peft's default). Under bf16 autocast the branch's first matmul keeps a bf16 copy of its input (peft
-    casts it to the adapter's float32 first), dropout or not; dropout adds its mask: a bool one on CUDA
-    (fused `native_dropout`), a float32 one on the CPU (measured: 6 B an element with dropout, 2 without).
-    In float32 (no autocast) the branch keeps only what dropout makes: its output and its mask (8 B on
-    the CPU, measured; 5 on CUDA); without dropout its input is the layer's own normed input."""
+    peft's default). Under bf16 autocast the branch's first matmul keeps a bf16 copy of its input, dropout
+    or not; dropout adds its mask: a bool one on CUDA (fused `native_dropout`), a float32 one on the CPU.
+    In float32 (no autocast) the branch keeps only what dropout makes: its output and its mask; without
+    dropout its input is the layer's own normed input."""
     dropout = s.lora_dropout > 0
     mask = 1 if s.device == "cuda" else 4
     if s.dtype_bytes == 2:
@@ -283,7 +276,6 @@ def plan_training(cfg, exs: list, encoder, image_cfg, model_config, device: str,
                   budget: float | None, runtime: float = 0.0) -> dict:
     """The plan for training `cfg` on examples `exs`: lengths, the estimate and whether it fits,
     examples over `max_seq_len`, and changes that would fit when it does not."""
-
     arch = arch_of(model_config)
     shapes = example_shapes(exs, encoder, image_cfg)
     setting = setting_for(cfg, device)
@@ -306,7 +298,11 @@ def alternatives(plan: dict, arch: Arch, setting: Setting, exs: list, shapes: li
     longest example: only changes that shorten the examples when they are too long but the memory
     fits, visual-token budgets below the current one, and, when none of the usual budgets brings the
     examples under --max-seq-len, a budget that does (`budget_within`)."""
-    from dataclasses import replace
+    def alternative(change: str, s2: Setting, tokens: int | None) -> dict:
+        sh = shapes if tokens is None else example_shapes(exs, encoder, replace(image_cfg, max_visual_tokens=tokens))
+        e2 = estimate(arch, s2, sh, runtime)
+        return {"change": change, "total_gib": round(e2.total / GiB, 2), "fits": fits(e2, budget),
+                "longest": max(x.total for x in sh)}
 
     length_only = plan["fits"] is not False
     current = cfg.max_visual_tokens
@@ -316,39 +312,22 @@ def alternatives(plan: dict, arch: Arch, setting: Setting, exs: list, shapes: li
                   ("--per-device-batch-size 1", replace(setting, batch_size=1), None)]
     out = []
     for change, s2, budget_tokens in candidates:
-        if (s2 == setting and budget_tokens is None) or (length_only and budget_tokens is None):
-            continue  # no change, or one that does not shorten a sequence
-        if budget_tokens is not None and current is not None and budget_tokens >= current:
-            continue
-        if length_only and s2 != setting:
-            continue  # the memory fits: only the budget matters
-        out.append(_alternative(change, arch, s2, exs, shapes, encoder, image_cfg, budget_tokens, budget, runtime))
+        shortens = budget_tokens is not None and (current is None or budget_tokens < current)
+        # when the memory fits only a smaller budget matters; otherwise any change but none at all
+        if (shortens and s2 == setting) if length_only else (shortens or (budget_tokens is None and s2 != setting)):
+            out.append(alternative(change, s2, budget_tokens))
     if plan["too_long"] and not any(a["longest"] <= plan["max_seq_len"] for a in out):
         tokens = budget_within(exs, shapes, image_cfg, plan["max_seq_len"])
         if tokens is not None and (current is None or tokens < current):
-            out.append(_alternative(f"--max-visual-tokens {tokens}", arch, setting, exs, shapes, encoder, image_cfg,
-                                    tokens, budget, runtime))
+            out.append(alternative(f"--max-visual-tokens {tokens}", setting, tokens))
     for a in out:
         a["within_max_seq_len"] = a["longest"] <= plan["max_seq_len"]
     return out
 
 
-def _alternative(change: str, arch: Arch, s2: Setting, exs, shapes, encoder, image_cfg, budget_tokens, budget,
-                 runtime) -> dict:
-    from dataclasses import replace
-
-    sh = shapes if budget_tokens is None else example_shapes(exs, encoder, replace(image_cfg,
-                                                                                   max_visual_tokens=budget_tokens))
-    e2 = estimate(arch, s2, sh, runtime)
-    return {"change": change, "total_gib": round(e2.total / GiB, 2), "fits": fits(e2, budget),
-            "longest": max(x.total for x in sh)}
-
-
 def budget_within(exs: list, shapes: list[Shape], image_cfg, cap: int, step: int = 64) -> int | None:
     """A visual-token budget (a multiple of `step`) at which every example is at most `cap` tokens: the room
     the longest text leaves, lowered until the planned images fit; None when the text leaves no room."""
-    from dataclasses import replace
-
     from ..engine.images import plan_tokens
 
     room = min(cap - s.text - s.target for s in shapes)
@@ -371,8 +350,7 @@ def format_plan(plan: dict) -> str:
              *(textwrap.wrap(f"shapes from: {plan['shapes_from']}", 100, initial_indent="  ",
                              subsequent_indent="    ") if plan.get("shapes_from") else []),
              "  tokens per example      p50      p95      max"]
-    for k in ("text", "visual", "total"):
-        lines.append(f"    {k:<20} {L[k]['p50']:>8} {L[k]['p95']:>8} {L[k]['max']:>8}")
+    lines += [f"    {k:<20} {L[k]['p50']:>8} {L[k]['p95']:>8} {L[k]['max']:>8}" for k in ("text", "visual", "total")]
     lines.append("  estimated peak (GiB): " + ", ".join(f"{k} {v:.2f}" for k, v in est.items()))
     if plan["budget_gib"]:
         verdict = "fits" if plan["fits"] else "does NOT fit"
@@ -384,12 +362,11 @@ def format_plan(plan: dict) -> str:
                      f"{worst['id']}: {worst['tokens']} tokens ({worst['visual']} visual in {worst['images']} images, "
                      f"{worst['text']} text)")
     for alt in plan["alternatives"]:
-        within = alt["within_max_seq_len"]
-        lines.append(f"  with {alt['change']}: {alt['total_gib']:.2f} GiB"
-                     + ("" if alt["fits"] is None else (" (fits)" if alt["fits"] else " (does not fit)"))
-                     + f", longest example {alt['longest']} tokens"
-                     + ("" if not plan["too_long"] else " (within" if within else " (still over")
-                     + (f" --max-seq-len {plan['max_seq_len']})" if plan["too_long"] else ""))
+        fit = "" if alt["fits"] is None else " (fits)" if alt["fits"] else " (does not fit)"
+        seq = (f" ({'within' if alt['within_max_seq_len'] else 'still over'} --max-seq-len {plan['max_seq_len']})"
+               if plan["too_long"] else "")
+        lines.append(f"  with {alt['change']}: {alt['total_gib']:.2f} GiB{fit}, longest example {alt['longest']} "
+                     f"tokens{seq}")
     if plan["too_long"] and not any(a["within_max_seq_len"] for a in plan["alternatives"]):
         lines.append(f"  no visual-token budget brings every example under --max-seq-len {plan['max_seq_len']}: "
                      "the text alone is too long; raise --max-seq-len, or lower --max-images at collection")
@@ -399,8 +376,7 @@ def format_plan(plan: dict) -> str:
 def refusal(plan: dict) -> str | None:
     """Why training should not start (examples too long, or an estimate over the budget) and what
     would fix it; None when it may start."""
-    fixes = [a["change"] for a in plan["alternatives"]
-             if a["fits"] is not False and a["within_max_seq_len"]]
+    fixes = [a["change"] for a in plan["alternatives"] if a["fits"] is not False and a["within_max_seq_len"]]
     hint = (f" Changes that would fit: {'; '.join(fixes)}." if fixes else
             " Lower --max-visual-tokens further, or use a GPU with more memory.")
     if plan["too_long"]:

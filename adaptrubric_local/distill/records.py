@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+from collections import Counter
 from pathlib import Path
 
 from ..formats.ids import IdBuilder
@@ -64,11 +65,17 @@ def append(path: Path, obj: dict) -> None:
         fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
-def read_split(data_dir: str | Path, split: str) -> list[dict]:
-    """The records of one split; a malformed line is an error naming file and line."""
-    path = Path(data_dir) / f"{split}.jsonl"
+def folder_file(data_dir: str | Path, name: str) -> Path:
+    """The file `name` of a distillation folder; an error when it is not there."""
+    path = Path(data_dir) / name
     if not path.is_file():
         raise ValueError(f"{path} not found (is {data_dir} a folder written by `adaptrubric distill collect`?)")
+    return path
+
+
+def read_split(data_dir: str | Path, split: str) -> list[dict]:
+    """The records of one split; a malformed line is an error naming file and line."""
+    path = folder_file(data_dir, f"{split}.jsonl")
     return [obj for _, obj in json_lines(path.read_text(encoding="utf-8").splitlines(), path)]
 
 
@@ -111,9 +118,8 @@ def iter_jsonl(path: Path):
 
 def _balanced(per_score: dict, seed: int) -> dict | None:
     """Which train records of each score balancing keeps (score -> kept positions among that score's
-    records, in file order), drawn as a sample of each score's records
-    would be (`random.sample` picks by position only: the same seed, the same records);
-    None when there is a single class."""
+    records, in file order), drawn as a sample of each score's records would be (`random.sample` picks
+    by position only: the same seed, the same records); None when there is a single class."""
     if len(per_score) != 2:
         return None
     k = min(per_score.values())
@@ -126,8 +132,9 @@ def finalize(out: Path, all_tasks: list[str], val_fraction: float, seed: int, ba
     line by line (counts, then the split written record by record), so memory does not grow with it."""
     path = out / FILES["collected"]
     val_tasks = split_tasks(all_tasks, val_fraction, seed)
-    counts = dict.fromkeys(("collected", "with_p_success", "with_reasoning"), 0)
-    per_score: dict = {}
+    counts = dict.fromkeys(("collected", "train", "val", "balanced_out", "train_positive", "val_positive",
+                            "with_p_success", "with_reasoning"), 0)
+    per_score: Counter = Counter()
     ids = IdBuilder()
     for r in iter_jsonl(path):
         ids.add(str(r["id"]))
@@ -135,10 +142,8 @@ def finalize(out: Path, all_tasks: list[str], val_fraction: float, seed: int, ba
         counts["with_p_success"] += r["verify"].get("p_success") is not None
         counts["with_reasoning"] += bool(r["verify"].get("reasoning"))
         if r["task_id"] not in val_tasks:
-            score = r["verify"]["verdict"]["score"]
-            per_score[score] = per_score.get(score, 0) + 1
+            per_score[r["verify"]["verdict"]["score"]] += 1
     keep = _balanced(per_score, seed) if balance else None
-    sizes = dict.fromkeys(("train", "val", "train_positive", "val_positive"), 0)
     place: dict = {}
     with open(out / FILES["train"], "w", encoding="utf-8") as train, open(out / FILES["val"], "w",
                                                                           encoding="utf-8") as val:
@@ -150,22 +155,18 @@ def finalize(out: Path, all_tasks: list[str], val_fraction: float, seed: int, ba
                 if keep is not None and k not in keep[score]:
                     continue
             (val if name == "val" else train).write(json.dumps(r, ensure_ascii=False) + "\n")
-            sizes[name] += 1
-            sizes[f"{name}_positive"] += score == 1
+            counts[name] += 1
+            counts[f"{name}_positive"] += score == 1
+    if keep is not None:
+        counts["balanced_out"] = sum(per_score.values()) - counts["train"]
     collected = ids.freeze()
     reasons = {str(r["id"]): r["reason"] for r in iter_jsonl(out / FILES["rejected"])}  # the last per id
     rejected = [why for i, why in reasons.items() if i not in collected]
-    counts = {
-        "collected": counts["collected"], "train": sizes["train"], "val": sizes["val"],
-        "balanced_out": sum(per_score.values()) - sizes["train"] if keep is not None else 0,
-        "train_positive": sizes["train_positive"], "val_positive": sizes["val_positive"],
-        "with_p_success": counts["with_p_success"], "with_reasoning": counts["with_reasoning"],
-        "unparsed": sum(why == "unparsed" for why in rejected),
-        "truncated": sum(why in ("truncated", "context") for why in rejected),
-        "disagree": sum(why == "disagrees with label" for why in rejected),
-        "failed": sum(1 for _ in iter_jsonl(out / FILES["failures"])), "tasks": len(all_tasks),
-        "val_tasks": len(val_tasks),
-    }
+    counts.update(unparsed=sum(why == "unparsed" for why in rejected),
+                  truncated=sum(why in ("truncated", "context") for why in rejected),
+                  disagree=sum(why == "disagrees with label" for why in rejected),
+                  failed=sum(1 for _ in iter_jsonl(out / FILES["failures"])), tasks=len(all_tasks),
+                  val_tasks=len(val_tasks))
     manifest = {**meta, "counts": counts, "warnings": split_warnings(counts, val_fraction, seed)}
     (out / FILES["manifest"]).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return manifest

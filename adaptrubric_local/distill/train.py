@@ -24,30 +24,16 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 from ..flags import Parser
-from .config import TrainConfig, config_from_args
+from .config import CLASS_WEIGHTS, DTYPES, TARGETS, TrainConfig, config_from_args
 from .examples import Example, examples, read_split
-
-LANGUAGE_LINEAR = r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
-VISION_LINEAR = r".*visual.*\.(qkv|proj|linear_fc1|linear_fc2)"
+from .plan import LANGUAGE_LINEAR, VISION_LINEAR, GiB, cpu_runtime_bytes, format_plan, plan_training, refusal
 
 
 # ----------------------------------------------------------------------------- 1. examples and plan
-class ExampleDataset:
-    """A list of Examples as a map-style dataset."""
-
-    def __init__(self, items):
-        self.items = list(items)
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __getitem__(self, i):
-        return self.items[i]
-
-
 def class_weights(exs: list[Example], mode: str) -> None:
     """`balanced`: weight verifier examples inversely to the frequency of the teacher's SCORE."""
     if mode != "balanced":
@@ -70,49 +56,29 @@ def datasets(cfg: TrainConfig) -> tuple[list[Example], list[Example]]:
     return train, val
 
 
-def device_kind() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def gpu_budget(cfg: TrainConfig) -> float | None:
-    """Bytes of GPU memory to plan for: --gpu-memory, else the GPU present, else none (CPU)."""
-    import torch
-
-    from .plan import parse_memory
-
-    if cfg.gpu_memory:
-        return parse_memory(cfg.gpu_memory)
-    if torch.cuda.is_available():
-        return float(torch.cuda.get_device_properties(0).total_memory)
-    return None
-
-
-def load_processor(cfg: TrainConfig):
-    """(processor, model config, where they came from) without the weights: the model's files, or for a
-    published Qwen3-VL id not in the local cache the package's copy of its values (engine/published.py),
-    so a plan needs no download."""
-    from ..engine.published import config_and_processor
-
-    return config_and_processor(cfg.model)
-
-
 def make_plan(cfg: TrainConfig, train: list[Example], device: str | None = None) -> dict:
     """The memory plan of `cfg` on its training examples (no weight is loaded), for `device` (default:
-    this machine's)."""
+    this machine's). The processor and model config come without the weights: the model's files, or for
+    a published Qwen3-VL id not in the local cache the package's copy of its values (engine/published.py),
+    so a plan needs no download."""
+    import torch
+
     from ..engine.encoding import Encoder
     from ..engine.images import ImageConfig
-    from .plan import cpu_runtime_bytes, plan_training
+    from ..engine.published import config_and_processor
+    from .plan import parse_memory
 
-    processor, mconfig, source = load_processor(cfg)
+    processor, mconfig, source = config_and_processor(cfg.model)
     overrides = {"max_visual_tokens": cfg.max_visual_tokens, "workers": 1}
     if cfg.max_pixels:
         overrides["max_pixels"] = cfg.max_pixels
     image_cfg = ImageConfig.from_processor(processor.image_processor, **overrides)
-    device = device or device_kind()
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     runtime = cpu_runtime_bytes() if device == "cpu" else 0.0
-    plan = plan_training(cfg, train, Encoder(processor), image_cfg, mconfig, device, gpu_budget(cfg), runtime)
+    # bytes of GPU memory to plan for: --gpu-memory, else the GPU present, else none (CPU)
+    budget = (parse_memory(cfg.gpu_memory) if cfg.gpu_memory else
+              float(torch.cuda.get_device_properties(0).total_memory) if torch.cuda.is_available() else None)
+    plan = plan_training(cfg, train, Encoder(processor), image_cfg, mconfig, device, budget, runtime)
     return {**plan, "shapes_from": source}
 
 
@@ -120,8 +86,8 @@ def make_plan(cfg: TrainConfig, train: list[Example], device: str | None = None)
 def load_student(cfg: TrainConfig):
     """The scoring engine on the base model (its encoder builds the inputs) with a fresh LoRA on it.
     The vision tower stays frozen unless `train_vision`; QLoRA keeps the non-quantised weights in the
-    compute dtype (peft's prepare_model_for_kbit_training would upcast embeddings, head and vision
-    tower to float32: 7 GB more for the 8B)."""
+    compute dtype (peft's prepare_model_for_kbit_training would upcast embeddings, head and vision tower
+    to float32)."""
     import torch
     from peft import LoraConfig, get_peft_model
 
@@ -174,12 +140,10 @@ def _callbacks(out: Path, cfg: TrainConfig):
 def _checkpointing(cfg: TrainConfig) -> dict:
     """Gradient checkpointing, non-reentrant, under the argument names this transformers has (5.24
     renamed them activation_checkpointing)."""
-    from dataclasses import fields
-
     from transformers import TrainingArguments
 
-    name = "activation_checkpointing" if any(f.name == "activation_checkpointing" for f in fields(TrainingArguments)) \
-        else "gradient_checkpointing"
+    name = ("activation_checkpointing" if "activation_checkpointing" in TrainingArguments.__dataclass_fields__
+            else "gradient_checkpointing")
     return {name: cfg.gradient_checkpointing,
             f"{name}_kwargs": {"use_reentrant": False} if cfg.gradient_checkpointing else None}
 
@@ -206,19 +170,14 @@ def training_args(cfg: TrainConfig, out: Path, has_val: bool):
         ddp_find_unused_parameters=False, label_names=["labels"])
 
 
-def epoch_metrics(history: list[dict]) -> list[dict]:
-    """Validation numbers per epoch from the Trainer's log."""
-    keep = ("epoch", "eval_loss", "eval_agreement", "eval_p_mae", "eval_response_loss", "eval_selection")
-    return [{k: h[k] for k in keep if k in h} for h in history if "eval_loss" in h]
-
-
 def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
     """Plan, train, save the adapter folder (best epoch), return the run's numbers. `metrics_fn`
     replaces the validation metrics (agreement with the teacher) the best epoch is chosen by."""
+    import torch
+
     from .card import write_model_card
     from .examples import Collator
     from .image_policy import write_policy, write_quantisation
-    from .plan import format_plan, refusal
     from .trainer import DistillTrainer, LossConfig, agreement_metrics
 
     out = Path(cfg.out)
@@ -232,8 +191,8 @@ def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
     engine, model = load_student(cfg)
     tok = engine.tokenizer
     trainer = DistillTrainer(
-        model=model, args=training_args(cfg, out, bool(val_ex)), train_dataset=ExampleDataset(train_ex),
-        eval_dataset=ExampleDataset(val_ex) if val_ex else None, callbacks=_callbacks(out, cfg),
+        model=model, args=training_args(cfg, out, bool(val_ex)), train_dataset=train_ex,
+        eval_dataset=val_ex or None, callbacks=_callbacks(out, cfg),
         data_collator=Collator(engine.encoder, engine.images.cfg), compute_metrics=metrics_fn or agreement_metrics,
         loss=LossConfig(cfg.soft_labels, cfg.kd_weight, cfg.score_token_weight),
         digit_ids=(tok.convert_tokens_to_ids("0"), tok.convert_tokens_to_ids("1")), image_config=engine.images.cfg,
@@ -248,7 +207,8 @@ def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
     seconds = time.perf_counter() - t0
     # ------------------------------------------------------------------------- 4. the adapter folder
     state = trainer.state
-    per_epoch = epoch_metrics(state.log_history)
+    keep = ("epoch", "eval_loss", "eval_agreement", "eval_p_mae", "eval_response_loss", "eval_selection")
+    per_epoch = [{k: h[k] for k in keep if k in h} for h in state.log_history if "eval_loss" in h]
     best = next((m for m in per_epoch if m.get(f"eval_{trainer.args.metric_for_best_model}") == state.best_metric),
                 None) if val_ex else None
     summary = {"train_examples": len(train_ex), "val_examples": len(val_ex), "train_loss": result.training_loss,
@@ -259,13 +219,14 @@ def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
                "best_epoch": best.get("epoch") if best else None, "best_metric": state.best_metric,
                "best_metric_name": trainer.args.metric_for_best_model, "best_checkpoint": state.best_model_checkpoint,
                "soft_label_examples": sum(e.teacher_p is not None for e in train_ex),
-               "peak_gpu_memory_gib": peak_gpu_gib(),
+               "peak_gpu_memory_gib": torch.cuda.max_memory_allocated() / GiB if torch.cuda.is_available() else None,
                "plan": {k: plan[k] for k in ("estimate_gib", "lengths", "fits", "budget_gib", "device")}}
     if trainer.is_world_process_zero():
         trainer.model.save_pretrained(str(out))
-        cfg.to_json(out / "training_config.json")
+        (out / "training_config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
         manifest = json.loads((Path(cfg.data) / "manifest.json").read_text())
-        write_policy(out, cfg.image_policy(manifest.get("pipeline", {}).get("max_images")))
+        write_policy(out, {"max_visual_tokens": cfg.max_visual_tokens, "max_pixels": cfg.max_pixels,
+                           "max_images": manifest.get("pipeline", {}).get("max_images")})
         qc = getattr(engine.model.config, "quantization_config", None)  # what loading used, for the reader
         qc = qc.to_dict() if hasattr(qc, "to_dict") else qc
         write_quantisation(out, cfg.load_in_4bit, **({"bitsandbytes": json.loads(json.dumps(qc, default=str))}
@@ -278,13 +239,6 @@ def train(cfg: TrainConfig, metrics_fn: Callable | None = None) -> dict:
     return summary
 
 
-def peak_gpu_gib() -> float | None:
-    """torch.cuda.max_memory_allocated of this process, in GiB (None on the CPU)."""
-    import torch
-
-    return torch.cuda.max_memory_allocated() / 1024 ** 3 if torch.cuda.is_available() else None
-
-
 def dry_run(cfg: TrainConfig) -> dict:
     """The memory plan alone (`distill plan` / `distill train --dry-run`); with --gpu-memory, for a GPU
     of that size even on a machine without one (where the plan is made before renting it)."""
@@ -295,13 +249,12 @@ def dry_run(cfg: TrainConfig) -> dict:
 def add_train_args(p: argparse.ArgumentParser) -> None:
     """DIR, --config, and one flag per TrainConfig field (a config file's value when not given)."""
     from ..flags import add_config_arguments
-    from .config import CLASS_WEIGHTS, TARGETS
 
     p.add_argument("data", help="distillation folder (from `adaptrubric distill collect`)")
     p.add_argument("--config", help="YAML file of TrainConfig fields (see training/*.yaml); flags given override it")
     add_config_arguments(p, TrainConfig, hide_defaults=True,
                          choices={"target": list(TARGETS), "class_weight": list(CLASS_WEIGHTS),
-                                  "dtype": ["auto", "bf16", "fp16", "fp32"]})
+                                  "dtype": list(DTYPES)})
 
 
 def main(argv=None) -> int:
@@ -313,8 +266,6 @@ def main(argv=None) -> int:
     try:
         cfg = config_from_args(args)
         if args.dry_run:
-            from .plan import format_plan
-
             print(format_plan(dry_run(cfg)))
             return 0
         summary = train(cfg)

@@ -65,11 +65,6 @@ def chunked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, chunk: in
     return torch.cat(parts) if parts else logits.new_zeros(0)
 
 
-def two_way(logits: torch.Tensor, zero: int, one: int) -> torch.Tensor:
-    """log (P("0"), P("1")) renormalised over the two digits, from full-vocabulary logits (N, V)."""
-    return torch.log_softmax(logits[:, [zero, one]].float(), dim=-1)
-
-
 class DistillTrainer(Trainer):
     """Trainer whose loss is computed here (see the module docstring)."""
 
@@ -116,7 +111,8 @@ class DistillTrainer(Trainer):
         ce = chunked_cross_entropy(logits, targets)
         token_w = torch.where(at_digit, token_w * self.loss_cfg.score_token_weight, token_w)
         d_rows = rows[at_digit]
-        log2 = two_way(logits[at_digit], *self.digit_ids)  # (n_digits, 2)
+        # log (P("0"), P("1")) renormalised over the two digits, (n_digits, 2)
+        log2 = torch.log_softmax(logits[at_digit][:, list(self.digit_ids)].float(), dim=-1)
         if soft.any():
             p = t_p[d_rows].float().clamp(0.0, 1.0)
             teacher = torch.stack([1 - p, p], dim=-1)
