@@ -75,11 +75,21 @@ def prepare(predictions: Sequence[Any], labels: Sequence[Any], platforms: Sequen
     return pred[keep], label[keep], plat[keep], int(none.sum())
 
 
-def counts(pred: np.ndarray, label: np.ndarray) -> dict[str, int]:
-    """tp / fp / tn / fn of 0/1 arrays."""
-    pred, label = np.asarray(pred, dtype=bool), np.asarray(label, dtype=bool)
-    return {"tp": int((pred & label).sum()), "fp": int((pred & ~label).sum()),
-            "tn": int((~pred & ~label).sum()), "fn": int((~pred & label).sum())}
+def cells(pred, label, code: np.ndarray | None = None, n_codes: int = 1, weights=None) -> np.ndarray:
+    """(n_codes, 4) confusion counts (CELLS order) of predictions and 0/1 labels, by a code per row (none:
+    one row); `weights`: how many trajectories each row stands for. The one confusion counter: a
+    prediction that is neither 0 nor 1 (an ok verdict without a score, in metrics.py's `scored_only`) is
+    wrong and not a positive, so an FN whatever its label."""
+    pred, label = np.asarray(pred), np.asarray(label)
+    cell = np.where(pred == 1, np.where(label == 1, 0, 1), np.where(label == pred, 2, 3))
+    code = np.zeros(len(cell), np.int64) if code is None else np.asarray(code, np.int64)
+    found = np.bincount(code * 4 + cell, weights=weights, minlength=4 * n_codes)
+    return found.astype(np.int64).reshape(n_codes, 4)
+
+
+def counts(pred, label, weights=None) -> dict[str, int]:
+    """tp / fp / tn / fn of predictions and 0/1 labels (`cells`)."""
+    return dict(zip(CELLS, map(int, cells(pred, label, weights=weights)[0])))
 
 
 def _div(num: np.ndarray, den: np.ndarray, scale: float = 100.0) -> np.ndarray:
@@ -150,13 +160,6 @@ def bootstrap_intervals(c: dict[str, int], n_boot: int = 1000, seed: int = 0,
     return out
 
 
-def _cells_by_code(pred: np.ndarray, label: np.ndarray, code: np.ndarray, n_codes: int) -> np.ndarray:
-    """(n_codes, 4) confusion counts (CELLS order) of 0/1 arrays by a platform code: one pass, no per-row
-    Python."""
-    cell = np.where(pred == 1, np.where(label == 1, 0, 1), np.where(label == 1, 3, 2))
-    return np.bincount(code.astype(np.int64) * 4 + cell, minlength=4 * n_codes).reshape(n_codes, 4)
-
-
 def figures_of_cells(cells: np.ndarray, names: Sequence[str], *, n_unparsed: int, unparsed: str = "fail",
                      n_boot: int = 1000, seed: int = 0, confidence: float = 0.95,
                      platform_order: Sequence[str] = ()) -> dict[str, Any]:
@@ -193,7 +196,7 @@ def benchmark_figures(predictions: Sequence[Any], labels: Sequence[Any], platfor
     pred, label, plat, n_unparsed = prepare(predictions, labels, platforms, unparsed)
     names = list(dict.fromkeys(plat.tolist()))
     code = np.array([names.index(p) for p in plat.tolist()], dtype=np.int64) if len(plat) else np.zeros(0, np.int64)
-    return figures_of_cells(_cells_by_code(pred, label, code, len(names)), names, n_unparsed=n_unparsed,
+    return figures_of_cells(cells(pred, label, code, len(names)), names, n_unparsed=n_unparsed,
                             unparsed=unparsed, n_boot=n_boot, seed=seed, confidence=confidence,
                             platform_order=platform_order)
 
@@ -211,7 +214,7 @@ def of_rows(rows: Rows, platforms: dict[str | None, int], *, n_boot: int = BOOTS
     names = [UNKNOWN] * (max(platforms.values(), default=-1) + 1)
     for name, at in platforms.items():
         names[at] = name or UNKNOWN
-    out = figures_of_cells(_cells_by_code(pred, label, code, len(names)), names,
+    out = figures_of_cells(cells(pred, label, code, len(names)), names,
                            n_unparsed=int((~answered).sum()), n_boot=n_boot, seed=seed, confidence=confidence,
                            platform_order=platform_order)
     out["unlabelled"] = int((~labelled).sum())
@@ -263,6 +266,7 @@ __all__ = [
     "UNPARSED_POLICIES",
     "benchmark_figures",
     "bootstrap_intervals",
+    "cells",
     "counts",
     "figures_of_cells",
     "figures_of_counts",

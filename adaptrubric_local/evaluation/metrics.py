@@ -21,7 +21,7 @@ import numpy as np
 
 from ..types import Verdict
 from . import probability
-from .benchmark_figures import rates
+from .benchmark_figures import counts, rates
 from .verdict_table import ERROR, MISSING, OK, STATUSES, UNPARSED, Rows, of_verdicts
 
 PROB_FIELDS = {"p_success": "p_success", "p_success_calibrated": "p_calibrated"}  # field -> table column
@@ -36,20 +36,13 @@ def predicted(v: Verdict) -> int:
     return v.score if v.status == "ok" and v.score in (0, 1) else 0
 
 
-def confusion(label: np.ndarray, pred: np.ndarray) -> dict[str, int]:
-    """tp/fp/tn/fn of labels and predicted scores."""
-    right, positive = label == pred, pred == 1
-    return {"tp": int((right & positive).sum()), "fp": int((~right & positive).sum()),
-            "tn": int((right & ~positive).sum()), "fn": int((~right & ~positive).sum())}
-
-
 def classify(rows: Rows) -> dict:
     """Metrics of labelled rows: the headline over all of them, with unparsed/error/missing verdicts as
     predicted failures, and `scored_only` over the scored ones."""
     status, label, score = rows["status"], rows["label"], rows["score"]
     ok = status == OK
-    c_all = confusion(label, np.where(ok & (score >= 0), score, 0))
-    c_ok = confusion(label[ok], np.where(score[ok] >= 0, score[ok], -1))
+    c_all = counts(np.where(ok & (score >= 0), score, 0), label)
+    c_ok = counts(np.where(score[ok] >= 0, score[ok], -1), label[ok])
     unanswered = ~ok
     return {"n": len(status), "scored": int(ok.sum()), "unparsed": int((status == UNPARSED).sum()),
             "errors": int((status == ERROR).sum()), "missing": int((status == MISSING).sum()),

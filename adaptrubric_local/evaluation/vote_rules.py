@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..votes import NAMED, VoteRule
-from .benchmark_figures import figures_of_counts
+from .benchmark_figures import counts, figures_of_counts
 
 
 @dataclass(frozen=True)
@@ -71,14 +71,10 @@ def rule_figures(ones: Sequence[int], zeros: Sequence[int], k: Sequence[int], la
     cases, times = np.unique(np.stack([ones, zeros, k, labels]), axis=1, return_counts=True)
     out = []
     for name in rules if rules is not None else default_rules(int(k[k > 0].min()) if (k > 0).any() else 0):
-        rule = VoteRule(name)
-        c = {"tp": 0, "fp": 0, "tn": 0, "fn": 0}
-        undecided = 0
-        for (n1, n0, kk, y), n in zip(cases.T.tolist(), times.tolist()):  # each distinct case decided once
-            score, _ = rule.decide_counts(n1, n0, kk)
-            undecided += n * (score is None)
-            pred = score or 0
-            c[("t" if pred == y else "f") + ("p" if pred == 1 else "n")] += n
+        rule = VoteRule(name)  # each distinct case decided once
+        scores = [rule.decide_counts(n1, n0, kk)[0] for n1, n0, kk, _ in cases.T.tolist()]
+        undecided = sum(n for s, n in zip(scores, times.tolist()) if s is None)
+        c = counts([s or 0 for s in scores], cases[3], weights=times)
         out.append(RuleFigures(rule=name, n=len(labels), undecided=undecided, **c))
     return out
 
