@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .formats.base import DataError, LoadResult
 from .formats.stream import Item, LoadedStream, TrajectoryStream, stream_trajectories
-from .labels import AppliedLabels, check_ids, merged_labels, not_loaded_warning, read_labels
+from .labels import AppliedLabels, LabelsFile, check_ids, merged_labels, not_loaded_warning, read_labels
 from .types import Trajectory
 
 
@@ -25,13 +25,13 @@ class LabelledStream:
     """The records of `data` (`items`, in data order) with the labels of `files` on its trajectories;
     `bad`, `first_bad` and `records` once read through."""
 
-    def __init__(self, data: str | Path, files: Iterable[str | Path] = (), fmt: str = "auto",
+    def __init__(self, data: str | Path, files: Iterable[str | Path | LabelsFile] = (), fmt: str = "auto",
                  check_images: bool = False, image_roots: Iterable[str | os.PathLike] = (),
                  stream: TrajectoryStream | LoadedStream | None = None):
         self.data = data
+        self.files = [f if isinstance(f, LabelsFile) else read_labels(f) for f in files]  # before the data
         self.stream = stream if stream is not None else \
             stream_trajectories(data, fmt=fmt, check_images=check_images, image_roots=image_roots)
-        self.files = [read_labels(p) for p in files]
         self.merged = merged_labels(self.files)
         check_ids(self.files, self.stream.ids.__contains__, str(data))
         self.before: dict[str, int | None] = {}  # a labelled id -> the label the data gave it

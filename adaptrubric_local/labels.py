@@ -21,9 +21,8 @@ The rules by which they are put on a data set's labels: files in order, a later 
 (`merged_labels`); a 0/1 label overrides or fills the data's label; an unsure line gives no label and
 leaves the trajectory's label as it was; an id that is not in the data is an error naming it
 (`check_ids`); what was done is counted (`AppliedLabels`, with each file's sha256, for run records).
-They are put on trajectories as the data streams or once it is loaded (labelled_stream.py: labels merge,
-review, `eval --model`, distill) and on a verdict table (evaluation/verdict_table.py: eval, tts,
-calibrate). `reviewed` reads back
+They are put on trajectories as the data streams or once it is loaded, by labelled_stream.py only
+(every command, the verdict table's too). `reviewed` reads back
 the lines of the files such a record names (label, note, time): what a person decided, which the
 labelling orders put last and the review page shows on its cards, unlike the labels that come with
 the data.
@@ -294,22 +293,16 @@ def not_loaded_warning(errors: int, records: int, first_error, data) -> str:
             f"the first: {first_error}")
 
 
-def unknown_ids(f: LabelsFile, unknown: list[str], data_name: str = "the data") -> LabelsError:
-    """The error for the ids of `f` (in its order) that the data does not hold, naming the first's line."""
-    first = unknown[0]
-    more = f" (and {len(unknown) - 1} more: {', '.join(unknown[1:4])}{', ...' if len(unknown) > 4 else ''})" \
-        if len(unknown) > 1 else ""
-    return LabelsError(f"{f.path}: line {f.lines[first]}: id {first!r} is not in {data_name}{more}; "
-                       "a labels file labels trajectories of the data set it is used with")
-
-
 def check_ids(files: list[LabelsFile], in_data, data_name: str = "the data") -> None:
     """Raise LabelsError naming the file, line and id of the first id of `files` (in order) that
-    `in_data(id)` says the data does not hold (a record that did not load holds its id)."""
+    `in_data(id)` says the data does not hold (a record that did not load holds its id), and how many more."""
     for f in files:
         unknown = [i for i in f.records if not in_data(i)]
         if unknown:
-            raise unknown_ids(f, unknown, data_name)
+            more = f" (and {len(unknown) - 1} more: {', '.join(unknown[1:4])}{', ...' if len(unknown) > 4 else ''})" \
+                if len(unknown) > 1 else ""
+            raise LabelsError(f"{f.path}: line {f.lines[unknown[0]]}: id {unknown[0]!r} is not in {data_name}{more}; "
+                              "a labels file labels trajectories of the data set it is used with")
 
 
 @dataclass
