@@ -1,30 +1,17 @@
-"""The figures reward benchmarks report, from plain arrays of predictions, labels and platforms.
+"""The figures reward benchmarks report, from predictions, labels and platforms: Table 1 of the paper
+(Acc and F1 per platform; overall Acc, Precision, Recall, F1), CUARewardBench's NPV and TNR,
+Online-Mind2Web's judged and labelled success rates and their gap, Cohen's kappa and MCC, and a seeded
+percentile bootstrap interval beside each overall figure. Every figure is a function of the four
+confusion counts, so the resamples are drawn as multinomial counts (`numpy.random.default_rng(seed)`):
+exactly row resampling's distribution, in O(n_boot) memory whatever n.
 
-- Table 1 of the paper (OGRBench): Acc and F1 per platform; overall Acc, Precision, Recall, F1.
-- CUARewardBench's ORM figures: NPV (TN / (TN + FN)) and TNR (TN / (TN + FP)).
-- Online-Mind2Web: the success rate the verifier judges (predicted 1 / n) against the labelled one
-  (label 1 / n), and their gap.
-- Agreement beyond chance: Cohen's kappa and the Matthews correlation coefficient (MCC).
-- A seeded percentile bootstrap interval (95% by default) beside each overall figure. Every figure is a
-  function of the four confusion-cell counts (TP, FP, TN, FN), and resampling n i.i.d. trajectories with
-  replacement draws those counts from a multinomial(n, cell shares): so the `n_boot` resamples are drawn
-  as counts (`numpy.random.default_rng(seed).multinomial`), exactly the bootstrap distribution of row
-  resampling, in O(n_boot) memory whatever n (1M rows x 1000 resamples never holds a 1000 x 1M array).
-  One seed gives one interval on every machine; `n_boot` 0 draws none.
-
-Ratios are percentages; kappa and MCC lie in [-1, 1]. An undefined figure (no predicted positive for
-precision, one class only for MCC, ...) is None, never 0. F1 is 2TP / (2TP + FP + FN) where precision
-and recall are both defined (their harmonic mean; 0 when both are 0), else None. `rates` is the one
-implementation of Acc / Prec / Rec / F1 / FPR that `metrics.py` reports too.
-
-Unparsed verdicts (a prediction of None) are never silently a 0 or a 1: they are counted (`n_unparsed`,
-shown by `render_table`), and `unparsed` says what they become, explicitly: "fail" counts each as a
-predicted failure (the paper's fixed denominators; the default, as in `evaluation/metrics.py`), "drop"
-leaves them out of every figure. Labels must be 0 or 1: a trajectory without a label has no place here.
-`of_rows` takes a verdict table's columns (verdict_table.py), where unparsed, error and missing verdicts
-are predicted failures.
-
-Knows nothing about verdict files, models or the CLI (`eval` wires them in, through harness.py).
+Ratios are percentages; kappa and MCC lie in [-1, 1]; an undefined figure is None, never 0. F1 is
+2TP / (2TP + FP + FN) where precision and recall are both defined, else None. `rates` is the one
+implementation of Acc / Prec / Rec / F1 / FPR, `cells` the one confusion counter (metrics.py's too).
+Unparsed verdicts (a prediction of None) are counted (`n_unparsed`) and `unparsed` says what they
+become: "fail" a predicted failure (the paper's fixed denominators; the default), "drop" left out.
+Labels must be 0 or 1. `of_rows` takes a verdict table's columns, where unparsed, error and missing
+verdicts are predicted failures. Knows nothing about verdict files, models or the CLI.
 """
 from __future__ import annotations
 
@@ -104,14 +91,12 @@ def _figures(tp, fp, tn, fn) -> dict[str, np.ndarray]:
     n = tp + fp + tn + fn
     po = _div(tp + tn, n, 1.0)
     pe = _div((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn), n * n, 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kappa = np.where(pe < 1, (po - pe) / np.where(pe < 1, 1 - pe, 1.0), np.nan)
-        den = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-        mcc = np.where(den > 0, (tp * tn - fp * fn) / np.where(den > 0, den, 1.0), np.nan)
+    mcc = _div(tp * tn - fp * fn, np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)), 1.0)
     f1 = np.where((tp + fp > 0) & (tp + fn > 0), _div(2 * tp, 2 * tp + fp + fn), np.nan)
     return {"acc": _div(tp + tn, n), "prec": _div(tp, tp + fp), "rec": _div(tp, tp + fn), "f1": f1,
             "npv": _div(tn, tn + fn), "tnr": _div(tn, tn + fp), "fpr": _div(fp, fp + tn),
-            "kappa": kappa, "mcc": mcc, "judged_rate": _div(tp + fp, n), "labelled_rate": _div(tp + fn, n)}
+            "kappa": _div(po - pe, 1 - pe, 1.0), "mcc": mcc, "judged_rate": _div(tp + fp, n),
+            "labelled_rate": _div(tp + fn, n)}
 
 
 def _value(x: Any) -> float | None:
@@ -140,10 +125,9 @@ def point_figures(pred: np.ndarray, label: np.ndarray) -> dict[str, float | None
 
 def bootstrap_intervals(c: dict[str, int], n_boot: int = 1000, seed: int = 0,
                         confidence: float = 0.95) -> dict[str, tuple[float, float] | None]:
-    """Percentile bootstrap interval of every HEADLINE figure of the trajectories whose confusion matrix
-    is `c`: `n_boot` resamples of n trajectories with replacement, drawn as multinomial cell counts
-    (numpy's default_rng(seed)); a resample where a figure is undefined is left out of that figure's
-    interval, and a figure undefined in every resample (or with n_boot 0) has None."""
+    """Percentile bootstrap interval of every HEADLINE figure of confusion matrix `c`: `n_boot` multinomial
+    resamples of its counts from `seed`; a figure undefined in a resample is left out of that one, and
+    one undefined in every resample (or with n_boot 0) has None."""
     if n_boot < 0 or not 0 < confidence < 1:
         raise ValueError(f"n_boot must be >= 0 and confidence in (0, 1), got {n_boot} and {confidence}")
     cells = np.array([c[k] for k in CELLS], dtype=np.int64)
