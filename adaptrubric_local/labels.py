@@ -1,39 +1,29 @@
-"""Labels files: a person's success/failure judgments of trajectories, and the one step that puts
-them on loaded trajectories.
+"""Labels files: a person's success/failure judgments of trajectories, and the rules that put them on
+a data set's labels.
 
 A labels file is JSONL, one line per labelled trajectory, as the review page exports it:
 
     {"id": "t1", "label": 1, "note": "toggle is on", "score": 0, "p_success": 0.31,
      "time": "2026-05-01T09:12:03.120Z", "data": "runs/synth/trajectories.jsonl", "verdicts": "v.jsonl"}
 
-`id` and `label` are required; `label` is 1 (success), 0 (failure) or null (the reviewer was
-unsure: no label); `score` and `p_success` are the verdict's when the label was set; the rest say
-when and on which page. Lines are read into a strict schema: an unknown key, a wrong type, a
-malformed line or an empty file is an error naming the file, the line and the field. A line keyed
-by `trace_id` instead of `id` is a line of AndroidGen's own `labels.jsonl` (the file an AndroidGen
-folder holds beside its traces): its `trace_id` and `label` are read, its other keys are its own
-notes and are not (`androidgen_line`). A file may
-name an id twice: the later line wins (appending a correction works, as in verdict files). An AndroidGen
-judge's `database.json` (one JSON object keyed by episode folder, `complete` true/false) is read as labels
-too (`androidgen_database`), so `--labels` points at one kept anywhere.
+`id` and `label` are required; `label` is 1 (success), 0 (failure) or null (unsure: no label); `score`
+and `p_success` are the verdict's when the label was set; the rest say when and on which page. Lines
+are read into a strict schema: an unknown key, a wrong type, a malformed line or an empty file is an
+error naming the file, the line and the field. A line keyed by `trace_id` is a line of AndroidGen's own
+`labels.jsonl` (`androidgen_line`), and an AndroidGen judge's `database.json` is read as labels too
+(`androidgen_database`). A later line for an id wins, as in verdict files.
 
-The rules by which they are put on a data set's labels: files in order, a later file wins per id
-(`merged_labels`); a 0/1 label overrides or fills the data's label; an unsure line gives no label and
-leaves the trajectory's label as it was; an id that is not in the data is an error naming it
-(`check_ids`); what was done is counted (`AppliedLabels`, with each file's sha256, for run records).
-They are put on trajectories as the data streams or once it is loaded, by labelled_stream.py only
-(every command, the verdict table's too). `reviewed` reads back
-the lines of the files such a record names (label, note, time): what a person decided, which the
-labelling orders put last and the review page shows on its cards, unlike the labels that come with
-the data.
-
+Files in order, a later file wins per id (`merged_labels`); a 0/1 label overrides or fills the data's
+label, an unsure line leaves it as it was; an id that is not in the data is an error naming it
+(`check_ids`); what was done is counted (`AppliedLabels`, with each file's sha256). They are put on
+trajectories by labelled_stream.py only. `reviewed` reads back the lines of the files such a record
+names: what a person decided, which the labelling orders put last and the review page shows.
 Knows nothing about formats, verdicts or commands.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,11 +71,9 @@ class LabelRecord(BaseModel):
     @field_validator("p_success", mode="before")
     @classmethod
     def _probability(cls, v: Any) -> Any:
-        if v is None:
-            return v
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 1:
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1):
             raise ValueError(f"must be a number from 0 to 1 or null, got {json.dumps(v)}")
-        return float(v)
+        return None if v is None else float(v)
 
     @field_validator("note", "time", "data", "verdicts", mode="before")
     @classmethod
