@@ -1,13 +1,9 @@
-"""A data set read as a stream with labels files applied to each trajectory as it passes (`labels merge`),
-or a loaded data set labelled in place the same way (`apply_labels`: cli/common.py's `load_labelled`).
+"""A data set read as a stream with labels files applied to each trajectory as it passes, or a loaded
+data set labelled in place the same way (`apply_labels`): the one place labels files are put on.
 
-The labels files are read whole (an id and a label a line: what must be kept). The data's ids come from
-the stream's first pass (formats/stream.py: 16 bytes a record), so an id of a labels file that the data
-does not hold is an error raised before any trajectory is parsed. Each trajectory's label is replaced as
-it is handed out (a later file wins; an unsure line leaves the data's label); the counts (`applied`:
-filled, overridden, unsure, ids of records that did not load) are complete once the stream has been read
-through. The folder formats, which cannot stream, are loaded whole and handed out
-the same way (`stream_trajectories`). Knows nothing about verdicts, metrics or commands.
+The labels files are read whole, before the data; the data's ids come from the stream's first pass, so
+an id the data does not hold is an error raised before any trajectory is parsed. The counts (`applied`)
+are complete once the stream has been read through. Knows nothing about verdicts, metrics or commands.
 """
 from __future__ import annotations
 

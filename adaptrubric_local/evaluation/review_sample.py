@@ -1,12 +1,8 @@
-"""The cards of the review page: every verdict evaluated, or for a large run a sample of them (a page of
-a million cards is one no browser opens). The sample is the `cards` ids (of the verdict file and of the
-trajectories without a verdict) with the smallest seeded hash: the same ids for the same file and seed
-whatever the lines' order, drawn in one pass that keeps `cards` ids; a second pass keeps those ids' last
-verdict lines and the data's trajectories for them, so memory grows with the cards shown, not with the
-run. The page says how many of how many it shows.
-
-Knows nothing about metrics or argument parsing: `harness.run_eval` calls it with the coverage of the
-verdict table it computed the figures from.
+"""The cards of the review page: every verdict evaluated, or for a large run a sample of them. The
+sample is the `cards` ids (of the verdict file and of the trajectories without a verdict) with the
+smallest seeded hash: the same ids for the same file and seed whatever the lines' order, drawn in one
+pass; a second pass keeps those ids' last lines and trajectories, so memory grows with the cards shown.
+Knows nothing about metrics or argument parsing.
 """
 from __future__ import annotations
 

@@ -1,14 +1,11 @@
-"""Precision, recall, NPV and TNR of each vote rule side by side, from one scoring run with `--votes k`:
-the rules are a function of the votes each verdict line keeps (`votes`), so no rescoring is needed.
+"""Precision, recall, NPV and TNR of each vote rule side by side, from one scoring run with `--votes k`.
 
 Every rule is a function of (votes that say 1, votes that say 0, k) (votes.py's `decide_counts`), so the
-input is those three counts per labelled trajectory (the verdict table's `vote_ones`, `vote_zeros` and
-`vote_k` columns: a few bytes a row) and its label; the output is one `RuleFigures` per rule. A trajectory
-a rule leaves undecided (votes.py: a tie, an unparsed vote that could have decided it, no vote that parsed;
-an error or missing verdict has no votes) counts as a predicted failure, as unparsed verdicts do in
-evaluation/metrics.py (the paper's fixed denominators), and how many did so is in `undecided`. Ratios are
-percentages, None when undefined. `of_rows` gives the `vote_rules` section of metrics.json, `render_table`
-its text (printed by `eval` and in report.md). Knows nothing about files or models.
+input is those counts per labelled trajectory (the verdict table's `vote_*` columns) and its label. A
+trajectory a rule leaves undecided (and an error or missing verdict: no votes) counts as a predicted
+failure, as in evaluation/metrics.py, and is counted in `undecided`. Ratios are percentages, None when
+undefined. `of_rows` gives metrics.json's `vote_rules` section, `render_table` its text. Knows nothing
+about files or models.
 """
 from __future__ import annotations
 
