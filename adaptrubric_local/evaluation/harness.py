@@ -1,11 +1,7 @@
 """The evaluation harness: the paper's protocols on any labelled data set, written as files a person
 reads (metrics.json / tts.json / ablation.json, report.md, PNG plots) plus `run.json` recording what
-produced them, so two result folders can be compared.
-
-Every figure is computed from one verdict table (verdict_table.py: the verdict file's last line per id,
-the data's labels joined on it by id, streamed), whatever the size of the file; the review page's cards
-are Verdict objects of a sample of it (review_sample.py; every card of a run of up to --review-cards).
-Scoring (for `--model`) goes through `scoring.score_file`. Knows nothing about argument parsing.
+produced them. Every figure comes from one verdict table (verdict_table.py); the review page's cards
+are Verdict objects of a sample of it (review_sample.py). Knows nothing about argument parsing.
 """
 from __future__ import annotations
 
@@ -14,7 +10,6 @@ import json
 from pathlib import Path
 
 from .._version import __version__
-from ..cascade.scorer import CascadeVerdict
 from ..formats import load_trajectories
 from ..labels import reviewed
 from ..run_settings import sidecar
@@ -33,8 +28,7 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
     """A verdict JSONL file as Verdict objects, one per id (the last line written for it: a resumed run
     that retried an error appends the new verdict); a malformed line is an error naming the file and
     line."""
-    return [(CascadeVerdict if "decided_by" in d else Verdict).from_dict(d)  # a cascade's keeps both
-            for d in verdict_table.last_lines(Path(path))]
+    return sample.last_verdicts(Path(path))
 
 
 def run_meta(verdicts_path: Path | None, models: set, banks: set, **extra) -> dict:
@@ -67,9 +61,9 @@ def _dump(path: Path, obj) -> None:
 
 def _metrics(t: verdict_table.Table, verdicts_path: Path, data, labels: dict | None, bootstrap: int = BOOTSTRAP,
              seed: int = SEED) -> tuple[dict, str]:
-    """(metrics.json's content, a title) from a verdict table (its id digests let go first). `labels`: the
-    record of labels files the caller applied to the data it loaded; the table's own when it applied them.
-    `bootstrap` resamples (0: none) drawn from `seed` give the `benchmark` section's intervals."""
+    """(metrics.json's content, a title) from a verdict table. `labels`: the record of the labels files
+    the caller applied to the data it loaded (else the table's own); `bootstrap` resamples (0: none)
+    drawn from `seed` give the `benchmark` section's intervals."""
     t.rows.pop("key", None)
     t.table.release()
     m = by_platform(t.rows, t.table.platforms)
@@ -212,7 +206,7 @@ def run_review(verdicts_path: str | Path, out: str | Path, data: str | Path | No
     evaluated, fewer with a budget) beside the headline's confusion (over all `of`) and the coverage.
     `order`: a ReviewOrderConfig whose order (and budget) the cards follow, after what the labels files of
     `labels` (applied to `loaded`) have decided; those files' labels and notes are on the page's cards."""
-    from .review import outcome_counts
+    from .review import outcome, outcome_counts
 
     verdicts_path = Path(verdicts_path)
     if loaded is None and data is not None:
@@ -226,7 +220,7 @@ def run_review(verdicts_path: str | Path, out: str | Path, data: str | Path | No
                           else (verdicts, None, None))
     page = write_review_page(out, shown, loaded, m, title, progress, extra, info, reviewed=said)
     return {"page": str(page), "n": len(shown), "of": len(verdicts), "order": info,
-            "counts": outcome_counts(shown), "confusion": m["overall"]["confusion"],
+            "counts": outcome_counts(map(outcome, shown)), "confusion": m["overall"]["confusion"],
             "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"],
             "missing": m["overall"]["missing"], "coverage": m["coverage"]}
 

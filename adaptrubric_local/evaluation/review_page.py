@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import quote
 
-from .review import OUTCOMES, relpath
+from .review import OUTCOMES, outcome_counts, relpath
 
 CHUNK = 25  # cards per data file
 THUMB_BOX = (240, 240)  # a thumbnail fits in this box (pixels)
@@ -150,8 +150,8 @@ def write_review(out: str | Path, cards: list[dict], meta: dict | None = None, n
             stale.unlink()
     page_cards = [_page_card(c, thumbs, out) for c in cards]
     parts = share_prompt_parts(page_cards)
-    counts = {o: sum(c["outcome"] == o for c in cards) for o in OUTCOMES}  # = review.outcome_counts
-    index = {"meta": meta or {}, "notes": notes or [], "n": len(cards), "chunk": CHUNK, "counts": counts,
+    index = {"meta": meta or {}, "notes": notes or [], "n": len(cards), "chunk": CHUNK,
+             "counts": outcome_counts(c["outcome"] for c in cards),
              "prompt_parts": parts,
              "outcomes": list(OUTCOMES), "rows": [_row(i, c) for i, c in enumerate(page_cards)],
              "columns": ["id", "instruction", "platform", "family", "status", "outcome", "p_success",

@@ -29,6 +29,12 @@ def _rank(seed: int, i: str) -> int:
                           "big")
 
 
+def last_verdicts(path: Path, ids: set[str] | None = None) -> list[Verdict]:
+    """The last line of each id (of `ids`; None: every id) as a Verdict (a cascade's line: CascadeVerdict)."""
+    return [(CascadeVerdict if "decided_by" in d else Verdict).from_dict(d) for d in last_lines(path)
+            if ids is None or str(d["id"]) in ids]
+
+
 def sample_ids(path: Path, cards: int, seed: int = SEED, more: list[str] = ()) -> set[str] | None:
     """The `cards` ids of the verdict file and of `more` (trajectories without a verdict) with the smallest
     seeded hash (every id when there are fewer); None for `cards` 0: every id."""
@@ -56,8 +62,7 @@ def sampled(path: Path, data, cards: int, coverage: Coverage, seed: int = SEED, 
     id -> label, the labels files' last word, over them; a `missing` one for a trajectory of the sample
     without a verdict), and the data's trajectories for them (`loaded`: the data set already loaded)."""
     ids = sample_ids(path, cards, seed, coverage.missing if coverage.subset == "data" else [])
-    verdicts = [(CascadeVerdict if "decided_by" in d else Verdict).from_dict(d) for d in last_lines(path)
-                if ids is None or str(d["id"]) in ids]
+    verdicts = last_verdicts(path, ids)
     if data is None and loaded is None:
         return verdicts, None
     stream = as_stream(loaded) if loaded is not None else \
