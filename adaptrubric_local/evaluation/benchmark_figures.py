@@ -8,10 +8,9 @@ exactly row resampling's distribution, in O(n_boot) memory whatever n.
 Ratios are percentages; kappa and MCC lie in [-1, 1]; an undefined figure is None, never 0. F1 is
 2TP / (2TP + FP + FN) where precision and recall are both defined, else None. `rates` is the one
 implementation of Acc / Prec / Rec / F1 / FPR, `cells` the one confusion counter (metrics.py's too).
-Unparsed verdicts (a prediction of None) are counted (`n_unparsed`) and `unparsed` says what they
-become: "fail" a predicted failure (the paper's fixed denominators; the default), "drop" left out.
-Labels must be 0 or 1. `of_rows` takes a verdict table's columns, where unparsed, error and missing
-verdicts are predicted failures. Knows nothing about verdict files, models or the CLI.
+`of_rows` takes a verdict table's columns, where unparsed, error and missing verdicts are predicted
+failures (counted: `n_unparsed`) and unlabelled rows are left out. Knows nothing about verdict files,
+models or the CLI.
 """
 from __future__ import annotations
 
@@ -22,44 +21,13 @@ import numpy as np
 
 from .verdict_table import OK, Rows
 
-UNPARSED_POLICIES = ("fail", "drop")
 BOOTSTRAP, SEED = 1000, 0  # `eval`'s resamples and seed for the intervals (--bootstrap, --seed)
 CELLS = ("tp", "fp", "tn", "fn")
 HEADLINE = ("acc", "prec", "rec", "f1", "npv", "tnr", "kappa", "mcc", "judged_rate", "labelled_rate")
 NAMES = {"acc": "Acc", "prec": "Prec", "rec": "Rec", "f1": "F1", "npv": "NPV", "tnr": "TNR",
          "kappa": "Cohen's kappa", "mcc": "MCC", "judged_rate": "Judged success rate",
          "labelled_rate": "Labelled success rate"}
-NO_PLATFORM = "(none)"
 UNKNOWN = "unknown"  # a table row's platform when its data said none (as metrics.by_platform names it)
-
-
-def _as_binary(values: Sequence[Any], what: str, allow_none: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(0/1 int array with None as 0, mask of the None entries); ValueError naming a bad entry."""
-    out, missing = np.zeros(len(values), dtype=np.int64), np.zeros(len(values), dtype=bool)
-    for i, v in enumerate(values):
-        if v is None and allow_none:
-            missing[i] = True
-        elif isinstance(v, (bool, int, np.integer)) and int(v) in (0, 1):
-            out[i] = int(v)
-        else:
-            raise ValueError(f"{what}[{i}] must be 0 or 1{' (or None: unparsed)' if allow_none else ''}, got {v!r}")
-    return out, missing
-
-
-def prepare(predictions: Sequence[Any], labels: Sequence[Any], platforms: Sequence[Any] | None = None,
-            unparsed: str = "fail") -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """(predictions, labels, platforms, n_unparsed) as arrays, with unparsed verdicts applied as
-    `unparsed` says ("fail": predicted 0; "drop": left out)."""
-    if unparsed not in UNPARSED_POLICIES:
-        raise ValueError(f"unparsed must be one of {', '.join(UNPARSED_POLICIES)}, got {unparsed!r}")
-    if len(predictions) != len(labels) or (platforms is not None and len(platforms) != len(labels)):
-        raise ValueError("predictions, labels and platforms must have one entry per trajectory: got "
-                         f"{len(predictions)}, {len(labels)}, {len(platforms) if platforms is not None else '-'}")
-    pred, none = _as_binary(predictions, "predictions", allow_none=True)
-    label, _ = _as_binary(labels, "labels", allow_none=False)
-    plat = np.array([NO_PLATFORM if p is None else str(p) for p in (platforms or [None] * len(label))], dtype=object)
-    keep = ~none if unparsed == "drop" else np.ones(len(label), dtype=bool)
-    return pred[keep], label[keep], plat[keep], int(none.sum())
 
 
 def cells(pred, label, code: np.ndarray | None = None, n_codes: int = 1, weights=None) -> np.ndarray:
@@ -118,11 +86,6 @@ def figures_of_counts(c: dict[str, int]) -> dict[str, float | None]:
     return out
 
 
-def point_figures(pred: np.ndarray, label: np.ndarray) -> dict[str, float | None]:
-    """`figures_of_counts` of 0/1 arrays."""
-    return figures_of_counts(counts(pred, label))
-
-
 def bootstrap_intervals(c: dict[str, int], n_boot: int = 1000, seed: int = 0,
                         confidence: float = 0.95) -> dict[str, tuple[float, float] | None]:
     """Percentile bootstrap interval of every HEADLINE figure of confusion matrix `c`: `n_boot` multinomial
@@ -147,8 +110,12 @@ def bootstrap_intervals(c: dict[str, int], n_boot: int = 1000, seed: int = 0,
 def figures_of_cells(cells: np.ndarray, names: Sequence[str], *, n_unparsed: int, unparsed: str = "fail",
                      n_boot: int = 1000, seed: int = 0, confidence: float = 0.95,
                      platform_order: Sequence[str] = ()) -> dict[str, Any]:
-    """The JSON-ready figures (see `benchmark_figures`) of per-platform confusion counts: `cells` one
-    row of CELLS counts per name of `names` (names may repeat: their rows are added)."""
+    """The figures as one JSON-ready dict, from per-platform confusion counts (`cells`: a row of CELLS
+    counts per name of `names`; a name may repeat, its rows are added): `overall` (every HEADLINE figure
+    and `rate_gap`), `intervals` ([low, high] per HEADLINE figure, None when undefined or `n_boot` is 0),
+    `platforms` ({name: {n, acc, prec, rec, f1}}: those of `platform_order` first, in that order, then
+    the others as they come), `counts`, `n`, `n_unparsed`, `unparsed` (the policy applied to them) and the
+    bootstrap's `n_boot`, `seed`, `confidence`."""
     merged: dict[str, np.ndarray] = {}
     for name, row in zip(names, cells):
         merged[name] = merged.get(name, 0) + row
@@ -164,25 +131,6 @@ def figures_of_cells(cells: np.ndarray, names: Sequence[str], *, n_unparsed: int
     return {"overall": figures_of_counts(total), "intervals": {k: list(v) if v else None for k, v in intervals.items()},
             "platforms": per_platform, "counts": total, "n": sum(total.values()), "n_unparsed": n_unparsed,
             "unparsed": unparsed, "n_boot": n_boot, "seed": seed, "confidence": confidence}
-
-
-def benchmark_figures(predictions: Sequence[Any], labels: Sequence[Any], platforms: Sequence[Any] | None = None,
-                      *, unparsed: str = "fail", n_boot: int = BOOTSTRAP, seed: int = SEED, confidence: float = 0.95,
-                      platform_order: Sequence[str] = ()) -> dict[str, Any]:
-    """All the figures, as one JSON-ready dict:
-
-    `overall` (every HEADLINE figure and `rate_gap`), `intervals` (a [low, high] per HEADLINE figure,
-    None when undefined or `n_boot` is 0), `platforms` ({name: {n, acc, prec, rec, f1}}: those of
-    `platform_order` that occur, in that order (the paper's is Ubuntu, Mobile, Windows, macOS, Web), then
-    the others in order of first appearance), `counts` (tp/fp/tn/fn),
-    `n` (trajectories in the figures), `n_unparsed` (predictions that were None), `unparsed` (the policy
-    applied to them), and the bootstrap's `n_boot`, `seed`, `confidence`."""
-    pred, label, plat, n_unparsed = prepare(predictions, labels, platforms, unparsed)
-    names = list(dict.fromkeys(plat.tolist()))
-    code = np.array([names.index(p) for p in plat.tolist()], dtype=np.int64) if len(plat) else np.zeros(0, np.int64)
-    return figures_of_cells(cells(pred, label, code, len(names)), names, n_unparsed=n_unparsed,
-                            unparsed=unparsed, n_boot=n_boot, seed=seed, confidence=confidence,
-                            platform_order=platform_order)
 
 
 def of_rows(rows: Rows, platforms: dict[str | None, int], *, n_boot: int = BOOTSTRAP, seed: int = SEED,
@@ -247,16 +195,12 @@ __all__ = [
     "CELLS",
     "HEADLINE",
     "SEED",
-    "UNPARSED_POLICIES",
-    "benchmark_figures",
     "bootstrap_intervals",
     "cells",
     "counts",
     "figures_of_cells",
     "figures_of_counts",
     "of_rows",
-    "point_figures",
-    "prepare",
     "rates",
     "render_table",
 ]
