@@ -25,6 +25,12 @@ def _plt():
     return plt
 
 
+def _save(plt, fig, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
+
+
 def run_block(run: dict) -> list[str]:
     """The 'what produced this' lines every report starts with."""
     keys = [("data", "data"), ("verdicts", "verdicts"), ("model", "model"), ("adapter", "adapter"),
@@ -133,9 +139,7 @@ def plot_confusion(c: dict, path: Path, title: str) -> None:
     ax.set_ylabel("ground-truth label")
     ax.set_title(title, fontsize=9, wrap=True)
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="trajectories")
-    fig.tight_layout()
-    fig.savefig(path, bbox_inches="tight")
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_per_platform(per: dict, path: Path, title: str) -> None:
@@ -158,9 +162,7 @@ def plot_per_platform(per: dict, path: Path, title: str) -> None:
     ax.set_ylabel("%")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.22))
-    fig.tight_layout()
-    fig.savefig(path, bbox_inches="tight")
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_tts(res: dict, path: Path, title: str) -> None:
@@ -184,9 +186,7 @@ def plot_tts(res: dict, path: Path, title: str) -> None:
     if not res.get("informative", True):
         title += "\nno candidate was scored: the curves reflect candidate order only"
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, bbox_inches="tight")
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def tts_markdown(res: dict, run: dict, coverage: list[str] | None = None) -> str:
@@ -315,6 +315,4 @@ def plot_reliability(series: list[tuple[str, dict]], path: Path, title: str) -> 
     ax.legend(fontsize=7, loc="upper left")
     hist.set_xlabel("predicted probability of success (15 equal-width bins)")
     hist.set_ylabel("verdicts")
-    fig.tight_layout()
-    fig.savefig(path, bbox_inches="tight")
-    plt.close(fig)
+    _save(plt, fig, path)

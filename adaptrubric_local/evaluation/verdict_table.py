@@ -72,25 +72,22 @@ class VerdictTable:
         """One verdict line (a dict as a verdict file holds it), with its own label, platform and task."""
         i = str(line["id"])
         self.ids.add(i)
-        c, get = self.columns, line.get
-        c["status"].append(STATUSES.index(line["status"]) if line["status"] in STATUSES else UNPARSED)
-        c["score"].append(get("score") if get("score") in (0, 1) else -1)
-        c["label"].append(get("label") if get("label") in (0, 1) else -1)
-        c["platform"].append(self.platform_code(get("platform")))
-        for name in ("p_success", "p_calibrated"):
-            v = get("p_success_calibrated" if name == "p_calibrated" else name)
-            c[name].append(float(v) if v is not None else np.nan)
-        c["cost_tokens"].append(float(get("cost_tokens") or 0))
-        c["cost_calls"].append(float(get("cost_calls") or 0))
-        c["verifier_tokens"].append(int(get("prompt_tokens") or 0) + int(get("completion_tokens") or 0))
-        c["images"].append(int(get("n_images") or 0))
-        c["hit_cap"].append(bool(get("hit_cap")))
-        c["hit_context"].append(bool(get("hit_context")))
+        get = line.get
+        p, calibrated = get("p_success"), get("p_success_calibrated")
+        row = {"status": STATUSES.index(line["status"]) if line["status"] in STATUSES else UNPARSED,
+               "score": get("score") if get("score") in (0, 1) else -1,
+               "label": get("label") if get("label") in (0, 1) else -1, "platform": self.platform_code(get("platform")),
+               "p_success": np.nan if p is None else float(p),
+               "p_calibrated": np.nan if calibrated is None else float(calibrated),
+               "cost_tokens": float(get("cost_tokens") or 0), "cost_calls": float(get("cost_calls") or 0),
+               "verifier_tokens": int(get("prompt_tokens") or 0) + int(get("completion_tokens") or 0),
+               "images": int(get("n_images") or 0), "hit_cap": bool(get("hit_cap")),
+               "hit_context": bool(get("hit_context"))}
         if self.names is not None:
-            c["task"].append(self.task_code(None if get("task_id") is None else str(line["task_id"])))
-            at, size = self.put_name(i)
-            c["name_at"].append(at)
-            c["name_size"].append(size)
+            row["task"] = self.task_code(None if get("task_id") is None else str(line["task_id"]))
+            row["name_at"], row["name_size"] = self.put_name(i)
+        for k, v in row.items():
+            self.columns[k].append(v)
         self.models.add(get("model"))
         self.banks.add(get("bank_sha"))
         self.add_votes(i, get("votes") if line["status"] != "error" else None)
