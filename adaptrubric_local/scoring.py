@@ -39,9 +39,7 @@ class Scorer(Protocol):
 def error_id(e) -> str:
     """The id of a record that could not be loaded: its own id when it has one, else its location."""
     own = getattr(e, "record_id", None)
-    if own:
-        return str(own)
-    return f"{Path(e.file).name}:{e.record}" if e.record else Path(e.file).name
+    return str(own) if own else f"{Path(e.file).name}:{e.record}" if e.record else Path(e.file).name
 
 
 def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: bool = False, fmt: str = "auto",
@@ -149,9 +147,7 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
                    skipped_resume=n_done, retried_errors=retried)
     if shard is not None:
         summary["shard"] = run["shard"] = str(shard)
-    for key in ("engine", "runtime"):
-        if after.get(key):
-            summary[key] = after[key]
+    summary.update({k: after[k] for k in ("engine", "runtime") if after.get(k)})
     if stopped is not None:
         left = max(0, n_todo - run_tally.n)
         run["stopped"] = summary["stopped"] = {"by": stop_reason(stopped), "left": left}
