@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -216,9 +216,7 @@ class AppliedLabels:
 
     def record(self) -> dict:
         """For run.json, metrics.json, a calibration file or a manifest."""
-        return {"files": self.files, "filled": self.filled, "overridden": self.overridden,
-                "confirmed": self.confirmed, "unsure": self.unsure, "unsure_kept": dict(self.unsure_kept),
-                "not_loaded": len(self.not_loaded)}
+        return {**asdict(self), "not_loaded": len(self.not_loaded)}
 
     def unsure_text(self) -> str:
         """"2 unsure (keep the data's label 1)", "3 unsure (the data's labels kept: 2 of 1, 1 none)": what the
@@ -226,14 +224,13 @@ class AppliedLabels:
         kept = {k: n for k, n in self.unsure_kept.items() if n}
         if not self.unsure or not kept:
             return f"{self.unsure} unsure"
-        data = "the data's"
         if len(kept) == 1:
             (key, n), = kept.items()
             said = "no label: the data has none" if key == "none" else \
-                f"{'keeps' if n == 1 else 'keep'} {data} label {key}"
+                f"{'keeps' if n == 1 else 'keep'} the data's label {key}"
             return f"{n} unsure ({said})"
         parts = ", ".join(f"{kept[k]} {'none' if k == 'none' else f'of {k}'}" for k in ("1", "0", "none") if k in kept)
-        return f"{self.unsure} unsure ({data} labels kept: {parts})"
+        return f"{self.unsure} unsure (the data's labels kept: {parts})"
 
     def summary(self) -> str:
         """One line for the terminal."""
