@@ -228,10 +228,6 @@ def _names(path: Path, wanted: np.ndarray) -> list[str]:
     return list(dict.fromkeys(i for _, i, _ in iter_lines(path) if key(i) in wanted)) if wanted else []
 
 
-def _take(rows: Rows, mask: np.ndarray) -> Rows:
-    return {k: a[mask] for k, a in rows.items()}
-
-
 def align(path: Path, rows: Rows, side: DataSide | None, table: VerdictTable, subset: str = "data",
           allow_extra: bool = False, data_name: str | None = None) -> tuple[Rows, Coverage]:
     """(the rows to evaluate, their Coverage) by coverage.py's rules: the data's labels, platforms and
@@ -248,18 +244,13 @@ def align(path: Path, rows: Rows, side: DataSide | None, table: VerdictTable, su
     in_bad = np.isin(rows["key"], keys(side.bad)) & ~in_data
     known = in_data | in_bad
     stale = ~known & (rows["status"] == ERROR)
-    stale_names = _names(path, rows["key"][stale])
-    if stale.any():
-        keep = ~stale
-        rows, in_data, in_bad, known, at = _take(rows, keep), in_data[keep], in_bad[keep], known[keep], at[keep]
-    extra = _names(path, rows["key"][~known])
+    stale_names, extra = _names(path, rows["key"][stale]), _names(path, rows["key"][~known & ~stale])
     if extra and not allow_extra:
         raise ValueError(f"{path} holds verdicts for {len(extra)} id(s) that are not in {data_name or 'the data set'} "
                          f"(first: {first(extra)}): wrong DATA or --verdicts? Pass --allow-extra to leave them out and "
                          "evaluate the data set's trajectories")
-    have_n = len(rows["key"])
     if not known.all():
-        rows = _take(rows, known)
+        rows = {k: a[known] for k, a in rows.items()}
     from_data, at = in_data[known], at[known]
     rows["label"] = np.where(from_data, side.label[at], -1).astype("int8")
     for name in ("platform", "task") if "task" in rows else ("platform",):
@@ -274,7 +265,7 @@ def align(path: Path, rows: Rows, side: DataSide | None, table: VerdictTable, su
         if table.names is not None:
             add["name_at"], add["name_size"] = (np.array(c) for c in zip(*map(table.put_name, side.missing)))
         rows = {k: np.concatenate([rows[k], add[k]]) for k in rows}
-    cov = Coverage(labels="data", subset=subset, trajectories=side.good + len(side.bad), verdicts=have_n,
+    cov = Coverage(labels="data", subset=subset, trajectories=side.good + len(side.bad), verdicts=n - int(stale.sum()),
                    covered=int(known.sum()), missing=list(side.missing),
                    missing_labelled=sum(y in (0, 1) for y in side.missing_labels), extra=extra,
                    stale_errors=stale_names, not_loaded=side.bad, not_loaded_verdicts=int(in_bad.sum()),
