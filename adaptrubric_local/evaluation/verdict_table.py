@@ -176,10 +176,7 @@ class DataSide:
     task: np.ndarray
     good: int = 0
     records: int = 0
-    missing: list[str] = field(default_factory=list)
-    missing_labels: list[int] = field(default_factory=list)
-    missing_platforms: list[int] = field(default_factory=list)
-    missing_tasks: list[int] = field(default_factory=list)
+    missing: list[tuple[str, int, int, int]] = field(default_factory=list)  # (id, label, platform, task)
     bad: list[str] = field(default_factory=list)
     outside: list = field(default_factory=list)
 
@@ -213,10 +210,7 @@ def read_data(stream, table: VerdictTable) -> DataSide:
             if tasks:
                 side.task[j] = task
         else:
-            side.missing.append(x.id)
-            side.missing_labels.append(label)
-            side.missing_platforms.append(platform)
-            side.missing_tasks.append(task)
+            side.missing.append((x.id, label, platform, task))
     side.bad = [i for i in dict.fromkeys(map(str, bad)) if i not in good_repeated]
     side.records = stream.records
     return side
@@ -256,18 +250,19 @@ def align(path: Path, rows: Rows, side: DataSide | None, table: VerdictTable, su
     for name in ("platform", "task") if "task" in rows else ("platform",):
         rows[name] = np.where(from_data, getattr(side, name)[at], rows[name]).astype("int32")
     m = len(side.missing)
+    missing, labels, platforms, tasks = (list(c) for c in zip(*side.missing)) if m else ([], [], [], [])
     if subset == "data" and m:
         add = {k: np.zeros(m, dtype=a.dtype) for k, a in rows.items()}
         add.update(status=np.full(m, MISSING, "int8"), score=np.full(m, -1, "int8"),
-                   label=np.array(side.missing_labels, dtype="int8"), p_success=np.full(m, np.nan),
-                   p_calibrated=np.full(m, np.nan), platform=np.array(side.missing_platforms, dtype="int32"),
-                   task=np.array(side.missing_tasks, dtype="int32"), key=keys(side.missing))
+                   label=np.array(labels, dtype="int8"), p_success=np.full(m, np.nan),
+                   p_calibrated=np.full(m, np.nan), platform=np.array(platforms, dtype="int32"),
+                   task=np.array(tasks, dtype="int32"), key=keys(missing))
         if table.names is not None:
-            add["name_at"], add["name_size"] = (np.array(c) for c in zip(*map(table.put_name, side.missing)))
+            add["name_at"], add["name_size"] = (np.array(c) for c in zip(*map(table.put_name, missing)))
         rows = {k: np.concatenate([rows[k], add[k]]) for k in rows}
     cov = Coverage(labels="data", subset=subset, trajectories=side.good + len(side.bad), verdicts=n - int(stale.sum()),
-                   covered=int(known.sum()), missing=list(side.missing),
-                   missing_labelled=sum(y in (0, 1) for y in side.missing_labels), extra=extra,
+                   covered=int(known.sum()), missing=missing,
+                   missing_labelled=sum(y in (0, 1) for y in labels), extra=extra,
                    stale_errors=stale_names, not_loaded=side.bad, not_loaded_verdicts=int(in_bad.sum()),
                    evaluated=len(rows["key"]))
     return rows, cov
