@@ -64,7 +64,7 @@ def _number(x, sign: bool = False) -> str:
         return "-"
     if isinstance(x, int) and not isinstance(x, bool):
         return f"{x:+d}" if sign else str(x)
-    return f"{x:+.2f}" if sign else report.fmt(x, 2)
+    return report.fmt(x, 2, sign)
 
 
 def compare(dir_a: str | Path, dir_b: str | Path, out: str | Path | None = None) -> str:

@@ -11,9 +11,9 @@ from .benchmark_figures import render_table
 from .vote_rules import render_table as render_vote_rules
 
 
-def fmt(x: float | None, digits: int = 1) -> str:
-    """A percentage or '-' when undefined."""
-    return "-" if x is None else f"{x:.{digits}f}"
+def fmt(x: float | None, digits: int = 1, signed: bool = False) -> str:
+    """A percentage (with its sign: `signed`) or '-' when undefined."""
+    return "-" if x is None else f"{x:{'+' if signed else ''}.{digits}f}"
 
 
 def _plt():
