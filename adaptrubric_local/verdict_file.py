@@ -18,7 +18,6 @@ from .formats.base import leading_id
 from .formats.ids import IdBuilder, IdSet
 
 _SCALE = 1100  # floats are summed as exact multiples of 2**-1100 (every finite double is one)
-COUNTED = ("status", "score", "hit_cap", "hit_context", "cost_calls", "cost_tokens")
 
 
 def _exact(x: float) -> int:
