@@ -57,10 +57,9 @@ def sample_ids(path: Path, cards: int, seed: int = SEED, more: list[str] = ()) -
 
 def sampled(path: Path, data, cards: int, coverage: Coverage, seed: int = SEED, fmt: str = "auto", image_roots=(),
             labels: dict | None = None, loaded=None) -> tuple[list[Verdict], SimpleNamespace | None]:
-    """The cards of a sample of `cards` (0: all) of the verdicts `coverage` evaluated, in its order: their
-    verdicts (the last line of each id, with the data's label, platform and task, and the 0/1 of `labels`,
-    id -> label, the labels files' last word, over them; a `missing` one for a trajectory of the sample
-    without a verdict), and the data's trajectories for them (`loaded`: the data set already loaded)."""
+    """The cards of a sample of `cards` (0: all) of the verdicts `coverage` evaluated: their verdicts (with
+    the data's label, platform and task, the 0/1 of `labels` over them; `missing` ones for trajectories
+    without a verdict) and the data's trajectories for them (`loaded`: the data set already loaded)."""
     ids = sample_ids(path, cards, seed, coverage.missing if coverage.subset == "data" else [])
     verdicts = last_verdicts(path, ids)
     if data is None and loaded is None:

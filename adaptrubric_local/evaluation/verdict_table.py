@@ -46,9 +46,8 @@ def task_of(t) -> str:
 
 
 class VerdictTable:
-    """The columns being built (`add`), and what they are coded against: platform names, task digests,
-    models and bank hashes; with `candidates`, what `tts` reads beside them: each row's task code and id
-    as UTF-8 bytes (`name`: `tts` sorts by id)."""
+    """The columns being built (`add`) and what they are coded against (platform names, task digests,
+    models, bank hashes); with `candidates`, each row's task code and id bytes too (what `tts` reads)."""
 
     def __init__(self, candidates: bool = False):
         self.columns = {k: array(t) for k, t in FIELDS.items()}
@@ -165,9 +164,8 @@ def of_verdicts(verdicts: Iterable, candidates: bool = False) -> tuple[Rows, Ver
 @dataclass
 class DataSide:
     """What a data set says of a table's ids (`found`, `label`, `platform`, `task`: one entry for each of
-    `have`, the table's sorted digests), of its trajectories without a verdict (`missing`, with their
-    labels, platforms and tasks), and of its records that did not load (`bad`: their ids; `outside`: the
-    errors for screenshots outside the data's folder): a few bytes per verdict, none per record."""
+    `have`, the table's sorted digests), of its trajectories without a verdict (`missing`) and of its
+    records that did not load (`bad`: their ids; `outside`: the errors for screenshots outside its folder)."""
 
     have: np.ndarray
     found: np.ndarray
