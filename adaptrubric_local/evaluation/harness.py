@@ -188,9 +188,8 @@ def ordered(verdicts: list[Verdict], cfg, reviewed: dict | None = None) -> tuple
     extra = {str(v.id): {"rank": k, "rank_reason": why} for k, (v, why) in enumerate(rows, start=1)}
     for i, card in extra.items() if compare is not None else ():
         b = compare.get(i)
-        card["compare"] = None if b is None else {"score": b.score, "status": b.status, "model": b.model,
-                                                  "p_success": b.p_success if isinstance(b.p_success, (int, float))
-                                                  else None}
+        p = b.p_success if b is not None and isinstance(b.p_success, (int, float)) else None
+        card["compare"] = None if b is None else {"score": b.score, "status": b.status, "model": b.model, "p_success": p}
     info = {"order": cfg.order, "budget": cfg.budget, "of": len(verdicts), "shown": len(rows),
             "compare": str(cfg.compare) if cfg.compare else None, "seed": cfg.seed if cfg.order == "random" else None}
     return [v for v, _ in rows], extra, info
@@ -266,9 +265,12 @@ def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True,
         rows[name] = run_eval(vpath, out / name, data, loaded)
     pipe.config = base
     full = rows["full"]["overall"]
-    table = {name: {"overall": (o := m["overall"]), "delta": {
-        k: (o[k] - full[k]) if name != "full" and o[k] is not None and full[k] is not None else None
-        for k in ("acc", "prec", "rec", "f1", "fpr")}} for name, m in rows.items()}
+
+    def delta(name: str, o: dict) -> dict:
+        return {k: (o[k] - full[k]) if name != "full" and o[k] is not None and full[k] is not None else None
+                for k in ("acc", "prec", "rec", "f1", "fpr")}
+
+    table = {name: {"overall": m["overall"], "delta": delta(name, m["overall"])} for name, m in rows.items()}
     settings = {k: v for k, v in vars_of(pipe).items() if k not in ("coarse", "fine", "ablation")}
     run = run_meta(None, set(), set(), **settings, data=str(data),
                    shared_calls={"route": pipe.stats.get("calls_route", 0), "cue": pipe.stats.get("calls_cue", 0)})
