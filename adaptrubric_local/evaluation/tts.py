@@ -177,10 +177,7 @@ def task_lists(rows: Rows, table: VerdictTable, seed: int | None = SEED) -> tupl
     at a time) from the rows of a table with `candidates`."""
     keep = np.flatnonzero((rows["label"] >= 0) & (rows["task"] != NO_TASK))
     order = keep[np.argsort(rows["task"][keep], kind="stable")]
-    codes = rows["task"][order]
-    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.zeros(0, np.int64)
-    ends = np.r_[starts[1:], len(codes)] if len(codes) else starts
-    most = int((ends - starts).max()) if len(starts) else 0
+    _, starts, sizes = np.unique(rows["task"][order], return_index=True, return_counts=True)  # sorted: runs
 
     def one(r: int) -> Candidate:
         p, calibrated, score = rows["p_success"][r], rows["p_calibrated"][r], int(rows["score"][r])
@@ -189,10 +186,10 @@ def task_lists(rows: Rows, table: VerdictTable, seed: int | None = SEED) -> tupl
                          None if np.isnan(calibrated) else float(calibrated))
 
     def tasks() -> Iterator[list[Candidate]]:
-        for a, b in zip(starts.tolist(), ends.tolist()):
-            yield shuffled([one(int(r)) for r in order[a:b]], seed)
+        for a, k in zip(starts.tolist(), sizes.tolist()):
+            yield shuffled([one(int(r)) for r in order[a:a + k]], seed)
 
-    return most, tasks()
+    return int(sizes.max(initial=0)), tasks()
 
 
 def _curves(rows: Rows, table: VerdictTable, max_n: int | None, seed: int | None) -> dict:
