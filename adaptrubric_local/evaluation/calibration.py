@@ -102,8 +102,7 @@ def load(path: str | Path) -> tuple[Calibration, dict]:
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise ValueError(f"{path}: not a calibration file (field 'format' must be {FORMAT!r}; "
                          "write one with `adaptrubric calibrate`)")
-    known = set(Calibration.__dataclass_fields__)
-    unknown = sorted(set(d) - known)
+    unknown = sorted(set(d) - set(Calibration.__dataclass_fields__))
     if unknown:
         raise ValueError(f"{path}: unknown field(s) {', '.join(unknown)}")
     for k in ("method", "a"):

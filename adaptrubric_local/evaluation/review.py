@@ -14,7 +14,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import fields, replace
+from dataclasses import replace
 
 from ..stages.evidence import compile_evidence
 from ..types import Trajectory, Verdict
@@ -69,10 +69,8 @@ class Preparer:
         from ..pipeline import PipelineConfig
         from ..prompts import load_prompts
 
-        cfg = run_config or {}
-        known = {f.name for f in fields(PipelineConfig)}
-        kept = {k: cfg[k] for k in ("max_images", "dedupe_frames", "coarse", "fine", "bank_path")
-                if k in cfg and k in known}
+        cfg = run_config or {}  # the PipelineConfig fields that decide what the verifier was shown
+        kept = {k: cfg[k] for k in ("max_images", "dedupe_frames", "coarse", "fine", "bank_path") if k in cfg}
         self.notes: list[str] = []
         try:
             self.bank = load_bank(kept.get("bank_path"))
