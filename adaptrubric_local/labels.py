@@ -149,14 +149,9 @@ def read_labels(path: str | Path) -> LabelsFile:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise LabelsError(f"{path}: not UTF-8 text (byte {exc.start}); a labels file is JSONL") from None
-    records: dict[str, LabelRecord] = {}
-    lines: dict[str, int] = {}
-    n_lines = 0
     database = androidgen_database(text)
-    if database is not None:
-        records = {k: LabelRecord(id=k, label=v) for k, v in database.items()}
-        lines = dict.fromkeys(records, 1)
-        n_lines = len(records)
+    records = {k: LabelRecord(id=k, label=v) for k, v in (database or {}).items()}
+    lines, n_lines = dict.fromkeys(records, 1), len(records)
     for n, obj in json_lines(text.splitlines() if database is None else [], path, LabelsError):
         if not isinstance(obj, dict):
             raise LabelsError(f"{path}: line {n}: expected a JSON object with 'id' and 'label', got "
