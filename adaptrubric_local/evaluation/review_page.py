@@ -149,10 +149,8 @@ def write_review(out: str | Path, cards: list[dict], meta: dict | None = None, n
         if stale.name not in used:
             stale.unlink()
     page_cards = [_page_card(c, thumbs, out) for c in cards]
-    parts = share_prompt_parts(page_cards)
     index = {"meta": meta or {}, "notes": notes or [], "n": len(cards), "chunk": CHUNK,
-             "counts": outcome_counts(c["outcome"] for c in cards),
-             "prompt_parts": parts,
+             "counts": outcome_counts(c["outcome"] for c in cards), "prompt_parts": share_prompt_parts(page_cards),
              "outcomes": list(OUTCOMES), "rows": [_row(i, c) for i, c in enumerate(page_cards)],
              "columns": ["id", "instruction", "platform", "family", "status", "outcome", "p_success",
                          "error_confidence", "label", "score", "chunk"]}
