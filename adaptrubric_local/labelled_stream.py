@@ -60,8 +60,7 @@ class LabelledStream:
                         x.label = self.merged[x.id]
             elif isinstance(x, DataError):
                 self.bad += 1
-                if self.first_bad is None:
-                    self.first_bad = x
+                self.first_bad = self.first_bad or x
             yield position, x
 
     def applied(self) -> AppliedLabels:
