@@ -1,13 +1,9 @@
-"""A data set read as a stream with labels files applied to each trajectory as it passes (`labels merge`),
-or a loaded data set labelled in place the same way (`apply_labels`: cli/common.py's `load_labelled`).
+"""A data set read as a stream with labels files applied to each trajectory as it passes, or a loaded
+data set labelled in place the same way (`apply_labels`): the one place labels files are put on.
 
-The labels files are read whole (an id and a label a line: what must be kept). The data's ids come from
-the stream's first pass (formats/stream.py: 16 bytes a record), so an id of a labels file that the data
-does not hold is an error raised before any trajectory is parsed. Each trajectory's label is replaced as
-it is handed out (a later file wins; an unsure line leaves the data's label); the counts (`applied`:
-filled, overridden, unsure, ids of records that did not load) are complete once the stream has been read
-through. The folder formats, which cannot stream, are loaded whole and handed out
-the same way (`stream_trajectories`). Knows nothing about verdicts, metrics or commands.
+The labels files are read whole, before the data; the data's ids come from the stream's first pass, so
+an id the data does not hold is an error raised before any trajectory is parsed. The counts (`applied`)
+are complete once the stream has been read through. Knows nothing about verdicts, metrics or commands.
 """
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ from pathlib import Path
 
 from .formats.base import DataError, LoadResult
 from .formats.stream import Item, LoadedStream, TrajectoryStream, stream_trajectories
-from .labels import AppliedLabels, check_ids, merged_labels, not_loaded_warning, read_labels
+from .labels import AppliedLabels, LabelsFile, check_ids, merged_labels, not_loaded_warning, read_labels
 from .types import Trajectory
 
 
@@ -25,13 +21,13 @@ class LabelledStream:
     """The records of `data` (`items`, in data order) with the labels of `files` on its trajectories;
     `bad`, `first_bad` and `records` once read through."""
 
-    def __init__(self, data: str | Path, files: Iterable[str | Path] = (), fmt: str = "auto",
+    def __init__(self, data: str | Path, files: Iterable[str | Path | LabelsFile] = (), fmt: str = "auto",
                  check_images: bool = False, image_roots: Iterable[str | os.PathLike] = (),
                  stream: TrajectoryStream | LoadedStream | None = None):
         self.data = data
+        self.files = [f if isinstance(f, LabelsFile) else read_labels(f) for f in files]  # before the data
         self.stream = stream if stream is not None else \
             stream_trajectories(data, fmt=fmt, check_images=check_images, image_roots=image_roots)
-        self.files = [read_labels(p) for p in files]
         self.merged = merged_labels(self.files)
         check_ids(self.files, self.stream.ids.__contains__, str(data))
         self.before: dict[str, int | None] = {}  # a labelled id -> the label the data gave it
@@ -64,8 +60,7 @@ class LabelledStream:
                         x.label = self.merged[x.id]
             elif isinstance(x, DataError):
                 self.bad += 1
-                if self.first_bad is None:
-                    self.first_bad = x
+                self.first_bad = self.first_bad or x
             yield position, x
 
     def applied(self) -> AppliedLabels:

@@ -1,42 +1,31 @@
-"""Labels files: a person's success/failure judgments of trajectories, and the one step that puts
-them on loaded trajectories.
+"""Labels files: a person's success/failure judgments of trajectories, and the rules that put them on
+a data set's labels.
 
 A labels file is JSONL, one line per labelled trajectory, as the review page exports it:
 
     {"id": "t1", "label": 1, "note": "toggle is on", "score": 0, "p_success": 0.31,
      "time": "2026-05-01T09:12:03.120Z", "data": "runs/synth/trajectories.jsonl", "verdicts": "v.jsonl"}
 
-`id` and `label` are required; `label` is 1 (success), 0 (failure) or null (the reviewer was
-unsure: no label); `score` and `p_success` are the verdict's when the label was set; the rest say
-when and on which page. Lines are read into a strict schema: an unknown key, a wrong type, a
-malformed line or an empty file is an error naming the file, the line and the field. A line keyed
-by `trace_id` instead of `id` is a line of AndroidGen's own `labels.jsonl` (the file an AndroidGen
-folder holds beside its traces): its `trace_id` and `label` are read, its other keys are its own
-notes and are not (`androidgen_line`). A file may
-name an id twice: the later line wins (appending a correction works, as in verdict files). An AndroidGen
-judge's `database.json` (one JSON object keyed by episode folder, `complete` true/false) is read as labels
-too (`androidgen_database`), so `--labels` points at one kept anywhere.
+`id` and `label` are required; `label` is 1 (success), 0 (failure) or null (unsure: no label); `score`
+and `p_success` are the verdict's when the label was set; the rest say when and on which page. Lines
+are read into a strict schema: an unknown key, a wrong type, a malformed line or an empty file is an
+error naming the file, the line and the field. A line keyed by `trace_id` is a line of AndroidGen's own
+`labels.jsonl` (`androidgen_line`), and an AndroidGen judge's `database.json` is read as labels too
+(`androidgen_database`). A later line for an id wins, as in verdict files.
 
-The rules by which they are put on a data set's labels: files in order, a later file wins per id
-(`merged_labels`); a 0/1 label overrides or fills the data's label; an unsure line gives no label and
-leaves the trajectory's label as it was; an id that is not in the data is an error naming it
-(`check_ids`); what was done is counted (`AppliedLabels`, with each file's sha256, for run records).
-They are put on trajectories as the data streams or once it is loaded (labelled_stream.py: labels merge,
-review, `eval --model`, distill) and on a verdict table (evaluation/verdict_table.py: eval, tts,
-calibrate). `reviewed` reads back
-the lines of the files such a record names (label, note, time): what a person decided, which the
-labelling orders put last and the review page shows on its cards, unlike the labels that come with
-the data.
-
+Files in order, a later file wins per id (`merged_labels`); a 0/1 label overrides or fills the data's
+label, an unsure line leaves it as it was; an id that is not in the data is an error naming it
+(`check_ids`); what was done is counted (`AppliedLabels`, with each file's sha256). They are put on
+trajectories by labelled_stream.py only. `reviewed` reads back the lines of the files such a record
+names: what a person decided, which the labelling orders put last and the review page shows.
 Knows nothing about formats, verdicts or commands.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -82,11 +71,9 @@ class LabelRecord(BaseModel):
     @field_validator("p_success", mode="before")
     @classmethod
     def _probability(cls, v: Any) -> Any:
-        if v is None:
-            return v
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 1:
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1):
             raise ValueError(f"must be a number from 0 to 1 or null, got {json.dumps(v)}")
-        return float(v)
+        return None if v is None else float(v)
 
     @field_validator("note", "time", "data", "verdicts", mode="before")
     @classmethod
@@ -162,14 +149,9 @@ def read_labels(path: str | Path) -> LabelsFile:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise LabelsError(f"{path}: not UTF-8 text (byte {exc.start}); a labels file is JSONL") from None
-    records: dict[str, LabelRecord] = {}
-    lines: dict[str, int] = {}
-    n_lines = 0
     database = androidgen_database(text)
-    if database is not None:
-        records = {k: LabelRecord(id=k, label=v) for k, v in database.items()}
-        lines = dict.fromkeys(records, 1)
-        n_lines = len(records)
+    records = {k: LabelRecord(id=k, label=v) for k, v in (database or {}).items()}
+    lines, n_lines = dict.fromkeys(records, 1), len(records)
     for n, obj in json_lines(text.splitlines() if database is None else [], path, LabelsError):
         if not isinstance(obj, dict):
             raise LabelsError(f"{path}: line {n}: expected a JSON object with 'id' and 'label', got "
@@ -229,9 +211,7 @@ class AppliedLabels:
 
     def record(self) -> dict:
         """For run.json, metrics.json, a calibration file or a manifest."""
-        return {"files": self.files, "filled": self.filled, "overridden": self.overridden,
-                "confirmed": self.confirmed, "unsure": self.unsure, "unsure_kept": dict(self.unsure_kept),
-                "not_loaded": len(self.not_loaded)}
+        return {**asdict(self), "not_loaded": len(self.not_loaded)}
 
     def unsure_text(self) -> str:
         """"2 unsure (keep the data's label 1)", "3 unsure (the data's labels kept: 2 of 1, 1 none)": what the
@@ -239,14 +219,13 @@ class AppliedLabels:
         kept = {k: n for k, n in self.unsure_kept.items() if n}
         if not self.unsure or not kept:
             return f"{self.unsure} unsure"
-        data = "the data's"
         if len(kept) == 1:
             (key, n), = kept.items()
             said = "no label: the data has none" if key == "none" else \
-                f"{'keeps' if n == 1 else 'keep'} {data} label {key}"
+                f"{'keeps' if n == 1 else 'keep'} the data's label {key}"
             return f"{n} unsure ({said})"
         parts = ", ".join(f"{kept[k]} {'none' if k == 'none' else f'of {k}'}" for k in ("1", "0", "none") if k in kept)
-        return f"{self.unsure} unsure ({data} labels kept: {parts})"
+        return f"{self.unsure} unsure (the data's labels kept: {parts})"
 
     def summary(self) -> str:
         """One line for the terminal."""
@@ -294,22 +273,16 @@ def not_loaded_warning(errors: int, records: int, first_error, data) -> str:
             f"the first: {first_error}")
 
 
-def unknown_ids(f: LabelsFile, unknown: list[str], data_name: str = "the data") -> LabelsError:
-    """The error for the ids of `f` (in its order) that the data does not hold, naming the first's line."""
-    first = unknown[0]
-    more = f" (and {len(unknown) - 1} more: {', '.join(unknown[1:4])}{', ...' if len(unknown) > 4 else ''})" \
-        if len(unknown) > 1 else ""
-    return LabelsError(f"{f.path}: line {f.lines[first]}: id {first!r} is not in {data_name}{more}; "
-                       "a labels file labels trajectories of the data set it is used with")
-
-
 def check_ids(files: list[LabelsFile], in_data, data_name: str = "the data") -> None:
     """Raise LabelsError naming the file, line and id of the first id of `files` (in order) that
-    `in_data(id)` says the data does not hold (a record that did not load holds its id)."""
+    `in_data(id)` says the data does not hold (a record that did not load holds its id), and how many more."""
     for f in files:
         unknown = [i for i in f.records if not in_data(i)]
         if unknown:
-            raise unknown_ids(f, unknown, data_name)
+            more = f" (and {len(unknown) - 1} more: {', '.join(unknown[1:4])}{', ...' if len(unknown) > 4 else ''})" \
+                if len(unknown) > 1 else ""
+            raise LabelsError(f"{f.path}: line {f.lines[unknown[0]]}: id {unknown[0]!r} is not in {data_name}{more}; "
+                              "a labels file labels trajectories of the data set it is used with")
 
 
 @dataclass

@@ -1,13 +1,8 @@
-"""Scoring a data set into a verdict file: streaming lines as they complete, resuming after a
-crash, recording bad records as error lines under their own ids, and writing the run's config and
-summary beside it (`<out>.config.json`, `<out>.summary.json`).
-
-One writer for every way of scoring: `score_with` writes the lines, the sidecars and the summary for
-any scorer that yields verdicts (the in-process pipeline, `ray_scoring`'s replicas), under the one
-settings record of run_settings.py (which decides whether `--resume` may continue a file). Resuming
-scores again the ids whose last line is an error; readers take the last line per id. Used by
-`adaptrubric score`, `eval --model`, `ablate` and `audit`. Knows nothing about argument parsing or
-where the scorer runs.
+"""Scoring a data set into a verdict file: streaming lines as they complete, resuming after a crash,
+recording bad records as error lines under their own ids, and writing the run's config and summary
+beside it (`<out>.config.json`, `<out>.summary.json`). `score_with` is the one writer, for any scorer
+that yields verdicts (the in-process pipeline, Ray's replicas), under run_settings.py's settings record.
+Knows nothing about argument parsing or where the scorer runs.
 """
 from __future__ import annotations
 
@@ -44,9 +39,7 @@ class Scorer(Protocol):
 def error_id(e) -> str:
     """The id of a record that could not be loaded: its own id when it has one, else its location."""
     own = getattr(e, "record_id", None)
-    if own:
-        return str(own)
-    return f"{Path(e.file).name}:{e.record}" if e.record else Path(e.file).name
+    return str(own) if own else f"{Path(e.file).name}:{e.record}" if e.record else Path(e.file).name
 
 
 def score_file(pipe: AdaptRubric, data: str | Path, out: str | Path, resume: bool = False, fmt: str = "auto",
@@ -66,14 +59,11 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
                extra: dict | None = None, retry_errors: bool = True, force_settings: bool = False,
                calibration: str | Path | None = None, desc: str = "scoring",
                shard: Shard | None = None) -> dict:
-    """The one writer of verdict files: score what `out` lacks of `data` with `scorer` (whose
+    """The one writer of verdict files: score what `out` lacks of `data` (of `shard`) with `scorer` (whose
     `run_settings` are `settings`), appending each verdict line as it arrives; returns the summary.
-    `loaded` is a LoadResult or a stream (formats/stream.py); without it `data` is streamed, parsed
-    batch by batch as the scorer asks, and the summary comes from running counts, so memory does not
-    grow with the data. With `shard`, only that shard's records (recorded in the config sidecar).
-    Nothing is scored (and no scorer started) when nothing is left to do. A run stopped by a signal
-    or an exception writes the summary of what it did (`stopped`: by what, how many left) before the
-    stop goes on (a `stopping.Stopped` gets a `note` saying so)."""
+    `loaded` is a LoadResult or a stream; without it `data` is streamed, so memory does not grow with the
+    data. Nothing is scored when nothing is left to do. A run stopped by a signal or an exception writes
+    the summary of what it did (`stopped`) before the stop goes on (a `stopping.Stopped` gets a `note`)."""
     from tqdm import tqdm
 
     out = Path(out)
@@ -157,9 +147,7 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
                    skipped_resume=n_done, retried_errors=retried)
     if shard is not None:
         summary["shard"] = run["shard"] = str(shard)
-    for key in ("engine", "runtime"):
-        if after.get(key):
-            summary[key] = after[key]
+    summary.update({k: after[k] for k in ("engine", "runtime") if after.get(k)})
     if stopped is not None:
         left = max(0, n_todo - run_tally.n)
         run["stopped"] = summary["stopped"] = {"by": stop_reason(stopped), "left": left}
@@ -173,10 +161,9 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
 
 
 def _whole(whole: Tally, run: dict, previous: dict | None) -> dict:
-    """The summary of everything the verdict file holds after this run, from its running counts (its last
-    line per id), with `run` (this run's own) under `this_run`. Seconds add up over the runs whose summary
-    was written (`previous`: the summary the file had before this run), so `s_per_traj` is the time per
-    answered verdict (not error lines) those runs took."""
+    """The summary of the verdict file's last line per id after this run, with `run` (this run's own)
+    under `this_run`; seconds add up over the runs whose summary was written (`previous`), so `s_per_traj`
+    is their time per answered verdict."""
     prev = previous or {}
     seconds = run["seconds"] + prev.get("seconds", 0.0)
     timed = run["timed_trajectories"] + prev.get("timed_trajectories", 0)
@@ -206,11 +193,7 @@ class ErrorReport:
             text = v.error or "error"
             problem = text.split(f", record {v.id}: ", 1)[-1]
         self.kinds[error_kind(problem)] += 1
-        line = f"error: {v.error}"
-        if bar is not None:
-            bar.write(line, file=sys.stderr)
-        else:
-            print(line, file=sys.stderr)
+        (print if bar is None else bar.write)(f"error: {v.error}", file=sys.stderr)
 
     def close(self) -> None:
         """The closing count, when there were errors."""

@@ -1,11 +1,8 @@
 """What a verdict file holds, read in memory that does not grow with its lines: the ids it answers (a
-compact digest set, formats/ids.py), the last line of each id whose last line is an error (the lines a
-resume retries; few), and the running counts of its summary (`Tally`, over the last line per id); and
+digest set, formats/ids.py), the last line of each id whose last line is an error (what a resume
+retries), the running counts of its summary (`Tally`, the one place they are made, with exact sums), and
 the last line per id one at a time (`iter_last_lines`: every reader of verdict files goes through it).
 A torn last line (a writer killed mid-line) is cut off first, reading only the file's end.
-
-`Tally` is the one place the summary's counts are made: `score`'s summary, a resume's and a shard
-merge's come from it, so they agree to the last bit (sums are kept exact, independent of order).
 Knows nothing about trajectories, scorers or settings.
 """
 from __future__ import annotations
@@ -21,7 +18,6 @@ from .formats.base import leading_id
 from .formats.ids import IdBuilder, IdSet
 
 _SCALE = 1100  # floats are summed as exact multiples of 2**-1100 (every finite double is one)
-COUNTED = ("status", "score", "hit_cap", "hit_context", "cost_calls", "cost_tokens")
 
 
 def _exact(x: float) -> int:
@@ -119,15 +115,12 @@ def repair_torn_tail(path: Path) -> None:
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str, dict]]:
     """(line number, id, line dict) for each verdict line; ValueError naming the line that is not one."""
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-                yield n, str(d["id"]), d
-            except (json.JSONDecodeError, KeyError, TypeError):
-                raise ValueError(f"{path}: line {n} is not a verdict line (a JSON object with an 'id')") from None
+    for n, line in _numbered(path):
+        try:
+            d = json.loads(line)
+            yield n, str(d["id"]), d
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise ValueError(f"{path}: line {n} is not a verdict line (a JSON object with an 'id')") from None
 
 
 def line_id(line: str, path: Path, n: int) -> str:
@@ -144,11 +137,9 @@ def line_id(line: str, path: Path, n: int) -> str:
 
 def iter_last_lines(path: Path, repair: bool = True) -> Iterator[dict]:
     """The last line (a dict) of each id, in the order the ids first appear, holding one line at a time:
-    the one reader of "the last line per id" (a resumed run appends a retried id's new line). A first
-    pass keeps the ids' digests, and when some id has several lines (retried errors, a judge asked
-    again) a second keeps where each of those ids' last line starts; the last pass reads the lines.
-    With `repair`, a torn last line is cut off first (else it is an error naming the line); no file:
-    no lines."""
+    the one reader of "the last line per id". A first pass keeps the ids' digests, a second (when some id
+    has several lines) where those ids' last lines start. With `repair`, a torn last line is cut off
+    first (else it is an error naming the line); no file: no lines."""
     path = Path(path)
     if not path.is_file():
         return

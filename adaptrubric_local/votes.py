@@ -1,15 +1,11 @@
-"""Vote rules: how the k sampled verdicts of `--votes k` become one verdict.
+"""Vote rules: how the k sampled verdicts of `--votes k` become one verdict (docs/scoring.md, "Votes").
 
-The rules (docs/scoring.md, "Votes"): `majority` (more 1s than 0s among the votes that parsed; a tie or no
-parsed vote is unparsed; ZeroGUI's default), `all` (SCORE 1 only when every one of the k votes says 1),
-`any` (SCORE 1 when one vote says 1) and `at-least-M` (SCORE 1 when M of the k votes say 1; `all` is
-`at-least-k`, `any` is `at-least-1`). A threshold rule is 1 once M votes say 1 and 0 once it can no longer
-get there (fewer than M votes are 1 or unparsed); between the two, an unparsed vote could have decided
-it, and the verdict is unparsed: an unparsed vote is never silently a 0 or a 1. Each verdict keeps every
-vote (1, 0, or None for a vote that did not parse), the rule, `vote_share` (the share of parsed votes
-that say 1) and `p_success` (the model's own P(SCORE=1), averaged over the parsed votes that report it).
-Knows nothing about models, prompts or trajectories; evaluation/vote_rules.py tells the rules apart on
-labelled votes.
+`majority` (more 1s than 0s among the parsed votes; a tie or no parsed vote is unparsed), `all`, `any`
+and `at-least-M` (SCORE 1 once M of the k votes say 1, 0 once fewer than M can; between the two an
+unparsed vote could have decided it, and the verdict is unparsed: never silently a 0 or a 1). Each
+verdict keeps every vote (1, 0, or None), the rule, `vote_share` (the share of parsed votes that say 1)
+and `p_success` (the model's own, averaged over the parsed votes that report it). Knows nothing about
+models, prompts or trajectories.
 """
 from __future__ import annotations
 

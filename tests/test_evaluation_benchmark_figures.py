@@ -4,16 +4,9 @@ from __future__ import annotations
 import math
 
 import pytest
+from benchmark_support import benchmark_figures, point_figures, prepare
 
-from adaptrubric_local.evaluation.benchmark_figures import (
-    HEADLINE,
-    benchmark_figures,
-    bootstrap_intervals,
-    counts,
-    point_figures,
-    prepare,
-    render_table,
-)
+from adaptrubric_local.evaluation.benchmark_figures import HEADLINE, bootstrap_intervals, counts, render_table
 
 # 8 trajectories; the 6th verdict is unparsed. As a failure: pairs (pred, label) are
 # (1,1) tp, (1,0) fp, (0,0) tn, (0,1) fn, (1,1) tp, (0,1) fn, (0,0) tn, (1,1) tp -> TP 3, FP 1, TN 2, FN 2.

@@ -78,8 +78,10 @@ def test_efficiency_counts_every_model_call():
 
 
 def test_confusion_and_rates():
-    c = metrics.confusion(np.array([1, 1, 0, 0, 0, 0, 1]), np.array([1, 1, 1, 0, 0, 0, 0]))  # labels, predictions
+    c = metrics.counts(np.array([1, 1, 1, 0, 0, 0, 0]), np.array([1, 1, 0, 0, 0, 0, 1]))  # predictions, labels
     assert c == {"tp": 2, "fp": 1, "tn": 3, "fn": 1}
+    # a prediction neither 0 nor 1 (an ok verdict without a score) is wrong and not a positive: an FN
+    assert metrics.counts(np.array([-1, -1]), np.array([0, 1])) == {"tp": 0, "fp": 0, "tn": 0, "fn": 2}
     r = metrics.rates(c)
     assert r == pytest.approx({"acc": 500 / 7, "prec": 200 / 3, "rec": 200 / 3, "f1": 200 / 3, "fpr": 25.0})
     assert metrics.rates({"tp": 0, "fp": 0, "tn": 0, "fn": 0}) == {

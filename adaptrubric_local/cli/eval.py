@@ -45,6 +45,7 @@ def cmd_eval(args) -> int:
     from ..evaluation.benchmark_figures import render_table
     from ..evaluation.harness import run_eval
     from ..evaluation.image_roots import outside_image_roots
+    from ..evaluation.report import fmt
     from ..evaluation.vote_rules import render_table as render_vote_rules
 
     out = Path(args.out)
@@ -69,16 +70,16 @@ def cmd_eval(args) -> int:
     o, e = m["overall"], m["efficiency"]
     print(f"n={o['n']} scored={o['scored']} unparsed={o['unparsed']} errors={o['errors']} missing={o['missing']} "
           f"(counted as SCORE 0)  "
-          f"acc={_f(o['acc'])} prec={_f(o['prec'])} rec={_f(o['rec'])} f1={_f(o['f1'])} fpr={_f(o['fpr'])}  "
-          f"| scored only: acc={_f(o['scored_only']['acc'])} f1={_f(o['scored_only']['f1'])}")
+          f"acc={fmt(o['acc'])} prec={fmt(o['prec'])} rec={fmt(o['rec'])} f1={fmt(o['f1'])} fpr={fmt(o['fpr'])}  "
+          f"| scored only: acc={fmt(o['scored_only']['acc'])} f1={fmt(o['scored_only']['f1'])}")
     print(render_table(m["benchmark"]))
     if m.get("vote_rules"):
         print(render_vote_rules(m["vote_rules"]))
     print(f"calls/traj={e['calls_per_traj']:.2f} tokens/traj={e['tokens_per_traj']:.0f} ({e['accounting']}"
           + (f"; over {e['trajectories']} answered, errors: {e['errors']}" if e.get("errors") else "") + ")")
     for name, s in m["probability"].items():
-        print(f"{name} over {s['n']} labelled verdicts: AUROC={_f(s['auroc'], d=4)} AUPRC={_f(s['auprc'], d=4)} "
-              f"Brier={_f(s['brier'], d=4)} ECE={_f(s['ece'], d=4)} (15 bins)")
+        print(f"{name} over {s['n']} labelled verdicts: AUROC={fmt(s['auroc'], 4)} AUPRC={fmt(s['auprc'], 4)} "
+              f"Brier={fmt(s['brier'], 4)} ECE={fmt(s['ece'], 4)} (15 bins)")
     print(f"wrote {out}/metrics.json, report.md, confusion.png, per_platform.png, calibration.png"
           + (", review.html" if args.review else ""))
     return 0
@@ -114,6 +115,7 @@ def cmd_tts(args) -> int:
 
 def cmd_ablate(args) -> int:
     from ..evaluation.harness import run_ablation
+    from ..evaluation.report import fmt
     from ..formats import load_trajectories
     from ..pipeline import AdaptRubric
 
@@ -126,8 +128,8 @@ def cmd_ablate(args) -> int:
         engine.close()
     for name, row in res["settings"].items():
         o, d = row["overall"], row["delta"]
-        print(f"{name:<10} acc={_f(o['acc'])} ({_f(d['acc'], signed=True)})  f1={_f(o['f1'])} "
-              f"({_f(d['f1'], signed=True)})  unparsed={o['unparsed']}")
+        print(f"{name:<10} acc={fmt(o['acc'])} ({fmt(d['acc'], signed=True)})  f1={fmt(o['f1'])} "
+              f"({fmt(d['f1'], signed=True)})  unparsed={o['unparsed']}")
     print(f"wrote {args.out}/ablation.json, report.md (routes and cues computed once: {res['run']['shared_calls']})")
     return 0
 
@@ -139,10 +141,6 @@ def cmd_compare(args) -> int:
     if args.out:
         print(f"wrote {args.out}/calibration.png (both runs' reliability diagrams)")
     return 0
-
-
-def _f(x, signed=False, d=1):
-    return "-" if x is None else (f"{x:+.{d}f}" if signed else f"{x:.{d}f}")
 
 
 def add_subcommands(sub) -> None:

@@ -100,9 +100,7 @@ def cmd_calibrate(args) -> int:
     if not args.data:
         raise ValueError("give DEV, the labelled trajectories the verdicts score, to fit a calibration: "
                          "adaptrubric calibrate DEV --verdicts V.jsonl --out calib.json")
-    # the data's labels (with --labels applied) on the verdicts it holds, read into columns; a verdict for an
-    # id the data lacks would bring the label it was scored with, unseen: refused as in eval (--allow-extra
-    # leaves it out)
+    # a verdict for an id the data lacks would bring its own label, unseen: refused as in eval (--allow-extra)
     table = read(args.verdicts, args.data, "verdicts", args.allow_extra, args.format, args.image_root, args.labels,
                  log=lambda s: print(s, file=sys.stderr))
     if table.coverage.extra:

@@ -1,30 +1,16 @@
-"""The figures reward benchmarks report, from plain arrays of predictions, labels and platforms.
+"""The figures reward benchmarks report, from predictions, labels and platforms: Table 1 of the paper
+(Acc and F1 per platform; overall Acc, Precision, Recall, F1), CUARewardBench's NPV and TNR,
+Online-Mind2Web's judged and labelled success rates and their gap, Cohen's kappa and MCC, and a seeded
+percentile bootstrap interval beside each overall figure. Every figure is a function of the four
+confusion counts, so the resamples are drawn as multinomial counts (`numpy.random.default_rng(seed)`):
+exactly row resampling's distribution, in O(n_boot) memory whatever n.
 
-- Table 1 of the paper (OGRBench): Acc and F1 per platform; overall Acc, Precision, Recall, F1.
-- CUARewardBench's ORM figures: NPV (TN / (TN + FN)) and TNR (TN / (TN + FP)).
-- Online-Mind2Web: the success rate the verifier judges (predicted 1 / n) against the labelled one
-  (label 1 / n), and their gap.
-- Agreement beyond chance: Cohen's kappa and the Matthews correlation coefficient (MCC).
-- A seeded percentile bootstrap interval (95% by default) beside each overall figure. Every figure is a
-  function of the four confusion-cell counts (TP, FP, TN, FN), and resampling n i.i.d. trajectories with
-  replacement draws those counts from a multinomial(n, cell shares): so the `n_boot` resamples are drawn
-  as counts (`numpy.random.default_rng(seed).multinomial`), exactly the bootstrap distribution of row
-  resampling, in O(n_boot) memory whatever n (1M rows x 1000 resamples never holds a 1000 x 1M array).
-  One seed gives one interval on every machine; `n_boot` 0 draws none.
-
-Ratios are percentages; kappa and MCC lie in [-1, 1]. An undefined figure (no predicted positive for
-precision, one class only for MCC, ...) is None, never 0. F1 is 2TP / (2TP + FP + FN) where precision
-and recall are both defined (their harmonic mean; 0 when both are 0), else None. `rates` is the one
-implementation of Acc / Prec / Rec / F1 / FPR that `metrics.py` reports too.
-
-Unparsed verdicts (a prediction of None) are never silently a 0 or a 1: they are counted (`n_unparsed`,
-shown by `render_table`), and `unparsed` says what they become, explicitly: "fail" counts each as a
-predicted failure (the paper's fixed denominators; the default, as in `evaluation/metrics.py`), "drop"
-leaves them out of every figure. Labels must be 0 or 1: a trajectory without a label has no place here.
-`of_rows` takes a verdict table's columns (verdict_table.py), where unparsed, error and missing verdicts
-are predicted failures.
-
-Knows nothing about verdict files, models or the CLI (`eval` wires them in, through harness.py).
+Ratios are percentages; kappa and MCC lie in [-1, 1]; an undefined figure is None, never 0. F1 is
+2TP / (2TP + FP + FN) where precision and recall are both defined, else None. `rates` is the one
+implementation of Acc / Prec / Rec / F1 / FPR, `cells` the one confusion counter (metrics.py's too).
+`of_rows` takes a verdict table's columns, where unparsed, error and missing verdicts are predicted
+failures (counted: `n_unparsed`) and unlabelled rows are left out. Knows nothing about verdict files,
+models or the CLI.
 """
 from __future__ import annotations
 
@@ -35,51 +21,30 @@ import numpy as np
 
 from .verdict_table import OK, Rows
 
-UNPARSED_POLICIES = ("fail", "drop")
 BOOTSTRAP, SEED = 1000, 0  # `eval`'s resamples and seed for the intervals (--bootstrap, --seed)
 CELLS = ("tp", "fp", "tn", "fn")
 HEADLINE = ("acc", "prec", "rec", "f1", "npv", "tnr", "kappa", "mcc", "judged_rate", "labelled_rate")
 NAMES = {"acc": "Acc", "prec": "Prec", "rec": "Rec", "f1": "F1", "npv": "NPV", "tnr": "TNR",
          "kappa": "Cohen's kappa", "mcc": "MCC", "judged_rate": "Judged success rate",
          "labelled_rate": "Labelled success rate"}
-NO_PLATFORM = "(none)"
 UNKNOWN = "unknown"  # a table row's platform when its data said none (as metrics.by_platform names it)
 
 
-def _as_binary(values: Sequence[Any], what: str, allow_none: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(0/1 int array with None as 0, mask of the None entries); ValueError naming a bad entry."""
-    out, missing = np.zeros(len(values), dtype=np.int64), np.zeros(len(values), dtype=bool)
-    for i, v in enumerate(values):
-        if v is None and allow_none:
-            missing[i] = True
-        elif isinstance(v, (bool, int, np.integer)) and int(v) in (0, 1):
-            out[i] = int(v)
-        else:
-            raise ValueError(f"{what}[{i}] must be 0 or 1{' (or None: unparsed)' if allow_none else ''}, got {v!r}")
-    return out, missing
+def cells(pred, label, code: np.ndarray | None = None, n_codes: int = 1, weights=None) -> np.ndarray:
+    """(n_codes, 4) confusion counts (CELLS order) of predictions and 0/1 labels, by a code per row (none:
+    one row); `weights`: how many trajectories each row stands for. The one confusion counter: a
+    prediction that is neither 0 nor 1 (an ok verdict without a score, in metrics.py's `scored_only`) is
+    wrong and not a positive, so an FN whatever its label."""
+    pred, label = np.asarray(pred), np.asarray(label)
+    cell = np.where(pred == 1, np.where(label == 1, 0, 1), np.where(label == pred, 2, 3))
+    code = np.zeros(len(cell), np.int64) if code is None else np.asarray(code, np.int64)
+    found = np.bincount(code * 4 + cell, weights=weights, minlength=4 * n_codes)
+    return found.astype(np.int64).reshape(n_codes, 4)
 
 
-def prepare(predictions: Sequence[Any], labels: Sequence[Any], platforms: Sequence[Any] | None = None,
-            unparsed: str = "fail") -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """(predictions, labels, platforms, n_unparsed) as arrays, with unparsed verdicts applied as
-    `unparsed` says ("fail": predicted 0; "drop": left out)."""
-    if unparsed not in UNPARSED_POLICIES:
-        raise ValueError(f"unparsed must be one of {', '.join(UNPARSED_POLICIES)}, got {unparsed!r}")
-    if len(predictions) != len(labels) or (platforms is not None and len(platforms) != len(labels)):
-        raise ValueError("predictions, labels and platforms must have one entry per trajectory: got "
-                         f"{len(predictions)}, {len(labels)}, {len(platforms) if platforms is not None else '-'}")
-    pred, none = _as_binary(predictions, "predictions", allow_none=True)
-    label, _ = _as_binary(labels, "labels", allow_none=False)
-    plat = np.array([NO_PLATFORM if p is None else str(p) for p in (platforms or [None] * len(label))], dtype=object)
-    keep = ~none if unparsed == "drop" else np.ones(len(label), dtype=bool)
-    return pred[keep], label[keep], plat[keep], int(none.sum())
-
-
-def counts(pred: np.ndarray, label: np.ndarray) -> dict[str, int]:
-    """tp / fp / tn / fn of 0/1 arrays."""
-    pred, label = np.asarray(pred, dtype=bool), np.asarray(label, dtype=bool)
-    return {"tp": int((pred & label).sum()), "fp": int((pred & ~label).sum()),
-            "tn": int((~pred & ~label).sum()), "fn": int((~pred & label).sum())}
+def counts(pred, label, weights=None) -> dict[str, int]:
+    """tp / fp / tn / fn of predictions and 0/1 labels (`cells`)."""
+    return dict(zip(CELLS, map(int, cells(pred, label, weights=weights)[0])))
 
 
 def _div(num: np.ndarray, den: np.ndarray, scale: float = 100.0) -> np.ndarray:
@@ -94,14 +59,12 @@ def _figures(tp, fp, tn, fn) -> dict[str, np.ndarray]:
     n = tp + fp + tn + fn
     po = _div(tp + tn, n, 1.0)
     pe = _div((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn), n * n, 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kappa = np.where(pe < 1, (po - pe) / np.where(pe < 1, 1 - pe, 1.0), np.nan)
-        den = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-        mcc = np.where(den > 0, (tp * tn - fp * fn) / np.where(den > 0, den, 1.0), np.nan)
+    mcc = _div(tp * tn - fp * fn, np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)), 1.0)
     f1 = np.where((tp + fp > 0) & (tp + fn > 0), _div(2 * tp, 2 * tp + fp + fn), np.nan)
     return {"acc": _div(tp + tn, n), "prec": _div(tp, tp + fp), "rec": _div(tp, tp + fn), "f1": f1,
             "npv": _div(tn, tn + fn), "tnr": _div(tn, tn + fp), "fpr": _div(fp, fp + tn),
-            "kappa": kappa, "mcc": mcc, "judged_rate": _div(tp + fp, n), "labelled_rate": _div(tp + fn, n)}
+            "kappa": _div(po - pe, 1 - pe, 1.0), "mcc": mcc, "judged_rate": _div(tp + fp, n),
+            "labelled_rate": _div(tp + fn, n)}
 
 
 def _value(x: Any) -> float | None:
@@ -123,17 +86,11 @@ def figures_of_counts(c: dict[str, int]) -> dict[str, float | None]:
     return out
 
 
-def point_figures(pred: np.ndarray, label: np.ndarray) -> dict[str, float | None]:
-    """`figures_of_counts` of 0/1 arrays."""
-    return figures_of_counts(counts(pred, label))
-
-
 def bootstrap_intervals(c: dict[str, int], n_boot: int = 1000, seed: int = 0,
                         confidence: float = 0.95) -> dict[str, tuple[float, float] | None]:
-    """Percentile bootstrap interval of every HEADLINE figure of the trajectories whose confusion matrix
-    is `c`: `n_boot` resamples of n trajectories with replacement, drawn as multinomial cell counts
-    (numpy's default_rng(seed)); a resample where a figure is undefined is left out of that figure's
-    interval, and a figure undefined in every resample (or with n_boot 0) has None."""
+    """Percentile bootstrap interval of every HEADLINE figure of confusion matrix `c`: `n_boot` multinomial
+    resamples of its counts from `seed`; a figure undefined in a resample is left out of that one, and
+    one undefined in every resample (or with n_boot 0) has None."""
     if n_boot < 0 or not 0 < confidence < 1:
         raise ValueError(f"n_boot must be >= 0 and confidence in (0, 1), got {n_boot} and {confidence}")
     cells = np.array([c[k] for k in CELLS], dtype=np.int64)
@@ -150,18 +107,15 @@ def bootstrap_intervals(c: dict[str, int], n_boot: int = 1000, seed: int = 0,
     return out
 
 
-def _cells_by_code(pred: np.ndarray, label: np.ndarray, code: np.ndarray, n_codes: int) -> np.ndarray:
-    """(n_codes, 4) confusion counts (CELLS order) of 0/1 arrays by a platform code: one pass, no per-row
-    Python."""
-    cell = np.where(pred == 1, np.where(label == 1, 0, 1), np.where(label == 1, 3, 2))
-    return np.bincount(code.astype(np.int64) * 4 + cell, minlength=4 * n_codes).reshape(n_codes, 4)
-
-
 def figures_of_cells(cells: np.ndarray, names: Sequence[str], *, n_unparsed: int, unparsed: str = "fail",
                      n_boot: int = 1000, seed: int = 0, confidence: float = 0.95,
                      platform_order: Sequence[str] = ()) -> dict[str, Any]:
-    """The JSON-ready figures (see `benchmark_figures`) of per-platform confusion counts: `cells` one
-    row of CELLS counts per name of `names` (names may repeat: their rows are added)."""
+    """The figures as one JSON-ready dict, from per-platform confusion counts (`cells`: a row of CELLS
+    counts per name of `names`; a name may repeat, its rows are added): `overall` (every HEADLINE figure
+    and `rate_gap`), `intervals` ([low, high] per HEADLINE figure, None when undefined or `n_boot` is 0),
+    `platforms` ({name: {n, acc, prec, rec, f1}}: those of `platform_order` first, in that order, then
+    the others as they come), `counts`, `n`, `n_unparsed`, `unparsed` (the policy applied to them) and the
+    bootstrap's `n_boot`, `seed`, `confidence`."""
     merged: dict[str, np.ndarray] = {}
     for name, row in zip(names, cells):
         merged[name] = merged.get(name, 0) + row
@@ -179,25 +133,6 @@ def figures_of_cells(cells: np.ndarray, names: Sequence[str], *, n_unparsed: int
             "unparsed": unparsed, "n_boot": n_boot, "seed": seed, "confidence": confidence}
 
 
-def benchmark_figures(predictions: Sequence[Any], labels: Sequence[Any], platforms: Sequence[Any] | None = None,
-                      *, unparsed: str = "fail", n_boot: int = BOOTSTRAP, seed: int = SEED, confidence: float = 0.95,
-                      platform_order: Sequence[str] = ()) -> dict[str, Any]:
-    """All the figures, as one JSON-ready dict:
-
-    `overall` (every HEADLINE figure and `rate_gap`), `intervals` (a [low, high] per HEADLINE figure,
-    None when undefined or `n_boot` is 0), `platforms` ({name: {n, acc, prec, rec, f1}}: those of
-    `platform_order` that occur, in that order (the paper's is Ubuntu, Mobile, Windows, macOS, Web), then
-    the others in order of first appearance), `counts` (tp/fp/tn/fn),
-    `n` (trajectories in the figures), `n_unparsed` (predictions that were None), `unparsed` (the policy
-    applied to them), and the bootstrap's `n_boot`, `seed`, `confidence`."""
-    pred, label, plat, n_unparsed = prepare(predictions, labels, platforms, unparsed)
-    names = list(dict.fromkeys(plat.tolist()))
-    code = np.array([names.index(p) for p in plat.tolist()], dtype=np.int64) if len(plat) else np.zeros(0, np.int64)
-    return figures_of_cells(_cells_by_code(pred, label, code, len(names)), names, n_unparsed=n_unparsed,
-                            unparsed=unparsed, n_boot=n_boot, seed=seed, confidence=confidence,
-                            platform_order=platform_order)
-
-
 def of_rows(rows: Rows, platforms: dict[str | None, int], *, n_boot: int = BOOTSTRAP, seed: int = SEED,
             confidence: float = 0.95, platform_order: Sequence[str] = ()) -> dict[str, Any]:
     """The figures of a verdict table's labelled rows (`platforms`: name -> code of its platform column),
@@ -211,7 +146,7 @@ def of_rows(rows: Rows, platforms: dict[str | None, int], *, n_boot: int = BOOTS
     names = [UNKNOWN] * (max(platforms.values(), default=-1) + 1)
     for name, at in platforms.items():
         names[at] = name or UNKNOWN
-    out = figures_of_cells(_cells_by_code(pred, label, code, len(names)), names,
+    out = figures_of_cells(cells(pred, label, code, len(names)), names,
                            n_unparsed=int((~answered).sum()), n_boot=n_boot, seed=seed, confidence=confidence,
                            platform_order=platform_order)
     out["unlabelled"] = int((~labelled).sum())
@@ -260,15 +195,12 @@ __all__ = [
     "CELLS",
     "HEADLINE",
     "SEED",
-    "UNPARSED_POLICIES",
-    "benchmark_figures",
     "bootstrap_intervals",
+    "cells",
     "counts",
     "figures_of_cells",
     "figures_of_counts",
     "of_rows",
-    "point_figures",
-    "prepare",
     "rates",
     "render_table",
 ]

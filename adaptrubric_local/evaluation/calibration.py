@@ -1,17 +1,13 @@
 """Calibrating `p_success`: temperature scaling or Platt scaling fitted on labelled verdicts, saved
 as a small JSON file, and applied to verdicts as `p_success_calibrated` beside the raw value.
 
-Both maps act on z = logit(p) (p clipped to [eps, 1 - eps]): temperature scaling gives
-sigmoid(z / T) (one parameter, keeps 0.5 at 0.5 and the order of the probabilities), Platt scaling
-sigmoid(a z + b) (two parameters, also moves the 0.5 point). The parameters minimise the negative
-log-likelihood of the labels by Newton's method. Both maps are increasing, so they never change
-which of two verdicts has the higher probability: rankings, AUROC and best-of-N tie-breaks stay
-the same; Brier score, ECE and the size of a soft reward change. A fit can also erase the signal:
-on verdicts whose p_success says little about the labels, the likelihood is best with every
-probability near the base rate, so T runs to its bound (1 / A_MIN) and a `p_success` reward becomes
-a constant; `signal_problems` names that (the bound reached, or calibrated probabilities whose
-standard deviation on the fitting data is below MIN_SPREAD). A calibration file is identified by its
-SHA-256, which scoring records as provenance. Knows nothing about models or argument parsing.
+Both maps act on z = logit(p) (p clipped to [eps, 1 - eps]): temperature scaling gives sigmoid(z / T),
+Platt scaling sigmoid(a z + b), the parameters minimising the labels' negative log-likelihood by
+Newton's method. Both are increasing: rankings, AUROC and best-of-N tie-breaks stay, Brier, ECE and the
+size of a soft reward change. On verdicts whose p_success says little about the labels the fit
+flattens every probability toward the base rate (T at its bound 1 / A_MIN), a constant reward;
+`signal_problems` names that. A calibration file is identified by its SHA-256, which scoring records
+as provenance. Knows nothing about models or argument parsing.
 """
 from __future__ import annotations
 
@@ -70,9 +66,7 @@ class Calibration:
 
     def apply(self, p: float | None) -> float | None:
         """The calibrated probability (None stays None)."""
-        if p is None:
-            return None
-        return _sigmoid(self.a * _logit(float(p), self.eps) + self.b)
+        return None if p is None else float(_sigmoids(self.a * _logits(np.float64(p), self.eps) + self.b))
 
     def to_dict(self) -> dict:
         """The JSON content of a calibration file."""
@@ -84,15 +78,6 @@ class Calibration:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
         return file_sha256(path)
-
-
-def _logit(p: float, eps: float) -> float:
-    p = min(max(p, eps), 1.0 - eps)
-    return math.log(p / (1.0 - p))
-
-
-def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
 def file_sha256(path: str | Path) -> str:
@@ -117,8 +102,7 @@ def load(path: str | Path) -> tuple[Calibration, dict]:
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise ValueError(f"{path}: not a calibration file (field 'format' must be {FORMAT!r}; "
                          "write one with `adaptrubric calibrate`)")
-    known = set(Calibration.__dataclass_fields__)
-    unknown = sorted(set(d) - known)
+    unknown = sorted(set(d) - set(Calibration.__dataclass_fields__))
     if unknown:
         raise ValueError(f"{path}: unknown field(s) {', '.join(unknown)}")
     for k in ("method", "a"):

@@ -16,8 +16,7 @@ COMPARED_SETTINGS = ("data", "model", "adapter", "bank_sha", "max_images", "max_
 def _load_result(d: Path) -> tuple[dict, dict]:
     for name in ("metrics.json", "tts.json", "ablation.json"):
         if (d / name).is_file():
-            obj = json.loads((d / name).read_text())
-            return name, obj
+            return name, json.loads((d / name).read_text())
     raise ValueError(f"{d}: no metrics.json, tts.json or ablation.json (is it an eval/tts/ablate output folder?)")
 
 
@@ -27,8 +26,7 @@ def _flat(kind: str, obj: dict) -> dict[str, float]:
         for scope, r in [("overall", obj["overall"]), *obj.get("per_platform", {}).items()]:
             keys = ("acc", "prec", "rec", "f1", "fpr", "acc_strict", "scored", "unparsed", "errors", "n") \
                 if scope == "overall" else ("acc", "f1")
-            for k, v in _headline_and_scored(r, keys).items():
-                out[f"{scope}.{k}"] = v
+            out.update({f"{scope}.{k}": v for k, v in _headline_and_scored(r, keys).items()})
         for k in ("calls_per_traj", "tokens_per_traj", "s_per_traj"):
             out[f"efficiency.{k}"] = obj.get("efficiency", {}).get(k)
         for field, fig in (obj.get("probability") or {}).items():
@@ -42,21 +40,17 @@ def _flat(kind: str, obj: dict) -> dict[str, float]:
             out[f"pool.{k}"] = obj.get("pool", {}).get(k)
     else:
         for name, row in obj["settings"].items():
-            for k, v in _headline_and_scored(row["overall"], ("acc", "f1", "unparsed", "errors")).items():
-                out[f"{name}.{k}"] = v
+            out.update({f"{name}.{k}": v for k, v in _headline_and_scored(row["overall"],
+                                                                          ("acc", "f1", "unparsed", "errors")).items()})
     return out
 
 
 def _headline_and_scored(r: dict, keys: tuple[str, ...]) -> dict:
     """Headline metrics and their `scored_only.` twins; a metrics.json written before the headline
     classified every trajectory held scored-only figures, so they are filed as such."""
-    if "scored_only" in r:
-        out = {k: r.get(k) for k in keys}
-        out.update({f"scored_only.{k}": r["scored_only"].get(k) for k in keys if k in ("acc", "prec", "rec", "f1", "fpr")})
-        return out
-    legacy = ("acc", "prec", "rec", "f1", "fpr")
-    out = {k: r.get(k) for k in keys if k not in legacy}
-    out.update({f"scored_only.{k}": r.get(k) for k in keys if k in legacy})
+    rates, scored = ("acc", "prec", "rec", "f1", "fpr"), r.get("scored_only")
+    out = {k: r.get(k) for k in keys if scored is not None or k not in rates}
+    out.update({f"scored_only.{k}": (r if scored is None else scored).get(k) for k in keys if k in rates})
     return out
 
 
@@ -70,7 +64,7 @@ def _number(x, sign: bool = False) -> str:
         return "-"
     if isinstance(x, int) and not isinstance(x, bool):
         return f"{x:+d}" if sign else str(x)
-    return f"{x:+.2f}" if sign else report.fmt(x, 2)
+    return report.fmt(x, 2, sign)
 
 
 def compare(dir_a: str | Path, dir_b: str | Path, out: str | Path | None = None) -> str:

@@ -1,20 +1,15 @@
 """What a verdict file covers of the data set it is evaluated on, and the verdicts the metrics take.
 
-The paper's figures have fixed denominators (k/77, k/188): every labelled trajectory of the data set
-is classified. So, evaluated over a data set (`subset="data"`, the default):
-- a trajectory of the data without a verdict (a run killed midway, another file) stays in the
-  denominator as a `missing` verdict, a predicted failure like an unparsed one, counted and named;
-- a verdict whose id is not in the data is an error (wrong DATA or --verdicts?), or with
-  `allow_extra` left out with a warning; an error line for an id the data does not hold (a record
-  that did not load then and was mended or removed since: its line is the file's, never rewritten)
-  judged nothing and is left out with a note;
+The paper's figures have fixed denominators (k/77, k/188), so over a data set (`subset="data"`):
+- a trajectory without a verdict stays in the denominator as a `missing` verdict (a predicted failure);
+- a verdict whose id is not in the data is an error (wrong DATA or --verdicts?), or with `allow_extra`
+  left out with a warning; an error line for an id the data does not hold (a record mended or removed
+  since) judged nothing and is left out with a note;
 - `subset="verdicts"` evaluates only the trajectories the verdicts cover, and says so.
-Label, platform and task_id come from the data (the source of truth; a step that changes the
-data's labels runs before this one). A record of the data that did not load gives no label: its
-verdict stays (an error line counts as an error) but unlabelled, so it is left out of every figure
-and named, never evaluated with the label the verdict line was scored with. Without a data set the
-labels the verdicts carry are used, and `Coverage` says that. The rules are applied by
-verdict_table.align; this module says what they did. Knows nothing about files, metrics or argument parsing.
+Label, platform and task_id come from the data; a record that did not load gives no label, so its
+verdict is left out of every figure and named. Without a data set the verdicts' own labels are used.
+verdict_table.align applies the rules; this module says what they did. Knows nothing about files,
+metrics or argument parsing.
 """
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """The evaluation harness: the paper's protocols on any labelled data set, written as files a person
 reads (metrics.json / tts.json / ablation.json, report.md, PNG plots) plus `run.json` recording what
-produced them, so two result folders can be compared.
-
-Every figure is computed from one verdict table (verdict_table.py: the verdict file's last line per id,
-the data's labels joined on it by id, streamed), whatever the size of the file; the review page's cards
-are Verdict objects of a sample of it (review_sample.py; every card of a run of up to --review-cards).
-Scoring (for `--model`) goes through `scoring.score_file`. Knows nothing about argument parsing.
+produced them. Every figure comes from one verdict table (verdict_table.py); the review page's cards
+are Verdict objects of a sample of it (review_sample.py). Knows nothing about argument parsing.
 """
 from __future__ import annotations
 
@@ -14,7 +10,6 @@ import json
 from pathlib import Path
 
 from .._version import __version__
-from ..cascade.scorer import CascadeVerdict
 from ..formats import load_trajectories
 from ..labels import reviewed
 from ..run_settings import sidecar
@@ -33,8 +28,7 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
     """A verdict JSONL file as Verdict objects, one per id (the last line written for it: a resumed run
     that retried an error appends the new verdict); a malformed line is an error naming the file and
     line."""
-    return [(CascadeVerdict if "decided_by" in d else Verdict).from_dict(d)  # a cascade's keeps both
-            for d in verdict_table.last_lines(Path(path))]
+    return sample.last_verdicts(Path(path))
 
 
 def run_meta(verdicts_path: Path | None, models: set, banks: set, **extra) -> dict:
@@ -67,9 +61,9 @@ def _dump(path: Path, obj) -> None:
 
 def _metrics(t: verdict_table.Table, verdicts_path: Path, data, labels: dict | None, bootstrap: int = BOOTSTRAP,
              seed: int = SEED) -> tuple[dict, str]:
-    """(metrics.json's content, a title) from a verdict table (its id digests let go first). `labels`: the
-    record of labels files the caller applied to the data it loaded; the table's own when it applied them.
-    `bootstrap` resamples (0: none) drawn from `seed` give the `benchmark` section's intervals."""
+    """(metrics.json's content, a title) from a verdict table. `labels`: the record of the labels files
+    the caller applied to the data it loaded (else the table's own); `bootstrap` resamples (0: none)
+    drawn from `seed` give the `benchmark` section's intervals."""
     t.rows.pop("key", None)
     t.table.release()
     m = by_platform(t.rows, t.table.platforms)
@@ -191,14 +185,11 @@ def ordered(verdicts: list[Verdict], cfg, reviewed: dict | None = None) -> tuple
     compare = {str(v.id): v for v in load_verdicts(cfg.compare)} if cfg.compare else None
     rows = arrange(verdicts, cfg.order, compare, cfg.seed, cfg.budget,
                    reviewed={i: r.label for i, r in (reviewed or {}).items()})
-    extra = {}
-    for k, (v, why) in enumerate(rows, start=1):
-        extra[str(v.id)] = {"rank": k, "rank_reason": why}
-        if compare is not None:
-            b = compare.get(str(v.id))
-            extra[str(v.id)]["compare"] = None if b is None else {
-                "score": b.score, "status": b.status, "model": b.model,
-                "p_success": b.p_success if isinstance(b.p_success, (int, float)) else None}
+    extra = {str(v.id): {"rank": k, "rank_reason": why} for k, (v, why) in enumerate(rows, start=1)}
+    for i, card in extra.items() if compare is not None else ():
+        b = compare.get(i)
+        p = b.p_success if b is not None and isinstance(b.p_success, (int, float)) else None
+        card["compare"] = None if b is None else {"score": b.score, "status": b.status, "model": b.model, "p_success": p}
     info = {"order": cfg.order, "budget": cfg.budget, "of": len(verdicts), "shown": len(rows),
             "compare": str(cfg.compare) if cfg.compare else None, "seed": cfg.seed if cfg.order == "random" else None}
     return [v for v, _ in rows], extra, info
@@ -212,7 +203,7 @@ def run_review(verdicts_path: str | Path, out: str | Path, data: str | Path | No
     evaluated, fewer with a budget) beside the headline's confusion (over all `of`) and the coverage.
     `order`: a ReviewOrderConfig whose order (and budget) the cards follow, after what the labels files of
     `labels` (applied to `loaded`) have decided; those files' labels and notes are on the page's cards."""
-    from .review import outcome_counts
+    from .review import outcome, outcome_counts
 
     verdicts_path = Path(verdicts_path)
     if loaded is None and data is not None:
@@ -226,7 +217,7 @@ def run_review(verdicts_path: str | Path, out: str | Path, data: str | Path | No
                           else (verdicts, None, None))
     page = write_review_page(out, shown, loaded, m, title, progress, extra, info, reviewed=said)
     return {"page": str(page), "n": len(shown), "of": len(verdicts), "order": info,
-            "counts": outcome_counts(shown), "confusion": m["overall"]["confusion"],
+            "counts": outcome_counts(map(outcome, shown)), "confusion": m["overall"]["confusion"],
             "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"],
             "missing": m["overall"]["missing"], "coverage": m["coverage"]}
 
@@ -261,8 +252,7 @@ def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True,
     from ..run_settings import vars_of
     from ..scoring import score_file
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    (out := Path(out)).mkdir(parents=True, exist_ok=True)
     loaded = loaded or load_trajectories(data)
     base = pipe.config
     rows = {}
@@ -275,12 +265,12 @@ def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True,
         rows[name] = run_eval(vpath, out / name, data, loaded)
     pipe.config = base
     full = rows["full"]["overall"]
-    table = {}
-    for name, m in rows.items():
-        o = m["overall"]
-        delta = {k: (o[k] - full[k]) if name != "full" and o[k] is not None and full[k] is not None else None
-                 for k in ("acc", "prec", "rec", "f1", "fpr")}
-        table[name] = {"overall": o, "delta": delta}
+
+    def delta(name: str, o: dict) -> dict:
+        return {k: (o[k] - full[k]) if name != "full" and o[k] is not None and full[k] is not None else None
+                for k in ("acc", "prec", "rec", "f1", "fpr")}
+
+    table = {name: {"overall": m["overall"], "delta": delta(name, m["overall"])} for name, m in rows.items()}
     settings = {k: v for k, v in vars_of(pipe).items() if k not in ("coarse", "fine", "ablation")}
     run = run_meta(None, set(), set(), **settings, data=str(data),
                    shared_calls={"route": pipe.stats.get("calls_route", 0), "cue": pipe.stats.get("calls_cue", 0)})

@@ -1,17 +1,13 @@
 """Reward-discrimination metrics (paper §5.1, Tables 1 and 5): accuracy, precision, recall, F1,
 false-positive rate, confusion matrix, overall and per platform, plus efficiency.
 
-The headline numbers classify every labelled trajectory, as the paper does (its accuracies have
-fixed denominators, k/77, k/188): an "unparsed" or "error" verdict gave no success signal, and a
-"missing" one (a trajectory of the data set the verdict file has no line for) gave none either, so
-each counts as a predicted failure (SCORE 0), and how many did so is shown beside the numbers. The same
-metrics over the scored verdicts alone are kept in a `scored_only` block, and `acc_strict` counts
-every unanswered trajectory as wrong, so a verifier cannot look better by failing to answer.
-Undefined ratios (no positives, no predicted positives) are None. Metrics are percentages.
-Acc / Prec / Rec / F1 / FPR are benchmark_figures.py's `rates` (one implementation of each figure; the
-`benchmark` section of metrics.json, NPV, TNR, kappa, MCC and intervals, is its `of_rows`).
-Computed over a verdict table's rows (verdict_table.py); `classification`, `evaluate` and `efficiency`
-are the same figures of verdicts in memory. Knows nothing about models or files.
+The headline classifies every labelled trajectory, as the paper does (fixed denominators, k/77, k/188):
+an "unparsed", "error" or "missing" verdict (a trajectory the verdict file has no line for) gave no
+success signal, so it counts as a predicted failure (SCORE 0), and how many did so is shown. The
+`scored_only` block has the figures of the scored verdicts alone, and `acc_strict` counts every
+unanswered trajectory as wrong. Undefined ratios are None; metrics are percentages, from
+benchmark_figures.py's `counts` and `rates`. Computed over a verdict table's rows (verdict_table.py);
+`classification`, `evaluate` and `efficiency` take verdicts in memory. Knows nothing about models or files.
 """
 from __future__ import annotations
 
@@ -21,7 +17,7 @@ import numpy as np
 
 from ..types import Verdict
 from . import probability
-from .benchmark_figures import rates
+from .benchmark_figures import counts, rates
 from .verdict_table import ERROR, MISSING, OK, STATUSES, UNPARSED, Rows, of_verdicts
 
 PROB_FIELDS = {"p_success": "p_success", "p_success_calibrated": "p_calibrated"}  # field -> table column
@@ -36,20 +32,13 @@ def predicted(v: Verdict) -> int:
     return v.score if v.status == "ok" and v.score in (0, 1) else 0
 
 
-def confusion(label: np.ndarray, pred: np.ndarray) -> dict[str, int]:
-    """tp/fp/tn/fn of labels and predicted scores."""
-    right, positive = label == pred, pred == 1
-    return {"tp": int((right & positive).sum()), "fp": int((~right & positive).sum()),
-            "tn": int((right & ~positive).sum()), "fn": int((~right & ~positive).sum())}
-
-
 def classify(rows: Rows) -> dict:
     """Metrics of labelled rows: the headline over all of them, with unparsed/error/missing verdicts as
     predicted failures, and `scored_only` over the scored ones."""
     status, label, score = rows["status"], rows["label"], rows["score"]
     ok = status == OK
-    c_all = confusion(label, np.where(ok & (score >= 0), score, 0))
-    c_ok = confusion(label[ok], np.where(score[ok] >= 0, score[ok], -1))
+    c_all = counts(np.where(ok & (score >= 0), score, 0), label)
+    c_ok = counts(np.where(score[ok] >= 0, score[ok], -1), label[ok])
     unanswered = ~ok
     return {"n": len(status), "scored": int(ok.sum()), "unparsed": int((status == UNPARSED).sum()),
             "errors": int((status == ERROR).sum()), "missing": int((status == MISSING).sum()),
@@ -79,13 +68,10 @@ def by_platform(rows: Rows, platforms: dict[str | None, int]) -> dict:
 
 
 def costs(rows: Rows, run_summary: dict | None = None) -> dict:
-    """Calls, tokens and seconds per trajectory (Table 5's columns). Calls and tokens come from the
-    verdicts (every model call, router and cue calls split over the trajectories that shared them), so
-    `eval` and `score` agree and a resumed run counts every part; a verdict without the cost fields counts
-    its own verifier call only (none for a record that failed before reaching the model). Seconds come
-    from the scoring run's summary when available. The figures are over the trajectories the verifier
-    answered (ok or unparsed; missing rows are not the file's); error lines are counted apart (`errors`,
-    `error_calls`)."""
+    """Calls, tokens and seconds per trajectory (Table 5's columns) over the trajectories the verifier
+    answered (ok or unparsed). Calls and tokens come from the verdicts' cost fields (every model call,
+    shared ones split), else their own verifier call (none for a record that never reached the model);
+    seconds from the scoring run's summary. Error lines are counted apart (`errors`, `error_calls`)."""
     status, tokens, calls = rows["status"], rows["cost_tokens"], rows["cost_calls"]
     verifier_tokens = rows["verifier_tokens"]
     in_file = status != MISSING
@@ -119,12 +105,10 @@ def probabilities(rows: Rows) -> dict:
         have = labelled & ~np.isnan(rows[column])
         if not have.any():
             continue
-        s = probability.figures(rows[column][have], rows["label"][have])
         status = rows["status"][have]
-        s.update(field=name, without_probability=int(labelled.sum() - have.sum()),
-                 statuses={STATUSES[k]: int((status == k).sum()) for k in sorted(set(status.tolist()))})
-        s["statuses"] = dict(sorted(s["statuses"].items()))
-        out[name] = s
+        out[name] = {**probability.figures(rows[column][have], rows["label"][have]), "field": name,
+                     "without_probability": int(labelled.sum() - have.sum()),
+                     "statuses": dict(sorted((STATUSES[k], int((status == k).sum())) for k in set(status.tolist())))}
     return out
 
 

@@ -1,16 +1,12 @@
 """How good a verifier's probability is: ranking (AUROC, AUPRC) and calibration (Brier score,
-expected calibration error over 15 equal-width bins, the reliability table behind the diagram).
-
-Works on arrays of probabilities and 0/1 labels, in memory of a few arrays their size
-(metrics.probabilities takes them from a verdict table).
-Definitions:
-- AUROC: the probability that a random positive gets a higher score than a random negative, ties
-  counting one half (Mann-Whitney U / (P * N)); None without both classes.
-- AUPRC: average precision, sum over distinct thresholds (descending) of (R_k - R_{k-1}) * P_k,
-  tied scores forming one threshold (scikit-learn's `average_precision_score`); None without positives.
+expected calibration error over 15 equal-width bins, the reliability table behind the diagram), on
+arrays of probabilities and 0/1 labels.
+- AUROC: P(a random positive scores above a random negative), ties one half; None without both classes.
+- AUPRC: average precision over distinct thresholds, tied scores one threshold (scikit-learn's
+  `average_precision_score`); None without positives.
 - Brier: mean of (p - y)^2.
-- ECE: sum over bins of |bin| / n * |mean label - mean p|; bin k holds p in [k/15, (k+1)/15), the
-  last bin also holds 1.0.
+- ECE: sum over bins of |bin| / n * |mean label - mean p|; bin k holds p in [k/15, (k+1)/15), the last
+  also 1.0.
 Knows nothing about files, models or plots.
 """
 from __future__ import annotations

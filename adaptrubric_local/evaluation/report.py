@@ -11,9 +11,9 @@ from .benchmark_figures import render_table
 from .vote_rules import render_table as render_vote_rules
 
 
-def fmt(x: float | None, digits: int = 1) -> str:
-    """A percentage or '-' when undefined."""
-    return "-" if x is None else f"{x:.{digits}f}"
+def fmt(x: float | None, digits: int = 1, signed: bool = False) -> str:
+    """A percentage (with its sign: `signed`) or '-' when undefined."""
+    return "-" if x is None else f"{x:{'+' if signed else ''}.{digits}f}"
 
 
 def _plt():
@@ -23,6 +23,12 @@ def _plt():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _save(plt, fig, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
 
 
 def run_block(run: dict) -> list[str]:
@@ -133,9 +139,7 @@ def plot_confusion(c: dict, path: Path, title: str) -> None:
     ax.set_ylabel("ground-truth label")
     ax.set_title(title, fontsize=9, wrap=True)
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="trajectories")
-    fig.tight_layout()
-    fig.savefig(path, bbox_inches="tight")
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_per_platform(per: dict, path: Path, title: str) -> None:
@@ -158,9 +162,7 @@ def plot_per_platform(per: dict, path: Path, title: str) -> None:
     ax.set_ylabel("%")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.22))
-    fig.tight_layout()
-    fig.savefig(path, bbox_inches="tight")
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_tts(res: dict, path: Path, title: str) -> None:
@@ -184,9 +186,7 @@ def plot_tts(res: dict, path: Path, title: str) -> None:
     if not res.get("informative", True):
         title += "\nno candidate was scored: the curves reflect candidate order only"
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, bbox_inches="tight")
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def tts_markdown(res: dict, run: dict, coverage: list[str] | None = None) -> str:
@@ -315,6 +315,4 @@ def plot_reliability(series: list[tuple[str, dict]], path: Path, title: str) -> 
     ax.legend(fontsize=7, loc="upper left")
     hist.set_xlabel("predicted probability of success (15 equal-width bins)")
     hist.set_ylabel("verdicts")
-    fig.tight_layout()
-    fig.savefig(path, bbox_inches="tight")
-    plt.close(fig)
+    _save(plt, fig, path)

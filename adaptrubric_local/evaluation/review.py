@@ -1,23 +1,20 @@
 """The cards of the review page: for each verdict, what the verifier was shown and what it said.
 
-A card holds the trajectory's instruction, platform, answer, the family and cues the run used (from
-the verdict), the screenshots the run selected with each one's selection reason and the frames left
-out, the compiled evidence, the verifier prompt as it was sent (text, then the screenshots, then the
-suffix), the raw verifier output with the span of the verdict block the parser read, and SCORE,
-p_success, status, label and outcome (TP/FP/FN/TN, unparsed, error, missing: a trajectory of the data
-set the verdict file has no line for, unlabelled).
-
-The selection and the evidence are computed again by the pipeline's own `prepare()`, with the
-verdict's family and cues and the run's settings from the verdict file's config sidecar
-(`max_images`, `dedupe_frames`, `coarse`, `fine`, `bank_path`): no model is called. If the data or
-the settings changed since scoring, the card says so when the number of selected frames differs
-from the verdict's `n_images`. Knows nothing about HTML or files (see `review_page`).
+A card holds the trajectory's instruction, platform and answer, the family and cues of the verdict, the
+screenshots the run selected (with reasons) and those left out, the compiled evidence, the verifier
+prompt as sent, the raw output with the span of the verdict block the parser read, and SCORE,
+p_success, status, label and outcome (TP/FP/FN/TN, unparsed, error, missing, unlabelled). The selection
+and the evidence are computed again by the pipeline's own `prepare()` under the run's settings from the
+config sidecar (no model is called); a card says so when the selection no longer matches `n_images`.
+Knows nothing about HTML or files (see `review_page`).
 """
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import fields, replace
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import replace
 
 from ..stages.evidence import compile_evidence
 from ..types import Trajectory, Verdict
@@ -38,9 +35,10 @@ def outcome(v: Verdict) -> str:
     return {(1, 1): "TP", (0, 1): "FP", (1, 0): "FN", (0, 0): "TN"}[(v.label, v.score)]
 
 
-def outcome_counts(verdicts: list[Verdict]) -> dict[str, int]:
-    """Cards per outcome: the counts the page's filter chips show."""
-    return {o: sum(outcome(v) == o for v in verdicts) for o in OUTCOMES}
+def outcome_counts(outcomes: Iterable[str]) -> dict[str, int]:
+    """Cards per outcome (of `outcome`): the counts the page's filter chips show."""
+    found = Counter(outcomes)
+    return {o: found[o] for o in OUTCOMES}
 
 
 def error_confidence(v: Verdict) -> float | None:
@@ -71,10 +69,8 @@ class Preparer:
         from ..pipeline import PipelineConfig
         from ..prompts import load_prompts
 
-        cfg = run_config or {}
-        known = {f.name for f in fields(PipelineConfig)}
-        kept = {k: cfg[k] for k in ("max_images", "dedupe_frames", "coarse", "fine", "bank_path")
-                if k in cfg and k in known}
+        cfg = run_config or {}  # the PipelineConfig fields that decide what the verifier was shown
+        kept = {k: cfg[k] for k in ("max_images", "dedupe_frames", "coarse", "fine", "bank_path") if k in cfg}
         self.notes: list[str] = []
         try:
             self.bank = load_bank(kept.get("bank_path"))

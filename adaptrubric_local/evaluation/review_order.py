@@ -1,21 +1,16 @@
 """Which trajectories a person should label first: the order (and, with a budget, the subset) of the
 review page's cards.
 
-- `fp-first`: outcome (false positives, false negatives, unparsed, errors, then the right ones), and
-  within an outcome the most confident mistake first; the page's own default sort. Needs labels.
-- `uncertain`: |p - 0.5| smallest first, p being `p_success_calibrated` when the verdict has it, else
-  `p_success`; verdicts without a probability last.
-- `disagree`: where a second verdict file (`compare`: a student and its teacher, 4B and 8B) says
-  otherwise: both parsed and different SCOREs first (the larger |pA - pB| first), then one side
-  without a parsed verdict, then the agreeing ones by |pA - pB|.
+- `fp-first`: by outcome (false positives, false negatives, unparsed, errors, then the right ones), the
+  most confident mistake first; the page's own default sort. Needs labels.
+- `uncertain`: |p - 0.5| smallest first (p: `p_success_calibrated`, else `p_success`); none last.
+- `disagree`: where a second verdict file (`compare`) says otherwise: different parsed SCOREs first (the
+  larger |pA - pB| first), then one side without a parsed verdict, then the agreeing ones by |pA - pB|.
 - `random`: a shuffle seeded by `seed`.
 
-For `uncertain`, `disagree` and `random`, what a person has decided already goes last: trajectories
-the labels files (`--labels`, `reviewed`) leave out first, then those they mark unsure, then those
-they label 0/1, so the next batch of a labelling session brings new cards. The labels that come with
-the data are no person's decision of this session and do not move a card (a data set that is
-labelled throughout would otherwise order nothing). Ties keep the verdict file's order. Knows
-nothing about pages or files.
+For all but `fp-first`, what a person has decided goes last: ids the labels files (`reviewed`) leave
+out first, then those they mark unsure, then those they label (the data's own labels move no card).
+Ties keep the verdict file's order. Knows nothing about pages or files.
 """
 from __future__ import annotations
 
@@ -112,30 +107,24 @@ def arrange(verdicts: list[Verdict], order: str, compare: dict[str, Verdict] | N
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     if order == "disagree" and compare is None:
         raise ValueError("the disagree order needs a second verdict file")
-    idx = list(range(len(verdicts)))
     compare = compare or {}
-    if order == "fp-first":
-        rank = {o: i for i, o in enumerate(OUTCOMES)}
+    shuffled = list(range(len(verdicts)))
+    _random.Random(seed).shuffle(shuffled)
+    pos = {i: k for k, i in enumerate(shuffled)}
 
-        def key(i):
-            conf = error_confidence(verdicts[i])
-            return (rank[outcome(verdicts[i])], -(conf if conf is not None else -1.0), i)
-    elif order == "uncertain":
-        def key(i):
-            p = probability(verdicts[i])
-            return (decided(reviewed, verdicts[i]), p is None, abs(p - 0.5) if p is not None else 0.0, i)
-    elif order == "disagree":
-        def key(i):
-            kind, gap = disagreement(verdicts[i], compare.get(str(verdicts[i].id)))
-            return (decided(reviewed, verdicts[i]), kind, -gap, i)
-    else:
-        shuffled = list(idx)
-        _random.Random(seed).shuffle(shuffled)
-        pos = {i: k for k, i in enumerate(shuffled)}
-
-        def key(i):
-            return (decided(reviewed, verdicts[i]), pos[i])
-    chosen = sorted(idx, key=key)[:budget]
+    def key(i):
+        v = verdicts[i]
+        if order == "fp-first":
+            conf = error_confidence(v)
+            return (OUTCOMES.index(outcome(v)), -(conf if conf is not None else -1.0), i)
+        if order == "uncertain":
+            p = probability(v)
+            return (decided(reviewed, v), p is None, abs(p - 0.5) if p is not None else 0.0, i)
+        if order == "disagree":
+            kind, gap = disagreement(v, compare.get(str(v.id)))
+            return (decided(reviewed, v), kind, -gap, i)
+        return (decided(reviewed, v), pos[i])
+    chosen = sorted(range(len(verdicts)), key=key)[:budget]
     said = {1: "; marked unsure in the labels files", 2: "; labelled in the labels files"}
     return [(verdicts[i], _reason(order, verdicts[i], compare.get(str(verdicts[i].id)))
              + (said.get(decided(reviewed, verdicts[i]), "") if order != "fp-first" else "")) for i in chosen]

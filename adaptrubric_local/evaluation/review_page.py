@@ -1,22 +1,15 @@
-"""Writes the review page: `review.html` and a `review_files/` folder beside it, viewable offline
-(no server, no CDN, nothing fetched from the network).
+"""Writes the review page: `review.html` and a `review_files/` folder beside it, viewable offline.
 
-- `review_files/index.js`: one short row per trajectory (id, instruction, platform, family, status,
-  outcome, p_success, error confidence, label, score) that the page filters, sorts and searches, and
-  the paragraphs of the verifier prompts that several cards share (rubric, meta rule, suffix), once;
-- `review_files/cards/NNNNN.js`: the full cards, `CHUNK` per file, loaded only for the page shown,
-  so 10,000 trajectories stay responsive;
-- `review_files/thumbs/*.jpg`: small thumbnails of the selected screenshots (never the screenshots
-  themselves); each thumbnail links to its original file, frames left out are listed with a link;
-- `review_files/review.js`, `review_labels.js` (the labels a reviewer sets), `review.css`: the page's
-  code, copied from the package.
+- `review_files/index.js`: one short row per trajectory that the page filters, sorts and searches, and
+  the prompt paragraphs several cards share, once;
+- `review_files/cards/NNNNN.js`: the full cards, `CHUNK` per file, loaded only for the page shown;
+- `review_files/thumbs/*.jpg`: thumbnails of the selected screenshots, each linking to its original;
+- `review_files/review.js`, `review_labels.js`, `review.css`: the page's code, copied from the package.
 
-All trajectory text travels as JSON data and is put on the page with `textContent`, never as HTML,
-and the page's Content-Security-Policy allows scripts from its own folder only. The labels a person
-sets on the page live in the browser (see review.js); this module writes none, but a page written
-with --labels carries those files' labels and notes for its cards in the index's meta (`labels`),
-which review_labels.js puts on the cards as an import would.
-Knows nothing about how cards are built (see `review`).
+All trajectory text travels as JSON data and is put on the page with `textContent`, never as HTML; the
+Content-Security-Policy allows scripts from the page's own folder only. A page written with --labels
+carries those files' labels and notes for its cards in the index's meta (`labels`). Knows nothing
+about how cards are built (see `review`).
 """
 from __future__ import annotations
 
@@ -30,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import quote
 
-from .review import OUTCOMES, relpath
+from .review import OUTCOMES, outcome_counts, relpath
 
 CHUNK = 25  # cards per data file
 THUMB_BOX = (240, 240)  # a thumbnail fits in this box (pixels)
@@ -156,10 +149,8 @@ def write_review(out: str | Path, cards: list[dict], meta: dict | None = None, n
         if stale.name not in used:
             stale.unlink()
     page_cards = [_page_card(c, thumbs, out) for c in cards]
-    parts = share_prompt_parts(page_cards)
-    counts = {o: sum(c["outcome"] == o for c in cards) for o in OUTCOMES}  # = review.outcome_counts
-    index = {"meta": meta or {}, "notes": notes or [], "n": len(cards), "chunk": CHUNK, "counts": counts,
-             "prompt_parts": parts,
+    index = {"meta": meta or {}, "notes": notes or [], "n": len(cards), "chunk": CHUNK,
+             "counts": outcome_counts(c["outcome"] for c in cards), "prompt_parts": share_prompt_parts(page_cards),
              "outcomes": list(OUTCOMES), "rows": [_row(i, c) for i, c in enumerate(page_cards)],
              "columns": ["id", "instruction", "platform", "family", "status", "outcome", "p_success",
                          "error_confidence", "label", "score", "chunk"]}

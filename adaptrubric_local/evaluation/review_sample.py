@@ -1,12 +1,8 @@
-"""The cards of the review page: every verdict evaluated, or for a large run a sample of them (a page of
-a million cards is one no browser opens). The sample is the `cards` ids (of the verdict file and of the
-trajectories without a verdict) with the smallest seeded hash: the same ids for the same file and seed
-whatever the lines' order, drawn in one pass that keeps `cards` ids; a second pass keeps those ids' last
-verdict lines and the data's trajectories for them, so memory grows with the cards shown, not with the
-run. The page says how many of how many it shows.
-
-Knows nothing about metrics or argument parsing: `harness.run_eval` calls it with the coverage of the
-verdict table it computed the figures from.
+"""The cards of the review page: every verdict evaluated, or for a large run a sample of them. The
+sample is the `cards` ids (of the verdict file and of the trajectories without a verdict) with the
+smallest seeded hash: the same ids for the same file and seed whatever the lines' order, drawn in one
+pass; a second pass keeps those ids' last lines and trajectories, so memory grows with the cards shown.
+Knows nothing about metrics or argument parsing.
 """
 from __future__ import annotations
 
@@ -33,6 +29,12 @@ def _rank(seed: int, i: str) -> int:
                           "big")
 
 
+def last_verdicts(path: Path, ids: set[str] | None = None) -> list[Verdict]:
+    """The last line of each id (of `ids`; None: every id) as a Verdict (a cascade's line: CascadeVerdict)."""
+    return [(CascadeVerdict if "decided_by" in d else Verdict).from_dict(d) for d in last_lines(path)
+            if ids is None or str(d["id"]) in ids]
+
+
 def sample_ids(path: Path, cards: int, seed: int = SEED, more: list[str] = ()) -> set[str] | None:
     """The `cards` ids of the verdict file and of `more` (trajectories without a verdict) with the smallest
     seeded hash (every id when there are fewer); None for `cards` 0: every id."""
@@ -55,13 +57,11 @@ def sample_ids(path: Path, cards: int, seed: int = SEED, more: list[str] = ()) -
 
 def sampled(path: Path, data, cards: int, coverage: Coverage, seed: int = SEED, fmt: str = "auto", image_roots=(),
             labels: dict | None = None, loaded=None) -> tuple[list[Verdict], SimpleNamespace | None]:
-    """The cards of a sample of `cards` (0: all) of the verdicts `coverage` evaluated, in its order: their
-    verdicts (the last line of each id, with the data's label, platform and task, and the 0/1 of `labels`,
-    id -> label, the labels files' last word, over them; a `missing` one for a trajectory of the sample
-    without a verdict), and the data's trajectories for them (`loaded`: the data set already loaded)."""
+    """The cards of a sample of `cards` (0: all) of the verdicts `coverage` evaluated: their verdicts (with
+    the data's label, platform and task, the 0/1 of `labels` over them; `missing` ones for trajectories
+    without a verdict) and the data's trajectories for them (`loaded`: the data set already loaded)."""
     ids = sample_ids(path, cards, seed, coverage.missing if coverage.subset == "data" else [])
-    verdicts = [(CascadeVerdict if "decided_by" in d else Verdict).from_dict(d) for d in last_lines(path)
-                if ids is None or str(d["id"]) in ids]
+    verdicts = last_verdicts(path, ids)
     if data is None and loaded is None:
         return verdicts, None
     stream = as_stream(loaded) if loaded is not None else \

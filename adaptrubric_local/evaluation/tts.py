@@ -1,28 +1,19 @@
 """Reward-guided test-time scaling (paper §5.3, Appendix F): selecting one of N candidates per task.
 
-Candidates are grouped by task (the data's task_id, or its instruction when it has none) and sorted by
-id; each task is then shuffled with its own generator seeded with the fixed seed (42),
-so a task's order is the same for every verifier and does not change when tasks are added or
-removed. For each budget N (a task with fewer candidates uses all of them):
+Candidates are grouped by task (the data's task_id, else its instruction), sorted by id and shuffled
+with a generator of the task's own seeded with the fixed seed (42), so a task's order is the same for
+every verifier and whatever other tasks there are. For each budget N (a task with fewer candidates
+uses all of them):
 - EarlyStop@N: the first candidate predicted successful, else the last one scanned;
-- BestOfN@N: the highest score, ties to the last candidate (binary scores: last predicted success,
-  else the last candidate); `bestofn_soft` breaks score ties with p_success (calibrated when the
-  verdicts carry it) before position;
-- Random@N: the expected success of a uniform pick from the prefix (not a sample);
+- BestOfN@N: the highest score, ties to the last candidate; `bestofn_soft` breaks score ties with
+  p_success (calibrated when the verdicts carry it) before position;
+- Random@N: the expected success of a uniform pick from the prefix (exact, not a sample);
 - Oracle@N: success if any candidate in the prefix succeeded.
-Pool composition follows Table 12; its headroom is, as the caption defines it, Oracle@N minus
-Random@1, with Random@1 the expected success of one uniformly chosen trial per task (the trial
-success rate when every task has the same number of trials).
-Unparsed and error verdicts, and candidates of the data set without a verdict ("missing"), are never
-"predicted success": they rank below a parsed 0 and are counted; when no candidate was scored at all, the verifier carried no information and no gains
-over Random are given. Success rates are percentages over tasks.
-
-The figures are tallied task by task in one pass (`Tally`), one task's candidates at a time, made from
-the rows of a verdict table (`table_curves`: some 80 bytes a candidate, whatever the size of the run)
-or from verdicts in memory (`curves`, the same table); the Random sums are exact (integers over each prefix length), so
-they do not depend on the order the tasks come in. A candidate is anything with the Verdict fields the
-protocols read (id, label, status, score, p_success, p_success_calibrated). Knows nothing about models
-or files.
+Pool composition follows Table 12; its headroom is Oracle@N minus Random@1 (the expected success of one
+uniformly chosen trial per task). Unparsed, error and missing candidates are never "predicted success":
+they rank below a parsed 0 and are counted; when no candidate was scored, no gains over Random are
+given. Success rates are percentages over tasks, tallied one task at a time (`Tally`) from a verdict
+table's rows (`table_curves`) or verdicts in memory (`curves`). Knows nothing about models or files.
 """
 from __future__ import annotations
 
@@ -40,6 +31,7 @@ from .verdict_table import NO_TASK, STATUSES, Rows, Table, VerdictTable, of_verd
 
 SEED = 42
 PROTOCOLS = ("earlystop", "bestofn", "bestofn_soft", "random", "oracle")
+WINS = ("earlystop", "bestofn", "bestofn_soft", "oracle")  # the protocols that pick a candidate
 NO_TASKS = "no labelled verdicts with a task_id: test-time scaling needs candidates grouped by task"
 
 
@@ -101,16 +93,13 @@ def over_tasks(tasks: Iterable[list], max_n: int) -> dict:
     if not tally.tasks:
         raise ValueError(NO_TASKS)
     out: dict = {k: tally.curve(k) for k in PROTOCOLS}
-    out["pool"] = tally.pool()
-    out["informative"] = out["pool"]["scored"] > 0
-    if out["informative"]:
-        out["gain_over_random"] = {k: {n: out[k][n] - out["random"][n] for n in out[k]}
-                                   for k in ("earlystop", "bestofn", "bestofn_soft", "oracle")}
-    else:
-        out["gain_over_random"] = None
-        missing = f", {out['pool']['missing']} missing" if out["pool"]["missing"] else ""
-        out["note"] = (f"no candidate was scored ({out['pool']['unparsed']} unparsed, {out['pool']['errors']} errors"
-                       f"{missing}): "
+    pool = out["pool"] = tally.pool()
+    out["informative"] = pool["scored"] > 0
+    out["gain_over_random"] = {k: {n: out[k][n] - out["random"][n] for n in out[k]} for k in WINS} \
+        if out["informative"] else None
+    if not out["informative"]:
+        missing = f", {pool['missing']} missing" if pool["missing"] else ""
+        out["note"] = (f"no candidate was scored ({pool['unparsed']} unparsed, {pool['errors']} errors{missing}): "
                        "EarlyStop and BestOfN only reflect candidate order, so no gains over Random are reported")
     return out
 
@@ -125,7 +114,7 @@ class Tally:
 
     def __init__(self, max_n: int):
         self.max_n = max_n
-        self.wins = {k: [0] * (max_n + 1) for k in ("earlystop", "bestofn", "bestofn_soft", "oracle")}
+        self.wins = {k: [0] * (max_n + 1) for k in WINS}
         self.random = [defaultdict(int) for _ in range(max_n + 1)]  # N -> {prefix length: successes in it}
         self.random1: dict[int, int] = defaultdict(int)  # trials -> successes of the tasks with that many
         self.tasks = self.all_fail = self.all_pass = self.trials = self.successes = 0
@@ -136,12 +125,10 @@ class Tally:
         """One task's candidates, in its order."""
         labels = [v.label for v in cands]
         for n in range(1, self.max_n + 1):
-            self.wins["earlystop"][n] += earlystop(cands, n).label
-            self.wins["bestofn"][n] += bestofn(cands, n).label
-            self.wins["bestofn_soft"][n] += bestofn(cands, n, soft=True).label
-            self.wins["oracle"][n] += oracle(cands, n)
-            k = min(n, len(cands))
-            self.random[n][k] += sum(labels[:k])
+            for k, won in (("earlystop", earlystop(cands, n).label), ("bestofn", bestofn(cands, n).label),
+                           ("bestofn_soft", bestofn(cands, n, soft=True).label), ("oracle", oracle(cands, n))):
+                self.wins[k][n] += won
+            self.random[n][min(n, len(cands))] += sum(labels[:n])
         won = sum(labels)
         self.tasks += 1
         self.all_fail += won == 0
@@ -151,16 +138,12 @@ class Tally:
         self.random1[len(cands)] += won
         lo, hi = self.sizes or (len(cands), len(cands))
         self.sizes = (min(lo, len(cands)), max(hi, len(cands)))
-        for v in cands:
-            if v.status in self.status:
-                self.status[v.status] += 1
+        self.status.update({k: n + sum(v.status == k for v in cands) for k, n in self.status.items()})
 
     def curve(self, protocol: str) -> dict[int, float]:
         """SR@N (percent of tasks) for N = 1..max_n."""
-        t = self.tasks
-        if protocol == "random":
-            return {n: 100.0 * _exact(self.random[n]) / t for n in range(1, self.max_n + 1)}
-        return {n: 100.0 * self.wins[protocol][n] / t for n in range(1, self.max_n + 1)}
+        won = (lambda n: _exact(self.random[n])) if protocol == "random" else self.wins[protocol].__getitem__
+        return {n: 100.0 * won(n) / self.tasks for n in range(1, self.max_n + 1)}
 
     def pool(self) -> dict:
         """`pool`'s dict."""
@@ -168,17 +151,13 @@ class Tally:
         mixed = t - self.all_fail - self.all_pass
         oracle_max = 100.0 * self.wins["oracle"][self.max_n] / t
         random1 = 100.0 * _exact(self.random1) / t  # one uniform trial per task
-        return {
-            "tasks": t,
-            "trials_per_task": {"min": self.sizes[0], "max": self.sizes[1]},
-            "all_fail": self.all_fail, "all_pass": self.all_pass, "mixed": mixed,
-            "all_fail_pct": 100.0 * self.all_fail / t, "all_pass_pct": 100.0 * self.all_pass / t,
-            "mixed_pct": 100.0 * mixed / t,
-            "trial_sr": 100.0 * self.successes / self.trials,
-            "oracle_at_max": oracle_max, "random_at_1_expected": random1, "headroom": oracle_max - random1,
-            "scored": self.status["ok"], "unparsed": self.status["unparsed"], "errors": self.status["error"],
-            "missing": self.status["missing"],
-        }
+        return {"tasks": t, "trials_per_task": {"min": self.sizes[0], "max": self.sizes[1]},
+                "all_fail": self.all_fail, "all_pass": self.all_pass, "mixed": mixed,
+                "all_fail_pct": 100.0 * self.all_fail / t, "all_pass_pct": 100.0 * self.all_pass / t,
+                "mixed_pct": 100.0 * mixed / t, "trial_sr": 100.0 * self.successes / self.trials,
+                "oracle_at_max": oracle_max, "random_at_1_expected": random1, "headroom": oracle_max - random1,
+                "scored": self.status["ok"], "unparsed": self.status["unparsed"], "errors": self.status["error"],
+                "missing": self.status["missing"]}
 
 
 @dataclass(slots=True)
@@ -198,10 +177,7 @@ def task_lists(rows: Rows, table: VerdictTable, seed: int | None = SEED) -> tupl
     at a time) from the rows of a table with `candidates`."""
     keep = np.flatnonzero((rows["label"] >= 0) & (rows["task"] != NO_TASK))
     order = keep[np.argsort(rows["task"][keep], kind="stable")]
-    codes = rows["task"][order]
-    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.zeros(0, np.int64)
-    ends = np.r_[starts[1:], len(codes)] if len(codes) else starts
-    most = int((ends - starts).max()) if len(starts) else 0
+    _, starts, sizes = np.unique(rows["task"][order], return_index=True, return_counts=True)  # sorted: runs
 
     def one(r: int) -> Candidate:
         p, calibrated, score = rows["p_success"][r], rows["p_calibrated"][r], int(rows["score"][r])
@@ -210,10 +186,10 @@ def task_lists(rows: Rows, table: VerdictTable, seed: int | None = SEED) -> tupl
                          None if np.isnan(calibrated) else float(calibrated))
 
     def tasks() -> Iterator[list[Candidate]]:
-        for a, b in zip(starts.tolist(), ends.tolist()):
-            yield shuffled([one(int(r)) for r in order[a:b]], seed)
+        for a, k in zip(starts.tolist(), sizes.tolist()):
+            yield shuffled([one(int(r)) for r in order[a:a + k]], seed)
 
-    return most, tasks()
+    return int(sizes.max(initial=0)), tasks()
 
 
 def _curves(rows: Rows, table: VerdictTable, max_n: int | None, seed: int | None) -> dict:

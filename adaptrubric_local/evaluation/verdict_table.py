@@ -1,18 +1,15 @@
 """The verdict table: the one input of every figure of `eval`, `tts`, `calibrate` and `review` (the
-review page's too). One row per verdict in numpy columns (status, score, label, platform code,
-the two probabilities, costs: 49 bytes a row and its 16-byte id digest, against kilobytes as
-Verdict and Trajectory objects; with `--votes k`, 6 more: how many votes say 1, say 0, and k, the
-`vote_*` columns that exist once a line has votes), whatever the size of the file:
+review page's too). One row per verdict in numpy columns (status, score, label, platform code, the two
+probabilities, costs; with `--votes k`, the `vote_*` counts), whatever the size of the file:
 
-- `read` takes the verdict file's last line per id (verdict_file.iter_last_lines, one line at a time),
-  joins the data set's labels, platforms and tasks on it by id (streamed, or `loaded` when the caller
-  holds it), puts the labels files on the data's labels (`apply_labels`: the one place they are put on
-  for the figures) and lines the table up with the data (`align`: coverage.py's rules and messages);
-- `of_verdicts` builds the same table from verdicts in memory (the public `evaluate` and callers that
-  hold Verdict objects).
+- `read` takes the verdict file's last line per id (verdict_file.iter_last_lines), joins the data set's
+  labels, platforms and tasks on it by id as the data streams through labelled_stream.py's
+  `LabelledStream` (the one place labels files are put on, or `loaded` when the caller holds the data),
+  and lines the table up with the data (`align`: coverage.py's rules and messages);
+- `of_verdicts` builds the same table from verdicts in memory.
 
 A row's task is the data's task_id, or "instruction: " and the instruction when the record has none
-(kept as its digest, one per task); without a data set, the verdicts' own labels, platforms and tasks.
+(kept as its digest); without a data set, the verdicts' own labels, platforms and tasks.
 Knows nothing about figures, plots, reports or argument parsing.
 """
 from __future__ import annotations
@@ -26,8 +23,9 @@ import numpy as np
 
 from ..formats.base import OUTSIDE_ROOTS
 from ..formats.ids import IdBuilder, digest, key, keys
-from ..formats.stream import as_stream, stream_trajectories
-from ..labels import AppliedLabels, LabelsFile, merged_labels, read_labels, unknown_ids
+from ..formats.stream import as_stream
+from ..labelled_stream import LabelledStream
+from ..labels import AppliedLabels, read_labels
 from ..verdict_file import iter_last_lines, iter_lines
 from ..votes import counts
 from .coverage import SUBSETS, Coverage, first
@@ -48,9 +46,8 @@ def task_of(t) -> str:
 
 
 class VerdictTable:
-    """The columns being built (`add`), and what they are coded against: platform names, task digests,
-    models and bank hashes; with `candidates`, what `tts` reads beside them: each row's task code and id
-    as UTF-8 bytes (`name`: `tts` sorts by id)."""
+    """The columns being built (`add`) and what they are coded against (platform names, task digests,
+    models, bank hashes); with `candidates`, each row's task code and id bytes too (what `tts` reads)."""
 
     def __init__(self, candidates: bool = False):
         self.columns = {k: array(t) for k, t in FIELDS.items()}
@@ -74,25 +71,22 @@ class VerdictTable:
         """One verdict line (a dict as a verdict file holds it), with its own label, platform and task."""
         i = str(line["id"])
         self.ids.add(i)
-        c, get = self.columns, line.get
-        c["status"].append(STATUSES.index(line["status"]) if line["status"] in STATUSES else UNPARSED)
-        c["score"].append(get("score") if get("score") in (0, 1) else -1)
-        c["label"].append(get("label") if get("label") in (0, 1) else -1)
-        c["platform"].append(self.platform_code(get("platform")))
-        for name in ("p_success", "p_calibrated"):
-            v = get("p_success_calibrated" if name == "p_calibrated" else name)
-            c[name].append(float(v) if v is not None else np.nan)
-        c["cost_tokens"].append(float(get("cost_tokens") or 0))
-        c["cost_calls"].append(float(get("cost_calls") or 0))
-        c["verifier_tokens"].append(int(get("prompt_tokens") or 0) + int(get("completion_tokens") or 0))
-        c["images"].append(int(get("n_images") or 0))
-        c["hit_cap"].append(bool(get("hit_cap")))
-        c["hit_context"].append(bool(get("hit_context")))
+        get = line.get
+        p, calibrated = get("p_success"), get("p_success_calibrated")
+        row = {"status": STATUSES.index(line["status"]) if line["status"] in STATUSES else UNPARSED,
+               "score": get("score") if get("score") in (0, 1) else -1,
+               "label": get("label") if get("label") in (0, 1) else -1, "platform": self.platform_code(get("platform")),
+               "p_success": np.nan if p is None else float(p),
+               "p_calibrated": np.nan if calibrated is None else float(calibrated),
+               "cost_tokens": float(get("cost_tokens") or 0), "cost_calls": float(get("cost_calls") or 0),
+               "verifier_tokens": int(get("prompt_tokens") or 0) + int(get("completion_tokens") or 0),
+               "images": int(get("n_images") or 0), "hit_cap": bool(get("hit_cap")),
+               "hit_context": bool(get("hit_context"))}
         if self.names is not None:
-            c["task"].append(self.task_code(None if get("task_id") is None else str(line["task_id"])))
-            at, size = self.put_name(i)
-            c["name_at"].append(at)
-            c["name_size"].append(size)
+            row["task"] = self.task_code(None if get("task_id") is None else str(line["task_id"]))
+            row["name_at"], row["name_size"] = self.put_name(i)
+        for k, v in row.items():
+            self.columns[k].append(v)
         self.models.add(get("model"))
         self.banks.add(get("bank_sha"))
         self.add_votes(i, get("votes") if line["status"] != "error" else None)
@@ -170,9 +164,8 @@ def of_verdicts(verdicts: Iterable, candidates: bool = False) -> tuple[Rows, Ver
 @dataclass
 class DataSide:
     """What a data set says of a table's ids (`found`, `label`, `platform`, `task`: one entry for each of
-    `have`, the table's sorted digests), of its trajectories without a verdict (`missing`, with their
-    labels, platforms and tasks), and of its records that did not load (`bad`: their ids; `outside`: the
-    errors for screenshots outside the data's folder): a few bytes per verdict, none per record."""
+    `have`, the table's sorted digests), of its trajectories without a verdict (`missing`) and of its
+    records that did not load (`bad`: their ids; `outside`: the errors for screenshots outside its folder)."""
 
     have: np.ndarray
     found: np.ndarray
@@ -181,12 +174,7 @@ class DataSide:
     task: np.ndarray
     good: int = 0
     records: int = 0
-    errors: int = 0
-    first_error: str | None = None
-    missing: list[str] = field(default_factory=list)
-    missing_labels: list[int] = field(default_factory=list)
-    missing_platforms: list[int] = field(default_factory=list)
-    missing_tasks: list[int] = field(default_factory=list)
+    missing: list[tuple[str, int, int, int]] = field(default_factory=list)  # (id, label, platform, task)
     bad: list[str] = field(default_factory=list)
     outside: list = field(default_factory=list)
 
@@ -205,8 +193,6 @@ def read_data(stream, table: VerdictTable) -> DataSide:
     for _, x in stream.items():
         if isinstance(x, Exception):
             bad.append(error_id(x))
-            side.errors += 1
-            side.first_error = side.first_error or str(x)
             if OUTSIDE_ROOTS in str(x):
                 side.outside.append(x)
             continue
@@ -222,67 +208,16 @@ def read_data(stream, table: VerdictTable) -> DataSide:
             if tasks:
                 side.task[j] = task
         else:
-            side.missing.append(x.id)
-            side.missing_labels.append(label)
-            side.missing_platforms.append(platform)
-            side.missing_tasks.append(task)
+            side.missing.append((x.id, label, platform, task))
     side.bad = [i for i in dict.fromkeys(map(str, bad)) if i not in good_repeated]
     side.records = stream.records
     return side
-
-
-def _find(sorted_keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(whether each of `wanted` is in `sorted_keys`, its position there)."""
-    if not len(sorted_keys):
-        return np.zeros(len(wanted), bool), np.zeros(len(wanted), np.int64)
-    at = np.minimum(np.searchsorted(sorted_keys, wanted), len(sorted_keys) - 1)
-    return sorted_keys[at] == wanted, at
-
-
-def apply_labels(files: list[LabelsFile], side: DataSide, data_name: str = "the data") -> AppliedLabels:
-    """Put the labels of `files` on the data's labels in `side`, in place: files in order, a later file's
-    0/1 wins per id, an unsure line leaves the data's label; an id that is neither a trajectory of the
-    data nor one of its records that did not load is a LabelsError naming the file, line and id; the ids
-    of records that did not load are counted (`not_loaded`), never labelled. Returns what was done."""
-    applied = AppliedLabels(files=[f.provenance for f in files])
-    if not files:
-        return applied
-    merged = merged_labels(files)
-    ids = list(merged)
-    wanted = keys(ids)
-    found, at = _find(side.have, wanted)
-    with_verdict = found.copy()
-    with_verdict[found] = side.found[at[found]]  # a verdict's id the data holds
-    missing = keys(side.missing)
-    order = np.argsort(missing, kind="stable")
-    in_missing, pos = _find(missing[order], wanted)
-    bad = set(side.bad)
-    good = with_verdict | in_missing
-    unknown = {ids[k] for k in np.flatnonzero(~good) if ids[k] not in bad}
-    for f in files:
-        named = [i for i in f.records if i in unknown]
-        if named:
-            raise unknown_ids(f, named, data_name)
-    for k, i in enumerate(ids):
-        if not good[k]:
-            applied.not_loaded.append(i)
-            continue
-        labels, j = (side.label, int(at[k])) if with_verdict[k] else (side.missing_labels, int(order[pos[k]]))
-        old = int(labels[j])
-        applied.count(None if old < 0 else old, merged[i])
-        if merged[i] is not None:
-            labels[j] = merged[i]
-    return applied
 
 
 def _names(path: Path, wanted: np.ndarray) -> list[str]:
     """The ids (in file order) of the verdict lines whose digests are in `wanted`."""
     wanted = set(wanted.tolist())
     return list(dict.fromkeys(i for _, i, _ in iter_lines(path) if key(i) in wanted)) if wanted else []
-
-
-def _take(rows: Rows, mask: np.ndarray) -> Rows:
-    return {k: a[mask] for k, a in rows.items()}
 
 
 def align(path: Path, rows: Rows, side: DataSide | None, table: VerdictTable, subset: str = "data",
@@ -298,38 +233,34 @@ def align(path: Path, rows: Rows, side: DataSide | None, table: VerdictTable, su
         return rows, Coverage(labels="verdicts", subset=subset, verdicts=n, covered=n, evaluated=n)
     at = np.searchsorted(side.have, rows["key"]) if n else np.zeros(0, np.int64)
     in_data = side.found[at]
-    in_bad = _find(np.sort(keys(side.bad)), rows["key"])[0] & ~in_data
+    in_bad = np.isin(rows["key"], keys(side.bad)) & ~in_data
     known = in_data | in_bad
     stale = ~known & (rows["status"] == ERROR)
-    stale_names = _names(path, rows["key"][stale])
-    if stale.any():
-        keep = ~stale
-        rows, in_data, in_bad, known, at = _take(rows, keep), in_data[keep], in_bad[keep], known[keep], at[keep]
-    extra = _names(path, rows["key"][~known])
+    stale_names, extra = _names(path, rows["key"][stale]), _names(path, rows["key"][~known & ~stale])
     if extra and not allow_extra:
         raise ValueError(f"{path} holds verdicts for {len(extra)} id(s) that are not in {data_name or 'the data set'} "
                          f"(first: {first(extra)}): wrong DATA or --verdicts? Pass --allow-extra to leave them out and "
                          "evaluate the data set's trajectories")
-    have_n = len(rows["key"])
     if not known.all():
-        rows = _take(rows, known)
+        rows = {k: a[known] for k, a in rows.items()}
     from_data, at = in_data[known], at[known]
     rows["label"] = np.where(from_data, side.label[at], -1).astype("int8")
     for name in ("platform", "task") if "task" in rows else ("platform",):
         rows[name] = np.where(from_data, getattr(side, name)[at], rows[name]).astype("int32")
     m = len(side.missing)
+    missing, labels, platforms, tasks = (list(c) for c in zip(*side.missing)) if m else ([], [], [], [])
     if subset == "data" and m:
         add = {k: np.zeros(m, dtype=a.dtype) for k, a in rows.items()}
         add.update(status=np.full(m, MISSING, "int8"), score=np.full(m, -1, "int8"),
-                   label=np.array(side.missing_labels, dtype="int8"), p_success=np.full(m, np.nan),
-                   p_calibrated=np.full(m, np.nan), platform=np.array(side.missing_platforms, dtype="int32"),
-                   task=np.array(side.missing_tasks, dtype="int32"), key=keys(side.missing))
+                   label=np.array(labels, dtype="int8"), p_success=np.full(m, np.nan),
+                   p_calibrated=np.full(m, np.nan), platform=np.array(platforms, dtype="int32"),
+                   task=np.array(tasks, dtype="int32"), key=keys(missing))
         if table.names is not None:
-            add["name_at"], add["name_size"] = (np.array(c) for c in zip(*map(table.put_name, side.missing)))
+            add["name_at"], add["name_size"] = (np.array(c) for c in zip(*map(table.put_name, missing)))
         rows = {k: np.concatenate([rows[k], add[k]]) for k in rows}
-    cov = Coverage(labels="data", subset=subset, trajectories=side.good + len(side.bad), verdicts=have_n,
-                   covered=int(known.sum()), missing=list(side.missing),
-                   missing_labelled=sum(y in (0, 1) for y in side.missing_labels), extra=extra,
+    cov = Coverage(labels="data", subset=subset, trajectories=side.good + len(side.bad), verdicts=n - int(stale.sum()),
+                   covered=int(known.sum()), missing=missing,
+                   missing_labelled=sum(y in (0, 1) for y in labels), extra=extra,
                    stale_errors=stale_names, not_loaded=side.bad, not_loaded_verdicts=int(in_bad.sum()),
                    evaluated=len(rows["key"]))
     return rows, cov
@@ -349,11 +280,8 @@ def read(verdicts_path: str | Path, data=None, subset: str = "data", allow_extra
          image_roots=(), labels=(), loaded=None, candidates: bool = False,
          log: Callable[[str], None] | None = None) -> Table:
     """The verdict file's table over the data set `data` (streamed; `loaded`: the data set already
-    loaded, its labels as the caller made them), the `labels` files put on the data's labels (read
-    first: a bad line stops before the data is read). `log`: where the records that did not load and
-    the labels' summary are said (as cli/common.py's `load_labelled` says them)."""
-    from ..labels import not_loaded_warning
-
+    loaded), the `labels` files put on the data's labels (read first: a bad line stops before the data
+    is read). `log`: where the records that did not load and the labels' summary are said."""
     if labels and data is None:
         raise ValueError("--labels needs DATA: a labels file labels the trajectories of a data set")
     files = [read_labels(p) for p in labels]
@@ -362,14 +290,13 @@ def read(verdicts_path: str | Path, data=None, subset: str = "data", allow_extra
     if data is None and loaded is None:
         rows, cov = align(path, rows, None, table, subset, allow_extra)
         return Table(rows, table, cov)
-    stream = as_stream(loaded) if loaded is not None else \
-        stream_trajectories(data, fmt=fmt, check_images=False, image_roots=image_roots)
+    stream = LabelledStream(data, files, fmt, image_roots=image_roots,
+                            stream=as_stream(loaded) if loaded is not None else None)
     side = read_data(stream, table)
-    applied = apply_labels(files, side, str(data)) if files else None
-    if side.errors and log:
-        log(not_loaded_warning(side.errors, side.records, side.first_error, data))
-    if applied and log:
-        log(applied.summary())
+    applied = stream.applied() if files else None
+    for said in (stream.warning(), applied and applied.summary()):
+        if said and log:
+            log(said)
     if side.outside:  # most records did not load for want of an --image-root: stop (image_roots.py)
         from types import SimpleNamespace
 
@@ -379,4 +306,3 @@ def read(verdicts_path: str | Path, data=None, subset: str = "data", allow_extra
                             data)
     rows, cov = align(path, rows, side, table, subset, allow_extra, str(data) if data else None)
     return Table(rows, table, cov, applied)
-

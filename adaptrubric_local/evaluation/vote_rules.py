@@ -1,14 +1,11 @@
-"""Precision, recall, NPV and TNR of each vote rule side by side, from one scoring run with `--votes k`:
-the rules are a function of the votes each verdict line keeps (`votes`), so no rescoring is needed.
+"""Precision, recall, NPV and TNR of each vote rule side by side, from one scoring run with `--votes k`.
 
 Every rule is a function of (votes that say 1, votes that say 0, k) (votes.py's `decide_counts`), so the
-input is those three counts per labelled trajectory (the verdict table's `vote_ones`, `vote_zeros` and
-`vote_k` columns: a few bytes a row) and its label; the output is one `RuleFigures` per rule. A trajectory
-a rule leaves undecided (votes.py: a tie, an unparsed vote that could have decided it, no vote that parsed;
-an error or missing verdict has no votes) counts as a predicted failure, as unparsed verdicts do in
-evaluation/metrics.py (the paper's fixed denominators), and how many did so is in `undecided`. Ratios are
-percentages, None when undefined. `of_rows` gives the `vote_rules` section of metrics.json, `render_table`
-its text (printed by `eval` and in report.md). Knows nothing about files or models.
+input is those counts per labelled trajectory (the verdict table's `vote_*` columns) and its label. A
+trajectory a rule leaves undecided (and an error or missing verdict: no votes) counts as a predicted
+failure, as in evaluation/metrics.py, and is counted in `undecided`. Ratios are percentages, None when
+undefined. `of_rows` gives metrics.json's `vote_rules` section, `render_table` its text. Knows nothing
+about files or models.
 """
 from __future__ import annotations
 
@@ -18,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..votes import NAMED, VoteRule
-from .benchmark_figures import figures_of_counts
+from .benchmark_figures import counts, figures_of_counts
 
 
 @dataclass(frozen=True)
@@ -71,14 +68,10 @@ def rule_figures(ones: Sequence[int], zeros: Sequence[int], k: Sequence[int], la
     cases, times = np.unique(np.stack([ones, zeros, k, labels]), axis=1, return_counts=True)
     out = []
     for name in rules if rules is not None else default_rules(int(k[k > 0].min()) if (k > 0).any() else 0):
-        rule = VoteRule(name)
-        c = {"tp": 0, "fp": 0, "tn": 0, "fn": 0}
-        undecided = 0
-        for (n1, n0, kk, y), n in zip(cases.T.tolist(), times.tolist()):  # each distinct case decided once
-            score, _ = rule.decide_counts(n1, n0, kk)
-            undecided += n * (score is None)
-            pred = score or 0
-            c[("t" if pred == y else "f") + ("p" if pred == 1 else "n")] += n
+        rule = VoteRule(name)  # each distinct case decided once
+        scores = [rule.decide_counts(n1, n0, kk)[0] for n1, n0, kk, _ in cases.T.tolist()]
+        undecided = sum(n for s, n in zip(scores, times.tolist()) if s is None)
+        c = counts([s or 0 for s in scores], cases[3], weights=times)
         out.append(RuleFigures(rule=name, n=len(labels), undecided=undecided, **c))
     return out
 
