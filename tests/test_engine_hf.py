@@ -11,11 +11,13 @@ import torch
 
 from adaptrubric_local import AdaptRubric, PipelineConfig, load_trajectories
 from adaptrubric_local.engine.base import Request
+from adaptrubric_local.engine.budget import TokenBudget
 from adaptrubric_local.engine.images import ImageConfig, ImagePipeline, target_sizes
 from adaptrubric_local.votes import vote
 from adaptrubric_local.types import Verdict
 
 from conftest import make_png
+from engine_support import sub_batches
 
 
 def _score(engine, trajs, bs):
@@ -431,8 +433,8 @@ def test_groups_fill_to_the_batch_size_under_a_token_budget(tiny_engine, synth_s
     verify_groups = 2  # 16 verifier requests at batch 8; route/cue calls add their own groups
     assert s["rows"] >= 16 and s["groups"] >= verify_groups and s["rows_per_group"] == s["rows"] / s["groups"]
     est = {i: 1000 for i in range(16)}
-    monkeypatch.setattr(tiny_engine, "max_batch_tokens", 4000)  # 4 rows of 1000 padded tokens
-    assert [len(g) for g in tiny_engine._sub_batches(list(range(16)), est)] == [4, 4, 4, 4]
+    monkeypatch.setattr(tiny_engine, "budget", TokenBudget(4000))  # 4 rows of 1000 padded tokens
+    assert [len(g) for g in sub_batches(tiny_engine, list(range(16)), est)] == [4, 4, 4, 4]
 
 
 def test_static_cache_option_gives_the_same_outputs(tiny_model, synth_set):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from ..thinking import prompt_opens
 from .base import Request
 from .images import BatchImages
 
@@ -35,6 +36,17 @@ class Encoder:
             content.append({"type": "text", "text": req.suffix})
         return self.processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
                                                   add_generation_prompt=True)
+
+    def opens_thinking(self) -> bool:
+        """Whether the chat template opens the reply inside `<think>` (a Thinking checkpoint's)."""
+        return prompt_opens(self.chat_text(Request(prompt="")))
+
+    def end_ids(self, first) -> list[int]:
+        """The ids that end a reply: `first` (the model's own end id or ids), then `<|im_end|>` and
+        `<|endoftext|>`, each once."""
+        first = list(first) if isinstance(first, (list, tuple)) else [first]
+        ends = [*first, *map(self.tokenizer.convert_tokens_to_ids, ("<|im_end|>", "<|endoftext|>"))]
+        return [t for n, t in enumerate(ends) if isinstance(t, int) and t >= 0 and t not in ends[:n]]
 
     @staticmethod
     def expand_images(text: str, tokens: list[int]) -> str:

@@ -20,24 +20,16 @@ import torch
 from .hf_config import HFEngineConfig
 from .model_path import check_model_path
 
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
 
 def _dtype(cfg: HFEngineConfig):
-    if cfg.dtype == "fp32":
-        return torch.float32
-    if cfg.dtype == "fp16":
-        return torch.float16
-    if cfg.dtype == "bf16":
-        return torch.bfloat16
-    return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
+    auto = torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
+    return DTYPES.get(cfg.dtype, auto)
 
 
-def _offline() -> bool:
-    try:
-        from huggingface_hub import constants
-
-        return bool(constants.HF_HUB_OFFLINE)
-    except Exception:  # pragma: no cover - huggingface_hub is a transformers dependency
-        return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def offline_help(model: str) -> str:
@@ -103,19 +95,14 @@ def attn_implementation_for(cfg: HFEngineConfig, cuda: bool) -> str:
 def hub_offline():
     """huggingface_hub's offline switch, on for the duration: `local_files_only` alone still lets it
     look up optional files (an adapter config) and its own metadata over the network."""
-    try:
-        from huggingface_hub import constants
-    except ImportError:  # pragma: no cover - huggingface_hub is a transformers dependency
-        yield
-        return
+    from huggingface_hub import constants
+
     old = constants.HF_HUB_OFFLINE
     constants.HF_HUB_OFFLINE = True
     try:
         yield
     finally:
         constants.HF_HUB_OFFLINE = old
-
-
 
 
 def hub_unreachable(timeout: float = 5.0) -> str | None:
@@ -151,10 +138,12 @@ def from_pretrained_local_first(load, model: str, local: bool, what: str, **kwar
         with hub_offline():
             return load(model, local_files_only=True, **kwargs)
     except OSError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        first = _first_line(exc)
     if local:
         raise ValueError(f"cannot load the {what} of {model!r} from its folder: {first}") from None
-    if _offline():
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
         raise ValueError(f"{model}: {what} not found in the local Hugging Face cache ({first}); "
                          + offline_help(model)) from None
     unreachable = hub_unreachable()
@@ -166,7 +155,7 @@ def from_pretrained_local_first(load, model: str, local: bool, what: str, **kwar
     try:
         return load(model, local_files_only=False, **kwargs)
     except OSError as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        msg = _first_line(exc)
         if ".bin" in msg or "use_safetensors" in msg:
             raise ValueError(f"{model}: no safetensors weights on the hub ({msg}); this package loads "
                              "safetensors only: convert it (docs/getting-started.md, 'What --model takes') or use a "
@@ -198,8 +187,8 @@ def load_model(cfg: HFEngineConfig):
             load_in_4bit=cfg.load_in_4bit, load_in_8bit=cfg.load_in_8bit, bnb_4bit_quant_type="nf4",
             bnb_4bit_compute_dtype=_dtype(cfg), bnb_4bit_use_double_quant=True,
             llm_int8_skip_modules=["model.visual", "lm_head"])  # quantise the language model only
-    model = from_pretrained_local_first(AutoModelForImageTextToText.from_pretrained, cfg.model, local, "model weights",
-                             **kwargs)
+    model = from_pretrained_local_first(AutoModelForImageTextToText.from_pretrained, cfg.model, local,
+                                        "model weights", **kwargs)
     if cfg.adapter:
         model = load_adapter(model, cfg.adapter)
     model.eval()
@@ -219,7 +208,7 @@ def load_processor(model: str, local: bool | None = None):
     return processor
 
 
-MERGE_DTYPES = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+MERGE_DTYPES = {"auto": "auto", **DTYPES}
 
 
 def merge_adapter(model: str, adapter: str | Path, out: str | Path, dtype: str = "auto", base=None) -> Path:

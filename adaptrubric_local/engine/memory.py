@@ -118,13 +118,6 @@ class Estimate:
         return max(sum(terms.values()) for terms in self.phases.values()) if self.phases else 0.0
 
 
-def _norm_peak(n: float) -> float:
-    """RMSNorm's widest moment over its input (n elements), in bytes: at b=2 the float32 copy and x *
-    rsqrt(var) (later the normed value, its cast and the weighted output, as much); at b=4 the input is
-    its own float32 copy and x**2 then the output take its place."""
-    return n * 8
-
-
 @dataclass(frozen=True)
 class Runtime:
     """What the installed transformers does that changes the arithmetic."""
@@ -189,7 +182,8 @@ def estimate(s: Sizes, g: Group, attn: str = "sdpa", b: int = 2, device: str = "
     kv = 2 * s.layers * T * s.kv_dim * b
     q, kvd, i = s.q_dim, s.kv_dim, s.intermediate
     mlp = T * (2 * h * b + 3 * i * b)  # residual, its norm; act(gate), up, their product
-    q_norm = T * (h * b + q * b + _norm_peak(q))  # normed input, q, q in float32 twice (layer input: below)
+    # normed input, q, and RMSNorm's widest moment over q: two float32 copies (layer input: below)
+    q_norm = T * (h * b + q * b + 8 * q)
     rope = T * b * (h + q + kvd + 3 * q)
     if attn == "sdpa":
         sdpa = T * b * (h + 2 * q) + (2 * T * q * b if masked and rt.repeats_kv_with_mask else 0)

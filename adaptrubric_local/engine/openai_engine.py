@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .base import Engine, Output, Request, TokenProbs, length_reason
 from .endpoint import Endpoint
+from .hf_config import at_least
 
 # Qwen3-VL's published preprocessor bounds ("size": shortest_edge / longest_edge), used to plan a
 # teacher's resized images exactly as a Qwen3-VL student's processor would
@@ -48,12 +49,10 @@ class OpenAIEngineConfig:
             raise ValueError("the endpoint's url must be given")
         if not self.endpoint.name:
             raise ValueError("the endpoint's name (the served model name) must not be empty")
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        at_least(self, 1, "max_new_tokens")
+        at_least(self, 4, "max_visual_tokens")
         if not 0 <= self.top_logprobs <= 20:
             raise ValueError(f"top_logprobs must be in [0, 20] (the OpenAI API's range), got {self.top_logprobs}")
-        if self.max_visual_tokens is not None and self.max_visual_tokens < 4:
-            raise ValueError(f"max_visual_tokens must be >= 4 or None, got {self.max_visual_tokens}")
 
     def settings(self) -> dict:
         """The fields as a settings record writes them: the endpoint's as `base_url`, `model`, `api_key_env`

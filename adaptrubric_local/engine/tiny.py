@@ -29,15 +29,6 @@ QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_st
 QWEN2_PRETOKENIZE = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                      r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 
-CHAT_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for part in message['content'] %}{% if part['type'] == 'image' %}"
-    "<|vision_start|><|image_pad|><|vision_end|>{% elif part['type'] == 'text' %}{{ part['text'] }}"
-    "{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-
 PIXELS_PER_TOKEN = 32 * 32  # patch 16, merge 2
 # the text attention's head size: vLLM's CPU attention accepts 32, 64, 80, 96, 112, 128, ... (not 16), its
 # GPU kernels multiples of 32 up to 256
@@ -89,9 +80,9 @@ def is_random_tiny(model) -> bool:
 def thinking_template(template: str) -> str:
     """A chat template whose generation prompt also opens a thinking block, as a Thinking
     checkpoint's does (Qwen3-VL-*-Thinking: "<|im_start|>assistant\n<think>\n")."""
-    for head in ("{{- '<|im_start|>assistant\n' -}}", "<|im_start|>assistant\n{% endif %}"):
-        if head in template:
-            return template.replace(head, head.replace("assistant\n", "assistant\n" + THINK_OPEN), 1)
+    head = "{{- '<|im_start|>assistant\n' -}}"
+    if head in template:
+        return template.replace(head, head.replace("assistant\n", "assistant\n" + THINK_OPEN), 1)
     raise ValueError("the chat template has no generation prompt to open a thinking block in")
 
 
@@ -155,7 +146,7 @@ def build_tokenizer(corpus: Sequence[str], vocab_size: int = 1200):
                         pad_token="<|endoftext|>", add_prefix_space=False)
     hf.add_special_tokens({"additional_special_tokens": QWEN_SPECIALS[1:]})
     hf.add_tokens(["<|endoftext|>"], special_tokens=True)
-    hf.chat_template = CHAT_TEMPLATE
+    hf.chat_template = QWEN3VL_CHAT_TEMPLATE
     hf.padding_side = "left"
     return hf
 
@@ -171,7 +162,7 @@ def build_processor(tokenizer, max_pixels: int = 1024 * PIXELS_PER_TOKEN, min_pi
     video_processor = Qwen3VLVideoProcessor(patch_size=16, temporal_patch_size=2, merge_size=2,
                                             image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
     return Qwen3VLProcessor(image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor,
-                            chat_template=getattr(tokenizer, "chat_template", None) or CHAT_TEMPLATE)
+                            chat_template=getattr(tokenizer, "chat_template", None) or QWEN3VL_CHAT_TEMPLATE)
 
 
 def build_config(tokenizer, hidden: int = 64, layers: int = 2, vision_depth: int = 2, vision_hidden: int = 32,

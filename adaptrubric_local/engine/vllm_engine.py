@@ -21,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..thinking import prompt_opens
 from .base import Engine, Output, Request, TokenProbs, cut_after_line, length_reason, watched_offsets
 from .vllm_config import (  # noqa: F401 - VLLMOptions and lora_unsupported are imported from here too
     INSTALL_HINT,
@@ -71,7 +70,7 @@ class VLLMEngine(Engine):
         except ImportError:
             raise ImportError(INSTALL_HINT) from None
         from .encoding import Encoder
-        from .images import ImageConfig, ImagePipeline
+        from .images import pipeline_for
         from .loading import load_processor
 
         self.config = config or VLLMEngineConfig(**overrides)
@@ -79,15 +78,10 @@ class VLLMEngine(Engine):
         self.processor = load_processor(self.config.model)
         self.encoder = Encoder(self.processor)
         self.tokenizer = self.encoder.tokenizer
-        icfg = {"workers": self.config.image_workers, "max_visual_tokens": self.config.max_visual_tokens}
-        if self.config.max_pixels:
-            icfg["max_pixels"] = self.config.max_pixels
-        self.images = ImagePipeline(ImageConfig.from_processor(self.processor.image_processor, **icfg))
+        self.images = pipeline_for(self.processor, self.config)
         self._pool = ThreadPoolExecutor(max_workers=self.config.image_workers, thread_name_prefix="vllm-img")
-        self.opens_thinking = prompt_opens(self.encoder.chat_text(Request(prompt="")))  # a Thinking template
-        self.eos_ids = {i for i in (self.tokenizer.eos_token_id, *(self.tokenizer.convert_tokens_to_ids(t) for t in
-                                                                   ("<|im_end|>", "<|endoftext|>")))
-                        if isinstance(i, int) and i >= 0}
+        self.opens_thinking = self.encoder.opens_thinking()  # a Thinking template
+        self.eos_ids = set(self.encoder.end_ids(self.tokenizer.eos_token_id))
         self.counts: Counter = Counter()
         self._tmp: str | None = None
         self.lora = None
