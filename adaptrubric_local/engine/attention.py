@@ -1,16 +1,13 @@
 """An attention function for left-padded batched prefill, registered with transformers'
 AttentionInterface as "sdpa_padded_prefill", with a mask function of its own.
 
-With a padding mask, SDPA leaves its causal fast path (slower per row on the CPU),
-transformers builds a (B, 1, L, L) boolean mask, SDPA makes a query-dtype copy of it in every layer
-and K/V are repeated per head for grouped-query attention: at 30K-token rows that is gigabytes per
-row (engine/memory.py). For the prefill of a left-padded batch (what batched generation builds) the
-mask function returns the (B, L) padding mask instead of the L x L one, and the attention function
-runs each row's unpadded part through the causal kernel on its own (grouped-query attention without
-repeating K/V), which is the work batch size 1 does; padded query positions get zeros (no real token
-ever attends to them). Anything else -- decode steps, the vision tower, right padding, a static
-cache's longer key length, other mask shapes -- gets transformers' own SDPA mask and function
-unchanged. Knows nothing about models.
+With a padding mask, transformers builds a (B, 1, L, L) boolean mask, SDPA leaves its causal fast
+path and copies the mask in every layer, and K/V are repeated per head (engine/memory.py). For the
+prefill of a left-padded batch the mask function returns the (B, L) padding mask instead, and the
+attention function runs each row's unpadded part through the causal kernel on its own (grouped-query
+attention without repeating K/V); padded query positions get zeros. Anything else -- decode steps,
+the vision tower, right padding, a static cache, other mask shapes -- gets transformers' own SDPA
+mask and function unchanged. Knows nothing about models.
 """
 from __future__ import annotations
 

@@ -2,10 +2,9 @@
 pad token repeated once per visual token, token ids, and left-padded batches with the pixels.
 
 The scoring engine, the distillation collator and the memory planner share this one encoder, so
-what a student is trained on, what it is scored on and what a plan counts are the same tokens.
-`prompt_ids` is exactly what scoring feeds the model before generation; a training row is those
-ids followed by the target's own ids (tokenised on their own, so no merge across the boundary can
-move it). Knows nothing about models, rubrics or verdicts.
+what a student is trained on, scored on and planned for are the same tokens; a training row is
+`prompt_ids` followed by the target's own ids (tokenised on their own). Knows nothing about models,
+rubrics or verdicts.
 """
 from __future__ import annotations
 

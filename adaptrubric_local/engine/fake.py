@@ -1,14 +1,11 @@
 """A scripted engine for tests and dry runs: no model, deterministic answers, real accounting.
 
-`script(request) -> str` decides each output. The default answers by the request's kind only, without
-reading the prompt: `CATEGORY: general` for router requests, NO_HINT for cue requests and a passing
-verdict for verifier requests. A script that reads the pipeline's prompts (router prompts answered
-by the rules router) is the caller's: `adaptrubric_local.dry_run`. Token counts are
-whitespace words (+ a fixed cost per image), and P(SCORE=1) is reported through `watch` using
-`p_score(request, digit) -> float` (None: report no probability, as a server without logprobs).
-Every batch is recorded in `batches` so tests can check batching.
-Like a real engine, a scripted text is cut after its first complete line starting with the
-request's `stop_after_line`, and to the request's `max_new_tokens` words (then `hit_cap` is set).
+`script(request) -> str` decides each output; the default answers by the request's kind only
+(`default_script`), and a script that reads the pipeline's prompts is `adaptrubric_local.dry_run`'s.
+Token counts are whitespace words (+ a fixed cost per image); P(SCORE=1) is reported through `watch`
+from `p_score(request, digit)` (None: no probability, as a server without logprobs). Every batch is
+recorded in `batches`. Like a real engine, a text is cut after its `stop_after_line` line and to
+`max_new_tokens` words (then `hit_cap` is set).
 """
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """Generation controls for the transformers engine.
 
-`WatchRecorder` records the probabilities of a few watched tokens at every generation step (how
-P(SCORE=1) is read without keeping full-vocabulary logits); `RowStop` ends each row at its own
-new-token cap or right after a complete line starting with its prefix outside the model's thinking
-(`thinking.py`: a verdict drafted inside `<think>` never stops a row); `OutOfMemory`/`is_oom` name
-what the engine retries in halves (how big a group may be: memory.py, budget.py). Knows nothing about
-batching policy, loading or verdicts.
+`WatchRecorder` records the probabilities of a few watched tokens at every generation step;
+`RowStop` ends each row at its own new-token cap or right after a complete line starting with its
+prefix outside the model's thinking (`thinking.py`); `OutOfMemory`/`is_oom` name what the engine
+retries in halves. Knows nothing about batching policy, loading or verdicts.
 """
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import accumulate
 
 import torch
 
@@ -210,9 +211,8 @@ class ImagePipeline:
                 plans.append([])
         # every image's rows in one preallocated tensor, known before any pixel is decoded
         order = [(i, j) for i in range(len(requests)) if i not in errors for j in range(len(requests[i]))]
-        starts = [0]
-        for i, j in order:
-            starts.append(starts[-1] + (plans[i][j][0] // cfg.patch_size) * (plans[i][j][1] // cfg.patch_size))
+        p = cfg.patch_size
+        starts = [0, *accumulate((plans[i][j][0] // p) * (plans[i][j][1] // p) for i, j in order)]
         with torch.inference_mode(False):  # worker threads write into it in place, whatever the caller's mode
             out = torch.empty(starts[-1], 3 * cfg.patch_size ** 2, dtype=torch.uint8,
                               pin_memory=cfg.pin_memory and torch.cuda.is_available())

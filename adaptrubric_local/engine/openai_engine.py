@@ -51,8 +51,7 @@ class OpenAIEngineConfig:
             raise ValueError("the endpoint's name (the served model name) must not be empty")
         at_least(self, 1, "max_new_tokens")
         at_least(self, 4, "max_visual_tokens")
-        if not 0 <= self.top_logprobs <= 20:
-            raise ValueError(f"top_logprobs must be in [0, 20] (the OpenAI API's range), got {self.top_logprobs}")
+        check_top_logprobs("top_logprobs", self.top_logprobs)
 
     def settings(self) -> dict:
         """The fields as a settings record writes them: the endpoint's as `base_url`, `model`, `api_key_env`
@@ -68,10 +67,16 @@ class OpenAIEngineConfig:
         return self.max_visual_tokens is not None or self.max_pixels is not None
 
 
-def data_url(path: str) -> str:
-    """A file as a base64 data URL (`data:image/png;base64,...`)."""
+def check_top_logprobs(name: str, value: int) -> None:
+    """ValueError naming option `name` when `value` is outside the OpenAI API's range of top_logprobs."""
+    if not 0 <= value <= 20:
+        raise ValueError(f"{name} must be in [0, 20] (the OpenAI API's range), got {value}")
+
+
+def data_url(path: str, data: bytes | None = None) -> str:
+    """A file (or `data` of its type) as a base64 data URL (`data:image/png;base64,...`)."""
     mime = mimetypes.guess_type(path)[0] or "image/png"
-    return f"data:{mime};base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return f"data:{mime};base64," + base64.b64encode(Path(path).read_bytes() if data is None else data).decode("ascii")
 
 
 def resized_data_urls(paths: list[str], cfg: OpenAIEngineConfig) -> list[str]:
@@ -88,10 +93,9 @@ def resized_data_urls(paths: list[str], cfg: OpenAIEngineConfig) -> list[str]:
     sizes = target_sizes([image_size(p) for p in paths], icfg)
     urls = []
     for p, size in zip(paths, sizes):
-        img = decode_resize(p, size)  # (C, H, W) uint8
         buf = io.BytesIO()
-        Image.fromarray(img.permute(1, 2, 0).numpy()).save(buf, format="PNG")
-        urls.append("data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii"))
+        Image.fromarray(decode_resize(p, size).permute(1, 2, 0).numpy()).save(buf, format="PNG")
+        urls.append(data_url("image.png", buf.getvalue()))
     return urls
 
 

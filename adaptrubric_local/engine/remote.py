@@ -19,6 +19,7 @@ from typing import Any
 from .base import Engine
 from .endpoint import FIELDS as ENDPOINT_FIELDS
 from .endpoint import Endpoint
+from .openai_engine import OpenAIEngine, OpenAIEngineConfig, check_top_logprobs
 from .options import advice, plain, register_engine, render
 
 # in-process options that change what the verifier says, with the value that means "not used" (what to use
@@ -46,9 +47,7 @@ class RemoteConfig:
 
     def __post_init__(self):
         self.endpoint()  # validates the server's fields
-        if not 0 <= self.openai_top_logprobs <= 20:
-            raise ValueError(f"openai_top_logprobs must be in [0, 20] (the OpenAI API's range), got "
-                             f"{self.openai_top_logprobs}")
+        check_top_logprobs("openai_top_logprobs", self.openai_top_logprobs)
 
     def endpoint(self, model: str | None = None) -> Endpoint:
         """The server as an Endpoint serving `model`."""
@@ -81,8 +80,6 @@ def remote_engine(options: Mapping[str, Any]) -> Engine:
     """The remote engine for a flat mapping of engine options (RemoteConfig fields plus the in-process
     engine's `model`, `max_new_tokens`, `max_visual_tokens`, `max_pixels`). Without `model`, the
     server's one served model is used (asked with GET /models)."""
-    from .openai_engine import OpenAIEngine, OpenAIEngineConfig
-
     rc = check_remote(options)
     endpoint = rc.endpoint(options.get("model"))
     if endpoint.name:  # one request before any record: a wrong URL or served name stops here, naming it

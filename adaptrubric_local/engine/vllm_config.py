@@ -58,10 +58,9 @@ def llm_kwargs(cfg: VLLMEngineConfig, weights: str, cuda: bool, lora_rank: int |
 
 def lora_rank_slot(rank: int) -> int:
     """The smallest of vLLM's LoRA rank sizes that holds `rank`."""
-    for slot in (8, 16, 32, 64, 128, 256, 320, 512):
-        if rank <= slot:
-            return slot
-    raise ValueError(f"LoRA rank {rank} is larger than vLLM supports (512)")
+    if rank > 512:
+        raise ValueError(f"LoRA rank {rank} is larger than vLLM supports (512)")
+    return next(slot for slot in (8, 16, 32, 64, 128, 256, 320, 512) if rank <= slot)
 
 
 def lora_unsupported(adapter: str | Path) -> str | None:

@@ -1,7 +1,6 @@
-"""The vLLM backend: Qwen3-VL in process through one `vllm.LLM`, for the same requests the
-transformers engine takes, seeing the same thing: the chat text from the same processor and `Encoder`
-handed over as token ids, every screenshot resized by the package's image pipeline to the size the
-transformers engine gives it (`stats["prompt_token_mismatch"]` counts any request expanded otherwise).
+"""The vLLM backend: Qwen3-VL in process through one `vllm.LLM`, seeing what the transformers engine
+sees: the chat text from the same `Encoder` as token ids, every screenshot resized by the package's
+image pipeline (`stats["prompt_token_mismatch"]` counts any request expanded otherwise).
 
 Greedy unless `votes` > 1; watched tokens' log-probabilities are asked for by id at every position, so
 P(SCORE=1) is read as in process; `stop_after_line` is honoured exactly, in rounds continued from the
@@ -14,6 +13,7 @@ verdicts.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import tempfile
 from collections import Counter
@@ -314,8 +314,6 @@ class VLLMEngine(Engine):
 
     def _probs(self, row: _Row, watch: tuple[str, ...], length: int) -> list[TokenProbs]:
         """The watched tokens' probabilities at each position where one was generated (within the text)."""
-        import math
-
         if not watch:
             return []
         ids = {self._watch_id(w): w for w in watch}
@@ -326,13 +324,11 @@ class VLLMEngine(Engine):
             lp = row.logprobs[j]
             if not lp:
                 continue
-            out.append(TokenProbs(offset=offset, probs={w: math.exp(_logprob(lp.get(i))) for i, w in ids.items()}))
+            out.append(TokenProbs(offset=offset, probs={w: _prob(lp.get(i)) for i, w in ids.items()}))
         return out
 
     def next_token_probs(self, requests, prefixes, candidates=("0", "1")):
         """P(next token = c) for each candidate after each request and assistant prefix."""
-        import math
-
         from vllm import SamplingParams
 
         ids = {c: self._watch_id(c) for c in candidates}
@@ -345,7 +341,7 @@ class VLLMEngine(Engine):
             prompts.append(prompt)
         params = SamplingParams(max_tokens=1, temperature=0.0, logprob_token_ids=list(ids.values()))
         outs = self.llm.generate(prompts, params, lora_request=self.lora, use_tqdm=False)
-        return [{c: math.exp(_logprob(o.outputs[0].logprobs[0].get(i))) for c, i in ids.items()} for o in outs]
+        return [{c: _prob(o.outputs[0].logprobs[0].get(i)) for c, i in ids.items()} for o in outs]
 
     def close(self) -> None:
         """Stop vLLM's engine core and worker processes (vllm_processes.stop_llm); remove a merged copy."""
@@ -368,8 +364,6 @@ def _external_id(request_id: str) -> str:
     return head if sep and len(tail) == 8 and head else request_id
 
 
-def _logprob(entry) -> float:
-    """A vLLM Logprob (or a bare float) as a float; -inf when missing."""
-    if entry is None:
-        return float("-inf")
-    return float(getattr(entry, "logprob", entry))
+def _prob(entry) -> float:
+    """The probability of a vLLM Logprob (or a bare log-probability); 0 when missing."""
+    return 0.0 if entry is None else math.exp(float(getattr(entry, "logprob", entry)))
