@@ -57,12 +57,12 @@ def test_injected_oom_splits_and_keeps_every_verdict(tiny_engine, synth_set, mon
     _, clean = _score(tiny_engine, trajs, 8)
     monkeypatch.setattr(tiny_engine, "budget", type(tiny_engine.budget)(tiny_engine.budget.start))  # learns here only
     tiny_engine.inject_oom = lambda n: n > 2  # any batch above 2 "runs out of memory"
-    before = tiny_engine.oom_splits
+    before = tiny_engine.counts["oom_splits"]
     try:
         _, hit = _score(tiny_engine, trajs, 8)
     finally:
         tiny_engine.inject_oom = None
-    assert tiny_engine.oom_splits > before
+    assert tiny_engine.counts["oom_splits"] > before
     assert len(hit) == 10 and all(v.status != "error" for v in hit)
     assert [v.raw for v in hit] == [v.raw for v in clean]
 
@@ -393,11 +393,11 @@ def test_oom_retry_holds_nothing_of_the_failed_attempt(tiny_engine, synth_set, m
     monkeypatch.setattr(tiny_engine, "budget", type(tiny_engine.budget)(tiny_engine.budget.start))
     gc.disable()  # the retry must free the attempt by itself, without waiting for a collection to run
     try:
-        before = tiny_engine.oom_splits
+        before = tiny_engine.counts["oom_splits"]
         _, hit = _score(tiny_engine, trajs, 8)
     finally:
         gc.enable()
-    assert tiny_engine.oom_splits > before and any(rows == 8 for rows, _ in attempts)
+    assert tiny_engine.counts["oom_splits"] > before and any(rows == 8 for rows, _ in attempts)
     assert alive_at_retry and set(alive_at_retry) == {0}, alive_at_retry
     assert len(hit) == 8 and [v.raw for v in hit] == [v.raw for v in clean]
 

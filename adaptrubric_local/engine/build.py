@@ -1,10 +1,8 @@
 """Building an engine from options: the one place outside the engine package that knows how. The
 in-process engines are registered here with engine/options.py's `register_engine`, as a user's are,
-each naming the options it reads;
-the transformers engine's options are HFEngineConfig's fields, vLLM's those plus VLLMOptions's
-(their flags come from flags.py, like every config's). Importing this module does not import torch,
-transformers or vLLM: that happens in `build_engine`. Knows nothing about rubrics, pipelines or
-files of trajectories.
+each naming the options it reads; the transformers engine's options are HFEngineConfig's fields,
+vLLM's those plus VLLMOptions's. Importing this module does not import torch, transformers or vLLM:
+that happens in `build_engine`. Knows nothing about rubrics, pipelines or files of trajectories.
 """
 from __future__ import annotations
 

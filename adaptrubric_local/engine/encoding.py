@@ -59,8 +59,7 @@ class Encoder:
                    prefixes: list[str] | None = None) -> list[list[int]]:
         """Each request's prompt token ids (plus an assistant prefix, tokenised with the prompt): the text
         is tokenised with one pad token per image, which is then repeated once per visual token of its
-        image. The pad is a special token, matched before anything else is split, so the ids are those of
-        the expanded text (`expand_images`), at a tenth of a second less per 25K-token prompt."""
+        image (the pad is a special token, so the ids are those of the expanded text, `expand_images`)."""
         texts = [self.chat_text(r) + (prefixes[k] if prefixes else "") for k, r in enumerate(reqs)]
         rows = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
         out = []

@@ -60,10 +60,6 @@ class HFEngine(Engine):
         return self.budget.current
 
     @property
-    def oom_splits(self) -> int:
-        return self.counts["oom_splits"]
-
-    @property
     def stats(self) -> dict:
         """groups (generate calls), rows (requests in them), rows_per_group, oom_splits (groups halved),
         failed_attempts (attempts that ran out of memory), hit_cap (rows cut by max_new_tokens),
@@ -132,8 +128,6 @@ class HFEngine(Engine):
         return cur
 
     def _fits(self, idx: list[int], shape: dict[int, tuple[int, int, int]]) -> bool:
-        if self.memory_budget is None:
-            return True
         g = memory.Group([shape[i][0] for i in idx], [shape[i][1] for i in idx], max(shape[i][2] for i in idx),
                          self.config.votes)
         return memory.fits(self.sizes, g, self.attn, self._dtype_bytes(), self.memory_budget)
@@ -159,19 +153,21 @@ class HFEngine(Engine):
         shape = {i: self._shape(r, planned[i]) for i, r in enumerate(requests)}
         rest = sorted(range(len(requests)), key=lambda i: est[i], reverse=True)
 
-        group = self._group(rest, est, shape) if rest else []
-        rest = rest[len(group):]
-        pending = self.images.submit([requests[i].images for i in group]) if group else None
+        def take():
+            """The next group, formed at the budget as it is now, and its images submitted for decoding."""
+            nonlocal rest
+            group = self._group(rest, est, shape)
+            rest = rest[len(group):]
+            return group, self.images.submit([requests[i].images for i in group]) if group else None
+
+        group, pending = take()
         while group:
             # tokenize this group's prompts while its images decode in the background
             rows = self._prompt_rows([requests[i] for i in group], [planned[i] for i in group])
             t0 = time.perf_counter()
             imgs = pending.result()
             self.counts["prepare_wait_us"] += int((time.perf_counter() - t0) * 1e6)
-            nxt = self._group(rest, est, shape) if rest else []  # formed at the budget as it is now
-            rest = rest[len(nxt):]
-            if nxt:  # overlap the next group's image preprocessing with this generation
-                pending = self.images.submit([requests[i].images for i in nxt])
+            nxt, pending = take()  # the next group's images decode during this generation
             failed = [(i, Output(error=imgs.errors[k], n_images=len(requests[i].images)))
                       for k, i in enumerate(group) if k in imgs.errors]
             ok = [k for k in range(len(group)) if k not in imgs.errors]

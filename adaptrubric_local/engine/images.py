@@ -149,6 +149,13 @@ def decode_resize(path: str, size: tuple[int, int]) -> torch.Tensor:
     return img
 
 
+def resized_images(paths: list[str], sizes: list[tuple[int, int]]) -> list:
+    """PIL images of `paths`, decoded and resized to `sizes` by `decode_resize`."""
+    from PIL import Image
+
+    return [Image.fromarray(decode_resize(p, s).permute(1, 2, 0).numpy()) for p, s in zip(paths, sizes)]
+
+
 _NORM_CACHE: dict = {}
 
 

