@@ -45,12 +45,9 @@ class ScriptedEngine(Engine):
             if err:
                 return Output(error=err, n_images=len(req.images))
         text, hit_cap = self._shape(self.script(req), req)
-        probs = []
-        if req.watch:
-            for m in re.finditer(r"(?i)score\W*[:=]\W*([01])", text):
-                p1 = self.p_score(req, m.group(1))
-                if p1 is not None:
-                    probs.append(TokenProbs(offset=m.start(1), probs={"1": p1, "0": 1.0 - p1}))
+        found = re.finditer(r"(?i)score\W*[:=]\W*([01])", text) if req.watch else ()
+        scored = ((m, self.p_score(req, m.group(1))) for m in found)
+        probs = [TokenProbs(offset=m.start(1), probs={"1": p1, "0": 1.0 - p1}) for m, p1 in scored if p1 is not None]
         n_prompt = len((req.prompt + " " + req.suffix).split()) + TOKENS_PER_IMAGE * len(req.images)
         return Output(text=text, prompt_tokens=n_prompt, completion_tokens=len(text.split()),
                       token_probs=probs, n_images=len(req.images), visual_tokens=TOKENS_PER_IMAGE * len(req.images),

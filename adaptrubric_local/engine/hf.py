@@ -298,19 +298,14 @@ class HFEngine(Engine):
         """(text, watched-token probabilities at the positions where a watched token was generated,
         number of generated tokens, whether it ended with EOS); `probs` is (steps, len(columns))."""
         ids = ids.tolist()
-        n, eos = len(ids), False
-        for j, t in enumerate(ids):
-            if t in self.eos_ids or t == self.tokenizer.pad_token_id:
-                n, eos = j, True
-                break
-        ids = ids[:n]
+        n = next((j for j, t in enumerate(ids) if t in self.eos_ids or t == self.tokenizer.pad_token_id), len(ids))
+        eos, ids = n < len(ids), ids[:n]
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        out: list[TokenProbs] = []
-        if watch and probs is not None:
-            wanted = {self.tokenizer.convert_tokens_to_ids(w) for w in watch}
-            for j, offset in watched_offsets(self.tokenizer, ids[:probs.shape[0]], wanted):
-                out.append(TokenProbs(offset=offset, probs={w: float(probs[j, c]) for c, w in enumerate(columns)
-                                                            if w in watch}))
+        if not watch or probs is None:
+            return text, [], n, eos
+        wanted = {self.tokenizer.convert_tokens_to_ids(w) for w in watch}
+        out = [TokenProbs(offset=offset, probs={w: float(probs[j, c]) for c, w in enumerate(columns) if w in watch})
+               for j, offset in watched_offsets(self.tokenizer, ids[:probs.shape[0]], wanted)]
         return text, out, n, eos
 
     @torch.inference_mode()

@@ -285,9 +285,7 @@ def plan_tokens(requests: list[list[str]], cfg: ImageConfig) -> list[list[int] |
     out: list[list[int] | None] = []
     for paths in requests:
         try:
-            sizes = target_sizes([image_size(p) for p in paths], cfg)
+            out.append([cfg.tokens(size) for size in target_sizes([image_size(p) for p in paths], cfg)])
         except Exception:  # ImagePipeline.process reports it
             out.append(None)
-            continue
-        out.append([cfg.tokens(size) for size in sizes])
     return out

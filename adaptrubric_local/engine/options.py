@@ -23,8 +23,7 @@ from .vllm_options import VLLM_FIELDS
 # read by every engine
 ENGINE_OPTIONS = frozenset({
     *VLLM_FIELDS, "adapter", "dtype", "votes", "max_visual_tokens", "max_pixels", "device_map",
-    "attn_implementation", "compile", "load_in_4bit", "load_in_8bit", "max_batch_size", "max_batch_tokens",
-    "gpu_memory_utilization", "max_num_seqs", "max_model_len", "tensor_parallel_size"})
+    "attn_implementation", "compile", "load_in_4bit", "load_in_8bit", "max_batch_size", "max_batch_tokens"})
 
 
 @dataclass(frozen=True)
