@@ -26,15 +26,12 @@ def _left_pads_2d(mask: torch.Tensor) -> torch.Tensor | None:
 
 def _left_pads(mask: torch.Tensor) -> torch.Tensor | None:
     """Per-row left-padding lengths if `mask` (B, 1, Q, K) is exactly left padding + causal, else None."""
-    b, _, q, k = mask.shape
+    _, _, q, k = mask.shape
     pads = _left_pads_2d(mask[:, 0, -1, :])
-    if pads is None:
-        return None
-    for i in range(b):  # causal inside the real part: the first real query sees only itself
-        p = int(pads[i])
-        if p >= q or not bool(mask[i, 0, p, p]) or (p + 1 < k and bool(mask[i, 0, p, p + 1])):
-            return None
-    return pads
+    causal = pads is not None and all(  # inside the real part: the first real query sees only itself
+        p < q and bool(mask[i, 0, p, p]) and not (p + 1 < k and bool(mask[i, 0, p, p + 1]))
+        for i, p in enumerate(pads.tolist()))
+    return pads if causal else None
 
 
 def padded_prefill_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask_function=None,
