@@ -59,10 +59,9 @@ class ImageConfig:
         kw = dict(patch_size=image_processor.patch_size, merge_size=image_processor.merge_size,
                   temporal_patch_size=image_processor.temporal_patch_size,
                   mean=tuple(image_processor.image_mean), std=tuple(image_processor.image_std))
-        if get("shortest_edge"):
-            kw["min_pixels"] = get("shortest_edge")
-        if get("longest_edge"):
-            kw["max_pixels"] = get("longest_edge")
+        for edge, name in (("shortest_edge", "min_pixels"), ("longest_edge", "max_pixels")):
+            if get(edge):
+                kw[name] = get(edge)
         kw.update(overrides)
         return cls(**kw)
 
