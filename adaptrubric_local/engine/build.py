@@ -95,9 +95,8 @@ def _checked(model: str | None, engine: str):
 
 def engine_config(model: str | None = None, engine: str = "transformers", **options):
     """The config `build_engine` would run the engine with (HFEngineConfig, or VLLMEngineConfig for
-    vLLM), validated, without importing torch or vLLM or loading anything: what a verdict file's
-    settings record can be checked against before a model loads. None for a registered engine
-    without a config."""
+    vLLM), validated without importing torch or vLLM, so a verdict file's settings record can be
+    checked before a model loads; None for a registered engine without a config."""
     spec = _checked(model, engine)
     return spec.config(model, **options) if spec.config is not None else None
 

@@ -130,10 +130,9 @@ def _runtime(force_gqa: str) -> Runtime:
 
 
 def runtime() -> Runtime:
-    """The installed transformers' behaviour: 5.24 encodes images in `generate` before the prefill
-    (`mm_encoder_outputs`, with the deepstack features concatenated again in the forward); 5.17 inside the
-    prefill forward. Whether K/V are repeated with a mask is asked of transformers' own `use_gqa_in_sdpa`
-    (5.24 skips it with TRANSFORMERS_SDPA_FORCE_GQA=1; 5.17 always repeats)."""
+    """The installed transformers' behaviour: whether `generate` encodes images before the prefill
+    (5.24, `mm_encoder_outputs`; 5.17 inside the prefill forward), and whether K/V are repeated with a
+    mask (transformers' own `use_gqa_in_sdpa`: 5.24 not with TRANSFORMERS_SDPA_FORCE_GQA=1)."""
     return _runtime(os.environ.get("TRANSFORMERS_SDPA_FORCE_GQA", ""))
 
 

@@ -29,11 +29,10 @@ ENGINE_OPTIONS = frozenset({
 @dataclass(frozen=True)
 class EngineSpec:
     """A registered engine: `build(model, **options)` makes it (importing its backend); `reads`, the
-    options of ENGINE_OPTIONS it reads; `instead`, per option of ENGINE_OPTIONS it does not read, what to
-    use instead (`otherwise` for the rest); `config(model, **options)`, when given, is the validated
-    settings record it would run with (no backend imported), and then every engine option goes to it;
-    without one, `build` gets only the options it reads. `in_process`: chosen with `--engine` (False:
-    `openai`, chosen by a server's address)."""
+    options of ENGINE_OPTIONS it reads; `instead`, per option it does not read, what to use instead
+    (`otherwise` for the rest); `config(model, **options)`, when given, is the validated settings record
+    it would run with, and gets every engine option (without one, `build` gets only those it reads).
+    `in_process`: chosen with `--engine` (False: `openai`, chosen by a server's address)."""
 
     name: str
     build: Callable[..., Any]
