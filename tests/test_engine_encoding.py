@@ -36,7 +36,7 @@ def test_engine_inputs_equal_the_processors(token_engine, synth_set):
     reqs = [Request(prompt="Judge A.", images=[s.screenshot for s in t[0].steps[:2]], suffix="END"),
             Request(prompt="Judge this longer one, please.", images=[s.screenshot for s in t[1].steps[:3]])]
     ours = eng.encode(reqs, eng.images.process([r.images for r in reqs]))
-    ref = eng.processor(text=[eng._chat_text(r) for r in reqs], padding=True, return_tensors="pt",
+    ref = eng.processor(text=[eng.encoder.chat_text(r) for r in reqs], padding=True, return_tensors="pt",
                         images=[Image.open(p).convert("RGB") for r in reqs for p in r.images])
     assert set(ref) == set(ours)
     for key in ("input_ids", "attention_mask", "mm_token_type_ids", "image_grid_thw"):

@@ -11,11 +11,13 @@ import torch
 
 from adaptrubric_local import AdaptRubric, PipelineConfig, load_trajectories
 from adaptrubric_local.engine.base import Request
+from adaptrubric_local.engine.budget import TokenBudget
 from adaptrubric_local.engine.images import ImageConfig, ImagePipeline, target_sizes
 from adaptrubric_local.votes import vote
 from adaptrubric_local.types import Verdict
 
 from conftest import make_png
+from engine_support import sub_batches
 
 
 def _score(engine, trajs, bs):
@@ -55,12 +57,12 @@ def test_injected_oom_splits_and_keeps_every_verdict(tiny_engine, synth_set, mon
     _, clean = _score(tiny_engine, trajs, 8)
     monkeypatch.setattr(tiny_engine, "budget", type(tiny_engine.budget)(tiny_engine.budget.start))  # learns here only
     tiny_engine.inject_oom = lambda n: n > 2  # any batch above 2 "runs out of memory"
-    before = tiny_engine.oom_splits
+    before = tiny_engine.counts["oom_splits"]
     try:
         _, hit = _score(tiny_engine, trajs, 8)
     finally:
         tiny_engine.inject_oom = None
-    assert tiny_engine.oom_splits > before
+    assert tiny_engine.counts["oom_splits"] > before
     assert len(hit) == 10 and all(v.status != "error" for v in hit)
     assert [v.raw for v in hit] == [v.raw for v in clean]
 
@@ -391,11 +393,11 @@ def test_oom_retry_holds_nothing_of_the_failed_attempt(tiny_engine, synth_set, m
     monkeypatch.setattr(tiny_engine, "budget", type(tiny_engine.budget)(tiny_engine.budget.start))
     gc.disable()  # the retry must free the attempt by itself, without waiting for a collection to run
     try:
-        before = tiny_engine.oom_splits
+        before = tiny_engine.counts["oom_splits"]
         _, hit = _score(tiny_engine, trajs, 8)
     finally:
         gc.enable()
-    assert tiny_engine.oom_splits > before and any(rows == 8 for rows, _ in attempts)
+    assert tiny_engine.counts["oom_splits"] > before and any(rows == 8 for rows, _ in attempts)
     assert alive_at_retry and set(alive_at_retry) == {0}, alive_at_retry
     assert len(hit) == 8 and [v.raw for v in hit] == [v.raw for v in clean]
 
@@ -431,8 +433,8 @@ def test_groups_fill_to_the_batch_size_under_a_token_budget(tiny_engine, synth_s
     verify_groups = 2  # 16 verifier requests at batch 8; route/cue calls add their own groups
     assert s["rows"] >= 16 and s["groups"] >= verify_groups and s["rows_per_group"] == s["rows"] / s["groups"]
     est = {i: 1000 for i in range(16)}
-    monkeypatch.setattr(tiny_engine, "max_batch_tokens", 4000)  # 4 rows of 1000 padded tokens
-    assert [len(g) for g in tiny_engine._sub_batches(list(range(16)), est)] == [4, 4, 4, 4]
+    monkeypatch.setattr(tiny_engine, "budget", TokenBudget(4000))  # 4 rows of 1000 padded tokens
+    assert [len(g) for g in sub_batches(tiny_engine, list(range(16)), est)] == [4, 4, 4, 4]
 
 
 def test_static_cache_option_gives_the_same_outputs(tiny_model, synth_set):

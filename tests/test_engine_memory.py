@@ -2,6 +2,7 @@
 attention implementation, the per-row path has no L x L term, and groups are sized by it on a GPU. The
 model is checked against measured peaks by eval/prefill_memory.py (test_eval_scripts.py runs it small)."""
 import pytest
+from engine_support import sub_batches
 
 from adaptrubric_local.engine import memory
 from adaptrubric_local.engine.architectures import ARCHITECTURES, qwen3vl_config
@@ -87,7 +88,7 @@ def test_the_engine_sizes_groups_by_the_memory_model_on_a_gpu(tiny_engine, monke
     one_long = memory.estimate(eng.sizes, memory.Group([4000] * 2, [0] * 2, 16, left_padded=True), "sdpa",
                                b=eng._dtype_bytes()).total
     monkeypatch.setattr(eng, "memory_budget", one_long * 1.05)
-    groups = eng._sub_batches(list(range(16)), est, shape)
+    groups = sub_batches(eng, list(range(16)), est, shape)
     assert [len(g) for g in groups[:4]] == [2, 2, 2, 2]  # the long rows, two at a time
     assert len(groups[4]) > 2  # short rows: more of them fit the same bytes
     for g in groups:

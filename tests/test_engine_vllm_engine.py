@@ -149,7 +149,7 @@ def cases(tmp_path_factory, hf):
 def _prompt_tokens(hf, req: Request) -> int:
     from adaptrubric_local.engine.images import plan_tokens
 
-    return len(hf._token_rows([req], plan_tokens([req.images], hf.images.cfg))[0])
+    return len(hf.encoder.prompt_ids([req], plan_tokens([req.images], hf.images.cfg))[0])
 
 
 @pytest.fixture(scope="module")

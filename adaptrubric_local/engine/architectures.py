@@ -1,8 +1,7 @@
 """The published Qwen3-VL architectures, 2B, 4B, 8B and 32B (sizes from the checkpoints' config.json; a
 Thinking checkpoint has its Instruct sibling's), so that memory plans and GPU benchmarks can be made for a
 model whose weights are not on this machine: a plan counts its parameters on the meta device, a
-benchmark builds it with random weights. Knows nothing about
-checkpoints' weights, tokenizers or rubrics.
+benchmark builds it with random weights. Knows nothing about checkpoints' weights, tokenizers or rubrics.
 """
 from __future__ import annotations
 

@@ -1,16 +1,13 @@
 """An attention function for left-padded batched prefill, registered with transformers'
 AttentionInterface as "sdpa_padded_prefill", with a mask function of its own.
 
-With a padding mask, SDPA leaves its causal fast path (slower per row on the CPU),
-transformers builds a (B, 1, L, L) boolean mask, SDPA makes a query-dtype copy of it in every layer
-and K/V are repeated per head for grouped-query attention: at 30K-token rows that is gigabytes per
-row (engine/memory.py). For the prefill of a left-padded batch (what batched generation builds) the
-mask function returns the (B, L) padding mask instead of the L x L one, and the attention function
-runs each row's unpadded part through the causal kernel on its own (grouped-query attention without
-repeating K/V), which is the work batch size 1 does; padded query positions get zeros (no real token
-ever attends to them). Anything else -- decode steps, the vision tower, right padding, a static
-cache's longer key length, other mask shapes -- gets transformers' own SDPA mask and function
-unchanged. Knows nothing about models.
+With a padding mask, transformers builds a (B, 1, L, L) boolean mask, SDPA leaves its causal fast
+path and copies the mask in every layer, and K/V are repeated per head (engine/memory.py). For the
+prefill of a left-padded batch the mask function returns the (B, L) padding mask instead, and the
+attention function runs each row's unpadded part through the causal kernel on its own (grouped-query
+attention without repeating K/V); padded query positions get zeros. Anything else -- decode steps,
+the vision tower, right padding, a static cache, other mask shapes -- gets transformers' own SDPA
+mask and function unchanged. Knows nothing about models.
 """
 from __future__ import annotations
 
@@ -29,15 +26,12 @@ def _left_pads_2d(mask: torch.Tensor) -> torch.Tensor | None:
 
 def _left_pads(mask: torch.Tensor) -> torch.Tensor | None:
     """Per-row left-padding lengths if `mask` (B, 1, Q, K) is exactly left padding + causal, else None."""
-    b, _, q, k = mask.shape
+    _, _, q, k = mask.shape
     pads = _left_pads_2d(mask[:, 0, -1, :])
-    if pads is None:
-        return None
-    for i in range(b):  # causal inside the real part: the first real query sees only itself
-        p = int(pads[i])
-        if p >= q or not bool(mask[i, 0, p, p]) or (p + 1 < k and bool(mask[i, 0, p, p + 1])):
-            return None
-    return pads
+    causal = pads is not None and all(  # inside the real part: the first real query sees only itself
+        p < q and bool(mask[i, 0, p, p]) and not (p + 1 < k and bool(mask[i, 0, p, p + 1]))
+        for i, p in enumerate(pads.tolist()))
+    return pads if causal else None
 
 
 def padded_prefill_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask_function=None,

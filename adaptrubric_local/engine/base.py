@@ -2,23 +2,16 @@
 
 A Request is a text prompt, the images that follow it, and optional text after the images; a batch
 of requests goes in, one Output per request comes out, in order. A request that fails on its own
-(a corrupt image, say) comes back as an Output with `error` set; it never sinks the batch.
-`watch` asks the engine to report, at every generated position whose token is one of the watched
-strings, the probabilities of all of them (how P(SCORE=1) is read without a second forward pass);
-`next_token_probs` gives the probability of given next tokens after a prompt and an assistant prefix.
-`stop_after_line` ends a row as soon as it has produced a complete line (ended by a newline or by
-the end of generation) that starts with the given text outside the model's thinking (`thinking.py`:
-never on a line drafted inside `<think>`); `Output.hit_cap` says a row was cut by its new-token cap
-rather than ending on its own or at that line; `Output.hit_context` that it was cut earlier, because
-prompt and reply reached the model's context length (a server's `max_model_len`): the fix differs (a
-longer context, fewer or smaller screenshots, not a larger cap), so the reasons are kept apart
-(`length_reason`).
-`Output.reasoning` holds what a thinking model returned apart from its answer, when a backend
-separates the two; `Output.opened_thinking` says the text starts inside a thinking block the prompt
-opened (a Thinking checkpoint's chat template), so that only its `</think>` is in the text.
-`generate_iter` hands the outputs over as they are ready, in lists of those that became ready
-together (a backend that batches yields each group as it finishes), so a caller can write results
-and move a progress bar before the whole batch is done.
+(a corrupt image) comes back as an Output with `error` set; it never sinks the batch. `watch` asks
+for the probabilities of the watched strings at every generated position holding one of them (how
+P(SCORE=1) is read without a second forward pass); `next_token_probs` gives those of given next
+tokens after a prompt and an assistant prefix. `stop_after_line` ends a row after its first complete
+line outside the model's thinking (`thinking.py`) that starts with the given text. `Output.hit_cap`
+says the new-token cap cut a row, `Output.hit_context` that the model's context length did first: the
+fixes differ, so the reasons are kept apart (`length_reason`). `Output.reasoning` is a thinking
+model's reasoning when a backend returns it apart; `Output.opened_thinking` says the text starts
+inside a thinking block its prompt opened. `generate_iter` hands outputs over in lists of those
+ready together, so a caller can write results before the whole batch is done.
 The engine knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
@@ -133,9 +126,8 @@ def cut_after_line(text: str, prefix: str, opened: bool = False) -> str | None:
 
 def watched_offsets(tokenizer, ids: list[int], wanted) -> Iterator[tuple[int, int]]:
     """(position, text offset) of each generated token in `wanted` (token ids): the length of the text
-    the tokens before it decode to. Decoded piece by piece, from one watched token to the next, not the
-    whole prefix again for each (a thinking reply holds hundreds of digit tokens, and decoding the
-    prefix per token grows with their square). Exact for a byte-level decoder when the watched tokens are whole ASCII
+    the tokens before it decode to, decoded piece by piece from one watched token to the next (not the
+    whole prefix per token). Exact for a byte-level decoder when the watched tokens are whole ASCII
     characters (the SCORE digits): a piece then never splits a character."""
     offset, start = 0, 0
     for j, t in enumerate(ids):

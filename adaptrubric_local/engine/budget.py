@@ -1,11 +1,10 @@
 """The transformers engine's padded-token budget per generate call, which learns from out-of-memory errors.
 
-It starts at the configured or derived budget. An attempt that runs out of memory lowers it below that
-attempt's cost at once; the attempts that then fit set it to the largest of them ("what fitted"), so
-the rest of the failed group and every later group are formed at that size instead of failing again.
-After `grow_after` groups in a row that fit, it grows by `grow_factor`, never past where it started.
-Every change is kept (`changes`, the last `keep` of them) with the group it happened at and why; `stats`
-is what the engine reports. Knows nothing about models, requests or memory arithmetic.
+An attempt that runs out of memory lowers it below that attempt's cost at once; the attempts that
+then fit set it to the largest of them, so later groups are formed at that size instead of failing
+again. After `grow_after` groups in a row that fit, it grows by `grow_factor`, never past where it
+started. Every change is kept (`changes`, the last `keep`) with its group and why. Knows nothing
+about models, requests or memory arithmetic.
 """
 from __future__ import annotations
 

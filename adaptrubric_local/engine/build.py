@@ -1,24 +1,21 @@
 """Building an engine from options: the one place outside the engine package that knows how. The
 in-process engines are registered here with engine/options.py's `register_engine`, as a user's are,
-each naming the options it reads;
-the transformers engine's options are HFEngineConfig's fields, vLLM's those plus VLLMOptions's
-(their flags come from flags.py, like every config's). Importing this module does not import torch,
-transformers or vLLM: that happens in `build_engine`. Knows nothing about rubrics, pipelines or
-files of trajectories.
+each naming the options it reads; the transformers engine's options are HFEngineConfig's fields,
+vLLM's those plus VLLMOptions's. Importing this module does not import torch, transformers or vLLM:
+that happens in `build_engine`. Knows nothing about rubrics, pipelines or files of trajectories.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from . import remote  # noqa: F401 - its @register_engine line registers the openai engine
-from .options import engines, readers, refuse_unread, register_engine, vllm_options
+from .options import ENGINE_OPTIONS, engines, readers, refuse_unread, register_engine, vllm_options
 from .vllm_options import VLLM_FIELDS
 
-# what each in-process engine reads of ENGINE_OPTIONS (engine/options.py), and what to use instead
-_BOTH = ("adapter", "dtype", "votes", "max_visual_tokens", "max_pixels")
+# what each in-process engine reads of ENGINE_OPTIONS (engine/options.py), and what to use instead:
+# transformers all but vLLM's own options, vLLM its own and those both read
 _QUANTISED = "give a quantised checkpoint as `model` (vLLM reads its quantization config)"
-TRANSFORMERS_READS = (*_BOTH, "device_map", "attn_implementation", "compile", "load_in_4bit", "load_in_8bit",
-                      "max_batch_size", "max_batch_tokens")
+TRANSFORMERS_READS = ENGINE_OPTIONS - VLLM_FIELDS
 TRANSFORMERS_INSTEAD = {
     "gpu_memory_utilization": "add `engine='vllm'`, or cap transformers' memory with `max_batch_tokens` (padded "
                               "tokens per generate call)",
@@ -26,8 +23,7 @@ TRANSFORMERS_INSTEAD = {
     "max_model_len": "add `engine='vllm'`, or leave it out (transformers sets no context length; "
                      "`max_batch_tokens` caps a generate call's padded tokens)",
     "tensor_parallel_size": "use `device_map` (transformers' device_map), or add `engine='vllm'`"}
-VLLM_READS = (*_BOTH, *sorted(VLLM_FIELDS), "gpu_memory_utilization", "max_num_seqs", "max_model_len",
-              "tensor_parallel_size")
+VLLM_READS = VLLM_FIELDS | {"adapter", "dtype", "votes", "max_visual_tokens", "max_pixels"}
 VLLM_INSTEAD = {
     "device_map": "use `tensor_parallel_size` (GPUs one model is split over)",
     "attn_implementation": "vLLM picks its own attention backend",
@@ -99,9 +95,8 @@ def _checked(model: str | None, engine: str):
 
 def engine_config(model: str | None = None, engine: str = "transformers", **options):
     """The config `build_engine` would run the engine with (HFEngineConfig, or VLLMEngineConfig for
-    vLLM), validated, without importing torch or vLLM or loading anything: what a verdict file's
-    settings record can be checked against before a model loads. None for a registered engine
-    without a config."""
+    vLLM), validated without importing torch or vLLM, so a verdict file's settings record can be
+    checked before a model loads; None for a registered engine without a config."""
     spec = _checked(model, engine)
     return spec.config(model, **options) if spec.config is not None else None
 

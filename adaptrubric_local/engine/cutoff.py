@@ -1,14 +1,12 @@
 """An HTTP client whose calls can be cut off from another thread: `CutOff.client()` is the `openai`
-client's `http_client`; `cut()` shuts the sockets of the calls in flight (a server that is frozen or
-shutting down holds them open until the read timeout, which may be minutes) and refuses new
-connections at once until `restore()`. The cascade cuts its judge off when the judge stops
-answering, so a run goes on without waiting --judge-timeout per call.
+client's `http_client`; `cut()` shuts the sockets of the calls in flight (a frozen server holds them
+open until the read timeout) and refuses new connections until `restore()`. The cascade cuts its
+judge off when the judge stops answering.
 
 The sockets are found through httpcore's public network-backend hook (`NetworkStream.get_extra_info
 ("socket")`), on a subclass of httpx's `HTTPTransport` that replaces its pool (`_pool`) with one built
 on that hook: httpx2/httpcore2 under openai 3.x, httpx/httpcore under openai 1.x. Calls through a
-proxy from the environment (the client's own transports) cannot be cut off. Knows nothing about
-models or verdicts.
+proxy from the environment cannot be cut off. Knows nothing about models or verdicts.
 """
 from __future__ import annotations
 

@@ -2,15 +2,15 @@
 pad token repeated once per visual token, token ids, and left-padded batches with the pixels.
 
 The scoring engine, the distillation collator and the memory planner share this one encoder, so
-what a student is trained on, what it is scored on and what a plan counts are the same tokens.
-`prompt_ids` is exactly what scoring feeds the model before generation; a training row is those
-ids followed by the target's own ids (tokenised on their own, so no merge across the boundary can
-move it). Knows nothing about models, rubrics or verdicts.
+what a student is trained on, scored on and planned for are the same tokens; a training row is
+`prompt_ids` followed by the target's own ids (tokenised on their own). Knows nothing about models,
+rubrics or verdicts.
 """
 from __future__ import annotations
 
 import torch
 
+from ..thinking import prompt_opens
 from .base import Request
 from .images import BatchImages
 
@@ -36,6 +36,17 @@ class Encoder:
         return self.processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
                                                   add_generation_prompt=True)
 
+    def opens_thinking(self) -> bool:
+        """Whether the chat template opens the reply inside `<think>` (a Thinking checkpoint's)."""
+        return prompt_opens(self.chat_text(Request(prompt="")))
+
+    def end_ids(self, first) -> list[int]:
+        """The ids that end a reply: `first` (the model's own end id or ids), then `<|im_end|>` and
+        `<|endoftext|>`, each once."""
+        first = list(first) if isinstance(first, (list, tuple)) else [first]
+        ends = [*first, *map(self.tokenizer.convert_tokens_to_ids, ("<|im_end|>", "<|endoftext|>"))]
+        return [t for n, t in enumerate(ends) if isinstance(t, int) and t >= 0 and t not in ends[:n]]
+
     @staticmethod
     def expand_images(text: str, tokens: list[int]) -> str:
         """Each image slot's pad token repeated once per visual token of that image."""
@@ -48,8 +59,7 @@ class Encoder:
                    prefixes: list[str] | None = None) -> list[list[int]]:
         """Each request's prompt token ids (plus an assistant prefix, tokenised with the prompt): the text
         is tokenised with one pad token per image, which is then repeated once per visual token of its
-        image. The pad is a special token, matched before anything else is split, so the ids are those of
-        the expanded text (`expand_images`), at a tenth of a second less per 25K-token prompt."""
+        image (the pad is a special token, so the ids are those of the expanded text, `expand_images`)."""
         texts = [self.chat_text(r) + (prefixes[k] if prefixes else "") for k, r in enumerate(reqs)]
         rows = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
         out = []

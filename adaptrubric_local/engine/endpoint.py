@@ -1,13 +1,10 @@
 """An OpenAI-compatible server (vLLM, SGLang, a hosted API) and how to call it: `Endpoint`, the one
 description of a URL, a served model name, the environment variable holding the API key, the seconds
-per HTTP attempt, the retries and the requests in flight, validated once, here.
-
-The verifier on a server (remote.py's `RemoteConfig`, the `--openai-*` flags), a teacher (teacher.py's
-`TeacherConfig`, `--teacher-url`), a judge (cascade/config.py's `CascadeConfig`, `--judge-*`) and the
-engine that calls any of them (openai_engine.py) all hold or make one: each config keeps its own fields
-(its flags and config keys), and says what it calls each of them (`called`), so an error names the
-flag or key the user wrote. The API key is read from the environment variable when a client is made,
-never kept, so no record of a run can hold it. Knows nothing about engines, requests or verdicts.
+per HTTP attempt, the retries and the requests in flight, validated once, here. The remote verifier
+(remote.py), a teacher (teacher.py), a judge (cascade/config.py) and the engine that calls any of
+them (openai_engine.py) make one from their own fields, saying what they call each (`called`), so an
+error names the flag or key the user wrote. The API key is read from the environment when a client
+is made, never kept. Knows nothing about engines, requests or verdicts.
 """
 from __future__ import annotations
 

@@ -1,14 +1,11 @@
 """A scripted engine for tests and dry runs: no model, deterministic answers, real accounting.
 
-`script(request) -> str` decides each output. The default answers by the request's kind only, without
-reading the prompt: `CATEGORY: general` for router requests, NO_HINT for cue requests and a passing
-verdict for verifier requests. A script that reads the pipeline's prompts (router prompts answered
-by the rules router) is the caller's: `adaptrubric_local.dry_run`. Token counts are
-whitespace words (+ a fixed cost per image), and P(SCORE=1) is reported through `watch` using
-`p_score(request, digit) -> float` (None: report no probability, as a server without logprobs).
-Every batch is recorded in `batches` so tests can check batching.
-Like a real engine, a scripted text is cut after its first complete line starting with the
-request's `stop_after_line`, and to the request's `max_new_tokens` words (then `hit_cap` is set).
+`script(request) -> str` decides each output; the default answers by the request's kind only
+(`default_script`), and a script that reads the pipeline's prompts is `adaptrubric_local.dry_run`'s.
+Token counts are whitespace words (+ a fixed cost per image); P(SCORE=1) is reported through `watch`
+from `p_score(request, digit)` (None: no probability, as a server without logprobs). Every batch is
+recorded in `batches`. Like a real engine, a text is cut after its `stop_after_line` line and to
+`max_new_tokens` words (then `hit_cap` is set).
 """
 from __future__ import annotations
 
@@ -48,12 +45,9 @@ class ScriptedEngine(Engine):
             if err:
                 return Output(error=err, n_images=len(req.images))
         text, hit_cap = self._shape(self.script(req), req)
-        probs = []
-        if req.watch:
-            for m in re.finditer(r"(?i)score\W*[:=]\W*([01])", text):
-                p1 = self.p_score(req, m.group(1))
-                if p1 is not None:
-                    probs.append(TokenProbs(offset=m.start(1), probs={"1": p1, "0": 1.0 - p1}))
+        found = re.finditer(r"(?i)score\W*[:=]\W*([01])", text) if req.watch else ()
+        scored = ((m, self.p_score(req, m.group(1))) for m in found)
+        probs = [TokenProbs(offset=m.start(1), probs={"1": p1, "0": 1.0 - p1}) for m, p1 in scored if p1 is not None]
         n_prompt = len((req.prompt + " " + req.suffix).split()) + TOKENS_PER_IMAGE * len(req.images)
         return Output(text=text, prompt_tokens=n_prompt, completion_tokens=len(text.split()),
                       token_probs=probs, n_images=len(req.images), visual_tokens=TOKENS_PER_IMAGE * len(req.images),

@@ -1,11 +1,9 @@
 """Generation controls for the transformers engine.
 
-`WatchRecorder` records the probabilities of a few watched tokens at every generation step (how
-P(SCORE=1) is read without keeping full-vocabulary logits); `RowStop` ends each row at its own
-new-token cap or right after a complete line starting with its prefix outside the model's thinking
-(`thinking.py`: a verdict drafted inside `<think>` never stops a row); `OutOfMemory`/`is_oom` name
-what the engine retries in halves (how big a group may be: memory.py, budget.py). Knows nothing about
-batching policy, loading or verdicts.
+`WatchRecorder` records the probabilities of a few watched tokens at every generation step;
+`RowStop` ends each row at its own new-token cap or right after a complete line starting with its
+prefix outside the model's thinking (`thinking.py`); `OutOfMemory`/`is_oom` name what the engine
+retries in halves. Knows nothing about batching policy, loading or verdicts.
 """
 from __future__ import annotations
 
@@ -17,9 +15,8 @@ from ..thinking import visible_line
 
 class WatchRecorder:
     """A logits processor that records, at every generation step, the softmax probabilities of a few
-    watched token ids and passes the scores through unchanged (instead of keeping every step's full
-    vocabulary logits, which for a batch of 16 x 256 steps is gigabytes). Everything stays on the
-    scores' device until `stacked` copies it to the host once."""
+    watched token ids (not every step's full-vocabulary logits) and passes the scores through unchanged;
+    they stay on the scores' device until `stacked` copies them to the host once."""
 
     def __init__(self, token_ids: list[int]):
         self.ids = torch.tensor(token_ids, dtype=torch.long)
@@ -39,12 +36,9 @@ class WatchRecorder:
 class RowStop(StoppingCriteria):
     """Per-row stopping over token ids: a row is done at its own new-token cap, or right after a
     complete line (ended by a newline token) that starts with the row's prefix outside the model's
-    thinking. Each step costs one table lookup on the device and one boolean read; only rows that
-    just produced a newline decode their current line (never the whole text), and each line is read
-    once, in order, so whether the row is inside `<think>` is followed line by line (`opened[row]`:
-    its prompt opened a thinking block, as a Thinking checkpoint's chat template does). `ends[row]`
-    is the number of tokens a row kept when its line stopped it (absent for rows the line did not
-    stop)."""
+    thinking. Only rows that just produced a newline decode their current line, each line once, in
+    order, so whether the row is inside `<think>` is followed line by line (`opened[row]`: its prompt
+    opened a thinking block). `ends[row]` is the number of tokens a row kept when its line stopped it."""
 
     def __init__(self, tokenizer, newline: torch.Tensor, prefixes: list[str | None], caps: list[int],
                  prompt_len: int, opened: list[bool] | None = None):

@@ -1,15 +1,10 @@
 """The transformers backend: Qwen3-VL in-process, batched, on one GPU (or the CPU).
 
-Loads through `loading.py`; generation controls are `generation.py`'s. Requests are sorted by length
-and grouped one group at a time under a batch size, a padded-token budget (`budget.py`, lowered by
-out-of-memory errors) and, on a GPU, the memory model of the attention implementation (`memory.py`).
-The next group's images decode in the background while the current one generates; a CUDA
-out-of-memory error frees the failed attempt and retries the group in halves, so every request gets
-its output. Greedy by default (`votes > 1` samples); a row ends after a complete `stop_after_line`
-line outside the model's thinking; watched tokens' probabilities are read from the logits on the
-device. `stats` counts groups, rows, splits, capped rows, the token budget and the seconds spent;
-`generate_iter` hands each group's outputs over when it is done (docs/engines.md).
-Knows nothing about rubrics, routing or verdicts.
+Requests are sorted by length and grouped under a batch size, a padded-token budget (`budget.py`)
+and, on a GPU, the memory model (`memory.py`); the next group's images decode while the current one
+generates, and an out-of-memory error retries the group in halves, so every request gets its output.
+Greedy unless `votes > 1`; `stop_after_line` and watched tokens through `generation.py`; `stats` and
+`generate_iter` as docs/engines.md says. Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 
@@ -18,6 +13,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from itertools import accumulate
 
 import torch
 from transformers import LogitsProcessorList, StoppingCriteriaList
@@ -28,9 +24,8 @@ from .budget import TokenBudget
 from .encoding import Encoder
 from .hf_config import CPU_BATCH_TOKENS, DEFAULT_MODEL, HFEngineConfig  # noqa: F401 (re-exported)
 from .generation import OutOfMemory, RowStop, WatchRecorder, is_oom, newline_table
-from .images import BatchImages, ImageConfig, ImagePipeline, plan_tokens
+from .images import BatchImages, pipeline_for, plan_tokens
 from .loading import load_model
-from ..thinking import prompt_opens
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we use our own threads; avoid fork warnings
 
@@ -46,13 +41,8 @@ class HFEngine(Engine):
         self.encoder = Encoder(self.processor, self.model.config.image_token_id, self.model.config.video_token_id)
         self.tokenizer = self.encoder.tokenizer
         self.device = next(self.model.parameters()).device
-        cuda = self.device.type == "cuda"
-        overrides = {"workers": self.config.image_workers, "max_visual_tokens": self.config.max_visual_tokens,
-                     "pin_memory": cuda}
-        if self.config.max_pixels:
-            overrides["max_pixels"] = self.config.max_pixels
-        self.images = ImagePipeline(ImageConfig.from_processor(self.processor.image_processor, **overrides))
-        self.eos_ids = _eos_ids(self.model, self.tokenizer)
+        self.images = pipeline_for(self.processor, self.config, pin_memory=self.device.type == "cuda")
+        self.eos_ids = self.encoder.end_ids(self.model.generation_config.eos_token_id)
         self.pixel_dtype = next((p.dtype for n, p in self.model.named_parameters()
                                  if ".visual." in f".{n}" and p.is_floating_point()), torch.float32)
         self.sizes = memory.Sizes.of(self.model.config)
@@ -60,8 +50,7 @@ class HFEngine(Engine):
         self.memory_budget: float | None = None  # bytes a group's estimated peak may reach (GPU only)
         self.budget = TokenBudget(self.config.max_batch_tokens or self._derive_batch_tokens())
         self._newline: torch.Tensor | None = None
-        # a Thinking checkpoint's chat template opens the reply inside <think>: its rows start there
-        self.opens_thinking = prompt_opens(self.encoder.chat_text(Request(prompt="")))
+        self.opens_thinking = self.encoder.opens_thinking()
         self.inject_oom: Callable[[int], bool] | None = None  # test hook: rows -> raise OOM (inputs built)?
         self.counts: Counter = Counter()
 
@@ -69,14 +58,6 @@ class HFEngine(Engine):
     def max_batch_tokens(self) -> int:
         """The padded-token budget of a group now (lowered by out-of-memory errors, see budget.py)."""
         return self.budget.current
-
-    @max_batch_tokens.setter
-    def max_batch_tokens(self, value: int) -> None:
-        self.budget = TokenBudget(int(value))
-
-    @property
-    def oom_splits(self) -> int:
-        return self.counts["oom_splits"]
 
     @property
     def stats(self) -> dict:
@@ -103,9 +84,8 @@ class HFEngine(Engine):
         return 2 if dtype in (torch.bfloat16, torch.float16) else 4
 
     def _derive_batch_tokens(self) -> int:
-        """On a GPU: the free memory's share for groups (`memory_budget`, checked per group against the
-        memory model) and the padded tokens that fit it at the model's per-token cost; on the CPU a fixed
-        budget."""
+        """On a GPU, the padded tokens that fit the free memory's share (`memory_budget`) at the model's
+        per-token cost; on the CPU a fixed budget."""
         if self.device.type != "cuda":
             return CPU_BATCH_TOKENS
         free, _ = torch.cuda.mem_get_info(self.device)
@@ -113,13 +93,6 @@ class HFEngine(Engine):
         return memory.tokens_bound(self.sizes, self.attn, self._dtype_bytes(), self.memory_budget)
 
     # ------------------------------------------------------------------ prompt assembly (engine/encoding.py)
-    def _chat_text(self, req: Request) -> str:
-        return self.encoder.chat_text(req)
-
-    def _token_rows(self, reqs: list[Request], tokens: list[list[int]],
-                    prefixes: list[str] | None = None) -> list[list[int]]:
-        return self.encoder.prompt_ids(reqs, tokens, prefixes)
-
     def _collate(self, rows: list[list[int]], imgs: BatchImages, device=None) -> dict:
         return self.encoder.collate(rows, imgs, device, self.pixel_dtype)
 
@@ -127,7 +100,7 @@ class HFEngine(Engine):
                device=None) -> dict:
         """Model inputs for a batch, exactly as the Qwen3-VL processor would build them (float32
         pixels on the CPU when `device` is None; the engine's own path passes its device)."""
-        return self._collate(self._token_rows(reqs, imgs.tokens_per_image, prefixes), imgs, device)
+        return self._collate(self.encoder.prompt_ids(reqs, imgs.tokens_per_image, prefixes), imgs, device)
 
     def _shape(self, req: Request, planned: list[int] | None) -> tuple[int, int, int]:
         """(prompt tokens, visual tokens, new tokens) of a request, by the same estimate."""
@@ -135,8 +108,7 @@ class HFEngine(Engine):
         return len(req.prompt + req.suffix) // 3 + visual, visual, req.cap(self.config.max_new_tokens)
 
     def _estimate(self, req: Request, planned: list[int] | None) -> int:
-        """Padded tokens a request costs: text by characters, images by their planned sizes (headers
-        only), the new tokens it may generate, times the samples drawn."""
+        """Padded tokens a request costs (`_shape`'s prompt and new tokens), times the samples drawn."""
         prompt, _, new = self._shape(req, planned)
         return (prompt + new) * self.config.votes
 
@@ -156,38 +128,23 @@ class HFEngine(Engine):
         return cur
 
     def _fits(self, idx: list[int], shape: dict[int, tuple[int, int, int]]) -> bool:
-        if self.memory_budget is None:
-            return True
         g = memory.Group([shape[i][0] for i in idx], [shape[i][1] for i in idx], max(shape[i][2] for i in idx),
                          self.config.votes)
         return memory.fits(self.sizes, g, self.attn, self._dtype_bytes(), self.memory_budget)
-
-    def _sub_batches(self, order: list[int], est: dict[int, int],
-                     shape: dict[int, tuple[int, int, int]] | None = None) -> list[list[int]]:
-        """Length-sorted groups under the batch-size and padded-token budgets (as the budget is now)."""
-        shape = shape or {i: (est[i], 0, 0) for i in order}
-        groups, rest = [], list(order)
-        while rest:
-            groups.append(self._group(rest, est, shape))
-            rest = rest[len(groups[-1]):]
-        return groups
 
     def _prompt_rows(self, reqs: list[Request], planned: list[list[int] | None]) -> dict[int, list[int]]:
         """Token ids of the requests whose images were planned."""
         t0 = time.perf_counter()
         ready = [k for k, p in enumerate(planned) if p is not None]
-        ids = self._token_rows([reqs[k] for k in ready], [planned[k] for k in ready]) if ready else []
+        ids = self.encoder.prompt_ids([reqs[k] for k in ready], [planned[k] for k in ready]) if ready else []
         rows = dict(zip(ready, ids))
         self.counts["tokenize_us"] += int((time.perf_counter() - t0) * 1e6)
         return rows
 
     def generate(self, requests: list[Request]) -> list[Output]:
         """One Output per Request, in order."""
-        outputs: list[Output | None] = [None] * len(requests)
-        for ready in self.generate_iter(requests):
-            for i, out in ready:
-                outputs[i] = out
-        return outputs  # type: ignore[return-value]
+        outputs = dict(pair for ready in self.generate_iter(requests) for pair in ready)
+        return [outputs[i] for i in range(len(requests))]
 
     def generate_iter(self, requests: list[Request]) -> Iterator[list[tuple[int, Output]]]:
         """[(index, Output), ...] of one length group at a time, as each finishes generating."""
@@ -196,53 +153,49 @@ class HFEngine(Engine):
         shape = {i: self._shape(r, planned[i]) for i, r in enumerate(requests)}
         rest = sorted(range(len(requests)), key=lambda i: est[i], reverse=True)
 
-        group = self._group(rest, est, shape) if rest else []
-        rest = rest[len(group):]
-        pending = self.images.submit([requests[i].images for i in group]) if group else None
+        def take():
+            """The next group, formed at the budget as it is now, and its images submitted for decoding."""
+            nonlocal rest
+            group = self._group(rest, est, shape)
+            rest = rest[len(group):]
+            return group, self.images.submit([requests[i].images for i in group]) if group else None
+
+        group, pending = take()
         while group:
             # tokenize this group's prompts while its images decode in the background
             rows = self._prompt_rows([requests[i] for i in group], [planned[i] for i in group])
             t0 = time.perf_counter()
             imgs = pending.result()
             self.counts["prepare_wait_us"] += int((time.perf_counter() - t0) * 1e6)
-            nxt = self._group(rest, est, shape) if rest else []  # formed at the budget as it is now
-            rest = rest[len(nxt):]
-            if nxt:  # overlap the next group's image preprocessing with this generation
-                pending = self.images.submit([requests[i].images for i in nxt])
+            nxt, pending = take()  # the next group's images decode during this generation
             failed = [(i, Output(error=imgs.errors[k], n_images=len(requests[i].images)))
                       for k, i in enumerate(group) if k in imgs.errors]
             ok = [k for k in range(len(group)) if k not in imgs.errors]
             for k in ok:  # the plan and the decoded images agree unless a file changed in between
                 if k not in rows or planned[group[k]] != imgs.tokens_per_image[k]:
-                    rows[k] = self._token_rows([requests[group[k]]], [imgs.tokens_per_image[k]])[0]
+                    rows[k] = self.encoder.prompt_ids([requests[group[k]]], [imgs.tokens_per_image[k]])[0]
             t0 = time.perf_counter()
-            outs = self._run_group([requests[group[k]] for k in ok], _subset(imgs, ok), [rows[k] for k in ok],
-                                   [est[group[k]] for k in ok])
+            try:
+                outs = self._run_split([requests[group[k]] for k in ok], _subset(imgs, ok), [rows[k] for k in ok],
+                                       [est[group[k]] for k in ok])
+            finally:
+                self.budget.group_done()  # the group and its retries are done: the budget may grow
             self.counts["generate_us"] += int((time.perf_counter() - t0) * 1e6)
             yield failed + [(group[k], out) for k, out in zip(ok, outs)]
             group = nxt
 
-    def _run_group(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]],
-                   costs: list[int]) -> list[Output]:
-        """One group through `_run_split`, then the budget is told it is done (it may grow)."""
-        try:
-            return self._run_split(reqs, imgs, rows, costs)
-        finally:
-            self.budget.group_done()
-
     def _run_split(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]],
                    costs: list[int] | None = None) -> list[Output]:
         """Generate, halving the batch on out-of-memory until every request is done; a part over the
-        (lowered) token budget is split before it runs. The retry runs after the exception handler has
-        exited, so the failed attempt's tensors are already freed."""
+        (lowered) token budget is split before it runs. The retry runs outside the exception handler,
+        so the failed attempt's tensors are freed."""
         if not reqs:
             return []
         costs = costs or [len(r) for r in rows]
         cost = len(reqs) * max(costs)
         if len(reqs) > 1 and cost > self.max_batch_tokens:
             k = next(n for n in range(len(reqs), 0, -1) if n == 1 or n * max(costs[:n]) <= self.max_batch_tokens)
-            return (self._run_split(reqs[:k], _subset(imgs, range(k)), rows[:k], costs[:k])
-                    + self._run_split(reqs[k:], _subset(imgs, range(k, len(reqs))), rows[k:], costs[k:]))
+            return self._split_at(k, reqs, imgs, rows, costs)
         outs, oom = self._attempt(reqs, imgs, rows)
         if oom is None:
             self.budget.fitted(cost)
@@ -257,9 +210,13 @@ class HFEngine(Engine):
                                  "--max-visual-tokens (e.g. 6144) or --max-images, or load the model with "
                                  "--load-in-4bit", n_images=len(reqs[0].images))]
         self.counts["oom_splits"] += 1
-        half = len(reqs) // 2
-        return (self._run_split(reqs[:half], _subset(imgs, range(half)), rows[:half], costs[:half])
-                + self._run_split(reqs[half:], _subset(imgs, range(half, len(reqs))), rows[half:], costs[half:]))
+        return self._split_at(len(reqs) // 2, reqs, imgs, rows, costs)
+
+    def _split_at(self, k: int, reqs: list[Request], imgs: BatchImages, rows: list[list[int]],
+                  costs: list[int]) -> list[Output]:
+        """`_run_split` of the first `k` requests, then of the rest."""
+        return (self._run_split(reqs[:k], _subset(imgs, range(k)), rows[:k], costs[:k])
+                + self._run_split(reqs[k:], _subset(imgs, range(k, len(reqs))), rows[k:], costs[k:]))
 
     def _estimated(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]]) -> None:
         """Keep the memory model's estimate of the largest attempt that ran (compared with the measured
@@ -341,19 +298,14 @@ class HFEngine(Engine):
         """(text, watched-token probabilities at the positions where a watched token was generated,
         number of generated tokens, whether it ended with EOS); `probs` is (steps, len(columns))."""
         ids = ids.tolist()
-        n, eos = len(ids), False
-        for j, t in enumerate(ids):
-            if t in self.eos_ids or t == self.tokenizer.pad_token_id:
-                n, eos = j, True
-                break
-        ids = ids[:n]
+        n = next((j for j, t in enumerate(ids) if t in self.eos_ids or t == self.tokenizer.pad_token_id), len(ids))
+        eos, ids = n < len(ids), ids[:n]
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        out: list[TokenProbs] = []
-        if watch and probs is not None:
-            wanted = {self.tokenizer.convert_tokens_to_ids(w) for w in watch}
-            for j, offset in watched_offsets(self.tokenizer, ids[:probs.shape[0]], wanted):
-                out.append(TokenProbs(offset=offset, probs={w: float(probs[j, c]) for c, w in enumerate(columns)
-                                                            if w in watch}))
+        if not watch or probs is None:
+            return text, [], n, eos
+        wanted = {self.tokenizer.convert_tokens_to_ids(w) for w in watch}
+        out = [TokenProbs(offset=offset, probs={w: float(probs[j, c]) for c, w in enumerate(columns) if w in watch})
+               for j, offset in watched_offsets(self.tokenizer, ids[:probs.shape[0]], wanted)]
         return text, out, n, eos
 
     @torch.inference_mode()
@@ -383,37 +335,18 @@ def _attn_of(model) -> str:
 
 def _subset(imgs: BatchImages, idx) -> BatchImages:
     """The images of some requests of a batch (rows are contiguous per request, in order)."""
-    idx = list(idx)
+    idx, grid = list(idx), imgs.image_grid_thw
+    tokens = [imgs.tokens_per_image[i] for i in idx]
     if idx == list(range(len(imgs.tokens_per_image))):
-        return BatchImages(imgs.patches, imgs.image_grid_thw, list(imgs.tokens_per_image), {}, imgs.cfg)
-    per_image_rows = []
-    if imgs.image_grid_thw is not None:
-        per_image_rows = (imgs.image_grid_thw[:, 1] * imgs.image_grid_thw[:, 2]).tolist()
-    counts = [len(t) for t in imgs.tokens_per_image]
-    img_start = [sum(counts[:i]) for i in range(len(counts) + 1)]
-    row_start = [0]
-    for r in per_image_rows:
-        row_start.append(row_start[-1] + r)
-    pv, grids, tokens = [], [], []
-    for i in idx:
-        a, b = img_start[i], img_start[i + 1]
-        if b > a:
-            pv.append(imgs.patches[row_start[a]:row_start[b]])
-            grids.append(imgs.image_grid_thw[a:b])
-        tokens.append(imgs.tokens_per_image[i])
-    patches = torch.cat(pv) if pv else None
-    if patches is not None and imgs.patches.is_pinned():
+        return BatchImages(imgs.patches, grid, tokens, {}, imgs.cfg)
+    img_start = [0, *accumulate(len(t) for t in imgs.tokens_per_image)]
+    row_start = [0, *accumulate((grid[:, 1] * grid[:, 2]).tolist())] if grid is not None else [0]
+    spans = [(img_start[i], img_start[i + 1]) for i in idx if img_start[i + 1] > img_start[i]]
+    if not spans:
+        return BatchImages(None, None, tokens, {}, imgs.cfg)
+    patches = torch.cat([imgs.patches[row_start[a]:row_start[b]] for a, b in spans])
+    if imgs.patches.is_pinned():
         patches = patches.pin_memory()
-    return BatchImages(patches, torch.cat(grids) if grids else None, tokens, {}, imgs.cfg)
-
-
-def _eos_ids(model, tokenizer) -> list[int]:
-    ids = model.generation_config.eos_token_id
-    ids = list(ids) if isinstance(ids, (list, tuple)) else [ids] if ids is not None else []
-    for t in ("<|im_end|>", "<|endoftext|>"):
-        tid = tokenizer.convert_tokens_to_ids(t)
-        if isinstance(tid, int) and tid >= 0 and tid not in ids:
-            ids.append(tid)
-    return ids
+    return BatchImages(patches, torch.cat([grid[a:b] for a, b in spans]), tokens, {}, imgs.cfg)
 
 

@@ -14,6 +14,15 @@ DEFAULT_MODEL = "Qwen/Qwen3-VL-4B-Instruct"
 CPU_BATCH_TOKENS = 262_144  # padded tokens per group on the CPU, where memory is rarely the limit
 
 
+def at_least(config, low: float, *names: str) -> None:
+    """ValueError naming the first of the fields `names` of dataclass `config` under `low` ("or None"
+    for a field whose default is None, which passes)."""
+    for name in names:
+        value, optional = getattr(config, name), config.__dataclass_fields__[name].default is None
+        if value is not None and value < low:
+            raise ValueError(f"{name} must be >= {low}{' or None' if optional else ''}, got {value}")
+
+
 @dataclass
 class HFEngineConfig:
     """How to load and run a Qwen3-VL checkpoint."""
@@ -60,13 +69,8 @@ class HFEngineConfig:
             raise ValueError(f"dtype must be auto, bf16, fp16 or fp32, got {self.dtype!r}")
         if self.load_in_4bit and self.load_in_8bit:
             raise ValueError("choose one of load_in_4bit and load_in_8bit")
-        for name in ("max_new_tokens", "votes", "max_batch_size", "image_workers"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_batch_tokens is not None and self.max_batch_tokens < 1:
-            raise ValueError(f"max_batch_tokens must be >= 1 or None, got {self.max_batch_tokens}")
-        if self.max_visual_tokens is not None and self.max_visual_tokens < 4:
-            raise ValueError(f"max_visual_tokens must be >= 4 or None, got {self.max_visual_tokens}")
+        at_least(self, 1, "max_new_tokens", "votes", "max_batch_size", "image_workers", "max_batch_tokens")
+        at_least(self, 4, "max_visual_tokens")
         if self.temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {self.temperature}")
         if self.adapter and not Path(self.adapter).is_dir():

@@ -1,12 +1,10 @@
-"""Batched image preprocessing for Qwen3-VL, laid out for throughput (transformers' processor does not
-get faster when handed a batch): plan each image's target size from its header with qwen-vl-utils'
-`smart_resize` (under a pixel cap and an optional visual-token budget, off by default: the paper ran
-the processor's own resolution), decode and resize in a thread pool, patchify straight into one
-preallocated uint8 batch tensor; `BatchImages.pixel_values_on` does the temporal repeat and float
-conversion on the model's device, giving the Qwen2-VL image processor's exact `pixel_values` /
-`image_grid_thw`. `submit` runs it in the background (in pinned memory with `pin_memory`). A request
-whose image cannot be read gets an error naming the file; the others are unaffected.
-Knows nothing about prompts, tokenizers or models.
+"""Batched image preprocessing for Qwen3-VL, laid out for throughput: plan each image's target size
+from its header with qwen-vl-utils' `smart_resize` (under a pixel cap and an optional visual-token
+budget, off by default: the paper ran the processor's own resolution), decode and resize in a thread
+pool, patchify into one preallocated uint8 batch tensor; `BatchImages.pixel_values_on` repeats and
+normalises on the model's device, giving the Qwen2-VL image processor's exact `pixel_values` /
+`image_grid_thw`. A request whose image cannot be read gets an error naming the file; the others are
+unaffected. Knows nothing about prompts, tokenizers or models.
 """
 from __future__ import annotations
 
@@ -14,8 +12,11 @@ import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import accumulate
 
 import torch
+
+from .hf_config import at_least
 
 PIXELS_PER_TOKEN_DEFAULT = 32 * 32
 
@@ -38,8 +39,7 @@ class ImageConfig:
     def __post_init__(self):
         if self.min_pixels > self.max_pixels:
             raise ValueError(f"min_pixels ({self.min_pixels}) > max_pixels ({self.max_pixels})")
-        if self.max_visual_tokens is not None and self.max_visual_tokens < 4:
-            raise ValueError("max_visual_tokens must be >= 4 or None")
+        at_least(self, 4, "max_visual_tokens")
 
     @property
     def factor(self) -> int:
@@ -59,10 +59,9 @@ class ImageConfig:
         kw = dict(patch_size=image_processor.patch_size, merge_size=image_processor.merge_size,
                   temporal_patch_size=image_processor.temporal_patch_size,
                   mean=tuple(image_processor.image_mean), std=tuple(image_processor.image_std))
-        if get("shortest_edge"):
-            kw["min_pixels"] = get("shortest_edge")
-        if get("longest_edge"):
-            kw["max_pixels"] = get("longest_edge")
+        for edge, name in (("shortest_edge", "min_pixels"), ("longest_edge", "max_pixels")):
+            if get(edge):
+                kw[name] = get(edge)
         kw.update(overrides)
         return cls(**kw)
 
@@ -82,8 +81,7 @@ class BatchImages:
         return sum(self.tokens_per_image[i])
 
     def pixel_values_on(self, device=None, dtype: torch.dtype = torch.float32) -> torch.Tensor | None:
-        """The processor's `pixel_values` (sum patches, C*T*P*P), built on `device`: the uint8 patches
-        travel (non-blocking from pinned memory), the repeat and normalisation run there."""
+        """The processor's `pixel_values` (sum patches, C*T*P*P), built on `device` from the uint8 patches."""
         if self.patches is None:
             return None
         cfg = self.cfg or ImageConfig()
@@ -106,16 +104,14 @@ def _header_size(path: str, mtime_ns: int) -> tuple[int, int]:
 
 
 def image_size(path: str) -> tuple[int, int]:
-    """(height, width) from the file header, without decoding the pixels (cached per file version,
-    since the engine reads it twice: to bucket requests by length and to plan the resize)."""
+    """(height, width) from the file header, without decoding the pixels (cached per file version)."""
     return _header_size(path, os.stat(path).st_mtime_ns)
 
 
 def target_sizes(sizes: list[tuple[int, int]], cfg: ImageConfig) -> list[tuple[int, int]]:
-    """smart_resize targets for one request's images under the per-image and per-request caps. A size
-    shrunk under a budget is then taken through the processor's own bounds once more (what Qwen3-VL's
-    processor does to an image of that size: flooring to the budget can fall under `min_pixels`, which
-    it would scale back up), so an image resized here is one the processor leaves as it is."""
+    """smart_resize targets for one request's images under the per-image and per-request caps, each
+    taken through the processor's own bounds once more (flooring to a budget can fall under
+    `min_pixels`), so an image resized here is one the processor leaves as it is."""
     from qwen_vl_utils.vision_process import smart_resize
 
     cap = cfg.max_pixels
@@ -152,22 +148,11 @@ def decode_resize(path: str, size: tuple[int, int]) -> torch.Tensor:
     return img
 
 
-def _patch_view(images: torch.Tensor, cfg: ImageConfig) -> torch.Tensor:
-    """A (N, gh/m, gw/m, m, m, C, P, P) view of (N, C, H, W) images, the patch order of the
-    Qwen2-VL image processor (without its temporal repeat of the frame)."""
-    n, c, h, w = images.shape
-    p, m = cfg.patch_size, cfg.merge_size
-    gh, gw = h // p, w // p
-    return images.reshape(n, c, gh // m, m, p, gw // m, m, p).permute(0, 2, 5, 3, 6, 1, 4, 7)
+def resized_images(paths: list[str], sizes: list[tuple[int, int]]) -> list:
+    """PIL images of `paths`, decoded and resized to `sizes` by `decode_resize`."""
+    from PIL import Image
 
-
-def norm_vectors(cfg: ImageConfig, channels: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-column scale and offset so that `x * scale - offset == (x / 255 - mean) / std` on the
-    flattened (C * T * P * P) patch layout."""
-    per = cfg.temporal_patch_size * cfg.patch_size * cfg.patch_size
-    std = torch.tensor(cfg.std, dtype=torch.float32)[:channels]
-    mean = torch.tensor(cfg.mean, dtype=torch.float32)[:channels]
-    return (1.0 / (255.0 * std)).repeat_interleave(per), (mean / std).repeat_interleave(per)
+    return [Image.fromarray(decode_resize(p, s).permute(1, 2, 0).numpy()) for p, s in zip(paths, sizes)]
 
 
 _NORM_CACHE: dict = {}
@@ -180,8 +165,10 @@ def normalise(patches: torch.Tensor, cfg: ImageConfig) -> torch.Tensor:
     c = cols // (cfg.patch_size * cfg.patch_size)
     t = cfg.temporal_patch_size
     key = (cfg.mean, cfg.std, t, cfg.patch_size, c, str(patches.device))
-    if key not in _NORM_CACHE:  # a handful of entries: one per device and setting
-        _NORM_CACHE[key] = tuple(v.to(patches.device) for v in norm_vectors(cfg, c))
+    if key not in _NORM_CACHE:  # per column, x * scale - offset == (x / 255 - mean) / std
+        std, mean = (torch.tensor(v, dtype=torch.float32)[:c].repeat_interleave(t * cols // c)
+                     for v in (cfg.std, cfg.mean))
+        _NORM_CACHE[key] = ((1.0 / (255.0 * std)).to(patches.device), (mean / std).to(patches.device))
     scale, offset = _NORM_CACHE[key]
     x = patches.view(rows, c, 1, -1).expand(rows, c, t, cols // c).float().reshape(rows, c * t * (cols // c))
     return x.mul_(scale).sub_(offset)
@@ -192,10 +179,10 @@ def patchify(images: torch.Tensor, cfg: ImageConfig, out: torch.Tensor | None = 
     image processor's patch order (one frame; `normalise` makes the processor's values); writes into
     `out` when given."""
     n, c, h, w = images.shape
-    rows = n * (h // cfg.patch_size) * (w // cfg.patch_size)
+    p, m = cfg.patch_size, cfg.merge_size
     if out is None:
-        out = torch.empty(rows, c * cfg.patch_size * cfg.patch_size, dtype=torch.uint8)
-    view = _patch_view(images, cfg)
+        out = torch.empty(n * (h // p) * (w // p), c * p * p, dtype=torch.uint8)
+    view = images.reshape(n, c, h // p // m, m, p, w // p // m, m, p).permute(0, 2, 5, 3, 6, 1, 4, 7)
     out.view(view.shape).copy_(view)
     return out
 
@@ -230,9 +217,8 @@ class ImagePipeline:
                 plans.append([])
         # every image's rows in one preallocated tensor, known before any pixel is decoded
         order = [(i, j) for i in range(len(requests)) if i not in errors for j in range(len(requests[i]))]
-        starts = [0]
-        for i, j in order:
-            starts.append(starts[-1] + (plans[i][j][0] // cfg.patch_size) * (plans[i][j][1] // cfg.patch_size))
+        p = cfg.patch_size
+        starts = [0, *accumulate((plans[i][j][0] // p) * (plans[i][j][1] // p) for i, j in order)]
         with torch.inference_mode(False):  # worker threads write into it in place, whatever the caller's mode
             out = torch.empty(starts[-1], 3 * cfg.patch_size ** 2, dtype=torch.uint8,
                               pin_memory=cfg.pin_memory and torch.cuda.is_available())
@@ -283,15 +269,22 @@ class ImagePipeline:
         return BatchImages(out, torch.tensor(grids, dtype=torch.long), tokens, errors, cfg)
 
 
+def pipeline_for(processor, config, **extra) -> ImagePipeline:
+    """The pipeline on `processor`'s image settings under an engine config's `image_workers`,
+    `max_visual_tokens` and `max_pixels` (when set), with `extra` settings."""
+    overrides = {"workers": config.image_workers, "max_visual_tokens": config.max_visual_tokens, **extra}
+    if config.max_pixels:
+        overrides["max_pixels"] = config.max_pixels
+    return ImagePipeline(ImageConfig.from_processor(processor.image_processor, **overrides))
+
+
 def plan_tokens(requests: list[list[str]], cfg: ImageConfig) -> list[list[int] | None]:
     """Visual tokens of each image of each request from the headers alone (None for a request whose
     images cannot be planned), so that prompts can be tokenized while the pixels are decoded."""
     out: list[list[int] | None] = []
     for paths in requests:
         try:
-            sizes = target_sizes([image_size(p) for p in paths], cfg)
+            out.append([cfg.tokens(size) for size in target_sizes([image_size(p) for p in paths], cfg)])
         except Exception:  # ImagePipeline.process reports it
             out.append(None)
-            continue
-        out.append([cfg.tokens(size) for size in sizes])
     return out

@@ -1,12 +1,11 @@
 """Loading a Qwen3-VL checkpoint for the transformers engine: a hub id or a local folder through the
 same `from_pretrained` path, safetensors only (never `trust_remote_code`), optionally 4/8-bit through
-bitsandbytes and with a LoRA adapter through peft (in the base's compute dtype, unmerged); the
-attention implementation (flash_attention_2 only where transformers itself would run it, else SDPA
-with a line saying why); and the hub policy: local files first (a hub id
-whose files are all cached loads without the network), one quick reachability check of the hub
-before any download (an unreachable hub fails in seconds with the offline recipe, not minutes of
-retries), and one-line errors a user can act on. What `--model` names is checked first
-(engine/model_path.py). Knows nothing about generation or batching.
+bitsandbytes and with a LoRA adapter through peft (unmerged); the attention implementation
+(flash_attention_2 only where transformers itself would run it, else SDPA with a line saying why);
+and the hub policy: local files first, one quick reachability check of the hub before any download
+(an unreachable hub fails in seconds with the offline recipe), and one-line errors a user can act on.
+What `--model` names is checked first (engine/model_path.py). Knows nothing about generation or
+batching.
 """
 from __future__ import annotations
 
@@ -20,24 +19,17 @@ import torch
 from .hf_config import HFEngineConfig
 from .model_path import check_model_path
 
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
 
 def _dtype(cfg: HFEngineConfig):
-    if cfg.dtype == "fp32":
-        return torch.float32
-    if cfg.dtype == "fp16":
-        return torch.float16
-    if cfg.dtype == "bf16":
-        return torch.bfloat16
+    if cfg.dtype in DTYPES:
+        return DTYPES[cfg.dtype]
     return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
 
 
-def _offline() -> bool:
-    try:
-        from huggingface_hub import constants
-
-        return bool(constants.HF_HUB_OFFLINE)
-    except Exception:  # pragma: no cover - huggingface_hub is a transformers dependency
-        return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def offline_help(model: str) -> str:
@@ -103,19 +95,14 @@ def attn_implementation_for(cfg: HFEngineConfig, cuda: bool) -> str:
 def hub_offline():
     """huggingface_hub's offline switch, on for the duration: `local_files_only` alone still lets it
     look up optional files (an adapter config) and its own metadata over the network."""
-    try:
-        from huggingface_hub import constants
-    except ImportError:  # pragma: no cover - huggingface_hub is a transformers dependency
-        yield
-        return
+    from huggingface_hub import constants
+
     old = constants.HF_HUB_OFFLINE
     constants.HF_HUB_OFFLINE = True
     try:
         yield
     finally:
         constants.HF_HUB_OFFLINE = old
-
-
 
 
 def hub_unreachable(timeout: float = 5.0) -> str | None:
@@ -144,17 +131,18 @@ def hub_unreachable(timeout: float = 5.0) -> str | None:
 
 
 def from_pretrained_local_first(load, model: str, local: bool, what: str, **kwargs):
-    """`load(model, ...)` from local files first (a folder, or a hub id already in the cache: no network
-    at all); a hub id that is not (fully) cached is downloaded unless the hub is offline or cannot be
-    reached (one quick check instead of the hub client's minutes of retries)."""
+    """`load(model, ...)` from local files first (a folder, or a hub id already in the cache); a hub id
+    that is not (fully) cached is downloaded unless the hub is offline or cannot be reached."""
     try:
         with hub_offline():
             return load(model, local_files_only=True, **kwargs)
     except OSError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        first = _first_line(exc)
     if local:
         raise ValueError(f"cannot load the {what} of {model!r} from its folder: {first}") from None
-    if _offline():
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
         raise ValueError(f"{model}: {what} not found in the local Hugging Face cache ({first}); "
                          + offline_help(model)) from None
     unreachable = hub_unreachable()
@@ -166,7 +154,7 @@ def from_pretrained_local_first(load, model: str, local: bool, what: str, **kwar
     try:
         return load(model, local_files_only=False, **kwargs)
     except OSError as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        msg = _first_line(exc)
         if ".bin" in msg or "use_safetensors" in msg:
             raise ValueError(f"{model}: no safetensors weights on the hub ({msg}); this package loads "
                              "safetensors only: convert it (docs/getting-started.md, 'What --model takes') or use a "
@@ -198,8 +186,8 @@ def load_model(cfg: HFEngineConfig):
             load_in_4bit=cfg.load_in_4bit, load_in_8bit=cfg.load_in_8bit, bnb_4bit_quant_type="nf4",
             bnb_4bit_compute_dtype=_dtype(cfg), bnb_4bit_use_double_quant=True,
             llm_int8_skip_modules=["model.visual", "lm_head"])  # quantise the language model only
-    model = from_pretrained_local_first(AutoModelForImageTextToText.from_pretrained, cfg.model, local, "model weights",
-                             **kwargs)
+    model = from_pretrained_local_first(AutoModelForImageTextToText.from_pretrained, cfg.model, local,
+                                        "model weights", **kwargs)
     if cfg.adapter:
         model = load_adapter(model, cfg.adapter)
     model.eval()
@@ -219,7 +207,7 @@ def load_processor(model: str, local: bool | None = None):
     return processor
 
 
-MERGE_DTYPES = {"auto": "auto", "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+MERGE_DTYPES = {"auto": "auto", **DTYPES}
 
 
 def merge_adapter(model: str, adapter: str | Path, out: str | Path, dtype: str = "auto", base=None) -> Path:
@@ -240,11 +228,9 @@ def merge_adapter(model: str, adapter: str | Path, out: str | Path, dtype: str =
 
 
 def load_adapter(model, adapter: str):
-    """`model` with the LoRA adapter in `adapter` attached (peft), not merged (the base stays usable:
-    `disable_adapter()`; a 4-bit base cannot take a merge). The adapter is kept in the dtype the base
-    computes in (`autocast_adapter_dtype=False`; cast here for a quantised base): peft's default upcasts
-    it to float32, and LoRA's forward then copies each adapted layer's input to float32, a copy as large
-    as the prefill outside the batch budget (peft/tuners/lora/layer.py `_cast_input_dtype`)."""
+    """`model` with the LoRA adapter in `adapter` attached (peft), not merged (a 4-bit base cannot take a
+    merge), kept in the dtype the base computes in: peft's default float32 adapter makes LoRA's forward
+    copy each adapted layer's input to float32 (peft/tuners/lora/layer.py `_cast_input_dtype`)."""
     from peft import PeftModel
 
     with hub_offline():  # a local folder (checked in HFEngineConfig): nothing to fetch

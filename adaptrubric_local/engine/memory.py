@@ -5,26 +5,19 @@ peak.
 The terms are read off the code that runs (transformers 5.24 `generation/utils.py`, `masking_utils.py`,
 `integrations/sdpa_attention.py`, `models/qwen3_vl/modeling_qwen3_vl.py`; torch's SDPA and CUDA
 `masked_scatter`), for a group of B rows left-padded to width L (T = B x L padded tokens), V visual tokens
-and P = 4 V vision patches, at the compute dtype's b bytes. A generate call goes through five phases and
-its peak is the largest:
-- vision: the tower's working set in its widest block (q and k rotated in float32, qkv, the block input
-  and its norm), the deepstack features made so far, the pixels;
-- merge: the tower's outputs (the last hidden state over all patches, the merged embeddings and one
-  deepstack feature per index; transformers 5.24's `generate` keeps them in `mm_encoder_outputs` until
-  it returns, 5.17 only inside the prefill forward: `Runtime`), the text embeddings and
-  `masked_scatter`'s copy of them (on CUDA also its int64 prefix sum and a contiguous bool mask over
-  T x hidden);
-- attention and mlp (the last language layer's two halves): the same outputs and their concatenated
-  copies, the layer inputs, the KV cache of every layer, the attention mask of the implementation, and
-  either the attention part's widest moment (q normed in float32, rotary copies, repeated K/V and SDPA's
-  query-dtype copy of a boolean mask where the implementation makes them) or the MLP's (act(gate), up
-  and their product);
+and P = 4 V vision patches, at the compute dtype's b bytes. The peak is the largest of five phases:
+- vision: the tower's widest block, the deepstack features made so far, the pixels;
+- merge: the tower's outputs (which 5.24's `generate` keeps in `mm_encoder_outputs` until it returns,
+  5.17 only inside the prefill forward: `Runtime`), the text embeddings and `masked_scatter`'s copies;
+- attention and mlp (the last language layer's two halves): the same outputs, the layer inputs, the KV
+  cache of every layer, the implementation's attention mask, and the attention part's widest moment
+  or the MLP's;
 - decode: the outputs kept, the KV cache at its final length and one layer's concatenation.
-Attention implementations: `sdpa` (transformers' default without flash-attn: a (B, 1, L, L) bool mask
-whenever rows differ in length, its query-dtype copy in every SDPA call, K/V repeated per head unless
-`TRANSFORMERS_SDPA_FORCE_GQA=1`), `sdpa_padded_prefill` (this package's per-row kernel, engine/attention.py:
-no L x L mask at all), `flash_attention_2/3` (unpadded copies of q, k, v and the output; not measured,
-no CUDA here) and `eager` (the full attention matrix). Knows nothing about batching policy or verdicts.
+Attention implementations: `sdpa` (a (B, 1, L, L) bool mask whenever rows differ in length, its
+query-dtype copy in every SDPA call, K/V repeated per head unless `TRANSFORMERS_SDPA_FORCE_GQA=1`),
+`sdpa_padded_prefill` (engine/attention.py: no L x L mask), `flash_attention_2/3` (unpadded copies of
+q, k, v and the output; not measured) and `eager` (the full attention matrix). Knows nothing about
+batching policy or verdicts.
 """
 from __future__ import annotations
 
@@ -60,19 +53,18 @@ class Sizes:
 
     @classmethod
     def of(cls, config) -> Sizes:
-        t, v = getattr(config, "text_config", config), getattr(config, "vision_config", None)
+        t, v = getattr(config, "text_config", config), getattr(config, "vision_config", None)  # v: None passes
         head_dim = getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads
         kv_heads = getattr(t, "num_key_value_heads", None) or t.num_attention_heads
-        merge = (getattr(v, "spatial_merge_size", 2) or 2) ** 2 if v is not None else 4
-        patch = 3 * getattr(v, "temporal_patch_size", 2) * getattr(v, "patch_size", 16) ** 2 if v is not None else 1536
-        ds = list(getattr(v, "deepstack_visual_indexes", None) or []) if v is not None else []
+        ds = list(getattr(v, "deepstack_visual_indexes", None) or [])
         return cls(layers=t.num_hidden_layers, hidden=t.hidden_size, intermediate=t.intermediate_size,
                    q_dim=t.num_attention_heads * head_dim, kv_dim=kv_heads * head_dim, head_dim=head_dim,
-                   heads=t.num_attention_heads, v_hidden=v.hidden_size if v else 0,
-                   v_intermediate=v.intermediate_size if v else 0, v_heads=v.num_heads if v else 1,
-                   out=getattr(v, "out_hidden_size", t.hidden_size) if v else t.hidden_size,
-                   deepstack=len(ds), deepstack_before_last=sum(i < v.depth - 1 for i in ds) if v else 0,
-                   patch_values=patch, merge=merge)
+                   heads=t.num_attention_heads, v_hidden=getattr(v, "hidden_size", 0),
+                   v_intermediate=getattr(v, "intermediate_size", 0), v_heads=getattr(v, "num_heads", 1),
+                   out=getattr(v, "out_hidden_size", t.hidden_size), deepstack=len(ds),
+                   deepstack_before_last=sum(i < v.depth - 1 for i in ds),
+                   patch_values=3 * getattr(v, "temporal_patch_size", 2) * getattr(v, "patch_size", 16) ** 2,
+                   merge=(getattr(v, "spatial_merge_size", 2) or 2) ** 2)
 
 
 @dataclass
@@ -118,13 +110,6 @@ class Estimate:
         return max(sum(terms.values()) for terms in self.phases.values()) if self.phases else 0.0
 
 
-def _norm_peak(n: float) -> float:
-    """RMSNorm's widest moment over its input (n elements), in bytes: at b=2 the float32 copy and x *
-    rsqrt(var) (later the normed value, its cast and the weighted output, as much); at b=4 the input is
-    its own float32 copy and x**2 then the output take its place."""
-    return n * 8
-
-
 @dataclass(frozen=True)
 class Runtime:
     """What the installed transformers does that changes the arithmetic."""
@@ -145,10 +130,9 @@ def _runtime(force_gqa: str) -> Runtime:
 
 
 def runtime() -> Runtime:
-    """The installed transformers' behaviour: 5.24 encodes images in `generate` before the prefill
-    (`mm_encoder_outputs`, with the deepstack features concatenated again in the forward); 5.17 inside the
-    prefill forward. Whether K/V are repeated with a mask is asked of transformers' own `use_gqa_in_sdpa`
-    (5.24 skips it with TRANSFORMERS_SDPA_FORCE_GQA=1; 5.17 always repeats)."""
+    """The installed transformers' behaviour: whether `generate` encodes images before the prefill
+    (5.24, `mm_encoder_outputs`; 5.17 inside the prefill forward), and whether K/V are repeated with a
+    mask (transformers' own `use_gqa_in_sdpa`: 5.24 not with TRANSFORMERS_SDPA_FORCE_GQA=1)."""
     return _runtime(os.environ.get("TRANSFORMERS_SDPA_FORCE_GQA", ""))
 
 
@@ -189,7 +173,8 @@ def estimate(s: Sizes, g: Group, attn: str = "sdpa", b: int = 2, device: str = "
     kv = 2 * s.layers * T * s.kv_dim * b
     q, kvd, i = s.q_dim, s.kv_dim, s.intermediate
     mlp = T * (2 * h * b + 3 * i * b)  # residual, its norm; act(gate), up, their product
-    q_norm = T * (h * b + q * b + _norm_peak(q))  # normed input, q, q in float32 twice (layer input: below)
+    # normed input, q, and RMSNorm's widest moment over q: two float32 copies (layer input: below)
+    q_norm = T * (h * b + q * b + 8 * q)
     rope = T * b * (h + q + kvd + 3 * q)
     if attn == "sdpa":
         sdpa = T * b * (h + 2 * q) + (2 * T * q * b if masked and rt.repeats_kv_with_mask else 0)

@@ -20,15 +20,6 @@ def safetensors_help(folder: str) -> str:
             f"P.from_pretrained('{folder}').save_pretrained('{folder}-st')\" and pass {folder}-st")
 
 
-def _check_weights(folder: Path) -> None:
-    """A local checkpoint must hold safetensors weights; a .bin-only folder gets the conversion recipe."""
-    names = {p.name for p in folder.iterdir()}
-    if any(n.endswith(".safetensors") or n == "model.safetensors.index.json" for n in names):
-        return
-    if any(n.endswith(".bin") or n.endswith(".bin.index.json") for n in names):
-        raise ValueError(safetensors_help(str(folder)))
-
-
 HUB_IDS = "hub ids look like Org/Name, e.g. Qwen/Qwen3-VL-8B-Instruct"
 MODEL_FOLDER = ("a folder saved with save_pretrained (config.json, *.safetensors weights, and the processor's "
                 "processor_config.json or preprocessor_config.json with its tokenizer files)")
@@ -71,8 +62,9 @@ def _check_model_folder(folder: Path, model: str) -> None:
         raise ValueError(f"--model {model}: a folder, but not a saved model: no config.json ({found}); expected "
                          f"{MODEL_FOLDER}, or a hub id ({HUB_IDS})"
                          + (f"; the model folder(s) inside it: {', '.join(inside)}" if inside else ""))
-    _check_weights(folder)
     if not any(n.endswith(".safetensors") or n == "model.safetensors.index.json" for n in names):
+        if any(n.endswith((".bin", ".bin.index.json")) for n in names):  # the conversion recipe
+            raise ValueError(safetensors_help(str(folder)))
         raise ValueError(f"--model {model}: config.json but no weights (*.safetensors) in the folder "
                          f"({_listing(folder)}); expected {MODEL_FOLDER}")
     if not names & set(PROCESSOR_FILES):
@@ -122,9 +114,6 @@ def _adapter_base(folder: Path) -> str | None:
 
 def _in_hub_cache(name: str) -> bool:
     """Whether the local Hugging Face cache holds a repository of this (org-less) name."""
-    try:
-        from huggingface_hub import constants
+    from huggingface_hub import constants
 
-        return (Path(constants.HF_HUB_CACHE) / f"models--{name}").is_dir()
-    except Exception:  # pragma: no cover - huggingface_hub is a transformers dependency
-        return False
+    return (Path(constants.HF_HUB_CACHE) / f"models--{name}").is_dir()

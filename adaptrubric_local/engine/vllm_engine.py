@@ -1,19 +1,17 @@
-"""The vLLM backend: Qwen3-VL in process through one `vllm.LLM`, for the same requests the
-transformers engine takes, seeing the same thing: the chat text from the same processor and `Encoder`
-handed over as token ids, every screenshot resized by the package's image pipeline to the size the
-transformers engine gives it (`stats["prompt_token_mismatch"]` counts any request expanded otherwise).
+"""The vLLM backend: Qwen3-VL in process through one `vllm.LLM`, seeing what the transformers engine
+sees: the chat text from the same `Encoder` as token ids, every screenshot resized by the package's
+image pipeline (`stats["prompt_token_mismatch"]` counts any request expanded otherwise).
 
-Greedy unless `votes` > 1; watched tokens' log-probabilities are asked for by id at every position, so
-P(SCORE=1) is read as in process; `stop_after_line` is honoured exactly, in rounds continued from the
-row's own token ids (never inside an open `<think>`); `hit_cap` and `hit_context` as the other engines.
-`--adapter` runs through vLLM's LoRA where it supports the modules, else a merged copy
-(`stats["adapter"]`). At most `2 * max_num_seqs` requests are in flight. Settings: vllm_config.py;
-processes and `close()`: vllm_processes.py (docs/engines.md). Knows nothing about rubrics, routing or
-verdicts.
+Greedy unless `votes` > 1; watched tokens' log-probabilities are asked for by id at every position;
+`stop_after_line` is honoured exactly, in rounds continued from the row's own token ids (never inside
+an open `<think>`). `--adapter` runs through vLLM's LoRA where it supports the modules, else a merged
+copy (`stats["adapter"]`). At most `2 * max_num_seqs` requests are in flight. Settings:
+vllm_config.py; processes: vllm_processes.py. Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import tempfile
 from collections import Counter
@@ -21,7 +19,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..thinking import prompt_opens
 from .base import Engine, Output, Request, TokenProbs, cut_after_line, length_reason, watched_offsets
 from .vllm_config import (  # noqa: F401 - VLLMOptions and lora_unsupported are imported from here too
     INSTALL_HINT,
@@ -71,7 +68,7 @@ class VLLMEngine(Engine):
         except ImportError:
             raise ImportError(INSTALL_HINT) from None
         from .encoding import Encoder
-        from .images import ImageConfig, ImagePipeline
+        from .images import pipeline_for
         from .loading import load_processor
 
         self.config = config or VLLMEngineConfig(**overrides)
@@ -79,15 +76,10 @@ class VLLMEngine(Engine):
         self.processor = load_processor(self.config.model)
         self.encoder = Encoder(self.processor)
         self.tokenizer = self.encoder.tokenizer
-        icfg = {"workers": self.config.image_workers, "max_visual_tokens": self.config.max_visual_tokens}
-        if self.config.max_pixels:
-            icfg["max_pixels"] = self.config.max_pixels
-        self.images = ImagePipeline(ImageConfig.from_processor(self.processor.image_processor, **icfg))
+        self.images = pipeline_for(self.processor, self.config)
         self._pool = ThreadPoolExecutor(max_workers=self.config.image_workers, thread_name_prefix="vllm-img")
-        self.opens_thinking = prompt_opens(self.encoder.chat_text(Request(prompt="")))  # a Thinking template
-        self.eos_ids = {i for i in (self.tokenizer.eos_token_id, *(self.tokenizer.convert_tokens_to_ids(t) for t in
-                                                                   ("<|im_end|>", "<|endoftext|>")))
-                        if isinstance(i, int) and i >= 0}
+        self.opens_thinking = self.encoder.opens_thinking()  # a Thinking template
+        self.eos_ids = set(self.encoder.end_ids(self.tokenizer.eos_token_id))
         self.counts: Counter = Counter()
         self._tmp: str | None = None
         self.lora = None
@@ -146,13 +138,11 @@ class VLLMEngine(Engine):
     # ------------------------------------------------------------------ inputs
     def _inputs(self, req: Request, prefix: str = "") -> tuple[dict | None, int, int, str | None]:
         """(vLLM prompt with token ids and resized images, planned prompt tokens, visual tokens, error)."""
-        from PIL import Image
-
-        from .images import decode_resize
+        from .images import resized_images
 
         try:
             sizes = self.images.plan(req.images)
-            pics = [Image.fromarray(decode_resize(p, s).permute(1, 2, 0).numpy()) for p, s in zip(req.images, sizes)]
+            pics = resized_images(req.images, sizes)
         except Exception as exc:  # missing or unreadable file, absurd aspect ratio
             return None, 0, 0, f"cannot read image: {exc}"
         tokens = [self.images.cfg.tokens(size) for size in sizes]
@@ -198,14 +188,11 @@ class VLLMEngine(Engine):
         self.counts["errors"] += sum(o.error is not None for o in outputs)  # type: ignore[union-attr]
         return outputs  # type: ignore[return-value]
 
-    def _cap(self, req: Request) -> int:
-        return req.cap(self.config.max_new_tokens)
-
     def _params(self, req: Request, row_sample: int | None, done: int, planned: int, stop: list | None):
         """SamplingParams for a request's next round (`row_sample` None: the first round, all samples)."""
         from vllm import SamplingParams
 
-        cap = self._cap(req)
+        cap = req.cap(self.config.max_new_tokens)
         room = self.max_model_len - planned - done
         k = self.config.votes
         kw = dict(max_tokens=max(1, min(cap - done, room)), stop=stop, skip_special_tokens=True,
@@ -295,7 +282,7 @@ class VLLMEngine(Engine):
                 row.finished = "line"
                 return False
         if comp.finish_reason == "length":
-            row.finished = length_reason(len(row.ids), self._cap(req))
+            row.finished = length_reason(len(row.ids), req.cap(self.config.max_new_tokens))
             return False
         if comp.finish_reason == "stop" and isinstance(comp.stop_reason, str) and row.rounds < MAX_ROUNDS:
             return True  # a stop string: the line has begun (or the prefix was inside thinking)
@@ -320,8 +307,6 @@ class VLLMEngine(Engine):
 
     def _probs(self, row: _Row, watch: tuple[str, ...], length: int) -> list[TokenProbs]:
         """The watched tokens' probabilities at each position where one was generated (within the text)."""
-        import math
-
         if not watch:
             return []
         ids = {self._watch_id(w): w for w in watch}
@@ -332,13 +317,11 @@ class VLLMEngine(Engine):
             lp = row.logprobs[j]
             if not lp:
                 continue
-            out.append(TokenProbs(offset=offset, probs={w: math.exp(_logprob(lp.get(i))) for i, w in ids.items()}))
+            out.append(TokenProbs(offset=offset, probs={w: _prob(lp.get(i)) for i, w in ids.items()}))
         return out
 
     def next_token_probs(self, requests, prefixes, candidates=("0", "1")):
         """P(next token = c) for each candidate after each request and assistant prefix."""
-        import math
-
         from vllm import SamplingParams
 
         ids = {c: self._watch_id(c) for c in candidates}
@@ -351,7 +334,7 @@ class VLLMEngine(Engine):
             prompts.append(prompt)
         params = SamplingParams(max_tokens=1, temperature=0.0, logprob_token_ids=list(ids.values()))
         outs = self.llm.generate(prompts, params, lora_request=self.lora, use_tqdm=False)
-        return [{c: math.exp(_logprob(o.outputs[0].logprobs[0].get(i))) for c, i in ids.items()} for o in outs]
+        return [{c: _prob(o.outputs[0].logprobs[0].get(i)) for c, i in ids.items()} for o in outs]
 
     def close(self) -> None:
         """Stop vLLM's engine core and worker processes (vllm_processes.stop_llm); remove a merged copy."""
@@ -374,8 +357,6 @@ def _external_id(request_id: str) -> str:
     return head if sep and len(tail) == 8 and head else request_id
 
 
-def _logprob(entry) -> float:
-    """A vLLM Logprob (or a bare float) as a float; -inf when missing."""
-    if entry is None:
-        return float("-inf")
-    return float(getattr(entry, "logprob", entry))
+def _prob(entry) -> float:
+    """The probability of a vLLM Logprob (or a bare log-probability); 0 when missing."""
+    return 0.0 if entry is None else math.exp(float(getattr(entry, "logprob", entry)))

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from .hf_config import at_least
+
 
 @dataclass
 class VLLMOptions:
@@ -45,11 +47,7 @@ class VLLMOptions:
     def __post_init__(self):
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
-        for name in ("max_model_len", "limit_mm_per_prompt"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1 or None, got {getattr(self, name)}")
-        if self.max_num_seqs < 1 or self.tensor_parallel_size < 1:
-            raise ValueError("max_num_seqs and tensor_parallel_size must be >= 1")
+        at_least(self, 1, "max_model_len", "limit_mm_per_prompt", "max_num_seqs", "tensor_parallel_size")
         if self.kv_cache_memory_gb is not None and self.kv_cache_memory_gb <= 0:
             raise ValueError(f"kv_cache_memory_gb must be > 0 or None, got {self.kv_cache_memory_gb}")
         if self.adapter_mode not in ("auto", "lora", "merged"):

@@ -2,17 +2,13 @@
 spawned by this process) and the engine core's workers (`VLLM::Worker`).
 
 `start_llm` starts one and notes which processes the start added under this one; `stop_llm` stops
-them the way vLLM does itself (its engine-core client's `shutdown`: SIGTERM to the engine core, which
-stops its workers, a bounded wait, then vLLM's own kill of the process tree), then, as a last resort,
-kills whichever of the noted processes is still alive (a worker whose engine core died first is no
-longer in any tree of this process). A start that fails or is interrupted stops what it
-had started the same way. With `stopping.stop_on_signals` around a command, SIGTERM and Ctrl-C reach
-this through the engine's `close()`, so a stopped command leaves no engine holding the GPU. A stop
-during the start, whose handshake swallows the exception (pyzmq retries an interrupted poll), is
-rescued (`stopping.rescue_stop`): the processes the start added are killed at once (all but
-multiprocessing's resource tracker, which cleans up after them and ends with this process), so the
-start fails within seconds and the stop goes on from there. Knows nothing about configs, requests or
-generation (vllm_config.py, vllm_engine.py).
+them as vLLM does itself (its engine-core client's `shutdown`), then kills whichever of the noted
+processes is still alive (a worker whose engine core died first is in no tree of this process). A
+start that fails or is interrupted stops what it had started the same way; a stop during the start,
+whose handshake swallows the exception, is rescued (`stopping.rescue_stop`): the processes the start
+added are killed at once (all but multiprocessing's resource tracker), so the start fails within
+seconds. With `stopping.stop_on_signals` around a command, a stopped command leaves no engine holding
+the GPU. Knows nothing about configs, requests or generation (vllm_config.py, vllm_engine.py).
 """
 from __future__ import annotations
 
