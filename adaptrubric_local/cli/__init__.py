@@ -35,7 +35,7 @@ from .common import (
     needs_engine,
     pipeline_config,
 )
-from .streams import dropping_lines, output_on_stdout
+from .streams import dropping_lines, env_defaults, output_on_stdout
 
 EXAMPLES = """examples:
   adaptrubric route --router rules "Turn on Wi-Fi, then open the dialer app"
@@ -61,7 +61,6 @@ EXAMPLES = """examples:
 """
 
 
-# ----------------------------------------------------------------------------- route
 def cmd_route(args) -> int:
     from ..pipeline import AdaptRubric, PipelineConfig
 
@@ -112,7 +111,6 @@ def cmd_route(args) -> int:
     return 0 if not (bad or result.errors) else 1
 
 
-# ----------------------------------------------------------------------------- prompt
 def cmd_prompt(args) -> int:
     from ..formats import load_trajectories
     from ..pipeline import AdaptRubric
@@ -168,19 +166,9 @@ def known_ids(ids: list[str], show: int = 10) -> str:
     return f"ids: {', '.join(ids[:show])}{more}"
 
 
-# ----------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     from .._version import __version__
-    from . import audit as cli_audit
-    from . import bank as cli_bank
-    from . import cascade as cli_cascade
-    from . import distill as cli_distill
-    from . import eval as cli_eval
-    from . import labels as cli_labels
-    from . import review as cli_review
-    from . import score as cli_score
-    from . import serve as cli_serve
-    from . import shards as cli_shards
+    from . import audit, bank, cascade, distill, eval, labels, review, score, serve, shards
 
     ap = Parser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent trajectories, run "
                 "in-process with Qwen3-VL.", epilog=EXAMPLES, formatter_class=FORMATTER)
@@ -211,8 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="print the request (prompt, suffix, images, route, cues) as JSON"), "output")
     add_scoring_options(p)  # exactly the flags of `score`, so the prompt is what `score` sends
 
-    for module in (cli_score, cli_eval, cli_audit, cli_review, cli_labels, cli_distill, cli_serve, cli_bank,
-                   cli_cascade, cli_shards):
+    for module in (score, eval, audit, review, labels, distill, serve, bank, cascade, shards):
         module.add_subcommands(sub)
     for command in ap.commands():  # every command takes --plugins, declared once
         add_plugins_option(command)
@@ -234,28 +221,20 @@ def quiet_third_party(restore: bool = True):
     `restore` off (the process's own command line) the log levels stay until the process ends, so what
     libraries log at exit (TorchDynamo's `I1204 ...` frame and compile summaries after `serve`) stays
     hidden too."""
-    import os
-
     levels = {name: logging.getLogger(name).level for name in QUIET_LOGGERS}
-    env = {k: os.environ.get(k) for k in ("TRANSFORMERS_VERBOSITY", "TRANSFORMERS_NO_ADVISORY_WARNINGS")}
-    with warnings.catch_warnings():
+    # TRANSFORMERS_VERBOSITY: read when transformers sets up its logger
+    with warnings.catch_warnings(), env_defaults({"TRANSFORMERS_VERBOSITY": "error",
+                                                  "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}):
         for category in QUIET_WARNINGS:
             warnings.filterwarnings("ignore", category=category)
             warnings.filterwarnings("default", category=category, module=r"adaptrubric_local(\.|$)")
         for name in QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR)
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # read when transformers sets up its logger
-        os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
         try:
             yield
         finally:
             for name, level in levels.items() if restore else ():
                 logging.getLogger(name).setLevel(level)
-            for k, v in env.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 # lines --quiet drops from what child processes and libraries write to stderr, where no setting silences them:

@@ -36,14 +36,12 @@ def add_judge_arguments(p: argparse.ArgumentParser, hide_defaults: bool = False)
 def cascade_config(args):
     """The CascadeConfig of the flags; None when no judge was given (then no cascade flag may be)."""
     from ..cascade.config import CascadeConfig
-    from ..flags import config_kwargs, flag_name
+    from ..flags import config_kwargs
+    from .common import refuse_given
 
     cfg = CascadeConfig(**config_kwargs(args, CascadeConfig))
     if not cfg.enabled:
-        given = sorted(config_kwargs(args, CascadeConfig, only_given=True))
-        if given:
-            raise ValueError(f"{', '.join(flag_name(g) for g in given)} need(s) a judge: --judge-url URL with "
-                             "--judge-name NAME, or --judge-model M")
+        refuse_given(args, CascadeConfig, "a judge: --judge-url URL with --judge-name NAME, or --judge-model M")
         return None
     if getattr(args, "ray", False):
         raise ValueError("a judge (--judge-url/--judge-model) cannot be combined with --ray yet")
@@ -56,19 +54,15 @@ def score_cascade(args, cfg, ccfg, loaded, shard=None) -> dict:
     from dataclasses import replace
 
     from ..cascade.scorer import Cascade
-    from ..engine.remote import is_remote
     from ..pipeline import AdaptRubric
-    from ..run_settings import IN_PROCESS, planned_settings, precheck_out, vars_of
-    from .common import engine_options, make_engine
+    from ..run_settings import IN_PROCESS, vars_of
+    from .common import checked_settings, make_engine
 
     out = Path(args.out)
     band = ccfg.band()  # a bad band file stops here
     extra = {"cascade": ccfg.describe()}
-    options = engine_options(args, cfg)
-    settings = None if is_remote(options) else planned_settings(cfg, options)
-    if settings is not None:
-        precheck_out(out, settings, args.data, resume=args.resume, force=args.force_settings,
-                     extra={**extra, **({"shard": str(shard)} if shard else {})}, calibration=args.calibration)
+    settings = checked_settings(args, cfg, out, args.resume, extra, shard=shard, force_settings=args.force_settings,
+                                calibration=args.calibration)
     judge_engine = ccfg.teacher(cfg.verify_max_new_tokens).build(what="judge")  # an endpoint is asked once, here
     jcfg = replace(cfg, verify_max_new_tokens=ccfg.judge_max_new_tokens) if ccfg.judge_max_new_tokens else cfg
     student_engine, health = None, judge_health(ccfg, judge_engine)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from types import SimpleNamespace
 
 from ..engine.options import NO_VALUE, refuse_unread
 from ..engine.remote import RemoteConfig, is_remote, remote_engine
@@ -42,6 +43,13 @@ def add_out_option(p, help: str, required: bool = True) -> None:
     common(p.add_argument("--out", required=required, help=help), "output")
 
 
+def refuse_given(args, cls, need: str) -> None:
+    """A ValueError naming the flags of config `cls` given on the command line: they need `need`."""
+    given = sorted(config_kwargs(args, cls, only_given=True))
+    if given:
+        raise ValueError(f"{', '.join(flag_name(g) for g in given)} need(s) {need}")
+
+
 def add_data_options(p: argparse.ArgumentParser) -> None:
     """--format (the registered formats, a --plugins file's among them) and --image-root."""
     from ..formats import FORMATS
@@ -59,6 +67,11 @@ def add_labels_options(p: argparse.ArgumentParser) -> None:
     from ..labels import LabelsConfig
 
     add_config_arguments(p.add_argument_group("labels (what the review page exports)"), LabelsConfig)
+
+
+def data_options(args) -> dict:
+    """--format and --image-root as the loaders take them (`fmt`, `image_roots`)."""
+    return {"fmt": getattr(args, "format", "auto"), "image_roots": getattr(args, "image_root", None) or ()}
 
 
 NEEDS_DATA = "--labels needs DATA: a labels file labels the trajectories of a data set"
@@ -81,8 +94,7 @@ def load_labelled(args, check_images: bool = False):
     data, files = args.data, _labels_files(args)
     if not data:
         return None, None
-    loaded = load_trajectories(data, fmt=getattr(args, "format", "auto"), check_images=check_images,
-                               image_roots=getattr(args, "image_root", None) or ())
+    loaded = load_trajectories(data, check_images=check_images, **data_options(args))
     if loaded.errors:  # their trajectories get no label from the data (nor from --labels)
         from ..labels import not_loaded_warning
 
@@ -104,24 +116,21 @@ def open_labelled(args):
     files = _labels_files(args)
     if not args.data:
         return None
-    return LabelledStream(args.data, files, fmt=getattr(args, "format", "auto"),
-                          image_roots=getattr(args, "image_root", None) or ())
+    return LabelledStream(args.data, files, **data_options(args))
 
 
 def report_labelled(stream) -> None:
     """On stderr, what `load_labelled` says of a data set and its labels files, once `stream` is read."""
-    if stream is None:
-        return
-    if stream.warning():
+    if stream is not None and stream.warning():
         print(stream.warning(), file=sys.stderr)
-    if stream.files:
+    if stream is not None and stream.files:
         print(stream.applied().summary(), file=sys.stderr)
 
 
 def add_plugins_option(p: argparse.ArgumentParser) -> None:
-    """--plugins FILE.py|MODULE (repeatable). The
-    command line imports them before it builds its parser (cli/__init__.py's `run`), so what they
-    register is a choice of --engine, --format and --perturb; the value here is for --help."""
+    """--plugins FILE.py|MODULE (repeatable). The command line imports them before it builds its parser
+    (cli/__init__.py's `run`), so what they register is a choice of --engine, --format and --perturb;
+    the value here is for --help."""
     p.add_argument(PLUGINS_FLAG, dest="plugins", action="append", default=[], metavar="FILE.py|MODULE",
                    help=PLUGINS_HELP)
 
@@ -212,11 +221,11 @@ def engine_options(args, cfg=None) -> dict:
     from ..engine.hf_config import HFEngineConfig
     from ..engine.vllm_engine import VLLMOptions
 
-    check_engine_options(getattr(args, "engine", None) or "transformers", explicit(args))
+    engine = getattr(args, "engine", None) or "transformers"
+    check_engine_options(engine, explicit(args))
     kw, _ = adopt_adapter_images(args, config_kwargs(args, HFEngineConfig), {})
     if cfg is not None:
         kw["max_new_tokens"] = max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens, cfg.route_max_new_tokens)
-    engine = getattr(args, "engine", None) or "transformers"
     if engine == "vllm":
         if getattr(args, "openai_url", None):
             raise ValueError("--engine vllm runs vLLM in this process; --openai-url sends every call to a server: "
@@ -266,28 +275,36 @@ def needs_engine(cfg) -> bool:
     return (cfg.router == "model" and not cfg.fixed_category) or (cfg.fine and cfg.manual_cues is None)
 
 
+def checked_settings(args, cfg, out, resume: bool, extra: dict | None = None, **score_kw) -> dict | None:
+    """The settings record of an in-process run, from its configs (as Ray's is), with `out` checked
+    against it before the model loads (`precheck_out`); None with a server, whose engine asks it."""
+    from ..run_settings import planned_settings, precheck_out
+
+    options = engine_options(args, cfg)
+    if is_remote(options):
+        return None
+    settings, shard = planned_settings(cfg, options), score_kw.get("shard")
+    extra = {**(extra or {}), **({"shard": str(shard)} if shard else {})}
+    precheck_out(out, settings, args.data, resume=resume, force=score_kw.get("force_settings", False),
+                 calibration=score_kw.get("calibration"), extra=extra)
+    return settings
+
+
 def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_kw) -> dict:
-    """Load args.data (unless `loaded`) and, with `resume`, check the verdict file's settings (both failing before the
-    model loads), build the engine, score into `out`. An in-process engine's settings record comes
-    from its config (as Ray's does); a server's from the engine, which asks the server."""
+    """Load args.data (unless `loaded`) and, with `resume`, check the verdict file's settings (both failing
+    before the model loads), build the engine, score into `out`."""
     from ..formats import load_trajectories
     from ..pipeline import AdaptRubric
-    from ..run_settings import planned_settings, precheck_out
     from ..scoring import score_file, score_with
 
     if loaded is None:
-        loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
-    options = engine_options(args, cfg)
-    settings = None if is_remote(options) else planned_settings(cfg, options)
-    if settings is not None:
-        shard = score_kw.get("shard")
-        precheck_out(out, settings, args.data, resume=resume, force=score_kw.get("force_settings", False),
-                     calibration=score_kw.get("calibration"), extra={"shard": str(shard)} if shard else None)
+        loaded = load_trajectories(args.data, **data_options(args))
+    settings = checked_settings(args, cfg, out, resume, **score_kw)
     try:
         engine = make_engine(args, cfg)
     except Stopped as stop:  # stopped while the model loads: the summary says nothing was scored, all is left
         if settings is not None:
-            score_with(_NotStarted(stop), settings, args.data, out, resume=resume, fmt=args.format, progress=False,
+            score_with(_not_started(stop), settings, args.data, out, resume=resume, fmt=args.format, progress=False,
                        loaded=loaded, **score_kw)
         raise
     try:
@@ -301,19 +318,14 @@ def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_
         engine.close()
 
 
-class _NotStarted:
+def _not_started(stop: BaseException):
     """The scorer of a run stopped before its engine was up: it raises the stop, so `score_with` writes
     the summary of a run that scored nothing."""
-
-    def __init__(self, stop: BaseException):
-        self.stop = stop
-
-    def iter_score(self, trajs):
-        raise self.stop
+    def iter_score(trajs):
+        raise stop
         yield  # a generator, as a scorer's iter_score is
 
-    def summary(self) -> dict:
-        return {}
+    return SimpleNamespace(iter_score=iter_score, summary=dict)
 
 
 def add_coverage_options(p: argparse.ArgumentParser, subset: bool = True) -> None:

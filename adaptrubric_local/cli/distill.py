@@ -33,7 +33,6 @@ EXAMPLES = """examples:
 """
 
 
-# ----------------------------------------------------------------------------- collect
 def _collect_teacher(args, pcfg_for, loaded):
     """(teacher engine, manifest description, pipeline config, per-trajectory configs or None)."""
     from ..distill.collect import label_teacher, load_teacher_verdicts, verdict_groups, verdicts_teacher
@@ -62,19 +61,17 @@ def _collect_teacher(args, pcfg_for, loaded):
 
 
 def cmd_collect(args) -> int:
-    from .common import load_labelled
+    from .common import data_options, load_labelled
     from ..distill.collect import CollectConfig, collect, teacher_pipeline
     from ..flags import config_kwargs
 
     cfg = CollectConfig(**config_kwargs(args, CollectConfig))
-    if getattr(args, "labels", None):
+    if args.labels:
         loaded, labels = load_labelled(args, check_images=True)  # the data's labels with --labels applied
     else:  # read as a stream: the records parsed as the teacher asks for them
         from ..formats.stream import stream_trajectories
 
-        loaded = stream_trajectories(args.data, fmt=getattr(args, "format", "auto"),
-                                     image_roots=getattr(args, "image_root", None) or ())
-        labels = None
+        loaded, labels = stream_trajectories(args.data, **data_options(args)), None
     teacher, desc, pcfg, groups = _collect_teacher(
         args, lambda kind: teacher_pipeline(kind, args.router, args.max_images, args.teacher_max_new_tokens), loaded)
     try:
@@ -87,9 +84,8 @@ def cmd_collect(args) -> int:
         print(f"WARNING: {w}", file=sys.stderr)
     run = manifest["this_run"]
     if run["truncated"]:
-        print(f"{run['truncated']} teacher repl(ies) were cut at --teacher-max-new-tokens "
-              f"{args.teacher_max_new_tokens} "
-              "(finish_reason 'length') before the verdict block; a thinking teacher needs room to reason: run again "
+        print(f"{run['truncated']} teacher repl(ies) were cut at --teacher-max-new-tokens {args.teacher_max_new_tokens}"
+              " (finish_reason 'length') before the verdict block; a thinking teacher needs room to reason: run again "
               "with --resume and a larger --teacher-max-new-tokens", file=sys.stderr)
     if run["failed"]:
         print(f"{run['failed']} trajectory(ies) failed (see {Path(args.out) / 'failures.jsonl'}); run again with "
@@ -98,7 +94,6 @@ def cmd_collect(args) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- train / plan
 def cmd_train(args) -> int:
     from ..distill.config import config_from_args
     from ..distill.plan import format_plan
@@ -122,7 +117,6 @@ def cmd_plan(args) -> int:
     return cmd_train(args)
 
 
-# ----------------------------------------------------------------------------- evaluate / merge
 def cmd_evaluate(args) -> int:
     from ..distill.evaluate import evaluate
 
@@ -141,7 +135,6 @@ def cmd_merge(args) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- parser
 def add_subcommands(sub) -> None:
     """Register `distill {collect,train,plan,evaluate,merge}` on the main parser's subparsers."""
     from ..distill.collect import CollectConfig

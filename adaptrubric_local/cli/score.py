@@ -31,11 +31,6 @@ own resolution, up to 1024 verifier tokens (stopping once the verdict block is c
 
 def cmd_score(args) -> int:
     check_ray_flags(args)
-    with quiet_libraries(args) if args.quiet else contextlib.nullcontext():
-        return _score(args)
-
-
-def _score(args) -> int:
     cfg = pipeline_config(args)
     from ..formats import load_trajectories
     from ..formats.stream import Shard, stream_trajectories
@@ -47,8 +42,8 @@ def _score(args) -> int:
         raise ValueError("--shard splits the data between machines that each score their own file: give it without "
                          "--ray (which splits it between replicas already)")
     if args.ids or args.limit is not None:  # a subset: loaded whole
-        loaded, subset = pick_subset(load_trajectories(args.data, fmt=args.format, image_roots=args.image_root),
-                                     args.ids, args.limit)
+        loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
+        loaded, subset = pick_subset(loaded, args.ids, args.limit)
     else:  # streamed: parsed batch by batch as the scorer asks (formats/stream.py)
         loaded, subset = stream_trajectories(args.data, fmt=args.format, image_roots=args.image_root), None
     if ccfg is not None:  # a judge checks the student (cli/cascade.py)
@@ -58,7 +53,7 @@ def _score(args) -> int:
     else:
         summary = score_with_model(args, args.out, cfg, resume=args.resume, retry_errors=args.retry_errors,
                                    force_settings=args.force_settings, calibration=args.calibration, loaded=loaded,
-                                   **({"shard": shard} if shard else {}))
+                                   shard=shard)
     if subset:
         summary["subset"] = summary.setdefault("this_run", {})["subset"] = subset
         Path(summary["out"]).with_suffix(".summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -66,10 +61,9 @@ def _score(args) -> int:
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
     run = summary.get("this_run", summary)
-    if noise_note(args, run):
-        print(noise_note(args, run), file=sys.stderr)
-    elif cap_note(run, cfg.verify_max_new_tokens):
-        print(cap_note(run, cfg.verify_max_new_tokens), file=sys.stderr)
+    note = noise_note(args, run) or cap_note(run, cfg.verify_max_new_tokens)
+    if note:
+        print(note, file=sys.stderr)
     if run.get("hit_context"):
         print(f"note: {run['hit_context']} output(s) of this run were cut short by the model's context length "
               "(prompt + reply reached max_model_len) before the token cap: raise --max-model-len (on a server: its "
@@ -147,12 +141,10 @@ def quiet_libraries(args):
     libraries that load the model (transformers, the hub, torch, vLLM and its engine process; vLLM's
     errors go to stderr); set before they are imported, so their child processes inherit it. A setting
     the user made is kept; the environment is restored afterwards (a caller of `main` keeps its own)."""
-    import os
     import warnings
 
-    before = {k: os.environ.get(k) for k in QUIET_ENV}
-    for k, v in QUIET_ENV.items():
-        os.environ.setdefault(k, v)
+    from .streams import env_defaults
+
     if getattr(args, "engine", None) == "vllm":  # vLLM's loading bar: its load option (a runtime-only setting)
         try:
             extra = json.loads(args.vllm_engine_args) if getattr(args, "vllm_engine_args", None) else {}
@@ -165,27 +157,20 @@ def quiet_libraries(args):
     if bars_on:
         bars.disable_progress_bar()
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), env_defaults(QUIET_ENV):
             for category in (FutureWarning, DeprecationWarning):
                 warnings.filterwarnings("ignore", category=category)
             yield
     finally:
         if bars_on:
             bars.enable_progress_bar()
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def pick_subset(loaded, ids: list[str] | None, limit: int | None):
     """(`loaded` cut to --ids, then to its first --limit trajectories, a record of the subset for the
-    summary; or `loaded` and None without either). --ids names bad records too (by their error line's
+    summary). --ids names bad records too (by their error line's
     id), which then get their error lines; --limit counts the trajectories that loaded, in the data's
     order, and leaves the bad records out (said in the record). An id not in the data is an error."""
-    if not ids and limit is None:
-        return loaded, None
     from ..formats.base import LoadResult
     from ..scoring import error_id
 
@@ -215,12 +200,11 @@ def pick_subset(loaded, ids: list[str] | None, limit: int | None):
 
 def check_ray_flags(args) -> None:
     """The replica flags need --ray; --ray holds the transformers engine in process."""
-    from ..flags import config_kwargs, flag_name
     from ..scale_out.ray import RayConfig
+    from .common import refuse_given
 
-    given = sorted(config_kwargs(args, RayConfig, only_given=True))
-    if given and not args.ray:
-        raise ValueError(f"{', '.join(flag_name(g) for g in given)} need(s) --ray")
+    if not args.ray:
+        refuse_given(args, RayConfig, "--ray")
     if args.ray and getattr(args, "engine", None) == "vllm":
         raise ValueError("--ray replicas hold the transformers engine; with --engine vllm one process drives vLLM's "
                          "continuous batching (for several GPUs: --tensor-parallel-size, or one vLLM server per GPU "
@@ -247,7 +231,6 @@ def score_with_ray(args, cfg, loaded) -> dict:
         raise ValueError(str(exc)) from None  # one error line, not a traceback
 
 
-# ----------------------------------------------------------------------------- synth / tiny / demo
 def cmd_synth(args) -> int:
     from ..flags import config_kwargs
     from ..synth import SynthConfig, synthesize
@@ -291,7 +274,6 @@ def cmd_demo(args) -> int:
     return run_demo(Path(args.out), verbose=getattr(args, "verbose", False))
 
 
-# ----------------------------------------------------------------------------- registration
 def add_score_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `score`."""
     from ..flags import add_config_arguments, common
