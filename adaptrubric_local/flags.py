@@ -275,8 +275,6 @@ def explicit(args: argparse.Namespace) -> set[str]:
 
 def config_kwargs(args: argparse.Namespace, cls, skip: Iterable[str] = (), only_given: bool = False) -> dict:
     """Keyword arguments for `cls` from parsed flags (`only_given`: just the flags that were given)."""
-    names = [f.name for f in config_fields(cls, skip) if hasattr(args, f.name)]
-    if only_given:
-        given = explicit(args)
-        return {n: getattr(args, n) for n in names if n in given}
-    return {n: getattr(args, n) for n in names if hasattr(args, n)}
+    given = explicit(args) if only_given else None
+    return {f.name: getattr(args, f.name) for f in config_fields(cls, skip)
+            if hasattr(args, f.name) and (given is None or f.name in given)}

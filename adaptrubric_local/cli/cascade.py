@@ -250,7 +250,7 @@ def fit_pairs(args) -> list:
 def add_subcommands(sub) -> None:
     from ..cascade.config import SPOT_CHECK
 
-    p = add_command(sub, "cascade-fit", help="fit the band of student p_success that goes to the judge",
+    p = add_command(sub, "cascade-fit", cmd_fit, help="fit the band of student p_success that goes to the judge",
                        description="From trajectories scored by both the student and the judge (a cascade file's "
                                    "spot checks, or two verdict files), fit the narrowest band [LO, HI] of the "
                                    "student's p_success that keeps the cascade's agreement with judge-only scoring "
@@ -273,4 +273,3 @@ def add_subcommands(sub) -> None:
                         "set reaches the target; 0: the fit set's own figure, which new data misses about half "
                         "the time (default 0.95)")
     p.add_argument("--out", required=True, help="the band file to write (BAND.json)")
-    p.set_defaults(func=cmd_fit)

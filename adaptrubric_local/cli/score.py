@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from .common import FORMATTER, add_command, add_scoring_options, engine_options, pipeline_config, score_with_model
+from .common import add_command, add_scoring_options, engine_options, pipeline_config, score_with_model
 
 EXAMPLES = """examples:
   adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl
@@ -274,12 +274,18 @@ def cmd_demo(args) -> int:
     return run_demo(Path(args.out), verbose=getattr(args, "verbose", False))
 
 
-def add_score_arguments(p: argparse.ArgumentParser) -> None:
-    """The flags of `score`."""
+def add_subcommands(sub) -> None:
+    """Register the scoring-related subcommands."""
     from ..flags import add_config_arguments, common
     from ..scale_out.ray import RayConfig
     from .exits import GateConfig
 
+    p = add_command(sub, "score", cmd_score, help="score trajectories with Qwen3-VL, writing one verdict line each",
+                       description="Score every trajectory in DATA and stream verdict lines to --out as they "
+                                   "complete. A bad record becomes a line with status=error (its id kept); an "
+                                   "output that does not parse becomes status=unparsed (score null). Writes "
+                                   "OUT.config.json (settings) and OUT.summary.json beside it.",
+                       epilog=EXAMPLES)
     p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
     common(p.add_argument("--out", required=True, help="verdict JSONL to write"), "output")
     common(p.add_argument("--resume", action="store_true",
@@ -316,40 +322,25 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
 
     add_judge_arguments(p)
 
-
-def add_subcommands(sub) -> None:
-    """Register the scoring-related subcommands."""
-    p = add_command(sub, "score", help="score trajectories with Qwen3-VL, writing one verdict line each",
-                       description="Score every trajectory in DATA and stream verdict lines to --out as they "
-                                   "complete. A bad record becomes a line with status=error (its id kept); an "
-                                   "output that does not parse becomes status=unparsed (score null). Writes "
-                                   "OUT.config.json (settings) and OUT.summary.json beside it.",
-                       epilog=EXAMPLES)
-    add_score_arguments(p)
-    p.set_defaults(func=cmd_score)
-
-    p = sub.add_parser("synth", help="write labelled synthetic trajectories for every task family",
-                       formatter_class=FORMATTER, epilog="example:\n  adaptrubric synth --out runs/synth --tasks 16")
+    p = add_command(sub, "synth", cmd_synth, help="write labelled synthetic trajectories for every task family",
+                    description=None, epilog="example:\n  adaptrubric synth --out runs/synth --tasks 16")
     p.add_argument("--out", required=True, help="output folder (trajectories.jsonl + screens/)")
-    from ..flags import add_config_arguments
     from ..synth import SynthConfig
 
     add_config_arguments(p, SynthConfig)
-    p.set_defaults(func=cmd_synth)
 
     from ..distill.answering import AnsweringSettings
 
     a = AnsweringSettings()
     size = f"{a.size[0]}x{a.size[1]}"
-    p = add_command(sub, "make-tiny-model", help="build a tiny random Qwen3-VL offline and save it",
+    p = add_command(sub, "make-tiny-model", cmd_make_tiny, help="build a tiny random Qwen3-VL offline and save it",
                        description="A tiny Qwen3-VL (text head size 32, which vLLM's CPU and GPU kernels accept) "
                                    "that loads in both engines: random weights (its outputs are noise), or with "
-                                   "--answering a student distilled on the CPU that answers the "
-                                   "verifier prompt with parseable verdicts on the data it was trained on: synthetic "
-                                   "screens whose outcome banner shows the result (`synth --visible-outcome --size "
-                                   "96x192`, any seed); a final screen without the banner it scores 0. On real "
-                                   "screenshots it mostly writes unparseable verdicts. For comparing engines and "
-                                   "tests, not for judging anything.",
+                                   "--answering a student distilled on the CPU that answers the verifier prompt with "
+                                   "parseable verdicts on the data it was trained on: synthetic screens whose outcome "
+                                   "banner shows the result (`synth --visible-outcome --size 96x192`, any seed); a "
+                                   "final screen without the banner it scores 0. On real screenshots it mostly writes "
+                                   "unparseable verdicts. For comparing engines and tests, not for judging anything.",
                        epilog="examples:\n  adaptrubric make-tiny-model runs/tiny\n"
                               "  adaptrubric make-tiny-model runs/tiny-qwen3 --tokenizer qwen3   # real tokenizer, "
                               "151,936 rows\n"
@@ -369,12 +360,9 @@ def add_subcommands(sub) -> None:
                    help=f"distil and merge a tiny student that writes verdicts, trained on {a.n_tasks} x "
                         f"{a.candidates} synthetic trajectories at {size} with the outcome banner and a copy of each "
                         f"success without it, labelled 0 (labels as a teacher {a.teacher_p:g} sure); score it with "
-                        "--router rules --no-fine on `synth --visible-outcome "
-                        f"--size {size}` data (a final screen without the banner it scores 0; on real screenshots "
-                        "its verdicts mostly do not parse)")
-    p.set_defaults(func=cmd_make_tiny)
+                        f"--router rules --no-fine on `synth --visible-outcome --size {size}` data (a final screen "
+                        "without the banner it scores 0; on real screenshots its verdicts mostly do not parse)")
 
-    p = sub.add_parser("demo", help="the product end to end on generated data, on the CPU",
-                       formatter_class=FORMATTER, epilog="example:\n  adaptrubric demo --out runs/demo")
+    p = add_command(sub, "demo", cmd_demo, help="the product end to end on generated data, on the CPU",
+                    description=None, epilog="example:\n  adaptrubric demo --out runs/demo")
     p.add_argument("--out", default="runs/demo", help="working folder (default runs/demo)")
-    p.set_defaults(func=cmd_demo)

@@ -38,7 +38,7 @@ def cmd_compact(args) -> int:
 
 def add_subcommands(sub) -> None:
     """Register `merge-shards` and `compact`."""
-    p = add_command(sub, "compact", help="write a verdict file's last line per id (one line per id)",
+    p = add_command(sub, "compact", cmd_compact, help="write a verdict file's last line per id (one line per id)",
                        description="A verdict file may hold several lines of one id (a resumed run's retried "
                                    "errors, a cascade's lines asked of the judge again); readers take the last "
                                    "one. Write the last line of each id, in the order the ids first appear, to "
@@ -47,9 +47,9 @@ def add_subcommands(sub) -> None:
                        epilog="examples:\n  adaptrubric compact v.jsonl --out v.compact.jsonl")
     p.add_argument("verdicts", metavar="VERDICTS", help="the verdict JSONL to compact (left as it is)")
     p.add_argument("--out", required=True, help="the compacted verdict JSONL to write (must not hold lines)")
-    p.set_defaults(func=cmd_compact)
 
-    p = add_command(sub, "merge-shards", help="join the verdict files of `score --shard I/N` into one",
+    p = add_command(sub, "merge-shards", cmd_merge_shards,
+                    help="join the verdict files of `score --shard I/N` into one",
                        description="Check that the shard files cover the data once (shards 1..N each once, the "
                                    "same settings, no id in two shards, every record of DATA answered), "
                                    "then write them as one verdict file with its config and summary sidecars. "
@@ -60,4 +60,3 @@ def add_subcommands(sub) -> None:
                    help="the verdict files `score --shard I/N` wrote")
     p.add_argument("--out", required=True, help="the merged verdict JSONL to write (must not hold lines)")
     add_data_options(p)
-    p.set_defaults(func=cmd_merge_shards)
