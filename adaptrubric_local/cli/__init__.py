@@ -302,8 +302,7 @@ def run(argv: list[str], own: bool = False) -> int:
 def _exit_now(code: int) -> None:
     """End a stopped command's process here: its clean-up (every `finally`, the engine's close) has run,
     and the interpreter's finalisation would only delay the exit (a full garbage collection over what
-    torch and vLLM allocated, then binding libraries' reports of what was
-    never freed)."""
+    torch and vLLM allocated, then binding libraries' reports of what was never freed)."""
     import os
 
     sys.stdout.flush()

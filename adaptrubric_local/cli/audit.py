@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .common import add_command, add_scoring_options, engine_from_options, engine_options, make_engine, pipeline_config
+from .common import add_command, add_scoring_options, engine_from_options, engine_options, pipeline_config
 
 EXAMPLES = """examples:
   adaptrubric audit DATA --model Qwen/Qwen3-VL-8B-Instruct --out runs/audit-8b
@@ -34,10 +34,8 @@ def perturbation_table() -> str:
     """The registered perturbations: name, what it changes, what a robust verifier does, the label."""
     from ..audit import REGISTRY
 
-    rows = [f"{'name':<22} {'label':<9} change -> a robust verifier"]
-    for p in REGISTRY.values():
-        rows.append(f"{p.name:<22} {p.label!s:<9} {p.change} -> {p.robust}")
-    return "\n".join(rows)
+    return "\n".join([f"{'name':<22} {'label':<9} change -> a robust verifier",
+                      *(f"{p.name:<22} {p.label!s:<9} {p.change} -> {p.robust}" for p in REGISTRY.values())])
 
 
 def summary_lines(audit: dict) -> list[str]:
@@ -88,7 +86,7 @@ def cmd_audit(args) -> int:
     from ..pipeline import AdaptRubric
 
     options = engine_options(args, cfg)
-    engine = make_engine(args, cfg)
+    engine = engine_from_options(options)
     try:
         audit = run_audit(AdaptRubric(engine, cfg), args.data, args.out, chosen, loaded=loaded, resume=args.resume,
                             progress=not args.quiet, image_roots=args.image_root, engine_options=options,

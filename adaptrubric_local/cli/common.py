@@ -62,11 +62,11 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
                                "folder (repeatable)"), "data")
 
 
-def add_labels_options(p: argparse.ArgumentParser) -> None:
-    """--labels FILE (repeatable), one flag per LabelsConfig field."""
+def add_labels_options(p: argparse.ArgumentParser, title: str = "labels (what the review page exports)") -> None:
+    """--labels FILE (repeatable), one flag per LabelsConfig field, in the group `title`."""
     from ..labels import LabelsConfig
 
-    add_config_arguments(p.add_argument_group("labels (what the review page exports)"), LabelsConfig)
+    add_config_arguments(p.add_argument_group(title), LabelsConfig)
 
 
 def data_options(args) -> dict:

@@ -40,9 +40,7 @@ def _collect_teacher(args, pcfg_for, loaded):
     from ..flags import config_kwargs
 
     tcfg = TeacherConfig(**config_kwargs(args, TeacherConfig))
-    chosen = [x for x in (tcfg.teacher_model, tcfg.teacher_url, args.teacher_verdicts) if x] + (
-        ["labels"] if args.teacher_labels else [])
-    if len(chosen) != 1:
+    if sum(map(bool, (tcfg.teacher_model, tcfg.teacher_url, args.teacher_verdicts, args.teacher_labels))) != 1:
         raise ValueError("give exactly one teacher: --teacher-model, --teacher-url, --teacher-verdicts or "
                          "--teacher-labels")
     if tcfg.kind:
@@ -141,7 +139,7 @@ def add_subcommands(sub) -> None:
     from ..engine.teacher import TeacherConfig
     from ..flags import add_config_arguments, common
     from ..pipeline import PipelineConfig
-    from .common import add_command, add_data_argument, add_out_option
+    from .common import add_command, add_data_argument, add_labels_options, add_out_option
 
     d = add_command(sub, "distill", help="distil a large judge into a LoRA adapter for a small verifier",
         description="Collect a teacher's AdaptRubric judgments, train a LoRA student on them, evaluate it against the "
@@ -157,9 +155,9 @@ def add_subcommands(sub) -> None:
     t = p.add_argument_group("teacher (exactly one of --teacher-model, --teacher-url, --teacher-verdicts, "
                              "--teacher-labels)")
     add_config_arguments(t, TeacherConfig)
-    common(t.add_argument("--teacher-verdicts", help="verdict JSONL produced elsewhere (each line needs 'raw'; "
-                                                     "its p_success, when present, is kept as the teacher's "
-                                                     "probability)"), "teacher")
+    common(t.add_argument("--teacher-verdicts", help="verdict JSONL produced elsewhere (each line needs 'raw'; its "
+                                                     "p_success, when present, is kept as the teacher's probability)"),
+           "teacher")
     common(t.add_argument("--teacher-labels", action="store_true",
                           help="use the data's labels as the teacher's verdicts (with --labels: those files' labels "
                                "over the data's)"), "teacher")
@@ -167,10 +165,8 @@ def add_subcommands(sub) -> None:
                              "labels and verdicts, which carry no router answers)")
     add_config_arguments(g, PipelineConfig, only=("router", "max_images"), defaults={"router": None})
     add_config_arguments(p.add_argument_group("collection"), CollectConfig)
-    from ..labels import LabelsConfig
-
-    add_config_arguments(p.add_argument_group("labels (what the review page exports; the records' labels, "
-                                              "--agree-with-labels and --teacher-labels read them)"), LabelsConfig)
+    add_labels_options(p, "labels (what the review page exports; the records' labels, --agree-with-labels and "
+                          "--teacher-labels read them)")
     common(p.add_argument("--resume", action="store_true", help="continue DIR: skip what is there, retry failures "
                                                                 "(and truncated replies once the token cap is raised)"),
            "output")

@@ -60,23 +60,18 @@ SERVE_DEFAULTS = {"max_pending": 1024}  # a service bounds its queue (503 beyond
 
 
 def cmd_serve(args) -> int:
-    from ..cascade.config import CascadeConfig
-    from ..engine.build import EngineChoice
-    from ..engine.hf_config import HFEngineConfig
-    from ..engine.remote import RemoteConfig
-    from ..engine.vllm_engine import VLLMOptions
+    from dataclasses import fields
+
     from ..flags import config_kwargs, explicit
-    from ..pipeline import PipelineConfig
-    from ..rewards.config import RewardConfig, load_options
+    from ..rewards.config import load_options
     from ..rewards.model import RewardModel
     from ..rewards.serve import ServeConfig, serve
     from .common import check_engine_options
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     opts = {**SERVE_DEFAULTS, **(load_options(args.config) if args.config else {})}
-    for cls, skip in ((RewardConfig, CLIENT_ONLY), (PipelineConfig, ()), (EngineChoice, ()), (HFEngineConfig, ()),
-                      (VLLMOptions, ()), (RemoteConfig, ()), (CascadeConfig, ())):
-        opts.update(config_kwargs(args, cls, skip=skip, only_given=True))
+    service = {f.name for f in fields(ServeConfig)}  # every other config flag (add_arguments) is a verifier option
+    opts.update({name: getattr(args, name) for name in sorted(explicit(args) - service)})
     if "trajectories_per_batch" not in opts and opts.get("max_batch_size"):  # as every command derives it
         opts["trajectories_per_batch"] = max(4 * opts["max_batch_size"], 8)
     if opts.get("service_url"):
