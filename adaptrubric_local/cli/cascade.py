@@ -138,32 +138,11 @@ def report_cascade(c: dict, warn_below: float) -> None:
               file=sys.stderr)
 
 
-FAILED_MARK = '"judge_error": "'  # in every line whose judge failed (json.dumps' own spacing); None is null
-
-
 def failed_lines(out: Path) -> list[dict]:
-    """The last lines of the verdict file `out` whose judge failed, read line by line: only those lines
-    are held (a line without FAILED_MARK is passed over by its leading id, unparsed)."""
-    from ..verdict_file import line_id, repair_torn_tail
+    """The last lines of the verdict file `out` whose judge failed, read one line at a time."""
+    from ..verdict_file import iter_last_lines
 
-    failed: dict[str, dict] = {}
-    if not out.is_file():
-        return []
-    repair_torn_tail(out)
-    with open(out, encoding="utf-8") as fh:
-        for k, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            if FAILED_MARK in line:
-                d = json.loads(line)
-                if d.get("judge_error"):
-                    failed[str(d["id"])] = d
-                    continue
-                i = str(d["id"])
-            else:
-                i = line_id(line, out, k)
-            failed.pop(i, None)
-    return list(failed.values())
+    return [d for d in iter_last_lines(out) if d.get("judge_error")]
 
 
 def rejudge_failed(cascade, out: Path, loaded) -> int:
