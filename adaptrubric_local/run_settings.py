@@ -92,9 +92,8 @@ def check_resume(out: Path, meta: dict, force: bool) -> dict:
         return {**old, "data": meta.get("data", old.get("data")),
                 **{k: meta[k] for k in ("data_fingerprint", "runtime") if k in meta}}
     if not force:
-        raise ValueError(f"--resume: {out} was begun with other settings ({'; '.join(diff)}). Use the original "
-                         "flags, write to a new --out, or pass --force-settings to mix them (recorded in "
-                         f"{path.name})")
+        raise ValueError(f"--resume: {out} was begun with other settings ({'; '.join(diff)}). Use the original flags, "
+                         f"write to a new --out, or pass --force-settings to mix them (recorded in {path.name})")
     when = datetime.datetime.now().isoformat(timespec="seconds")
     old.setdefault("forced_resumes", []).append({"at": when, "differences": diff})
     return old

@@ -230,12 +230,11 @@ def add_subcommands(sub) -> None:
     from ..cascade.config import SPOT_CHECK
 
     p = add_command(sub, "cascade-fit", cmd_fit, help="fit the band of student p_success that goes to the judge",
-                       description="From trajectories scored by both the student and the judge (a cascade file's "
-                                   "spot checks, or two verdict files), fit the narrowest band [LO, HI] of the "
-                                   "student's p_success that keeps the cascade's agreement with judge-only scoring "
-                                   "at or above --target-agreement, and write it for `score --cascade-band`. Exit 1 "
-                                   "when the target cannot be met within --max-judge-share.",
-                       epilog=FIT_EXAMPLES)
+        description="From trajectories scored by both the student and the judge (a cascade file's spot checks, or two "
+                    "verdict files), fit the narrowest band [LO, HI] of the student's p_success that keeps the "
+                    "cascade's agreement with judge-only scoring at or above --target-agreement, and write it for "
+                    "`score --cascade-band`. Exit 1 when the target cannot be met within --max-judge-share.",
+        epilog=FIT_EXAMPLES)
     p.add_argument("verdicts", nargs="?", metavar="VERDICTS", help="a cascade verdict file (its spot-checked lines)")
     p.add_argument("--student", help="the student's verdict file (with --judge)")
     p.add_argument("--judge", help="the judge's verdict file on the same trajectories (with --student)")

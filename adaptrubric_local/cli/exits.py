@@ -29,8 +29,7 @@ EXIT_STATUSES: dict[int, tuple[str, str]] = {
             "any work is done"),
     ERROR_LINES: ("error lines", "`score --fail-on-error` when the verdict file holds `error` lines (bad records, "
                                  "failed calls); the verdicts and the summary are written as without it"),
-    SIGINT_STATUS: ("stopped by Ctrl-C (SIGINT)", "every command; what was done is kept (`score --resume` "
-                                                  "continues)"),
+    SIGINT_STATUS: ("stopped by Ctrl-C (SIGINT)", "every command; what was done is kept (`score --resume` continues)"),
     SIGTERM_STATUS: ("stopped by SIGTERM", "every command, as for Ctrl-C; `serve` shuts down gracefully and exits 0"),
 }
 

@@ -281,11 +281,10 @@ def add_subcommands(sub) -> None:
     from .exits import GateConfig
 
     p = add_command(sub, "score", cmd_score, help="score trajectories with Qwen3-VL, writing one verdict line each",
-                       description="Score every trajectory in DATA and stream verdict lines to --out as they "
-                                   "complete. A bad record becomes a line with status=error (its id kept); an "
-                                   "output that does not parse becomes status=unparsed (score null). Writes "
-                                   "OUT.config.json (settings) and OUT.summary.json beside it.",
-                       epilog=EXAMPLES)
+        description="Score every trajectory in DATA and stream verdict lines to --out as they complete. A bad record "
+                    "becomes a line with status=error (its id kept); an output that does not parse becomes "
+                    "status=unparsed (score null). Writes OUT.config.json (settings) and OUT.summary.json beside it.",
+        epilog=EXAMPLES)
     p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
     common(p.add_argument("--out", required=True, help="verdict JSONL to write"), "output")
     common(p.add_argument("--resume", action="store_true",
@@ -323,7 +322,7 @@ def add_subcommands(sub) -> None:
     add_judge_arguments(p)
 
     p = add_command(sub, "synth", cmd_synth, help="write labelled synthetic trajectories for every task family",
-                    description=None, epilog="example:\n  adaptrubric synth --out runs/synth --tasks 16")
+        description=None, epilog="example:\n  adaptrubric synth --out runs/synth --tasks 16")
     p.add_argument("--out", required=True, help="output folder (trajectories.jsonl + screens/)")
     from ..synth import SynthConfig
 
@@ -334,19 +333,16 @@ def add_subcommands(sub) -> None:
     a = AnsweringSettings()
     size = f"{a.size[0]}x{a.size[1]}"
     p = add_command(sub, "make-tiny-model", cmd_make_tiny, help="build a tiny random Qwen3-VL offline and save it",
-                       description="A tiny Qwen3-VL (text head size 32, which vLLM's CPU and GPU kernels accept) "
-                                   "that loads in both engines: random weights (its outputs are noise), or with "
-                                   "--answering a student distilled on the CPU that answers the verifier prompt with "
-                                   "parseable verdicts on the data it was trained on: synthetic screens whose outcome "
-                                   "banner shows the result (`synth --visible-outcome --size 96x192`, any seed); a "
-                                   "final screen without the banner it scores 0. On real screenshots it mostly writes "
-                                   "unparseable verdicts. For comparing engines and tests, not for judging anything.",
-                       epilog="examples:\n  adaptrubric make-tiny-model runs/tiny\n"
-                              "  adaptrubric make-tiny-model runs/tiny-qwen3 --tokenizer qwen3   # real tokenizer, "
-                              "151,936 rows\n"
-                              "  adaptrubric make-tiny-model runs/tiny-answering --answering\n"
-                              "  adaptrubric synth --out runs/answerable --visible-outcome --size 96x192 --seed 1   "
-                              "# data it answers")
+        description="A tiny Qwen3-VL (text head size 32, which vLLM's CPU and GPU kernels accept) that loads in both "
+                    "engines: random weights (its outputs are noise), or with --answering a student distilled on the "
+                    "CPU that answers the verifier prompt with parseable verdicts on the data it was trained on: "
+                    "synthetic screens whose outcome banner shows the result (`synth --visible-outcome --size 96x192`, "
+                    "any seed); a final screen without the banner it scores 0. On real screenshots it mostly writes "
+                    "unparseable verdicts. For comparing engines and tests, not for judging anything.",
+        epilog="examples:\n  adaptrubric make-tiny-model runs/tiny\n"
+               "  adaptrubric make-tiny-model runs/tiny-qwen3 --tokenizer qwen3   # real tokenizer, 151,936 rows\n"
+               "  adaptrubric make-tiny-model runs/tiny-answering --answering\n"
+               "  adaptrubric synth --out runs/answerable --visible-outcome --size 96x192 --seed 1   # data it answers")
     p.add_argument("dir", help="output folder")
     p.add_argument("--seed", type=int, default=0, help="random seed of the weights (default 0)")
     p.add_argument("--tokenizer", choices=["trained", "qwen3"], default="trained",
@@ -364,5 +360,5 @@ def add_subcommands(sub) -> None:
                         "without the banner it scores 0; on real screenshots its verdicts mostly do not parse)")
 
     p = add_command(sub, "demo", cmd_demo, help="the product end to end on generated data, on the CPU",
-                    description=None, epilog="example:\n  adaptrubric demo --out runs/demo")
+        description=None, epilog="example:\n  adaptrubric demo --out runs/demo")
     p.add_argument("--out", default="runs/demo", help="working folder (default runs/demo)")

@@ -39,22 +39,20 @@ def cmd_compact(args) -> int:
 def add_subcommands(sub) -> None:
     """Register `merge-shards` and `compact`."""
     p = add_command(sub, "compact", cmd_compact, help="write a verdict file's last line per id (one line per id)",
-                       description="A verdict file may hold several lines of one id (a resumed run's retried "
-                                   "errors, a cascade's lines asked of the judge again); readers take the last "
-                                   "one. Write the last line of each id, in the order the ids first appear, to "
-                                   "--out, with copies of the config and summary sidecars, for tools that take "
-                                   "the file as it is (pandas).",
-                       epilog="examples:\n  adaptrubric compact v.jsonl --out v.compact.jsonl")
+        description="A verdict file may hold several lines of one id (a resumed run's retried errors, a "
+                    "cascade's lines asked of the judge again); readers take the last one. Write the "
+                    "last line of each id, in the order the ids first appear, to --out, with copies of "
+                    "the config and summary sidecars, for tools that take the file as it is (pandas).",
+        epilog="examples:\n  adaptrubric compact v.jsonl --out v.compact.jsonl")
     p.add_argument("verdicts", metavar="VERDICTS", help="the verdict JSONL to compact (left as it is)")
     p.add_argument("--out", required=True, help="the compacted verdict JSONL to write (must not hold lines)")
 
     p = add_command(sub, "merge-shards", cmd_merge_shards,
                     help="join the verdict files of `score --shard I/N` into one",
-                       description="Check that the shard files cover the data once (shards 1..N each once, the "
-                                   "same settings, no id in two shards, every record of DATA answered), "
-                                   "then write them as one verdict file with its config and summary sidecars. "
-                                   "Prints the summary JSON.",
-                       epilog=EXAMPLES)
+        description="Check that the shard files cover the data once (shards 1..N each once, the same "
+                    "settings, no id in two shards, every record of DATA answered), then write them as "
+                    "one verdict file with its config and summary sidecars. Prints the summary JSON.",
+        epilog=EXAMPLES)
     p.add_argument("data", metavar="DATA", help="the data that was scored: every record must have its verdict")
     p.add_argument("--shards", nargs="+", required=True, metavar="SHARD.jsonl",
                    help="the verdict files `score --shard I/N` wrote")
