@@ -250,20 +250,17 @@ def add_config_arguments(parser, cls, skip: Iterable[str] = (), defaults: dict |
             allowed = list(allowed())
         tail = shown_default(f, default, kind, optional, shown.get(f.name)).replace("%", "%%")
         if kind is bool:
-            action = parser.add_argument(flag_name(f.name), dest=f.name, action=RecordBool, default=used,
-                                         help=f"{text} {tail}")
+            kw = {"action": RecordBool}
         elif typing.get_origin(kind) is list:
             tail = "(repeatable)" if not default and not f.metadata.get("none") else f"(repeatable) {tail}"
-            action = parser.add_argument(flag_name(f.name), dest=f.name, action=RecordAppend, default=used,
-                                         metavar=f.metadata.get("metavar", "VALUE"), help=f"{text} {tail}")
+            kw = {"action": RecordAppend, "metavar": f.metadata.get("metavar", "VALUE")}
         else:
             nargs = f.metadata.get("nargs")  # a fixed-length tuple given as separate values: --band LO HI
             convert = typing.get_args(kind)[0] if nargs else (
                 _csv if typing.get_origin(kind) is tuple else (none_or(kind) if optional else kind))
-            action = parser.add_argument(flag_name(f.name), dest=f.name, type=convert, default=used, action=Record,
-                                         choices=allowed, nargs=nargs,
-                                         metavar=None if allowed else f.metadata.get("metavar", f.name.upper()),
-                                         help=f"{text} {tail}")
+            kw = {"action": Record, "type": convert, "choices": allowed, "nargs": nargs,
+                  "metavar": None if allowed else f.metadata.get("metavar", f.name.upper())}
+        action = parser.add_argument(flag_name(f.name), dest=f.name, default=used, help=f"{text} {tail}", **kw)
         if f.metadata.get("common"):
             common(action, f.metadata["common"])
 

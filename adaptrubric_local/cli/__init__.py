@@ -146,8 +146,7 @@ def cmd_prompt(args) -> int:
     print("\n[screenshots]")
     for i in p.selection.indices:
         print(f"  step {i + 1}: {traj.steps[i].screenshot}  ({p.selection.reasons[i]})")
-    print()
-    print(req.suffix)
+    print(f"\n{req.suffix}")
     print(f"\n# category={p.route.category} ({p.route.mode} router{'' if p.route.parsed else ', unparsed: fell back'}) "
           f"cues={len(p.cues.cues)} images={len(p.images)} ablation={cfg.ablation} bank={pipe.bank.sha}",
           file=sys.stderr)

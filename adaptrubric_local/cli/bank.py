@@ -72,14 +72,13 @@ def cmd_induce(args) -> int:
 
 
 def cmd_refine(args) -> int:
+    from ..bank import DEFAULT_BANK
     from ..bank_induction.refine import RefineConfig, refine
+    from ..flags import config_kwargs
     from .common import make_engine, pipeline_config
 
     if not args.model:
         raise ValueError("--model (the verifier the bank is refined for) is required")
-    from ..bank import DEFAULT_BANK
-    from ..flags import config_kwargs
-
     cfg = RefineConfig(**config_kwargs(args, RefineConfig))
     bank = args.bank_path or str(DEFAULT_BANK)
     pcfg = pipeline_config(args, bank_path=bank)

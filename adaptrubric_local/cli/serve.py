@@ -7,7 +7,7 @@ import argparse
 import logging
 
 from ..flags import Parser
-from .common import add_model_options, add_remote_options
+from .common import FORMATTER, add_command, add_model_options, add_remote_options
 
 EXAMPLES = """examples:
   adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
@@ -119,19 +119,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_subcommands(sub) -> None:
     """Register `serve`."""
-    p = sub.add_parser("serve", help="run the verifier as an HTTP reward service shared by rollout workers",
-                       description="One verifier shared by every rollout worker: concurrent requests are batched "
-                                   "together (dynamic batching), routes and cues are cached across clients, a full "
-                                   "queue answers 503. Endpoints: GET /health, POST /score, POST /openrlhf. "
-                                   "With an API key every request needs 'Authorization: Bearer <key>'.",
-                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
+    add_arguments(add_command(sub, "serve", help="run the verifier as an HTTP reward service shared by rollout workers",
+        description="One verifier shared by every rollout worker: concurrent requests are batched together (dynamic "
+                    "batching), routes and cues are cached across clients, a full queue answers 503. Endpoints: GET "
+                    "/health, POST /score, POST /openrlhf. With an API key every request needs 'Authorization: Bearer "
+                    "<key>'.", epilog=EXAMPLES))
 
 
 def main(argv=None) -> int:
     """`python -m adaptrubric_local.cli.serve` (the same flags as `adaptrubric serve`)."""
-    ap = Parser(prog="adaptrubric serve", epilog=EXAMPLES,
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(prog="adaptrubric serve", epilog=EXAMPLES, formatter_class=FORMATTER)
     add_arguments(ap)
     args = ap.parse_args(argv)
     return args.func(args)
