@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..flags import Parser, add_config_arguments, explicit
 from ..flags import common as mark_common  # (`common` is the name of the sub-module cli/common.py)
-from ..pipeline import PipelineConfig
+from ..pipeline import AdaptRubric, PipelineConfig
 from ..registry import load_plugins, plugins_in
 from ..stopping import Stopped, stop_behind, stop_on_signals
 from .common import (
@@ -62,8 +62,6 @@ EXAMPLES = """examples:
 
 
 def cmd_route(args) -> int:
-    from ..pipeline import AdaptRubric, PipelineConfig
-
     cfg = PipelineConfig(router=args.router, fine=False, bank_path=args.bank_path)
     engine = None
     if args.router == "model":
@@ -113,7 +111,6 @@ def cmd_route(args) -> int:
 
 def cmd_prompt(args) -> int:
     from ..formats import load_trajectories
-    from ..pipeline import AdaptRubric
 
     cfg = pipeline_config(args)
     if needs_engine(cfg) and not args.model:

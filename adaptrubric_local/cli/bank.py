@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..flags import add_config_arguments, common, config_kwargs
+
 EXAMPLES = """examples:
   # 1. induce a bank from labelled trajectories of your own apps (a served teacher, or a local one)
   adaptrubric bank induce DATA --out my_bank.yaml --teacher-url http://judge:8000/v1 \\
@@ -26,7 +28,6 @@ EXAMPLES = """examples:
 
 def _teacher_options(p: argparse.ArgumentParser) -> None:
     from ..engine.teacher import TeacherConfig
-    from ..flags import add_config_arguments
 
     t = p.add_argument_group("teacher (exactly one: a local model, or an OpenAI-compatible endpoint)")
     add_config_arguments(t, TeacherConfig)
@@ -38,7 +39,6 @@ def _inputs(args) -> tuple:
     """(the --induction-prompts, DATA's trajectories, the teacher): what `induce` and `refine` read."""
     from ..bank_induction.prompts import load_induction_prompts
     from ..engine.teacher import TeacherConfig
-    from ..flags import config_kwargs
     from ..formats import load_trajectories
 
     prompts = load_induction_prompts(args.induction_prompts)
@@ -55,7 +55,6 @@ def _inputs(args) -> tuple:
 
 def cmd_induce(args) -> int:
     from ..bank_induction.induce import InduceConfig, induce
-    from ..flags import config_kwargs
 
     kw = config_kwargs(args, InduceConfig)
     cfg = InduceConfig(**{**kw, "name": kw.get("name") or Path(args.out).stem})
@@ -74,7 +73,6 @@ def cmd_induce(args) -> int:
 def cmd_refine(args) -> int:
     from ..bank import DEFAULT_BANK
     from ..bank_induction.refine import RefineConfig, refine
-    from ..flags import config_kwargs
     from .common import make_engine, pipeline_config
 
     if not args.model:
@@ -101,7 +99,6 @@ def add_subcommands(sub) -> None:
     """Register `bank {induce,refine,validate}` on the main parser's subparsers."""
     from ..bank_induction.induce import InduceConfig
     from ..bank_induction.refine import RefineConfig
-    from ..flags import add_config_arguments, common
     from .common import add_command, add_data_argument, add_data_options, add_out_option, add_scoring_options
 
     b = add_command(sub, "bank", help="build and check a rubric bank for your own apps (induce, refine, validate)",

@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..flags import add_config_arguments, config_kwargs
 from .common import add_command
 
 FIT_EXAMPLES = """examples:
@@ -26,7 +27,6 @@ def add_judge_arguments(p: argparse.ArgumentParser, hide_defaults: bool = False)
     """The cascade's flags on `score` and `serve` (cascade/config.py's CascadeConfig, one flag per field;
     `hide_defaults`: a flag not given leaves a --config file's value)."""
     from ..cascade.config import CascadeConfig
-    from ..flags import add_config_arguments
 
     add_config_arguments(p.add_argument_group("judge (a cascade: the judge checks what the student is unsure of; "
                                               "docs/student-judge.md)"), CascadeConfig,
@@ -36,7 +36,6 @@ def add_judge_arguments(p: argparse.ArgumentParser, hide_defaults: bool = False)
 def cascade_config(args):
     """The CascadeConfig of the flags; None when no judge was given (then no cascade flag may be)."""
     from ..cascade.config import CascadeConfig
-    from ..flags import config_kwargs
     from .common import refuse_given
 
     cfg = CascadeConfig(**config_kwargs(args, CascadeConfig))

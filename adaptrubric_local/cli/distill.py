@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..flags import add_config_arguments, common, config_kwargs
+
 EXAMPLES = """examples:
   # 1. collect a teacher's judgments (exactly one teacher)
   adaptrubric distill collect DATA --out runs/distill --teacher-url http://judge:8000/v1 \\
@@ -37,7 +39,6 @@ def _collect_teacher(args, pcfg_for, loaded):
     """(teacher engine, manifest description, pipeline config, per-trajectory configs or None)."""
     from ..distill.collect import label_teacher, load_teacher_verdicts, verdict_groups, verdicts_teacher
     from ..engine.teacher import TeacherConfig
-    from ..flags import config_kwargs
 
     tcfg = TeacherConfig(**config_kwargs(args, TeacherConfig))
     if sum(map(bool, (tcfg.teacher_model, tcfg.teacher_url, args.teacher_verdicts, args.teacher_labels))) != 1:
@@ -61,7 +62,6 @@ def _collect_teacher(args, pcfg_for, loaded):
 def cmd_collect(args) -> int:
     from .common import data_options, load_labelled
     from ..distill.collect import CollectConfig, collect, teacher_pipeline
-    from ..flags import config_kwargs
 
     cfg = CollectConfig(**config_kwargs(args, CollectConfig))
     if args.labels:
@@ -137,7 +137,6 @@ def add_subcommands(sub) -> None:
     """Register `distill {collect,train,plan,evaluate,merge}` on the main parser's subparsers."""
     from ..distill.collect import CollectConfig
     from ..engine.teacher import TeacherConfig
-    from ..flags import add_config_arguments, common
     from ..pipeline import PipelineConfig
     from .common import add_command, add_data_argument, add_labels_options, add_out_option
 

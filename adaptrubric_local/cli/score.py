@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..flags import add_config_arguments, common, config_kwargs, explicit
 from .common import add_command, add_scoring_options, engine_options, pipeline_config, score_with_model
 
 EXAMPLES = """examples:
@@ -103,7 +104,6 @@ def cap_note(run: dict, cap: int) -> str | None:
 
 def gate_status(args, summary: dict) -> int:
     """The exit status: 0, or with --fail-on-error and error lines in the file, exits.ERROR_LINES."""
-    from ..flags import config_kwargs
     from .exits import GateConfig
 
     status = GateConfig(**config_kwargs(args, GateConfig)).status(summary)
@@ -216,7 +216,6 @@ def check_ray_flags(args) -> None:
 
 def score_with_ray(args, cfg, loaded) -> dict:
     """`score --ray`: replicas on Ray (local or --ray-address), the driver writing --out."""
-    from ..flags import config_kwargs, explicit
     from ..scale_out.ray import RayConfig, ReplicasGone, score_ray
 
     ray_cfg = RayConfig(**config_kwargs(args, RayConfig))
@@ -232,7 +231,6 @@ def score_with_ray(args, cfg, loaded) -> dict:
 
 
 def cmd_synth(args) -> int:
-    from ..flags import config_kwargs
     from ..synth import SynthConfig, synthesize
 
     cfg = SynthConfig(**config_kwargs(args, SynthConfig))
@@ -276,7 +274,6 @@ def cmd_demo(args) -> int:
 
 def add_subcommands(sub) -> None:
     """Register the scoring-related subcommands."""
-    from ..flags import add_config_arguments, common
     from ..scale_out.ray import RayConfig
     from .exits import GateConfig
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from ..flags import Parser
+from ..flags import Parser, add_config_arguments, common, config_kwargs, explicit
 from .common import FORMATTER, add_command, add_model_options, add_remote_options
 
 EXAMPLES = """examples:
@@ -62,7 +62,6 @@ SERVE_DEFAULTS = {"max_pending": 1024}  # a service bounds its queue (503 beyond
 def cmd_serve(args) -> int:
     from dataclasses import fields
 
-    from ..flags import config_kwargs, explicit
     from ..rewards.config import load_options
     from ..rewards.model import RewardModel
     from ..rewards.serve import ServeConfig, serve
@@ -94,7 +93,6 @@ def cmd_serve(args) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `serve`: the service's (ServeConfig), and every verifier option (reward, pipeline and
     engine configs: the keys of a reward.yaml), a flag given winning over --config."""
-    from ..flags import add_config_arguments, common
     from ..pipeline import PipelineConfig
     from ..rewards.config import RewardConfig
     from ..rewards.serve import ServeConfig
