@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ..flags import add_config_arguments, config_kwargs
-from .common import add_command
+from .common import add_command, checked_settings, make_engine, refuse_given
 
 FIT_EXAMPLES = """examples:
   # score a held-out set with both, then fit the band on it
@@ -36,7 +36,6 @@ def add_judge_arguments(p: argparse.ArgumentParser, hide_defaults: bool = False)
 def cascade_config(args):
     """The CascadeConfig of the flags; None when no judge was given (then no cascade flag may be)."""
     from ..cascade.config import CascadeConfig
-    from .common import refuse_given
 
     cfg = CascadeConfig(**config_kwargs(args, CascadeConfig))
     if not cfg.enabled:
@@ -55,7 +54,6 @@ def score_cascade(args, cfg, ccfg, loaded, shard=None) -> dict:
     from ..cascade.scorer import Cascade
     from ..pipeline import AdaptRubric
     from ..run_settings import IN_PROCESS, vars_of
-    from .common import checked_settings, make_engine
 
     out = Path(args.out)
     band = ccfg.band()  # a bad band file stops here

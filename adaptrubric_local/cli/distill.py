@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..flags import add_config_arguments, common, config_kwargs
+from .common import add_command, add_data_argument, add_labels_options, add_out_option, data_options, load_labelled
 
 EXAMPLES = """examples:
   # 1. collect a teacher's judgments (exactly one teacher)
@@ -60,7 +61,6 @@ def _collect_teacher(args, pcfg_for, loaded):
 
 
 def cmd_collect(args) -> int:
-    from .common import data_options, load_labelled
     from ..distill.collect import CollectConfig, collect, teacher_pipeline
 
     cfg = CollectConfig(**config_kwargs(args, CollectConfig))
@@ -138,7 +138,6 @@ def add_subcommands(sub) -> None:
     from ..distill.collect import CollectConfig
     from ..engine.teacher import TeacherConfig
     from ..pipeline import PipelineConfig
-    from .common import add_command, add_data_argument, add_labels_options, add_out_option
 
     d = add_command(sub, "distill", help="distil a large judge into a LoRA adapter for a small verifier",
         description="Collect a teacher's AdaptRubric judgments, train a LoRA student on them, evaluate it against the "

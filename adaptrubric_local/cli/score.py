@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..flags import add_config_arguments, common, config_kwargs, explicit
 from .common import add_command, add_scoring_options, engine_options, pipeline_config, score_with_model
+from .exits import GateConfig
 
 EXAMPLES = """examples:
   adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl
@@ -104,8 +105,6 @@ def cap_note(run: dict, cap: int) -> str | None:
 
 def gate_status(args, summary: dict) -> int:
     """The exit status: 0, or with --fail-on-error and error lines in the file, exits.ERROR_LINES."""
-    from .exits import GateConfig
-
     status = GateConfig(**config_kwargs(args, GateConfig)).status(summary)
     if status:
         print(f"adaptrubric: {summary['errors']} error line(s) in {summary['out']} (--fail-on-error): exit {status}",
@@ -275,7 +274,6 @@ def cmd_demo(args) -> int:
 def add_subcommands(sub) -> None:
     """Register the scoring-related subcommands."""
     from ..scale_out.ray import RayConfig
-    from .exits import GateConfig
 
     p = add_command(sub, "score", cmd_score, help="score trajectories with Qwen3-VL, writing one verdict line each",
         description="Score every trajectory in DATA and stream verdict lines to --out as they complete. A bad record "
