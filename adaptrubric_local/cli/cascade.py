@@ -10,6 +10,9 @@ import sys
 from pathlib import Path
 
 from ..flags import add_config_arguments, config_kwargs
+from ..pipeline import AdaptRubric
+from ..run_settings import IN_PROCESS, sidecar, vars_of
+from ..verdict_file import iter_last_lines
 from .common import add_command, checked_settings, make_engine, refuse_given
 
 FIT_EXAMPLES = """examples:
@@ -52,8 +55,6 @@ def score_cascade(args, cfg, ccfg, loaded, shard=None) -> dict:
     from dataclasses import replace
 
     from ..cascade.scorer import Cascade
-    from ..pipeline import AdaptRubric
-    from ..run_settings import IN_PROCESS, vars_of
 
     out = Path(args.out)
     band = ccfg.band()  # a bad band file stops here
@@ -115,8 +116,6 @@ def add_cascade_section(out: Path, summary: dict, **more) -> dict:
     """`summary` with the `cascade` section of the verdict file `out` (its last line per id, read one
     line at a time) and `more` in it, written as out's summary sidecar; returns `summary`."""
     from ..cascade.report import cascade_summary
-    from ..run_settings import sidecar
-    from ..verdict_file import iter_last_lines
 
     summary["cascade"] = {**cascade_summary(iter_last_lines(Path(out))), **more}
     sidecar(Path(out), "summary").write_text(json.dumps(summary, indent=2) + "\n")
@@ -137,8 +136,6 @@ def report_cascade(c: dict, warn_below: float) -> None:
 
 def failed_lines(out: Path) -> list[dict]:
     """The last lines of the verdict file `out` whose judge failed, read one line at a time."""
-    from ..verdict_file import iter_last_lines
-
     return [d for d in iter_last_lines(out) if d.get("judge_error")]
 
 
@@ -195,7 +192,6 @@ def fit_pairs(args) -> list:
     """(student verdict, judge score) pairs from a cascade file's random spot checks, or from two verdict
     files joined by id (lines where either has no 0/1 score from the judge are left out)."""
     from ..cascade.band import Pair
-    from ..verdict_file import iter_last_lines
 
     def read_last_lines(path: Path) -> dict[str, dict]:
         return {str(d["id"]): d for d in iter_last_lines(path)}

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from ..engine.options import NO_VALUE, refuse_unread
 from ..engine.remote import RemoteConfig, is_remote, remote_engine
 from ..flags import add_config_arguments, common, config_kwargs, explicit, flag_name
+from ..pipeline import AdaptRubric, PipelineConfig
 from ..registry import PLUGINS_FLAG, PLUGINS_HELP
 from ..stopping import Stopped
 
@@ -137,8 +138,6 @@ def add_plugins_option(p: argparse.ArgumentParser) -> None:
 
 def add_pipeline_options(p: argparse.ArgumentParser) -> None:
     """The AdaptRubric settings, one flag per PipelineConfig field; defaults are the paper's method."""
-    from ..pipeline import PipelineConfig
-
     add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig)
 
 
@@ -185,8 +184,6 @@ def add_scoring_options(p: argparse.ArgumentParser) -> None:
 
 def pipeline_config(args, **overrides):
     """The PipelineConfig the pipeline options describe (with --adapter, its screenshot budget)."""
-    from ..pipeline import PipelineConfig
-
     kw = {**config_kwargs(args, PipelineConfig), **overrides}
     given = explicit(args)
     if "trajectories_per_batch" not in given and "max_batch_size" in given and getattr(args, "max_batch_size", None):
@@ -294,7 +291,6 @@ def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_
     """Load args.data (unless `loaded`) and, with `resume`, check the verdict file's settings (both failing
     before the model loads), build the engine, score into `out`."""
     from ..formats import load_trajectories
-    from ..pipeline import AdaptRubric
     from ..scoring import score_file, score_with
 
     if loaded is None:

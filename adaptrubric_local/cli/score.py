@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 
 from ..flags import add_config_arguments, common, config_kwargs, explicit
+from .cascade import add_judge_arguments, cascade_config, score_cascade
 from .common import add_command, add_scoring_options, engine_options, pipeline_config, score_with_model
 from .exits import GateConfig
+from .streams import env_defaults
 
 EXAMPLES = """examples:
   adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl
@@ -36,7 +38,6 @@ def cmd_score(args) -> int:
     cfg = pipeline_config(args)
     from ..formats import load_trajectories
     from ..formats.stream import Shard, stream_trajectories
-    from .cascade import cascade_config, score_cascade
 
     ccfg = cascade_config(args)
     shard = Shard.parse(args.shard) if args.shard else None
@@ -141,8 +142,6 @@ def quiet_libraries(args):
     errors go to stderr); set before they are imported, so their child processes inherit it. A setting
     the user made is kept; the environment is restored afterwards (a caller of `main` keeps its own)."""
     import warnings
-
-    from .streams import env_defaults
 
     if getattr(args, "engine", None) == "vllm":  # vLLM's loading bar: its load option (a runtime-only setting)
         try:
@@ -312,8 +311,6 @@ def add_subcommands(sub) -> None:
     common(p.add_argument("--limit", type=int, metavar="N",
                           help="score only the first N trajectories that load (after --ids)"), "data")
     add_scoring_options(p)
-    from .cascade import add_judge_arguments
-
     add_judge_arguments(p)
 
     p = add_command(sub, "synth", cmd_synth, help="write labelled synthetic trajectories for every task family",

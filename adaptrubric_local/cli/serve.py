@@ -7,7 +7,9 @@ import argparse
 import logging
 
 from ..flags import Parser, add_config_arguments, common, config_kwargs, explicit
-from .common import FORMATTER, add_command, add_model_options, add_remote_options
+from ..pipeline import PipelineConfig
+from .cascade import add_judge_arguments
+from .common import FORMATTER, add_command, add_model_options, add_remote_options, check_engine_options
 
 EXAMPLES = """examples:
   adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
@@ -65,7 +67,6 @@ def cmd_serve(args) -> int:
     from ..rewards.config import load_options
     from ..rewards.model import RewardModel
     from ..rewards.serve import ServeConfig, serve
-    from .common import check_engine_options
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     opts = {**SERVE_DEFAULTS, **(load_options(args.config) if args.config else {})}
@@ -93,7 +94,6 @@ def cmd_serve(args) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `serve`: the service's (ServeConfig), and every verifier option (reward, pipeline and
     engine configs: the keys of a reward.yaml), a flag given winning over --config."""
-    from ..pipeline import PipelineConfig
     from ..rewards.config import RewardConfig
     from ..rewards.serve import ServeConfig
 
@@ -109,8 +109,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          hide_defaults=True)
     add_model_options(p, serve=True)
     add_remote_options(p)
-    from .cascade import add_judge_arguments
-
     add_judge_arguments(p, hide_defaults=True)  # /stats then holds the live agreement
     p.set_defaults(func=cmd_serve)
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..run_settings import sidecar
+from ..verdict_file import compact_file
+from .cascade import add_cascade_section
 from .common import add_command, add_data_options
 
 EXAMPLES = """examples:
@@ -15,21 +18,16 @@ EXAMPLES = """examples:
 
 
 def cmd_merge_shards(args) -> int:
-    from ..run_settings import sidecar
     from ..scale_out.shards import merge_shards
 
     summary = merge_shards(args.shards, args.out, data=args.data, fmt=args.format, image_roots=args.image_root)
     if "cascade" in json.loads(sidecar(Path(args.out), "config").read_text()):  # shards of a run with a judge
-        from .cascade import add_cascade_section
-
         add_cascade_section(Path(args.out), summary)
     print(json.dumps(summary, indent=2))
     return 0
 
 
 def cmd_compact(args) -> int:
-    from ..verdict_file import compact_file
-
     n_in, n_out = compact_file(Path(args.verdicts), Path(args.out))
     print(f"{args.out}: {n_out} line(s), one per id ({n_in} in {args.verdicts}: {n_in - n_out} earlier line(s) of "
           "ids with a later one left out)")
