@@ -9,11 +9,19 @@ import shlex
 import sys
 from types import SimpleNamespace
 
+from ..distill.image_policy import adopt
+from ..engine.hf_config import HFEngineConfig
 from ..engine.options import NO_VALUE, refuse_unread
 from ..engine.remote import RemoteConfig, is_remote, remote_engine
+from ..engine.vllm_engine import VLLMOptions
+from ..evaluation.coverage import Coverage
 from ..flags import add_config_arguments, common, config_kwargs, explicit, flag_name
+from ..labelled_stream import LabelledStream, apply_labels
+from ..labels import LabelsConfig, not_loaded_warning
 from ..pipeline import AdaptRubric, PipelineConfig
 from ..registry import PLUGINS_FLAG, PLUGINS_HELP
+from ..run_settings import planned_settings, precheck_out
+from ..scoring import score_file, score_with
 from ..stopping import Stopped
 
 FORMATTER = argparse.RawDescriptionHelpFormatter
@@ -65,8 +73,6 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
 
 def add_labels_options(p: argparse.ArgumentParser, title: str = "labels (what the review page exports)") -> None:
     """--labels FILE (repeatable), one flag per LabelsConfig field, in the group `title`."""
-    from ..labels import LabelsConfig
-
     add_config_arguments(p.add_argument_group(title), LabelsConfig)
 
 
@@ -90,15 +96,12 @@ def load_labelled(args, check_images: bool = False):
     """(the data set DATA with the --labels files applied, their record or None): the one step
     every command that reads labels takes before it reads them."""
     from ..formats import load_trajectories
-    from ..labelled_stream import apply_labels
 
     data, files = args.data, _labels_files(args)
     if not data:
         return None, None
     loaded = load_trajectories(data, check_images=check_images, **data_options(args))
     if loaded.errors:  # their trajectories get no label from the data (nor from --labels)
-        from ..labels import not_loaded_warning
-
         n = len(loaded.errors) + len(loaded.trajectories)
         print(not_loaded_warning(len(loaded.errors), n, loaded.errors[0], data), file=sys.stderr)
     if not files:
@@ -112,8 +115,6 @@ def open_labelled(args):
     """DATA as a stream with the --labels files applied as it is read (labelled_stream.py), or None
     without DATA: `load_labelled` for commands whose memory must not grow with the data. The labels
     files are read, and their ids checked against the data's, here."""
-    from ..labelled_stream import LabelledStream
-
     files = _labels_files(args)
     if not args.data:
         return None
@@ -154,8 +155,6 @@ def add_model_options(p: argparse.ArgumentParser, serve: bool = False, routing: 
     VLLMOptions field. `serve`: a flag not given leaves --config's value (no default shown), and the
     model defaults to the engine config's. `routing`: only what `route` uses (ROUTING_ENGINE_OPTIONS)."""
     from ..engine.build import EngineChoice
-    from ..engine.hf_config import HFEngineConfig
-    from ..engine.vllm_engine import VLLMOptions
 
     g = p.add_argument_group("engine (transformers, Qwen3-VL; the options both engines share)")
     add_config_arguments(g, EngineChoice, hide_defaults=serve)
@@ -194,8 +193,6 @@ def pipeline_config(args, **overrides):
 
 def adopt_adapter_images(args, engine: dict, pipeline: dict) -> tuple[dict, dict]:
     """The --adapter's image settings (image_policy.json) where no flag set them (image_policy.py)."""
-    from ..distill.image_policy import adopt
-
     return adopt(getattr(args, "adapter", None), engine, pipeline, explicit(args), warn=_warn_once(args))
 
 
@@ -215,9 +212,6 @@ def engine_options(args, cfg=None) -> dict:
     """HFEngineConfig options from the flags, plus VLLMOptions's with --engine vllm and RemoteConfig's
     with --openai-url; the token cap covers every call the pipeline makes, and vLLM's screenshot limit
     defaults to the pipeline's budget."""
-    from ..engine.hf_config import HFEngineConfig
-    from ..engine.vllm_engine import VLLMOptions
-
     engine = getattr(args, "engine", None) or "transformers"
     check_engine_options(engine, explicit(args))
     kw, _ = adopt_adapter_images(args, config_kwargs(args, HFEngineConfig), {})
@@ -275,8 +269,6 @@ def needs_engine(cfg) -> bool:
 def checked_settings(args, cfg, out, resume: bool, extra: dict | None = None, **score_kw) -> dict | None:
     """The settings record of an in-process run, from its configs (as Ray's is), with `out` checked
     against it before the model loads (`precheck_out`); None with a server, whose engine asks it."""
-    from ..run_settings import planned_settings, precheck_out
-
     options = engine_options(args, cfg)
     if is_remote(options):
         return None
@@ -291,7 +283,6 @@ def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_
     """Load args.data (unless `loaded`) and, with `resume`, check the verdict file's settings (both failing
     before the model loads), build the engine, score into `out`."""
     from ..formats import load_trajectories
-    from ..scoring import score_file, score_with
 
     if loaded is None:
         loaded = load_trajectories(args.data, **data_options(args))
@@ -339,8 +330,6 @@ def add_coverage_options(p: argparse.ArgumentParser, subset: bool = True) -> Non
 def print_coverage(result: dict) -> None:
     """What the verdicts cover of DATA (a metrics.json / tts.json content), on stderr: WARNING when
     trajectories lack a verdict or verdicts were left out, a note otherwise."""
-    from ..evaluation.coverage import Coverage
-
     if not result.get("coverage"):
         return
     run = result.get("run", {})
