@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..flags import Parser, add_config_arguments, explicit
 from ..flags import common as mark_common  # (`common` is the name of the sub-module cli/common.py)
+from ..formats.base import LoadResult, iter_json_lines
 from ..pipeline import AdaptRubric, PipelineConfig
 from ..registry import load_plugins, plugins_in
 from ..stopping import Stopped, stop_behind, stop_on_signals
@@ -87,8 +88,6 @@ def cmd_route(args) -> int:
         return 0
     if not args.input:
         return die("give an INSTRUCTION or --input FILE.jsonl")
-    from ..formats.base import LoadResult, iter_json_lines
-
     result, good, bad = LoadResult(), [], 0
     for rec, obj in iter_json_lines(Path(args.input), result):
         if isinstance(obj, dict) and isinstance(obj.get("instruction"), str):

@@ -9,7 +9,9 @@ import json
 import sys
 from pathlib import Path
 
+from ..bank import DEFAULT_BANK, load_bank
 from ..flags import add_config_arguments, common, config_kwargs
+from ..schema import SchemaError
 
 EXAMPLES = """examples:
   # 1. induce a bank from labelled trajectories of your own apps (a served teacher, or a local one)
@@ -71,7 +73,6 @@ def cmd_induce(args) -> int:
 
 
 def cmd_refine(args) -> int:
-    from ..bank import DEFAULT_BANK
     from ..bank_induction.refine import RefineConfig, refine
     from .common import make_engine, pipeline_config
 
@@ -157,9 +158,6 @@ and rubric items, plus the shared meta rule; unknown keys are errors naming the 
 
 
 def cmd_validate(args) -> int:
-    from ..bank import load_bank
-    from ..schema import SchemaError
-
     try:
         bank = load_bank(args.path)
     except SchemaError as exc:

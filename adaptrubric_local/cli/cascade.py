@@ -7,11 +7,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+from ..cascade.health import JudgeHealth, endpoint_probe
+from ..cascade.scorer import Cascade
 from ..flags import add_config_arguments, config_kwargs
+from ..formats.stream import as_stream, stream_trajectories
 from ..pipeline import AdaptRubric
 from ..run_settings import IN_PROCESS, sidecar, vars_of
+from ..types import Trajectory
 from ..verdict_file import iter_last_lines
 from .common import add_command, checked_settings, make_engine, refuse_given
 
@@ -52,10 +57,6 @@ def cascade_config(args):
 def score_cascade(args, cfg, ccfg, loaded, shard=None) -> dict:
     """Score DATA (of `shard`, when given) with the student (--model) and the judge into --out; the
     summary gets `cascade`."""
-    from dataclasses import replace
-
-    from ..cascade.scorer import Cascade
-
     out = Path(args.out)
     band = ccfg.band()  # a bad band file stops here
     extra = {"cascade": ccfg.describe()}
@@ -85,8 +86,6 @@ def score_cascade(args, cfg, ccfg, loaded, shard=None) -> dict:
 def judge_health(ccfg, judge_engine):
     """The watcher of a --judge-url endpoint (cascade/health.py), started, saying on stderr when the judge
     stops or starts answering; None for a judge in this process."""
-    from ..cascade.health import JudgeHealth, endpoint_probe
-
     cutoff = getattr(judge_engine, "cutoff", None)
     if not ccfg.judge_url or cutoff is None:
         return None
@@ -101,7 +100,6 @@ def run_cascade(cascade, settings: dict, data, out: Path, loaded=None, resume: b
     """Score `data` (`loaded`: its LoadResult or stream; streamed from `data` without it) with `cascade`
     into `out` (with `resume`, the lines whose judge failed asked again first), and add the `cascade`
     section to the summary from the file's last line per id, read one line at a time."""
-    from ..formats.stream import stream_trajectories
     from ..scoring import score_with
 
     out = Path(out)
@@ -143,9 +141,6 @@ def rejudge_failed(cascade, out: Path, loaded) -> int:
     """`--resume`: ask the judge again about the lines whose judge failed (only those), appending their
     new lines; returns how many were asked. The failed ids are found first, then the data is streamed
     and only their trajectories are kept."""
-    from ..formats.stream import as_stream
-    from ..types import Trajectory
-
     failed = failed_lines(out)
     if not failed:
         return 0

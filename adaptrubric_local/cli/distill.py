@@ -9,7 +9,10 @@ import json
 import sys
 from pathlib import Path
 
+from ..engine.hf_config import HFEngineConfig
 from ..flags import add_config_arguments, common, config_kwargs
+from ..formats.stream import as_stream, stream_trajectories, trajectories
+from ..pipeline import PipelineConfig
 from .common import add_command, add_data_argument, add_labels_options, add_out_option, data_options, load_labelled
 
 EXAMPLES = """examples:
@@ -54,8 +57,6 @@ def _collect_teacher(args, pcfg_for, loaded):
         pcfg = pcfg_for("verdicts")
         desc = {"kind": "verdicts", "name": name, "file": str(args.teacher_verdicts)}
         return verdicts_teacher(verdicts, name), desc, pcfg, verdict_groups(verdicts, pcfg)
-    from ..formats.stream import as_stream, trajectories
-
     teacher = label_teacher(trajectories(as_stream(loaded)))  # a pass over the data: its labels, one byte each
     return teacher, {"kind": "labels", "name": "labels"}, pcfg_for("labels"), None
 
@@ -67,8 +68,6 @@ def cmd_collect(args) -> int:
     if args.labels:
         loaded, labels = load_labelled(args, check_images=True)  # the data's labels with --labels applied
     else:  # read as a stream: the records parsed as the teacher asks for them
-        from ..formats.stream import stream_trajectories
-
         loaded, labels = stream_trajectories(args.data, **data_options(args)), None
     teacher, desc, pcfg, groups = _collect_teacher(
         args, lambda kind: teacher_pipeline(kind, args.router, args.max_images, args.teacher_max_new_tokens), loaded)
@@ -137,7 +136,6 @@ def add_subcommands(sub) -> None:
     """Register `distill {collect,train,plan,evaluate,merge}` on the main parser's subparsers."""
     from ..distill.collect import CollectConfig
     from ..engine.teacher import TeacherConfig
-    from ..pipeline import PipelineConfig
 
     d = add_command(sub, "distill", help="distil a large judge into a LoRA adapter for a small verifier",
         description="Collect a teacher's AdaptRubric judgments, train a LoRA student on them, evaluate it against the "
@@ -198,8 +196,6 @@ def add_subcommands(sub) -> None:
     p.add_argument("--adapter", required=True, help="adapter folder (from distill train)")
     p.add_argument("--out", required=True, help="result folder")
     p.add_argument("--split", default="val", choices=["val", "train"], help="which split (default val)")
-    from ..engine.hf_config import HFEngineConfig
-
     add_config_arguments(p, HFEngineConfig, only=("max_batch_size",))  # the same option, default and help as score's
     add_config_arguments(p, PipelineConfig, only=("verify_max_new_tokens",), defaults={"verify_max_new_tokens": None},
                          shown={"verify_max_new_tokens": "the collection's"})

@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 from ..flags import add_config_arguments, common, config_kwargs, explicit
+from ..formats.base import LoadResult
+from ..formats.stream import Shard, stream_trajectories
+from ..scoring import error_id
 from .cascade import add_judge_arguments, cascade_config, score_cascade
 from .common import add_command, add_scoring_options, engine_options, pipeline_config, score_with_model
 from .exits import GateConfig
@@ -37,7 +40,6 @@ def cmd_score(args) -> int:
     check_ray_flags(args)
     cfg = pipeline_config(args)
     from ..formats import load_trajectories
-    from ..formats.stream import Shard, stream_trajectories
 
     ccfg = cascade_config(args)
     shard = Shard.parse(args.shard) if args.shard else None
@@ -169,9 +171,6 @@ def pick_subset(loaded, ids: list[str] | None, limit: int | None):
     summary). --ids names bad records too (by their error line's
     id), which then get their error lines; --limit counts the trajectories that loaded, in the data's
     order, and leaves the bad records out (said in the record). An id not in the data is an error."""
-    from ..formats.base import LoadResult
-    from ..scoring import error_id
-
     if limit is not None and limit < 1:
         raise ValueError(f"--limit must be >= 1, got {limit}")
     trajs, errors = list(loaded.trajectories), list(loaded.errors)

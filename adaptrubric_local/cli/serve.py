@@ -8,6 +8,8 @@ import logging
 
 from ..flags import Parser, add_config_arguments, common, config_kwargs, explicit
 from ..pipeline import PipelineConfig
+from ..rewards.config import RewardConfig, load_options
+from ..rewards.model import RewardModel
 from .cascade import add_judge_arguments
 from .common import FORMATTER, add_command, add_model_options, add_remote_options, check_engine_options
 
@@ -40,8 +42,6 @@ def read_key(args, opts: dict) -> str | None:
     import os
     from pathlib import Path
 
-    from ..rewards.config import RewardConfig
-
     env = opts.get("api_key_env", RewardConfig.api_key_env)
     if args.api_key:
         return args.api_key
@@ -64,8 +64,6 @@ SERVE_DEFAULTS = {"max_pending": 1024}  # a service bounds its queue (503 beyond
 def cmd_serve(args) -> int:
     from dataclasses import fields
 
-    from ..rewards.config import load_options
-    from ..rewards.model import RewardModel
     from ..rewards.serve import ServeConfig, serve
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -94,7 +92,6 @@ def cmd_serve(args) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `serve`: the service's (ServeConfig), and every verifier option (reward, pipeline and
     engine configs: the keys of a reward.yaml), a flag given winning over --config."""
-    from ..rewards.config import RewardConfig
     from ..rewards.serve import ServeConfig
 
     common(p.add_argument("--config", help="YAML/JSON file of verifier options: the keys are the flags' names "
