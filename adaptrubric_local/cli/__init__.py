@@ -11,6 +11,8 @@ import argparse
 import contextlib
 import json
 import logging
+import os
+import shlex
 import sys
 import warnings
 from pathlib import Path
@@ -298,8 +300,6 @@ def _exit_now(code: int) -> None:
     """End a stopped command's process here: its clean-up (every `finally`, the engine's close) has run,
     and the interpreter's finalisation would only delay the exit (a full garbage collection over what
     torch and vLLM allocated, then binding libraries' reports of what was never freed)."""
-    import os
-
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
@@ -307,16 +307,12 @@ def _exit_now(code: int) -> None:
 
 def resume_command(argv=None) -> str:
     """The command line that was run, with --resume (once), as a shell would take it."""
-    import shlex
-
     args = list(sys.argv[1:] if argv is None else argv)
     return shlex.join(["adaptrubric", *args, *([] if "--resume" in args else ["--resume"])])
 
 
 def _silence_stdout() -> None:
     """After a broken pipe, point stdout at /dev/null so the interpreter's final flush stays quiet."""
-    import os
-
     with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 

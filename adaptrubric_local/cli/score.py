@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
 import sys
+import warnings
 from pathlib import Path
 
 from ..flags import add_config_arguments, common, config_kwargs, explicit
@@ -143,8 +145,6 @@ def quiet_libraries(args):
     libraries that load the model (transformers, the hub, torch, vLLM and its engine process; vLLM's
     errors go to stderr); set before they are imported, so their child processes inherit it. A setting
     the user made is kept; the environment is restored afterwards (a caller of `main` keeps its own)."""
-    import warnings
-
     if getattr(args, "engine", None) == "vllm":  # vLLM's loading bar: its load option (a runtime-only setting)
         try:
             extra = json.loads(args.vllm_engine_args) if getattr(args, "vllm_engine_args", None) else {}
@@ -178,8 +178,6 @@ def pick_subset(loaded, ids: list[str] | None, limit: int | None):
         known = [t.id for t in trajs] + [error_id(e) for e in errors]
         unknown = [i for i in dict.fromkeys(ids) if i not in set(known)]
         if unknown:
-            import difflib
-
             close = difflib.get_close_matches(unknown[0], known, n=3)
             raise ValueError(f"--ids: {', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}: no such id in "
                              "the data" + (f" (did you mean {' or '.join(close)}?)" if close else ""))

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import sys
+from dataclasses import fields
+from pathlib import Path
 
 from ..flags import Parser, add_config_arguments, common, config_kwargs, explicit
 from ..pipeline import PipelineConfig
@@ -39,9 +43,6 @@ when the trainers' screenshots are not on this machine. OpenRLHF's HTTP route
 def read_key(args, opts: dict) -> str | None:
     """The API key: --api-key, else the file, else the environment variable named by api_key_env (empty
     counts as none)."""
-    import os
-    from pathlib import Path
-
     env = opts.get("api_key_env", RewardConfig.api_key_env)
     if args.api_key:
         return args.api_key
@@ -62,8 +63,6 @@ SERVE_DEFAULTS = {"max_pending": 1024}  # a service bounds its queue (503 beyond
 
 
 def cmd_serve(args) -> int:
-    from dataclasses import fields
-
     from ..rewards.serve import ServeConfig, serve
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -128,6 +127,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main())
