@@ -22,6 +22,7 @@ from ..flags import common as mark_common  # (`common` is the name of the sub-mo
 from ..formats.base import LoadResult, iter_json_lines
 from ..pipeline import AdaptRubric, PipelineConfig
 from ..registry import load_plugins, plugins_in
+from ..route import explain_rules
 from ..stopping import Stopped, stop_behind, stop_on_signals
 from .common import (
     FORMATTER,
@@ -38,6 +39,7 @@ from .common import (
     needs_engine,
     pipeline_config,
 )
+from .score import quiet_libraries
 from .streams import dropping_lines, env_defaults, output_on_stdout
 
 EXAMPLES = """examples:
@@ -77,8 +79,6 @@ def cmd_route(args) -> int:
         res = pipe.route_many([args.instruction])[args.instruction]
         print(res.category)
         if args.explain and args.router == "rules":
-            from ..route import explain_rules
-
             why = explain_rules(args.instruction)
             print(f"rule: {why.rule}", file=sys.stderr)
             for c in why.clauses:
@@ -254,8 +254,6 @@ def run(argv: list[str], own: bool = False) -> int:
     """Import the --plugins files of `argv`, then parse it and run its command: one error line (exit 2)
     for bad input. `own`: `argv` is this process's command line, so a stopped command ends the process as
     soon as its clean-up has run."""
-    from .score import quiet_libraries
-
     try:
         load_plugins(plugins_in(argv))
     except (ValueError, ImportError) as exc:

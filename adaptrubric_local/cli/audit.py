@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..formats.stream import stream_trajectories
+from ..pipeline import AdaptRubric
 from .common import add_command, add_scoring_options, engine_from_options, engine_options, pipeline_config
 
 EXAMPLES = """examples:
@@ -71,7 +73,6 @@ def cmd_audit(args) -> int:
         print(f"wrote {args.out}/compare.md, compare.png")
         return 0
     from ..audit.streamed import write_streamed
-    from ..formats.stream import stream_trajectories
 
     chosen = get(args.perturb)
     cfg = pipeline_config(args)
@@ -83,8 +84,6 @@ def cmd_audit(args) -> int:
         print(cost_text(plan_of(cost, chosen, cfg)))
         print(f"wrote {', '.join(sorted({str(f) for f in files.values()}))} (no model loaded: --dry-run)")
         return 0
-    from ..pipeline import AdaptRubric
-
     options = engine_options(args, cfg)
     engine = engine_from_options(options)
     try:
