@@ -250,20 +250,17 @@ def add_config_arguments(parser, cls, skip: Iterable[str] = (), defaults: dict |
             allowed = list(allowed())
         tail = shown_default(f, default, kind, optional, shown.get(f.name)).replace("%", "%%")
         if kind is bool:
-            action = parser.add_argument(flag_name(f.name), dest=f.name, action=RecordBool, default=used,
-                                         help=f"{text} {tail}")
+            kw = {"action": RecordBool}
         elif typing.get_origin(kind) is list:
             tail = "(repeatable)" if not default and not f.metadata.get("none") else f"(repeatable) {tail}"
-            action = parser.add_argument(flag_name(f.name), dest=f.name, action=RecordAppend, default=used,
-                                         metavar=f.metadata.get("metavar", "VALUE"), help=f"{text} {tail}")
+            kw = {"action": RecordAppend, "metavar": f.metadata.get("metavar", "VALUE")}
         else:
             nargs = f.metadata.get("nargs")  # a fixed-length tuple given as separate values: --band LO HI
             convert = typing.get_args(kind)[0] if nargs else (
                 _csv if typing.get_origin(kind) is tuple else (none_or(kind) if optional else kind))
-            action = parser.add_argument(flag_name(f.name), dest=f.name, type=convert, default=used, action=Record,
-                                         choices=allowed, nargs=nargs,
-                                         metavar=None if allowed else f.metadata.get("metavar", f.name.upper()),
-                                         help=f"{text} {tail}")
+            kw = {"action": Record, "type": convert, "choices": allowed, "nargs": nargs,
+                  "metavar": None if allowed else f.metadata.get("metavar", f.name.upper())}
+        action = parser.add_argument(flag_name(f.name), dest=f.name, default=used, help=f"{text} {tail}", **kw)
         if f.metadata.get("common"):
             common(action, f.metadata["common"])
 
@@ -275,8 +272,6 @@ def explicit(args: argparse.Namespace) -> set[str]:
 
 def config_kwargs(args: argparse.Namespace, cls, skip: Iterable[str] = (), only_given: bool = False) -> dict:
     """Keyword arguments for `cls` from parsed flags (`only_given`: just the flags that were given)."""
-    names = [f.name for f in config_fields(cls, skip) if hasattr(args, f.name)]
-    if only_given:
-        given = explicit(args)
-        return {n: getattr(args, n) for n in names if n in given}
-    return {n: getattr(args, n) for n in names if hasattr(args, n)}
+    given = explicit(args) if only_given else None
+    return {f.name: getattr(args, f.name) for f in config_fields(cls, skip)
+            if hasattr(args, f.name) and (given is None or f.name in given)}

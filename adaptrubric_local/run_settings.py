@@ -88,17 +88,12 @@ def check_resume(out: Path, meta: dict, force: bool) -> dict:
         return meta
     old = json.loads(path.read_text())
     diff = settings_diff(old, meta)
-    if not diff:
-        kept = {**old, "data": meta.get("data", old.get("data"))}
-        if "data_fingerprint" in meta:
-            kept["data_fingerprint"] = meta["data_fingerprint"]
-        if "runtime" in meta:
-            kept["runtime"] = meta["runtime"]
-        return kept
+    if not diff:  # where the data lies now, and how this run runs
+        return {**old, "data": meta.get("data", old.get("data")),
+                **{k: meta[k] for k in ("data_fingerprint", "runtime") if k in meta}}
     if not force:
-        raise ValueError(f"--resume: {out} was begun with other settings ({'; '.join(diff)}). Use the original "
-                         "flags, write to a new --out, or pass --force-settings to mix them (recorded in "
-                         f"{path.name})")
+        raise ValueError(f"--resume: {out} was begun with other settings ({'; '.join(diff)}). Use the original flags, "
+                         f"write to a new --out, or pass --force-settings to mix them (recorded in {path.name})")
     when = datetime.datetime.now().isoformat(timespec="seconds")
     old.setdefault("forced_resumes", []).append({"at": when, "differences": diff})
     return old
@@ -140,12 +135,8 @@ def data_fingerprint(data: str | Path) -> str | None:
     path = Path(data)
     if not path.exists():
         return None
-    return _fingerprint(str(path.resolve()), *_stamp(path))
-
-
-def _stamp(path: Path) -> tuple[int, int]:
     st = path.stat()
-    return st.st_mtime_ns, st.st_size
+    return _fingerprint(str(path.resolve()), st.st_mtime_ns, st.st_size)
 
 
 @functools.lru_cache(maxsize=8)

@@ -11,14 +11,18 @@ import argparse
 import contextlib
 import json
 import logging
+import os
+import shlex
 import sys
 import warnings
 from pathlib import Path
 
 from ..flags import Parser, add_config_arguments, explicit
 from ..flags import common as mark_common  # (`common` is the name of the sub-module cli/common.py)
-from ..pipeline import PipelineConfig
+from ..formats.base import LoadResult, iter_json_lines
+from ..pipeline import AdaptRubric, PipelineConfig
 from ..registry import load_plugins, plugins_in
+from ..route import explain_rules
 from ..stopping import Stopped, stop_behind, stop_on_signals
 from .common import (
     FORMATTER,
@@ -35,7 +39,8 @@ from .common import (
     needs_engine,
     pipeline_config,
 )
-from .streams import dropping_lines, output_on_stdout
+from .score import quiet_libraries
+from .streams import dropping_lines, env_defaults, output_on_stdout
 
 EXAMPLES = """examples:
   adaptrubric route --router rules "Turn on Wi-Fi, then open the dialer app"
@@ -61,10 +66,7 @@ EXAMPLES = """examples:
 """
 
 
-# ----------------------------------------------------------------------------- route
 def cmd_route(args) -> int:
-    from ..pipeline import AdaptRubric, PipelineConfig
-
     cfg = PipelineConfig(router=args.router, fine=False, bank_path=args.bank_path)
     engine = None
     if args.router == "model":
@@ -77,8 +79,6 @@ def cmd_route(args) -> int:
         res = pipe.route_many([args.instruction])[args.instruction]
         print(res.category)
         if args.explain and args.router == "rules":
-            from ..route import explain_rules
-
             why = explain_rules(args.instruction)
             print(f"rule: {why.rule}", file=sys.stderr)
             for c in why.clauses:
@@ -90,8 +90,6 @@ def cmd_route(args) -> int:
         return 0
     if not args.input:
         return die("give an INSTRUCTION or --input FILE.jsonl")
-    from ..formats.base import LoadResult, iter_json_lines
-
     result, good, bad = LoadResult(), [], 0
     for rec, obj in iter_json_lines(Path(args.input), result):
         if isinstance(obj, dict) and isinstance(obj.get("instruction"), str):
@@ -112,10 +110,8 @@ def cmd_route(args) -> int:
     return 0 if not (bad or result.errors) else 1
 
 
-# ----------------------------------------------------------------------------- prompt
 def cmd_prompt(args) -> int:
     from ..formats import load_trajectories
-    from ..pipeline import AdaptRubric
 
     cfg = pipeline_config(args)
     if needs_engine(cfg) and not args.model:
@@ -148,8 +144,7 @@ def cmd_prompt(args) -> int:
     print("\n[screenshots]")
     for i in p.selection.indices:
         print(f"  step {i + 1}: {traj.steps[i].screenshot}  ({p.selection.reasons[i]})")
-    print()
-    print(req.suffix)
+    print(f"\n{req.suffix}")
     print(f"\n# category={p.route.category} ({p.route.mode} router{'' if p.route.parsed else ', unparsed: fell back'}) "
           f"cues={len(p.cues.cues)} images={len(p.images)} ablation={cfg.ablation} bank={pipe.bank.sha}",
           file=sys.stderr)
@@ -168,19 +163,9 @@ def known_ids(ids: list[str], show: int = 10) -> str:
     return f"ids: {', '.join(ids[:show])}{more}"
 
 
-# ----------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     from .._version import __version__
-    from . import audit as cli_audit
-    from . import bank as cli_bank
-    from . import cascade as cli_cascade
-    from . import distill as cli_distill
-    from . import eval as cli_eval
-    from . import labels as cli_labels
-    from . import review as cli_review
-    from . import score as cli_score
-    from . import serve as cli_serve
-    from . import shards as cli_shards
+    from . import audit, bank, cascade, distill, eval, labels, review, score, serve, shards
 
     ap = Parser(prog="adaptrubric", description="AdaptRubric outcome rewards for GUI-agent trajectories, run "
                 "in-process with Qwen3-VL.", epilog=EXAMPLES, formatter_class=FORMATTER)
@@ -211,8 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="print the request (prompt, suffix, images, route, cues) as JSON"), "output")
     add_scoring_options(p)  # exactly the flags of `score`, so the prompt is what `score` sends
 
-    for module in (cli_score, cli_eval, cli_audit, cli_review, cli_labels, cli_distill, cli_serve, cli_bank,
-                   cli_cascade, cli_shards):
+    for module in (score, eval, audit, review, labels, distill, serve, bank, cascade, shards):
         module.add_subcommands(sub)
     for command in ap.commands():  # every command takes --plugins, declared once
         add_plugins_option(command)
@@ -234,28 +218,20 @@ def quiet_third_party(restore: bool = True):
     `restore` off (the process's own command line) the log levels stay until the process ends, so what
     libraries log at exit (TorchDynamo's `I1204 ...` frame and compile summaries after `serve`) stays
     hidden too."""
-    import os
-
     levels = {name: logging.getLogger(name).level for name in QUIET_LOGGERS}
-    env = {k: os.environ.get(k) for k in ("TRANSFORMERS_VERBOSITY", "TRANSFORMERS_NO_ADVISORY_WARNINGS")}
-    with warnings.catch_warnings():
+    # TRANSFORMERS_VERBOSITY: read when transformers sets up its logger
+    with warnings.catch_warnings(), env_defaults({"TRANSFORMERS_VERBOSITY": "error",
+                                                  "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}):
         for category in QUIET_WARNINGS:
             warnings.filterwarnings("ignore", category=category)
             warnings.filterwarnings("default", category=category, module=r"adaptrubric_local(\.|$)")
         for name in QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR)
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # read when transformers sets up its logger
-        os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
         try:
             yield
         finally:
             for name, level in levels.items() if restore else ():
                 logging.getLogger(name).setLevel(level)
-            for k, v in env.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 # lines --quiet drops from what child processes and libraries write to stderr, where no setting silences them:
@@ -278,8 +254,6 @@ def run(argv: list[str], own: bool = False) -> int:
     """Import the --plugins files of `argv`, then parse it and run its command: one error line (exit 2)
     for bad input. `own`: `argv` is this process's command line, so a stopped command ends the process as
     soon as its clean-up has run."""
-    from .score import quiet_libraries
-
     try:
         load_plugins(plugins_in(argv))
     except (ValueError, ImportError) as exc:
@@ -323,10 +297,7 @@ def run(argv: list[str], own: bool = False) -> int:
 def _exit_now(code: int) -> None:
     """End a stopped command's process here: its clean-up (every `finally`, the engine's close) has run,
     and the interpreter's finalisation would only delay the exit (a full garbage collection over what
-    torch and vLLM allocated, then binding libraries' reports of what was
-    never freed)."""
-    import os
-
+    torch and vLLM allocated, then binding libraries' reports of what was never freed)."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
@@ -334,16 +305,12 @@ def _exit_now(code: int) -> None:
 
 def resume_command(argv=None) -> str:
     """The command line that was run, with --resume (once), as a shell would take it."""
-    import shlex
-
     args = list(sys.argv[1:] if argv is None else argv)
     return shlex.join(["adaptrubric", *args, *([] if "--resume" in args else ["--resume"])])
 
 
 def _silence_stdout() -> None:
     """After a broken pipe, point stdout at /dev/null so the interpreter's final flush stays quiet."""
-    import os
-
     with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 

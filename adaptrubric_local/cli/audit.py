@@ -6,7 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .common import add_command, add_scoring_options, engine_from_options, engine_options, make_engine, pipeline_config
+from ..formats.stream import stream_trajectories
+from ..pipeline import AdaptRubric
+from .common import add_command, add_scoring_options, engine_from_options, engine_options, pipeline_config
 
 EXAMPLES = """examples:
   adaptrubric audit DATA --model Qwen/Qwen3-VL-8B-Instruct --out runs/audit-8b
@@ -34,10 +36,8 @@ def perturbation_table() -> str:
     """The registered perturbations: name, what it changes, what a robust verifier does, the label."""
     from ..audit import REGISTRY
 
-    rows = [f"{'name':<22} {'label':<9} change -> a robust verifier"]
-    for p in REGISTRY.values():
-        rows.append(f"{p.name:<22} {p.label!s:<9} {p.change} -> {p.robust}")
-    return "\n".join(rows)
+    return "\n".join([f"{'name':<22} {'label':<9} change -> a robust verifier",
+                      *(f"{p.name:<22} {p.label!s:<9} {p.change} -> {p.robust}" for p in REGISTRY.values())])
 
 
 def summary_lines(audit: dict) -> list[str]:
@@ -73,7 +73,6 @@ def cmd_audit(args) -> int:
         print(f"wrote {args.out}/compare.md, compare.png")
         return 0
     from ..audit.streamed import write_streamed
-    from ..formats.stream import stream_trajectories
 
     chosen = get(args.perturb)
     cfg = pipeline_config(args)
@@ -85,10 +84,8 @@ def cmd_audit(args) -> int:
         print(cost_text(plan_of(cost, chosen, cfg)))
         print(f"wrote {', '.join(sorted({str(f) for f in files.values()}))} (no model loaded: --dry-run)")
         return 0
-    from ..pipeline import AdaptRubric
-
     options = engine_options(args, cfg)
-    engine = make_engine(args, cfg)
+    engine = engine_from_options(options)
     try:
         audit = run_audit(AdaptRubric(engine, cfg), args.data, args.out, chosen, loaded=loaded, resume=args.resume,
                             progress=not args.quiet, image_roots=args.image_root, engine_options=options,

@@ -9,6 +9,10 @@ import json
 import sys
 from pathlib import Path
 
+from ..bank import DEFAULT_BANK, load_bank
+from ..flags import add_config_arguments, common, config_kwargs
+from ..schema import SchemaError
+
 EXAMPLES = """examples:
   # 1. induce a bank from labelled trajectories of your own apps (a served teacher, or a local one)
   adaptrubric bank induce DATA --out my_bank.yaml --teacher-url http://judge:8000/v1 \\
@@ -26,7 +30,6 @@ EXAMPLES = """examples:
 
 def _teacher_options(p: argparse.ArgumentParser) -> None:
     from ..engine.teacher import TeacherConfig
-    from ..flags import add_config_arguments
 
     t = p.add_argument_group("teacher (exactly one: a local model, or an OpenAI-compatible endpoint)")
     add_config_arguments(t, TeacherConfig)
@@ -34,17 +37,14 @@ def _teacher_options(p: argparse.ArgumentParser) -> None:
                                                 "adaptrubric_local/prompts/induction.yaml)")
 
 
-def _teacher(args):
+def _inputs(args) -> tuple:
+    """(the --induction-prompts, DATA's trajectories, the teacher): what `induce` and `refine` read."""
+    from ..bank_induction.prompts import load_induction_prompts
     from ..engine.teacher import TeacherConfig
-    from ..flags import config_kwargs
-
-    return TeacherConfig(**config_kwargs(args, TeacherConfig)).build()
-
-
-def _load(path: str, fmt: str, image_roots, check_images: bool = True):
     from ..formats import load_trajectories
 
-    loaded = load_trajectories(path, fmt=fmt, check_images=check_images, image_roots=image_roots)
+    prompts = load_induction_prompts(args.induction_prompts)
+    loaded = load_trajectories(args.data, fmt=args.format, check_images=True, image_roots=args.image_root)
     for w in loaded.warnings:
         print(f"warning: {w}", file=sys.stderr)
     for e in loaded.errors:
@@ -52,25 +52,15 @@ def _load(path: str, fmt: str, image_roots, check_images: bool = True):
     unlabelled = sum(t.label not in (0, 1) for t in loaded.trajectories)
     if unlabelled:
         print(f"note: {unlabelled} trajectory(ies) without a 0/1 label are not used", file=sys.stderr)
-    return loaded.trajectories
+    return prompts, loaded.trajectories, TeacherConfig(**config_kwargs(args, TeacherConfig)).build()
 
 
-def _prompts(args):
-    from ..bank_induction.prompts import load_induction_prompts
-
-    return load_induction_prompts(args.induction_prompts)
-
-
-# ----------------------------------------------------------------------------- induce
 def cmd_induce(args) -> int:
     from ..bank_induction.induce import InduceConfig, induce
-    from ..flags import config_kwargs
 
     kw = config_kwargs(args, InduceConfig)
     cfg = InduceConfig(**{**kw, "name": kw.get("name") or Path(args.out).stem})
-    ps = _prompts(args)
-    trajs = _load(args.data, args.format, args.image_root)
-    teacher = _teacher(args)
+    ps, trajs, teacher = _inputs(args)
     try:
         summary = induce(trajs, args.out, teacher, cfg, data_desc=str(args.data), prompts=ps, base_bank=args.base_bank)
     finally:
@@ -82,22 +72,16 @@ def cmd_induce(args) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- refine
 def cmd_refine(args) -> int:
     from ..bank_induction.refine import RefineConfig, refine
     from .common import make_engine, pipeline_config
 
     if not args.model:
         raise ValueError("--model (the verifier the bank is refined for) is required")
-    from ..bank import DEFAULT_BANK
-    from ..flags import config_kwargs
-
     cfg = RefineConfig(**config_kwargs(args, RefineConfig))
     bank = args.bank_path or str(DEFAULT_BANK)
     pcfg = pipeline_config(args, bank_path=bank)
-    ps = _prompts(args)
-    trajs = _load(args.data, args.format, args.image_root)
-    teacher = _teacher(args)
+    ps, trajs, teacher = _inputs(args)
     verifier = make_engine(args, pcfg)
     try:
         report = refine(trajs, bank, args.out, verifier, teacher, cfg, pcfg, data_desc=str(args.data),
@@ -112,21 +96,12 @@ def cmd_refine(args) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- parser
 def add_subcommands(sub) -> None:
     """Register `bank {induce,refine,validate}` on the main parser's subparsers."""
     from ..bank_induction.induce import InduceConfig
     from ..bank_induction.refine import RefineConfig
-    from ..flags import add_config_arguments, common
-    from .common import (
-        add_command,
-        add_data_argument,
-        add_data_options,
-        add_model_options,
-        add_out_option,
-        add_pipeline_options,
-        add_remote_options,
-    )
+    from .common import add_command, add_data_argument, add_data_options, add_out_option, add_scoring_options
+
     b = add_command(sub, "bank", help="build and check a rubric bank for your own apps (induce, refine, validate)",
         description="Grow a rubric bank the way the paper built its own (§4.1, Appendix B): induce families and "
                     "rubrics from labelled trajectories with a teacher model, then refine each family's rubric on the "
@@ -163,10 +138,7 @@ def add_subcommands(sub) -> None:
     add_out_option(p, "output folder")
     add_config_arguments(p.add_argument_group("refinement"), RefineConfig, skip=("teacher_max_new_tokens",))
     common(p.add_argument("--resume", action="store_true", help="continue from the last round_K.yaml in OUT"), "output")
-    add_data_options(p)
-    add_pipeline_options(p)  # --bank-path: the bank to refine (default: the bundled paper bank)
-    add_model_options(p)
-    add_remote_options(p)
+    add_scoring_options(p)  # --bank-path: the bank to refine (default: the bundled paper bank)
     _teacher_options(p)
 
     p = add_command(bsub, "validate", cmd_validate, help="check a rubric bank YAML against the schema",
@@ -175,7 +147,6 @@ def add_subcommands(sub) -> None:
     p.add_argument("path", help="bank YAML file")
 
 
-# ----------------------------------------------------------------------------- validate
 VALIDATE_EXAMPLES = """examples:
   adaptrubric bank validate rubric_bank/default.yaml
   adaptrubric bank validate my_bank.yaml && adaptrubric score DATA --model M --bank-path my_bank.yaml --out v.jsonl
@@ -187,9 +158,6 @@ and rubric items, plus the shared meta rule; unknown keys are errors naming the 
 
 
 def cmd_validate(args) -> int:
-    from ..bank import load_bank
-    from ..schema import SchemaError
-
     try:
         bank = load_bank(args.path)
     except SchemaError as exc:

@@ -7,9 +7,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from .common import add_command
+from ..cascade.health import JudgeHealth, endpoint_probe
+from ..cascade.scorer import Cascade
+from ..flags import add_config_arguments, config_kwargs
+from ..formats.stream import as_stream, stream_trajectories
+from ..pipeline import AdaptRubric
+from ..run_settings import IN_PROCESS, sidecar, vars_of
+from ..types import Trajectory
+from ..verdict_file import iter_last_lines
+from .common import add_command, checked_settings, make_engine, refuse_given
 
 FIT_EXAMPLES = """examples:
   # score a held-out set with both, then fit the band on it
@@ -26,7 +35,6 @@ def add_judge_arguments(p: argparse.ArgumentParser, hide_defaults: bool = False)
     """The cascade's flags on `score` and `serve` (cascade/config.py's CascadeConfig, one flag per field;
     `hide_defaults`: a flag not given leaves a --config file's value)."""
     from ..cascade.config import CascadeConfig
-    from ..flags import add_config_arguments
 
     add_config_arguments(p.add_argument_group("judge (a cascade: the judge checks what the student is unsure of; "
                                               "docs/student-judge.md)"), CascadeConfig,
@@ -36,14 +44,10 @@ def add_judge_arguments(p: argparse.ArgumentParser, hide_defaults: bool = False)
 def cascade_config(args):
     """The CascadeConfig of the flags; None when no judge was given (then no cascade flag may be)."""
     from ..cascade.config import CascadeConfig
-    from ..flags import config_kwargs, flag_name
 
     cfg = CascadeConfig(**config_kwargs(args, CascadeConfig))
     if not cfg.enabled:
-        given = sorted(config_kwargs(args, CascadeConfig, only_given=True))
-        if given:
-            raise ValueError(f"{', '.join(flag_name(g) for g in given)} need(s) a judge: --judge-url URL with "
-                             "--judge-name NAME, or --judge-model M")
+        refuse_given(args, CascadeConfig, "a judge: --judge-url URL with --judge-name NAME, or --judge-model M")
         return None
     if getattr(args, "ray", False):
         raise ValueError("a judge (--judge-url/--judge-model) cannot be combined with --ray yet")
@@ -53,22 +57,11 @@ def cascade_config(args):
 def score_cascade(args, cfg, ccfg, loaded, shard=None) -> dict:
     """Score DATA (of `shard`, when given) with the student (--model) and the judge into --out; the
     summary gets `cascade`."""
-    from dataclasses import replace
-
-    from ..cascade.scorer import Cascade
-    from ..engine.remote import is_remote
-    from ..pipeline import AdaptRubric
-    from ..run_settings import IN_PROCESS, planned_settings, precheck_out, vars_of
-    from .common import engine_options, make_engine
-
     out = Path(args.out)
     band = ccfg.band()  # a bad band file stops here
     extra = {"cascade": ccfg.describe()}
-    options = engine_options(args, cfg)
-    settings = None if is_remote(options) else planned_settings(cfg, options)
-    if settings is not None:
-        precheck_out(out, settings, args.data, resume=args.resume, force=args.force_settings,
-                     extra={**extra, **({"shard": str(shard)} if shard else {})}, calibration=args.calibration)
+    settings = checked_settings(args, cfg, out, args.resume, extra, shard=shard, force_settings=args.force_settings,
+                                calibration=args.calibration)
     judge_engine = ccfg.teacher(cfg.verify_max_new_tokens).build(what="judge")  # an endpoint is asked once, here
     jcfg = replace(cfg, verify_max_new_tokens=ccfg.judge_max_new_tokens) if ccfg.judge_max_new_tokens else cfg
     student_engine, health = None, judge_health(ccfg, judge_engine)
@@ -93,8 +86,6 @@ def score_cascade(args, cfg, ccfg, loaded, shard=None) -> dict:
 def judge_health(ccfg, judge_engine):
     """The watcher of a --judge-url endpoint (cascade/health.py), started, saying on stderr when the judge
     stops or starts answering; None for a judge in this process."""
-    from ..cascade.health import JudgeHealth, endpoint_probe
-
     cutoff = getattr(judge_engine, "cutoff", None)
     if not ccfg.judge_url or cutoff is None:
         return None
@@ -109,7 +100,6 @@ def run_cascade(cascade, settings: dict, data, out: Path, loaded=None, resume: b
     """Score `data` (`loaded`: its LoadResult or stream; streamed from `data` without it) with `cascade`
     into `out` (with `resume`, the lines whose judge failed asked again first), and add the `cascade`
     section to the summary from the file's last line per id, read one line at a time."""
-    from ..formats.stream import stream_trajectories
     from ..scoring import score_with
 
     out = Path(out)
@@ -124,8 +114,6 @@ def add_cascade_section(out: Path, summary: dict, **more) -> dict:
     """`summary` with the `cascade` section of the verdict file `out` (its last line per id, read one
     line at a time) and `more` in it, written as out's summary sidecar; returns `summary`."""
     from ..cascade.report import cascade_summary
-    from ..run_settings import sidecar
-    from ..verdict_file import iter_last_lines
 
     summary["cascade"] = {**cascade_summary(iter_last_lines(Path(out))), **more}
     sidecar(Path(out), "summary").write_text(json.dumps(summary, indent=2) + "\n")
@@ -144,41 +132,15 @@ def report_cascade(c: dict, warn_below: float) -> None:
               file=sys.stderr)
 
 
-FAILED_MARK = '"judge_error": "'  # in every line whose judge failed (json.dumps' own spacing); None is null
-
-
 def failed_lines(out: Path) -> list[dict]:
-    """The last lines of the verdict file `out` whose judge failed, read line by line: only those lines
-    are held (a line without FAILED_MARK is passed over by its leading id, unparsed)."""
-    from ..verdict_file import line_id, repair_torn_tail
-
-    failed: dict[str, dict] = {}
-    if not out.is_file():
-        return []
-    repair_torn_tail(out)
-    with open(out, encoding="utf-8") as fh:
-        for k, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            if FAILED_MARK in line:
-                d = json.loads(line)
-                if d.get("judge_error"):
-                    failed[str(d["id"])] = d
-                    continue
-                i = str(d["id"])
-            else:
-                i = line_id(line, out, k)
-            failed.pop(i, None)
-    return list(failed.values())
+    """The last lines of the verdict file `out` whose judge failed, read one line at a time."""
+    return [d for d in iter_last_lines(out) if d.get("judge_error")]
 
 
 def rejudge_failed(cascade, out: Path, loaded) -> int:
     """`--resume`: ask the judge again about the lines whose judge failed (only those), appending their
     new lines; returns how many were asked. The failed ids are found first, then the data is streamed
     and only their trajectories are kept."""
-    from ..formats.stream import as_stream
-    from ..types import Trajectory
-
     failed = failed_lines(out)
     if not failed:
         return 0
@@ -225,7 +187,6 @@ def fit_pairs(args) -> list:
     """(student verdict, judge score) pairs from a cascade file's random spot checks, or from two verdict
     files joined by id (lines where either has no 0/1 score from the judge are left out)."""
     from ..cascade.band import Pair
-    from ..verdict_file import iter_last_lines
 
     def read_last_lines(path: Path) -> dict[str, dict]:
         return {str(d["id"]): d for d in iter_last_lines(path)}
@@ -256,13 +217,12 @@ def fit_pairs(args) -> list:
 def add_subcommands(sub) -> None:
     from ..cascade.config import SPOT_CHECK
 
-    p = add_command(sub, "cascade-fit", help="fit the band of student p_success that goes to the judge",
-                       description="From trajectories scored by both the student and the judge (a cascade file's "
-                                   "spot checks, or two verdict files), fit the narrowest band [LO, HI] of the "
-                                   "student's p_success that keeps the cascade's agreement with judge-only scoring "
-                                   "at or above --target-agreement, and write it for `score --cascade-band`. Exit 1 "
-                                   "when the target cannot be met within --max-judge-share.",
-                       epilog=FIT_EXAMPLES)
+    p = add_command(sub, "cascade-fit", cmd_fit, help="fit the band of student p_success that goes to the judge",
+        description="From trajectories scored by both the student and the judge (a cascade file's spot checks, or two "
+                    "verdict files), fit the narrowest band [LO, HI] of the student's p_success that keeps the "
+                    "cascade's agreement with judge-only scoring at or above --target-agreement, and write it for "
+                    "`score --cascade-band`. Exit 1 when the target cannot be met within --max-judge-share.",
+        epilog=FIT_EXAMPLES)
     p.add_argument("verdicts", nargs="?", metavar="VERDICTS", help="a cascade verdict file (its spot-checked lines)")
     p.add_argument("--student", help="the student's verdict file (with --judge)")
     p.add_argument("--judge", help="the judge's verdict file on the same trajectories (with --student)")
@@ -279,4 +239,3 @@ def add_subcommands(sub) -> None:
                         "set reaches the target; 0: the fit set's own figure, which new data misses about half "
                         "the time (default 0.95)")
     p.add_argument("--out", required=True, help="the band file to write (BAND.json)")
-    p.set_defaults(func=cmd_fit)

@@ -7,11 +7,21 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from types import SimpleNamespace
 
+from ..distill.image_policy import adopt
+from ..engine.hf_config import HFEngineConfig
 from ..engine.options import NO_VALUE, refuse_unread
 from ..engine.remote import RemoteConfig, is_remote, remote_engine
+from ..engine.vllm_engine import VLLMOptions
+from ..evaluation.coverage import Coverage
 from ..flags import add_config_arguments, common, config_kwargs, explicit, flag_name
+from ..labelled_stream import LabelledStream, apply_labels
+from ..labels import LabelsConfig, not_loaded_warning
+from ..pipeline import AdaptRubric, PipelineConfig
 from ..registry import PLUGINS_FLAG, PLUGINS_HELP
+from ..run_settings import planned_settings, precheck_out
+from ..scoring import score_file, score_with
 from ..stopping import Stopped
 
 FORMATTER = argparse.RawDescriptionHelpFormatter
@@ -42,6 +52,13 @@ def add_out_option(p, help: str, required: bool = True) -> None:
     common(p.add_argument("--out", required=required, help=help), "output")
 
 
+def refuse_given(args, cls, need: str) -> None:
+    """A ValueError naming the flags of config `cls` given on the command line: they need `need`."""
+    given = sorted(config_kwargs(args, cls, only_given=True))
+    if given:
+        raise ValueError(f"{', '.join(flag_name(g) for g in given)} need(s) {need}")
+
+
 def add_data_options(p: argparse.ArgumentParser) -> None:
     """--format (the registered formats, a --plugins file's among them) and --image-root."""
     from ..formats import FORMATS
@@ -54,11 +71,14 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
                                "folder (repeatable)"), "data")
 
 
-def add_labels_options(p: argparse.ArgumentParser) -> None:
-    """--labels FILE (repeatable), one flag per LabelsConfig field."""
-    from ..labels import LabelsConfig
+def add_labels_options(p: argparse.ArgumentParser, title: str = "labels (what the review page exports)") -> None:
+    """--labels FILE (repeatable), one flag per LabelsConfig field, in the group `title`."""
+    add_config_arguments(p.add_argument_group(title), LabelsConfig)
 
-    add_config_arguments(p.add_argument_group("labels (what the review page exports)"), LabelsConfig)
+
+def data_options(args) -> dict:
+    """--format and --image-root as the loaders take them (`fmt`, `image_roots`)."""
+    return {"fmt": getattr(args, "format", "auto"), "image_roots": getattr(args, "image_root", None) or ()}
 
 
 NEEDS_DATA = "--labels needs DATA: a labels file labels the trajectories of a data set"
@@ -76,16 +96,12 @@ def load_labelled(args, check_images: bool = False):
     """(the data set DATA with the --labels files applied, their record or None): the one step
     every command that reads labels takes before it reads them."""
     from ..formats import load_trajectories
-    from ..labelled_stream import apply_labels
 
     data, files = args.data, _labels_files(args)
     if not data:
         return None, None
-    loaded = load_trajectories(data, fmt=getattr(args, "format", "auto"), check_images=check_images,
-                               image_roots=getattr(args, "image_root", None) or ())
+    loaded = load_trajectories(data, check_images=check_images, **data_options(args))
     if loaded.errors:  # their trajectories get no label from the data (nor from --labels)
-        from ..labels import not_loaded_warning
-
         n = len(loaded.errors) + len(loaded.trajectories)
         print(not_loaded_warning(len(loaded.errors), n, loaded.errors[0], data), file=sys.stderr)
     if not files:
@@ -99,37 +115,30 @@ def open_labelled(args):
     """DATA as a stream with the --labels files applied as it is read (labelled_stream.py), or None
     without DATA: `load_labelled` for commands whose memory must not grow with the data. The labels
     files are read, and their ids checked against the data's, here."""
-    from ..labelled_stream import LabelledStream
-
     files = _labels_files(args)
     if not args.data:
         return None
-    return LabelledStream(args.data, files, fmt=getattr(args, "format", "auto"),
-                          image_roots=getattr(args, "image_root", None) or ())
+    return LabelledStream(args.data, files, **data_options(args))
 
 
 def report_labelled(stream) -> None:
     """On stderr, what `load_labelled` says of a data set and its labels files, once `stream` is read."""
-    if stream is None:
-        return
-    if stream.warning():
+    if stream is not None and stream.warning():
         print(stream.warning(), file=sys.stderr)
-    if stream.files:
+    if stream is not None and stream.files:
         print(stream.applied().summary(), file=sys.stderr)
 
 
 def add_plugins_option(p: argparse.ArgumentParser) -> None:
-    """--plugins FILE.py|MODULE (repeatable). The
-    command line imports them before it builds its parser (cli/__init__.py's `run`), so what they
-    register is a choice of --engine, --format and --perturb; the value here is for --help."""
+    """--plugins FILE.py|MODULE (repeatable). The command line imports them before it builds its parser
+    (cli/__init__.py's `run`), so what they register is a choice of --engine, --format and --perturb;
+    the value here is for --help."""
     p.add_argument(PLUGINS_FLAG, dest="plugins", action="append", default=[], metavar="FILE.py|MODULE",
                    help=PLUGINS_HELP)
 
 
 def add_pipeline_options(p: argparse.ArgumentParser) -> None:
     """The AdaptRubric settings, one flag per PipelineConfig field; defaults are the paper's method."""
-    from ..pipeline import PipelineConfig
-
     add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig)
 
 
@@ -146,8 +155,6 @@ def add_model_options(p: argparse.ArgumentParser, serve: bool = False, routing: 
     VLLMOptions field. `serve`: a flag not given leaves --config's value (no default shown), and the
     model defaults to the engine config's. `routing`: only what `route` uses (ROUTING_ENGINE_OPTIONS)."""
     from ..engine.build import EngineChoice
-    from ..engine.hf_config import HFEngineConfig
-    from ..engine.vllm_engine import VLLMOptions
 
     g = p.add_argument_group("engine (transformers, Qwen3-VL; the options both engines share)")
     add_config_arguments(g, EngineChoice, hide_defaults=serve)
@@ -176,8 +183,6 @@ def add_scoring_options(p: argparse.ArgumentParser) -> None:
 
 def pipeline_config(args, **overrides):
     """The PipelineConfig the pipeline options describe (with --adapter, its screenshot budget)."""
-    from ..pipeline import PipelineConfig
-
     kw = {**config_kwargs(args, PipelineConfig), **overrides}
     given = explicit(args)
     if "trajectories_per_batch" not in given and "max_batch_size" in given and getattr(args, "max_batch_size", None):
@@ -188,8 +193,6 @@ def pipeline_config(args, **overrides):
 
 def adopt_adapter_images(args, engine: dict, pipeline: dict) -> tuple[dict, dict]:
     """The --adapter's image settings (image_policy.json) where no flag set them (image_policy.py)."""
-    from ..distill.image_policy import adopt
-
     return adopt(getattr(args, "adapter", None), engine, pipeline, explicit(args), warn=_warn_once(args))
 
 
@@ -209,14 +212,11 @@ def engine_options(args, cfg=None) -> dict:
     """HFEngineConfig options from the flags, plus VLLMOptions's with --engine vllm and RemoteConfig's
     with --openai-url; the token cap covers every call the pipeline makes, and vLLM's screenshot limit
     defaults to the pipeline's budget."""
-    from ..engine.hf_config import HFEngineConfig
-    from ..engine.vllm_engine import VLLMOptions
-
-    check_engine_options(getattr(args, "engine", None) or "transformers", explicit(args))
+    engine = getattr(args, "engine", None) or "transformers"
+    check_engine_options(engine, explicit(args))
     kw, _ = adopt_adapter_images(args, config_kwargs(args, HFEngineConfig), {})
     if cfg is not None:
         kw["max_new_tokens"] = max(cfg.verify_max_new_tokens, cfg.cue_max_new_tokens, cfg.route_max_new_tokens)
-    engine = getattr(args, "engine", None) or "transformers"
     if engine == "vllm":
         if getattr(args, "openai_url", None):
             raise ValueError("--engine vllm runs vLLM in this process; --openai-url sends every call to a server: "
@@ -266,28 +266,32 @@ def needs_engine(cfg) -> bool:
     return (cfg.router == "model" and not cfg.fixed_category) or (cfg.fine and cfg.manual_cues is None)
 
 
+def checked_settings(args, cfg, out, resume: bool, extra: dict | None = None, **score_kw) -> dict | None:
+    """The settings record of an in-process run, from its configs (as Ray's is), with `out` checked
+    against it before the model loads (`precheck_out`); None with a server, whose engine asks it."""
+    options = engine_options(args, cfg)
+    if is_remote(options):
+        return None
+    settings, shard = planned_settings(cfg, options), score_kw.get("shard")
+    extra = {**(extra or {}), **({"shard": str(shard)} if shard else {})}
+    precheck_out(out, settings, args.data, resume=resume, force=score_kw.get("force_settings", False),
+                 calibration=score_kw.get("calibration"), extra=extra)
+    return settings
+
+
 def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_kw) -> dict:
-    """Load args.data (unless `loaded`) and, with `resume`, check the verdict file's settings (both failing before the
-    model loads), build the engine, score into `out`. An in-process engine's settings record comes
-    from its config (as Ray's does); a server's from the engine, which asks the server."""
+    """Load args.data (unless `loaded`) and, with `resume`, check the verdict file's settings (both failing
+    before the model loads), build the engine, score into `out`."""
     from ..formats import load_trajectories
-    from ..pipeline import AdaptRubric
-    from ..run_settings import planned_settings, precheck_out
-    from ..scoring import score_file, score_with
 
     if loaded is None:
-        loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
-    options = engine_options(args, cfg)
-    settings = None if is_remote(options) else planned_settings(cfg, options)
-    if settings is not None:
-        shard = score_kw.get("shard")
-        precheck_out(out, settings, args.data, resume=resume, force=score_kw.get("force_settings", False),
-                     calibration=score_kw.get("calibration"), extra={"shard": str(shard)} if shard else None)
+        loaded = load_trajectories(args.data, **data_options(args))
+    settings = checked_settings(args, cfg, out, resume, **score_kw)
     try:
         engine = make_engine(args, cfg)
     except Stopped as stop:  # stopped while the model loads: the summary says nothing was scored, all is left
         if settings is not None:
-            score_with(_NotStarted(stop), settings, args.data, out, resume=resume, fmt=args.format, progress=False,
+            score_with(_not_started(stop), settings, args.data, out, resume=resume, fmt=args.format, progress=False,
                        loaded=loaded, **score_kw)
         raise
     try:
@@ -301,19 +305,14 @@ def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_
         engine.close()
 
 
-class _NotStarted:
+def _not_started(stop: BaseException):
     """The scorer of a run stopped before its engine was up: it raises the stop, so `score_with` writes
     the summary of a run that scored nothing."""
-
-    def __init__(self, stop: BaseException):
-        self.stop = stop
-
-    def iter_score(self, trajs):
-        raise self.stop
+    def iter_score(trajs):
+        raise stop
         yield  # a generator, as a scorer's iter_score is
 
-    def summary(self) -> dict:
-        return {}
+    return SimpleNamespace(iter_score=iter_score, summary=dict)
 
 
 def add_coverage_options(p: argparse.ArgumentParser, subset: bool = True) -> None:
@@ -331,8 +330,6 @@ def add_coverage_options(p: argparse.ArgumentParser, subset: bool = True) -> Non
 def print_coverage(result: dict) -> None:
     """What the verdicts cover of DATA (a metrics.json / tts.json content), on stderr: WARNING when
     trajectories lack a verdict or verdicts were left out, a note otherwise."""
-    from ..evaluation.coverage import Coverage
-
     if not result.get("coverage"):
         return
     run = result.get("run", {})

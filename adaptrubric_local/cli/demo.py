@@ -7,6 +7,7 @@ plots. `run_demo(out)` is what `make demo` runs; `distill_demo(...)` is the para
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,11 +50,8 @@ def distill_demo(out: str | Path, s: DemoSettings | None = None, progress: bool 
     t0 = time.perf_counter()
     dist = out / "distill"
     if dist.exists():
-        import shutil
-
         shutil.rmtree(dist)
-    trajs = load_trajectories(data).trajectories
-    manifest = collect(data, dist, label_teacher(trajs), teacher_pipeline("labels"),
+    manifest = collect(data, dist, label_teacher(load_trajectories(data).trajectories), teacher_pipeline("labels"),
                        CollectConfig(val_fraction=s.val_fraction, seed=s.seed), progress=progress)
     times["collect_s"] = time.perf_counter() - t0
     c = manifest["counts"]

@@ -9,6 +9,12 @@ import json
 import sys
 from pathlib import Path
 
+from ..engine.hf_config import HFEngineConfig
+from ..flags import add_config_arguments, common, config_kwargs
+from ..formats.stream import as_stream, stream_trajectories, trajectories
+from ..pipeline import PipelineConfig
+from .common import add_command, add_data_argument, add_labels_options, add_out_option, data_options, load_labelled
+
 EXAMPLES = """examples:
   # 1. collect a teacher's judgments (exactly one teacher)
   adaptrubric distill collect DATA --out runs/distill --teacher-url http://judge:8000/v1 \\
@@ -33,17 +39,13 @@ EXAMPLES = """examples:
 """
 
 
-# ----------------------------------------------------------------------------- collect
 def _collect_teacher(args, pcfg_for, loaded):
     """(teacher engine, manifest description, pipeline config, per-trajectory configs or None)."""
     from ..distill.collect import label_teacher, load_teacher_verdicts, verdict_groups, verdicts_teacher
     from ..engine.teacher import TeacherConfig
-    from ..flags import config_kwargs
 
     tcfg = TeacherConfig(**config_kwargs(args, TeacherConfig))
-    chosen = [x for x in (tcfg.teacher_model, tcfg.teacher_url, args.teacher_verdicts) if x] + (
-        ["labels"] if args.teacher_labels else [])
-    if len(chosen) != 1:
+    if sum(map(bool, (tcfg.teacher_model, tcfg.teacher_url, args.teacher_verdicts, args.teacher_labels))) != 1:
         raise ValueError("give exactly one teacher: --teacher-model, --teacher-url, --teacher-verdicts or "
                          "--teacher-labels")
     if tcfg.kind:
@@ -55,26 +57,18 @@ def _collect_teacher(args, pcfg_for, loaded):
         pcfg = pcfg_for("verdicts")
         desc = {"kind": "verdicts", "name": name, "file": str(args.teacher_verdicts)}
         return verdicts_teacher(verdicts, name), desc, pcfg, verdict_groups(verdicts, pcfg)
-    from ..formats.stream import as_stream, trajectories
-
     teacher = label_teacher(trajectories(as_stream(loaded)))  # a pass over the data: its labels, one byte each
     return teacher, {"kind": "labels", "name": "labels"}, pcfg_for("labels"), None
 
 
 def cmd_collect(args) -> int:
-    from .common import load_labelled
     from ..distill.collect import CollectConfig, collect, teacher_pipeline
-    from ..flags import config_kwargs
 
     cfg = CollectConfig(**config_kwargs(args, CollectConfig))
-    if getattr(args, "labels", None):
+    if args.labels:
         loaded, labels = load_labelled(args, check_images=True)  # the data's labels with --labels applied
     else:  # read as a stream: the records parsed as the teacher asks for them
-        from ..formats.stream import stream_trajectories
-
-        loaded = stream_trajectories(args.data, fmt=getattr(args, "format", "auto"),
-                                     image_roots=getattr(args, "image_root", None) or ())
-        labels = None
+        loaded, labels = stream_trajectories(args.data, **data_options(args)), None
     teacher, desc, pcfg, groups = _collect_teacher(
         args, lambda kind: teacher_pipeline(kind, args.router, args.max_images, args.teacher_max_new_tokens), loaded)
     try:
@@ -87,9 +81,8 @@ def cmd_collect(args) -> int:
         print(f"WARNING: {w}", file=sys.stderr)
     run = manifest["this_run"]
     if run["truncated"]:
-        print(f"{run['truncated']} teacher repl(ies) were cut at --teacher-max-new-tokens "
-              f"{args.teacher_max_new_tokens} "
-              "(finish_reason 'length') before the verdict block; a thinking teacher needs room to reason: run again "
+        print(f"{run['truncated']} teacher repl(ies) were cut at --teacher-max-new-tokens {args.teacher_max_new_tokens}"
+              " (finish_reason 'length') before the verdict block; a thinking teacher needs room to reason: run again "
               "with --resume and a larger --teacher-max-new-tokens", file=sys.stderr)
     if run["failed"]:
         print(f"{run['failed']} trajectory(ies) failed (see {Path(args.out) / 'failures.jsonl'}); run again with "
@@ -98,7 +91,6 @@ def cmd_collect(args) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- train / plan
 def cmd_train(args) -> int:
     from ..distill.config import config_from_args
     from ..distill.plan import format_plan
@@ -122,7 +114,6 @@ def cmd_plan(args) -> int:
     return cmd_train(args)
 
 
-# ----------------------------------------------------------------------------- evaluate / merge
 def cmd_evaluate(args) -> int:
     from ..distill.evaluate import evaluate
 
@@ -141,14 +132,10 @@ def cmd_merge(args) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- parser
 def add_subcommands(sub) -> None:
     """Register `distill {collect,train,plan,evaluate,merge}` on the main parser's subparsers."""
     from ..distill.collect import CollectConfig
     from ..engine.teacher import TeacherConfig
-    from ..flags import add_config_arguments, common
-    from ..pipeline import PipelineConfig
-    from .common import add_command, add_data_argument, add_out_option
 
     d = add_command(sub, "distill", help="distil a large judge into a LoRA adapter for a small verifier",
         description="Collect a teacher's AdaptRubric judgments, train a LoRA student on them, evaluate it against the "
@@ -164,9 +151,9 @@ def add_subcommands(sub) -> None:
     t = p.add_argument_group("teacher (exactly one of --teacher-model, --teacher-url, --teacher-verdicts, "
                              "--teacher-labels)")
     add_config_arguments(t, TeacherConfig)
-    common(t.add_argument("--teacher-verdicts", help="verdict JSONL produced elsewhere (each line needs 'raw'; "
-                                                     "its p_success, when present, is kept as the teacher's "
-                                                     "probability)"), "teacher")
+    common(t.add_argument("--teacher-verdicts", help="verdict JSONL produced elsewhere (each line needs 'raw'; its "
+                                                     "p_success, when present, is kept as the teacher's probability)"),
+           "teacher")
     common(t.add_argument("--teacher-labels", action="store_true",
                           help="use the data's labels as the teacher's verdicts (with --labels: those files' labels "
                                "over the data's)"), "teacher")
@@ -174,10 +161,8 @@ def add_subcommands(sub) -> None:
                              "labels and verdicts, which carry no router answers)")
     add_config_arguments(g, PipelineConfig, only=("router", "max_images"), defaults={"router": None})
     add_config_arguments(p.add_argument_group("collection"), CollectConfig)
-    from ..labels import LabelsConfig
-
-    add_config_arguments(p.add_argument_group("labels (what the review page exports; the records' labels, "
-                                              "--agree-with-labels and --teacher-labels read them)"), LabelsConfig)
+    add_labels_options(p, "labels (what the review page exports; the records' labels, --agree-with-labels and "
+                          "--teacher-labels read them)")
     common(p.add_argument("--resume", action="store_true", help="continue DIR: skip what is there, retry failures "
                                                                 "(and truncated replies once the token cap is raised)"),
            "output")
@@ -211,8 +196,6 @@ def add_subcommands(sub) -> None:
     p.add_argument("--adapter", required=True, help="adapter folder (from distill train)")
     p.add_argument("--out", required=True, help="result folder")
     p.add_argument("--split", default="val", choices=["val", "train"], help="which split (default val)")
-    from ..engine.hf_config import HFEngineConfig
-
     add_config_arguments(p, HFEngineConfig, only=("max_batch_size",))  # the same option, default and help as score's
     add_config_arguments(p, PipelineConfig, only=("verify_max_new_tokens",), defaults={"verify_max_new_tokens": None},
                          shown={"verify_max_new_tokens": "the collection's"})

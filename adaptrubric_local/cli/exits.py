@@ -29,8 +29,7 @@ EXIT_STATUSES: dict[int, tuple[str, str]] = {
             "any work is done"),
     ERROR_LINES: ("error lines", "`score --fail-on-error` when the verdict file holds `error` lines (bad records, "
                                  "failed calls); the verdicts and the summary are written as without it"),
-    SIGINT_STATUS: ("stopped by Ctrl-C (SIGINT)", "every command; what was done is kept (`score --resume` "
-                                                  "continues)"),
+    SIGINT_STATUS: ("stopped by Ctrl-C (SIGINT)", "every command; what was done is kept (`score --resume` continues)"),
     SIGTERM_STATUS: ("stopped by SIGTERM", "every command, as for Ctrl-C; `serve` shuts down gracefully and exits 0"),
 }
 
@@ -44,17 +43,6 @@ class GateConfig:
                 "writing every verdict and the summary; without it error lines are counted in the summary and "
                 "the exit status is 0. Unparsed verdicts never fail the command: they are the model's answers"})
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.fail_on_error, bool):
-            raise ValueError(f"fail_on_error must be true or false, got {self.fail_on_error!r}")
-
     def status(self, summary: dict) -> int:
         """The exit status of a `score` run whose summary is `summary` (its `errors`: the file's)."""
         return ERROR_LINES if self.fail_on_error and summary.get("errors") else OK
-
-
-def markdown_table() -> str:
-    """The docs' table of exit statuses."""
-    rows = ["| status | means | given by |", "| --- | --- | --- |"]
-    rows += [f"| {code} | {what} | {when} |" for code, (what, when) in EXIT_STATUSES.items()]
-    return "\n".join(rows)

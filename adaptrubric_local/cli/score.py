@@ -6,11 +6,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
 import sys
+import warnings
 from pathlib import Path
 
-from .common import FORMATTER, add_command, add_scoring_options, engine_options, pipeline_config, score_with_model
+from ..flags import add_config_arguments, common, config_kwargs, explicit
+from ..formats.base import LoadResult
+from ..formats.stream import Shard, stream_trajectories
+from ..scoring import error_id
+from .cascade import add_judge_arguments, cascade_config, score_cascade
+from .common import add_command, add_scoring_options, engine_options, pipeline_config, score_with_model
+from .exits import GateConfig
+from .streams import env_defaults
 
 EXAMPLES = """examples:
   adaptrubric score DATA --model Qwen/Qwen3-VL-8B-Instruct --out verdicts.jsonl
@@ -31,15 +40,8 @@ own resolution, up to 1024 verifier tokens (stopping once the verdict block is c
 
 def cmd_score(args) -> int:
     check_ray_flags(args)
-    with quiet_libraries(args) if args.quiet else contextlib.nullcontext():
-        return _score(args)
-
-
-def _score(args) -> int:
     cfg = pipeline_config(args)
     from ..formats import load_trajectories
-    from ..formats.stream import Shard, stream_trajectories
-    from .cascade import cascade_config, score_cascade
 
     ccfg = cascade_config(args)
     shard = Shard.parse(args.shard) if args.shard else None
@@ -47,8 +49,8 @@ def _score(args) -> int:
         raise ValueError("--shard splits the data between machines that each score their own file: give it without "
                          "--ray (which splits it between replicas already)")
     if args.ids or args.limit is not None:  # a subset: loaded whole
-        loaded, subset = pick_subset(load_trajectories(args.data, fmt=args.format, image_roots=args.image_root),
-                                     args.ids, args.limit)
+        loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
+        loaded, subset = pick_subset(loaded, args.ids, args.limit)
     else:  # streamed: parsed batch by batch as the scorer asks (formats/stream.py)
         loaded, subset = stream_trajectories(args.data, fmt=args.format, image_roots=args.image_root), None
     if ccfg is not None:  # a judge checks the student (cli/cascade.py)
@@ -58,7 +60,7 @@ def _score(args) -> int:
     else:
         summary = score_with_model(args, args.out, cfg, resume=args.resume, retry_errors=args.retry_errors,
                                    force_settings=args.force_settings, calibration=args.calibration, loaded=loaded,
-                                   **({"shard": shard} if shard else {}))
+                                   shard=shard)
     if subset:
         summary["subset"] = summary.setdefault("this_run", {})["subset"] = subset
         Path(summary["out"]).with_suffix(".summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -66,10 +68,9 @@ def _score(args) -> int:
     if args.summary_json:
         Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
     run = summary.get("this_run", summary)
-    if noise_note(args, run):
-        print(noise_note(args, run), file=sys.stderr)
-    elif cap_note(run, cfg.verify_max_new_tokens):
-        print(cap_note(run, cfg.verify_max_new_tokens), file=sys.stderr)
+    note = noise_note(args, run) or cap_note(run, cfg.verify_max_new_tokens)
+    if note:
+        print(note, file=sys.stderr)
     if run.get("hit_context"):
         print(f"note: {run['hit_context']} output(s) of this run were cut short by the model's context length "
               "(prompt + reply reached max_model_len) before the token cap: raise --max-model-len (on a server: its "
@@ -109,9 +110,6 @@ def cap_note(run: dict, cap: int) -> str | None:
 
 def gate_status(args, summary: dict) -> int:
     """The exit status: 0, or with --fail-on-error and error lines in the file, exits.ERROR_LINES."""
-    from ..flags import config_kwargs
-    from .exits import GateConfig
-
     status = GateConfig(**config_kwargs(args, GateConfig)).status(summary)
     if status:
         print(f"adaptrubric: {summary['errors']} error line(s) in {summary['out']} (--fail-on-error): exit {status}",
@@ -147,12 +145,6 @@ def quiet_libraries(args):
     libraries that load the model (transformers, the hub, torch, vLLM and its engine process; vLLM's
     errors go to stderr); set before they are imported, so their child processes inherit it. A setting
     the user made is kept; the environment is restored afterwards (a caller of `main` keeps its own)."""
-    import os
-    import warnings
-
-    before = {k: os.environ.get(k) for k in QUIET_ENV}
-    for k, v in QUIET_ENV.items():
-        os.environ.setdefault(k, v)
     if getattr(args, "engine", None) == "vllm":  # vLLM's loading bar: its load option (a runtime-only setting)
         try:
             extra = json.loads(args.vllm_engine_args) if getattr(args, "vllm_engine_args", None) else {}
@@ -165,30 +157,20 @@ def quiet_libraries(args):
     if bars_on:
         bars.disable_progress_bar()
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), env_defaults(QUIET_ENV):
             for category in (FutureWarning, DeprecationWarning):
                 warnings.filterwarnings("ignore", category=category)
             yield
     finally:
         if bars_on:
             bars.enable_progress_bar()
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def pick_subset(loaded, ids: list[str] | None, limit: int | None):
     """(`loaded` cut to --ids, then to its first --limit trajectories, a record of the subset for the
-    summary; or `loaded` and None without either). --ids names bad records too (by their error line's
+    summary). --ids names bad records too (by their error line's
     id), which then get their error lines; --limit counts the trajectories that loaded, in the data's
     order, and leaves the bad records out (said in the record). An id not in the data is an error."""
-    if not ids and limit is None:
-        return loaded, None
-    from ..formats.base import LoadResult
-    from ..scoring import error_id
-
     if limit is not None and limit < 1:
         raise ValueError(f"--limit must be >= 1, got {limit}")
     trajs, errors = list(loaded.trajectories), list(loaded.errors)
@@ -196,8 +178,6 @@ def pick_subset(loaded, ids: list[str] | None, limit: int | None):
         known = [t.id for t in trajs] + [error_id(e) for e in errors]
         unknown = [i for i in dict.fromkeys(ids) if i not in set(known)]
         if unknown:
-            import difflib
-
             close = difflib.get_close_matches(unknown[0], known, n=3)
             raise ValueError(f"--ids: {', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}: no such id in "
                              "the data" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
@@ -215,12 +195,11 @@ def pick_subset(loaded, ids: list[str] | None, limit: int | None):
 
 def check_ray_flags(args) -> None:
     """The replica flags need --ray; --ray holds the transformers engine in process."""
-    from ..flags import config_kwargs, flag_name
     from ..scale_out.ray import RayConfig
+    from .common import refuse_given
 
-    given = sorted(config_kwargs(args, RayConfig, only_given=True))
-    if given and not args.ray:
-        raise ValueError(f"{', '.join(flag_name(g) for g in given)} need(s) --ray")
+    if not args.ray:
+        refuse_given(args, RayConfig, "--ray")
     if args.ray and getattr(args, "engine", None) == "vllm":
         raise ValueError("--ray replicas hold the transformers engine; with --engine vllm one process drives vLLM's "
                          "continuous batching (for several GPUs: --tensor-parallel-size, or one vLLM server per GPU "
@@ -232,7 +211,6 @@ def check_ray_flags(args) -> None:
 
 def score_with_ray(args, cfg, loaded) -> dict:
     """`score --ray`: replicas on Ray (local or --ray-address), the driver writing --out."""
-    from ..flags import config_kwargs, explicit
     from ..scale_out.ray import RayConfig, ReplicasGone, score_ray
 
     ray_cfg = RayConfig(**config_kwargs(args, RayConfig))
@@ -247,9 +225,7 @@ def score_with_ray(args, cfg, loaded) -> dict:
         raise ValueError(str(exc)) from None  # one error line, not a traceback
 
 
-# ----------------------------------------------------------------------------- synth / tiny / demo
 def cmd_synth(args) -> int:
-    from ..flags import config_kwargs
     from ..synth import SynthConfig, synthesize
 
     cfg = SynthConfig(**config_kwargs(args, SynthConfig))
@@ -291,13 +267,15 @@ def cmd_demo(args) -> int:
     return run_demo(Path(args.out), verbose=getattr(args, "verbose", False))
 
 
-# ----------------------------------------------------------------------------- registration
-def add_score_arguments(p: argparse.ArgumentParser) -> None:
-    """The flags of `score`."""
-    from ..flags import add_config_arguments, common
+def add_subcommands(sub) -> None:
+    """Register the scoring-related subcommands."""
     from ..scale_out.ray import RayConfig
-    from .exits import GateConfig
 
+    p = add_command(sub, "score", cmd_score, help="score trajectories with Qwen3-VL, writing one verdict line each",
+        description="Score every trajectory in DATA and stream verdict lines to --out as they complete. A bad record "
+                    "becomes a line with status=error (its id kept); an output that does not parse becomes "
+                    "status=unparsed (score null). Writes OUT.config.json (settings) and OUT.summary.json beside it.",
+        epilog=EXAMPLES)
     p.add_argument("data", metavar="DATA", help="trajectory file or folder (any supported format)")
     common(p.add_argument("--out", required=True, help="verdict JSONL to write"), "output")
     common(p.add_argument("--resume", action="store_true",
@@ -330,50 +308,30 @@ def add_score_arguments(p: argparse.ArgumentParser) -> None:
     common(p.add_argument("--limit", type=int, metavar="N",
                           help="score only the first N trajectories that load (after --ids)"), "data")
     add_scoring_options(p)
-    from .cascade import add_judge_arguments
-
     add_judge_arguments(p)
 
-
-def add_subcommands(sub) -> None:
-    """Register the scoring-related subcommands."""
-    p = add_command(sub, "score", help="score trajectories with Qwen3-VL, writing one verdict line each",
-                       description="Score every trajectory in DATA and stream verdict lines to --out as they "
-                                   "complete. A bad record becomes a line with status=error (its id kept); an "
-                                   "output that does not parse becomes status=unparsed (score null). Writes "
-                                   "OUT.config.json (settings) and OUT.summary.json beside it.",
-                       epilog=EXAMPLES)
-    add_score_arguments(p)
-    p.set_defaults(func=cmd_score)
-
-    p = sub.add_parser("synth", help="write labelled synthetic trajectories for every task family",
-                       formatter_class=FORMATTER, epilog="example:\n  adaptrubric synth --out runs/synth --tasks 16")
+    p = add_command(sub, "synth", cmd_synth, help="write labelled synthetic trajectories for every task family",
+        description=None, epilog="example:\n  adaptrubric synth --out runs/synth --tasks 16")
     p.add_argument("--out", required=True, help="output folder (trajectories.jsonl + screens/)")
-    from ..flags import add_config_arguments
     from ..synth import SynthConfig
 
     add_config_arguments(p, SynthConfig)
-    p.set_defaults(func=cmd_synth)
 
     from ..distill.answering import AnsweringSettings
 
     a = AnsweringSettings()
     size = f"{a.size[0]}x{a.size[1]}"
-    p = add_command(sub, "make-tiny-model", help="build a tiny random Qwen3-VL offline and save it",
-                       description="A tiny Qwen3-VL (text head size 32, which vLLM's CPU and GPU kernels accept) "
-                                   "that loads in both engines: random weights (its outputs are noise), or with "
-                                   "--answering a student distilled on the CPU that answers the "
-                                   "verifier prompt with parseable verdicts on the data it was trained on: synthetic "
-                                   "screens whose outcome banner shows the result (`synth --visible-outcome --size "
-                                   "96x192`, any seed); a final screen without the banner it scores 0. On real "
-                                   "screenshots it mostly writes unparseable verdicts. For comparing engines and "
-                                   "tests, not for judging anything.",
-                       epilog="examples:\n  adaptrubric make-tiny-model runs/tiny\n"
-                              "  adaptrubric make-tiny-model runs/tiny-qwen3 --tokenizer qwen3   # real tokenizer, "
-                              "151,936 rows\n"
-                              "  adaptrubric make-tiny-model runs/tiny-answering --answering\n"
-                              "  adaptrubric synth --out runs/answerable --visible-outcome --size 96x192 --seed 1   "
-                              "# data it answers")
+    p = add_command(sub, "make-tiny-model", cmd_make_tiny, help="build a tiny random Qwen3-VL offline and save it",
+        description="A tiny Qwen3-VL (text head size 32, which vLLM's CPU and GPU kernels accept) that loads in both "
+                    "engines: random weights (its outputs are noise), or with --answering a student distilled on the "
+                    "CPU that answers the verifier prompt with parseable verdicts on the data it was trained on: "
+                    "synthetic screens whose outcome banner shows the result (`synth --visible-outcome --size 96x192`, "
+                    "any seed); a final screen without the banner it scores 0. On real screenshots it mostly writes "
+                    "unparseable verdicts. For comparing engines and tests, not for judging anything.",
+        epilog="examples:\n  adaptrubric make-tiny-model runs/tiny\n"
+               "  adaptrubric make-tiny-model runs/tiny-qwen3 --tokenizer qwen3   # real tokenizer, 151,936 rows\n"
+               "  adaptrubric make-tiny-model runs/tiny-answering --answering\n"
+               "  adaptrubric synth --out runs/answerable --visible-outcome --size 96x192 --seed 1   # data it answers")
     p.add_argument("dir", help="output folder")
     p.add_argument("--seed", type=int, default=0, help="random seed of the weights (default 0)")
     p.add_argument("--tokenizer", choices=["trained", "qwen3"], default="trained",
@@ -387,12 +345,9 @@ def add_subcommands(sub) -> None:
                    help=f"distil and merge a tiny student that writes verdicts, trained on {a.n_tasks} x "
                         f"{a.candidates} synthetic trajectories at {size} with the outcome banner and a copy of each "
                         f"success without it, labelled 0 (labels as a teacher {a.teacher_p:g} sure); score it with "
-                        "--router rules --no-fine on `synth --visible-outcome "
-                        f"--size {size}` data (a final screen without the banner it scores 0; on real screenshots "
-                        "its verdicts mostly do not parse)")
-    p.set_defaults(func=cmd_make_tiny)
+                        f"--router rules --no-fine on `synth --visible-outcome --size {size}` data (a final screen "
+                        "without the banner it scores 0; on real screenshots its verdicts mostly do not parse)")
 
-    p = sub.add_parser("demo", help="the product end to end on generated data, on the CPU",
-                       formatter_class=FORMATTER, epilog="example:\n  adaptrubric demo --out runs/demo")
+    p = add_command(sub, "demo", cmd_demo, help="the product end to end on generated data, on the CPU",
+        description=None, epilog="example:\n  adaptrubric demo --out runs/demo")
     p.add_argument("--out", default="runs/demo", help="working folder (default runs/demo)")
-    p.set_defaults(func=cmd_demo)

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import sys
+from dataclasses import fields
+from pathlib import Path
 
-from ..flags import Parser
-from .common import add_model_options, add_remote_options
+from ..flags import Parser, add_config_arguments, common, config_kwargs, explicit
+from ..pipeline import PipelineConfig
+from ..rewards.config import RewardConfig, load_options
+from ..rewards.model import RewardModel
+from .cascade import add_judge_arguments
+from .common import FORMATTER, add_command, add_model_options, add_remote_options, check_engine_options
 
 EXAMPLES = """examples:
   adaptrubric serve --model Qwen/Qwen3-VL-4B-Instruct --port 8000
@@ -35,11 +43,6 @@ when the trainers' screenshots are not on this machine. OpenRLHF's HTTP route
 def read_key(args, opts: dict) -> str | None:
     """The API key: --api-key, else the file, else the environment variable named by api_key_env (empty
     counts as none)."""
-    import os
-    from pathlib import Path
-
-    from ..rewards.config import RewardConfig
-
     env = opts.get("api_key_env", RewardConfig.api_key_env)
     if args.api_key:
         return args.api_key
@@ -60,23 +63,12 @@ SERVE_DEFAULTS = {"max_pending": 1024}  # a service bounds its queue (503 beyond
 
 
 def cmd_serve(args) -> int:
-    from ..cascade.config import CascadeConfig
-    from ..engine.build import EngineChoice
-    from ..engine.hf_config import HFEngineConfig
-    from ..engine.remote import RemoteConfig
-    from ..engine.vllm_engine import VLLMOptions
-    from ..flags import config_kwargs, explicit
-    from ..pipeline import PipelineConfig
-    from ..rewards.config import RewardConfig, load_options
-    from ..rewards.model import RewardModel
     from ..rewards.serve import ServeConfig, serve
-    from .common import check_engine_options
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     opts = {**SERVE_DEFAULTS, **(load_options(args.config) if args.config else {})}
-    for cls, skip in ((RewardConfig, CLIENT_ONLY), (PipelineConfig, ()), (EngineChoice, ()), (HFEngineConfig, ()),
-                      (VLLMOptions, ()), (RemoteConfig, ()), (CascadeConfig, ())):
-        opts.update(config_kwargs(args, cls, skip=skip, only_given=True))
+    service = {f.name for f in fields(ServeConfig)}  # every other config flag (add_arguments) is a verifier option
+    opts.update({name: getattr(args, name) for name in sorted(explicit(args) - service)})
     if "trajectories_per_batch" not in opts and opts.get("max_batch_size"):  # as every command derives it
         opts["trajectories_per_batch"] = max(4 * opts["max_batch_size"], 8)
     if opts.get("service_url"):
@@ -99,9 +91,6 @@ def cmd_serve(args) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `serve`: the service's (ServeConfig), and every verifier option (reward, pipeline and
     engine configs: the keys of a reward.yaml), a flag given winning over --config."""
-    from ..flags import add_config_arguments, common
-    from ..pipeline import PipelineConfig
-    from ..rewards.config import RewardConfig
     from ..rewards.serve import ServeConfig
 
     common(p.add_argument("--config", help="YAML/JSON file of verifier options: the keys are the flags' names "
@@ -116,33 +105,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          hide_defaults=True)
     add_model_options(p, serve=True)
     add_remote_options(p)
-    from .cascade import add_judge_arguments
-
     add_judge_arguments(p, hide_defaults=True)  # /stats then holds the live agreement
     p.set_defaults(func=cmd_serve)
 
 
 def add_subcommands(sub) -> None:
     """Register `serve`."""
-    p = sub.add_parser("serve", help="run the verifier as an HTTP reward service shared by rollout workers",
-                       description="One verifier shared by every rollout worker: concurrent requests are batched "
-                                   "together (dynamic batching), routes and cues are cached across clients, a full "
-                                   "queue answers 503. Endpoints: GET /health, POST /score, POST /openrlhf. "
-                                   "With an API key every request needs 'Authorization: Bearer <key>'.",
-                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
+    add_arguments(add_command(sub, "serve", help="run the verifier as an HTTP reward service shared by rollout workers",
+        description="One verifier shared by every rollout worker: concurrent requests are batched together (dynamic "
+                    "batching), routes and cues are cached across clients, a full queue answers 503. Endpoints: GET "
+                    "/health, POST /score, POST /openrlhf. With an API key every request needs 'Authorization: Bearer "
+                    "<key>'.", epilog=EXAMPLES))
 
 
 def main(argv=None) -> int:
     """`python -m adaptrubric_local.cli.serve` (the same flags as `adaptrubric serve`)."""
-    ap = Parser(prog="adaptrubric serve", epilog=EXAMPLES,
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(prog="adaptrubric serve", epilog=EXAMPLES, formatter_class=FORMATTER)
     add_arguments(ap)
     args = ap.parse_args(argv)
     return args.func(args)
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main())

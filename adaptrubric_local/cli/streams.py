@@ -17,12 +17,29 @@ from collections.abc import Iterator
 OUTPUT_ENV = {"VLLM_LOGGING_STREAM": "ext://sys.stderr"}  # vLLM logs to stdout by default (its envs.py)
 
 
-def _standard() -> bool:
-    """Whether sys.stdout and sys.stderr write to descriptors 1 and 2."""
+def _writes_to(stream, fd: int) -> bool:
+    """Whether `stream` writes to descriptor `fd`."""
     try:
-        return sys.stdout.fileno() == 1 and sys.stderr.fileno() == 2
+        return stream.fileno() == fd
     except (AttributeError, ValueError, OSError):
         return False
+
+
+@contextlib.contextmanager
+def env_defaults(values: dict[str, str]) -> Iterator[None]:
+    """While the block runs, the environment variables of `values` the user did not set are set;
+    restored afterwards."""
+    before = {k: os.environ.get(k) for k in values}
+    for k, v in values.items():
+        os.environ.setdefault(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _like(stream, fd: int) -> io.TextIOWrapper:
@@ -40,29 +57,23 @@ def output_on_stdout() -> Iterator[None]:
     libraries and child processes write there goes to stderr, and `sys.stdout` writes to a duplicate
     of the real stdout. vLLM's log handler, which takes `sys.stdout` when it is set up, is pointed at
     stderr (a setting the user made is kept)."""
-    env = {k: os.environ.get(k) for k in OUTPUT_ENV}
-    for k, v in OUTPUT_ENV.items():
-        os.environ.setdefault(k, v)
-    real, saved = sys.stdout, None
-    if _standard():
+    with env_defaults(OUTPUT_ENV):
+        if not (_writes_to(sys.stdout, 1) and _writes_to(sys.stderr, 2)):
+            yield
+            return
+        real = sys.stdout
         real.flush()
         saved = os.dup(1)
         sys.stdout = _like(real, saved)
         os.dup2(2, 1)
-    try:
-        yield
-    finally:
-        if saved is not None:
+        try:
+            yield
+        finally:
             with contextlib.suppress(OSError, ValueError):
                 sys.stdout.flush()
             sys.stdout = real
             os.dup2(saved, 1)
             os.close(saved)
-        for k, v in env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @contextlib.contextmanager
@@ -71,11 +82,7 @@ def dropping_lines(needles: tuple[str, ...]) -> Iterator[None]:
     `output_on_stdout`) that contain one of `needles` are dropped (this process's own lines too: vLLM
     logs the same line here); the rest reach stderr in the order written. Nothing changes without
     needles."""
-    try:
-        standard = sys.stderr.fileno() == 2  # (sys.stdout may be output_on_stdout's duplicate)
-    except (AttributeError, ValueError, OSError):
-        standard = False
-    if not needles or not standard:
+    if not needles or not _writes_to(sys.stderr, 2):  # (sys.stdout may be output_on_stdout's duplicate)
         yield
         return
     sys.stderr.flush()
