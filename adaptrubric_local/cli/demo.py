@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..distill.answering import TinyStudentSettings
+from ..distill.answering import TinyStudentSettings, figure
 
 
 @dataclass
@@ -75,7 +75,7 @@ def distill_demo(out: str | Path, s: DemoSettings | None = None, progress: bool 
     table = res["table"]
     log("evaluate (held-out tasks):")
     for k in ("agreement_with_teacher", "acc", "f1", "unparsed"):
-        log(f"  {k:<24} base {_f(table[k].get('base'))}   adapter {_f(table[k].get('adapter'))}")
+        log(f"  {k:<24} base {figure(table[k].get('base'))}   adapter {figure(table[k].get('adapter'))}")
     log(f"report: {out / 'eval' / 'adapter' / 'report.md'} (plots beside it); side by side: "
         f"{out / 'eval' / 'comparison.md'}")
     log(f"review every trajectory in a browser: {out / 'eval' / 'adapter' / 'review.html'}")
@@ -84,10 +84,6 @@ def distill_demo(out: str | Path, s: DemoSettings | None = None, progress: bool 
               "predictions": res["runs"]["adapter"]["predictions"]}
     (out / "demo.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     return result
-
-
-def _f(x) -> str:
-    return f"{x:.3f}" if isinstance(x, float) else str(x)
 
 
 def run_demo(out: Path, verbose: bool = False) -> int:

@@ -163,11 +163,12 @@ def answering_model(out: str | Path, s: AnsweringSettings | None = None, work: s
         f"student merged in, distilled from {trained_on(s)}. It answers the verifier prompt of "
         "`--router rules --no-fine` with the verdict lines on data drawn that way (any seed); its p_success "
         f"is near the teacher's. What it does elsewhere: {ELSEWHERE}\n")
-    log(f"answering tiny model: held-out agreement {_f(record['agreement_with_teacher'])}, unparsed "
-        f"{record['unparsed']}, |p_success - teacher| {_f(record['p_mae_vs_teacher'])}, "
+    log(f"answering tiny model: held-out agreement {figure(record['agreement_with_teacher'])}, unparsed "
+        f"{record['unparsed']}, |p_success - teacher| {figure(record['p_mae_vs_teacher'])}, "
         f"{record['seconds']:.0f} s -> {out}")
     return out
 
 
-def _f(x) -> str:
+def figure(x) -> str:
+    """A float with three decimals; anything else (an int, None, a string) as `str` writes it."""
     return f"{x:.3f}" if isinstance(x, float) else str(x)
