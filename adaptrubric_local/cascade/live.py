@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter, deque
+from collections.abc import Callable
 
 from ..audit.verdict import wilson
 from ..engine.base import Engine
@@ -31,14 +32,22 @@ def drifted(ci: tuple[float, float] | None, warn_below: float) -> bool:
     return ci is not None and ci[1] < warn_below
 
 
-def watch(cfg: CascadeConfig, judge_engine: Engine) -> JudgeHealth | None:
-    """The watcher of a judge_url endpoint (health.py), logging when the judge stops or starts answering;
-    None for a judge in this process."""
+def watch(cfg: CascadeConfig, judge_engine: Engine, notify: Callable[[str], None] | None = None,
+          then: str = "") -> JudgeHealth | None:
+    """The watcher of a judge_url endpoint (health.py), started, saying when the judge stops or starts
+    answering; None for a judge in this process.
+
+    Args:
+        cfg: the cascade's settings (`judge_url`, the endpoint to probe).
+        judge_engine: the judge's engine; its `cutoff` is cut while the judge is down.
+        notify: what says it (default: this module's logger, as a warning).
+        then: added to the "stopped answering" message (what to do about the lines it missed).
+    """
     cutoff = getattr(judge_engine, "cutoff", None)
     if not cfg.judge_url or cutoff is None:
         return None
-    return JudgeHealth(endpoint_probe(cfg.endpoint()), log.warning,
-                       what=f"the judge at {cfg.judge_url}", on_down=cutoff.cut, on_up=cutoff.restore).start()
+    return JudgeHealth(endpoint_probe(cfg.endpoint()), notify or log.warning, what=f"the judge at {cfg.judge_url}",
+                       on_down=cutoff.cut, on_up=cutoff.restore, then=then).start()
 
 
 class LiveCascade:

@@ -10,7 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from ..cascade.health import JudgeHealth, endpoint_probe
+from ..cascade.live import watch
 from ..cascade.scorer import Cascade
 from ..flags import add_config_arguments, config_kwargs
 from ..formats.stream import as_stream, stream_trajectories
@@ -64,7 +64,10 @@ def score_cascade(args, cfg, ccfg, loaded, shard=None) -> dict:
                                 calibration=args.calibration)
     judge_engine = ccfg.teacher(cfg.verify_max_new_tokens).build(what="judge")  # an endpoint is asked once, here
     jcfg = replace(cfg, verify_max_new_tokens=ccfg.judge_max_new_tokens) if ccfg.judge_max_new_tokens else cfg
-    student_engine, health = None, judge_health(ccfg, judge_engine)
+    # the watcher of a --judge-url endpoint, saying on stderr when the judge stops or starts answering
+    health = watch(ccfg, judge_engine, lambda text: print(f"adaptrubric: {text}", file=sys.stderr, flush=True),
+                   then=" (`score --resume` asks it again about those lines)")
+    student_engine = None
     try:
         student_engine = make_engine(args, cfg)
         cascade = Cascade(AdaptRubric(student_engine, cfg), AdaptRubric(judge_engine, jcfg), band,
@@ -81,18 +84,6 @@ def score_cascade(args, cfg, ccfg, loaded, shard=None) -> dict:
             student_engine.close()
     report_cascade(summary["cascade"], ccfg.warn_below)
     return summary
-
-
-def judge_health(ccfg, judge_engine):
-    """The watcher of a --judge-url endpoint (cascade/health.py), started, saying on stderr when the judge
-    stops or starts answering; None for a judge in this process."""
-    cutoff = getattr(judge_engine, "cutoff", None)
-    if not ccfg.judge_url or cutoff is None:
-        return None
-    return JudgeHealth(endpoint_probe(ccfg.endpoint()),
-                       lambda text: print(f"adaptrubric: {text}", file=sys.stderr, flush=True),
-                       what=f"the judge at {ccfg.judge_url}", on_down=cutoff.cut, on_up=cutoff.restore,
-                       then=" (`score --resume` asks it again about those lines)").start()
 
 
 def run_cascade(cascade, settings: dict, data, out: Path, loaded=None, resume: bool = False, fmt: str = "auto",
