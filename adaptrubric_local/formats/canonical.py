@@ -69,6 +69,14 @@ def verdict_file_error(path: Path) -> DataError:
                            "with id, instruction and steps, or a folder in a supported format)")
 
 
+def refuse_not_data(path: Path) -> None:
+    """Raise DataError when the file is a verdict file or a labels file, not trajectory data."""
+    if looks_like_verdicts(path):
+        raise verdict_file_error(path)
+    if looks_like_labels(path):
+        raise labels_file_error(path)
+
+
 def parse_record(obj: dict, root: Path, file: Path, record: str, check_images: bool = True,
                  image_roots: Iterable[str | os.PathLike] = ()) -> Trajectory:
     """Build a Trajectory from one canonical record, or raise DataError (with `record_id` set to
@@ -130,10 +138,7 @@ def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.P
     file raises DataError (it is not data). `seen` (id -> file) carries the ids of files loaded
     before this one (a folder of files is one data set): a repeated id is an error there too."""
     path = Path(path)
-    if looks_like_verdicts(path):
-        raise verdict_file_error(path)
-    if looks_like_labels(path):
-        raise labels_file_error(path)
+    refuse_not_data(path)
     result = LoadResult()
     seen = {} if seen is None else seen
     for record, obj in iter_json_lines(path, result):

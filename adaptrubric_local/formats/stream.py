@@ -66,10 +66,7 @@ class TrajectoryStream:
         if self.path.is_dir():
             self.files = data_jsonl(self.path, self.warnings)
         else:
-            if canonical.looks_like_verdicts(self.path):
-                raise canonical.verdict_file_error(self.path)
-            if canonical.looks_like_labels(self.path):
-                raise canonical.labels_file_error(self.path)
+            canonical.refuse_not_data(self.path)
             self.files = [self.path]
         ids = IdBuilder()
         for f in self.files:

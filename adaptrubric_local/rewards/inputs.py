@@ -99,10 +99,7 @@ def first_trajectory(path: Path, image_roots: tuple = ()) -> tuple[Trajectory | 
     from ..formats.base import DataError, LoadResult, check_image_roots, iter_json_lines
 
     if path.is_file() and detect_format(path) == "canonical":
-        if canonical.looks_like_verdicts(path):
-            raise canonical.verdict_file_error(path)
-        if canonical.looks_like_labels(path):
-            raise canonical.labels_file_error(path)
+        canonical.refuse_not_data(path)
         roots, result, errors = check_image_roots(image_roots), LoadResult(), []
         for record, obj in iter_json_lines(path, result):
             try:
