@@ -27,7 +27,8 @@ from ..stopping import Stopped
 FORMATTER = argparse.RawDescriptionHelpFormatter
 
 
-def add_command(sub, name: str, func=None, *, help: str, description: str, epilog: str | None = None):
+def add_command(sub, name: str, func=None, *, help: str, description: str | None = None,
+                epilog: str | None = None):
     """The subcommand `name` on the subparsers `sub`, laid out as every command is (FORMATTER), run by
     `func` (None for a command with steps of its own)."""
     p = sub.add_parser(name, help=help, description=description, epilog=epilog, formatter_class=FORMATTER)

@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 from .common import (
-    FORMATTER,
     NEEDS_DATA,
+    add_command,
     add_coverage_options,
     add_data_argument,
     add_labels_options,
+    add_out_option,
     add_scoring_options,
     load_labelled,
     make_engine,
@@ -149,8 +150,6 @@ def add_subcommands(sub) -> None:
     from ..evaluation.review_sample import REVIEW_CARDS
     from ..flags import common
 
-    fmt = FORMATTER
-
     def scoring_opts(p):
         common(p.add_argument("--quiet", action="store_true", help="no progress bar"), "output")
         add_scoring_options(p)
@@ -158,17 +157,14 @@ def add_subcommands(sub) -> None:
     def verdicts(p, help="verdict JSONL from `adaptrubric score`"):
         common(p.add_argument("--verdicts", help=help), "data")
 
-    def out(p, help="output folder"):
-        common(p.add_argument("--out", required=True, help=help), "output")
-
-    p = sub.add_parser("eval", help="accuracy/precision/recall/F1/FPR overall and per platform, with a report",
-                       description="Evaluate verdicts against the data set's labels (or score first with --model). "
-                                   "Writes metrics.json, report.md, confusion.png, per_platform.png, calibration.png "
-                                   "(p_success: AUROC, AUPRC, Brier, ECE) and review.html to --out.",
-                       epilog=EXAMPLES, formatter_class=fmt)
+    p = add_command(sub, "eval", cmd_eval, epilog=EXAMPLES,
+                    help="accuracy/precision/recall/F1/FPR overall and per platform, with a report",
+                    description="Evaluate verdicts against the data set's labels (or score first with --model). "
+                                "Writes metrics.json, report.md, confusion.png, per_platform.png, calibration.png "
+                                "(p_success: AUROC, AUPRC, Brier, ECE) and review.html to --out.")
     add_data_argument(p, "labelled trajectories (any supported format)")
     verdicts(p, "verdict JSONL from `adaptrubric score` (or score first with --model)")
-    out(p)
+    add_out_option(p, "output folder")
     p.add_argument("--review", action=argparse.BooleanOptionalAction, default=True,
                    help="also write review.html, every trajectory with what the verifier saw (default on)")
     p.add_argument("--review-cards", type=int, default=REVIEW_CARDS, metavar="N",
@@ -181,34 +177,30 @@ def add_subcommands(sub) -> None:
     add_labels_options(p)
     add_coverage_options(p)
     scoring_opts(p)
-    p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("ablate", help="the four coarse/fine settings of Table 4 in one run, with deltas",
-                       epilog=EXAMPLES, formatter_class=fmt)
+    p = add_command(sub, "ablate", cmd_ablate, help="the four coarse/fine settings of Table 4 in one run, with deltas",
+                    epilog=EXAMPLES)
     add_data_argument(p, "labelled trajectories (any supported format)")
-    out(p, "output folder (one subfolder per setting)")
+    add_out_option(p, "output folder (one subfolder per setting)")
     scoring_opts(p)
-    p.set_defaults(func=cmd_ablate)
 
-    p = sub.add_parser("tts", help="test-time scaling: EarlyStop/BestOfN/Random/Oracle SR@N by task_id",
-                       epilog=EXAMPLES, formatter_class=fmt)
+    p = add_command(sub, "tts", cmd_tts, help="test-time scaling: EarlyStop/BestOfN/Random/Oracle SR@N by task_id",
+                    epilog=EXAMPLES)
     add_data_argument(p, "labelled trajectories with task_id (without it: the labels and task ids in the verdicts)",
                       required=False)
     verdicts(p, "verdict JSONL (or score DATA first with --model)")
-    out(p)
+    add_out_option(p, "output folder")
     p.add_argument("--max-n", type=int, help="largest N (default: most candidates of any task)")
     p.add_argument("--seed", type=int, default=42, help="per-task shuffle seed (default 42, as in the paper)")
     add_labels_options(p)
     add_coverage_options(p)
     scoring_opts(p)
-    p.set_defaults(func=cmd_tts)
 
-    p = sub.add_parser("compare", help="print the differences between two eval/tts/ablate result folders",
-                       epilog=EXAMPLES, formatter_class=fmt)
+    p = add_command(sub, "compare", cmd_compare,
+                    help="print the differences between two eval/tts/ablate result folders", epilog=EXAMPLES)
     p.add_argument("dir_a")
     p.add_argument("dir_b")
     p.add_argument("--out", help="also draw both eval runs' reliability diagrams into OUT/calibration.png")
-    p.set_defaults(func=cmd_compare)
 
 
 
