@@ -19,6 +19,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -111,15 +112,18 @@ def run(cmd: list[str]) -> dict:
 
 
 def measure(out: Path, reference: bool = False) -> dict:
-    """Plan, then train, each in its own process; with `reference`, the full-logits run after them."""
+    """Plan and train, each in its own process, at once; with `reference`, the full-logits run after them."""
     model, dist = prepare(out)
     args = [str(dist), "--model", str(model), "--target", "verdict", "--epochs", "1", "--no-progress"]
-    plan = run([sys.executable, "-m", "adaptrubric_local.cli", "distill", "plan", *args, "--json"])
+    ckpt = out / "ckpt"
+    # the plan beside the training: each process's peak is its own parent's RUSAGE_CHILDREN
+    with ThreadPoolExecutor(1) as pool:
+        planned = pool.submit(run, [sys.executable, "-m", "adaptrubric_local.cli", "distill", "plan", *args, "--json"])
+        trained = run([sys.executable, "-m", "adaptrubric_local.cli", "distill", "train", *args, "--out", str(ckpt)])
+        plan = planned.result()
     if plan["rc"] != 0:
         raise RuntimeError(plan["stderr"][-2000:])
     estimate = json.loads(plan["stdout"])["estimate_gib"]["total"]
-    ckpt = out / "ckpt"
-    trained = run([sys.executable, "-m", "adaptrubric_local.cli", "distill", "train", *args, "--out", str(ckpt)])
     if trained["rc"] != 0:
         raise RuntimeError(trained["stderr"][-3000:])
     result = {"estimate_gb": estimate, "measured_gb": trained["peak_gb"], "ratio": trained["peak_gb"] / estimate,

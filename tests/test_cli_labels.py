@@ -307,12 +307,12 @@ def test_labels_merge_streams_the_copy_the_whole_data_would_give(case, tmp_path,
 
 
 def test_labels_merge_holds_few_bytes_a_record(tmp_path, capsys):
-    """Streamed, `labels merge` of 4,000 records of 8 steps (about 2 KB each) with a labels file for every id
+    """Streamed, `labels merge` of 2,500 records of 8 steps (about 2 KB each) with a labels file for every id
     peaks under 2,500 traced bytes a record, most of them the labels it must keep (reading the file alone
     peaks near 850 a line); loaded whole, the data set and the labels held about 9,700."""
     import tracemalloc
 
-    n = 4000
+    n = 2500
     data = tmp_path / "d" / "data.jsonl"
     data.parent.mkdir()
     with open(data, "w") as fh:
