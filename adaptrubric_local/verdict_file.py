@@ -151,6 +151,7 @@ def iter_last_lines(path: Path, repair: bool = True) -> Iterator[dict]:
         n += 1
     seen = ids.freeze()
     if len(seen) == n:
+        del seen  # every id once: nothing of the first pass is held while the lines are read
         yield from (d for _, _, d in iter_lines(path))
         return
     last: dict[str, int] = {}  # id with several lines -> where its last line starts

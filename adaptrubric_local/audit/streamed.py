@@ -34,7 +34,7 @@ class ChainedStream:
         self.warnings = [w for s in streams for w in s.warnings]
         self.records = sum(s.records for s in streams)
         self.order = np.concatenate([s.order for s in streams]) if streams else np.zeros(0, dtype="S16")
-        self.ids = IdSet(self.order[self.order != b""].copy())
+        self.ids = IdSet(self.order[self.order != b""])  # a mask makes a copy, sorted in place
 
     def items(self, keep: Keep | None = None) -> Iterator[tuple[int, object]]:
         """As `TrajectoryStream.items`, over each stream in turn."""

@@ -102,10 +102,12 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: str | Path | None
     t = verdict_table.read(verdicts_path, data, subset, allow_extra, fmt, image_roots, labels_files, loaded=loaded,
                            log=log)
     m, title = _metrics(t, verdicts_path, data, labels, bootstrap, seed)
+    coverage = t.coverage
+    del t  # the columns are let go before the page and the plots are made
     (out := Path(out)).mkdir(parents=True, exist_ok=True)
     if review:
         said = reviewed(m["run"].get("labels"))
-        shown, traj = sample.sampled(verdicts_path, data, review_cards, t.coverage, sample.SEED, fmt, image_roots,
+        shown, traj = sample.sampled(verdicts_path, data, review_cards, coverage, sample.SEED, fmt, image_roots,
                                      {i: r.label for i, r in said.items()}, loaded)
         of = m["coverage"]["evaluated"]
         notes = [sample.note(len(shown), of, review_cards)] if len(shown) < of else []

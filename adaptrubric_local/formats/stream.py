@@ -80,7 +80,7 @@ class TrajectoryStream:
                 ids.add_key(e.record_id)
         self.order = ids.order()  # each position's id digest (empty for a record without an id)
         self.records = len(self.order)
-        self.ids: IdSet = IdSet(self.order[self.order != b""].copy())
+        self.ids: IdSet = IdSet(self.order[self.order != b""])  # a mask makes a copy, sorted in place
         if not self.records:
             hint = folder_hints(self.path) if self.path.is_dir() else ""
             raise DataError(self.path, f"no trajectories found: the canonical loader looked for "
@@ -145,7 +145,7 @@ class LoadedStream:
         for x in [*loaded.errors, *loaded.trajectories]:
             ids.add_key(x.record_id if isinstance(x, DataError) else x.id)
         self.order = ids.order()
-        self.ids = IdSet(self.order[self.order != b""].copy())
+        self.ids = IdSet(self.order[self.order != b""])  # a mask makes a copy, sorted in place
 
     def items(self, keep: Keep | None = None) -> Iterator[tuple[int, Item]]:
         """As `TrajectoryStream.items`."""
