@@ -79,6 +79,7 @@ class TrajectoryStream:
             for e in scratch.errors:
                 ids.add_key(e.record_id)
         self.order = ids.order()  # each position's id digest (empty for a record without an id)
+        del ids  # its buffer goes before the id set is sorted
         self.records = len(self.order)
         self.ids: IdSet = IdSet(self.order[self.order != b""])  # a mask makes a copy, sorted in place
         if not self.records:
