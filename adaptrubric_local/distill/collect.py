@@ -106,7 +106,7 @@ class Labels:
             if t.label in (0, 1):
                 ids.add(t.id)
                 marks.append(t.label)
-        keys = ids.order()
+        keys = ids.take()
         order = np.argsort(keys, kind="stable")
         self._keys, self._labels = keys[order], np.frombuffer(bytes(marks), dtype=np.uint8)[order]
 

@@ -58,11 +58,15 @@ class IdBuilder:
         while the view is alive."""
         return np.frombuffer(self._buf, dtype=f"S{DIGEST}") if self._buf else np.zeros(0, dtype=f"S{DIGEST}")
 
-    def freeze(self) -> IdSet:
-        """The ids added so far, as a sorted set (the buffer is released)."""
+    def take(self) -> np.ndarray:
+        """The digests in the order they were added; the buffer is released (add nothing more)."""
         keys = self.order()
         self._buf = bytearray()
-        return IdSet(keys)
+        return keys
+
+    def freeze(self) -> IdSet:
+        """The ids added so far, as a sorted set (the buffer is released)."""
+        return IdSet(self.take())
 
 
 class IdSet:

@@ -78,8 +78,7 @@ class TrajectoryStream:
                 ids.add_key(own_id(obj.get("id")) if isinstance(obj, dict) else None)
             for e in scratch.errors:
                 ids.add_key(e.record_id)
-        self.order = ids.order()  # each position's id digest (empty for a record without an id)
-        del ids  # its buffer goes before the id set is sorted
+        self.order = ids.take()  # each position's id digest (empty for a record without an id)
         self.records = len(self.order)
         self.ids: IdSet = IdSet(self.order[self.order != b""])  # a mask makes a copy, sorted in place
         if not self.records:
@@ -145,7 +144,7 @@ class LoadedStream:
         ids = IdBuilder()
         for x in [*loaded.errors, *loaded.trajectories]:
             ids.add_key(x.record_id if isinstance(x, DataError) else x.id)
-        self.order = ids.order()
+        self.order = ids.take()
         self.ids = IdSet(self.order[self.order != b""])  # a mask makes a copy, sorted in place
 
     def items(self, keep: Keep | None = None) -> Iterator[tuple[int, Item]]:
