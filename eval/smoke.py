@@ -8,6 +8,9 @@ change before the docs quote it again.
     python eval/smoke.py bench_serve     # the ones whose names contain a word
     python eval/smoke.py --list
 
+The answering tiny model (`make-tiny-model --answering`, seed 0) is built once, before the scripts whose
+arguments name it ({answering}); each of them would otherwise build the same model again.
+
 Scripts the test suite already runs through their own checks are listed in IN_SUITE (run there, not
 twice); the few that cannot run here are in NOT_RUN with the reason. tests/test_eval_scripts.py checks
 that every script in eval/ is in exactly one of the three.
@@ -24,7 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# script -> its arguments for a run of seconds; {tmp} is a fresh folder for the script's files
+# script -> its arguments for a run of seconds; {tmp} is a fresh folder for the script's files, {answering} the
+# answering tiny model built once for the run (ANSWERING)
 SMOKE: dict[str, list[str]] = {
     "bench_preprocess.py": ["--n", "4", "--repeats", "1", "--batch", "2"],
     "bench_score.py": ["--trajectories", "4", "--max-batch-size", "4", "--max-new-tokens", "4", "--repeats", "1"],
@@ -39,14 +43,16 @@ SMOKE: dict[str, list[str]] = {
     "stream_scale.py": ["--sizes", "200,2000"],
     "stream_commands.py": ["--sizes", "50,200"],
     "bank_demo.py": ["--tasks-per-kind", "2"],
-    # builds the answering tiny model (one to two minutes on 2 cores), then audits it on 16 trajectories
-    "audit_answering.py": ["--out", "{tmp}", "--tasks", "8", "--candidates", "2"],
-    # at full size (one to two minutes to build, half a minute to score): the figures the docs quote
-    "answering_model.py": ["--work", "{tmp}"],
-    # builds the answering tiny model, scores 8 trajectories with 3 votes, then `eval`'s vote_rules section
-    "vote_rules.py": ["--work", "{tmp}", "--votes", "3", "--tasks", "4", "--candidates", "2"],
-    # builds a judge and a student (two answering models), serves the judge on vLLM when .venv-vllm exists
-    "cascade.py": ["--work", "{tmp}", "--tasks", "4", "--candidates", "2", "--repeats", "100"],
+    # audits the answering tiny model on 16 trajectories
+    "audit_answering.py": ["--out", "{tmp}", "--model", "{answering}", "--tasks", "8", "--candidates", "2"],
+    # at full size (half a minute to score): the figures the docs quote
+    "answering_model.py": ["--work", "{tmp}", "--model", "{answering}"],
+    # scores 8 trajectories with 3 votes on the answering tiny model, then `eval`'s vote_rules section
+    "vote_rules.py": ["--work", "{tmp}", "--model", "{answering}", "--votes", "3", "--tasks", "4", "--candidates", "2"],
+    # the answering model as the judge (cascade.py's own default build: seed 0, 8 epochs, teacher_p 0.8), a
+    # student built (seed 1), the judge served on vLLM when .venv-vllm exists
+    "cascade.py": ["--work", "{tmp}", "--judge-model", "{answering}", "--tasks", "4", "--candidates", "2",
+                   "--repeats", "100"],
     # GPU scripts at CPU size: the memory model against a measured prefill, prompt tokenization, every stage
     # of the GPU check and the distillation memory check on the tiny model
     "prefill_memory.py": ["--ci"],
@@ -55,12 +61,15 @@ SMOKE: dict[str, list[str]] = {
     "gpu_distill_memory.py": ["--tiny", "--out", "{tmp}"],
 }
 
+# what {answering} is: `make-tiny-model DIR --answering`, the defaults (AnsweringSettings: seed 0, 8 epochs)
+ANSWERING = ["make-tiny-model", "{answering}", "--answering"]
+
 # scripts that need longer than --timeout on a busy machine: script -> seconds (at least)
 SLOW: dict[str, float] = {
-    "audit_answering.py": 900,  # builds the answering model too, then scores 16 trajectories 7 ways
-    "answering_model.py": 900,  # about 90 s on a quiet 2-core machine; 5 minutes and more beside other jobs
-    "vote_rules.py": 900,  # builds the answering model too, then scores 8 trajectories with 3 votes
-    "cascade.py": 1500,  # two model builds (about 45 and 85 s on a quiet machine), a vLLM server start, 8 runs
+    "audit_answering.py": 900,  # scores 16 trajectories 7 ways
+    "answering_model.py": 900,  # minutes beside other jobs
+    "vote_rules.py": 900,  # scores 8 trajectories with 3 votes
+    "cascade.py": 1500,  # a student build, a vLLM server start, 8 runs
 }
 
 # scripts whose own checks the test suite runs at their full size: script -> the test file
@@ -83,14 +92,15 @@ NOT_RUN: dict[str, str] = {
 }
 
 
-def run_one(name: str, args: list[str], timeout: float) -> tuple[int, float, str, str]:
-    """(exit status, seconds, stdout, stderr) of one script run."""
+def run_one(name: str, args: list[str], timeout: float, answering: str = "") -> tuple[int, float, str, str]:
+    """(exit status, seconds, stdout, stderr) of one script run (`name` "cli": the command line itself)."""
     with tempfile.TemporaryDirectory(prefix=f"smoke_{Path(name).stem}_") as tmp:
-        argv = [a.replace("{tmp}", str(Path(tmp) / "out")) for a in args]
+        argv = [a.replace("{tmp}", str(Path(tmp) / "out")).replace("{answering}", answering) for a in args]
         env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        script = ["-m", "adaptrubric_local.cli"] if name == "cli" else [str(ROOT / "eval" / name)]
         t0 = time.perf_counter()
         try:
-            p = subprocess.run([sys.executable, str(ROOT / "eval" / name), *argv], cwd=tmp, env=env,
+            p = subprocess.run([sys.executable, *script, *argv], cwd=tmp, env=env,
                                capture_output=True, text=True, timeout=timeout)
             code, out, err = p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired as exc:
@@ -98,6 +108,16 @@ def run_one(name: str, args: list[str], timeout: float) -> tuple[int, float, str
                     for x in (exc.stdout, exc.stderr)]
             code, out, err = 124, text[0], text[1] + f"\n(killed after {timeout:.0f} s)"
         return code, time.perf_counter() - t0, out, err
+
+
+def report(name: str, code: int, secs: float, out: str, err: str, failed: list[str]) -> None:
+    """One run's line (its last line of output), and the end of its output when it failed (added to `failed`)."""
+    last = ([ln for ln in out.splitlines() if ln.strip()] or ["(no output)"])[-1]
+    print(f"{'ok  ' if code == 0 else 'FAIL'} {name:<26} {secs:6.1f} s  exit {code}  {last[:100]}", flush=True)
+    if code != 0:
+        failed.append(name)
+        for text in (out, err):
+            print("\n".join("    " + ln for ln in text.strip().splitlines()[-20:]), flush=True)
 
 
 def main(argv=None) -> int:
@@ -115,15 +135,14 @@ def main(argv=None) -> int:
             print(f"{k}: in the test suite ({v})")
         return 0 if args.list else 2
     failed, t_all = [], time.perf_counter()
-    for name, script_args in chosen.items():
-        code, secs, out, err = run_one(name, script_args, max(args.timeout, SLOW.get(name, 0)))
-        last = ([ln for ln in out.splitlines() if ln.strip()] or ["(no output)"])[-1]
-        print(f"{'ok  ' if code == 0 else 'FAIL'} {name:<26} {secs:6.1f} s  exit {code}  {last[:100]}", flush=True)
-        if code != 0:
-            failed.append(name)
-            for text in (out, err):
-                print("\n".join("    " + ln for ln in text.strip().splitlines()[-20:]), flush=True)
-    print(f"eval smoke set: {len(chosen) - len(failed)}/{len(chosen)} passed in {time.perf_counter() - t_all:.0f} s"
+    with tempfile.TemporaryDirectory(prefix="smoke_answering_") as shared:
+        answering = str(Path(shared) / "answering")
+        if any("{answering}" in a for v in chosen.values() for a in v):
+            report("make-tiny-model --answering", *run_one("cli", ANSWERING, 900, answering), failed)
+        for name, script_args in chosen.items():
+            report(name, *run_one(name, script_args, max(args.timeout, SLOW.get(name, 0)), answering), failed)
+    passed = len(set(chosen) - set(failed))
+    print(f"eval smoke set: {passed}/{len(chosen)} passed in {time.perf_counter() - t_all:.0f} s"
           + (f"; failed: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0
 
