@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from itertools import accumulate
 from statistics import NormalDist
 
 from ..audit.verdict import wilson
@@ -52,9 +53,7 @@ def fit_band(pairs: list[Pair], target: float, max_share: float = 1.0, candidate
     fixed = sum(always_sent(p) for p in pairs)
     rest = sorted((p.p_success, p.score != p.judge_score) for p in pairs if not always_sent(p))
     ps = [p for p, _ in rest]
-    wrong = [0]
-    for _, w in rest:
-        wrong.append(wrong[-1] + w)
+    wrong = list(accumulate((w for _, w in rest), initial=0))
     ends = sorted(set([0.0, 1.0, *_thin(ps, candidates)]))
 
     def figures(lo: float, hi: float) -> tuple[float, float, float]:
@@ -70,17 +69,22 @@ def fit_band(pairs: list[Pair], target: float, max_share: float = 1.0, candidate
     met = [b for b in within if b[3] >= target - 1e-12]
     out = {"kind": BAND_KIND, "target_agreement": target, "confidence": confidence, "max_judge_share": max_share,
            "spot_check": spot_check, "n": n, "always_sent_share": fixed / n,
-           "student_only_agreement": 1 - (wrong[-1] + _fixed_wrong(pairs)) / n}
-    if met:
-        lo, hi, agreement, lower, share = min(met, key=lambda b: (b[4], b[1] - b[0]))
+           "student_only_agreement": 1 - (wrong[-1] + sum(p.score != p.judge_score for p in pairs
+                                                            if always_sent(p))) / n}
+
+    def result(band: tuple, met: bool, **why) -> dict:
+        lo, hi, agreement, lower, share = band
         return {**out, "band": _widened(ps, lo, hi), "tight_band": [lo, hi], "agreement": agreement,
-                "agreement_lower": lower, "judge_share": share, "met": True}
+                "agreement_lower": lower, "judge_share": share, "met": met, **why}
+
+    if met:
+        return result(min(met, key=lambda b: (b[4], b[1] - b[0])), True)
     if not within:
         why = (f"{fixed} of {n} trajectories ({fixed / n:.0%}) go to the judge whatever the band (unparsed, error, "
                f"EVIDENCE_SUFFICIENT: no or no p_success), more than --max-judge-share {max_share:g}")
         return {**out, "band": [0.5, 0.5], "agreement": None, "judge_share": None, "met": False, "why_not": why}
     # the target cannot be met within max_share: report the band that comes closest at that share
-    lo, hi, agreement, lower, share = max(within, key=lambda b: (b[3], -(b[1] - b[0])))
+    closest = max(within, key=lambda b: (b[3], -(b[1] - b[0])))
     best = max(within, key=lambda b: (b[2], -b[4]))  # the highest agreement within the share
     needed = pairs_needed(best[2], target, z) if best[2] >= target - 1e-12 else None
     if needed is not None:  # the agreement is there; the interval is too wide: the sample is too small
@@ -88,15 +92,13 @@ def fit_band(pairs: list[Pair], target: float, max_share: float = 1.0, candidate
                f"[{best[0]:g}, {best[1]:g}] agrees {best[2]:.3f} on them sending {best[4]:.0%}, but the lower end "
                f"of its {confidence:.0%} interval is {best[3]:.3f}; at that agreement the target needs "
                f"{needed} pairs (score more trajectories with --spot-check, or lower --confidence)")
-        return {**out, "band": _widened(ps, best[0], best[1]), "tight_band": [best[0], best[1]],
-                "agreement": best[2], "agreement_lower": best[3], "judge_share": best[4], "met": False,
-                "why_not": why, "pairs_needed": needed}
+        return result(best, False, why_not=why, pairs_needed=needed)
+    lo, hi, agreement, lower, share = closest
     sure = f" (the lower end of its {confidence:.0%} interval: {lower:.3f})" if confidence else ""
     why = (f"agreement {target:g} with judge-only scoring needs more than --max-judge-share {max_share:g} of the "
            f"trajectories on this data; the best band within it, [{lo:g}, {hi:g}], agrees {agreement:.3f}{sure} "
            f"sending {share:.0%}")
-    return {**out, "band": _widened(ps, lo, hi), "tight_band": [lo, hi], "agreement": agreement,
-            "agreement_lower": lower, "judge_share": share, "met": False, "why_not": why}
+    return result(closest, False, why_not=why)
 
 
 def pairs_needed(rate: float, target: float, z: float, most: int = 10 ** 7) -> int | None:
@@ -107,14 +109,7 @@ def pairs_needed(rate: float, target: float, z: float, most: int = 10 ** 7) -> i
 
     if rate <= target or not enough(most):
         return None
-    lo, hi = 1, most
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if enough(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    return 1 + bisect.bisect_left(range(1, most + 1), True, key=enough)
 
 
 def _widened(ps: list[float], lo: float, hi: float) -> list[float]:
@@ -126,11 +121,6 @@ def _widened(ps: list[float], lo: float, hi: float) -> list[float]:
     below = ps[a - 1] if a > 0 else None
     above = ps[b] if b < len(ps) else None
     return [(lo + below) / 2 if below is not None else 0.0, (hi + above) / 2 if above is not None else 1.0]
-
-
-def _fixed_wrong(pairs: list[Pair]) -> int:
-    """Disagreements among the always-sent pairs if the student decided them (for student-only agreement)."""
-    return sum(p.score != p.judge_score for p in pairs if always_sent(p))
 
 
 def _thin(values: list[float], k: int) -> list[float]:

@@ -13,10 +13,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ..engine.endpoint import Endpoint
 
 CHECK_EVERY = 5.0  # seconds between probes while judge calls are in flight
 RETRY_EVERY = 30.0  # seconds between probes of a judge that stopped answering
@@ -76,12 +72,3 @@ class JudgeHealth:
                 self.down = None
                 self.on_up()
                 self.notify(f"{self.what} answers again: the lines the band sends go to it again")
-
-
-def endpoint_probe(endpoint: Endpoint) -> Callable[[float], None]:
-    """A probe of an OpenAI-compatible endpoint: GET {url}/models, no retry."""
-
-    def probe(timeout: float) -> None:
-        endpoint.served_models(retries=0, timeout=timeout)
-
-    return probe

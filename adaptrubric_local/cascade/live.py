@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable
 
 from ..audit.verdict import wilson
@@ -20,7 +20,8 @@ from ..engine.base import Engine
 from ..pipeline import AdaptRubric
 from ..types import Trajectory
 from .config import CascadeConfig
-from .health import JudgeHealth, endpoint_probe
+from .health import JudgeHealth
+from .report import CascadeTally, spot_agreement
 from .scorer import Cascade, CascadeVerdict
 
 log = logging.getLogger("adaptrubric.cascade")
@@ -46,8 +47,10 @@ def watch(cfg: CascadeConfig, judge_engine: Engine, notify: Callable[[str], None
     cutoff = getattr(judge_engine, "cutoff", None)
     if not cfg.judge_url or cutoff is None:
         return None
-    return JudgeHealth(endpoint_probe(cfg.endpoint()), notify or log.warning, what=f"the judge at {cfg.judge_url}",
-                       on_down=cutoff.cut, on_up=cutoff.restore, then=then).start()
+    endpoint = cfg.endpoint()  # probed with GET {url}/models, no retry
+    return JudgeHealth(lambda timeout: endpoint.served_models(retries=0, timeout=timeout), notify or log.warning,
+                       what=f"the judge at {cfg.judge_url}", on_down=cutoff.cut, on_up=cutoff.restore,
+                       then=then).start()
 
 
 class LiveCascade:
@@ -59,7 +62,7 @@ class LiveCascade:
         self.cascade = Cascade(student, AdaptRubric(judge_engine, student.config), cfg.band(), cfg.spot_check,
                                cfg.spot_check_seed, health=self.health)
         self.window: deque[bool] = deque(maxlen=cfg.agreement_window)
-        self.counts: Counter = Counter()
+        self.tally = CascadeTally()
         self.lock = threading.Lock()
         self.warned = False
 
@@ -83,17 +86,13 @@ class LiveCascade:
     def _count(self, lines: list[CascadeVerdict]) -> None:
         with self.lock:
             for v in lines:
-                self.counts["trajectories"] += 1
-                self.counts[f"decided_by_{v.decided_by}"] += 1
-                self.counts["sent_to_judge"] += bool(v.escalated)
-                self.counts["judge_failed"] += bool(v.judge_error)
-                for why in v.escalated:
-                    self.counts[f"why_{why}"] += 1
+                d = v.to_dict()
+                self.tally.add(d)
                 # the window: spot checks that nothing else sent, which the judge answered (a random sample
                 # of the lines the student decides; a line the band sent is not one)
-                if v.escalated == ["spot_check"] and v.judge and v.judge.get("status") == "ok":
-                    s = v.student or {}
-                    self.window.append(s.get("status") == "ok" and s.get("score") == v.judge.get("score"))
+                agreed = spot_agreement(d, only=True)
+                if agreed is not None:
+                    self.window.append(agreed)
             self._warn()
 
     def _warn(self) -> None:
@@ -109,12 +108,11 @@ class LiveCascade:
         """The live figures: counts, the window's agreement and interval, and whether to worry."""
         with self.lock:
             k, n = sum(self.window), len(self.window)
-            c = Counter(self.counts)
+            t = self.tally
+            counts = {"trajectories": t.n, "decided_by_judge": t.by_judge, "sent_to_judge": t.sent,
+                      "judge_failed": sum(t.failed_by.values()), "why": dict(t.why)}
         ci = wilson(k, n)
-        return {"trajectories": c["trajectories"], "decided_by_judge": c["decided_by_judge"],
-                "sent_to_judge": c["sent_to_judge"], "judge_failed": c["judge_failed"],
-                "why": {k[4:]: v for k, v in c.items() if k.startswith("why_")},
-                "judge_share": c["sent_to_judge"] / c["trajectories"] if c["trajectories"] else None,
+        return {**counts, "judge_share": t.sent / t.n if t.n else None,
                 "agreement": {"window": self.cfg.agreement_window, "n": n, "agree": k,
                               "rate": k / n if n else None, "ci95": ci, "warn_below": self.cfg.warn_below,
                               "warning": drifted(ci, self.cfg.warn_below)},

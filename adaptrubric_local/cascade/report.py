@@ -26,7 +26,7 @@ def agree(d: dict) -> bool | None:
     return s.get("status") == "ok" and s.get("score") == j.get("score")
 
 
-def _spot(d: dict, only: bool) -> bool | None:
+def spot_agreement(d: dict, only: bool) -> bool | None:
     """The student's agreement on a spot-checked line (`only`: one nothing else sent); None otherwise."""
     why = d.get("escalated") or []
     if "spot_check" in why and (not only or why == ["spot_check"]):
@@ -73,7 +73,7 @@ class CascadeTally:
                     self.answered_calls += j.get("cost_calls") or 0.0
                     self.answered_tokens += j.get("cost_tokens") or 0.0
         for only, acc in ((False, self.spot_all), (True, self.spot_only)):
-            a = _spot(d, only)
+            a = spot_agreement(d, only)
             if a is not None:
                 acc[0] += a
                 acc[1] += 1

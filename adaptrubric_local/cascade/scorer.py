@@ -53,8 +53,8 @@ def spot_drawn(seed: int, traj_id: str, fraction: float) -> bool:
 
 
 def escalation(v: Verdict, band: tuple[float, float], spot_check: float = 0.0, seed: int = 0) -> list[str]:
-    """Why the student's verdict `v` goes to the judge (error,
-    unparsed, evidence_insufficient, band, spot_check, in that order); [] when it stands."""
+    """Why the student's verdict `v` goes to the judge (error, unparsed, evidence_insufficient, band,
+    spot_check, in that order); [] when it stands."""
     why = []
     if v.status in ("error", "unparsed"):
         why.append(v.status)
@@ -108,9 +108,6 @@ class Cascade:
     def on_stage(self, fn) -> None:
         self.student.on_stage = fn
 
-    def escalation(self, v: Verdict) -> list[str]:
-        return escalation(v, self.band, self.spot_check, self.seed)
-
     def ask_judge(self, items: list[tuple[Trajectory, Verdict, list[str]]]) -> list[CascadeVerdict]:
         """The lines for student verdicts sent to the judge; never raises (a failed call is each
         line's `judge_error`); a judge that is not answering (`health`) is not asked."""
@@ -155,7 +152,7 @@ class Cascade:
             for ready in self.student.iter_ready(taken()):
                 now, sent = [], []
                 for v in ready:
-                    why = self.escalation(v)
+                    why = escalation(v, self.band, self.spot_check, self.seed)
                     t = held.pop(str(v.id), None)
                     if why and t is not None:
                         sent.append((t, v, why))
