@@ -201,17 +201,17 @@ class ReplicaPool:
         if not ray.is_initialized():
             ray.init(address=self.config.ray_address)
             self._started_ray = True
-        have = ray.cluster_resources()
-        gpus = self.config.gpus_per_replica
-        self.gpus = gpus if gpus is not None else (1.0 if have.get("GPU", 0) >= 1 else 0.0)
-        want_gpu, want_cpu = self.gpus * self.config.replicas, self.config.cpus_per_replica * self.config.replicas
-        if want_gpu > have.get("GPU", 0) or want_cpu > have.get("CPU", 0):
-            print(f"warning: {self.config.replicas} replica(s) ask for {want_gpu:g} GPU(s) and {want_cpu:g} CPU(s); "
-                  f"the cluster has {have.get('GPU', 0):g} and {have.get('CPU', 0):g} now: the rest wait until "
-                  "resources free up (or the autoscaler adds nodes)", file=sys.stderr)
-        remote = ray.remote(Replica).options(num_cpus=self.config.cpus_per_replica, num_gpus=self.gpus,
-                                             max_restarts=self.config.max_restarts, max_task_retries=0)
-        self.actors = [remote.remote(self.pipeline, self.engine_options) for _ in range(self.config.replicas)]
+        c, have = self.config, ray.cluster_resources()
+        gpu, cpu = have.get("GPU", 0), have.get("CPU", 0)
+        self.gpus = c.gpus_per_replica if c.gpus_per_replica is not None else (1.0 if gpu >= 1 else 0.0)
+        want_gpu, want_cpu = self.gpus * c.replicas, c.cpus_per_replica * c.replicas
+        if want_gpu > gpu or want_cpu > cpu:
+            print(f"warning: {c.replicas} replica(s) ask for {want_gpu:g} GPU(s) and {want_cpu:g} CPU(s); the cluster "
+                  f"has {gpu:g} and {cpu:g} now: the rest wait until resources free up (or the autoscaler adds nodes)",
+                  file=sys.stderr)
+        remote = ray.remote(Replica).options(num_cpus=c.cpus_per_replica, num_gpus=self.gpus,
+                                             max_restarts=c.max_restarts, max_task_retries=0)
+        self.actors = [remote.remote(self.pipeline, self.engine_options) for _ in range(c.replicas)]
 
     def close(self) -> None:
         """Stop the replicas, and Ray if this pool started it."""
@@ -224,7 +224,7 @@ class ReplicaPool:
             ray.shutdown()
             self._started_ray = False
 
-    def _run(self, pending: deque[_Chunk], source: Iterator[_Chunk] | None = None) -> Iterator[Verdict]:
+    def _run(self, pending: deque[_Chunk], source: Iterator[_Chunk]) -> Iterator[Verdict]:
         """Send chunks (those sent again first, then the next of `source`) to idle replicas until both
         run out and no chunk is in flight."""
         import ray
@@ -233,7 +233,6 @@ class ReplicaPool:
         seen: set[str] = set()
         calls: dict = {a.ready.remote(): (r, None) for r, a in enumerate(self.actors)}  # ref -> (replica, chunk)
         idle: list[int] = []
-        source = source if source is not None else iter(())
         more = [True]  # whether `source` may hold more chunks
 
         def dispatch() -> None:

@@ -10,8 +10,12 @@ Knows nothing about scorers or engines; reads verdict files and, to check covera
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from contextlib import ExitStack
+from itertools import zip_longest
 from pathlib import Path
+
+import numpy as np
 
 from ..formats.ids import IdSet
 from ..formats.stream import Shard, stream_trajectories
@@ -42,9 +46,9 @@ def check_shards(paths: list[Path]) -> tuple[list[Path], dict]:
         raise ShardError(f"the shards were cut into different numbers of parts ({', '.join(map(str, counts))}): "
                          + ", ".join(f"{p} is {s}" for p, s in shards))
     n = counts[0]
-    by_index: dict[int, list[Path]] = {}
+    by_index: dict[int, list[Path]] = defaultdict(list)
     for p, s in shards:
-        by_index.setdefault(s.index, []).append(p)
+        by_index[s.index].append(p)
     twice = {i: ps for i, ps in by_index.items() if len(ps) > 1}
     if twice:
         raise ShardError("; ".join(f"shard {i}/{n} given twice: {', '.join(map(str, ps))}" for i, ps in twice.items()))
@@ -99,10 +103,7 @@ def merge_shards(paths: list[str | Path], out: str | Path, data: str | Path | No
     if out.exists() and out.stat().st_size:
         raise ShardError(f"{out} exists; choose another output for the merge")
     states = [FileState.scan(p) for p in ordered]
-    keys = [s.ids.keys for s in states]
-    import numpy as np
-
-    union = IdSet(np.concatenate(keys)) if keys else IdSet.of(())
+    union = IdSet(np.concatenate([s.ids.keys for s in states])) if states else IdSet.of(())
     if union.repeated_count():
         both = [(i, [str(p) for p, s in zip(ordered, states) if i in s.ids])
                 for p in ordered for _, i, _ in iter_lines(p) if union.is_repeated(i)][:3]
@@ -123,13 +124,8 @@ def merge_shards(paths: list[str | Path], out: str | Path, data: str | Path | No
     out.parent.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack, open(out, "w", encoding="utf-8") as fh:
         files = [stack.enter_context(open(p, encoding="utf-8")) for p in ordered]
-        while files:  # one line of each shard in turn: record k of the data came from shard k % N
-            for f in list(files):
-                line = f.readline()
-                if line:
-                    fh.write(line if line.endswith("\n") else line + "\n")
-                else:
-                    files.remove(f)
+        for lines in zip_longest(*files):  # one line of each shard in turn: record k of the data came from shard k % N
+            fh.writelines(line if line.endswith("\n") else line + "\n" for line in lines if line is not None)
     prev = [json.loads(sidecar(p, "summary").read_text()) for p in ordered if sidecar(p, "summary").is_file()]
     seconds = sum(s.get("seconds", 0.0) for s in prev)
     summary = whole.summary({k: sum(s.get(f"{k}_unparsed", 0) for s in prev) for k in ("route", "cue")}, seconds)
