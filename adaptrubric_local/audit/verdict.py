@@ -58,13 +58,6 @@ def most_rule(k: int, n: int) -> str:
     return HOLDS if ci[0] > 0.5 else FAILS if ci[1] < 0.5 else TOO_FEW
 
 
-def more_rule(before: int, after: int, n: int) -> str:
-    """'More EVIDENCE_SUFFICIENT: no': decided over at least MIN_PAIRS pairs, by whether after > before."""
-    if n < MIN_PAIRS:
-        return TOO_FEW
-    return HOLDS if after > before else FAILS
-
-
 def check_clause(clause: str, row: dict) -> dict:
     """One clause of a measured row (report.row_of): what it says, its figures, its result and the short
     figure the bottom line quotes."""
@@ -79,8 +72,9 @@ def check_clause(clause: str, row: dict) -> dict:
     if clause != "more-insufficient":
         raise ValueError(f"unknown clause {clause!r}; known: {', '.join(CLAUSES)}")
     b, a, n = row["insufficient"]["before"], row["insufficient"]["after"], row["compared"]
+    result = TOO_FEW if n < MIN_PAIRS else HOLDS if a > b else FAILS  # decided over MIN_PAIRS pairs at least
     return {"clause": clause, "says": CLAUSES[clause], "before": b, "after": a, "n": n,
-            "result": more_rule(b, a, n), "figure": f"EVIDENCE_SUFFICIENT: no {b} -> {a} of {n}",
+            "result": result, "figure": f"EVIDENCE_SUFFICIENT: no {b} -> {a} of {n}",
             "shown": f"{b} -> {a} over {n} pairs"}
 
 
@@ -91,25 +85,19 @@ def judge(p: Perturbation, row: dict) -> tuple[str, list[dict]]:
     return (NOT_ROBUST if FAILS in results else ROBUST if results == {HOLDS} else TOO_FEW), checks
 
 
-def accuracy_rule(k: int, n: int, baseline: float) -> str:
-    """Better than answering the commoner label every time (`baseline`, its share): holds when the interval
-    lies above it; fails when it lies below, or when k/n is no higher over at least MIN_PAIRS originals."""
-    ci = wilson(k, n)
-    if ci is None:
-        return TOO_FEW
-    if ci[0] > baseline:
-        return HOLDS
-    return FAILS if ci[1] < baseline or (k / n <= baseline and n >= MIN_PAIRS) else TOO_FEW
-
-
 def accuracy_of(k: int, n: int, ones: int, unlabelled: int, unparsed: int, errors: int, unscored: int) -> dict:
     """The originals' agreement with their labels: k of the n labelled originals with a parsed verdict
     agree, `ones` of those n are labelled 1, judged against answering their commoner label every time
-    (`accuracy_rule`); the unparsed, errors, unscored and unlabelled ones are counted apart."""
+    (its share `base`): holds when the interval lies above it; fails when it lies below, or when k/n is
+    no higher over at least MIN_PAIRS originals. The unparsed, errors, unscored and unlabelled ones are
+    counted apart."""
     common = int(ones > n - ones)
     base = max(ones, n - ones) / n if n else None
-    return {"k": k, "n": n, "rate": k / n if n else None, "ci95": wilson(k, n),
-            "result": accuracy_rule(k, n, base) if n else TOO_FEW, "baseline": {"label": common, "rate": base},
+    ci = wilson(k, n)
+    result = (TOO_FEW if ci is None else HOLDS if ci[0] > base
+              else FAILS if ci[1] < base or (k / n <= base and n >= MIN_PAIRS) else TOO_FEW)
+    return {"k": k, "n": n, "rate": k / n if n else None, "ci95": ci,
+            "result": result, "baseline": {"label": common, "rate": base},
             "shown": _share(k, n), "unlabelled": unlabelled, "unparsed": unparsed, "errors": errors,
             "unscored": unscored}
 

@@ -62,16 +62,16 @@ class CascadeTally:
         self.why.update(escalated)
         if d.get("judge_error"):
             self.failed_by[d["judge_error"].split(":", 1)[0]] += 1
-        if escalated:
-            self.sent += 1
-            j = d.get("judge")
-            if j:
-                self.calls += j.get("cost_calls") or 0.0
-                self.tokens += j.get("cost_tokens") or 0.0
-                if j.get("status") == "ok":
-                    self.answered += 1
-                    self.answered_calls += j.get("cost_calls") or 0.0
-                    self.answered_tokens += j.get("cost_tokens") or 0.0
+        self.sent += bool(escalated)
+        j = d.get("judge") if escalated else None
+        if j:
+            calls, tokens = j.get("cost_calls") or 0.0, j.get("cost_tokens") or 0.0
+            self.calls += calls
+            self.tokens += tokens
+            if j.get("status") == "ok":
+                self.answered += 1
+                self.answered_calls += calls
+                self.answered_tokens += tokens
         for only, acc in ((False, self.spot_all), (True, self.spot_only)):
             a = spot_agreement(d, only)
             if a is not None:
@@ -80,25 +80,18 @@ class CascadeTally:
 
     def summary(self) -> dict:
         """The `cascade` section of a run summary."""
-        n, (agreed, spots) = self.n, self.spot_all
-        failed = sum(self.failed_by.values())
-        out = {
-            "trajectories": n,
-            "decided_by": {"student": n - self.by_judge, "judge": self.by_judge},
-            "sent_to_judge": self.sent,
-            "judge_share": self.sent / n if n else None,
-            "why": {r: self.why[r] for r in ("error", "unparsed", "evidence_insufficient", "band", "spot_check")
-                    if self.why[r]},
-            "judge_failed": failed,
-            "judge_failed_by": dict(self.failed_by),
-            "judge_calls": self.calls,
-            "judge_tokens": self.tokens,
-            "judge_only_calls_est": self.answered_calls / self.answered * n if self.answered else None,
-            "judge_only_tokens_est": self.answered_tokens / self.answered * n if self.answered else None,
-            "spot_checks": {"n": spots, "agree": agreed, "student_agreement": agreed / spots if spots else None,
-                            "ci95": wilson(agreed, spots)},
-        }
-        out["cascade_agreement_est"] = _estimate(n, n - self.by_judge, *self.spot_only)
+        n, (agreed, spots), answered = self.n, self.spot_all, self.answered
+        out = {"trajectories": n, "decided_by": {"student": n - self.by_judge, "judge": self.by_judge},
+               "sent_to_judge": self.sent, "judge_share": self.sent / n if n else None,
+               "why": {r: self.why[r] for r in ("error", "unparsed", "evidence_insufficient", "band", "spot_check")
+                       if self.why[r]},
+               "judge_failed": sum(self.failed_by.values()), "judge_failed_by": dict(self.failed_by),
+               "judge_calls": self.calls, "judge_tokens": self.tokens,
+               "judge_only_calls_est": self.answered_calls / answered * n if answered else None,
+               "judge_only_tokens_est": self.answered_tokens / answered * n if answered else None,
+               "spot_checks": {"n": spots, "agree": agreed, "student_agreement": agreed / spots if spots else None,
+                               "ci95": wilson(agreed, spots)},
+               "cascade_agreement_est": _estimate(n, n - self.by_judge, *self.spot_only)}
         if n and self.why["band"] > n / 2:
             k = self.why["band"]
             out["note"] = (f"the band sent {k} of {n} trajectories ({k / n:.0%}) to the judge: it does not fit this "
@@ -124,7 +117,6 @@ def estimate(n: int, n_student: int, sample: list[bool]) -> dict | None:
 
 
 def _estimate(n: int, n_student: int, agreed: int, size: int) -> dict | None:
-    """`estimate` from the sample's counts: `agreed` of `size` spot checks agree."""
     if not n:
         return None
     if not size:

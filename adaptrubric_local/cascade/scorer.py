@@ -119,8 +119,7 @@ class Cascade:
         try:
             answers = {str(j.id): j for j in self.judge.score([t for t, _, _ in items])}
         except Exception as exc:  # the judge's engine crashed or the server went away mid-call
-            failure = f"error: {type(exc).__name__}: {exc}"
-            return [merge(s, why, failure=failure) for _, s, why in items]
+            return [merge(s, why, failure=f"error: {type(exc).__name__}: {exc}") for _, s, why in items]
         finally:
             if health is not None:
                 health.calling(-1)
@@ -185,6 +184,4 @@ class Cascade:
         return self.ask_judge(items) if items else []
 
     def summary(self) -> dict:
-        out = dict(self.student.summary())
-        out["judge"] = self.judge.summary()
-        return out
+        return {**self.student.summary(), "judge": self.judge.summary()}
