@@ -157,9 +157,7 @@ def perturbation(name: str, change: str, robust: str, expect: str = "same", labe
 
 def get(names: list[str] | None = None) -> list[Perturbation]:
     """The registered perturbations `names` (all of them, in registration order, when None)."""
-    if not names:
-        return list(REGISTRY.values())
-    return [REGISTRY.lookup(n) for n in dict.fromkeys(names)]
+    return [REGISTRY.lookup(n) for n in dict.fromkeys(names)] if names else list(REGISTRY.values())
 
 
 def counterfactual_id(original_id: str, name: str) -> str:

@@ -22,12 +22,6 @@ from .streamed import DATA_FILE, ChainedStream, CostCount, cf_stream, setting_fi
 VERDICTS = "verdicts.jsonl"
 
 
-def data_root(data: str | Path) -> Path:
-    """The folder a data set's screenshots may lie in: the folder itself, or a file's folder."""
-    p = Path(data).resolve()
-    return p if p.is_dir() else p.parent
-
-
 def plan_of(cost: CostCount, perturbations: list[Perturbation], cfg, engine_options: dict | None = None) -> dict:
     """What the audit costs, before any call: verifier calls (one per trajectory scored), router and cue
     calls (one per distinct instruction, shared by the counterfactuals that keep it), and the screenshots
@@ -116,7 +110,8 @@ def run_audit(pipe, data: str | Path, out: str | Path, perturbations: list[Pertu
         engine_record(getattr(pipe.engine, "config", None)) or {}  # an engine's config fields, if it has one
     plan = plan_of(cost, perturbations, pipe.config, base_options)
     log(cost_text(plan))
-    roots = [data_root(data), *image_roots]
+    where = Path(data).resolve()  # the folder a data set's screenshots may lie in: itself, or a file's folder
+    roots = [where if where.is_dir() else where.parent, *image_roots]
     both = ChainedStream([stream, cf_stream(out / DATA_FILE, roots)])
     summaries = {"verdicts": _score(pipe, data, out / VERDICTS, both, "auditing", resume, progress, force_settings)}
     for p in perturbations:

@@ -47,19 +47,15 @@ class JudgeHealth:
         with self.lock:
             self.busy += delta
 
-    def _answers(self) -> str | None:
-        """None when the probe answers; else why not."""
-        try:
-            self.probe(self.probe_timeout)
-        except Exception as exc:  # a timeout, a refused connection, a reply that is not the endpoint's
-            return f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no answer'}"
-        return None
-
     def _watch(self) -> None:
         while not self.stopping.wait(self.retry_every if self.down else self.check_every):
             if self.down is None and not self.busy:
                 continue
-            why = self._answers()
+            why = None  # while the probe answers
+            try:
+                self.probe(self.probe_timeout)
+            except Exception as exc:  # a timeout, a refused connection, a reply that is not the endpoint's
+                why = f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no answer'}"
             if self.stopping.is_set():
                 return
             if why and self.down is None:
