@@ -215,14 +215,6 @@ def compare(a: dict, b: dict, name_a: str = "A", name_b: str = "B") -> str:
 
 
 # ----------------------------------------------------------------------------- plot
-def _bar(row: dict, kind: str) -> dict | None:
-    """A plotted share: a flip rate, or the newly unparsed counterfactuals over those applied."""
-    if kind == "unparsed":
-        k, n = len(row["newly_unparsed"]), row["applied"]
-        return rate(k, n) if n else None
-    return row[kind] if row[kind]["rate"] is not None else None
-
-
 def plot(path: Path, audits: list[tuple[str, dict]]) -> Path:
     """flips.png: per perturbation, each audit's 0 -> 1 and 1 -> 0 rates and its share of newly unparsed
     verdicts, each with its 95% interval and k/n above the bar."""
@@ -243,9 +235,9 @@ def plot(path: Path, audits: list[tuple[str, dict]]) -> Path:
         color = colors[k % len(colors)]
         handles.append(Patch(color=color, label=what if len(audits) == 1 else f"{label}: {what}"))
         for i, n in enumerate(names):
-            row = audit["perturbations"].get(n)
-            r = _bar(row, kind) if row else None
-            if r is None:
+            row = audit["perturbations"].get(n)  # a bar: a flip rate, or the newly unparsed over those applied
+            r = row and (row[kind] if kind != "unparsed" else rate(len(row["newly_unparsed"]), row["applied"]))
+            if not r or r["rate"] is None:
                 continue
             x = i - 0.42 + width * (k + 0.5)
             lo, hi = r["ci95"]

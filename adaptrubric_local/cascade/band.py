@@ -54,7 +54,11 @@ def fit_band(pairs: list[Pair], target: float, max_share: float = 1.0, candidate
     rest = sorted((p.p_success, p.score != p.judge_score) for p in pairs if not always_sent(p))
     ps = [p for p, _ in rest]
     wrong = list(accumulate((w for _, w in rest), initial=0))
-    ends = sorted(set([0.0, 1.0, *_thin(ps, candidates)]))
+    distinct = sorted(set(ps))
+    if len(distinct) > candidates:  # at most about `candidates` of them, evenly spaced by rank
+        step = len(distinct) / candidates
+        distinct = [distinct[int(i * step)] for i in range(candidates)] + [distinct[-1]]
+    ends = sorted({0.0, 1.0, *distinct})
 
     def figures(lo: float, hi: float) -> tuple[float, float, float]:
         """(agreement, its interval's lower end, judge share) of the band [lo, hi]: p < lo and p > hi stay
@@ -121,12 +125,3 @@ def _widened(ps: list[float], lo: float, hi: float) -> list[float]:
     below = ps[a - 1] if a > 0 else None
     above = ps[b] if b < len(ps) else None
     return [(lo + below) / 2 if below is not None else 0.0, (hi + above) / 2 if above is not None else 1.0]
-
-
-def _thin(values: list[float], k: int) -> list[float]:
-    """At most about `k` of the sorted distinct `values`, evenly spaced by rank."""
-    distinct = sorted(set(values))
-    if len(distinct) <= k:
-        return distinct
-    step = len(distinct) / k
-    return [distinct[int(i * step)] for i in range(k)] + [distinct[-1]]
