@@ -33,10 +33,9 @@ def ordered_ids(audit: dict, originals: list[str], cfs: dict[str, list[str]]) ->
 def chosen_originals(audit: dict, stream, limit: int) -> tuple[list[str], int]:
     """(the originals the page shows, how many there are): those with a flip or a newly unparsed
     counterfactual first, then the others in data order, `limit` in all; read from the stream's ids."""
-    flipped = list(dict.fromkeys(split_id(i)[0] for r in audit["perturbations"].values()
-                                 for key in ("0->1", "1->0") for i in r["flip_ids"][key]))
-    flipped += [split_id(i)[0] for r in audit["perturbations"].values() for i in r["newly_unparsed"]]
-    chosen = list(dict.fromkeys(flipped))[:limit]
+    rows = audit["perturbations"].values()
+    flipped = [split_id(i)[0] for r in rows for key in ("0->1", "1->0") for i in r["flip_ids"][key]]
+    chosen = list(dict.fromkeys(flipped + [split_id(i)[0] for r in rows for i in r["newly_unparsed"]]))[:limit]
     taken, total = set(chosen), [0]
 
     def note(_position: int, own: str | None) -> bool:  # reads ids only: no record is parsed
@@ -79,9 +78,8 @@ def write_pairs_page(out: Path, audit: dict, stream, cf_files: dict[str, Path], 
             cfs.setdefault(split_id(c.id)[1], []).append(c.id)
             trajs.append(c)
     wanted = {t.id for t in trajs}
-    verdicts = {}
-    for path in audit["verdict_files"].values():
-        verdicts.update({i: Verdict.from_dict(d) for _, i, d in iter_lines(Path(path)) if i in wanted})
+    verdicts = {i: Verdict.from_dict(d) for path in audit["verdict_files"].values()
+                for _, i, d in iter_lines(Path(path)) if i in wanted}
     cfg_path = sidecar(Path(audit["verdict_files"]["verdicts"]), "config")
     run_config = json.loads(cfg_path.read_text()) if cfg_path.is_file() else {}
     order = [i for i in ordered_ids(audit, chosen, cfs) if i in verdicts]

@@ -27,7 +27,8 @@ def setting_file(out: Path, name: str, kind: str = "verdicts") -> Path:
 
 
 class ChainedStream:
-    """Several streams (formats/stream.py) read one after another as one: positions run on across them."""
+    """Several streams (formats/stream.py) read one after another as one: positions run on across them;
+    its methods are TrajectoryStream's."""
 
     def __init__(self, streams: list):
         self.streams = streams
@@ -37,7 +38,6 @@ class ChainedStream:
         self.ids = IdSet(self.order[self.order != b""])  # a mask makes a copy, sorted in place
 
     def items(self, keep: Keep | None = None) -> Iterator[tuple[int, object]]:
-        """As `TrajectoryStream.items`, over each stream in turn."""
         offset = 0
         for s in self.streams:
             shifted = None if keep is None else (lambda pos, own, o=offset: keep(pos + o, own))
@@ -46,11 +46,9 @@ class ChainedStream:
             offset += s.records
 
     def repeated(self, i: str | None) -> bool:
-        """Whether an id belongs to more than one record of a stream."""
         return any(s.repeated(i) for s in self.streams)
 
     def count(self, shard: Shard | None = None, done: np.ndarray | None = None) -> int:
-        """As `TrajectoryStream.count`."""
         return _count(self.order, shard, done)
 
 

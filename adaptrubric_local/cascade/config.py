@@ -31,8 +31,7 @@ class CascadeConfig:
 
     judge_url: str | None = field(default=None, metadata={
         "help": "a judge's OpenAI-compatible endpoint: it scores what --model is unsure of (docs/student-judge.md)"})
-    judge_name: str | None = field(default=None, metadata={
-        "help": "served model name at --judge-url"})
+    judge_name: str | None = field(default=None, metadata={"help": "served model name at --judge-url"})
     judge_model: str | None = field(default=None, metadata={
         "help": "a local Qwen3-VL checkpoint run in this process as the judge (instead of --judge-url)"})
     judge_api_key_env: str = field(default="OPENAI_API_KEY", metadata={

@@ -69,8 +69,7 @@ class LiveCascade:
     @classmethod
     def build(cls, student: AdaptRubric, cfg: CascadeConfig, engine: Engine | None = None) -> LiveCascade:
         """With `engine` the judge's engine as given; else built from `cfg` (an endpoint asked once first)."""
-        judge = engine if engine is not None else cfg.teacher(student.config.verify_max_new_tokens).build(
-            what="judge")
+        judge = cfg.teacher(student.config.verify_max_new_tokens).build(what="judge") if engine is None else engine
         return cls(student, judge, cfg)
 
     def score(self, trajs: list[Trajectory]) -> list[CascadeVerdict]:
