@@ -55,9 +55,7 @@ class ChainedStream:
 def cf_stream(path: Path, roots: list):
     """A counterfactual file as a stream (screenshots allowed under the data's folders); an empty one
     when the file holds nothing."""
-    if not Path(path).stat().st_size:
-        return as_stream(LoadResult())
-    return TrajectoryStream(path, image_roots=roots)
+    return TrajectoryStream(path, image_roots=roots) if Path(path).stat().st_size else as_stream(LoadResult())
 
 
 class Originals:

@@ -46,10 +46,8 @@ def compact(v: Verdict) -> dict[str, Any]:
 def spot_drawn(seed: int, traj_id: str, fraction: float) -> bool:
     """Whether `traj_id` is in the spot-check sample: a uniform draw from a hash of (seed, id), so it
     does not depend on the verdict and a resumed run draws the same ids."""
-    if fraction <= 0:
-        return False
     u = int.from_bytes(hashlib.sha256(f"{seed}\0{traj_id}".encode()).digest()[:8], "big") / 2 ** 64
-    return u < fraction
+    return fraction > 0 and u < fraction
 
 
 def escalation(v: Verdict, band: tuple[float, float], spot_check: float = 0.0, seed: int = 0) -> list[str]:
