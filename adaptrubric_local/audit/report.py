@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from .perturbations import Perturbation
-from .tally import OriginalVerdicts, PairCounts, count_pairs, read_originals
+from .tally import OriginalVerdicts, PairCounts, count_pairs
 from .verdict import NOT_ROBUST, ROBUST, TOO_FEW, accuracy_of, accuracy_text, judge, verdicts_of, wilson
 
 
@@ -64,7 +64,7 @@ def write_report(out: Path, perturbations: list[Perturbation], originals, run: d
     engine options `settings[NAME]`; `cf_files`: NAME -> its counterfactuals' file; `originals`:
     streamed.Originals) and write audit.json, report.md, flips.png; returns the audit."""
     out = Path(out)
-    ov = read_originals(Path(files["verdicts"]), originals)
+    ov = OriginalVerdicts(originals, Path(files["verdicts"]))
     rows, measured = {}, {}
     for p in perturbations:
         c = count_pairs(Path(files.get(p.name, files["verdicts"])), Path(cf_files[p.name]), p.name, ov)

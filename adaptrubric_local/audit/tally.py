@@ -80,9 +80,10 @@ class PairCounts:
 
 
 class OriginalVerdicts:
-    """The originals' verdicts (last line per id) as arrays by `Originals.keys`' index."""
+    """The originals' verdicts of the main verdict file `path` (last line per id, read line by line) as
+    arrays by `Originals.keys`' index."""
 
-    def __init__(self, originals):
+    def __init__(self, originals, path: Path):
         n = len(originals.keys)
         self.originals = originals
         self.status = np.full(n, -1, dtype=np.int8)
@@ -90,14 +91,16 @@ class OriginalVerdicts:
         self.p = np.full(n, np.nan)
         self.evidence = np.full(n, -1, dtype=np.int8)
         self.calls, self.tokens = np.zeros(n), np.zeros(n)
-
-    def put(self, k: int, d: dict) -> None:
-        s, score, p, ev = compact(d)
-        self.status[k] = STATUS.get(s, 0)
-        self.score[k] = score if score in (0, 1) else -1
-        self.p[k] = np.nan if p is None else p
-        self.evidence[k] = -1 if ev is None else int(bool(ev))
-        self.calls[k], self.tokens[k] = d.get("cost_calls") or 0.0, d.get("cost_tokens") or 0.0
+        for _, i, d in iter_lines(path):
+            k = originals.index(i)
+            if k < 0:
+                continue
+            s, score, p, ev = compact(d)
+            self.status[k] = STATUS.get(s, 0)
+            self.score[k] = score if score in (0, 1) else -1
+            self.p[k] = np.nan if p is None else p
+            self.evidence[k] = -1 if ev is None else int(bool(ev))
+            self.calls[k], self.tokens[k] = d.get("cost_calls") or 0.0, d.get("cost_tokens") or 0.0
 
     def get(self, i: str) -> Compact | None:
         k = self.originals.index(i)
@@ -106,16 +109,6 @@ class OriginalVerdicts:
         p, ev, score = self.p[k], self.evidence[k], self.score[k]
         return (NAMES[int(self.status[k])], None if score < 0 else int(score), None if math.isnan(p) else float(p),
                 None if ev < 0 else bool(ev))
-
-
-def read_originals(path: Path, originals) -> OriginalVerdicts:
-    """The originals' verdicts of the main verdict file, line by line."""
-    out = OriginalVerdicts(originals)
-    for _, i, d in iter_lines(path):
-        k = originals.index(i)
-        if k >= 0:
-            out.put(k, d)
-    return out
 
 
 def count_pairs(verdict_file: Path, cf_file: Path, name: str, originals: OriginalVerdicts) -> PairCounts:
