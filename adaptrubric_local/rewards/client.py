@@ -37,55 +37,39 @@ class ServiceClient:
             self._headers["Authorization"] = f"Bearer {key}"
 
     def _payload(self, obj: Any, cfg: RewardConfig, where: str) -> Any:
+        """The item as sent: with `inline` every screenshot read here and sent as a data URL; otherwise
+        relative paths made absolute (the service runs elsewhere) and bytes as data URLs."""
         if self.inline:
-            return self._inline(obj, cfg, where)
+            if isinstance(obj, (bytes, bytearray)):
+                obj = obj.decode("utf-8")
+            if isinstance(obj, str) and obj.lstrip().startswith("{"):
+                obj = json.loads(obj)
+            if not isinstance(obj, (dict, Trajectory)):  # a path to trajectory data: load it here, where the files are
+                obj = to_trajectory(obj, cfg, where)
         if isinstance(obj, Trajectory):
             obj = obj.to_dict()
         if isinstance(obj, (str, Path)) and not str(obj).lstrip().startswith("{") and not os.path.isabs(str(obj)):
-            return str(cfg.root / obj)  # the service runs elsewhere: send absolute paths
-        if isinstance(obj, dict) and isinstance(obj.get("steps"), list):
-            return {**obj, "steps": [self._step_path(s, cfg) for s in obj["steps"]]}
-        return obj
-
-    @staticmethod
-    def _step_path(s: Any, cfg: RewardConfig) -> Any:
-        shot = s.get("screenshot") if isinstance(s, dict) else None
-        if is_inline(shot):  # bytes cannot travel in JSON as they are (a data URL stays as it is)
-            return {**s, "screenshot": data_url(shot)}
-        if isinstance(shot, str) and not os.path.isabs(shot):
-            return {**s, "screenshot": str(cfg.root / shot)}
-        return s
-
-    @staticmethod
-    def _inline(obj: Any, cfg: RewardConfig, where: str) -> dict:
-        """The record with every screenshot read here and sent as a data URL."""
-        if isinstance(obj, (bytes, bytearray)):
-            obj = obj.decode("utf-8")
-        if isinstance(obj, str) and obj.lstrip().startswith("{"):
-            obj = json.loads(obj)
-        if isinstance(obj, Trajectory):
-            obj = obj.to_dict()
-        elif not isinstance(obj, dict):  # a path to trajectory data: load it here, where the files are
-            obj = to_trajectory(obj, cfg, where).to_dict()
-        steps = obj.get("steps")
-        if not isinstance(steps, list):
+            return str(cfg.root / obj)
+        if not isinstance(obj, dict) or not isinstance(obj.get("steps"), list):
             return obj  # the service names the problem
         roots = [cfg.root, *map(Path, cfg.image_roots)]
         out = []
-        for i, s in enumerate(steps):
+        for i, s in enumerate(obj["steps"]):
             shot = s.get("screenshot") if isinstance(s, dict) else None
-            if shot is not None and (is_inline(shot) or isinstance(shot, str)):
-                path = shot if is_inline(shot) else resolve_shot(shot, roots, f"{where}, steps[{i}].screenshot")
-                s = {**s, "screenshot": data_url(path)}
+            if is_inline(shot):  # bytes cannot travel in JSON as they are (a data URL stays as it is)
+                s = {**s, "screenshot": data_url(shot)}
+            elif isinstance(shot, str) and self.inline:
+                s = {**s, "screenshot": data_url(resolve_shot(shot, roots, f"{where}, steps[{i}].screenshot"))}
+            elif isinstance(shot, str) and not os.path.isabs(shot):
+                s = {**s, "screenshot": str(cfg.root / shot)}
             out.append(s)
         return {**obj, "steps": out}
 
-    def _instruction(self, obj: Any) -> str:
+    @staticmethod
+    def _instruction(obj: Any) -> str:
         if isinstance(obj, Trajectory):
             return obj.instruction
-        if isinstance(obj, dict):
-            return str(obj.get("instruction", ""))
-        return str(obj)
+        return str(obj.get("instruction", "")) if isinstance(obj, dict) else str(obj)
 
     def post(self, url: str, body: dict) -> dict:
         """POST JSON, return JSON; a 503 (queue full) is retried with back-off."""

@@ -172,14 +172,6 @@ class RewardModel:
         return cls.from_options({**load_options(path), **overrides}, where=str(path))
 
     # ------------------------------------------------------------------ loading (once, under a lock)
-    def _build_engine(self) -> Engine:
-        if self._engine is not None:
-            return self._engine
-        if self._factory is not None:
-            return self._factory()
-        check_gpus_visible(self.engine_options)
-        return build(self.engine_options, self.pipeline_config)
-
     def __reduce__(self) -> tuple:
         """Pickled as its options and rebuilt unloaded where it is unpickled (rewards/child.py): TRL's
         AsyncGRPOTrainer sends reward functions to a spawned child."""
@@ -190,7 +182,10 @@ class RewardModel:
         if self._pipe is None:
             with self._load_lock:
                 if self._pipe is None:
-                    engine = self._build_engine()
+                    if self._engine is None and self._factory is None:
+                        check_gpus_visible(self.engine_options)
+                    engine = (self._engine if self._engine is not None else self._factory() if self._factory is not None
+                              else build(self.engine_options, self.pipeline_config))
                     self.loads += 1
                     pipe = AdaptRubric(engine, self.pipeline_config)
                     score = pipe.score
@@ -239,7 +234,12 @@ class RewardModel:
                 trajs, verdicts = load_items(items, self.config, images)
                 futs = self.submit([t for _, t in trajs]) if trajs else []
                 for (i, t), fut in zip(trajs, futs):
-                    verdicts[i] = _result(fut, t)
+                    try:
+                        verdicts[i] = fut.result()
+                    except Exception as exc:  # an engine failure for the whole batch: this item's error verdict
+                        log.warning("scoring %s failed: %s", t.id, exc)
+                        verdicts[i] = Verdict(id=t.id, status="error",
+                                              error=f"record {t.id}: {type(exc).__name__}: {exc}")
         self.count_verdicts(verdicts)
         return verdicts
 
@@ -331,11 +331,3 @@ class RewardModel:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-
-def _result(fut: Future, t: Trajectory) -> Verdict:
-    """The future's verdict; an engine failure for the whole batch becomes this item's error verdict."""
-    try:
-        return fut.result()
-    except Exception as exc:
-        log.warning("scoring %s failed: %s", t.id, exc)
-        return Verdict(id=t.id, status="error", error=f"record {t.id}: {type(exc).__name__}: {exc}")

@@ -21,7 +21,6 @@ import hmac
 import ipaddress
 import json
 import logging
-import threading
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -204,22 +203,11 @@ def build_app(rm: RewardModel, cfg: ServeConfig | None = None):
 
 def close_when_done(images: ImageStore, futs: list) -> None:
     """Delete a request's inline screenshots once the scoring thread is done with them (at once, or
-    after the last future of a request that timed out)."""
-    pending = [f for f in futs if not f.done()]
-    if not pending:
+    after the last future of a request that timed out: the callback that sees every future done)."""
+    if all(f.done() for f in futs):
         images.close()
-        return
-    left, lock = [len(pending)], threading.Lock()
-
-    def one_done(_f) -> None:  # in the scoring thread, or here when the future finished meanwhile
-        with lock:
-            left[0] -= 1
-            last = left[0] == 0
-        if last:
-            images.close()
-
-    for f in pending:
-        f.add_done_callback(one_done)
+    for f in futs:  # a future done already calls back at once; a second close is a no-op
+        f.add_done_callback(lambda _f: all(x.done() for x in futs) and images.close())
 
 
 def serve(rm: RewardModel, cfg: ServeConfig | None = None) -> None:
