@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import fields, replace
 from pathlib import Path
 
+import numpy as np
+
 from ..engine.base import Engine, Output, Request
 from ..engine.hf_config import HFEngineConfig
 from ..formats import LoadResult, load_trajectories
@@ -50,15 +52,11 @@ def split_data(data_dir: Path, split: str, data: str | None = None) -> tuple[str
 
 def ece_against(student: list[float], reference: list[float], bins: int = 15) -> float:
     """Expected calibration error of `student` probabilities against `reference` ones: in 15
-    equal-width bins of the student's value, |mean student - mean reference|, weighted by bin size."""
-    total, err = len(student), 0.0
-    for k in range(bins):
-        lo, hi = k / bins, (k + 1) / bins
-        idx = [i for i, x in enumerate(student) if lo <= x < hi or (k == bins - 1 and x == 1.0)]
-        if idx:
-            err += len(idx) / total * abs(sum(student[i] for i in idx) / len(idx) - sum(reference[i] for i in idx)
-                                          / len(idx))
-    return err
+    equal-width bins of the student's value (as evaluation/probability.py bins them), |mean student - mean
+    reference|, weighted by bin size: the sum over bins of |sum of (student - reference)| / n."""
+    p = np.asarray(student, dtype=float)
+    k = np.minimum((p * bins).astype(int), bins - 1)
+    return float(np.abs(np.bincount(k, weights=p - np.asarray(reference, dtype=float))).sum() / len(p))
 
 
 def agreement(verdicts_path: Path, teacher: dict[str, dict]) -> dict:

@@ -267,11 +267,6 @@ def setting_for(cfg, device: str) -> Setting:
                    device=device)
 
 
-def _too_long(exs: list, shapes: list[Shape], cap: int) -> list[dict]:
-    return [{"id": e.id, "tokens": s.total, "visual": s.visual, "images": s.images, "text": s.text + s.target}
-            for e, s in zip(exs, shapes) if s.total > cap]
-
-
 def plan_training(cfg, exs: list, encoder, image_cfg, model_config, device: str,
                   budget: float | None, runtime: float = 0.0) -> dict:
     """The plan for training `cfg` on examples `exs`: lengths, the estimate and whether it fits,
@@ -285,7 +280,9 @@ def plan_training(cfg, exs: list, encoder, image_cfg, model_config, device: str,
                          "per_device_batch_size": cfg.per_device_batch_size, "lora_r": cfg.lora_r,
                          "target": cfg.target, "dtype_bytes": setting.dtype_bytes},
             "lengths": length_stats(shapes), "estimate_gib": est.as_gib(), "detail": est.detail,
-            "fits": fits(est, budget), "too_long": _too_long(exs, shapes, cfg.max_seq_len),
+            "fits": fits(est, budget), "too_long": [
+                {"id": e.id, "tokens": x.total, "visual": x.visual, "images": x.images, "text": x.text + x.target}
+                for e, x in zip(exs, shapes) if x.total > cfg.max_seq_len],
             "max_seq_len": cfg.max_seq_len, "alternatives": [], "example_lengths": [x.total for x in shapes]}
     if plan["fits"] is False or plan["too_long"]:
         plan["alternatives"] = alternatives(plan, arch, setting, exs, shapes, encoder, image_cfg, cfg, budget, runtime)
@@ -300,9 +297,9 @@ def alternatives(plan: dict, arch: Arch, setting: Setting, exs: list, shapes: li
     examples under --max-seq-len, a budget that does (`budget_within`)."""
     def alternative(change: str, s2: Setting, tokens: int | None) -> dict:
         sh = shapes if tokens is None else example_shapes(exs, encoder, replace(image_cfg, max_visual_tokens=tokens))
-        e2 = estimate(arch, s2, sh, runtime)
+        e2, longest = estimate(arch, s2, sh, runtime), max(x.total for x in sh)
         return {"change": change, "total_gib": round(e2.total / GiB, 2), "fits": fits(e2, budget),
-                "longest": max(x.total for x in sh)}
+                "longest": longest, "within_max_seq_len": longest <= plan["max_seq_len"]}
 
     length_only = plan["fits"] is not False
     current = cfg.max_visual_tokens
@@ -316,12 +313,10 @@ def alternatives(plan: dict, arch: Arch, setting: Setting, exs: list, shapes: li
         # when the memory fits only a smaller budget matters; otherwise any change but none at all
         if (shortens and s2 == setting) if length_only else (shortens or (budget_tokens is None and s2 != setting)):
             out.append(alternative(change, s2, budget_tokens))
-    if plan["too_long"] and not any(a["longest"] <= plan["max_seq_len"] for a in out):
+    if plan["too_long"] and not any(a["within_max_seq_len"] for a in out):
         tokens = budget_within(exs, shapes, image_cfg, plan["max_seq_len"])
         if tokens is not None and (current is None or tokens < current):
             out.append(alternative(f"--max-visual-tokens {tokens}", setting, tokens))
-    for a in out:
-        a["within_max_seq_len"] = a["longest"] <= plan["max_seq_len"]
     return out
 
 

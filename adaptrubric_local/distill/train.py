@@ -137,17 +137,6 @@ def _callbacks(out: Path, cfg: TrainConfig):
     return cbs
 
 
-def _checkpointing(cfg: TrainConfig) -> dict:
-    """Gradient checkpointing, non-reentrant, under the argument names this transformers has (5.24
-    renamed them activation_checkpointing)."""
-    from transformers import TrainingArguments
-
-    name = ("activation_checkpointing" if "activation_checkpointing" in TrainingArguments.__dataclass_fields__
-            else "gradient_checkpointing")
-    return {name: cfg.gradient_checkpointing,
-            f"{name}_kwargs": {"use_reentrant": False} if cfg.gradient_checkpointing else None}
-
-
 def training_args(cfg: TrainConfig, out: Path, has_val: bool):
     """TrainingArguments: an evaluation and a checkpoint per epoch, the best epoch kept."""
     import torch
@@ -155,6 +144,9 @@ def training_args(cfg: TrainConfig, out: Path, has_val: bool):
 
     cuda = torch.cuda.is_available()
     metric = "selection" if "verify" in cfg.tasks else "loss"
+    # gradient checkpointing, non-reentrant, under the names this transformers has (5.24: activation_checkpointing)
+    ckpt = ("activation_checkpointing" if "activation_checkpointing" in TrainingArguments.__dataclass_fields__
+            else "gradient_checkpointing")
     return TrainingArguments(
         output_dir=str(out / "trainer"), num_train_epochs=cfg.epochs, learning_rate=cfg.learning_rate,
         warmup_steps=cfg.warmup_ratio, per_device_train_batch_size=cfg.per_device_batch_size,
@@ -163,7 +155,8 @@ def training_args(cfg: TrainConfig, out: Path, has_val: bool):
         load_best_model_at_end=has_val, metric_for_best_model=metric if has_val else None,
         greater_is_better=(metric == "selection") if has_val else None,
         logging_steps=cfg.logging_steps, logging_first_step=True, report_to=[], remove_unused_columns=False,
-        **_checkpointing(cfg), use_cpu=not cuda,
+        **{ckpt: cfg.gradient_checkpointing,
+           f"{ckpt}_kwargs": {"use_reentrant": False} if cfg.gradient_checkpointing else None}, use_cpu=not cuda,
         bf16=cuda and cfg.dtype in ("auto", "bf16") and torch.cuda.is_bf16_supported(),
         seed=cfg.seed, dataloader_num_workers=(2 if cuda else 0) if cfg.dataloader_workers is None
         else cfg.dataloader_workers, disable_tqdm=not cfg.progress,
