@@ -198,10 +198,9 @@ def _done_ids(paths: dict[str, Path], cap: int) -> tuple[IdSet, set[str]]:
     """Ids a resumed run skips: collected (a digest set), and rejected for good (a truncated reply only
     when its cap was at least this run's; a reply cut by the server's context never), the rejections
     read line by line (the last per id decides)."""
-    def for_good(r: dict) -> bool:
-        return r["reason"] != "context" and (r["reason"] != "truncated" or r.get("max_new_tokens", 0) >= cap)
-
-    final = {str(r["id"]): for_good(r) for r in iter_jsonl(paths["rejected"])}
+    final = {str(r["id"]): r["reason"] != "context" and (r["reason"] != "truncated"
+                                                          or r.get("max_new_tokens", 0) >= cap)
+             for r in iter_jsonl(paths["rejected"])}
     return read_ids(paths["collected"]), {i for i, done in final.items() if done}
 
 

@@ -51,14 +51,6 @@ def visible(text: str) -> str:
     return split_thinking(text or "")[0]
 
 
-def _verify_example(r: dict, root: Path, target: str) -> Example:
-    v = r["verify"]
-    text = visible(v["response"]) if target == "full" else verdict_lines(v["verdict"])
-    imgs = [str(p if Path(p).is_absolute() else root / p) for p in v["images"]]
-    return Example(r["id"], "verify", v["prompt"], imgs, v.get("suffix", ""), text,
-                   teacher_score=v["verdict"]["score"], teacher_p=v.get("p_success"))
-
-
 def examples(records: list[dict], data_dir: str | Path, target: str = "full",
              tasks: tuple[str, ...] = ("verify",)) -> list[Example]:
     """Training examples from records (`target` and `tasks` as TrainConfig checked them); router and cue
@@ -67,7 +59,11 @@ def examples(records: list[dict], data_dir: str | Path, target: str = "full",
     out, seen = [], set()
     for r in records:
         if "verify" in tasks:
-            out.append(_verify_example(r, root, target))
+            v = r["verify"]
+            text = visible(v["response"]) if target == "full" else verdict_lines(v["verdict"])
+            imgs = [str(p if Path(p).is_absolute() else root / p) for p in v["images"]]
+            out.append(Example(r["id"], "verify", v["prompt"], imgs, v.get("suffix", ""), text,
+                               teacher_score=v["verdict"]["score"], teacher_p=v.get("p_success")))
         for kind in ("route", "cue"):
             call = r.get(kind) or {}
             if kind in tasks and call.get("prompt") and call.get("response") and call["prompt"] not in seen:

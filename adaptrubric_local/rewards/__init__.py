@@ -175,10 +175,8 @@ def compute_score(data_source: Any = None, solution_str: Any = None, ground_trut
         >>> [b["score"] for b in batch]
         [1.0, 1.0]
     """
-    if reward_router_address:
-        rm = _rm.for_router(reward_router_address, _served_name(reward_model_tokenizer))
-    else:
-        rm = reward_model()
+    rm = (_rm.for_router(reward_router_address, _served_name(reward_model_tokenizer)) if reward_router_address
+          else reward_model())
     # the batch manager's plural keywords; older callers passed lists in the singular ones
     batch = extra_infos if extra_infos is not None else extra_info if isinstance(extra_info, (list, tuple)) else None
     infos = list(batch) if batch is not None else [extra_info]

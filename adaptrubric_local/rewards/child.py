@@ -3,8 +3,8 @@ reward functions in: `AsyncRolloutWorker.start` pickles the reward functions and
 `CUDA_VISIBLE_DEVICES=""` first (trl 1.16.0, trl/experimental/async_grpo/async_rollout_worker.py,
 `_scrub_child_env` and `AsyncRolloutWorker.start`). A verifier loaded there would run on the CPU, minutes per
 trajectory, without a word: `check_gpus_visible` makes that an error that names the fix (serve the verifier;
-`device_map="cpu"` when the CPU is meant). `rebuild` is how a pickled RewardModel comes back in that child:
-from its options, unloaded, so a `service_url` verifier loads nothing there.
+`device_map="cpu"` when the CPU is meant). `portable_options` are what a pickled RewardModel is rebuilt from
+in that child: built from its options, unloaded, so a `service_url` verifier loads nothing there.
 
 Knows nothing about RL frameworks beyond that environment variable, nor about HTTP.
 """
@@ -48,8 +48,3 @@ def portable_options(cls_name: str, options: Mapping[str, Any]) -> dict[str, Any
                         f"AsyncGRPOTrainer pickles reward functions into a child): give service_url (a running "
                         f"`adaptrubric serve`), openai_url, or the model's options, which the child builds from")
     return dict(options)
-
-
-def rebuild(cls: Any, options: dict[str, Any]) -> Any:
-    """A RewardModel from pickled options: built, not loaded (the model loads on first use)."""
-    return cls(**options)

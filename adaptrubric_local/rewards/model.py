@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from ..verifier import (
     reward_value,
 )
 from .batcher import Batcher
-from .child import check_gpus_visible, portable_options, rebuild
+from .child import check_gpus_visible, portable_options
 from .client import ServiceClient
 from .config import RewardConfig, load_options, split_options
 from .images import DEFAULT_MAX_PIXELS, ImageStore
@@ -175,7 +176,7 @@ class RewardModel:
     def __reduce__(self) -> tuple:
         """Pickled as its options and rebuilt unloaded where it is unpickled (rewards/child.py): TRL's
         AsyncGRPOTrainer sends reward functions to a spawned child."""
-        return rebuild, (type(self), portable_options(type(self).__name__, self._options))
+        return partial(type(self), **portable_options(type(self).__name__, self._options)), ()
 
     def load(self) -> AdaptRubric:
         """The pipeline, building the engine on first use (exactly once, whichever thread gets here first)."""
