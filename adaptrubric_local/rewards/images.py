@@ -32,9 +32,8 @@ _MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), 
 
 def is_inline(value: Any) -> bool:
     """Whether a screenshot value carries the image itself (bytes or a data URL) rather than a path."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return True
-    return isinstance(value, str) and value[:5].lower() == "data:"
+    return isinstance(value, (bytes, bytearray, memoryview)) or (isinstance(value, str)
+                                                                 and value[:5].lower() == "data:")
 
 
 def decode(value: Any, where: str) -> bytes:
