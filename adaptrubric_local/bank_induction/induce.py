@@ -1,15 +1,11 @@
 """Bank induction (paper §4.1, Appendix B): from labelled trajectories to a rubric bank.
 
-1. Sample: group labelled trajectories by a proposed family (the model-free rules router), take up to
-   `per_family` successes and as many failures from each, at most `max_trajectories` in all.
-2. Dimensions: show the teacher batches of sampled trajectories (instruction, compiled evidence,
-   action trace, label, selected screenshots) and ask for the verification dimensions that separate
-   success from failure. Each reply is kept in `<out>.work/dimensions.jsonl` as it arrives and reused
-   by a rerun with the same sample.
-3. Grouping: ask for task families with router line, description, verification steps, pitfalls,
-   special rules and rubric items (or, with `keep_families`, for new texts of the paper's eight).
-4. Write the bank: the paper's meta rule and output format kept, `source` and a build record
-   (teacher, data, prompts, sample, calls) added, validated by the bank schema before it is written.
+1. Sample up to `per_family` successes and as many failures per family the rules router proposes.
+2. Ask the teacher, batch by batch (instruction, evidence, trace, label, screenshots), for the
+   verification dimensions that separate success from failure; replies are kept in
+   `<out>.work/dimensions.jsonl` and reused by a rerun with the same sample.
+3. Ask for task families with their texts and rubric items (`keep_families`: new texts of the paper's).
+4. Write the bank (meta rule and output format kept, `source` and build record added), validated.
 Knows nothing about argument parsing.
 """
 from __future__ import annotations
@@ -25,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from ..bank import RubricBank, load_bank
+from ..bank import RubricBank, load_bank, load_cached
 from ..engine.base import Engine, Request
 from ..prompts import render
 from ..route import route_rules
@@ -101,29 +97,20 @@ def sample(trajs: list[Trajectory], cfg: InduceConfig) -> tuple[list[Trajectory]
     return [t for _, t in picked], counts
 
 
-def _images(t: Trajectory, n: int) -> list[str]:
-    if n == 0 or not t.screenshots:
-        return []
-    return select_context(t, route_rules(t.instruction).category, n).paths(t)
-
-
-def trajectory_text(ps: InductionPrompts, t: Trajectory, n_images: int) -> str:
-    """One trajectory as the dimensions prompt shows it."""
-    return render(ps.trajectory, "trajectory", n_images=str(n_images), **evidence_fields(t))
-
-
 def dimensions_request(ps: InductionPrompts, chunk: list[Trajectory], cfg: InduceConfig) -> Request:
     """The dimensions request for one batch of trajectories (text, then all their screenshots)."""
-    images = [_images(t, cfg.images_per_traj) for t in chunk]
-    text = "\n\n".join(trajectory_text(ps, t, len(im)) for t, im in zip(chunk, images))
+    n = cfg.images_per_traj
+    images = [select_context(t, route_rules(t.instruction).category, n).paths(t) if n and t.screenshots else []
+              for t in chunk]
+    text = "\n\n".join(render(ps.trajectory, "trajectory", n_images=str(len(im)), **evidence_fields(t))
+                        for t, im in zip(chunk, images))
     prompt = render(ps.dimensions, "dimensions", n_trajectories=str(len(chunk)), domain=cfg.domain, trajectories=text)
     return Request(prompt=prompt, images=[p for im in images for p in im], suffix=render(ps.dimensions_suffix, "s"),
                    kind="induce", max_new_tokens=cfg.teacher_max_new_tokens)
 
 
-def _chunk_key(chunk: list[Trajectory], cfg: InduceConfig, ps: InductionPrompts) -> str:
-    blob = json.dumps([[t.id for t in chunk], cfg.images_per_traj, cfg.domain, ps.sha])
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+def _sha16(obj) -> str:
+    return hashlib.sha256(json.dumps(obj).encode()).hexdigest()[:16]
 
 
 def collect_dimensions(teacher: Teacher, ps: InductionPrompts, picked: list[Trajectory], cfg: InduceConfig,
@@ -133,7 +120,7 @@ def collect_dimensions(teacher: Teacher, ps: InductionPrompts, picked: list[Traj
     lines = cache_file.read_text(encoding="utf-8").splitlines() if cache_file.exists() else []
     cached = {rec["key"]: rec["dimensions"] for _, rec in json_lines(lines, cache_file)}
     chunks = [picked[i:i + cfg.per_call] for i in range(0, len(picked), cfg.per_call)]
-    keys = [_chunk_key(c, cfg, ps) for c in chunks]
+    keys = [_sha16([[t.id for t in c], cfg.images_per_traj, cfg.domain, ps.sha]) for c in chunks]
     todo = [i for i, k in enumerate(keys) if k not in cached]
     problems = []
     if todo:
@@ -150,37 +137,23 @@ def collect_dimensions(teacher: Teacher, ps: InductionPrompts, picked: list[Traj
                 cached[keys[i]] = dims
                 f.write(json.dumps({"key": keys[i], "ids": [t.id for t in chunks[i]], "dimensions": dims},
                                    ensure_ascii=False) + "\n")
-    dims = [d for k in keys if k in cached for d in cached[k]]
-    return dims, problems
-
-
-def _dimension_lines(dims: list[dict]) -> str:
-    return "\n".join(f"- {d['name']}: {d['check']}" + (f" Failure pattern: {d['failure_pattern']}" if d.get(
-        "failure_pattern") else "") + (f" (task kind: {d['task_kind']})" if d.get("task_kind") else "") for d in dims)
-
-
-def _instruction_lines(picked: list[Trajectory]) -> str:
-    return "\n".join(f"- [{_label(t)}] {t.instruction}" for t in picked)
+    return [d for k in keys if k in cached for d in cached[k]], problems
 
 
 def grouping_request(ps: InductionPrompts, dims: list[dict], picked: list[Trajectory], cfg: InduceConfig,
                      base: RubricBank) -> Request:
     """The grouping request (new families, or new texts for the base bank's families)."""
+    common = {"domain": cfg.domain, "instructions": "\n".join(f"- [{_label(t)}] {t.instruction}" for t in picked),
+              "dimensions": "\n".join(f"- {d['name']}: {d['check']}" + (
+                  f" Failure pattern: {d['failure_pattern']}" if d.get("failure_pattern") else "")
+                  + (f" (task kind: {d['task_kind']})" if d.get("task_kind") else "") for d in dims)}
     if cfg.keep_families:
         fams = yaml.safe_dump({n: rs.model_dump(include=set(TEXTS)) for n, rs in base.families.items()},
                               sort_keys=False, allow_unicode=True, width=10_000)
-        prompt = render(ps.grouping_keep, "grouping_keep", domain=cfg.domain, families=fams.strip(),
-                        dimensions=_dimension_lines(dims), instructions=_instruction_lines(picked))
+        prompt = render(ps.grouping_keep, "grouping_keep", families=fams.strip(), **common)
     else:
-        prompt = render(ps.grouping, "grouping", domain=cfg.domain, dimensions=_dimension_lines(dims),
-                        instructions=_instruction_lines(picked), max_families=str(cfg.max_families),
-                        fallback=cfg.fallback)
+        prompt = render(ps.grouping, "grouping", max_families=str(cfg.max_families), fallback=cfg.fallback, **common)
     return Request(prompt=prompt, kind="induce", max_new_tokens=cfg.teacher_max_new_tokens)
-
-
-def _slug(name: str) -> str:
-    s = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
-    return (s if s and s[0].isalpha() else f"f_{s}")[:48]
 
 
 def build_bank_doc(reply: GroupingReply, cfg: InduceConfig, base: RubricBank) -> tuple[dict, list[str]]:
@@ -204,7 +177,8 @@ def build_bank_doc(reply: GroupingReply, cfg: InduceConfig, base: RubricBank) ->
     fams: dict[str, dict] = {}
     general = base.families[base.fallback].model_dump(mode="json")
     for f in reply.families:
-        name = _slug(f.name)
+        name = re.sub(r"[^a-z0-9]+", "_", f.name.lower()).strip("_")
+        name = (name if name and name[0].isalpha() else f"f_{name}")[:48]
         if name != f.name:
             notes.append(f"family name {f.name!r} written as {name!r}")
         if name in fams:
@@ -227,8 +201,7 @@ def build_bank_doc(reply: GroupingReply, cfg: InduceConfig, base: RubricBank) ->
                  "router_description": f.router_description or f.description}
         if name == cfg.fallback:  # the fallback keeps whatever the teacher left out from the paper's general
             entry = {**general, **{k: v for k, v in entry.items() if v}, "categories": ["*"],
-                     "id": f"RSET_{name.upper()}"}
-            entry["router_description"] = f.router_description or None
+                     "router_description": f.router_description or None}
         fams[name] = entry
     if cfg.fallback not in fams:
         fams[cfg.fallback] = {**general, "categories": ["*"], "id": f"RSET_{cfg.fallback.upper()}"}
@@ -240,16 +213,8 @@ def build_bank_doc(reply: GroupingReply, cfg: InduceConfig, base: RubricBank) ->
     return doc, notes
 
 
-def data_fingerprint(trajs: list[Trajectory]) -> str:
-    """A short hash of the ids and labels of a data set."""
-    blob = json.dumps(sorted((t.id, t.label) for t in trajs))
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
 def reload_bank(path: Path) -> RubricBank:
     """Load a bank file just written (bypassing the loader's cache of earlier contents)."""
-    from ..bank import load_cached
-
     load_cached.cache_clear()
     return load_bank(path)
 
@@ -314,7 +279,7 @@ def induce(trajs: list[Trajectory], out: str | Path, teacher_engine: Engine, cfg
     doc["source"] = (f"induced by adaptrubric bank induce (teacher {teacher.name}) from {data_desc or 'labelled data'}"
                      + ("; texts of the paper's families rewritten" if cfg.keep_families else ""))
     doc["record"] = [build_step("induce", teacher, data_desc, ps, teacher.calls, {
-        "data_sha": data_fingerprint(labelled), "sampled": len(picked),
+        "data_sha": _sha16(sorted((t.id, t.label) for t in labelled)), "sampled": len(picked),
         "sampled_success": sum(t.label == 1 for t in picked), "sampled_failed": sum(t.label == 0 for t in picked),
         "dimensions": len(dims),
         "teacher_failed_calls": teacher.failed, "teacher_tokens": teacher.tokens, "config": json.dumps(asdict(cfg)),

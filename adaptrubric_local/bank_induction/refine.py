@@ -1,20 +1,17 @@
 """Disagreement-driven refinement of a rubric bank (paper §4.1: "whenever the rubric judgment
 disagrees with the trajectory label, we ask the LLM to revise it").
 
-DEV is split by task into a refine split, whose disagreement cases the teacher sees, and a
-validation split it never sees. Each round scores both splits with the current bank; for every
-family with disagreements on the refine split the teacher gets the cases (rubric, evidence, verdict,
-label) and proposes new verification steps, pitfalls and special rules; a revision is kept only if
-it raises accuracy on the validation split. Routing and cues do not depend on those sections, so
-they are computed once and reused, and each family's revision changes only its own trajectories'
-verdicts (kept revisions add up).
+DEV is split by task into a refine split, whose disagreement cases (rubric, evidence, verdict, label)
+the teacher sees, and a validation split it never sees. Each round, the teacher proposes new
+verification steps, pitfalls and special rules for every family with disagreements; a revision is
+kept only if it raises validation accuracy. Routes and cues do not depend on those sections, so they
+are computed once, and each revision changes only its own family's verdicts (kept revisions add up).
 
-Written as it goes, each file atomically: DIR/round_0.yaml (the input bank), DIR/round_K.yaml and
-DIR/round_K.diff.md (per family: decision, validation accuracy before/after, unified diff) after
-round K, DIR/report.json and report.md (accuracy/F1 per round, split and family) after every
-round, DIR/teacher.jsonl (every teacher call, when it returns). A teacher that fails on one family
-leaves that family as it was; a teacher that fails on every call stops the run before the round is
-written, and `resume` continues from the last round on disk. Knows nothing about argument parsing.
+Written as it goes, atomically: DIR/round_K.yaml (round 0: the input bank), DIR/round_K.diff.md
+(per family: decision, validation accuracy before/after, diff), DIR/report.json and report.md
+(accuracy/F1 per round, split and family), DIR/teacher.jsonl (every teacher call). A teacher that
+fails on one family leaves it as it was; one that fails on every call stops the run before the round
+is written, and `resume` continues from the last round on disk. Knows nothing about argument parsing.
 """
 from __future__ import annotations
 
@@ -76,31 +73,9 @@ def split(trajs: list[Trajectory], val_fraction: float, seed: int = 0) -> tuple[
     return dev, val
 
 
-class Scorer:
-    """Scores trajectories with any bank that differs from the first only in rubric sections: routes
-    and cues are computed once (with the first bank) and reused."""
-
-    def __init__(self, engine: Engine, config: PipelineConfig, bank: RubricBank):
-        self.engine, self.config = engine, config
-        self.base = AdaptRubric(engine, config, bank=bank)
-        self.verifier_calls = 0
-
-    def score(self, bank: RubricBank, trajs: list[Trajectory]) -> dict[str, Verdict]:
-        """Verdicts by trajectory id."""
-        if not trajs:
-            return {}
-        pipe = AdaptRubric(self.engine, self.config, bank=bank)
-        self.base.route_many(t.instruction for t in trajs)
-        self.base.cues_many((t.instruction, self.base.criteria.routes[t.instruction].category) for t in trajs)
-        pipe.criteria.routes, pipe.criteria.cues = self.base.criteria.routes, self.base.criteria.cues
-        verdicts = pipe.score(trajs)
-        self.verifier_calls += len(trajs)
-        return {v.id: v for v in verdicts}
-
-
 def _metrics(verdicts: list[Verdict]) -> dict:
     c = classification(verdicts) if verdicts else {"n": 0, "acc": None, "f1": None}
-    return {"n": c["n"], "acc": c["acc"], "f1": c["f1"]}
+    return {k: c[k] for k in ("n", "acc", "f1")}
 
 
 def _acc(verdicts: dict[str, Verdict]) -> float:
@@ -113,16 +88,13 @@ def _family_text(bank: RubricBank, fam: str) -> str:
                           width=10_000)
 
 
-def _case(ps: InductionPrompts, n: int, t: Trajectory, v: Verdict, cfg: RefineConfig) -> str:
-    verdict = f"SCORE {v.score}" if v.status == "ok" else f"no verdict ({v.status})"
-    raw = (v.raw or v.error or "")[: cfg.max_output_chars]
-    return render(ps.case, "case", n=str(n), verdict=verdict, verifier_output=raw, **evidence_fields(t))
-
-
 def refine_request(ps: InductionPrompts, bank: RubricBank, fam: str, cases: list[tuple[Trajectory, Verdict]],
                    n_agree: int, cfg: RefineConfig) -> Request:
     """The teacher request revising one family from its disagreement cases."""
-    text = "\n\n".join(_case(ps, n, t, v, cfg) for n, (t, v) in enumerate(cases, 1))
+    text = "\n\n".join(render(ps.case, "case", n=str(n), **evidence_fields(t),
+                              verdict=f"SCORE {v.score}" if v.status == "ok" else f"no verdict ({v.status})",
+                              verifier_output=(v.raw or v.error or "")[:cfg.max_output_chars])
+                       for n, (t, v) in enumerate(cases, 1))
     prompt = render(ps.refine, "refine", family=fam, description=bank.families[fam].description,
                     rubric=_family_text(bank, fam).strip(), n_agree=str(n_agree), n_cases=str(len(cases)), cases=text)
     return Request(prompt=prompt, kind="refine", max_new_tokens=cfg.teacher_max_new_tokens)
@@ -141,25 +113,42 @@ def family_diff(old: RubricBank, new: RubricBank, fam: str) -> str:
                                         _family_text(new, fam).splitlines(True), f"{fam} (before)", f"{fam} (after)"))
 
 
+@dataclass
 class Refiner:
     """One refinement run writing into `out`."""
 
-    def __init__(self, dev: list[Trajectory], val: list[Trajectory], verifier: Engine, teacher: Teacher,
-                 pipe_cfg: PipelineConfig, cfg: RefineConfig, ps: InductionPrompts, out: Path, data_desc: str,
-                 log: Callable[[str], None]):
-        self.dev, self.val, self.teacher, self.cfg, self.ps, self.out = dev, val, teacher, cfg, ps, out
-        self.pipe_cfg, self.data_desc, self.log, self.verifier = pipe_cfg, data_desc, log, verifier
-        self.scorer: Scorer | None = None
-        self.by_id = {t.id: t for t in dev + val}
+    dev: list[Trajectory]
+    val: list[Trajectory]
+    verifier: Engine
+    teacher: Teacher
+    pipe_cfg: PipelineConfig
+    cfg: RefineConfig
+    ps: InductionPrompts
+    out: Path
+    data_desc: str
+    log: Callable[[str], None]
+    verifier_calls: int = 0
+    base: AdaptRubric | None = None  # the pipeline of the first bank, whose routes and cues every bank reuses
+
+    def __post_init__(self):
+        self.by_id = {t.id: t for t in self.dev + self.val}
+
+    def score(self, bank: RubricBank, trajs: list[Trajectory]) -> dict[str, Verdict]:
+        """Verdicts by trajectory id, with routes and cues computed once (with the first bank)."""
+        if not trajs:
+            return {}
+        pipe = AdaptRubric(self.verifier, self.pipe_cfg, bank=bank)
+        self.base.route_many(t.instruction for t in trajs)
+        self.base.cues_many((t.instruction, self.base.criteria.routes[t.instruction].category) for t in trajs)
+        pipe.criteria.routes, pipe.criteria.cues = self.base.criteria.routes, self.base.criteria.cues
+        self.verifier_calls += len(trajs)
+        return {v.id: v for v in pipe.score(trajs)}
 
     def metrics(self, bank: RubricBank, dv: dict[str, Verdict], vv: dict[str, Verdict]) -> dict:
         """Accuracy/F1 on both splits, overall and per family."""
-        fams = {}
-        for fam in bank.families:
-            d = [v for v in dv.values() if v.category == fam]
-            w = [v for v in vv.values() if v.category == fam]
-            fams[fam] = {"refine": _metrics(d), "val": _metrics(w),
-                         "disagreements": sum(predicted(v) != v.label for v in d)}
+        fams = {fam: {"refine": _metrics(d := [v for v in dv.values() if v.category == fam]),
+                      "val": _metrics([v for v in vv.values() if v.category == fam]),
+                      "disagreements": sum(predicted(v) != v.label for v in d)} for fam in bank.families}
         return {"bank_sha": bank.sha, "refine": _metrics(list(dv.values())), "val": _metrics(list(vv.values())),
                 "families": fams}
 
@@ -185,7 +174,7 @@ class Refiner:
                 continue
             cand = with_sections(bank, fam, rev)
             mine = [self.by_id[i] for i, v in vv.items() if v.category == fam]
-            acc = _acc({**vv, **self.scorer.score(cand, mine)})
+            acc = _acc({**vv, **self.score(cand, mine)})
             keep = acc > base_acc + self.cfg.min_gain
             decisions[fam] = {**d, "decision": "kept" if keep else "rejected", "val_acc_before": base_acc,
                               "val_acc_after": acc, "val_n_family": len(mine), "rationale": rev.rationale}
@@ -194,15 +183,14 @@ class Refiner:
             diffs.append(f"## {fam}: {decisions[fam]['decision']} (validation accuracy {base_acc:.1f} -> {acc:.1f} "
                          f"on {len(vv)} trajectories, {len(mine)} of them in this family)\n\n"
                          f"```diff\n{family_diff(bank, cand, fam)}```\n")
-        alive = not all(o.error for o in outs)
-        return new_bank, decisions, diffs, alive
+        return new_bank, decisions, diffs, not all(o.error for o in outs)
 
     def run(self, bank: RubricBank, start: int, report: dict) -> dict:
         """Rounds start+1..cfg.rounds from `bank` (the bank of round `start`)."""
-        self.scorer = Scorer(self.verifier, self.pipe_cfg, bank)
+        self.base = AdaptRubric(self.verifier, self.pipe_cfg, bank=bank)
         for k in range(start, self.cfg.rounds + 1):
             self.log(f"round {k}: scoring {len(self.dev)} refine + {len(self.val)} validation trajectories")
-            dv, vv = self.scorer.score(bank, self.dev), self.scorer.score(bank, self.val)
+            dv, vv = self.score(bank, self.dev), self.score(bank, self.val)
             entry = next((r for r in report["rounds"] if r["round"] == k), None)
             if entry is None:
                 entry = {"round": k}
@@ -243,7 +231,8 @@ class Refiner:
     def _write_report(self, report: dict) -> None:
         report["teacher"] = {"name": self.teacher.name, "calls": self.teacher.calls, "failed": self.teacher.failed,
                              "tokens": self.teacher.tokens}
-        report["verifier_calls"] = self.scorer.verifier_calls if self.scorer else 0
+        report["verifier_calls"] = self.verifier_calls
+
         write_atomic(self.out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         write_atomic(self.out / "report.md", report_markdown(report))
 
