@@ -44,20 +44,16 @@ def _steps(kind: str, ok: bool, name: str, n: int) -> tuple[list[dict], str | No
                           ("click(Save)", "click") if ok else ("press(back)", "navigate_back")],
                "refund": [(f"click(order #{1000 + n})", "click"), ("click(Refund)", "click"),
                           ("click(Confirm)" if ok else "click(Cancel)", "click")]}[kind]
-    steps = [{"action": a, "action_type": at} for a, at in [("open_app(ShopDesk)", "open_app"), *actions]]
-    for s in steps:
-        if s["action_type"] == "type":
-            s["text"] = email
+    steps = [{"action": a, "action_type": at, **({"text": email} if at == "type" else {})}
+             for a, at in [("open_app(ShopDesk)", "open_app"), *actions]]
     return steps, (f"+1 555 01{n:02d}" if ok and kind == "lookup" else None)
 
 
 def instruction(kind: str, name: str, n: int) -> str:
     """The task instruction of one synthetic task."""
-    if kind == "lookup":
-        return f"What is the phone number of customer {name} in ShopDesk?"
-    if kind == "update":
-        return f"Change the email of customer {name} to {name.split()[0].lower()}@example.com in ShopDesk."
-    return f"Issue a refund for order #{1000 + n} in ShopDesk."
+    return {"lookup": f"What is the phone number of customer {name} in ShopDesk?",
+            "update": f"Change the email of customer {name} to {name.split()[0].lower()}@example.com in ShopDesk.",
+            "refund": f"Issue a refund for order #{1000 + n} in ShopDesk."}[kind]
 
 
 def make_domain(out: str | Path, tasks_per_kind: int = 12, seed: int = 0) -> Path:

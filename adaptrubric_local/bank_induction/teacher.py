@@ -74,16 +74,12 @@ class RevisionReply(_Reply):
     rationale: str = ""
 
 
-def _json_candidates(text: str) -> list[str]:
-    fenced = re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.S)
-    start, end = text.find("{"), text.rfind("}")
-    return fenced + ([text[start:end + 1]] if 0 <= start < end else [])
-
-
 def parse_reply(text: str, model: type[M]) -> tuple[M | None, str | None]:
     """The reply's JSON object validated into `model`, or (None, why it could not be read)."""
-    why = "no JSON object in the reply"
-    for cand in _json_candidates(text or ""):
+    why, text = "no JSON object in the reply", text or ""
+    start, end = text.find("{"), text.rfind("}")
+    whole = [text[start:end + 1]] if 0 <= start < end else []
+    for cand in re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.S) + whole:
         try:
             obj = json.loads(cand)
         except json.JSONDecodeError as exc:
@@ -101,12 +97,8 @@ class Teacher:
 
     def __init__(self, engine: Engine, log: Path | None = None, max_new_tokens: int = 2048):
         self.engine, self.log, self.max_new_tokens = engine, log, max_new_tokens
+        self.name = engine.name  # as the engine reports it
         self.calls = self.failed = self.tokens = 0
-
-    @property
-    def name(self) -> str:
-        """The teacher's name as the engine reports it."""
-        return self.engine.name
 
     def ask(self, requests: list[Request], tags: list[str]) -> list[Output]:
         """One Output per request; each is appended to the log as soon as the batch returns.
