@@ -8,16 +8,5 @@ from .lexicon import DEFAULT_LEXICON, Lexicon, LexiconFile, load_lexicon
 from .model import bank_router_prompt, parse_router_output, router_prompt
 from .rules import Clause, RulesReading, explain_rules, route_rules
 
-__all__ = [
-           "DEFAULT_LEXICON",
-           "Clause",
-           "Lexicon",
-           "LexiconFile",
-           "RulesReading",
-           "bank_router_prompt",
-           "explain_rules",
-           "load_lexicon",
-           "parse_router_output",
-           "route_rules",
-           "router_prompt",
-]
+__all__ = ["DEFAULT_LEXICON", "Clause", "Lexicon", "LexiconFile", "RulesReading", "bank_router_prompt", "explain_rules",
+           "load_lexicon", "parse_router_output", "route_rules", "router_prompt"]

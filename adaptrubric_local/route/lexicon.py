@@ -78,10 +78,6 @@ def _any(fragments: Iterable[str]) -> str:
     return "(?:" + "|".join(fragments) + ")"
 
 
-def _word_pattern(fragments: Iterable[str]) -> re.Pattern:
-    return re.compile(rf"\b{_any(fragments)}\b", re.I)
-
-
 @dataclass(frozen=True)
 class Lexicon:
     """What the rules router knows about words. Immutable: `without` makes a new one. The WORD_LISTS
@@ -95,7 +91,7 @@ class Lexicon:
 
     def __post_init__(self):
         w = self.words
-        patterns = {name: _word_pattern(getattr(w, name)) for name in _PLAIN_WORDS}
+        patterns = {name: re.compile(rf"\b{_any(getattr(w, name))}\b", re.I) for name in _PLAIN_WORDS}
         patterns.update({
             "place": re.compile(rf"\b(?:to|into|in|onto|under)\s+(?:the\s+|my\s+|a\s+(?:new\s+)?)?"
                                 rf"(?:[\w.'-]+\s+){{0,3}}?{_any(w.place)}\b|\b(?:to|into|in|under)\s+(?:~|/|[a-z]:\\)",

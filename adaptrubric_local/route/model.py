@@ -41,7 +41,8 @@ def bank_router_prompt(prompts, bank, instruction: str) -> str:
     """`prompts.router_bank` filled from `bank` (for the paper's bank this is the paper's text)."""
     fb = bank.fallback
     names = [n for n in bank.families if n != fb] + [fb]
-    lines = [f"- {n} : {_router_line(prompts, bank, n)}" for n in names]
+    lines = [f"- {n} : {rs.router_description or prompts.router_descriptions.get(n) or rs.description}"
+             for n, rs in ((n, bank.families[n]) for n in names)]
     rules = []
     for rule in prompts.router_rules:
         named = {f for f in FAMILIES if re.search(rf"\b{f}\b", rule)}
@@ -50,8 +51,3 @@ def bank_router_prompt(prompts, bank, instruction: str) -> str:
     return render(prompts.router_bank, "router_bank", instruction=instruction, n_families=str(len(names)),
                   category_lines="\n".join(lines), decision_rules="\n".join(rules),
                   category_choices=" | ".join(names))
-
-
-def _router_line(prompts, bank, name: str) -> str:
-    rs = bank.families[name]
-    return rs.router_description or prompts.router_descriptions.get(name) or rs.description
