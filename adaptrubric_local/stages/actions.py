@@ -19,35 +19,26 @@ _TOGGLE = re.compile(r"\b(?:toggle|switch|checkbox|check box|enable|disable|turn
 _TRANSFER = re.compile(r"\b(?:copy|paste|cut|move|export|import|upload|download|attach|ctrl\+?[cvx]|"
                        r"hotkey\(['\"]ctrl['\"],\s*['\"][cvx]['\"]\))", re.I)
 _DELETE = re.compile(r"\b(?:delete|remove|trash|discard|uninstall|clear)\b", re.I)
-_TYPE_TYPES = {"type", "input", "input_text", "typewrite", "write", "set_text", "text"}
-_ANSWER_TYPES = {"answer", "finish", "finished", "exit", "terminate", "done", "status", "response", "stop"}
+# kind by action_type, first match wins ("type" also for any step with text; "scroll" not for a toggling swipe)
+_BY_TYPE = [("answer", {"answer", "finish", "finished", "exit", "terminate", "done", "status", "response", "stop"}),
+            ("type", {"type", "input", "input_text", "typewrite", "write", "set_text", "text"}),
+            ("read", {"read", "quote"}), ("wait", {"wait", "observe", "sleep"}), ("scroll", {"scroll", "swipe"}),
+            ("open", {"open_app", "launch", "open"}),
+            ("navigate", {"back", "home", "navigate_back", "navigate_home", "press_back", "press_home"})]
+# then kind by the action string, first match wins
+_BY_ACTION = [("navigate", re.compile(r"navigate[ _](?:home|back)|press_(?:home|back)", re.I)),
+              ("transfer", _TRANSFER), ("delete", _DELETE), ("toggle", _TOGGLE)]
 
 
 def action_kind(step: Step) -> str:
     """The signal kind of one step's action."""
-    at = (step.action_type or "").lower()
-    act = step.action or ""
-    if at in _ANSWER_TYPES:
-        return "answer"
-    if at in _TYPE_TYPES or step.text:
-        return "type"
-    if at in ("read", "quote"):
-        return "read"
-    if at in ("wait", "observe", "sleep"):
-        return "wait"
-    if at in ("scroll", "swipe") and not _TOGGLE.search(act):
-        return "scroll"
-    if at in ("open_app", "launch", "open"):
-        return "open"
-    if at in ("back", "home", "navigate_back", "navigate_home", "press_back", "press_home") \
-            or re.search(r"navigate[ _](?:home|back)|press_(?:home|back)", act, re.I):
-        return "navigate"
-    if _TRANSFER.search(act):
-        return "transfer"
-    if _DELETE.search(act):
-        return "delete"
-    if _TOGGLE.search(act):
-        return "toggle"
+    at, act = (step.action_type or "").lower(), step.action or ""
+    for kind, types in _BY_TYPE:
+        if (at in types or (kind == "type" and step.text)) and not (kind == "scroll" and _TOGGLE.search(act)):
+            return kind
+    for kind, pattern in _BY_ACTION:
+        if pattern.search(act):
+            return kind
     if _SUBMIT.search(act) or (at in ("enter", "submit", "key") and re.search(r"enter|return", act, re.I)):
         return "submit"
     if at in ("tap", "click", "long_press", "double_click", "right_click") or re.search(r"\b(?:tap|click)", act, re.I):

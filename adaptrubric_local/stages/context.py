@@ -7,8 +7,10 @@ Image access is limited to that optional callable; knows nothing about prompts o
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
 from ..types import Trajectory
 from .actions import PRIORITY, action_kind, is_high_signal
@@ -122,26 +124,14 @@ class _Runs:
 
     def __init__(self, traj: Trajectory, frames: list[int], fingerprint: Fingerprint | None,
                  near_dup: Callable | None):
-        self.traj, self.frames, self.fingerprint, self.near_dup = traj, frames, fingerprint, near_dup
+        self.frames, self.fingerprint = frames, fingerprint
         self.pos = {f: n for n, f in enumerate(frames)}
-        self._fp: dict[str, object] = {}
-        self._same: dict[int, bool] = {}
         if fingerprint is not None:
+            fp, paths = cache(fingerprint), [traj.steps[f].screenshot for f in frames]
+            # whether frame positions n and n+1 show the same screen
+            self._same_as_next = cache(lambda n: (near_dup or operator.eq)(fp(paths[n]), fp(paths[n + 1])))
             self.first_run_end = self._walk(0, +1)  # frames shown by the first frame
             self.last_run_start = self._walk(len(frames) - 1, -1)  # frames shown by the final frame
-
-    def _print(self, n: int):
-        p = self.traj.steps[self.frames[n]].screenshot
-        if p not in self._fp:
-            self._fp[p] = self.fingerprint(p)
-        return self._fp[p]
-
-    def _same_as_next(self, n: int) -> bool:
-        """Whether frame position n and n+1 show the same screen."""
-        if n not in self._same:
-            a, b = self._print(n), self._print(n + 1)
-            self._same[n] = self.near_dup(a, b) if self.near_dup else a == b
-        return self._same[n]
 
     def _walk(self, n: int, step: int) -> int:
         """The last position reached from n moving by `step` through same-screen neighbours."""

@@ -53,21 +53,17 @@ def check_cue(cue: str, instruction: str, filter_words: bool = False, limit_leng
     return None if label is None else f"over-constraining word '{label}' not used by the instruction (H.3 rule 4)"
 
 
-def _cue_number(key: str) -> int:
-    return int(key.split("_", 1)[1])
-
 
 def parse_cues(text: str, instruction: str, filter_words: bool = False, limit_length: bool = False) -> CueResult:
     """Parse the fine-cue output; unparseable output abstains with parsed=False. The two filters
     are off by default (not in the paper; see the module docstring)."""
     found: dict[str, str] = {}
-    for line in (text or "").splitlines():
-        m = _LINE.match(line.strip())
-        if m:
-            found.setdefault(m.group(1).upper(), m.group(2).strip())
+    for m in filter(None, (_LINE.match(line.strip()) for line in (text or "").splitlines())):
+        found.setdefault(m.group(1).upper(), m.group(2).strip())
     if "NO_HINT" in found and not any(k.startswith("CUE") for k in found):
         return CueResult(abstained=True, reason=found["NO_HINT"] or None, raw=text)
-    raw_cues = [found[k] for k in sorted((k for k in found if k.startswith("CUE")), key=_cue_number) if found[k]]
+    raw_cues = [found[k] for k in sorted((k for k in found if k.startswith("CUE")), key=lambda k: int(k[4:]))
+                if found[k]]
     if not raw_cues:
         return CueResult(abstained=True, reason="unparseable cue output", raw=text, parsed=False)
     result = CueResult(raw=text)
@@ -78,15 +74,14 @@ def parse_cues(text: str, instruction: str, filter_words: bool = False, limit_le
         else:
             result.cues.append(cue)
     result.abstained = not result.cues
-    if result.abstained:
-        result.reason = "every cue was dropped"
+    result.reason = "every cue was dropped" if result.abstained else None
     return result
 
 
 def manual_cues(cues: list[str], instruction: str, filter_words: bool = False,
                 limit_length: bool = False) -> CueResult:
     """Cues given by a user (e.g. `--manual-cues`), held to the same checks as generated ones."""
-    text = "\n".join(f"CUE_{i + 1}: {c}" for i, c in enumerate(cues))
     if not cues:
         return CueResult(abstained=True, reason="no cues given")
-    return parse_cues(text, instruction, filter_words=filter_words, limit_length=limit_length)
+    return parse_cues("\n".join(f"CUE_{i + 1}: {c}" for i, c in enumerate(cues)), instruction,
+                      filter_words=filter_words, limit_length=limit_length)

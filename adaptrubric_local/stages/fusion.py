@@ -68,12 +68,8 @@ def coarse_sections(prompts: PromptSet, bank: RubricBank, rs: RubricSet) -> dict
 def cue_block(prompts: PromptSet, cues: list[str], meta_rule: bool = True) -> str:
     """The rendered Rf block, or "" when there are no cues (Phi(Rc, {}) = Rc). `meta_rule=False`
     (the prompt has no meta rule) uses the variant that does not refer to it."""
-    if not cues:
-        return ""
-    bullets = "\n".join(f"- {c}" for c in cues)
-    if meta_rule:
-        return render(prompts.cue_block, "cue_block", cue_bullets=bullets)
-    return render(prompts.cue_block_no_meta, "cue_block_no_meta", cue_bullets=bullets)
+    name = "cue_block" if meta_rule else "cue_block_no_meta"
+    return render(getattr(prompts, name), name, cue_bullets="\n".join(f"- {c}" for c in cues)) if cues else ""
 
 
 def _split(text: str, output_format: str) -> VerifierPrompt:
