@@ -1,16 +1,13 @@
 """A synthetic app domain with a scripted teacher and a scripted verifier, for the bank demo and tests.
 
-The domain ("ShopDesk", a made-up CRM) has three kinds of task, each with a success and a failed run
-per task: look up a customer's phone number (failure: no answer submitted), change a customer's email
-(failure: typed but never saved), refund an order (failure: the refund dialog never confirmed).
-
-`ScriptedVerifier` stands in for a verifier model that follows its rubric literally: it routes by
-word overlap with the router prompt's category lines, and for the verdict it checks only what the
-family rubric in its prompt tells it to check (a submitted answer, a click on Save, a click on
-Confirm); with none of those it passes the trajectory. `ScriptedTeacher` answers the induction
-prompts from the trajectories they show, and the refine prompt with a fix for the failure pattern
-of the family's cases (the first refund revision it writes is a useless one, so that refinement has
-one revision to reject). Neither is a model: they exist to exercise the procedure end to end.
+The domain ("ShopDesk", a made-up CRM) has three kinds of task, each with a success and a failed run:
+look up a phone number (failure: no answer submitted), change an email (failure: never saved), refund
+an order (failure: never confirmed). The scripted verifier follows its rubric literally: it routes by
+word overlap with the router prompt's category lines and fails a trajectory only for a check its
+rubric names (a submitted answer, a click on Save or on Confirm). `ScriptedTeacher` answers the
+induction prompts from the trajectories shown, and the refine prompt with a fix for the family's
+failure pattern (its first refund revision is useless, so that refinement has one to reject).
+Neither is a model: they exist to exercise the procedure end to end.
 """
 from __future__ import annotations
 
