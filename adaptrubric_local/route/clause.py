@@ -204,18 +204,16 @@ def fallback_family(instruction: str, lex: Lexicon) -> str:
     return "general"
 
 
-def is_step(p, lex: Lexicon) -> bool:
-    """A clause that only leads to the outcome (open, find, follow the pattern, ...)."""
-    verb, body = p[1], p[2]
+def is_step(verb: str, body: str, lex: Lexicon) -> bool:
+    """Whether a clause only leads to the outcome (open, find, follow the pattern, ...)."""
     if verb == "follow":
         return bool(re.search(r"\b(?:pattern|format|instructions?|steps?|naming|convention|template|guide)",
                               body, re.I))
     return verb in lex.step_verbs
 
 
-def step_family(p) -> str:
-    """The family of an instruction made only of steps, from its first step."""
-    _, verb, _body, fam = p
+def step_family(verb: str, fam: str) -> str:
+    """The family of an instruction made only of steps, from its first step's verb and family."""
     if verb in ("find", "check", "look", "locate"):
         return "info_query"
     if verb in ("fill", "enter", "type", "input", "select", "choose", "click", "tap"):

@@ -79,30 +79,29 @@ def explain_rules(instruction: str, lexicon: Lexicon | None = None) -> RulesRead
         verb, body = normalise_verb(body, lex)
         if verb:
             fam = classify_clause(verb, body, lex, " ".join(context))
-            if fam == "create_modify" and verb not in lex.item_only_verbs and parsed and is_step(parsed[-1], lex) \
-                    and re.search(r"\b(?:settings|preferences|options|control panel)\b", parsed[-1][2], re.I):
+            if fam == "create_modify" and verb not in lex.item_only_verbs and parsed and parsed[-1].step \
+                    and re.search(r"\b(?:settings|preferences|options|control panel)\b", parsed[-1].text, re.I):
                 fam = "state_navigation"  # "open the settings and change the tab size"
-            parsed.append((pending, verb, body, fam))
+            parsed.append(Clause(pending, verb, body, fam, is_step(verb, body, lex)))
             pending = None
         else:
             context.append(body)  # a background sentence: what a later "it"/"that" may stand for
-    clauses = [Clause(k, v, b, f, is_step((k, v, b, f), lex)) for k, v, b, f in parsed]
     if not parsed:
-        return RulesReading(fallback_family(instruction, lex), "no_verb", clauses, context)
+        return RulesReading(fallback_family(instruction, lex), "no_verb", parsed, context)
     outcomes, carry = [], None
     for p in parsed:  # a step's boundary carries over to the next outcome clause
-        if not is_step(p, lex) or (p[1] == "check" and INFO_ANYWHERE.search(p[2])):
-            outcomes.append((_stronger(carry, p[0]), *p[1:]))
+        if not p.step or (p.verb == "check" and INFO_ANYWHERE.search(p.text)):
+            outcomes.append((_stronger(carry, p.boundary), p.verb, p.text, p.family))
             carry = None
         else:
-            carry = _stronger(carry, p[0])
-    # "..., then open the X app" ends the task in that app: an outcome, not a step
-    if parsed[-1][1] in ("open", "launch") and parsed[-1][0] == "then" and is_step(parsed[-1], lex):
-        outcomes.append(parsed[-1])
+            carry = _stronger(carry, p.boundary)
+    last = parsed[-1]  # "..., then open the X app" ends the task in that app: an outcome, not a step
+    if last.verb in ("open", "launch") and last.boundary == "then" and last.step:
+        outcomes.append((last.boundary, last.verb, last.text, last.family))
     if not outcomes:
-        return RulesReading(step_family(parsed[0]), "steps_only", clauses, context)
+        return RulesReading(step_family(parsed[0].verb, parsed[0].family), "steps_only", parsed, context)
     rule = "single" if len(outcomes) == 1 else "combined"
-    return RulesReading(_combine(outcomes, instruction, lex), rule, clauses, context)
+    return RulesReading(_combine(outcomes, instruction, lex), rule, parsed, context)
 
 
 def _stronger(a: str | None, b: str) -> str:
