@@ -130,32 +130,27 @@ def _combine(outcomes, instruction: str, lex: Lexicon) -> str:
     if any(o[1] in lex.purchase_verbs for o in outcomes):
         outcomes = [o for o in outcomes if o[1] in lex.purchase_verbs or not lex.cart.search(o[2])]
     fams = [o[3] for o in outcomes]
-    if len(set(fams)) == 1 and len(outcomes) == 1:
+    if len(outcomes) == 1:
         return fams[0]
     if len(set(fams)) >= 3:
         return "composite_workflow"
-    seen_words: set[str] = set()
-    independent = False
-    for i, (kind, verb, body, fam) in enumerate(outcomes):
+    seen_words = _words(outcomes[0][2], lex)
+    for i, (kind, verb, body, fam) in enumerate(outcomes[1:], 1):
         words = _words(body, lex)
-        if i > 0:
-            refers_back = bool(lex.pronoun.search(body)) or bool((words & seen_words) - lex.kind_nouns)
-            prev_fams = {o[3] for o in outcomes[:i]}
-            if fam == "communication" and prev_fams - {"communication", "info_query"} \
-                    and not _SENDS_PREVIOUS.match(body):
-                independent = True  # a message beside a change: the change is not just its content
-            elif fam == "communication" and "info_query" in prev_fams and not (words & seen_words):
-                independent = True
-            elif fam not in prev_fams and not refers_back and _app(body) and \
-                    {_app(o[2]) for o in outcomes[:i]} - {None, _app(body)}:
-                independent = True  # two different apps, nothing carried between them
-            elif fam == "info_query" and verb in lex.answer_verbs and prev_fams - {"info_query"}:
-                independent = True  # an explicit answer request is a deliverable of its own
-            elif not refers_back and kind in ("then", "sentence") and fam != "info_query":
-                independent = True
+        refers_back = bool(lex.pronoun.search(body)) or bool((words & seen_words) - lex.kind_nouns)
+        prev_fams = {o[3] for o in outcomes[:i]}
+        if fam == "communication" and prev_fams - {"communication", "info_query"} and not _SENDS_PREVIOUS.match(body):
+            return "composite_workflow"  # a message beside a change: the change is not just its content
+        if fam == "communication" and "info_query" in prev_fams and not (words & seen_words):
+            return "composite_workflow"
+        if fam not in prev_fams and not refers_back and _app(body) and \
+                {_app(o[2]) for o in outcomes[:i]} - {None, _app(body)}:
+            return "composite_workflow"  # two different apps, nothing carried between them
+        if fam == "info_query" and verb in lex.answer_verbs and prev_fams - {"info_query"}:
+            return "composite_workflow"  # an explicit answer request is a deliverable of its own
+        if not refers_back and kind in ("then", "sentence") and fam != "info_query":
+            return "composite_workflow"
         seen_words |= words
-    if independent:
-        return "composite_workflow"
     if fams[-1] == "communication" and _SENDS_PREVIOUS.match(outcomes[-1][2]) and lex.message_item.search(
             " ".join(o[2] for o in outcomes[:-1])):
         return "communication"  # a message written and then sent: the sending is the outcome
