@@ -31,8 +31,7 @@ _REQUEST_QUESTION = re.compile(r"^(?:can|could|would|will)\s+you\b", re.I)
 
 def strip_prefix(clause: str) -> str:
     """The clause without greetings, politeness, "can you", "I want you to" and adverb prefixes."""
-    prev = None
-    clause = clause.strip().strip("\"'“”‘’ ")
+    prev, clause = None, clause.strip().strip("\"'“”‘’ ")
     while prev != clause:
         prev = clause
         clause = _PREFIX.sub("", clause, count=1).strip().strip("\"'“”‘’ ")
@@ -54,8 +53,7 @@ def classify_clause(verb: str, clause: str, lex: Lexicon, context: str = "") -> 
     """
     low = clause.lower()
     obj = low[len(verb):]
-    m = _POSSESSIVE_PRONOUN_OBJ.match(obj)
-    if context and m:  # the pronoun stands for what the background sentence talks about
+    if context and (m := _POSSESSIVE_PRONOUN_OBJ.match(obj)):  # the pronoun stands for what the background is about
         obj = f" {context.lower()}{obj[m.end():]}"
     fam = _classify_by_verb(verb, low, obj, lex)
     if fam == "create_modify" and lex.behaviour.match(low):
@@ -178,11 +176,9 @@ def split_clauses(instruction: str, lex: Lexicon) -> list[tuple[str, str]]:
 def normalise_verb(body: str, lex: Lexicon) -> tuple[str | None, str]:
     """(head verb, clause) after undoing "re-" (reopen -> open), "use X to <verb>" and "check out X"."""
     verb = head_verb(body, lex)
-    if verb is None:
-        m = re.match(r"^re-?(?=[a-z])", body, re.I)
-        if m and head_verb(body[m.end():].lower(), lex):
-            body = body[m.end():]
-            verb = head_verb(body.lower(), lex)
+    if verb is None and (m := re.match(r"^re-?(?=[a-z])", body, re.I)) and head_verb(body[m.end():], lex):
+        body = body[m.end():]
+        verb = head_verb(body, lex)
     if verb == "use":  # "use X to <verb> ...": the inner verb is the action
         m = re.search(r"\bto\s+(.*)$", body, re.I)
         inner = strip_prefix(m.group(1)) if m else ""
@@ -199,9 +195,7 @@ def fallback_family(instruction: str, lex: Lexicon) -> str:
     sentences = [strip_prefix(x) for x in re.split(r"(?<=[.!?])\s+", instruction) if x.strip()]
     if any(x.rstrip().endswith("?") and not _REQUEST_QUESTION.match(x) for x in sentences):
         return "info_query"
-    if lex.setting.search(instruction):
-        return "state_navigation"
-    return "general"
+    return "state_navigation" if lex.setting.search(instruction) else "general"
 
 
 def is_step(verb: str, body: str, lex: Lexicon) -> bool:
