@@ -16,12 +16,7 @@ from ..bank import RubricBank, RubricSet
 from ..prompts import PromptSet, render
 from .evidence import Evidence
 
-ABLATIONS = {
-    "full": (True, True),
-    "no_fine": (True, False),
-    "no_coarse": (False, True),
-    "no_both": (False, False),
-}
+ABLATIONS = {"full": (True, True), "no_fine": (True, False), "no_coarse": (False, True), "no_both": (False, False)}
 
 # What the verifier prompt of each Table 4 row holds, one line each (for reports).
 ABLATION_INPUTS = {
@@ -50,8 +45,7 @@ class VerifierPrompt:
 
 
 def _section(heading: str, items: list[str], numbered: bool = False) -> str:
-    lines = [f"{n}. {it}" if numbered else f"- {it}" for n, it in enumerate(items, start=1)]
-    return "\n".join([heading, *lines])
+    return "\n".join([heading, *(f"{n}. {it}" if numbered else f"- {it}" for n, it in enumerate(items, start=1))])
 
 
 def coarse_sections(prompts: PromptSet, bank: RubricBank, rs: RubricSet) -> dict[str, str]:
