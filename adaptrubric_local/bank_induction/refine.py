@@ -191,11 +191,9 @@ class Refiner:
         for k in range(start, self.cfg.rounds + 1):
             self.log(f"round {k}: scoring {len(self.dev)} refine + {len(self.val)} validation trajectories")
             dv, vv = self.score(bank, self.dev), self.score(bank, self.val)
-            entry = next((r for r in report["rounds"] if r["round"] == k), None)
-            if entry is None:
-                entry = {"round": k}
-                report["rounds"].append(entry)
-            entry.update(self.metrics(bank, dv, vv))
+            if not any(r["round"] == k for r in report["rounds"]):
+                report["rounds"].append({"round": k})
+            next(r for r in report["rounds"] if r["round"] == k).update(self.metrics(bank, dv, vv))
             self._write_report(report)
             if k == self.cfg.rounds:
                 break
@@ -215,8 +213,7 @@ class Refiner:
             report["rounds"].append({"round": k + 1, "changes": decisions})
             self._write_report(report)
             bank = new_bank
-        report["status"] = "done"
-        report["final_bank"] = str(self.out / f"round_{self.cfg.rounds}.yaml")
+        report.update(status="done", final_bank=str(self.out / f"round_{self.cfg.rounds}.yaml"))
         self._write_report(report)
         return report
 

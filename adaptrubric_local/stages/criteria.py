@@ -86,13 +86,11 @@ class Criteria:
         used); returns (tokens, calls) per item. Keys no item used stay for a later batch."""
         users: dict[tuple, list[int]] = {}
         for i in range(n):
-            for key in keys_of(i):
-                if key in self.fresh:
-                    users.setdefault(key, []).append(i)
+            for key in filter(self.fresh.__contains__, keys_of(i)):
+                users.setdefault(key, []).append(i)
         shares = [(0.0, 0.0)] * n
         for key, items in users.items():
             tokens, calls = self.fresh.pop(key)
             for i in items:
-                t, c = shares[i]
-                shares[i] = (t + tokens / len(items), c + calls / len(items))
+                shares[i] = (shares[i][0] + tokens / len(items), shares[i][1] + calls / len(items))
         return shares
