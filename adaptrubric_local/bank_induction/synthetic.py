@@ -11,6 +11,7 @@ Neither is a model: they exist to exercise the procedure end to end.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -59,19 +60,16 @@ def make_domain(out: str | Path, tasks_per_kind: int = 12, seed: int = 0) -> Pat
     (out / "img").mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     rows = []
-    for kind in KINDS:
-        for n in range(tasks_per_kind):
-            name = NAMES[(n + KINDS.index(kind) * 5) % len(NAMES)]
-            for ok in (True, False):
-                tid = f"{kind}-{n:02d}"
-                rid = f"{tid}-{'ok' if ok else 'fail'}"
-                steps, answer = _steps(kind, ok, name, n)
-                for i, s in enumerate(steps):
-                    img = f"img/{rid}-{i}.png"
-                    _png(out / img, s["action"], rng.randrange(1000))
-                    s["screenshot"] = img
-                rows.append({"id": rid, "task_id": tid, "instruction": instruction(kind, name, n), "steps": steps,
-                             "label": int(ok), "platform": "shopdesk", **({"answer": answer} if answer else {})})
+    for kind, n, ok in itertools.product(KINDS, range(tasks_per_kind), (True, False)):
+        name = NAMES[(n + KINDS.index(kind) * 5) % len(NAMES)]
+        tid = f"{kind}-{n:02d}"
+        rid = f"{tid}-{'ok' if ok else 'fail'}"
+        steps, answer = _steps(kind, ok, name, n)
+        for i, s in enumerate(steps):
+            s["screenshot"] = f"img/{rid}-{i}.png"
+            _png(out / s["screenshot"], s["action"], rng.randrange(1000))
+        rows.append({"id": rid, "task_id": tid, "instruction": instruction(kind, name, n), "steps": steps,
+                     "label": int(ok), "platform": "shopdesk", **({"answer": answer} if answer else {})})
     path = out / "trajectories.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
