@@ -24,9 +24,8 @@ def parse_router_output(text: str, families: Sequence[str] = FAMILIES, fallback:
     """Read the last `CATEGORY: <family>` line naming one of `families` (the bank's); unknown or
     missing -> `fallback` (the bank's fallback family), parsed=False."""
     hits = [_family_named(m.group(1), families) for m in _CATEGORY_LINE.finditer(text or "")]
-    if hits and hits[-1]:
-        return RouteResult(category=hits[-1], mode="model", raw=text, parsed=True)
-    return RouteResult(category=fallback, mode="model", raw=text, parsed=False)
+    parsed = bool(hits and hits[-1])
+    return RouteResult(category=hits[-1] if parsed else fallback, mode="model", raw=text, parsed=parsed)
 
 
 def router_prompt(prompts, bank, instruction: str) -> str:

@@ -99,23 +99,20 @@ def select_context(traj: Trajectory, family: str = "general", budget: int = DEFA
     # later frames break ties: outcome evidence accumulates toward the end
     ranked = sorted((f for f in frames if f not in (first, last)),
                     key=lambda f: (scores.get(f, (0.0,))[0], f), reverse=True)
-    reasons = {first: "first frame", last: "final frame"}
-    chosen, dropped = {first, last}, []
+    reasons, dropped = {first: "first frame", last: "final frame"}, []  # the chosen frames, and why
     runs = _Runs(traj, frames, fingerprint, near_dup)
     for f in ranked:
-        if len(chosen) >= budget:
+        if len(reasons) >= budget:
             break
         rep = runs.representative(f)
         if rep != f:
             dropped.append(f)
-        if rep in chosen:
+        if rep in reasons:
             continue
-        chosen.add(rep)
         why = scores.get(f, (0.0, "coverage"))[1] or "coverage"
         reasons[rep] = why if rep == f else f"{why} (settled frame of a repeated screen)"
-    indices = sorted(chosen)
-    return Selection(indices=indices, reasons={i: reasons.get(i, "coverage") for i in indices},
-                     dropped_duplicates=sorted(dropped))
+    indices = sorted(reasons)
+    return Selection(indices=indices, reasons={i: reasons[i] for i in indices}, dropped_duplicates=sorted(dropped))
 
 
 class _Runs:

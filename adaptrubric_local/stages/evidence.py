@@ -45,7 +45,5 @@ def compile_evidence(traj: Trajectory) -> Evidence:
         key = [*key[:MAX_KEY_ACTIONS // 2], "...", *key[-MAX_KEY_ACTIONS // 2:]]
     trace = "\n".join(f"Step {n}: {_one_line(s.action) or '(no action recorded)'}"
                       for n, s in enumerate(traj.steps, start=1))
-    return Evidence(agent_answer=_quote(traj.answer) if traj.answer else NONE,
-                    typed_texts="; ".join(typed) or NONE,
-                    key_actions="; ".join(key) or NONE,
-                    action_trace=trace)
+    return Evidence(agent_answer=_quote(traj.answer) if traj.answer else NONE, typed_texts="; ".join(typed) or NONE,
+                    key_actions="; ".join(key) or NONE, action_trace=trace)
