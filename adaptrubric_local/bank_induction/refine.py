@@ -243,18 +243,14 @@ def report_markdown(report: dict) -> str:
     lines = [f"# Bank refinement: {report['bank']}", "", f"Data: {report['data']} (refine {report['n_refine']}, "
              f"validation {report['n_val']}); status: {report.get('status', 'running')}", "",
              "| round | refine acc | refine F1 | val acc | val F1 | bank sha |", "|---|---|---|---|---|---|"]
-    for r in report["rounds"]:
-        if "val" in r:
-            lines.append(f"| {r['round']} | {_fmt(r['refine']['acc'])} | {_fmt(r['refine']['f1'])} | "
-                         f"{_fmt(r['val']['acc'])} | {_fmt(r['val']['f1'])} | {r['bank_sha']} |")
+    lines += [f"| {r['round']} | {_fmt(r['refine']['acc'])} | {_fmt(r['refine']['f1'])} | {_fmt(r['val']['acc'])} | "
+              f"{_fmt(r['val']['f1'])} | {r['bank_sha']} |" for r in report["rounds"] if "val" in r]
     lines += ["", "Per family (validation acc / F1 / n; refine disagreements; decision that made this round's bank):",
               "", "| round | family | val acc | val F1 | val n | refine disagreements | decision |",
               "|---|---|---|---|---|---|---|"]
-    for r in report["rounds"]:
-        for fam, m in r.get("families", {}).items():
-            dec = r.get("changes", {}).get(fam, {}).get("decision", "")
-            lines.append(f"| {r['round']} | {fam} | {_fmt(m['val']['acc'])} | {_fmt(m['val']['f1'])} | "
-                         f"{m['val']['n']} | {m['disagreements']} | {dec} |")
+    lines += [f"| {r['round']} | {fam} | {_fmt(m['val']['acc'])} | {_fmt(m['val']['f1'])} | {m['val']['n']} | "
+              f"{m['disagreements']} | {r.get('changes', {}).get(fam, {}).get('decision', '')} |"
+              for r in report["rounds"] for fam, m in r.get("families", {}).items()]
     return "\n".join(lines) + "\n"
 
 
