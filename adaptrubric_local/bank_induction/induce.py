@@ -281,9 +281,8 @@ def induce(trajs: list[Trajectory], out: str | Path, teacher_engine: Engine, cfg
     doc["record"] = [build_step("induce", teacher, data_desc, ps, teacher.calls, {
         "data_sha": _sha16(sorted((t.id, t.label) for t in labelled)), "sampled": len(picked),
         "sampled_success": sum(t.label == 1 for t in picked), "sampled_failed": sum(t.label == 0 for t in picked),
-        "dimensions": len(dims),
-        "teacher_failed_calls": teacher.failed, "teacher_tokens": teacher.tokens, "config": json.dumps(asdict(cfg)),
-        "notes": "; ".join(notes + problems) or None})]
+        "dimensions": len(dims), "teacher_failed_calls": teacher.failed, "teacher_tokens": teacher.tokens,
+        "config": json.dumps(asdict(cfg)), "notes": "; ".join(notes + problems) or None})]
     bank = RubricBank.model_validate(doc)
     header = (f"Rubric bank induced by `adaptrubric bank induce` (teacher: {teacher.name}).\n"
               f"Data: {data_desc} ({len(picked)} sampled trajectories); prompts: {ps.path} (sha {ps.sha}).\n"

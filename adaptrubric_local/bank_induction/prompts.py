@@ -12,16 +12,15 @@ from ..prompts import PromptFile, load_prompt_file, prompt_schema
 
 DEFAULT_INDUCTION_PROMPTS = Path(__file__).resolve().parent.parent / "prompts" / "induction.yaml"
 
+_EVIDENCE = {"id", "label", "instruction", "agent_answer", "typed_texts", "key_actions", "action_trace"}
 REQUIRED = {
-    "trajectory": {"id", "label", "n_images", "instruction", "agent_answer", "typed_texts", "key_actions",
-                   "action_trace"},
+    "trajectory": {"n_images", *_EVIDENCE},
     "dimensions": {"n_trajectories", "domain", "trajectories"},
     "dimensions_suffix": set(),
     "grouping": {"domain", "dimensions", "instructions", "max_families", "fallback"},
     "grouping_keep": {"domain", "families", "dimensions", "instructions"},
     "refine": {"family", "description", "rubric", "n_agree", "n_cases", "cases"},
-    "case": {"n", "id", "label", "verdict", "instruction", "agent_answer", "typed_texts", "key_actions",
-             "action_trace", "verifier_output"},
+    "case": {"n", "verdict", "verifier_output", *_EVIDENCE},
 }
 
 
