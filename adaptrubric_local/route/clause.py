@@ -161,16 +161,10 @@ def _mask_quote(m: re.Match, lex: Lexicon) -> str:
 def split_clauses(instruction: str, lex: Lexicon) -> list[tuple[str, str]]:
     """(boundary kind, clause text) pieces, with quoted payloads masked."""
     text = _QUOTED.sub(lambda m: _mask_quote(m, lex), instruction)
-    text = _PAYLOAD.sub(" QUOTED", text)
-    pieces, last, kind = [], 0, "start"
-    for m in _BOUNDARY.finditer(text):
-        pieces.append((kind, text[last:m.start()]))
-        b = m.group("b").strip().lower()
-        kind = "then" if "then" in b else "sentence" if b[:1] in ".;!?:" else "and" if b.startswith(
-            ("and", ",")) else "or"
-        last = m.end()
-    pieces.append((kind, text[last:]))
-    return [(k, p.strip()) for k, p in pieces if p.strip()]
+    parts = _BOUNDARY.split(_PAYLOAD.sub(" QUOTED", text))  # clause, boundary, clause, ..., clause
+    kinds = ["start", *("then" if "then" in b else "sentence" if b[:1] in ".;!?:" else "and" if b.startswith(
+        ("and", ",")) else "or" for b in (x.strip().lower() for x in parts[1::2]))]
+    return [(k, p.strip()) for k, p in zip(kinds, parts[::2]) if p.strip()]
 
 
 def normalise_verb(body: str, lex: Lexicon) -> tuple[str | None, str]:
