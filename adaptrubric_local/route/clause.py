@@ -26,7 +26,6 @@ _PREFIX = re.compile(
 INFO_ANYWHERE = re.compile(r"\b(?:to (?:check|see|find out) (?:if|whether)|respond with|express your answer|"
                            r"answer (?:with|in)|only respon\w* (?:with )?the)\b", re.I)
 _POSSESSIVE_PRONOUN_OBJ = re.compile(r"^\s*(?:it|that|this|them|these|those)\b", re.I)
-_REQUEST_QUESTION = re.compile(r"^(?:can|could|would|will)\s+you\b", re.I)
 
 
 def strip_prefix(clause: str) -> str:
@@ -184,26 +183,9 @@ def normalise_verb(body: str, lex: Lexicon) -> tuple[str | None, str]:
     return verb, body
 
 
-def fallback_family(instruction: str, lex: Lexicon) -> str:
-    """Family when no clause has a known action verb."""
-    sentences = [strip_prefix(x) for x in re.split(r"(?<=[.!?])\s+", instruction) if x.strip()]
-    if any(x.rstrip().endswith("?") and not _REQUEST_QUESTION.match(x) for x in sentences):
-        return "info_query"
-    return "state_navigation" if lex.setting.search(instruction) else "general"
-
-
 def is_step(verb: str, body: str, lex: Lexicon) -> bool:
     """Whether a clause only leads to the outcome (open, find, follow the pattern, ...)."""
     if verb == "follow":
         return bool(re.search(r"\b(?:pattern|format|instructions?|steps?|naming|convention|template|guide)",
                               body, re.I))
     return verb in lex.step_verbs
-
-
-def step_family(verb: str, fam: str) -> str:
-    """The family of an instruction made only of steps, from its first step's verb and family."""
-    if verb in ("find", "check", "look", "locate"):
-        return "info_query"
-    if verb in ("fill", "enter", "type", "input", "select", "choose", "click", "tap"):
-        return "create_modify"
-    return fam if fam != "general" else "state_navigation"

@@ -10,16 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..types import RouteResult
-from .clause import (
-    INFO_ANYWHERE,
-    classify_clause,
-    fallback_family,
-    is_step,
-    normalise_verb,
-    split_clauses,
-    step_family,
-    strip_prefix,
-)
+from .clause import INFO_ANYWHERE, classify_clause, is_step, normalise_verb, split_clauses, strip_prefix
 from .lexicon import Lexicon, load_lexicon
 
 _QUESTION = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|does|do|did|"
@@ -28,6 +19,7 @@ _QUESTION_NO_MARK = re.compile(r"^(?:what|which|who|whom|whose|how (?:many|much|
 _APP = re.compile(r"\b(?:in|on|using|via)\s+(?:the\s+)?((?-i:[A-Z][\w'-]*)(?:\s+(?-i:[A-Z][\w'-]*)){0,2})", re.I)
 _SENDS_PREVIOUS = re.compile(r"^\w+(?:\s+\w+)?\s+(?:it|them|(?:this|that|these|those)(?:\s+\w+)?\s*"
                              r"(?:$|[.,;]|to\b|with\b|via\b|on\b|in\b|by\b))", re.I)
+_REQUEST_QUESTION = re.compile(r"^(?:can|could|would|will)\s+you\b", re.I)
 _STRENGTH = {None: -1, "start": 0, "and": 1, "or": 1, "then": 2, "sentence": 3}
 
 
@@ -87,7 +79,7 @@ def explain_rules(instruction: str, lexicon: Lexicon | None = None) -> RulesRead
         else:
             context.append(body)  # a background sentence: what a later "it"/"that" may stand for
     if not parsed:
-        return RulesReading(fallback_family(instruction, lex), "no_verb", parsed, context)
+        return RulesReading(_fallback_family(instruction, lex), "no_verb", parsed, context)
     outcomes, carry = [], None
     for p in parsed:  # a step's boundary carries over to the next outcome clause
         if not p.step or (p.verb == "check" and INFO_ANYWHERE.search(p.text)):
@@ -99,13 +91,30 @@ def explain_rules(instruction: str, lexicon: Lexicon | None = None) -> RulesRead
     if last.verb in ("open", "launch") and last.boundary == "then" and last.step:
         outcomes.append((last.boundary, last.verb, last.text, last.family))
     if not outcomes:
-        return RulesReading(step_family(parsed[0].verb, parsed[0].family), "steps_only", parsed, context)
+        return RulesReading(_step_family(parsed[0].verb, parsed[0].family), "steps_only", parsed, context)
     rule = "single" if len(outcomes) == 1 else "combined"
     return RulesReading(_combine(outcomes, instruction, lex), rule, parsed, context)
 
 
 def _stronger(a: str | None, b: str) -> str:
     return a if _STRENGTH[a] > _STRENGTH[b] else b
+
+
+def _fallback_family(instruction: str, lex: Lexicon) -> str:
+    """Family when no clause has a known action verb."""
+    sentences = [strip_prefix(x) for x in re.split(r"(?<=[.!?])\s+", instruction) if x.strip()]
+    if any(x.rstrip().endswith("?") and not _REQUEST_QUESTION.match(x) for x in sentences):
+        return "info_query"
+    return "state_navigation" if lex.setting.search(instruction) else "general"
+
+
+def _step_family(verb: str, fam: str) -> str:
+    """The family of an instruction made only of steps, from its first step's verb and family."""
+    if verb in ("find", "check", "look", "locate"):
+        return "info_query"
+    if verb in ("fill", "enter", "type", "input", "select", "choose", "click", "tap"):
+        return "create_modify"
+    return fam if fam != "general" else "state_navigation"
 
 
 def _words(text: str, lex: Lexicon) -> set[str]:
