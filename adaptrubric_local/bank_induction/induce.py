@@ -168,9 +168,7 @@ def build_bank_doc(reply: GroupingReply, cfg: InduceConfig, base: RubricBank) ->
                 notes.append(f"teacher named unknown family {f.name!r}; ignored (--keep-families)")
                 continue
             seen.add(f.name)
-            for key in TEXTS:
-                if getattr(f, key):
-                    doc["families"][f.name][key] = getattr(f, key)
+            doc["families"][f.name].update({k: getattr(f, k) for k in TEXTS if getattr(f, k)})
         notes += [f"family {n}: no new text from the teacher; kept" for n in doc["families"] if n not in seen]
         return doc, notes
     doc["taxonomy"] = "custom"

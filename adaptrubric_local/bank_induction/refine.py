@@ -156,11 +156,10 @@ class Refiner:
                ) -> tuple[RubricBank, dict, list[str], bool]:
         """One round's revisions: (new bank, decision per family, diff sections, teacher alive)."""
         wrong = [v for v in dv.values() if predicted(v) != v.label]
-        fams = [f for f in bank.families if any(v.category == f for v in wrong)]
-        decisions = {f: {"decision": "no disagreements"} for f in bank.families if f not in fams}
+        bad = {f: cases for f in bank.families if (cases := [v for v in wrong if v.category == f])}
+        fams, decisions = list(bad), {f: {"decision": "no disagreements"} for f in bank.families if f not in bad}
         if not fams:
             return bank, decisions, [], True
-        bad = {f: [v for v in wrong if v.category == f] for f in fams}
         reqs = [refine_request(self.ps, bank, f, [(self.by_id[v.id], v) for v in bad[f][: self.cfg.max_cases]],
                                sum(v.category == f for v in dv.values()) - len(bad[f]), self.cfg) for f in fams]
         outs = self.teacher.ask(reqs, [f"round{k}:{f}" for f in fams])
