@@ -42,11 +42,9 @@ def bank_router_prompt(prompts, bank, instruction: str) -> str:
     names = [n for n in bank.families if n != fb] + [fb]
     lines = [f"- {n} : {rs.router_description or prompts.router_descriptions.get(n) or rs.description}"
              for n, rs in ((n, bank.families[n]) for n in names)]
-    rules = []
-    for rule in prompts.router_rules:
-        named = {f for f in FAMILIES if re.search(rf"\b{f}\b", rule)}
-        if named <= set(names):
-            rules.append(f"{len(rules) + 1}. {render(rule, 'router_rules', fallback=fb)}")
+    # the decision rules that name only families of this bank, renumbered
+    kept = [r for r in prompts.router_rules if {f for f in FAMILIES if re.search(rf"\b{f}\b", r)} <= set(names)]
+    rules = [f"{n}. {render(r, 'router_rules', fallback=fb)}" for n, r in enumerate(kept, 1)]
     return render(prompts.router_bank, "router_bank", instruction=instruction, n_families=str(len(names)),
                   category_lines="\n".join(lines), decision_rules="\n".join(rules),
                   category_choices=" | ".join(names))
