@@ -142,8 +142,7 @@ class ScriptedTeacher:
             m = re.findall(r"^(\w+):\n  description:", req.prompt, re.M)
             return json.dumps({"families": [{"name": n, "description": f"Rewritten for ShopDesk: {n}.",
                                              "verification_steps": ["Check the outcome in ShopDesk."]} for n in m]})
-        m = re.search(r"^FAMILY: (\w+)", req.prompt, re.M)
-        if m:  # the refine prompt
+        if m := re.search(r"^FAMILY: (\w+)", req.prompt, re.M):  # the refine prompt
             fam = m.group(1)
             self.calls[fam] += 1
             kind = FAMILIES.get(fam, (None, None, None))[2]
