@@ -88,8 +88,7 @@ def _classify_by_verb(verb: str, low: str, obj: str, lex: Lexicon) -> str:
         if verb == "cancel" and not re.search(r"\b(?:order|subscription|event|appointment|meeting)\b", obj):
             return "general"
         return fam
-    special = _by_specific_verb(verb, obj, lex)
-    if special:
+    if special := _by_specific_verb(verb, obj, lex):
         return special
     if fam == "create_modify":
         if verb in ("set", "change", "update", "make", "adjust", "configure", "switch", "apply") and \
@@ -137,9 +136,8 @@ def _by_specific_verb(verb: str, obj: str, lex: Lexicon) -> str | None:
         return "general" if re.search(r"\b(?:error|bug|crash|exception|failing|broken|issue)", obj) and not \
             re.search(r"\b(?:typo|spelling|grammar|format)", obj) else "create_modify"
     if verb in ("put", "place"):
-        if re.match(r"\s+(?:an?\s+)?order\b", obj):
-            return "general"
-        return "transfer" if lex.place.search(obj) else "create_modify"
+        return "general" if re.match(r"\s+(?:an?\s+)?order\b", obj) else \
+            "transfer" if lex.place.search(obj) else "create_modify"
     if verb == "move" and lex.position.search(obj) and not lex.place.search(obj):
         return "create_modify"  # moving within the same document or screen is an edit
     if verb == "save" and (re.search(r"\battachments?\b", obj) or (lex.place.search(obj) and not re.search(
