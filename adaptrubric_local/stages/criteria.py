@@ -44,8 +44,10 @@ class Criteria:
         elif todo:
             reqs = [Request(prompt=router_prompt(self.prompts, self.bank, i), kind="route",
                             max_new_tokens=cfg.route_max_new_tokens) for i in todo]
+            if self.call is None:
+                raise ValueError("the model router needs an engine; use router='rules' to run without a model")
             names, fallback = self.bank.family_names, self.bank.fallback
-            for ins, out in zip(todo, self._call(reqs)):
+            for ins, out in zip(todo, self.call(reqs)):
                 res = parse_router_output(out.text, names, fallback) if not out.error else RouteResult(
                     category=fallback, mode="model", raw=out.error, parsed=False)
                 self.unparsed["route"] += not res.parsed
@@ -67,7 +69,7 @@ class Criteria:
         elif todo:
             reqs = [Request(prompt=cue_prompt(self.prompts, ins, cat, self.bank.lookup(cat)), kind="cue",
                             max_new_tokens=cfg.cue_max_new_tokens) for ins, cat in todo]
-            for p, out in zip(todo, self._call(reqs)):
+            for p, out in zip(todo, self.call(reqs)):  # not None: without a model the cues are manual
                 res = parse_cues(out.text, p[0], filter_words=cfg.cue_filter,
                                  limit_length=cfg.cue_filter) if not out.error else CueResult(
                     abstained=True, reason=f"cue call failed: {out.error}", parsed=False)
@@ -75,11 +77,6 @@ class Criteria:
                 self.cues[p] = res
                 self.fresh[("cue", *p)] = (out.prompt_tokens + out.completion_tokens, 1)
         return {p: self.cues[p] for p in pairs}
-
-    def _call(self, reqs: list[Request]) -> list[Output]:
-        if self.call is None:
-            raise ValueError("the model router needs an engine; use router='rules' to run without a model")
-        return self.call(reqs)
 
     def take_costs(self, keys_of: Callable[[int], list[tuple]], n: int) -> list[tuple[float, float]]:
         """Share the cost of fresh calls out over items 0..n-1 (`keys_of(i)`: the cache keys item i
