@@ -53,7 +53,6 @@ def check_cue(cue: str, instruction: str, filter_words: bool = False, limit_leng
     return None if label is None else f"over-constraining word '{label}' not used by the instruction (H.3 rule 4)"
 
 
-
 def parse_cues(text: str, instruction: str, filter_words: bool = False, limit_length: bool = False) -> CueResult:
     """Parse the fine-cue output; unparseable output abstains with parsed=False. The two filters
     are off by default (not in the paper; see the module docstring)."""
