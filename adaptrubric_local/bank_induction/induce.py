@@ -71,9 +71,7 @@ def _label(t: Trajectory) -> str:
 
 def evidence_fields(t: Trajectory) -> dict[str, str]:
     """A labelled trajectory's placeholders shared by the trajectory and case prompts."""
-    ev = compile_evidence(t)
-    return {"id": t.id, "label": _label(t), "instruction": t.instruction, "agent_answer": ev.agent_answer,
-            "typed_texts": ev.typed_texts, "key_actions": ev.key_actions, "action_trace": ev.action_trace}
+    return {"id": t.id, "label": _label(t), "instruction": t.instruction, **asdict(compile_evidence(t))}
 
 
 def sample(trajs: list[Trajectory], cfg: InduceConfig) -> tuple[list[Trajectory], dict[str, dict[str, int]]]:

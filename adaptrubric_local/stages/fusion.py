@@ -10,7 +10,7 @@ always kept. Knows nothing about routing, models or images.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from ..bank import RubricBank, RubricSet
 from ..prompts import PromptSet, render
@@ -81,9 +81,7 @@ def fuse(prompts: PromptSet, bank: RubricBank, rs: RubricSet, instruction: str, 
                              output_format=output_format), output_format)
     sections = coarse_sections(prompts, bank, rs) if coarse else dict.fromkeys(
         ("verification_steps", "common_pitfalls", "special_rules"), "")
-    text = render(prompts.verifier, "verifier", instruction=instruction,
-                  agent_answer=evidence.agent_answer, typed_texts=evidence.typed_texts,
-                  key_actions=evidence.key_actions, action_trace=evidence.action_trace,
+    text = render(prompts.verifier, "verifier", instruction=instruction, **asdict(evidence),
                   additional_attention=cue_block(prompts, cues, meta_rule=coarse) if fine else "",
                   output_format=output_format, **sections)
     return _split(text, output_format)
