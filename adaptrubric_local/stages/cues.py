@@ -30,15 +30,10 @@ OVERCONSTRAINING = [
 ]
 
 
-def rubric_items_block(rs: RubricSet) -> str:
-    """The critical rubric items, one per line, as the fine-cue prompt receives them."""
-    return "\n".join(f"- {i.id}: {i.name}" for i in rs.critical_items)
-
-
 def cue_prompt(prompts: PromptSet, instruction: str, category: str, rs: RubricSet) -> str:
-    """The rendered fine-cue prompt for one instruction."""
+    """The rendered fine-cue prompt for one instruction (with the critical rubric items, one per line)."""
     return render(prompts.fine_cue, "fine_cue", instruction=instruction, category=category,
-                  rubric_items_block=rubric_items_block(rs))
+                  rubric_items_block="\n".join(f"- {i.id}: {i.name}" for i in rs.critical_items))
 
 
 def check_cue(cue: str, instruction: str, filter_words: bool = False, limit_length: bool = False) -> str | None:
