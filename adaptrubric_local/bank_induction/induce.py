@@ -131,8 +131,7 @@ def collect_dimensions(teacher: Teacher, ps: InductionPrompts, picked: list[Traj
                     problems.append(f"dimensions call {i + 1}/{len(chunks)}"
                                     + (f" failed: {why}" if out.error else f": unparseable reply ({why})"))
                     continue
-                dims = [d.model_dump() for d in reply.dimensions]
-                cached[keys[i]] = dims
+                cached[keys[i]] = dims = [d.model_dump() for d in reply.dimensions]
                 f.write(json.dumps({"key": keys[i], "ids": [t.id for t in chunks[i]], "dimensions": dims},
                                    ensure_ascii=False) + "\n")
     return [d for k in keys if k in cached for d in cached[k]], problems

@@ -61,8 +61,7 @@ class RefineConfig:
 def split(trajs: list[Trajectory], val_fraction: float, seed: int = 0) -> tuple[list[Trajectory], list[Trajectory]]:
     """(refine, validation) split by task (task_id, else id), stable across runs and orderings."""
     def h(t: Trajectory) -> float:
-        key = f"{seed}:{t.task_id or t.id}".encode()
-        return int(hashlib.sha256(key).hexdigest()[:8], 16) / 0xFFFFFFFF
+        return int(hashlib.sha256(f"{seed}:{t.task_id or t.id}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
 
     dev = [t for t in trajs if h(t) >= val_fraction]
     val = [t for t in trajs if h(t) < val_fraction]
