@@ -7,6 +7,7 @@ given; knows nothing about engines' internals, images or verdicts.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from ..bank import RubricBank
 from ..engine.base import Output, Request
@@ -38,9 +39,8 @@ class Criteria:
         elif cfg.router == "rules":  # the rules know the paper's families; others go to the bank's fallback
             for i in todo:
                 res = route_rules(i)
-                if res.category not in self.bank.families:
-                    res = RouteResult(category=self.bank.fallback, mode=res.mode, raw=res.category, parsed=res.parsed)
-                self.routes[i] = res
+                self.routes[i] = res if res.category in self.bank.families else replace(
+                    res, category=self.bank.fallback, raw=res.category)
         elif todo:
             reqs = [Request(prompt=router_prompt(self.prompts, self.bank, i), kind="route",
                             max_new_tokens=cfg.route_max_new_tokens) for i in todo]
