@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -88,9 +88,8 @@ class ColumnMapping:
             raise DataError(path, str(exc)) from None
 
     def used_columns(self) -> list[str]:
-        """The columns this mapping reads."""
-        names = ("id", "instruction", "screenshots", "actions", "thoughts", "answer", "label", "platform", "task_id")
-        return [getattr(self, n) for n in names if getattr(self, n) is not None]
+        """The columns this mapping reads (its fields up to `task_id`)."""
+        return [v for f in fields(self)[:9] if (v := getattr(self, f.name)) is not None]
 
 
 @dataclass
@@ -99,7 +98,7 @@ class _Source:
     file: Path
     cache: Path
     check_images: bool
-    roots: tuple = field(default_factory=tuple)
+    roots: tuple
 
 
 def is_hf_dataset(p: Path) -> bool:
@@ -162,7 +161,7 @@ def _image(value: Any, src: _Source, record: str, fname: str) -> str:
 
 
 def _as_list(row: dict, column: str | None) -> list:
-    value = _cell(row, column)
+    value = row.get(column)
     return [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
 
 
@@ -192,36 +191,25 @@ def _steps(row: dict, m: ColumnMapping, src: _Source, record: str) -> tuple[list
     return steps, answer
 
 
-def _cell(row: dict, column: str | None) -> Any:
-    return None if column is None else row.get(column)
-
-
 def _trajectory(row: dict, index: str, m: ColumnMapping, src: _Source, warnings: list[str]) -> Trajectory:
-    rid = own_id(_cell(row, m.id)) if m.id else index
+    rid = own_id(row.get(m.id)) if m.id else index
     record = f"row {index}" + (f" (id {rid})" if rid and m.id else "")
     if rid is None:
         raise DataError(src.file, "id missing or not a string/integer", record, m.id)
-    instruction = _cell(row, m.instruction)
+    instruction = row.get(m.instruction)
     if not isinstance(instruction, str):
         raise DataError(src.file, "instruction missing or not a string", record, m.instruction)
     steps, said = _steps(row, m, src, record)
-    label_value = _cell(row, m.label)
+    label_value = row.get(m.label)
     if label_value is not None and str(label_value) in {str(v) for v in m.no_label}:
         warnings.append(f"{src.file}: {record}: label {label_value!r} means no label (no_label); loaded unlabelled")
         label_value = None
-    platform = _cell(row, m.platform)
-    traj = Trajectory(id=rid, instruction=instruction, steps=steps, answer=_text(_cell(row, m.answer)) or said,
+    platform = row.get(m.platform)
+    traj = Trajectory(id=rid, instruction=instruction, steps=steps, answer=_text(row.get(m.answer)) or said,
                       platform=str(platform) if platform is not None else m.default_platform,
-                      task_id=_text(_cell(row, m.task_id)), label=parse_label(label_value, src.file, record, m.label),
+                      task_id=_text(row.get(m.task_id)), label=parse_label(label_value, src.file, record, m.label),
                       source=f"{src.file}#{index}")
     return check_nonempty(traj, src.file, record)
-
-
-def _mapping_for(p: Path, mapping: ColumnMapping | None) -> ColumnMapping:
-    if mapping is not None:
-        return mapping
-    folder = p if p.is_dir() else p.parent
-    return ColumnMapping.from_file(folder / MAPPING_FILE) if (folder / MAPPING_FILE).is_file() else ColumnMapping()
 
 
 def load_hf_dataset(path: str | os.PathLike, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
@@ -230,8 +218,10 @@ def load_hf_dataset(path: str | os.PathLike, check_images: bool = True, image_ro
     folder's adaptrubric-columns.yaml, else canonical column names); image bytes go to `image_cache`
     (default `<folder>/adaptrubric-images`). One bad row is an error that keeps its id."""
     p = Path(path)
-    m = _mapping_for(p, mapping)
-    root = (p if p.is_dir() else p.parent).resolve()
+    folder = p if p.is_dir() else p.parent
+    m = mapping or (ColumnMapping.from_file(folder / MAPPING_FILE) if (folder / MAPPING_FILE).is_file()
+                    else ColumnMapping())
+    root = folder.resolve()
     src = _Source(root, p, Path(image_cache).resolve() if image_cache else root / CACHE_DIR, check_images,
                   (root, *image_roots))
     result = LoadResult()
@@ -250,7 +240,7 @@ def load_hf_dataset(path: str | os.PathLike, check_images: bool = True, image_ro
         for batch in ds.with_format("arrow").iter(batch_size=64):
             for k, row in enumerate(batch.to_pylist()):
                 index = f"{name}/{start + k}" if len(splits) > 1 or m.id is None else str(start + k)
-                with result.catching(_cell(row, m.id) if m.id else index):
+                with result.catching(row.get(m.id) if m.id else index):
                     result.trajectories.append(_trajectory(row, index, m, src, result.warnings))
             start += batch.num_rows
     return result

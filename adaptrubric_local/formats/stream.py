@@ -55,7 +55,21 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-class TrajectoryStream:
+class _Indexed:
+    """What a stream knows of its records before it reads them: each position's id digest (`order`,
+    empty for a record without an id), their number and the set of their ids."""
+
+    def _index(self, ids: IdBuilder) -> None:
+        self.order = ids.take()
+        self.records = len(self.order)
+        self.ids: IdSet = IdSet(self.order[self.order != b""])  # a mask makes a copy, sorted in place
+
+    def count(self, shard: Shard | None = None, done: np.ndarray | None = None) -> int:
+        """How many records (of `shard`) have no id among the sorted digests `done`."""
+        return _count(self.order, shard, done)
+
+
+class TrajectoryStream(_Indexed):
     """A data set's records in order, parsed as they are asked for (`items`); `ids` and `records` from
     the first pass; `warnings` as `LoadResult.warnings`."""
 
@@ -69,50 +83,42 @@ class TrajectoryStream:
             canonical.refuse_not_data(self.path)
             self.files = [self.path]
         ids = IdBuilder()
-        for f in self.files:
-            scratch = LoadResult(warnings=self.warnings)
-            for _, obj in iter_json_lines(f, scratch):
-                for e in scratch.errors:  # a malformed line: under the id it names first, if any
-                    ids.add_key(e.record_id)
-                scratch.errors.clear()
-                ids.add_key(own_id(obj.get("id")) if isinstance(obj, dict) else None)
-            for e in scratch.errors:
-                ids.add_key(e.record_id)
-        self.order = ids.take()  # each position's id digest (empty for a record without an id)
-        self.records = len(self.order)
-        self.ids: IdSet = IdSet(self.order[self.order != b""])  # a mask makes a copy, sorted in place
+        for _, record, x in self._read(self.warnings):  # a malformed line: under the id it names first, if any
+            ids.add_key(x.record_id if record is None else own_id(x.get("id")) if isinstance(x, dict) else None)
+        self._index(ids)
         if not self.records:
             hint = folder_hints(self.path) if self.path.is_dir() else ""
             raise DataError(self.path, f"no trajectories found: the canonical loader looked for "
                                        f"{FORMATS['canonical'].looked_for}{hint}")
+
+    def _read(self, warnings: list[str]) -> Iterator[tuple[Path, str | None, object]]:
+        """(file, record name, object) per record in data order; (file, None, DataError) for a malformed line."""
+        for f in self.files:
+            result = LoadResult(warnings=warnings)
+            for record, obj in iter_json_lines(f, result):
+                while result.errors:  # a malformed line read before this record
+                    yield f, None, result.errors.pop(0)
+                yield f, record, obj
+            yield from ((f, None, e) for e in result.errors)
 
     def items(self, keep: Keep | None = None) -> Iterator[tuple[int, Item]]:
         """(position, Trajectory or DataError) for each record in data order; with `keep`, a record it
         refuses (by position and own id) is passed over without being parsed. A record whose id is
         repeated in the data is always parsed (which of them is the first decides which is an error)
         and asked about without its id (None)."""
-        position, first = 0, {}
-        for f in self.files:
-            result = LoadResult()
-            for record, obj in iter_json_lines(f, result):
-                while result.errors:  # a malformed line read before this record
-                    yield from self._error(position, result.errors.pop(0), keep)
-                    position += 1
-                own = own_id(obj.get("id")) if isinstance(obj, dict) else None
-                if self.repeated(own):  # always parsed, so the first record with the id is known to every shard
-                    item = self._parse(f, record, obj, first)
-                    if keep is None or keep(position, None):
-                        yield position, item
-                elif keep is None or keep(position, own):
-                    yield position, self._parse(f, record, obj, first)
-                position += 1
-            for e in result.errors:
-                yield from self._error(position, e, keep)
-                position += 1
-
-    def _error(self, position: int, e: DataError, keep: Keep | None) -> Iterator[tuple[int, Item]]:
-        if keep is None or keep(position, e.record_id):
-            yield position, e
+        first: dict = {}
+        for position, (f, record, obj) in enumerate(self._read([])):
+            if record is None:
+                if keep is None or keep(position, obj.record_id):
+                    yield position, obj
+                continue
+            own = own_id(obj.get("id")) if isinstance(obj, dict) else None
+            if self.repeated(own):  # always parsed, so the first record with the id is known to every shard
+                item = self._parse(f, record, obj, first)
+                if keep is None or keep(position, None):
+                    yield position, item
+            elif keep is None or keep(position, own):
+                yield position, self._parse(f, record, obj, first)
 
     def _parse(self, f: Path, record: str, obj, first: dict) -> Item:
         try:
@@ -130,22 +136,16 @@ class TrajectoryStream:
         """Whether an id belongs to more than one record (those records are always parsed)."""
         return i is not None and self.ids.is_repeated(i)
 
-    def count(self, shard: Shard | None = None, done: np.ndarray | None = None) -> int:
-        """How many records (of `shard`) have no id among the sorted digests `done`."""
-        return _count(self.order, shard, done)
 
-
-class LoadedStream:
+class LoadedStream(_Indexed):
     """A `LoadResult` handed out as a stream: its bad records first, then its trajectories."""
 
     def __init__(self, loaded: LoadResult):
         self.loaded, self.warnings = loaded, loaded.warnings
-        self.records = len(loaded.errors) + len(loaded.trajectories)
         ids = IdBuilder()
         for x in [*loaded.errors, *loaded.trajectories]:
             ids.add_key(x.record_id if isinstance(x, DataError) else x.id)
-        self.order = ids.take()
-        self.ids = IdSet(self.order[self.order != b""])  # a mask makes a copy, sorted in place
+        self._index(ids)
 
     def items(self, keep: Keep | None = None) -> Iterator[tuple[int, Item]]:
         """As `TrajectoryStream.items`."""
@@ -157,10 +157,6 @@ class LoadedStream:
     def repeated(self, i: str | None) -> bool:
         """A LoadResult holds no repeated id (its loader turned the second into an error)."""
         return False
-
-    def count(self, shard: Shard | None = None, done: np.ndarray | None = None) -> int:
-        """As `TrajectoryStream.count`."""
-        return _count(self.order, shard, done)
 
 
 def _count(order: np.ndarray, shard: Shard | None, done: np.ndarray | None) -> int:
