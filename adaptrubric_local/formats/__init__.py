@@ -164,15 +164,6 @@ def _refuse_repeated_ids(result: LoadResult) -> None:
     result.trajectories = list(first.values())
 
 
-def _check_options(fmt: str, options: dict) -> None:
-    params = inspect.signature(FORMATS[fmt].load).parameters
-    known = [n for n in params if n not in ("path", "check_images", "image_roots")]
-    bad = [k for k in options if k not in known]
-    if bad:
-        raise ValueError(f"format {fmt!r} takes no option {', '.join(map(repr, bad))}; its options: "
-                         f"{', '.join(known) or 'none'}")
-
-
 def split_format(fmt: str) -> tuple[str, dict[str, str]]:
     """"osworld,examples=DIR,platform=windows" -> ("osworld", {"examples": "DIR", "platform": "windows"}):
     a format name and its loader's options, as `--format` takes them."""
@@ -205,7 +196,12 @@ def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = 
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)} or auto")
     if not p.exists():
         raise DataError(p, "no such file or folder")
-    _check_options(fmt, options)
+    known = [n for n in inspect.signature(FORMATS[fmt].load).parameters
+             if n not in ("path", "check_images", "image_roots")]
+    bad = [k for k in options if k not in known]
+    if bad:
+        raise ValueError(f"format {fmt!r} takes no option {', '.join(map(repr, bad))}; its options: "
+                         f"{', '.join(known) or 'none'}")
     result = FORMATS[fmt].load(p, check_images=check_images, image_roots=check_image_roots(image_roots), **options)
     _refuse_repeated_ids(result)
     if not result.trajectories and not result.errors:

@@ -30,12 +30,9 @@ class DataError(ValueError):
                  field: str | None = None, record_id: str | None = None):
         self.file, self.record, self.field, self.problem = str(file), record, field, problem
         self.record_id = record_id
-        where = self.file
-        if record is not None:
-            where += f", record {record}"
-        if field is not None:
-            where += f", field '{field}'"
-        super().__init__(f"{where}: {problem}")
+        where = f", record {record}" if record is not None else ""
+        where += f", field '{field}'" if field is not None else ""
+        super().__init__(f"{self.file}{where}: {problem}")
 
     def __reduce__(self):
         return (DataError, (self.file, self.problem, self.record, self.field, self.record_id))
@@ -194,20 +191,18 @@ def require(obj: dict, key: str, file: Path, record: str, kind: type | tuple = s
     return val
 
 
+_LABELS = {**dict.fromkeys(("1", "success", "successful", "pass", "passed", "true", "yes"), 1),
+           **dict.fromkeys(("0", "fail", "failed", "failure", "false", "no"), 0)}
+
+
 def parse_label(value: Any, file: Path, record: str, field_name: str) -> int | None:
     """Read a success label: 0/1, booleans, SUCCESS/FAIL style strings, or None."""
     if value is None:
         return None
-    if isinstance(value, bool):
+    if isinstance(value, (bool, int, float)) and value in (0, 1):
         return int(value)
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return int(value)
-    if isinstance(value, str):
-        v = value.strip().lower()
-        if v in ("1", "success", "successful", "pass", "passed", "true", "yes"):
-            return 1
-        if v in ("0", "fail", "failed", "failure", "false", "no"):
-            return 0
+    if isinstance(value, str) and value.strip().lower() in _LABELS:
+        return _LABELS[value.strip().lower()]
     raise DataError(file, f"label must be 0/1 (or SUCCESS/FAIL), got {value!r}", record, field_name)
 
 

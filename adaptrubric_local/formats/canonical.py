@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..types import Step, Trajectory
 from .actions_text import action_text, step_objects
-from .base import DataError, LoadResult, check_nonempty, iter_json_lines, parse_label, require, resolve_image, tag
+from .base import DataError, LoadResult, check_nonempty, iter_json_lines, parse_label, require, resolve_image, tagged
 
 TOP_KEYS = {"id", "instruction", "steps", "answer", "platform", "task_id", "label"}
 STEP_KEYS = {"screenshot", "action", "action_type", "text", "thought"}
@@ -55,13 +55,6 @@ def looks_like_labels(path: Path) -> bool:
     return {"id", "label"} <= keys and not {"steps", "instruction", "status"} & keys
 
 
-def labels_file_error(path: Path) -> DataError:
-    """The error for a labels file given where trajectory data was expected."""
-    return DataError(path, "this looks like a labels file (lines of id and label, as the review page exports), "
-                           "not trajectory data; give the data as DATA (the first argument) and this file with "
-                           "--labels")
-
-
 def verdict_file_error(path: Path) -> DataError:
     """The error for a verdict file given where trajectory data was expected."""
     return DataError(path, "this looks like a verdict file (its lines have status/score fields and no "
@@ -74,19 +67,9 @@ def refuse_not_data(path: Path) -> None:
     if looks_like_verdicts(path):
         raise verdict_file_error(path)
     if looks_like_labels(path):
-        raise labels_file_error(path)
-
-
-def parse_record(obj: dict, root: Path, file: Path, record: str, check_images: bool = True,
-                 image_roots: Iterable[str | os.PathLike] = ()) -> Trajectory:
-    """Build a Trajectory from one canonical record, or raise DataError (with `record_id` set to
-    the record's own id when it has one). Relative screenshots are taken from `root`; every
-    screenshot must lie inside `root` or one of `image_roots`."""
-    try:
-        return _parse_record(obj, root, file, record, check_images, tuple(image_roots))
-    except DataError as exc:
-        tag(exc, obj.get("id") if isinstance(obj, dict) else None)
-        raise
+        raise DataError(path, "this looks like a labels file (lines of id and label, as the review page exports), "
+                              "not trajectory data; give the data as DATA (the first argument) and this file with "
+                              "--labels")
 
 
 def _nearest(unknown: set, known: frozenset | set) -> str:
@@ -97,39 +80,38 @@ def _nearest(unknown: set, known: frozenset | set) -> str:
     return f" (did you mean {', '.join(f'{m!r} for {k!r}' for k, m in near)}?)" if near else ""
 
 
-def _parse_record(obj: dict, root: Path, file: Path, record: str, check_images: bool,
-                  image_roots: tuple) -> Trajectory:
+def parse_record(obj: dict, root: Path, file: Path, record: str, check_images: bool = True,
+                 image_roots: Iterable[str | os.PathLike] = ()) -> Trajectory:
+    """Build a Trajectory from one canonical record, or raise DataError (with `record_id` set to
+    the record's own id when it has one). Relative screenshots are taken from `root`; every
+    screenshot must lie inside `root` or one of `image_roots`."""
     tid = obj.get("id") if isinstance(obj, dict) else None
-    rec = f"{record} (id {tid})" if tid is not None else record
-    unknown = set(obj) - TOP_KEYS if isinstance(obj, dict) else set()
-    if unknown:  # before the required fields: a misspelled `stpes` is named, not `steps` missing
-        raise DataError(file, f"unknown keys {sorted(unknown)}{_nearest(unknown, TOP_KEYS)}; allowed: "
-                              f"{sorted(TOP_KEYS)}", rec)
-    steps = []
-    for i, s in step_objects(obj, "steps", file, rec, "step must be a JSON object"):
-        fname = f"steps[{i}]"
-        bad = set(s) - STEP_KEYS
-        if bad:
-            raise DataError(file, f"unknown step keys {sorted(bad)}{_nearest(bad, STEP_KEYS)}; allowed: "
-                                  f"{sorted(STEP_KEYS)}", rec, fname)
-        shot = s.get("screenshot")
-        shot = (resolve_image(root, shot, file, rec, f"{fname}.screenshot", check_images, image_roots)
-                if shot is not None else None)
-        steps.append(Step(screenshot=shot, action=action_text(s.get("action", "")),
-                          action_type=_opt_str(s, "action_type", file, rec, f"{fname}."),
-                          text=_opt_str(s, "text", file, rec, f"{fname}."),
-                          thought=_opt_str(s, "thought", file, rec, f"{fname}.")))
-    traj = Trajectory(
-        id=str(require(obj, "id", file, rec, (str, int))),
-        instruction=require(obj, "instruction", file, rec),
-        steps=steps,
-        answer=_opt_str(obj, "answer", file, rec),
-        platform=_opt_str(obj, "platform", file, rec),
-        task_id=_opt_str(obj, "task_id", file, rec),
-        label=parse_label(obj.get("label"), file, rec, "label"),
-        source=str(file),
-    )
-    return check_nonempty(traj, file, rec)
+    rec, image_roots = f"{record} (id {tid})" if tid is not None else record, tuple(image_roots)
+    with tagged(tid):
+        unknown = set(obj) - TOP_KEYS if isinstance(obj, dict) else set()
+        if unknown:  # before the required fields: a misspelled `stpes` is named, not `steps` missing
+            raise DataError(file, f"unknown keys {sorted(unknown)}{_nearest(unknown, TOP_KEYS)}; allowed: "
+                                  f"{sorted(TOP_KEYS)}", rec)
+        steps = []
+        for i, s in step_objects(obj, "steps", file, rec, "step must be a JSON object"):
+            fname = f"steps[{i}]"
+            bad = set(s) - STEP_KEYS
+            if bad:
+                raise DataError(file, f"unknown step keys {sorted(bad)}{_nearest(bad, STEP_KEYS)}; allowed: "
+                                      f"{sorted(STEP_KEYS)}", rec, fname)
+            shot = s.get("screenshot")
+            shot = (resolve_image(root, shot, file, rec, f"{fname}.screenshot", check_images, image_roots)
+                    if shot is not None else None)
+            steps.append(Step(screenshot=shot, action=action_text(s.get("action", "")),
+                              action_type=_opt_str(s, "action_type", file, rec, f"{fname}."),
+                              text=_opt_str(s, "text", file, rec, f"{fname}."),
+                              thought=_opt_str(s, "thought", file, rec, f"{fname}.")))
+        traj = Trajectory(id=str(require(obj, "id", file, rec, (str, int))),
+                          instruction=require(obj, "instruction", file, rec), steps=steps,
+                          answer=_opt_str(obj, "answer", file, rec), platform=_opt_str(obj, "platform", file, rec),
+                          task_id=_opt_str(obj, "task_id", file, rec),
+                          label=parse_label(obj.get("label"), file, rec, "label"), source=str(file))
+        return check_nonempty(traj, file, rec)
 
 
 def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
@@ -142,29 +124,15 @@ def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.P
     result = LoadResult()
     seen = {} if seen is None else seen
     for record, obj in iter_json_lines(path, result):
-        try:
+        with result.catching():
             traj = parse_record(obj, path.parent, path, record, check_images, image_roots)
-        except DataError as exc:
-            result.errors.append(exc)
-            continue
-        if traj.id in seen:
-            # no record_id: the id belongs to the record that loaded; this error keeps its line
-            where = "" if seen[traj.id] == path else f" (first in {seen[traj.id]})"
-            result.errors.append(DataError(path, f"duplicate id {traj.id!r}{where}", record, "id"))
-            continue
-        seen[traj.id] = path
-        result.trajectories.append(traj)
+            if traj.id in seen:
+                # no record_id: the id belongs to the record that loaded; this error keeps its line
+                where = "" if seen[traj.id] == path else f" (first in {seen[traj.id]})"
+                raise DataError(path, f"duplicate id {traj.id!r}{where}", record, "id")
+            seen[traj.id] = path
+            result.trajectories.append(traj)
     return result
-
-
-def relative_screenshot(shot: str, base: Path, where: str) -> str:
-    """`shot` as a POSIX path relative to the folder `base` (a relative `shot` is taken from the
-    working folder, as open() would); ValueError when it lies outside `base`."""
-    full = Path(shot).resolve()
-    if not full.is_relative_to(base):
-        raise ValueError(f"{where}: screenshot {shot} lies outside {base}; write the JSONL into a folder "
-                         "that contains its images")
-    return full.relative_to(base).as_posix()
 
 
 def write(trajectories: Iterable[Trajectory], path: Path, reference: bool = False) -> None:
@@ -185,12 +153,17 @@ def record_line(t: Trajectory, path: Path, reference: bool = False) -> str:
     base = Path(path).parent.resolve()
     d = t.to_dict()
     for s in d["steps"]:
-        if s.get("screenshot") and reference:
-            full = Path(s["screenshot"]).resolve()
+        if not s.get("screenshot"):
+            continue
+        full = Path(s["screenshot"]).resolve()  # a relative path is taken from the working folder, as open() would
+        if reference:
             try:
                 s["screenshot"] = Path(os.path.relpath(full, base)).as_posix()
             except ValueError:  # another drive: no relative path leads there
                 s["screenshot"] = full.as_posix()
-        elif s.get("screenshot"):
-            s["screenshot"] = relative_screenshot(s["screenshot"], base, f"{path}, trajectory {t.id}")
+        elif not full.is_relative_to(base):
+            raise ValueError(f"{path}, trajectory {t.id}: screenshot {s['screenshot']} lies outside {base}; write the "
+                             "JSONL into a folder that contains its images")
+        else:
+            s["screenshot"] = full.relative_to(base).as_posix()
     return json.dumps(d, ensure_ascii=False) + "\n"
