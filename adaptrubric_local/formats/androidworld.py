@@ -50,12 +50,13 @@ SHAPE = "*.pkl.gz (AndroidWorld)"
 LOOKED_FOR = "*.pkl.gz (AndroidWorld checkpoints) in the folder or in its run sub-folders"
 SUFFIX = ".pkl.gz"
 _SHOT_KEYS = ("raw_screenshot", "before_screenshot", "screenshot", "pixels")
-_NUMPY = {"_reconstruct", "scalar", "_frombuffer", "ndarray", "dtype"}
 _ADMITTED = {
     "builtins": {"set", "frozenset", "complex", "bytearray", "bytes", "slice", "range", "float", "int", "str",
                  "list", "dict", "tuple", "bool", "object"},
     "collections": {"OrderedDict"}, "datetime": {"datetime", "date", "time", "timedelta", "timezone"},
     "_codecs": {"encode"}, "copyreg": {"_reconstructor"},
+    **dict.fromkeys(("numpy", "numpy.core.multiarray", "numpy._core.multiarray", "numpy.core.numeric",
+                     "numpy._core.numeric"), frozenset({"_reconstruct", "scalar", "_frombuffer", "ndarray", "dtype"})),
 }
 _RECORDS = {("android_world.env.json_action", "JSONAction"), ("android_world.env.representation_utils", "UIElement"),
             ("android_world.env.representation_utils", "BoundingBox")}
@@ -73,21 +74,13 @@ class Record:
         self.__dict__.update(state if isinstance(state, dict) else {})
 
 
-def _record_class(name: str) -> type:
-    return type(name, (Record,), {"kind": name})
-
-
 class SafeUnpickler(pickle.Unpickler):
     """Unpickle only the types AndroidWorld's checkpointer writes (see the module docstring)."""
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _RECORDS:
-            return _record_class(name)
+            return type(name, (Record,), {"kind": name})
         if name in _ADMITTED.get(module, ()):
-            return super().find_class(module, name)
-        if module.split(".")[0] == "numpy" and name in _NUMPY and module in (
-                "numpy", "numpy.core.multiarray", "numpy._core.multiarray", "numpy.core.numeric",
-                "numpy._core.numeric"):
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"refused {module}.{name}: not a type AndroidWorld's checkpointer writes")
 

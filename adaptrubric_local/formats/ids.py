@@ -49,10 +49,6 @@ class IdBuilder:
     def __len__(self) -> int:
         return len(self._buf) // DIGEST
 
-    def order(self) -> np.ndarray:
-        """The digests in the order they were added (a copy)."""
-        return np.frombuffer(self._buf, dtype=f"S{DIGEST}").copy()  # no view outlives the call: the buffer may grow
-
     def view(self) -> np.ndarray:
         """The digests in the order they were added, looking into the buffer (no copy): add nothing more
         while the view is alive."""
@@ -60,7 +56,7 @@ class IdBuilder:
 
     def take(self) -> np.ndarray:
         """The digests in the order they were added; the buffer is released (add nothing more)."""
-        keys = self.order()
+        keys = self.view().copy()
         self._buf = bytearray()
         return keys
 
@@ -83,10 +79,7 @@ class IdSet:
     @classmethod
     def of(cls, ids: Iterable[str]) -> IdSet:
         """The set of `ids`."""
-        b = IdBuilder()
-        for i in ids:
-            b.add(i)
-        return b.freeze()
+        return cls(keys(ids))
 
     def __len__(self) -> int:
         return len(self._keys)

@@ -174,20 +174,14 @@ def _read(folder: Path, tid: str, rows: list[dict], roots: tuple, warnings: list
     return check_nonempty(traj, file, rec)
 
 
-def result_folders(path: Path) -> tuple[list[Path], Path]:
-    """The result folders under `path` (a results folder, one run, or its traj.jsonl) and the id root."""
-    if path.is_file() and path.name == "traj.jsonl":
-        path = path.parent
-    if (path / "traj.jsonl").is_file():
-        return [path], path.parent
-    return sorted(p.parent for p in path.rglob("traj.jsonl")), path
-
-
 def load_runs(path: Path, image_roots: Iterable[str | os.PathLike], read: Read) -> LoadResult:
-    """Every result folder under `path`, read by `read(folder, id, rows, roots, warnings)`; its id is the
-    folder's path below the results folder, and screenshots may lie there or in `image_roots`. A bad
-    traj.jsonl line or a row that is not an object is an error under that id: the trajectory is not read."""
-    folders, root = result_folders(Path(path))
+    """Every result folder under `path` (a results folder, one run, or its traj.jsonl), read by
+    `read(folder, id, rows, roots, warnings)`; its id is the folder's path below the results folder, and
+    screenshots may lie there or in `image_roots`. A bad traj.jsonl line or a row that is not an object is
+    an error under that id: the trajectory is not read."""
+    path = Path(path).parent if Path(path).name == "traj.jsonl" and Path(path).is_file() else Path(path)
+    one = (path / "traj.jsonl").is_file()
+    folders, root = ([path], path.parent) if one else (sorted(p.parent for p in path.rglob("traj.jsonl")), path)
     result = LoadResult()
     for folder in folders:
         tid = str(folder.relative_to(root)) if folder != root else folder.name
