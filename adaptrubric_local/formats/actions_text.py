@@ -58,11 +58,8 @@ def step_objects(obj: Any, key: str, file: Path, record: str,
 
 def gather(steps: Iterable[tuple[Step, str | None]]) -> tuple[list[Step], str | None]:
     """(the steps, the last answer one of them submits) of (step, answer) pairs."""
-    out, answer = [], None
-    for step, ans in steps:
-        out.append(step)
-        answer = ans if ans is not None else answer
-    return out, answer
+    pairs = list(steps)
+    return [step for step, _ in pairs], next((ans for _, ans in reversed(pairs) if ans is not None), None)
 
 
 def described_step(shot: str | None, described: tuple, thought: str | None = None) -> tuple[Step, str | None]:

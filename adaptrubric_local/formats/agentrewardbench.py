@@ -102,20 +102,16 @@ def describe(action: Any) -> tuple[str, str | None, str | None, str | None]:
     return action, kind, text, answer
 
 
-def _screenshot(root: Path, raw: Any, file: Path, record: str, check: bool, roots: tuple) -> str | None:
-    if raw in (None, "None", ""):
-        return None
-    parts = Path(str(raw)).parts
-    rel = Path(*parts[parts.index("screenshots"):]) if "screenshots" in parts else Path(str(raw))
-    return resolve_image(root, str(rel), file, record, "screenshot_path", check, roots)
-
-
 def _trajectory(obj: dict, file: Path, root: Path, labels: dict, check: bool, roots: tuple) -> Trajectory:
     rec = file.stem
     goal = require(obj, "goal", file, rec)
 
     def step(i: int, s: dict) -> tuple[Step, str | None]:
-        shot = _screenshot(root, s.get("screenshot_path"), file, f"{rec} step {s.get('num', i)}", check, roots)
+        raw = s.get("screenshot_path")
+        parts = Path(str(raw)).parts  # from the `screenshots` part on: a moved or renamed copy loads
+        rel = Path(*parts[parts.index("screenshots"):]) if "screenshots" in parts else Path(str(raw))
+        shot = (None if raw in (None, "None", "") else
+                resolve_image(root, str(rel), file, f"{rec} step {s.get('num', i)}", "screenshot_path", check, roots))
         step, said = described_step(shot, describe(s.get("action")),
                                     s.get("reasoning") if isinstance(s.get("reasoning"), str) else None)
         return step, said or None

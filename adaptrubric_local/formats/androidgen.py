@@ -112,11 +112,6 @@ def database_labels(path: Path, warnings: list[str]) -> dict[str, int]:
     return out
 
 
-def default_database(root: Path) -> Path | None:
-    """The judge's `database.json` beside the episodes folder `root` (its default), or inside it."""
-    return next((c for c in (root.parent / "database.json", root / "database.json") if c.is_file()), None)
-
-
 def _labels(root: Path) -> dict[str, int]:
     path = root / "labels.jsonl"
     if not path.is_file():
@@ -188,7 +183,8 @@ def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.P
     else:
         files, root = sorted(path.glob("*/record.jsonl")), path
     result = LoadResult()
-    database = Path(database) if database is not None else default_database(root)
+    database = Path(database) if database is not None else next(  # the judge's default, beside the episodes
+        (c for c in (root.parent / "database.json", root / "database.json") if c.is_file()), None)
     if database is not None and not database.is_file():
         raise DataError(database, "no such file (given as the AndroidGen judge's database.json)")
     labels = {**(database_labels(database, result.warnings) if database else {}), **_labels(root)}

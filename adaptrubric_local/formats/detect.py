@@ -28,10 +28,8 @@ def peek_json(path: Path, line: bool = False) -> Any:
 
 def first_traj_row(p: Path) -> tuple[Path, bool] | None:
     """(the first traj.jsonl at or below `p`, whether it is ZeroGUI's), or None when there is none."""
-    if p.is_file():
-        traj = p if p.name == "traj.jsonl" else None
-    else:
-        traj = p / "traj.jsonl" if (p / "traj.jsonl").is_file() else next(iter(sorted(p.rglob("traj.jsonl"))), None)
+    traj = (p if p.name == "traj.jsonl" else None) if p.is_file() else (
+        p / "traj.jsonl" if (p / "traj.jsonl").is_file() else next(iter(sorted(p.rglob("traj.jsonl"))), None))
     if traj is None:
         return None
     if (traj.parent / "config.json").is_file():
@@ -53,12 +51,8 @@ def _markers(shape: str) -> list[tuple[str, str, int]]:
     return out
 
 
-def _hits(how: str, what: str, files: list[Path]) -> list[Path]:
-    if how == "name":
-        return [f for f in files if f.name == what]
-    if how == "stem":
-        return [f for f in files if f.name.split(".")[0] == what and f.name != what]
-    return [f for f in files if f.name.endswith(what)]
+_HITS = {"name": lambda name, what: name == what, "end": str.endswith,
+         "stem": lambda name, what: name.split(".")[0] == what and name != what}
 
 
 def nearest_format(p: Path, shapes: list[tuple[str, str]]) -> str:
@@ -69,7 +63,7 @@ def nearest_format(p: Path, shapes: list[tuple[str, str]]) -> str:
     for name, shape in shapes:
         score, hit = 0, None
         for how, what, weight in _markers(shape):
-            found = _hits(how, what, files)
+            found = [f for f in files if _HITS[how](f.name, what)]
             score += len(found) * weight
             hit = hit or (found[0] if found else None)
         if score > best_score:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
-from .actions_text import action_text, gather, nonblank, step_objects
+from .actions_text import action_text, described_step, gather, nonblank, step_objects
 from .base import DataError, LoadResult, check_nonempty, load_json, own_id, parse_label, require, resolve_image, tagged
 from .detect import peek_json
 
@@ -96,12 +96,10 @@ def step_of(s: dict, shot: str | None) -> tuple[Step, str | None]:
     name, kwargs = call_of(action)
     kind = (s.get("meta_action") if isinstance(s.get("meta_action"), str) else None) or name
     value = kwargs.get("text", kwargs.get("content"))
-    value = value if isinstance(value, str) else None
-    kind_l = (kind or "").lower()
-    text = value if kind_l in ("type", "typewrite", "write", "input_text") else None
+    value, kind_l = (value if isinstance(value, str) else None), (kind or "").lower()
+    typed = value if kind_l in ("type", "typewrite", "write", "input_text") else None
     answer = value if kind_l in ("answer", "finished", "finish") else None
-    step = Step(screenshot=shot, action=action or "", action_type=kind, text=text, thought=nonblank(s.get("thought")))
-    return step, answer
+    return described_step(shot, (action or "", kind, typed, answer), nonblank(s.get("thought")))
 
 
 def parse(obj: Any, file: Path, shots: list[str | None], where: str) -> Trajectory:
