@@ -15,8 +15,7 @@ Screenshots must lie in the data folder or in a folder the caller allows (`image
 from __future__ import annotations
 
 import inspect
-import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +35,7 @@ from . import (
     osworld,
     zerogui,
 )
-from .base import DataError, LoadResult, check_image_roots, resolve_image
+from .base import DataError, LoadResult, Roots, check_image_roots, resolve_image
 from .detect import first_traj_row, nearest_format
 from .screens import SCREENS
 
@@ -122,7 +121,7 @@ def detect_format(path: str | Path) -> str:
     raise DataError(p, f"could not detect the format: looked for {shapes}{near}" + folder_hints(p))
 
 
-def _load_canonical(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = ()):
+def _load_canonical(path: Path, check_images: bool = True, image_roots: Roots = ()):
     """A canonical file, or every data *.jsonl of a folder (one id per data set, not per file)."""
     if not path.is_dir():
         return canonical.load(path, check_images, image_roots)
@@ -178,7 +177,7 @@ def split_format(fmt: str) -> tuple[str, dict[str, str]]:
 
 
 def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = True,
-                      image_roots: Iterable[str | os.PathLike] = (), options: dict | None = None) -> LoadResult:
+                      image_roots: Roots = (), options: dict | None = None) -> LoadResult:
     """Load every trajectory under `path`; `fmt` is a format registered in FORMATS or "auto", optionally
     followed by its loader's options (`split_format`: "osworld,examples=DIR").
 

@@ -31,13 +31,12 @@ import ast
 import csv
 import importlib.util
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
 from .actions_text import described_step, gather, step_objects
-from .base import LoadResult, check_nonempty, load_json, require, resolve_image
+from .base import LoadResult, Roots, check_nonempty, load_json, require, resolve_image
 from .detect import peek_json
 
 _SUCCESS = {"successful": 1, "unsuccessful": 0}
@@ -134,7 +133,7 @@ def _path_id(f: Path, root: Path) -> str:
 
 
 def load_agentrewardbench(path: str | os.PathLike, check_images: bool = True,
-                          image_roots: Iterable[str | os.PathLike] = (), annotations: str | os.PathLike | None = None
+                          image_roots: Roots = (), annotations: str | os.PathLike | None = None
                           ) -> LoadResult:
     """Every trajectory JSON under `path` (the downloaded `trajectories/`, its `cleaned/`, or below), with
     the labels of `annotations` (default: `<root>/annotations.csv`, else the installed package's)."""

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from .actions_text import described_step, gather
 from .base import (
     DataError,
     LoadResult,
+    Roots,
     check_nonempty,
     iter_json_lines,
     load_json,
@@ -126,7 +126,7 @@ def _labels(root: Path) -> dict[str, int]:
 
 
 def load_trace(record_file: Path, root: Path, labels: dict[str, int], check_images: bool = True,
-               image_roots: Iterable[str | os.PathLike] = ()) -> LoadResult:
+               image_roots: Roots = ()) -> LoadResult:
     """Load one `record.jsonl` (one trajectory) into a LoadResult; its errors carry the trace id."""
     result = LoadResult()
     rows = list(iter_json_lines(record_file, result))
@@ -168,7 +168,7 @@ def _trace(rows: list, record_file: Path, root: Path, trace_id: str, labels: dic
     return check_nonempty(traj, record_file, f"trace {trace_id}")
 
 
-def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
+def load(path: Path, check_images: bool = True, image_roots: Roots = (),
          database: str | os.PathLike | None = None) -> LoadResult:
     """Load an AndroidGen project root (holding `episodes/`), a folder of traces, a single trace folder, or
     its `record.jsonl`; labels from `database` (default: the judge's `database.json` found as the module

@@ -38,12 +38,11 @@ import json
 import math
 import os
 import pickle
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
-from .base import DataError, LoadResult, check_nonempty
+from .base import DataError, LoadResult, Roots, check_nonempty
 
 SCREENS = "before"
 SHAPE = "*.pkl.gz (AndroidWorld)"
@@ -187,7 +186,7 @@ def load_file(file: Path, png_root: Path, stem: str) -> LoadResult:
     return result
 
 
-def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
+def load(path: Path, check_images: bool = True, image_roots: Roots = (),
          png_dir: str | os.PathLike | None = None) -> LoadResult:
     """Load every `*.pkl.gz` of an AndroidWorld run folder, of the run folders in a folder, or one such
     file; screenshots are written as PNGs under `png_dir` (default: `.adaptrubric-png/` in the folder

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ import yaml
 
 from ..types import Step, Trajectory
 from .actions_text import code_step
-from .base import DataError, LoadResult, check_nonempty, own_id, parse_label, resolve_image
+from .base import DataError, LoadResult, Roots, check_nonempty, own_id, parse_label, resolve_image
 
 MAPPING_FILE = "adaptrubric-columns.yaml"
 CACHE_DIR = "adaptrubric-images"
@@ -212,7 +211,7 @@ def _trajectory(row: dict, index: str, m: ColumnMapping, src: _Source, warnings:
     return check_nonempty(traj, src.file, record)
 
 
-def load_hf_dataset(path: str | os.PathLike, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
+def load_hf_dataset(path: str | os.PathLike, check_images: bool = True, image_roots: Roots = (),
                     mapping: ColumnMapping | None = None, image_cache: str | os.PathLike | None = None) -> LoadResult:
     """Every row of a save_to_disk folder or Parquet file(s) as a trajectory, by `mapping` (else the
     folder's adaptrubric-columns.yaml, else canonical column names); image bytes go to `image_cache`

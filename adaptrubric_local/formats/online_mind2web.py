@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
-from .base import DataError, LoadResult, check_nonempty, load_json, require, resolve_image
+from .base import DataError, LoadResult, Roots, check_nonempty, load_json, require, resolve_image
 
 V2 = "online-mind2web-v2"
 LABEL_FILE = "human_label.json"
@@ -127,7 +126,7 @@ def _label(value: Any, tid: str, warnings: list[str], file: Path) -> int | None:
 
 
 def load_online_mind2web(path: str | os.PathLike, check_images: bool = True,
-                         image_roots: Iterable[str | os.PathLike] = (), labels: str | os.PathLike | None = None,
+                         image_roots: Roots = (), labels: str | os.PathLike | None = None,
                          agent: str | None = None) -> LoadResult:
     """Every `<task_id>/result.json` under `path` (a trajectories folder, or one task folder), labelled
     from human_label.json (see the module docstring)."""

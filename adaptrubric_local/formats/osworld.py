@@ -38,14 +38,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..types import Step, Trajectory
 from .actions_text import code_step, gather, nonblank
-from .base import DataError, LoadResult, check_nonempty, iter_json_lines, load_json, resolve_image, tag
+from .base import DataError, LoadResult, Roots, check_nonempty, iter_json_lines, load_json, resolve_image, tag
 from .runtime_log import instruction_from_runtime_log
 from .screens import after_to_before
 
@@ -174,7 +174,7 @@ def _read(folder: Path, tid: str, rows: list[dict], roots: tuple, warnings: list
     return check_nonempty(traj, file, rec)
 
 
-def load_runs(path: Path, image_roots: Iterable[str | os.PathLike], read: Read) -> LoadResult:
+def load_runs(path: Path, image_roots: Roots, read: Read) -> LoadResult:
     """Every result folder under `path` (a results folder, one run, or its traj.jsonl), read by
     `read(folder, id, rows, roots, warnings)`; its id is the folder's path below the results folder, and
     screenshots may lie there or in `image_roots`. A bad traj.jsonl line or a row that is not an object is
@@ -199,7 +199,7 @@ def load_runs(path: Path, image_roots: Iterable[str | os.PathLike], read: Read) 
     return result
 
 
-def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
+def load(path: Path, check_images: bool = True, image_roots: Roots = (),
          examples: str | os.PathLike | None = None, platform: str | None = None) -> LoadResult:
     """Load every OSWorld result folder under `path`. `examples`: the `evaluation_examples/examples`
     folder holding the task JSONs (default: the one of the checkout `path` lies in); `platform`:

@@ -11,8 +11,7 @@ verdicts or scoring.
 """
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import numpy as np
 
 from ..types import Trajectory
 from . import FORMATS, canonical, data_jsonl, detect_format, folder_hints, load_trajectories, split_format
-from .base import DataError, LoadResult, check_image_roots, iter_json_lines, own_id
+from .base import DataError, LoadResult, Roots, check_image_roots, iter_json_lines, own_id
 from .ids import IdBuilder, IdSet
 
 Item = Trajectory | DataError
@@ -73,7 +72,7 @@ class TrajectoryStream(_Indexed):
     """A data set's records in order, parsed as they are asked for (`items`); `ids` and `records` from
     the first pass; `warnings` as `LoadResult.warnings`."""
 
-    def __init__(self, path: str | Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = ()):
+    def __init__(self, path: str | Path, check_images: bool = True, image_roots: Roots = ()):
         self.path, self.check_images = Path(path), check_images
         self.image_roots = check_image_roots(image_roots)
         self.warnings: list[str] = []
@@ -167,7 +166,7 @@ def _count(order: np.ndarray, shard: Shard | None, done: np.ndarray | None) -> i
 
 
 def stream_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = True,
-                        image_roots: Iterable[str | os.PathLike] = ()) -> TrajectoryStream | LoadedStream:
+                        image_roots: Roots = ()) -> TrajectoryStream | LoadedStream:
     """The records of `path` as a stream (canonical JSONL), or loaded whole and handed out as one (the
     folder formats); the errors `load_trajectories` raises for data that cannot be read."""
     p = Path(path)

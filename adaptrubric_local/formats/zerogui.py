@@ -28,15 +28,13 @@ else `ubuntu` (OSWorld). Not read: `eval.json`, `model_output.jsonl`, `input_tex
 """
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
 from ..types import Step, Trajectory
 from .actions_text import classify_code_action, gather
-from .base import DataError, LoadResult, check_nonempty, load_json, resolve_image
+from .base import DataError, LoadResult, Roots, check_nonempty, load_json, resolve_image
 from .osworld import load_runs, read_score
 from .screens import after_to_before
 
@@ -97,8 +95,7 @@ def _read(folder: Path, tid: str, rows: list[dict], roots: tuple, warnings: list
     return check_nonempty(traj, file, rec)
 
 
-def load(path: Path, check_images: bool = True, image_roots: Iterable[str | os.PathLike] = (),
-         platform: str | None = None) -> LoadResult:
+def load(path: Path, check_images: bool = True, image_roots: Roots = (), platform: str | None = None) -> LoadResult:
     """Load every ZeroGUI task folder under `path` (the save dir, one task folder, or its traj.jsonl);
     `platform` overrides the one read off each task config."""
     result = LoadResult(warnings=[
