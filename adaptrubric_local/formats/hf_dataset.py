@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,8 @@ from .base import DataError, LoadResult, Roots, check_nonempty, own_id, parse_la
 
 MAPPING_FILE = "adaptrubric-columns.yaml"
 CACHE_DIR = "adaptrubric-images"
-_MAGIC = ((b"\x89PNG\r\n\x1a\n", ".png"), (b"\xff\xd8\xff", ".jpg"), (b"GIF8", ".gif"), (b"BM", ".bmp"))
+_MAGIC = ((rb"\x89PNG\r\n\x1a\n", ".png"), (rb"\xff\xd8\xff", ".jpg"), (b"GIF8", ".gif"), (b"BM", ".bmp"),
+          (b"RIFF....WEBP", ".webp"))
 
 
 @dataclass(frozen=True)
@@ -123,12 +125,9 @@ def _open(p: Path) -> dict[str, Any]:
 
 
 def _image_file(data: bytes, hint: Any, src: _Source, record: str, fname: str) -> str:
-    ext = next((e for magic, e in _MAGIC if data.startswith(magic)), None)
-    if ext is None and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        ext = ".webp"
-    if ext is None and isinstance(hint, str) and Path(hint).suffix:
-        ext = Path(hint).suffix.lower()
-    if ext is None:
+    ext = next((e for magic, e in _MAGIC if re.match(magic, data, re.S)), None)
+    ext = ext or (Path(hint).suffix.lower() if isinstance(hint, str) else None)
+    if not ext:
         raise DataError(src.file, "image bytes of an unknown type (not PNG, JPEG, GIF, BMP or WebP)", record, fname)
     out = src.cache / (hashlib.sha256(data).hexdigest() + ext)
     if not out.is_file():
