@@ -60,11 +60,6 @@ def classify(action: str) -> tuple[str | None, str | None]:
             (typed.group(1) or typed.group(2)) if typed else None)
 
 
-def _first_number(name: str) -> int:
-    m = re.search(r"\d+", name)
-    return int(m.group()) if m else -1
-
-
 def _steps(obj: dict, folder: Path, file: Path, check: bool, roots: tuple, warnings: list[str]) -> list[Step]:
     shots_dir, rec = folder / "trajectory", folder.name
     history = require(obj, "action_history", file, rec, list)
@@ -74,7 +69,8 @@ def _steps(obj: dict, folder: Path, file: Path, check: bool, roots: tuple, warni
     else:
         if not shots_dir.is_dir():
             raise DataError(file, f"no screenshot folder {shots_dir}", rec, "trajectory")
-        names = sorted((f.name for f in shots_dir.iterdir() if f.is_file()), key=_first_number)
+        names = sorted((f.name for f in shots_dir.iterdir() if f.is_file()),  # by the first number in the name
+                       key=lambda name: int(m.group()) if (m := re.search(r"\d+", name)) else -1)
         thoughts = obj.get("thoughts") or []
         if len(names) not in (len(history), len(history) + 1):
             warnings.append(f"{file}: {len(names)} screenshots for {len(history)} actions; paired by position")
