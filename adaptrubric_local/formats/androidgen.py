@@ -21,6 +21,7 @@ Given the project root (holding `episodes/`), the episodes folder, one trace fol
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -118,10 +119,8 @@ def _labels(root: Path) -> dict[str, int]:
         return {}
     out, scratch = {}, LoadResult()
     for record, obj in iter_json_lines(path, scratch):
-        try:
+        with contextlib.suppress(KeyError, TypeError, AttributeError, DataError):
             out[str(obj["trace_id"])] = parse_label(obj.get("label"), path, record, "label")
-        except (KeyError, TypeError, AttributeError, DataError):
-            continue
     return out
 
 

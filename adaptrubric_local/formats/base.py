@@ -10,7 +10,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,12 +53,9 @@ def leading_id(text: str) -> str | None:
     """The id a JSON record that does not parse names as its first key, complete (`{"id": "t7", "instr`:
     a line cut short by a killed writer), or None; what a record reads as before it is parsed."""
     m = _LEADING_ID.match(text)
-    if m is None:
-        return None
-    try:
-        return own_id(json.loads(m.group(1)))
-    except ValueError:
-        return None
+    with suppress(ValueError):
+        return own_id(json.loads(m.group(1))) if m else None
+    return None
 
 
 def tag(exc: DataError, record_id: Any) -> DataError:

@@ -71,7 +71,6 @@ class IdSet:
     def __init__(self, keys: np.ndarray, presorted: bool = False):
         if not presorted:
             keys.sort()
-        self._all = keys
         same = keys[1:] == keys[:-1] if len(keys) > 1 else np.zeros(0, dtype=bool)
         self._repeated = frozenset(keys[1:][same].tolist()) if same.any() else frozenset()
         self._keys = np.unique(keys) if self._repeated else keys
