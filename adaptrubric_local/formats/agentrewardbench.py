@@ -132,9 +132,8 @@ def _path_id(f: Path, root: Path) -> str:
     return f"{rel[0]}/{rel[1]}/{f.stem}" if len(rel) >= 3 else f.stem
 
 
-def load_agentrewardbench(path: str | os.PathLike, check_images: bool = True,
-                          image_roots: Roots = (), annotations: str | os.PathLike | None = None
-                          ) -> LoadResult:
+def load_agentrewardbench(path: str | os.PathLike, check_images: bool = True, image_roots: Roots = (),
+                          annotations: str | os.PathLike | None = None) -> LoadResult:
     """Every trajectory JSON under `path` (the downloaded `trajectories/`, its `cleaned/`, or below), with
     the labels of `annotations` (default: `<root>/annotations.csv`, else the installed package's)."""
     p = Path(path)

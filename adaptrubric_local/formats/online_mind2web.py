@@ -121,9 +121,8 @@ def _label(value: Any, tid: str, warnings: list[str], file: Path) -> int | None:
     raise DataError(file, f"human label must be 0, 1 or 2, got {value!r}", tid, "human_label")
 
 
-def load_online_mind2web(path: str | os.PathLike, check_images: bool = True,
-                         image_roots: Roots = (), labels: str | os.PathLike | None = None,
-                         agent: str | None = None) -> LoadResult:
+def load_online_mind2web(path: str | os.PathLike, check_images: bool = True, image_roots: Roots = (),
+                         labels: str | os.PathLike | None = None, agent: str | None = None) -> LoadResult:
     """Every `<task_id>/result.json` under `path` (a trajectories folder, or one task folder), labelled
     from human_label.json (see the module docstring)."""
     p = Path(path)
@@ -137,12 +136,9 @@ def load_online_mind2web(path: str | os.PathLike, check_images: bool = True,
         file = folder / "result.json"
         with result.catching(folder.name):
             obj = load_json(file)
-            if not isinstance(obj, dict):
-                raise DataError(file, "expected a JSON object", folder.name)
             task = require(obj, "task", file, folder.name)
             steps = _steps(obj, folder, file, check_images, (folder, *image_roots), result.warnings)
-            answer = obj.get("agent_final_answer") if obj.get("schema_version") == V2 else obj.get(
-                "final_result_response")
+            answer = obj.get("agent_final_answer" if obj.get("schema_version") == V2 else "final_result_response")
             tid = str(obj.get("task_id") or folder.name).removeprefix("tasks/")  # v1 ids were written both ways
             traj = Trajectory(id=folder.name, instruction=task, steps=steps, answer=answer, platform="web",
                               task_id=tid, label=_label(by_task.get(tid), tid, result.warnings, label_file or file),
