@@ -66,10 +66,8 @@ def is_agentrewardbench(p: Path) -> bool:
 
 def _package_annotations() -> Path | None:
     spec = importlib.util.find_spec("agent_reward_bench")
-    for loc in (spec.submodule_search_locations or []) if spec else []:
-        if (Path(loc) / "data" / "annotations.csv").is_file():
-            return Path(loc) / "data" / "annotations.csv"
-    return None
+    found = (Path(loc) / "data" / "annotations.csv" for loc in (spec.submodule_search_locations or [] if spec else []))
+    return next((f for f in found if f.is_file()), None)
 
 
 def read_annotations(path: Path) -> dict[tuple[str, str, str], int | None]:

@@ -75,22 +75,13 @@ def episode_id(doc: Any, file: Path) -> str:
     return own_id(eid) or file.parent.name
 
 
-def reroot(raw: str, episode_dir: Path) -> Path | None:
-    """The file an absolute path written by the run names inside the episode's folder where it is now:
-    the part of `raw` after `<task folder>/<episode_id>/` (both as the folder now is named), or None."""
-    parts = Path(raw).parts
-    name, parent = episode_dir.name, episode_dir.parent.name
-    for j in range(len(parts) - 2, 0, -1):
-        if parts[j] == name and parts[j - 1] == parent:
-            return episode_dir.joinpath(*parts[j + 1:])
-    return None
-
-
 def image(raw: Any, episode_dir: Path, file: Path, rec: str, field: str, check: bool, roots: tuple) -> str:
     """One step's screenshot path, resolved as the module docstring says."""
     if isinstance(raw, str) and os.path.isabs(raw) and not any(Path(raw).resolve().is_relative_to(r) for r in roots):
-        moved = reroot(raw, episode_dir)
-        raw = raw if moved is None else str(moved)
+        # re-rooted: the part after `<task folder>/<episode_id>/` (as the folders are named now), taken from here
+        parts, here = Path(raw).parts, (episode_dir.parent.name, episode_dir.name)
+        j = next((j for j in range(len(parts) - 2, 0, -1) if parts[j - 1:j + 1] == here), None)
+        raw = raw if j is None else str(episode_dir.joinpath(*parts[j + 1:]))
     return resolve_image(episode_dir, raw, file, rec, field, check, roots)
 
 
