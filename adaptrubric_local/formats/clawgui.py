@@ -40,7 +40,7 @@ from typing import Any
 
 from ..types import Trajectory
 from . import tool_calls
-from .actions_text import action_text, described_step, gather
+from .actions_text import action_text, described_step, gather, step_objects
 from .base import DataError, LoadResult, Roots, check_nonempty, load_json, own_id, require, resolve_image, tagged
 from .detect import peek_json
 
@@ -103,12 +103,9 @@ def label(meta: dict, last_type: str | None, file: Path, warnings: list[str]) ->
     return int(meta["success"])
 
 
-def _step(s: Any, i: int, file: Path, rec: str, check: bool, roots: tuple):
-    if not isinstance(s, dict):
-        raise DataError(file, "step must be an object", rec, f"episode[{i}]")
-    shot = None
-    if s.get("image_path") is not None:
-        shot = image(s["image_path"], file.parent, file, rec, f"episode[{i}].image_path", check, roots)
+def _step(s: dict, i: int, file: Path, rec: str, check: bool, roots: tuple):
+    shot = (None if s.get("image_path") is None else
+            image(s["image_path"], file.parent, file, rec, f"episode[{i}].image_path", check, roots))
     response = s.get("model_response")
     args = tool_calls.arguments_of(response)
     described = (action_text(response), None, None, None) if args is None else tool_calls.describe(args)
@@ -120,8 +117,8 @@ def parse(doc: Any, file: Path, check_images: bool, roots: tuple, warnings: list
     rec = f"episode {file.parent.name}"
     with tagged(episode_id(doc, file)):
         meta = require(doc, "meta_data", file, rec, dict)
-        episode = require(doc, "episode", file, rec, list)
-        steps, answer = gather(_step(s, i, file, rec, check_images, roots) for i, s in enumerate(episode))
+        steps, answer = gather(_step(s, i, file, rec, check_images, roots)
+                               for i, s in step_objects(doc, "episode", file, rec))
         missing = sum(s.screenshot is None for s in steps)
         if missing:
             warnings.append(f"{file}: {missing} step(s) have no image (image_path null: the run could not save it)")
