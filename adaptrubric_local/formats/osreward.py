@@ -36,7 +36,7 @@ from typing import Any
 
 from ..types import Step, Trajectory
 from .actions_text import action_text, described_step, gather, nonblank, step_objects
-from .base import DataError, LoadResult, check_nonempty, load_json, own_id, parse_label, require, resolve_image, tagged
+from .base import DataError, LoadResult, check_nonempty, load_json, own_id, parse_label, require, resolve_image
 from .detect import peek_json
 
 SCREENS = "before"
@@ -103,15 +103,14 @@ def step_of(s: dict, shot: str | None) -> tuple[Step, str | None]:
 
 
 def parse(obj: Any, file: Path, shots: list[str | None], where: str) -> Trajectory:
-    """One trace (its screenshots already resolved, one per step or None) -> Trajectory."""
+    """One trace (its screenshots resolved, one per step or None) -> Trajectory; the caller tags errors with its id."""
     rec = f"{where} (trace {obj.get('trace_id')})" if isinstance(obj, dict) else where
-    with tagged(obj.get("trace_id") if isinstance(obj, dict) else None):
-        steps, answer = gather(step_of(s, shots[i]) for i, s in step_objects(obj, "trajectory", file, rec))
-        traj = Trajectory(id=str(require(obj, "trace_id", file, rec, (str, int))),
-                          instruction=require(obj, "instruction", file, rec), steps=steps, answer=answer,
-                          platform=obj.get("platform") or None, task_id=own_id(obj.get("task_id")),
-                          label=parse_label(obj.get("human_label"), file, rec, "human_label"), source=str(file))
-        return check_nonempty(traj, file, rec)
+    steps, answer = gather(step_of(s, shots[i]) for i, s in step_objects(obj, "trajectory", file, rec))
+    traj = Trajectory(id=str(require(obj, "trace_id", file, rec, (str, int))),
+                      instruction=require(obj, "instruction", file, rec), steps=steps, answer=answer,
+                      platform=obj.get("platform") or None, task_id=own_id(obj.get("task_id")),
+                      label=parse_label(obj.get("human_label"), file, rec, "human_label"), source=str(file))
+    return check_nonempty(traj, file, rec)
 
 
 def _json_shots(obj: Any, file: Path, check: bool, roots: tuple) -> list[str | None]:
