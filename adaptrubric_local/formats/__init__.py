@@ -1,16 +1,13 @@
 """Load trajectories from any supported on-disk format, detecting which one it is.
 
-Formats: `canonical` (JSONL), `androidgen`, `osworld`, `zerogui`, `androidworld`, `osreward`,
-`osreward-androidworld`, `clawgui`, `clawgui-agent`, `hf-dataset`, `agentrewardbench`, `online-mind2web`,
-each registered in `FORMATS` with `register_format` (how it is detected, what its loader looks for,
-whether its stored screenshot is the screen before or after its action), as a user's file given with
-`--plugins FILE.py` registers its own. Loaders return steps whose screenshot is the screen the action
-was taken on (a format that stores the screen after each action re-pairs them: `screens.py`). A folder
-no format detects gets an error naming every format looked for and the nearest match. Each loader
-returns a LoadResult: one bad record becomes a DataError in `errors` (with the record's own id in
-`record_id` when it has one) and never loses the other records. Loading nothing at all is an error
-naming what was looked for; verdict files (what `score` writes) are recognised and never read as data.
-Screenshots must lie in the data folder or in a folder the caller allows (`image_roots`).
+Each format (the package's are registered below) is in `FORMATS` by `register_format`: how it is
+detected, what its loader looks for, whether its stored screenshot is the screen before or after its
+action; a user's `--plugins FILE.py` registers its own. Loaders return steps whose screenshot is the
+screen the action was taken on (`screens.py` re-pairs after-screens). Each returns a LoadResult: one bad
+record is a DataError in `errors` (with the record's own id in `record_id`) and never loses the others.
+A folder no format detects, or data that loads nothing, is an error naming what was looked for (and the
+nearest match); verdict files (what `score` writes) are never read as data. Screenshots must lie in the
+data folder or in a folder the caller allows (`image_roots`).
 """
 from __future__ import annotations
 

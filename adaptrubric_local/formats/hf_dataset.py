@@ -7,11 +7,10 @@ schema: given in Python (`load_hf_dataset(path, mapping=...)`) or as `adaptrubri
 data set's folder (beside the Parquet files); without one, the columns are taken to have the canonical
 names (`id`, `instruction`, `screenshots`, `actions`, ...). So a new benchmark needs a mapping, not code.
 
-Screenshots: an `Image` column or a list of them (stored as bytes, or as a path), a binary column, or
-path strings (relative to the data set's folder). Bytes are written once, byte for byte, to an image
-cache folder (default `<data set folder>/adaptrubric-images/`, one file per image named by its SHA-256,
-so a second load writes nothing) because the pipeline reads screenshots from files. `screens` says
-whether the i-th screenshot is the screen before action i (the canonical pairing) or after it.
+Screenshots: an `Image` column or a list of them (bytes or a path), a binary column, or path strings
+(relative to the data set's folder). Bytes are written once, as they are, to an image cache folder
+(default `<data set folder>/adaptrubric-images/`, named by SHA-256) because the pipeline reads
+screenshots from files. `screens`: whether screenshot i is the screen before action i or after it.
 
 Knows nothing about any one benchmark's columns: those are mappings.
 """

@@ -5,9 +5,8 @@ records' ids (formats/ids.py: 16 bytes each) for what needs the whole data set: 
 the count of records. Every record has a position (its place in the data, bad records included), by
 which `--shard I/N` picks every N-th record.
 
-Canonical JSONL (a file or a folder of them) is streamed; the folder formats (AndroidGen, ZeroGUI,
-OSReward, ClawGUI) are loaded whole by their loaders and handed out the same way. Knows nothing about
-verdicts or scoring.
+Canonical JSONL (a file or a folder of them) is streamed; the other formats are loaded whole by their
+loaders and handed out the same way. Knows nothing about verdicts or scoring.
 """
 from __future__ import annotations
 
