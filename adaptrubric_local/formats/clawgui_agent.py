@@ -46,9 +46,7 @@ def detect(p: Path) -> bool:
 
 def thought(output: Any) -> str | None:
     """The text before the action in a raw model output (client.py's split), or None."""
-    if not isinstance(output, str):
-        return None
-    marker = next((m for m in _MARKERS if m in output), None)
+    marker = next((m for m in _MARKERS if m in output), None) if isinstance(output, str) else None
     return tool_calls.thought_before(output, marker) if marker else None
 
 
