@@ -116,12 +116,9 @@ def parse(obj: Any, file: Path, shots: list[str | None], where: str) -> Trajecto
 def _json_shots(obj: Any, file: Path, check: bool, roots: tuple) -> list[str | None]:
     steps = obj.get("trajectory") if isinstance(obj, dict) and isinstance(obj.get("trajectory"), list) else []
     rec = f"trace {obj.get('trace_id')}" if isinstance(obj, dict) else "trace"
-    out = []
-    for i, s in enumerate(steps):
-        rel = s.get("screenshot_path") if isinstance(s, dict) else None
-        out.append(resolve_image(file.parent, rel, file, rec, f"trajectory[{i}].screenshot_path", check, roots)
-                   if isinstance(rel, str) and rel else None)
-    return out
+    rels = [s.get("screenshot_path") if isinstance(s, dict) else None for s in steps]
+    return [resolve_image(file.parent, rel, file, rec, f"trajectory[{i}].screenshot_path", check, roots)
+            if isinstance(rel, str) and rel else None for i, rel in enumerate(rels)]
 
 
 def load_json_traces(files: list[Path], roots: tuple, check: bool, given_dir: bool) -> LoadResult:
@@ -137,13 +134,6 @@ def load_json_traces(files: list[Path], roots: tuple, check: bool, given_dir: bo
                     where = f"item {k}" if isinstance(doc, list) else "trace"
                     result.trajectories.append(parse(obj, f, _json_shots(obj, f, check, roots), where))
     return result
-
-
-def _cache_dir(parquet: Path) -> Path:
-    st = parquet.stat()
-    key = hashlib.sha256(f"{parquet.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "adaptrubric-local" / "osreward-parquet" / key
 
 
 def _embedded(item: Any, f: Path, rec: str, i: int, out: Path, check: bool, roots: tuple) -> str | None:
@@ -170,13 +160,15 @@ def load_parquet(files: list[Path], roots: tuple, check: bool) -> LoadResult:
         raise DataError(files[0], "reading OSReward Parquet needs pyarrow: pip install "
                                   "'adaptrubric-local[parquet]'") from None
     result = LoadResult()
+    caches = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "adaptrubric-local" / "osreward-parquet"
     for f in files:
         table = pq.ParquetFile(f)
         missing = sorted(set(PARQUET_COLUMNS) - set(table.schema_arrow.names))
         if missing:
             result.errors.append(DataError(f, f"not an OSReward Parquet shard: columns {missing} missing"))
             continue
-        cache = _cache_dir(f)
+        st = f.stat()  # a cache folder per shard path, size and mtime
+        cache = caches / hashlib.sha256(f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
         for n, row in enumerate(table.read(columns=list(PARQUET_COLUMNS)).to_pylist()):
             rec = f"row {n}"
             with result.catching(row.get("trace_id")):
