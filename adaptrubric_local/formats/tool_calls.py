@@ -36,21 +36,15 @@ _BUTTONS = {"back": "back", "home": "home", "enter": "enter", "menu": "app_switc
 def arguments_of(call: Any) -> dict | None:
     """The arguments dict of a tool call given as a dict or as JSON text (with or without the
     `<tool_call>` tags), or None when there is none."""
-    if isinstance(call, str):
-        text = call.translate(_FULLWIDTH)
-        m = _BLOCK.search(text)
-        try:
+    try:
+        if isinstance(call, str):
+            text = call.translate(_FULLWIDTH)
+            m = _BLOCK.search(text)
             call = json.loads(m.group(1) if m else text.strip())
-        except ValueError:
-            return None
-    if not isinstance(call, dict):
+        args = call.get("arguments", call if "action" in call else None) if isinstance(call, dict) else None
+        args = json.loads(args) if isinstance(args, str) else args
+    except ValueError:
         return None
-    args = call.get("arguments", call if "action" in call else None)
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except ValueError:
-            return None
     return args if isinstance(args, dict) and isinstance(args.get("action"), str) else None
 
 
