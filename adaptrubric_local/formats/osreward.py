@@ -160,15 +160,15 @@ def load_parquet(files: list[Path], roots: tuple, check: bool) -> LoadResult:
         raise DataError(files[0], "reading OSReward Parquet needs pyarrow: pip install "
                                   "'adaptrubric-local[parquet]'") from None
     result = LoadResult()
-    caches = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "adaptrubric-local" / "osreward-parquet"
     for f in files:
         table = pq.ParquetFile(f)
         missing = sorted(set(PARQUET_COLUMNS) - set(table.schema_arrow.names))
         if missing:
             result.errors.append(DataError(f, f"not an OSReward Parquet shard: columns {missing} missing"))
             continue
-        st = f.stat()  # a cache folder per shard path, size and mtime
-        cache = caches / hashlib.sha256(f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+        st, home = f.stat(), os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        key = hashlib.sha256(f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+        cache = Path(home) / "adaptrubric-local" / "osreward-parquet" / key  # per shard path, size and mtime
         for n, row in enumerate(table.read(columns=list(PARQUET_COLUMNS)).to_pylist()):
             rec = f"row {n}"
             with result.catching(row.get("trace_id")):
