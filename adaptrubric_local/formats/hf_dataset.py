@@ -233,13 +233,11 @@ def load_hf_dataset(path: str | os.PathLike, check_images: bool = True, image_ro
             raise DataError(p, f"split {name!r} has no column {', '.join(map(repr, missing))} (columns: "
                                f"{', '.join(ds.column_names)}); give a column mapping ({MAPPING_FILE})",
                             field=missing[0])
-        start = 0
-        for batch in ds.with_format("arrow").iter(batch_size=64):
-            for k, row in enumerate(batch.to_pylist()):
-                index = f"{name}/{start + k}" if len(splits) > 1 or m.id is None else str(start + k)
-                with result.catching(row.get(m.id) if m.id else index):
-                    result.trajectories.append(_trajectory(row, index, m, src, result.warnings))
-            start += batch.num_rows
+        rows = (row for batch in ds.with_format("arrow").iter(batch_size=64) for row in batch.to_pylist())
+        for k, row in enumerate(rows):
+            index = f"{name}/{k}" if len(splits) > 1 or m.id is None else str(k)
+            with result.catching(row.get(m.id) if m.id else index):
+                result.trajectories.append(_trajectory(row, index, m, src, result.warnings))
     return result
 
 
