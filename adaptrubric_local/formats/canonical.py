@@ -143,8 +143,7 @@ def write(trajectories: Iterable[Trajectory], path: Path, reference: bool = Fals
     path = Path(path)
     lines = [record_line(t, path, reference) for t in trajectories]
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.writelines(lines)
+    path.write_text("".join(lines), encoding="utf-8")
 
 
 def record_line(t: Trajectory, path: Path, reference: bool = False) -> str:
