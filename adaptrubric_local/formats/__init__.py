@@ -66,9 +66,8 @@ def register_format(name: str, *, detect: Callable[[Path], bool], looked_for: st
                     replace: bool = False, screens: str = "before"):
     """Decorator: register the loader below as data format `name` (`--format NAME`, `fmt="NAME"`, and
     auto-detection by `detect`); see FormatSpec. The package's own formats have orders 10 to 55, so a
-    user's (order 0 by default) is tried before them. `screens="after"`
-    records that the format stores the screen after each action (its loader still returns each action with
-    the screen it was taken on)."""
+    user's (order 0 by default) is tried before them. `screens="after"` records that the format stores the
+    screen after each action (its loader still returns each action with the screen it was taken on)."""
     return FORMATS.register(name, replace=replace, detect=detect, looked_for=looked_for, shape=shape, order=order,
                             screens=screens)
 
