@@ -42,8 +42,7 @@ def own_id(value: Any) -> str | None:
     """A record's id as a string when it is a usable one (a non-empty string or an integer)."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return None
-    value = str(value)
-    return value if value.strip() else None
+    return str(value) if str(value).strip() else None
 
 
 _LEADING_ID = re.compile(r'\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*[,}]')

@@ -163,9 +163,7 @@ def _as_list(row: dict, column: str | None) -> list:
 
 
 def _text(v: Any) -> str | None:
-    if v is None or isinstance(v, str):
-        return v
-    return json.dumps(v, ensure_ascii=False, default=str)
+    return v if v is None or isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
 
 
 def _steps(row: dict, m: ColumnMapping, src: _Source, record: str) -> tuple[list[Step], str | None]:
