@@ -172,15 +172,13 @@ def load(path: Path, check_images: bool = True, image_roots: Roots = (),
     """Load an AndroidGen project root (holding `episodes/`), a folder of traces, a single trace folder, or
     its `record.jsonl`; labels from `database` (default: the judge's `database.json` found as the module
     docstring says) and the folder's `labels.jsonl`."""
-    path = Path(path)
-    if path.is_file() and path.name == "record.jsonl":
-        path = path.parent
+    path = Path(path).parent if Path(path).name == "record.jsonl" and Path(path).is_file() else Path(path)
     if (path / "record.jsonl").is_file():
         files, root = [path / "record.jsonl"], path.parent
-    elif not any(path.glob("*/record.jsonl")) and any(path.glob("episodes/*/record.jsonl")):
-        files, root = sorted((path / "episodes").glob("*/record.jsonl")), path / "episodes"
-    else:
-        files, root = sorted(path.glob("*/record.jsonl")), path
+    else:  # a project root holding only episodes/, else the episodes folder itself
+        nested = not any(path.glob("*/record.jsonl")) and any(path.glob("episodes/*/record.jsonl"))
+        root = path / "episodes" if nested else path
+        files = sorted(root.glob("*/record.jsonl"))
     result = LoadResult()
     database = Path(database) if database is not None else next(  # the judge's default, beside the episodes
         (c for c in (root.parent / "database.json", root / "database.json") if c.is_file()), None)
