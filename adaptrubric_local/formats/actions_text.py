@@ -87,11 +87,9 @@ def classify_code_action(action: str) -> tuple[str | None, str | None, str | Non
     code = _COMMENTS.sub(" ", action)
     if code.strip() in _KEYWORDS:
         return _KEYWORDS[code.strip()], None, None
-    m = _ANSWER_RE.search(code)
-    if m:
+    if m := _ANSWER_RE.search(code):
         return "answer", None, _unescape(m.group(2))
-    m = _TYPE_RE.search(code) or _PASTE_RE.search(code)
-    if m:
+    if m := _TYPE_RE.search(code) or _PASTE_RE.search(code):
         return "type", _unescape(m.group(2)), None
     kinds = [_KINDS[c.group(1).lower()] for c in _CALL_RE.finditer(code) if c.group(1).lower() in _KINDS]
     return next((k for k in kinds if k not in _WEAK), kinds[0] if kinds else None), None, None
