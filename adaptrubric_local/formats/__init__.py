@@ -193,8 +193,7 @@ def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = 
         raise DataError(p, "no such file or folder")
     known = [n for n in inspect.signature(FORMATS[fmt].load).parameters
              if n not in ("path", "check_images", "image_roots")]
-    bad = [k for k in options if k not in known]
-    if bad:
+    if bad := [k for k in options if k not in known]:
         raise ValueError(f"format {fmt!r} takes no option {', '.join(map(repr, bad))}; its options: "
                          f"{', '.join(known) or 'none'}")
     result = FORMATS[fmt].load(p, check_images=check_images, image_roots=check_image_roots(image_roots), **options)

@@ -131,8 +131,7 @@ def load_trace(record_file: Path, root: Path, labels: dict[str, int], check_imag
     rows = list(iter_json_lines(record_file, result))
     ids = [own_id(obj.get("trace_id")) for _, obj in rows if isinstance(obj, dict)]
     trace_id = next((i for i in ids if i is not None), record_file.parent.name)
-    bad = next((rec for rec, obj in rows if not isinstance(obj, dict)), None)
-    if bad is not None:
+    if (bad := next((rec for rec, obj in rows if not isinstance(obj, dict)), None)) is not None:
         result.errors.append(DataError(record_file, "step is not a JSON object", bad))
     if not result.errors:  # a step we could not read would silently shorten the trajectory
         with result.catching():
@@ -155,8 +154,7 @@ def _trace(rows: list, record_file: Path, root: Path, trace_id: str, labels: dic
         return described_step(shot, describe_action(obj.get("parsed_action"), obj.get("state")), thought)
 
     steps, answer = gather(step(record, obj, "raw" if p else "image") for (record, obj), p in zip(rows, plain))
-    fallback = sum(not p and bool(obj.get("raw")) for p, (_, obj) in zip(plain, rows))
-    if fallback:
+    if fallback := sum(not p and bool(obj.get("raw")) for p, (_, obj) in zip(plain, rows)):
         result.warnings.append(f"{record_file}: {fallback} step(s) have no plain 'raw' screenshot; "
                                "used the annotated 'image' instead")
     instruction = rows[0][1].get("instruction")

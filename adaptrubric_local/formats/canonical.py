@@ -95,8 +95,7 @@ def parse_record(obj: dict, root: Path, file: Path, record: str, check_images: b
         steps = []
         for i, s in step_objects(obj, "steps", file, rec, "step must be a JSON object"):
             fname = f"steps[{i}]"
-            bad = set(s) - STEP_KEYS
-            if bad:
+            if bad := set(s) - STEP_KEYS:
                 raise DataError(file, f"unknown step keys {sorted(bad)}{_nearest(bad, STEP_KEYS)}; allowed: "
                                       f"{sorted(STEP_KEYS)}", rec, fname)
             shot = s.get("screenshot")

@@ -119,8 +119,7 @@ def parse(doc: Any, file: Path, check_images: bool, roots: tuple, warnings: list
         meta = require(doc, "meta_data", file, rec, dict)
         steps, answer = gather(_step(s, i, file, rec, check_images, roots)
                                for i, s in step_objects(doc, "episode", file, rec))
-        missing = sum(s.screenshot is None for s in steps)
-        if missing:
+        if missing := sum(s.screenshot is None for s in steps):
             warnings.append(f"{file}: {missing} step(s) have no image (image_path null: the run could not save it)")
         traj = Trajectory(id=episode_id(doc, file), instruction=require(meta, "task_goal", file, rec), steps=steps,
                           answer=answer, platform="android", task_id=own_id(meta.get("task_name")),

@@ -226,8 +226,7 @@ def load_hf_dataset(path: str | os.PathLike, check_images: bool = True, image_ro
             raise DataError(p, f"no split {m.split!r}; the data set has {', '.join(splits)}", field="split")
         splits = {m.split: splits[m.split]}
     for name, ds in splits.items():
-        missing = [c for c in m.used_columns() if c not in ds.column_names]
-        if missing:
+        if missing := [c for c in m.used_columns() if c not in ds.column_names]:
             raise DataError(p, f"split {name!r} has no column {', '.join(map(repr, missing))} (columns: "
                                f"{', '.join(ds.column_names)}); give a column mapping ({MAPPING_FILE})",
                             field=missing[0])

@@ -162,8 +162,7 @@ def load_parquet(files: list[Path], roots: tuple, check: bool) -> LoadResult:
     result = LoadResult()
     for f in files:
         table = pq.ParquetFile(f)
-        missing = sorted(set(PARQUET_COLUMNS) - set(table.schema_arrow.names))
-        if missing:
+        if missing := sorted(set(PARQUET_COLUMNS) - set(table.schema_arrow.names)):
             result.errors.append(DataError(f, f"not an OSReward Parquet shard: columns {missing} missing"))
             continue
         st, home = f.stat(), os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
