@@ -65,9 +65,7 @@ def find_examples(folder: Path) -> Path | None:
 def task_file(examples: Path, domain: str, example_id: str) -> Path | None:
     """The task JSON of `example_id`: `examples/{domain}/{id}.json`, else the one file of that name below."""
     direct = examples / domain / f"{example_id}.json"
-    if direct.is_file():
-        return direct
-    return next(iter(sorted(examples.rglob(f"{example_id}.json"))), None)
+    return direct if direct.is_file() else next(iter(sorted(examples.rglob(f"{example_id}.json"))), None)
 
 
 def task_platform(task: dict, file: Path, examples: Path) -> str:
@@ -75,10 +73,8 @@ def task_platform(task: dict, file: Path, examples: Path) -> str:
     for key in ("platform", "os"):
         if isinstance(task.get(key), str) and task[key].strip():
             return task[key].strip().lower()
-    where = [examples.parent.name, *file.relative_to(examples).parts[:-1]]
-    if any("windows" in part.lower() for part in where):
-        return "windows"
-    return "windows" if _WINDOWS_PATH.search(json.dumps(task.get("config", []))) else "ubuntu"
+    named = any("windows" in part.lower() for part in [examples.parent.name, *file.relative_to(examples).parts[:-1]])
+    return "windows" if named or _WINDOWS_PATH.search(json.dumps(task.get("config", []))) else "ubuntu"
 
 
 def thought_of(response: Any) -> str | None:
