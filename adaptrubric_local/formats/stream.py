@@ -184,6 +184,4 @@ def as_stream(loaded: LoadResult | TrajectoryStream | LoadedStream) -> Trajector
 
 def trajectories(stream: TrajectoryStream | LoadedStream) -> Iterator[Trajectory]:
     """The stream's trajectories in data order, its bad records left out."""
-    for _, x in stream.items():
-        if isinstance(x, Trajectory):
-            yield x
+    return (x for _, x in stream.items() if isinstance(x, Trajectory))
