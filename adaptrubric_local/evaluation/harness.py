@@ -64,7 +64,6 @@ def _metrics(t: verdict_table.Table, verdicts_path: Path, data, labels: dict | N
     """(metrics.json's content, a title) from a verdict table. `labels`: the record of the labels files
     the caller applied to the data it loaded (else the table's own); `bootstrap` resamples (0: none)
     drawn from `seed` give the `benchmark` section's intervals."""
-    t.rows.pop("key", None)
     t.table.release()
     m = by_platform(t.rows, t.table.platforms)
     m["benchmark"] = benchmark_figures.of_rows(t.rows, t.table.platforms, n_boot=bootstrap, seed=seed)

@@ -33,7 +33,7 @@ from .coverage import SUBSETS, Coverage, first
 STATUSES = ("ok", "unparsed", "error", "missing")
 OK, UNPARSED, ERROR, MISSING = range(len(STATUSES))
 NO_TASK = 0  # the task code of a row without a task
-Rows = dict[str, np.ndarray]  # column name -> one value a row ("key": the id digests)
+Rows = dict[str, np.ndarray]  # column name -> one value a row
 FIELDS = {"status": "b", "score": "b", "label": "b", "platform": "i", "p_success": "d",
           "p_calibrated": "d", "cost_tokens": "d", "cost_calls": "d", "verifier_tokens": "i", "images": "i",
           "hit_cap": "b", "hit_context": "b"}  # column -> array typecode
@@ -60,6 +60,7 @@ class VerdictTable:
         self.models: set = set()
         self.banks: set = set()
         self.sorted_keys: np.ndarray | None = None  # the rows' digests, sorted, each once
+        self.rank: np.ndarray | None = None  # each row's place in sorted_keys
 
     def platform_code(self, platform: str | None) -> int:
         return self.platforms.setdefault(platform, len(self.platforms))
@@ -118,16 +119,21 @@ class VerdictTable:
         return self.names[at:at + size].decode("utf-8", "surrogatepass")
 
     def frozen(self) -> Rows:
-        """The columns as arrays that look into the buffers (no copy: nothing is added after this)."""
+        """The columns as arrays that look into the buffers (no copy: nothing is added after this); the ids'
+        digests kept sorted, with each row's place among them (`rank`), and the buffer of ids let go."""
         out = {k: np.frombuffer(v, dtype=v.typecode) if len(v) else np.zeros(0, dtype=v.typecode)
                for k, v in self.columns.items()}
-        out["key"] = self.ids.view()
-        self.sorted_keys = np.sort(out["key"])
+        keys = self.ids.take()
+        order = np.argsort(keys)
+        self.sorted_keys = keys[order]
+        del keys
+        self.rank = np.empty(len(order), dtype=np.int32)
+        self.rank[order] = np.arange(len(order), dtype=np.int32)
         return out
 
     def release(self) -> None:
         """Let the id digests go (the figures do not read them)."""
-        self.sorted_keys, self.ids = None, IdBuilder()
+        self.sorted_keys = self.rank = None
 
 
 def last_lines(path: Path) -> Iterator[dict]:
@@ -228,15 +234,15 @@ def align(path: Path, rows: Rows, side: DataSide | None, table: VerdictTable, su
     a verdict."""
     if subset not in SUBSETS:
         raise ValueError(f"subset must be one of {', '.join(SUBSETS)}, got {subset!r}")
-    n = len(rows["key"])
+    n = len(rows["status"])
     if side is None:
         return rows, Coverage(labels="verdicts", subset=subset, verdicts=n, covered=n, evaluated=n)
-    at = np.searchsorted(side.have, rows["key"]) if n else np.zeros(0, np.int64)
+    at = table.rank  # each row's place among the sorted digests (side.have)
     in_data = side.found[at]
-    in_bad = np.isin(rows["key"], keys(side.bad)) & ~in_data
+    in_bad = np.isin(side.have, keys(side.bad))[at] & ~in_data
     known = in_data | in_bad
     stale = ~known & (rows["status"] == ERROR)
-    stale_names, extra = _names(path, rows["key"][stale]), _names(path, rows["key"][~known & ~stale])
+    stale_names, extra = _names(path, side.have[at[stale]]), _names(path, side.have[at[~known & ~stale]])
     if extra and not allow_extra:
         raise ValueError(f"{path} holds verdicts for {len(extra)} id(s) that are not in {data_name or 'the data set'} "
                          f"(first: {first(extra)}): wrong DATA or --verdicts? Pass --allow-extra to leave them out and "
@@ -254,7 +260,7 @@ def align(path: Path, rows: Rows, side: DataSide | None, table: VerdictTable, su
         add.update(status=np.full(m, MISSING, "int8"), score=np.full(m, -1, "int8"),
                    label=np.array(labels, dtype="int8"), p_success=np.full(m, np.nan),
                    p_calibrated=np.full(m, np.nan), platform=np.array(platforms, dtype="int32"),
-                   task=np.array(tasks, dtype="int32"), key=keys(missing))
+                   task=np.array(tasks, dtype="int32"))
         if table.names is not None:
             add["name_at"], add["name_size"] = (np.array(c) for c in zip(*map(table.put_name, missing)))
         rows = {k: np.concatenate([rows[k], add[k]]) for k in rows}
@@ -262,7 +268,7 @@ def align(path: Path, rows: Rows, side: DataSide | None, table: VerdictTable, su
                    covered=int(known.sum()), missing=missing,
                    missing_labelled=sum(y in (0, 1) for y in labels), extra=extra,
                    stale_errors=stale_names, not_loaded=side.bad, not_loaded_verdicts=int(in_bad.sum()),
-                   evaluated=len(rows["key"]))
+                   evaluated=len(rows["status"]))
     return rows, cov
 
 
