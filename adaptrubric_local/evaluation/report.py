@@ -5,6 +5,7 @@ how they were computed.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 from .benchmark_figures import render_table
@@ -16,19 +17,28 @@ def fmt(x: float | None, digits: int = 1, signed: bool = False) -> str:
     return "-" if x is None else f"{x:{'+' if signed else ''}.{digits}f}"
 
 
-def _plt():
+@contextmanager
+def _figure(path: Path, *grid, **kw):
+    """(figure, axes) of `plt.subplots(*grid, **kw)`, saved to `path` and closed at the end of the block."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    return plt
-
-
-def _save(plt, fig, path: Path) -> None:
+    fig, axes = plt.subplots(*grid, **kw)
+    yield fig, axes
     fig.tight_layout()
     fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
+
+
+def _row(*cells) -> str:
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
+def _head(*names: str, left: int = 0) -> list[str]:
+    """A markdown table's header row and rule: the first `left` columns left-aligned, the others right."""
+    return [_row(*names), "|" + "|".join(["---"] * left + ["---:"] * (len(names) - left)) + "|"]
 
 
 def run_block(run: dict) -> list[str]:
@@ -45,8 +55,8 @@ def run_block(run: dict) -> list[str]:
     return lines
 
 
-def _metric_row(r: dict) -> str:
-    return f"{fmt(r['acc'])} | {fmt(r['prec'])} | {fmt(r['rec'])} | {fmt(r['f1'])} | {fmt(r['fpr'])}"
+def _metrics(r: dict) -> list[str]:
+    return [fmt(r[k]) for k in ("acc", "prec", "rec", "f1", "fpr")]
 
 
 def coverage_markdown(notes: list[str] | None) -> list[str]:
@@ -58,15 +68,12 @@ def coverage_markdown(notes: list[str] | None) -> list[str]:
 
 def metrics_markdown(m: dict, run: dict, coverage: list[str] | None = None) -> str:
     """report.md for `adaptrubric eval`; `coverage`: sentences on what the verdicts cover of the data."""
-    o = m["overall"]
-    s = o["scored_only"]
-    u = o["unanswered_as_fail"]
-    missing = o.get("missing", 0)
+    o, e = m["overall"], m.get("efficiency", {})
+    s, u, missing = o["scored_only"], o["unanswered_as_fail"], o.get("missing", 0)
     lines = ["# Reward-model evaluation", "", "## Run", *run_block(run), "", *coverage_markdown(coverage),
              "## Overall (every trajectory classified, as in the paper)", "",
-             "| n | scored | unparsed | errors | missing | Acc | Prec | Rec | F1 | FPR |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-             f"| {o['n']} | {o['scored']} | {o['unparsed']} | {o['errors']} | {missing} | {_metric_row(o)} |", "",
+             *_head("n", "scored", "unparsed", "errors", "missing", "Acc", "Prec", "Rec", "F1", "FPR"),
+             _row(o["n"], o["scored"], o["unparsed"], o["errors"], missing, *_metrics(o)), "",
              f"Percentages over all {o['n']} labelled trajectories. The {o['unparsed']} unparsed and {o['errors']} "
              f"error verdict(s)" + (f" and the {missing} trajectories without a verdict (missing)" if missing else "")
              + f" count as predicted failures (SCORE 0): {u['fn']} of them are successful trajectories "
@@ -76,9 +83,8 @@ def metrics_markdown(m: dict, run: dict, coverage: list[str] | None = None) -> s
         lines += ["**No verdict was scored**: these numbers are those of predicting failure for every trajectory "
                   "and say nothing about the verifier.", ""]
     lines += ["### Scored verdicts only", "",
-              "| scored | Acc | Prec | Rec | F1 | FPR | Acc (unparsed/errors as wrong, over n) |",
-              "|---:|---:|---:|---:|---:|---:|---:|",
-              f"| {s['n']} | {_metric_row(s)} | {fmt(o['acc_strict'])} |", "",
+              *_head("scored", "Acc", "Prec", "Rec", "F1", "FPR", "Acc (unparsed/errors as wrong, over n)"),
+              _row(s["n"], *_metrics(s), fmt(o["acc_strict"])), "",
               "Not comparable with the paper's figures when some verdicts are unparsed or errors.", ""]
     if o.get("hit_cap"):
         lines += [f"{o['hit_cap']} verifier output(s) stopped at the token cap.", ""]
@@ -92,11 +98,10 @@ def metrics_markdown(m: dict, run: dict, coverage: list[str] | None = None) -> s
         lines += ["## Vote rules (`--votes k`: every rule from the one run's votes)", "",
                   render_vote_rules(m["vote_rules"])]
     lines += ["## Per platform (Table 1 layout; unparsed/errors as predicted failures)", "",
-              "| platform | n | positives | Acc | Prec | Rec | F1 | FPR | unparsed | errors | Acc (scored only) |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for p, r in m["per_platform"].items():
-        lines.append(f"| {p} | {r['n']} | {r['positives']} | {_metric_row(r)} | {r['unparsed']} | {r['errors']} | "
-                     f"{fmt(r['scored_only']['acc'])} |")
+              *_head("platform", "n", "positives", "Acc", "Prec", "Rec", "F1", "FPR", "unparsed", "errors",
+                     "Acc (scored only)", left=1),
+              *(_row(p, r["n"], r["positives"], *_metrics(r), r["unparsed"], r["errors"], fmt(r["scored_only"]["acc"]))
+                for p, r in m["per_platform"].items())]
     c = o["confusion"]
     lines += ["", "## Confusion matrix (all trajectories; unparsed/errors as predicted 0)", "",
               "| | predicted 1 | predicted 0 |", "|---|---:|---:|",
@@ -106,14 +111,11 @@ def metrics_markdown(m: dict, run: dict, coverage: list[str] | None = None) -> s
     if m.get("review"):
         lines += ["Every trajectory, with its screenshots, evidence and verifier output: "
                   f"[{m['review']}]({m['review']}) (open it in a browser; it works offline).", ""]
-    e = m.get("efficiency", {})
     if e:
         lines += ["## Efficiency (Table 5 layout)", "",
-                  "| trajectories | calls | calls/traj | tokens | tokens/traj | s/traj | images/traj |",
-                  "|---:|---:|---:|---:|---:|---:|---:|",
-                  f"| {e['trajectories']} | {fmt(e.get('calls'), 0)} | {fmt(e.get('calls_per_traj'), 2)} | "
-                  f"{fmt(e.get('tokens'), 0)} | {fmt(e.get('tokens_per_traj'), 0)} | {fmt(e.get('s_per_traj'), 3)} | "
-                  f"{fmt(e.get('images_per_traj'), 1)} |", "",
+                  *_head("trajectories", "calls", "calls/traj", "tokens", "tokens/traj", "s/traj", "images/traj"),
+                  _row(e["trajectories"], *(fmt(e.get(k), d) for k, d in (("calls", 0), ("calls_per_traj", 2),
+                       ("tokens", 0), ("tokens_per_traj", 0), ("s_per_traj", 3), ("images_per_traj", 1)))), "",
                   f"Calls and tokens: {e.get('accounting', 'verifier calls only')}"
                   + (f"; over the {e['trajectories']} trajectories the verifier answered, {e['errors']} error "
                      "line(s) counted apart" if e.get("errors") else "") + ".", ""]
@@ -124,69 +126,63 @@ def metrics_markdown(m: dict, run: dict, coverage: list[str] | None = None) -> s
 
 def plot_confusion(c: dict, path: Path, title: str) -> None:
     """Confusion-matrix heat map with counts."""
-    plt = _plt()
     grid = [[c["tp"], c["fn"]], [c["fp"], c["tn"]]]
-    fig, ax = plt.subplots(figsize=(5.2, 4.2), dpi=120)
-    im = ax.imshow(grid, cmap="Blues", vmin=0)
     hi = max(max(r) for r in grid) or 1
-    for i in range(2):
-        for j in range(2):
-            ax.text(j, i, str(grid[i][j]), ha="center", va="center", fontsize=14,
-                    color="white" if grid[i][j] > hi / 2 else "black")
-    ax.set_xticks([0, 1], ["predicted\nsuccess (1)", "predicted\nfailure (0)"])
-    ax.set_yticks([0, 1], ["label\nsuccess (1)", "label\nfailure (0)"])
-    ax.set_xlabel("verifier verdict (unparsed/error = predicted failure)")
-    ax.set_ylabel("ground-truth label")
-    ax.set_title(title, fontsize=9, wrap=True)
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="trajectories")
-    _save(plt, fig, path)
+    with _figure(path, figsize=(5.2, 4.2), dpi=120) as (fig, ax):
+        im = ax.imshow(grid, cmap="Blues", vmin=0)
+        for i in range(2):
+            for j in range(2):
+                ax.text(j, i, str(grid[i][j]), ha="center", va="center", fontsize=14,
+                        color="white" if grid[i][j] > hi / 2 else "black")
+        ax.set_xticks([0, 1], ["predicted\nsuccess (1)", "predicted\nfailure (0)"])
+        ax.set_yticks([0, 1], ["label\nsuccess (1)", "label\nfailure (0)"])
+        ax.set_xlabel("verifier verdict (unparsed/error = predicted failure)")
+        ax.set_ylabel("ground-truth label")
+        ax.set_title(title, fontsize=9, wrap=True)
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="trajectories")
 
 
 def plot_per_platform(per: dict, path: Path, title: str) -> None:
     """Grouped bars of Acc / Prec / Rec / F1 per platform."""
-    plt = _plt()
     names = list(per) or ["(none)"]
     keys = [("acc", "Accuracy"), ("prec", "Precision"), ("rec", "Recall"), ("f1", "F1")]
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(names) + 2), 3.8), dpi=120)
     width = 0.8 / len(keys)
-    for k, (key, label) in enumerate(keys):
-        vals = [per[p][key] if p in per and per[p][key] is not None else 0.0 for p in names]
-        xs = [i + (k - 1.5) * width for i in range(len(names))]
-        bars = ax.bar(xs, vals, width, label=label)
-        for b, p in zip(bars, names):
-            if p in per and per[p][key] is None:
-                ax.text(b.get_x() + b.get_width() / 2, 1, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
-    ax.set_xticks(range(len(names)), [f"{p}\n(n={per[p]['n']}, scored {per[p]['scored']})" if p in per else p
-                                      for p in names])
-    ax.set_ylim(0, 105)
-    ax.set_ylabel("%")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.22))
-    _save(plt, fig, path)
+    with _figure(path, figsize=(max(5.0, 1.6 * len(names) + 2), 3.8), dpi=120) as (_, ax):
+        for k, (key, label) in enumerate(keys):
+            vals = [per[p][key] if p in per and per[p][key] is not None else 0.0 for p in names]
+            bars = ax.bar([i + (k - 1.5) * width for i in range(len(names))], vals, width, label=label)
+            for b, p in zip(bars, names):
+                if p in per and per[p][key] is None:
+                    ax.text(b.get_x() + b.get_width() / 2, 1, "n/a", ha="center", va="bottom", fontsize=7,
+                            rotation=90)
+        ax.set_xticks(range(len(names)), [f"{p}\n(n={per[p]['n']}, scored {per[p]['scored']})" if p in per else p
+                                          for p in names])
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("%")
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.22))
 
 
 def plot_tts(res: dict, path: Path, title: str) -> None:
     """SR@N curves like the paper's Figure 4: EarlyStop and BestOfN panels with Random and Oracle."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.9), dpi=120, sharey=True)
     ns = sorted(res["random"])
     panels = [("EarlyStop SR@N", [("earlystop", "EarlyStop", "o-")]),
               ("BestOfN SR@N", [("bestofn", "BestOfN (last tie)", "s-"), ("bestofn_soft", "BestOfN (p_success ties)", "^--")])]
-    for ax, (name, series) in zip(axes, panels):
-        for key, label, style in series:
-            ax.plot(ns, [res[key][n] for n in ns], style, label=label)
-        ax.plot(ns, [res["random"][n] for n in ns], ":", color="gray", label="Random (expected)")
-        ax.plot(ns, [res["oracle"][n] for n in ns], "--", color="black", label="Oracle")
-        ax.set_title(name, fontsize=10)
-        ax.set_xlabel("N (candidates per task)")
-        ax.set_xticks(ns)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    axes[0].set_ylabel("task success rate (%)")
     if not res.get("informative", True):
         title += "\nno candidate was scored: the curves reflect candidate order only"
-    fig.suptitle(title, fontsize=10)
-    _save(plt, fig, path)
+    with _figure(path, 1, 2, figsize=(10, 3.9), dpi=120, sharey=True) as (fig, axes):
+        for ax, (name, series) in zip(axes, panels):
+            for key, label, style in series:
+                ax.plot(ns, [res[key][n] for n in ns], style, label=label)
+            ax.plot(ns, [res["random"][n] for n in ns], ":", color="gray", label="Random (expected)")
+            ax.plot(ns, [res["oracle"][n] for n in ns], "--", color="black", label="Oracle")
+            ax.set_title(name, fontsize=10)
+            ax.set_xlabel("N (candidates per task)")
+            ax.set_xticks(ns)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        axes[0].set_ylabel("task success rate (%)")
+        fig.suptitle(title, fontsize=10)
 
 
 def tts_markdown(res: dict, run: dict, coverage: list[str] | None = None) -> str:
@@ -211,11 +207,9 @@ def tts_markdown(res: dict, run: dict, coverage: list[str] | None = None) -> str
               "Headroom is Oracle@max minus Random@1, as Table 12's caption defines it; Random@1 is the expected "
               "success of one uniformly chosen trial per task, which equals the trial SR (pooled over trials) when "
               "every task has the same number of trials.", "",
-              "## SR@N (%)", "", "| N | EarlyStop | BestOfN | BestOfN (soft) | Random | Oracle |",
-              "|---:|---:|---:|---:|---:|---:|"]
-    for n in ns:
-        lines.append(f"| {n} | {fmt(res['earlystop'][n], 2)} | {fmt(res['bestofn'][n], 2)} | "
-                     f"{fmt(res['bestofn_soft'][n], 2)} | {fmt(res['random'][n], 2)} | {fmt(res['oracle'][n], 2)} |")
+              "## SR@N (%)", "", *_head("N", "EarlyStop", "BestOfN", "BestOfN (soft)", "Random", "Oracle"),
+              *(_row(n, *(fmt(res[k][n], 2) for k in ("earlystop", "bestofn", "bestofn_soft", "random", "oracle")))
+                for n in ns)]
     last = ns[-1]
     g = res.get("gain_over_random")
     if g:
@@ -256,14 +250,12 @@ def ablation_markdown(rows: dict, run: dict) -> str:
     labels = {"full": "Full (Coarse + Fine)", "no_fine": "w/o Fine", "no_coarse": "w/o Coarse", "no_both": "w/o Both"}
     inputs = ablation_inputs()
     lines = ["# Ablation of rubric construction", "", "## Run", *run_block(run), "",
-             "| Coarse | Fine | Setting | Acc | ΔAcc | F1 | ΔF1 | scored | unparsed | errors |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             *_head("Coarse", "Fine", "Setting", "Acc", "ΔAcc", "F1", "ΔF1", "scored", "unparsed", "errors", left=3)]
     for key, r in rows.items():
-        c, f = ("yes" if on else "no" for on in ABLATIONS[key])
-        o = r["overall"]
-        d = r.get("delta", {})
-        lines.append(f"| {c} | {f} | {labels[key]} | {fmt(o['acc'])} | {fmt(d.get('acc'))} | {fmt(o['f1'])} | "
-                     f"{fmt(d.get('f1'))} | {o.get('scored', '-')} | {o['unparsed']} | {o['errors']} |")
+        o, d = r["overall"], r.get("delta", {})
+        lines.append(_row(*("yes" if on else "no" for on in ABLATIONS[key]), labels[key], fmt(o["acc"]),
+                          fmt(d.get("acc")), fmt(o["f1"]), fmt(d.get("f1")), o.get("scored", "-"), o["unparsed"],
+                          o["errors"]))
     lines += ["", "Acc and F1 classify every trajectory (unparsed/errors as predicted failures), as the paper does; "
               "Δ is the difference to the full model in points ('-' for the full model or when undefined).", "",
               "## What the verifier sees in each row", ""]
@@ -277,11 +269,10 @@ def probability_markdown(prob: dict | None) -> list[str]:
         return ["## Probabilities", "", "No labelled verdict carries a probability (p_success), so AUROC, AUPRC, Brier "
                 "score and ECE are not reported.", ""]
     lines = ["## Probabilities (is p_success any good?)", "",
-             "| probability | n | positives | AUROC | AUPRC | Brier | ECE (15 bins) | labelled without it |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, s in prob.items():
-        lines.append(f"| {name} | {s['n']} | {s['positives']} | {fmt(s['auroc'], 3)} | {fmt(s['auprc'], 3)} | "
-                     f"{fmt(s['brier'], 4)} | {fmt(s['ece'], 4)} | {s['without_probability']} |")
+             *_head("probability", "n", "positives", "AUROC", "AUPRC", "Brier", "ECE (15 bins)", "labelled without it",
+                    left=1)]
+    lines += [_row(name, s["n"], s["positives"], fmt(s["auroc"], 3), fmt(s["auprc"], 3), fmt(s["brier"], 4),
+                   fmt(s["ece"], 4), s["without_probability"]) for name, s in prob.items()]
     lines += ["", "Over labelled verdicts that carry the probability (of any status). AUROC and AUPRC measure ranking "
               "(ties count one half; AUPRC is average precision); Brier is the mean squared error of the probability; "
               "ECE is the count-weighted gap between mean probability and fraction of successes over 15 equal-width "
@@ -293,26 +284,23 @@ def probability_markdown(prob: dict | None) -> list[str]:
 def plot_reliability(series: list[tuple[str, dict]], path: Path, title: str) -> None:
     """Reliability diagram: per-bin fraction of successes against mean probability (one line per
     series, marker area by count), the diagonal, and a histogram of the probabilities below."""
-    plt = _plt()
-    fig, (ax, hist) = plt.subplots(2, 1, figsize=(5.6, 6.2), dpi=120, sharex=True,
-                                   gridspec_kw={"height_ratios": [3, 1]})
-    ax.plot([0, 1], [0, 1], ":", color="gray", label="perfect calibration")
-    if not series:
-        ax.text(0.5, 0.5, "no labelled verdict with a probability", ha="center", va="center")
-    for k, (name, s) in enumerate(series):
-        rows = s["reliability"]
-        xs, ys = [r["mean_p"] for r in rows], [r["frac_pos"] for r in rows]
-        ax.plot(xs, ys, "o-", label=f"{name} (ECE {s['ece']:.3f}, n={s['n']})",
-                markersize=4, color=f"C{k}")
-        width = 1.0 / s.get("ece_bins", 15) / max(1, len(series))
-        hist.bar([r["lo"] + k * width for r in rows], [r["n"] for r in rows], width=width, align="edge",
-                 color=f"C{k}", alpha=0.7)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("fraction of successes (label 1)")
-    ax.set_title(title, fontsize=9, wrap=True)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
-    hist.set_xlabel("predicted probability of success (15 equal-width bins)")
-    hist.set_ylabel("verdicts")
-    _save(plt, fig, path)
+    with _figure(path, 2, 1, figsize=(5.6, 6.2), dpi=120, sharex=True,
+                 gridspec_kw={"height_ratios": [3, 1]}) as (_, (ax, hist)):
+        ax.plot([0, 1], [0, 1], ":", color="gray", label="perfect calibration")
+        if not series:
+            ax.text(0.5, 0.5, "no labelled verdict with a probability", ha="center", va="center")
+        for k, (name, s) in enumerate(series):
+            rows = s["reliability"]
+            ax.plot([r["mean_p"] for r in rows], [r["frac_pos"] for r in rows], "o-",
+                    label=f"{name} (ECE {s['ece']:.3f}, n={s['n']})", markersize=4, color=f"C{k}")
+            width = 1.0 / s.get("ece_bins", 15) / max(1, len(series))
+            hist.bar([r["lo"] + k * width for r in rows], [r["n"] for r in rows], width=width, align="edge",
+                     color=f"C{k}", alpha=0.7)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("fraction of successes (label 1)")
+        ax.set_title(title, fontsize=9, wrap=True)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+        hist.set_xlabel("predicted probability of success (15 equal-width bins)")
+        hist.set_ylabel("verdicts")
