@@ -33,11 +33,8 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
 
 def run_meta(verdicts_path: Path | None, models: set, banks: set, **extra) -> dict:
     """What produced a result: the scoring run's config sidecar, the verdicts' model/bank, and more."""
-    meta: dict = {}
+    meta: dict = dict(_sidecar(verdicts_path, "config") or {})
     if verdicts_path is not None:
-        cfg = sidecar(Path(verdicts_path), "config")
-        if cfg.is_file():
-            meta.update(json.loads(cfg.read_text()))
         meta["verdicts"] = str(verdicts_path)
     models, banks = sorted(m for m in models if m), sorted(b for b in banks if b)
     meta.setdefault("model", models[0] if len(models) == 1 else models or None)
@@ -48,15 +45,16 @@ def run_meta(verdicts_path: Path | None, models: set, banks: set, **extra) -> di
     return meta
 
 
-def _summary(verdicts_path: Path | None) -> dict | None:
-    if verdicts_path is None:
-        return None
-    p = sidecar(Path(verdicts_path), "summary")
-    return json.loads(p.read_text()) if p.is_file() else None
+def _sidecar(verdicts_path: Path | None, kind: str) -> dict | None:
+    p = None if verdicts_path is None else sidecar(Path(verdicts_path), kind)
+    return json.loads(p.read_text()) if p is not None and p.is_file() else None
 
 
-def _dump(path: Path, obj) -> None:
-    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+def _write(out: Path, name: str, result: dict, markdown: str) -> None:
+    """The result as `name`, its run record as run.json, and report.md."""
+    for path, obj in ((out / name, result), (out / "run.json", result["run"])):
+        path.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+    (out / "report.md").write_text(markdown)
 
 
 def _metrics(t: verdict_table.Table, verdicts_path: Path, data, labels: dict | None, bootstrap: int = BOOTSTRAP,
@@ -73,9 +71,14 @@ def _metrics(t: verdict_table.Table, verdicts_path: Path, data, labels: dict | N
     m["coverage"] = t.coverage.to_dict()
     m["run"] = run_meta(verdicts_path, t.table.models, t.table.banks, data=str(data) if data else None,
                         labels=t.labels.record() if t.labels else labels)
-    m["efficiency"] = costs(t.rows, _summary(verdicts_path))
-    _add_cascade(m, verdicts_path)
-    return m, _title(m, data or verdicts_path)
+    m["efficiency"] = costs(t.rows, _sidecar(verdicts_path, "summary"))
+    from ..cascade.report import side_by_side
+
+    if both := side_by_side(verdict_table.last_lines(verdicts_path)):  # a cascade's file: its two models
+        m["cascade"] = both
+    # the page's title: the model that decided (a cascade's: cascade/report.py's `decided`) on the data
+    who = (m.get("cascade") or {}).get("decided") or m["run"].get("model") or "verdicts"
+    return m, f"{who} on {Path(str(data or verdicts_path)).name}"
 
 
 def coverage_notes(m: dict) -> list[str]:
@@ -114,37 +117,15 @@ def run_eval(verdicts_path: str | Path, out: str | Path, data: str | Path | None
         m["review"] = "review.html"
         if notes:
             m["review_cards"] = {"shown": len(shown), "of": of, "sample_seed": sample.SEED}
-    return _write_eval(out, m, title)
+    from ..cascade.report import markdown as cascade_markdown
 
-
-def _title(m: dict, where) -> str:
-    """A page's title: the model that decided (a cascade's: cascade/report.py's `decided`) on the data."""
-    who = (m.get("cascade") or {}).get("decided") or m["run"].get("model") or "verdicts"
-    return f"{who} on {Path(str(where)).name}"
-
-
-def _add_cascade(m: dict, verdicts_path: Path) -> None:
-    """A cascade's file (its lines say `decided_by`): the student and the judge side by side in `m`."""
-    from ..cascade.report import side_by_side
-
-    both = side_by_side(verdict_table.last_lines(verdicts_path))
-    if both:
-        m["cascade"] = both
-
-
-def _write_eval(out: Path, m: dict, title: str) -> dict:
-    """metrics.json, run.json, the plots and report.md of an evaluation; returns `m`."""
-    _dump(out / "metrics.json", m)
-    _dump(out / "run.json", m["run"])
+    _write(out, "metrics.json", m, report.metrics_markdown(m, m["run"], coverage_notes(m))
+           + (cascade_markdown(m["cascade"]) if m.get("cascade") else ""))
     report.plot_confusion(m["overall"]["confusion"], out / "confusion.png", f"Confusion matrix: {title}")
     report.plot_per_platform(m["per_platform"], out / "per_platform.png",
                              f"Per-platform metrics (unparsed/errors/missing as predicted failures): {title}")
     report.plot_reliability(list(m["probability"].items()), out / "calibration.png",
                             f"Reliability of p_success: {title}")
-    from ..cascade.report import markdown as cascade_markdown
-
-    (out / "report.md").write_text(report.metrics_markdown(m, m["run"], coverage_notes(m))
-                                   + (cascade_markdown(m["cascade"]) if m.get("cascade") else ""))
     return m
 
 
@@ -236,11 +217,9 @@ def run_tts(verdicts_path: str | Path, out: str | Path, data: str | Path | None 
     res["run"] = run_meta(verdicts_path, t.table.models, t.table.banks, data=str(data) if data else None, seed=seed,
                           labels=t.labels.record() if t.labels else None)
     (out := Path(out)).mkdir(parents=True, exist_ok=True)
-    _dump(out / "tts.json", res)
-    _dump(out / "run.json", res["run"])
+    _write(out, "tts.json", res, report.tts_markdown(res, res["run"], coverage_notes(res)))
     report.plot_tts(res, out / "tts.png", f"Reward-guided selection: {res['run'].get('model') or verdicts_path.name} "
                                           f"({res['pool']['tasks']} tasks, seed {seed})")
-    (out / "report.md").write_text(report.tts_markdown(res, res["run"], coverage_notes(res)))
     return res
 
 
@@ -276,7 +255,5 @@ def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True,
     run = run_meta(None, set(), set(), **settings, data=str(data),
                    shared_calls={"route": pipe.stats.get("calls_route", 0), "cue": pipe.stats.get("calls_cue", 0)})
     result = {"settings": table, "run": run}
-    _dump(out / "ablation.json", result)
-    _dump(out / "run.json", run)
-    (out / "report.md").write_text(report.ablation_markdown(table, run))
+    _write(out, "ablation.json", result, report.ablation_markdown(table, run))
     return result
