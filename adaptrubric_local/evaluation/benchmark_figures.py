@@ -190,17 +190,5 @@ def render_table(figs: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = [
-    "BOOTSTRAP",
-    "CELLS",
-    "HEADLINE",
-    "SEED",
-    "bootstrap_intervals",
-    "cells",
-    "counts",
-    "figures_of_cells",
-    "figures_of_counts",
-    "of_rows",
-    "rates",
-    "render_table",
-]
+__all__ = ["BOOTSTRAP", "CELLS", "HEADLINE", "SEED", "bootstrap_intervals", "cells", "counts", "figures_of_cells",
+           "figures_of_counts", "of_rows", "rates", "render_table"]

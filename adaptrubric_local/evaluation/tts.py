@@ -18,9 +18,8 @@ table's rows (`table_curves`) or verdicts in memory (`curves`). Knows nothing ab
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import defaultdict, namedtuple
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -81,12 +80,13 @@ def oracle(cands: list[Verdict], n: int) -> int:
 def curves(verdicts: Iterable[Verdict], max_n: int | None = None, seed: int | None = SEED) -> dict:
     """SR@N for N = 1..max_n for every protocol, gains over Random, and the pool composition, of verdicts in
     memory (their own labels and task ids)."""
-    rows, table = of_verdicts(verdicts, candidates=True)
-    return _curves(rows, table, max_n, seed)
+    most, tasks = task_lists(*of_verdicts(verdicts, candidates=True), seed)
+    return over_tasks(tasks, max_n or most)
 
 
 def over_tasks(tasks: Iterable[list], max_n: int) -> dict:
-    """`curves`' result from the tasks' candidate lists, each in its shuffled order, read once each."""
+    """`curves`' result from the tasks' candidate lists, each in its shuffled order, read once each; no
+    task is an error."""
     tally = Tally(max_n)
     for cands in tasks:
         tally.add(cands)
@@ -160,16 +160,8 @@ class Tally:
                 "missing": self.status["missing"]}
 
 
-@dataclass(slots=True)
-class Candidate:
-    """One candidate as the protocols read it (the Verdict fields above), from a row of a verdict table."""
-
-    id: str
-    label: int
-    status: str
-    score: int | None
-    p_success: float | None
-    p_success_calibrated: float | None
+# one candidate as the protocols read it (the Verdict fields above), from a row of a verdict table
+Candidate = namedtuple("Candidate", "id label status score p_success p_success_calibrated")
 
 
 def task_lists(rows: Rows, table: VerdictTable, seed: int | None = SEED) -> tuple[int, Iterator[list[Candidate]]]:
@@ -192,16 +184,10 @@ def task_lists(rows: Rows, table: VerdictTable, seed: int | None = SEED) -> tupl
     return int(sizes.max(initial=0)), tasks()
 
 
-def _curves(rows: Rows, table: VerdictTable, max_n: int | None, seed: int | None) -> dict:
-    most, tasks = task_lists(rows, table, seed)
-    if not most:
-        raise ValueError(NO_TASKS)
-    return over_tasks(tasks, max_n or most)
-
-
 def table_curves(t: Table, max_n: int | None = None, seed: int | None = SEED) -> dict:
     """tts.json's content less its run record, from a verdict table read with `candidates`."""
-    res = _curves(t.rows, t.table, max_n, seed)
+    most, tasks = task_lists(t.rows, t.table, seed)
+    res = over_tasks(tasks, max_n or most)
     labelled = t.rows["label"] >= 0
     res["classification"] = metrics.classify({k: a[labelled] for k, a in t.rows.items()})
     res["coverage"] = t.coverage.to_dict()
