@@ -151,15 +151,10 @@ def _newton(z: np.ndarray, y: np.ndarray, intercept: bool, iters: int = 100) -> 
     cur = _loss(z, y, a, b)
     for _ in range(iters):
         ga, gb, haa, hab, hbb = _derivatives(z, y, a, b)
-        if intercept:
-            det = haa * hbb - hab * hab
-            if det <= 1e-12:
-                break
-            da, db = (hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det
-        else:
-            if haa <= 1e-12:
-                break
-            da, db = ga / haa, 0.0
+        det = haa * hbb - hab * hab if intercept else haa
+        if det <= 1e-12:
+            break
+        da, db = ((hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det) if intercept else (ga / haa, 0.0)
         step = 1.0
         while step > 1e-6:  # halve the step until the loss does not grow
             na, nb = max(a - step * da, A_MIN), b - step * db
@@ -261,9 +256,7 @@ def fit_rows(rows: dict[str, np.ndarray], method: str = "temperature", **kw) -> 
     """`fit` on the labelled rows of a verdict table (verdict_table.py) that carry a p_success (of any
     status)."""
     have = (rows["label"] >= 0) & ~np.isnan(rows["p_success"])
-    cal = fit(rows["p_success"][have], rows["label"][have], method, **kw)
-    cal.field_name = "p_success"
-    return cal
+    return fit(rows["p_success"][have], rows["label"][have], method, **kw)
 
 
 def provenance(prov: dict) -> dict:
