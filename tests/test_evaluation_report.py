@@ -34,13 +34,12 @@ def test_ablation_report_describes_each_rows_inputs(monkeypatch):
 
     o = {"acc": 50.0, "f1": 40.0, "scored": 2, "unparsed": 0, "errors": 0}
     rows = {k: {"overall": o, "delta": {}} for k in ("full", "no_fine", "no_coarse", "no_both")}
-    monkeypatch.delattr(fusion, "ABLATION_INPUTS", raising=False)
     text = report.ablation_markdown(rows, {})
     lines = {line.split(":")[0]: line for line in text.splitlines() if line.startswith("- ")}
-    assert "instruction and screenshots only" in lines["- w/o Both"] and "no action trace" in lines["- w/o Both"]
-    assert "without the cue block" in lines["- w/o Fine"]
-    assert "without the family rubric and the meta rule" in lines["- w/o Coarse"]
-    for part in ("compiled evidence", "action trace", "family rubric", "cues", "screenshots"):
+    assert "screenshots" in lines["- w/o Both"] and "no action trace" in lines["- w/o Both"]
+    assert "no cue block" in lines["- w/o Fine"]
+    assert "no family rubric, no meta rule" in lines["- w/o Coarse"]
+    for part in ("compiled evidence", "action trace", "family rubric", "cue", "screenshots"):
         assert part in lines["- Full (Coarse + Fine)"]
     monkeypatch.setattr(fusion, "ABLATION_INPUTS", {"no_both": "the prompt module's own words"}, raising=False)
     assert "- w/o Both: the prompt module's own words" in report.ablation_markdown(rows, {})

@@ -227,28 +227,11 @@ def tts_markdown(res: dict, run: dict, coverage: list[str] | None = None) -> str
     return "\n".join(lines) + "\n"
 
 
-# what the verifier sees in each Table 4 row (paper §5.4); the prompt module's own table wins
-ABLATION_INPUTS_FALLBACK = {
-    "full": "instruction, compiled evidence, action trace, family rubric + meta rule, cues, screenshots",
-    "no_fine": "as full, without the cue block",
-    "no_coarse": "as full, without the family rubric and the meta rule",
-    "no_both": "instruction and screenshots only (no evidence, no action trace, no rubric, no cues)",
-}
-
-
-def ablation_inputs() -> dict[str, str]:
-    """Row name -> one-line description of the verifier's inputs in that row."""
-    from ..stages import fusion
-
-    return {**ABLATION_INPUTS_FALLBACK, **getattr(fusion, "ABLATION_INPUTS", {})}
-
-
 def ablation_markdown(rows: dict, run: dict) -> str:
     """report.md for `adaptrubric ablate` (Table 4 layout)."""
-    from ..stages.fusion import ABLATIONS
+    from ..stages.fusion import ABLATION_INPUTS, ABLATIONS  # the rows and what the verifier sees in each
 
     labels = {"full": "Full (Coarse + Fine)", "no_fine": "w/o Fine", "no_coarse": "w/o Coarse", "no_both": "w/o Both"}
-    inputs = ablation_inputs()
     lines = ["# Ablation of rubric construction", "", "## Run", *run_block(run), "",
              *_head("Coarse", "Fine", "Setting", "Acc", "ΔAcc", "F1", "ΔF1", "scored", "unparsed", "errors", left=3)]
     for key, r in rows.items():
@@ -259,7 +242,7 @@ def ablation_markdown(rows: dict, run: dict) -> str:
     lines += ["", "Acc and F1 classify every trajectory (unparsed/errors as predicted failures), as the paper does; "
               "Δ is the difference to the full model in points ('-' for the full model or when undefined).", "",
               "## What the verifier sees in each row", ""]
-    lines += [f"- {labels[key]}: {inputs.get(key, '(not described)')}" for key in rows]
+    lines += [f"- {labels[key]}: {ABLATION_INPUTS.get(key, '(not described)')}" for key in rows]
     return "\n".join(lines) + "\n"
 
 
