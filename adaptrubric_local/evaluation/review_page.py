@@ -98,12 +98,9 @@ def _href(path: str, out: Path) -> str:
 def _page_card(c: dict, thumbs: dict, out: Path) -> dict:
     """A card with page-relative links and thumbnails in place of absolute paths."""
     c = dict(c)
-    sel = []
-    for f in c["selected"]:
-        name, why = thumbs.get(f["path"], (None, "no thumbnail"))
-        sel.append({"step": f["step"], "reason": f["reason"], "action": f["action"], "href": _href(f["path"], out),
-                    "thumb": f"{FILES}/thumbs/{name}" if name else None, "missing": why})
-    c["selected"] = sel
+    c["selected"] = [{"step": f["step"], "reason": f["reason"], "action": f["action"], "href": _href(f["path"], out),
+                      "thumb": f"{FILES}/thumbs/{name}" if name else None, "missing": why}
+                     for f in c["selected"] for name, why in [thumbs.get(f["path"], (None, "no thumbnail"))]]
     c["left_out"] = [{"step": f["step"], "action": f["action"], "why": f["why"], "href": _href(f["path"], out)}
                      for f in c["left_out"]]
     for k in ("p_success", "p_success_calibrated", "error_confidence"):
@@ -156,15 +153,12 @@ def write_review(out: str | Path, cards: list[dict], meta: dict | None = None, n
                          "error_confidence", "label", "score", "chunk"]}
     (files / "index.js").write_text(f"window.REVIEW_INDEX = {_js(index)};\n", encoding="utf-8")
     for k in range(0, len(page_cards), CHUNK):
-        body = _js(page_cards[k:k + CHUNK])
-        (files / "cards" / f"{k // CHUNK:05d}.js").write_text(f"window.REVIEW_CHUNK({k // CHUNK}, {body});\n",
-                                                            encoding="utf-8")
+        (files / "cards" / f"{k // CHUNK:05d}.js").write_text(
+            f"window.REVIEW_CHUNK({k // CHUNK}, {_js(page_cards[k:k + CHUNK])});\n", encoding="utf-8")
     assets = resources.files("adaptrubric_local.evaluation") / "review_assets"
-    for name in ASSETS:
-        (files / name).write_text((assets / name).read_text(encoding="utf-8"), encoding="utf-8")
-    page = out / "review.html"
-    page.write_text((assets / "review.html").read_text(encoding="utf-8"), encoding="utf-8")
-    return page
+    for name, dest in [*((name, files / name) for name in ASSETS), ("review.html", out / "review.html")]:
+        dest.write_text((assets / name).read_text(encoding="utf-8"), encoding="utf-8")
+    return out / "review.html"
 
 
 def page_labels(reviewed: dict, ids: list[str], files: list[dict], created: str | None) -> dict | None:
