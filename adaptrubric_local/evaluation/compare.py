@@ -27,17 +27,15 @@ def _flat(kind: str, obj: dict) -> dict[str, float]:
             keys = ("acc", "prec", "rec", "f1", "fpr", "acc_strict", "scored", "unparsed", "errors", "n") \
                 if scope == "overall" else ("acc", "f1")
             out.update({f"{scope}.{k}": v for k, v in _headline_and_scored(r, keys).items()})
-        for k in ("calls_per_traj", "tokens_per_traj", "s_per_traj"):
-            out[f"efficiency.{k}"] = obj.get("efficiency", {}).get(k)
-        for field, fig in (obj.get("probability") or {}).items():
-            for k in ("auroc", "auprc", "brier", "ece"):
-                out[f"{field}.{k}"] = fig.get(k)
+        out.update({f"efficiency.{k}": obj.get("efficiency", {}).get(k)
+                    for k in ("calls_per_traj", "tokens_per_traj", "s_per_traj")})
+        out.update({f"{field}.{k}": fig.get(k) for field, fig in (obj.get("probability") or {}).items()
+                    for k in ("auroc", "auprc", "brier", "ece")})
     elif kind == "tts.json":
-        for proto in ("earlystop", "bestofn", "bestofn_soft", "random", "oracle"):
-            for n, sr in obj[proto].items():
-                out[f"{proto}@{n}"] = sr
-        for k in ("trial_sr", "oracle_at_max", "random_at_1_expected", "headroom", "mixed"):
-            out[f"pool.{k}"] = obj.get("pool", {}).get(k)
+        out.update({f"{proto}@{n}": sr for proto in ("earlystop", "bestofn", "bestofn_soft", "random", "oracle")
+                    for n, sr in obj[proto].items()})
+        out.update({f"pool.{k}": obj.get("pool", {}).get(k)
+                    for k in ("trial_sr", "oracle_at_max", "random_at_1_expected", "headroom", "mixed")})
     else:
         for name, row in obj["settings"].items():
             out.update({f"{name}.{k}": v for k, v in _headline_and_scored(row["overall"],
