@@ -144,17 +144,14 @@ def write_review_page(out: Path, verdicts: list[Verdict], loaded, m: dict, title
     notes = [*(notes or []), *built]
     if loaded is None:
         notes.append("no data set given: the cards show the verdicts only")
-    meta = {k: run.get(k) for k in ("model", "adapter", "data", "verdicts", "created") if run.get(k)}
-    meta["title"] = f"Verifier review: {title}"
-    meta["probability"] = {f: {k: s[k] for k in ("n", "auroc", "auprc", "brier", "ece")}
-                           for f, s in (m.get("probability") or {}).items()}
-    meta["confusion"] = m.get("overall", {}).get("confusion")
-    if order:
-        meta["order"] = order
+    figures = ("n", "auroc", "auprc", "brier", "ece")
+    meta = {**{k: run.get(k) for k in ("model", "adapter", "data", "verdicts", "created") if run.get(k)},
+            "title": f"Verifier review: {title}",
+            "probability": {f: {k: s[k] for k in figures} for f, s in (m.get("probability") or {}).items()},
+            "confusion": m.get("overall", {}).get("confusion")}
     files = (run.get("labels") or {}).get("files") or []
     shown = page_labels(reviewed or {}, [c["id"] for c in cards], files, run.get("created"))
-    if shown:
-        meta["labels"] = shown
+    meta.update({k: v for k, v in (("order", order), ("labels", shown)) if v})
     return write_review(out, cards, meta, notes, progress)
 
 

@@ -148,17 +148,6 @@ def last_lines(path: Path) -> Iterator[dict]:
         yield line
 
 
-def read_verdicts(path: Path, candidates: bool = False) -> tuple[Rows, VerdictTable]:
-    """The verdict file's last line per id as a table, in the order the ids first appear."""
-    table = VerdictTable(candidates)
-    for line in last_lines(path):
-        try:
-            table.add(line)
-        except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
-    return table.frozen(), table
-
-
 def of_verdicts(verdicts: Iterable, candidates: bool = False) -> tuple[Rows, VerdictTable]:
     """The table of verdicts in memory (Verdict objects, with their own labels, platforms and tasks)."""
     table = VerdictTable(candidates)
@@ -291,8 +280,13 @@ def read(verdicts_path: str | Path, data=None, subset: str = "data", allow_extra
     if labels and data is None:
         raise ValueError("--labels needs DATA: a labels file labels the trajectories of a data set")
     files = [read_labels(p) for p in labels]
-    path = Path(verdicts_path)
-    rows, table = read_verdicts(path, candidates)
+    path, table = Path(verdicts_path), VerdictTable(candidates)
+    for line in last_lines(path):  # the last line per id, in the order the ids first appear
+        try:
+            table.add(line)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+    rows = table.frozen()
     if data is None and loaded is None:
         rows, cov = align(path, rows, None, table, subset, allow_extra)
         return Table(rows, table, cov)
