@@ -154,9 +154,7 @@ def of_rows(rows: Rows, platforms: dict[str | None, int], *, n_boot: int = BOOTS
 
 
 def _fmt(x: float | None, name: str = "acc") -> str:
-    if x is None:
-        return "n/a"
-    return f"{x:.3f}" if name in ("kappa", "mcc") else f"{x:.1f}"
+    return "n/a" if x is None else f"{x:.3f}" if name in ("kappa", "mcc") else f"{x:.1f}"
 
 
 def _row(cells: list[str]) -> str:

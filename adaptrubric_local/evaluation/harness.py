@@ -197,8 +197,7 @@ def run_review(verdicts_path: str | Path, out: str | Path, data: str | Path | No
     page = write_review_page(out, shown, loaded, m, title, progress, extra, info, reviewed=said)
     return {"page": str(page), "n": len(shown), "of": len(verdicts), "order": info,
             "counts": outcome_counts(map(outcome, shown)), "confusion": m["overall"]["confusion"],
-            "unparsed": m["overall"]["unparsed"], "errors": m["overall"]["errors"],
-            "missing": m["overall"]["missing"], "coverage": m["coverage"]}
+            **{k: m["overall"][k] for k in ("unparsed", "errors", "missing")}, "coverage": m["coverage"]}
 
 
 # ----------------------------------------------------------------------------- tts

@@ -72,8 +72,7 @@ def costs(rows: Rows, run_summary: dict | None = None) -> dict:
     answered (ok or unparsed). Calls and tokens come from the verdicts' cost fields (every model call,
     shared ones split), else their own verifier call (none for a record that never reached the model);
     seconds from the scoring run's summary. Error lines are counted apart (`errors`, `error_calls`)."""
-    status, tokens, calls = rows["status"], rows["cost_tokens"], rows["cost_calls"]
-    verifier_tokens = rows["verifier_tokens"]
+    status, tokens, calls, verifier_tokens = (rows[k] for k in ("status", "cost_tokens", "cost_calls", "verifier_tokens"))
     in_file = status != MISSING
     full = (tokens != 0) | (calls != 0)  # the verdict's own cost fields, else its call's tokens and one call
     called = (verifier_tokens > 0) | (status != ERROR)  # a verifier call was made

@@ -53,11 +53,9 @@ def block_span(v: Verdict) -> list[int] | None:
     """[start, end) of the verdict block the parser read in `raw` (parsed single outputs only)."""
     if v.status != "ok" or not v.raw or SAMPLE_SEPARATOR in v.raw:
         return None
-    b = last_block(v.raw)
-    if b is None:
+    if (b := last_block(v.raw)) is None:
         return None
-    last = b.lines[-1]
-    return [b.lines[0].offset, last.offset + len(last.line.rstrip("\n"))]
+    return [b.lines[0].offset, b.lines[-1].offset + len(b.lines[-1].line.rstrip("\n"))]
 
 
 class Preparer:

@@ -146,7 +146,6 @@ class Tally:
         return {n: 100.0 * won(n) / self.tasks for n in range(1, self.max_n + 1)}
 
     def pool(self) -> dict:
-        """`pool`'s dict."""
         t = self.tasks
         mixed = t - self.all_fail - self.all_pass
         oracle_max = 100.0 * self.wins["oracle"][self.max_n] / t
