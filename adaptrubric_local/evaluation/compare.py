@@ -58,8 +58,6 @@ def _numeric(x) -> bool:
 
 def _number(x, sign: bool = False) -> str:
     """A compared figure: counts as integers (`10`), the rest with two decimals, '-' when missing."""
-    if x is None:
-        return "-"
     if isinstance(x, int) and not isinstance(x, bool):
         return f"{x:+d}" if sign else str(x)
     return report.fmt(x, 2, sign)

@@ -234,9 +234,7 @@ def run_ablation(pipe, data: str | Path, out: str | Path, progress: bool = True,
     rows = {}
     for name, (coarse, fine) in ABLATIONS.items():
         pipe.config = replace(base, coarse=coarse, fine=fine)
-        vpath = out / name / "verdicts.jsonl"
-        if vpath.exists():
-            vpath.unlink()
+        (vpath := out / name / "verdicts.jsonl").unlink(missing_ok=True)
         score_file(pipe, data, vpath, loaded=loaded, progress=progress)
         rows[name] = run_eval(vpath, out / name, data, loaded)
     pipe.config = base

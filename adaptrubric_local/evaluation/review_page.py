@@ -82,13 +82,11 @@ def make_thumbnails(paths: list[str], folder: Path,
     folder.mkdir(parents=True, exist_ok=True)
     unique = list(dict.fromkeys(paths))
     names = {p: thumb_name(p) for p in unique}
-    out: dict[str, tuple[str | None, str | None]] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1))) as pool:
         results = pool.map(lambda p: make_thumbnail(p, folder / names[p]), unique)
-        for p, err in tqdm(zip(unique, results), total=len(unique), desc="thumbnails", unit="img",
-                           disable=not progress, dynamic_ncols=True):
-            out[p] = (None, err) if err else (names[p], None)
-    return out
+        return {p: (None, err) if err else (names[p], None) for p, err in tqdm(
+            zip(unique, results), total=len(unique), desc="thumbnails", unit="img", disable=not progress,
+            dynamic_ncols=True)}
 
 
 def _href(path: str, out: Path) -> str:
