@@ -10,7 +10,6 @@ Knows nothing about HTML or files (see `review_page`).
 """
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -182,8 +181,7 @@ def card(v: Verdict, traj: Trajectory | None, preparer: Preparer) -> dict:
         c["notes"].append(f"the verifier saw {v.n_images} screenshot(s) but the selection recomputed from the data "
                           f"has {len(c['selected'])}: the data or the settings changed since scoring")
     ev = compile_evidence(traj)
-    c["evidence"] = {"agent_answer": ev.agent_answer, "typed_texts": ev.typed_texts, "key_actions": ev.key_actions,
-                     "action_trace": ev.action_trace}
+    c["evidence"] = {k: getattr(ev, k) for k in ("agent_answer", "typed_texts", "key_actions", "action_trace")}
     if preparer.base.ablation == "no_both":
         c["notes"].append("w/o Both run: the compiled evidence was not in the verifier prompt")
     return c
@@ -202,11 +200,3 @@ def build_cards(verdicts: list[Verdict], trajectories: list[Trajectory], run_con
     for c in cards:
         c.update((extra or {}).get(c["id"], {}))
     return cards, list(prep.notes)
-
-
-def relpath(path: str, start: str) -> str:
-    """A relative path from `start` to `path` (absolute when they are on different drives)."""
-    try:
-        return os.path.relpath(path, start)
-    except ValueError:
-        return path

@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import quote
 
-from .review import OUTCOMES, outcome_counts, relpath
+from .review import OUTCOMES, outcome_counts
 
 CHUNK = 25  # cards per data file
 THUMB_BOX = (240, 240)  # a thumbnail fits in this box (pixels)
@@ -90,7 +90,12 @@ def make_thumbnails(paths: list[str], folder: Path,
 
 
 def _href(path: str, out: Path) -> str:
-    return quote(relpath(str(path), str(out.resolve())).replace(os.sep, "/"))
+    """A link from the page's folder to `path` (absolute when they are on different drives)."""
+    try:
+        path = os.path.relpath(str(path), str(out.resolve()))
+    except ValueError:
+        path = str(path)
+    return quote(path.replace(os.sep, "/"))
 
 
 def _page_card(c: dict, thumbs: dict, out: Path) -> dict:
