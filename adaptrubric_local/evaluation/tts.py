@@ -117,8 +117,7 @@ class Tally:
         self.wins = {k: [0] * (max_n + 1) for k in WINS}
         self.random = [defaultdict(int) for _ in range(max_n + 1)]  # N -> {prefix length: successes in it}
         self.random1: dict[int, int] = defaultdict(int)  # trials -> successes of the tasks with that many
-        self.tasks = self.all_fail = self.all_pass = self.trials = self.successes = 0
-        self.sizes: tuple[int, int] | None = None
+        self.tasks = self.all_fail = self.all_pass = self.trials = 0
         self.status = {"ok": 0, "unparsed": 0, "error": 0, "missing": 0}
 
     def add(self, cands: list) -> None:
@@ -134,10 +133,7 @@ class Tally:
         self.all_fail += won == 0
         self.all_pass += won == len(cands)
         self.trials += len(cands)
-        self.successes += won
         self.random1[len(cands)] += won
-        lo, hi = self.sizes or (len(cands), len(cands))
-        self.sizes = (min(lo, len(cands)), max(hi, len(cands)))
         self.status.update({k: n + sum(v.status == k for v in cands) for k, n in self.status.items()})
 
     def curve(self, protocol: str) -> dict[int, float]:
@@ -150,10 +146,10 @@ class Tally:
         mixed = t - self.all_fail - self.all_pass
         oracle_max = 100.0 * self.wins["oracle"][self.max_n] / t
         random1 = 100.0 * _exact(self.random1) / t  # one uniform trial per task
-        return {"tasks": t, "trials_per_task": {"min": self.sizes[0], "max": self.sizes[1]},
+        return {"tasks": t, "trials_per_task": {"min": min(self.random1), "max": max(self.random1)},
                 "all_fail": self.all_fail, "all_pass": self.all_pass, "mixed": mixed,
                 "all_fail_pct": 100.0 * self.all_fail / t, "all_pass_pct": 100.0 * self.all_pass / t,
-                "mixed_pct": 100.0 * mixed / t, "trial_sr": 100.0 * self.successes / self.trials,
+                "mixed_pct": 100.0 * mixed / t, "trial_sr": 100.0 * sum(self.random1.values()) / self.trials,
                 "oracle_at_max": oracle_max, "random_at_1_expected": random1, "headroom": oracle_max - random1,
                 "scored": self.status["ok"], "unparsed": self.status["unparsed"], "errors": self.status["error"],
                 "missing": self.status["missing"]}
