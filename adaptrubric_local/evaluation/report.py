@@ -61,9 +61,7 @@ def _metrics(r: dict) -> list[str]:
 
 def coverage_markdown(notes: list[str] | None) -> list[str]:
     """The report section saying what was evaluated when it is not simply every trajectory of the data."""
-    if not notes:
-        return []
-    return ["## What was evaluated", "", *[f"- **{n}**" for n in notes], ""]
+    return ["## What was evaluated", "", *[f"- **{n}**" for n in notes], ""] if notes else []
 
 
 def metrics_markdown(m: dict, run: dict, coverage: list[str] | None = None) -> str:
@@ -187,8 +185,7 @@ def plot_tts(res: dict, path: Path, title: str) -> None:
 
 def tts_markdown(res: dict, run: dict, coverage: list[str] | None = None) -> str:
     """report.md for `adaptrubric tts`; `coverage`: sentences on what the verdicts cover of the data."""
-    ns = sorted(res["random"])
-    p = res["pool"]
+    ns, p = sorted(res["random"]), res["pool"]
     lines = ["# Reward-guided test-time scaling", "", "## Run", *run_block(run), "", *coverage_markdown(coverage),
              f"Candidates grouped by task_id and shuffled per task, each task with its own generator "
              f"(seed {run.get('seed', 42)}). EarlyStop: first predicted success, else the last scanned. BestOfN: "
@@ -210,8 +207,7 @@ def tts_markdown(res: dict, run: dict, coverage: list[str] | None = None) -> str
               "## SR@N (%)", "", *_head("N", "EarlyStop", "BestOfN", "BestOfN (soft)", "Random", "Oracle"),
               *(_row(n, *(fmt(res[k][n], 2) for k in ("earlystop", "bestofn", "bestofn_soft", "random", "oracle")))
                 for n in ns)]
-    last = ns[-1]
-    g = res.get("gain_over_random")
+    last, g = ns[-1], res.get("gain_over_random")
     if g:
         lines += ["", f"Gains over Random at N={last}: EarlyStop {g['earlystop'][last]:+.2f}, "
                   f"BestOfN {g['bestofn'][last]:+.2f}, BestOfN (soft) {g['bestofn_soft'][last]:+.2f} points."]
@@ -219,8 +215,7 @@ def tts_markdown(res: dict, run: dict, coverage: list[str] | None = None) -> str
         lines += ["", "No gains over Random are reported: with no scored verdict, EarlyStop and BestOfN pick by "
                   "position only."]
     lines += ["", "![SR@N](tts.png)", ""]
-    if res.get("classification"):
-        c = res["classification"]
+    if c := res.get("classification"):
         lines += [f"Verdicts on this pool (unparsed/errors/missing as predicted failures): Acc {fmt(c['acc'])}, "
                   f"F1 {fmt(c['f1'])}, FPR {fmt(c['fpr'])}, scored {c['scored']}, unparsed {c['unparsed']}, "
                   f"errors {c['errors']}, missing {c.get('missing', 0)}."]
