@@ -102,8 +102,7 @@ def load(path: str | Path) -> tuple[Calibration, dict]:
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise ValueError(f"{path}: not a calibration file (field 'format' must be {FORMAT!r}; "
                          "write one with `adaptrubric calibrate`)")
-    unknown = sorted(set(d) - set(Calibration.__dataclass_fields__))
-    if unknown:
+    if unknown := sorted(set(d) - set(Calibration.__dataclass_fields__)):
         raise ValueError(f"{path}: unknown field(s) {', '.join(unknown)}")
     for k in ("method", "a"):
         if k not in d:
@@ -193,12 +192,10 @@ def fit(probs: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray,
     if pos in (0, n):
         raise ValueError("every labelled verdict has the same label; calibration needs successes and failures")
     z = _logits(p, eps)
-    a, b = _newton(z, y, intercept=method == "platt")
-    cal = Calibration(method=method, a=a, b=b if method == "platt" else 0.0, eps=eps, n=n, positives=pos)
-    cal.before = _figures(p, y)
-    cal.after = _figures(_sigmoids(cal.a * z + cal.b), y)
-    cal.created = datetime.datetime.now().isoformat(timespec="seconds")
-    return cal
+    a, b = _newton(z, y, intercept=method == "platt")  # b stays 0 without the intercept
+    return Calibration(method=method, a=a, b=b, eps=eps, n=n, positives=pos, before=_figures(p, y),
+                       after=_figures(_sigmoids(a * z + b), y),
+                       created=datetime.datetime.now().isoformat(timespec="seconds"))
 
 
 def _logits(p: np.ndarray, eps: float) -> np.ndarray:
