@@ -115,15 +115,12 @@ def share_prompt_parts(cards: list[dict]) -> list[str]:
     """Store the prompt paragraphs several cards hold once: each card's prompt text becomes a list of
     paragraphs ("\n\n"-separated, so joining them gives the text back exactly), a shared one named by
     its index in the returned list; the suffix likewise. Changes the cards' "prompt" in place."""
-    counts: Counter = Counter()
-    for c in cards:
-        if c.get("prompt"):
-            counts.update(set(c["prompt"]["text"].split("\n\n")) | {c["prompt"]["suffix"]})
+    counts = Counter(part for c in cards if c.get("prompt")
+                     for part in set(c["prompt"]["text"].split("\n\n")) | {c["prompt"]["suffix"]})
     shared = [t for t, n in counts.items() if n > 1 and len(t) >= SHARED_PART]
     at = {t: i for i, t in enumerate(shared)}
     for c in cards:
-        p = c.get("prompt")
-        if p:
+        if p := c.get("prompt"):
             c["prompt"] = {"text": [at.get(x, x) for x in p["text"].split("\n\n")],
                            "suffix": at.get(p["suffix"], p["suffix"]), "images": p["images"]}
     return shared
