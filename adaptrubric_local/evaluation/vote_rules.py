@@ -10,7 +10,7 @@ about files or models.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -41,8 +41,7 @@ class RuleFigures:
 
     def to_dict(self) -> dict:
         """The counts and the four rates, JSON-ready."""
-        return dict(rule=self.rule, n=self.n, undecided=self.undecided, tp=self.tp, fp=self.fp, tn=self.tn,
-                    fn=self.fn, precision=self.precision, recall=self.recall, npv=self.npv, tnr=self.tnr)
+        return {**asdict(self), **{k: getattr(self, k) for k in ("precision", "recall", "npv", "tnr")}}
 
 
 def default_rules(k: int) -> list[str]:
