@@ -169,11 +169,9 @@ def render_table(figs: dict[str, Any]) -> str:
     head = [*(f"{p} Acc | {p} F1" for p in plats), "Overall Acc | Overall Prec | Overall Rec | Overall F1"]
     cells = [*(f"{_fmt(v['acc'])} | {_fmt(v['f1'])}" for v in plats.values()),
              " | ".join(_fmt(o[k]) for k in ("acc", "prec", "rec", "f1"))]
-    ncols = 2 * len(plats) + 4
-    lines = ["Table 1 layout (percent)", "", _row(head), _row(["---"] * ncols), _row(cells), "",
+    lines = ["Table 1 layout (percent)", "", _row(head), _row(["---"] * (2 * len(plats) + 4)), _row(cells), "",
              "n per platform: " + ", ".join(f"{p} {v['n']}" for p, v in plats.items()), ""]
-    pct = round(100 * figs["confidence"])
-    lines += [_row(["figure", "value", f"{pct}% interval"]), _row(["---"] * 3)]
+    lines += [_row(["figure", "value", f"{round(100 * figs['confidence'])}% interval"]), _row(["---"] * 3)]
     for k in HEADLINE:
         iv = figs["intervals"][k]
         shown = f"[{_fmt(iv[0], k)}, {_fmt(iv[1], k)}]" if iv else ("n/a" if figs["n_boot"] else "-")
