@@ -172,11 +172,8 @@ def task_lists(rows: Rows, table: VerdictTable, seed: int | None = SEED) -> tupl
                          None if score < 0 else score, None if np.isnan(p) else float(p),
                          None if np.isnan(calibrated) else float(calibrated))
 
-    def tasks() -> Iterator[list[Candidate]]:
-        for a, k in zip(starts.tolist(), sizes.tolist()):
-            yield shuffled([one(int(r)) for r in order[a:a + k]], seed)
-
-    return int(sizes.max(initial=0)), tasks()
+    return int(sizes.max(initial=0)), (shuffled([one(int(r)) for r in order[a:a + k]], seed)
+                                       for a, k in zip(starts.tolist(), sizes.tolist()))
 
 
 def table_curves(t: Table, max_n: int | None = None, seed: int | None = SEED) -> dict:

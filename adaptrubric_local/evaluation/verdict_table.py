@@ -101,9 +101,8 @@ class VerdictTable:
         if votes is not None and (not isinstance(votes, list) or len(votes) > 32767
                                   or any(v not in (0, 1, None) for v in votes)):
             raise ValueError(f"the line of id {i!r}: 'votes' must be a list of 0, 1 or null, got {str(votes)[:80]}")
-        if "vote_k" not in c:
-            n = len(c["status"]) - 1
-            c.update({name: array("h", bytes(2 * n)) for name in VOTE_COLUMNS})
+        if "vote_k" not in c:  # the earlier rows: no votes
+            c.update({name: array("h", bytes(2 * (len(c["status"]) - 1))) for name in VOTE_COLUMNS})
         for name, x in zip(VOTE_COLUMNS, counts(votes or ())):
             c[name].append(x)
 
