@@ -252,12 +252,10 @@ def align(path: Path, rows: Rows, side: DataSide | None, table: VerdictTable, su
         if table.names is not None:
             add["name_at"], add["name_size"] = (np.array(c) for c in zip(*map(table.put_name, missing)))
         rows = {k: np.concatenate([rows[k], add[k]]) for k in rows}
-    cov = Coverage(labels="data", subset=subset, trajectories=side.good + len(side.bad), verdicts=n - int(stale.sum()),
-                   covered=int(known.sum()), missing=missing,
-                   missing_labelled=sum(y in (0, 1) for y in labels), extra=extra,
-                   stale_errors=stale_names, not_loaded=side.bad, not_loaded_verdicts=int(in_bad.sum()),
-                   evaluated=len(rows["status"]))
-    return rows, cov
+    return rows, Coverage(labels="data", subset=subset, trajectories=side.good + len(side.bad),
+                          verdicts=n - int(stale.sum()), covered=int(known.sum()), missing=missing,
+                          missing_labelled=sum(y in (0, 1) for y in labels), extra=extra, stale_errors=stale_names,
+                          not_loaded=side.bad, not_loaded_verdicts=int(in_bad.sum()), evaluated=len(rows["status"]))
 
 
 @dataclass
