@@ -39,14 +39,12 @@ def classify(rows: Rows) -> dict:
     ok = status == OK
     c_all = counts(np.where(ok & (score >= 0), score, 0), label)
     c_ok = counts(np.where(score[ok] >= 0, score[ok], -1), label[ok])
-    unanswered = ~ok
     return {"n": len(status), "scored": int(ok.sum()), "unparsed": int((status == UNPARSED).sum()),
             "errors": int((status == ERROR).sum()), "missing": int((status == MISSING).sum()),
             "positives": int((label == 1).sum()), "hit_cap": int(rows["hit_cap"].sum()),
             "hit_context": int(rows["hit_context"].sum()), **rates(c_all), "confusion": c_all,
             # unparsed/error/missing verdicts in the headline confusion: label 1 -> fn, label 0 -> tn
-            "unanswered_as_fail": {"fn": int((label[unanswered] == 1).sum()),
-                                   "tn": int((label[unanswered] == 0).sum())},
+            "unanswered_as_fail": {"fn": int((label[~ok] == 1).sum()), "tn": int((label[~ok] == 0).sum())},
             "acc_strict": _pct(c_ok["tp"] + c_ok["tn"], len(status)),
             "scored_only": {"n": int(ok.sum()), **rates(c_ok), "confusion": c_ok}}
 
