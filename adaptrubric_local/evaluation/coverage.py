@@ -72,10 +72,6 @@ class Coverage:
                                "scored): left out"))
         return out
 
-    def lines(self, data: str | None = None, verdicts: str | None = None) -> list[str]:
-        """The sentences of `messages`."""
-        return [text for _, text in self.messages(data, verdicts)]
-
 
 def first(ids: list[str], k: int = SHOWN_IDS) -> str:
     """The first `k` ids, comma-separated, with how many more there are."""

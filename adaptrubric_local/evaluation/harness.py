@@ -84,7 +84,7 @@ def _metrics(t: verdict_table.Table, verdicts_path: Path, data, labels: dict | N
 def coverage_notes(m: dict) -> list[str]:
     """The coverage sentences of a result (metrics.json or tts.json content)."""
     cov, run = m.get("coverage"), m.get("run", {})
-    return Coverage(**cov).lines(run.get("data"), run.get("verdicts")) if cov else []
+    return [text for _, text in Coverage(**cov).messages(run.get("data"), run.get("verdicts"))] if cov else []
 
 
 # ----------------------------------------------------------------------------- eval
