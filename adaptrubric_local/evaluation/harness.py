@@ -33,7 +33,7 @@ def load_verdicts(path: str | Path) -> list[Verdict]:
 
 def run_meta(verdicts_path: Path | None, models: set, banks: set, **extra) -> dict:
     """What produced a result: the scoring run's config sidecar, the verdicts' model/bank, and more."""
-    meta: dict = dict(_sidecar(verdicts_path, "config") or {})
+    meta: dict = _sidecar(verdicts_path, "config") or {}
     if verdicts_path is not None:
         meta["verdicts"] = str(verdicts_path)
     models, banks = sorted(m for m in models if m), sorted(b for b in banks if b)
