@@ -78,8 +78,7 @@ def compare(dir_a: str | Path, dir_b: str | Path, out: str | Path | None = None)
     lines = [f"{'setting':<22}{'A':<40}{'B':<40}"]
     for k in COMPARED_SETTINGS:
         va, vb = ra.get(k), rb.get(k)
-        mark = "" if va == vb else "  <- differs"
-        lines.append(f"{k:<22}{str(va)[:38]:<40}{str(vb)[:38]:<40}{mark}")
+        lines.append(f"{k:<22}{str(va)[:38]:<40}{str(vb)[:38]:<40}" + ("" if va == vb else "  <- differs"))
     fa, fb = _flat(ka, a), _flat(kb, b)
     lines += ["", f"{'metric':<32}{'A':>10}{'B':>10}{'B - A':>10}"]
     for k in sorted(set(fa) | set(fb), key=lambda s: (s.split(".")[0] != "overall", s)):
