@@ -88,9 +88,11 @@ def draw(screen: Screen, size: tuple[int, int]) -> Image.Image:
     return im
 
 
-# A task is: family, instruction, and a function (success, rng) -> (steps as (screen, action,
-# action_type, typed text), answer). Each builder's failure branch is one of the paper's failure modes.
-Built = tuple[list[tuple[Screen, str, str, str | None]], str | None]
+# A task is: family, instruction, and a function (success, rng) -> (steps as (screen, action), answer).
+# Each builder's failure branch is one of the paper's failure modes. A step's action_type is its action's
+# function name, or the name ACTION_TYPES gives it; a type() step's text is its argument.
+Built = tuple[list[tuple[Screen, str]], str | None]
+ACTION_TYPES = {"finish": "answer", "press_back": "back", "press_home": "home", "swipe": "scroll", "quote": "read"}
 
 
 def _home(rng) -> Screen:
@@ -100,95 +102,80 @@ def _home(rng) -> Screen:
 def _note_top(v: dict, ok: bool, rng: random.Random) -> Built:
     old = "Water the plants while I am away."
     final = [v["text"], old] if ok else [old, v["text"]]
-    return ([(_home(rng), "open_app('Notes')", "open_app", None),
-             (Screen("Notes", rows=[v["note"], "groceries.txt"]), f"tap('{v['note']}')", "tap", None),
-             (Screen(v["note"], rows=[old], keyboard=True), f"type('{v['text']}')", "type", v["text"]),
-             (Screen(v["note"], rows=final, keyboard=True), "tap('Save')", "tap", None),
-             (Screen(v["note"], rows=final), "finish()", "answer", None)], None)
+    return ([(_home(rng), "open_app('Notes')"),
+             (Screen("Notes", rows=[v["note"], "groceries.txt"]), f"tap('{v['note']}')"),
+             (Screen(v["note"], rows=[old], keyboard=True), f"type('{v['text']}')"),
+             (Screen(v["note"], rows=final, keyboard=True), "tap('Save')"),
+             (Screen(v["note"], rows=final), "finish()")], None)
 
 
 def _send(v: dict, fail: str, ok: bool, rng: random.Random) -> Built:
     to = v["to"] if ok or fail != "wrong_recipient" else v["other"]
-    steps = [(_home(rng), "open_app('Messages')", "open_app", None),
-             (Screen("Messages", rows=[v["other"], v["to"], "Alex"]), f"tap('{to}')", "tap", None),
-             (Screen(to, bubbles=["hi"], input_text="", keyboard=True), f"type('{v['msg']}')", "type", v["msg"])]
+    steps = [(_home(rng), "open_app('Messages')"),
+             (Screen("Messages", rows=[v["other"], v["to"], "Alex"]), f"tap('{to}')"),
+             (Screen(to, bubbles=["hi"], input_text="", keyboard=True), f"type('{v['msg']}')")]
     if ok or fail == "wrong_recipient":
-        steps += [(Screen(to, bubbles=["hi"], input_text=v["msg"], keyboard=True), "tap('Send')", "tap", None),
-                  (Screen(to, bubbles=["hi", v["msg"]], input_text=""), "finish()", "answer", None)]
+        steps += [(Screen(to, bubbles=["hi"], input_text=v["msg"], keyboard=True), "tap('Send')"),
+                  (Screen(to, bubbles=["hi", v["msg"]], input_text=""), "finish()")]
     else:  # draft left unsent
-        steps += [(Screen(to, bubbles=["hi"], input_text=v["msg"], keyboard=True), "press_back()", "back", None),
-                  (Screen(to, bubbles=["hi"], input_text=v["msg"]), "finish()", "answer", None)]
+        steps += [(Screen(to, bubbles=["hi"], input_text=v["msg"], keyboard=True), "press_back()"),
+                  (Screen(to, bubbles=["hi"], input_text=v["msg"]), "finish()")]
     return steps, None
 
 
 def _delete_all(v: dict, ok: bool, rng: random.Random) -> Built:
     items = [f"{v['item']} $4", "Lunch $12", f"{v['item']} $3", "Taxi $20"]
-    steps = [(_home(rng), "open_app('Expenses')", "open_app", None),
-             (Screen("Expenses", rows=items), f"long_press('{items[0]}')", "long_press", None),
-             (Screen("Expenses", rows=items, dialog="Delete 1 item?"), "tap('OK')", "tap", None)]
+    steps = [(_home(rng), "open_app('Expenses')"), (Screen("Expenses", rows=items), f"long_press('{items[0]}')"),
+             (Screen("Expenses", rows=items, dialog="Delete 1 item?"), "tap('OK')")]
     after = items[1:]
     if ok:
-        steps += [(Screen("Expenses", rows=after), f"long_press('{after[1]}')", "long_press", None),
-                  (Screen("Expenses", rows=after, dialog="Delete 1 item?"), "tap('OK')", "tap", None)]
+        steps += [(Screen("Expenses", rows=after), f"long_press('{after[1]}')"),
+                  (Screen("Expenses", rows=after, dialog="Delete 1 item?"), "tap('OK')")]
         after = [r for r in after if not r.startswith(v["item"])]
-    steps.append((Screen("Expenses", rows=after), "finish()", "answer", None))  # failure: one of "all" left
-    return steps, None
+    return [*steps, (Screen("Expenses", rows=after), "finish()")], None  # failure: one of "all" left
 
 
 def _toggle(v: dict, ok: bool, rng: random.Random) -> Built:
     others = [("Airplane mode", False), ("Location", True)]
-    steps = [(_home(rng), "open_app('Settings')", "open_app", None),
-             (Screen("Settings", rows=["Network", "Connected devices", "Display"]), "tap('Connected devices')",
-              "tap", None),
-             (Screen("Connected devices", toggles=[(v["setting"], False), *others]), f"tap('{v['setting']}')",
-              "tap", None)]
-    # failure: page visited, toggle tapped, state not changed
-    steps.append((Screen("Connected devices", toggles=[(v["setting"], ok), *others]), "finish()", "answer", None))
-    return steps, None
+    return [(_home(rng), "open_app('Settings')"),
+            (Screen("Settings", rows=["Network", "Connected devices", "Display"]), "tap('Connected devices')"),
+            (Screen("Connected devices", toggles=[(v["setting"], False), *others]), f"tap('{v['setting']}')"),
+            # failure: page visited, toggle tapped, state not changed
+            (Screen("Connected devices", toggles=[(v["setting"], ok), *others]), "finish()")], None
 
 
 def _answer(v: dict, ok: bool, rng: random.Random) -> Built:
-    steps = [(_home(rng), "open_app('Notes')", "open_app", None),
-             (Screen("Notes", rows=[v["note"], "Budget"]), f"tap('{v['note']}')", "tap", None),
-             (Screen(v["note"], rows=[f"{v['n']} individuals were present", "Agenda: review"]),
-              f"quote('{v['n']} individuals were present')", "read", None)]
     answer = str(v["n"]) if ok else f"There were {v['n']} people in the meeting"  # wrong format
-    steps.append((Screen(v["note"], rows=[f"{v['n']} individuals were present", "Agenda: review"]),
-                  f"finish(answer='{answer}')", "answer", None))
-    return steps, answer
+    rows = [f"{v['n']} individuals were present", "Agenda: review"]
+    return [(_home(rng), "open_app('Notes')"), (Screen("Notes", rows=[v["note"], "Budget"]), f"tap('{v['note']}')"),
+            (Screen(v["note"], rows=rows), f"quote('{rows[0]}')"),
+            (Screen(v["note"], rows=rows), f"finish(answer='{answer}')")], answer
 
 
 def _move(v: dict, ok: bool, rng: random.Random) -> Built:
     src = [v["file"], "photo.jpg", "notes.md"]
-    steps = [(_home(rng), "open_app('Files')", "open_app", None),
-             (Screen("Files: Desktop", rows=src), f"long_press('{v['file']}')", "long_press", None),
-             (Screen("Files: Desktop", rows=src, dialog="Move to..."), "tap('Move to')", "tap", None),
-             (Screen(f"Files: {v['dst']}", rows=["(empty)"]), "tap('Move here')", "tap", None)]
     dst_rows = [v["file"]] if ok else ["(empty)"]  # failure: source read, destination left empty
-    steps.append((Screen(f"Files: {v['dst']}", rows=dst_rows), "finish()", "answer", None))
-    return steps, None
+    return [(_home(rng), "open_app('Files')"), (Screen("Files: Desktop", rows=src), f"long_press('{v['file']}')"),
+            (Screen("Files: Desktop", rows=src, dialog="Move to..."), "tap('Move to')"),
+            (Screen(f"Files: {v['dst']}", rows=["(empty)"]), "tap('Move here')"),
+            (Screen(f"Files: {v['dst']}", rows=dst_rows), "finish()")], None
 
 
 def _composite(v: dict, ok: bool, rng: random.Random) -> Built:
-    steps = [(_home(rng), "open_app('Settings')", "open_app", None),
-             (Screen("Network", toggles=[("Wi-Fi", False), ("Mobile data", True)]), "tap('Wi-Fi')", "tap", None),
-             (Screen("Network", toggles=[("Wi-Fi", True), ("Mobile data", True)]), "press_home()", "home", None)]
+    steps = [(_home(rng), "open_app('Settings')"),
+             (Screen("Network", toggles=[("Wi-Fi", False), ("Mobile data", True)]), "tap('Wi-Fi')"),
+             (Screen("Network", toggles=[("Wi-Fi", True), ("Mobile data", True)]), "press_home()")]
     if ok:
-        steps += [(_home(rng), f"open_app('{v['app']}')", "open_app", None),
-                  (Screen(v["app"], rows=["Recent", "Favourites", "Keypad"]), "finish()", "answer", None)]
-    else:  # second sub-goal dropped
-        steps.append((_home(rng), "finish()", "answer", None))
-    return steps, None
+        return [*steps, (_home(rng), f"open_app('{v['app']}')"),
+                (Screen(v["app"], rows=["Recent", "Favourites", "Keypad"]), "finish()")], None
+    return [*steps, (_home(rng), "finish()")], None  # second sub-goal dropped
 
 
 def _stopwatch(v: dict, ok: bool, rng: random.Random) -> Built:
-    steps = [(_home(rng), "open_app('Clock')", "open_app", None),
-             (Screen("Clock", rows=["Alarm", "Timer", "Stopwatch"]), "tap('Stopwatch')", "tap", None),
-             (Screen("Stopwatch", rows=["00:00.00", "Start"]), "tap('Start')" if ok else "tap('Reset')",
-              "tap", None)]
-    steps.append((Screen("Stopwatch", rows=["00:05.12" if ok else "00:00.00", "Pause" if ok else "Start"]),
-                  "finish()", "answer", None))
-    return steps, None
+    start, run = ("tap('Start')", ["00:05.12", "Pause"]) if ok else ("tap('Reset')", ["00:00.00", "Start"])
+    return [(_home(rng), "open_app('Clock')"),
+            (Screen("Clock", rows=["Alarm", "Timer", "Stopwatch"]), "tap('Stopwatch')"),
+            (Screen("Stopwatch", rows=["00:00.00", "Start"]), start), (Screen("Stopwatch", rows=run), "finish()")], None
 
 
 def task_bank(rng: random.Random, i: int) -> tuple[str, str, Callable]:
@@ -274,15 +261,17 @@ def synthesize(out: Path, n_tasks: int = 16, candidates: int = 4, size: tuple[in
         for j, ok in enumerate(labels):
             built, answer = build(bool(ok), random.Random(seed * 7919 + i * 31 + j))
             pad = random.Random(i * 13 + j).randint(0, 2)  # a few idle steps, so lengths differ
-            built = [(_home(rng), "swipe(direction='up')", "scroll", None)] * pad + built
+            built = [(_home(rng), "swipe(direction='up')")] * pad + built
             steps = []
-            for n, (screen, action, atype, text) in enumerate(built):
+            for n, (screen, action) in enumerate(built):
                 path = out / "screens" / f"t{i:03d}_c{j}_s{n:02d}.png"
                 im = draw(screen, size)
                 if visible_outcome and n == len(built) - 1:
                     im = outcome_banner(im, bool(ok))
                 im.save(path, optimize=False, compress_level=1)
-                steps.append(Step(screenshot=str(path.resolve()), action=action, action_type=atype, text=text))
+                name = action.split("(", 1)[0]
+                text = action[6:-2] if name == "type" else None
+                steps.append(Step(str(path.resolve()), action, ACTION_TYPES.get(name, name), text))
             trajs.append(Trajectory(id=f"t{i:03d}_c{j}", instruction=instruction, steps=steps, answer=answer,
                                     platform=platform, task_id=f"t{i:03d}", label=int(ok)))
     path = out / "trajectories.jsonl"

@@ -8,26 +8,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FAMILIES = (
-    "info_query",
-    "create_modify",
-    "delete_cleanup",
-    "communication",
-    "transfer",
-    "state_navigation",
-    "composite_workflow",
-    "general",
-)
-
-MISSING_EVIDENCE_VALUES = (
-    "source_missing",
-    "sink_missing",
-    "final_state_ambiguous",
-    "answer_format_mismatch",
-    "global_count_unverified",
-    "subgoal_unverified",
-    "none",
-)
+FAMILIES = ("info_query", "create_modify", "delete_cleanup", "communication", "transfer", "state_navigation",
+            "composite_workflow", "general")
+MISSING_EVIDENCE_VALUES = ("source_missing", "sink_missing", "final_state_ambiguous", "answer_format_mismatch",
+                           "global_count_unverified", "subgoal_unverified", "none")
 
 
 @dataclass
