@@ -137,8 +137,9 @@ class AdaptRubric:
         self.stats: Counter = Counter()
         # the criteria reach the engine through a weak reference: a bound self.call_engine would be a reference
         # cycle that keeps a dropped pipeline, and its engine's model on the GPU, alive until gc runs
-        self.criteria = Criteria(_calls_of(self) if engine is not None else None, self.config, self.bank,
-                                 self.prompts)
+        ref = weakref.ref(self)
+        self.criteria = Criteria((lambda requests: ref().call_engine(requests)) if engine is not None else None,
+                                 self.config, self.bank, self.prompts)
         self._pool: ThreadPoolExecutor | None = None
         self.on_stage: Callable[[str], None] | None = None  # told what runs now: routing, cues, verifying
         self._span: tuple[int, int] | None = None  # the batch being scored: its first and last position (1-based)
@@ -159,7 +160,7 @@ class AdaptRubric:
         """The engine's outputs for `requests`, counted, the stage named (what the criteria call)."""
         if not requests:
             return []
-        self._stage(self._what(requests))
+        self._stage(requests)
         outs = self.engine.generate(requests)
         for req, out in zip(requests, outs):
             self._count(req, out)
@@ -169,7 +170,7 @@ class AdaptRubric:
         """The engine's outputs in the lists they are ready in (counted as they come), the stage named."""
         if not requests:
             return
-        self._stage(self._what(requests))
+        self._stage(requests)
         for ready in self.engine.generate_iter(requests):
             for i, out in ready:
                 self._count(requests[i], out)
@@ -179,21 +180,21 @@ class AdaptRubric:
         self.stats.update({f"calls_{req.kind}": 1, "calls": 1, "prompt_tokens": out.prompt_tokens,
                            "completion_tokens": out.completion_tokens})
 
-    def _what(self, requests: list[Request]) -> str:
-        """What a call does, for `on_stage`: "verifying trajectories 1-8", "routing 3 instruction(s) for
+    def _stage(self, requests: list[Request]) -> None:
+        """Tell `on_stage` what a call does: "verifying trajectories 1-8", "routing 3 instruction(s) for
         trajectories 1-8" (the batch's positions in the run, whose total the caller knows)."""
+        if self.on_stage is None:
+            return
         kind, n = requests[0].kind, len(requests)
-        if self._span is None:
-            return f"{STAGES[kind]} {n} {UNITS[kind]}"
-        first, last = self._span
-        span = f"trajectories {first}-{last}" if last > first else f"trajectory {first}"
-        if kind == "verify":
-            return f"{STAGES[kind]} {span}" if n == last - first + 1 else f"{STAGES[kind]} {n} of {span}"
-        return f"{STAGES[kind]} {n} {UNITS[kind]} for {span}"
-
-    def _stage(self, what: str) -> None:
-        if self.on_stage is not None:
-            self.on_stage(what)
+        what = f"{STAGES[kind]} {n} {UNITS[kind]}"
+        if self._span is not None:
+            first, last = self._span
+            span = f"trajectories {first}-{last}" if last > first else f"trajectory {first}"
+            if kind != "verify":
+                what += f" for {span}"
+            else:
+                what = f"{STAGES[kind]} {span}" if n == last - first + 1 else f"{STAGES[kind]} {n} of {span}"
+        self.on_stage(what)
 
     # ------------------------------------------------------------------ stages
     def route_many(self, instructions: Iterable[str]) -> dict[str, RouteResult]:
@@ -283,13 +284,11 @@ class AdaptRubric:
     def iter_score(self, trajs: Iterable[Trajectory]) -> Iterator[Verdict]:
         """Yield one Verdict per trajectory as it is ready: batch by batch, and within a batch as the
         engine finishes each group (input order when it answers a batch at once)."""
-        for ready in self.iter_ready(trajs):
-            yield from ready
+        return itertools.chain.from_iterable(self.iter_ready(trajs))
 
     def iter_ready(self, trajs: Iterable[Trajectory]) -> Iterator[list[Verdict]]:
         """`iter_score` in the lists the verdicts become ready in (a failed preparation, an engine group)."""
-        for ready in self.iter_indexed(trajs):
-            yield [v for _, v in ready]
+        return ([v for _, v in ready] for ready in self.iter_indexed(trajs))
 
     def iter_indexed(self, trajs: Iterable[Trajectory]) -> Iterator[list[tuple[int, Verdict]]]:
         """Lists of (input position, Verdict), as ready."""
@@ -349,16 +348,6 @@ class AdaptRubric:
         if engine_stats:
             out["engine"] = dict(engine_stats)
         return out
-
-
-def _calls_of(pipe: AdaptRubric):
-    """`pipe.call_engine` without a strong reference to `pipe`."""
-    ref = weakref.ref(pipe)
-
-    def call(requests: list[Request]) -> list[Output]:
-        return ref().call_engine(requests)
-
-    return call
 
 
 def p_success(out: Output) -> float | None:

@@ -6,7 +6,9 @@ Knows nothing about argument parsing or where the scorer runs.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import sys
 import time
@@ -77,7 +79,10 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
     if resume:
         meta = check_resume(out, meta, force_settings)
     state = FileState.scan(out) if resume else FileState()
-    previous = _read_summary(out) if state else None  # what the file held before this run
+    previous = None  # the summary of what the file held before this run (none when a run was killed before it)
+    if state:
+        with contextlib.suppress(OSError, ValueError):
+            previous = json.loads(sidecar(out, "summary").read_text())
     done_keys = state.ids.without(state.errors) if retry_errors else state.ids.keys
     n_todo = stream.count(shard, done_keys)
     n_done = (stream.count(shard) - n_todo) if state else 0
@@ -99,17 +104,17 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
                 v = replace(v, p_success_calibrated=cal.apply(v.p_success))
             if v.status == "error":
                 errors.add(v, problem, bar=bar if on_bar else None)
-            old = state.errors.get(str(v.id))
+            old = state.errors.get(str(v.id))  # the id's last line, an error
             if old is not None:
                 whole.remove(old)
             whole.add(v)
             run_tally.add(v)
-            _write(fh, v, old)
+            if old is None or v.status != "error" or old["error"] != v.error:  # not an error repeated word for word
+                fh.write(json.dumps(v.to_dict(), ensure_ascii=False) + "\n")
+                fh.flush()
 
         def keep(position: int, own: str | None) -> bool:
-            if shard is not None and not shard.takes(position):
-                return False
-            return own is None or not state.done(own, retry_errors)
+            return (shard is None or shard.takes(position)) and (own is None or not state.done(own, retry_errors))
 
         def trajectories() -> Iterator[Trajectory]:  # bad records written as they come, the rest to the scorer
             for _, x in stream.items(keep):
@@ -138,7 +143,12 @@ def score_with(scorer: Scorer, settings: dict, data: str | Path, out: str | Path
     if hasattr(scorer, "on_stage"):
         scorer.on_stage = None
     errors.close()
-    after = _scorer_summary(scorer, before) if stopped is not None else scorer.summary()
+    try:
+        after = scorer.summary()
+    except Exception:
+        if stopped is None:
+            raise
+        after = before  # a stopped scorer that cannot give its summary
     unparsed = {k: after.get(f"{k}_unparsed", 0) - before.get(f"{k}_unparsed", 0) for k in ("route", "cue")}
     run = run_tally.summary(unparsed, time.perf_counter() - t0)
     run.update(skipped_resume=n_done, retried_errors=retried, errors_by_kind=dict(errors.kinds))
@@ -206,14 +216,6 @@ class ErrorReport:
                   "needs --force-settings, recorded in the config sidecar)", file=sys.stderr)
 
 
-def _scorer_summary(scorer: Scorer, fallback: dict) -> dict:
-    """The scorer's summary after a stop, or `fallback` when a stopped scorer cannot give one."""
-    try:
-        return scorer.summary()
-    except Exception:
-        return fallback
-
-
 def _ready_lists(scorer: Scorer, trajs: Iterable[Trajectory]) -> Iterator[list[Verdict]]:
     """The scorer's verdicts in the lists they become ready in (`iter_ready`: the pipeline, which takes
     the trajectories batch by batch as it goes), else one at a time from `iter_score` (Ray's pool, which
@@ -224,27 +226,9 @@ def _ready_lists(scorer: Scorer, trajs: Iterable[Trajectory]) -> Iterator[list[V
         yield from ([v] for v in scorer.iter_score(list(trajs)))
 
 
-def _read_summary(out: Path) -> dict | None:
-    """The summary sidecar of `out`, or None when there is none (a run killed before writing it) or it is unreadable."""
-    try:
-        return json.loads(sidecar(out, "summary").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _write(fh, v: Verdict, previous: dict | None) -> None:
-    """Append a verdict line, unless it repeats the id's last line's error word for word."""
-    if previous and v.status == "error" and previous.get("status") == "error" and previous.get("error") == v.error:
-        return
-    fh.write(json.dumps(v.to_dict(), ensure_ascii=False) + "\n")
-    fh.flush()
-
-
 def calibrate_file(src: str | Path, dest: str | Path, calibration: str | Path) -> int:
     """Copy a verdict file with `p_success_calibrated` set on every line (src may equal dest), and its
     config sidecar with the calibration's provenance; returns the number of lines written."""
-    import os
-
     from .evaluation import calibration as calibrations
 
     cal, prov = calibrations.load(calibration)

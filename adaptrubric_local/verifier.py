@@ -157,7 +157,8 @@ class Verifier:
         """`score`, lazily: trajectories are taken from the iterable `pipeline.trajectories_per_batch`
         at a time and each batch's verdicts are yielded, in input order, once it is scored, so a file
         of millions never sits in memory at once."""
-        self._check_open()
+        if self.closed:
+            raise RuntimeError("this Verifier is closed: make a new one to score more")
         loaded = trajectories if isinstance(trajectories, LoadResult) else None
         pending: dict[int, Verdict] = {}
         nxt = 0
@@ -193,10 +194,6 @@ class Verifier:
         if self._own_engine and engine is not None:
             self.pipeline.engine = None
             engine.close()
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise RuntimeError("this Verifier is closed: make a new one to score more")
 
     def __enter__(self) -> Verifier:
         return self
@@ -282,8 +279,8 @@ def build(options: Mapping[str, Any], pipeline: PipelineConfig) -> Engine:
     """The engine for `resolve_engine`'s options (loads the model, or checks the server)."""
     options = dict(options)
     if options.get("openai_url"):  # the cap covers every call the pipeline makes, as the CLI's does
-        cap = max(pipeline.verify_max_new_tokens, pipeline.cue_max_new_tokens, pipeline.route_max_new_tokens)
-        return remote_engine({**options, "max_new_tokens": cap})
+        return remote_engine({**options, "max_new_tokens": max(
+            pipeline.verify_max_new_tokens, pipeline.cue_max_new_tokens, pipeline.route_max_new_tokens)})
     from .engine.build import build_engine
 
     if options.get("engine") == "vllm" and options.get("limit_mm_per_prompt") is None:
