@@ -30,38 +30,8 @@ from .types import FAMILIES, CueResult, RouteResult, Step, Trajectory, Verdict
 from .verdict import parse_verdict
 from .verifier import Verifier
 
-__all__ = [
-           "FAMILIES",
-           "AdaptRubric",
-           "CueResult",
-           "DataError",
-           "Engine",
-           "FakeEngine",
-           "HFEngineConfig",
-           "Output",
-           "PipelineConfig",
-           "RemoteConfig",
-           "Request",
-           "RewardConfig",
-           "RewardModel",
-           "RouteResult",
-           "RubricBank",
-           "Step",
-           "Trajectory",
-           "VLLMOptions",
-           "Verdict",
-           "Verifier",
-           "__version__",
-           "detect_format",
-           "evaluate",
-           "load_bank",
-           "load_plugins",
-           "load_trajectories",
-           "load_verdicts",
-           "parse_verdict",
-           "register_engine",
-           "register_format",
-           "run_eval",
-           "score_file",
-]
-
+__all__ = ["FAMILIES", "AdaptRubric", "CueResult", "DataError", "Engine", "FakeEngine", "HFEngineConfig", "Output",
+           "PipelineConfig", "RemoteConfig", "Request", "RewardConfig", "RewardModel", "RouteResult", "RubricBank",
+           "Step", "Trajectory", "VLLMOptions", "Verdict", "Verifier", "__version__", "detect_format", "evaluate",
+           "load_bank", "load_plugins", "load_trajectories", "load_verdicts", "parse_verdict", "register_engine",
+           "register_format", "run_eval", "score_file"]

@@ -8,6 +8,8 @@ Knows nothing about trajectories, scorers or settings.
 from __future__ import annotations
 
 import json
+import mmap
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -94,23 +96,11 @@ def repair_torn_tail(path: Path) -> None:
     """Cut a torn last line (no newline at the end: a writer killed mid-line) off the file, reading
     only its end."""
     size = path.stat().st_size
-    if not size:
-        return
-    with open(path, "r+b") as fh:
-        fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            return
-        pos, block = size, 1 << 16
-        while pos > 0:
-            start = max(0, pos - block)
-            fh.seek(start)
-            chunk = fh.read(pos - start)
-            k = chunk.rfind(b"\n")
-            if k >= 0:
-                fh.truncate(start + k + 1)
-                return
-            pos = start
-        fh.truncate(0)
+    if size:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            keep = size if mm[-1:] == b"\n" else mm.rfind(b"\n") + 1  # rfind reads back from the end only
+        if keep < size:
+            os.truncate(path, keep)
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str, dict]]:
