@@ -75,9 +75,7 @@ class LabelledStream:
 
     def warning(self) -> str | None:
         """`load_labelled`'s warning when records did not load (the data gives them no label)."""
-        if not self.bad:
-            return None
-        return not_loaded_warning(self.bad, self.records, self.first_bad, self.data)
+        return not_loaded_warning(self.bad, self.records, self.first_bad, self.data) if self.bad else None
 
 
 def apply_labels(loaded: LoadResult, paths: Iterable[str | Path], data_name: str = "the data") -> AppliedLabels:

@@ -207,8 +207,7 @@ class AdaptRubric:
 
     def prepare(self, traj: Trajectory) -> Prepared:
         """Route, cue, select and fuse for one trajectory (uses the caches); raises on failure."""
-        p = self.prepare_many([traj])[0]
-        if isinstance(p, Exception):
+        if isinstance(p := self.prepare_many([traj])[0], Exception):
             raise p
         return p
 
@@ -320,11 +319,9 @@ class AdaptRubric:
 
     def _shared_costs(self, batch: list[Trajectory]) -> list[tuple[float, float]]:
         """Each trajectory's share (tokens, calls) of this batch's router and cue calls."""
-        routes = self.criteria.routes
-
         def keys(i: int) -> list[tuple]:
             ins = batch[i].instruction
-            r = routes.get(ins)
+            r = self.criteria.routes.get(ins)
             return [("route", ins)] + ([("cue", ins, r.category)] if r else [])
 
         return self.criteria.take_costs(keys, len(batch))
@@ -344,9 +341,8 @@ class AdaptRubric:
                "tokens_per_traj": (stats["prompt_tokens"] + stats["completion_tokens"]) / n,
                "s_per_traj": stats["seconds"] / n, "route_unparsed": unparsed["route"], "cue_unparsed": unparsed["cue"],
                "hit_cap": stats["hit_cap"], "hit_context": stats["hit_context"]}
-        engine_stats = self.engine.stats if self.engine is not None else {}
-        if engine_stats:
-            out["engine"] = dict(engine_stats)
+        if self.engine is not None and self.engine.stats:
+            out["engine"] = dict(self.engine.stats)
         return out
 
 

@@ -67,11 +67,6 @@ class Block:
     lines: list[KeyLine]
     trailing: str
 
-    @property
-    def has_trailing_text(self) -> bool:
-        """Whether anything other than blank or decoration-only lines follows the block."""
-        return any(not _DECOR_ONLY.match(x) for x in self.trailing.splitlines())
-
 
 def last_block(text: str) -> Block | None:
     """The last run of consecutive key lines in `text` and the text after it; None if there is none."""
@@ -109,7 +104,7 @@ def parse_verdict(text: str, opened: bool = False) -> Verdict:
     block = last_block(answer.answer)
     if block is None:
         return fail("output has no SCORE / EVIDENCE_SUFFICIENT / MISSING_EVIDENCE lines")
-    trailing = block.has_trailing_text
+    trailing = any(not _DECOR_ONLY.match(x) for x in block.trailing.splitlines())  # not blank or decoration only
     mention = _KEY_MENTION.search(block.trailing)
     if mention:
         return fail(f"text after the last verdict block mentions {mention.group(0).strip()!r}")

@@ -300,14 +300,12 @@ def load_calibration(calibration: Any):
 def reward_value(v: Verdict, reward: str = "binary", calibration: Any = None) -> float | None:
     """The reward of one verdict: None unless it parsed. "binary": SCORE; "p_success" ("soft"):
     P(SCORE=1), through `calibration` when given, SCORE when the engine reported no probability."""
-    if reward == "soft":
-        reward = "p_success"
+    reward = "p_success" if reward == "soft" else reward
     if reward not in ("binary", "p_success"):
         raise ValueError(f"reward must be 'binary' or 'p_success', got {reward!r}")
     if v.status != "ok" or v.score is None:
         return None
     if reward == "p_success":
         p = calibration.apply(v.p_success) if calibration is not None else v.p_success
-        if p is not None:
-            return float(p)
+        return float(p if p is not None else v.score)
     return float(v.score)
