@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from .schema import json_lines
 
@@ -49,31 +49,23 @@ class LabelRecord(BaseModel):
     data: str | None = None
     verdicts: str | None = None
 
-    @field_validator("id", mode="before")
+    @field_validator("*", mode="before")
     @classmethod
-    def _id(cls, v: Any) -> str:
-        if isinstance(v, bool) or not isinstance(v, (str, int)) or not str(v).strip():
-            raise ValueError("must be a non-empty string (or an integer)")
-        return str(v)
-
-    @field_validator("label", "score", mode="before")
-    @classmethod
-    def _binary(cls, v: Any) -> Any:
-        if v is not None and (isinstance(v, bool) or v not in (0, 1) or not isinstance(v, int)):
+    def _check(cls, v: Any, info: ValidationInfo) -> Any:
+        name = info.field_name
+        if name == "id":
+            if isinstance(v, bool) or not isinstance(v, (str, int)) or not str(v).strip():
+                raise ValueError("must be a non-empty string (or an integer)")
+            return str(v)
+        if v is None:
+            return v
+        if name in ("label", "score") and (isinstance(v, bool) or v not in (0, 1) or not isinstance(v, int)):
             raise ValueError(f"must be 0, 1 or null, got {json.dumps(v)}")
-        return v
-
-    @field_validator("p_success", mode="before")
-    @classmethod
-    def _probability(cls, v: Any) -> Any:
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1):
-            raise ValueError(f"must be a number from 0 to 1 or null, got {json.dumps(v)}")
-        return None if v is None else float(v)
-
-    @field_validator("note", "time", "data", "verdicts", mode="before")
-    @classmethod
-    def _text(cls, v: Any) -> Any:
-        if v is not None and not isinstance(v, str):
+        if name == "p_success":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                raise ValueError(f"must be a number from 0 to 1 or null, got {json.dumps(v)}")
+            return float(v)
+        if name in ("note", "time", "data", "verdicts") and not isinstance(v, str):
             raise ValueError(f"must be a string or null, got {type(v).__name__}")
         return v
 
