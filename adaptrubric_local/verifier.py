@@ -1,17 +1,10 @@
-"""`Verifier`: the package's Python front door. One object holds one engine and one AdaptRubric
-pipeline; it scores trajectories (a list at once, or a stream batch by batch) and turns verdicts
-into rewards.
-
-    from adaptrubric_local import Verifier, load_trajectories
-
-    with Verifier("Qwen/Qwen3-VL-4B-Instruct") as v:
-        verdicts = v.score(load_trajectories("runs/synth/trajectories.jsonl"))
-        rewards = v.rewards(verdicts)            # 1.0 / 0.0, None where a verdict did not parse
-
-Every setting is a typed keyword argument; an option the chosen engine does not read is a ValueError
-naming what to use instead. Also holds what `RewardModel` (rewards/model.py) shares: the engine
-keywords and their `Args:` text (`KEYWORDS`, `documents_keywords`), `resolve_engine`, `build` and
-`reward_value`. Knows nothing about files of verdicts, RL frameworks or HTTP.
+"""`Verifier`: the package's Python front door. One object holds one engine and one AdaptRubric pipeline;
+it scores trajectories (a list at once, or a stream batch by batch) and turns verdicts into rewards
+(the package docstring shows its use). Every setting is a typed keyword argument; an option the chosen
+engine does not read is a ValueError naming what to use instead. Also holds what `RewardModel`
+(rewards/model.py) shares: the engine keywords and their `Args:` text (`KEYWORDS`,
+`documents_keywords`), `resolve_engine`, `build` and `reward_value`. Knows nothing about files of
+verdicts, RL frameworks or HTTP.
 """
 from __future__ import annotations
 
