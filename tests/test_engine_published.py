@@ -24,8 +24,10 @@ def test_an_unknown_checkpoint_is_not_published():
         published("someone/another-model")
 
 
-def test_the_local_cache_is_read_offline_and_a_miss_is_none():
-    from adaptrubric_local.engine.published import _cached
+def test_the_local_cache_is_read_offline_and_a_miss_is_the_published_copy(monkeypatch):
+    from transformers import AutoConfig, AutoProcessor
+
+    from adaptrubric_local.engine.published import PUBLISHED, config_and_processor
 
     seen = []
 
@@ -35,10 +37,15 @@ def test_the_local_cache_is_read_offline_and_a_miss_is_none():
         seen.append((model, local_files_only, constants.HF_HUB_OFFLINE))
         return model
 
-    assert _cached(load, load, "Qwen/Qwen3-VL-4B-Instruct") == ("Qwen/Qwen3-VL-4B-Instruct",) * 2
+    for auto in (AutoProcessor, AutoConfig):
+        monkeypatch.setattr(auto, "from_pretrained", staticmethod(load))
+    processor, config, where = config_and_processor("Qwen/Qwen3-VL-4B-Instruct")
+    assert (processor, config) == ("Qwen/Qwen3-VL-4B-Instruct",) * 2 and "local Hugging Face cache" in where
     assert {s[1] for s in seen} == {True} and {s[2] for s in seen} == {True}
 
     def missing(model, local_files_only):
         raise OSError("not in the cache")
 
-    assert _cached(missing, missing, "Qwen/Qwen3-VL-4B-Instruct") is None
+    for auto in (AutoProcessor, AutoConfig):
+        monkeypatch.setattr(auto, "from_pretrained", staticmethod(missing))
+    assert config_and_processor("Qwen/Qwen3-VL-4B-Instruct")[2] == PUBLISHED.format(model="Qwen/Qwen3-VL-4B-Instruct")

@@ -102,9 +102,7 @@ def length_reason(completion_tokens: int | None, cap: int) -> str:
     """Why a reply that ended at a length limit (`finish_reason: length`) ended there: "cap" when it
     used the whole new-token cap (or its length is unknown), "context" when it is shorter, so the
     model's context length cut it."""
-    if completion_tokens is None or completion_tokens >= cap:
-        return "cap"
-    return "context"
+    return "cap" if completion_tokens is None or completion_tokens >= cap else "context"
 
 
 def cut_after_line(text: str, prefix: str, opened: bool = False) -> str | None:

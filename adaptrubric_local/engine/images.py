@@ -220,16 +220,29 @@ class ImagePipeline:
         p = cfg.patch_size
         starts = [0, *accumulate((plans[i][j][0] // p) * (plans[i][j][1] // p) for i, j in order)]
         with torch.inference_mode(False):  # worker threads write into it in place, whatever the caller's mode
-            out = torch.empty(starts[-1], 3 * cfg.patch_size ** 2, dtype=torch.uint8,
+            out = torch.empty(starts[-1], 3 * p ** 2, dtype=torch.uint8,
                               pin_memory=cfg.pin_memory and torch.cuda.is_available())
-        jobs = {key: self._pool.submit(self._one, requests[key[0]][key[1]], plans[key[0]][key[1]],
-                                       out[starts[n]:starts[n + 1]]) for n, key in enumerate(order)}
-        for key, fut in jobs.items():
+        jobs = {(i, j): self._pool.submit(self._one, requests[i][j], plans[i][j], out[starts[n]:starts[n + 1]])
+                for n, (i, j) in enumerate(order)}
+        for (i, j), fut in jobs.items():
             try:
                 fut.result()
             except Exception as exc:
-                errors.setdefault(key[0], f"{requests[key[0]][key[1]]}: cannot decode image ({exc})")
-        return self._assemble(requests, plans, order, starts, out, errors)
+                errors.setdefault(i, f"{requests[i][j]}: cannot decode image ({exc})")
+        keep = [n for n, (i, _) in enumerate(order) if i not in errors]
+        tokens: list[list[int]] = [[] for _ in requests]
+        grids = []
+        for i, j in (order[n] for n in keep):
+            h, w = plans[i][j]
+            grids.append((1, h // p, w // p))
+            tokens[i].append(cfg.tokens((h, w)))
+        if not keep:
+            return BatchImages(None, None, tokens, errors, cfg)
+        if len(keep) < len(order):  # drop the rows of failed requests (rare: costs one copy)
+            out = torch.cat([out[starts[n]:starts[n + 1]] for n in keep])
+            if cfg.pin_memory and torch.cuda.is_available():
+                out = out.pin_memory()
+        return BatchImages(out, torch.tensor(grids, dtype=torch.long), tokens, errors, cfg)
 
     def plan(self, paths: list[str]) -> list[tuple[int, int]]:
         """Target sizes for one request, or ValueError naming the image that cannot be used."""
@@ -249,24 +262,6 @@ class ImagePipeline:
 
     def _one(self, path: str, size: tuple[int, int], out: torch.Tensor) -> None:
         patchify(decode_resize(path, size).unsqueeze(0), self.cfg, out)
-
-    def _assemble(self, requests, plans, order, starts, out, errors) -> BatchImages:
-        cfg = self.cfg
-        keep = [n for n, (i, _) in enumerate(order) if i not in errors]
-        tokens: list[list[int]] = [[] for _ in requests]
-        grids = []
-        for n in keep:
-            i, j = order[n]
-            h, w = plans[i][j]
-            grids.append((1, h // cfg.patch_size, w // cfg.patch_size))
-            tokens[i].append(cfg.tokens((h, w)))
-        if not keep:
-            return BatchImages(None, None, tokens, errors, cfg)
-        if len(keep) < len(order):  # drop the rows of failed requests (rare: costs one copy)
-            out = torch.cat([out[starts[n]:starts[n + 1]] for n in keep])
-            if cfg.pin_memory and torch.cuda.is_available():
-                out = out.pin_memory()
-        return BatchImages(out, torch.tensor(grids, dtype=torch.long), tokens, errors, cfg)
 
 
 def pipeline_for(processor, config, **extra) -> ImagePipeline:

@@ -74,13 +74,11 @@ def flash_attn_2_problem(cuda: bool) -> str | None:
 
 def attn_implementation_for(cfg: HFEngineConfig, cuda: bool) -> str:
     attn = cfg.attn_implementation
-    if attn == "flash_attention_2":
-        why = flash_attn_2_problem(cuda)
-        if why:
-            raise ValueError(f"--attn-implementation flash_attention_2 cannot run: {why} (pip install "
-                             f"'flash-attn>={FLASH_ATTN_MIN}' --no-build-isolation, on a CUDA machine); or use sdpa")
+    why = flash_attn_2_problem(cuda) if attn == "flash_attention_2" or (attn is None and cuda) else None
+    if why and attn:
+        raise ValueError(f"--attn-implementation flash_attention_2 cannot run: {why} (pip install "
+                         f"'flash-attn>={FLASH_ATTN_MIN}' --no-build-isolation, on a CUDA machine); or use sdpa")
     if attn is None and cuda:
-        why = flash_attn_2_problem(cuda)
         attn = "sdpa" if why else "flash_attention_2"
         if why:
             print(f"attention: sdpa, not flash_attention_2 ({why})", file=sys.stderr)

@@ -77,22 +77,6 @@ class Group:
     votes: int = 1
     left_padded: bool | None = None  # default: whether the rows differ in length
 
-    @property
-    def width(self) -> int:
-        return max(self.rows) if self.rows else 0
-
-    @property
-    def batch(self) -> int:
-        return len(self.rows) * self.votes
-
-    @property
-    def padded(self) -> bool:
-        return len(set(self.rows)) > 1 if self.left_padded is None else self.left_padded
-
-    @property
-    def patches(self) -> int:
-        return 4 * sum(self.visual)
-
 
 @dataclass
 class Estimate:
@@ -142,13 +126,14 @@ def estimate(s: Sizes, g: Group, attn: str = "sdpa", b: int = 2, device: str = "
     rt = rt or runtime()
     if attn not in PATHS:
         attn = "sdpa"
-    k, B, L = g.votes, g.batch, g.width
+    k, B, L = g.votes, len(g.rows) * g.votes, max(g.rows, default=0)
     T = B * L
     V = sum(g.visual)
-    P = g.patches
+    P = 4 * V  # vision patches
     Vk = V * k
     cuda = device == "cuda"
-    masked = g.padded  # equal rows: transformers skips the mask (SDPA's is_causal)
+    # equal rows: transformers skips the mask (SDPA's is_causal)
+    masked = len(set(g.rows)) > 1 if g.left_padded is None else g.left_padded
     f32 = 4
     inputs = 3 * 8 * T + (4 * 8 * T)  # ids, 2-D mask, token types (int64); 4 x B x L position ids
     pixels = P * s.patch_values * b + (0 if cuda else P * s.patch_values // 2)  # + the uint8 patches in host memory

@@ -153,15 +153,12 @@ class OpenAIEngine(Engine):
         self.client = endpoint.client(http_client=self.cutoff.client(timeout=endpoint.timeout))
         self._pool = ThreadPoolExecutor(max_workers=endpoint.concurrency, thread_name_prefix="teacher")
 
-    def _image_urls(self, req: Request) -> list[str]:
-        if self.config.resizes and req.images:
-            return resized_data_urls(req.images, self.config)
-        return [data_url(p) for p in req.images]
-
     def _one(self, req: Request) -> Output:
         n = len(req.images)
         try:
-            messages = chat_messages(req, self._image_urls(req))
+            resized = self.config.resizes and req.images
+            messages = chat_messages(req, resized_data_urls(req.images, self.config) if resized
+                                     else [data_url(p) for p in req.images])
         except (OSError, ValueError, RuntimeError) as exc:
             return Output(error=f"cannot read image: {exc}", n_images=n)
         cap = req.cap(self.config.max_new_tokens)

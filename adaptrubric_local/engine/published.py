@@ -19,14 +19,17 @@ def config_and_processor(model: str) -> tuple[object, object, str]:
     """(processor, model config, where they came from) for `model`: a folder or a hub id."""
     from transformers import AutoConfig, AutoProcessor
 
-    from .loading import from_pretrained_local_first
+    from .loading import from_pretrained_local_first, hub_offline
 
     local = Path(model).is_dir()
     if not local and model in ARCHITECTURES:
-        cached = _cached(AutoProcessor.from_pretrained, AutoConfig.from_pretrained, model)
-        if cached is not None:
-            return (*cached, f"the checkpoint's own files in the local Hugging Face cache ({model})")
-        return published(model)
+        try:  # the local cache alone (the hub client switched offline), else the package's copy
+            with hub_offline():
+                return (AutoProcessor.from_pretrained(model, local_files_only=True),
+                        AutoConfig.from_pretrained(model, local_files_only=True),
+                        f"the checkpoint's own files in the local Hugging Face cache ({model})")
+        except (OSError, ValueError):
+            return published(model)
     processor = from_pretrained_local_first(AutoProcessor.from_pretrained, model, local, "processor")
     config = from_pretrained_local_first(AutoConfig.from_pretrained, model, local, "config")
     return processor, config, (f"the files of {model}" if local else f"the checkpoint's files ({model})")
@@ -38,14 +41,3 @@ def published(model: str) -> tuple[object, object, str]:
 
     return (qwen3_processor(thinking=model.endswith("-Thinking")), qwen3vl_config(ARCHITECTURES[model]),
             PUBLISHED.format(model=model))
-
-
-def _cached(load_processor, load_config, model: str):
-    """(processor, config) from the local cache alone (the hub client switched offline), or None."""
-    from .loading import hub_offline
-
-    try:
-        with hub_offline():
-            return (load_processor(model, local_files_only=True), load_config(model, local_files_only=True))
-    except (OSError, ValueError):
-        return None

@@ -84,20 +84,15 @@ def remote_engine(options: Mapping[str, Any]) -> Engine:
     endpoint = rc.endpoint(options.get("model"))
     if endpoint.name:  # one request before any record: a wrong URL or served name stops here, naming it
         endpoint.check(what="verifier server", reachable_only=True)
-    else:
-        endpoint = rc.endpoint(only_model(endpoint))
+    else:  # the one model the server serves
+        names = endpoint.served_models()
+        if len(names) != 1:
+            raise ValueError(f"{endpoint.url} serves {len(names)} models ({', '.join(names) or 'none'}): name the "
+                             "verifier with model (--model)")
+        endpoint = rc.endpoint(names[0])
     return OpenAIEngine(OpenAIEngineConfig(
         endpoint=endpoint, max_new_tokens=options.get("max_new_tokens") or 1024, top_logprobs=rc.openai_top_logprobs,
         max_visual_tokens=options.get("max_visual_tokens"), max_pixels=options.get("max_pixels")))
-
-
-def only_model(endpoint: Endpoint) -> str:
-    """The name of the one model the server serves; ValueError when it serves none or several."""
-    names = endpoint.served_models()
-    if len(names) != 1:
-        raise ValueError(f"{endpoint.url} serves {len(names)} models ({', '.join(names) or 'none'}): name the "
-                         "verifier with model (--model)")
-    return names[0]
 
 
 @register_engine("openai", reads=("max_visual_tokens", "max_pixels"), instead={

@@ -17,25 +17,19 @@ import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import takewhile
 from pathlib import Path
 
 from .base import Engine, Output, Request, TokenProbs, cut_after_line, length_reason, watched_offsets
-from .vllm_config import (  # noqa: F401 - VLLMOptions and lora_unsupported are imported from here too
-    INSTALL_HINT,
-    VLLMEngineConfig,
-    VLLMOptions,
-    llm_kwargs,
-    lora_unsupported,
-)
+from .vllm_config import INSTALL_HINT, VLLMEngineConfig, VLLMOptions, llm_kwargs, lora_unsupported  # noqa: F401
 from .vllm_processes import start_llm, stop_llm
 
 MAX_ROUNDS = 8  # stop rounds per row (each prefix line inside a thinking block costs one)
 
 
 def cut_after_verdict_line(text: str, prefix: str, opened: bool = False) -> tuple[str | None, bool]:
-    """(`base.cut_after_line`: `text` up to and including the first line outside thinking that starts
-    with `prefix`, the transformers engine's rule; whether that line is complete, ended by a newline
-    rather than by the end of the text so far), or (None, False) when there is no such line."""
+    """(`base.cut_after_line`'s cut, whether its line is complete: ended by a newline rather than by the
+    end of the text so far), or (None, False) when there is no such line."""
     cut = cut_after_line(text, prefix, opened)
     return cut, cut is not None and cut.endswith("\n")
 
@@ -89,8 +83,9 @@ class VLLMEngine(Engine):
         if llm is None:
             import torch
 
-            llm, self._processes = start_llm(llm_kwargs(self.config, weights, torch.cuda.is_available(),
-                                                        lora_rank=self._lora_rank()))
+            rank = None if self.lora is None else int(json.loads(
+                (Path(self.config.adapter) / "adapter_config.json").read_text()).get("r", 16))
+            llm, self._processes = start_llm(llm_kwargs(self.config, weights, torch.cuda.is_available(), rank))
         self.llm = llm
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
 
@@ -118,22 +113,16 @@ class VLLMEngine(Engine):
         self.adapter_route = "merged" + (f" ({unsupported})" if unsupported else "")
         return self._tmp
 
-    def _lora_rank(self) -> int | None:
-        if self.lora is None:
-            return None
-        return int(json.loads((Path(self.config.adapter) / "adapter_config.json").read_text()).get("r", 16))
-
     @property
     def stats(self) -> dict:
         """rows (requests), rounds (engine requests, stop rounds included), hit_cap, hit_context,
         stopped_at_line, errors, prompt_tokens, cached_prompt_tokens (served by the prefix cache),
         prompt_token_mismatch (requests whose prompt vLLM expanded to another length than planned),
         adapter (lora / merged / none), max_model_len."""
-        c = self.counts
-        return {"rows": c["rows"], "rounds": c["rounds"], "hit_cap": c["hit_cap"], "hit_context": c["hit_context"],
-                "stopped_at_line": c["stopped_at_line"], "errors": c["errors"], "prompt_tokens": c["prompt_tokens"],
-                "cached_prompt_tokens": c["cached_prompt_tokens"], "prompt_token_mismatch": c["prompt_token_mismatch"],
-                "adapter": self.adapter_route or "none", "max_model_len": self.max_model_len}
+        keys = ("rows", "rounds", "hit_cap", "hit_context", "stopped_at_line", "errors", "prompt_tokens",
+                "cached_prompt_tokens", "prompt_token_mismatch")
+        return {**{k: self.counts[k] for k in keys}, "adapter": self.adapter_route or "none",
+                "max_model_len": self.max_model_len}
 
     # ------------------------------------------------------------------ inputs
     def _inputs(self, req: Request, prefix: str = "") -> tuple[dict | None, int, int, str | None]:
@@ -290,16 +279,12 @@ class VLLMEngine(Engine):
         return False
 
     def _output(self, req: Request, rows: list[_Row], planned: int, visual: int) -> Output:
-        samples = []
-        for row in rows:
-            text = row.cut or row.text  # text after the line (in the token that ended it) is not the answer's
-            samples.append((text, self._probs(row, req.watch, len(text))))
-        hit_cap = any(r.finished == "cap" for r in rows)
-        hit_context = any(r.finished == "context" for r in rows)
-        self.counts["rows"] += 1
-        self.counts["hit_cap"] += hit_cap
-        self.counts["hit_context"] += hit_context
-        self.counts["stopped_at_line"] += any(r.finished == "line" for r in rows)
+        texts = [r.cut or r.text for r in rows]  # text after the line (in the token ending it) is not the answer's
+        samples = [(text, self._probs(r, req.watch, len(text))) for r, text in zip(rows, texts)]
+        ended = {r.finished for r in rows}
+        hit_cap, hit_context = "cap" in ended, "context" in ended
+        self.counts.update(rows=1, hit_cap=int(hit_cap), hit_context=int(hit_context),
+                           stopped_at_line=int("line" in ended))
         return Output(text=samples[0][0], prompt_tokens=rows[0].prompt_tokens or planned,
                       completion_tokens=sum(len(r.ids) for r in rows), token_probs=samples[0][1],
                       n_images=len(req.images), visual_tokens=visual, hit_cap=hit_cap, hit_context=hit_context,
@@ -310,15 +295,9 @@ class VLLMEngine(Engine):
         if not watch:
             return []
         ids = {self._watch_id(w): w for w in watch}
-        out = []
-        for j, offset in watched_offsets(self.tokenizer, row.ids[:len(row.logprobs)], ids):
-            if offset >= length:
-                break
-            lp = row.logprobs[j]
-            if not lp:
-                continue
-            out.append(TokenProbs(offset=offset, probs={w: _prob(lp.get(i)) for i, w in ids.items()}))
-        return out
+        found = takewhile(lambda at: at[1] < length, watched_offsets(self.tokenizer, row.ids[:len(row.logprobs)], ids))
+        return [TokenProbs(offset=offset, probs={w: _prob(row.logprobs[j].get(i)) for i, w in ids.items()})
+                for j, offset in found if row.logprobs[j]]
 
     def next_token_probs(self, requests, prefixes, candidates=("0", "1")):
         """P(next token = c) for each candidate after each request and assistant prefix."""
