@@ -33,16 +33,16 @@ for _size, _arch in {"2B": _architecture(2048, 6144, 28, 16, _SMALL_VISION),
 
 
 def qwen3vl_config(arch: dict, token_ids: dict | None = None):
-    """A Qwen3VLConfig of one of the ARCHITECTURES (or any dict of the same shape); `token_ids`
+    """A Qwen3VLConfig of one of the ARCHITECTURES (or any dict of the same shape, its text settings first); `token_ids`
     replaces Qwen's special token ids (a smaller tokenizer's)."""
     from transformers import Qwen3VLConfig
 
     ids = {**QWEN_TOKEN_IDS, **(token_ids or {})}
     head_dim = arch["text"]["head_dim"]
     section = [24, 20, 20] if head_dim == 128 else [head_dim // 4, head_dim // 8, head_dim // 8]
-    text = dict(arch["text"], max_position_embeddings=262144, rms_norm_eps=1e-6, pad_token_id=ids["<|endoftext|>"],
-                rope_parameters={"rope_type": "default", "rope_theta": 5e6, "mrope_section": section,
-                                 "mrope_interleaved": True})
+    text = {"max_position_embeddings": 262144, "rms_norm_eps": 1e-6, **arch["text"],
+            "pad_token_id": ids["<|endoftext|>"], "rope_parameters": {
+                "rope_type": "default", "rope_theta": 5e6, "mrope_section": section, "mrope_interleaved": True}}
     vision = dict(arch["vision"], patch_size=16, spatial_merge_size=2, temporal_patch_size=2)
     return Qwen3VLConfig(text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"],
                          video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],

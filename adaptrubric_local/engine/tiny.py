@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from .architectures import VOCAB
+from .architectures import VOCAB, qwen3vl_config
 from .openai_engine import QWEN3VL_MAX_PIXELS, QWEN3VL_MIN_PIXELS
 
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
@@ -168,21 +168,13 @@ def build_config(tokenizer, hidden: int = 64, layers: int = 2, vision_depth: int
     (temporal, height, width) must sum to head_dim / 2: [8, 4, 4] for 32."""
     if head_dim % 8:
         raise ValueError(f"head_dim must be a multiple of 8 (M-RoPE sections 2:1:1 of head_dim / 2), got {head_dim}")
-    quarter = head_dim // 8
-    from transformers import Qwen3VLConfig
-
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
     text = dict(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 2,
                 num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2, head_dim=head_dim,
-                max_position_embeddings=32768, pad_token_id=ids["<|endoftext|>"],
-                rope_parameters={"rope_type": "default", "rope_theta": 5e6,
-                                 "mrope_section": [2 * quarter, quarter, quarter], "mrope_interleaved": True})
+                max_position_embeddings=32768)
     vision = dict(depth=vision_depth, hidden_size=vision_hidden, intermediate_size=vision_hidden * 2, num_heads=2,
-                  patch_size=16, spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=hidden,
-                  num_position_embeddings=256, deepstack_visual_indexes=[vision_depth - 1])
-    cfg = Qwen3VLConfig(text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"],
-                        video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
-                        vision_end_token_id=ids["<|vision_end|>"])
+                  out_hidden_size=hidden, num_position_embeddings=256, deepstack_visual_indexes=[vision_depth - 1])
+    cfg = qwen3vl_config({"text": text, "vision": vision}, ids)
     cfg.eos_token_id = ids["<|im_end|>"]
     cfg.pad_token_id = ids["<|endoftext|>"]
     return cfg
