@@ -1,13 +1,11 @@
 """An attention function for left-padded batched prefill, registered with transformers'
 AttentionInterface as "sdpa_padded_prefill", with a mask function of its own.
 
-With a padding mask, transformers builds a (B, 1, L, L) boolean mask, SDPA leaves its causal fast
-path and copies the mask in every layer, and K/V are repeated per head (engine/memory.py). For the
-prefill of a left-padded batch the mask function returns the (B, L) padding mask instead, and the
-attention function runs each row's unpadded part through the causal kernel on its own (grouped-query
-attention without repeating K/V); padded query positions get zeros. Anything else -- decode steps,
-the vision tower, right padding, a static cache, other mask shapes -- gets transformers' own SDPA
-mask and function unchanged. Knows nothing about models.
+With a padding mask transformers builds a (B, 1, L, L) boolean mask, SDPA leaves its causal fast path
+and K/V are repeated per head (engine/memory.py). For a left-padded prefill the mask function returns
+the (B, L) padding mask instead and each row's unpadded part runs through the causal kernel on its
+own; padded query positions get zeros. Anything else (decode steps, the vision tower, right padding,
+a static cache, other masks) gets transformers' own SDPA unchanged. Knows nothing about models.
 """
 from __future__ import annotations
 

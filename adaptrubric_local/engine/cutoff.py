@@ -1,12 +1,10 @@
 """An HTTP client whose calls can be cut off from another thread: `CutOff.client()` is the `openai`
 client's `http_client`; `cut()` shuts the sockets of the calls in flight (a frozen server holds them
-open until the read timeout) and refuses new connections until `restore()`. The cascade cuts its
-judge off when the judge stops answering.
-
-The sockets are found through httpcore's public network-backend hook (`NetworkStream.get_extra_info
-("socket")`), on a subclass of httpx's `HTTPTransport` that replaces its pool (`_pool`) with one built
-on that hook: httpx2/httpcore2 under openai 3.x, httpx/httpcore under openai 1.x. Calls through a
-proxy from the environment cannot be cut off. Knows nothing about models or verdicts.
+open until the read timeout) and refuses new connections until `restore()`. The sockets are found
+through httpcore's network-backend hook (`NetworkStream.get_extra_info("socket")`), on a subclass of
+httpx's `HTTPTransport` with a pool built on that hook (httpx2/httpcore2 under openai 3.x,
+httpx/httpcore under 1.x). Calls through a proxy from the environment cannot be cut off. Knows
+nothing about models or verdicts.
 """
 from __future__ import annotations
 

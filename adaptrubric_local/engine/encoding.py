@@ -1,10 +1,8 @@
 """Requests to model inputs, from a Qwen3-VL processor alone (no weights): the chat text, each image's
-pad token repeated once per visual token, token ids, and left-padded batches with the pixels.
-
-The scoring engine, the distillation collator and the memory planner share this one encoder, so
-what a student is trained on, scored on and planned for are the same tokens; a training row is
-`prompt_ids` followed by the target's own ids (tokenised on their own). Knows nothing about models,
-rubrics or verdicts.
+pad token repeated once per visual token, token ids, and left-padded batches with the pixels. The
+scoring engine, the distillation collator and the memory planner share this encoder, so a student is
+trained on, scored on and planned for the same tokens (a training row: `prompt_ids`, then the
+target's own ids). Knows nothing about models, rubrics or verdicts.
 """
 from __future__ import annotations
 

