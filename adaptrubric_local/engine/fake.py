@@ -38,11 +38,16 @@ class ScriptedEngine(Engine):
         self.batches: list[list[Request]] = []
 
     def _one(self, req: Request) -> Output:
-        if self.fail is not None:
-            err = self.fail(req)
-            if err:
-                return Output(error=err, n_images=len(req.images))
-        text, hit_cap = self._shape(self.script(req), req)
+        err = self.fail(req) if self.fail is not None else None
+        if err:
+            return Output(error=err, n_images=len(req.images))
+        text = self.script(req)  # as generation would leave it: stopped after the line, then capped in words
+        if req.stop_after_line:
+            text = cut_after_line(text, req.stop_after_line) or text
+        hit_cap = req.max_new_tokens is not None and len(text.split()) > req.max_new_tokens
+        if hit_cap:
+            m = re.match(rf"\s*(?:\S+\s+){{{req.max_new_tokens}}}", text)
+            text = m.group(0).rstrip() if m else text
         found = re.finditer(r"(?i)score\W*[:=]\W*([01])", text) if req.watch else ()
         scored = ((m, self.p_score(req, m.group(1))) for m in found)
         probs = [TokenProbs(offset=m.start(1), probs={"1": p1, "0": 1.0 - p1}) for m, p1 in scored if p1 is not None]
@@ -50,18 +55,6 @@ class ScriptedEngine(Engine):
         return Output(text=text, prompt_tokens=n_prompt, completion_tokens=len(text.split()),
                       token_probs=probs, n_images=len(req.images), visual_tokens=TOKENS_PER_IMAGE * len(req.images),
                       hit_cap=hit_cap)
-
-    @staticmethod
-    def _shape(text: str, req: Request) -> tuple[str, bool]:
-        """The scripted text as generation would leave it: stopped after the `stop_after_line` line,
-        then capped at `max_new_tokens` words; and whether the cap cut it."""
-        if req.stop_after_line:
-            text = cut_after_line(text, req.stop_after_line) or text
-        cap = req.max_new_tokens
-        if cap is not None and len(text.split()) > cap:
-            m = re.match(rf"\s*(?:\S+\s+){{{cap}}}", text)
-            return (m.group(0).rstrip() if m else text), True
-        return text, False
 
     def generate(self, requests: list[Request]) -> list[Output]:
         self.batches.append(list(requests))

@@ -199,7 +199,11 @@ class HFEngine(Engine):
         outs, oom = self._attempt(reqs, imgs, rows)
         if oom is None:
             self.budget.fitted(cost)
-            self._estimated(reqs, imgs, rows)
+            # the memory model's estimate of the largest attempt that ran (eval/gpu_check.py: vs the measured peak)
+            g = memory.Group([len(r) for r in rows], [imgs.visual_tokens(b) for b in range(len(rows))],
+                             max(r.cap(self.config.max_new_tokens) for r in reqs), self.config.votes)
+            est = memory.estimate(self.sizes, g, self.attn, self._dtype_bytes(), self.device.type).total
+            self.counts["peak_estimate"] = max(self.counts["peak_estimate"], int(est))
             return outs
         gc.collect()
         if torch.cuda.is_available():
@@ -217,15 +221,6 @@ class HFEngine(Engine):
         """`_run_split` of the first `k` requests, then of the rest."""
         return (self._run_split(reqs[:k], _subset(imgs, range(k)), rows[:k], costs[:k])
                 + self._run_split(reqs[k:], _subset(imgs, range(k, len(reqs))), rows[k:], costs[k:]))
-
-    def _estimated(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]]) -> None:
-        """Keep the memory model's estimate of the largest attempt that ran (compared with the measured
-        peak on a GPU: eval/gpu_check.py)."""
-        new = max(r.cap(self.config.max_new_tokens) for r in reqs)
-        g = memory.Group([len(r) for r in rows], [imgs.visual_tokens(b) for b in range(len(rows))], new,
-                         self.config.votes)
-        est = memory.estimate(self.sizes, g, self.attn, self._dtype_bytes(), self.device.type).total
-        self.counts["peak_estimate"] = max(self.counts["peak_estimate"], int(est))
 
     def _attempt(self, reqs, imgs, rows) -> tuple[list[Output], str | None]:
         """(outputs, None), or ([], message) on out-of-memory; only the message leaves the handler."""

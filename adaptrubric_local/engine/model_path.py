@@ -7,18 +7,9 @@ generation (engine/loading.py).
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-
-
-def safetensors_help(folder: str) -> str:
-    """How to convert a .bin checkpoint to safetensors."""
-    return (f"{folder}: only .bin weights found; this package loads safetensors only (a .bin file is a pickle "
-            "that can run code). Convert once, where you trust the file: python -c \"from transformers import "
-            "AutoModelForImageTextToText as M, AutoProcessor as P; "
-            f"M.from_pretrained('{folder}', use_safetensors=False).save_pretrained('{folder}-st'); "
-            f"P.from_pretrained('{folder}').save_pretrained('{folder}-st')\" and pass {folder}-st")
-
 
 HUB_IDS = "hub ids look like Org/Name, e.g. Qwen/Qwen3-VL-8B-Instruct"
 MODEL_FOLDER = ("a folder saved with save_pretrained (config.json, *.safetensors weights, and the processor's "
@@ -54,7 +45,10 @@ def _check_model_folder(folder: Path, model: str) -> None:
     names = {p.name for p in folder.iterdir()}
     if "config.json" not in names:
         if "adapter_config.json" in names:
-            base = _adapter_base(folder)
+            try:
+                base = json.loads((folder / "adapter_config.json").read_text()).get("base_model_name_or_path")
+            except (OSError, ValueError, AttributeError):
+                base = None
             raise ValueError(f"--model {model}: this folder is a LoRA adapter (adapter_config.json), not a model: "
                              f"pass --adapter {model} --model {base or 'BASE'} (its base model)")
         inside = _model_folders_below(folder)
@@ -64,7 +58,11 @@ def _check_model_folder(folder: Path, model: str) -> None:
                          + (f"; the model folder(s) inside it: {', '.join(inside)}" if inside else ""))
     if not any(n.endswith(".safetensors") or n == "model.safetensors.index.json" for n in names):
         if any(n.endswith((".bin", ".bin.index.json")) for n in names):  # the conversion recipe
-            raise ValueError(safetensors_help(str(folder)))
+            raise ValueError(f"{folder}: only .bin weights found; this package loads safetensors only (a .bin file is "
+                             "a pickle that can run code). Convert once, where you trust the file: python -c \"from "
+                             "transformers import AutoModelForImageTextToText as M, AutoProcessor as P; "
+                             f"M.from_pretrained('{folder}', use_safetensors=False).save_pretrained('{folder}-st'); "
+                             f"P.from_pretrained('{folder}').save_pretrained('{folder}-st')\" and pass {folder}-st")
         raise ValueError(f"--model {model}: config.json but no weights (*.safetensors) in the folder "
                          f"({_listing(folder)}); expected {MODEL_FOLDER}")
     if not names & set(PROCESSOR_FILES):
@@ -101,15 +99,6 @@ def _did_you_mean(path: Path) -> str:
     close = difflib.get_close_matches(path.name, folders, n=3, cutoff=0.6)
     return f" (did you mean {' or '.join(str(parent / c) if str(path.parent) != '.' else c for c in close)}?)" \
         if close else ""
-
-
-def _adapter_base(folder: Path) -> str | None:
-    import json
-
-    try:
-        return json.loads((folder / "adapter_config.json").read_text()).get("base_model_name_or_path")
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 def _in_hub_cache(name: str) -> bool:
