@@ -100,8 +100,7 @@ def watched_probs(text: str, logprobs, watch: tuple[str, ...]) -> list[TokenProb
     skipped. Empty when the tokens do not spell out the text."""
     items = list(getattr(logprobs, "content", None) or [])
     tokens = [getattr(it, "token", "") or "" for it in items]
-    joined = "".join(tokens)
-    shift = joined.rfind(text) if text else -1
+    shift = "".join(tokens).rfind(text) if text else -1
     if not items or shift < 0:
         return []
     out, pos = [], 0
@@ -115,16 +114,6 @@ def watched_probs(text: str, logprobs, watch: tuple[str, ...]) -> list[TokenProb
         probs = {w: sum(math.exp(lp) for t, lp in alts.items() if t.strip() == w) for w in watch}
         out.append(TokenProbs(offset=start - shift + len(tok) - len(tok.lstrip()), probs=probs))
     return out
-
-
-def context_hint(exc: Exception) -> str:
-    """The fix for a server's refusal of a prompt longer than its context (vLLM: "... maximum context
-    length ..."), to append to the error; empty for other errors."""
-    text = str(exc).lower()
-    if "context length" in text or "max_model_len" in text or "maximum model length" in text:
-        return (" (the prompt does not fit the server's context: start it with a larger --max-model-len, or "
-                "send fewer or smaller screenshots: --max-images, --max-visual-tokens)")
-    return ""
 
 
 def chat_messages(req: Request, image_urls: list[str] | None = None) -> list[dict]:
@@ -166,7 +155,11 @@ class OpenAIEngine(Engine):
             resp = self.client.chat.completions.create(model=self.config.endpoint.name, messages=messages,
                                                        max_tokens=cap, temperature=self.config.temperature, **extra)
         except Exception as exc:  # openai.APIError and friends, after the client's retries
-            return Output(error=f"{type(exc).__name__}: {exc}{context_hint(exc)}", n_images=n)
+            msg = f"{type(exc).__name__}: {exc}"
+            if any(s in str(exc).lower() for s in ("context length", "max_model_len", "maximum model length")):
+                msg += (" (the prompt does not fit the server's context: start it with a larger --max-model-len, or "
+                        "send fewer or smaller screenshots: --max-images, --max-visual-tokens)")
+            return Output(error=msg, n_images=n)
         choices = getattr(resp, "choices", None)
         message = getattr(choices[0], "message", None) if choices else None
         if message is None:
