@@ -66,13 +66,8 @@ class Encoder:
                 text = self.expand_images(self.chat_text(reqs[k]), tokens[k]) + (prefixes[k] if prefixes else "")
                 out.append(self.tokenizer([text], add_special_tokens=False)["input_ids"][0])
                 continue
-            counts, ids = iter(tokens[k]), []
-            for t in row:
-                if t == self.image_token_id:
-                    ids.extend([t] * next(counts))
-                else:
-                    ids.append(t)
-            out.append(ids)
+            counts = iter(tokens[k])
+            out.append([x for t in row for x in ([t] * next(counts) if t == self.image_token_id else (t,))])
         return out
 
     def collate(self, rows: list[list[int]], imgs: BatchImages, device=None, pixel_dtype=torch.float32,

@@ -75,9 +75,8 @@ class HFEngine(Engine):
                 **self.budget.stats,
                 "memory_budget_gib": round(self.memory_budget / memory.GiB, 2) if self.memory_budget else None,
                 "peak_estimate_gib": round(c["peak_estimate"] / memory.GiB, 3),
-                "attn_implementation": self.attn, "tokenize_s": round(c["tokenize_us"] / 1e6, 3),
-                "prepare_wait_s": round(c["prepare_wait_us"] / 1e6, 3),
-                "generate_s": round(c["generate_us"] / 1e6, 3)}
+                "attn_implementation": self.attn,
+                **{f"{k}_s": round(c[f"{k}_us"] / 1e6, 3) for k in ("tokenize", "prepare_wait", "generate")}}
 
     def _dtype_bytes(self) -> int:
         dtype = next(p.dtype for p in self.model.parameters() if p.is_floating_point())

@@ -205,8 +205,7 @@ class VLLMEngine(Engine):
         failed: dict[int, str] = {}
         while pending or live:
             while pending and len(live) < window:
-                job = pending.pop(0)
-                target, prompt, planned = job
+                target, prompt, planned = job = pending.pop(0)
                 first = isinstance(target, list)
                 row = target[0] if first else target
                 req = requests[row.req]
