@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import accumulate
 
 import torch
@@ -118,11 +118,8 @@ def target_sizes(sizes: list[tuple[int, int]], cfg: ImageConfig) -> list[tuple[i
     if cfg.max_visual_tokens is not None and sizes:
         per_image_tokens = cfg.max_visual_tokens // len(sizes)
         cap = max(cfg.min_pixels, min(cap, per_image_tokens * cfg.factor * cfg.factor))
-    out = []
-    for h, w in sizes:
-        size = smart_resize(h, w, factor=cfg.factor, min_pixels=cfg.min_pixels, max_pixels=cap)
-        out.append(smart_resize(*size, factor=cfg.factor, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels))
-    return out
+    fit = partial(smart_resize, factor=cfg.factor, min_pixels=cfg.min_pixels)
+    return [fit(*fit(h, w, max_pixels=cap), max_pixels=cfg.max_pixels) for h, w in sizes]
 
 
 def decode_resize(path: str, size: tuple[int, int]) -> torch.Tensor:

@@ -135,9 +135,7 @@ class VLLMEngine(Engine):
         tokens = [self.images.cfg.tokens(size) for size in sizes]
         ids = self.tokenizer(self.encoder.chat_text(req) + prefix, add_special_tokens=False)["input_ids"]
         planned = len(ids) - len(sizes) + sum(tokens)
-        prompt = {"prompt_token_ids": ids}
-        if pics:
-            prompt["multi_modal_data"] = {"image": pics}
+        prompt = {"prompt_token_ids": ids, **({"multi_modal_data": {"image": pics}} if pics else {})}
         return prompt, planned, sum(tokens), None
 
     def _too_long(self, planned: int, n_images: int) -> str | None:
@@ -264,15 +262,14 @@ class VLLMEngine(Engine):
         row.text = self.tokenizer.decode(row.ids, skip_special_tokens=True)
         if req.stop_after_line:
             row.cut, row.complete = cut_after_verdict_line(row.text, req.stop_after_line, self.opens_thinking)
-            if row.complete:
-                row.finished = "line"
-                return False
-        if comp.finish_reason == "length":
+        if row.complete:
+            row.finished = "line"
+        elif comp.finish_reason == "length":
             row.finished = length_reason(len(row.ids), req.cap(self.config.max_new_tokens))
-            return False
-        if comp.finish_reason == "stop" and isinstance(comp.stop_reason, str) and row.rounds < MAX_ROUNDS:
+        elif comp.finish_reason == "stop" and isinstance(comp.stop_reason, str) and row.rounds < MAX_ROUNDS:
             return True  # a stop string: the line has begun (or the prefix was inside thinking)
-        row.finished = "eos"
+        else:
+            row.finished = "eos"
         return False
 
     def _output(self, req: Request, rows: list[_Row], planned: int, visual: int) -> Output:
