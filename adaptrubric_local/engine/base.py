@@ -106,16 +106,12 @@ def cut_after_line(text: str, prefix: str, opened: bool = False) -> str | None:
     """`text` up to and including the first line outside the thinking (`opened`: the text starts inside
     it) that starts with `prefix` and is complete (ended by a newline, which is kept, or by the end of
     the text); None when there is no such line."""
-    inside, start = opened, 0
-    while start <= len(text):
-        end = text.find("\n", start)
-        line_end = len(text) if end < 0 else end + 1
-        visible, inside = visible_line(text[start:line_end].rstrip("\n"), inside)
+    inside, end = opened, 0
+    for line in text.split("\n"):
+        end += len(line) + 1  # past the line's newline (the last line has none)
+        visible, inside = visible_line(line, inside)
         if visible is not None and visible.startswith(prefix):
-            return text[:line_end]
-        if end < 0:
-            return None
-        start = end + 1
+            return text[:end]
     return None
 
 
