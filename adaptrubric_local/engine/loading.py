@@ -21,9 +21,8 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
 def _dtype(cfg: HFEngineConfig):
-    if cfg.dtype in DTYPES:
-        return DTYPES[cfg.dtype]
-    return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
+    return DTYPES.get(cfg.dtype) or (torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+                                     else torch.float32)
 
 
 def _first_line(exc: BaseException) -> str:
