@@ -372,10 +372,10 @@ def test_oom_retry_holds_nothing_of_the_failed_attempt(tiny_engine, synth_set, m
     trajs = load_trajectories(synth_set).trajectories[:8]
     _, clean = _score(tiny_engine, trajs, 8)
     attempts = []  # (rows, weakrefs of that attempt's input tensors)
-    real_collate = tiny_engine._collate
+    real_collate = tiny_engine.encoder.collate
 
-    def collate(rows, imgs, device=None):
-        inputs = real_collate(rows, imgs, device)
+    def collate(rows, imgs, device=None, pixel_dtype=None):
+        inputs = real_collate(rows, imgs, device, pixel_dtype)
         attempts.append((len(rows), [weakref.ref(inputs[k]) for k in ("input_ids", "attention_mask", "pixel_values")
                                      if k in inputs]))
         return inputs
@@ -388,7 +388,7 @@ def test_oom_retry_holds_nothing_of_the_failed_attempt(tiny_engine, synth_set, m
                 alive_at_retry.append(sum(r() is not None for r in refs))
         return n >= 8
 
-    monkeypatch.setattr(tiny_engine, "_collate", collate)
+    monkeypatch.setattr(tiny_engine.encoder, "collate", collate)
     monkeypatch.setattr(tiny_engine, "inject_oom", inject)
     monkeypatch.setattr(tiny_engine, "budget", type(tiny_engine.budget)(tiny_engine.budget.start))
     gc.disable()  # the retry must free the attempt by itself, without waiting for a collection to run

@@ -92,14 +92,12 @@ class HFEngine(Engine):
         return memory.tokens_bound(self.sizes, self.attn, self._dtype_bytes(), self.memory_budget)
 
     # ------------------------------------------------------------------ prompt assembly (engine/encoding.py)
-    def _collate(self, rows: list[list[int]], imgs: BatchImages, device=None) -> dict:
-        return self.encoder.collate(rows, imgs, device, self.pixel_dtype)
-
     def encode(self, reqs: list[Request], imgs: BatchImages, prefixes: list[str] | None = None,
                device=None) -> dict:
         """Model inputs for a batch, exactly as the Qwen3-VL processor would build them (float32
         pixels on the CPU when `device` is None; the engine's own path passes its device)."""
-        return self._collate(self.encoder.prompt_ids(reqs, imgs.tokens_per_image, prefixes), imgs, device)
+        rows = self.encoder.prompt_ids(reqs, imgs.tokens_per_image, prefixes)
+        return self.encoder.collate(rows, imgs, device, self.pixel_dtype)
 
     def _shape(self, req: Request, planned: list[int] | None) -> tuple[int, int, int]:
         """(prompt tokens, visual tokens, new tokens) of a request, by the same estimate."""
@@ -238,7 +236,7 @@ class HFEngine(Engine):
 
     @torch.inference_mode()
     def _run(self, reqs: list[Request], imgs: BatchImages, rows: list[list[int]]) -> list[Output]:
-        inputs = self._collate(rows, imgs, self.device)
+        inputs = self.encoder.collate(rows, imgs, self.device, self.pixel_dtype)
         if self.inject_oom is not None and self.inject_oom(len(reqs)):
             raise OutOfMemory("CUDA out of memory (injected)")
         k = self.config.votes
