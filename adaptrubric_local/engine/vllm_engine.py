@@ -154,22 +154,21 @@ class VLLMEngine(Engine):
         """One Output per Request, in order."""
         prepared = list(self._pool.map(self._inputs, requests))
         outputs: list[Output | None] = [None] * len(requests)
-        rows: list[_Row] = []
+        rows: dict[int, list[_Row]] = {}  # per request, its samples
         jobs = []
         for i, (req, (prompt, planned, _, err)) in enumerate(zip(requests, prepared)):
             err = err or self._too_long(planned, len(req.images))
             if err:
                 outputs[i] = Output(error=err, n_images=len(req.images))
                 continue
-            mine = [_Row(req=i, sample=s) for s in range(self.config.votes)]
-            rows += mine
-            jobs.append((mine, prompt, planned))
+            rows[i] = [_Row(req=i, sample=s) for s in range(self.config.votes)]
+            jobs.append((rows[i], prompt, planned))
         failed = self._run(requests, jobs)
         for i, req in enumerate(requests):
             if i in failed:
                 outputs[i] = Output(error=failed[i], n_images=len(req.images))
             elif outputs[i] is None:
-                outputs[i] = self._output(req, [r for r in rows if r.req == i], prepared[i][1], prepared[i][2])
+                outputs[i] = self._output(req, rows[i], prepared[i][1], prepared[i][2])
         self.counts["errors"] += sum(o.error is not None for o in outputs)  # type: ignore[union-attr]
         return outputs  # type: ignore[return-value]
 
