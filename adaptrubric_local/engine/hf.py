@@ -251,14 +251,13 @@ class HFEngine(Engine):
         gen_kwargs = dict(max_new_tokens=max(caps), do_sample=k > 1, num_return_sequences=k,
                           return_dict_in_generate=True, pad_token_id=self.tokenizer.pad_token_id,
                           eos_token_id=self.eos_ids or None, stopping_criteria=StoppingCriteriaList([stop]),
-                          logits_processor=LogitsProcessorList([recorder]) if recorder else None)
+                          logits_processor=LogitsProcessorList([recorder]) if recorder else None,
+                          temperature=None, top_p=None, top_k=None)
         if self.config.compile:
             gen_kwargs["cache_implementation"] = "static"  # transformers compiles the decode step on CUDA
         if k > 1:
             torch.manual_seed(self.config.sampling_seed)
             gen_kwargs.update(temperature=self.config.temperature, top_k=0, top_p=1.0)
-        else:
-            gen_kwargs.update(temperature=None, top_p=None, top_k=None)
         res = self.model.generate(**inputs, **gen_kwargs)
         gen = res.sequences[:, prompt_len:].cpu()
         probs = recorder.stacked() if recorder else None  # (B*k, steps, len(watch)): small, unlike full logits

@@ -179,14 +179,12 @@ class VLLMEngine(Engine):
         cap = req.cap(self.config.max_new_tokens)
         room = self.max_model_len - planned - done
         k = self.config.votes
-        kw = dict(max_tokens=max(1, min(cap - done, room)), stop=stop, skip_special_tokens=True,
+        kw = dict(max_tokens=max(1, min(cap - done, room)), stop=stop, skip_special_tokens=True, temperature=0.0,
                   logprob_token_ids=[self._watch_id(w) for w in req.watch] or None)
         if k > 1:
             seed = self.config.sampling_seed + (0 if row_sample is None else 7919 * (row_sample + 1) + done)
             kw.update(temperature=self.config.temperature, top_p=1.0, top_k=0, seed=seed,
                       n=k if row_sample is None else 1)
-        else:
-            kw.update(temperature=0.0)
         return SamplingParams(**kw)
 
     def _watch_id(self, token: str) -> int:
