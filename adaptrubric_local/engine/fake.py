@@ -38,8 +38,7 @@ class ScriptedEngine(Engine):
         self.batches: list[list[Request]] = []
 
     def _one(self, req: Request) -> Output:
-        err = self.fail(req) if self.fail is not None else None
-        if err:
+        if err := self.fail is not None and self.fail(req):
             return Output(error=err, n_images=len(req.images))
         text = self.script(req)  # as generation would leave it: stopped after the line, then capped in words
         if req.stop_after_line:

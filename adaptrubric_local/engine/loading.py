@@ -140,8 +140,7 @@ def from_pretrained_local_first(load, model: str, local: bool, what: str, **kwar
     if constants.HF_HUB_OFFLINE:
         raise ValueError(f"{model}: {what} not found in the local Hugging Face cache ({first}); "
                          + offline_help(model)) from None
-    unreachable = hub_unreachable()
-    if unreachable:
+    if unreachable := hub_unreachable():
         raise ValueError(f"cannot load the {what} of {model!r}: not in the local Hugging Face cache, and the hub "
                          f"at {unreachable}; {offline_help(model)}") from None
     print(f"{model}: {what} not in the local cache; downloading from the hub (set HF_HUB_OFFLINE=1 to "

@@ -54,8 +54,7 @@ def register_engine(name: str, *, reads: Iterable[str] = (), instead: Mapping[st
     reading the options of ENGINE_OPTIONS named in `reads` (besides those every engine reads); see
     EngineSpec."""
     reads, instead = frozenset(reads), dict(instead or {})
-    unknown = sorted((reads | set(instead)) - ENGINE_OPTIONS)
-    if unknown:
+    if unknown := sorted((reads | set(instead)) - ENGINE_OPTIONS):
         raise ValueError(f"engine {name!r}: reads names options of engine/options.py's ENGINE_OPTIONS; "
                          f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not among them (an option "
                          "not among them is read by every engine)")
@@ -113,8 +112,7 @@ def unread(engine: str, names: Iterable[str], spell: Callable[[str, Any], str] =
 
 def refuse_unread(engine: str, names: Iterable[str], spell: Callable[[str, Any], str] = plain) -> None:
     """ValueError with `unread`'s message when `engine` does not read one of `names`."""
-    msg = unread(engine, names, spell)
-    if msg:
+    if msg := unread(engine, names, spell):
         raise ValueError(msg)
 
 
