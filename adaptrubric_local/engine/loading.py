@@ -201,9 +201,6 @@ def load_processor(model: str, local: bool | None = None):
     return processor
 
 
-MERGE_DTYPES = {"auto": "auto", **DTYPES}
-
-
 def merge_adapter(model: str, adapter: str | Path, out: str | Path, dtype: str = "auto", base=None) -> Path:
     """Merge a peft LoRA adapter into its base and save the checkpoint (safetensors weights, processor)
     to `out`. `base`: the base already loaded (a dequantised 4-bit base, `distill merge`); otherwise
@@ -213,8 +210,8 @@ def merge_adapter(model: str, adapter: str | Path, out: str | Path, dtype: str =
 
     local = check_model_path(model)
     if base is None:
-        base = from_pretrained_local_first(AutoModelForImageTextToText.from_pretrained, model, local,
-                                           "model weights", dtype=MERGE_DTYPES[dtype], use_safetensors=True)
+        base = from_pretrained_local_first(AutoModelForImageTextToText.from_pretrained, model, local, "model weights",
+                                           dtype={"auto": "auto", **DTYPES}[dtype], use_safetensors=True)
     merged = PeftModel.from_pretrained(base, str(adapter)).merge_and_unload()
     merged.save_pretrained(out, safe_serialization=True)
     load_processor(model, local).save_pretrained(out)

@@ -73,8 +73,7 @@ def _check_model_folder(folder: Path, model: str) -> None:
 
 def _listing(folder: Path, k: int = 6) -> str:
     entries = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
-    shown = ", ".join(entries[:k])
-    return f"{len(entries)} entries: {shown}" + (", ..." if len(entries) > k else "")
+    return f"{len(entries)} entries: {', '.join(entries[:k])}" + (", ..." if len(entries) > k else "")
 
 
 def _model_folders_below(folder: Path, depth: int = 2) -> list[str]:
