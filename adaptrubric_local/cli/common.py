@@ -5,6 +5,7 @@ they describe. Every command that scores, shows a prompt or evaluates takes the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
 from types import SimpleNamespace
@@ -16,7 +17,7 @@ from ..engine.remote import RemoteConfig, is_remote, remote_engine
 from ..engine.vllm_engine import VLLMOptions
 from ..evaluation.coverage import Coverage
 from ..flags import add_config_arguments, common, config_kwargs, explicit, flag_name
-from ..labelled_stream import LabelledStream, apply_labels
+from ..labelled_stream import apply_labels
 from ..labels import LabelsConfig, not_loaded_warning
 from ..pipeline import AdaptRubric, PipelineConfig
 from ..registry import PLUGINS_FLAG, PLUGINS_HELP
@@ -112,35 +113,12 @@ def load_labelled(args, check_images: bool = False):
     return loaded, applied.record()
 
 
-def open_labelled(args):
-    """DATA as a stream with the --labels files applied as it is read (labelled_stream.py), or None
-    without DATA: `load_labelled` for commands whose memory must not grow with the data. The labels
-    files are read, and their ids checked against the data's, here."""
-    files = _labels_files(args)
-    if not args.data:
-        return None
-    return LabelledStream(args.data, files, **data_options(args))
-
-
-def report_labelled(stream) -> None:
-    """On stderr, what `load_labelled` says of a data set and its labels files, once `stream` is read."""
-    if stream is not None and stream.warning():
-        print(stream.warning(), file=sys.stderr)
-    if stream is not None and stream.files:
-        print(stream.applied().summary(), file=sys.stderr)
-
-
 def add_plugins_option(p: argparse.ArgumentParser) -> None:
     """--plugins FILE.py|MODULE (repeatable). The command line imports them before it builds its parser
     (cli/__init__.py's `run`), so what they register is a choice of --engine, --format and --perturb;
     the value here is for --help."""
     p.add_argument(PLUGINS_FLAG, dest="plugins", action="append", default=[], metavar="FILE.py|MODULE",
                    help=PLUGINS_HELP)
-
-
-def add_pipeline_options(p: argparse.ArgumentParser) -> None:
-    """The AdaptRubric settings, one flag per PipelineConfig field; defaults are the paper's method."""
-    add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig)
 
 
 # what `route` runs the model with: the router prompt is text only and its answer one line, so the
@@ -175,9 +153,10 @@ def add_remote_options(p: argparse.ArgumentParser, routing: bool = False) -> Non
 
 
 def add_scoring_options(p: argparse.ArgumentParser) -> None:
-    """Data, pipeline and engine options, for every command that scores."""
+    """Data, pipeline (one flag per PipelineConfig field; defaults: the paper's method) and engine options,
+    for every command that scores."""
     add_data_options(p)
-    add_pipeline_options(p)
+    add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig)
     add_model_options(p)
     add_remote_options(p)
 
@@ -193,12 +172,8 @@ def pipeline_config(args, **overrides):
 
 
 def adopt_adapter_images(args, engine: dict, pipeline: dict) -> tuple[dict, dict]:
-    """The --adapter's image settings (image_policy.json) where no flag set them (image_policy.py)."""
-    return adopt(getattr(args, "adapter", None), engine, pipeline, explicit(args), warn=_warn_once(args))
-
-
-def _warn_once(args):
-    """A warning printer that says each thing once per command (settings are read more than once)."""
+    """The --adapter's image settings (image_policy.json) where no flag set them (image_policy.py); each
+    warning is said once per command (settings are read more than once)."""
     said = args.__dict__.setdefault("_warned", set())
 
     def warn(msg: str) -> None:
@@ -206,7 +181,7 @@ def _warn_once(args):
             said.add(msg)
             print(f"warning: {msg}", file=sys.stderr)
 
-    return warn
+    return adopt(getattr(args, "adapter", None), engine, pipeline, explicit(args), warn=warn)
 
 
 def engine_options(args, cfg=None) -> dict:
@@ -295,15 +270,12 @@ def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_
             score_with(_not_started(stop), settings, args.data, out, resume=resume, fmt=args.format, progress=False,
                        loaded=loaded, **score_kw)
         raise
-    try:
+    with contextlib.closing(engine):
         pipe = AdaptRubric(engine, cfg)
+        kw = dict(resume=resume, fmt=args.format, progress=not args.quiet, loaded=loaded, **score_kw)
         if settings is None:
-            return score_file(pipe, args.data, out, resume=resume, fmt=args.format, progress=not args.quiet,
-                              loaded=loaded, **score_kw)
-        return score_with(pipe, settings, args.data, out, resume=resume, fmt=args.format, progress=not args.quiet,
-                          loaded=loaded, **score_kw)
-    finally:
-        engine.close()
+            return score_file(pipe, args.data, out, **kw)
+        return score_with(pipe, settings, args.data, out, **kw)
 
 
 def _not_started(stop: BaseException):

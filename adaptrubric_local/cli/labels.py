@@ -1,6 +1,6 @@
 """The `labels` subcommands, registered by `cli/`: `labels merge` writes a labelled copy of a data
 set. Argument handling only; labels files are read and applied by `labels.py` as the data streams
-(`labelled_stream.py`, through `cli/common.py`'s `open_labelled`), each trajectory written by the canonical
+(`labelled_stream.py`), each trajectory written by the canonical
 format's writer as it comes and the copy streamed back to check its ids and labels (a digest of them in
 order, not a list). The folder formats cannot stream: they are loaded whole, as before.
 """
@@ -11,8 +11,9 @@ import json
 import sys
 from pathlib import Path
 
+from ..labelled_stream import LabelledStream
 from ..types import Trajectory
-from .common import FORMATTER, add_data_options, add_labels_options, open_labelled, report_labelled
+from .common import add_command, add_data_options, add_labels_options, data_options
 
 EXAMPLES = """examples:
   adaptrubric labels merge runs/synth/trajectories.jsonl --labels labels.jsonl --out runs/labelled
@@ -36,7 +37,7 @@ def cmd_merge(args) -> int:
 
     if not args.labels:
         raise ValueError("give at least one --labels FILE (what the review page's Export writes)")
-    src = open_labelled(args)
+    src = LabelledStream(args.data, args.labels, **data_options(args))  # the labels files are read (and checked) here
     out = Path(args.out)
     target = out / "trajectories.jsonl"
     if any(out.resolve() in (s, s.parent) for s in src.sources()):
@@ -44,7 +45,9 @@ def cmd_merge(args) -> int:
                          "(read as a whole, a folder with both would hold every trajectory twice)")
     out.mkdir(parents=True, exist_ok=True)
     written = _copy(src, target)
-    report_labelled(src)
+    if src.warning():  # what `load_labelled` says of a data set and its labels files
+        print(src.warning(), file=sys.stderr)
+    print(src.applied().summary(), file=sys.stderr)
     roots = _image_roots(Path(args.data), args.image_root)
     back = ReadBack()  # the copy reads back as written, streamed too
     for _, x in stream_trajectories(target, check_images=False, image_roots=roots).items():
@@ -100,18 +103,17 @@ def _copy(src, target: Path) -> ReadBack:
 
 def add_subcommands(sub) -> None:
     """Register `labels merge`."""
-    d = sub.add_parser("labels", help="labels files (what the review page exports): a labelled copy of a data set",
-                       description="Work with labels files: lines of id and label (1, 0, or null for unsure) that "
-                                   "the review page exports and every command that reads labels takes with --labels.",
-                       epilog=EXAMPLES, formatter_class=FORMATTER)
+    d = add_command(sub, "labels", help="labels files (what the review page exports): a labelled copy of a data set",
+                    description="Work with labels files: lines of id and label (1, 0, or null for unsure) that the "
+                                "review page exports and every command that reads labels takes with --labels.",
+                    epilog=EXAMPLES)
     dsub = d.add_subparsers(dest="labels_cmd", metavar="STEP", required=True)
-    p = dsub.add_parser("merge", help="write a copy of the data set, canonical format, with the labels applied",
-                        description="Apply --labels files to DATA and write DIR/trajectories.jsonl (canonical "
-                                    "format; the screenshots are referenced where they are, not copied) and "
-                                    "DIR/merge.json (data, labels files with sha256, counts).",
-                        epilog=EXAMPLES, formatter_class=FORMATTER)
+    p = add_command(dsub, "merge", cmd_merge,
+                    help="write a copy of the data set, canonical format, with the labels applied",
+                    description="Apply --labels files to DATA and write DIR/trajectories.jsonl (canonical format; the "
+                                "screenshots are referenced where they are, not copied) and DIR/merge.json (data, "
+                                "labels files with sha256, counts).", epilog=EXAMPLES)
     p.add_argument("data", help="trajectory file or folder (any supported format)")
     p.add_argument("--out", required=True, help="output folder DIR")
     add_labels_options(p)
     add_data_options(p)
-    p.set_defaults(func=cmd_merge)
