@@ -68,13 +68,10 @@ EXAMPLES = """examples:
 
 def cmd_route(args) -> int:
     cfg = PipelineConfig(router=args.router, fine=False, bank_path=args.bank_path)
-    engine = None
-    if args.router == "model":
-        if not args.model:
-            return die("the model router (the default) needs --model (a hub id or a local folder); "
-                       "--router rules routes without a model")
-        engine = make_engine(args, cfg)
-    pipe = AdaptRubric(engine, cfg)
+    if args.router == "model" and not args.model:
+        return die("the model router (the default) needs --model (a hub id or a local folder); "
+                   "--router rules routes without a model")
+    pipe = AdaptRubric(make_engine(args, cfg) if args.router == "model" else None, cfg)
     if args.instruction:
         res = pipe.route_many([args.instruction])[args.instruction]
         print(res.category)
@@ -103,11 +100,11 @@ def cmd_route(args) -> int:
             out.write(json.dumps({**obj, "category": routes[obj["instruction"]].category}, ensure_ascii=False) + "\n")
     for e in result.errors:
         print(e, file=sys.stderr)
+    bad += len(result.errors)
     if args.out:
-        print(f"routed {len(good)} instruction(s) -> {args.out}"
-              + (f"; {bad + len(result.errors)} bad record(s) skipped" if bad or result.errors else ""),
+        print(f"routed {len(good)} instruction(s) -> {args.out}" + (f"; {bad} bad record(s) skipped" if bad else ""),
               file=sys.stderr)
-    return 0 if not (bad or result.errors) else 1
+    return 1 if bad else 0
 
 
 def cmd_prompt(args) -> int:
@@ -126,13 +123,10 @@ def cmd_prompt(args) -> int:
         return die(str(err) if err else f"no trajectory with id {args.id!r} in {args.data} "
                                         f"({known_ids([t.id for t in loaded.trajectories])})")
     engine = make_engine(args, cfg) if needs_engine(cfg) else None
-    try:
+    with contextlib.closing(engine) if engine is not None else contextlib.nullcontext():
         pipe = AdaptRubric(engine, cfg)
         p = pipe.prepare(traj)
         req = pipe.verifier_request(p)
-    finally:
-        if engine is not None:
-            engine.close()
     if args.json:
         print(json.dumps({"prompt": req.prompt, "suffix": req.suffix, "images": req.images,
                           "category": p.route.category, "router": p.route.mode, "route_parsed": p.route.parsed,
@@ -211,13 +205,10 @@ QUIET_LOGGERS = ("bitsandbytes", "accelerate", "peft", "torch", "torchvision", "
 
 @contextlib.contextmanager
 def quiet_third_party(restore: bool = True):
-    """While a command runs: hide what third-party libraries print that a user cannot act on, their
-    deprecation and future warnings (a library's own upgrade notes) and their log records below ERROR
-    (bitsandbytes' line about an optional CPU kernel package). The package's own warnings, and every
-    error, stay. Undone afterwards, so a program that calls `main` keeps its own settings; with
-    `restore` off (the process's own command line) the log levels stay until the process ends, so what
-    libraries log at exit (TorchDynamo's `I1204 ...` frame and compile summaries after `serve`) stays
-    hidden too."""
+    """While a command runs: hide third-party deprecation and future warnings and log records below
+    ERROR (QUIET_WARNINGS, QUIET_LOGGERS); the package's own warnings, and every error, stay. Undone
+    afterwards, so a program that calls `main` keeps its own settings; with `restore` off (the process's
+    own command line) the log levels stay, so what libraries log at exit stays hidden too."""
     levels = {name: logging.getLogger(name).level for name in QUIET_LOGGERS}
     # TRANSFORMERS_VERBOSITY: read when transformers sets up its logger
     with warnings.catch_warnings(), env_defaults({"TRANSFORMERS_VERBOSITY": "error",
@@ -282,25 +273,19 @@ def run(argv: list[str], own: bool = False) -> int:
         print(f"adaptrubric: stopped by {stop.name}" + (f": {stop.note}" if stop.note else "")
               + (f"; resume with: {resume_command(argv)}" if getattr(args, "resume", None) is not None else ""),
               file=sys.stderr)
-        if own:
-            _exit_now(stop.exit_code)
+        if own:  # end now: the interpreter's finalisation (a garbage collection over torch's memory) only delays it
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(stop.exit_code)
         return stop.exit_code
     except KeyboardInterrupt:
         return die("interrupted", 130)
-    except BrokenPipeError:
-        _silence_stdout()
+    except BrokenPipeError:  # stdout to /dev/null, so the interpreter's final flush stays quiet
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return die("output closed early (broken pipe); the rest of the output was not written", 1)
     except (ValueError, FileNotFoundError, ImportError) as exc:
         return die(str(exc))
-
-
-def _exit_now(code: int) -> None:
-    """End a stopped command's process here: its clean-up (every `finally`, the engine's close) has run,
-    and the interpreter's finalisation would only delay the exit (a full garbage collection over what
-    torch and vLLM allocated, then binding libraries' reports of what was never freed)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def resume_command(argv=None) -> str:
@@ -308,12 +293,3 @@ def resume_command(argv=None) -> str:
     args = list(sys.argv[1:] if argv is None else argv)
     return shlex.join(["adaptrubric", *args, *([] if "--resume" in args else ["--resume"])])
 
-
-def _silence_stdout() -> None:
-    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush stays quiet."""
-    with contextlib.suppress(OSError, ValueError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
-if __name__ == "__main__":
-    sys.exit(main())
