@@ -3,6 +3,7 @@ scoring and the report are in `audit/`.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -85,14 +86,11 @@ def cmd_audit(args) -> int:
         print(f"wrote {', '.join(sorted({str(f) for f in files.values()}))} (no model loaded: --dry-run)")
         return 0
     options = engine_options(args, cfg)
-    engine = engine_from_options(options)
-    try:
+    with contextlib.closing(engine_from_options(options)) as engine:
         audit = run_audit(AdaptRubric(engine, cfg), args.data, args.out, chosen, loaded=loaded, resume=args.resume,
-                            progress=not args.quiet, image_roots=args.image_root, engine_options=options,
-                            build_engine=engine_from_options, force_settings=args.force_settings,
-                            log=lambda s: print(s, flush=True))
-    finally:
-        engine.close()
+                          progress=not args.quiet, image_roots=args.image_root, engine_options=options,
+                          build_engine=engine_from_options, force_settings=args.force_settings,
+                          log=lambda s: print(s, flush=True))
     o = audit["originals"]
     print(f"originals: {o['n']} ({o['ones']} SCORE 1, {o['zeros']} SCORE 0, {o['unparsed']} unparsed, {o['errors']} "
           "errors)")

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -61,10 +62,8 @@ def cmd_induce(args) -> int:
     kw = config_kwargs(args, InduceConfig)
     cfg = InduceConfig(**{**kw, "name": kw.get("name") or Path(args.out).stem})
     ps, trajs, teacher = _inputs(args)
-    try:
+    with contextlib.closing(teacher):
         summary = induce(trajs, args.out, teacher, cfg, data_desc=str(args.data), prompts=ps, base_bank=args.base_bank)
-    finally:
-        teacher.close()
     print(json.dumps(summary, indent=2))
     print(f"wrote {args.out} ({len(summary['families'])} families: {', '.join(summary['families'])}); "
           f"{summary['teacher_calls']} teacher calls. Read it, then: adaptrubric bank validate {args.out}",
@@ -83,12 +82,9 @@ def cmd_refine(args) -> int:
     pcfg = pipeline_config(args, bank_path=bank)
     ps, trajs, teacher = _inputs(args)
     verifier = make_engine(args, pcfg)
-    try:
+    with contextlib.closing(verifier), contextlib.closing(teacher):  # (the teacher closed first)
         report = refine(trajs, bank, args.out, verifier, teacher, cfg, pcfg, data_desc=str(args.data),
                         prompts=ps, resume=args.resume, log=lambda s: print(s, file=sys.stderr))
-    finally:
-        teacher.close()
-        verifier.close()
     print((Path(args.out) / "report.md").read_text())
     if report.get("status") != "done":
         print(f"adaptrubric: {report.get('status')}", file=sys.stderr)

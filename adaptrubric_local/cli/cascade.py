@@ -54,14 +54,13 @@ def cascade_config(args):
     return cfg
 
 
-def score_cascade(args, cfg, ccfg, loaded, shard=None) -> dict:
-    """Score DATA (of `shard`, when given) with the student (--model) and the judge into --out; the
-    summary gets `cascade`."""
+def score_cascade(args, cfg, ccfg, loaded, **score_kw) -> dict:
+    """Score DATA (of `score_kw`'s shard, when given) with the student (--model) and the judge into --out;
+    the summary gets `cascade`."""
     out = Path(args.out)
     band = ccfg.band()  # a bad band file stops here
     extra = {"cascade": ccfg.describe()}
-    settings = checked_settings(args, cfg, out, args.resume, extra, shard=shard, force_settings=args.force_settings,
-                                calibration=args.calibration)
+    settings = checked_settings(args, cfg, out, args.resume, extra, **score_kw)
     judge_engine = ccfg.teacher(cfg.verify_max_new_tokens).build(what="judge")  # an endpoint is asked once, here
     jcfg = replace(cfg, verify_max_new_tokens=ccfg.judge_max_new_tokens) if ccfg.judge_max_new_tokens else cfg
     # the watcher of a --judge-url endpoint, saying on stderr when the judge stops or starts answering
@@ -74,8 +73,7 @@ def score_cascade(args, cfg, ccfg, loaded, shard=None) -> dict:
                           ccfg.spot_check, ccfg.spot_check_seed, health=health)
         settings = settings or {**vars_of(cascade.student), "runtime": dict(IN_PROCESS)}
         summary = run_cascade(cascade, settings, args.data, out, loaded, resume=args.resume, fmt=args.format,
-                              progress=not args.quiet, extra=extra, retry_errors=args.retry_errors,
-                              force_settings=args.force_settings, calibration=args.calibration, shard=shard)
+                              progress=not args.quiet, extra=extra, **score_kw)
     finally:
         if health is not None:
             health.stop()

@@ -83,14 +83,11 @@ def data_options(args) -> dict:
     return {"fmt": getattr(args, "format", "auto"), "image_roots": getattr(args, "image_root", None) or ()}
 
 
-NEEDS_DATA = "--labels needs DATA: a labels file labels the trajectories of a data set"
-
-
-def _labels_files(args) -> list:
+def labels_files(args) -> list:
     """The --labels files (a ValueError when they come without DATA)."""
     files = list(getattr(args, "labels", None) or [])
     if files and not args.data:
-        raise ValueError(NEEDS_DATA)
+        raise ValueError("--labels needs DATA: a labels file labels the trajectories of a data set")
     return files
 
 
@@ -99,7 +96,7 @@ def load_labelled(args, check_images: bool = False):
     every command that reads labels takes before it reads them."""
     from ..formats import load_trajectories
 
-    data, files = args.data, _labels_files(args)
+    data, files = args.data, labels_files(args)
     if not data:
         return None, None
     loaded = load_trajectories(data, check_images=check_images, **data_options(args))

@@ -5,6 +5,7 @@ in `adaptrubric_local.distill`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -71,11 +72,9 @@ def cmd_collect(args) -> int:
         loaded, labels = stream_trajectories(args.data, **data_options(args)), None
     teacher, desc, pcfg, groups = _collect_teacher(
         args, lambda kind: teacher_pipeline(kind, args.router, args.max_images, args.teacher_max_new_tokens), loaded)
-    try:
+    with contextlib.closing(teacher):
         manifest = collect(args.data, args.out, teacher, pcfg, cfg, resume=args.resume, teacher_desc=desc,
                            groups=groups, progress=not args.quiet, loaded=loaded, labels=labels)
-    finally:
-        teacher.close()
     print(json.dumps(manifest["counts"], indent=2))
     for w in manifest.get("warnings", []):
         print(f"WARNING: {w}", file=sys.stderr)

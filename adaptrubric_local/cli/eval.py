@@ -4,17 +4,18 @@ Argument handling only; the work is in `evaluation.harness`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
 from .common import (
-    NEEDS_DATA,
     add_command,
     add_coverage_options,
     add_data_argument,
     add_labels_options,
     add_out_option,
     add_scoring_options,
+    labels_files,
     load_labelled,
     make_engine,
     pipeline_config,
@@ -36,8 +37,7 @@ EXAMPLES = """examples:
 
 def _score_first(args, out: Path) -> Path:
     vpath = out / "verdicts.jsonl"
-    if vpath.exists():
-        vpath.unlink()
+    vpath.unlink(missing_ok=True)
     score_with_model(args, vpath, pipeline_config(args))
     return vpath
 
@@ -92,9 +92,7 @@ def cmd_tts(args) -> int:
 
     if bool(args.verdicts) == bool(args.model):
         raise ValueError("give exactly one of --verdicts V.jsonl or --model M")
-    if args.labels and not args.data:
-        raise ValueError(NEEDS_DATA)
-    for f in args.labels or []:  # before scoring: a bad labels file stops the command early
+    for f in labels_files(args):  # before scoring: a bad labels file stops the command early
         read_labels(f)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -122,11 +120,8 @@ def cmd_ablate(args) -> int:
 
     cfg = pipeline_config(args)
     loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
-    engine = make_engine(args, cfg)
-    try:
+    with contextlib.closing(make_engine(args, cfg)) as engine:
         res = run_ablation(AdaptRubric(engine, cfg), args.data, args.out, progress=not args.quiet, loaded=loaded)
-    finally:
-        engine.close()
     for name, row in res["settings"].items():
         o, d = row["overall"], row["delta"]
         print(f"{name:<10} acc={fmt(o['acc'])} ({fmt(d['acc'], signed=True)})  f1={fmt(o['f1'])} "

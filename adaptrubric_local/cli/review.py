@@ -153,30 +153,29 @@ def _apply(args) -> int:
 
 def add_subcommands(sub) -> None:
     """Register review and calibrate."""
-    p = add_command(sub, "review", help="write review.html: every trajectory with what the verifier saw and said",
-                       description="Write an offline review page for any verdict file: one card per trajectory "
-                                   "(instruction, family, cues, selected screenshots with reasons, frames left "
-                                   "out, compiled evidence, raw output with the parsed block highlighted, "
-                                   "SCORE, p_success, label, outcome). `eval` writes the same page.",
-                       epilog=REVIEW_EXAMPLES)
+    from ..evaluation.review_order import ReviewOrderConfig
+    from ..flags import add_config_arguments
+
+    p = add_command(sub, "review", cmd_review,
+                    help="write review.html: every trajectory with what the verifier saw and said",
+                    description="Write an offline review page for any verdict file: one card per trajectory "
+                                "(instruction, family, cues, selected screenshots with reasons, frames left out, "
+                                "compiled evidence, raw output with the parsed block highlighted, SCORE, p_success, "
+                                "label, outcome). `eval` writes the same page.", epilog=REVIEW_EXAMPLES)
     add_data_argument(p, "the trajectories the verdicts score (any supported format)")
     p.add_argument("--verdicts", required=True, help="verdict JSONL from `adaptrubric score`")
     p.add_argument("--out", required=True, help="output folder (review.html + review_files/)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    from ..evaluation.review_order import ReviewOrderConfig
-    from ..flags import add_config_arguments
-
     add_config_arguments(p.add_argument_group("labelling order"), ReviewOrderConfig)
     add_labels_options(p)
     add_coverage_options(p)
     add_data_options(p)
-    p.set_defaults(func=cmd_review)
 
-    p = add_command(sub, "calibrate", help="fit temperature (or Platt) scaling of p_success on labelled verdicts",
-                       description="Fit a calibration of p_success on labelled verdicts (DATA, --verdicts) and "
-                                   "write it to --out; or, with --apply FILE, add p_success_calibrated to a verdict "
-                                   "file and write the result to --out.",
-                       epilog=CALIBRATE_EXAMPLES)
+    p = add_command(sub, "calibrate", cmd_calibrate,
+                    help="fit temperature (or Platt) scaling of p_success on labelled verdicts",
+                    description="Fit a calibration of p_success on labelled verdicts (DATA, --verdicts) and write it "
+                                "to --out; or, with --apply FILE, add p_success_calibrated to a verdict file and write "
+                                "the result to --out.", epilog=CALIBRATE_EXAMPLES)
     add_data_argument(p, "labelled trajectories the verdicts score (to fit; not with --apply)", required=False)
     p.add_argument("--verdicts", required=True, help="verdict JSONL with p_success")
     p.add_argument("--out", required=True, help="calibration JSON to write (with --apply: the new verdict file)")
@@ -192,4 +191,3 @@ def add_subcommands(sub) -> None:
     add_labels_options(p)
     add_coverage_options(p, subset=False)
     add_data_options(p)
-    p.set_defaults(func=cmd_calibrate)

@@ -17,7 +17,7 @@ from ..formats.base import LoadResult
 from ..formats.stream import Shard, stream_trajectories
 from ..scoring import error_id
 from .cascade import add_judge_arguments, cascade_config, score_cascade
-from .common import add_command, add_scoring_options, engine_options, pipeline_config, score_with_model
+from .common import add_command, add_scoring_options, data_options, engine_options, pipeline_config, score_with_model
 from .exits import GateConfig
 from .streams import env_defaults
 
@@ -49,18 +49,16 @@ def cmd_score(args) -> int:
         raise ValueError("--shard splits the data between machines that each score their own file: give it without "
                          "--ray (which splits it between replicas already)")
     if args.ids or args.limit is not None:  # a subset: loaded whole
-        loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
-        loaded, subset = pick_subset(loaded, args.ids, args.limit)
+        loaded, subset = pick_subset(load_trajectories(args.data, **data_options(args)), args.ids, args.limit)
     else:  # streamed: parsed batch by batch as the scorer asks (formats/stream.py)
-        loaded, subset = stream_trajectories(args.data, fmt=args.format, image_roots=args.image_root), None
+        loaded, subset = stream_trajectories(args.data, **data_options(args)), None
+    kw = dict(retry_errors=args.retry_errors, force_settings=args.force_settings, calibration=args.calibration)
     if ccfg is not None:  # a judge checks the student (cli/cascade.py)
-        summary = score_cascade(args, cfg, ccfg, loaded, shard)
+        summary = score_cascade(args, cfg, ccfg, loaded, shard=shard, **kw)
     elif args.ray:
-        summary = score_with_ray(args, cfg, loaded)
+        summary = score_with_ray(args, cfg, loaded, **kw)
     else:
-        summary = score_with_model(args, args.out, cfg, resume=args.resume, retry_errors=args.retry_errors,
-                                   force_settings=args.force_settings, calibration=args.calibration, loaded=loaded,
-                                   shard=shard)
+        summary = score_with_model(args, args.out, cfg, resume=args.resume, loaded=loaded, shard=shard, **kw)
     if subset:
         summary["subset"] = summary.setdefault("this_run", {})["subset"] = subset
         Path(summary["out"]).with_suffix(".summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -209,7 +207,7 @@ def check_ray_flags(args) -> None:
                          "(requests in flight) instead")
 
 
-def score_with_ray(args, cfg, loaded) -> dict:
+def score_with_ray(args, cfg, loaded, **score_kw) -> dict:
     """`score --ray`: replicas on Ray (local or --ray-address), the driver writing --out."""
     from ..scale_out.ray import RayConfig, ReplicasGone, score_ray
 
@@ -219,8 +217,7 @@ def score_with_ray(args, cfg, loaded) -> dict:
         options["image_workers"] = max(1, int(ray_cfg.cpus_per_replica))
     try:
         return score_ray(args.data, args.out, cfg, options, ray_cfg, loaded=loaded, resume=args.resume,
-                         fmt=args.format, progress=not args.quiet, retry_errors=args.retry_errors,
-                         force_settings=args.force_settings, calibration=args.calibration)
+                         fmt=args.format, progress=not args.quiet, **score_kw)
     except ReplicasGone as exc:
         raise ValueError(str(exc)) from None  # one error line, not a traceback
 
