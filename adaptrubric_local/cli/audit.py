@@ -103,7 +103,6 @@ def cmd_audit(args) -> int:
 
 
 def add_subcommands(sub) -> None:
-    """Register audit."""
     p = add_command(sub, "audit", cmd_audit,
         help="counterfactual trajectories: how often each change moves the verifier's verdict",
         description="Score every trajectory of a labelled DATA set and counterfactual copies of it (the answer "

@@ -93,7 +93,6 @@ def cmd_refine(args) -> int:
 
 
 def add_subcommands(sub) -> None:
-    """Register `bank {induce,refine,validate}` on the main parser's subparsers."""
     from ..bank_induction.induce import InduceConfig
     from ..bank_induction.refine import RefineConfig
     from .common import add_command, add_data_argument, add_data_options, add_out_option, add_scoring_options

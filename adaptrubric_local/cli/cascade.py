@@ -5,6 +5,7 @@ I/O only; the cascade itself is `adaptrubric_local.cascade`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from dataclasses import replace
@@ -61,25 +62,21 @@ def score_cascade(args, cfg, ccfg, loaded, **score_kw) -> dict:
     band = ccfg.band()  # a bad band file stops here
     extra = {"cascade": ccfg.describe()}
     settings = checked_settings(args, cfg, out, args.resume, extra, **score_kw)
-    judge_engine = ccfg.teacher(cfg.verify_max_new_tokens).build(what="judge")  # an endpoint is asked once, here
     jcfg = replace(cfg, verify_max_new_tokens=ccfg.judge_max_new_tokens) if ccfg.judge_max_new_tokens else cfg
-    # the watcher of a --judge-url endpoint, saying on stderr when the judge stops or starts answering
-    health = watch(ccfg, judge_engine, lambda text: print(f"adaptrubric: {text}", file=sys.stderr, flush=True),
-                   then=" (`score --resume` asks it again about those lines)")
-    student_engine = None
-    try:
-        student_engine = make_engine(args, cfg)
+    with contextlib.ExitStack() as stack:  # closes the student, stops the watcher, closes the judge
+        judge_engine = ccfg.teacher(cfg.verify_max_new_tokens).build(what="judge")  # an endpoint is asked once, here
+        stack.callback(judge_engine.close)
+        # the watcher of a --judge-url endpoint, saying on stderr when the judge stops or starts answering
+        health = watch(ccfg, judge_engine, lambda text: print(f"adaptrubric: {text}", file=sys.stderr, flush=True),
+                       then=" (`score --resume` asks it again about those lines)")
+        if health is not None:
+            stack.callback(health.stop)
+        student_engine = stack.enter_context(contextlib.closing(make_engine(args, cfg)))
         cascade = Cascade(AdaptRubric(student_engine, cfg), AdaptRubric(judge_engine, jcfg), band,
                           ccfg.spot_check, ccfg.spot_check_seed, health=health)
         settings = settings or {**vars_of(cascade.student), "runtime": dict(IN_PROCESS)}
         summary = run_cascade(cascade, settings, args.data, out, loaded, resume=args.resume, fmt=args.format,
                               progress=not args.quiet, extra=extra, **score_kw)
-    finally:
-        if health is not None:
-            health.stop()
-        judge_engine.close()
-        if student_engine is not None:
-            student_engine.close()
     report_cascade(summary["cascade"], ccfg.warn_below)
     return summary
 

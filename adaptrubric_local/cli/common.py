@@ -38,9 +38,9 @@ def add_command(sub, name: str, func=None, *, help: str, description: str | None
     return p
 
 
-def die(msg: str, code: int = 2) -> int:
+def die(msg: str, code: int = 2, prog: str = "adaptrubric") -> int:
     """Print one error line and return the exit code."""
-    print(f"adaptrubric: error: {msg}", file=sys.stderr)
+    print(f"{prog}: error: {msg}", file=sys.stderr)
     return code
 
 

@@ -132,7 +132,6 @@ def cmd_merge(args) -> int:
 
 
 def add_subcommands(sub) -> None:
-    """Register `distill {collect,train,plan,evaluate,merge}` on the main parser's subparsers."""
     from ..distill.collect import CollectConfig
     from ..engine.teacher import TeacherConfig
 

@@ -140,7 +140,6 @@ def cmd_compare(args) -> int:
 
 
 def add_subcommands(sub) -> None:
-    """Register eval, ablate, tts and compare."""
     from ..evaluation.benchmark_figures import BOOTSTRAP, SEED
     from ..evaluation.review_sample import REVIEW_CARDS
     from ..flags import common

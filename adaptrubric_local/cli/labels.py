@@ -102,7 +102,6 @@ def _copy(src, target: Path) -> ReadBack:
 
 
 def add_subcommands(sub) -> None:
-    """Register `labels merge`."""
     d = add_command(sub, "labels", help="labels files (what the review page exports): a labelled copy of a data set",
                     description="Work with labels files: lines of id and label (1, 0, or null for unsure) that the "
                                 "review page exports and every command that reads labels takes with --labels.",

@@ -152,7 +152,6 @@ def _apply(args) -> int:
 
 
 def add_subcommands(sub) -> None:
-    """Register review and calibrate."""
     from ..evaluation.review_order import ReviewOrderConfig
     from ..flags import add_config_arguments
 

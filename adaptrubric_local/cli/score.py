@@ -236,12 +236,12 @@ def cmd_synth(args) -> int:
 def cmd_make_tiny(args) -> int:
     from ..dry_run import tokenizer_corpus
     from ..engine.tiny import make_tiny_model
+    from .common import die
 
     if args.answering:
         if args.tokenizer != "trained" or args.thinking:
-            print("make-tiny-model: error: --answering distils on the small trained tokenizer and the Instruct "
-                  "template; leave out --tokenizer qwen3 and --thinking", file=sys.stderr)
-            return 2
+            return die("--answering distils on the small trained tokenizer and the Instruct template; leave out "
+                       "--tokenizer qwen3 and --thinking", prog="make-tiny-model")
         from ..distill.answering import AnsweringSettings, answering_model
 
         answering_model(args.dir, AnsweringSettings(seed=args.seed))
@@ -250,8 +250,7 @@ def cmd_make_tiny(args) -> int:
         path = make_tiny_model(args.dir, corpus=tokenizer_corpus(), seed=args.seed, tokenizer=args.tokenizer,
                                thinking=args.thinking)
     except ValueError as exc:
-        print(f"make-tiny-model: error: {exc}", file=sys.stderr)
-        return 2
+        return die(str(exc), prog="make-tiny-model")
     kind = "the real Qwen3 tokenizer" if args.tokenizer == "qwen3" else "a small trained tokenizer"
     print(f"tiny random-weight Qwen3-VL on {kind}{', thinking chat template' if args.thinking else ''} saved to "
           f"{path} (outputs are noise; for tests and smoke runs)")
@@ -265,7 +264,6 @@ def cmd_demo(args) -> int:
 
 
 def add_subcommands(sub) -> None:
-    """Register the scoring-related subcommands."""
     from ..scale_out.ray import RayConfig
 
     p = add_command(sub, "score", cmd_score, help="score trajectories with Qwen3-VL, writing one verdict line each",

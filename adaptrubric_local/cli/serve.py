@@ -110,7 +110,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_subcommands(sub) -> None:
-    """Register `serve`."""
     add_arguments(add_command(sub, "serve", help="run the verifier as an HTTP reward service shared by rollout workers",
         description="One verifier shared by every rollout worker: concurrent requests are batched together (dynamic "
                     "batching), routes and cues are cached across clients, a full queue answers 503. Endpoints: GET "

@@ -35,7 +35,6 @@ def cmd_compact(args) -> int:
 
 
 def add_subcommands(sub) -> None:
-    """Register `merge-shards` and `compact`."""
     p = add_command(sub, "compact", cmd_compact, help="write a verdict file's last line per id (one line per id)",
         description="A verdict file may hold several lines of one id (a resumed run's retried errors, a "
                     "cascade's lines asked of the judge again); readers take the last one. Write the "
