@@ -292,4 +292,3 @@ def resume_command(argv=None) -> str:
     """The command line that was run, with --resume (once), as a shell would take it."""
     args = list(sys.argv[1:] if argv is None else argv)
     return shlex.join(["adaptrubric", *args, *([] if "--resume" in args else ["--resume"])])
-

@@ -127,4 +127,3 @@ def add_subcommands(sub) -> None:
                    help="with --resume, continue even if the settings differ from the files' (recorded)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_scoring_options(p)
-

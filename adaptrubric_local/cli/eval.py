@@ -148,16 +148,14 @@ def add_subcommands(sub) -> None:
         common(p.add_argument("--quiet", action="store_true", help="no progress bar"), "output")
         add_scoring_options(p)
 
-    def verdicts(p, help="verdict JSONL from `adaptrubric score`"):
-        common(p.add_argument("--verdicts", help=help), "data")
-
     p = add_command(sub, "eval", cmd_eval, epilog=EXAMPLES,
                     help="accuracy/precision/recall/F1/FPR overall and per platform, with a report",
                     description="Evaluate verdicts against the data set's labels (or score first with --model). "
                                 "Writes metrics.json, report.md, confusion.png, per_platform.png, calibration.png "
                                 "(p_success: AUROC, AUPRC, Brier, ECE) and review.html to --out.")
     add_data_argument(p, "labelled trajectories (any supported format)")
-    verdicts(p, "verdict JSONL from `adaptrubric score` (or score first with --model)")
+    common(p.add_argument("--verdicts", help="verdict JSONL from `adaptrubric score` (or score first with --model)"),
+           "data")
     add_out_option(p, "output folder")
     p.add_argument("--review", action=argparse.BooleanOptionalAction, default=True,
                    help="also write review.html, every trajectory with what the verifier saw (default on)")
@@ -166,8 +164,7 @@ def add_subcommands(sub) -> None:
                         f"seeded hash of the id (default {REVIEW_CARDS}; 0: every card)")
     p.add_argument("--bootstrap", type=int, default=BOOTSTRAP, metavar="N",
                    help=f"resamples of the benchmark figures' 95%% intervals (default {BOOTSTRAP}; 0: none)")
-    p.add_argument("--seed", type=int, default=SEED,
-                   help=f"seed of the bootstrap resamples (default {SEED})")
+    p.add_argument("--seed", type=int, default=SEED, help=f"seed of the bootstrap resamples (default {SEED})")
     add_labels_options(p)
     add_coverage_options(p)
     scoring_opts(p)
@@ -182,7 +179,7 @@ def add_subcommands(sub) -> None:
                     epilog=EXAMPLES)
     add_data_argument(p, "labelled trajectories with task_id (without it: the labels and task ids in the verdicts)",
                       required=False)
-    verdicts(p, "verdict JSONL (or score DATA first with --model)")
+    common(p.add_argument("--verdicts", help="verdict JSONL (or score DATA first with --model)"), "data")
     add_out_option(p, "output folder")
     p.add_argument("--max-n", type=int, help="largest N (default: most candidates of any task)")
     p.add_argument("--seed", type=int, default=42, help="per-task shuffle seed (default 42, as in the paper)")
@@ -195,6 +192,3 @@ def add_subcommands(sub) -> None:
     p.add_argument("dir_a")
     p.add_argument("dir_b")
     p.add_argument("--out", help="also draw both eval runs' reliability diagrams into OUT/calibration.png")
-
-
-
