@@ -33,14 +33,6 @@ bottom line (not fit as an RL reward yet / too few to tell yet / robust / cannot
 """
 
 
-def perturbation_table() -> str:
-    """The registered perturbations: name, what it changes, what a robust verifier does, the label."""
-    from ..audit import REGISTRY
-
-    return "\n".join([f"{'name':<22} {'label':<9} change -> a robust verifier",
-                      *(f"{p.name:<22} {p.label!s:<9} {p.change} -> {p.robust}" for p in REGISTRY.values())])
-
-
 def summary_lines(audit: dict) -> list[str]:
     """The accuracy, one line per perturbation (its verdict first) and the bottom line, as the command
     prints them."""
@@ -57,12 +49,13 @@ def summary_lines(audit: dict) -> list[str]:
 
 
 def cmd_audit(args) -> int:
-    from ..audit import get
+    from ..audit import REGISTRY, get
     from ..audit.report import write_compare
     from ..audit.run import cost_text, plan_of, run_audit
 
-    if args.list_perturbations:
-        print(perturbation_table())
+    if args.list_perturbations:  # name, what it changes, what a robust verifier does, the label
+        print("\n".join([f"{'name':<22} {'label':<9} change -> a robust verifier",
+                         *(f"{p.name:<22} {p.label!s:<9} {p.change} -> {p.robust}" for p in REGISTRY.values())]))
         return 0
     if not args.out:
         raise ValueError("give --out DIR (the audit's folder)")

@@ -58,6 +58,8 @@ def cascade_config(args):
 def score_cascade(args, cfg, ccfg, loaded, **score_kw) -> dict:
     """Score DATA (of `score_kw`'s shard, when given) with the student (--model) and the judge into --out;
     the summary gets `cascade`."""
+    from ..cascade.report import describe
+
     out = Path(args.out)
     band = ccfg.band()  # a bad band file stops here
     extra = {"cascade": ccfg.describe()}
@@ -77,7 +79,12 @@ def score_cascade(args, cfg, ccfg, loaded, **score_kw) -> dict:
         settings = settings or {**vars_of(cascade.student), "runtime": dict(IN_PROCESS)}
         summary = run_cascade(cascade, settings, args.data, out, loaded, resume=args.resume, fmt=args.format,
                               progress=not args.quiet, extra=extra, **score_kw)
-    report_cascade(summary["cascade"], ccfg.warn_below)
+    print(describe(summary["cascade"]), file=sys.stderr)  # and a warning when the spot checks' agreement is low
+    ci = summary["cascade"]["spot_checks"]["ci95"]
+    if ci is not None and ci[1] < ccfg.warn_below:
+        print(f"WARNING: the student agrees with the judge at most {ci[1]:.2f} (95% upper end) on this data's spot "
+              f"checks, below --warn-below {ccfg.warn_below:g}: distil again on this data, or widen the band",
+              file=sys.stderr)
     return summary
 
 
@@ -104,18 +111,6 @@ def add_cascade_section(out: Path, summary: dict, **more) -> dict:
     summary["cascade"] = {**cascade_summary(iter_last_lines(Path(out))), **more}
     sidecar(Path(out), "summary").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
-
-
-def report_cascade(c: dict, warn_below: float) -> None:
-    """The cascade section's line on stderr, and the warning when the spot checks' agreement is low."""
-    from ..cascade.report import describe
-
-    print(describe(c), file=sys.stderr)
-    ci = c["spot_checks"]["ci95"]
-    if ci is not None and ci[1] < warn_below:
-        print(f"WARNING: the student agrees with the judge at most {ci[1]:.2f} (95% upper end) on this data's spot "
-              f"checks, below --warn-below {warn_below:g}: distil again on this data, or widen the band",
-              file=sys.stderr)
 
 
 def failed_lines(out: Path) -> list[dict]:

@@ -27,11 +27,6 @@ A later labels file wins per id; a null (unsure) label leaves the data's label a
 """
 
 
-def _image_roots(data: Path, extra: list[str]) -> list[str]:
-    root = data if data.is_dir() else data.parent
-    return [str(root.resolve()), *(str(Path(r).resolve()) for r in extra)]
-
-
 def cmd_merge(args) -> int:
     from ..formats.stream import stream_trajectories
 
@@ -48,7 +43,8 @@ def cmd_merge(args) -> int:
     if src.warning():  # what `load_labelled` says of a data set and its labels files
         print(src.warning(), file=sys.stderr)
     print(src.applied().summary(), file=sys.stderr)
-    roots = _image_roots(Path(args.data), args.image_root)
+    root = Path(args.data) if Path(args.data).is_dir() else Path(args.data).parent  # then the --image-root folders
+    roots = [str(root.resolve()), *(str(Path(r).resolve()) for r in args.image_root)]
     back = ReadBack()  # the copy reads back as written, streamed too
     for _, x in stream_trajectories(target, check_images=False, image_roots=roots).items():
         back.add(x)

@@ -73,7 +73,11 @@ def cmd_score(args) -> int:
         print(f"note: {run['hit_context']} output(s) of this run were cut short by the model's context length "
               "(prompt + reply reached max_model_len) before the token cap: raise --max-model-len (on a server: its "
               "--max-model-len), or lower --max-visual-tokens or --max-images", file=sys.stderr)
-    return gate_status(args, summary)
+    status = GateConfig(**config_kwargs(args, GateConfig)).status(summary)  # with --fail-on-error: ERROR_LINES
+    if status:
+        print(f"adaptrubric: {summary['errors']} error line(s) in {summary['out']} (--fail-on-error): exit {status}",
+              file=sys.stderr)
+    return status
 
 
 def noise_note(args, run: dict) -> str | None:
@@ -104,15 +108,6 @@ def cap_note(run: dict, cap: int) -> str | None:
                 "with `adaptrubric review`")
     return (f"note: {capped} output(s) of this run hit the --verify-max-new-tokens cap ({cap}); cut-off outputs are "
             "usually unparsed: raise the cap")
-
-
-def gate_status(args, summary: dict) -> int:
-    """The exit status: 0, or with --fail-on-error and error lines in the file, exits.ERROR_LINES."""
-    status = GateConfig(**config_kwargs(args, GateConfig)).status(summary)
-    if status:
-        print(f"adaptrubric: {summary['errors']} error line(s) in {summary['out']} (--fail-on-error): exit {status}",
-              file=sys.stderr)
-    return status
 
 
 def result_line(summary: dict) -> str:
