@@ -286,8 +286,9 @@ def _not_started(stop: BaseException):
 
 
 def add_coverage_options(p: argparse.ArgumentParser, subset: bool = True) -> None:
-    """--subset and --allow-extra: what `eval`, `tts` and `review` do when the verdicts and DATA differ
-    (evaluation/coverage.py); --allow-extra alone with `subset` False (`calibrate`)."""
+    """--labels, then --subset and --allow-extra: what `eval`, `tts` and `review` do when the verdicts and
+    DATA differ (evaluation/coverage.py); no --subset with `subset` False (`calibrate`)."""
+    add_labels_options(p)
     if subset:
         p.add_argument("--subset", choices=["data", "verdicts"], default="data",
                        help="data: every trajectory of DATA, those without a verdict counted as missing (a "

@@ -12,7 +12,6 @@ from .common import (
     add_command,
     add_coverage_options,
     add_data_argument,
-    add_labels_options,
     add_out_option,
     add_scoring_options,
     labels_files,
@@ -165,7 +164,6 @@ def add_subcommands(sub) -> None:
     p.add_argument("--bootstrap", type=int, default=BOOTSTRAP, metavar="N",
                    help=f"resamples of the benchmark figures' 95%% intervals (default {BOOTSTRAP}; 0: none)")
     p.add_argument("--seed", type=int, default=SEED, help=f"seed of the bootstrap resamples (default {SEED})")
-    add_labels_options(p)
     add_coverage_options(p)
     scoring_opts(p)
 
@@ -183,7 +181,6 @@ def add_subcommands(sub) -> None:
     add_out_option(p, "output folder")
     p.add_argument("--max-n", type=int, help="largest N (default: most candidates of any task)")
     p.add_argument("--seed", type=int, default=42, help="per-task shuffle seed (default 42, as in the paper)")
-    add_labels_options(p)
     add_coverage_options(p)
     scoring_opts(p)
 

@@ -11,7 +11,6 @@ from .common import (
     add_coverage_options,
     add_data_argument,
     add_data_options,
-    add_labels_options,
     load_labelled,
     print_coverage,
 )
@@ -92,11 +91,20 @@ def review_counts_line(res: dict) -> str:
 def cmd_calibrate(args) -> int:
     from ..evaluation import calibration
     from ..evaluation.verdict_table import read
+    from ..scoring import calibrate_file
 
-    if args.apply:
+    if args.apply:  # add p_success_calibrated to --verdicts
         if args.labels:
             raise ValueError("--labels is for fitting (with DATA); --apply needs no labels")
-        return _apply(args)
+        cal, prov = calibration.load(args.apply)
+        if Path(args.verdicts).resolve() == Path(args.out).resolve():
+            raise ValueError("--out must differ from --verdicts (the raw verdict file is kept)")
+        if _signal_check(calibration.signal_problems(cal), args.require_signal, f"{args.out} not written"):
+            return 1
+        n = calibrate_file(args.verdicts, args.out, args.apply)
+        print(f"wrote {args.out}: {n} verdict line(s) with p_success_calibrated ({cal.method}, "
+              f"T={cal.temperature:.3f}, calibration sha256 {prov['sha256'][:16]}...)")
+        return 0
     if not args.data:
         raise ValueError("give DEV, the labelled trajectories the verdicts score, to fit a calibration: "
                          "adaptrubric calibrate DEV --verdicts V.jsonl --out calib.json")
@@ -135,22 +143,6 @@ def _signal_check(problems: list[str], required: bool, outcome: str) -> bool:
     return required
 
 
-def _apply(args) -> int:
-    from ..evaluation import calibration
-
-    cal, prov = calibration.load(args.apply)
-    if Path(args.verdicts).resolve() == Path(args.out).resolve():
-        raise ValueError("--out must differ from --verdicts (the raw verdict file is kept)")
-    from ..scoring import calibrate_file
-
-    if _signal_check(calibration.signal_problems(cal), args.require_signal, f"{args.out} not written"):
-        return 1
-    n = calibrate_file(args.verdicts, args.out, args.apply)
-    print(f"wrote {args.out}: {n} verdict line(s) with p_success_calibrated ({cal.method}, T={cal.temperature:.3f}, "
-          f"calibration sha256 {prov['sha256'][:16]}...)")
-    return 0
-
-
 def add_subcommands(sub) -> None:
     from ..evaluation.review_order import ReviewOrderConfig
     from ..flags import add_config_arguments
@@ -166,7 +158,6 @@ def add_subcommands(sub) -> None:
     p.add_argument("--out", required=True, help="output folder (review.html + review_files/)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_config_arguments(p.add_argument_group("labelling order"), ReviewOrderConfig)
-    add_labels_options(p)
     add_coverage_options(p)
     add_data_options(p)
 
@@ -187,6 +178,5 @@ def add_subcommands(sub) -> None:
                    help="fail (exit 1, nothing written) instead of warning when the fit leaves p_success without "
                         "a learning signal: T at its bound (1000) or calibrated probabilities with a standard "
                         "deviation below 0.05 on the fitting data (with --apply: the file's own fit)")
-    add_labels_options(p)
     add_coverage_options(p, subset=False)
     add_data_options(p)
