@@ -95,8 +95,8 @@ def cmd_train(args) -> int:
     from ..distill.plan import format_plan
     from ..distill.train import dry_run, train
 
-    cfg = config_from_args(args, **({"out": "(plan only)"} if args.func is cmd_plan else {}))
-    if getattr(args, "dry_run", False):
+    cfg = config_from_args(args, **({"out": "(plan only)"} if args.distill_cmd == "plan" else {}))
+    if args.dry_run:  # `plan`, or `train --dry-run`
         plan = dry_run(cfg)
         if getattr(args, "json", False):
             print(json.dumps({k: v for k, v in plan.items() if k != "example_lengths"}, indent=2))
@@ -106,11 +106,6 @@ def cmd_train(args) -> int:
     result = train(cfg)
     print(json.dumps(result, indent=2, default=str))
     return 0
-
-
-def cmd_plan(args) -> int:
-    args.dry_run = True
-    return cmd_train(args)
 
 
 def cmd_evaluate(args) -> int:
@@ -176,13 +171,14 @@ def add_subcommands(sub) -> None:
     add_train_args(p)
     p.add_argument("--dry-run", action="store_true", help="print the memory plan and stop (exit 1 if it does not fit)")
 
-    p = add_command(dsub, "plan", cmd_plan, help="the memory plan of a training run, without training",
+    p = add_command(dsub, "plan", cmd_train, help="the memory plan of a training run, without training",
         description="Sequence lengths (text and visual, p50/p95/max) of DIR at the training settings and the "
                     "estimated peak GPU memory (weights, LoRA + optimizer, activations, loss) against the GPU present "
                     "or --gpu-memory; when it does not fit, the changes that would. Loads the processor and config "
                     "only, no weights.", epilog=EXAMPLES)
     add_train_args(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.set_defaults(dry_run=True)
 
     p = add_command(dsub, "evaluate", cmd_evaluate, help="base model vs adapter on DIR's val split",
         description="Score val with the base model and with the adapter (the pipeline settings of the collection; one "

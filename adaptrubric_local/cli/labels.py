@@ -1,8 +1,8 @@
 """The `labels` subcommands, registered by `cli/`: `labels merge` writes a labelled copy of a data
 set. Argument handling only; labels files are read and applied by `labels.py` as the data streams
-(`labelled_stream.py`), each trajectory written by the canonical
-format's writer as it comes and the copy streamed back to check its ids and labels (a digest of them in
-order, not a list). The folder formats cannot stream: they are loaded whole, as before.
+(`labelled_stream.py`), each trajectory written by the canonical format's writer as it comes and the
+copy streamed back to check its ids and labels (a digest of them in order, not a list). The folder
+formats cannot stream: they are loaded whole.
 """
 from __future__ import annotations
 
