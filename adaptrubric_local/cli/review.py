@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..evaluation.review_order import ReviewOrderConfig
+from ..flags import add_config_arguments, config_kwargs
 from .common import (
     add_command,
     add_coverage_options,
@@ -58,9 +60,7 @@ would then be constant, and --require-signal makes that an error.
 
 def cmd_review(args) -> int:
     from ..evaluation.harness import run_review
-    from ..evaluation.review_order import ReviewOrderConfig
     from ..evaluation.review_page import folder_bytes
-    from ..flags import config_kwargs
 
     order = ReviewOrderConfig(**config_kwargs(args, ReviewOrderConfig))
     loaded, labels = load_labelled(args)
@@ -144,9 +144,6 @@ def _signal_check(problems: list[str], required: bool, outcome: str) -> bool:
 
 
 def add_subcommands(sub) -> None:
-    from ..evaluation.review_order import ReviewOrderConfig
-    from ..flags import add_config_arguments
-
     p = add_command(sub, "review", cmd_review,
                     help="write review.html: every trajectory with what the verifier saw and said",
                     description="Write an offline review page for any verdict file: one card per trajectory "
