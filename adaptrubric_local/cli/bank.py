@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 from ..bank import DEFAULT_BANK, load_bank
+from ..bank_induction.induce import InduceConfig, induce
+from ..bank_induction.refine import RefineConfig, refine
+from ..engine.teacher import TeacherConfig
 from ..flags import add_config_arguments, common, config_kwargs
 from ..schema import SchemaError
 
@@ -30,8 +33,6 @@ EXAMPLES = """examples:
 
 
 def _teacher_options(p: argparse.ArgumentParser) -> None:
-    from ..engine.teacher import TeacherConfig
-
     t = p.add_argument_group("teacher (exactly one: a local model, or an OpenAI-compatible endpoint)")
     add_config_arguments(t, TeacherConfig)
     t.add_argument("--induction-prompts", help="induction/refinement prompt YAML (default: the bundled "
@@ -41,7 +42,6 @@ def _teacher_options(p: argparse.ArgumentParser) -> None:
 def _inputs(args) -> tuple:
     """(the --induction-prompts, DATA's trajectories, the teacher): what `induce` and `refine` read."""
     from ..bank_induction.prompts import load_induction_prompts
-    from ..engine.teacher import TeacherConfig
     from ..formats import load_trajectories
 
     prompts = load_induction_prompts(args.induction_prompts)
@@ -57,8 +57,6 @@ def _inputs(args) -> tuple:
 
 
 def cmd_induce(args) -> int:
-    from ..bank_induction.induce import InduceConfig, induce
-
     kw = config_kwargs(args, InduceConfig)
     cfg = InduceConfig(**{**kw, "name": kw.get("name") or Path(args.out).stem})
     ps, trajs, teacher = _inputs(args)
@@ -72,7 +70,6 @@ def cmd_induce(args) -> int:
 
 
 def cmd_refine(args) -> int:
-    from ..bank_induction.refine import RefineConfig, refine
     from .common import make_engine, pipeline_config
 
     if not args.model:
@@ -93,8 +90,6 @@ def cmd_refine(args) -> int:
 
 
 def add_subcommands(sub) -> None:
-    from ..bank_induction.induce import InduceConfig
-    from ..bank_induction.refine import RefineConfig
     from .common import add_command, add_data_argument, add_data_options, add_out_option, add_scoring_options
 
     b = add_command(sub, "bank", help="build and check a rubric bank for your own apps (induce, refine, validate)",

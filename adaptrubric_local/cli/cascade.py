@@ -11,6 +11,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from ..cascade.config import SPOT_CHECK, CascadeConfig
 from ..cascade.live import watch
 from ..cascade.scorer import Cascade
 from ..flags import add_config_arguments, config_kwargs
@@ -35,8 +36,6 @@ FIT_EXAMPLES = """examples:
 def add_judge_arguments(p: argparse.ArgumentParser, hide_defaults: bool = False) -> None:
     """The cascade's flags on `score` and `serve` (cascade/config.py's CascadeConfig, one flag per field;
     `hide_defaults`: a flag not given leaves a --config file's value)."""
-    from ..cascade.config import CascadeConfig
-
     add_config_arguments(p.add_argument_group("judge (a cascade: the judge checks what the student is unsure of; "
                                               "docs/student-judge.md)"), CascadeConfig,
                          hide_defaults=hide_defaults)
@@ -44,8 +43,6 @@ def add_judge_arguments(p: argparse.ArgumentParser, hide_defaults: bool = False)
 
 def cascade_config(args):
     """The CascadeConfig of the flags; None when no judge was given (then no cascade flag may be)."""
-    from ..cascade.config import CascadeConfig
-
     cfg = CascadeConfig(**config_kwargs(args, CascadeConfig))
     if not cfg.enabled:
         refuse_given(args, CascadeConfig, "a judge: --judge-url URL with --judge-name NAME, or --judge-model M")
@@ -196,8 +193,6 @@ def fit_pairs(args) -> list:
 
 
 def add_subcommands(sub) -> None:
-    from ..cascade.config import SPOT_CHECK
-
     p = add_command(sub, "cascade-fit", cmd_fit, help="fit the band of student p_success that goes to the judge",
         description="From trajectories scored by both the student and the judge (a cascade file's spot checks, or two "
                     "verdict files), fit the narrowest band [LO, HI] of the student's p_success that keeps the "

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from ..engine.hf_config import HFEngineConfig
+from ..engine.teacher import TeacherConfig
 from ..flags import add_config_arguments, common, config_kwargs
 from ..formats.stream import as_stream, stream_trajectories, trajectories
 from ..pipeline import PipelineConfig
@@ -43,7 +44,6 @@ EXAMPLES = """examples:
 def _collect_teacher(args, pcfg_for, loaded):
     """(teacher engine, manifest description, pipeline config, per-trajectory configs or None)."""
     from ..distill.collect import label_teacher, load_teacher_verdicts, verdict_groups, verdicts_teacher
-    from ..engine.teacher import TeacherConfig
 
     tcfg = TeacherConfig(**config_kwargs(args, TeacherConfig))
     if sum(map(bool, (tcfg.teacher_model, tcfg.teacher_url, args.teacher_verdicts, args.teacher_labels))) != 1:
@@ -128,7 +128,6 @@ def cmd_merge(args) -> int:
 
 def add_subcommands(sub) -> None:
     from ..distill.collect import CollectConfig
-    from ..engine.teacher import TeacherConfig
 
     d = add_command(sub, "distill", help="distil a large judge into a LoRA adapter for a small verifier",
         description="Collect a teacher's AdaptRubric judgments, train a LoRA student on them, evaluate it against the "

@@ -12,9 +12,11 @@ import sys
 import warnings
 from pathlib import Path
 
+from ..distill.answering import AnsweringSettings, answering_model
 from ..flags import add_config_arguments, common, config_kwargs, explicit
 from ..formats.base import LoadResult
 from ..formats.stream import Shard, stream_trajectories
+from ..scale_out.ray import RayConfig, ReplicasGone, score_ray
 from ..scoring import error_id
 from .cascade import add_judge_arguments, cascade_config, score_cascade
 from .common import add_command, add_scoring_options, data_options, engine_options, pipeline_config, score_with_model
@@ -188,7 +190,6 @@ def pick_subset(loaded, ids: list[str] | None, limit: int | None):
 
 def check_ray_flags(args) -> None:
     """The replica flags need --ray; --ray holds the transformers engine in process."""
-    from ..scale_out.ray import RayConfig
     from .common import refuse_given
 
     if not args.ray:
@@ -204,8 +205,6 @@ def check_ray_flags(args) -> None:
 
 def score_with_ray(args, cfg, loaded, **score_kw) -> dict:
     """`score --ray`: replicas on Ray (local or --ray-address), the driver writing --out."""
-    from ..scale_out.ray import RayConfig, ReplicasGone, score_ray
-
     ray_cfg = RayConfig(**config_kwargs(args, RayConfig))
     options = engine_options(args, cfg)
     if "image_workers" not in explicit(args):  # each replica decodes images with its own share of the CPUs
@@ -237,8 +236,6 @@ def cmd_make_tiny(args) -> int:
         if args.tokenizer != "trained" or args.thinking:
             return die("--answering distils on the small trained tokenizer and the Instruct template; leave out "
                        "--tokenizer qwen3 and --thinking", prog="make-tiny-model")
-        from ..distill.answering import AnsweringSettings, answering_model
-
         answering_model(args.dir, AnsweringSettings(seed=args.seed))
         return 0
     try:
@@ -259,8 +256,6 @@ def cmd_demo(args) -> int:
 
 
 def add_subcommands(sub) -> None:
-    from ..scale_out.ray import RayConfig
-
     p = add_command(sub, "score", cmd_score, help="score trajectories with Qwen3-VL, writing one verdict line each",
         description="Score every trajectory in DATA and stream verdict lines to --out as they complete. A bad record "
                     "becomes a line with status=error (its id kept); an output that does not parse becomes "
@@ -306,8 +301,6 @@ def add_subcommands(sub) -> None:
     from ..synth import SynthConfig
 
     add_config_arguments(p, SynthConfig)
-
-    from ..distill.answering import AnsweringSettings
 
     a = AnsweringSettings()
     size = f"{a.size[0]}x{a.size[1]}"
