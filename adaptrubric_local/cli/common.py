@@ -11,12 +11,14 @@ import sys
 from types import SimpleNamespace
 
 from ..distill.image_policy import adopt
+from ..engine.build import EngineChoice
 from ..engine.hf_config import HFEngineConfig
 from ..engine.options import NO_VALUE, refuse_unread
 from ..engine.remote import RemoteConfig, is_remote, remote_engine
 from ..engine.vllm_engine import VLLMOptions
 from ..evaluation.coverage import Coverage
 from ..flags import add_config_arguments, common, config_kwargs, explicit, flag_name
+from ..formats import FORMATS
 from ..labelled_stream import apply_labels
 from ..labels import LabelsConfig, not_loaded_warning
 from ..pipeline import AdaptRubric, PipelineConfig
@@ -63,8 +65,6 @@ def refuse_given(args, cls, need: str) -> None:
 
 def add_data_options(p: argparse.ArgumentParser) -> None:
     """--format (the registered formats, a --plugins file's among them) and --image-root."""
-    from ..formats import FORMATS
-
     common(p.add_argument("--format", default="auto",
                           help=f"input format: auto or {', '.join(FORMATS)}, a loader's options after commas "
                                "(docs/data.md) (default auto)"), "data")
@@ -130,8 +130,6 @@ def add_model_options(p: argparse.ArgumentParser, serve: bool = False, routing: 
     """--engine, --model and every engine option: one flag per EngineChoice, HFEngineConfig and
     VLLMOptions field. `serve`: a flag not given leaves --config's value (no default shown), and the
     model defaults to the engine config's. `routing`: only what `route` uses (ROUTING_ENGINE_OPTIONS)."""
-    from ..engine.build import EngineChoice
-
     g = p.add_argument_group("engine (transformers, Qwen3-VL; the options both engines share)")
     add_config_arguments(g, EngineChoice, hide_defaults=serve)
     add_config_arguments(g, HFEngineConfig, defaults={} if serve else {"model": None},  # a command names its model
@@ -229,7 +227,7 @@ def engine_from_options(options: dict):
     in-process engine they name."""
     if is_remote(options):
         return remote_engine(options)
-    from ..engine.build import build_engine
+    from ..engine.build import build_engine  # looked up at each call (tests replace it)
 
     return build_engine(**options)
 

@@ -10,6 +10,9 @@ import json
 import sys
 from pathlib import Path
 
+from ..distill.config import config_from_args
+from ..distill.plan import format_plan
+from ..distill.train import add_train_args, dry_run, train
 from ..engine.hf_config import HFEngineConfig
 from ..engine.teacher import TeacherConfig
 from ..flags import add_config_arguments, common, config_kwargs
@@ -91,10 +94,6 @@ def cmd_collect(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from ..distill.config import config_from_args
-    from ..distill.plan import format_plan
-    from ..distill.train import dry_run, train
-
     cfg = config_from_args(args, **({"out": "(plan only)"} if args.distill_cmd == "plan" else {}))
     if args.dry_run:  # `plan`, or `train --dry-run`
         plan = dry_run(cfg)
@@ -159,8 +158,6 @@ def add_subcommands(sub) -> None:
                                                                 "(and truncated replies once the token cap is raised)"),
            "output")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-
-    from ..distill.train import add_train_args
 
     p = add_command(dsub, "train", cmd_train, help="train a LoRA/QLoRA student on DIR",
         description="LoRA (or QLoRA with --load-in-4bit) on the student with transformers' Trainer; loss on the "

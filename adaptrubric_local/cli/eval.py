@@ -8,6 +8,14 @@ import contextlib
 import sys
 from pathlib import Path
 
+from ..evaluation.benchmark_figures import BOOTSTRAP, SEED, render_table
+from ..evaluation.harness import run_ablation, run_eval, run_tts
+from ..evaluation.report import fmt
+from ..evaluation.review_sample import REVIEW_CARDS
+from ..evaluation.vote_rules import render_table as render_vote_rules
+from ..flags import common
+from ..labels import read_labels
+from ..pipeline import AdaptRubric
 from .common import (
     add_command,
     add_coverage_options,
@@ -42,11 +50,7 @@ def _score_first(args, out: Path) -> Path:
 
 
 def cmd_eval(args) -> int:
-    from ..evaluation.benchmark_figures import render_table
-    from ..evaluation.harness import run_eval
     from ..evaluation.image_roots import outside_image_roots
-    from ..evaluation.report import fmt
-    from ..evaluation.vote_rules import render_table as render_vote_rules
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -86,9 +90,6 @@ def cmd_eval(args) -> int:
 
 
 def cmd_tts(args) -> int:
-    from ..evaluation.harness import run_tts
-    from ..labels import read_labels
-
     if bool(args.verdicts) == bool(args.model):
         raise ValueError("give exactly one of --verdicts V.jsonl or --model M")
     for f in labels_files(args):  # before scoring: a bad labels file stops the command early
@@ -112,10 +113,7 @@ def cmd_tts(args) -> int:
 
 
 def cmd_ablate(args) -> int:
-    from ..evaluation.harness import run_ablation
-    from ..evaluation.report import fmt
     from ..formats import load_trajectories
-    from ..pipeline import AdaptRubric
 
     cfg = pipeline_config(args)
     loaded = load_trajectories(args.data, fmt=args.format, image_roots=args.image_root)
@@ -139,10 +137,6 @@ def cmd_compare(args) -> int:
 
 
 def add_subcommands(sub) -> None:
-    from ..evaluation.benchmark_figures import BOOTSTRAP, SEED
-    from ..evaluation.review_sample import REVIEW_CARDS
-    from ..flags import common
-
     def scoring_opts(p):
         common(p.add_argument("--quiet", action="store_true", help="no progress bar"), "output")
         add_scoring_options(p)
