@@ -18,6 +18,7 @@ from ..flags import add_config_arguments, config_kwargs
 from ..formats.stream import as_stream, stream_trajectories
 from ..pipeline import AdaptRubric
 from ..run_settings import IN_PROCESS, sidecar, vars_of
+from ..scoring import score_with
 from ..types import Trajectory
 from ..verdict_file import iter_last_lines
 from .common import add_command, checked_settings, make_engine, refuse_given
@@ -90,8 +91,6 @@ def run_cascade(cascade, settings: dict, data, out: Path, loaded=None, resume: b
     """Score `data` (`loaded`: its LoadResult or stream; streamed from `data` without it) with `cascade`
     into `out` (with `resume`, the lines whose judge failed asked again first), and add the `cascade`
     section to the summary from the file's last line per id, read one line at a time."""
-    from ..scoring import score_with
-
     out = Path(out)
     if loaded is None:
         loaded = stream_trajectories(data, fmt=fmt)

@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..formats import canonical
+from ..formats.stream import stream_trajectories
 from ..labelled_stream import LabelledStream
 from ..types import Trajectory
 from .common import add_command, add_data_options, add_labels_options, data_options
@@ -28,8 +30,6 @@ A later labels file wins per id; a null (unsure) label leaves the data's label a
 
 
 def cmd_merge(args) -> int:
-    from ..formats.stream import stream_trajectories
-
     if not args.labels:
         raise ValueError("give at least one --labels FILE (what the review page's Export writes)")
     src = LabelledStream(args.data, args.labels, **data_options(args))  # the labels files are read (and checked) here
@@ -84,8 +84,6 @@ class ReadBack:
 def _copy(src, target: Path) -> ReadBack:
     """Write the labelled trajectories of `src` to `target` as they are read (canonical JSONL, screenshots
     referenced where they are); a bad record is named on stderr and not copied."""
-    from ..formats import canonical
-
     written = ReadBack()
     with open(target, "w", encoding="utf-8") as fh:
         for _, x in src.items():

@@ -14,6 +14,7 @@ from ..flags import Parser, add_config_arguments, common, config_kwargs, explici
 from ..pipeline import PipelineConfig
 from ..rewards.config import RewardConfig, load_options
 from ..rewards.model import RewardModel
+from ..rewards.serve import ServeConfig
 from .cascade import add_judge_arguments
 from .common import FORMATTER, add_command, add_model_options, add_remote_options, check_engine_options
 
@@ -63,7 +64,7 @@ SERVE_DEFAULTS = {"max_pending": 1024}  # a service bounds its queue (503 beyond
 
 
 def cmd_serve(args) -> int:
-    from ..rewards.serve import ServeConfig, serve
+    from ..rewards.serve import serve  # looked up at each call (tests replace it)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     opts = {**SERVE_DEFAULTS, **(load_options(args.config) if args.config else {})}
@@ -91,8 +92,6 @@ def cmd_serve(args) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of `serve`: the service's (ServeConfig), and every verifier option (reward, pipeline and
     engine configs: the keys of a reward.yaml), a flag given winning over --config."""
-    from ..rewards.serve import ServeConfig
-
     common(p.add_argument("--config", help="YAML/JSON file of verifier options: the keys are the flags' names "
                                            "(every option of `score`, plus the reward options)"), "service")
     add_config_arguments(p.add_argument_group("service"), ServeConfig)
