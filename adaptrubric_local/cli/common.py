@@ -217,14 +217,12 @@ def check_engine_options(engine: str, given) -> None:
 
 
 def make_engine(args, cfg=None):
-    """The engine the options describe: the server's with --openai-url, else the in-process engine
-    --engine names (transformers by default)."""
+    """The engine the flags describe (`engine_from_options` of `engine_options`)."""
     return engine_from_options(engine_options(args, cfg))
 
 
 def engine_from_options(options: dict):
-    """The engine a flat mapping of engine options describes: a server's with `openai_url`, else the
-    in-process engine they name."""
+    """The engine of a flat mapping of engine options: a server's with `openai_url`, else the in-process one."""
     if is_remote(options):
         return remote_engine(options)
     from ..engine.build import build_engine  # looked up at each call (tests replace it)
