@@ -13,19 +13,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from .schema import content_sha, load_yaml_model
+from .schema import Strict, content_sha, load_yaml_model
 from .types import FAMILIES
 
 DEFAULT_BANK = Path(__file__).parent / "data" / "default_bank.yaml"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class RubricItem(_Strict):
+class RubricItem(Strict):
     """A named rubric item with its criticality (kept for structured ablations)."""
 
     id: str
@@ -33,7 +29,7 @@ class RubricItem(_Strict):
     criticality: Literal["critical", "default", "auxiliary"]
 
 
-class RubricSet(_Strict):
+class RubricSet(Strict):
     """One family's coarse rubric: description, the four sections, and rubric items."""
 
     id: str
@@ -52,7 +48,7 @@ class RubricSet(_Strict):
         return [i for i in self.rubric_items if i.criticality == "critical"]
 
 
-class BuildStep(_Strict):
+class BuildStep(Strict):
     """One step that made or changed a bank (induce, a refine round): teacher, data, prompts used."""
 
     step: str
@@ -68,7 +64,7 @@ class BuildStep(_Strict):
 FAMILY_NAME = re.compile(r"^[a-z][a-z0-9_]{1,47}$")
 
 
-class RubricBank(_Strict):
+class RubricBank(Strict):
     """A whole bank: every family's RubricSet, the shared meta rule and output formats."""
 
     version: int

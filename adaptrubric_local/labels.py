@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
+from pydantic import ValidationError, ValidationInfo, field_validator
 
-from .schema import json_lines
+from .schema import Strict, json_lines
 
 FIELDS = ("id", "label", "note", "score", "p_success", "time", "data", "verdicts")
 
@@ -35,10 +35,8 @@ class LabelsError(ValueError):
     """A labels file that cannot be used; the message names the file, the line and the field."""
 
 
-class LabelRecord(BaseModel):
+class LabelRecord(Strict):
     """One line of a labels file."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
     label: Literal[0, 1] | None

@@ -231,12 +231,9 @@ class AdaptRubric:
 
         if not self.config.dedupe_frames or len(trajs) == 1:
             return [one(t) for t in trajs]
-        return list(self._workers().map(one, trajs))  # frame fingerprints decode images: use the cores
-
-    def _workers(self) -> ThreadPoolExecutor:
-        if self._pool is None:
+        if self._pool is None:  # frame fingerprints decode images: use the cores
             self._pool = ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1), thread_name_prefix="prep")
-        return self._pool
+        return list(self._pool.map(one, trajs))
 
     def verifier_request(self, p: Prepared) -> Request:
         """The engine request for one prepared trajectory."""

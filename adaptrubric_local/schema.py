@@ -11,9 +11,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
+
+
+class Strict(BaseModel):
+    """A frozen schema that refuses keys it does not name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class SchemaError(ValueError):

@@ -12,9 +12,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, create_model
 
-from ..schema import content_sha, load_yaml_model
+from ..schema import Strict, content_sha, load_yaml_model
 
 DEFAULT_PROMPTS = Path(__file__).parent / "default.yaml"
 M = TypeVar("M", bound=BaseModel)
@@ -27,20 +27,18 @@ class TemplateError(KeyError):
         return str(self.args[0])
 
 
-class Headings(BaseModel):
+class Headings(Strict):
     """Headings printed above each rubric section in the verifier prompt."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     verification_steps: str
     common_pitfalls: str
     special_rules: str
     meta_rule: str
 
 
-class PromptFile(BaseModel):
+class PromptFile(Strict):
     """What every prompt file has besides its templates: a version and where its text comes from."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     version: int
     source: str | None = None
 
