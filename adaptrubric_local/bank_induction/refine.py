@@ -227,7 +227,6 @@ class Refiner:
         report["teacher"] = {"name": self.teacher.name, "calls": self.teacher.calls, "failed": self.teacher.failed,
                              "tokens": self.teacher.tokens}
         report["verifier_calls"] = self.verifier_calls
-
         write_atomic(self.out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         write_atomic(self.out / "report.md", report_markdown(report))
 
