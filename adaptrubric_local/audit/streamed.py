@@ -12,9 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from ..formats import LoadResult, canonical
-from ..formats.ids import IdSet
 from ..formats.ids import key as id_key
-from ..formats.stream import Keep, Shard, TrajectoryStream, _count, as_stream, trajectories
+from ..formats.stream import Indexed, Keep, TrajectoryStream, as_stream, trajectories
 from ..types import Trajectory
 from .perturbations import DataSet, Perturbation, build_each
 
@@ -26,16 +25,14 @@ def setting_file(out: Path, name: str, kind: str = "verdicts") -> Path:
     return Path(out) / f"{kind}.{name}.jsonl"
 
 
-class ChainedStream:
+class ChainedStream(Indexed):
     """Several streams (formats/stream.py) read one after another as one: positions run on across them;
     its methods are TrajectoryStream's."""
 
     def __init__(self, streams: list):
         self.streams = streams
         self.warnings = [w for s in streams for w in s.warnings]
-        self.records = sum(s.records for s in streams)
-        self.order = np.concatenate([s.order for s in streams]) if streams else np.zeros(0, dtype="S16")
-        self.ids = IdSet(self.order[self.order != b""])  # a mask makes a copy, sorted in place
+        self._index(np.concatenate([s.order for s in streams]) if streams else np.zeros(0, dtype="S16"))
 
     def items(self, keep: Keep | None = None) -> Iterator[tuple[int, object]]:
         offset = 0
@@ -47,9 +44,6 @@ class ChainedStream:
 
     def repeated(self, i: str | None) -> bool:
         return any(s.repeated(i) for s in self.streams)
-
-    def count(self, shard: Shard | None = None, done: np.ndarray | None = None) -> int:
-        return _count(self.order, shard, done)
 
 
 def cf_stream(path: Path, roots: list):

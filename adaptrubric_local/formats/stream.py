@@ -53,21 +53,23 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-class _Indexed:
+class Indexed:
     """What a stream knows of its records before it reads them: each position's id digest (`order`,
     empty for a record without an id), their number and the set of their ids."""
 
-    def _index(self, ids: IdBuilder) -> None:
-        self.order = ids.take()
-        self.records = len(self.order)
+    def _index(self, order: np.ndarray) -> None:
+        self.order, self.records = order, len(order)
         self.ids: IdSet = IdSet(self.order[self.order != b""])  # a mask makes a copy, sorted in place
 
     def count(self, shard: Shard | None = None, done: np.ndarray | None = None) -> int:
         """How many records (of `shard`) have no id among the sorted digests `done`."""
-        return _count(self.order, shard, done)
+        mine = self.order[shard.index - 1::shard.count] if shard else self.order
+        if done is None or not len(done):
+            return len(mine)
+        return int(len(mine) - IdSet(done, presorted=True).has_keys(mine).sum())
 
 
-class TrajectoryStream(_Indexed):
+class TrajectoryStream(Indexed):
     """A data set's records in order, parsed as they are asked for (`items`); `ids` and `records` from
     the first pass; `warnings` as `LoadResult.warnings`."""
 
@@ -83,7 +85,7 @@ class TrajectoryStream(_Indexed):
         ids = IdBuilder()
         for _, record, x in self._read(self.warnings):  # a malformed line: under the id it names first, if any
             ids.add_key(x.record_id if record is None else own_id(x.get("id")) if isinstance(x, dict) else None)
-        self._index(ids)
+        self._index(ids.take())
         if not self.records:
             hint = folder_hints(self.path) if self.path.is_dir() else ""
             raise DataError(self.path, f"no trajectories found: the canonical loader looked for "
@@ -135,7 +137,7 @@ class TrajectoryStream(_Indexed):
         return i is not None and self.ids.is_repeated(i)
 
 
-class LoadedStream(_Indexed):
+class LoadedStream(Indexed):
     """A `LoadResult` handed out as a stream: its bad records first, then its trajectories."""
 
     def __init__(self, loaded: LoadResult):
@@ -143,7 +145,7 @@ class LoadedStream(_Indexed):
         ids = IdBuilder()
         for x in [*loaded.errors, *loaded.trajectories]:
             ids.add_key(x.record_id if isinstance(x, DataError) else x.id)
-        self._index(ids)
+        self._index(ids.take())
 
     def items(self, keep: Keep | None = None) -> Iterator[tuple[int, Item]]:
         """As `TrajectoryStream.items`."""
@@ -155,13 +157,6 @@ class LoadedStream(_Indexed):
     def repeated(self, i: str | None) -> bool:
         """A LoadResult holds no repeated id (its loader turned the second into an error)."""
         return False
-
-
-def _count(order: np.ndarray, shard: Shard | None, done: np.ndarray | None) -> int:
-    mine = order[shard.index - 1::shard.count] if shard else order
-    if done is None or not len(done):
-        return len(mine)
-    return int(len(mine) - IdSet(done, presorted=True).has_keys(mine).sum())
 
 
 def stream_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = True,
