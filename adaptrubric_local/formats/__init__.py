@@ -204,15 +204,5 @@ def load_trajectories(path: str | Path, fmt: str = "auto", check_images: bool = 
     return result
 
 
-__all__ = [
-    "FORMATS",
-    "DataError",
-    "FormatSpec",
-    "LoadResult",
-    "canonical",
-    "detect_format",
-    "load_trajectories",
-    "register_format",
-    "resolve_image",
-    "split_format",
-]
+__all__ = ["FORMATS", "DataError", "FormatSpec", "LoadResult", "canonical", "detect_format", "load_trajectories",
+           "register_format", "resolve_image", "split_format"]

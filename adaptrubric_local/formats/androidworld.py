@@ -101,13 +101,10 @@ def _png(arr: Any, path: Path) -> str:
     return str(path.resolve())
 
 
-def _at(values: Any, i: int) -> Any:
-    return values[i] if isinstance(values, list) and i < len(values) else None
-
-
 def _action(data: dict, i: int) -> tuple[dict, str | None]:
     """(the action as a dict, the thought) of step i."""
-    out, act, thought = (_at(data.get(k), i) for k in ("action_output", "action_output_json", "action_reason"))
+    out, act, thought = (v[i] if isinstance(v := data.get(k), list) and i < len(v) else None
+                         for k in ("action_output", "action_output_json", "action_reason"))
     action = {}
     if isinstance(act, Record):
         action = {k: v for k, v in act.__dict__.items() if v is not None}
