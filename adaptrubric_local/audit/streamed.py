@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 
 from ..formats import LoadResult, canonical
-from ..formats.ids import key as id_key
 from ..formats.stream import Indexed, Keep, TrajectoryStream, as_stream, trajectories
 from ..types import Trajectory
 from .perturbations import DataSet, Perturbation, build_each
@@ -53,22 +52,16 @@ def cf_stream(path: Path, roots: list):
 
 
 class Originals:
-    """Per original (by the sorted digests of the data's ids): its label (-1: none) and whether it is a
-    trajectory (not a bad record)."""
+    """Per original (by its place among the sorted digests of the data's ids, `ids.index`): its label
+    (-1: none) and whether it is a trajectory (not a bad record)."""
 
     def __init__(self, stream):
-        self.keys = stream.ids.keys
-        self.label = np.full(len(self.keys), -1, dtype=np.int8)
-        self.parsed = np.zeros(len(self.keys), dtype=bool)
-
-    def index(self, i: str) -> int:
-        """The position of id `i` among `keys`, or -1."""
-        key = id_key(i)
-        k = int(np.searchsorted(self.keys, key))
-        return k if k < len(self.keys) and self.keys[k] == key else -1
+        self.ids = stream.ids
+        self.label = np.full(len(self.ids), -1, dtype=np.int8)
+        self.parsed = np.zeros(len(self.ids), dtype=bool)
 
     def add(self, t: Trajectory) -> None:
-        k = self.index(t.id)
+        k = self.ids.index(t.id)
         if k >= 0:
             self.parsed[k] = True
             self.label[k] = t.label if t.label in (0, 1) else -1

@@ -81,10 +81,10 @@ class PairCounts:
 
 class OriginalVerdicts:
     """The originals' verdicts of the main verdict file `path` (last line per id, read line by line) as
-    arrays by `Originals.keys`' index."""
+    arrays by `Originals.ids.index`."""
 
     def __init__(self, originals, path: Path):
-        n = len(originals.keys)
+        n = len(originals.ids)
         self.originals = originals
         self.status = np.full(n, -1, dtype=np.int8)
         self.score = np.full(n, -1, dtype=np.int8)
@@ -92,7 +92,7 @@ class OriginalVerdicts:
         self.evidence = np.full(n, -1, dtype=np.int8)
         self.calls, self.tokens = np.zeros(n), np.zeros(n)
         for _, i, d in iter_lines(path):
-            k = originals.index(i)
+            k = originals.ids.index(i)
             if k < 0:
                 continue
             s, score, p, ev = compact(d)
@@ -103,7 +103,7 @@ class OriginalVerdicts:
             self.calls[k], self.tokens[k] = d.get("cost_calls") or 0.0, d.get("cost_tokens") or 0.0
 
     def get(self, i: str) -> Compact | None:
-        k = self.originals.index(i)
+        k = self.originals.ids.index(i)
         if k < 0 or self.status[k] < 0:
             return None
         p, ev, score = self.p[k], self.evidence[k], self.score[k]

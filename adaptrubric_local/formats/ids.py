@@ -49,14 +49,9 @@ class IdBuilder:
     def __len__(self) -> int:
         return len(self._buf) // DIGEST
 
-    def view(self) -> np.ndarray:
-        """The digests in the order they were added, looking into the buffer (no copy): add nothing more
-        while the view is alive."""
-        return np.frombuffer(self._buf, dtype=f"S{DIGEST}") if self._buf else np.zeros(0, dtype=f"S{DIGEST}")
-
     def take(self) -> np.ndarray:
         """The digests in the order they were added; the buffer is released (add nothing more)."""
-        keys = self.view().copy()
+        keys = np.frombuffer(self._buf, dtype=f"S{DIGEST}").copy() if self._buf else np.zeros(0, dtype=f"S{DIGEST}")
         self._buf = bytearray()
         return keys
 
@@ -105,9 +100,13 @@ class IdSet:
             out[a:a + chunk] = self._keys[k] == part
         return out
 
+    def index(self, i: str) -> int:
+        """The position of id `i` among `keys`, or -1."""
+        k = int(np.searchsorted(self._keys, key(i)))
+        return k if k < len(self._keys) and self._keys[k] == key(i) else -1
+
     def __contains__(self, i: str) -> bool:
-        k = np.searchsorted(self._keys, key(i))
-        return bool(k < len(self._keys) and self._keys[k] == key(i))
+        return self.index(i) >= 0
 
     def is_repeated(self, i: str) -> bool:
         """Whether the id was added more than once (few are, in any real data set)."""
