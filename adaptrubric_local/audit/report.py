@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .perturbations import Perturbation
 from .tally import OriginalVerdicts, PairCounts, count_pairs
-from .verdict import NOT_ROBUST, ROBUST, TOO_FEW, accuracy_of, accuracy_text, judge, verdicts_of, wilson
+from .verdict import NOT_ROBUST, ROBUST, TOO_FEW, accuracy_of, accuracy_text, judge, share, verdicts_of, wilson
 
 
 def rate(k: int, n: int) -> dict:
@@ -83,11 +83,8 @@ def write_report(out: Path, perturbations: list[Perturbation], originals, run: d
 
 # ----------------------------------------------------------------------------- text
 def pct(r: dict) -> str:
-    """'k/n (p%, 95% CI lo-hi%)', or 'k/0' when nothing was compared."""
-    if not r["n"]:
-        return f"{r['k']}/0"
-    lo, hi = r["ci95"]
-    return f"{r['k']}/{r['n']} ({100 * r['rate']:.0f}%, 95% CI {100 * lo:.0f}-{100 * hi:.0f}%)"
+    """A `rate` dict as `verdict.share` writes it."""
+    return share(r["k"], r["n"])
 
 
 def _dp(x: float | None) -> str:

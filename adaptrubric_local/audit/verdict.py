@@ -37,7 +37,8 @@ def wilson(k: int, n: int, z: float = Z95) -> list[float] | None:
     return [0.0 if k == 0 else max(0.0, mid - half), 1.0 if k == n else min(1.0, mid + half)]
 
 
-def _share(k: int, n: int) -> str:
+def share(k: int, n: int) -> str:
+    """'k/n (p%, 95% CI lo-hi%)', or 'k/0' when n is 0."""
     ci = wilson(k, n)
     return f"{k}/{n}" + (f" ({100 * k / n:.0f}%, 95% CI {100 * ci[0]:.0f}-{100 * ci[1]:.0f}%)" if ci else "")
 
@@ -68,7 +69,7 @@ def check_clause(clause: str, row: dict) -> dict:
     if clause in shares:
         k, n, rule, what = shares[clause]
         return {"clause": clause, "says": CLAUSES[clause], "k": k, "n": n, "result": rule(k, n),
-                "figure": f"{k}/{n} {what}", "ci95": wilson(k, n), "shown": _share(k, n)}
+                "figure": f"{k}/{n} {what}", "ci95": wilson(k, n), "shown": share(k, n)}
     if clause != "more-insufficient":
         raise ValueError(f"unknown clause {clause!r}; known: {', '.join(CLAUSES)}")
     b, a, n = row["insufficient"]["before"], row["insufficient"]["after"], row["compared"]
@@ -98,7 +99,7 @@ def accuracy_of(k: int, n: int, ones: int, unlabelled: int, unparsed: int, error
               else FAILS if ci[1] < base or (k / n <= base and n >= MIN_PAIRS) else TOO_FEW)
     return {"k": k, "n": n, "rate": k / n if n else None, "ci95": ci,
             "result": result, "baseline": {"label": common, "rate": base},
-            "shown": _share(k, n), "unlabelled": unlabelled, "unparsed": unparsed, "errors": errors,
+            "shown": share(k, n), "unlabelled": unlabelled, "unparsed": unparsed, "errors": errors,
             "unscored": unscored}
 
 
