@@ -101,14 +101,11 @@ def parse_record(obj: dict, root: Path, file: Path, record: str, check_images: b
             shot = s.get("screenshot")
             shot = (resolve_image(root, shot, file, rec, f"{fname}.screenshot", check_images, image_roots)
                     if shot is not None else None)
-            steps.append(Step(screenshot=shot, action=action_text(s.get("action", "")),
-                              action_type=_opt_str(s, "action_type", file, rec, f"{fname}."),
-                              text=_opt_str(s, "text", file, rec, f"{fname}."),
-                              thought=_opt_str(s, "thought", file, rec, f"{fname}.")))
+            steps.append(Step(screenshot=shot, action=action_text(s.get("action", "")), **{
+                k: _opt_str(s, k, file, rec, f"{fname}.") for k in ("action_type", "text", "thought")}))
         traj = Trajectory(id=str(require(obj, "id", file, rec, (str, int))),
                           instruction=require(obj, "instruction", file, rec), steps=steps,
-                          answer=_opt_str(obj, "answer", file, rec), platform=_opt_str(obj, "platform", file, rec),
-                          task_id=_opt_str(obj, "task_id", file, rec),
+                          **{k: _opt_str(obj, k, file, rec) for k in ("answer", "platform", "task_id")},
                           label=parse_label(obj.get("label"), file, rec, "label"), source=str(file))
         return check_nonempty(traj, file, rec)
 
