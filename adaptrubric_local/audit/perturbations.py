@@ -40,8 +40,7 @@ def clauses_of(expect: str) -> tuple[str, ...]:
     if expect in EXPECTS:
         return EXPECTS[expect]
     parts = tuple(dict.fromkeys(x.strip() for x in str(expect).split("+")))
-    bad = [x for x in parts if x not in CLAUSES]
-    if bad:
+    if any(x not in CLAUSES for x in parts):
         raise ValueError(f"expect must be one of {', '.join(EXPECTS)} or clauses of {', '.join(CLAUSES)} joined "
                          f"with '+', got {expect!r}")
     return parts

@@ -79,9 +79,8 @@ class ColumnMapping:
         if not isinstance(raw, dict):
             raise DataError(path, "a column mapping is a mapping of field: column")
         known = {f.name for f in fields(cls)}
-        for key in raw:
-            if key not in known:
-                raise DataError(path, f"unknown key; the column mapping knows {', '.join(sorted(known))}", field=key)
+        if unknown := [k for k in raw if k not in known]:
+            raise DataError(path, f"unknown key; the column mapping knows {', '.join(sorted(known))}", field=unknown[0])
         try:
             return cls(**raw)
         except (TypeError, ValueError) as exc:
