@@ -49,19 +49,16 @@ def check_shards(paths: list[Path]) -> tuple[list[Path], dict]:
     by_index: dict[int, list[Path]] = defaultdict(list)
     for p, s in shards:
         by_index[s.index].append(p)
-    twice = {i: ps for i, ps in by_index.items() if len(ps) > 1}
-    if twice:
+    if twice := {i: ps for i, ps in by_index.items() if len(ps) > 1}:
         raise ShardError("; ".join(f"shard {i}/{n} given twice: {', '.join(map(str, ps))}" for i, ps in twice.items()))
-    missing = [f"{i}/{n}" for i in range(1, n + 1) if i not in by_index]
-    if missing:
+    if missing := [f"{i}/{n}" for i in range(1, n + 1) if i not in by_index]:
         raise ShardError(f"shard(s) {', '.join(missing)} missing: the {len(paths)} file(s) given cover "
                          f"{', '.join(str(s) for _, s in shards)} of {n}")
     ordered = [by_index[i][0] for i in range(1, n + 1)]
     meta = dict(metas)
     base = {k: v for k, v in meta[ordered[0]].items() if k != "shard"}
     for p in ordered[1:]:
-        diff = settings_diff(base, {k: v for k, v in meta[p].items() if k != "shard"})
-        if diff:
+        if diff := settings_diff(base, {k: v for k, v in meta[p].items() if k != "shard"}):
             raise ShardError(f"{p} was scored with other settings than {ordered[0]}: {'; '.join(diff)}")
     return ordered, base
 
@@ -87,8 +84,7 @@ def check_known_ids(ordered: list[Path], states: list[FileState], known: IdSet, 
     """ShardError naming the shard, a few ids and the data when a shard holds ids `data` has none of."""
     for p, s in zip(ordered, states):
         own = s.ids.without(s.errors)  # a bad record's line is named by its place when it has no id
-        strangers = int((~known.has_keys(own)).sum())
-        if strangers:
+        if strangers := int((~known.has_keys(own)).sum()):
             some = [i for _, i, d in iter_lines(p) if i not in known and d.get("status") != "error"][:3]
             raise ShardError(f"{p} holds {strangers} id(s) that {data} does not have (e.g. {', '.join(some)}): "
                              "it was scored on other data, or the data has changed since")
