@@ -142,13 +142,10 @@ def load_json(path: Path) -> Any:
 
 def check_image_roots(roots: Iterable[str | os.PathLike]) -> tuple[Path, ...]:
     """The extra image folders a caller allows, resolved; DataError for one that is not a folder."""
-    out = []
-    for r in roots:
-        p = Path(r).expanduser()
-        if not p.is_dir():
-            raise DataError(p, "image root is not a folder (given as an extra folder screenshots may live in)")
-        out.append(p.resolve())
-    return tuple(out)
+    given = [Path(r).expanduser() for r in roots]
+    if bad := next((p for p in given if not p.is_dir()), None):
+        raise DataError(bad, "image root is not a folder (given as an extra folder screenshots may live in)")
+    return tuple(p.resolve() for p in given)
 
 
 def resolve_image(root: Path, rel: Any, file: Path, record: str, field_name: str,
@@ -160,8 +157,7 @@ def resolve_image(root: Path, rel: Any, file: Path, record: str, field_name: str
     a record (or a reward-service request) from naming an arbitrary file."""
     if not isinstance(rel, str) or not rel.strip():
         raise DataError(file, "image path missing or not a string", record, field_name)
-    if rel.startswith("file://"):
-        rel = rel[len("file://"):]
+    rel = rel.removeprefix("file://")
     allowed = tuple(dict.fromkeys([Path(root).resolve(), *(Path(r).resolve() for r in image_roots)]))
     full = (allowed[0] / rel).resolve()
     if not any(full.is_relative_to(a) for a in allowed):
