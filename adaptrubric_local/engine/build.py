@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from . import remote  # noqa: F401 - its @register_engine line registers the openai engine
 from .options import ENGINE_OPTIONS, engines, readers, refuse_unread, register_engine, vllm_options
+from .vllm_config import VLLMEngineConfig
 from .vllm_options import VLLM_FIELDS
 
 # what each in-process engine reads of ENGINE_OPTIONS (engine/options.py), and what to use instead:
@@ -41,12 +42,6 @@ def _hf_config(model: str, **options):
     return HFEngineConfig(model=model, **options)
 
 
-def _vllm_config(model: str, **options):
-    from .vllm_config import VLLMEngineConfig
-
-    return VLLMEngineConfig(model=model, **options)
-
-
 @register_engine("transformers", reads=TRANSFORMERS_READS, instead=TRANSFORMERS_INSTEAD,
                  otherwise="add `engine='vllm'`, or leave it out", config=_hf_config, help="transformers' generate")
 def _transformers(model: str, **options):
@@ -56,13 +51,13 @@ def _transformers(model: str, **options):
 
 
 @register_engine("vllm", reads=VLLM_READS, instead=VLLM_INSTEAD,
-                 otherwise="leave it out (the transformers engine's option)", config=_vllm_config,
+                 otherwise="leave it out (the transformers engine's option)", config=VLLMEngineConfig,
                  help="one in-process vllm.LLM (continuous batching, paged KV cache, "
                                                    "prefix caching; pip install 'adaptrubric-local[vllm]')")
 def _vllm(model: str, **options):
     from .vllm_engine import VLLMEngine
 
-    return VLLMEngine(_vllm_config(model, **options))
+    return VLLMEngine(VLLMEngineConfig(model, **options))
 
 
 def in_process() -> list[str]:

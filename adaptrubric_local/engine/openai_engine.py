@@ -57,11 +57,6 @@ class OpenAIEngineConfig:
                 "max_retries": e.max_retries, "concurrency": e.concurrency,
                 **{f.name: getattr(self, f.name) for f in fields(self) if f.name != "endpoint"}}
 
-    @property
-    def resizes(self) -> bool:
-        """Whether images are resized before sending (rather than sent as the original files)."""
-        return self.max_visual_tokens is not None or self.max_pixels is not None
-
 
 def check_top_logprobs(name: str, value: int) -> None:
     """ValueError naming option `name` when `value` is outside the OpenAI API's range of top_logprobs."""
@@ -143,8 +138,8 @@ class OpenAIEngine(Engine):
     def _one(self, req: Request) -> Output:
         n = len(req.images)
         try:
-            resized = self.config.resizes and req.images
-            messages = chat_messages(req, resized_data_urls(req.images, self.config) if resized
+            resize = self.config.max_visual_tokens is not None or self.config.max_pixels is not None
+            messages = chat_messages(req, resized_data_urls(req.images, self.config) if resize and req.images
                                      else [data_url(p) for p in req.images])
         except (OSError, ValueError, RuntimeError) as exc:
             return Output(error=f"cannot read image: {exc}", n_images=n)
