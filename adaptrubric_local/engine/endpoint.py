@@ -34,15 +34,13 @@ class Endpoint:
     called: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
-        def say(name: str) -> str:
-            return self.called.get(name, name)
-
+        say = {name: self.called.get(name, name) for name in FIELDS}
         if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"{say('url')} must start with http:// or https://, got {self.url!r}")
+            raise ValueError(f"{say['url']} must start with http:// or https://, got {self.url!r}")
         if not self.api_key_env:
-            raise ValueError(f"{say('api_key_env')} must name an environment variable")
+            raise ValueError(f"{say['api_key_env']} must name an environment variable")
         if self.concurrency < 1 or self.timeout <= 0 or self.max_retries < 0:
-            raise ValueError(f"{say('concurrency')} must be >= 1, {say('timeout')} > 0 and {say('max_retries')} >= 0, "
+            raise ValueError(f"{say['concurrency']} must be >= 1, {say['timeout']} > 0 and {say['max_retries']} >= 0, "
                              f"got {self.concurrency}, {self.timeout}, {self.max_retries}")
 
     def client(self, timeout: float | None = None, max_retries: int | None = None, http_client=None):
