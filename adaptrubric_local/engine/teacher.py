@@ -71,16 +71,10 @@ class TeacherConfig:
                       "max_pixels": self.teacher_max_pixels}
         return {**which, "max_new_tokens": self.teacher_max_new_tokens, "images": images}
 
-    def check(self, what: str = "teacher") -> None:
-        """An endpoint teacher's one request before any record (`Endpoint.check`): a ValueError naming
-        the URL when it is unreachable or does not serve `teacher_name`."""
-        if self.teacher_url:
-            self.endpoint().check(what)
-
     def build(self, check: bool = True, what: str = "teacher") -> Engine:
         """The teacher engine (exactly one of a local model or an endpoint must be set); an endpoint is
-        asked once first (`check`), so a wrong URL or name stops the command before its first record
-        (the message calls it `what`: the teacher, the judge)."""
+        asked once first (`check`: `Endpoint.check`), so a wrong URL or a name it does not serve stops the
+        command before its first record (the message calls it `what`: the teacher, the judge)."""
         if bool(self.teacher_model) == bool(self.teacher_url):
             raise ValueError("give exactly one teacher: --teacher-model M, or --teacher-url URL with --teacher-name "
                              "NAME")
@@ -88,7 +82,7 @@ class TeacherConfig:
             from .openai_engine import OpenAIEngine, OpenAIEngineConfig
 
             if check:
-                self.check(what)
+                self.endpoint().check(what)
             return OpenAIEngine(OpenAIEngineConfig(
                 endpoint=self.endpoint(), max_new_tokens=self.teacher_max_new_tokens,
                 max_visual_tokens=self.teacher_max_visual_tokens, max_pixels=self.teacher_max_pixels))
