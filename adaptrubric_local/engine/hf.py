@@ -46,7 +46,9 @@ class HFEngine(Engine):
         self.pixel_dtype = next((p.dtype for n, p in self.model.named_parameters()
                                  if ".visual." in f".{n}" and p.is_floating_point()), torch.float32)
         self.sizes = memory.Sizes.of(self.model.config)
-        self.attn = _attn_of(self.model)
+        text_config = getattr(self.model.config, "text_config", self.model.config)
+        self.attn = (getattr(text_config, "_attn_implementation", None)  # the language model's: what memory.py counts
+                     or getattr(self.model.config, "_attn_implementation", None) or "sdpa")
         self.memory_budget: float | None = None  # bytes a group's estimated peak may reach (GPU only)
         self.budget = TokenBudget(self.config.max_batch_tokens or self._derive_batch_tokens())
         self._newline: torch.Tensor | None = None
@@ -316,12 +318,6 @@ class HFEngine(Engine):
 
     def close(self) -> None:
         self.images.close()
-
-
-def _attn_of(model) -> str:
-    """The language model's attention implementation (what the memory model counts)."""
-    cfg = getattr(model.config, "text_config", model.config)
-    return getattr(cfg, "_attn_implementation", None) or getattr(model.config, "_attn_implementation", None) or "sdpa"
 
 
 def _subset(imgs: BatchImages, idx) -> BatchImages:
