@@ -7,6 +7,7 @@ target's own ids). Knows nothing about models, rubrics or verdicts.
 from __future__ import annotations
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from ..thinking import prompt_opens
 from .base import Request
@@ -76,12 +77,9 @@ class Encoder:
         tokens), pixels and grids. Pixels are the processor's normalised values (built on `device`
         from uint8, in `pixel_dtype`), or with `raw_pixels` the uint8 patches as `pixel_patches` for
         the caller to normalise where the model runs (`images.normalise`)."""
-        width = max(map(len, rows))
-        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for b, r in enumerate(rows):
-            ids[b, width - len(r):] = torch.tensor(r, dtype=torch.long)
-            mask[b, width - len(r):] = 1
+        seqs = [torch.tensor(r, dtype=torch.long) for r in rows]
+        ids = pad_sequence(seqs, batch_first=True, padding_value=self.tokenizer.pad_token_id, padding_side="left")
+        mask = pad_sequence([torch.ones_like(s) for s in seqs], batch_first=True, padding_side="left")
         types = torch.zeros_like(ids)
         types[ids == self.image_token_id] = 1
         types[ids == self.video_token_id] = 2
