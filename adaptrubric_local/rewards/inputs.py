@@ -29,8 +29,7 @@ def _inside(path: str | Path, roots: list[Path], where: str, what: str) -> Path:
 
 
 def resolve_shot(rel: str, roots: list[Path], where: str, confine: bool = False) -> str:
-    if rel.startswith("file://"):
-        rel = rel[len("file://"):]
+    rel = rel.removeprefix("file://")
     if os.path.isabs(rel):
         return str(_inside(rel, roots, where, "screenshot path")) if confine else rel
     tried = []
