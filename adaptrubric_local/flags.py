@@ -1,10 +1,16 @@
 """Command-line flags from config dataclasses: one flag per field, named after it, its help from the
 field's metadata, so a field's flag, config-file key and `--help` come from one place (as
-transformers' `HfArgumentParser` does): `add_config_arguments` adds them and records which were given
-(`explicit`), `config_kwargs` reads them back.
+transformers' `HfArgumentParser` does).
 
-`Parser`, every command's parser: no abbreviations, an unknown flag answered with the closest flag
-names, a short `--help` (the `HELP_GROUPS` options marked `common`) and `--help-all`.
+`add_config_arguments(parser, Config)` adds `--field-name` per field (booleans `--x/--no-x`; Optional
+ints also take `none`; tuples comma-separated or `nargs`; lists repeatable; metadata may give
+`choices`, or `no_flag` for a field a program sets) and records which flags were given
+(`explicit(args)`); `config_kwargs(args, Config)` reads them back. A default reads in `--help` as
+`(default VALUE)` or `(default: TEXT)` from the field's `none` metadata, decided here once.
+
+`Parser`, every command's parser: no abbreviations; an unknown flag is answered by its subcommand with
+the closest flag names and one usage line; `--help` shows the options most runs need (the
+`HELP_GROUPS` a field's `common` metadata or `common(action, GROUP)` marks), `--help-all` every one.
 Parsing only: imports nothing of the package and no model code.
 """
 from __future__ import annotations

@@ -8,12 +8,17 @@ A labels file is JSONL, one line per labelled trajectory, as the review page exp
 
 `id` and `label` are required; `label` is 1 (success), 0 (failure) or null (unsure: no label); `score`
 and `p_success` are the verdict's when the label was set; the rest say when and on which page. Lines
-are read into a strict schema (errors name the file, the line and the field); AndroidGen's own
-`labels.jsonl` and its judge's `database.json` are read as labels too. A later line for an id wins.
+are read into a strict schema: an unknown key, a wrong type, a malformed line or an empty file is an
+error naming the file, the line and the field. A line keyed by `trace_id` is a line of AndroidGen's own
+`labels.jsonl` (`androidgen_line`), and an AndroidGen judge's `database.json` is read as labels too
+(`androidgen_database`). A later line for an id wins, as in verdict files.
 
-Files merge in order (`merged_labels`), are checked against the data's ids (`check_ids`), and what
-they did is counted (`AppliedLabels`); labelled_stream.py puts them on trajectories. `reviewed` reads
-back what a person decided. Knows nothing about formats, verdicts or commands.
+Files in order, a later file wins per id (`merged_labels`); a 0/1 label overrides or fills the data's
+label, an unsure line leaves it as it was; an id that is not in the data is an error naming it
+(`check_ids`); what was done is counted (`AppliedLabels`, with each file's sha256). They are put on
+trajectories by labelled_stream.py only. `reviewed` reads back the lines of the files such a record
+names: what a person decided, which the labelling orders put last and the review page shows.
+Knows nothing about formats, verdicts or commands.
 """
 from __future__ import annotations
 

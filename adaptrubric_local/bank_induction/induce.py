@@ -1,11 +1,15 @@
 """Bank induction (paper §4.1, Appendix B): from labelled trajectories to a rubric bank.
 
-1. Sample up to `per_family` successes and as many failures per family the rules router proposes.
-2. Ask the teacher, batch by batch (instruction, evidence, trace, label, screenshots), for the
-   verification dimensions that separate success from failure; replies are kept in
-   `<out>.work/dimensions.jsonl` and reused by a rerun with the same sample.
-3. Ask for task families with their texts and rubric items (`keep_families`: new texts of the paper's).
-4. Write the bank (meta rule and output format kept, `source` and build record added), validated.
+1. Sample: group labelled trajectories by a proposed family (the model-free rules router), take up to
+   `per_family` successes and as many failures from each, at most `max_trajectories` in all.
+2. Dimensions: show the teacher batches of sampled trajectories (instruction, compiled evidence,
+   action trace, label, selected screenshots) and ask for the verification dimensions that separate
+   success from failure. Each reply is kept in `<out>.work/dimensions.jsonl` as it arrives and reused
+   by a rerun with the same sample.
+3. Grouping: ask for task families with router line, description, verification steps, pitfalls,
+   special rules and rubric items (or, with `keep_families`, for new texts of the paper's eight).
+4. Write the bank: the paper's meta rule and output format kept, `source` and a build record
+   (teacher, data, prompts, sample, calls) added, validated by the bank schema before it is written.
 Knows nothing about argument parsing.
 """
 from __future__ import annotations

@@ -1,15 +1,18 @@
 """The one batched engine interface every backend implements.
 
-A Request is a text prompt, the images that follow it, and optional text after them; a batch goes
-in, one Output per request comes out, in order. A request that fails on its own (a corrupt image)
-comes back as an Output with `error` set; it never sinks the batch. `watch` asks for the
-probabilities of the watched strings at every generated position holding one (P(SCORE=1) without a
-second forward pass); `next_token_probs` gives those of given next tokens after a prompt and an
-assistant prefix. `stop_after_line` ends a row after its first complete line outside the model's
-thinking (`thinking.py`) that starts with the given text. `Output.hit_cap` (the new-token cap cut a
-row) and `Output.hit_context` (the context length did first) are kept apart: the fixes differ.
-`generate_iter` hands outputs over in lists of those ready together. Knows nothing about rubrics,
-routing or verdicts.
+A Request is a text prompt, the images that follow it, and optional text after the images; a batch
+of requests goes in, one Output per request comes out, in order. A request that fails on its own
+(a corrupt image) comes back as an Output with `error` set; it never sinks the batch. `watch` asks
+for the probabilities of the watched strings at every generated position holding one of them (how
+P(SCORE=1) is read without a second forward pass); `next_token_probs` gives those of given next
+tokens after a prompt and an assistant prefix. `stop_after_line` ends a row after its first complete
+line outside the model's thinking (`thinking.py`) that starts with the given text. `Output.hit_cap`
+says the new-token cap cut a row, `Output.hit_context` that the model's context length did first: the
+fixes differ, so the reasons are kept apart (`length_reason`). `Output.reasoning` is a thinking
+model's reasoning when a backend returns it apart; `Output.opened_thinking` says the text starts
+inside a thinking block its prompt opened. `generate_iter` hands outputs over in lists of those
+ready together, so a caller can write results before the whole batch is done.
+The engine knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
 """Loading a Qwen3-VL checkpoint for the transformers engine: a hub id or a local folder through the
 same `from_pretrained` path, safetensors only (never `trust_remote_code`), optionally 4/8-bit through
-bitsandbytes and with an unmerged peft LoRA adapter; the attention implementation (flash_attention_2
-only where transformers itself would run it, else SDPA with a line saying why); and the hub policy:
-local files first, one quick check that the hub answers before any download, one-line errors a user
-can act on. Knows nothing about generation or batching.
+bitsandbytes and with a LoRA adapter through peft (unmerged); the attention implementation
+(flash_attention_2 only where transformers itself would run it, else SDPA with a line saying why);
+and the hub policy: local files first, one quick reachability check of the hub before any download
+(an unreachable hub fails in seconds with the offline recipe), and one-line errors a user can act on.
+What `--model` names is checked first (engine/model_path.py). Knows nothing about generation or
+batching.
 """
 from __future__ import annotations
 

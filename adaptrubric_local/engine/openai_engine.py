@@ -1,10 +1,12 @@
 """An engine that sends each request to an OpenAI-compatible chat endpoint (vLLM, SGLang, a hosted
-API), as a large judge or distillation teacher is usually served. Each request is one user message:
-the prompt, each screenshot as a base64 data URL (the file, or resized to a visual-token budget so a
-teacher sees what a student will), then the suffix. The server is an `Endpoint` (endpoint.py) whose
-client owns timeouts and retries; a thread pool bounds concurrency. A thinking model's reasoning is
-kept apart in `Output.reasoning`; a failed call is an Output with `error`. Knows nothing about
-rubrics, routing or verdicts.
+API): how a large judge is usually served, e.g. as a distillation teacher.
+
+Each request is one user message: the prompt, each screenshot as a base64 data URL (the original file,
+or resized to a visual-token budget so a teacher sees what a student will), then the suffix. The
+server is an `Endpoint` (endpoint.py); its `openai` client owns timeouts and retries and a thread pool
+bounds concurrency. A thinking model's reasoning is kept apart in `Output.reasoning`; `hit_cap`,
+`hit_context` and watched tokens' probabilities (from `logprobs`) as the other engines; a failed call
+is an Output with `error`. Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 

@@ -1,11 +1,14 @@
 """The verifier on an OpenAI-compatible server (vLLM, SGLang, a hosted API) instead of in-process.
 `RemoteConfig`'s fields are the `--openai-*` flags of every command that scores and the `openai_*`
-keys of a reward config; with `openai_url` set, `remote_engine` builds the remote engine
-(openai_engine.py) that runs router, cues and verifier. `model` is then the served name (omitted:
-the server's only one). Options that would change what the verifier says and that a server cannot
-honour (`adapter`, `votes` > 1, 4/8-bit loading) are an error; the rest belong to the server and are
-ignored. The API key comes only from the environment variable `openai_api_key_env`, so no record of
-a run can hold it. Knows nothing about rubrics, pipelines or verdicts.
+keys of a reward config (the prefix keeps them apart from the reward service's and the teacher's);
+with `openai_url` set, `remote_engine` builds the remote engine (openai_engine.py), so router, cues
+and verifier all run on the server. There `model` is the served name (omitted: the server's only
+one), `max_new_tokens` the cap per call, `max_visual_tokens`/`max_pixels` resize screenshots before
+sending (default: the original files). Options that would change what the verifier says and that a
+server cannot honour (`adapter`, `votes` > 1, 4/8-bit loading) are an error; the rest belong to the
+server and are ignored. The server's fields make one `Endpoint` (endpoint.py); the API key comes
+only from the environment variable `openai_api_key_env`, so no record of a run can hold it.
+Knows nothing about rubrics, pipelines or verdicts.
 """
 from __future__ import annotations
 

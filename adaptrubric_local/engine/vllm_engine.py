@@ -1,10 +1,12 @@
-"""The vLLM backend: Qwen3-VL in process through one `vllm.LLM`, fed what the transformers engine
-sees: the same `Encoder`'s chat text as token ids, screenshots resized by the package's image pipeline
-(`stats["prompt_token_mismatch"]` counts a request expanded otherwise). Greedy unless `votes` > 1;
-watched tokens' log-probabilities asked for by id; `stop_after_line` honoured exactly, in rounds
-continued from the row's own ids (never inside an open `<think>`). `--adapter` runs as vLLM's LoRA
-where it can, else as a merged copy (`stats["adapter"]`). At most `2 * max_num_seqs` requests are in
-flight. Knows nothing about rubrics, routing or verdicts.
+"""The vLLM backend: Qwen3-VL in process through one `vllm.LLM`, seeing what the transformers engine
+sees: the chat text from the same `Encoder` as token ids, every screenshot resized by the package's
+image pipeline (`stats["prompt_token_mismatch"]` counts any request expanded otherwise).
+
+Greedy unless `votes` > 1; watched tokens' log-probabilities are asked for by id at every position;
+`stop_after_line` is honoured exactly, in rounds continued from the row's own token ids (never inside
+an open `<think>`). `--adapter` runs through vLLM's LoRA where it supports the modules, else a merged
+copy (`stats["adapter"]`). At most `2 * max_num_seqs` requests are in flight. Settings:
+vllm_config.py; processes: vllm_processes.py. Knows nothing about rubrics, routing or verdicts.
 """
 from __future__ import annotations
 

@@ -5,19 +5,26 @@ Ray (started on demand) and on a cluster (`ray_address`). Why actors and not Ray
 
 Exactly once: actor calls run at most once (`max_task_retries=0`) and a chunk's verdicts reach the driver
 only as the return value of one call, so a replica killed mid-chunk returns nothing of it; the chunk is
-sent again (`max_restarts`, `max_attempts`), then its ids get error verdicts, which `--resume` retries.
-Resume sends only the ids `--out` lacks. A chunk (at most a pipeline `batch_size`, about 4 per replica)
-holds whole instruction groups, so each replica's route/cue cache serves a group as one process would.
-The driver takes the trajectories from `score_with`'s stream a window at a time (4 chunks per replica).
-Verdict lines arrive in completion order; readers take the last line per id. No id reaches the driver
-twice: a chunk is resent only after RayActorError (an errored ref holds no result), `score` is never
-retried, a chunk is busy on one replica at a time, the loader rejects repeated ids, and error lines
-are written only for ids not yet written; the `seen` check stays as a guard. Plain `ray` only.
+sent again (to the same replica once Ray has restarted it, `max_restarts`, or to another), and after
+`max_attempts` deaths its ids get error verdicts, which `--resume` retries. Resume reads `--out` and sends
+only the ids it lacks (a torn last line is cut off, as in-process). A chunk holds whole instruction
+groups, so each replica's route/cue cache serves a group as one process would. Plain `ray` only.
+
+Chunks are at most the pipeline's `batch_size`, about 4 per replica; the driver takes the trajectories
+from `score_with`'s stream a window at a time (4 chunks per replica), so it holds a few chunks, not the
+data set. Verdict lines arrive in completion order; readers take the last line per id.
+
+No id reaches the driver twice: (1) a chunk is sent again only after `ray.get` of its call raised
+RayActorError, and an object ref that holds an error never holds a result; (2) `score` is never retried
+(only the verdict-less `ready` is); (3) a chunk is in `busy` for one replica at a time and put back once
+per death; (4) the loader makes a repeated id of the data an error; (5) a failed chunk's error lines are
+written for ids not yet written. The `seen` check stays as a guard (tested with a result that repeats an id).
 
 What it does not know or do: replicas read screenshots by the paths the driver loaded, so on several
-machines the data must be on a shared file system or at the same path on every node; the package and
-the model must be installed (or cached) on every node. Replicas hold the transformers engine; a remote
-OpenAI-compatible engine needs no replicas. Knows nothing about argument parsing.
+machines the data must be on a shared file system or at the same path on every node. The package
+and the model must be installed (or cached) on every node. Replicas hold the transformers engine
+(`score_ray` builds the settings record from `HFEngineConfig`); a remote OpenAI-compatible engine
+needs no replicas. Knows nothing about argument parsing.
 """
 from __future__ import annotations
 
