@@ -280,7 +280,8 @@ class AdaptRubric:
     def iter_score(self, trajs: Iterable[Trajectory]) -> Iterator[Verdict]:
         """Yield one Verdict per trajectory as it is ready: batch by batch, and within a batch as the
         engine finishes each group (input order when it answers a batch at once)."""
-        return itertools.chain.from_iterable(self.iter_ready(trajs))
+        for ready in self.iter_ready(trajs):
+            yield from ready
 
     def iter_ready(self, trajs: Iterable[Trajectory]) -> Iterator[list[Verdict]]:
         """`iter_score` in the lists the verdicts become ready in (a failed preparation, an engine group)."""

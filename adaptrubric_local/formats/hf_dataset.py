@@ -87,8 +87,9 @@ class ColumnMapping:
             raise DataError(path, str(exc)) from None
 
     def used_columns(self) -> list[str]:
-        """The columns this mapping reads (its fields up to `task_id`)."""
-        return [v for f in fields(self)[:9] if (v := getattr(self, f.name)) is not None]
+        """The columns this mapping reads."""
+        names = ("id", "instruction", "screenshots", "actions", "thoughts", "answer", "label", "platform", "task_id")
+        return [v for n in names if (v := getattr(self, n)) is not None]
 
 
 @dataclass
