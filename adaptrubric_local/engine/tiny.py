@@ -173,6 +173,7 @@ def build_config(tokenizer, hidden: int = 64, layers: int = 2, vision_depth: int
     vision = dict(depth=vision_depth, hidden_size=vision_hidden, intermediate_size=vision_hidden * 2, num_heads=2,
                   out_hidden_size=hidden, num_position_embeddings=256, deepstack_visual_indexes=[vision_depth - 1])
     cfg = qwen3vl_config({"text": text, "vision": vision}, ids)
+    cfg.text_config.rope_parameters["mrope_section"] = [head_dim // 4, head_dim // 8, head_dim // 8]  # 2:1:1, 128 too
     cfg.eos_token_id = ids["<|im_end|>"]
     cfg.pad_token_id = ids["<|endoftext|>"]
     return cfg
