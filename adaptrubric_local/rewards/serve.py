@@ -204,10 +204,13 @@ def build_app(rm: RewardModel, cfg: ServeConfig | None = None):
 def close_when_done(images: ImageStore, futs: list) -> None:
     """Delete a request's inline screenshots once the scoring thread is done with them (at once, or
     after the last future of a request that timed out: the callback that sees every future done)."""
-    if all(f.done() for f in futs):
-        images.close()
-    for f in futs:  # a future done already calls back at once; a second close is a no-op
-        f.add_done_callback(lambda _f: all(x.done() for x in futs) and images.close())
+    def close_if_all_done(_f=None) -> None:  # a second close is a no-op
+        if all(x.done() for x in futs):
+            images.close()
+
+    close_if_all_done()
+    for f in futs:  # a future done already calls back at once
+        f.add_done_callback(close_if_all_done)
 
 
 def serve(rm: RewardModel, cfg: ServeConfig | None = None) -> None:
