@@ -205,10 +205,9 @@ QUIET_LOGGERS = ("bitsandbytes", "accelerate", "peft", "torch", "torchvision", "
 
 @contextlib.contextmanager
 def quiet_third_party(restore: bool = True):
-    """While a command runs: hide third-party deprecation and future warnings and log records below
-    ERROR (QUIET_WARNINGS, QUIET_LOGGERS); the package's own warnings, and every error, stay. Undone
-    afterwards, so a program that calls `main` keeps its own settings; with `restore` off (the process's
-    own command line) the log levels stay, so what libraries log at exit stays hidden too."""
+    """While a command runs: hide QUIET_WARNINGS raised outside the package and QUIET_LOGGERS' records below
+    ERROR. Undone afterwards, but with `restore` off (the process's own command line) the log levels stay,
+    so what libraries log at exit stays hidden too."""
     levels = {name: logging.getLogger(name).level for name in QUIET_LOGGERS}
     # TRANSFORMERS_VERBOSITY: read when transformers sets up its logger
     with warnings.catch_warnings(), env_defaults({"TRANSFORMERS_VERBOSITY": "error",
@@ -288,7 +287,6 @@ def run(argv: list[str], own: bool = False) -> int:
         return die(str(exc))
 
 
-def resume_command(argv=None) -> str:
-    """The command line that was run, with --resume (once), as a shell would take it."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    return shlex.join(["adaptrubric", *args, *([] if "--resume" in args else ["--resume"])])
+def resume_command(argv: list[str]) -> str:
+    """The command line `argv`, with --resume (once), as a shell would take it."""
+    return shlex.join(["adaptrubric", *argv, *([] if "--resume" in argv else ["--resume"])])

@@ -32,8 +32,7 @@ FORMATTER = argparse.RawDescriptionHelpFormatter
 
 def add_command(sub, name: str, func=None, *, help: str, description: str | None = None,
                 epilog: str | None = None):
-    """The subcommand `name` on the subparsers `sub`, laid out as every command is (FORMATTER), run by
-    `func` (None for a command with steps of its own)."""
+    """The subcommand `name`, laid out as every command is, run by `func` (None: a command with steps)."""
     p = sub.add_parser(name, help=help, description=description, epilog=epilog, formatter_class=FORMATTER)
     if func is not None:
         p.set_defaults(func=func)
@@ -92,8 +91,7 @@ def labels_files(args) -> list:
 
 
 def load_labelled(args, check_images: bool = False):
-    """(the data set DATA with the --labels files applied, their record or None): the one step
-    every command that reads labels takes before it reads them."""
+    """(DATA with the --labels files applied, their record or None), for every command that reads labels."""
     from ..formats import load_trajectories
 
     data, files = args.data, labels_files(args)
@@ -140,16 +138,14 @@ def add_model_options(p: argparse.ArgumentParser, serve: bool = False, routing: 
 
 
 def add_remote_options(p: argparse.ArgumentParser, routing: bool = False) -> None:
-    """--openai-url and how to call that server (engine/remote.py's RemoteConfig), one flag per field
-    (`routing`: those `route` uses, ROUTING_REMOTE_OPTIONS)."""
+    """--openai-url and one flag per RemoteConfig field (`routing`: ROUTING_REMOTE_OPTIONS only)."""
     add_config_arguments(p.add_argument_group("remote verifier (an OpenAI-compatible server instead of the "
                                               "in-process model)"), RemoteConfig,
                          only=ROUTING_REMOTE_OPTIONS if routing else None)
 
 
 def add_scoring_options(p: argparse.ArgumentParser) -> None:
-    """Data, pipeline (one flag per PipelineConfig field; defaults: the paper's method) and engine options,
-    for every command that scores."""
+    """Data, pipeline (PipelineConfig) and engine options, for every command that scores."""
     add_data_options(p)
     add_config_arguments(p.add_argument_group("AdaptRubric (defaults: the paper's method)"), PipelineConfig)
     add_model_options(p)
@@ -210,9 +206,7 @@ def spell(name: str, value=NO_VALUE) -> str:
 
 
 def check_engine_options(engine: str, given) -> None:
-    """Refuse an option given on the command line that `engine` does not read, naming what to use
-    instead from the engine's registration (engine/options.py; an error, exit 2): `--max-batch-size` with vLLM is
-    `--max-num-seqs`; a vLLM option with transformers names transformers' one, or --engine vllm."""
+    """Refuse a given option `engine` does not read, naming what to use instead (engine/options.py; exit 2)."""
     refuse_unread(engine, given, spell)
 
 
@@ -256,24 +250,22 @@ def score_with_model(args, out, cfg, resume: bool = False, loaded=None, **score_
     if loaded is None:
         loaded = load_trajectories(args.data, **data_options(args))
     settings = checked_settings(args, cfg, out, resume, **score_kw)
+    kw = dict(resume=resume, fmt=args.format, loaded=loaded, **score_kw)
     try:
         engine = make_engine(args, cfg)
     except Stopped as stop:  # stopped while the model loads: the summary says nothing was scored, all is left
         if settings is not None:
-            score_with(_not_started(stop), settings, args.data, out, resume=resume, fmt=args.format, progress=False,
-                       loaded=loaded, **score_kw)
+            score_with(_not_started(stop), settings, args.data, out, progress=False, **kw)
         raise
     with contextlib.closing(engine):
         pipe = AdaptRubric(engine, cfg)
-        kw = dict(resume=resume, fmt=args.format, progress=not args.quiet, loaded=loaded, **score_kw)
         if settings is None:
-            return score_file(pipe, args.data, out, **kw)
-        return score_with(pipe, settings, args.data, out, **kw)
+            return score_file(pipe, args.data, out, progress=not args.quiet, **kw)
+        return score_with(pipe, settings, args.data, out, progress=not args.quiet, **kw)
 
 
 def _not_started(stop: BaseException):
-    """The scorer of a run stopped before its engine was up: it raises the stop, so `score_with` writes
-    the summary of a run that scored nothing."""
+    """A scorer that raises `stop`, so `score_with` writes the summary of a run that scored nothing."""
     def iter_score(trajs):
         raise stop
         yield  # a generator, as a scorer's iter_score is
@@ -295,8 +287,7 @@ def add_coverage_options(p: argparse.ArgumentParser, subset: bool = True) -> Non
 
 
 def print_coverage(result: dict) -> None:
-    """What the verdicts cover of DATA (a metrics.json / tts.json content), on stderr: WARNING when
-    trajectories lack a verdict or verdicts were left out, a note otherwise."""
+    """What the verdicts of `result` (metrics.json, tts.json) cover of DATA, on stderr: a WARNING or a note."""
     if not result.get("coverage"):
         return
     run = result.get("run", {})

@@ -97,9 +97,7 @@ def noise_note(args, run: dict) -> str | None:
 
 
 def cap_note(run: dict, cap: int) -> str | None:
-    """For outputs that hit the verifier's token cap: raise the cap when the unparsed verdicts may all be
-    cut-off ones; when more are unparsed than were cut, the model does not write verdicts on this data
-    and a higher cap will not help; None when nothing hit the cap or nothing is unparsed."""
+    """What to make of outputs that hit the verifier's token cap; None when none did or nothing is unparsed."""
     capped, unparsed = run.get("hit_cap", 0), run.get("unparsed", 0)
     if not capped or not unparsed:
         return None
@@ -136,10 +134,8 @@ QUIET_ENV = {
 
 @contextlib.contextmanager
 def quiet_libraries(args):
-    """--quiet, while the command runs: no progress bars, INFO logs or deprecation warnings from the
-    libraries that load the model (transformers, the hub, torch, vLLM and its engine process; vLLM's
-    errors go to stderr); set before they are imported, so their child processes inherit it. A setting
-    the user made is kept; the environment is restored afterwards (a caller of `main` keeps its own)."""
+    """--quiet, while the command runs: no progress bars, INFO logs or deprecation warnings from the libraries
+    that load the model (QUIET_ENV, inherited by their child processes; a setting the user made is kept)."""
     if getattr(args, "engine", None) == "vllm":  # vLLM's loading bar: its load option (a runtime-only setting)
         try:
             extra = json.loads(args.vllm_engine_args) if getattr(args, "vllm_engine_args", None) else {}
