@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..cascade.config import SPOT_CHECK, CascadeConfig
 from ..cascade.live import watch
+from ..cascade.report import cascade_summary, describe
 from ..cascade.scorer import Cascade
 from ..flags import add_config_arguments, config_kwargs
 from ..formats.stream import as_stream, stream_trajectories
@@ -35,8 +36,7 @@ FIT_EXAMPLES = """examples:
 
 
 def add_judge_arguments(p: argparse.ArgumentParser, hide_defaults: bool = False) -> None:
-    """The cascade's flags on `score` and `serve` (cascade/config.py's CascadeConfig, one flag per field;
-    `hide_defaults`: a flag not given leaves a --config file's value)."""
+    """One flag per CascadeConfig field, on `score` and `serve` (`hide_defaults`: as add_config_arguments's)."""
     add_config_arguments(p.add_argument_group("judge (a cascade: the judge checks what the student is unsure of; "
                                               "docs/student-judge.md)"), CascadeConfig,
                          hide_defaults=hide_defaults)
@@ -54,10 +54,7 @@ def cascade_config(args):
 
 
 def score_cascade(args, cfg, ccfg, loaded, **score_kw) -> dict:
-    """Score DATA (of `score_kw`'s shard, when given) with the student (--model) and the judge into --out;
-    the summary gets `cascade`."""
-    from ..cascade.report import describe
-
+    """Score DATA with the student (--model) and the judge into --out; the summary gets `cascade`."""
     out = Path(args.out)
     band = ccfg.band()  # a bad band file stops here
     extra = {"cascade": ccfg.describe()}
@@ -88,9 +85,8 @@ def score_cascade(args, cfg, ccfg, loaded, **score_kw) -> dict:
 
 def run_cascade(cascade, settings: dict, data, out: Path, loaded=None, resume: bool = False, fmt: str = "auto",
                 **score_kw) -> dict:
-    """Score `data` (`loaded`: its LoadResult or stream; streamed from `data` without it) with `cascade`
-    into `out` (with `resume`, the lines whose judge failed asked again first), and add the `cascade`
-    section to the summary from the file's last line per id, read one line at a time."""
+    """Score `data` (`loaded`, else streamed) with `cascade` into `out` (with `resume`, the lines whose judge
+    failed asked again first), and add the summary's `cascade` section."""
     out = Path(out)
     if loaded is None:
         loaded = stream_trajectories(data, fmt=fmt)
@@ -100,10 +96,7 @@ def run_cascade(cascade, settings: dict, data, out: Path, loaded=None, resume: b
 
 
 def add_cascade_section(out: Path, summary: dict, **more) -> dict:
-    """`summary` with the `cascade` section of the verdict file `out` (its last line per id, read one
-    line at a time) and `more` in it, written as out's summary sidecar; returns `summary`."""
-    from ..cascade.report import cascade_summary
-
+    """`summary` with the `cascade` section of `out`'s last lines and `more`, written as out's summary sidecar."""
     summary["cascade"] = {**cascade_summary(iter_last_lines(Path(out))), **more}
     sidecar(Path(out), "summary").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
@@ -115,9 +108,8 @@ def failed_lines(out: Path) -> list[dict]:
 
 
 def rejudge_failed(cascade, out: Path, loaded) -> int:
-    """`--resume`: ask the judge again about the lines whose judge failed (only those), appending their
-    new lines; returns how many were asked. The failed ids are found first, then the data is streamed
-    and only their trajectories are kept."""
+    """`--resume`: ask the judge again about the lines whose judge failed, appending their new lines; returns
+    how many were asked. Only the failed ids' trajectories are kept as the data streams."""
     failed = failed_lines(out)
     if not failed:
         return 0
@@ -129,8 +121,7 @@ def rejudge_failed(cascade, out: Path, loaded) -> int:
     print(f"resuming: asking the judge again about {len(failed)} line(s) whose judge failed", file=sys.stderr)
     lines = cascade.rejudge(failed, trajs)
     with open(out, "a", encoding="utf-8") as fh:
-        for v in lines:
-            fh.write(json.dumps(v.to_dict(), ensure_ascii=False) + "\n")
+        fh.writelines(json.dumps(v.to_dict(), ensure_ascii=False) + "\n" for v in lines)
     return len(lines)
 
 

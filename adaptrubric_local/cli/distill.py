@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..distill.collect import CollectConfig, collect, teacher_pipeline
 from ..distill.config import config_from_args
 from ..distill.plan import format_plan
 from ..distill.train import add_train_args, dry_run, train
@@ -66,8 +67,6 @@ def _collect_teacher(args, pcfg_for, loaded):
 
 
 def cmd_collect(args) -> int:
-    from ..distill.collect import CollectConfig, collect, teacher_pipeline
-
     cfg = CollectConfig(**config_kwargs(args, CollectConfig))
     if args.labels:
         loaded, labels = load_labelled(args, check_images=True)  # the data's labels with --labels applied
@@ -126,8 +125,6 @@ def cmd_merge(args) -> int:
 
 
 def add_subcommands(sub) -> None:
-    from ..distill.collect import CollectConfig
-
     d = add_command(sub, "distill", help="distil a large judge into a LoRA adapter for a small verifier",
         description="Collect a teacher's AdaptRubric judgments, train a LoRA student on them, evaluate it against the "
                     "base model, merge it.", epilog=EXAMPLES)

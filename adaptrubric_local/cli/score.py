@@ -18,6 +18,7 @@ from ..formats.base import LoadResult
 from ..formats.stream import Shard, stream_trajectories
 from ..scale_out.ray import RayConfig, ReplicasGone, score_ray
 from ..scoring import error_id
+from ..synth import SynthConfig, synthesize
 from .cascade import add_judge_arguments, cascade_config, score_cascade
 from .common import add_command, add_scoring_options, data_options, engine_options, pipeline_config, score_with_model
 from .exits import GateConfig
@@ -213,8 +214,6 @@ def score_with_ray(args, cfg, loaded, **score_kw) -> dict:
 
 
 def cmd_synth(args) -> int:
-    from ..synth import SynthConfig, synthesize
-
     cfg = SynthConfig(**config_kwargs(args, SynthConfig))
     path = synthesize(Path(args.out), n_tasks=cfg.tasks, candidates=cfg.candidates, size=cfg.wh, seed=cfg.seed,
                       visible_outcome=cfg.visible_outcome)
@@ -294,8 +293,6 @@ def add_subcommands(sub) -> None:
     p = add_command(sub, "synth", cmd_synth, help="write labelled synthetic trajectories for every task family",
         description=None, epilog="example:\n  adaptrubric synth --out runs/synth --tasks 16")
     p.add_argument("--out", required=True, help="output folder (trajectories.jsonl + screens/)")
-    from ..synth import SynthConfig
-
     add_config_arguments(p, SynthConfig)
 
     a = AnsweringSettings()

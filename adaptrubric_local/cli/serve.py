@@ -10,6 +10,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+from ..dry_run import FakeEngine
 from ..flags import Parser, add_config_arguments, common, config_kwargs, explicit
 from ..pipeline import PipelineConfig
 from ..rewards.config import RewardConfig, load_options
@@ -77,8 +78,6 @@ def cmd_serve(args) -> int:
     engine = opts.pop("engine", None)  # the in-process engine's name (a reward config's `engine:` key)
     check_engine_options(engine or "transformers", explicit(args))
     if args.fake_engine:
-        from ..dry_run import FakeEngine
-
         engine = FakeEngine()
     cfg = ServeConfig(**{**config_kwargs(args, ServeConfig, skip=("api_key",)), "api_key": read_key(args, opts)})
     # the ServeConfig above refused an open address without a key

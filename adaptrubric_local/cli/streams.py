@@ -27,19 +27,15 @@ def _writes_to(stream, fd: int) -> bool:
 
 @contextlib.contextmanager
 def env_defaults(values: dict[str, str]) -> Iterator[None]:
-    """While the block runs, the environment variables of `values` the user did not set are set;
-    restored afterwards."""
+    """While the block runs, the environment variables of `values` the user did not set are set; restored after."""
     before = {k: os.environ.get(k) for k in values}
-    for k, v in values.items():
-        os.environ.setdefault(k, v)
+    os.environ.update({k: v for k, v in values.items() if before[k] is None})
     try:
         yield
     finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        for k in values:
+            os.environ.pop(k, None)
+        os.environ.update({k: v for k, v in before.items() if v is not None})
 
 
 def _like(stream, fd: int) -> io.TextIOWrapper:
