@@ -34,8 +34,7 @@ bottom line (not fit as an RL reward yet / too few to tell yet / robust / cannot
 
 
 def summary_lines(audit: dict) -> list[str]:
-    """The accuracy, one line per perturbation (its verdict first) and the bottom line, as the command
-    prints them."""
+    """The accuracy, one line per perturbation (its verdict first) and the bottom line, as printed."""
     from ..audit.report import pct
     from ..audit.verdict import accuracy_text
 

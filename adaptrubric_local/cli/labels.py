@@ -1,8 +1,6 @@
-"""The `labels` subcommands, registered by `cli/`: `labels merge` writes a labelled copy of a data
-set. Argument handling only; labels files are read and applied by `labels.py` as the data streams
-(`labelled_stream.py`), each trajectory written by the canonical format's writer as it comes and the
-copy streamed back to check its ids and labels (a digest of them in order, not a list). The folder
-formats cannot stream: they are loaded whole.
+"""The `labels` subcommands, registered by `cli/`: `labels merge` writes a labelled copy of a data set
+as it streams (`labelled_stream.py`), then streams the copy back to check a digest of its ids and labels.
+Argument handling only; labels files are read and applied by `labels.py`.
 """
 from __future__ import annotations
 
@@ -39,7 +37,14 @@ def cmd_merge(args) -> int:
         raise ValueError(f"--out {out} holds the data set's own files; write the labelled copy into another folder "
                          "(read as a whole, a folder with both would hold every trajectory twice)")
     out.mkdir(parents=True, exist_ok=True)
-    written = _copy(src, target)
+    written = ReadBack()  # canonical JSONL as the data is read, screenshots referenced where they are
+    with open(target, "w", encoding="utf-8") as fh:
+        for _, x in src.items():
+            if isinstance(x, Trajectory):
+                fh.write(canonical.record_line(x, target, reference=True))
+                written.add(x)
+            else:
+                print(f"not copied (bad record): {x}", file=sys.stderr)
     if src.warning():  # what `load_labelled` says of a data set and its labels files
         print(src.warning(), file=sys.stderr)
     print(src.applied().summary(), file=sys.stderr)
@@ -79,20 +84,6 @@ class ReadBack:
 
     def digest(self) -> tuple[int, str]:
         return self.n, self._hash.hexdigest()
-
-
-def _copy(src, target: Path) -> ReadBack:
-    """Write the labelled trajectories of `src` to `target` as they are read (canonical JSONL, screenshots
-    referenced where they are); a bad record is named on stderr and not copied."""
-    written = ReadBack()
-    with open(target, "w", encoding="utf-8") as fh:
-        for _, x in src.items():
-            if isinstance(x, Trajectory):
-                fh.write(canonical.record_line(x, target, reference=True))
-                written.add(x)
-            else:
-                print(f"not copied (bad record): {x}", file=sys.stderr)
-    return written
 
 
 def add_subcommands(sub) -> None:

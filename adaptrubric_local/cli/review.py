@@ -6,8 +6,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..evaluation import calibration
 from ..evaluation.review_order import ReviewOrderConfig
+from ..evaluation.verdict_table import read
 from ..flags import add_config_arguments, config_kwargs
+from ..scoring import calibrate_file
 from .common import (
     add_command,
     add_coverage_options,
@@ -89,10 +92,6 @@ def review_counts_line(res: dict) -> str:
 
 
 def cmd_calibrate(args) -> int:
-    from ..evaluation import calibration
-    from ..evaluation.verdict_table import read
-    from ..scoring import calibrate_file
-
     if args.apply:  # add p_success_calibrated to --verdicts
         if args.labels:
             raise ValueError("--labels is for fitting (with DATA); --apply needs no labels")

@@ -43,8 +43,7 @@ when the trainers' screenshots are not on this machine. OpenRLHF's HTTP route
 
 
 def read_key(args, opts: dict) -> str | None:
-    """The API key: --api-key, else the file, else the environment variable named by api_key_env (empty
-    counts as none)."""
+    """The API key: --api-key, else the file, else the (non-empty) environment variable named by api_key_env."""
     env = opts.get("api_key_env", RewardConfig.api_key_env)
     if args.api_key:
         return args.api_key
