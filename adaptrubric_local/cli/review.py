@@ -80,8 +80,7 @@ def cmd_review(args) -> int:
 
 
 def review_counts_line(res: dict) -> str:
-    """The page's own counts (its filter chips), then the headline's, which counts unanswered verdicts as
-    predicted failures."""
+    """The page's own counts (its filter chips), then eval's headline's (unanswered verdicts: failures)."""
     k, c = res["counts"], res["confusion"]
     chips = " ".join(f"{o}={k[o]}" for o in ("TP", "FP", "FN", "TN", "unparsed", "error", "missing", "unlabelled")
                      if k[o] or o not in ("missing", "unlabelled"))
@@ -132,8 +131,7 @@ def cmd_calibrate(args) -> int:
 
 
 def _signal_check(problems: list[str], required: bool, outcome: str) -> bool:
-    """Print what leaves a p_success reward without a signal (a warning, or with --require-signal an error);
-    True when the command must stop."""
+    """Print the signal `problems` (an error with --require-signal, else a warning); True: the command stops."""
     if not problems:
         return False
     head = "adaptrubric: error" if required else "WARNING"

@@ -84,8 +84,7 @@ def cmd_score(args) -> int:
 
 
 def noise_note(args, run: dict) -> str | None:
-    """For a random-weight tiny --model (no --adapter) with unparsed or capped outputs: they are noise,
-    not a cap to raise; None otherwise."""
+    """For a random-weight tiny --model (no --adapter) with unparsed or capped outputs: they are noise."""
     from ..engine.tiny import is_random_tiny
 
     if not (run.get("unparsed") or run.get("hit_cap")) or getattr(args, "adapter", None) or \

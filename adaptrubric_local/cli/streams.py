@@ -1,9 +1,8 @@
-"""Where a command's text goes, at the level of file descriptors, so child processes (vLLM's engine
-core and workers, which inherit them) and libraries writing to them directly are covered too:
-`output_on_stdout` keeps stdout for the command's output (JSON, a result line) and sends everything
-else to stderr; `dropping_lines` (for --quiet) drops lines no library setting silences. Each acts
-only on the descriptors `sys.stdout` and `sys.stderr` write to (a caller that replaced them, as
-pytest's capture does, keeps its own) and is undone afterwards. Knows nothing about the commands.
+"""Where a command's text goes, at the level of file descriptors (so child processes such as vLLM's, and
+libraries writing to them directly, are covered): `output_on_stdout` keeps stdout for the command's output
+and sends everything else to stderr; `dropping_lines` (for --quiet) drops lines no library setting silences.
+Each acts only on the descriptors `sys.stdout` and `sys.stderr` write to (a caller that replaced them, as
+pytest does, keeps its own) and is undone afterwards. Knows nothing about the commands.
 """
 from __future__ import annotations
 
@@ -49,10 +48,8 @@ def _like(stream, fd: int) -> io.TextIOWrapper:
 
 @contextlib.contextmanager
 def output_on_stdout() -> Iterator[None]:
-    """While a command runs, stdout carries its output only: descriptor 1 points at stderr, so what
-    libraries and child processes write there goes to stderr, and `sys.stdout` writes to a duplicate
-    of the real stdout. vLLM's log handler, which takes `sys.stdout` when it is set up, is pointed at
-    stderr (a setting the user made is kept)."""
+    """While a command runs, descriptor 1 points at stderr and `sys.stdout` writes to a duplicate of the real
+    stdout; vLLM's log handler, which takes `sys.stdout` when set up, is pointed at stderr (OUTPUT_ENV)."""
     with env_defaults(OUTPUT_ENV):
         if not (_writes_to(sys.stdout, 1) and _writes_to(sys.stderr, 2)):
             yield
@@ -74,10 +71,8 @@ def output_on_stdout() -> Iterator[None]:
 
 @contextlib.contextmanager
 def dropping_lines(needles: tuple[str, ...]) -> Iterator[None]:
-    """While the block runs, lines written to descriptor 2 (and to 1 when it points at stderr, as in
-    `output_on_stdout`) that contain one of `needles` are dropped (this process's own lines too: vLLM
-    logs the same line here); the rest reach stderr in the order written. Nothing changes without
-    needles."""
+    """While the block runs, lines holding one of `needles` written to descriptor 2 (and to 1 when it points at
+    stderr) are dropped, this process's own too; the rest reach stderr in the order written."""
     if not needles or not _writes_to(sys.stderr, 2):  # (sys.stdout may be output_on_stdout's duplicate)
         yield
         return
