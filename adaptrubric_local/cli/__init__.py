@@ -241,9 +241,8 @@ def main(argv=None) -> int:
 
 
 def run(argv: list[str], own: bool = False) -> int:
-    """Import the --plugins files of `argv`, then parse it and run its command: one error line (exit 2)
-    for bad input. `own`: `argv` is this process's command line, so a stopped command ends the process as
-    soon as its clean-up has run."""
+    """Import the --plugins files of `argv`, then parse it and run its command: one error line (exit 2) for
+    bad input. `own`: `argv` is this process's, so a stopped command ends it once its clean-up has run."""
     try:
         load_plugins(plugins_in(argv))
     except (ValueError, ImportError) as exc:

@@ -96,10 +96,8 @@ def cmd_train(args) -> int:
     cfg = config_from_args(args, **({"out": "(plan only)"} if args.distill_cmd == "plan" else {}))
     if args.dry_run:  # `plan`, or `train --dry-run`
         plan = dry_run(cfg)
-        if getattr(args, "json", False):
-            print(json.dumps({k: v for k, v in plan.items() if k != "example_lengths"}, indent=2))
-        else:
-            print(format_plan(plan))
+        print(json.dumps({k: v for k, v in plan.items() if k != "example_lengths"}, indent=2)
+              if getattr(args, "json", False) else format_plan(plan))
         return 1 if plan["fits"] is False or plan["too_long"] else 0
     result = train(cfg)
     print(json.dumps(result, indent=2, default=str))

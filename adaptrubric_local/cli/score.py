@@ -158,10 +158,9 @@ def quiet_libraries(args):
 
 
 def pick_subset(loaded, ids: list[str] | None, limit: int | None):
-    """(`loaded` cut to --ids, then to its first --limit trajectories, a record of the subset for the
-    summary). --ids names bad records too (by their error line's id), which then get their error lines;
-    --limit counts the trajectories that loaded, in the data's order, and leaves the bad records out
-    (said in the record). An id not in the data is an error."""
+    """(`loaded` cut to --ids, then to its first --limit trajectories, the summary's record of the subset).
+    --ids names bad records too (by their error line's id); --limit counts the trajectories that loaded and
+    leaves the bad records out. An id not in the data is an error."""
     if limit is not None and limit < 1:
         raise ValueError(f"--limit must be >= 1, got {limit}")
     trajs, errors = list(loaded.trajectories), list(loaded.errors)
