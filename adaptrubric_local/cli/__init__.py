@@ -1,9 +1,8 @@
 """The `adaptrubric` command line: argument parsing only; the work happens in the library.
 
-Heavy modules (torch, transformers) are imported inside the subcommands that need them, so
-`route`, `prompt` and `bank validate` start fast. `main` is where the command line starts: there,
-and only there, third-party warnings a user cannot act on are filtered (`quiet_third_party`;
-`--verbose` shows them), so a Python caller of the library sees what its own settings let through.
+Heavy modules (torch, transformers) are imported inside the subcommands that need them, so `route`,
+`prompt` and `bank validate` start fast. Only `main` filters the third-party warnings a user cannot act
+on (`quiet_third_party`; `--verbose` shows them): a Python caller of the library keeps its own settings.
 """
 from __future__ import annotations
 

@@ -87,9 +87,8 @@ def distill_demo(out: str | Path, s: DemoSettings | None = None, progress: bool 
 
 
 def run_demo(out: Path, verbose: bool = False) -> int:
-    """`make demo`: the distillation flow at its smallest; 0 when the adapter agrees with the labels
-    on at least 90% of the held-out trajectories. `verbose` (`adaptrubric --verbose demo`): the progress
-    bars and the trainer's log lines too."""
+    """`make demo`: the distillation flow at its smallest; 0 when the adapter agrees with the labels on at
+    least 90% of the held-out trajectories. `verbose` (`--verbose demo`): progress bars and trainer logs too."""
     print("== DEMO: a tiny random Qwen3-VL, distilled on the CPU from labelled synthetic trajectories whose ==")
     print("== outcome is visible on the final screen; then scored and evaluated on held-out tasks.         ==\n")
     res = distill_demo(out, progress=verbose)
