@@ -110,18 +110,6 @@ class BaseOf(Engine):
         return self.inner.stats
 
 
-def score_split(data_path: str, loaded: LoadResult, engine: Engine, out: Path, pipe_cfg: PipelineConfig,
-                progress: bool) -> Path:
-    """Score the split with `engine` (base or base+adapter) into out/verdicts.jsonl."""
-    from ..scoring import score_file
-
-    out.mkdir(parents=True, exist_ok=True)
-    vpath = out / "verdicts.jsonl"
-    vpath.unlink(missing_ok=True)
-    score_file(AdaptRubric(engine, pipe_cfg), data_path, vpath, loaded=loaded, progress=progress)
-    return vpath
-
-
 def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | Path, split: str = "val",
              batch_size: int = HFEngineConfig.max_batch_size, max_new_tokens: int | None = None,
              data: str | None = None, progress: bool = True, base: bool = True,
@@ -133,6 +121,7 @@ def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | P
     base) unless `load_in_4bit` says otherwise (with a warning when it differs)."""
     from ..engine.hf import HFEngine
     from ..evaluation.harness import run_eval
+    from ..scoring import score_file
     from .image_policy import adopt
 
     data_dir, out, adapter = Path(data_dir), Path(out), Path(adapter)
@@ -149,9 +138,13 @@ def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | P
     # one loaded model for both runs: the base is the same engine with the adapter switched off
     engine = HFEngine(HFEngineConfig(model=model, adapter=str(adapter), max_batch_size=batch_size,
                                      max_new_tokens=cap, **images))
+    scored = []
     try:
-        scored = [(name, score_split(data_path, loaded, eng, out / name, pipe_cfg, progress))
-                  for name, eng in ((("base", BaseOf(engine)),) if base else ()) + (("adapter", engine),)]
+        for name, eng in ((("base", BaseOf(engine)),) if base else ()) + (("adapter", engine),):
+            (out / name).mkdir(parents=True, exist_ok=True)
+            (vpath := out / name / "verdicts.jsonl").unlink(missing_ok=True)
+            score_file(AdaptRubric(eng, pipe_cfg), data_path, vpath, loaded=loaded, progress=progress)
+            scored.append((name, vpath))
     finally:
         import torch
 

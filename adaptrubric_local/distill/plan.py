@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import statistics
 import textwrap
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 GiB = 1024 ** 3
 GPU_RESERVE = 1.5 * GiB  # CUDA context + allocator slack, outside max_memory_allocated
@@ -258,22 +258,15 @@ def example_shapes(exs: list, encoder, image_cfg) -> list[Shape]:
             for e, i, p, t in zip(exs, ids, planned, targets)]
 
 
-def setting_for(cfg, device: str) -> Setting:
-    """The estimate's settings for a TrainConfig on `device`."""
-    fp32 = cfg.dtype == "fp32" or (device == "cpu" and cfg.dtype == "auto")
-    return Setting(dtype_bytes=4 if fp32 else 2, load_in_4bit=cfg.load_in_4bit, lora_r=cfg.lora_r,
-                   lora_dropout=cfg.lora_dropout, train_vision=cfg.train_vision, train_lm_head=cfg.train_lm_head,
-                   gradient_checkpointing=cfg.gradient_checkpointing, batch_size=cfg.per_device_batch_size,
-                   device=device)
-
-
 def plan_training(cfg, exs: list, encoder, image_cfg, model_config, device: str,
                   budget: float | None, runtime: float = 0.0) -> dict:
     """The plan for training `cfg` on examples `exs`: lengths, the estimate and whether it fits,
     examples over `max_seq_len`, and changes that would fit when it does not."""
     arch = arch_of(model_config)
     shapes = example_shapes(exs, encoder, image_cfg)
-    setting = setting_for(cfg, device)
+    fp32 = cfg.dtype == "fp32" or (device == "cpu" and cfg.dtype == "auto")
+    setting = Setting(dtype_bytes=4 if fp32 else 2, batch_size=cfg.per_device_batch_size, device=device,
+                      **{f.name: getattr(cfg, f.name) for f in fields(Setting) if hasattr(cfg, f.name)})
     est = estimate(arch, setting, shapes, runtime)
     plan = {"model": cfg.model, "device": device, "budget_gib": budget / GiB if budget else None,
             "settings": {"max_visual_tokens": cfg.max_visual_tokens, "load_in_4bit": cfg.load_in_4bit,

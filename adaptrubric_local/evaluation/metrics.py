@@ -23,10 +23,6 @@ from .verdict_table import ERROR, MISSING, OK, STATUSES, UNPARSED, Rows, of_verd
 PROB_FIELDS = {"p_success": "p_success", "p_success_calibrated": "p_calibrated"}  # field -> table column
 
 
-def _pct(num: float, den: float) -> float | None:
-    return 100.0 * num / den if den else None
-
-
 def predicted(v: Verdict) -> int:
     """The verdict as a class: its score when scored, else a predicted failure (0)."""
     return v.score if v.status == "ok" and v.score in (0, 1) else 0
@@ -45,7 +41,7 @@ def classify(rows: Rows) -> dict:
             "hit_context": int(rows["hit_context"].sum()), **rates(c_all), "confusion": c_all,
             # unparsed/error/missing verdicts in the headline confusion: label 1 -> fn, label 0 -> tn
             "unanswered_as_fail": {"fn": int((label[~ok] == 1).sum()), "tn": int((label[~ok] == 0).sum())},
-            "acc_strict": _pct(c_ok["tp"] + c_ok["tn"], len(status)),
+            "acc_strict": 100.0 * (c_ok["tp"] + c_ok["tn"]) / len(status) if len(status) else None,
             "scored_only": {"n": int(ok.sum()), **rates(c_ok), "confusion": c_ok}}
 
 
