@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from adaptrubric_local.distill.records import FILES, split_tasks, split_thinking
+from adaptrubric_local.distill.records import FILES, split_tasks
+from adaptrubric_local.thinking import split
 
 
 @pytest.mark.parametrize("text, answer, thinking", [
@@ -16,7 +17,8 @@ from adaptrubric_local.distill.records import FILES, split_tasks, split_thinking
     ("<think></think>SCORE: 1", "SCORE: 1", None),
 ])
 def test_split_thinking(text, answer, thinking):
-    assert split_thinking(text) == (answer, thinking)
+    s = split(text)  # a record's answer (targets) and thinking (`reasoning`)
+    assert (s.answer, s.thinking) == (answer, thinking)
 
 
 def test_split_tasks_is_seeded_and_keeps_one_of_each_side():

@@ -7,7 +7,6 @@ import torch
 from forced_generation import ANSWER, DRAFT, force
 
 from adaptrubric_local import AdaptRubric, PipelineConfig, load_trajectories
-from adaptrubric_local.distill.records import split_thinking
 from adaptrubric_local.engine.base import Output, Request, TokenProbs, cut_after_line
 from adaptrubric_local.pipeline import VERDICT_LAST_LINE, p_success
 from adaptrubric_local.thinking import prompt_opens, split, visible_line
@@ -53,8 +52,8 @@ def test_parser_records_cut_and_probability_agree_on_what_is_thinking(opened):
     text = ("" if opened else "<think>\n") + DRAFT + "</think>\n\n" + ANSWER
     v = parse_verdict(text, opened)
     assert v.status == "ok" and v.score == 0 and v.raw == text
-    answer, thinking = split_thinking(text)  # a record's view: the text alone (its </think> is there)
-    assert answer == ANSWER and thinking == DRAFT.strip()
+    kept = split(text)  # a record's view: the text alone (its </think> is there)
+    assert kept.answer == ANSWER and kept.thinking == DRAFT.strip()
     assert cut_after_line(text + CHATTER, VERDICT_LAST_LINE, opened) == text
     at = score_value_offset(text, opened)
     assert text[at] == "0" and text[at - 7:at] == "SCORE: " and at > len(DRAFT)
@@ -152,6 +151,7 @@ def test_the_remote_engine_reads_thinking_as_the_engine_does():
     eng.close()
     verdicts = [parse_verdict(o.text, o.opened_thinking) for o in outs]
     assert [(v.status, v.score) for v in verdicts[:2]] == [("ok", 0), ("ok", 0)]
-    assert split_thinking(outs[1].text) == (ANSWER, DRAFT.strip()) and outs[0].reasoning == DRAFT
+    kept = split(outs[1].text)
+    assert (kept.answer, kept.thinking) == (ANSWER, DRAFT.strip()) and outs[0].reasoning == DRAFT
     for o, v in zip(outs[2:], verdicts[2:]):  # cut while thinking: no verdict, as in process
         assert o.hit_cap and v.status == "unparsed" and "ends inside its thinking" in v.parse_error

@@ -19,8 +19,9 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..thinking import split
 from ..verdict import score_value_offset
-from .records import read_split, split_thinking
+from .records import read_split
 
 __all__ = ["Collator", "Example", "examples", "read_split", "verdict_lines"]
 
@@ -47,8 +48,9 @@ def verdict_lines(verdict: dict) -> str:
 
 
 def visible(text: str) -> str:
-    """A teacher answer as a training target: no thinking, no leading whitespace."""
-    return split_thinking(text or "")[0]
+    """A teacher answer as a training target: no thinking (`thinking.py`'s definition, which the verdict
+    parser uses too), no leading whitespace."""
+    return split(text).answer
 
 
 def examples(records: list[dict], data_dir: str | Path, target: str = "full",

@@ -63,12 +63,8 @@ def read_quantisation(adapter: str | Path | None) -> dict:
     return {}
 
 
-def _warn(msg: str) -> None:
-    print(f"warning: {msg}", file=sys.stderr)
-
-
 def adopt(adapter: str | Path | None, engine: dict, pipeline: dict, explicit: Iterable[str] = (),
-          warn: Callable[[str], None] = _warn) -> tuple[dict, dict]:
+          warn: Callable[[str], None] = lambda msg: print(f"warning: {msg}", file=sys.stderr)) -> tuple[dict, dict]:
     """(engine options, pipeline options) with the adapter's image settings filled in where the
     caller did not set them explicitly; an explicit value that differs is kept, with a warning."""
     policy, quant = read_policy(adapter), read_quantisation(adapter)

@@ -23,15 +23,6 @@ FILES = {"collected": "collected.jsonl", "rejected": "rejected.jsonl", "failures
          "train": "train.jsonl", "val": "val.jsonl", "manifest": "manifest.json"}
 
 
-def split_thinking(text: str) -> tuple[str, str | None]:
-    """(the answer with every `<think>...</think>` block taken out and leading whitespace stripped,
-    the thinking text or None), by the definition the verdict parser and the stop criterion use
-    (`thinking.py`). A reply whose opening tag was in the prompt (Qwen3's thinking template) has
-    only `</think>`: everything before it is thinking."""
-    s = split(text)
-    return s.answer, s.thinking
-
-
 def copy_images(paths: list[str], out: Path, tid: str, copy: bool) -> list[str]:
     """The screenshots a record keeps: copied under out/images/<id>/ (paths relative to `out`), or
     the original absolute paths when `copy` is off."""
@@ -52,9 +43,8 @@ def copy_images(paths: list[str], out: Path, tid: str, copy: bool) -> list[str]:
 def verify_record(prompt: str, images: list[str], suffix: str, messages: list[dict], text: str,
                   reasoning: str | None, verdict, hit_cap: bool) -> dict:
     """The `verify` part of a record: what the verifier saw and what the teacher answered."""
-    _, inline = split_thinking(text)
     return {"prompt": prompt, "images": images, "suffix": suffix, "messages": messages, "response": text,
-            "reasoning": reasoning or inline, "p_success": verdict.p_success, "hit_cap": hit_cap,
+            "reasoning": reasoning or split(text).thinking, "p_success": verdict.p_success, "hit_cap": hit_cap,
             "verdict": {"score": verdict.score, "evidence_sufficient": verdict.evidence_sufficient,
                         "missing_evidence": verdict.missing_evidence}}
 
