@@ -74,10 +74,7 @@ class LiveCascade:
 
     def score(self, trajs: list[Trajectory]) -> list[CascadeVerdict]:
         """One cascade line per trajectory, in order."""
-        by_id: dict[str, CascadeVerdict] = {}
-        for ready in self.cascade.iter_ready(trajs):
-            for v in ready:
-                by_id[str(v.id)] = v
+        by_id = {str(v.id): v for ready in self.cascade.iter_ready(trajs) for v in ready}
         out = [by_id[str(t.id)] for t in trajs]
         self._count(out)
         return out
@@ -92,16 +89,13 @@ class LiveCascade:
                 agreed = spot_agreement(d, only=True)
                 if agreed is not None:
                     self.window.append(agreed)
-            self._warn()
-
-    def _warn(self) -> None:
-        ci = wilson(sum(self.window), len(self.window))
-        low = drifted(ci, self.cfg.warn_below)
-        if low and not self.warned:
-            log.warning("the student's live agreement with the judge is %d/%d (95%% interval %.2f-%.2f), below "
-                        "warn_below %.2f: the reward has drifted from the judge or is being gamed",
-                        sum(self.window), len(self.window), ci[0], ci[1], self.cfg.warn_below)
-        self.warned = low
+            ci = wilson(sum(self.window), len(self.window))
+            low = drifted(ci, self.cfg.warn_below)
+            if low and not self.warned:
+                log.warning("the student's live agreement with the judge is %d/%d (95%% interval %.2f-%.2f), below "
+                            "warn_below %.2f: the reward has drifted from the judge or is being gamed",
+                            sum(self.window), len(self.window), ci[0], ci[1], self.cfg.warn_below)
+            self.warned = low
 
     def stats(self) -> dict:
         """The live figures: counts, the window's agreement and interval, and whether to worry."""

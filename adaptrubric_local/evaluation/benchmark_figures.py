@@ -157,8 +157,14 @@ def _fmt(x: float | None, name: str = "acc") -> str:
     return "n/a" if x is None else f"{x:.3f}" if name in ("kappa", "mcc") else f"{x:.1f}"
 
 
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
+def md_row(*cells) -> str:
+    """A markdown table row (report.py's and vote_rules.py's tables too)."""
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
+def md_head(*names: str, left: int = 0) -> list[str]:
+    """A markdown table's header row and rule: the first `left` columns left-aligned, the others right."""
+    return [md_row(*names), "|" + "|".join(["---"] * left + ["---:"] * (len(names) - left)) + "|"]
 
 
 def render_table(figs: dict[str, Any]) -> str:
@@ -169,14 +175,14 @@ def render_table(figs: dict[str, Any]) -> str:
     head = [*(f"{p} Acc | {p} F1" for p in plats), "Overall Acc | Overall Prec | Overall Rec | Overall F1"]
     cells = [*(f"{_fmt(v['acc'])} | {_fmt(v['f1'])}" for v in plats.values()),
              " | ".join(_fmt(o[k]) for k in ("acc", "prec", "rec", "f1"))]
-    lines = ["Table 1 layout (percent)", "", _row(head), _row(["---"] * (2 * len(plats) + 4)), _row(cells), "",
+    lines = ["Table 1 layout (percent)", "", md_row(*head), md_row(*["---"] * (2 * len(plats) + 4)), md_row(*cells), "",
              "n per platform: " + ", ".join(f"{p} {v['n']}" for p, v in plats.items()), ""]
-    lines += [_row(["figure", "value", f"{round(100 * figs['confidence'])}% interval"]), _row(["---"] * 3)]
+    lines += [md_row("figure", "value", f"{round(100 * figs['confidence'])}% interval"), md_row("---", "---", "---")]
     for k in HEADLINE:
         iv = figs["intervals"][k]
         shown = f"[{_fmt(iv[0], k)}, {_fmt(iv[1], k)}]" if iv else ("n/a" if figs["n_boot"] else "-")
-        lines.append(_row([NAMES[k], _fmt(o[k], k), shown]))
-    lines.append(_row(["Judged - labelled success rate", _fmt(o["rate_gap"]), ""]))
+        lines.append(md_row(NAMES[k], _fmt(o[k], k), shown))
+    lines.append(md_row("Judged - labelled success rate", _fmt(o["rate_gap"]), ""))
     c = figs["counts"]
     what = "counted as predicted failures" if figs["unparsed"] == "fail" else "left out of every figure"
     boot = (f"{figs['n_boot']} resamples (multinomial over the confusion counts), seed {figs['seed']}"

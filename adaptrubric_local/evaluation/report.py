@@ -8,7 +8,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
-from .benchmark_figures import render_table
+from .benchmark_figures import md_head, md_row, render_table
 from .vote_rules import render_table as render_vote_rules
 
 
@@ -30,15 +30,6 @@ def _figure(path: Path, *grid, **kw):
     fig.tight_layout()
     fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
-
-
-def _row(*cells) -> str:
-    return "| " + " | ".join(map(str, cells)) + " |"
-
-
-def _head(*names: str, left: int = 0) -> list[str]:
-    """A markdown table's header row and rule: the first `left` columns left-aligned, the others right."""
-    return [_row(*names), "|" + "|".join(["---"] * left + ["---:"] * (len(names) - left)) + "|"]
 
 
 def run_block(run: dict) -> list[str]:
@@ -70,8 +61,8 @@ def metrics_markdown(m: dict, run: dict, coverage: list[str] | None = None) -> s
     s, u, missing = o["scored_only"], o["unanswered_as_fail"], o.get("missing", 0)
     lines = ["# Reward-model evaluation", "", "## Run", *run_block(run), "", *coverage_markdown(coverage),
              "## Overall (every trajectory classified, as in the paper)", "",
-             *_head("n", "scored", "unparsed", "errors", "missing", "Acc", "Prec", "Rec", "F1", "FPR"),
-             _row(o["n"], o["scored"], o["unparsed"], o["errors"], missing, *_metrics(o)), "",
+             *md_head("n", "scored", "unparsed", "errors", "missing", "Acc", "Prec", "Rec", "F1", "FPR"),
+             md_row(o["n"], o["scored"], o["unparsed"], o["errors"], missing, *_metrics(o)), "",
              f"Percentages over all {o['n']} labelled trajectories. The {o['unparsed']} unparsed and {o['errors']} "
              f"error verdict(s)" + (f" and the {missing} trajectories without a verdict (missing)" if missing else "")
              + f" count as predicted failures (SCORE 0): {u['fn']} of them are successful trajectories "
@@ -81,8 +72,8 @@ def metrics_markdown(m: dict, run: dict, coverage: list[str] | None = None) -> s
         lines += ["**No verdict was scored**: these numbers are those of predicting failure for every trajectory "
                   "and say nothing about the verifier.", ""]
     lines += ["### Scored verdicts only", "",
-              *_head("scored", "Acc", "Prec", "Rec", "F1", "FPR", "Acc (unparsed/errors as wrong, over n)"),
-              _row(s["n"], *_metrics(s), fmt(o["acc_strict"])), "",
+              *md_head("scored", "Acc", "Prec", "Rec", "F1", "FPR", "Acc (unparsed/errors as wrong, over n)"),
+              md_row(s["n"], *_metrics(s), fmt(o["acc_strict"])), "",
               "Not comparable with the paper's figures when some verdicts are unparsed or errors.", ""]
     if o.get("hit_cap"):
         lines += [f"{o['hit_cap']} verifier output(s) stopped at the token cap.", ""]
@@ -96,9 +87,9 @@ def metrics_markdown(m: dict, run: dict, coverage: list[str] | None = None) -> s
         lines += ["## Vote rules (`--votes k`: every rule from the one run's votes)", "",
                   render_vote_rules(m["vote_rules"])]
     lines += ["## Per platform (Table 1 layout; unparsed/errors as predicted failures)", "",
-              *_head("platform", "n", "positives", "Acc", "Prec", "Rec", "F1", "FPR", "unparsed", "errors",
+              *md_head("platform", "n", "positives", "Acc", "Prec", "Rec", "F1", "FPR", "unparsed", "errors",
                      "Acc (scored only)", left=1),
-              *(_row(p, r["n"], r["positives"], *_metrics(r), r["unparsed"], r["errors"], fmt(r["scored_only"]["acc"]))
+              *(md_row(p, r["n"], r["positives"], *_metrics(r), r["unparsed"], r["errors"], fmt(r["scored_only"]["acc"]))
                 for p, r in m["per_platform"].items())]
     c = o["confusion"]
     lines += ["", "## Confusion matrix (all trajectories; unparsed/errors as predicted 0)", "",
@@ -111,8 +102,8 @@ def metrics_markdown(m: dict, run: dict, coverage: list[str] | None = None) -> s
                   f"[{m['review']}]({m['review']}) (open it in a browser; it works offline).", ""]
     if e:
         lines += ["## Efficiency (Table 5 layout)", "",
-                  *_head("trajectories", "calls", "calls/traj", "tokens", "tokens/traj", "s/traj", "images/traj"),
-                  _row(e["trajectories"], *(fmt(e.get(k), d) for k, d in (("calls", 0), ("calls_per_traj", 2),
+                  *md_head("trajectories", "calls", "calls/traj", "tokens", "tokens/traj", "s/traj", "images/traj"),
+                  md_row(e["trajectories"], *(fmt(e.get(k), d) for k, d in (("calls", 0), ("calls_per_traj", 2),
                        ("tokens", 0), ("tokens_per_traj", 0), ("s_per_traj", 3), ("images_per_traj", 1)))), "",
                   f"Calls and tokens: {e.get('accounting', 'verifier calls only')}"
                   + (f"; over the {e['trajectories']} trajectories the verifier answered, {e['errors']} error "
@@ -204,8 +195,8 @@ def tts_markdown(res: dict, run: dict, coverage: list[str] | None = None) -> str
               "Headroom is Oracle@max minus Random@1, as Table 12's caption defines it; Random@1 is the expected "
               "success of one uniformly chosen trial per task, which equals the trial SR (pooled over trials) when "
               "every task has the same number of trials.", "",
-              "## SR@N (%)", "", *_head("N", "EarlyStop", "BestOfN", "BestOfN (soft)", "Random", "Oracle"),
-              *(_row(n, *(fmt(res[k][n], 2) for k in ("earlystop", "bestofn", "bestofn_soft", "random", "oracle")))
+              "## SR@N (%)", "", *md_head("N", "EarlyStop", "BestOfN", "BestOfN (soft)", "Random", "Oracle"),
+              *(md_row(n, *(fmt(res[k][n], 2) for k in ("earlystop", "bestofn", "bestofn_soft", "random", "oracle")))
                 for n in ns)]
     last, g = ns[-1], res.get("gain_over_random")
     if g:
@@ -228,10 +219,10 @@ def ablation_markdown(rows: dict, run: dict) -> str:
 
     labels = {"full": "Full (Coarse + Fine)", "no_fine": "w/o Fine", "no_coarse": "w/o Coarse", "no_both": "w/o Both"}
     lines = ["# Ablation of rubric construction", "", "## Run", *run_block(run), "",
-             *_head("Coarse", "Fine", "Setting", "Acc", "ΔAcc", "F1", "ΔF1", "scored", "unparsed", "errors", left=3)]
+             *md_head("Coarse", "Fine", "Setting", "Acc", "ΔAcc", "F1", "ΔF1", "scored", "unparsed", "errors", left=3)]
     for key, r in rows.items():
         o, d = r["overall"], r.get("delta", {})
-        lines.append(_row(*("yes" if on else "no" for on in ABLATIONS[key]), labels[key], fmt(o["acc"]),
+        lines.append(md_row(*("yes" if on else "no" for on in ABLATIONS[key]), labels[key], fmt(o["acc"]),
                           fmt(d.get("acc")), fmt(o["f1"]), fmt(d.get("f1")), o.get("scored", "-"), o["unparsed"],
                           o["errors"]))
     lines += ["", "Acc and F1 classify every trajectory (unparsed/errors as predicted failures), as the paper does; "
@@ -247,9 +238,9 @@ def probability_markdown(prob: dict | None) -> list[str]:
         return ["## Probabilities", "", "No labelled verdict carries a probability (p_success), so AUROC, AUPRC, Brier "
                 "score and ECE are not reported.", ""]
     lines = ["## Probabilities (is p_success any good?)", "",
-             *_head("probability", "n", "positives", "AUROC", "AUPRC", "Brier", "ECE (15 bins)", "labelled without it",
+             *md_head("probability", "n", "positives", "AUROC", "AUPRC", "Brier", "ECE (15 bins)", "labelled without it",
                     left=1)]
-    lines += [_row(name, s["n"], s["positives"], fmt(s["auroc"], 3), fmt(s["auprc"], 3), fmt(s["brier"], 4),
+    lines += [md_row(name, s["n"], s["positives"], fmt(s["auroc"], 3), fmt(s["auprc"], 3), fmt(s["brier"], 4),
                    fmt(s["ece"], 4), s["without_probability"]) for name, s in prob.items()]
     lines += ["", "Over labelled verdicts that carry the probability (of any status). AUROC and AUPRC measure ranking "
               "(ties count one half; AUPRC is average precision); Brier is the mean squared error of the probability; "

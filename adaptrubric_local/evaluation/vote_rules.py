@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..votes import NAMED, VoteRule
-from .benchmark_figures import counts, figures_of_counts
+from .benchmark_figures import counts, figures_of_counts, md_head, md_row
 
 
 @dataclass(frozen=True)
@@ -93,10 +93,9 @@ def render_table(figs: Sequence[dict]) -> str:
 
     n = figs[0]["n"] if figs else 0
     lines = ["Vote rules side by side, each from the same votes (percent)", "",
-             "| rule | prec | recall | NPV | TNR | tp | fp | tn | fn | undecided |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    lines += [f"| {f['rule']} | {pct(f['precision'])} | {pct(f['recall'])} | {pct(f['npv'])} | {pct(f['tnr'])} | "
-              f"{f['tp']} | {f['fp']} | {f['tn']} | {f['fn']} | {f['undecided']} |" for f in figs]
+             *md_head("rule", "prec", "recall", "NPV", "TNR", "tp", "fp", "tn", "fn", "undecided", left=1)]
+    lines += [md_row(f["rule"], *(pct(f[k]) for k in ("precision", "recall", "npv", "tnr")),
+                     *(f[k] for k in ("tp", "fp", "tn", "fn", "undecided"))) for f in figs]
     lines += ["", f"Each rule over the same {n} labelled trajectories' votes (percent); a trajectory a rule leaves "
               "undecided, and an error or missing verdict, counts as a predicted failure."]
     return "\n".join(lines) + "\n"
