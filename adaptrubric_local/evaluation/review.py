@@ -148,7 +148,7 @@ def card(v: Verdict, traj: Trajectory | None, preparer: Preparer) -> dict:
          "platform": (traj.platform if traj else None) or v.platform, "family": v.category,
          "route_parsed": v.route_parsed, "cues": list(v.cues or []), "dropped_cues": list(v.dropped_cues or []),
          "status": v.status, "score": v.score, "p_success": v.p_success,
-         "p_success_calibrated": getattr(v, "p_success_calibrated", None), "label": v.label,
+         "p_success_calibrated": v.p_success_calibrated, "label": v.label,
          "outcome": outcome(v), "error_confidence": error_confidence(v),
          "evidence_sufficient": v.evidence_sufficient, "missing_evidence": v.missing_evidence,
          "raw": v.raw, "block": block_span(v), "parse_error": v.parse_error, "error": v.error,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..types import Verdict
 from .review import OUTCOMES, error_confidence, outcome
+from .tts import probability
 
 ORDERS = ("fp-first", "uncertain", "disagree", "random")
 
@@ -50,12 +51,6 @@ class ReviewOrderConfig:
                              f"({', '.join(ORDERS)})")
         if self.order == "disagree" and not self.compare:
             raise ValueError("--order disagree needs --compare B.jsonl (a second verdict file over the same data)")
-
-
-def probability(v: Verdict) -> float | None:
-    """The probability `uncertain` reads: the calibrated one when present."""
-    p = v.p_success_calibrated if v.p_success_calibrated is not None else v.p_success
-    return None if p is None else float(p)
 
 
 def _parsed(v: Verdict | None) -> bool:

@@ -59,12 +59,17 @@ def bestofn(cands: list[Verdict], n: int, soft: bool = False) -> Verdict:
 
     def key(item):
         pos, v = item
-        # soft: p_success_calibrated in a calibrated file (increasing, so the same picks), else p_success
-        p = getattr(v, "p_success_calibrated", None)
-        p = (p if p is not None else v.p_success) if soft else None
+        p = probability(v) if soft else None
         return (_rank(v), p if p is not None else (-1.0 if soft else 0.0), pos)
 
     return max(enumerate(prefix), key=key)[1]
+
+
+def probability(v: Verdict) -> float | None:
+    """The probability `bestofn_soft` (and review_order's `uncertain`) reads: p_success_calibrated in a
+    calibrated verdict file (calibration is increasing, so the picks are the same), else p_success."""
+    p = v.p_success_calibrated if v.p_success_calibrated is not None else v.p_success
+    return None if p is None else float(p)
 
 
 def oracle(cands: list[Verdict], n: int) -> int:
