@@ -12,10 +12,8 @@ from ..formats.base import OUTSIDE_ROOTS
 
 
 def outside_image_roots(loaded, data: str | Path | None = None) -> None:
-    """Raise ValueError with the fix when most records of `loaded` did not load because their screenshots
-    lie outside the data folder (a `labels merge` copy read without --image-root): evaluated without
-    them, the figures would be over the few that loaded. The folders to pass are those the copy's
-    merge.json records, when there is one."""
+    """Raise ValueError with the fix (the folders the copy's merge.json records, when it has one) when most
+    records of `loaded` did not load because their screenshots lie outside the data folder."""
     if loaded is None:
         return
     outside = [e for e in loaded.errors if OUTSIDE_ROOTS in str(e)]

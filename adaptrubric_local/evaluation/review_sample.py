@@ -71,13 +71,8 @@ def sampled(path: Path, data, cards: int, coverage: Coverage, seed: int = SEED, 
     for t in trajs:
         if (labels or {}).get(t.id) is not None:
             t.label = labels[t.id]
-    return _as_evaluated(verdicts, trajs, coverage), SimpleNamespace(trajectories=trajs)
-
-
-def _as_evaluated(verdicts: list[Verdict], trajs: list, coverage: Coverage) -> list[Verdict]:
-    """The verdicts as the table evaluated them (verdict_table.align decided which): stale and extra ones
-    out, the data's label, platform and task on the others (none for a record that did not load), a
-    `missing` one for each trajectory without a verdict when the subset is the data's."""
+    # the verdicts as the table evaluated them (verdict_table.align decided which): stale and extra ones out,
+    # the data's label, platform and task on the others (none for a record that did not load)
     by_id, gone = {t.id: t for t in trajs}, {*coverage.extra, *coverage.stale_errors}
     out = [replace(v, label=t.label, platform=t.platform, task_id=task_of(t)) if (t := by_id.get(str(v.id)))
            else replace(v, label=None) for v in verdicts if str(v.id) not in gone]
@@ -85,7 +80,7 @@ def _as_evaluated(verdicts: list[Verdict], trajs: list, coverage: Coverage) -> l
         have = {str(v.id) for v in out}
         out += [Verdict(id=t.id, status=MISSING, label=t.label, platform=t.platform, task_id=task_of(t),
                         error="no verdict for this trajectory in the verdict file") for t in trajs if t.id not in have]
-    return out
+    return out, SimpleNamespace(trajectories=trajs)
 
 
 def note(shown: int, of: int, cards: int, seed: int = SEED) -> str:
