@@ -128,18 +128,15 @@ def cascade_note(v) -> str:
     why = ", ".join(v.escalated) if v.escalated else "not sent to the judge"
     text = f"decided by the {v.decided_by} ({why})"
     if v.judge_error:  # the trajectory loaded and the student answered: the judge's call is what failed
-        return (f"{text}; the judge gave no verdict ({judge_failure(v.judge_error)}), so the student's "
+        # in a reviewer's words: its kind prefix and the record it names left out (pipeline.py's)
+        kind, _, rest = v.judge_error.partition(": ")
+        rest = re.sub(r"^(?:.*?, )?record \S+: ", "", rest) if kind in ("error", "unparsed") else v.judge_error
+        failure = (f"an unparsable answer: {rest}" if kind == "unparsed" else rest)[:200]
+        return (f"{text}; the judge gave no verdict ({failure}), so the student's "
                 f"{_said(v.student)} stands (`score --resume` asks the judge again)")
     if v.escalated:
         text += f"; the student said {_said(v.student)}, the judge {_said(v.judge)}"
     return text
-
-
-def judge_failure(why: str) -> str:
-    """A line's `judge_error` in a reviewer's words: its kind prefix and the record it names left out."""
-    kind, _, rest = why.partition(": ")
-    rest = re.sub(r"^(?:.*?, )?record \S+: ", "", rest) if kind in ("error", "unparsed") else why  # pipeline.py's
-    return (f"an unparsable answer: {rest}" if kind == "unparsed" else rest)[:200]
 
 
 def card(v: Verdict, traj: Trajectory | None, preparer: Preparer) -> dict:
