@@ -52,10 +52,6 @@ def _headline_and_scored(r: dict, keys: tuple[str, ...]) -> dict:
     return out
 
 
-def _numeric(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
 def _number(x, sign: bool = False) -> str:
     """A compared figure: counts as integers (`10`), the rest with two decimals, '-' when missing."""
     if isinstance(x, int) and not isinstance(x, bool):
@@ -83,6 +79,7 @@ def compare(dir_a: str | Path, dir_b: str | Path, out: str | Path | None = None)
     lines += ["", f"{'metric':<32}{'A':>10}{'B':>10}{'B - A':>10}"]
     for k in sorted(set(fa) | set(fb), key=lambda s: (s.split(".")[0] != "overall", s)):
         va, vb = fa.get(k), fb.get(k)
-        diff = _number(vb - va, sign=True) if _numeric(va) and _numeric(vb) else "-"
+        numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (va, vb))
+        diff = _number(vb - va, sign=True) if numeric else "-"
         lines.append(f"{k:<32}{_number(va):>10}{_number(vb):>10}{diff:>10}")
     return "\n".join(lines)
