@@ -15,8 +15,6 @@ from collections.abc import Iterator
 from dataclasses import fields, replace
 from pathlib import Path
 
-import numpy as np
-
 from ..engine.base import Engine, Output, Request
 from ..engine.hf_config import HFEngineConfig
 from ..formats import LoadResult, load_trajectories
@@ -50,6 +48,19 @@ def split_data(data_dir: Path, split: str, data: str | None = None) -> tuple[str
     return src, LoadResult(trajectories=trajs), teacher
 
 
+def ece_against(student: list[float], reference: list[float], bins: int = 15) -> float:
+    """Expected calibration error of `student` probabilities against `reference` ones: in 15
+    equal-width bins of the student's value, |mean student - mean reference|, weighted by bin size."""
+    total, err = len(student), 0.0
+    for k in range(bins):
+        lo, hi = k / bins, (k + 1) / bins
+        idx = [i for i, x in enumerate(student) if lo <= x < hi or (k == bins - 1 and x == 1.0)]
+        if idx:
+            err += len(idx) / total * abs(sum(student[i] for i in idx) / len(idx) - sum(reference[i] for i in idx)
+                                          / len(idx))
+    return err
+
+
 def agreement(verdicts_path: Path, teacher: dict[str, dict]) -> dict:
     """Fraction of trajectories where the student's parsed score equals the teacher's (unparsed and
     errors count as disagreement); where the teacher gave P(SCORE=1), the mean absolute difference
@@ -67,11 +78,7 @@ def agreement(verdicts_path: Path, teacher: dict[str, dict]) -> dict:
            "p_mae_vs_teacher": None, "ece_vs_teacher": None, "n_teacher_p": len(pairs)}
     if pairs:
         out["p_mae_vs_teacher"] = sum(abs(a - b) for a, b in pairs) / len(pairs)
-        # ECE against it: in 15 equal-width bins of the student's p (as evaluation/probability.py bins them),
-        # |mean p - mean teacher p| weighted by bin size, i.e. the sum over bins of |sum of (p - teacher p)| / n
-        p, q = (np.asarray(x, dtype=float) for x in zip(*pairs))
-        k = np.minimum((p * 15).astype(int), 14)
-        out["ece_vs_teacher"] = float(np.abs(np.bincount(k, weights=p - q)).sum() / len(p))
+        out["ece_vs_teacher"] = ece_against([p for p, _ in pairs], [q for _, q in pairs])
     return out
 
 
