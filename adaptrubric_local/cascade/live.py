@@ -104,8 +104,9 @@ class LiveCascade:
             t = self.tally
             counts = {"trajectories": t.n, "decided_by_judge": t.by_judge, "sent_to_judge": t.sent,
                       "judge_failed": sum(t.failed_by.values()), "why": dict(t.why)}
+            share = t.sent / t.n if t.n else None
         ci = wilson(k, n)
-        return {**counts, "judge_share": t.sent / t.n if t.n else None,
+        return {**counts, "judge_share": share,
                 "agreement": {"window": self.cfg.agreement_window, "n": n, "agree": k,
                               "rate": k / n if n else None, "ci95": ci, "warn_below": self.cfg.warn_below,
                               "warning": drifted(ci, self.cfg.warn_below)},
