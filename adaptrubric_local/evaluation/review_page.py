@@ -101,9 +101,12 @@ def _href(path: str, out: Path) -> str:
 def _page_card(c: dict, thumbs: dict, out: Path) -> dict:
     """A card with page-relative links and thumbnails in place of absolute paths."""
     c = dict(c)
-    c["selected"] = [{"step": f["step"], "reason": f["reason"], "action": f["action"], "href": _href(f["path"], out),
-                      "thumb": f"{FILES}/thumbs/{name}" if name else None, "missing": why}
-                     for f in c["selected"] for name, why in [thumbs.get(f["path"], (None, "no thumbnail"))]]
+    selected = []
+    for f in c["selected"]:
+        name, why = thumbs.get(f["path"], (None, "no thumbnail"))
+        selected.append({"step": f["step"], "reason": f["reason"], "action": f["action"], "href": _href(f["path"], out),
+                         "thumb": f"{FILES}/thumbs/{name}" if name else None, "missing": why})
+    c["selected"] = selected
     c["left_out"] = [{"step": f["step"], "action": f["action"], "why": f["why"], "href": _href(f["path"], out)}
                      for f in c["left_out"]]
     for k in ("p_success", "p_success_calibrated", "error_confidence"):
