@@ -151,7 +151,8 @@ def evaluate(data_dir: str | Path, model: str, adapter: str | Path, out: str | P
         import torch
 
         engine.close()
-        del engine
+        eng = None  # the loop's last engine: else `del engine` frees nothing
+        del engine, eng
         if torch.cuda.is_available():  # hand the freed model's memory back to the GPU
             torch.cuda.empty_cache()
     for name, vpath in scored:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine.hf_config import HFEngineConfig, at_least
+from ..engine.hf_config import HFEngineConfig
 from ..engine.options import ENGINE_OPTIONS
 from ..engine.remote import REMOTE_FIELDS
 from ..pipeline import PipelineConfig
@@ -65,7 +65,10 @@ class RewardConfig:
         self.unparsed_reward = float(self.unparsed_reward)
         if self.max_batch_trajectories < 1 or self.batch_window_ms < 0 or self.service_timeout <= 0:
             raise ValueError("max_batch_trajectories must be >= 1, batch_window_ms >= 0 and service_timeout > 0")
-        at_least(self, 1, "max_pending", "max_image_pixels")
+        if self.max_pending is not None and self.max_pending < 1:
+            raise ValueError(f"max_pending must be >= 1 or None, got {self.max_pending}")
+        if self.max_image_pixels < 1:
+            raise ValueError(f"max_image_pixels must be >= 1, got {self.max_image_pixels}")
 
     @property
     def root(self) -> Path:
