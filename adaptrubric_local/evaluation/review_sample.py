@@ -72,7 +72,8 @@ def sampled(path: Path, data, cards: int, coverage: Coverage, seed: int = SEED, 
         if (labels or {}).get(t.id) is not None:
             t.label = labels[t.id]
     # the verdicts as the table evaluated them (verdict_table.align decided which): stale and extra ones out,
-    # the data's label, platform and task on the others (none for a record that did not load)
+    # the data's label, platform and task on the others (none for a record that did not load), a `missing`
+    # one for each trajectory without a verdict when the subset is the data's
     by_id, gone = {t.id: t for t in trajs}, {*coverage.extra, *coverage.stale_errors}
     out = [replace(v, label=t.label, platform=t.platform, task_id=task_of(t)) if (t := by_id.get(str(v.id)))
            else replace(v, label=None) for v in verdicts if str(v.id) not in gone]
