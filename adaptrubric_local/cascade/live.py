@@ -82,7 +82,7 @@ class LiveCascade:
     def _count(self, lines: list[CascadeVerdict]) -> None:
         with self.lock:
             for v in lines:
-                d = v.to_dict()
+                d = vars(v)  # the fields as they are, read only: no deep copy of a line per verdict
                 self.tally.add(d)
                 # the window: spot checks that nothing else sent, which the judge answered (a random sample
                 # of the lines the student decides; a line the band sent is not one)
