@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..cascade.config import SPOT_CHECK, CascadeConfig
-from ..cascade.live import watch
+from ..cascade.live import drifted, watch
 from ..cascade.report import cascade_summary, describe
 from ..cascade.scorer import Cascade
 from ..flags import add_config_arguments, config_kwargs
@@ -76,7 +76,7 @@ def score_cascade(args, cfg, ccfg, loaded, **score_kw) -> dict:
                               progress=not args.quiet, extra=extra, **score_kw)
     print(describe(summary["cascade"]), file=sys.stderr)  # and a warning when the spot checks' agreement is low
     ci = summary["cascade"]["spot_checks"]["ci95"]
-    if ci is not None and ci[1] < ccfg.warn_below:
+    if drifted(ci, ccfg.warn_below):
         print(f"WARNING: the student agrees with the judge at most {ci[1]:.2f} (95% upper end) on this data's spot "
               f"checks, below --warn-below {ccfg.warn_below:g}: distil again on this data, or widen the band",
               file=sys.stderr)
