@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..formats.base import OUTSIDE_ROOTS
-from ..formats.ids import IdBuilder, digest, key, keys
+from ..formats.ids import IdBuilder, IdSet, digest, key, keys
 from ..formats.stream import as_stream
 from ..labelled_stream import LabelledStream
 from ..labels import AppliedLabels, read_labels
@@ -151,7 +151,7 @@ def of_verdicts(verdicts: Iterable, candidates: bool = False) -> tuple[Rows, Ver
     """The table of verdicts in memory (Verdict objects, with their own labels, platforms and tasks)."""
     table = VerdictTable(candidates)
     for v in verdicts:
-        table.add(v.to_dict())
+        table.add(vars(v))  # read only: no deep copy of each verdict
     return table.frozen(), table
 
 
@@ -179,7 +179,7 @@ def read_data(stream, table: VerdictTable) -> DataSide:
     from ..scoring import error_id
 
     have = table.sorted_keys
-    n = len(have)
+    n, ids = len(have), IdSet(have, presorted=True)  # the table's ids, each once (no copy): `index` looks up
     tasks = table.names is not None  # what tts reads
     side = DataSide(have, np.zeros(n, bool), np.full(n, -1, "int8"), np.zeros(n, "int32"),
                     np.zeros(n if tasks else 0, "int32"))
@@ -195,9 +195,7 @@ def read_data(stream, table: VerdictTable) -> DataSide:
             good_repeated.add(x.id)
         label = x.label if x.label in (0, 1) else -1
         platform, task = table.platform_code(x.platform), table.task_code(task_of(x)) if tasks else NO_TASK
-        k = key(x.id)
-        j = int(np.searchsorted(have, k)) if n else 0
-        if j < n and have[j] == k:
+        if (j := ids.index(x.id)) >= 0:
             side.found[j], side.label[j], side.platform[j] = True, label, platform
             if tasks:
                 side.task[j] = task

@@ -102,8 +102,9 @@ class IdSet:
 
     def index(self, i: str) -> int:
         """The position of id `i` among `keys`, or -1."""
-        k = int(np.searchsorted(self._keys, key(i)))
-        return k if k < len(self._keys) and self._keys[k] == key(i) else -1
+        wanted = key(i)
+        k = int(np.searchsorted(self._keys, wanted))
+        return k if k < len(self._keys) and self._keys[k] == wanted else -1
 
     def __contains__(self, i: str) -> bool:
         return self.index(i) >= 0
