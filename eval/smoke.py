@@ -62,7 +62,8 @@ SMOKE: dict[str, list[str]] = {
 }
 
 # what {answering} is: `make-tiny-model DIR --answering`, the defaults (AnsweringSettings: seed 0, 8 epochs)
-ANSWERING = ["make-tiny-model", "{answering}", "--answering"]
+ANSWERING = ["-m", "adaptrubric_local.cli", "make-tiny-model", "{answering}", "--answering"]
+ANSWERING_TIMEOUT = 900.0  # seconds for that build on a busy machine
 
 # scripts that need longer than --timeout on a busy machine: script -> seconds (at least)
 SLOW: dict[str, float] = {
@@ -93,11 +94,12 @@ NOT_RUN: dict[str, str] = {
 
 
 def run_one(name: str, args: list[str], timeout: float, answering: str = "") -> tuple[int, float, str, str]:
-    """(exit status, seconds, stdout, stderr) of one script run (`name` "cli": the command line itself)."""
+    """(exit status, seconds, stdout, stderr) of `python eval/NAME ARGS` (`python ARGS` when `name` is not
+    a script's, as for ANSWERING)."""
     with tempfile.TemporaryDirectory(prefix=f"smoke_{Path(name).stem}_") as tmp:
         argv = [a.replace("{tmp}", str(Path(tmp) / "out")).replace("{answering}", answering) for a in args]
         env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        script = ["-m", "adaptrubric_local.cli"] if name == "cli" else [str(ROOT / "eval" / name)]
+        script = [str(ROOT / "eval" / name)] if name.endswith(".py") else []
         t0 = time.perf_counter()
         try:
             p = subprocess.run([sys.executable, *script, *argv], cwd=tmp, env=env,
@@ -137,10 +139,15 @@ def main(argv=None) -> int:
     failed, t_all = [], time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="smoke_answering_") as shared:
         answering = str(Path(shared) / "answering")
-        if any("{answering}" in a for v in chosen.values() for a in v):
-            report("make-tiny-model --answering", *run_one("cli", ANSWERING, 900, answering), failed)
+        needs = [name for name, v in chosen.items() if any("{answering}" in a for a in v)]
+        if needs:
+            report("make-tiny-model --answering", *run_one("answering", ANSWERING, ANSWERING_TIMEOUT, answering),
+                   failed)
+            if failed:  # no model: the scripts that take it are failed, not run
+                failed += needs
         for name, script_args in chosen.items():
-            report(name, *run_one(name, script_args, max(args.timeout, SLOW.get(name, 0)), answering), failed)
+            if name not in failed:
+                report(name, *run_one(name, script_args, max(args.timeout, SLOW.get(name, 0)), answering), failed)
     passed = len(set(chosen) - set(failed))
     print(f"eval smoke set: {passed}/{len(chosen)} passed in {time.perf_counter() - t_all:.0f} s"
           + (f"; failed: {', '.join(failed)}" if failed else ""))
