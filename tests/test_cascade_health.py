@@ -23,8 +23,8 @@ N = 40
 
 @pytest.fixture(autouse=True)
 def quick_watcher(monkeypatch):
-    """The watcher probes every second (its default: health.CHECK_EVERY) with a 2 s timeout, so a stop is
-    seen sooner and the tests take seconds less; what they check is the same."""
+    """The watcher probes every second with a 2 s timeout (its defaults, health.CHECK_EVERY and
+    PROBE_TIMEOUT, are 5 s each), so a stop is seen sooner; what the tests check is the same."""
     monkeypatch.setattr(live, "JudgeHealth", partial(health.JudgeHealth, check_every=1.0, probe_timeout=2.0))
 
 
