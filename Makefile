@@ -5,7 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install install-rl install-vllm test test-vllm eval-smoke wheel-smoke demo docs docs-serve clean
+.PHONY: install install-rl install-vllm install-docs test test-vllm eval-smoke wheel-smoke demo docs docs-browser \
+	docs-serve clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -89,10 +90,16 @@ $(DOCS_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,docs]'
 	touch $(DOCS_STAMP)
 
+install-docs: $(DOCS_STAMP)
+
 docs: $(DOCS_STAMP)
 	$(PY) tools/gen_cli_reference.py --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 	$(PY) tools/check_site.py site
+
+# the built site in the system's Chromium: search from the files on disk, code blocks at 1280 px
+docs-browser: docs
+	ADAPTRUBRIC_REQUIRE_DOCS_SITE=1 $(PY) -m pytest -q tests/test_docs_browser.py
 
 # The manual at http://127.0.0.1:8000, rebuilt as pages change (site/ also reads offline: open
 # site/index.html, search included). DOCS_ADDR=0.0.0.0:8000 serves other machines.

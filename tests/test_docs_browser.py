@@ -5,8 +5,9 @@ reference first; at 1280 px no code block of any page needs a sideways scroll, a
 the CODE_COLUMNS that tests/test_docs.py allows a code line.
 
 The browser is the system's headless Chromium (never a downloaded one) driven by playwright, as in
-tests/test_review_browser.py. site/ is built by `make docs`, which `.ci/run` runs after `make test`, then
-runs this file with ADAPTRUBRIC_REQUIRE_DOCS_SITE=1: there a missing site, browser or playwright fails.
+tests/test_review_browser.py. site/ is built by `make docs`; `make docs-browser` (which `.ci/run` runs
+after `make test`) builds it, then runs this file with ADAPTRUBRIC_REQUIRE_DOCS_SITE=1: there a missing
+site, browser or playwright fails.
 Elsewhere, without site/ (or with a site older than docs/ and mkdocs.yml) these tests skip with a
 message; ADAPTRUBRIC_DOCS_SITE names another built folder.
 """
