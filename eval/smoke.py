@@ -141,9 +141,9 @@ def main(argv=None) -> int:
         answering = str(Path(shared) / "answering")
         needs = [name for name, v in chosen.items() if any("{answering}" in a for a in v)]
         if needs:
-            report("make-tiny-model --answering", *run_one("answering", ANSWERING, ANSWERING_TIMEOUT, answering),
-                   failed)
-            if failed:  # no model: the scripts that take it are failed, not run
+            build = run_one("answering", ANSWERING, ANSWERING_TIMEOUT, answering)
+            report("make-tiny-model --answering", *build, failed)
+            if build[0] != 0:  # no model: the scripts that take it are failed, not run
                 failed += needs
         for name, script_args in chosen.items():
             if name not in failed:
